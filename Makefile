@@ -1,0 +1,168 @@
+# wshard - pre-shard LLM checkpoints for tensor-parallel inference.
+#
+#   make                 build ./wshard (CUDA round trip when nvcc is found)
+#   make CUDA=0          build with the host validation backend only
+#   make check           build, run every test, then again under ASan+UBSan
+#   make test            run the tests of the current build only
+#   make demo            convert a small generated checkpoint at tp 2
+#   make install         install binary and man pages (PREFIX, DESTDIR)
+#   make DEVELOPER=1     add -Wall -Wextra -Werror;  V=1 shows commands
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DESTDIR ?=
+
+CC := mpicc
+PKG_CONFIG ?= pkg-config
+PYTHON ?= $(shell if [ -x .venv/bin/python3 ]; then echo .venv/bin/python3; else echo python3; fi)
+
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
+ifeq ($(NVCC),)
+CUDA ?= 0
+else
+CUDA ?= 1
+endif
+
+SANITIZE ?= 0
+ifeq ($(SANITIZE),1)
+# The CUDA runtime and ASan's shadow memory do not mix; the sanitized build
+# checks the host backend and everything else.
+override CUDA := 0
+B := build/san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
+B := build/rel
+SANFLAGS :=
+endif
+
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -D_GNU_SOURCE -pthread -MMD -MP $(SANFLAGS)
+CFLAGS += -Wall -Wextra -Wno-unused-parameter
+ifeq ($(DEVELOPER),1)
+CFLAGS += -Werror
+endif
+CFLAGS += $(shell $(PKG_CONFIG) --cflags jansson libarchive libxxhash 2>/dev/null)
+LDFLAGS += -pthread $(SANFLAGS)
+LDLIBS += $(shell $(PKG_CONFIG) --libs jansson libarchive libxxhash 2>/dev/null || echo -ljansson -larchive -lxxhash) -lm
+
+NVCCFLAGS ?= -O2 -std=c++17 -Xcompiler -fPIC
+ifeq ($(CUDA),1)
+CFLAGS += -DWSHARD_CUDA=1
+CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/targets/x86_64-linux/lib))
+LDLIBS += -L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt -lstdc++
+endif
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+LIB_SRC := \
+	lib/catalog.c \
+	lib/comm.c \
+	lib/dtype.c \
+	lib/error.c \
+	lib/exec.c \
+	lib/fileio.c \
+	lib/hash.c \
+	lib/manifest.c \
+	lib/plan.c \
+	lib/rules.c \
+	lib/safetensors.c \
+	lib/sha256.c \
+	lib/verify.c \
+	cuda/validate_host.c
+
+CUDA_SRC := cuda/validate_cuda.cu
+
+CMD_SRC := \
+	cmd/convert.c \
+	cmd/inspect.c \
+	cmd/util.c \
+	cmd/verify.c \
+	cmd/wshard.c
+
+RULE_FILES := $(sort $(wildcard lib/rules/*.json))
+
+TEST_SUITES := $(patsubst test/%.c,%,$(sort $(wildcard test/test_*.c)))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/rules_builtin.o
+ifeq ($(CUDA),1)
+LIB_OBJ += $(CUDA_SRC:%.cu=$(B)/%.o)
+endif
+CMD_OBJ := $(CMD_SRC:%.c=$(B)/%.o)
+TEST_BIN := $(TEST_SUITES:%=$(B)/test/%)
+
+ifeq ($(SANITIZE),1)
+PROGRAM := $(B)/wshard
+else
+PROGRAM := wshard
+endif
+
+all: $(PROGRAM)
+
+$(PROGRAM): $(CMD_OBJ) $(B)/libwshard.a
+	@echo '  LINK   $@'
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(B)/libwshard.a $(LDLIBS)
+
+$(B)/libwshard.a: $(LIB_OBJ)
+	@echo '  AR     $@'
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo '  CC     $<'
+	$(Q)$(CC) $(CFLAGS) -Ilib -c -o $@ $<
+
+$(B)/%.o: %.cu cuda/validate.h cuda/validate_sum.h lib/wshard.h
+	@mkdir -p $(dir $@)
+	@echo '  NVCC   $<'
+	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -c -o $@ $<
+
+# The built-in rule files, embedded as C strings.
+$(B)/lib/rules_builtin.c: $(RULE_FILES) scripts/embed-rules
+	@mkdir -p $(dir $@)
+	@echo '  EMBED  $@'
+	$(Q)sh scripts/embed-rules $(RULE_FILES) >$@.tmp && mv $@.tmp $@
+
+$(B)/lib/rules_builtin.o: $(B)/lib/rules_builtin.c
+	@echo '  CC     $<'
+	$(Q)$(CC) $(CFLAGS) -Ilib -c -o $@ $<
+
+$(B)/test/%: test/%.c $(B)/libwshard.a
+	@mkdir -p $(dir $@)
+	@echo '  CC     $@'
+	$(Q)$(CC) $(CFLAGS) -Ilib -Icuda -o $@ $< $(B)/libwshard.a $(LDFLAGS) $(LDLIBS) -lcriterion
+
+tests: $(TEST_BIN) $(PROGRAM)
+
+# Runs every Criterion suite and the shell-level tests against the build.
+test: tests
+	$(Q)WSHARD=$(abspath $(PROGRAM)) PYTHON=$(PYTHON) B=$(B) CUDA=$(CUDA) \
+		sh test/run-all $(TEST_BIN)
+
+check: all
+	$(Q)$(MAKE) --no-print-directory test
+	$(Q)$(MAKE) --no-print-directory SANITIZE=1 test
+
+demo: $(PROGRAM)
+	$(Q)sh scripts/demo
+
+install: $(PROGRAM)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(PROGRAM) $(DESTDIR)$(BINDIR)/wshard
+	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/wshard
+	cd $(DESTDIR)$(MANDIR)/man1 && rm -f wshard.1 wshard-convert.1 wshard-verify.1 wshard-inspect.1
+
+clean:
+	rm -rf build wshard
+
+.PHONY: all test tests check demo install uninstall clean
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,90 @@
+/*
+ * validate.h - the GPU round trip that proves written bytes survive a copy
+ * to device memory and back, behind one interface with two backends:
+ *
+ *   cuda (validate_cuda.cu): host -> device from pinned staging memory,
+ *       a checksum kernel on the device, device -> host into a second
+ *       buffer, then compare bytes and checksums; two streams so that
+ *       copies and the kernel of consecutive chunks overlap.
+ *   host (validate_host.c): the same steps with ordinary host memory
+ *       standing in for the device, so the path is tested without a GPU.
+ *
+ * Built with CUDA=0 (no nvcc), only the host backend exists and asking
+ * for the GPU fails as if no device were present.
+ *
+ * Like the library, nothing here prints or exits: functions return an
+ * enum wshard_err and fill a struct wshard_error.
+ */
+#ifndef WSHARD_VALIDATE_H
+#define WSHARD_VALIDATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../lib/wshard.h"
+
+struct wshard_validator;
+
+/*
+ * Opens a validator.
+ *   mode GPU:  a CUDA device is required; none (or no driver, or a build
+ *              without CUDA) gives WSHARD_ENODEV with a message that says
+ *              which ("no CUDA driver: ...", "no CUDA device visible",
+ *              "built without CUDA").
+ *   mode AUTO: the GPU when usable, else the host backend; then
+ *              *out_notice (if not NULL, size notice_len) receives one
+ *              line saying why the host backend is used.
+ *   mode HOST: the host backend.
+ *   (mode OFF is the caller's business: it must not open a validator.)
+ * local_rank picks the device: local_rank modulo the visible devices
+ * (CUDA_VISIBLE_DEVICES is honoured by the driver).  chunk_bytes is the
+ * most bytes one round trip moves (the staging buffers are sized from it).
+ * Returns WSHARD_OK, WSHARD_ENODEV, WSHARD_ENOMEM or WSHARD_EIO.
+ */
+enum wshard_err wshard_validator_open(struct wshard_validator **out_v,
+				      enum wshard_validate_mode mode,
+				      int local_rank, size_t chunk_bytes,
+				      char *out_notice, size_t notice_len,
+				      struct wshard_error *err);
+
+/* "host" or "cuda:N (device name)". */
+const char *wshard_validator_backend(const struct wshard_validator *v);
+
+/*
+ * Round-trips len bytes of buf (any length; split internally into chunks
+ * of at most chunk_bytes).  what names the data in messages (e.g.
+ * "rank 1 tensor 'model.norm.weight'"), base is the offset of buf within
+ * it.  On a difference returns WSHARD_EVALIDATE with a message naming
+ * what and the absolute byte offset of the first differing byte (or the
+ * checksum difference).  Returns WSHARD_OK, WSHARD_EVALIDATE or WSHARD_EIO
+ * (a CUDA call failed: the message names it).
+ */
+enum wshard_err wshard_validator_check(struct wshard_validator *v,
+				       const void *buf, size_t len,
+				       const char *what, uint64_t base,
+				       struct wshard_error *err);
+
+/* Bytes validated and seconds spent in check so far. */
+void wshard_validator_stats(const struct wshard_validator *v,
+			    uint64_t *out_bytes, double *out_seconds);
+
+/*
+ * Fault injection for tests (host backend only): after this call, the
+ * round trip flips one byte of the returned copy at byte offset
+ * after_bytes counted over all later checks.  Returns WSHARD_OK, or
+ * WSHARD_EUSAGE on the cuda backend.
+ */
+enum wshard_err wshard_validator_inject_fault(struct wshard_validator *v,
+					      uint64_t after_bytes);
+
+/* Releases device and pinned memory; accepts NULL. */
+void wshard_validator_close(struct wshard_validator *v);
+
+/*
+ * The checksum both backends compute, on the device and on the host: a
+ * 64-bit value that any block-parallel reduction can produce.  Defined in
+ * validate_sum.h so that host and device share one definition.
+ */
+uint64_t wshard_validate_sum(const void *buf, size_t len);
+
+#endif /* WSHARD_VALIDATE_H */

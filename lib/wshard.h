@@ -1,0 +1,569 @@
+/*
+ * wshard.h - the whole public interface of libwshard.
+ *
+ * libwshard reads HuggingFace safetensors checkpoints, plans how every
+ * tensor is cut and fused for each tensor-parallel rank, writes per-rank
+ * safetensors files and a manifest, and verifies them.  The library never
+ * prints, exits or aborts: every fallible function returns an enum
+ * wshard_err and fills a struct wshard_error with a one-line message
+ * (lowercase, problem first, subject quoted, cause last).  Only cmd/
+ * decides what to print and which exit code to use.
+ *
+ * Conventions: output parameters are named out_* and set on entry; every
+ * _free() function accepts NULL.
+ */
+#ifndef WSHARD_H
+#define WSHARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WSHARD_VERSION "0.1.0"
+/* Version of the wshard.json layout; bumped on incompatible change. */
+#define WSHARD_MANIFEST_VERSION 1
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Numbered once, never renumbered. */
+enum wshard_err {
+	WSHARD_OK = 0,
+	WSHARD_EINVAL = 1,	/* bad or unsupported input: file, config, rules */
+	WSHARD_EUSAGE = 2,	/* an option value the caller passed is wrong */
+	WSHARD_EIO = 3,		/* I/O or system error */
+	WSHARD_ENOMEM = 4,	/* out of memory */
+	WSHARD_EVALIDATE = 5,	/* round-trip validation found different bytes */
+	WSHARD_EMISMATCH = 6,	/* verify found differences */
+	WSHARD_ENODEV = 7,	/* a GPU was required and none is usable */
+	WSHARD_EEXIST = 8,	/* output exists and may not be replaced */
+	WSHARD_EBUSY = 9,	/* output is locked by another convert */
+};
+
+#define WSHARD_ERRMAX 1024
+
+struct wshard_error {
+	enum wshard_err code;
+	char msg[WSHARD_ERRMAX];
+};
+
+/* A short static description of code, e.g. "bad input". */
+const char *wshard_strerror(enum wshard_err code);
+
+/*
+ * Records code and a printf-style message in err (which may be NULL).
+ * If err already holds an error, it is kept: the first cause wins.
+ * Returns code.
+ */
+enum wshard_err wshard_error_set(struct wshard_error *err, enum wshard_err code,
+				 const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Clears err to WSHARD_OK and an empty message. */
+void wshard_error_clear(struct wshard_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Dtypes                                                              */
+/* ------------------------------------------------------------------ */
+
+enum wshard_dtype {
+	WSHARD_BOOL,
+	WSHARD_U8,
+	WSHARD_I8,
+	WSHARD_I16,
+	WSHARD_U16,
+	WSHARD_F16,
+	WSHARD_BF16,
+	WSHARD_I32,
+	WSHARD_U32,
+	WSHARD_F32,
+	WSHARD_I64,
+	WSHARD_U64,
+	WSHARD_F64,
+	WSHARD_C64,
+	WSHARD_F8_E5M2,
+	WSHARD_F8_E4M3,
+	WSHARD_F8_E8M0,
+	WSHARD_F8_E4M3FNUZ,
+	WSHARD_F8_E5M2FNUZ,
+	WSHARD_F4,
+	WSHARD_F6_E2M3,
+	WSHARD_F6_E3M2,
+	WSHARD_DTYPE_COUNT
+};
+
+/* The safetensors spelling of dt ("BF16"), or "?" when out of range. */
+const char *wshard_dtype_name(enum wshard_dtype dt);
+
+/* Parses a safetensors dtype name.  Returns 0, or -1 if unknown. */
+int wshard_dtype_parse(const char *name, enum wshard_dtype *out_dt);
+
+/* Bits per element of dt (1 for BOOL is 8: safetensors stores a byte). */
+unsigned wshard_dtype_bits(enum wshard_dtype dt);
+
+#define WSHARD_MAX_DIMS 8
+
+/*
+ * Byte size of a tensor of ndim dimensions shape[] and dtype dt, with
+ * every product overflow-checked.  Returns 0 and sets *out_bytes; -1 if
+ * the element count or the bit count overflows 64 bits; -2 if the bit
+ * count is not a whole number of bytes.
+ */
+int wshard_tensor_bytes(const uint64_t *shape, int ndim, enum wshard_dtype dt,
+			uint64_t *out_bytes);
+
+/* ------------------------------------------------------------------ */
+/* Checksums                                                           */
+/* ------------------------------------------------------------------ */
+
+enum wshard_checksum {
+	WSHARD_CK_XXH3 = 0,	/* XXH3-64, "xxh3-64" */
+	WSHARD_CK_SHA256 = 1,	/* SHA-256, "sha256" */
+};
+
+/* "xxh3-64" or "sha256". */
+const char *wshard_checksum_name(enum wshard_checksum ck);
+
+/* Parses a checksum algorithm name.  Returns 0, or -1 if unknown. */
+int wshard_checksum_parse(const char *name, enum wshard_checksum *out_ck);
+
+/* Longest hex digest plus NUL. */
+#define WSHARD_DIGEST_HEX 65
+
+/* Streaming hash state for either algorithm. */
+struct wshard_hash {
+	enum wshard_checksum algo;
+	void *state;
+};
+
+/* Starts a hash.  Returns WSHARD_OK or WSHARD_ENOMEM. */
+enum wshard_err wshard_hash_init(struct wshard_hash *h, enum wshard_checksum algo);
+/* Feeds len bytes. */
+void wshard_hash_update(struct wshard_hash *h, const void *buf, size_t len);
+/* Writes the lowercase hex digest into out (WSHARD_DIGEST_HEX bytes) and
+ * releases the state. */
+void wshard_hash_final(struct wshard_hash *h, char *out);
+/* Releases the state without a digest; accepts an unstarted hash. */
+void wshard_hash_release(struct wshard_hash *h);
+
+/* ------------------------------------------------------------------ */
+/* Safetensors                                                         */
+/* ------------------------------------------------------------------ */
+
+/* The largest header the reader accepts (the reference reader's cap). */
+#define WSHARD_ST_HEADER_MAX 100000000ULL
+
+struct wshard_st_tensor {
+	char *name;
+	enum wshard_dtype dtype;
+	int ndim;			/* 0 for a scalar */
+	uint64_t shape[WSHARD_MAX_DIMS];
+	uint64_t begin, end;		/* data_offsets, from the data start */
+};
+
+struct wshard_st_meta {
+	char *key;
+	char *value;
+};
+
+/* One parsed safetensors file (or stream inside another file). */
+struct wshard_st {
+	char *path;			/* for messages */
+	int fd;				/* read-only; -1 when parsed from memory */
+	uint64_t base;			/* offset of the stream inside fd */
+	uint64_t size;			/* size of the stream */
+	uint64_t data_start;		/* 8 + header length */
+	size_t ntensors;
+	struct wshard_st_tensor *tensors;	/* sorted by name */
+	size_t nmeta;
+	struct wshard_st_meta *meta;		/* in file order */
+};
+
+/*
+ * Parses and validates a whole safetensors file held in memory (buf, len)
+ * under every rule of OUTPUT-CONTRACT.md section 6.  path is used in
+ * messages only.  On success *out_st has fd -1 and owns copies of all
+ * strings.  Returns WSHARD_OK, WSHARD_EINVAL (message names path and the
+ * reason) or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_st_parse(struct wshard_st **out_st, const void *buf,
+				size_t len, const char *path,
+				struct wshard_error *err);
+
+/*
+ * Opens path read-only and validates its header (no tensor data is read).
+ * Returns WSHARD_OK, WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_st_open(struct wshard_st **out_st, const char *path,
+			       struct wshard_error *err);
+
+/*
+ * Like wshard_st_open for a stream of size bytes at offset base of an
+ * already open fd (a member of an uncompressed tar).  The fd is borrowed:
+ * wshard_st_free does not close it.
+ */
+enum wshard_err wshard_st_open_fd(struct wshard_st **out_st, int fd,
+				  uint64_t base, uint64_t size,
+				  const char *path, struct wshard_error *err);
+
+/* The tensor called name, or NULL (binary search). */
+const struct wshard_st_tensor *wshard_st_find(const struct wshard_st *st,
+					      const char *name);
+
+/* The value of metadata key, or NULL. */
+const char *wshard_st_meta_get(const struct wshard_st *st, const char *key);
+
+/*
+ * Reads len bytes at offset off of tensor t's data into buf (pread; the
+ * rest of the file is not touched).  Returns WSHARD_OK, WSHARD_EINVAL if
+ * the range is outside the tensor, or WSHARD_EIO (short read included).
+ */
+enum wshard_err wshard_st_read(const struct wshard_st *st,
+			       const struct wshard_st_tensor *t, uint64_t off,
+			       void *buf, size_t len, struct wshard_error *err);
+
+/* Closes (if owned) and frees st; accepts NULL. */
+void wshard_st_free(struct wshard_st *st);
+
+/*
+ * Lays out a safetensors file for n tensors written in the given order:
+ * sets each tensors[i].begin/end, and returns in *out_header a malloc'd
+ * buffer of *out_header_len bytes holding the 8-byte length and the JSON
+ * header (starting with '{', "__metadata__" first with "format": "pt"
+ * plus meta[], then the tensors in order, padded with spaces to a
+ * multiple of 8).  *out_data_len is the data section's size.  Returns
+ * WSHARD_OK, WSHARD_EINVAL (overflow, duplicate name) or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_st_layout(struct wshard_st_tensor *tensors, size_t n,
+				 const struct wshard_st_meta *meta, size_t nmeta,
+				 char **out_header, size_t *out_header_len,
+				 uint64_t *out_data_len,
+				 struct wshard_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Files                                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A file written under a temporary name (".NAME.wshard-tmp" in the same
+ * directory) and renamed into place by commit, so that a reader never
+ * sees a partial file under the final name.
+ */
+struct wshard_file {
+	char *path;		/* final name */
+	char *tmp_path;
+	int fd;
+	uint64_t written;	/* bytes written so far (sum of writes) */
+};
+
+/* Creates the temporary file.  Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM. */
+enum wshard_err wshard_file_create(struct wshard_file **out_f, const char *path,
+				   struct wshard_error *err);
+/* Writes all of buf at offset off.  Returns WSHARD_OK or WSHARD_EIO
+ * (ENOSPC included; the message names the final path). */
+enum wshard_err wshard_file_pwrite(struct wshard_file *f, const void *buf,
+				   size_t len, uint64_t off,
+				   struct wshard_error *err);
+/* fsyncs, renames to the final name, fsyncs the directory, frees f.
+ * Returns WSHARD_OK or WSHARD_EIO (then the temporary file is removed). */
+enum wshard_err wshard_file_commit(struct wshard_file *f,
+				   struct wshard_error *err);
+/* Removes the temporary file and frees f; accepts NULL. */
+void wshard_file_abort(struct wshard_file *f);
+
+/* Reads exactly len bytes at off.  Returns WSHARD_OK or WSHARD_EIO. */
+enum wshard_err wshard_pread_full(int fd, void *buf, size_t len, uint64_t off,
+				  const char *path, struct wshard_error *err);
+
+/*
+ * Parses a size such as "5GiB", "256M", "4096" (K/M/G/T are powers of
+ * 1024 as are KiB/MiB/GiB/TiB; KB/MB/GB/TB are powers of 1000).
+ * Returns 0, or -1 on a malformed or overflowing size.
+ */
+int wshard_parse_size(const char *s, uint64_t *out_bytes);
+
+/* ------------------------------------------------------------------ */
+/* Checkpoint catalog                                                  */
+/* ------------------------------------------------------------------ */
+
+/* The config.json fields the rules use; -1 (or NULL) when absent. */
+struct wshard_config {
+	char *architecture;		/* architectures[0] */
+	int64_t hidden_size;
+	int64_t num_attention_heads;
+	int64_t num_key_value_heads;	/* defaults to num_attention_heads */
+	int64_t head_dim;		/* defaults to hidden / heads */
+	int64_t intermediate_size;
+	int64_t vocab_size;
+	int64_t num_experts;		/* num_local_experts or num_experts */
+	int64_t moe_intermediate_size;
+	int64_t shared_expert_intermediate_size;
+	bool tie_word_embeddings;
+	void *json;			/* json_t * of the whole file, or NULL */
+};
+
+struct wshard_src_file {
+	char *name;		/* relative to the checkpoint directory */
+	char *path;		/* as opened */
+	uint64_t size;
+	struct wshard_st *st;
+};
+
+struct wshard_src_tensor {
+	const char *name;		/* owned by the file's st */
+	uint32_t file;			/* index into catalog files */
+	const struct wshard_st_tensor *info;
+	uint64_t offset;		/* absolute offset of the data in the file */
+	uint64_t nbytes;
+};
+
+struct wshard_catalog {
+	char *path;			/* as given */
+	char *dir;			/* directory holding the files */
+	bool has_config;
+	struct wshard_config config;
+	size_t nfiles;
+	struct wshard_src_file *files;	/* in weight_map order of first use */
+	size_t ntensors;
+	struct wshard_src_tensor *tensors;	/* sorted by name */
+	uint64_t tensor_bytes;		/* sum of all tensor data bytes */
+	size_t nignored;
+	char **ignored;		/* .safetensors files the index does not use */
+	size_t nextra;
+	char **extra;		/* non-weight files to copy, sorted */
+};
+
+/*
+ * Opens a checkpoint: a directory with model.safetensors.index.json or a
+ * single model.safetensors, or one .safetensors file.  Validates every
+ * file strictly, the weight_map against the files (no path outside the
+ * directory, no missing file or tensor, no tensor in two files) and reads
+ * config.json when present.  No tensor data is read.  Returns WSHARD_OK,
+ * WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
+				    const char *path, struct wshard_error *err);
+
+/* The tensor called name, or NULL. */
+const struct wshard_src_tensor *wshard_catalog_find(
+	const struct wshard_catalog *cat, const char *name);
+
+/* Index of the tensor called name, or -1. */
+long wshard_catalog_index(const struct wshard_catalog *cat, const char *name);
+
+/* Frees cat; accepts NULL. */
+void wshard_catalog_free(struct wshard_catalog *cat);
+
+/* ------------------------------------------------------------------ */
+/* Rules                                                               */
+/* ------------------------------------------------------------------ */
+
+struct wshard_rules;
+
+/*
+ * Loads the built-in rules for a config.json architecture name.
+ * Returns WSHARD_OK, WSHARD_EINVAL (unknown architecture: the message
+ * lists the known ones and mentions --rules) or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
+				     const char *architecture,
+				     struct wshard_error *err);
+
+/* Parses a rules document (JSON text of len bytes); name is for messages.
+ * Returns WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM. */
+enum wshard_err wshard_rules_parse(struct wshard_rules **out_rules,
+				   const char *text, size_t len,
+				   const char *name, struct wshard_error *err);
+
+/* Reads and parses a rules file.  Returns as wshard_rules_parse, or WSHARD_EIO. */
+enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
+				  const char *path, struct wshard_error *err);
+
+/* The rules' name ("builtin:llama" or the file path). */
+const char *wshard_rules_name(const struct wshard_rules *rules);
+
+/* NULL-terminated list of the architectures with built-in rules. */
+const char *const *wshard_rules_architectures(void);
+
+/* Frees rules; accepts NULL. */
+void wshard_rules_free(struct wshard_rules *rules);
+
+/* ------------------------------------------------------------------ */
+/* Plan                                                                */
+/* ------------------------------------------------------------------ */
+
+struct wshard_options {
+	int tp;				/* tensor-parallel size, >= 1 */
+	const char *target;		/* "vllm" */
+	bool attn_scales;		/* write attn._k_scale & co. */
+	uint64_t max_file_size;		/* bytes of data per part */
+	uint64_t max_memory;		/* tensor-data buffer budget */
+	enum wshard_checksum checksum;
+	bool has_dtype;			/* convert floating weights */
+	enum wshard_dtype dtype;
+};
+
+/* Fills opt with the defaults (tp 1, vllm, scales on, 5 GiB, 256 MiB, xxh3). */
+void wshard_options_init(struct wshard_options *opt);
+
+enum wshard_piece_kind {
+	WSHARD_PIECE_COPY,	/* bytes of a source tensor */
+	WSHARD_PIECE_ZERO,	/* zero bytes (vocab padding) */
+	WSHARD_PIECE_CONST,	/* one element repeated (scales of 1.0) */
+};
+
+/*
+ * One contiguous run of an output tensor.  A COPY takes a rectangle of
+ * the source tensor seen as a matrix of rows x row_bytes (rows = shape[0],
+ * 1 for a scalar): rows [row0, row0 + nrows), bytes [col0, col0 + ncols)
+ * of each row, written back to back at dst.
+ */
+struct wshard_piece {
+	enum wshard_piece_kind kind;
+	uint32_t src;			/* catalog tensor index (COPY) */
+	uint64_t row0, nrows;
+	uint64_t col0, ncols;		/* bytes within a row */
+	uint64_t dst;			/* offset within the output tensor */
+	uint64_t len;			/* bytes produced */
+	unsigned char value[8];		/* CONST: one element, little-endian */
+	unsigned value_len;
+	/* Provenance in elements, for the manifest. */
+	uint64_t prov_col0, prov_ncols;
+};
+
+struct wshard_out_tensor {
+	char *name;
+	enum wshard_dtype dtype;
+	int ndim;
+	uint64_t shape[WSHARD_MAX_DIMS];
+	uint64_t nbytes;
+	uint32_t part;			/* index into the rank's files */
+	uint64_t begin, end;		/* data offsets within that part */
+	size_t npieces;
+	struct wshard_piece *pieces;	/* ordered by dst, covering [0, nbytes) */
+};
+
+struct wshard_out_file {
+	char *name;			/* model-rank-R-part-P.safetensors */
+	char *header;			/* 8-byte length + JSON, padded */
+	size_t header_len;
+	uint64_t size;			/* header_len + data */
+	size_t first, count;		/* its tensors in the rank's list */
+};
+
+struct wshard_rank_plan {
+	int rank;
+	size_t ntensors;
+	struct wshard_out_tensor *tensors;	/* sorted by name */
+	size_t nfiles;
+	struct wshard_out_file *files;
+	uint64_t bytes;			/* tensor data bytes of the rank */
+};
+
+struct wshard_plan {
+	int tp;
+	struct wshard_options opt;
+	const struct wshard_catalog *cat;	/* borrowed */
+	char *rules_name;
+	struct wshard_rank_plan *ranks;	/* tp of them */
+};
+
+/*
+ * Plans the whole conversion: a pure function of the catalog, rules and
+ * options, no I/O.  Every source tensor must be consumed by one rule or
+ * skipped; every split must divide; shapes must match config.json.
+ * Returns WSHARD_OK, WSHARD_EINVAL (uncovered tensors listed, the
+ * indivisible config field named, the contradicting tensor named),
+ * WSHARD_EUSAGE (bad option) or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
+				  const struct wshard_catalog *cat,
+				  const struct wshard_rules *rules,
+				  const struct wshard_options *opt,
+				  struct wshard_error *err);
+
+/* Frees plan; accepts NULL. */
+void wshard_plan_free(struct wshard_plan *plan);
+
+/* ------------------------------------------------------------------ */
+/* Processes (MPI or one process)                                      */
+/* ------------------------------------------------------------------ */
+
+struct wshard_comm;
+
+/*
+ * Joins the MPI job when the process was started by mpirun (detected from
+ * the launcher's environment), else makes a one-process communicator and
+ * never touches MPI.  Returns WSHARD_OK or WSHARD_EIO.
+ */
+enum wshard_err wshard_comm_init(struct wshard_comm **out_comm, int *argc,
+				 char ***argv, struct wshard_error *err);
+/* This process's index, 0-based. */
+int wshard_comm_rank(const struct wshard_comm *comm);
+/* Number of processes. */
+int wshard_comm_size(const struct wshard_comm *comm);
+/* Node-local index (OMPI_COMM_WORLD_LOCAL_RANK), 0 without MPI. */
+int wshard_comm_local_rank(const struct wshard_comm *comm);
+/* True when MPI is in use. */
+bool wshard_comm_is_mpi(const struct wshard_comm *comm);
+/*
+ * Agreement: every process passes its own error; all return the first
+ * (lowest process) non-OK error, its message copied into err.  Returns
+ * that code (WSHARD_OK when all succeeded).
+ */
+enum wshard_err wshard_comm_agree(struct wshard_comm *comm,
+				  struct wshard_error *err);
+/* Finalizes MPI if used and frees comm; accepts NULL. */
+void wshard_comm_free(struct wshard_comm *comm);
+
+/* ------------------------------------------------------------------ */
+/* Convert and verify                                                  */
+/* ------------------------------------------------------------------ */
+
+enum wshard_validate_mode {
+	WSHARD_VALIDATE_AUTO,
+	WSHARD_VALIDATE_GPU,
+	WSHARD_VALIDATE_HOST,
+	WSHARD_VALIDATE_OFF,
+};
+
+/* Progress callback: bytes done of total so far, on this process. */
+typedef void (*wshard_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+struct wshard_run {
+	/* in */
+	const char *out_dir;
+	bool force;
+	enum wshard_validate_mode validate;
+	wshard_progress_fn progress;
+	void *progress_ctx;
+	/* out (valid on process 0 after a successful run) */
+	uint64_t bytes_read;		/* summed over processes */
+	uint64_t bytes_written;		/* summed over processes */
+	uint64_t bytes_validated;
+	char validate_backend[128];	/* "host", "cuda:0 (...)", "off" */
+	char notice[256];		/* e.g. the auto fall-back reason */
+	int nprocs;
+	uint64_t *proc_bytes_read;	/* nprocs entries; freed by release */
+};
+
+/* Releases what a wshard_run owns; accepts NULL. */
+void wshard_run_release(struct wshard_run *run);
+
+/*
+ * Executes plan into run->out_dir with every process of comm: writes the
+ * rank files under temporary names, validates them, renames them, copies
+ * the non-weight files and writes wshard.json last (process 0).  Every
+ * process returns the same result.  Returns WSHARD_OK, WSHARD_EEXIST,
+ * WSHARD_EBUSY, WSHARD_EIO, WSHARD_EINVAL, WSHARD_EVALIDATE, WSHARD_ENODEV
+ * or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_convert(const struct wshard_plan *plan,
+			       struct wshard_comm *comm, struct wshard_run *run,
+			       struct wshard_error *err);
+
+/* Name of the manifest in an output directory. */
+#define WSHARD_MANIFEST "wshard.json"
+
+#endif /* WSHARD_H */
