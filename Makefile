@@ -49,6 +49,12 @@ LDLIBS += $(shell $(PKG_CONFIG) --libs jansson libarchive libxxhash 2>/dev/null 
 
 NVCCFLAGS ?= -O2 -std=c++17 -Xcompiler -fPIC
 ifeq ($(CUDA),1)
+# Machine code for Ampere (sm_80; sm_86/sm_89 run it too) and Hopper,
+# plus compute_90 PTX that newer GPUs compile when the program loads.
+NVCC_GENCODE ?= -gencode arch=compute_80,code=sm_80 \
+	-gencode arch=compute_90,code=sm_90 \
+	-gencode arch=compute_90,code=compute_90
+NVCCFLAGS += $(NVCC_GENCODE) -MMD -MP -Xcompiler -Wall,-Wextra
 CFLAGS += -DWSHARD_CUDA=1
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/targets/x86_64-linux/lib))
 LDLIBS += -L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt -lstdc++
@@ -67,13 +73,14 @@ LIB_SRC := \
 	lib/error.c \
 	lib/exec.c \
 	lib/fileio.c \
+	lib/fpconv.c \
 	lib/hash.c \
 	lib/manifest.c \
 	lib/plan.c \
 	lib/rules.c \
 	lib/safetensors.c \
 	lib/sha256.c \
-	lib/verify.c \
+	lib/stream.c \
 	cuda/validate_host.c
 
 CUDA_SRC := cuda/validate_cuda.cu
@@ -82,7 +89,6 @@ CMD_SRC := \
 	cmd/convert.c \
 	cmd/inspect.c \
 	cmd/util.c \
-	cmd/verify.c \
 	cmd/wshard.c
 
 RULE_FILES := $(sort $(wildcard lib/rules/*.json))

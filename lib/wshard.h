@@ -299,7 +299,7 @@ struct wshard_config {
 	int64_t num_experts;		/* num_local_experts or num_experts */
 	int64_t moe_intermediate_size;
 	int64_t shared_expert_intermediate_size;
-	bool tie_word_embeddings;
+	int tie_word_embeddings;		/* 1 true, 0 false, -1 absent */
 	void *json;			/* json_t * of the whole file, or NULL */
 };
 
@@ -324,7 +324,7 @@ struct wshard_catalog {
 	bool has_config;
 	struct wshard_config config;
 	size_t nfiles;
-	struct wshard_src_file *files;	/* in weight_map order of first use */
+	struct wshard_src_file *files;	/* sorted by name */
 	size_t ntensors;
 	struct wshard_src_tensor *tensors;	/* sorted by name */
 	uint64_t tensor_bytes;		/* sum of all tensor data bytes */
@@ -404,7 +404,7 @@ struct wshard_options {
 	enum wshard_dtype dtype;
 };
 
-/* Fills opt with the defaults (tp 1, vllm, scales on, 5 GiB, 256 MiB, xxh3). */
+/* Fills opt with the defaults (tp 1, vllm, scales on, 5 GiB, 64 MiB, xxh3). */
 void wshard_options_init(struct wshard_options *opt);
 
 enum wshard_piece_kind {
@@ -428,8 +428,9 @@ struct wshard_piece {
 	uint64_t len;			/* bytes produced */
 	unsigned char value[8];		/* CONST: one element, little-endian */
 	unsigned value_len;
-	/* Provenance in elements, for the manifest. */
+	/* Provenance in elements, for the manifest (prov_ncols 0: whole rows). */
 	uint64_t prov_col0, prov_ncols;
+	double prov_value;		/* CONST: the value */
 };
 
 struct wshard_out_tensor {

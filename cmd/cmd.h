@@ -1,0 +1,55 @@
+/*
+ * cmd.h - what the subcommands share: exit codes, messages, sizes.
+ */
+#ifndef WSHARD_CMD_H
+#define WSHARD_CMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "wshard.h"
+
+/* Exit codes, documented in README.md and wshard(1). */
+enum {
+	EXIT_OK = 0,
+	EXIT_DIFFER = 1,	/* verify found differences */
+	EXIT_USAGE = 2,
+	EXIT_INPUT = 3,		/* bad or unsupported input */
+	EXIT_IO = 4,		/* I/O or system error */
+	EXIT_VALIDATE = 5,	/* round-trip validation failed, or no GPU for --validate gpu */
+};
+
+int cmd_convert(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+
+/* The exit code for a library error. */
+int exit_code(enum wshard_err code);
+
+/* Prints "wshard: MESSAGE" to stderr and returns exit_code(err->code). */
+int report_error(const struct wshard_error *err);
+
+/* Prints "wshard CMD: MESSAGE" and the usage hint to stderr; returns EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Parses a positive decimal integer; returns 0 or -1. */
+int parse_int(const char *s, int *out);
+
+/* Writes a human size ("1.50 GiB") into buf. */
+const char *human_bytes(uint64_t n, char *buf, size_t len);
+
+/* Seconds since an arbitrary start (monotonic). */
+double now_seconds(void);
+
+/* A one-line progress meter on stderr, redrawn only on a terminal. */
+struct progress {
+	bool enabled;
+	double start, last;
+};
+void progress_init(struct progress *p, bool quiet);
+void progress_update(void *ctx, uint64_t done, uint64_t total);
+void progress_done(struct progress *p);
+
+#endif

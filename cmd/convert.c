@@ -1,0 +1,307 @@
+/*
+ * convert.c - wshard convert: plan and write per-rank pre-sharded
+ * safetensors for tensor-parallel inference.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static const char convert_usage[] =
+	"usage: wshard convert --tp N [options] SRC OUT\n"
+	"\n"
+	"Cuts and fuses every tensor of the checkpoint SRC for each of N tensor-parallel\n"
+	"ranks and writes OUT/model-rank-R-part-P.safetensors, the non-weight files and\n"
+	"OUT/wshard.json (last).  Under mpirun, MPI process p writes ranks p, p+P, ...\n"
+	"\n"
+	"options:\n"
+	"  -t, --tp N               tensor-parallel size (required)\n"
+	"      --target NAME        engine layout: vllm (default)\n"
+	"      --no-attn-scales     leave out attn._k_scale/_v_scale/_q_scale/_prob_scale\n"
+	"                           (for vLLM releases before December 2025)\n"
+	"      --rules FILE         rules for an architecture wshard does not know\n"
+	"      --max-file-size SIZE start a new part past SIZE bytes (default 5GiB)\n"
+	"      --max-memory SIZE    tensor-data buffer budget (default 64MiB)\n"
+	"      --validate MODE      round trip: auto (default), gpu, host or off\n"
+	"      --checksum ALGO      manifest checksums: xxh3-64 (default) or sha256\n"
+	"  -f, --force              replace an earlier wshard output in OUT\n"
+	"  -n, --dry-run            print the plan and write nothing\n"
+	"      --json               print the summary as JSON\n"
+	"  -q, --quiet              no progress and no summary\n"
+	"  -h, --help               show this help\n"
+	"\n"
+	"SIZE takes K, M, G, T (powers of 1024; also KiB, MiB, GiB) or KB, MB, GB.\n"
+	"Exit status: 0 success, 2 usage error or OUT not replaceable, 3 bad input,\n"
+	"4 I/O error, 5 round-trip validation failed or no GPU for --validate gpu.\n";
+
+struct convert_opts {
+	struct wshard_options opt;
+	struct wshard_run run;
+	const char *rules;
+	const char *src;
+	bool dry_run, json, quiet;
+};
+
+enum {
+	OPT_TARGET = 256,
+	OPT_NO_SCALES,
+	OPT_RULES,
+	OPT_MAX_FILE,
+	OPT_MAX_MEM,
+	OPT_VALIDATE,
+	OPT_CHECKSUM,
+	OPT_JSON,
+};
+
+static int parse_validate(const char *s, enum wshard_validate_mode *out)
+{
+	static const char *const names[] = { "auto", "gpu", "host", "off" };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum wshard_validate_mode)i;
+			return 0;
+		}
+	return -1;
+}
+
+static int parse_args(int argc, char **argv, struct convert_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "tp", required_argument, NULL, 't' },
+		{ "target", required_argument, NULL, OPT_TARGET },
+		{ "no-attn-scales", no_argument, NULL, OPT_NO_SCALES },
+		{ "rules", required_argument, NULL, OPT_RULES },
+		{ "max-file-size", required_argument, NULL, OPT_MAX_FILE },
+		{ "max-memory", required_argument, NULL, OPT_MAX_MEM },
+		{ "validate", required_argument, NULL, OPT_VALIDATE },
+		{ "checksum", required_argument, NULL, OPT_CHECKSUM },
+		{ "force", no_argument, NULL, 'f' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool have_tp = false;
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":t:fnqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (parse_int(optarg, &o->opt.tp) < 0)
+				return usage_error("convert", "--tp needs a positive integer, not '%s'",
+						   optarg);
+			have_tp = true;
+			break;
+		case OPT_TARGET:
+			o->opt.target = optarg;
+			break;
+		case OPT_NO_SCALES:
+			o->opt.attn_scales = false;
+			break;
+		case OPT_RULES:
+			o->rules = optarg;
+			break;
+		case OPT_MAX_FILE:
+			if (wshard_parse_size(optarg, &o->opt.max_file_size) < 0 ||
+			    o->opt.max_file_size == 0)
+				return usage_error("convert", "--max-file-size: bad size '%s'", optarg);
+			break;
+		case OPT_MAX_MEM:
+			if (wshard_parse_size(optarg, &o->opt.max_memory) < 0 ||
+			    o->opt.max_memory < (1 << 20))
+				return usage_error("convert", "--max-memory: bad size '%s' (at least 1MiB)",
+						   optarg);
+			break;
+		case OPT_VALIDATE:
+			if (parse_validate(optarg, &o->run.validate) < 0)
+				return usage_error("convert", "--validate: '%s' is not auto, gpu, host or off",
+						   optarg);
+			break;
+		case OPT_CHECKSUM:
+			if (wshard_checksum_parse(optarg, &o->opt.checksum) < 0)
+				return usage_error("convert", "--checksum: '%s' is not xxh3-64 or sha256",
+						   optarg);
+			break;
+		case 'f':
+			o->run.force = true;
+			break;
+		case 'n':
+			o->dry_run = true;
+			break;
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			fputs(convert_usage, stdout);
+			return -1;
+		case ':':
+			return usage_error("convert", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("convert", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (!have_tp)
+		return usage_error("convert", "--tp N is required");
+	if (argc - optind != 2)
+		return usage_error("convert", "expected SRC and OUT, got %d argument%s",
+				   argc - optind, argc - optind == 1 ? "" : "s");
+	o->src = argv[optind];
+	o->run.out_dir = argv[optind + 1];
+	return 0;
+}
+
+static void print_dry_run(const struct wshard_plan *plan)
+{
+	char shape[160], b[32];
+	size_t i, k;
+	int r, d;
+
+	for (r = 0; r < plan->tp; r++) {
+		const struct wshard_rank_plan *rp = &plan->ranks[r];
+
+		printf("rank %d: %zu tensors, %s in %zu file%s\n", r, rp->ntensors,
+		       human_bytes(rp->bytes, b, sizeof(b)), rp->nfiles,
+		       rp->nfiles == 1 ? "" : "s");
+		for (i = 0; i < rp->ntensors; i++) {
+			const struct wshard_out_tensor *t = &rp->tensors[i];
+			size_t o = 0;
+
+			o += (size_t)snprintf(shape + o, sizeof(shape) - o, "[");
+			for (d = 0; d < t->ndim && o < sizeof(shape); d++)
+				o += (size_t)snprintf(shape + o, sizeof(shape) - o, "%s%llu",
+						      d ? ", " : "", (unsigned long long)t->shape[d]);
+			if (o < sizeof(shape))
+				snprintf(shape + o, sizeof(shape) - o, "]");
+			printf("  %s %s %s %llu bytes -> %s\n", t->name, wshard_dtype_name(t->dtype),
+			       shape, (unsigned long long)t->nbytes, rp->files[t->part].name);
+			for (k = 0; k < t->npieces; k++) {
+				const struct wshard_piece *p = &t->pieces[k];
+
+				if (p->kind == WSHARD_PIECE_ZERO)
+					printf("    zeros %llu bytes\n", (unsigned long long)p->len);
+				else if (p->kind == WSHARD_PIECE_CONST)
+					printf("    value %g\n", p->prov_value);
+				else if (p->prov_ncols)
+					printf("    %s rows [%llu, %llu) cols [%llu, %llu)\n",
+					       plan->cat->tensors[p->src].name,
+					       (unsigned long long)p->row0,
+					       (unsigned long long)(p->row0 + p->nrows),
+					       (unsigned long long)p->prov_col0,
+					       (unsigned long long)(p->prov_col0 + p->prov_ncols));
+				else
+					printf("    %s rows [%llu, %llu)\n",
+					       plan->cat->tensors[p->src].name,
+					       (unsigned long long)p->row0,
+					       (unsigned long long)(p->row0 + p->nrows));
+			}
+		}
+	}
+}
+
+static void print_summary(const struct convert_opts *o, const struct wshard_plan *plan,
+			  double secs)
+{
+	uint64_t files = 0;
+	char a[32], b[32], c[32];
+	int r;
+
+	for (r = 0; r < plan->tp; r++)
+		files += plan->ranks[r].nfiles;
+	if (o->json) {
+		printf("{\"out\": \"%s\", \"tp\": %d, \"processes\": %d, \"files\": %llu, "
+		       "\"bytes_written\": %llu, \"bytes_read\": %llu, \"source_tensor_bytes\": %llu, "
+		       "\"bytes_validated\": %llu, \"validated_by\": \"%s\", \"seconds\": %.3f, "
+		       "\"write_mb_per_s\": %.1f}\n",
+		       o->run.out_dir, plan->tp, o->run.nprocs, (unsigned long long)files,
+		       (unsigned long long)o->run.bytes_written,
+		       (unsigned long long)o->run.bytes_read,
+		       (unsigned long long)plan->cat->tensor_bytes,
+		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend, secs,
+		       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
+		return;
+	}
+	printf("wrote %d rank%s, %llu file%s, %s to '%s' in %.2fs (%.0f MB/s)\n",
+	       plan->tp, plan->tp == 1 ? "" : "s", (unsigned long long)files,
+	       files == 1 ? "" : "s", human_bytes(o->run.bytes_written, a, sizeof(a)),
+	       o->run.out_dir, secs,
+	       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
+	printf("read %s of %s source tensor data with %d process%s; validated %s on %s\n",
+	       human_bytes(o->run.bytes_read, b, sizeof(b)),
+	       human_bytes(plan->cat->tensor_bytes, c, sizeof(c)), o->run.nprocs,
+	       o->run.nprocs == 1 ? "" : "es",
+	       o->run.validate == WSHARD_VALIDATE_OFF ? "nothing (--validate off)"
+						      : human_bytes(o->run.bytes_validated, a, sizeof(a)),
+	       o->run.validate_backend);
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	struct convert_opts o = { 0 };
+	struct wshard_error err = { 0 };
+	struct wshard_comm *comm = NULL;
+	struct wshard_catalog *cat = NULL;
+	struct wshard_rules *rules = NULL;
+	struct wshard_plan *plan = NULL;
+	struct progress prog;
+	double start = now_seconds();
+	int ret, leader = 1;
+
+	wshard_options_init(&o.opt);
+	o.run.validate = WSHARD_VALIDATE_AUTO;
+	ret = parse_args(argc, argv, &o);
+	if (ret)
+		return ret < 0 ? EXIT_OK : ret;
+	if (wshard_comm_init(&comm, &argc, &argv, &err))
+		return report_error(&err);
+	leader = wshard_comm_rank(comm) == 0;
+	if (!wshard_catalog_open(&cat, o.src, &err)) {
+		if (o.rules)
+			wshard_rules_load(&rules, o.rules, &err);
+		else if (!cat->has_config)
+			wshard_error_set(&err, WSHARD_EINVAL,
+					 "'%s' has no config.json: convert needs a model directory",
+					 o.src);
+		else
+			wshard_rules_builtin(&rules, cat->config.architecture, &err);
+	}
+	if (!err.code)
+		wshard_plan_build(&plan, cat, rules, &o.opt, &err);
+	if (wshard_comm_agree(comm, &err))
+		goto out;
+	if (o.dry_run) {
+		if (leader)
+			print_dry_run(plan);
+		goto out;
+	}
+	progress_init(&prog, o.quiet || !leader);
+	o.run.progress = progress_update;
+	o.run.progress_ctx = &prog;
+	wshard_convert(plan, comm, &o.run, &err);
+	progress_done(&prog);
+	if (err.code)
+		goto out;
+	if (leader && o.run.notice[0] && !o.quiet)
+		fprintf(stderr, "wshard: %s\n", o.run.notice);
+	if (leader && !o.quiet)
+		print_summary(&o, plan, now_seconds() - start);
+out:
+	ret = err.code ? exit_code(err.code) : EXIT_OK;
+	if (err.code && leader)
+		report_error(&err);
+	wshard_run_release(&o.run);
+	wshard_plan_free(plan);
+	wshard_rules_free(rules);
+	wshard_catalog_free(cat);
+	wshard_comm_free(comm);
+	return ret;
+}

@@ -1,0 +1,51 @@
+/*
+ * wshard.c - the command-line entry point: dispatches to a subcommand.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{ "convert", cmd_convert },
+	{ "inspect", cmd_inspect },
+};
+
+static const char usage[] =
+	"usage: wshard <command> [options] ...\n"
+	"\n"
+	"Pre-shards HuggingFace safetensors checkpoints for tensor-parallel inference.\n"
+	"\n"
+	"commands:\n"
+	"  convert   write per-rank pre-sharded safetensors and a manifest\n"
+	"  verify    compare a converted output against its source\n"
+	"  inspect   list the tensors of a checkpoint or of a converted output\n"
+	"\n"
+	"'wshard <command> --help' describes each command; 'wshard --version' prints the version.\n";
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		fputs(usage, stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("wshard %s\n", WSHARD_VERSION);
+		return EXIT_OK;
+	}
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "wshard: '%s' is not a wshard command\n", argv[1]);
+	fputs(usage, stderr);
+	return EXIT_USAGE;
+}

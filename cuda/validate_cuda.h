@@ -1,0 +1,49 @@
+/*
+ * validate_cuda.h - the CUDA backend of the round trip, as plain C
+ * functions for the dispatch in validate_host.c.  Internal to cuda/:
+ * only built (and only declared to C) when WSHARD_CUDA is 1.
+ */
+#ifndef WSHARD_VALIDATE_CUDA_H
+#define WSHARD_VALIDATE_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "../lib/wshard.h"
+
+struct wshard_vcuda;
+
+/*
+ * Opens device local_rank modulo the visible devices, with pinned staging
+ * and return buffers and device buffers of chunk_bytes each, two of every
+ * kind, and two streams.  backend (size backend_len) receives
+ * "cuda:N (device name)".  Returns WSHARD_OK; WSHARD_ENODEV when there is
+ * no driver or no device ("no CUDA driver: ...", "no CUDA device
+ * visible"); WSHARD_EIO when a CUDA call fails on a present device (the
+ * message names the call); or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_vcuda_open(struct wshard_vcuda **out_c, int local_rank,
+				  size_t chunk_bytes, char *backend,
+				  size_t backend_len, struct wshard_error *err);
+
+/*
+ * Round-trips len bytes of buf through the device, as
+ * wshard_validator_check.  Returns WSHARD_OK, WSHARD_EVALIDATE or
+ * WSHARD_EIO.
+ */
+enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c, const void *buf,
+				   size_t len, const char *what, uint64_t base,
+				   struct wshard_error *err);
+
+/* Frees device and pinned memory and the streams; accepts NULL. */
+void wshard_vcuda_close(struct wshard_vcuda *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WSHARD_VALIDATE_CUDA_H */

@@ -1,0 +1,513 @@
+/*
+ * catalog.c - opens a HuggingFace checkpoint and builds the tensor index:
+ * every tensor's file, dtype, shape and byte range, with the weight_map
+ * cross-checked against the files.  No tensor data is read.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "internal.h"
+
+#define INDEX_NAME "model.safetensors.index.json"
+#define SINGLE_NAME "model.safetensors"
+#define JSON_MAX (64ULL << 20)
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_file(const void *a, const void *b)
+{
+	const struct wshard_src_file *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_tensor(const void *a, const void *b)
+{
+	const struct wshard_src_tensor *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+/* A weight_map file name must stay inside the checkpoint directory. */
+static enum wshard_err check_member_name(const char *dir, const char *name,
+					 const char *tensor,
+					 struct wshard_error *err)
+{
+	char real_dir[PATH_MAX], real_file[PATH_MAX];
+	char *path;
+	const char *p;
+	size_t n;
+
+	if (!*name || name[0] == '/')
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s/%s': weight_map entry for '%s' names '%s', which is not a relative path",
+					dir, INDEX_NAME, tensor, name);
+	for (p = name; *p; p += n + (p[n] == '/')) {
+		n = strcspn(p, "/");
+		if ((n == 2 && p[0] == '.' && p[1] == '.') || n == 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s/%s': weight_map entry for '%s' names '%s', which leaves the directory",
+						dir, INDEX_NAME, tensor, name);
+	}
+	path = wshard_path_join(dir, name);
+	if (!path)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (!realpath(path, real_file)) {
+		int e = errno;
+
+		free(path);
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s/%s': weight_map entry for '%s' names '%s': %s",
+					dir, INDEX_NAME, tensor, name, strerror(e));
+	}
+	free(path);
+	if (!realpath(dir, real_dir))
+		return wshard_error_set(err, WSHARD_EIO, "cannot resolve '%s': %s",
+					dir, strerror(errno));
+	n = strlen(real_dir);
+	if (strncmp(real_file, real_dir, n) != 0 || real_file[n] != '/')
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s/%s': weight_map entry for '%s' names '%s', a link that leaves the directory",
+					dir, INDEX_NAME, tensor, name);
+	return WSHARD_OK;
+}
+
+static long find_file(const struct wshard_catalog *cat, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < cat->nfiles; i++)
+		if (strcmp(cat->files[i].name, name) == 0)
+			return (long)i;
+	return -1;
+}
+
+static enum wshard_err add_file(struct wshard_catalog *cat, const char *name,
+				struct wshard_error *err)
+{
+	struct wshard_src_file *f, *files;
+
+	files = realloc(cat->files, (cat->nfiles + 1) * sizeof(*files));
+	if (!files)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	cat->files = files;
+	f = &files[cat->nfiles];
+	memset(f, 0, sizeof(*f));
+	cat->nfiles++;
+	f->name = strdup(name);
+	f->path = wshard_path_join(cat->dir, name);
+	if (!f->name || !f->path)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
+static enum wshard_err open_files(struct wshard_catalog *cat,
+				  struct wshard_error *err)
+{
+	size_t i, j, k, n = 0;
+	enum wshard_err rc;
+
+	for (i = 0; i < cat->nfiles; i++) {
+		struct wshard_src_file *f = &cat->files[i];
+
+		rc = wshard_st_open(&f->st, f->path, err);
+		if (rc)
+			return rc;
+		f->size = f->st->size;
+		n += f->st->ntensors;
+	}
+	cat->tensors = calloc(n ? n : 1, sizeof(*cat->tensors));
+	if (!cat->tensors)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0, k = 0; i < cat->nfiles; i++) {
+		const struct wshard_st *st = cat->files[i].st;
+
+		for (j = 0; j < st->ntensors; j++, k++) {
+			struct wshard_src_tensor *t = &cat->tensors[k];
+
+			t->name = st->tensors[j].name;
+			t->file = (uint32_t)i;
+			t->info = &st->tensors[j];
+			t->offset = st->base + st->data_start + st->tensors[j].begin;
+			t->nbytes = st->tensors[j].end - st->tensors[j].begin;
+			cat->tensor_bytes += t->nbytes;
+		}
+	}
+	cat->ntensors = n;
+	qsort(cat->tensors, n, sizeof(*cat->tensors), cmp_tensor);
+	for (i = 1; i < n; i++)
+		if (strcmp(cat->tensors[i - 1].name, cat->tensors[i].name) == 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s' is in both '%s' and '%s'",
+						cat->tensors[i].name,
+						cat->files[cat->tensors[i - 1].file].path,
+						cat->files[cat->tensors[i].file].path);
+	return WSHARD_OK;
+}
+
+/* Reads the weight_map and checks it against the files it names. */
+static enum wshard_err load_index(struct wshard_catalog *cat, const char *path,
+				  struct wshard_error *err)
+{
+	json_error_t jerr;
+	json_t *root = NULL, *map;
+	const char *key;
+	json_t *val;
+	char *text = NULL;
+	size_t len, i;
+	enum wshard_err rc;
+
+	rc = wshard_read_file(path, JSON_MAX, &text, &len, err);
+	if (rc)
+		return rc;
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s': invalid JSON at line %d: %s",
+				      path, jerr.line, jerr.text);
+		goto out;
+	}
+	map = json_object_get(root, "weight_map");
+	if (!json_is_object(map)) {
+		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s': no \"weight_map\" object", path);
+		goto out;
+	}
+	json_object_foreach(map, key, val) {
+		if (!json_is_string(val)) {
+			rc = wshard_error_set(err, WSHARD_EINVAL,
+					      "'%s': weight_map entry for '%s' is not a string",
+					      path, key);
+			goto out;
+		}
+		if (find_file(cat, json_string_value(val)) >= 0)
+			continue;
+		rc = check_member_name(cat->dir, json_string_value(val), key, err);
+		if (rc)
+			goto out;
+		rc = add_file(cat, json_string_value(val), err);
+		if (rc)
+			goto out;
+	}
+	if (cat->nfiles == 0) {
+		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s': the weight_map is empty", path);
+		goto out;
+	}
+	qsort(cat->files, cat->nfiles, sizeof(*cat->files), cmp_file);
+	rc = open_files(cat, err);
+	if (rc)
+		goto out;
+	/* Every mapped tensor is in its file, and every file's tensors are mapped there. */
+	json_object_foreach(map, key, val) {
+		const struct wshard_src_tensor *t = wshard_catalog_find(cat, key);
+		const char *want = json_string_value(val);
+
+		if (!t) {
+			rc = wshard_error_set(err, WSHARD_EINVAL,
+					      "tensor '%s' is missing from '%s/%s' named by the weight_map",
+					      key, cat->dir, want);
+			goto out;
+		}
+		if (strcmp(cat->files[t->file].name, want) != 0) {
+			rc = wshard_error_set(err, WSHARD_EINVAL,
+					      "tensor '%s' is in '%s' but the weight_map assigns it to '%s'",
+					      key, cat->files[t->file].path, want);
+			goto out;
+		}
+	}
+	for (i = 0; i < cat->ntensors; i++) {
+		if (!json_object_get(map, cat->tensors[i].name)) {
+			rc = wshard_error_set(err, WSHARD_EINVAL,
+					      "tensor '%s' in '%s' is not in the weight_map of '%s'",
+					      cat->tensors[i].name,
+					      cat->files[cat->tensors[i].file].path, path);
+			goto out;
+		}
+	}
+out:
+	json_decref(root);
+	free(text);
+	return rc;
+}
+
+static int64_t cfg_int(json_t *cfg, const char *key)
+{
+	json_t *v = json_object_get(cfg, key);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+static enum wshard_err load_config(struct wshard_catalog *cat,
+				   const char *path, struct wshard_error *err)
+{
+	struct wshard_config *c = &cat->config;
+	json_error_t jerr;
+	json_t *root, *archs, *tie;
+	char *text = NULL;
+	size_t len;
+	enum wshard_err rc;
+
+	rc = wshard_read_file(path, JSON_MAX, &text, &len, err);
+	if (rc)
+		return rc;
+	root = json_loadb(text, len, 0, &jerr);
+	free(text);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': %s", path,
+					root ? "not a JSON object" : jerr.text);
+	}
+	c->json = root;
+	archs = json_object_get(root, "architectures");
+	if (json_is_array(archs) && json_is_string(json_array_get(archs, 0))) {
+		c->architecture = strdup(json_string_value(json_array_get(archs, 0)));
+		if (!c->architecture)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	c->hidden_size = cfg_int(root, "hidden_size");
+	c->num_attention_heads = cfg_int(root, "num_attention_heads");
+	c->num_key_value_heads = cfg_int(root, "num_key_value_heads");
+	if (c->num_key_value_heads < 0)
+		c->num_key_value_heads = c->num_attention_heads;
+	c->head_dim = cfg_int(root, "head_dim");
+	if (c->head_dim <= 0 && c->hidden_size > 0 && c->num_attention_heads > 0)
+		c->head_dim = c->hidden_size / c->num_attention_heads;
+	c->intermediate_size = cfg_int(root, "intermediate_size");
+	c->vocab_size = cfg_int(root, "vocab_size");
+	c->num_experts = cfg_int(root, "num_local_experts");
+	if (c->num_experts < 0)
+		c->num_experts = cfg_int(root, "num_experts");
+	c->moe_intermediate_size = cfg_int(root, "moe_intermediate_size");
+	c->shared_expert_intermediate_size =
+		cfg_int(root, "shared_expert_intermediate_size");
+	tie = json_object_get(root, "tie_word_embeddings");
+	c->tie_word_embeddings = json_is_boolean(tie) ? json_is_true(tie) : -1;
+	cat->has_config = true;
+	return WSHARD_OK;
+}
+
+static bool is_weight_file(const char *name)
+{
+	static const char *const skip[] = {
+		".safetensors", ".bin", ".pt", ".pth", ".index.json",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+		if (has_suffix(name, skip[i]))
+			return true;
+	return strcmp(name, WSHARD_MANIFEST) == 0;
+}
+
+static enum wshard_err push_name(char ***list, size_t *n, const char *name,
+				 struct wshard_error *err)
+{
+	char **l = realloc(*list, (*n + 1) * sizeof(char *));
+
+	if (!l)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	*list = l;
+	l[*n] = strdup(name);
+	if (!l[*n])
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	(*n)++;
+	return WSHARD_OK;
+}
+
+/* Non-weight files to copy, and .safetensors files nothing references. */
+static enum wshard_err scan_dir(struct wshard_catalog *cat,
+				struct wshard_error *err)
+{
+	DIR *d = opendir(cat->dir);
+	struct dirent *e;
+	enum wshard_err rc = WSHARD_OK;
+
+	if (!d)
+		return wshard_error_set(err, WSHARD_EIO, "cannot open directory '%s': %s",
+					cat->dir, strerror(errno));
+	while ((e = readdir(d))) {
+		struct stat sb;
+		char *path;
+
+		if (e->d_name[0] == '.')
+			continue;
+		path = wshard_path_join(cat->dir, e->d_name);
+		if (!path) {
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			break;
+		}
+		if (stat(path, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+			free(path);
+			continue;
+		}
+		free(path);
+		if (has_suffix(e->d_name, ".safetensors")) {
+			if (find_file(cat, e->d_name) < 0)
+				rc = push_name(&cat->ignored, &cat->nignored,
+					       e->d_name, err);
+		} else if (!is_weight_file(e->d_name)) {
+			rc = push_name(&cat->extra, &cat->nextra, e->d_name, err);
+		}
+		if (rc)
+			break;
+	}
+	closedir(d);
+	qsort(cat->extra, cat->nextra, sizeof(char *), cmp_str);
+	qsort(cat->ignored, cat->nignored, sizeof(char *), cmp_str);
+	return rc;
+}
+
+static enum wshard_err open_dir(struct wshard_catalog *cat,
+				struct wshard_error *err)
+{
+	char *index = wshard_path_join(cat->dir, INDEX_NAME);
+	char *single = wshard_path_join(cat->dir, SINGLE_NAME);
+	char *config = wshard_path_join(cat->dir, "config.json");
+	struct stat sb;
+	enum wshard_err rc;
+
+	if (!index || !single || !config) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (stat(index, &sb) == 0) {
+		rc = load_index(cat, index, err);
+	} else if (stat(single, &sb) == 0) {
+		rc = add_file(cat, SINGLE_NAME, err);
+		if (!rc)
+			rc = open_files(cat, err);
+	} else {
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "'%s' holds neither %s nor %s",
+				      cat->path, INDEX_NAME, SINGLE_NAME);
+	}
+	if (rc)
+		goto out;
+	if (stat(config, &sb) == 0) {
+		rc = load_config(cat, config, err);
+		if (rc)
+			goto out;
+	}
+	rc = scan_dir(cat, err);
+out:
+	free(index);
+	free(single);
+	free(config);
+	return rc;
+}
+
+enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
+				    const char *path, struct wshard_error *err)
+{
+	struct wshard_catalog *cat;
+	struct stat sb;
+	enum wshard_err rc;
+
+	*out_cat = NULL;
+	if (stat(path, &sb) < 0)
+		return wshard_error_set(err, errno == ENOENT ? WSHARD_EINVAL : WSHARD_EIO,
+					"cannot open '%s': %s", path, strerror(errno));
+	cat = calloc(1, sizeof(*cat));
+	if (!cat)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	cat->path = strdup(path);
+	if (!cat->path) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		cat->dir = strdup(path);
+		rc = cat->dir ? open_dir(cat, err)
+			      : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	} else if (S_ISREG(sb.st_mode)) {
+		char *slash = strrchr(path, '/');
+
+		cat->dir = slash ? strndup(path, (size_t)(slash - path + (slash == path)))
+				 : strdup(".");
+		if (!cat->dir) {
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			goto out;
+		}
+		rc = add_file(cat, slash ? slash + 1 : path, err);
+		if (!rc)
+			rc = open_files(cat, err);
+	} else {
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "cannot open '%s': not a directory or a file", path);
+	}
+out:
+	if (rc) {
+		wshard_catalog_free(cat);
+		return rc;
+	}
+	*out_cat = cat;
+	return WSHARD_OK;
+}
+
+long wshard_catalog_index(const struct wshard_catalog *cat, const char *name)
+{
+	size_t lo = 0, hi = cat->ntensors;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(cat->tensors[mid].name, name);
+
+		if (c == 0)
+			return (long)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+const struct wshard_src_tensor *wshard_catalog_find(
+	const struct wshard_catalog *cat, const char *name)
+{
+	long i = wshard_catalog_index(cat, name);
+
+	return i < 0 ? NULL : &cat->tensors[i];
+}
+
+void wshard_catalog_free(struct wshard_catalog *cat)
+{
+	size_t i;
+
+	if (!cat)
+		return;
+	for (i = 0; i < cat->nfiles; i++) {
+		wshard_st_free(cat->files[i].st);
+		free(cat->files[i].name);
+		free(cat->files[i].path);
+	}
+	free(cat->files);
+	free(cat->tensors);
+	for (i = 0; i < cat->nignored; i++)
+		free(cat->ignored[i]);
+	free(cat->ignored);
+	for (i = 0; i < cat->nextra; i++)
+		free(cat->extra[i]);
+	free(cat->extra);
+	free(cat->config.architecture);
+	json_decref(cat->config.json);
+	free(cat->dir);
+	free(cat->path);
+	free(cat);
+}

@@ -1,0 +1,248 @@
+/*
+ * comm.c - the processes of one convert: an MPI job when mpirun started
+ * us, else this process alone (and MPI is never initialised, so no daemon
+ * is involved).  Everything above this file calls the same functions.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "wshard.h"
+#include "internal.h"
+
+struct wshard_comm {
+	bool mpi;
+	int rank, size, local_rank;
+};
+
+/* Variables Open MPI's (and PMIx/PMI) launchers set in each process. */
+static bool launched_by_mpirun(void)
+{
+	return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") ||
+	       getenv("PMI_RANK");
+}
+
+enum wshard_err wshard_comm_init(struct wshard_comm **out_comm, int *argc,
+				 char ***argv, struct wshard_error *err)
+{
+	struct wshard_comm *c = calloc(1, sizeof(*c));
+	const char *lr;
+
+	*out_comm = NULL;
+	if (!c)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	c->size = 1;
+	if (launched_by_mpirun()) {
+		if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+			free(c);
+			return wshard_error_set(err, WSHARD_EIO, "cannot initialise MPI");
+		}
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+		c->mpi = true;
+		MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
+		MPI_Comm_size(MPI_COMM_WORLD, &c->size);
+	}
+	lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+	c->local_rank = c->mpi && lr ? atoi(lr) : 0;
+	wshard_fault_set_process(c->rank);
+	*out_comm = c;
+	return WSHARD_OK;
+}
+
+int wshard_comm_rank(const struct wshard_comm *comm)
+{
+	return comm->rank;
+}
+
+int wshard_comm_size(const struct wshard_comm *comm)
+{
+	return comm->size;
+}
+
+int wshard_comm_local_rank(const struct wshard_comm *comm)
+{
+	return comm->local_rank;
+}
+
+bool wshard_comm_is_mpi(const struct wshard_comm *comm)
+{
+	return comm->mpi;
+}
+
+enum wshard_err wshard_comm_agree(struct wshard_comm *comm,
+				  struct wshard_error *err)
+{
+	struct {
+		int code;
+		char msg[WSHARD_ERRMAX];
+	} msg;
+	int mine, first;
+
+	if (!comm->mpi)
+		return err->code;
+	mine = err->code != WSHARD_OK ? comm->rank : INT_MAX;
+	MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (first == INT_MAX)
+		return WSHARD_OK;
+	if (comm->rank == first) {
+		msg.code = err->code;
+		memcpy(msg.msg, err->msg, sizeof(msg.msg));
+	}
+	MPI_Bcast(&msg, sizeof(msg), MPI_BYTE, first, MPI_COMM_WORLD);
+	err->code = (enum wshard_err)msg.code;
+	memcpy(err->msg, msg.msg, sizeof(err->msg));
+	err->msg[sizeof(err->msg) - 1] = '\0';
+	return err->code;
+}
+
+enum wshard_err wshard_comm_alltoallv(struct wshard_comm *comm,
+				      const void *sendbuf, const uint64_t *sendcounts,
+				      void *recvbuf, const uint64_t *recvcounts,
+				      struct wshard_error *err)
+{
+	int *sc = NULL, *sd = NULL, *rc = NULL, *rd = NULL;
+	uint64_t so = 0, ro = 0;
+	int i, n = comm->size;
+	enum wshard_err ret = WSHARD_OK;
+
+	if (!comm->mpi) {
+		if (sendcounts[0])
+			memmove(recvbuf, sendbuf, sendcounts[0]);
+		return WSHARD_OK;
+	}
+	sc = calloc((size_t)n, sizeof(int));
+	sd = calloc((size_t)n, sizeof(int));
+	rc = calloc((size_t)n, sizeof(int));
+	rd = calloc((size_t)n, sizeof(int));
+	if (!sc || !sd || !rc || !rd) {
+		ret = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (so + sendcounts[i] > INT_MAX || ro + recvcounts[i] > INT_MAX) {
+			ret = wshard_error_set(err, WSHARD_EIO,
+					       "an MPI exchange of over 2 GiB; lower --max-memory");
+			goto out;
+		}
+		sc[i] = (int)sendcounts[i];
+		sd[i] = (int)so;
+		rc[i] = (int)recvcounts[i];
+		rd[i] = (int)ro;
+		so += sendcounts[i];
+		ro += recvcounts[i];
+	}
+	if (MPI_Alltoallv(sendbuf, sc, sd, MPI_BYTE, recvbuf, rc, rd, MPI_BYTE,
+			  MPI_COMM_WORLD) != MPI_SUCCESS)
+		ret = wshard_error_set(err, WSHARD_EIO, "MPI_Alltoallv failed");
+out:
+	free(sc);
+	free(sd);
+	free(rc);
+	free(rd);
+	return ret;
+}
+
+enum wshard_err wshard_comm_sum_u64(struct wshard_comm *comm, uint64_t *vals,
+				    size_t n, struct wshard_error *err)
+{
+	if (!comm->mpi || n == 0)
+		return WSHARD_OK;
+	if (MPI_Allreduce(MPI_IN_PLACE, vals, (int)n, MPI_UINT64_T, MPI_SUM,
+			  MPI_COMM_WORLD) != MPI_SUCCESS)
+		return wshard_error_set(err, WSHARD_EIO, "MPI_Allreduce failed");
+	return WSHARD_OK;
+}
+
+enum wshard_err wshard_comm_gather_bytes(struct wshard_comm *comm,
+					 const void *buf, size_t len,
+					 char **out_all, size_t **out_lens,
+					 struct wshard_error *err)
+{
+	long long mine = (long long)len, *lens = NULL;
+	int *counts = NULL, *displs = NULL, i, n = comm->size;
+	size_t total = 0, *out = NULL;
+	char *all = NULL;
+	enum wshard_err rc = WSHARD_OK;
+
+	*out_all = NULL;
+	*out_lens = NULL;
+	out = calloc((size_t)n, sizeof(size_t));
+	if (!out)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (!comm->mpi) {
+		all = malloc(len + 1);
+		if (!all) {
+			free(out);
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		}
+		memcpy(all, buf, len);
+		out[0] = len;
+		*out_all = all;
+		*out_lens = out;
+		return WSHARD_OK;
+	}
+	if (len > INT_MAX) {
+		free(out);
+		return wshard_error_set(err, WSHARD_EIO, "a manifest part of over 2 GiB");
+	}
+	lens = calloc((size_t)n, sizeof(*lens));
+	counts = calloc((size_t)n, sizeof(int));
+	displs = calloc((size_t)n, sizeof(int));
+	if (!lens || !counts || !displs) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	MPI_Gather(&mine, 1, MPI_LONG_LONG, lens, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+	if (comm->rank == 0) {
+		for (i = 0; i < n; i++) {
+			counts[i] = (int)lens[i];
+			displs[i] = (int)total;
+			out[i] = (size_t)lens[i];
+			total += (size_t)lens[i];
+		}
+		all = malloc(total + 1);
+	}
+	if (MPI_Gatherv(buf, (int)len, MPI_BYTE, all, counts, displs, MPI_BYTE, 0,
+			MPI_COMM_WORLD) != MPI_SUCCESS) {
+		rc = wshard_error_set(err, WSHARD_EIO, "MPI_Gatherv failed");
+		goto out;
+	}
+	if (comm->rank == 0) {
+		*out_all = all;
+		*out_lens = out;
+		all = NULL;
+		out = NULL;
+	}
+out:
+	free(all);
+	free(out);
+	free(lens);
+	free(counts);
+	free(displs);
+	return rc;
+}
+
+enum wshard_err wshard_comm_bcast_int(struct wshard_comm *comm, int *val,
+				      struct wshard_error *err)
+{
+	if (comm->mpi && MPI_Bcast(val, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+		return wshard_error_set(err, WSHARD_EIO, "MPI_Bcast failed");
+	return WSHARD_OK;
+}
+
+void wshard_comm_barrier(struct wshard_comm *comm)
+{
+	if (comm->mpi)
+		MPI_Barrier(MPI_COMM_WORLD);
+}
+
+void wshard_comm_free(struct wshard_comm *comm)
+{
+	if (!comm)
+		return;
+	if (comm->mpi)
+		MPI_Finalize();
+	free(comm);
+}

@@ -1,0 +1,565 @@
+/*
+ * exec.c - wshard_convert: prepares OUT, streams the plan into rank files
+ * under temporary names, reads each file back once to checksum it and to
+ * validate it through the round trip, renames it, copies the non-weight
+ * files and writes wshard.json last.  Every process agrees on the outcome
+ * before anyone leaves, and a failure leaves no manifest behind.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "internal.h"
+#include "manifest.h"
+#include "stream.h"
+#include "../cuda/validate.h"
+
+struct rank_out {
+	struct wshard_file **files;	/* per part; NULL once committed */
+	struct manifest_rank_ck ck;
+};
+
+struct convert {
+	const struct wshard_plan *plan;
+	struct wshard_comm *comm;
+	struct wshard_run *run;
+	int proc, nprocs;
+	struct rank_out *ranks;		/* tp entries, used for owned ranks */
+	int lock_fd;
+};
+
+/* ------------------------------------------------------------------ */
+/* OUT: refuse what is not ours, lock, clean                            */
+/* ------------------------------------------------------------------ */
+
+static bool is_rank_file(const char *name)
+{
+	unsigned r, p;
+	int n = -1;
+
+	return sscanf(name, "model-rank-%u-part-%u.safetensors%n", &r, &p, &n) == 2 &&
+	       n == (int)strlen(name);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Names an earlier manifest in dir says it copied. */
+static json_t *old_copied(const char *dir)
+{
+	char *path = wshard_path_join(dir, WSHARD_MANIFEST);
+	json_t *doc, *copied = NULL;
+
+	if (!path)
+		return NULL;
+	doc = json_load_file(path, 0, NULL);
+	free(path);
+	if (doc)
+		copied = json_incref(json_object_get(json_object_get(doc, "source"), "copied"));
+	json_decref(doc);
+	return copied;
+}
+
+static bool listed(json_t *arr, char *const *list, size_t n, const char *name)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(arr, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
+			return true;
+	for (i = 0; i < n; i++)
+		if (strcmp(list[i], name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * OUT may hold only what wshard writes: the manifest, rank files, our
+ * temporary files and lock, and the non-weight files it copies.  Anything
+ * else means OUT is not an earlier wshard output, and nothing is deleted.
+ */
+static enum wshard_err clean_out(struct convert *cv, struct wshard_error *err)
+{
+	const char *out = cv->run->out_dir;
+	const struct wshard_catalog *cat = cv->plan->cat;
+	json_t *copied = old_copied(out);
+	DIR *d = opendir(out);
+	struct dirent *e;
+	size_t nours = 0;
+	char *path;
+	enum wshard_err rc = WSHARD_OK;
+
+	if (!d) {
+		json_decref(copied);
+		return wshard_error_set(err, WSHARD_EIO, "cannot open directory '%s': %s",
+					out, strerror(errno));
+	}
+	while ((e = readdir(d))) {
+		const char *n = e->d_name;
+
+		if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, WSHARD_LOCK))
+			continue;
+		if (!strcmp(n, WSHARD_MANIFEST) || is_rank_file(n) ||
+		    (n[0] == '.' && ends_with(n, WSHARD_TMP_SUFFIX)) ||
+		    listed(copied, cat->extra, cat->nextra, n)) {
+			nours++;
+			continue;
+		}
+		rc = wshard_error_set(err, WSHARD_EEXIST,
+				      "'%s' holds '%s', which wshard did not write; not replacing it",
+				      out, n);
+		break;
+	}
+	if (!rc && nours && !cv->run->force)
+		rc = wshard_error_set(err, WSHARD_EEXIST,
+				      "'%s' is not empty; pass --force to replace an earlier wshard output",
+				      out);
+	if (rc || !nours)
+		goto out;
+	/* The manifest first: from here on OUT no longer looks complete. */
+	path = wshard_path_join(out, WSHARD_MANIFEST);
+	if (!path) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (unlink(path) < 0 && errno != ENOENT)
+		rc = wshard_error_set(err, WSHARD_EIO, "cannot remove '%s': %s", path,
+				      strerror(errno));
+	if (!rc)
+		rc = wshard_fsync_dir(path, err);
+	free(path);
+	rewinddir(d);
+	while (!rc && (e = readdir(d))) {
+		const char *n = e->d_name;
+
+		if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, WSHARD_LOCK))
+			continue;
+		path = wshard_path_join(out, n);
+		if (!path) {
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			break;
+		}
+		if (unlink(path) < 0 && errno != ENOENT)
+			rc = wshard_error_set(err, WSHARD_EIO, "cannot remove '%s': %s",
+					      path, strerror(errno));
+		free(path);
+	}
+out:
+	closedir(d);
+	json_decref(copied);
+	return rc;
+}
+
+/* Process 0: creates or checks OUT, takes the lock, removes an old output. */
+static enum wshard_err prepare_out(struct convert *cv, struct wshard_error *err)
+{
+	const char *out = cv->run->out_dir;
+	struct stat sb;
+	char *lock;
+
+	if (mkdir(out, 0755) < 0 && errno != EEXIST)
+		return wshard_error_set(err, WSHARD_EIO, "cannot create '%s': %s", out,
+					strerror(errno));
+	if (stat(out, &sb) < 0 || !S_ISDIR(sb.st_mode))
+		return wshard_error_set(err, WSHARD_EEXIST, "'%s' exists and is not a directory",
+					out);
+	lock = wshard_path_join(out, WSHARD_LOCK);
+	if (!lock)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	cv->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (cv->lock_fd < 0) {
+		wshard_error_set(err, WSHARD_EIO, "cannot create '%s': %s", lock,
+				 strerror(errno));
+		free(lock);
+		return WSHARD_EIO;
+	}
+	free(lock);
+	if (flock(cv->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		close(cv->lock_fd);
+		cv->lock_fd = -1;
+		return wshard_error_set(err, WSHARD_EBUSY,
+					"'%s' is locked by another wshard convert", out);
+	}
+	return clean_out(cv, err);
+}
+
+static void release_lock(struct convert *cv)
+{
+	char *lock;
+
+	if (cv->lock_fd < 0)
+		return;
+	lock = wshard_path_join(cv->run->out_dir, WSHARD_LOCK);
+	if (lock)
+		unlink(lock);
+	free(lock);
+	close(cv->lock_fd);
+	cv->lock_fd = -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rank files                                                           */
+/* ------------------------------------------------------------------ */
+
+static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *err)
+{
+	const struct wshard_plan *plan = cv->plan;
+	int r;
+	size_t f;
+	enum wshard_err rc;
+
+	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
+		const struct wshard_rank_plan *rp = &plan->ranks[r];
+		struct rank_out *ro = &cv->ranks[r];
+
+		ro->files = calloc(rp->nfiles, sizeof(*ro->files));
+		ro->ck.file = calloc(rp->nfiles, sizeof(*ro->ck.file));
+		ro->ck.tensor = calloc(rp->ntensors + 1, sizeof(*ro->ck.tensor));
+		if (!ro->files || !ro->ck.file || !ro->ck.tensor)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		for (f = 0; f < rp->nfiles; f++) {
+			char *path = wshard_path_join(cv->run->out_dir, rp->files[f].name);
+
+			if (!path)
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			rc = wshard_file_create(&ro->files[f], path, err);
+			free(path);
+			if (rc)
+				return rc;
+			if (ftruncate(ro->files[f]->fd, (off_t)rp->files[f].size) < 0)
+				return wshard_error_set(err, WSHARD_EIO, "cannot size '%s': %s",
+							ro->files[f]->path, strerror(errno));
+			rc = wshard_file_pwrite(ro->files[f], rp->files[f].header,
+						rp->files[f].header_len, 0, err);
+			if (rc)
+				return rc;
+		}
+	}
+	return WSHARD_OK;
+}
+
+/* The sink of convert: bytes of a tensor go to its place in its part. */
+static enum wshard_err write_put(void *ctx, int rank, size_t tensor, uint64_t off,
+				 const void *buf, size_t len, struct wshard_error *err)
+{
+	struct convert *cv = ctx;
+	const struct wshard_rank_plan *rp = &cv->plan->ranks[rank];
+	const struct wshard_out_tensor *t = &rp->tensors[tensor];
+	struct wshard_file *f = cv->ranks[rank].files[t->part];
+
+	return wshard_file_pwrite(f, buf, len,
+				  rp->files[t->part].header_len + t->begin + off, err);
+}
+
+/*
+ * Reads one written part back in chunks: hashes the file and each tensor,
+ * round-trips every chunk through the validator (when there is one).
+ */
+static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
+				 struct wshard_validator *v, char *buf,
+				 size_t bufsz, struct wshard_error *err)
+{
+	const struct wshard_rank_plan *rp = &cv->plan->ranks[r];
+	const struct wshard_out_file *of = &rp->files[part];
+	struct rank_out *ro = &cv->ranks[r];
+	struct wshard_file *f = ro->files[part];
+	struct wshard_hash fh = { 0 }, th = { 0 };
+	enum wshard_checksum algo = cv->plan->opt.checksum;
+	int rfd = -1;
+	size_t i;
+	enum wshard_err rc;
+
+	rfd = open(f->tmp_path, O_RDONLY | O_CLOEXEC);
+	if (rfd < 0)
+		return wshard_error_set(err, WSHARD_EIO, "cannot reopen '%s': %s",
+					f->tmp_path, strerror(errno));
+	rc = wshard_hash_init(&fh, algo);
+	if (rc) {
+		rc = wshard_error_set(err, rc, "out of memory");
+		goto out;
+	}
+	wshard_hash_update(&fh, of->header, of->header_len);
+	for (i = of->first; i < of->first + of->count; i++) {
+		const struct wshard_out_tensor *t = &rp->tensors[i];
+		uint64_t done = 0;
+		char what[WSHARD_ERRMAX / 2];
+
+		snprintf(what, sizeof(what), "rank %d tensor '%s'", r, t->name);
+		rc = wshard_hash_init(&th, algo);
+		if (rc) {
+			rc = wshard_error_set(err, rc, "out of memory");
+			goto out;
+		}
+		while (done < t->nbytes) {
+			size_t len = (size_t)WSHARD_MIN(t->nbytes - done, bufsz);
+
+			rc = wshard_pread_full(rfd, buf, len, of->header_len + t->begin + done,
+					       f->path, err);
+			if (rc)
+				goto out;
+			wshard_hash_update(&fh, buf, len);
+			wshard_hash_update(&th, buf, len);
+			if (v) {
+				rc = wshard_validator_check(v, buf, len, what, done, err);
+				if (rc)
+					goto out;
+			}
+			done += len;
+		}
+		wshard_hash_final(&th, ro->ck.tensor[i]);
+	}
+	wshard_hash_final(&fh, ro->ck.file[part]);
+	rc = wshard_file_commit(f, err);
+	ro->files[part] = NULL;
+out:
+	wshard_hash_release(&fh);
+	wshard_hash_release(&th);
+	close(rfd);
+	return rc;
+}
+
+static enum wshard_err seal_ranks(struct convert *cv, struct wshard_error *err)
+{
+	const struct wshard_plan *plan = cv->plan;
+	struct wshard_validator *v = NULL;
+	size_t bufsz = (size_t)WSHARD_MIN(WSHARD_MAX(plan->opt.max_memory / 4, 1 << 16),
+					  16u << 20);
+	char *buf = malloc(bufsz);
+	enum wshard_err rc = WSHARD_OK;
+	size_t f;
+	int r;
+
+	if (!buf)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (cv->run->validate != WSHARD_VALIDATE_OFF) {
+		rc = wshard_validator_open(&v, cv->run->validate,
+					   wshard_comm_local_rank(cv->comm), bufsz,
+					   cv->run->notice, sizeof(cv->run->notice), err);
+		if (rc)
+			goto out;
+	}
+	for (r = cv->proc; r < plan->tp && !rc; r += cv->nprocs) {
+		snprintf(cv->ranks[r].ck.backend, sizeof(cv->ranks[r].ck.backend), "%s",
+			 v ? wshard_validator_backend(v) : "off");
+		for (f = 0; f < plan->ranks[r].nfiles && !rc; f++)
+			rc = seal_part(cv, r, f, v, buf, bufsz, err);
+	}
+	if (v) {
+		double secs;
+
+		wshard_validator_stats(v, &cv->run->bytes_validated, &secs);
+		snprintf(cv->run->validate_backend, sizeof(cv->run->validate_backend), "%s",
+			 wshard_validator_backend(v));
+	} else {
+		snprintf(cv->run->validate_backend, sizeof(cv->run->validate_backend), "off");
+	}
+out:
+	wshard_validator_close(v);
+	free(buf);
+	return rc;
+}
+
+/* On failure: temporary files go, and so do rank files this run renamed. */
+static void discard_ranks(struct convert *cv)
+{
+	const struct wshard_plan *plan = cv->plan;
+	size_t f;
+	int r;
+
+	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
+		struct rank_out *ro = &cv->ranks[r];
+
+		for (f = 0; ro->files && f < plan->ranks[r].nfiles; f++) {
+			if (ro->files[f]) {
+				wshard_file_abort(ro->files[f]);
+				ro->files[f] = NULL;
+			} else if (ro->ck.file && ro->ck.file[f][0]) {
+				char *path = wshard_path_join(cv->run->out_dir,
+							      plan->ranks[r].files[f].name);
+
+				if (path)
+					unlink(path);
+				free(path);
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Manifest                                                             */
+/* ------------------------------------------------------------------ */
+
+static enum wshard_err copy_extras(struct convert *cv, struct wshard_error *err)
+{
+	const struct wshard_catalog *cat = cv->plan->cat;
+	size_t i;
+	enum wshard_err rc = WSHARD_OK;
+
+	for (i = 0; i < cat->nextra && !rc; i++) {
+		char *src = wshard_path_join(cat->dir, cat->extra[i]);
+		char *dst = wshard_path_join(cv->run->out_dir, cat->extra[i]);
+
+		rc = src && dst ? wshard_copy_file(src, dst, err)
+				: wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		free(src);
+		free(dst);
+	}
+	return rc;
+}
+
+/* Gathers every process's ranks to process 0, which writes wshard.json. */
+static enum wshard_err write_manifest(struct convert *cv, struct wshard_error *err)
+{
+	const struct wshard_plan *plan = cv->plan;
+	json_t *mine = json_array(), *ranks = NULL, *doc = NULL;
+	char *text = NULL, *all = NULL, *path = NULL;
+	size_t *lens = NULL, off = 0;
+	enum wshard_err rc = WSHARD_OK;
+	int r, p;
+
+	for (r = cv->proc; mine && r < plan->tp; r += cv->nprocs)
+		if (json_array_append_new(mine, manifest_rank(plan, r, &cv->ranks[r].ck)) < 0)
+			break;
+	text = mine ? json_dumps(mine, JSON_COMPACT) : NULL;
+	if (!text) {
+		wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
+		text = strdup("[]");
+	}
+	rc = wshard_comm_gather_bytes(cv->comm, text, strlen(text), &all, &lens, err);
+	if (rc || cv->proc != 0 || err->code)
+		goto out;
+	ranks = json_array();
+	for (r = 0; ranks && r < plan->tp; r++)
+		json_array_append_new(ranks, json_null());
+	for (p = 0; p < cv->nprocs; p++) {
+		json_t *part = json_loadb(all + off, lens[p], 0, NULL);
+		size_t i;
+		json_t *v;
+
+		off += lens[p];
+		json_array_foreach(part, i, v)
+			json_array_set(ranks, (size_t)json_integer_value(json_object_get(v, "rank")), v);
+		json_decref(part);
+	}
+	rc = copy_extras(cv, err);
+	if (rc)
+		goto out;
+	if (wshard_fault_hit("manifest")) {
+		rc = wshard_error_set(err, WSHARD_EIO, "cannot write '%s/%s': injected fault",
+				      cv->run->out_dir, WSHARD_MANIFEST);
+		goto out;
+	}
+	doc = manifest_doc(plan, ranks, cv->run->validate, cv->nprocs, cv->run->proc_bytes_read);
+	ranks = NULL;
+	free(text);
+	text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+	path = wshard_path_join(cv->run->out_dir, WSHARD_MANIFEST);
+	if (!text || !path) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing the manifest");
+		goto out;
+	}
+	{
+		size_t n = strlen(text);
+
+		text[n] = '\n';
+		rc = wshard_write_file(path, text, n + 1, err);
+		text[n] = '\0';
+	}
+out:
+	json_decref(mine);
+	json_decref(ranks);
+	json_decref(doc);
+	free(text);
+	free(all);
+	free(lens);
+	free(path);
+	return err->code;
+}
+
+/* ------------------------------------------------------------------ */
+
+void wshard_run_release(struct wshard_run *run)
+{
+	if (!run)
+		return;
+	free(run->proc_bytes_read);
+	run->proc_bytes_read = NULL;
+}
+
+enum wshard_err wshard_convert(const struct wshard_plan *plan,
+			       struct wshard_comm *comm, struct wshard_run *run,
+			       struct wshard_error *err)
+{
+	struct convert cv = {
+		.plan = plan,
+		.comm = comm,
+		.run = run,
+		.proc = wshard_comm_rank(comm),
+		.nprocs = wshard_comm_size(comm),
+		.lock_fd = -1,
+	};
+	struct stream_sink sink = { .put = write_put, .ctx = &cv };
+	struct stream_stats stats;
+	uint64_t totals[2];
+	int r;
+	enum wshard_err rc;
+
+	run->nprocs = cv.nprocs;
+	if (cv.nprocs > plan->tp)
+		return wshard_error_set(err, WSHARD_EUSAGE,
+					"%d MPI processes for --tp %d: use at most one process per rank",
+					cv.nprocs, plan->tp);
+	cv.ranks = calloc((size_t)plan->tp, sizeof(*cv.ranks));
+	run->proc_bytes_read = calloc((size_t)cv.nprocs, sizeof(uint64_t));
+	if (!cv.ranks || !run->proc_bytes_read)
+		wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (cv.proc == 0 && !err->code)
+		prepare_out(&cv, err);
+	if (wshard_comm_agree(comm, err))
+		goto out;
+	open_rank_files(&cv, err);
+	if (wshard_comm_agree(comm, err))
+		goto out;
+	rc = stream_run(plan, comm, &sink, run->progress, run->progress_ctx, &stats, err);
+	if (rc)
+		goto out;
+	seal_ranks(&cv, err);
+	if (wshard_comm_agree(comm, err))
+		goto out;
+	run->proc_bytes_read[cv.proc] = stats.bytes_read;
+	if (wshard_comm_sum_u64(comm, run->proc_bytes_read, (size_t)cv.nprocs, err))
+		goto out;
+	totals[0] = stats.bytes_read;
+	totals[1] = stats.bytes_put;
+	if (wshard_comm_sum_u64(comm, totals, 2, err))
+		goto out;
+	run->bytes_read = totals[0];
+	run->bytes_written = totals[1];
+	write_manifest(&cv, err);
+	wshard_comm_agree(comm, err);
+out:
+	if (err->code)
+		discard_ranks(&cv);
+	release_lock(&cv);
+	for (r = 0; cv.ranks && r < plan->tp; r++) {
+		free(cv.ranks[r].files);
+		free(cv.ranks[r].ck.file);
+		free(cv.ranks[r].ck.tensor);
+	}
+	free(cv.ranks);
+	return err->code;
+}

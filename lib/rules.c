@@ -1,0 +1,571 @@
+/*
+ * rules.c - reads rules files: per-architecture tables that say how each
+ * source tensor is split, replicated, skipped or fused.  The built-in
+ * architectures are files in lib/rules/ embedded at build time, in the
+ * same format a user passes with --rules.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "internal.h"
+#include "rules.h"
+
+/*
+ * Fused operators known to every rules file; a file may declare more
+ * (row-concatenated) in its "fused" object.  Each declares its parts once.
+ */
+static const struct {
+	const char *name;
+	enum op_kind kind;
+	const char *parts[OP_MAX_PARTS];
+} builtin_ops[] = {
+	{ "qkv", OP_QKV, { "q", "k", "v" } },
+	{ "gate_up", OP_ROWS, { "gate", "up" } },
+	{ "w13", OP_ROWS, { "w1", "w3" } },
+};
+
+bool rules_match(const char *pattern, const char *name, struct rules_capture *cap)
+{
+	const char *p = pattern, *s = name;
+
+	cap->n = cap->e = -1;
+	while (*p) {
+		if (p[0] == '{' && (p[1] == 'n' || p[1] == 'e') && p[2] == '}') {
+			long v = 0;
+			const char *start = s;
+
+			while (*s >= '0' && *s <= '9' && v < 100000000)
+				v = v * 10 + (*s++ - '0');
+			if (s == start || (s - start > 1 && *start == '0'))
+				return false;
+			if (p[1] == 'n')
+				cap->n = v;
+			else
+				cap->e = v;
+			p += 3;
+			continue;
+		}
+		if (*p++ != *s++)
+			return false;
+	}
+	return *s == '\0';
+}
+
+char *rules_expand(const char *pattern, const struct rules_capture *cap)
+{
+	size_t len = strlen(pattern) + 64;
+	char *out = malloc(len), *o = out;
+	const char *p = pattern;
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		if (p[0] == '{' && (p[1] == 'n' || p[1] == 'e') && p[2] == '}') {
+			long v = p[1] == 'n' ? cap->n : cap->e;
+
+			o += sprintf(o, "%ld", v < 0 ? 0 : v);
+			p += 3;
+			continue;
+		}
+		*o++ = *p++;
+	}
+	*o = '\0';
+	return out;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int find_op(const struct wshard_rules *r, const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < r->nops; i++)
+		if (strlen(r->ops[i].name) == len && strncmp(r->ops[i].name, name, len) == 0)
+			return (int)i;
+	return -1;
+}
+
+static enum wshard_err add_op(struct wshard_rules *r, const char *name,
+			      enum op_kind kind, const char *const *parts,
+			      int nparts, struct wshard_error *err)
+{
+	struct rules_op *ops = realloc(r->ops, (r->nops + 1) * sizeof(*ops));
+	struct rules_op *op;
+	int i;
+
+	if (!ops)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	r->ops = ops;
+	op = &ops[r->nops++];
+	memset(op, 0, sizeof(*op));
+	op->name = strdup(name);
+	op->kind = kind;
+	op->nparts = nparts;
+	for (i = 0; i < nparts; i++)
+		op->parts[i] = strdup(parts[i]);
+	return WSHARD_OK;
+}
+
+static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
+				 struct wshard_error *err)
+{
+	const char *key;
+	json_t *val;
+	size_t i;
+	enum wshard_err rc;
+
+	for (i = 0; i < sizeof(builtin_ops) / sizeof(builtin_ops[0]); i++) {
+		int n = 0;
+
+		while (n < OP_MAX_PARTS && builtin_ops[i].parts[n])
+			n++;
+		rc = add_op(r, builtin_ops[i].name, builtin_ops[i].kind,
+			    builtin_ops[i].parts, n, err);
+		if (rc)
+			return rc;
+	}
+	if (!fused)
+		return WSHARD_OK;
+	if (!json_is_object(fused))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"fused\" is not an object", r->name);
+	json_object_foreach(fused, key, val) {
+		json_t *parts = json_object_get(val, "parts");
+		const char *names[OP_MAX_PARTS];
+		size_t j;
+
+		if (find_op(r, key, strlen(key)) >= 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': fused operator '%s' is declared twice",
+						r->name, key);
+		if (!json_is_array(parts) || json_array_size(parts) < 1 ||
+		    json_array_size(parts) > OP_MAX_PARTS)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': fused operator '%s' needs \"parts\": 1 to %d names",
+						r->name, key, OP_MAX_PARTS);
+		for (j = 0; j < json_array_size(parts); j++) {
+			names[j] = json_string_value(json_array_get(parts, j));
+			if (!names[j])
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"'%s': fused operator '%s': part %zu is not a string",
+							r->name, key, j);
+		}
+		rc = add_op(r, key, OP_ROWS, names, (int)json_array_size(parts), err);
+		if (rc)
+			return rc;
+	}
+	return WSHARD_OK;
+}
+
+static const struct {
+	const char *name;
+	enum rule_kind kind;
+} split_names[] = {
+	{ "row", RULE_ROW },
+	{ "col", RULE_COL },
+	{ "vocab", RULE_VOCAB },
+	{ "replicate", RULE_REPLICATE },
+	{ "skip", RULE_SKIP },
+};
+
+static enum wshard_err parse_shape(struct wshard_rules *r, struct rules_rule *rule,
+				   json_t *shape, struct wshard_error *err)
+{
+	size_t i;
+
+	rule->nshape = -1;
+	if (!shape)
+		return WSHARD_OK;
+	if (!json_is_array(shape) || json_array_size(shape) > WSHARD_MAX_DIMS)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"shape\" is not an array of at most %d expressions",
+					r->name, rule->match, WSHARD_MAX_DIMS);
+	for (i = 0; i < json_array_size(shape); i++) {
+		json_t *d = json_array_get(shape, i);
+		char buf[32];
+
+		if (json_is_integer(d)) {
+			snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(d));
+			rule->shape[i] = strdup(buf);
+		} else if (json_is_string(d)) {
+			rule->shape[i] = strdup(json_string_value(d));
+		} else {
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': shape entry %zu is neither a number nor a string",
+						r->name, rule->match, i);
+		}
+		if (!rule->shape[i])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		rule->nshape = (int)i + 1;
+	}
+	rule->nshape = (int)json_array_size(shape);
+	return WSHARD_OK;
+}
+
+static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
+				  struct wshard_error *err)
+{
+	struct rules_rule *rule = &r->rules[idx];
+	const char *match = json_string_value(json_object_get(t, "match"));
+	const char *output = json_string_value(json_object_get(t, "output"));
+	const char *split = json_string_value(json_object_get(t, "split"));
+	const char *fuse = json_string_value(json_object_get(t, "fuse"));
+	const char *unpack = json_string_value(json_object_get(t, "unpack"));
+	const char *key;
+	json_t *val;
+	size_t i;
+
+	rule->nshape = -1;
+	if (!json_is_object(t) || !match)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': tensors[%zu] has no \"match\" string", r->name, idx);
+	json_object_foreach(t, key, val) {
+		static const char *const known[] = {
+			"match", "output", "split", "fuse", "unpack", "shape", "comment",
+		};
+		bool ok = false;
+
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			ok |= strcmp(key, known[i]) == 0;
+		if (!ok)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': unknown key \"%s\"",
+						r->name, match, key);
+	}
+	rule->match = strdup(match);
+	rule->output = strdup(output ? output : match);
+	if (!rule->match || !rule->output)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (!!split + !!fuse + !!unpack != 1)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s' needs exactly one of \"split\", \"fuse\" or \"unpack\"",
+					r->name, match);
+	if (split) {
+		for (i = 0; i < sizeof(split_names) / sizeof(split_names[0]); i++)
+			if (strcmp(split, split_names[i].name) == 0)
+				break;
+		if (i == sizeof(split_names) / sizeof(split_names[0]))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': unknown split \"%s\" (row, col, vocab, replicate, skip)",
+						r->name, match, split);
+		rule->kind = split_names[i].kind;
+	} else if (fuse) {
+		const char *dot = strchr(fuse, '.');
+		int op = dot ? find_op(r, fuse, (size_t)(dot - fuse)) : -1;
+		int p;
+
+		if (op < 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': \"fuse\" must be OPERATOR.PART with a declared operator, not \"%s\"",
+						r->name, match, fuse);
+		for (p = 0; p < r->ops[op].nparts; p++)
+			if (strcmp(r->ops[op].parts[p], dot + 1) == 0)
+				break;
+		if (p == r->ops[op].nparts)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': operator '%s' has no part '%s'",
+						r->name, match, r->ops[op].name, dot + 1);
+		rule->kind = RULE_FUSE;
+		rule->op = op;
+		rule->part = p;
+		if (!output)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': a fused part needs \"output\"",
+						r->name, match);
+	} else {
+		rule->kind = RULE_UNPACK;
+		rule->op = find_op(r, unpack, strlen(unpack));
+		if (rule->op < 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': unknown operator \"%s\"",
+						r->name, match, unpack);
+	}
+	if (strstr(rule->output, "{e}") && !strstr(rule->match, "{e}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': output uses {e} but match does not",
+					r->name, match);
+	if (strstr(rule->output, "{n}") && !strstr(rule->match, "{n}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': output uses {n} but match does not",
+					r->name, match);
+	return parse_shape(r, rule, json_object_get(t, "shape"), err);
+}
+
+static enum wshard_err parse_extras(struct wshard_rules *r, json_t *extra,
+				    struct wshard_error *err)
+{
+	size_t i;
+
+	if (!extra)
+		return WSHARD_OK;
+	if (!json_is_array(extra))
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': \"extra\" is not an array",
+					r->name);
+	r->extras = calloc(json_array_size(extra) + 1, sizeof(*r->extras));
+	if (!r->extras)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(extra); i++) {
+		json_t *x = json_array_get(extra, i);
+		struct rules_extra *e = &r->extras[r->nextras++];
+		const char *name = json_string_value(json_object_get(x, "name"));
+		const char *dtype = json_string_value(json_object_get(x, "dtype"));
+		json_t *value = json_object_get(x, "value");
+
+		if (!name || !json_is_number(value))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra[%zu] needs \"name\" and a numeric \"value\"",
+						r->name, i);
+		if (wshard_dtype_parse(dtype ? dtype : "F32", &e->dtype) < 0 ||
+		    (e->dtype != WSHARD_F32 && e->dtype != WSHARD_F16 &&
+		     e->dtype != WSHARD_BF16))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': dtype must be F32, F16 or BF16",
+						r->name, name);
+		e->name = strdup(name);
+		e->value = json_number_value(value);
+		e->option = dup_or_null(json_string_value(json_object_get(x, "option")));
+		if (!e->name)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (e->option && strcmp(e->option, "attn_scales") != 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': unknown option \"%s\" (attn_scales)",
+						r->name, name, e->option);
+	}
+	return WSHARD_OK;
+}
+
+static enum wshard_err parse_tie(struct wshard_rules *r, json_t *tie,
+				 struct wshard_error *err)
+{
+	json_t *drop;
+	size_t i;
+
+	if (!tie)
+		return WSHARD_OK;
+	r->tie_source = dup_or_null(json_string_value(json_object_get(tie, "source")));
+	r->tie_output = dup_or_null(json_string_value(json_object_get(tie, "output")));
+	if (!r->tie_source || !r->tie_output)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"tie\" needs \"source\" and \"output\" names", r->name);
+	r->tie_default = json_is_true(json_object_get(tie, "default"));
+	r->tie_always = json_is_true(json_object_get(tie, "always"));
+	drop = json_object_get(tie, "drop");
+	if (drop && !json_is_array(drop))
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': tie \"drop\" is not an array",
+					r->name);
+	r->tie_drop = calloc(json_array_size(drop) + 1, sizeof(char *));
+	if (!r->tie_drop)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(drop); i++) {
+		const char *s = json_string_value(json_array_get(drop, i));
+
+		if (!s)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': tie \"drop\" entry %zu is not a string",
+						r->name, i);
+		r->tie_drop[r->ntie_drop] = strdup(s);
+		if (!r->tie_drop[r->ntie_drop++])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
+
+static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
+				 struct wshard_error *err)
+{
+	json_t *archs = json_object_get(root, "architectures");
+	json_t *tensors = json_object_get(root, "tensors");
+	size_t i;
+	enum wshard_err rc;
+
+	if (!json_is_object(root))
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': not a JSON object", r->name);
+	if (archs && !json_is_array(archs))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"architectures\" is not an array", r->name);
+	r->archs = calloc(json_array_size(archs) + 1, sizeof(char *));
+	if (!r->archs)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(archs); i++) {
+		const char *s = json_string_value(json_array_get(archs, i));
+
+		if (!s)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': architectures[%zu] is not a string", r->name, i);
+		r->archs[r->narchs] = strdup(s);
+		if (!r->archs[r->narchs++])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	rc = parse_ops(r, json_object_get(root, "fused"), err);
+	if (rc)
+		return rc;
+	if (!json_is_array(tensors) || json_array_size(tensors) == 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"tensors\" must be a non-empty array of rules", r->name);
+	r->rules = calloc(json_array_size(tensors), sizeof(*r->rules));
+	if (!r->rules)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(tensors); i++) {
+		r->nrules = i + 1;
+		rc = parse_rule(r, json_array_get(tensors, i), i, err);
+		if (rc)
+			return rc;
+	}
+	rc = parse_extras(r, json_object_get(root, "extra"), err);
+	if (rc)
+		return rc;
+	return parse_tie(r, json_object_get(root, "tie"), err);
+}
+
+enum wshard_err wshard_rules_parse(struct wshard_rules **out_rules,
+				   const char *text, size_t len,
+				   const char *name, struct wshard_error *err)
+{
+	struct wshard_rules *r;
+	json_error_t jerr;
+	json_t *root;
+	enum wshard_err rc;
+
+	*out_rules = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r || !(r->name = strdup(name))) {
+		free(r);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s': invalid JSON at line %d: %s",
+				      name, jerr.line, jerr.text);
+	} else {
+		rc = parse_doc(r, root, err);
+		json_decref(root);
+	}
+	if (rc) {
+		wshard_rules_free(r);
+		return rc;
+	}
+	*out_rules = r;
+	return WSHARD_OK;
+}
+
+enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
+				  const char *path, struct wshard_error *err)
+{
+	char *text;
+	size_t len;
+	enum wshard_err rc;
+
+	*out_rules = NULL;
+	rc = wshard_read_file(path, 16ULL << 20, &text, &len, err);
+	if (rc)
+		return rc;
+	rc = wshard_rules_parse(out_rules, text, len, path, err);
+	free(text);
+	return rc;
+}
+
+enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
+				     const char *architecture,
+				     struct wshard_error *err)
+{
+	const struct wshard_builtin_rule *b;
+	char known[512] = "";
+	char name[128];
+	size_t i;
+	enum wshard_err rc;
+
+	*out_rules = NULL;
+	for (b = wshard_builtin_rules; b->name; b++) {
+		struct wshard_rules *r;
+
+		snprintf(name, sizeof(name), "builtin:%s", b->name);
+		rc = wshard_rules_parse(&r, b->text, strlen(b->text), name, err);
+		if (rc)
+			return rc;
+		for (i = 0; i < r->narchs; i++) {
+			if (architecture && strcmp(r->archs[i], architecture) == 0) {
+				*out_rules = r;
+				return WSHARD_OK;
+			}
+			if (strlen(known) + strlen(r->archs[i]) + 3 < sizeof(known))
+				sprintf(known + strlen(known), "%s%s", *known ? ", " : "",
+					r->archs[i]);
+		}
+		wshard_rules_free(r);
+	}
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"no built-in rules for architecture '%s' (known: %s); pass --rules FILE",
+				architecture ? architecture : "(none in config.json)", known);
+}
+
+const char *const *wshard_rules_architectures(void)
+{
+	static const char *list[64];
+	static bool done;
+	const struct wshard_builtin_rule *b;
+	size_t n = 0, i;
+
+	if (done)
+		return list;
+	for (b = wshard_builtin_rules; b->name; b++) {
+		struct wshard_rules *r;
+
+		if (wshard_rules_parse(&r, b->text, strlen(b->text), b->name, NULL))
+			continue;
+		for (i = 0; i < r->narchs && n + 1 < sizeof(list) / sizeof(list[0]); i++)
+			list[n++] = strdup(r->archs[i]);
+		wshard_rules_free(r);
+	}
+	list[n] = NULL;
+	done = true;
+	return list;
+}
+
+const char *wshard_rules_name(const struct wshard_rules *rules)
+{
+	return rules->name;
+}
+
+void wshard_rules_free(struct wshard_rules *r)
+{
+	size_t i;
+	int j;
+
+	if (!r)
+		return;
+	for (i = 0; i < r->narchs; i++)
+		free(r->archs[i]);
+	free(r->archs);
+	for (i = 0; i < r->nrules; i++) {
+		free(r->rules[i].match);
+		free(r->rules[i].output);
+		for (j = 0; j < r->rules[i].nshape; j++)
+			free(r->rules[i].shape[j]);
+	}
+	free(r->rules);
+	for (i = 0; i < r->nops; i++) {
+		free(r->ops[i].name);
+		for (j = 0; j < r->ops[i].nparts; j++)
+			free(r->ops[i].parts[j]);
+	}
+	free(r->ops);
+	for (i = 0; i < r->nextras; i++) {
+		free(r->extras[i].name);
+		free(r->extras[i].option);
+	}
+	free(r->extras);
+	for (i = 0; i < r->ntie_drop; i++)
+		free(r->tie_drop[i]);
+	free(r->tie_drop);
+	free(r->tie_source);
+	free(r->tie_output);
+	free(r->name);
+	free(r);
+}

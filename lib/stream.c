@@ -1,0 +1,423 @@
+/*
+ * stream.c - reads the source once and feeds every output byte to a sink.
+ *
+ * The source tensors are visited in file order.  Each tensor, seen as a
+ * matrix of rows x row_bytes, is cut into one block of rows per process;
+ * a process reads its block in windows of rows that fit the memory
+ * budget, and for every plan piece that overlaps its window either hands
+ * the bytes to its own sink (when it owns the piece's rank) or sends them
+ * to the owner.  All processes derive who sends what at each step from
+ * the same plan, so one MPI_Alltoallv per step moves the bytes, with no
+ * extra metadata.  Summed over processes, each source byte is read once.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "wshard.h"
+#include "internal.h"
+#include "stream.h"
+
+struct ref {
+	int rank;
+	uint32_t tensor;
+	uint32_t piece;
+};
+
+struct stream {
+	const struct wshard_plan *plan;
+	struct wshard_comm *comm;
+	const struct stream_sink *sink;
+	int proc, nprocs;
+	/* refs of each source tensor, in canonical order (rank, tensor, piece) */
+	struct ref *refs;
+	size_t *first, *count;
+	char *window, *stage, *sendbuf, *recvbuf;
+	size_t window_cap, stage_cap, send_cap, recv_cap;
+	uint64_t *sendcounts, *recvcounts, *senddispl;
+	struct stream_stats stats;
+	uint64_t total;
+	wshard_progress_fn progress;
+	void *progress_ctx;
+	struct wshard_error local;	/* this process's first error */
+};
+
+static const struct wshard_piece *ref_piece(const struct stream *s,
+					    const struct ref *r)
+{
+	return &s->plan->ranks[r->rank].tensors[r->tensor].pieces[r->piece];
+}
+
+static enum wshard_err grow(char **buf, size_t *cap, size_t need,
+			    struct wshard_error *err)
+{
+	char *p;
+
+	if (need <= *cap)
+		return WSHARD_OK;
+	p = realloc(*buf, need);
+	if (!p)
+		return wshard_error_set(err, WSHARD_ENOMEM,
+					"out of memory (a buffer of %zu bytes)", need);
+	*buf = p;
+	*cap = need;
+	return WSHARD_OK;
+}
+
+/* Indexes every COPY piece by its source tensor. */
+static enum wshard_err index_refs(struct stream *s, struct wshard_error *err)
+{
+	const struct wshard_plan *plan = s->plan;
+	size_t nsrc = plan->cat->ntensors, total = 0, i, k;
+	size_t *fill;
+	int r;
+
+	s->first = calloc(nsrc + 1, sizeof(size_t));
+	s->count = calloc(nsrc + 1, sizeof(size_t));
+	fill = calloc(nsrc + 1, sizeof(size_t));
+	if (!s->first || !s->count || !fill) {
+		free(fill);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	for (r = 0; r < plan->tp; r++)
+		for (i = 0; i < plan->ranks[r].ntensors; i++)
+			for (k = 0; k < plan->ranks[r].tensors[i].npieces; k++) {
+				const struct wshard_piece *p = &plan->ranks[r].tensors[i].pieces[k];
+
+				if (p->kind == WSHARD_PIECE_COPY) {
+					s->count[p->src]++;
+					total++;
+				}
+			}
+	for (i = 1; i < nsrc; i++)
+		s->first[i] = s->first[i - 1] + s->count[i - 1];
+	s->refs = calloc(total + 1, sizeof(*s->refs));
+	if (!s->refs) {
+		free(fill);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	for (r = 0; r < plan->tp; r++)
+		for (i = 0; i < plan->ranks[r].ntensors; i++)
+			for (k = 0; k < plan->ranks[r].tensors[i].npieces; k++) {
+				const struct wshard_piece *p = &plan->ranks[r].tensors[i].pieces[k];
+				struct ref *ref;
+
+				if (p->kind != WSHARD_PIECE_COPY)
+					continue;
+				ref = &s->refs[s->first[p->src] + fill[p->src]++];
+				ref->rank = r;
+				ref->tensor = (uint32_t)i;
+				ref->piece = (uint32_t)k;
+			}
+	free(fill);
+	return WSHARD_OK;
+}
+
+static int cmp_file_order(const void *a, const void *b, void *ctx)
+{
+	const struct wshard_catalog *cat = ctx;
+	const struct wshard_src_tensor *x = &cat->tensors[*(const uint32_t *)a];
+	const struct wshard_src_tensor *y = &cat->tensors[*(const uint32_t *)b];
+
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	return x->offset < y->offset ? -1 : (x->offset > y->offset);
+}
+
+static void report(struct stream *s, size_t len)
+{
+	s->stats.bytes_put += len;
+	if (s->progress)
+		s->progress(s->progress_ctx, s->stats.bytes_put, s->total);
+}
+
+/* Hands rows [x, y) of piece ref to the sink; rows start at src (stride apart). */
+static void put_rows(struct stream *s, const struct ref *ref, uint64_t x,
+		     uint64_t y, const char *src, uint64_t stride)
+{
+	const struct wshard_piece *p = ref_piece(s, ref);
+	uint64_t off = p->dst + (x - p->row0) * p->ncols;
+	size_t len = (size_t)((y - x) * p->ncols);
+	const char *buf = src;
+
+	if (s->local.code || len == 0)
+		return;
+	if (stride != p->ncols) {
+		uint64_t i;
+
+		if (grow(&s->stage, &s->stage_cap, len, &s->local))
+			return;
+		for (i = 0; i < y - x; i++)
+			memcpy(s->stage + i * p->ncols, src + i * stride, p->ncols);
+		buf = s->stage;
+	}
+	if (s->sink->put(s->sink->ctx, ref->rank, ref->tensor, off, buf, len, &s->local))
+		return;
+	report(s, len);
+}
+
+/* Rows [a, b) that process q reads of a tensor at step k. */
+static void window_of(uint64_t rows, int nprocs, int q, uint64_t w, uint64_t k,
+		      uint64_t *a, uint64_t *b)
+{
+	uint64_t lo = rows * (uint64_t)q / (uint64_t)nprocs;
+	uint64_t hi = rows * (uint64_t)(q + 1) / (uint64_t)nprocs;
+
+	*a = WSHARD_MIN(lo + k * w, hi);
+	*b = WSHARD_MIN(lo + (k + 1) * w, hi);
+}
+
+static bool overlap(const struct wshard_piece *p, uint64_t a, uint64_t b,
+		    uint64_t *x, uint64_t *y)
+{
+	*x = WSHARD_MAX(a, p->row0);
+	*y = WSHARD_MIN(b, p->row0 + p->nrows);
+	return *x < *y;
+}
+
+/* One step of one source tensor: read, put local pieces, exchange the rest. */
+static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
+			    uint64_t k, struct wshard_error *err)
+{
+	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
+	const struct wshard_st *st = s->plan->cat->files[t->file].st;
+	uint64_t rows = t->info->ndim ? t->info->shape[0] : 1;
+	uint64_t rb = rows ? t->nbytes / rows : 0, a, b, x, y;
+	const struct ref *refs = &s->refs[s->first[src]];
+	size_t n = s->count[src], i;
+	uint64_t sendtotal = 0, recvtotal = 0, exchange = 0;
+	int q;
+
+	window_of(rows, s->nprocs, s->proc, w, k, &a, &b);
+	if (a < b && !s->local.code) {
+		if (!grow(&s->window, &s->window_cap, (size_t)((b - a) * rb), &s->local)) {
+			if (wshard_fault_hit("read"))
+				wshard_error_set(&s->local, WSHARD_EIO,
+						 "cannot read '%s': %s (injected)",
+						 st->path, "Input/output error");
+			else if (!wshard_pread_full(st->fd, s->window, (size_t)((b - a) * rb),
+						    t->offset + a * rb, st->path, &s->local))
+				s->stats.bytes_read += (b - a) * rb;
+		}
+	}
+	/* What this process sends to each other process, and what it keeps. */
+	for (q = 0; q < s->nprocs; q++)
+		s->sendcounts[q] = s->recvcounts[q] = 0;
+	for (i = 0; i < n; i++) {
+		const struct wshard_piece *p = ref_piece(s, &refs[i]);
+		int owner = refs[i].rank % s->nprocs;
+
+		if (!overlap(p, a, b, &x, &y))
+			continue;
+		if (owner == s->proc)
+			put_rows(s, &refs[i], x, y, s->window + (x - a) * rb + p->col0, rb);
+		else
+			s->sendcounts[owner] += (y - x) * p->ncols;
+	}
+	if (s->nprocs == 1)
+		return WSHARD_OK;
+	/* Does anyone send anything at this step?  Every process knows. */
+	for (q = 0; q < s->nprocs; q++) {
+		uint64_t qa, qb;
+
+		window_of(rows, s->nprocs, q, w, k, &qa, &qb);
+		for (i = 0; i < n; i++) {
+			const struct wshard_piece *p = ref_piece(s, &refs[i]);
+			int owner = refs[i].rank % s->nprocs;
+
+			if (owner == q || !overlap(p, qa, qb, &x, &y))
+				continue;
+			exchange++;
+			if (owner == s->proc)
+				s->recvcounts[q] += (y - x) * p->ncols;
+		}
+	}
+	if (!exchange)
+		return WSHARD_OK;
+	for (q = 0; q < s->nprocs; q++) {
+		s->senddispl[q] = sendtotal;
+		sendtotal += s->sendcounts[q];
+		recvtotal += s->recvcounts[q];
+	}
+	if (grow(&s->sendbuf, &s->send_cap, (size_t)sendtotal + 1, err) ||
+	    grow(&s->recvbuf, &s->recv_cap, (size_t)recvtotal + 1, err))
+		return err->code;
+	for (i = 0; i < n; i++) {
+		const struct wshard_piece *p = ref_piece(s, &refs[i]);
+		int owner = refs[i].rank % s->nprocs;
+		uint64_t r;
+
+		if (owner == s->proc || !overlap(p, a, b, &x, &y))
+			continue;
+		for (r = x; r < y; r++) {
+			memcpy(s->sendbuf + s->senddispl[owner],
+			       s->window + (r - a) * rb + p->col0, p->ncols);
+			s->senddispl[owner] += p->ncols;
+		}
+	}
+	if (wshard_comm_alltoallv(s->comm, s->sendbuf, s->sendcounts, s->recvbuf,
+				  s->recvcounts, err))
+		return err->code;
+	/* Unpack in the order each sender packed. */
+	{
+		const char *at = s->recvbuf;
+
+		for (q = 0; q < s->nprocs; q++) {
+			uint64_t qa, qb;
+
+			if (q == s->proc)
+				continue;
+			window_of(rows, s->nprocs, q, w, k, &qa, &qb);
+			for (i = 0; i < n; i++) {
+				const struct wshard_piece *p = ref_piece(s, &refs[i]);
+
+				if (refs[i].rank % s->nprocs != s->proc ||
+				    !overlap(p, qa, qb, &x, &y))
+					continue;
+				put_rows(s, &refs[i], x, y, at, p->ncols);
+				at += (y - x) * p->ncols;
+			}
+		}
+	}
+	return WSHARD_OK;
+}
+
+/* Streams one source tensor through all its steps. */
+static enum wshard_err stream_tensor(struct stream *s, uint32_t src,
+				     struct wshard_error *err)
+{
+	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
+	uint64_t rows = t->info->ndim ? t->info->shape[0] : 1;
+	uint64_t rb = rows ? t->nbytes / rows : 0, fan = 0, w, steps = 0, k;
+	size_t i;
+	int q;
+	enum wshard_err rc;
+
+	if (s->count[src] == 0 || rows == 0 || rb == 0)
+		return WSHARD_OK;
+	/* fan-out: how many output copies each source byte feeds, rounded up */
+	for (i = 0; i < s->count[src]; i++)
+		fan += ref_piece(s, &s->refs[s->first[src] + i])->len;
+	fan = (fan + t->nbytes - 1) / t->nbytes;
+	w = s->plan->opt.max_memory / (rb * (2 + 2 * fan));
+	if (w == 0)
+		w = 1;
+	for (q = 0; q < s->nprocs; q++) {
+		uint64_t len = rows * (uint64_t)(q + 1) / (uint64_t)s->nprocs -
+			       rows * (uint64_t)q / (uint64_t)s->nprocs;
+
+		steps = WSHARD_MAX(steps, (len + w - 1) / w);
+	}
+	for (k = 0; k < steps; k++) {
+		rc = step(s, src, w, k, err);
+		if (rc)
+			return rc;
+	}
+	return WSHARD_OK;
+}
+
+/* Zero padding and constants: no source bytes behind them. */
+static enum wshard_err put_generated(struct stream *s)
+{
+	static const char zeros[1 << 16];
+	const struct wshard_plan *plan = s->plan;
+	size_t i, k;
+	int r;
+
+	for (r = s->proc; r < plan->tp; r += s->nprocs) {
+		for (i = 0; i < plan->ranks[r].ntensors; i++) {
+			const struct wshard_out_tensor *t = &plan->ranks[r].tensors[i];
+
+			for (k = 0; k < t->npieces && !s->local.code; k++) {
+				const struct wshard_piece *p = &t->pieces[k];
+				uint64_t done = 0;
+
+				while (p->kind == WSHARD_PIECE_ZERO && done < p->len &&
+				       !s->local.code) {
+					size_t len = (size_t)WSHARD_MIN(p->len - done, sizeof(zeros));
+
+					if (!s->sink->put(s->sink->ctx, r, i, p->dst + done, zeros,
+							  len, &s->local))
+						report(s, len);
+					done += len;
+				}
+				if (p->kind == WSHARD_PIECE_CONST &&
+				    !s->sink->put(s->sink->ctx, r, i, p->dst, p->value,
+						  p->value_len, &s->local))
+					report(s, p->value_len);
+			}
+		}
+	}
+	return WSHARD_OK;
+}
+
+enum wshard_err stream_run(const struct wshard_plan *plan,
+			   struct wshard_comm *comm,
+			   const struct stream_sink *sink,
+			   wshard_progress_fn progress, void *progress_ctx,
+			   struct stream_stats *out_stats,
+			   struct wshard_error *err)
+{
+	struct stream s = {
+		.plan = plan,
+		.comm = comm,
+		.sink = sink,
+		.proc = wshard_comm_rank(comm),
+		.nprocs = wshard_comm_size(comm),
+		.progress = progress,
+		.progress_ctx = progress_ctx,
+	};
+	uint32_t *order = NULL;
+	size_t nsrc = plan->cat->ntensors, i;
+	int r;
+	enum wshard_err rc;
+
+	memset(out_stats, 0, sizeof(*out_stats));
+	for (r = s.proc; r < plan->tp; r += s.nprocs)
+		s.total += plan->ranks[r].bytes;
+	rc = index_refs(&s, err);
+	if (rc)
+		goto out;
+	order = calloc(nsrc + 1, sizeof(*order));
+	s.sendcounts = calloc((size_t)s.nprocs, sizeof(uint64_t));
+	s.recvcounts = calloc((size_t)s.nprocs, sizeof(uint64_t));
+	s.senddispl = calloc((size_t)s.nprocs, sizeof(uint64_t));
+	if (!order || !s.sendcounts || !s.recvcounts || !s.senddispl) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < nsrc; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, nsrc, sizeof(*order), cmp_file_order, (void *)plan->cat);
+	for (i = 0; i < nsrc; i++) {
+		rc = stream_tensor(&s, order[i], err);
+		if (rc)
+			goto out;
+		/* a failure anywhere stops everyone at the same tensor */
+		if (wshard_comm_is_mpi(comm) && s.count[order[i]]) {
+			struct wshard_error e = s.local;
+
+			if (wshard_comm_agree(comm, &e)) {
+				rc = wshard_error_set(err, e.code, "%s", e.msg);
+				goto out;
+			}
+		}
+	}
+	put_generated(&s);
+	rc = wshard_comm_agree(comm, &s.local);
+	if (rc)
+		rc = wshard_error_set(err, rc, "%s", s.local.msg);
+out:
+	*out_stats = s.stats;
+	free(order);
+	free(s.refs);
+	free(s.first);
+	free(s.count);
+	free(s.window);
+	free(s.stage);
+	free(s.sendbuf);
+	free(s.recvbuf);
+	free(s.sendcounts);
+	free(s.recvcounts);
+	free(s.senddispl);
+	return rc;
+}

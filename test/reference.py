@@ -1,0 +1,977 @@
+#!/usr/bin/env python3
+"""reference.py - an independent reference implementation of wshard's output
+contract (OUTPUT-CONTRACT.md, target vllm), written from the contract only.
+
+    reference.py check SRC OUT --tp N [--no-attn-scales] [--max-file-size SIZE]
+        Computes what every rank must hold from the source checkpoint and
+        compares it with wshard's output in OUT: files, safetensors headers,
+        tensor names, dtypes, shapes and bytes, copied files and wshard.json.
+        Prints one line per difference and a summary; exits 0 when all match,
+        1 on differences, 2 when the expectation cannot be computed.
+
+    reference.py write SRC OUT --tp N [--no-attn-scales] [--max-file-size SIZE]
+        Writes the expected output itself (rank files, copied files and a
+        manifest), for testing `check` and for diffing by hand.
+
+    reference.py expect SRC --tp N [--no-attn-scales]
+        Lists the expected tensors of every rank with their provenance.
+
+Tensor data is handled as raw bytes: a tensor is a matrix of shape[0] rows of
+equal byte length, so slicing is byte-exact for every dtype.  Needs numpy,
+safetensors and xxhash.
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import struct
+import sys
+
+import numpy as np
+
+try:
+    import xxhash
+except ImportError:  # checked when a checksum is needed
+    xxhash = None
+try:
+    import safetensors
+except ImportError:
+    safetensors = None
+
+BITS = {
+    "BOOL": 8, "U8": 8, "I8": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
+    "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64, "C64": 64,
+    "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8,
+    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+}
+HEADER_MAX = 100000000
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+INDEX_NAME = "model.safetensors.index.json"
+MANIFEST = "wshard.json"
+RANK_FILE = re.compile(r"^model-rank-(\d+)-part-(\d+)\.safetensors$")
+
+# architecture -> (family, tied by default)
+ARCHS = {
+    "LlamaForCausalLM": ("llama", False),
+    "MistralForCausalLM": ("llama", False),
+    "Qwen2ForCausalLM": ("qwen2", False),
+    "Qwen3ForCausalLM": ("qwen3", False),
+    "GemmaForCausalLM": ("gemma", True),
+    "Gemma2ForCausalLM": ("gemma2", True),
+    "Phi3ForCausalLM": ("phi3", False),
+}
+
+
+class RefError(Exception):
+    """The expectation cannot be computed (bad source, indivisible split...)."""
+
+
+def numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def tensor_nbytes(dtype, shape):
+    bits = numel(shape) * BITS[dtype]
+    if bits % 8:
+        raise ValueError("%s%s is not a whole number of bytes" % (dtype, list(shape)))
+    return bits // 8
+
+
+def round_up(x, m):
+    return (x + m - 1) // m * m
+
+
+# ---------------------------------------------------------------- safetensors
+
+
+def parse_safetensors(path, strict_writer=False):
+    """Parses and validates a safetensors file's header under section 6 of the
+    contract.  Returns (header_len, meta, tensors, problems) where tensors maps
+    name -> dict(dtype, shape, begin, end) and problems lists rule violations.
+    With strict_writer also checks wshard's writer conventions."""
+    problems = []
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        raw = f.read(8)
+        if len(raw) < 8:
+            return 0, {}, {}, ["file shorter than 8 bytes"]
+        (n,) = struct.unpack("<Q", raw)
+        if n > HEADER_MAX:
+            return 0, {}, {}, ["header length %d over the %d cap" % (n, HEADER_MAX)]
+        if 8 + n > size:
+            return 0, {}, {}, ["header length %d past the end of the file (%d bytes)" % (n, size)]
+        hbytes = f.read(n)
+    try:
+        htext = hbytes.decode("utf-8")
+    except UnicodeDecodeError:
+        return n, {}, {}, ["header is not UTF-8"]
+    pairs_seen = []
+
+    def hook(pairs):
+        pairs_seen.append([k for k, _ in pairs])
+        return dict(pairs)
+
+    try:
+        header = json.loads(htext, object_pairs_hook=hook)
+    except ValueError as e:
+        return n, {}, {}, ["header is not JSON: %s" % e]
+    if not isinstance(header, dict):
+        return n, {}, {}, ["header is not a JSON object"]
+    top_keys = pairs_seen[-1] if pairs_seen else []
+    if len(set(top_keys)) != len(top_keys):
+        problems.append("duplicate names in the header")
+    if strict_writer:
+        if not htext.startswith("{"):
+            problems.append("header does not start with '{'")
+        if htext.rstrip(" ") != htext.rstrip(" \t\r\n") or not htext.rstrip(" ").endswith("}"):
+            problems.append("header padding is not spaces after '}'")
+        if (8 + n) % 8:
+            problems.append("header length %d: data does not start at a multiple of 8" % n)
+    meta = header.pop("__metadata__", None)
+    if meta is None:
+        meta = {}
+        problems.append("no __metadata__")
+    elif not isinstance(meta, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
+        problems.append("__metadata__ is not a map of strings to strings")
+        meta = {}
+    tensors = {}
+    for name, e in header.items():
+        if "\0" in name:
+            problems.append("tensor name with NUL: %r" % name)
+        if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
+            problems.append("%s: entry must have exactly dtype, shape, data_offsets" % name)
+            continue
+        dt, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
+        if dt not in BITS:
+            problems.append("%s: unknown dtype %r" % (name, dt))
+            continue
+        if (not isinstance(shape, list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+            problems.append("%s: bad shape %r" % (name, shape))
+            continue
+        if (not isinstance(offs, list) or len(offs) != 2 or not all(
+                isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offs)
+                or offs[0] > offs[1]):
+            problems.append("%s: bad data_offsets %r" % (name, offs))
+            continue
+        try:
+            nb = tensor_nbytes(dt, shape)
+        except ValueError as err:
+            problems.append("%s: %s" % (name, err))
+            continue
+        if offs[1] - offs[0] != nb:
+            problems.append("%s: data_offsets %r hold %d bytes, %s%r needs %d" %
+                            (name, offs, offs[1] - offs[0], dt, shape, nb))
+        tensors[name] = {"dtype": dt, "shape": shape, "begin": offs[0], "end": offs[1]}
+    pos = 0
+    for name, t in sorted(tensors.items(), key=lambda kv: (kv[1]["begin"], kv[1]["end"])):
+        if t["begin"] != pos:
+            problems.append("%s: data starts at %d, expected %d (%s)" %
+                            (name, t["begin"], pos, "hole" if t["begin"] > pos else "overlap"))
+        pos = max(pos, t["end"])
+    if 8 + n + pos != size:
+        problems.append("data ends at %d but the file has %d bytes after the header" %
+                        (pos, size - 8 - n))
+    return n, meta, tensors, problems
+
+
+class Tensor:
+    """A source tensor: raw bytes as a [rows, row_bytes] uint8 matrix."""
+
+    def __init__(self, name, dtype, shape, path, offset):
+        self.name, self.dtype, self.shape = name, dtype, list(shape)
+        self.nbytes = tensor_nbytes(dtype, shape)
+        self.rows = shape[0] if shape else 1
+        self.path, self.offset = path, offset
+        self._mat = None
+
+    @property
+    def mat(self):
+        if self._mat is None:
+            if self.nbytes == 0:
+                flat = np.zeros(0, dtype=np.uint8)
+            else:
+                flat = np.memmap(self.path, dtype=np.uint8, mode="r",
+                                 offset=self.offset, shape=(self.nbytes,))
+            self._mat = flat.reshape(self.rows, -1) if self.rows else flat.reshape(0, 0)
+        return self._mat
+
+    @property
+    def width(self):
+        """Elements per row (the product of shape[1:])."""
+        return numel(self.shape[1:])
+
+
+class Source:
+    def __init__(self, path):
+        self.path = path
+        self.dir = path if os.path.isdir(path) else os.path.dirname(path)
+        self.tensors = {}
+        self.weight_files = []  # names relative to dir
+        if os.path.isdir(path):
+            idx = os.path.join(path, INDEX_NAME)
+            if os.path.exists(idx):
+                with open(idx) as f:
+                    wm = json.load(f)["weight_map"]
+                files = []
+                for fn in wm.values():
+                    if fn not in files:
+                        files.append(fn)
+            elif os.path.exists(os.path.join(path, "model.safetensors")):
+                files = ["model.safetensors"]
+            else:
+                raise RefError("%s: no model.safetensors or %s" % (path, INDEX_NAME))
+        else:
+            files = [os.path.basename(path)]
+        for fn in files:
+            fp = os.path.join(self.dir, fn)
+            n, _meta, tens, problems = parse_safetensors(fp)
+            if problems:
+                raise RefError("source %s: %s" % (fn, problems[0]))
+            for name, t in tens.items():
+                if name in self.tensors:
+                    raise RefError("source: %s in two files" % name)
+                self.tensors[name] = Tensor(name, t["dtype"], t["shape"], fp, 8 + n + t["begin"])
+            self.weight_files.append(fn)
+        self.config = {}
+        cp = os.path.join(self.dir, "config.json")
+        if os.path.exists(cp):
+            with open(cp) as f:
+                self.config = json.load(f)
+
+    def copied_files(self):
+        """The non-weight files a conversion copies, sorted."""
+        if not os.path.isdir(self.path):
+            return []
+        out = []
+        for fn in sorted(os.listdir(self.path)):
+            if not os.path.isfile(os.path.join(self.path, fn)):
+                continue
+            if fn.endswith(WEIGHT_SUFFIXES) or fn == INDEX_NAME:
+                continue
+            out.append(fn)
+        return out
+
+
+# ---------------------------------------------------------------- expectation
+#
+# An expected output tensor is (dtype, shape, pieces); a piece is
+#   ("copy", src, r0, r1, c0, c1): rows [r0, r1) and row elements [c0, c1) of
+#       source tensor src (a row's elements are the product of shape[1:]),
+#   ("zeros", nbytes), or
+#   ("value", v): one element of value v.
+
+
+def value_bytes(dtype, v):
+    if dtype == "F32":
+        return struct.pack("<f", v)
+    if dtype == "F64":
+        return struct.pack("<d", v)
+    if dtype == "F16":
+        return struct.pack("<e", v)
+    if dtype == "BF16":
+        return struct.pack("<f", v)[2:]
+    raise RefError("no constant of dtype %s" % dtype)
+
+
+def piece_bytes(src, dtype, p):
+    if p[0] == "zeros":
+        return np.zeros(p[1], dtype=np.uint8)
+    if p[0] == "value":
+        return np.frombuffer(value_bytes(dtype, p[1]), dtype=np.uint8)
+    _, name, r0, r1, c0, c1 = p
+    t = src.tensors[name]
+    bits = BITS[t.dtype]
+    if (c0 * bits) % 8 or (c1 * bits) % 8:
+        raise RefError("%s: columns [%d, %d) are not whole bytes" % (name, c0, c1))
+    return np.ascontiguousarray(t.mat[r0:r1, c0 * bits // 8:c1 * bits // 8]).reshape(-1)
+
+
+def materialize(src, dtype, pieces):
+    parts = [piece_bytes(src, dtype, p) for p in pieces]
+    if not parts:
+        return np.zeros(0, dtype=np.uint8)
+    return np.concatenate(parts)
+
+
+class Expect:
+    def __init__(self, src, tp, attn_scales=True):
+        self.src, self.tp, self.attn_scales = src, tp, attn_scales
+        self.ranks = [dict() for _ in range(tp)]
+        self.consumed = set()
+        self._build()
+
+    # -- helpers
+    def cfg_int(self, key, default=None):
+        v = self.src.config.get(key, default)
+        if v is None:
+            raise RefError("config.json has no %s" % key)
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise RefError("config.json %s=%r is not a positive integer" % (key, v))
+        return v
+
+    def divisible(self, what, value, by, by_what=None):
+        if value % by:
+            raise RefError("%s=%d is not divisible by %s" %
+                           (what, value, by_what or "--tp %d" % self.tp))
+
+    def get(self, name, shape, optional=False):
+        t = self.src.tensors.get(name)
+        if t is None:
+            if optional:
+                return None
+            raise RefError("source: %s is missing" % name)
+        if t.shape != list(shape):
+            raise RefError("source: %s has shape %s, config.json says %s" % (name, t.shape, list(shape)))
+        self.consumed.add(name)
+        return t
+
+    def put(self, rank, name, dtype, shape, pieces):
+        assert name not in self.ranks[rank], name
+        got = sum(tensor_nbytes(dtype, [1]) if p[0] == "value" else
+                  p[1] if p[0] == "zeros" else
+                  (p[3] - p[2]) * (p[5] - p[4]) * BITS[self.src.tensors[p[1]].dtype] // 8
+                  for p in pieces)
+        assert got == tensor_nbytes(dtype, shape), (name, got, shape)
+        self.ranks[rank][name] = (dtype, list(shape), pieces)
+
+    def same_dtype(self, *ts):
+        dts = {t.dtype for t in ts}
+        if len(dts) != 1:
+            raise RefError("fused tensors with different dtypes: %s" %
+                           ", ".join("%s %s" % (t.name, t.dtype) for t in ts))
+        return ts[0].dtype
+
+    def replicate(self, name, t):
+        for r in range(self.tp):
+            self.put(r, name, t.dtype, t.shape, [("copy", t.name, 0, t.rows, 0, t.width)])
+
+    def rows_piece(self, t, r0, r1):
+        return ("copy", t.name, r0, r1, 0, t.width)
+
+    def vocab_parallel(self, out_name, t):
+        V, H = t.shape
+        padded = round_up(V, 64)
+        self.divisible("vocab_size (padded to %d)" % padded, padded, self.tp)
+        P = padded // self.tp
+        row_bytes = t.nbytes // V if V else 0
+        for r in range(self.tp):
+            a, b = r * P, min((r + 1) * P, V)
+            pieces = []
+            if b > a:
+                pieces.append(self.rows_piece(t, a, b))
+            else:
+                a = b = 0
+            if P - (b - a) > 0:
+                pieces.append(("zeros", (P - (b - a)) * row_bytes))
+            self.put(r, out_name, t.dtype, [P, H], pieces)
+
+    # -- rules
+    def _build(self):
+        cfg, src, tp = self.src.config, self.src, self.tp
+        archs = cfg.get("architectures") or [None]
+        arch = archs[0]
+        if arch not in ARCHS:
+            raise RefError("architecture %r has no reference rules" % arch)
+        family, tie_default = ARCHS[arch]
+        self.arch = arch
+        H = self.cfg_int("hidden_size")
+        nh = self.cfg_int("num_attention_heads")
+        kv = self.cfg_int("num_key_value_heads", nh)
+        if "head_dim" in cfg and cfg["head_dim"] is not None:
+            hd = self.cfg_int("head_dim")
+        else:
+            self.divisible("hidden_size", H, nh, "num_attention_heads %d" % nh)
+            hd = H // nh
+        I = self.cfg_int("intermediate_size")
+        V = self.cfg_int("vocab_size")
+        tie = cfg.get("tie_word_embeddings")
+        if tie is None:
+            tie = tie_default
+        self.divisible("num_attention_heads", nh, tp)
+        if tp <= kv:
+            self.divisible("num_key_value_heads", kv, tp)
+        elif tp % kv:
+            raise RefError("--tp %d is not divisible by num_key_value_heads=%d" % (tp, kv))
+        self.divisible("intermediate_size", I, tp)
+        self.divisible("vocab_size (padded to %d)" % round_up(V, 64), round_up(V, 64), tp)
+
+        # embeddings, final norm, lm head
+        embed = self.get("model.embed_tokens.weight", [V, H])
+        lm = self.get("lm_head.weight", [V, H], optional=True)
+        if tie:
+            if family in ("gemma", "gemma2"):
+                self.vocab_parallel("model.embed_tokens.weight", embed)
+            else:
+                self.vocab_parallel("lm_head.weight", embed)
+            # a tied checkpoint that still carries lm_head.weight: skipped
+        else:
+            self.vocab_parallel("model.embed_tokens.weight", embed)
+            if lm is None:
+                raise RefError("source: lm_head.weight is missing (tie_word_embeddings is false)")
+            self.vocab_parallel("lm_head.weight", lm)
+        self.replicate("model.norm.weight", self.get("model.norm.weight", [H]))
+
+        layers = sorted({int(m.group(1)) for m in
+                         (re.match(r"^model\.layers\.(\d+)\.", n) for n in src.tensors) if m})
+        qr = nh * hd // tp
+        for i in layers:
+            p = "model.layers.%d." % i
+            norms = ["input_layernorm.weight", "post_attention_layernorm.weight"]
+            if family == "gemma2":
+                norms += ["pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"]
+            for nm in norms:
+                self.replicate(p + nm, self.get(p + nm, [H]))
+            if family == "qwen3":
+                for nm in ("self_attn.q_norm.weight", "self_attn.k_norm.weight"):
+                    self.replicate(p + nm, self.get(p + nm, [hd]))
+
+            # q/k/v
+            if family == "phi3":
+                qkv = self.get(p + "self_attn.qkv_proj.weight", [(nh + 2 * kv) * hd, H])
+                q = (qkv, 0)
+                k = (qkv, nh * hd)
+                v = (qkv, (nh + kv) * hd)
+                dt = qkv.dtype
+            else:
+                tq = self.get(p + "self_attn.q_proj.weight", [nh * hd, H])
+                tk = self.get(p + "self_attn.k_proj.weight", [kv * hd, H])
+                tv = self.get(p + "self_attn.v_proj.weight", [kv * hd, H])
+                dt = self.same_dtype(tq, tk, tv)
+                q, k, v = (tq, 0), (tk, 0), (tv, 0)
+            bias = None
+            if family == "qwen2":
+                bq = self.get(p + "self_attn.q_proj.bias", [nh * hd])
+                bk = self.get(p + "self_attn.k_proj.bias", [kv * hd])
+                bv = self.get(p + "self_attn.v_proj.bias", [kv * hd])
+                bias = ((bq, 0), (bk, 0), (bv, 0), self.same_dtype(bq, bk, bv))
+            for r in range(tp):
+                def qkv_pieces(q, k, v):
+                    if tp <= kv:
+                        kr = kv * hd // tp
+                        ka = r * kr
+                    else:
+                        kr = hd
+                        ka = (r // (tp // kv)) * hd
+                    return [self.rows_piece(q[0], q[1] + r * qr, q[1] + (r + 1) * qr),
+                            self.rows_piece(k[0], k[1] + ka, k[1] + ka + kr),
+                            self.rows_piece(v[0], v[1] + ka, v[1] + ka + kr)], qr + 2 * kr
+                pieces, nrows = qkv_pieces(q, k, v)
+                self.put(r, p + "self_attn.qkv_proj.weight", dt, [nrows, H], pieces)
+                if bias:
+                    pieces, nrows = qkv_pieces(*bias[:3])
+                    self.put(r, p + "self_attn.qkv_proj.bias", bias[3], [nrows], pieces)
+            o = self.get(p + "self_attn.o_proj.weight", [H, nh * hd])
+            for r in range(tp):
+                self.put(r, p + "self_attn.o_proj.weight", o.dtype, [H, qr],
+                         [("copy", o.name, 0, H, r * qr, (r + 1) * qr)])
+            self.get(p + "self_attn.rotary_emb.inv_freq", [hd // 2], optional=True)
+            if p + "self_attn.rotary_emb.inv_freq" in src.tensors:
+                self.consumed.add(p + "self_attn.rotary_emb.inv_freq")
+
+            # MLP
+            ir = I // tp
+            if family == "phi3":
+                gu = self.get(p + "mlp.gate_up_proj.weight", [2 * I, H])
+                g, u = (gu, 0), (gu, I)
+                dt = gu.dtype
+            else:
+                tg = self.get(p + "mlp.gate_proj.weight", [I, H])
+                tu = self.get(p + "mlp.up_proj.weight", [I, H])
+                dt = self.same_dtype(tg, tu)
+                g, u = (tg, 0), (tu, 0)
+            for r in range(tp):
+                self.put(r, p + "mlp.gate_up_proj.weight", dt, [2 * ir, H],
+                         [self.rows_piece(g[0], g[1] + r * ir, g[1] + (r + 1) * ir),
+                          self.rows_piece(u[0], u[1] + r * ir, u[1] + (r + 1) * ir)])
+            d = self.get(p + "mlp.down_proj.weight", [H, I])
+            for r in range(tp):
+                self.put(r, p + "mlp.down_proj.weight", d.dtype, [H, ir],
+                         [("copy", d.name, 0, H, r * ir, (r + 1) * ir)])
+
+            if self.attn_scales:
+                for s in ("_k_scale", "_v_scale", "_q_scale", "_prob_scale"):
+                    for r in range(tp):
+                        self.put(r, p + "self_attn.attn." + s, "F32", [], [("value", 1.0)])
+
+        # a tied checkpoint that still carries lm_head.weight: skipped
+        if tie and lm is not None:
+            self.consumed.add("lm_head.weight")
+        left = sorted(set(src.tensors) - self.consumed)
+        if left:
+            raise RefError("source tensors no rule covers: %s" % ", ".join(left))
+
+
+# ---------------------------------------------------------------- checking
+
+
+def hexdigest(algo, data):
+    if algo == "xxh3-64":
+        return xxhash.xxh3_64_hexdigest(data)
+    if algo == "sha256":
+        return hashlib.sha256(data).hexdigest()
+    raise ValueError(algo)
+
+
+def file_digest(algo, path):
+    h = xxhash.xxh3_64() if algo == "xxh3-64" else hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(16 << 20)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def first_diff(a, b):
+    n = min(len(a), len(b))
+    ne = np.flatnonzero(a[:n] != b[:n])
+    if len(ne):
+        return int(ne[0])
+    return n if len(a) != len(b) else -1
+
+
+class Checker:
+    def __init__(self, src, out, exp, max_file_size=None):
+        self.src, self.out, self.exp = src, out, exp
+        self.max_file_size = max_file_size
+        self.diffs = []
+        self.ntensors = 0
+        self.actual = [dict() for _ in range(exp.tp)]  # name -> (file, hdr entry, bytes)
+        self.files = [[] for _ in range(exp.tp)]  # [(name, size, [tensor names])]
+
+    def diff(self, msg):
+        self.diffs.append(msg)
+        print(msg)
+
+    def run(self):
+        tp = self.exp.tp
+        if not os.path.isdir(self.out):
+            self.diff("%s: not a directory" % self.out)
+            return
+        present = set(os.listdir(self.out))
+        parts = {}
+        for fn in present:
+            m = RANK_FILE.match(fn)
+            if m:
+                parts.setdefault(int(m.group(1)), []).append(int(m.group(2)))
+        for r in sorted(parts):
+            if r >= tp:
+                self.diff("rank %d: files for a rank outside --tp %d: %s" % (
+                    r, tp, ", ".join("model-rank-%d-part-%d.safetensors" % (r, p)
+                                     for p in sorted(parts[r]))))
+        expected_names = set()
+        for r in range(tp):
+            ps = sorted(parts.get(r, []))
+            if not ps:
+                self.diff("rank %d: no model-rank-%d-part-0.safetensors" % (r, r))
+                continue
+            if ps != list(range(len(ps))):
+                self.diff("rank %d: parts are %s, expected 0..%d" % (r, ps, len(ps) - 1))
+            for p in ps:
+                fn = "model-rank-%d-part-%d.safetensors" % (r, p)
+                expected_names.add(fn)
+                self.read_part(r, fn)
+        for r in range(tp):
+            self.compare_rank(r)
+        copied = self.src.copied_files()
+        for fn in copied:
+            sp, op = os.path.join(self.src.dir, fn), os.path.join(self.out, fn)
+            if not os.path.exists(op):
+                self.diff("%s: not copied" % fn)
+            else:
+                with open(sp, "rb") as a, open(op, "rb") as b:
+                    if a.read() != b.read():
+                        self.diff("%s: copy differs from the source" % fn)
+        for fn in sorted(present - expected_names - set(copied) - {MANIFEST}):
+            if fn in self.src.weight_files or fn == INDEX_NAME:
+                self.diff("%s: copied from the source, must not be" % fn)
+            elif not RANK_FILE.match(fn) or int(RANK_FILE.match(fn).group(1)) < tp:
+                self.diff("%s: unexpected file in the output" % fn)
+        if MANIFEST not in present:
+            self.diff("%s: missing" % MANIFEST)
+        else:
+            self.check_manifest(copied)
+
+    def read_part(self, r, fn):
+        path = os.path.join(self.out, fn)
+        n, meta, tensors, problems = parse_safetensors(path, strict_writer=True)
+        for pr in problems:
+            self.diff("rank %d: %s: %s" % (r, fn, pr))
+        if meta.get("format") != "pt":
+            self.diff("rank %d: %s: __metadata__ has format %r, expected \"pt\"" %
+                      (r, fn, meta.get("format")))
+        if not tensors and not problems:
+            self.diff("rank %d: %s: empty part" % (r, fn))
+        size = os.path.getsize(path)
+        data_len = size - 8 - n
+        if (self.max_file_size is not None and len(tensors) > 1 and data_len > self.max_file_size):
+            self.diff("rank %d: %s: %d data bytes in %d tensors, over --max-file-size %d" %
+                      (r, fn, data_len, len(tensors), self.max_file_size))
+        with open(path, "rb") as f:
+            blob = f.read()
+        # the official reader must accept the file and agree with ours
+        official = None
+        if safetensors is not None and hasattr(safetensors, "deserialize"):
+            try:
+                official = {k: v for k, v in safetensors.deserialize(blob)}
+            except Exception as e:  # noqa: BLE001 - any rejection is a difference
+                self.diff("rank %d: %s: the safetensors package rejects it: %s" % (r, fn, e))
+        names = []
+        for name, t in sorted(tensors.items(), key=lambda kv: kv[1]["begin"]):
+            data = np.frombuffer(blob, dtype=np.uint8, count=t["end"] - t["begin"],
+                                 offset=8 + n + t["begin"]) if 8 + n + t["end"] <= size else None
+            if data is None:
+                continue
+            if official is not None:
+                o = official.get(name)
+                if o is None:
+                    self.diff("rank %d: %s: %s missing in the safetensors package's view" % (r, fn, name))
+                elif (o["dtype"].upper() != t["dtype"].upper() or list(o["shape"]) != t["shape"]
+                      or bytes(o["data"]) != data.tobytes()):
+                    self.diff("rank %d: %s: %s: the safetensors package reads it differently" % (r, fn, name))
+            if name in self.actual[r]:
+                self.diff("rank %d: %s in both %s and %s" % (r, name, self.actual[r][name][0], fn))
+                continue
+            self.actual[r][name] = (fn, t, data)
+            names.append(name)
+        self.files[r].append((fn, size, names))
+
+    def compare_rank(self, r):
+        exp, act = self.exp.ranks[r], self.actual[r]
+        for name in sorted(set(exp) - set(act)):
+            self.diff("rank %d: %s: missing" % (r, name))
+        for name in sorted(set(act) - set(exp)):
+            self.diff("rank %d: %s: not expected (in %s)" % (r, name, act[name][0]))
+        for name in sorted(set(exp) & set(act)):
+            self.ntensors += 1
+            dt, shape, pieces = exp[name]
+            fn, t, data = act[name]
+            if t["dtype"] != dt:
+                self.diff("rank %d: %s: dtype %s, expected %s" % (r, name, t["dtype"], dt))
+                continue
+            if t["shape"] != shape:
+                self.diff("rank %d: %s: shape %s, expected %s" % (r, name, t["shape"], shape))
+                continue
+            want = materialize(self.src, dt, pieces)
+            i = first_diff(data, want)
+            if i >= 0:
+                self.diff("rank %d: %s: bytes differ at element %d (byte %d)" %
+                          (r, name, i * 8 // BITS[dt], i))
+
+    # -- manifest
+    def check_manifest(self, copied):
+        path = os.path.join(self.out, MANIFEST)
+        try:
+            with open(path) as f:
+                m = json.load(f)
+        except ValueError as e:
+            self.diff("%s: not JSON: %s" % (MANIFEST, e))
+            return
+        W = MANIFEST
+
+        def want(obj, key, pred, what, where=W):
+            if not isinstance(obj, dict) or key not in obj:
+                self.diff("%s: no %s" % (where, key))
+                return None
+            v = obj[key]
+            if not pred(v):
+                self.diff("%s: %s is %s, expected %s" % (where, key, json.dumps(v), what))
+            return v
+
+        def is_int(v):
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        if not isinstance(m, dict):
+            self.diff("%s: not an object" % W)
+            return
+        tp = self.exp.tp
+        want(m, "format", lambda v: v == "wshard", '"wshard"')
+        want(m, "format_version", lambda v: v == 1, "1")
+        want(m, "wshard_version", lambda v: isinstance(v, str) and v, "a version string")
+        want(m, "target", lambda v: v == "vllm", '"vllm"')
+        want(m, "tp", lambda v: v == tp, str(tp))
+        want(m, "architecture", lambda v: v == self.exp.arch, json.dumps(self.exp.arch))
+        want(m, "rules", lambda v: isinstance(v, str) and v, "a string")
+        opts = want(m, "options", lambda v: isinstance(v, dict), "an object") or {}
+        want(opts, "attn_scales", lambda v: v is self.exp.attn_scales,
+             json.dumps(self.exp.attn_scales), W + ": options")
+        if self.max_file_size is not None:
+            want(opts, "max_file_size", lambda v: v == self.max_file_size,
+                 str(self.max_file_size), W + ": options")
+        else:
+            want(opts, "max_file_size", lambda v: is_int(v) and v > 0, "a size", W + ": options")
+        algo = want(opts, "checksum", lambda v: v in ("xxh3-64", "sha256"),
+                    '"xxh3-64" or "sha256"', W + ": options")
+        if algo not in ("xxh3-64", "sha256"):
+            algo = "xxh3-64"
+        source = want(m, "source", lambda v: isinstance(v, dict), "an object") or {}
+        want(source, "path", lambda v: isinstance(v, str) and (
+            v == self.src.path or os.path.realpath(v) == os.path.realpath(self.src.path)),
+            json.dumps(self.src.path), W + ": source")
+        total = sum(t.nbytes for t in self.src.tensors.values())
+        want(source, "tensor_bytes", lambda v: v == total, str(total), W + ": source")
+        sfiles = want(source, "files", lambda v: isinstance(v, list), "a list", W + ": source") or []
+        listed = {}
+        for e in sfiles:
+            if not isinstance(e, dict) or not isinstance(e.get("name"), str) or not is_int(e.get("size")):
+                self.diff("%s: source.files: bad entry %s" % (W, json.dumps(e)))
+                continue
+            listed[e["name"]] = e["size"]
+            fp = os.path.join(self.src.dir, e["name"])
+            if not os.path.isfile(fp):
+                self.diff("%s: source.files: %s is not in the source" % (W, e["name"]))
+            elif os.path.getsize(fp) != e["size"]:
+                self.diff("%s: source.files: %s size %d, actual %d" %
+                          (W, e["name"], e["size"], os.path.getsize(fp)))
+        for fn in self.src.weight_files:
+            if fn not in listed:
+                self.diff("%s: source.files: %s not listed" % (W, fn))
+        cp = want(source, "copied", lambda v: isinstance(v, list), "a list", W + ": source")
+        if isinstance(cp, list) and sorted(cp) != sorted(copied):
+            self.diff("%s: source.copied is %s, expected %s" % (W, json.dumps(cp), json.dumps(copied)))
+        want(m, "validation", lambda v: isinstance(v, dict), "an object")
+        run = want(m, "run", lambda v: isinstance(v, dict), "an object") or {}
+        procs = want(run, "processes", lambda v: is_int(v) and v >= 1, "a count", W + ": run")
+        want(run, "bytes_read", lambda v: isinstance(v, list) and all(is_int(x) for x in v)
+             and (not is_int(procs) or len(v) == procs), "a list of one count per process",
+             W + ": run")
+
+        ranks = want(m, "ranks", lambda v: isinstance(v, list) and len(v) == tp,
+                     "a list of %d ranks" % tp)
+        if not isinstance(ranks, list):
+            return
+        for r, rk in enumerate(ranks[:tp]):
+            where = "%s: rank %d" % (W, r)
+            if not isinstance(rk, dict):
+                self.diff("%s: not an object" % where)
+                continue
+            want(rk, "rank", lambda v: v == r, str(r), where)
+            nbytes = sum(len(d) for _f, _t, d in self.actual[r].values())
+            want(rk, "bytes", lambda v: v == nbytes, str(nbytes), where)
+            mfiles = want(rk, "files", lambda v: isinstance(v, list), "a list", where) or []
+            actual_files = [(fn, size) for fn, size, _ in self.files[r]]
+            got_files = [(e.get("name"), e.get("size")) if isinstance(e, dict) else (None, None)
+                         for e in mfiles]
+            if got_files != actual_files:
+                self.diff("%s: files are %s, the directory has %s" %
+                          (where, json.dumps(got_files), json.dumps(actual_files)))
+            for e in mfiles:
+                if not isinstance(e, dict) or not isinstance(e.get("name"), str):
+                    continue
+                fp = os.path.join(self.out, e["name"])
+                if os.path.isfile(fp) and e.get("checksum") != file_digest(algo, fp):
+                    self.diff("%s: %s: file checksum %s, actual %s" %
+                              (where, e["name"], e.get("checksum"), file_digest(algo, fp)))
+            mt = want(rk, "tensors", lambda v: isinstance(v, list), "a list", where) or []
+            seen = set()
+            for e in mt:
+                if not isinstance(e, dict) or not isinstance(e.get("name"), str):
+                    self.diff("%s: bad tensor entry %s" % (where, json.dumps(e)[:200]))
+                    continue
+                name = e["name"]
+                tw = "%s: %s" % (where, name)
+                if name in seen:
+                    self.diff("%s: listed twice" % tw)
+                seen.add(name)
+                a = self.actual[r].get(name)
+                if a is None:
+                    self.diff("%s: listed but in no rank file" % tw)
+                    continue
+                fn, t, data = a
+                want(e, "dtype", lambda v: v == t["dtype"], json.dumps(t["dtype"]), tw)
+                want(e, "shape", lambda v: v == t["shape"], json.dumps(t["shape"]), tw)
+                want(e, "file", lambda v: v == fn, json.dumps(fn), tw)
+                want(e, "data_offsets", lambda v: v == [t["begin"], t["end"]],
+                     json.dumps([t["begin"], t["end"]]), tw)
+                want(e, "checksum", lambda v: v == hexdigest(algo, data.tobytes()),
+                     json.dumps(hexdigest(algo, data.tobytes())), tw)
+                srcs = want(e, "sources", lambda v: isinstance(v, list) and v, "a list", tw)
+                if isinstance(srcs, list) and name in self.exp.ranks[r]:
+                    self.check_sources(tw, srcs, self.exp.ranks[r][name])
+            for name in sorted(set(self.actual[r]) - seen):
+                self.diff("%s: %s: in %s but not in the manifest" % (where, name, self.actual[r][name][0]))
+
+    def check_sources(self, where, srcs, expected):
+        """The provenance must rebuild the expected bytes from the source."""
+        dt, shape, pieces = expected
+        want = materialize(self.src, dt, pieces)
+        total = len(want)
+        parts, done = [], 0
+        for i, s in enumerate(srcs):
+            if not isinstance(s, dict):
+                self.diff("%s: sources[%d] is not an object" % (where, i))
+                return
+            if "tensor" in s:
+                t = self.src.tensors.get(s["tensor"])
+                if t is None:
+                    self.diff("%s: sources[%d]: %s is not a source tensor" % (where, i, s["tensor"]))
+                    return
+                rows = s.get("rows", [0, t.rows])
+                cols = s.get("cols", [0, t.width])
+                ok = (isinstance(rows, list) and isinstance(cols, list) and len(rows) == 2
+                      and len(cols) == 2 and 0 <= rows[0] <= rows[1] <= t.rows
+                      and 0 <= cols[0] <= cols[1] <= t.width)
+                if not ok:
+                    self.diff("%s: sources[%d]: bad rows %s / cols %s of %s%s" %
+                              (where, i, rows, cols, t.name, t.shape))
+                    return
+                b = piece_bytes(self.src, dt, ("copy", t.name, rows[0], rows[1], cols[0], cols[1]))
+            elif "zeros" in s:
+                b = np.zeros(s["zeros"], dtype=np.uint8)
+            elif "value" in s:
+                one = np.frombuffer(value_bytes(dt, s["value"]), dtype=np.uint8)
+                # a constant fills the rest of the tensor when it is the last source
+                reps = max(1, (total - done) // len(one)) if i == len(srcs) - 1 else 1
+                b = np.tile(one, reps)
+            else:
+                self.diff("%s: sources[%d]: unknown kind %s" % (where, i, json.dumps(s)))
+                return
+            parts.append(b)
+            done += len(b)
+        got = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+        i = first_diff(got, want)
+        if i >= 0:
+            self.diff("%s: sources do not rebuild the tensor (first difference at byte %d; "
+                      "rebuilt %d bytes of %d)" % (where, i, len(got), total))
+
+
+# ---------------------------------------------------------------- writing
+
+
+def parse_size(s):
+    m = re.match(r"^\s*(\d+)\s*([KMGT]?)(I?B?)\s*$", s.upper())
+    if not m:
+        raise argparse.ArgumentTypeError("bad size %r" % s)
+    n, unit, suffix = int(m.group(1)), m.group(2), m.group(3)
+    if unit and suffix == "B":
+        mult = 1000 ** " KMGT".index(unit)
+    else:
+        mult = 1024 ** " KMGT".index(unit) if unit else 1
+    return n * mult
+
+
+def write_output(src, out, exp, max_file_size):
+    """Writes the expected output: used to test `check` itself."""
+    os.makedirs(out, exist_ok=True)
+    ranks = []
+    for r in range(exp.tp):
+        names = sorted(exp.ranks[r])
+        groups, cur, acc = [], [], 0
+        for name in names:
+            dt, shape, _ = exp.ranks[r][name]
+            nb = tensor_nbytes(dt, shape)
+            if cur and acc + nb > max_file_size:
+                groups.append(cur)
+                cur, acc = [], 0
+            cur.append(name)
+            acc += nb
+        if cur:
+            groups.append(cur)
+        rfiles, rtensors, rbytes = [], [], 0
+        for p, group in enumerate(groups):
+            fn = "model-rank-%d-part-%d.safetensors" % (r, p)
+            header, off, blobs = {"__metadata__": {"format": "pt"}}, 0, []
+            for name in group:
+                dt, shape, pieces = exp.ranks[r][name]
+                data = materialize(src, dt, pieces).tobytes()
+                header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(data)]}
+                blobs.append((name, data, off))
+                off += len(data)
+            h = json.dumps(header, separators=(",", ":")).encode()
+            h += b" " * (-len(h) % 8)
+            blob = struct.pack("<Q", len(h)) + h + b"".join(d for _, d, _ in blobs)
+            with open(os.path.join(out, fn), "wb") as f:
+                f.write(blob)
+            rfiles.append({"name": fn, "size": len(blob), "checksum": hexdigest("xxh3-64", blob)})
+            for name, data, o in blobs:
+                dt, shape, pieces = exp.ranks[r][name]
+                srcs = []
+                for pc in pieces:
+                    if pc[0] == "copy":
+                        srcs.append({"tensor": pc[1], "rows": [pc[2], pc[3]], "cols": [pc[4], pc[5]]})
+                    elif pc[0] == "zeros":
+                        srcs.append({"zeros": pc[1]})
+                    else:
+                        srcs.append({"value": pc[1]})
+                rtensors.append({"name": name, "dtype": dt, "shape": shape, "file": fn,
+                                 "data_offsets": [o, o + len(data)],
+                                 "checksum": hexdigest("xxh3-64", data), "sources": srcs})
+                rbytes += len(data)
+        ranks.append({"rank": r, "bytes": rbytes, "files": rfiles, "tensors": rtensors})
+    copied = src.copied_files()
+    for fn in copied:
+        with open(os.path.join(src.dir, fn), "rb") as a, open(os.path.join(out, fn), "wb") as b:
+            b.write(a.read())
+    total = sum(t.nbytes for t in src.tensors.values())
+    manifest = {
+        "format": "wshard", "format_version": 1, "wshard_version": "reference",
+        "target": "vllm", "tp": exp.tp, "architecture": exp.arch, "rules": "reference",
+        "options": {"attn_scales": exp.attn_scales, "max_file_size": max_file_size,
+                    "dtype": None, "checksum": "xxh3-64"},
+        "source": {"path": src.path, "tensor_bytes": total,
+                   "files": [{"name": fn, "size": os.path.getsize(os.path.join(src.dir, fn))}
+                             for fn in src.weight_files],
+                   "copied": copied},
+        "validation": {"mode": "off", "backend": "off"},
+        "ranks": ranks,
+        "run": {"processes": 1, "bytes_read": [total]},
+    }
+    with open(os.path.join(out, MANIFEST), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+
+
+# ---------------------------------------------------------------- main
+
+
+def main():
+    ap = argparse.ArgumentParser(description="independent reference for wshard's output contract")
+    ap.add_argument("cmd", choices=["check", "write", "expect"])
+    ap.add_argument("src")
+    ap.add_argument("out", nargs="?")
+    ap.add_argument("--tp", type=int, required=True)
+    ap.add_argument("--no-attn-scales", action="store_true")
+    ap.add_argument("--max-file-size", type=parse_size)
+    a = ap.parse_args()
+    if a.tp < 1:
+        ap.error("--tp must be >= 1")
+    if a.cmd != "expect" and not a.out:
+        ap.error("%s needs OUT" % a.cmd)
+    try:
+        src = Source(a.src)
+        exp = Expect(src, a.tp, attn_scales=not a.no_attn_scales)
+    except RefError as e:
+        print("reference: %s" % e)
+        return 2
+    if a.cmd == "expect":
+        for r in range(a.tp):
+            for name in sorted(exp.ranks[r]):
+                dt, shape, pieces = exp.ranks[r][name]
+                print("rank %d: %s %s %s <- %s" % (r, name, dt, shape, pieces))
+        return 0
+    if a.cmd == "write":
+        write_output(src, a.out, exp, a.max_file_size or 5 << 30)
+        return 0
+    if xxhash is None:
+        print("reference: the xxhash package is missing")
+        return 2
+    c = Checker(src, a.out, exp, a.max_file_size)
+    c.run()
+    nexp = sum(len(x) for x in exp.ranks)
+    if c.diffs:
+        print("reference: tp %d: %d difference(s) (%d of %d expected tensors compared)" %
+              (a.tp, len(c.diffs), c.ntensors, nexp))
+        return 1
+    print("reference: tp %d: all %d tensors of %d ranks match, manifest ok" % (a.tp, nexp, a.tp))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

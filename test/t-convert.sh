@@ -1,0 +1,129 @@
+#!/bin/sh
+# Converts generated checkpoints of every supported architecture at tp 1, 2,
+# 4 and 8 (and special cases: sharded sources, tied embeddings, inv_freq, a
+# tied checkpoint still carrying lm_head.weight, F16/F32/BF16, no attention
+# scales, several parts per rank, padding-only vocab shards) and compares
+# each output with test/reference.py, an independent implementation of
+# OUTPUT-CONTRACT.md.  Also checks that converting twice is byte-identical.
+# $S holds several generator options: split on purpose.
+# shellcheck disable=SC2086,SC1091
+. "$(dirname "$0")/lib.sh"
+
+"$PYTHON" -c 'import numpy, safetensors, xxhash' 2>/dev/null || {
+	echo "skipped: $PYTHON lacks numpy, safetensors or xxhash"; exit 77; }
+
+REF="$ROOT/test/reference.py"
+ncases=0
+
+# conv NAME SRC TP [OPTIONS...]: converts SRC at TP into $T/NAME-tpTP with
+# OPTIONS (which must be ones reference.py also takes: --no-attn-scales,
+# --max-file-size N) and checks the result with the reference.
+conv() {
+	name=$1 src=$2 tp=$3; shift 3
+	out=$T/$name-tp$tp
+	ncases=$((ncases + 1))
+	[ -d "$src" ] || { fail "$name tp $tp: no source (generator failed)"; return 1; }
+	"$WSHARD" convert --tp "$tp" "$@" "$src" "$out" >"$T/cout" 2>"$T/cerr"
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		fail "$name tp $tp: wshard convert $* exited $rc: $(head -c 400 "$T/cerr")"
+		return 1
+	fi
+	if ! "$PYTHON" "$REF" check "$src" "$out" --tp "$tp" "$@" >"$T/rout" 2>&1; then
+		fail "$name tp $tp ($*): output differs from the reference:"
+		head -n 15 "$T/rout" | sed 's/^/    /'
+		tail -n 1 "$T/rout" | sed 's/^/    /'
+		return 1
+	fi
+	return 0
+}
+
+# Default shape: 8 heads, 2 kv heads (tp 4 and 8 replicate kv heads),
+# hidden 64, intermediate 128, vocab 250 (padded to 256).
+S="--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 --vocab 250"
+
+# arch, generator extras (dtypes and shard counts vary across architectures)
+while read -r arch extra; do
+	[ -n "$arch" ] || continue
+	gen "$T/src-$arch" --arch "$arch" $S $extra --seed 7
+	for tp in 1 2 4 8; do
+		conv "$arch" "$T/src-$arch" "$tp"
+	done
+done <<EOF
+llama --dtype BF16
+mistral --dtype F16 --shards 3
+qwen2 --dtype BF16 --shards 2
+qwen3 --dtype F32 --head-dim 16
+gemma --dtype BF16 --head-dim 16
+gemma2 --dtype F16 --head-dim 12 --shards 3
+phi3 --dtype BF16
+EOF
+
+# Tied Llama: only lm_head.weight, built from model.embed_tokens.weight.
+gen "$T/src-tied" $S --tie --dtype F16
+conv tied "$T/src-tied" 2
+conv tied "$T/src-tied" 8
+
+# Tied checkpoints that still carry lm_head.weight: it is skipped.
+gen "$T/src-tied-lm" $S --tie --lm-head --shards 2
+conv tied-lm "$T/src-tied-lm" 4
+gen "$T/src-gemma-lm" --arch gemma $S --head-dim 16 --lm-head
+conv gemma-lm "$T/src-gemma-lm" 2
+
+# tie_word_embeddings absent: the class default (Llama untied, Gemma tied).
+gen "$T/src-notie-key" $S --omit-config tie_word_embeddings
+conv notie-key "$T/src-notie-key" 2
+gen "$T/src-gemma2-key" --arch gemma2 $S --head-dim 16 --omit-config tie_word_embeddings
+conv gemma2-key "$T/src-gemma2-key" 4
+
+# num_key_value_heads and head_dim absent: kv = heads, hd = hidden / heads.
+gen "$T/src-mha" $S --kv-heads 8 --omit-config num_key_value_heads --dtype F32
+conv mha "$T/src-mha" 4
+
+# Old checkpoint with rotary_emb.inv_freq: skipped.
+gen "$T/src-invfreq" $S --inv-freq --shards 3
+conv invfreq "$T/src-invfreq" 2
+
+# F32 Mistral, F16 Qwen2 (bias dtypes follow), one layer.
+gen "$T/src-mistral32" --arch mistral $S --layers 1 --dtype F32
+conv mistral32 "$T/src-mistral32" 2
+gen "$T/src-qwen2f16" --arch qwen2 $S --dtype F16 --kv-heads 4
+conv qwen2f16 "$T/src-qwen2f16" 4
+
+# Vocab smaller than a tp shard: ranks 2..7 hold only zero padding.
+gen "$T/src-tinyvocab" $S --vocab 10
+conv tinyvocab "$T/src-tinyvocab" 8
+
+# Without the attention scale scalars.
+conv noscales "$T/src-llama" 2 --no-attn-scales
+conv noscales "$T/src-phi3" 8 --no-attn-scales
+
+# A small --max-file-size: several parts per rank; the 64x250 embedding
+# shard alone (32768 B at tp 1) is bigger than the limit and gets its own part.
+conv parts "$T/src-llama" 1 --max-file-size 12000
+conv parts "$T/src-qwen2" 2 --max-file-size 12000
+for r in 0 1; do
+	[ -e "$T/parts-tp2/model-rank-$r-part-1.safetensors" ] ||
+		fail "parts tp 2: rank $r has a single part despite --max-file-size 12000"
+done
+
+# Determinism: converting twice gives byte-identical files.
+for arch in qwen2 gemma2; do
+	a=$T/det-$arch-a b=$T/det-$arch-b
+	for o in "$a" "$b"; do
+		"$WSHARD" convert --tp 4 "$T/src-$arch" "$o" >/dev/null 2>"$T/cerr" ||
+			fail "determinism $arch: convert failed: $(head -c 400 "$T/cerr")"
+	done
+	if [ ! -e "$a/wshard.json" ] || [ ! -e "$b/wshard.json" ]; then
+		continue
+	fi
+	(cd "$a" && ls -A) >"$T/la"
+	(cd "$b" && ls -A) >"$T/lb"
+	cmp -s "$T/la" "$T/lb" || fail "determinism $arch: the two outputs hold different files"
+	while read -r f; do
+		cmp -s "$a/$f" "$b/$f" || fail "determinism $arch: $f differs between two runs"
+	done <"$T/la"
+done
+
+echo "$ncases conversions checked against the reference"
+finish

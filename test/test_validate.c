@@ -1,0 +1,503 @@
+/*
+ * test_validate.c - the round-trip validator: the host backend's round
+ * trip and fault detection, the backend choice on a machine without a
+ * usable GPU, and the checksum both backends share.  No test needs a GPU;
+ * where one is usable (a CUDA build on a GPU machine) the GPU tests check
+ * the CUDA backend instead of its absence.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "validate.h"
+#include "validate_sum.h"
+
+#define CHUNK 4096
+#define WHAT "rank 1 tensor 'x'"
+
+static void clear_env(void)
+{
+	unsetenv("WSHARD_INJECT_VALIDATE");
+}
+
+TestSuite(validate, .init = clear_env);
+
+/* n pseudo-random bytes from seed (xorshift), never all zero. */
+static unsigned char *random_bytes(size_t n, uint64_t seed)
+{
+	unsigned char *p = malloc(n ? n : 1);
+	uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
+	size_t i;
+
+	cr_assert_not_null(p);
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (unsigned char)(x >> 24);
+	}
+	return p;
+}
+
+static struct wshard_validator *open_mode(enum wshard_validate_mode mode,
+					  size_t chunk)
+{
+	struct wshard_error err = { WSHARD_OK, "" };
+	struct wshard_validator *v = NULL;
+	enum wshard_err rc;
+
+	rc = wshard_validator_open(&v, mode, 0, chunk, NULL, 0, &err);
+	cr_assert_eq(rc, WSHARD_OK, "open: %d %s", rc, err.msg);
+	cr_assert_not_null(v);
+	return v;
+}
+
+/* Checks len bytes of buf and expects WSHARD_OK. */
+static void expect_ok(struct wshard_validator *v, const void *buf, size_t len,
+		      uint64_t base)
+{
+	struct wshard_error err = { WSHARD_OK, "" };
+	enum wshard_err rc = wshard_validator_check(v, buf, len, WHAT, base, &err);
+
+	cr_assert_eq(rc, WSHARD_OK, "check of %zu bytes: %d %s", len, rc,
+		     err.msg);
+	cr_assert_eq(err.code, WSHARD_OK);
+}
+
+/* Checks len bytes of buf and expects a changed byte at absolute at. */
+static void expect_changed(struct wshard_validator *v, const void *buf,
+			   size_t len, uint64_t base, uint64_t at)
+{
+	struct wshard_error err = { WSHARD_OK, "" };
+	enum wshard_err rc = wshard_validator_check(v, buf, len, WHAT, base, &err);
+	char want[128];
+
+	snprintf(want, sizeof(want), "round trip changed byte %" PRIu64 " of %s",
+		 at, WHAT);
+	cr_assert_eq(rc, WSHARD_EVALIDATE, "check returned %d (%s)", rc, err.msg);
+	cr_assert_eq(err.code, WSHARD_EVALIDATE);
+	cr_assert_str_eq(err.msg, want);
+}
+
+/* ---------------------------------------------------------------- */
+/* Host round trip                                                   */
+/* ---------------------------------------------------------------- */
+
+Test(validate, host_round_trip_sizes)
+{
+	static const size_t sizes[] = {
+		0, 1, 7, 8, 9, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5,
+		(5u << 20) + 3,
+	};
+	struct wshard_validator *v = open_mode(WSHARD_VALIDATE_HOST, CHUNK);
+	uint64_t total = 0, bytes;
+	double seconds;
+	size_t i;
+
+	cr_assert_str_eq(wshard_validator_backend(v), "host");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		unsigned char *buf = random_bytes(sizes[i], i);
+
+		expect_ok(v, buf, sizes[i], 1000);
+		total += sizes[i];
+		free(buf);
+	}
+	wshard_validator_stats(v, &bytes, &seconds);
+	cr_assert_eq(bytes, total);
+	cr_assert(seconds >= 0.0);
+	wshard_validator_close(v);
+}
+
+Test(validate, host_empty_null_buffer)
+{
+	struct wshard_validator *v = open_mode(WSHARD_VALIDATE_HOST, CHUNK);
+
+	expect_ok(v, NULL, 0, 0);
+	wshard_validator_close(v);
+}
+
+Test(validate, default_chunk)
+{
+	struct wshard_validator *v = open_mode(WSHARD_VALIDATE_HOST, 0);
+	unsigned char *buf = random_bytes(100000, 3);
+
+	expect_ok(v, buf, 100000, 0);
+	free(buf);
+	wshard_validator_close(v);
+}
+
+/* ---------------------------------------------------------------- */
+/* Fault injection                                                   */
+/* ---------------------------------------------------------------- */
+
+/* A fault at offset pos of a fresh validator's first check of len bytes. */
+static void fault_at(size_t len, size_t chunk, uint64_t pos)
+{
+	const uint64_t base = 1u << 20;
+	struct wshard_validator *v = open_mode(WSHARD_VALIDATE_HOST, chunk);
+	unsigned char *buf = random_bytes(len, pos);
+
+	cr_assert_eq(wshard_validator_inject_fault(v, pos), WSHARD_OK);
+	expect_changed(v, buf, len, base, base + pos);
+	/* One byte, once: the same data passes afterwards. */
+	expect_ok(v, buf, len, base);
+	free(buf);
+	wshard_validator_close(v);
+}
+
+Test(validate, fault_first_middle_last)
+{
+	const size_t len = 3 * CHUNK + 17;
+
+	fault_at(len, CHUNK, 0);
+	fault_at(len, CHUNK, len / 2);
+	fault_at(len, CHUNK, len - 1);
+	fault_at(1, CHUNK, 0);
+}
+
+Test(validate, fault_around_chunk_boundaries)
+{
+	const size_t len = 3 * CHUNK + 17;
+
+	fault_at(len, CHUNK, CHUNK - 1);
+	fault_at(len, CHUNK, CHUNK);
+	fault_at(len, CHUNK, CHUNK + 1);
+	fault_at(len, CHUNK, 2 * CHUNK - 1);
+	fault_at(len, CHUNK, 2 * CHUNK);
+	fault_at(len, CHUNK, 3 * CHUNK);
+}
+
+Test(validate, fault_in_several_mib)
+{
+	const size_t len = (6u << 20) + 5;
+
+	fault_at(len, 1u << 20, (5u << 20) + 123);
+}
+
+Test(validate, fault_counts_over_later_checks)
+{
+	struct wshard_validator *v = open_mode(WSHARD_VALIDATE_HOST, CHUNK);
+	unsigned char *buf = random_bytes(3000, 9);
+	uint64_t bytes;
+	double seconds;
+
+	/* Bytes checked before the call do not count. */
+	expect_ok(v, buf, 3000, 0);
+	cr_assert_eq(wshard_validator_inject_fault(v, 5000), WSHARD_OK);
+	expect_ok(v, buf, 3000, 0);
+	/* 5000 - 3000: offset 2000 of the second check after the call. */
+	expect_changed(v, buf, 3000, 7000, 9000);
+	expect_ok(v, buf, 3000, 0);
+	wshard_validator_stats(v, &bytes, &seconds);
+	cr_assert_eq(bytes, 9000, "only checks that passed count");
+	free(buf);
+	wshard_validator_close(v);
+}
+
+Test(validate, fault_past_the_data_is_harmless)
+{
+	struct wshard_validator *v = open_mode(WSHARD_VALIDATE_HOST, CHUNK);
+	unsigned char *buf = random_bytes(CHUNK, 4);
+
+	cr_assert_eq(wshard_validator_inject_fault(v, CHUNK), WSHARD_OK);
+	expect_ok(v, buf, CHUNK, 0);
+	/* ...until the data reaches it. */
+	expect_changed(v, buf, CHUNK, 0, 0);
+	free(buf);
+	wshard_validator_close(v);
+}
+
+Test(validate, first_error_wins)
+{
+	struct wshard_error err = { WSHARD_OK, "" };
+	struct wshard_validator *v = open_mode(WSHARD_VALIDATE_HOST, CHUNK);
+	unsigned char *buf = random_bytes(100, 5);
+
+	wshard_error_set(&err, WSHARD_EIO, "earlier cause");
+	wshard_validator_inject_fault(v, 10);
+	cr_assert_eq(wshard_validator_check(v, buf, 100, WHAT, 0, &err),
+		     WSHARD_EVALIDATE);
+	cr_assert_eq(err.code, WSHARD_EIO);
+	cr_assert_str_eq(err.msg, "earlier cause");
+	free(buf);
+	wshard_validator_close(v);
+}
+
+/* ---------------------------------------------------------------- */
+/* WSHARD_INJECT_VALIDATE                                            */
+/* ---------------------------------------------------------------- */
+
+Test(validate, env_injection)
+{
+	struct wshard_validator *v;
+	unsigned char *buf = random_bytes(20000, 6);
+
+	setenv("WSHARD_INJECT_VALIDATE", "12345", 1);
+	v = open_mode(WSHARD_VALIDATE_HOST, CHUNK);
+	expect_ok(v, buf, 10000, 0);
+	expect_changed(v, buf, 10000, 40000, 40000 + 2345);
+	wshard_validator_close(v);
+	free(buf);
+}
+
+Test(validate, env_injection_with_auto_fallback)
+{
+	struct wshard_error err = { WSHARD_OK, "" };
+	struct wshard_validator *v = NULL;
+	char notice[256];
+	unsigned char *buf = random_bytes(100, 7);
+
+	setenv("WSHARD_INJECT_VALIDATE", "0", 1);
+	cr_assert_eq(wshard_validator_open(&v, WSHARD_VALIDATE_AUTO, 0, CHUNK,
+					   notice, sizeof(notice), &err),
+		     WSHARD_OK, "%s", err.msg);
+	if (strcmp(wshard_validator_backend(v), "host") == 0)
+		expect_changed(v, buf, 100, 0, 0);
+	else
+		expect_ok(v, buf, 100, 0);	/* cuda ignores the hook */
+	wshard_validator_close(v);
+	free(buf);
+}
+
+Test(validate, env_injection_bad_value)
+{
+	static const char *const bad[] = { "12x", "-1", "x", " 5",
+					   "99999999999999999999999" };
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct wshard_error err = { WSHARD_OK, "" };
+		struct wshard_validator *v = (void *)1;
+
+		setenv("WSHARD_INJECT_VALIDATE", bad[i], 1);
+		cr_assert_eq(wshard_validator_open(&v, WSHARD_VALIDATE_HOST, 0,
+						   CHUNK, NULL, 0, &err),
+			     WSHARD_EUSAGE, "value '%s'", bad[i]);
+		cr_assert_null(v);
+		cr_assert(strstr(err.msg, "WSHARD_INJECT_VALIDATE"), "%s",
+			  err.msg);
+	}
+}
+
+Test(validate, env_injection_empty_is_off)
+{
+	struct wshard_validator *v;
+	unsigned char *buf = random_bytes(100, 8);
+
+	setenv("WSHARD_INJECT_VALIDATE", "", 1);
+	v = open_mode(WSHARD_VALIDATE_HOST, CHUNK);
+	expect_ok(v, buf, 100, 0);
+	wshard_validator_close(v);
+	free(buf);
+}
+
+/* ---------------------------------------------------------------- */
+/* Backend choice                                                    */
+/* ---------------------------------------------------------------- */
+
+Test(validate, auto_falls_back_with_notice)
+{
+	struct wshard_error err = { WSHARD_OK, "" };
+	struct wshard_validator *v = NULL;
+	char notice[256] = "stale";
+	unsigned char *buf = random_bytes(CHUNK * 2 + 3, 10);
+
+	cr_assert_eq(wshard_validator_open(&v, WSHARD_VALIDATE_AUTO, 3, CHUNK,
+					   notice, sizeof(notice), &err),
+		     WSHARD_OK, "%s", err.msg);
+	cr_assert_eq(err.code, WSHARD_OK, "auto mode records no error");
+	if (strcmp(wshard_validator_backend(v), "host") == 0) {
+		cr_assert(strstr(notice, "CUDA"), "notice: '%s'", notice);
+		cr_assert(strstr(notice, "validating on the host"),
+			  "notice: '%s'", notice);
+		cr_assert_null(strchr(notice, '\n'));
+	} else {
+		cr_assert(strncmp(wshard_validator_backend(v), "cuda:", 5) == 0);
+		cr_assert_str_eq(notice, "");
+	}
+	expect_ok(v, buf, CHUNK * 2 + 3, 0);
+	wshard_validator_close(v);
+	free(buf);
+}
+
+Test(validate, gpu_mode_without_gpu)
+{
+	struct wshard_error err = { WSHARD_OK, "" };
+	struct wshard_validator *v = (void *)1;
+	const size_t len = (5u << 20) + 7;
+	unsigned char *buf;
+	enum wshard_err rc;
+
+	rc = wshard_validator_open(&v, WSHARD_VALIDATE_GPU, 0, 1u << 20, NULL,
+				   0, &err);
+	if (rc == WSHARD_OK) {
+		/* A usable GPU: the CUDA backend must round-trip correctly. */
+		cr_assert(strncmp(wshard_validator_backend(v), "cuda:", 5) == 0);
+		cr_assert_eq(wshard_validator_inject_fault(v, 0), WSHARD_EUSAGE);
+		buf = random_bytes(len, 11);
+		expect_ok(v, buf, len, 0);
+		expect_ok(v, buf + 1, len - 1, 1);
+		expect_ok(v, buf, 3, 0);
+		free(buf);
+		wshard_validator_close(v);
+		return;
+	}
+	cr_assert_eq(rc, WSHARD_ENODEV, "%d %s", rc, err.msg);
+	cr_assert_eq(err.code, WSHARD_ENODEV);
+	cr_assert_null(v);
+#ifdef WSHARD_CUDA
+	cr_assert(strstr(err.msg, "CUDA"), "message: '%s'", err.msg);
+#else
+	cr_assert_str_eq(err.msg, "built without CUDA (make CUDA=0)");
+#endif
+}
+
+Test(validate, off_mode_opens_nothing)
+{
+	struct wshard_error err = { WSHARD_OK, "" };
+	struct wshard_validator *v = (void *)1;
+
+	cr_assert_eq(wshard_validator_open(&v, WSHARD_VALIDATE_OFF, 0, CHUNK,
+					   NULL, 0, &err),
+		     WSHARD_EUSAGE);
+	cr_assert_null(v);
+	wshard_validator_close(NULL);
+}
+
+/* ---------------------------------------------------------------- */
+/* Checksum                                                          */
+/* ---------------------------------------------------------------- */
+
+Test(validate, sum_known_answers)
+{
+	/*
+	 * Pinned so that a change to the definition is a deliberate one;
+	 * the values were also computed by an independent Python model.
+	 */
+	const unsigned char abc[] = "abcdefghijklmnopqrstuvwxyz";
+
+	cr_assert_eq(wshard_validate_sum(NULL, 0), 0x1418ad486594e4daULL,
+		     "%016" PRIx64, wshard_validate_sum(NULL, 0));
+	cr_assert_eq(wshard_validate_sum(abc, 26), 0x342ff673e260ed7bULL,
+		     "%016" PRIx64, wshard_validate_sum(abc, 26));
+}
+
+Test(validate, sum_different_data)
+{
+	unsigned char *a = random_bytes(1000, 1), *b = random_bytes(1000, 2);
+
+	cr_assert_eq(wshard_validate_sum(a, 1000), wshard_validate_sum(a, 1000));
+	cr_assert_neq(wshard_validate_sum(a, 1000), wshard_validate_sum(b, 1000));
+	free(a);
+	free(b);
+}
+
+Test(validate, sum_every_bit_flip_detected)
+{
+	unsigned char *a = random_bytes(67, 12);
+	uint64_t want = wshard_validate_sum(a, 67);
+	size_t i;
+	int bit;
+
+	for (i = 0; i < 67; i++)
+		for (bit = 0; bit < 8; bit++) {
+			a[i] ^= (unsigned char)(1u << bit);
+			cr_assert_neq(wshard_validate_sum(a, 67), want,
+				      "byte %zu bit %d", i, bit);
+			a[i] ^= (unsigned char)(1u << bit);
+		}
+	cr_assert_eq(wshard_validate_sum(a, 67), want);
+	free(a);
+}
+
+Test(validate, sum_swaps_detected)
+{
+	unsigned char *a = random_bytes(256, 13);
+	uint64_t want = wshard_validate_sum(a, 256);
+	unsigned char t, w[8];
+
+	/* Two bytes inside one word. */
+	t = a[3]; a[3] = a[4]; a[4] = t;
+	cr_assert_neq(wshard_validate_sum(a, 256), want);
+	t = a[3]; a[3] = a[4]; a[4] = t;
+	/* Two bytes in different words. */
+	t = a[5]; a[5] = a[200]; a[200] = t;
+	cr_assert_neq(wshard_validate_sum(a, 256), want);
+	t = a[5]; a[5] = a[200]; a[200] = t;
+	/* Two whole words. */
+	memcpy(w, a + 8, 8);
+	memcpy(a + 8, a + 64, 8);
+	memcpy(a + 64, w, 8);
+	cr_assert_neq(wshard_validate_sum(a, 256), want);
+	free(a);
+}
+
+Test(validate, sum_swap_of_zero_and_nonzero_words)
+{
+	/* Mostly zero data, as padded tensors are. */
+	unsigned char a[64] = { 0 }, b[64] = { 0 };
+
+	a[0] = 1;
+	b[8] = 1;
+	cr_assert_neq(wshard_validate_sum(a, 64), wshard_validate_sum(b, 64));
+}
+
+Test(validate, sum_length_matters)
+{
+	const unsigned char z[16] = { 'a', 'b', 'c' };
+	size_t n;
+
+	/* Trailing zero bytes pad to the same words; the length tells. */
+	for (n = 1; n < 16; n++) {
+		cr_assert_neq(wshard_validate_sum(z, n), wshard_validate_sum(z, n + 1),
+			      "%zu", n);
+		cr_assert_neq(wshard_validate_sum(z, n - 1), wshard_validate_sum(z, n),
+			      "%zu", n);
+	}
+	cr_assert_neq(wshard_validate_sum(z, 0), wshard_validate_sum(z, 16));
+}
+
+/* The reduction shape of the CUDA kernel, run on the host: any number of
+ * threads summing strided words gives the same checksum. */
+Test(validate, sum_any_thread_split)
+{
+	static const size_t threads[] = { 1, 2, 3, 32, 256, 1000, 5000 };
+	const size_t len = 4099 * 8 + 5;
+	unsigned char *a = random_bytes(len, 14);
+	size_t nwords = len / 8, k, t, i;
+
+	for (k = 0; k < sizeof(threads) / sizeof(threads[0]); k++) {
+		uint64_t total = 0;
+
+		for (t = 0; t < threads[k]; t++) {
+			uint64_t acc = 0;
+
+			for (i = t; i < nwords; i += threads[k])
+				acc += wshard_vsum_word(wshard_vsum_load(a + 8 * i), i);
+			if (t == 0)
+				acc += wshard_vsum_word(
+					wshard_vsum_tail(a + 8 * nwords, len % 8),
+					nwords);
+			total += acc;
+		}
+		cr_assert_eq(wshard_vsum_final(total, len),
+			     wshard_validate_sum(a, len), "%zu threads",
+			     threads[k]);
+	}
+	free(a);
+}
+
+Test(validate, sum_unaligned_buffer)
+{
+	unsigned char *a = random_bytes(1001, 15);
+	unsigned char *b = malloc(1001 + 3);
+
+	cr_assert_not_null(b);
+	memcpy(b + 3, a, 1001);
+	cr_assert_eq(wshard_validate_sum(a, 1001), wshard_validate_sum(b + 3, 1001));
+	free(a);
+	free(b);
+}
