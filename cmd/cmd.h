@@ -30,7 +30,7 @@ int exit_code(enum wshard_err code);
 /* Prints "wshard: MESSAGE" to stderr and returns exit_code(err->code). */
 int report_error(const struct wshard_error *err);
 
-/* Prints "wshard CMD: MESSAGE" and the usage hint to stderr; returns EXIT_USAGE. */
+/* Prints "wshard CMD: MESSAGE (see 'wshard CMD --help')" to stderr; returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

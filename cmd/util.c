@@ -41,7 +41,7 @@ int usage_error(const char *cmd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry 'wshard %s --help' for more information.\n", cmd);
+	fprintf(stderr, " (see 'wshard %s --help')\n", cmd);
 	return EXIT_USAGE;
 }
 

@@ -705,6 +705,36 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 	return set_item_shape(plan, g, parts[0]->out, shape, ndim, err);
 }
 
+/* Names the source tensor a fused output lacks, from the rule for that part. */
+static enum wshard_err missing_part(const struct wshard_plan *plan,
+				    const struct wshard_rules *rules,
+				    const struct member *m, int part,
+				    struct wshard_error *err)
+{
+	const struct rules_op *op = &rules->ops[m->rule->op];
+	size_t i;
+
+	for (i = 0; i < rules->nrules; i++) {
+		const struct rules_rule *r = &rules->rules[i];
+		char *want;
+
+		if (r->kind != RULE_FUSE || r->op != m->rule->op || r->part != part ||
+		    strcmp(r->output, m->rule->output) != 0)
+			continue;
+		want = rules_expand(r->match, &m->cap);
+		if (!want)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		wshard_error_set(err, WSHARD_EINVAL,
+				 "tensor '%s' is missing: '%s' needs it as part '%s' of '%s'",
+				 want, m->out, op->parts[part], op->name);
+		free(want);
+		return WSHARD_EINVAL;
+	}
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"output '%s' is missing part '%s' of '%s' (from '%s' and its siblings)",
+				m->out, op->parts[part], op->name, src_name(plan, m->src));
+}
+
 /* The parts of one item from its members (FUSE) or its one source (UNPACK). */
 static enum wshard_err build_item(const struct wshard_plan *plan,
 				  const struct wshard_rules *rules,
@@ -774,10 +804,7 @@ static enum wshard_err build_item(const struct wshard_plan *plan,
 	}
 	for (p = 0; p < op->nparts; p++)
 		if (!parts[p])
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"output '%s' is missing part '%s' of '%s' (from '%s' and its siblings)",
-						m[0].out, op->parts[p], op->name,
-						src_name(plan, m[0].src));
+			return missing_part(plan, rules, &m[0], p, err);
 	return build_fused(plan, g, op, parts, off, len, err);
 }
 

@@ -340,7 +340,7 @@ static enum wshard_err parse_offsets(struct wshard_st *st, const char *name,
 	t->end = (uint64_t)json_integer_value(e);
 	if (t->begin > t->end)
 		return bad(err, st->path, "tensor '%s': data_offsets [%llu, %llu] "
-			   "begin after they end", name,
+			   "end before they begin", name,
 			   (unsigned long long)t->begin,
 			   (unsigned long long)t->end);
 	return WSHARD_OK;

@@ -160,7 +160,7 @@ static const struct {
 	const char *name;
 	const char *want;
 } corrupt[] = {
-	{ "begin-greater-than-end", "tensor 'a': data_offsets [8, 4] begin after they end" },
+	{ "begin-greater-than-end", "tensor 'a': data_offsets [8, 4] end before they begin" },
 	{ "dtype-not-string", "tensor 'a': dtype is not a string" },
 	{ "duplicate-key-in-entry", "tensor 'a': duplicate key 'dtype'" },
 	{ "duplicate-metadata", "duplicate __metadata__" },
