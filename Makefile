@@ -30,10 +30,10 @@ ifeq ($(SANITIZE),1)
 # The CUDA runtime and ASan's shadow memory do not mix; the sanitized build
 # checks the host backend and everything else.
 override CUDA := 0
-B := build/san
+B := build/san-cuda$(CUDA)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 else
-B := build/rel
+B := build/rel-cuda$(CUDA)
 SANFLAGS :=
 endif
 

@@ -235,13 +235,15 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 	       files == 1 ? "" : "s", human_bytes(o->run.bytes_written, a, sizeof(a)),
 	       o->run.out_dir, secs,
 	       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
-	printf("read %s of %s source tensor data with %d process%s; validated %s on %s\n",
+	printf("read %s of %s source tensor data with %d process%s; ",
 	       human_bytes(o->run.bytes_read, b, sizeof(b)),
 	       human_bytes(plan->cat->tensor_bytes, c, sizeof(c)), o->run.nprocs,
-	       o->run.nprocs == 1 ? "" : "es",
-	       o->run.validate == WSHARD_VALIDATE_OFF ? "nothing (--validate off)"
-						      : human_bytes(o->run.bytes_validated, a, sizeof(a)),
-	       o->run.validate_backend);
+	       o->run.nprocs == 1 ? "" : "es");
+	if (o->run.validate == WSHARD_VALIDATE_OFF)
+		printf("not validated (--validate off)\n");
+	else
+		printf("validated %s on %s\n",
+		       human_bytes(o->run.bytes_validated, a, sizeof(a)), o->run.validate_backend);
 }
 
 int cmd_convert(int argc, char **argv)

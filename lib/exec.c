@@ -34,6 +34,7 @@ struct convert {
 	struct wshard_run *run;
 	int proc, nprocs;
 	struct rank_out *ranks;		/* tp entries, used for owned ranks */
+	struct wshard_validator *v;	/* NULL with --validate off */
 	int lock_fd;
 };
 
@@ -332,12 +333,30 @@ out:
 	return rc;
 }
 
+/* Bytes read back per chunk when sealing a part. */
+static size_t seal_chunk(const struct wshard_plan *plan)
+{
+	return (size_t)WSHARD_MIN(WSHARD_MAX(plan->opt.max_memory / 4, 1 << 16), 16u << 20);
+}
+
+/* Opened before any byte is written, so --validate gpu fails fast. */
+static enum wshard_err open_validator(struct convert *cv, struct wshard_error *err)
+{
+	enum wshard_err rc = WSHARD_OK;
+
+	if (cv->run->validate != WSHARD_VALIDATE_OFF)
+		rc = wshard_validator_open(&cv->v, cv->run->validate,
+					   wshard_comm_local_rank(cv->comm), seal_chunk(cv->plan),
+					   cv->run->notice, sizeof(cv->run->notice), err);
+	snprintf(cv->run->validate_backend, sizeof(cv->run->validate_backend), "%s",
+		 cv->v ? wshard_validator_backend(cv->v) : "off");
+	return rc;
+}
+
 static enum wshard_err seal_ranks(struct convert *cv, struct wshard_error *err)
 {
 	const struct wshard_plan *plan = cv->plan;
-	struct wshard_validator *v = NULL;
-	size_t bufsz = (size_t)WSHARD_MIN(WSHARD_MAX(plan->opt.max_memory / 4, 1 << 16),
-					  16u << 20);
+	size_t bufsz = seal_chunk(plan);
 	char *buf = malloc(bufsz);
 	enum wshard_err rc = WSHARD_OK;
 	size_t f;
@@ -345,30 +364,17 @@ static enum wshard_err seal_ranks(struct convert *cv, struct wshard_error *err)
 
 	if (!buf)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	if (cv->run->validate != WSHARD_VALIDATE_OFF) {
-		rc = wshard_validator_open(&v, cv->run->validate,
-					   wshard_comm_local_rank(cv->comm), bufsz,
-					   cv->run->notice, sizeof(cv->run->notice), err);
-		if (rc)
-			goto out;
-	}
 	for (r = cv->proc; r < plan->tp && !rc; r += cv->nprocs) {
 		snprintf(cv->ranks[r].ck.backend, sizeof(cv->ranks[r].ck.backend), "%s",
-			 v ? wshard_validator_backend(v) : "off");
+			 cv->run->validate_backend);
 		for (f = 0; f < plan->ranks[r].nfiles && !rc; f++)
-			rc = seal_part(cv, r, f, v, buf, bufsz, err);
+			rc = seal_part(cv, r, f, cv->v, buf, bufsz, err);
 	}
-	if (v) {
+	if (cv->v) {
 		double secs;
 
-		wshard_validator_stats(v, &cv->run->bytes_validated, &secs);
-		snprintf(cv->run->validate_backend, sizeof(cv->run->validate_backend), "%s",
-			 wshard_validator_backend(v));
-	} else {
-		snprintf(cv->run->validate_backend, sizeof(cv->run->validate_backend), "off");
+		wshard_validator_stats(cv->v, &cv->run->bytes_validated, &secs);
 	}
-out:
-	wshard_validator_close(v);
 	free(buf);
 	return rc;
 }
@@ -514,7 +520,7 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 	};
 	struct stream_sink sink = { .put = write_put, .ctx = &cv };
 	struct stream_stats stats;
-	uint64_t totals[2];
+	uint64_t totals[3];
 	int r;
 	enum wshard_err rc;
 
@@ -527,6 +533,8 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 	run->proc_bytes_read = calloc((size_t)cv.nprocs, sizeof(uint64_t));
 	if (!cv.ranks || !run->proc_bytes_read)
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (!err->code)
+		open_validator(&cv, err);
 	if (cv.proc == 0 && !err->code)
 		prepare_out(&cv, err);
 	if (wshard_comm_agree(comm, err))
@@ -545,16 +553,19 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 		goto out;
 	totals[0] = stats.bytes_read;
 	totals[1] = stats.bytes_put;
-	if (wshard_comm_sum_u64(comm, totals, 2, err))
+	totals[2] = run->bytes_validated;
+	if (wshard_comm_sum_u64(comm, totals, 3, err))
 		goto out;
 	run->bytes_read = totals[0];
 	run->bytes_written = totals[1];
+	run->bytes_validated = totals[2];
 	write_manifest(&cv, err);
 	wshard_comm_agree(comm, err);
 out:
 	if (err->code)
 		discard_ranks(&cv);
 	release_lock(&cv);
+	wshard_validator_close(cv.v);
 	for (r = 0; cv.ranks && r < plan->tp; r++) {
 		free(cv.ranks[r].files);
 		free(cv.ranks[r].ck.file);

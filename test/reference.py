@@ -250,7 +250,8 @@ class Source:
             return []
         out = []
         for fn in sorted(os.listdir(self.path)):
-            if not os.path.isfile(os.path.join(self.path, fn)):
+            # hidden files (.gitattributes, ...) are repository metadata: optional
+            if fn.startswith(".") or not os.path.isfile(os.path.join(self.path, fn)):
                 continue
             if fn.endswith(WEIGHT_SUFFIXES) or fn == INDEX_NAME:
                 continue
@@ -590,6 +591,13 @@ class Checker:
                     if a.read() != b.read():
                         self.diff("%s: copy differs from the source" % fn)
         for fn in sorted(present - expected_names - set(copied) - {MANIFEST}):
+            sp = os.path.join(self.src.dir, fn)
+            if fn.startswith(".") and os.path.isfile(sp) and not fn.endswith(WEIGHT_SUFFIXES):
+                # a hidden source file may be copied, but then unchanged
+                with open(sp, "rb") as a, open(os.path.join(self.out, fn), "rb") as b:
+                    if a.read() != b.read():
+                        self.diff("%s: copy differs from the source" % fn)
+                continue
             if fn in self.src.weight_files or fn == INDEX_NAME:
                 self.diff("%s: copied from the source, must not be" % fn)
             elif not RANK_FILE.match(fn) or int(RANK_FILE.match(fn).group(1)) < tp:
@@ -734,7 +742,7 @@ class Checker:
             if fn not in listed:
                 self.diff("%s: source.files: %s not listed" % (W, fn))
         cp = want(source, "copied", lambda v: isinstance(v, list), "a list", W + ": source")
-        if isinstance(cp, list) and sorted(cp) != sorted(copied):
+        if isinstance(cp, list) and sorted(c for c in cp if not str(c).startswith(".")) != copied:
             self.diff("%s: source.copied is %s, expected %s" % (W, json.dumps(cp), json.dumps(copied)))
         want(m, "validation", lambda v: isinstance(v, dict), "an object")
         run = want(m, "run", lambda v: isinstance(v, dict), "an object") or {}
