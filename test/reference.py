@@ -581,6 +581,7 @@ class Checker:
                 self.read_part(r, fn)
         for r in range(tp):
             self.compare_rank(r)
+            self.check_packing(r)
         copied = self.src.copied_files()
         for fn in copied:
             sp, op = os.path.join(self.src.dir, fn), os.path.join(self.out, fn)
@@ -650,6 +651,22 @@ class Checker:
             self.actual[r][name] = (fn, t, data)
             names.append(name)
         self.files[r].append((fn, size, names))
+
+    def check_packing(self, r):
+        """A new part starts only when the next tensor would take the part's
+        data past --max-file-size (data bytes, headers not counted)."""
+        if self.max_file_size is None:
+            return
+        files = self.files[r]
+        for (fn, _s, names), (fn2, _s2, names2) in zip(files, files[1:]):
+            if not names or not names2:
+                continue
+            data = sum(len(self.actual[r][n][2]) for n in names)
+            first = len(self.actual[r][names2[0]][2])
+            if data + first <= self.max_file_size:
+                self.diff("rank %d: %s starts with %s (%d bytes) although it fits in %s "
+                          "(%d data bytes, --max-file-size %d)" %
+                          (r, fn2, names2[0], first, fn, data, self.max_file_size))
 
     def compare_rank(self, r):
         exp, act = self.exp.ranks[r], self.actual[r]
