@@ -81,6 +81,7 @@ LIB_SRC := \
 	lib/safetensors.c \
 	lib/sha256.c \
 	lib/stream.c \
+	lib/verify.c \
 	cuda/validate_host.c
 
 CUDA_SRC := cuda/validate_cuda.cu
@@ -89,6 +90,7 @@ CMD_SRC := \
 	cmd/convert.c \
 	cmd/inspect.c \
 	cmd/util.c \
+	cmd/verify.c \
 	cmd/wshard.c
 
 RULE_FILES := $(sort $(wildcard lib/rules/*.json))

@@ -12,6 +12,7 @@ static const struct {
 } commands[] = {
 	{ "convert", cmd_convert },
 	{ "inspect", cmd_inspect },
+	{ "verify", cmd_verify },
 };
 
 static const char usage[] =

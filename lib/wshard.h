@@ -564,6 +564,39 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 			       struct wshard_comm *comm, struct wshard_run *run,
 			       struct wshard_error *err);
 
+struct wshard_verify_opts {
+	const char *out_dir;
+	const char *source;		/* NULL: the path in the manifest */
+	int rank;			/* -1: every rank */
+	bool quick;			/* stop after checksums and structure */
+};
+
+struct wshard_verify_result {
+	/* valid on process 0 */
+	uint64_t ranks, tensors, bytes;	/* verified */
+	uint64_t differences;
+	size_t nlines;
+	char **lines;			/* "rank R: WHAT: DIFFERENCE", rank order */
+};
+
+/*
+ * Verifies the output in opt->out_dir: the manifest, every file's size
+ * and checksum, the strict safetensors structure against the manifest,
+ * then (unless quick) the plan re-derived from the source against the
+ * manifest and every output byte against the source bytes it came from.
+ * Under MPI each process verifies its own ranks; process 0 receives all
+ * difference lines in *out.  Returns WSHARD_OK (all match),
+ * WSHARD_EMISMATCH (differences listed), WSHARD_EINVAL (OUT or SRC is not
+ * what it should be), WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_verify(const struct wshard_verify_opts *opt,
+			      struct wshard_comm *comm,
+			      struct wshard_verify_result *out,
+			      struct wshard_error *err);
+
+/* Frees what a verify result holds; accepts NULL. */
+void wshard_verify_result_release(struct wshard_verify_result *res);
+
 /* Name of the manifest in an output directory. */
 #define WSHARD_MANIFEST "wshard.json"
 

@@ -3,6 +3,7 @@
 contract (OUTPUT-CONTRACT.md, target vllm), written from the contract only.
 
     reference.py check SRC OUT --tp N [--no-attn-scales] [--max-file-size SIZE]
+                       [--checksum ALGO]
         Computes what every rank must hold from the source checkpoint and
         compares it with wshard's output in OUT: files, safetensors headers,
         tensor names, dtypes, shapes and bytes, copied files and wshard.json.
@@ -181,25 +182,25 @@ def parse_safetensors(path, strict_writer=False):
 
 
 class Tensor:
-    """A source tensor: raw bytes as a [rows, row_bytes] uint8 matrix."""
+    """A source tensor: its raw bytes, seen as shape[0] rows (1 for a scalar)
+    of `width` elements each."""
 
     def __init__(self, name, dtype, shape, path, offset):
         self.name, self.dtype, self.shape = name, dtype, list(shape)
         self.nbytes = tensor_nbytes(dtype, shape)
         self.rows = shape[0] if shape else 1
         self.path, self.offset = path, offset
-        self._mat = None
+        self._flat = None
 
     @property
-    def mat(self):
-        if self._mat is None:
+    def flat(self):
+        if self._flat is None:
             if self.nbytes == 0:
-                flat = np.zeros(0, dtype=np.uint8)
+                self._flat = np.zeros(0, dtype=np.uint8)
             else:
-                flat = np.memmap(self.path, dtype=np.uint8, mode="r",
-                                 offset=self.offset, shape=(self.nbytes,))
-            self._mat = flat.reshape(self.rows, -1) if self.rows else flat.reshape(0, 0)
-        return self._mat
+                self._flat = np.memmap(self.path, dtype=np.uint8, mode="r",
+                                       offset=self.offset, shape=(self.nbytes,))
+        return self._flat
 
     @property
     def width(self):
@@ -287,10 +288,16 @@ def piece_bytes(src, dtype, p):
         return np.frombuffer(value_bytes(dtype, p[1]), dtype=np.uint8)
     _, name, r0, r1, c0, c1 = p
     t = src.tensors[name]
-    bits = BITS[t.dtype]
-    if (c0 * bits) % 8 or (c1 * bits) % 8:
-        raise RefError("%s: columns [%d, %d) are not whole bytes" % (name, c0, c1))
-    return np.ascontiguousarray(t.mat[r0:r1, c0 * bits // 8:c1 * bits // 8]).reshape(-1)
+    bits, w = BITS[t.dtype], t.width
+    if c0 == 0 and c1 == w:  # whole rows: one contiguous run
+        b0, b1 = r0 * w * bits, r1 * w * bits
+        if b0 % 8 or b1 % 8:
+            raise RefError("%s: rows [%d, %d) of %s are not whole bytes" % (name, r0, r1, t.dtype))
+        return np.asarray(t.flat[b0 // 8:b1 // 8])
+    if (w * bits) % 8 or (c0 * bits) % 8 or (c1 * bits) % 8:
+        raise RefError("%s: columns [%d, %d) of %s are not whole bytes" % (name, c0, c1, t.dtype))
+    mat = t.flat.reshape(t.rows, w * bits // 8)
+    return np.ascontiguousarray(mat[r0:r1, c0 * bits // 8:c1 * bits // 8]).reshape(-1)
 
 
 def materialize(src, dtype, pieces):
@@ -420,6 +427,13 @@ class Expect:
 
         layers = sorted({int(m.group(1)) for m in
                          (re.match(r"^model\.layers\.(\d+)\.", n) for n in src.tensors) if m})
+        L = cfg.get("num_hidden_layers")
+        if isinstance(L, int) and layers != list(range(L)):
+            missing = sorted(set(range(L)) - set(layers))
+            extra = sorted(set(layers) - set(range(L)))
+            raise RefError("source: num_hidden_layers=%d but %s" % (L, "; ".join(
+                (["no tensors for layer(s) %s" % missing] if missing else []) +
+                (["tensors for layer(s) %s" % extra] if extra else []))))
         qr = nh * hd // tp
         for i in layers:
             p = "model.layers.%d." % i
@@ -539,9 +553,10 @@ def first_diff(a, b):
 
 
 class Checker:
-    def __init__(self, src, out, exp, max_file_size=None):
+    def __init__(self, src, out, exp, max_file_size=None, checksum=None):
         self.src, self.out, self.exp = src, out, exp
         self.max_file_size = max_file_size
+        self.checksum = checksum
         self.diffs = []
         self.ntensors = 0
         self.actual = [dict() for _ in range(exp.tp)]  # name -> (file, hdr entry, bytes)
@@ -732,8 +747,12 @@ class Checker:
                  str(self.max_file_size), W + ": options")
         else:
             want(opts, "max_file_size", lambda v: is_int(v) and v > 0, "a size", W + ": options")
-        algo = want(opts, "checksum", lambda v: v in ("xxh3-64", "sha256"),
-                    '"xxh3-64" or "sha256"', W + ": options")
+        if self.checksum:
+            algo = want(opts, "checksum", lambda v: v == self.checksum,
+                        json.dumps(self.checksum), W + ": options")
+        else:
+            algo = want(opts, "checksum", lambda v: v in ("xxh3-64", "sha256"),
+                        '"xxh3-64" or "sha256"', W + ": options")
         if algo not in ("xxh3-64", "sha256"):
             algo = "xxh3-64"
         source = want(m, "source", lambda v: isinstance(v, dict), "an object") or {}
@@ -964,6 +983,13 @@ def main():
     ap.add_argument("--tp", type=int, required=True)
     ap.add_argument("--no-attn-scales", action="store_true")
     ap.add_argument("--max-file-size", type=parse_size)
+    ap.add_argument("--checksum", choices=["xxh3-64", "sha256"],
+                    help="the algorithm the manifest must use (default: any)")
+    # wshard convert options that do not change the output, accepted so
+    # that a test can pass the same options to both
+    ap.add_argument("--max-memory", help=argparse.SUPPRESS)
+    ap.add_argument("--validate", help=argparse.SUPPRESS)
+    ap.add_argument("-q", "--quiet", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.tp < 1:
         ap.error("--tp must be >= 1")
@@ -987,7 +1013,7 @@ def main():
     if xxhash is None:
         print("reference: the xxhash package is missing")
         return 2
-    c = Checker(src, a.out, exp, a.max_file_size)
+    c = Checker(src, a.out, exp, a.max_file_size, a.checksum)
     c.run()
     nexp = sum(len(x) for x in exp.ranks)
     if c.diffs:

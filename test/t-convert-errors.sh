@@ -107,6 +107,15 @@ if expect_exit 3 "$WSHARD" convert --tp 2 "$T/nok" "$T/out-nok"; then
 fi
 nothing_written "missing k_proj" "$T/out-nok"
 
+# An untied checkpoint without lm_head.weight: the output would lack a
+# tensor vLLM's sharded-state loader requires.
+gen "$T/nolm" $S --drop-tensor lm_head.weight
+if expect_exit 3 "$WSHARD" convert --tp 2 "$T/nolm" "$T/out-nolm"; then
+	one_line "untied without lm_head"
+	err_has "untied without lm_head" lm_head.weight
+fi
+nothing_written "untied without lm_head" "$T/out-nolm"
+
 # An architecture without rules: exit 3 naming it.
 gen "$T/arch" $S --set-config 'architectures=["FooBarForCausalLM"]'
 if expect_exit 3 "$WSHARD" convert --tp 2 "$T/arch" "$T/out-arch"; then

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Converts generated checkpoints of every supported architecture at tp 1, 2,
 # 4 and 8 (and special cases: sharded sources, tied embeddings, inv_freq, a
-# tied checkpoint still carrying lm_head.weight, F16/F32/BF16, no attention
-# scales, several parts per rank, padding-only vocab shards) and compares
+# tied checkpoint still carrying lm_head.weight, F16/F32/BF16/FP8/F6/F4,
+# no attention scales, several parts per rank, padding-only vocab shards,
+# tensors bigger than the copy buffer) and compares
 # each output with test/reference.py, an independent implementation of
 # OUTPUT-CONTRACT.md.  Also checks that converting twice is byte-identical.
 # $S holds several generator options: split on purpose.
@@ -17,7 +18,8 @@ ncases=0
 
 # conv NAME SRC TP [OPTIONS...]: converts SRC at TP into $T/NAME-tpTP with
 # OPTIONS (which must be ones reference.py also takes: --no-attn-scales,
-# --max-file-size N) and checks the result with the reference.
+# --max-file-size, --checksum, --max-memory, --validate) and checks the
+# result with the reference.
 conv() {
 	name=$1 src=$2 tp=$3; shift 3
 	out=$T/$name-tp$tp
@@ -106,6 +108,25 @@ for r in 0 1; do
 	[ -e "$T/parts-tp2/model-rank-$r-part-1.safetensors" ] ||
 		fail "parts tp 2: rank $r has a single part despite --max-file-size 12000"
 done
+
+# Other dtypes: FP8 weights with BF16 norms and biases, F6 with F32 norms,
+# and F4 everywhere (1-D norms of sub-byte elements: 64 x 4 bits = 32 bytes).
+gen "$T/src-fp8" --arch qwen2 $S --dtype F8_E4M3 --norm-dtype BF16
+conv fp8 "$T/src-fp8" 2
+conv fp8 "$T/src-fp8" 8
+gen "$T/src-f6" --arch gemma2 $S --head-dim 16 --dtype F6_E2M3 --norm-dtype F32
+conv f6 "$T/src-f6" 4
+gen "$T/src-f4" $S --dtype F4
+conv f4 "$T/src-f4" 2
+
+# SHA-256 checksums in the manifest.
+conv sha256 "$T/src-qwen3" 2 --checksum sha256
+
+# Tensors bigger than the 1 MiB buffer budget: copied in several chunks;
+# with --max-file-size 1M some tensors also get parts of their own.
+gen "$T/src-big" $S --hidden 256 --intermediate 3072 --vocab 3001 --shards 2
+conv big "$T/src-big" 1 --max-memory 1M
+conv big "$T/src-big" 4 --max-memory 1M --max-file-size 1M
 
 # Determinism: converting twice gives byte-identical files.
 for arch in qwen2 gemma2; do

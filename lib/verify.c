@@ -1,0 +1,726 @@
+/*
+ * verify.c - proves that a wshard output is exactly what its source says
+ * it should be: the manifest, each file's size and checksum, the strict
+ * safetensors structure against the manifest, then the plan re-derived
+ * from the source and every output byte against the source bytes it came
+ * from (read once, through the same stream engine as convert).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "internal.h"
+#include "stream.h"
+
+struct vfile {
+	const char *name;
+	uint64_t size;
+	const char *checksum;
+	struct wshard_st *st;		/* NULL: missing or not valid */
+};
+
+struct vtensor {
+	const char *name;
+	enum wshard_dtype dtype;
+	int ndim;
+	uint64_t shape[WSHARD_MAX_DIMS];
+	size_t file;
+	uint64_t begin, end;
+	bool comparable;		/* structure matches: compare its bytes */
+	bool differs;			/* a byte difference was reported */
+};
+
+struct vrank {
+	size_t nfiles, ntensors;
+	struct vfile *files;
+	struct vtensor *tensors;
+	long *from_plan;		/* plan tensor index -> vtensor, or -1 */
+};
+
+struct verify {
+	const struct wshard_verify_opts *opt;
+	struct wshard_comm *comm;
+	int proc, nprocs;
+	json_t *doc;
+	char *manifest_path;
+	int tp;				/* as the manifest says */
+	size_t nranks;			/* entries in "ranks" */
+	struct vrank *ranks;
+	enum wshard_checksum algo;
+	char *lines;			/* this process's difference lines */
+	size_t lines_len, lines_cap;
+	uint64_t ndiff, ntensors, nbytes, nranks_done;
+	char *cmp;
+	size_t cmp_cap;
+};
+
+static void diff(struct verify *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void diff(struct verify *v, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	n = strlen(line);
+	line[n++] = '\n';
+	v->ndiff++;
+	if (v->lines_len + n + 1 > v->lines_cap) {
+		size_t cap = (v->lines_cap + n + 1) * 2;
+		char *p = realloc(v->lines, cap);
+
+		if (!p)
+			return;
+		v->lines = p;
+		v->lines_cap = cap;
+	}
+	memcpy(v->lines + v->lines_len, line, n);
+	v->lines_len += n;
+	v->lines[v->lines_len] = '\0';
+}
+
+static bool wanted(const struct verify *v, int r)
+{
+	return (v->opt->rank < 0 || v->opt->rank == r) && stream_owns(v->nprocs, v->proc, r);
+}
+
+/* ------------------------------------------------------------------ */
+/* The manifest                                                         */
+/* ------------------------------------------------------------------ */
+
+static enum wshard_err bad(struct verify *v, struct wshard_error *err, const char *what)
+{
+	return wshard_error_set(err, WSHARD_EINVAL, "'%s': not a valid wshard manifest: %s",
+				v->manifest_path, what);
+}
+
+static bool get_u64(json_t *o, const char *key, uint64_t *out)
+{
+	json_t *x = json_object_get(o, key);
+
+	if (!json_is_integer(x) || json_integer_value(x) < 0)
+		return false;
+	*out = (uint64_t)json_integer_value(x);
+	return true;
+}
+
+static enum wshard_err parse_rank(struct verify *v, size_t r, json_t *rk,
+				  struct wshard_error *err)
+{
+	struct vrank *vr = &v->ranks[r];
+	json_t *files = json_object_get(rk, "files"), *tensors = json_object_get(rk, "tensors");
+	json_t *x;
+	size_t i, j;
+	char what[160];
+
+	if (!json_is_object(rk) || !json_is_integer(json_object_get(rk, "rank")) ||
+	    json_integer_value(json_object_get(rk, "rank")) != (json_int_t)r ||
+	    !json_is_array(files) || !json_is_array(tensors)) {
+		snprintf(what, sizeof(what), "ranks[%zu] is not rank %zu with files and tensors", r, r);
+		return bad(v, err, what);
+	}
+	vr->nfiles = json_array_size(files);
+	vr->ntensors = json_array_size(tensors);
+	vr->files = calloc(vr->nfiles + 1, sizeof(*vr->files));
+	vr->tensors = calloc(vr->ntensors + 1, sizeof(*vr->tensors));
+	if (!vr->files || !vr->tensors)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	json_array_foreach(files, i, x) {
+		struct vfile *f = &vr->files[i];
+
+		f->name = json_string_value(json_object_get(x, "name"));
+		f->checksum = json_string_value(json_object_get(x, "checksum"));
+		if (!f->name || !f->checksum || !get_u64(x, "size", &f->size) ||
+		    strchr(f->name, '/') || f->name[0] == '.') {
+			snprintf(what, sizeof(what), "rank %zu file %zu needs a plain name, size and checksum",
+				 r, i);
+			return bad(v, err, what);
+		}
+	}
+	json_array_foreach(tensors, i, x) {
+		struct vtensor *t = &vr->tensors[i];
+		json_t *shape = json_object_get(x, "shape"), *off = json_object_get(x, "data_offsets");
+		const char *dtype = json_string_value(json_object_get(x, "dtype"));
+		const char *file = json_string_value(json_object_get(x, "file"));
+		json_t *d;
+
+		t->name = json_string_value(json_object_get(x, "name"));
+		snprintf(what, sizeof(what), "rank %zu tensor %zu is malformed", r, i);
+		if (!t->name || !dtype || wshard_dtype_parse(dtype, &t->dtype) < 0 || !file ||
+		    !json_is_array(shape) || json_array_size(shape) > WSHARD_MAX_DIMS ||
+		    !json_is_array(off) || json_array_size(off) != 2 ||
+		    !json_is_integer(json_array_get(off, 0)) ||
+		    !json_is_integer(json_array_get(off, 1)))
+			return bad(v, err, what);
+		t->ndim = (int)json_array_size(shape);
+		json_array_foreach(shape, j, d) {
+			if (!json_is_integer(d) || json_integer_value(d) < 0)
+				return bad(v, err, what);
+			t->shape[j] = (uint64_t)json_integer_value(d);
+		}
+		t->begin = (uint64_t)json_integer_value(json_array_get(off, 0));
+		t->end = (uint64_t)json_integer_value(json_array_get(off, 1));
+		for (j = 0; j < vr->nfiles; j++)
+			if (!strcmp(vr->files[j].name, file))
+				break;
+		if (j == vr->nfiles)
+			return bad(v, err, what);
+		t->file = j;
+	}
+	return WSHARD_OK;
+}
+
+static enum wshard_err load_manifest(struct verify *v, struct wshard_error *err)
+{
+	json_error_t jerr;
+	json_t *ranks, *x;
+	const char *fmt, *ck;
+	size_t i;
+	enum wshard_err rc;
+
+	v->manifest_path = wshard_path_join(v->opt->out_dir, WSHARD_MANIFEST);
+	if (!v->manifest_path)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	v->doc = json_load_file(v->manifest_path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!v->doc) {
+		if (access(v->manifest_path, F_OK) < 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s' is not a wshard output: no %s (an interrupted convert leaves none)",
+						v->opt->out_dir, WSHARD_MANIFEST);
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': invalid JSON at line %d: %s",
+					v->manifest_path, jerr.line, jerr.text);
+	}
+	fmt = json_string_value(json_object_get(v->doc, "format"));
+	if (!fmt || strcmp(fmt, "wshard"))
+		return bad(v, err, "\"format\" is not \"wshard\"");
+	x = json_object_get(v->doc, "format_version");
+	if (!json_is_integer(x))
+		return bad(v, err, "no \"format_version\"");
+	if (json_integer_value(x) != WSHARD_MANIFEST_VERSION)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': format_version %lld is not one this wshard knows (%d)",
+					v->manifest_path, (long long)json_integer_value(x),
+					WSHARD_MANIFEST_VERSION);
+	x = json_object_get(v->doc, "tp");
+	if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 4096)
+		return bad(v, err, "\"tp\" is not a positive integer");
+	v->tp = (int)json_integer_value(x);
+	ck = json_string_value(json_object_get(json_object_get(v->doc, "options"), "checksum"));
+	if (!ck || wshard_checksum_parse(ck, &v->algo) < 0)
+		return bad(v, err, "\"options\".\"checksum\" names no known algorithm");
+	ranks = json_object_get(v->doc, "ranks");
+	if (!json_is_array(ranks) || json_array_size(ranks) == 0)
+		return bad(v, err, "no \"ranks\"");
+	v->nranks = json_array_size(ranks);
+	v->ranks = calloc(v->nranks, sizeof(*v->ranks));
+	if (!v->ranks)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	json_array_foreach(ranks, i, x) {
+		rc = parse_rank(v, i, x, err);
+		if (rc)
+			return rc;
+	}
+	if (v->opt->rank >= 0 && (size_t)v->opt->rank >= v->nranks)
+		return wshard_error_set(err, WSHARD_EUSAGE, "'%s' has no rank %d (%zu ranks)",
+					v->opt->out_dir, v->opt->rank, v->nranks);
+	return WSHARD_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Files: existence, size, checksum, structure                          */
+/* ------------------------------------------------------------------ */
+
+static enum wshard_err hash_file(const char *path, enum wshard_checksum algo,
+				 char *out, struct wshard_error *err)
+{
+	struct wshard_hash h = { 0 };
+	size_t bufsz = 4u << 20;
+	char *buf = malloc(bufsz);
+	uint64_t off = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	enum wshard_err rc = WSHARD_OK;
+
+	if (!buf || fd < 0 || wshard_hash_init(&h, algo)) {
+		rc = fd < 0 ? wshard_error_set(err, WSHARD_EIO, "cannot open '%s': %s", path,
+					       strerror(errno))
+			    : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = pread(fd, buf, bufsz, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = wshard_error_set(err, WSHARD_EIO, "cannot read '%s': %s", path,
+					      strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		wshard_hash_update(&h, buf, (size_t)n);
+		off += (uint64_t)n;
+	}
+	wshard_hash_final(&h, out);
+out:
+	wshard_hash_release(&h);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+static void format_shape(char *buf, size_t len, const uint64_t *shape, int ndim)
+{
+	size_t o = 0;
+	int i;
+
+	o += (size_t)snprintf(buf, len, "[");
+	for (i = 0; i < ndim && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%llu", i ? ", " : "",
+				      (unsigned long long)shape[i]);
+	if (o < len)
+		snprintf(buf + o, len - o, "]");
+}
+
+static enum wshard_err check_file(struct verify *v, int r, struct vfile *f,
+				  struct wshard_error *err)
+{
+	char *path = wshard_path_join(v->opt->out_dir, f->name);
+	char digest[WSHARD_DIGEST_HEX];
+	struct wshard_error perr = { 0 };
+	struct stat sb;
+	enum wshard_err rc = WSHARD_OK;
+
+	if (!path)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (stat(path, &sb) < 0) {
+		diff(v, "rank %d: file '%s': missing", r, f->name);
+		goto out;
+	}
+	if ((uint64_t)sb.st_size != f->size)
+		diff(v, "rank %d: file '%s': size %llu, manifest says %llu", r, f->name,
+		     (unsigned long long)sb.st_size, (unsigned long long)f->size);
+	rc = hash_file(path, v->algo, digest, err);
+	if (rc)
+		goto out;
+	if (strcmp(digest, f->checksum))
+		diff(v, "rank %d: file '%s': checksum %s, manifest says %s", r, f->name, digest,
+		     f->checksum);
+	if (wshard_st_open(&f->st, path, &perr)) {
+		if (perr.code == WSHARD_EINVAL)
+			diff(v, "rank %d: file '%s': not valid safetensors: %s", r, f->name, perr.msg);
+		else
+			rc = wshard_error_set(err, perr.code, "%s", perr.msg);
+	}
+out:
+	free(path);
+	return rc;
+}
+
+/* Each file holds exactly the manifest's tensors, as the manifest says. */
+static void check_structure(struct verify *v, int r)
+{
+	struct vrank *vr = &v->ranks[r];
+	char a[160], b[160];
+	size_t i, f, k;
+
+	for (i = 0; i < vr->ntensors; i++) {
+		struct vtensor *t = &vr->tensors[i];
+		const struct vfile *vf = &vr->files[t->file];
+		const struct wshard_st_tensor *st;
+
+		if (!vf->st)
+			continue;
+		st = wshard_st_find(vf->st, t->name);
+		if (!st) {
+			diff(v, "rank %d: tensor '%s': missing from '%s'", r, t->name, vf->name);
+			continue;
+		}
+		t->comparable = true;
+		if (st->dtype != t->dtype) {
+			diff(v, "rank %d: tensor '%s': dtype %s, manifest says %s", r, t->name,
+			     wshard_dtype_name(st->dtype), wshard_dtype_name(t->dtype));
+			t->comparable = false;
+		}
+		if (st->ndim != t->ndim ||
+		    memcmp(st->shape, t->shape, sizeof(uint64_t) * (size_t)t->ndim)) {
+			format_shape(a, sizeof(a), st->shape, st->ndim);
+			format_shape(b, sizeof(b), t->shape, t->ndim);
+			diff(v, "rank %d: tensor '%s': shape %s, manifest says %s", r, t->name, a, b);
+			t->comparable = false;
+		}
+		if (st->begin != t->begin || st->end != t->end) {
+			diff(v, "rank %d: tensor '%s': data_offsets [%llu, %llu], manifest says [%llu, %llu]",
+			     r, t->name, (unsigned long long)st->begin, (unsigned long long)st->end,
+			     (unsigned long long)t->begin, (unsigned long long)t->end);
+			t->comparable = false;
+		}
+		if (t->comparable) {
+			v->ntensors++;
+			v->nbytes += t->end - t->begin;
+		}
+	}
+	for (f = 0; f < vr->nfiles; f++) {
+		const struct wshard_st *st = vr->files[f].st;
+
+		for (k = 0; st && k < st->ntensors; k++) {
+			for (i = 0; i < vr->ntensors; i++)
+				if (vr->tensors[i].file == f &&
+				    !strcmp(vr->tensors[i].name, st->tensors[k].name))
+					break;
+			if (i == vr->ntensors)
+				diff(v, "rank %d: tensor '%s': extra in '%s', not in the manifest", r,
+				     st->tensors[k].name, vr->files[f].name);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* The source: plan against manifest, bytes against bytes               */
+/* ------------------------------------------------------------------ */
+
+static enum wshard_err load_rules(struct verify *v, const struct wshard_catalog *cat,
+				  struct wshard_rules **out, struct wshard_error *err)
+{
+	const char *name = json_string_value(json_object_get(v->doc, "rules"));
+	enum wshard_err rc;
+
+	*out = NULL;
+	if (!name)
+		return bad(v, err, "no \"rules\"");
+	if (strncmp(name, "builtin:", 8) != 0)
+		return wshard_rules_load(out, name, err);
+	rc = wshard_rules_builtin(out, cat->config.architecture, err);
+	if (rc)
+		return rc;
+	if (strcmp(wshard_rules_name(*out), name))
+		diff(v, "manifest: rules '%s', but the source's architecture uses '%s'", name,
+		     wshard_rules_name(*out));
+	return WSHARD_OK;
+}
+
+static void manifest_options(struct verify *v, struct wshard_options *o)
+{
+	json_t *opts = json_object_get(v->doc, "options");
+	const char *target = json_string_value(json_object_get(v->doc, "target"));
+	uint64_t mfs;
+
+	wshard_options_init(o);
+	o->tp = v->tp;
+	if (target)
+		o->target = target;
+	o->attn_scales = json_is_true(json_object_get(opts, "attn_scales"));
+	if (get_u64(opts, "max_file_size", &mfs) && mfs > 0)
+		o->max_file_size = mfs;
+	o->checksum = v->algo;
+	if (json_is_string(json_object_get(opts, "dtype")) &&
+	    !wshard_dtype_parse(json_string_value(json_object_get(opts, "dtype")), &o->dtype))
+		o->has_dtype = true;
+}
+
+/* The plan from the source must describe exactly the manifest's files and tensors. */
+static void check_plan(struct verify *v, const struct wshard_plan *plan, int r)
+{
+	const struct wshard_rank_plan *rp = &plan->ranks[r];
+	struct vrank *vr = &v->ranks[r];
+	char a[160], b[160];
+	size_t i, j;
+
+	for (i = 0; i < rp->nfiles; i++)
+		if (i >= vr->nfiles || strcmp(rp->files[i].name, vr->files[i].name))
+			diff(v, "rank %d: file '%s': in the plan from the source but not in the manifest",
+			     r, rp->files[i].name);
+	for (i = rp->nfiles; i < vr->nfiles; i++)
+		diff(v, "rank %d: file '%s': in the manifest but not in the plan from the source", r,
+		     vr->files[i].name);
+	for (i = 0; i < rp->ntensors; i++) {
+		const struct wshard_out_tensor *t = &rp->tensors[i];
+		struct vtensor *m = NULL;
+
+		vr->from_plan[i] = -1;
+		for (j = 0; j < vr->ntensors; j++)
+			if (!strcmp(vr->tensors[j].name, t->name)) {
+				m = &vr->tensors[j];
+				break;
+			}
+		if (!m) {
+			diff(v, "rank %d: tensor '%s': missing (the plan from the source has it)", r,
+			     t->name);
+			continue;
+		}
+		if (m->dtype != t->dtype || m->ndim != t->ndim ||
+		    memcmp(m->shape, t->shape, sizeof(uint64_t) * (size_t)t->ndim)) {
+			format_shape(a, sizeof(a), t->shape, t->ndim);
+			format_shape(b, sizeof(b), m->shape, m->ndim);
+			diff(v, "rank %d: tensor '%s': the source gives %s %s, the output has %s %s", r,
+			     t->name, wshard_dtype_name(t->dtype), a, wshard_dtype_name(m->dtype), b);
+			continue;
+		}
+		if (m->comparable && m->end - m->begin == t->nbytes)
+			vr->from_plan[i] = (long)j;
+	}
+	for (j = 0; j < vr->ntensors; j++) {
+		for (i = 0; i < rp->ntensors; i++)
+			if (!strcmp(vr->tensors[j].name, rp->tensors[i].name))
+				break;
+		if (i == rp->ntensors)
+			diff(v, "rank %d: tensor '%s': extra (the plan from the source has no such tensor)",
+			     r, vr->tensors[j].name);
+	}
+}
+
+/* The sink of verify: compares output bytes with what the source gives. */
+static enum wshard_err compare_put(void *ctx, int rank, size_t tensor, uint64_t off,
+				   const void *buf, size_t len, struct wshard_error *err)
+{
+	struct verify *v = ctx;
+	struct vrank *vr;
+	long j;
+	struct vtensor *t;
+	const struct wshard_st *st;
+	const unsigned char *a = buf, *b;
+	size_t i;
+	enum wshard_err rc;
+
+	if ((size_t)rank >= v->nranks || (v->opt->rank >= 0 && v->opt->rank != rank))
+		return WSHARD_OK;
+	vr = &v->ranks[rank];
+	j = vr->from_plan ? vr->from_plan[tensor] : -1;
+	if (j < 0)
+		return WSHARD_OK;
+	t = &vr->tensors[j];
+	if (t->differs)
+		return WSHARD_OK;
+	st = vr->files[t->file].st;
+	if (len > v->cmp_cap) {
+		char *p = realloc(v->cmp, len);
+
+		if (!p)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		v->cmp = p;
+		v->cmp_cap = len;
+	}
+	rc = wshard_pread_full(st->fd, v->cmp, len, st->data_start + t->begin + off, st->path, err);
+	if (rc)
+		return rc;
+	b = (const unsigned char *)v->cmp;
+	if (memcmp(a, b, len) == 0)
+		return WSHARD_OK;
+	for (i = 0; a[i] == b[i]; i++)
+		;
+	t->differs = true;
+	diff(v, "rank %d: tensor '%s': bytes differ from the source at byte offset %llu (element %llu)",
+	     rank, t->name, (unsigned long long)(off + i),
+	     (unsigned long long)((off + i) * 8 / wshard_dtype_bits(t->dtype)));
+	return WSHARD_OK;
+}
+
+static enum wshard_err check_source(struct verify *v, struct wshard_error *err)
+{
+	const char *src = v->opt->source;
+	struct wshard_catalog *cat = NULL;
+	struct wshard_rules *rules = NULL;
+	struct wshard_plan *plan = NULL;
+	struct wshard_error perr = { 0 };
+	struct wshard_options o;
+	struct stream_sink sink = { .put = compare_put, .ctx = v };
+	struct stream_stats stats;
+	size_t r;
+	enum wshard_err rc;
+
+	if (!src)
+		src = json_string_value(json_object_get(json_object_get(v->doc, "source"), "path"));
+	if (!src)
+		return bad(v, err, "no source path; pass --source");
+	rc = wshard_catalog_open(&cat, src, err);
+	if (!rc)
+		rc = load_rules(v, cat, &rules, err);
+	if (wshard_comm_agree(v->comm, err))
+		goto out;
+	manifest_options(v, &o);
+	if ((size_t)v->tp != v->nranks && v->proc == 0)
+		diff(v, "manifest: tp %d but %zu ranks listed", v->tp, v->nranks);
+	if (wshard_plan_build(&plan, cat, rules, &o, &perr)) {
+		if (v->proc == 0)
+			diff(v, "manifest: the source cannot be converted with the manifest's options: %s",
+			     perr.msg);
+		goto out;
+	}
+	for (r = 0; r < v->nranks && r < (size_t)v->tp; r++) {
+		if (!wanted(v, (int)r))
+			continue;
+		v->ranks[r].from_plan = calloc(plan->ranks[r].ntensors + 1, sizeof(long));
+		if (!v->ranks[r].from_plan) {
+			wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			break;
+		}
+		check_plan(v, plan, (int)r);
+	}
+	if (wshard_comm_agree(v->comm, err))
+		goto out;
+	stream_run(plan, v->comm, &sink, NULL, NULL, &stats, err);
+out:
+	wshard_plan_free(plan);
+	wshard_rules_free(rules);
+	wshard_catalog_free(cat);
+	return err->code;
+}
+
+/* Process 0 gets every process's lines, ordered by rank. */
+static int cmp_line(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	long rx = -1, ry = -1;
+
+	sscanf(x, "rank %ld:", &rx);
+	sscanf(y, "rank %ld:", &ry);
+	if (rx != ry)
+		return rx < ry ? -1 : 1;
+	return 0;
+}
+
+static enum wshard_err collect(struct verify *v, struct wshard_verify_result *out,
+			       struct wshard_error *err)
+{
+	uint64_t sums[4] = { v->ndiff, v->ntensors, v->nbytes, v->nranks_done };
+	char *all = NULL, *p, *nl;
+	size_t *lens = NULL, n = 0, cap = 0;
+	enum wshard_err rc;
+
+	rc = wshard_comm_sum_u64(v->comm, sums, 4, err);
+	if (rc)
+		return rc;
+	rc = wshard_comm_gather_bytes(v->comm, v->lines ? v->lines : "", v->lines_len, &all,
+				      &lens, err);
+	if (rc || v->proc != 0)
+		goto out;
+	out->differences = sums[0];
+	out->tensors = sums[1];
+	out->bytes = sums[2];
+	out->ranks = sums[3];
+	{
+		size_t total = 0, i;
+
+		for (i = 0; i < (size_t)v->nprocs; i++)
+			total += lens[i];
+		all[total] = '\0';
+	}
+	for (p = all; *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		if (!nl)
+			break;
+		*nl = '\0';
+		if (n == cap) {
+			char **l = realloc(out->lines, (cap = cap ? cap * 2 : 64) * sizeof(char *));
+
+			if (!l) {
+				rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+				goto out;
+			}
+			out->lines = l;
+		}
+		out->lines[n] = strdup(p);
+		if (!out->lines[n]) {
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			goto out;
+		}
+		out->nlines = ++n;
+	}
+	/* stable enough: lines of one rank come from one process, in order */
+	if (n > 1) {
+		size_t i, j;
+
+		for (i = 1; i < n; i++)	/* insertion sort keeps equal ranks in order */
+			for (j = i; j > 0 && cmp_line(&out->lines[j - 1], &out->lines[j]) > 0; j--) {
+				char *t = out->lines[j];
+
+				out->lines[j] = out->lines[j - 1];
+				out->lines[j - 1] = t;
+			}
+	}
+out:
+	free(all);
+	free(lens);
+	return rc;
+}
+
+enum wshard_err wshard_verify(const struct wshard_verify_opts *opt,
+			      struct wshard_comm *comm,
+			      struct wshard_verify_result *out,
+			      struct wshard_error *err)
+{
+	struct verify v = {
+		.opt = opt,
+		.comm = comm,
+		.proc = wshard_comm_rank(comm),
+		.nprocs = wshard_comm_size(comm),
+	};
+	size_t r, f;
+	uint64_t diffs[1];
+
+	memset(out, 0, sizeof(*out));
+	load_manifest(&v, err);
+	if (wshard_comm_agree(comm, err))
+		goto out;
+	for (r = 0; r < v.nranks && !err->code; r++) {
+		if (!wanted(&v, (int)r))
+			continue;
+		v.nranks_done++;
+		for (f = 0; f < v.ranks[r].nfiles && !err->code; f++)
+			check_file(&v, (int)r, &v.ranks[r].files[f], err);
+		check_structure(&v, (int)r);
+	}
+	if (wshard_comm_agree(comm, err))
+		goto out;
+	if (!opt->quick)
+		check_source(&v, err);
+	if (wshard_comm_agree(comm, err))
+		goto out;
+	collect(&v, out, err);
+	if (wshard_comm_agree(comm, err))
+		goto out;
+	diffs[0] = v.ndiff;
+	if (!wshard_comm_sum_u64(comm, diffs, 1, err) && diffs[0])
+		wshard_error_set(err, WSHARD_EMISMATCH, "%llu difference%s found",
+				 (unsigned long long)diffs[0], diffs[0] == 1 ? "" : "s");
+out:
+	for (r = 0; v.ranks && r < v.nranks; r++) {
+		for (f = 0; f < v.ranks[r].nfiles; f++)
+			wshard_st_free(v.ranks[r].files[f].st);
+		free(v.ranks[r].files);
+		free(v.ranks[r].tensors);
+		free(v.ranks[r].from_plan);
+	}
+	free(v.ranks);
+	free(v.lines);
+	free(v.cmp);
+	free(v.manifest_path);
+	json_decref(v.doc);
+	return err->code;
+}
+
+void wshard_verify_result_release(struct wshard_verify_result *res)
+{
+	size_t i;
+
+	if (!res)
+		return;
+	for (i = 0; i < res->nlines; i++)
+		free(res->lines[i]);
+	free(res->lines);
+	res->lines = NULL;
+	res->nlines = 0;
+}
