@@ -368,8 +368,10 @@ static enum wshard_err scan_dir(struct wshard_catalog *cat,
 			break;
 	}
 	closedir(d);
-	qsort(cat->extra, cat->nextra, sizeof(char *), cmp_str);
-	qsort(cat->ignored, cat->nignored, sizeof(char *), cmp_str);
+	if (cat->nextra)
+		qsort(cat->extra, cat->nextra, sizeof(char *), cmp_str);
+	if (cat->nignored)
+		qsort(cat->ignored, cat->nignored, sizeof(char *), cmp_str);
 	return rc;
 }
 

@@ -33,7 +33,6 @@ REF="$ROOT/test/reference.py"
 # Never let a variable of an enclosing MPI job make the "plain" runs MPI ones.
 PLAIN="env -u OMPI_COMM_WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u PMIX_RANK -u PMI_RANK"
 unset WSHARD_FAULT WSHARD_FAULT_PROCESS WSHARD_INJECT_VALIDATE
-nmpi=0
 
 # Each MPI process records its own exit status in $T/rc/rc.RANK.
 mkdir -p "$T/rc"
@@ -57,9 +56,8 @@ mpi() {
 		shift ;;
 	esac
 	rm -f "$T"/rc/rc.*
-	nmpi=$((nmpi + 1))
 	timeout 120 mpirun --oversubscribe --bind-to none -np "$np" $mopts \
-		"$T/wrap.sh" "$WSHARD" "$@" >"$T/out" 2>"$T/err"
+		"$T/wrap.sh" "$WSHARD" "$@" </dev/null >"$T/out" 2>"$T/err"
 	mrc=$?
 	[ "$mrc" -eq 124 ] && fail "mpirun -np $np wshard $*: timed out (hang?)"
 	return "$mrc"
@@ -183,6 +181,7 @@ while IFS='|' read -r name gopts copts; do
 		rm -rf "$out"
 	done
 	reads_ok "$name single process" "$T/$name-tp4-single" 1
+	echo "$name: single process and mpirun (tp:np) $runs checked"
 done <<EOF
 llama|--arch llama --dtype BF16 --seed 3|
 qwen2|--arch qwen2 --dtype F16 --seed 4|
@@ -228,7 +227,8 @@ fault() {
 				fail "$label: mpirun exited $rc, expected $code: $(head -c 400 "$T/err")"
 			one_error "$label" "$pat"
 		fi
-		all_exit "$label (abort $abort)" $np $code
+		# with abort on, mpirun may kill the others before they exit
+		[ $abort = 0 ] && all_exit "$label" $np $code
 		no_output "$label (abort $abort)" "$T/fault"
 	done
 	return 0
@@ -260,7 +260,7 @@ grep -Eq 'byte [0-9]+|offset [0-9]+' "$T/errl" ||
 	fail "round-trip fault: the message names no byte offset: $(head -c 300 "$T/errl")"
 grep -q "tensor" "$T/errl" ||
 	fail "round-trip fault: the message names no tensor: $(head -c 300 "$T/errl")"
-if mpi 2 convert -q --force --tp 4 --validate host "$src" "$T/fault"; then
+if mpi 2 convert -q --force --tp 4 "$src" "$T/fault"; then
 	same_out "rerun after a round-trip fault" "$base" "$T/fault"
 else
 	fail "rerun with --force after a round-trip fault: exit $mrc: $(head -c 400 "$T/err")"
@@ -277,5 +277,4 @@ mpi 4 --mca orte_abort_on_non_zero_status 0 -- convert -q --tp 2 "$src" "$T/over
 all_exit "mpirun -np 4 --tp 2" 4 2
 no_output "mpirun -np 4 --tp 2" "$T/over"
 
-echo "$nmpi mpirun jobs"
 finish
