@@ -207,7 +207,8 @@ static enum wshard_err json_fail(const char *path, const char *hdr, size_t n,
 	if (code != json_error_duplicate_key &&
 	    code != json_error_null_byte_in_key)
 		return bad(err, path, "header is not valid JSON: %s (byte %d)",
-			   jerr->text, jerr->position);
+			   quote(k, sizeof(k), jerr->text, strlen(jerr->text)),
+			   jerr->position);
 
 	pos = jerr->position < 0 ? 0 : (size_t)jerr->position;
 	json_locate(hdr, pos < n ? pos : n, &loc);
@@ -762,7 +763,8 @@ enum wshard_err wshard_st_open(struct wshard_st **out_st, const char *path,
 	st = st_new(path);
 	if (!st)
 		return nomem(err, path);
-	st->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO given by mistake must not hang the open. */
+	st->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (st->fd < 0) {
 		rc = wshard_error_set(err, WSHARD_EIO, "cannot open '%s': %s",
 				      path, strerror(errno));

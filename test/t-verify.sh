@@ -15,7 +15,8 @@
 #     and a damaged one under mpirun prints each line once;
 # 10. unreadable inputs and usage errors: exit 3 / 2 with one stderr line.
 # Also: the source directory is never modified.
-# shellcheck disable=SC1091
+# $S holds several generator options: split on purpose.
+# shellcheck disable=SC2086,SC2015,SC1091
 . "$(dirname "$0")/lib.sh"
 
 "$PYTHON" -c 'import numpy, safetensors, xxhash' 2>/dev/null || {
@@ -211,6 +212,7 @@ py hsub "$D/$F1" '"shape":[64,32]' '"shape":[64,33]'
 bad "header digit" "$D"
 has_re "header digit" "^rank 1: file '$F1': checksum "
 has_re "header digit" "^rank 1: file '$F1': not valid safetensors: .*model.layers.0.self_attn.o_proj.weight"
+nlines "header digit" 2
 # not JSON any more:
 fresh hjson 2
 py hsub "$D/$F0" '{"__metadata__"' '["__metadata__"'
@@ -232,6 +234,7 @@ truncate -s 100 "$D/$F1"
 bad "truncated header" "$D"
 has "truncated header" "rank 1: file '$F1': size 100, manifest says $size"
 has_re "truncated header" "^rank 1: file '$F1': not valid safetensors: "
+nlines "truncated header" 3
 
 # 4. a deleted rank file.
 fresh deleted 4

@@ -639,6 +639,12 @@ Test(reject, various_entries)
 	reject("{\"a\":1}", 0, "tensor 'a': entry is not a JSON object");
 }
 
+Test(reject, control_bytes_in_json_errors_are_escaped)
+{
+	reject("{\"a\":\x1b[31m}", 0, "header is not valid JSON: invalid token "
+	       "near '\\x1b'");
+}
+
 Test(reject, max_dims_is_accepted)
 {
 	accept("{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,2],"
@@ -1035,6 +1041,19 @@ Test(open, directory)
 	wshard_error_clear(&err);
 	cr_assert_eq(wshard_st_open(&st, root(), &err), WSHARD_EINVAL);
 	cr_assert_not_null(strstr(err.msg, "not a regular file"), "%s", err.msg);
+}
+
+Test(open, fifo_does_not_hang, .timeout = 10)
+{
+	char *path = tmp_path("fifo");
+	struct wshard_st *st;
+	struct wshard_error err;
+
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_st_open(&st, path, &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "not a regular file"), "%s", err.msg);
+	tmp_remove(path);
 }
 
 Test(open, fd_stream_inside_a_bigger_file)
