@@ -13,7 +13,8 @@
 #include "sha256.h"
 #include "wshard.h"
 
-enum wshard_err wshard_hash_init(struct wshard_hash *h, enum wshard_checksum algo)
+enum wshard_err wshard_hash_init(struct wshard_hash *h,
+				 enum wshard_checksum algo)
 {
 	h->algo = algo;
 	h->state = NULL;

@@ -47,6 +47,20 @@ bool wshard_fault_hit(const char *point);
 /* Records this process's index for WSHARD_FAULT_PROCESS. */
 void wshard_fault_set_process(int proc);
 
+/*
+ * Rows of a tensor seen as a matrix of rows x row bytes: shape[0], or 1
+ * for a scalar and for a sub-byte tensor whose rows are not whole bytes
+ * (such a tensor can only be copied whole).
+ */
+static inline uint64_t wshard_matrix_rows(const struct wshard_st_tensor *t)
+{
+	uint64_t bytes = t->end - t->begin;
+
+	if (t->ndim == 0 || t->shape[0] == 0 || bytes % t->shape[0] != 0)
+		return 1;
+	return t->shape[0];
+}
+
 /* IEEE conversions, round to nearest even, NaN kept NaN (dtype.c). */
 uint16_t wshard_f32_to_bf16(uint32_t f);
 uint16_t wshard_f32_to_f16(uint32_t f);

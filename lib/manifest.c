@@ -48,13 +48,22 @@ static json_t *sources_json(const struct wshard_plan *plan,
 		json_t *o = NULL;
 
 		switch (p->kind) {
-		case WSHARD_PIECE_COPY:
+		case WSHARD_PIECE_COPY: {
+			const struct wshard_st_tensor *info = plan->cat->tensors[p->src].info;
+			uint64_t r0 = p->row0, r1 = p->row0 + p->nrows;
+
+			/* a tensor copied whole as one byte run: its own rows */
+			if (info->ndim && wshard_matrix_rows(info) != info->shape[0]) {
+				r0 = 0;
+				r1 = info->shape[0];
+			}
 			o = json_pack("{s:s,s:o}", "tensor", plan->cat->tensors[p->src].name,
-				      "rows", range(p->row0, p->row0 + p->nrows));
+				      "rows", range(r0, r1));
 			if (o && p->prov_ncols)
 				json_object_set_new(o, "cols",
 						    range(p->prov_col0, p->prov_col0 + p->prov_ncols));
 			break;
+		}
 		case WSHARD_PIECE_ZERO:
 			o = json_pack("{s:I}", "zeros", (json_int_t)p->len);
 			break;

@@ -206,10 +206,9 @@ static const char *src_name(const struct wshard_plan *plan, uint32_t src)
 	return plan->cat->tensors[src].name;
 }
 
-/* Rows of a source seen as a matrix (shape[0], 1 for a scalar). */
 static uint64_t src_rows(const struct wshard_st_tensor *t)
 {
-	return t->ndim ? t->shape[0] : 1;
+	return wshard_matrix_rows(t);
 }
 
 static uint64_t src_row_bytes(const struct wshard_st_tensor *t)
@@ -561,11 +560,18 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 	enum wshard_err rc = WSHARD_OK;
 
 	memcpy(shape, t->shape, sizeof(shape));
+	if (m->rule->scale && t->end - t->begin == wshard_dtype_bits(t->dtype) / 8) {
+		/* a per-tensor scale beside a split weight: whole on every rank */
+		for (r = 0; r < plan->tp && !rc; r++)
+			rc = push_rows(plan, &g->ranks[r], m->src, 0, rows, err);
+		return rc ? rc : set_item_shape(plan, g, m->out, shape, ndim, err);
+	}
 	switch (m->rule->kind) {
 	case RULE_ROW:
-		if (ndim < 1)
+		if (ndim < 1 || rows != t->shape[0])
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s': a scalar cannot be split by rows", t->name);
+						"tensor '%s': cannot be split by rows (%s)", t->name,
+						ndim < 1 ? "a scalar" : "rows are not whole bytes");
 		if (rows % tp)
 			return indivisible(plan, m, 0, rows, err);
 		shape[0] = rows / tp;
@@ -611,7 +617,7 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 	case RULE_VOCAB: {
 		uint64_t padded = (rows + VOCAB_PAD - 1) / VOCAB_PAD * VOCAB_PAD, per;
 
-		if (ndim < 1)
+		if (ndim < 1 || rows != t->shape[0])
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"tensor '%s': a scalar cannot be split by vocabulary",
 						t->name);

@@ -377,6 +377,69 @@ static enum wshard_err parse_tie(struct wshard_rules *r, json_t *tie,
 	return WSHARD_OK;
 }
 
+/*
+ * FP8 checkpoints carry scales beside their weights (X.weight_scale,
+ * X.input_scale, X.weight_scale_inv for block-wise scales).  A scale
+ * follows its weight: fused into the same operator part (a per-tensor
+ * scale becomes one element of a vector, a per-channel or block scale is
+ * split like the weight's rows), replicated beside a column split (its
+ * rows are not cut), except block scales, whose block columns are.  So
+ * every rule for a ".weight" gets these rules after the explicit ones,
+ * and a rules file never repeats them.
+ */
+static enum wshard_err derive_scale_rules(struct wshard_rules *r,
+					  struct wshard_error *err)
+{
+	static const char *const suffixes[] = {
+		".weight_scale", ".input_scale", ".weight_scale_inv",
+	};
+	const size_t ns = sizeof(suffixes) / sizeof(suffixes[0]);
+	size_t n = r->nrules, i, k, add = 0;
+	struct rules_rule *rules;
+
+	rules = realloc(r->rules, (n * (ns + 1) + 1) * sizeof(*rules));
+	if (!rules)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	r->rules = rules;
+	for (i = 0; i < n; i++) {
+		const struct rules_rule *w = &rules[i];
+		size_t ml = strlen(w->match), ol = strlen(w->output);
+
+		if (ml < 7 || strcmp(w->match + ml - 7, ".weight") || w->kind == RULE_VOCAB ||
+		    w->kind == RULE_UNPACK)
+			continue;
+		for (k = 0; k < ns; k++) {
+			struct rules_rule *d = &rules[n + add];
+			bool inv = k == 2;
+			size_t sl = strlen(suffixes[k]);
+
+			memset(d, 0, sizeof(*d));
+			d->nshape = -1;
+			d->scale = true;
+			d->kind = w->kind;
+			d->op = w->op;
+			d->part = w->part;
+			if (w->kind == RULE_COL && !inv)
+				d->kind = RULE_REPLICATE;
+			d->match = malloc(ml - 7 + sl + 1);
+			d->output = malloc(ol + sl + 1);
+			if (!d->match || !d->output) {
+				free(d->match);
+				free(d->output);
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			}
+			sprintf(d->match, "%.*s%s", (int)(ml - 7), w->match, suffixes[k]);
+			if (ol >= 7 && !strcmp(w->output + ol - 7, ".weight"))
+				sprintf(d->output, "%.*s%s", (int)(ol - 7), w->output, suffixes[k]);
+			else
+				sprintf(d->output, "%s%s", w->output, suffixes[k]);
+			add++;
+			r->nrules = n + add;
+		}
+	}
+	return WSHARD_OK;
+}
+
 static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 				 struct wshard_error *err)
 {
@@ -418,6 +481,9 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		if (rc)
 			return rc;
 	}
+	rc = derive_scale_rules(r, err);
+	if (rc)
+		return rc;
 	rc = parse_extras(r, json_object_get(root, "extra"), err);
 	if (rc)
 		return rc;

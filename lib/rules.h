@@ -38,6 +38,7 @@ struct rules_rule {
 	enum rule_kind kind;
 	int op;			/* FUSE, UNPACK: index into ops */
 	int part;		/* FUSE: part index */
+	bool scale;		/* derived FP8 scale: one element is kept whole */
 	int nshape;		/* -1: no shape check */
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };

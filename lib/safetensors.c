@@ -79,9 +79,9 @@ static const char *quote(char *buf, size_t size, const char *s, size_t len)
 
 		if (o + 8 >= size || i >= QUOTE_MAX) {
 			/* Do not leave half a multi-byte character behind. */
-			while (o > 0 && ((unsigned char)buf[o - 1] & 0xc0) == 0x80)
+			while (o > 0 && (buf[o - 1] & 0xc0) == 0x80)
 				o--;
-			if (o > 0 && ((unsigned char)buf[o - 1] & 0xc0) == 0xc0)
+			if (o > 0 && (buf[o - 1] & 0xc0) == 0xc0)
 				o--;
 			memcpy(buf + o, "...", 3);
 			o += 3;
@@ -434,8 +434,8 @@ static enum wshard_err parse_entry(struct wshard_st *st, const char *key,
 
 static int cmp_by_offset(const void *a, const void *b)
 {
-	const struct wshard_st_tensor *x = *(const struct wshard_st_tensor *const *)a;
-	const struct wshard_st_tensor *y = *(const struct wshard_st_tensor *const *)b;
+	const struct wshard_st_tensor *const *pa = a, *const *pb = b;
+	const struct wshard_st_tensor *x = *pa, *y = *pb;
 
 	if (x->begin != y->begin)
 		return x->begin < y->begin ? -1 : 1;
@@ -970,29 +970,35 @@ static enum wshard_err layout_meta(json_t *md, const struct wshard_st_meta *meta
 	return WSHARD_OK;
 }
 
+/* Appends v (at most INT64_MAX, checked by the caller) to arr. */
+static int append_u64(json_t *arr, uint64_t v)
+{
+	return json_array_append_new(arr, json_integer((json_int_t)v));
+}
+
 /* The header entry of t, or NULL when out of memory. */
 static json_t *layout_entry(const struct wshard_st_tensor *t)
 {
 	json_t *e = json_object(), *shape = json_array(), *offs = json_array();
-	int i, bad = !e || !shape || !offs;
+	const char *dtype = wshard_dtype_name(t->dtype);
+	int i, fail = !e || !shape || !offs;
 
-	for (i = 0; !bad && i < t->ndim; i++)
-		bad |= json_array_append_new(shape,
-					     json_integer((json_int_t)t->shape[i]));
-	if (!bad)
-		bad |= json_array_append_new(offs, json_integer((json_int_t)t->begin));
-	if (!bad)
-		bad |= json_array_append_new(offs, json_integer((json_int_t)t->end));
-	if (!bad)
-		bad |= json_object_set_new(e, "dtype",
-					   json_string(wshard_dtype_name(t->dtype)));
-	if (!bad) {
-		bad |= json_object_set(e, "shape", shape);
-		bad |= json_object_set(e, "data_offsets", offs);
-	}
+	/* One call per statement: the order of the keys is the format. */
+	for (i = 0; !fail && i < t->ndim; i++)
+		fail = append_u64(shape, t->shape[i]);
+	if (!fail)
+		fail = append_u64(offs, t->begin);
+	if (!fail)
+		fail = append_u64(offs, t->end);
+	if (!fail)
+		fail = json_object_set_new(e, "dtype", json_string(dtype));
+	if (!fail)
+		fail = json_object_set(e, "shape", shape);
+	if (!fail)
+		fail = json_object_set(e, "data_offsets", offs);
 	json_decref(shape);
 	json_decref(offs);
-	if (bad) {
+	if (fail) {
 		json_decref(e);
 		return NULL;
 	}

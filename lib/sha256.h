@@ -15,10 +15,13 @@ struct wshard_sha256 {
 	uint64_t nbytes;		/* message length so far */
 	unsigned char buf[64];		/* partial block */
 	size_t nbuf;
+	int accel;			/* 1: x86 SHA extensions; tests may
+					 * clear it after init */
 };
 
 void wshard_sha256_init(struct wshard_sha256 *c);
-void wshard_sha256_update(struct wshard_sha256 *c, const void *data, size_t len);
+void wshard_sha256_update(struct wshard_sha256 *c, const void *data,
+			  size_t len);
 /* Writes the 32-byte digest; c must be initialised again before reuse. */
 void wshard_sha256_final(struct wshard_sha256 *c,
 			 unsigned char out[WSHARD_SHA256_LEN]);

@@ -180,8 +180,8 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 {
 	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
 	const struct wshard_st *st = s->plan->cat->files[t->file].st;
-	uint64_t rows = t->info->ndim ? t->info->shape[0] : 1;
-	uint64_t rb = rows ? t->nbytes / rows : 0, a, b, x, y;
+	uint64_t rows = wshard_matrix_rows(t->info);
+	uint64_t rb = t->nbytes / rows, a, b, x, y;
 	const struct ref *refs = &s->refs[s->first[src]];
 	size_t n = s->count[src], i;
 	uint64_t sendtotal = 0, recvtotal = 0, exchange = 0;
@@ -286,8 +286,8 @@ static enum wshard_err stream_tensor(struct stream *s, uint32_t src,
 				     struct wshard_error *err)
 {
 	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
-	uint64_t rows = t->info->ndim ? t->info->shape[0] : 1;
-	uint64_t rb = rows ? t->nbytes / rows : 0, fan = 0, w, steps = 0, k;
+	uint64_t rows = wshard_matrix_rows(t->info);
+	uint64_t rb = t->nbytes / rows, fan = 0, w, steps = 0, k;
 	size_t i;
 	int q;
 	enum wshard_err rc;

@@ -28,7 +28,7 @@ conv() {
 	"$WSHARD" convert --tp "$tp" "$@" "$src" "$out" >"$T/cout" 2>"$T/cerr"
 	rc=$?
 	if [ "$rc" -ne 0 ]; then
-		fail "$name tp $tp: wshard convert $* exited $rc: $(head -c 400 "$T/cerr")"
+		fail "$name tp $tp: wshard convert${*:+ $*} exited $rc: $(head -c 400 "$T/cerr")"
 		return 1
 	fi
 	if ! "$PYTHON" "$REF" check "$src" "$out" --tp "$tp" "$@" >"$T/rout" 2>&1; then

@@ -120,7 +120,10 @@ EOF
 # no_output LABEL OUT: nothing of a finished output is left in OUT.
 no_output() {
 	[ -d "$2" ] || return 0
-	left=$(cd "$2" && ls -A | grep -E '^wshard\.json$|^model-rank-|\.wshard-tmp$|^\.wshard\.lock$' | tr '\n' ' ')
+	left=
+	for f in "$2"/wshard.json "$2"/model-rank-* "$2"/.*.wshard-tmp "$2"/.wshard.lock; do
+		[ -e "$f" ] && left="$left ${f##*/}"
+	done
 	[ -z "$left" ] || fail "$1: left behind in OUT: $left"
 }
 
@@ -164,7 +167,7 @@ while IFS='|' read -r name gopts copts; do
 			head -n 10 "$T/rout" | sed 's/^/    /'
 		fi
 	done
-	[ "$name" = big ] && ! ls "$T/big-tp4-single" | grep -q 'rank-0-part-1' &&
+	[ "$name" = big ] && [ ! -e "$T/big-tp4-single/model-rank-0-part-1.safetensors" ] &&
 		fail "big: expected several parts per rank with --max-file-size 2M"
 	case $name in big) runs="4:2 4:3" ;; *) runs="4:1 4:2 4:3 4:4 8:2" ;; esac
 	for r in $runs; do
@@ -196,7 +199,7 @@ if ! $PLAIN TMPDIR="$T/tmpdir" "$WSHARD" convert -q --tp 4 "$T/src-llama" "$T/pl
 	fail "plain run without mpirun failed: $(head -c 400 "$T/err")"
 else
 	[ -z "$(ls -A "$T/tmpdir")" ] ||
-		fail "a plain run initialised MPI (left $(ls -A "$T/tmpdir" | tr '\n' ' ') in TMPDIR)"
+		fail "a plain run initialised MPI (left $(find "$T/tmpdir" -mindepth 1 -maxdepth 1 | tr '\n' ' ') in TMPDIR)"
 	same_out "plain run" "$T/llama-tp4-single" "$T/plain"
 fi
 
@@ -210,13 +213,13 @@ base=$T/llama-tp4-single
 # mpirun told not to abort, so each process must fail with CODE on its own.
 fault() {
 	label=$1 np=$2 code=$3 pat=$4; shift 4
-	xs= vars=
+	xs='' vars=''
 	while [ "$1" != "--" ]; do
 		vars="$vars $1"; xs="$xs -x ${1%%=*}"; shift
 	done
 	shift
 	for abort in 1 0; do
-		# shellcheck disable=SC2046
+		# shellcheck disable=SC2163
 		(export $vars; mpi $np --mca orte_abort_on_non_zero_status $abort $xs -- \
 			convert -q --tp 4 "$@" "$src" "$T/fault")
 		rc=$?

@@ -3,6 +3,7 @@
  * padding edge lengths) and XXH3-64 digests as printed by Python's
  * xxhash.xxh3_64_hexdigest, one-shot and streamed in odd chunks.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +132,72 @@ Test(sha256, internal_interface)
 	wshard_sha256_update(&c, "bc", 2);
 	wshard_sha256_final(&c, out);
 	cr_assert_arr_eq(out, want, sizeof(want));
+}
+
+/* Digest of buf with the internal interface; accel 0 forces portable C. */
+static void sha_raw(const void *buf, size_t len, size_t chunk, int accel,
+		    unsigned char out[WSHARD_SHA256_LEN])
+{
+	const unsigned char *p = buf;
+	struct wshard_sha256 c;
+	size_t off = 0, n;
+
+	wshard_sha256_init(&c);
+	if (!accel)
+		c.accel = 0;
+	while (off < len) {
+		n = len - off < chunk ? len - off : chunk;
+		wshard_sha256_update(&c, p + off, n);
+		off += n;
+	}
+	wshard_sha256_final(&c, out);
+}
+
+static void to_hex(const unsigned char *d, char *out)
+{
+	int i;
+
+	for (i = 0; i < WSHARD_SHA256_LEN; i++)
+		sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+Test(sha256, portable_code_known_answers)
+{
+	unsigned char d[WSHARD_SHA256_LEN];
+	char hex[WSHARD_DIGEST_HEX];
+	char *m = malloc(1000000);
+
+	sha_raw("abc", 3, 64, 0, d);
+	to_hex(d, hex);
+	cr_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	sha_raw("", 0, 64, 0, d);
+	to_hex(d, hex);
+	cr_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	memset(m, 'a', 1000000);
+	sha_raw(m, 1000000, 4096, 0, d);
+	to_hex(d, hex);
+	cr_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	free(m);
+}
+
+/* Whichever block function the CPU gets agrees with the portable one. */
+Test(sha256, accelerated_matches_portable)
+{
+	unsigned char buf[700], a[WSHARD_SHA256_LEN], b[WSHARD_SHA256_LEN];
+	uint32_t x = 12345;
+	size_t len, i;
+
+	for (i = 0; i < sizeof(buf); i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (unsigned char)(x >> 16);
+	}
+	for (len = 0; len <= sizeof(buf); len += 7) {
+		sha_raw(buf, len, 1000, 1, a);
+		sha_raw(buf, len, 1000, 0, b);
+		cr_assert_arr_eq(a, b, sizeof(a), "length %zu", len);
+		sha_raw(buf, len, 13, 1, a);
+		cr_assert_arr_eq(a, b, sizeof(a), "length %zu in 13s", len);
+	}
 }
 
 Test(xxh3, empty)

@@ -1,0 +1,888 @@
+/*
+ * test_catalog.c - opening checkpoints: every directory under
+ * fixtures/bad-ckpt/ (written by fixtures/make-bad-ckpt.py) is rejected
+ * with WSHARD_EINVAL and a one-line message naming the file or tensor at
+ * fault; sharded, single-file and lone-file checkpoints generated at test
+ * time by scripts/gen-checkpoint open with every tensor, file, ignored and
+ * extra file where it should be; config.json fields and their defaults.
+ *
+ * Run from the repository root, or with WSHARD_TEST_ROOT naming it; the
+ * generator runs under $PYTHON (default python3).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "wshard.h"
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+static const char *root(void)
+{
+	const char *r = getenv("WSHARD_TEST_ROOT");
+
+	return r && *r ? r : ".";
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+
+static char *fmt(const char *f, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, f);
+	n = vasprintf(&s, f, ap);
+	va_end(ap);
+	cr_assert_geq(n, 0);
+	return s;
+}
+
+static char *bad_ckpt(const char *name)
+{
+	return fmt("%s/fixtures/bad-ckpt/%s", root(), name);
+}
+
+static char *tmp_dir(void)
+{
+	const char *t = getenv("TMPDIR");
+	char *dir = fmt("%s/wshard-cat.XXXXXX", t && *t ? t : "/tmp");
+
+	cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+	return dir;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static void rm_tree(char *dir)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+}
+
+/* Runs scripts/gen-checkpoint ARGS DIR; DIR must not exist or be empty. */
+static void gen(const char *dir, const char *args)
+{
+	const char *py = getenv("PYTHON");
+	char *cmd = fmt("'%s' '%s/scripts/gen-checkpoint' %s '%s' >/dev/null",
+			py && *py ? py : "python3", root(), args, dir);
+	int rc = system(cmd);
+
+	cr_assert_eq(rc, 0, "%s: exit status %d", cmd, rc);
+	free(cmd);
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+	char *p = fmt("%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+
+	cr_assert_not_null(f, "%s: %s", p, strerror(errno));
+	cr_assert_eq(fputs(text, f) >= 0, 1);
+	cr_assert_eq(fclose(f), 0);
+	free(p);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[4096];
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	size_t n;
+
+	cr_assert_not_null(in, "%s: %s", from, strerror(errno));
+	cr_assert_not_null(out, "%s: %s", to, strerror(errno));
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		cr_assert_eq(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	cr_assert_eq(fclose(out), 0);
+}
+
+/* The 8-byte header length of a safetensors file, read independently. */
+static uint64_t header_len(const char *path)
+{
+	unsigned char b[8];
+	uint64_t n = 0;
+	FILE *f = fopen(path, "rb");
+	int i;
+
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_eq(fread(b, 1, 8, f), 8);
+	fclose(f);
+	for (i = 7; i >= 0; i--)
+		n = n << 8 | b[i];
+	return n;
+}
+
+static struct wshard_catalog *open_ok(const char *path)
+{
+	struct wshard_catalog *cat = (void *)1;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_catalog_open(&cat, path, &err), WSHARD_OK,
+		     "%s: %s", path, err.msg);
+	cr_assert_not_null(cat);
+	cr_assert_eq(err.code, WSHARD_OK);
+	return cat;
+}
+
+/* Opening path fails with code; the message has each of want[] (up to a
+ * NULL) and is one line.  Returns nothing: the message is checked here. */
+static void open_fails(const char *path, enum wshard_err code,
+		       const char *const *want)
+{
+	struct wshard_catalog *cat = (void *)1;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_catalog_open(&cat, path, &err), code,
+		     "%s: got %d (%s)", path, err.code, err.msg);
+	cr_assert_null(cat);
+	cr_assert_eq(err.code, code);
+	cr_assert_neq(err.msg[0], '\0');
+	cr_assert_null(strchr(err.msg, '\n'), "%s", err.msg);
+	for (; *want; want++)
+		cr_assert_not_null(strstr(err.msg, *want),
+				   "message '%s' lacks '%s'", err.msg, *want);
+	/* A NULL error sink must not crash either. */
+	cr_assert_eq(wshard_catalog_open(&cat, path, NULL), code);
+	cr_assert_null(cat);
+}
+
+/* The names the generator writes for a Llama of layers layers, no tie. */
+static size_t llama_tensor_count(int layers)
+{
+	return 3 + 9 * (size_t)layers;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rejected directories                                                */
+/* ------------------------------------------------------------------ */
+
+#define SHARD1 "model-00001-of-00002.safetensors"
+#define SHARD2 "model-00002-of-00002.safetensors"
+#define INDEX "model.safetensors.index.json"
+
+/*
+ * BAD(test, dir, ...): fixtures/bad-ckpt/dir fails with WSHARD_EINVAL and
+ * a message holding each string; "@INDEX", "@1" and "@2" stand for the
+ * full path of the index and of shards 1 and 2.
+ */
+#define BAD(id, dir, ...)						\
+	Test(bad_ckpt, id)						\
+	{								\
+		const char *w[] = { __VA_ARGS__, NULL };		\
+		check_bad(dir, w);					\
+	}
+
+static void check_bad(const char *dir, const char *const *w)
+{
+	char *path = bad_ckpt(dir);
+	const char *want[16];
+	char *owned[16];
+	size_t i, n = 0;
+
+	for (i = 0; w[i]; i++) {
+		owned[i] = NULL;
+		if (!strcmp(w[i], "@INDEX"))
+			owned[i] = fmt("'%s/" INDEX "'", path);
+		else if (!strcmp(w[i], "@1"))
+			owned[i] = fmt("'%s/" SHARD1 "'", path);
+		else if (!strcmp(w[i], "@2"))
+			owned[i] = fmt("'%s/" SHARD2 "'", path);
+		want[n++] = owned[i] ? owned[i] : w[i];
+	}
+	want[n] = NULL;
+	open_fails(path, WSHARD_EINVAL, want);
+	for (i = 0; i < n; i++)
+		free(owned[i]);
+	free(path);
+}
+
+BAD(absolute_path, "absolute-path", "@INDEX",
+    "weight_map entry for 'model.norm.weight'",
+    "'/tmp/" SHARD2 "'", "not a relative path")
+BAD(dotdot_path, "dotdot-path", "@INDEX",
+    "weight_map entry for 'model.norm.weight'",
+    "'../outside.safetensors'", "leaves the directory")
+BAD(symlink_outside, "symlink-outside", "@INDEX",
+    "weight_map entry for 'model.norm.weight'", "'" SHARD2 "'",
+    "a link that leaves the directory")
+BAD(missing_file, "missing-file", "@INDEX",
+    "weight_map entry for 'model.norm.weight'", "'" SHARD2 "'",
+    "No such file or directory")
+BAD(missing_tensor, "missing-tensor", "tensor 'lm_head.weight'", "@1",
+    "is missing from")
+BAD(wrong_file, "wrong-file", "tensor 'lm_head.weight'", "@1",
+    "assigns it to '" SHARD2 "'")
+BAD(tensor_in_two_files, "tensor-in-two-files", "tensor 'model.norm.weight'",
+    "@1", "@2")
+BAD(unmapped_tensor, "unmapped-tensor", "tensor 'model.stray.weight'", "@1",
+    "not in the weight_map", "@INDEX")
+BAD(invalid_index_json, "invalid-index-json", "@INDEX", "invalid JSON")
+BAD(duplicate_index_key, "duplicate-index-key", "@INDEX", "duplicate")
+BAD(weight_map_not_object, "weight-map-not-object", "@INDEX",
+    "no \"weight_map\" object")
+BAD(weight_map_value_not_string, "weight-map-value-not-string", "@INDEX",
+    "'model.norm.weight' is not a string")
+BAD(weight_map_empty, "weight-map-empty", "@INDEX", "weight_map is empty")
+BAD(corrupt_shard, "corrupt-shard", "@2", "run past the end of the file")
+BAD(no_weights, "no-weights", "holds neither", INDEX, "model.safetensors")
+
+/* Every directory in fixtures/bad-ckpt/ has a test above, and back. */
+Test(bad_ckpt, every_fixture_has_a_case)
+{
+	static const char *const cases[] = {
+		"absolute-path", "corrupt-shard", "dotdot-path",
+		"duplicate-index-key", "invalid-index-json", "missing-file",
+		"missing-tensor", "no-weights", "symlink-outside",
+		"tensor-in-two-files", "unmapped-tensor", "weight-map-empty",
+		"weight-map-not-object", "weight-map-value-not-string",
+		"wrong-file",
+	};
+	const size_t ncases = sizeof(cases) / sizeof(cases[0]);
+	char *dir = bad_ckpt("");
+	struct dirent *de;
+	size_t n = 0, i;
+	DIR *d = opendir(dir);
+
+	cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		char *p;
+		struct stat sb;
+
+		if (de->d_name[0] == '.')
+			continue;
+		p = bad_ckpt(de->d_name);
+		cr_assert_eq(stat(p, &sb), 0);
+		free(p);
+		if (!S_ISDIR(sb.st_mode))
+			continue;
+		for (i = 0; i < ncases; i++)
+			if (!strcmp(cases[i], de->d_name))
+				break;
+		cr_assert_lt(i, ncases, "fixture %s has no test", de->d_name);
+		n++;
+	}
+	closedir(d);
+	free(dir);
+	cr_assert_eq(n, ncases);
+}
+
+/* The link target itself is a valid checkpoint file. */
+Test(bad_ckpt, outside_target_is_valid)
+{
+	char *p = bad_ckpt("outside.safetensors");
+	struct wshard_catalog *cat = open_ok(p);
+
+	cr_assert_eq(cat->ntensors, 1);
+	cr_assert_not_null(wshard_catalog_find(cat, "model.norm.weight"));
+	wshard_catalog_free(cat);
+	free(p);
+}
+
+Test(bad_ckpt, missing_path)
+{
+	char *dir = tmp_dir();
+	char *p = fmt("%s/nothing-here", dir);
+	const char *want[] = { "cannot open", "nothing-here", NULL };
+
+	open_fails(p, WSHARD_EINVAL, want);
+	free(p);
+	rm_tree(dir);
+}
+
+Test(bad_ckpt, corrupt_lone_file)
+{
+	char *p = fmt("%s/fixtures/corrupt/truncated.safetensors", root());
+	const char *want[] = { "truncated.safetensors", NULL };
+
+	open_fails(p, WSHARD_EINVAL, want);
+	free(p);
+}
+
+Test(bad_ckpt, config_not_an_object)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir);
+	const char *want[] = { "config.json", "not a JSON object", NULL };
+
+	gen(ck, "--layers 1");
+	write_text(ck, "config.json", "[1, 2]\n");
+	open_fails(ck, WSHARD_EINVAL, want);
+	free(ck);
+	rm_tree(dir);
+}
+
+Test(bad_ckpt, config_invalid_json)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir);
+	const char *want[] = { "config.json", NULL };
+
+	gen(ck, "--layers 1");
+	write_text(ck, "config.json", "{\"hidden_size\": \n");
+	open_fails(ck, WSHARD_EINVAL, want);
+	free(ck);
+	rm_tree(dir);
+}
+
+/* ------------------------------------------------------------------ */
+/* Accepted checkpoints                                                */
+/* ------------------------------------------------------------------ */
+
+static const char *const generated_extra[] = {
+	"config.json", "generation_config.json", "special_tokens_map.json",
+	"tokenizer.json", "tokenizer_config.json", NULL,
+};
+
+static void assert_list(char *const *got, size_t n, const char *const *want)
+{
+	size_t i;
+
+	for (i = 0; want[i]; i++) {
+		cr_assert_lt(i, n, "list ends before '%s'", want[i]);
+		cr_assert_str_eq(got[i], want[i]);
+	}
+	cr_assert_eq(n, i, "%zu entries, expected %zu (first extra: %s)", n, i,
+		     n > i ? got[i] : "");
+}
+
+/* Checks every tensor against its own file: sorted, found, in the file
+ * it says, offsets from the file's own header length. */
+static void check_tensors(const struct wshard_catalog *cat)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < cat->ntensors; i++) {
+		const struct wshard_src_tensor *t = &cat->tensors[i];
+		const struct wshard_src_file *f;
+		const struct wshard_st_tensor *info;
+
+		if (i)
+			cr_assert_lt(strcmp(cat->tensors[i - 1].name, t->name), 0);
+		cr_assert_lt(t->file, cat->nfiles);
+		f = &cat->files[t->file];
+		info = wshard_st_find(f->st, t->name);
+		cr_assert_eq(info, t->info, "%s", t->name);
+		cr_assert_eq(t->offset, 8 + header_len(f->path) + info->begin);
+		cr_assert_eq(t->nbytes, info->end - info->begin);
+		cr_assert_eq(wshard_catalog_find(cat, t->name), t);
+		cr_assert_eq(wshard_catalog_index(cat, t->name), (long)i);
+		sum += t->nbytes;
+	}
+	cr_assert_eq(cat->tensor_bytes, sum);
+	for (i = 1; i < cat->nfiles; i++)
+		cr_assert_lt(strcmp(cat->files[i - 1].name, cat->files[i].name), 0);
+	for (i = 0; i < cat->nfiles; i++) {
+		struct stat sb;
+
+		cr_assert_eq(stat(cat->files[i].path, &sb), 0);
+		cr_assert_eq(cat->files[i].size, (uint64_t)sb.st_size);
+	}
+	cr_assert_null(wshard_catalog_find(cat, "no.such.tensor"));
+	cr_assert_eq(wshard_catalog_index(cat, "no.such.tensor"), -1);
+	cr_assert_null(wshard_catalog_find(cat, ""));
+}
+
+Test(catalog, sharded_directory)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir);
+	struct wshard_catalog *cat;
+	const struct wshard_src_tensor *t;
+	size_t i;
+
+	gen(ck, "--layers 2 --hidden 64 --heads 4 --shards 3");
+	cat = open_ok(ck);
+	cr_assert_str_eq(cat->path, ck);
+	cr_assert_str_eq(cat->dir, ck);
+	cr_assert_eq(cat->nfiles, 3);
+	for (i = 0; i < 3; i++) {
+		char *name = fmt("model-%05zu-of-00003.safetensors", i + 1);
+		char *path = fmt("%s/%s", ck, name);
+
+		cr_assert_str_eq(cat->files[i].name, name);
+		cr_assert_str_eq(cat->files[i].path, path);
+		cr_assert_not_null(cat->files[i].st);
+		free(name);
+		free(path);
+	}
+	cr_assert_eq(cat->ntensors, llama_tensor_count(2));
+	check_tensors(cat);
+	/* The generator puts the first tensors in shard 1, the last in 3. */
+	t = wshard_catalog_find(cat, "model.embed_tokens.weight");
+	cr_assert_not_null(t);
+	cr_assert_eq(t->file, 0);
+	cr_assert_eq(t->info->dtype, WSHARD_BF16);
+	cr_assert_eq(t->info->ndim, 2);
+	cr_assert_eq(t->info->shape[0], 250);
+	cr_assert_eq(t->info->shape[1], 64);
+	cr_assert_eq(t->nbytes, 250 * 64 * 2);
+	t = wshard_catalog_find(cat, "lm_head.weight");
+	cr_assert_not_null(t);
+	cr_assert_eq(t->file, 2);
+	cr_assert(cat->has_config);
+	cr_assert_str_eq(cat->config.architecture, "LlamaForCausalLM");
+	assert_list(cat->extra, cat->nextra, generated_extra);
+	cr_assert_eq(cat->nignored, 0);
+	wshard_catalog_free(cat);
+	free(ck);
+	rm_tree(dir);
+}
+
+Test(catalog, trailing_slash)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir), *slash = fmt("%s/m/", dir);
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 1 --shards 2");
+	cat = open_ok(slash);
+	cr_assert_eq(cat->nfiles, 2);
+	cr_assert_eq(cat->ntensors, llama_tensor_count(1));
+	check_tensors(cat);
+	wshard_catalog_free(cat);
+	free(ck);
+	free(slash);
+	rm_tree(dir);
+}
+
+Test(catalog, single_file_directory)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir);
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 3");
+	cat = open_ok(ck);
+	cr_assert_eq(cat->nfiles, 1);
+	cr_assert_str_eq(cat->files[0].name, "model.safetensors");
+	cr_assert_eq(cat->ntensors, llama_tensor_count(3));
+	check_tensors(cat);
+	cr_assert(cat->has_config);
+	assert_list(cat->extra, cat->nextra, generated_extra);
+	cr_assert_eq(cat->nignored, 0);
+	wshard_catalog_free(cat);
+	free(ck);
+	rm_tree(dir);
+}
+
+/* An index wins over a model.safetensors beside it, which is then ignored. */
+Test(catalog, index_wins_over_single_file)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir), *single = fmt("%s/one", dir);
+	char *from = fmt("%s/model.safetensors", single);
+	char *to = fmt("%s/model.safetensors", ck);
+	const char *ignored[] = { "model.safetensors", NULL };
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 1 --shards 2");
+	gen(single, "--layers 1 --seed 3");
+	copy_file(from, to);
+	cat = open_ok(ck);
+	cr_assert_eq(cat->nfiles, 2);
+	assert_list(cat->ignored, cat->nignored, ignored);
+	wshard_catalog_free(cat);
+	free(ck);
+	free(single);
+	free(from);
+	free(to);
+	rm_tree(dir);
+}
+
+Test(catalog, lone_file)
+{
+	char *p = fmt("%s/fixtures/good/all-dtypes.safetensors", root());
+	char *d = fmt("%s/fixtures/good", root());
+	struct wshard_catalog *cat = open_ok(p);
+
+	cr_assert_str_eq(cat->path, p);
+	cr_assert_str_eq(cat->dir, d);
+	cr_assert_eq(cat->nfiles, 1);
+	cr_assert_str_eq(cat->files[0].name, "all-dtypes.safetensors");
+	cr_assert_str_eq(cat->files[0].path, p);
+	cr_assert_eq(cat->ntensors, 22);
+	check_tensors(cat);
+	/* Nothing else of the directory is taken: no config, no copies. */
+	cr_assert_not(cat->has_config);
+	cr_assert_null(cat->config.architecture);
+	cr_assert_eq(cat->nextra, 0);
+	cr_assert_eq(cat->nignored, 0);
+	wshard_catalog_free(cat);
+	free(p);
+	free(d);
+}
+
+/* A lone file named without a directory part is opened in ".". */
+Test(catalog, lone_file_in_cwd)
+{
+	char *d = fmt("%s/fixtures/good", root());
+	struct wshard_catalog *cat;
+
+	cr_assert_eq(chdir(d), 0, "%s: %s", d, strerror(errno));
+	cat = open_ok("scalar.safetensors");
+	cr_assert_str_eq(cat->dir, ".");
+	cr_assert_eq(cat->nfiles, 1);
+	cr_assert_str_eq(cat->files[0].name, "scalar.safetensors");
+	cr_assert_eq(cat->ntensors, 1);
+	check_tensors(cat);
+	wshard_catalog_free(cat);
+	free(d);
+}
+
+Test(catalog, zero_tensor_file)
+{
+	char *p = fmt("%s/fixtures/good/empty.safetensors", root());
+	struct wshard_catalog *cat = open_ok(p);
+
+	cr_assert_eq(cat->ntensors, 0);
+	cr_assert_eq(cat->tensor_bytes, 0);
+	cr_assert_null(wshard_catalog_find(cat, "a"));
+	wshard_catalog_free(cat);
+	free(p);
+}
+
+/* consolidated.safetensors (Mistral's second copy) is not in the map:
+ * listed as ignored, its tensors not taken. */
+Test(catalog, consolidated_is_ignored)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir), *other = fmt("%s/o", dir);
+	char *from = fmt("%s/model.safetensors", other);
+	char *to = fmt("%s/consolidated.safetensors", ck);
+	const char *ignored[] = { "consolidated.safetensors", NULL };
+	struct wshard_catalog *cat;
+	size_t i;
+
+	gen(ck, "--arch mistral --layers 1 --shards 2");
+	gen(other, "--arch mistral --layers 2 --seed 9 --extra-tensor only.here:4");
+	copy_file(from, to);
+	cat = open_ok(ck);
+	cr_assert_eq(cat->nfiles, 2);
+	for (i = 0; i < cat->nfiles; i++)
+		cr_assert_str_neq(cat->files[i].name, "consolidated.safetensors");
+	cr_assert_eq(cat->ntensors, llama_tensor_count(1));
+	cr_assert_null(wshard_catalog_find(cat, "only.here"));
+	assert_list(cat->ignored, cat->nignored, ignored);
+	assert_list(cat->extra, cat->nextra, generated_extra);
+	check_tensors(cat);
+	wshard_catalog_free(cat);
+
+	/* Beside a single model.safetensors too. */
+	free(ck);
+	ck = fmt("%s/s", dir);
+	free(to);
+	to = fmt("%s/consolidated.safetensors", ck);
+	gen(ck, "--arch mistral --layers 1");
+	copy_file(from, to);
+	cat = open_ok(ck);
+	cr_assert_eq(cat->nfiles, 1);
+	cr_assert_null(wshard_catalog_find(cat, "only.here"));
+	assert_list(cat->ignored, cat->nignored, ignored);
+	wshard_catalog_free(cat);
+	free(ck);
+	free(other);
+	free(from);
+	free(to);
+	rm_tree(dir);
+}
+
+/* Non-weight files are listed sorted; weights, indexes, the manifest,
+ * hidden files and directories are not. */
+Test(catalog, extra_files)
+{
+	static const char *const want[] = {
+		"README.md", "a-notes.txt", "config.json",
+		"generation_config.json", "merges.txt", "special_tokens_map.json",
+		"tokenizer.json", "tokenizer.model", "tokenizer_config.json",
+		"vocab.json", NULL,
+	};
+	static const char *const skipped[] = {
+		"pytorch_model.bin", "pytorch_model-00001-of-00002.bin",
+		"pytorch_model.bin.index.json", "model.pt", "optimizer.pth",
+		"wshard.json", ".gitattributes", ".cache-file",
+		"other.safetensors.index.json",
+	};
+	static const char *const added[] = {
+		"README.md", "a-notes.txt", "merges.txt", "tokenizer.model",
+		"vocab.json",
+	};
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir), *sub = fmt("%s/m/original", dir);
+	struct wshard_catalog *cat;
+	size_t i;
+
+	gen(ck, "--layers 1 --shards 2");
+	for (i = 0; i < sizeof(skipped) / sizeof(skipped[0]); i++)
+		write_text(ck, skipped[i], "x\n");
+	for (i = 0; i < sizeof(added) / sizeof(added[0]); i++)
+		write_text(ck, added[i], "y\n");
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	write_text(sub, "params.json", "{}\n");
+	cat = open_ok(ck);
+	assert_list(cat->extra, cat->nextra, want);
+	cr_assert_eq(cat->nignored, 0);
+	cr_assert_eq(cat->nfiles, 2);
+	wshard_catalog_free(cat);
+	free(ck);
+	free(sub);
+	rm_tree(dir);
+}
+
+/* A shard that is a link to a file inside the directory is fine, and so
+ * is a checkpoint directory reached through a link. */
+Test(catalog, links_inside_the_directory)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir), *blobs = fmt("%s/m/blobs", dir);
+	char *shard = fmt("%s/m/model-00002-of-00002.safetensors", dir);
+	char *blob = fmt("%s/m/blobs/b2", dir), *link = fmt("%s/via-link", dir);
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 1 --shards 2");
+	cr_assert_eq(mkdir(blobs, 0755), 0);
+	cr_assert_eq(rename(shard, blob), 0);
+	cr_assert_eq(symlink("blobs/b2", shard), 0);
+	cr_assert_eq(symlink("m", link), 0);
+	cat = open_ok(ck);
+	cr_assert_eq(cat->nfiles, 2);
+	cr_assert_eq(cat->ntensors, llama_tensor_count(1));
+	check_tensors(cat);
+	wshard_catalog_free(cat);
+	cat = open_ok(link);
+	cr_assert_eq(cat->ntensors, llama_tensor_count(1));
+	wshard_catalog_free(cat);
+	free(ck);
+	free(blobs);
+	free(shard);
+	free(blob);
+	free(link);
+	rm_tree(dir);
+}
+
+/* A weight_map may name a file in a subdirectory. */
+Test(catalog, shard_in_subdirectory)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir), *sub = fmt("%s/m/w", dir);
+	char *from = fmt("%s/m/model.safetensors", dir);
+	char *to = fmt("%s/m/w/model.safetensors", dir);
+	char *index;
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 0");
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	cr_assert_eq(rename(from, to), 0);
+	index = fmt("{\"weight_map\": {\"lm_head.weight\": \"w/model.safetensors\","
+		    " \"model.embed_tokens.weight\": \"w/model.safetensors\","
+		    " \"model.norm.weight\": \"w/model.safetensors\"}}\n");
+	write_text(ck, INDEX, index);
+	cat = open_ok(ck);
+	cr_assert_eq(cat->nfiles, 1);
+	cr_assert_str_eq(cat->files[0].name, "w/model.safetensors");
+	cr_assert_eq(cat->ntensors, 3);
+	check_tensors(cat);
+	wshard_catalog_free(cat);
+	free(index);
+	free(ck);
+	free(sub);
+	free(from);
+	free(to);
+	rm_tree(dir);
+}
+
+/* ------------------------------------------------------------------ */
+/* config.json                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Opens a generated one-layer checkpoint with extra generator args. */
+static struct wshard_catalog *open_gen(char **out_dir, const char *args)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir);
+	struct wshard_catalog *cat;
+
+	gen(ck, args);
+	cat = open_ok(ck);
+	free(ck);
+	*out_dir = dir;
+	return cat;
+}
+
+Test(config, fields)
+{
+	char *dir;
+	struct wshard_catalog *cat = open_gen(&dir,
+		"--layers 1 --hidden 96 --heads 6 --kv-heads 3 --intermediate 200 --vocab 300");
+	const struct wshard_config *c = &cat->config;
+
+	cr_assert(cat->has_config);
+	cr_assert_str_eq(c->architecture, "LlamaForCausalLM");
+	cr_assert_eq(c->hidden_size, 96);
+	cr_assert_eq(c->num_attention_heads, 6);
+	cr_assert_eq(c->num_key_value_heads, 3);
+	cr_assert_eq(c->head_dim, 16);
+	cr_assert_eq(c->intermediate_size, 200);
+	cr_assert_eq(c->vocab_size, 300);
+	cr_assert_eq(c->num_experts, -1);
+	cr_assert_eq(c->moe_intermediate_size, -1);
+	cr_assert_eq(c->shared_expert_intermediate_size, -1);
+	cr_assert_eq(c->tie_word_embeddings, 0);
+	cr_assert_not_null(c->json);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+Test(config, kv_heads_default_to_heads)
+{
+	char *dir;
+	struct wshard_catalog *cat = open_gen(&dir,
+		"--layers 1 --heads 8 --kv-heads 8 --omit-config num_key_value_heads");
+
+	cr_assert_eq(cat->config.num_attention_heads, 8);
+	cr_assert_eq(cat->config.num_key_value_heads, 8);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+
+	cat = open_gen(&dir, "--layers 1 --heads 4 --kv-heads 4 --set-config num_key_value_heads=null");
+	cr_assert_eq(cat->config.num_key_value_heads, 4);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+Test(config, head_dim)
+{
+	char *dir;
+	struct wshard_catalog *cat;
+
+	/* Absent: hidden / heads. */
+	cat = open_gen(&dir, "--layers 1 --hidden 64 --heads 8");
+	cr_assert_eq(cat->config.head_dim, 8);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	/* Given, and unlike hidden / heads (Gemma, Qwen3). */
+	cat = open_gen(&dir, "--arch qwen3 --layers 1 --hidden 64 --heads 8 --head-dim 16");
+	cr_assert_eq(cat->config.head_dim, 16);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	/* null, as some configs write it: the default. */
+	cat = open_gen(&dir, "--layers 1 --hidden 64 --heads 4 --set-config head_dim=null");
+	cr_assert_eq(cat->config.head_dim, 16);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	/* No way to tell: -1. */
+	cat = open_gen(&dir, "--layers 1 --omit-config hidden_size");
+	cr_assert_eq(cat->config.hidden_size, -1);
+	cr_assert_eq(cat->config.head_dim, -1);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+Test(config, tie_word_embeddings)
+{
+	char *dir;
+	struct wshard_catalog *cat;
+
+	cat = open_gen(&dir, "--layers 1 --tie");
+	cr_assert_eq(cat->config.tie_word_embeddings, 1);
+	cr_assert_null(wshard_catalog_find(cat, "lm_head.weight"));
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	cat = open_gen(&dir, "--layers 1 --no-tie");
+	cr_assert_eq(cat->config.tie_word_embeddings, 0);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	cat = open_gen(&dir, "--layers 1 --omit-config tie_word_embeddings");
+	cr_assert_eq(cat->config.tie_word_embeddings, -1);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	/* Gemma: true in its config. */
+	cat = open_gen(&dir, "--arch gemma --layers 1 --head-dim 16");
+	cr_assert_str_eq(cat->config.architecture, "GemmaForCausalLM");
+	cr_assert_eq(cat->config.tie_word_embeddings, 1);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+Test(config, experts)
+{
+	char *dir;
+	struct wshard_catalog *cat;
+
+	cat = open_gen(&dir, "--layers 1 --set-config num_local_experts=8");
+	cr_assert_eq(cat->config.num_experts, 8);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	cat = open_gen(&dir, "--layers 1 --set-config num_experts=60 "
+		       "--set-config moe_intermediate_size=1408 "
+		       "--set-config shared_expert_intermediate_size=5632");
+	cr_assert_eq(cat->config.num_experts, 60);
+	cr_assert_eq(cat->config.moe_intermediate_size, 1408);
+	cr_assert_eq(cat->config.shared_expert_intermediate_size, 5632);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+/* No architectures, or not strings: NULL; non-integers read as absent. */
+Test(config, odd_values)
+{
+	char *dir;
+	struct wshard_catalog *cat;
+
+	cat = open_gen(&dir, "--layers 1 --omit-config architectures "
+		       "--set-config vocab_size='\"250\"' --set-config intermediate_size=128.0");
+	cr_assert_null(cat->config.architecture);
+	cr_assert_eq(cat->config.vocab_size, -1);
+	cr_assert_eq(cat->config.intermediate_size, -1);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	cat = open_gen(&dir, "--layers 1 --set-config architectures='[3]'");
+	cr_assert_null(cat->config.architecture);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+/* A directory without config.json opens; the plan complains later. */
+Test(config, absent)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir), *cfg = fmt("%s/m/config.json", dir);
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 1");
+	cr_assert_eq(unlink(cfg), 0);
+	cat = open_ok(ck);
+	cr_assert_not(cat->has_config);
+	cr_assert_null(cat->config.architecture);
+	cr_assert_null(cat->config.json);
+	wshard_catalog_free(cat);
+	free(ck);
+	free(cfg);
+	rm_tree(dir);
+}
+
+Test(catalog, free_null)
+{
+	wshard_catalog_free(NULL);
+}
