@@ -363,6 +363,69 @@ static enum wshard_err report_uncovered(const struct wshard_plan *plan,
 				plan->rules_name, buf);
 }
 
+/*
+ * Every rule that is not optional must match a source tensor, once per
+ * layer when its pattern has {n} (layers 0 .. num_hidden_layers - 1, or up
+ * to the highest layer seen): an engine refuses a checkpoint with a tensor
+ * missing, so wshard refuses to write one.  When embeddings are tied the
+ * dropped names (lm_head) are not required.
+ */
+static enum wshard_err check_required(struct wshard_plan *plan,
+				      const struct wshard_rules *rules,
+				      const bool *seen, long nlayers, bool tied,
+				      struct wshard_error *err)
+{
+	size_t j;
+	long n;
+
+	for (j = 0; j < rules->nrules; j++) {
+		const struct rules_rule *r = &rules->rules[j];
+		bool per_layer = strstr(r->match, "{n}") != NULL;
+
+		if (r->optional || r->kind == RULE_SKIP || strstr(r->match, "{e}") ||
+		    (tied && in_list(rules->tie_drop, rules->ntie_drop, r->match)))
+			continue;
+		for (n = 0; n < (per_layer ? nlayers : 1); n++) {
+			struct rules_capture cap = { .n = n, .e = -1 };
+			char *want;
+
+			if (seen[j * (size_t)(nlayers + 1) + (size_t)n])
+				continue;
+			want = rules_expand(r->match, &cap);
+			if (!want)
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			wshard_error_set(err, WSHARD_EINVAL,
+					 "tensor '%s' is missing from '%s' (rules '%s' require it%s)",
+					 want, plan->cat->path, plan->rules_name,
+					 per_layer ? " in every layer" : "");
+			free(want);
+			return WSHARD_EINVAL;
+		}
+	}
+	return WSHARD_OK;
+}
+
+/* Layers the checkpoint should have: config.json, else the highest seen + 1. */
+static long count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules)
+{
+	json_t *v = plan->cat->config.json ? json_object_get(plan->cat->config.json,
+							      "num_hidden_layers") : NULL;
+	struct rules_capture cap;
+	long maxn = -1;
+	size_t i, j;
+
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 100000)
+		return (long)json_integer_value(v);
+	for (i = 0; i < plan->cat->ntensors; i++)
+		for (j = 0; j < rules->nrules; j++)
+			if (rules_match(rules->rules[j].match, plan->cat->tensors[i].name, &cap)) {
+				if (cap.n > maxn && cap.n < 100000)
+					maxn = cap.n;
+				break;
+			}
+	return maxn + 1;
+}
+
 static enum wshard_err match_sources(struct wshard_plan *plan,
 				     const struct wshard_rules *rules,
 				     struct member **out_members, size_t *out_n,
@@ -375,9 +438,12 @@ static enum wshard_err match_sources(struct wshard_plan *plan,
 	size_t n = 0, nun = 0, i, j;
 	enum wshard_err rc = WSHARD_OK;
 
+	long nlayers = count_layers(plan, rules);
+	bool *seen = calloc(rules->nrules * (size_t)(nlayers + 1) + 1, sizeof(bool));
+
 	*out_members = NULL;
 	*out_n = 0;
-	if (!members || !uncovered) {
+	if (!members || !uncovered || !seen) {
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -397,6 +463,8 @@ static enum wshard_err match_sources(struct wshard_plan *plan,
 		}
 		m->rule = &rules->rules[j];
 		m->src = (uint32_t)i;
+		if (m->cap.n < nlayers)
+			seen[j * (size_t)(nlayers + 1) + (size_t)(m->cap.n < 0 ? 0 : m->cap.n)] = true;
 		if (m->rule->kind == RULE_SKIP)
 			continue;
 		if (tied && strcmp(name, rules->tie_source) == 0)
@@ -418,6 +486,9 @@ static enum wshard_err match_sources(struct wshard_plan *plan,
 				      cat->path);
 		goto out;
 	}
+	rc = check_required(plan, rules, seen, nlayers, tied, err);
+	if (rc)
+		goto out;
 	for (i = 0; i < n; i++) {
 		rc = check_shape(plan, &members[i], err);
 		if (rc)
@@ -433,6 +504,7 @@ out:
 			free(members[i].out);
 	free(members);
 	free(uncovered);
+	free(seen);
 	return rc;
 }
 

@@ -228,7 +228,8 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 					"'%s': tensors[%zu] has no \"match\" string", r->name, idx);
 	json_object_foreach(t, key, val) {
 		static const char *const known[] = {
-			"match", "output", "split", "fuse", "unpack", "shape", "comment",
+			"match", "output", "split", "fuse", "unpack", "shape", "optional",
+			"comment",
 		};
 		bool ok = false;
 
@@ -239,6 +240,7 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 						"'%s': rule '%s': unknown key \"%s\"",
 						r->name, match, key);
 	}
+	rule->optional = json_is_true(json_object_get(t, "optional"));
 	rule->match = strdup(match);
 	rule->output = strdup(output ? output : match);
 	if (!rule->match || !rule->output)
@@ -416,6 +418,7 @@ static enum wshard_err derive_scale_rules(struct wshard_rules *r,
 			memset(d, 0, sizeof(*d));
 			d->nshape = -1;
 			d->scale = true;
+			d->optional = true;
 			d->kind = w->kind;
 			d->op = w->op;
 			d->part = w->part;

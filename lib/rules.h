@@ -39,6 +39,7 @@ struct rules_rule {
 	int op;			/* FUSE, UNPACK: index into ops */
 	int part;		/* FUSE: part index */
 	bool scale;		/* derived FP8 scale: one element is kept whole */
+	bool optional;		/* a source need not exist (else: one per layer) */
 	int nshape;		/* -1: no shape check */
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };

@@ -1,0 +1,653 @@
+/*
+ * test_rules.c - rules files: name patterns ({n} and {e} match decimal
+ * numbers without a leading zero, the whole name or nothing) and their
+ * expansion, the parser's errors and messages, and the built-in rules of
+ * every supported architecture.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "wshard.h"
+#include "rules.h"
+
+/* ------------------------------------------------------------------ */
+/* Patterns                                                            */
+/* ------------------------------------------------------------------ */
+
+static void match(const char *pattern, const char *name, long n, long e)
+{
+	struct rules_capture cap = { 123, 456 };
+
+	cr_assert(rules_match(pattern, name, &cap), "'%s' does not match '%s'",
+		  pattern, name);
+	cr_assert_eq(cap.n, n, "'%s' on '%s': n = %ld", pattern, name, cap.n);
+	cr_assert_eq(cap.e, e, "'%s' on '%s': e = %ld", pattern, name, cap.e);
+}
+
+static void no_match(const char *pattern, const char *name)
+{
+	struct rules_capture cap;
+
+	cr_assert_not(rules_match(pattern, name, &cap), "'%s' matches '%s'",
+		      pattern, name);
+}
+
+Test(pattern, literal)
+{
+	match("model.norm.weight", "model.norm.weight", -1, -1);
+	match("", "", -1, -1);
+	no_match("model.norm.weight", "model.norm.weigh");
+	no_match("model.norm.weight", "model.norm.weights");
+	no_match("model.norm.weight", "xmodel.norm.weight");
+	no_match("model.norm.weight", "");
+	no_match("", "a");
+	/* '.' is a plain character, not "any". */
+	no_match("model.norm.weight", "model_norm_weight");
+}
+
+Test(pattern, layer_number)
+{
+	const char *p = "model.layers.{n}.mlp.down_proj.weight";
+
+	match(p, "model.layers.0.mlp.down_proj.weight", 0, -1);
+	match(p, "model.layers.7.mlp.down_proj.weight", 7, -1);
+	match(p, "model.layers.10.mlp.down_proj.weight", 10, -1);
+	match(p, "model.layers.123.mlp.down_proj.weight", 123, -1);
+	match(p, "model.layers.99999.mlp.down_proj.weight", 99999, -1);
+	no_match(p, "model.layers..mlp.down_proj.weight");
+	no_match(p, "model.layers.x.mlp.down_proj.weight");
+	no_match(p, "model.layers.-1.mlp.down_proj.weight");
+	no_match(p, "model.layers.+1.mlp.down_proj.weight");
+	no_match(p, "model.layers.1a.mlp.down_proj.weight");
+	no_match(p, "model.layers. 1.mlp.down_proj.weight");
+}
+
+Test(pattern, leading_zero_rejected)
+{
+	const char *p = "model.layers.{n}.input_layernorm.weight";
+
+	no_match(p, "model.layers.01.input_layernorm.weight");
+	no_match(p, "model.layers.00.input_layernorm.weight");
+	no_match(p, "model.layers.007.input_layernorm.weight");
+	match(p, "model.layers.0.input_layernorm.weight", 0, -1);
+	no_match("experts.{e}.w1", "experts.05.w1");
+	match("experts.{e}.w1", "experts.50.w1", -1, 50);
+}
+
+Test(pattern, partial_rejected)
+{
+	const char *p = "model.layers.{n}.self_attn.q_proj.weight";
+
+	/* The name goes on past the pattern, or stops before its end. */
+	no_match(p, "model.layers.1.self_attn.q_proj.weight_scale");
+	no_match(p, "model.layers.1.self_attn.q_proj.weight.extra");
+	no_match(p, "model.layers.1.self_attn.q_proj");
+	no_match(p, "model.layers.1");
+	no_match(p, "model.layers.");
+	/* A prefix or a suffix in front of a matching name. */
+	no_match(p, "base.model.layers.1.self_attn.q_proj.weight");
+	no_match("lm_head.weight", "model.lm_head.weight");
+	/* A placeholder at the very end needs digits up to the end. */
+	match("h.{n}", "h.12", 12, -1);
+	no_match("h.{n}", "h.12x");
+	no_match("h.{n}", "h.");
+}
+
+Test(pattern, experts)
+{
+	const char *p = "model.layers.{n}.block_sparse_moe.experts.{e}.w1.weight";
+
+	match(p, "model.layers.3.block_sparse_moe.experts.0.w1.weight", 3, 0);
+	match(p, "model.layers.31.block_sparse_moe.experts.7.w1.weight", 31, 7);
+	no_match(p, "model.layers.3.block_sparse_moe.experts.0.w2.weight");
+	no_match(p, "model.layers.3.block_sparse_moe.experts..w1.weight");
+	/* Two placeholders side by side cannot both match digits. */
+	no_match("x.{n}{e}", "x.12");
+}
+
+Test(pattern, braces_that_are_not_placeholders)
+{
+	match("a.{x}.b", "a.{x}.b", -1, -1);
+	no_match("a.{x}.b", "a.1.b");
+	match("a.{n", "a.{n", -1, -1);
+	match("a.{N}", "a.{N}", -1, -1);
+}
+
+/* Numbers too long to be a layer are not matched (no overflow). */
+Test(pattern, huge_number)
+{
+	no_match("model.layers.{n}.w", "model.layers.99999999999999999999999.w");
+	no_match("model.layers.{n}.w", "model.layers.18446744073709551616.w");
+}
+
+static void expand(const char *pattern, long n, long e, const char *want)
+{
+	struct rules_capture cap = { n, e };
+	char *got = rules_expand(pattern, &cap);
+
+	cr_assert_not_null(got);
+	cr_assert_str_eq(got, want);
+	free(got);
+}
+
+Test(pattern, expand)
+{
+	expand("model.layers.{n}.self_attn.qkv_proj.weight", 5, -1,
+	       "model.layers.5.self_attn.qkv_proj.weight");
+	expand("model.layers.{n}.mlp.experts.w13_weight", 0, 3,
+	       "model.layers.0.mlp.experts.w13_weight");
+	expand("layers.{n}.experts.{e}.w", 12, 34, "layers.12.experts.34.w");
+	expand("lm_head.weight", -1, -1, "lm_head.weight");
+	expand("", 1, 1, "");
+	expand("{n}", 99999999, -1, "99999999");
+	expand("a.{x}.{n", 1, 1, "a.{x}.{n");
+}
+
+/* Match then expand gives back the name (the round trip plan.c uses). */
+Test(pattern, round_trip)
+{
+	static const char *const names[] = {
+		"model.layers.0.mlp.up_proj.weight",
+		"model.layers.17.mlp.up_proj.weight",
+		"model.layers.400.mlp.up_proj.weight",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct rules_capture cap;
+		char *back;
+
+		cr_assert(rules_match("model.layers.{n}.mlp.up_proj.weight", names[i], &cap));
+		back = rules_expand("model.layers.{n}.mlp.up_proj.weight", &cap);
+		cr_assert_str_eq(back, names[i]);
+		free(back);
+	}
+}
+
+/*
+ * Many placeholders with long numbers: the expansion must hold them all.
+ * Each {n} (3 characters) becomes up to 9 digits, so 12 of them need 72
+ * more bytes than the pattern.  A user rules file can write this.
+ */
+Test(pattern, expand_many_placeholders)
+{
+	char pattern[64] = "", want[256] = "";
+	struct rules_capture cap;
+	char *got;
+	int i;
+
+	for (i = 0; i < 12; i++) {
+		strcat(pattern, "{n}");
+		strcat(want, "999999999");
+	}
+	cr_assert(rules_match("w.{n}", "w.999999999", &cap));
+	cr_assert_eq(cap.n, 999999999);
+	got = rules_expand(pattern, &cap);
+	cr_assert_not_null(got);
+	cr_assert_str_eq(got, want);
+	free(got);
+}
+
+/* ------------------------------------------------------------------ */
+/* Parsing                                                             */
+/* ------------------------------------------------------------------ */
+
+static void parse_ok(const char *text)
+{
+	struct wshard_rules *r = (void *)1;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err),
+		     WSHARD_OK, "%s: %s", text, err.msg);
+	cr_assert_not_null(r);
+	cr_assert_str_eq(wshard_rules_name(r), "t.json");
+	wshard_rules_free(r);
+}
+
+/* text is rejected with EINVAL; the message starts with 't.json' and
+ * holds want. */
+static void parse_fails(const char *text, const char *want)
+{
+	struct wshard_rules *r = (void *)1;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err),
+		     WSHARD_EINVAL, "accepted: %s", text);
+	cr_assert_null(r);
+	cr_assert_eq(err.code, WSHARD_EINVAL);
+	cr_assert_eq(strncmp(err.msg, "'t.json': ", 10), 0, "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, want), "message '%s' lacks '%s'",
+			   err.msg, want);
+	cr_assert_null(strchr(err.msg, '\n'));
+	/* Without an error sink too. */
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", NULL),
+		     WSHARD_EINVAL);
+	cr_assert_null(r);
+}
+
+#define RULES(tensors) "{\"architectures\": [\"X\"], \"tensors\": [" tensors "]}"
+
+Test(parse, minimal)
+{
+	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\"}"));
+	parse_ok("{\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}");
+	parse_ok(RULES("{\"match\": \"a\", \"split\": \"row\", \"comment\": \"why\","
+		       " \"shape\": [\"hidden_size\", 4]}"));
+	parse_ok(RULES("{\"match\": \"l.{n}.q\", \"fuse\": \"qkv.q\", \"output\": \"l.{n}.qkv\"},"
+		       "{\"match\": \"l.{n}.qkv\", \"unpack\": \"qkv\"},"
+		       "{\"match\": \"l.{n}.e.{e}.w1\", \"fuse\": \"w13.w1\", \"output\": \"l.{n}.w13\"}"));
+}
+
+Test(parse, every_split)
+{
+	static const char *const kinds[] = { "row", "col", "vocab", "replicate", "skip" };
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		char text[200];
+
+		snprintf(text, sizeof(text), RULES("{\"match\": \"a\", \"split\": \"%s\"}"),
+			 kinds[i]);
+		parse_ok(text);
+	}
+}
+
+Test(parse, unknown_split)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"rows\"}"),
+		    "rule 'a': unknown split \"rows\"");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"Row\"}"), "unknown split \"Row\"");
+}
+
+Test(parse, fuse_unknown_operator)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"kv.k\", \"output\": \"o\"}"),
+		    "rule 'a': \"fuse\" must be OPERATOR.PART with a declared operator, not \"kv.k\"");
+	/* No dot at all. */
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"qkv\", \"output\": \"o\"}"),
+		    "not \"qkv\"");
+}
+
+Test(parse, fuse_unknown_part)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"qkv.o\", \"output\": \"o\"}"),
+		    "rule 'a': operator 'qkv' has no part 'o'");
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"gate_up.w1\", \"output\": \"o\"}"),
+		    "operator 'gate_up' has no part 'w1'");
+}
+
+Test(parse, fuse_without_output)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"qkv.q\"}"),
+		    "rule 'a': a fused part needs \"output\"");
+}
+
+Test(parse, declared_operator)
+{
+	parse_ok("{\"fused\": {\"abc\": {\"parts\": [\"a\", \"b\", \"c\"]}},"
+		 " \"tensors\": [{\"match\": \"x\", \"fuse\": \"abc.c\", \"output\": \"y\"}]}");
+	parse_fails("{\"fused\": {\"qkv\": {\"parts\": [\"q\"]}}, \"tensors\": "
+		    "[{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "fused operator 'qkv' is declared twice");
+	parse_fails("{\"fused\": {\"z\": {\"parts\": []}}, \"tensors\": "
+		    "[{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "fused operator 'z' needs \"parts\"");
+	parse_fails("{\"fused\": {\"z\": {\"parts\": [1]}}, \"tensors\": "
+		    "[{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "part 0 is not a string");
+	parse_fails("{\"fused\": [1], \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "\"fused\" is not an object");
+}
+
+Test(parse, two_of_split_fuse_unpack)
+{
+	const char *want = "rule 'a' needs exactly one of \"split\", \"fuse\" or \"unpack\"";
+
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"fuse\": \"qkv.q\", \"output\": \"o\"}"),
+		    want);
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"unpack\": \"qkv\"}"), want);
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"qkv.q\", \"unpack\": \"qkv\", \"output\": \"o\"}"),
+		    want);
+	parse_fails(RULES("{\"match\": \"a\"}"), want);
+}
+
+Test(parse, unpack_unknown_operator)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"unpack\": \"qkvo\"}"),
+		    "rule 'a': unknown operator \"qkvo\"");
+}
+
+Test(parse, output_placeholder_without_match)
+{
+	parse_fails(RULES("{\"match\": \"l.{n}.w\", \"split\": \"row\", \"output\": \"l.{n}.e.{e}\"}"),
+		    "rule 'l.{n}.w': output uses {e} but match does not");
+	parse_fails(RULES("{\"match\": \"w\", \"split\": \"row\", \"output\": \"l.{n}.w\"}"),
+		    "output uses {n} but match does not");
+	/* Dropping a placeholder is allowed ({e} stacks experts). */
+	parse_ok(RULES("{\"match\": \"l.{n}.e.{e}.w1\", \"fuse\": \"w13.w1\", \"output\": \"l.{n}.w13\"}"));
+}
+
+Test(parse, unknown_key)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"spilt\": \"col\"}"),
+		    "rule 'a': unknown key \"spilt\"");
+}
+
+Test(parse, rule_without_match)
+{
+	parse_fails(RULES("{\"split\": \"row\"}"), "tensors[0] has no \"match\" string");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\"}, 3"),
+		    "tensors[1] has no \"match\" string");
+	parse_fails(RULES("{\"match\": 5, \"split\": \"row\"}"), "tensors[0] has no \"match\"");
+}
+
+Test(parse, bad_shape)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"shape\": \"hidden_size\"}"),
+		    "rule 'a': \"shape\" is not an array");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"shape\": [1,2,3,4,5,6,7,8,9]}"),
+		    "\"shape\" is not an array of at most 8");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"shape\": [4, true]}"),
+		    "shape entry 1 is neither a number nor a string");
+}
+
+Test(parse, bad_extra)
+{
+	const char *base = "{\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}], \"extra\": %s}";
+	char text[400];
+
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"s\", \"value\": 1, \"option\": \"scales\"}]");
+	parse_fails(text, "extra 's': unknown option \"scales\" (attn_scales)");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"I32\"}]");
+	parse_fails(text, "extra 's': dtype must be F32, F16 or BF16");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"F99\"}]");
+	parse_fails(text, "extra 's': dtype must be F32, F16 or BF16");
+	snprintf(text, sizeof(text), base, "[{\"name\": \"s\", \"value\": \"1\"}]");
+	parse_fails(text, "extra[0] needs \"name\" and a numeric \"value\"");
+	snprintf(text, sizeof(text), base, "[{\"value\": 1}]");
+	parse_fails(text, "extra[0] needs \"name\"");
+	snprintf(text, sizeof(text), base, "{\"name\": \"s\"}");
+	parse_fails(text, "\"extra\" is not an array");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"l.{n}.s\", \"value\": 0.5, \"dtype\": \"BF16\","
+		 " \"option\": \"attn_scales\"}, {\"name\": \"t\", \"value\": 2}]");
+	parse_ok(text);
+}
+
+Test(parse, bad_tie)
+{
+	const char *base = "{\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}], \"tie\": %s}";
+	char text[400];
+
+	snprintf(text, sizeof(text), base, "{\"source\": \"e\"}");
+	parse_fails(text, "\"tie\" needs \"source\" and \"output\"");
+	snprintf(text, sizeof(text), base,
+		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": \"h\"}");
+	parse_fails(text, "tie \"drop\" is not an array");
+	snprintf(text, sizeof(text), base,
+		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": [\"h\", 1]}");
+	parse_fails(text, "tie \"drop\" entry 1 is not a string");
+	snprintf(text, sizeof(text), base,
+		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": [\"h\"], \"default\": true}");
+	parse_ok(text);
+}
+
+Test(parse, document_shape)
+{
+	parse_fails("[1, 2]", "not a JSON object");
+	parse_fails("\"rules\"", "not a JSON object");
+	parse_fails("{\"tensors\": []}", "\"tensors\" must be a non-empty array");
+	parse_fails("{\"tensors\": {}}", "\"tensors\" must be a non-empty array");
+	parse_fails("{}", "\"tensors\" must be a non-empty array");
+	parse_fails("{\"architectures\": \"X\", \"tensors\": [{\"match\": \"a\", \"split\": \"row\"}]}",
+		    "\"architectures\" is not an array");
+	parse_fails("{\"architectures\": [1], \"tensors\": [{\"match\": \"a\", \"split\": \"row\"}]}",
+		    "architectures[0] is not a string");
+}
+
+Test(parse, invalid_json)
+{
+	parse_fails("{\"tensors\": [", "invalid JSON at line 1");
+	parse_fails("", "invalid JSON");
+	parse_fails("{\"tensors\": [{\"match\": \"a\", \"split\": \"row\", \"split\": \"col\"}]}",
+		    "invalid JSON");
+}
+
+/* len bounds the text: what follows is not read. */
+Test(parse, length_is_respected)
+{
+	const char *text = RULES("{\"match\": \"a\", \"split\": \"row\"}") "garbage";
+	struct wshard_rules *r;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text) - 7, "t.json", &err),
+		     WSHARD_OK, "%s", err.msg);
+	wshard_rules_free(r);
+}
+
+Test(parse, load_missing_file)
+{
+	struct wshard_rules *r = (void *)1;
+	struct wshard_error err;
+	enum wshard_err rc;
+
+	wshard_error_clear(&err);
+	rc = wshard_rules_load(&r, "/nonexistent/rules.json", &err);
+	cr_assert_neq(rc, WSHARD_OK);
+	cr_assert_null(r);
+	cr_assert_not_null(strstr(err.msg, "/nonexistent/rules.json"), "%s", err.msg);
+}
+
+Test(parse, load_file)
+{
+	char path[] = "/tmp/wshard-rules.XXXXXX";
+	const char *text = RULES("{\"match\": \"a\", \"split\": \"col\"}");
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_load(&r, path, &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_str_eq(wshard_rules_name(r), path);
+	wshard_rules_free(r);
+	unlink(path);
+}
+
+Test(parse, free_null)
+{
+	wshard_rules_free(NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Built-in rules                                                      */
+/* ------------------------------------------------------------------ */
+
+static const char *const archs[] = {
+	"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
+	"Qwen3ForCausalLM", "GemmaForCausalLM", "Gemma2ForCausalLM",
+	"Phi3ForCausalLM",
+};
+#define NARCHS (sizeof(archs) / sizeof(archs[0]))
+
+static const struct rules_rule *find_rule(const struct wshard_rules *r,
+					  const char *name,
+					  struct rules_capture *cap)
+{
+	size_t i;
+
+	for (i = 0; i < r->nrules; i++)
+		if (rules_match(r->rules[i].match, name, cap))
+			return &r->rules[i];
+	return NULL;
+}
+
+Test(builtin, every_architecture_loads)
+{
+	size_t i, j;
+
+	for (i = 0; i < NARCHS; i++) {
+		struct wshard_rules *r = NULL;
+		struct wshard_error err;
+		struct rules_capture cap;
+		bool found = false;
+
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, archs[i], &err), WSHARD_OK,
+			     "%s: %s", archs[i], err.msg);
+		cr_assert_not_null(r);
+		cr_assert_eq(strncmp(wshard_rules_name(r), "builtin:", 8), 0);
+		for (j = 0; j < r->narchs; j++)
+			found |= !strcmp(r->archs[j], archs[i]);
+		cr_assert(found, "%s not in its own rules", archs[i]);
+		/* Every architecture covers the common tensors. */
+		cr_assert_not_null(find_rule(r, "model.embed_tokens.weight", &cap), "%s", archs[i]);
+		cr_assert_eq(find_rule(r, "model.embed_tokens.weight", &cap)->kind, RULE_VOCAB);
+		cr_assert_not_null(find_rule(r, "lm_head.weight", &cap), "%s", archs[i]);
+		cr_assert_eq(find_rule(r, "model.norm.weight", &cap)->kind, RULE_REPLICATE);
+		cr_assert_eq(find_rule(r, "model.layers.3.self_attn.o_proj.weight", &cap)->kind,
+			     RULE_COL);
+		cr_assert_eq(cap.n, 3);
+		cr_assert_eq(find_rule(r, "model.layers.0.mlp.down_proj.weight", &cap)->kind,
+			     RULE_COL);
+		cr_assert_eq(find_rule(r, "model.layers.0.input_layernorm.weight", &cap)->kind,
+			     RULE_REPLICATE);
+		cr_assert_eq(find_rule(r, "model.layers.0.self_attn.rotary_emb.inv_freq", &cap)->kind,
+			     RULE_SKIP);
+		cr_assert_null(find_rule(r, "model.layers.0.self_attn.unknown.weight", &cap));
+		cr_assert_eq(r->nextras, 4, "%s", archs[i]);
+		for (j = 0; j < r->nextras; j++) {
+			cr_assert_eq(r->extras[j].dtype, WSHARD_F32);
+			cr_assert_eq(r->extras[j].value, 1.0);
+			cr_assert_str_eq(r->extras[j].option, "attn_scales");
+		}
+		cr_assert_str_eq(r->tie_source, "model.embed_tokens.weight");
+		wshard_rules_free(r);
+	}
+}
+
+/* What differs between the families. */
+Test(builtin, family_details)
+{
+	struct wshard_rules *r;
+	struct wshard_error err;
+	struct rules_capture cap;
+	const struct rules_rule *rule;
+
+	cr_assert_eq(wshard_rules_builtin(&r, "Phi3ForCausalLM", &err), WSHARD_OK);
+	rule = find_rule(r, "model.layers.2.self_attn.qkv_proj.weight", &cap);
+	cr_assert_not_null(rule);
+	cr_assert_eq(rule->kind, RULE_UNPACK);
+	cr_assert_str_eq(r->ops[rule->op].name, "qkv");
+	rule = find_rule(r, "model.layers.2.mlp.gate_up_proj.weight", &cap);
+	cr_assert_eq(rule->kind, RULE_UNPACK);
+	cr_assert_str_eq(r->ops[rule->op].name, "gate_up");
+	cr_assert_null(find_rule(r, "model.layers.2.self_attn.q_proj.weight", &cap));
+	cr_assert_str_eq(r->tie_output, "lm_head.weight");
+	wshard_rules_free(r);
+
+	cr_assert_eq(wshard_rules_builtin(&r, "Qwen2ForCausalLM", &err), WSHARD_OK);
+	rule = find_rule(r, "model.layers.1.self_attn.k_proj.bias", &cap);
+	cr_assert_not_null(rule);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(r->ops[rule->op].parts[rule->part], "k");
+	cr_assert_str_eq(rule->output, "model.layers.{n}.self_attn.qkv_proj.bias");
+	wshard_rules_free(r);
+
+	cr_assert_eq(wshard_rules_builtin(&r, "Qwen3ForCausalLM", &err), WSHARD_OK);
+	cr_assert_eq(find_rule(r, "model.layers.1.self_attn.q_norm.weight", &cap)->kind,
+		     RULE_REPLICATE);
+	cr_assert_eq(find_rule(r, "model.layers.1.self_attn.k_norm.weight", &cap)->kind,
+		     RULE_REPLICATE);
+	wshard_rules_free(r);
+
+	cr_assert_eq(wshard_rules_builtin(&r, "Gemma2ForCausalLM", &err), WSHARD_OK);
+	cr_assert_eq(find_rule(r, "model.layers.1.pre_feedforward_layernorm.weight", &cap)->kind,
+		     RULE_REPLICATE);
+	cr_assert_eq(find_rule(r, "model.layers.1.post_feedforward_layernorm.weight", &cap)->kind,
+		     RULE_REPLICATE);
+	cr_assert_str_eq(r->tie_output, "model.embed_tokens.weight");
+	cr_assert(r->tie_always);
+	wshard_rules_free(r);
+
+	cr_assert_eq(wshard_rules_builtin(&r, "LlamaForCausalLM", &err), WSHARD_OK);
+	rule = find_rule(r, "model.layers.9.self_attn.v_proj.weight", &cap);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(r->ops[rule->op].name, "qkv");
+	cr_assert_str_eq(r->ops[rule->op].parts[rule->part], "v");
+	rule = find_rule(r, "model.layers.9.mlp.up_proj.weight", &cap);
+	cr_assert_str_eq(r->ops[rule->op].name, "gate_up");
+	cr_assert_str_eq(r->ops[rule->op].parts[rule->part], "up");
+	cr_assert_str_eq(r->tie_output, "lm_head.weight");
+	cr_assert_not(r->tie_default);
+	cr_assert_not(r->tie_always);
+	cr_assert_null(find_rule(r, "model.layers.1.self_attn.q_norm.weight", &cap));
+	wshard_rules_free(r);
+}
+
+Test(builtin, unknown_architecture)
+{
+	struct wshard_rules *r = (void *)1;
+	struct wshard_error err;
+	size_t i;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_builtin(&r, "MixtralForCausalLM", &err), WSHARD_EINVAL);
+	cr_assert_null(r);
+	cr_assert_not_null(strstr(err.msg, "'MixtralForCausalLM'"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "--rules"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "known: "), "%s", err.msg);
+	for (i = 0; i < NARCHS; i++)
+		cr_assert_not_null(strstr(err.msg, archs[i]), "'%s' lacks %s", err.msg,
+				   archs[i]);
+	cr_assert_null(strchr(err.msg, '\n'));
+
+	/* Case matters: config.json spells the class exactly. */
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_builtin(&r, "llamaforcausallm", &err), WSHARD_EINVAL);
+	cr_assert_null(r);
+}
+
+Test(builtin, no_architecture)
+{
+	struct wshard_rules *r = (void *)1;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_builtin(&r, NULL, &err), WSHARD_EINVAL);
+	cr_assert_null(r);
+	cr_assert_not_null(strstr(err.msg, "LlamaForCausalLM"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "config.json"), "%s", err.msg);
+}
+
+Test(builtin, architectures_list)
+{
+	const char *const *list = wshard_rules_architectures();
+	size_t n = 0, i, j;
+
+	cr_assert_not_null(list);
+	for (; list[n]; n++)
+		for (j = 0; j < n; j++)
+			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
+	cr_assert_eq(n, NARCHS, "%zu architectures listed", n);
+	for (i = 0; i < NARCHS; i++) {
+		bool found = false;
+
+		for (j = 0; j < n; j++)
+			found |= !strcmp(list[j], archs[i]);
+		cr_assert(found, "%s not listed", archs[i]);
+	}
+	/* Stable: the same list again. */
+	cr_assert_eq(wshard_rules_architectures(), list);
+}
