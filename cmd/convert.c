@@ -26,6 +26,8 @@ static const char convert_usage[] =
 	"      --max-memory SIZE    tensor-data buffer budget (default 64MiB)\n"
 	"      --validate MODE      round trip: auto (default), gpu, host or off\n"
 	"      --checksum ALGO      manifest checksums: xxh3-64 (default) or sha256\n"
+	"      --dtype TYPE         convert F32/F16/BF16 weights to bf16, f16 or f32\n"
+	"                           (FP8 weights, their scales and integers are kept)\n"
 	"  -f, --force              replace an earlier wshard output in OUT\n"
 	"  -n, --dry-run            print the plan and write nothing\n"
 	"      --json               print the summary as JSON\n"
@@ -53,6 +55,7 @@ enum {
 	OPT_VALIDATE,
 	OPT_CHECKSUM,
 	OPT_JSON,
+	OPT_DTYPE,
 };
 
 static int parse_validate(const char *s, enum wshard_validate_mode *out)
@@ -79,6 +82,7 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 		{ "max-memory", required_argument, NULL, OPT_MAX_MEM },
 		{ "validate", required_argument, NULL, OPT_VALIDATE },
 		{ "checksum", required_argument, NULL, OPT_CHECKSUM },
+		{ "dtype", required_argument, NULL, OPT_DTYPE },
 		{ "force", no_argument, NULL, 'f' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -128,6 +132,18 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 			if (wshard_checksum_parse(optarg, &o->opt.checksum) < 0)
 				return usage_error("convert", "--checksum: '%s' is not xxh3-64 or sha256",
 						   optarg);
+			break;
+		case OPT_DTYPE:
+			if (!strcmp(optarg, "bf16") || !strcmp(optarg, "BF16"))
+				o->opt.dtype = WSHARD_BF16;
+			else if (!strcmp(optarg, "f16") || !strcmp(optarg, "F16"))
+				o->opt.dtype = WSHARD_F16;
+			else if (!strcmp(optarg, "f32") || !strcmp(optarg, "F32"))
+				o->opt.dtype = WSHARD_F32;
+			else
+				return usage_error("convert", "--dtype: '%s' is not bf16, f16 or f32",
+						   optarg);
+			o->opt.has_dtype = true;
 			break;
 		case 'f':
 			o->run.force = true;

@@ -6,6 +6,7 @@
  * before anyone leaves, and a failure leaves no manifest behind.
  */
 #include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -262,6 +263,8 @@ static enum wshard_err write_put(void *ctx, int rank, size_t tensor, uint64_t of
 	const struct wshard_out_tensor *t = &rp->tensors[tensor];
 	struct wshard_file *f = cv->ranks[rank].files[t->part];
 
+	if (wshard_fault_hit("kill-write"))
+		raise(SIGKILL);
 	return wshard_file_pwrite(f, buf, len,
 				  rp->files[t->part].header_len + t->begin + off, err);
 }
@@ -369,6 +372,8 @@ static enum wshard_err seal_ranks(struct convert *cv, struct wshard_error *err)
 			 cv->run->validate_backend);
 		for (f = 0; f < plan->ranks[r].nfiles && !rc; f++)
 			rc = seal_part(cv, r, f, cv->v, buf, bufsz, err);
+		if (wshard_fault_hit("kill-seal"))	/* between ranks */
+			raise(SIGKILL);
 	}
 	if (cv->v) {
 		double secs;
@@ -409,6 +414,32 @@ static void discard_ranks(struct convert *cv)
 /* Manifest                                                             */
 /* ------------------------------------------------------------------ */
 
+/* With --dtype, config.json's torch_dtype follows the weights. */
+static enum wshard_err write_config(struct convert *cv, const char *dst,
+				    struct wshard_error *err)
+{
+	static const struct { enum wshard_dtype dt; const char *name; } names[] = {
+		{ WSHARD_BF16, "bfloat16" }, { WSHARD_F16, "float16" }, { WSHARD_F32, "float32" },
+	};
+	json_t *cfg = json_deep_copy(cv->plan->cat->config.json);
+	char *text;
+	size_t i, n;
+	enum wshard_err rc;
+
+	for (i = 0; cfg && i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].dt == cv->plan->opt.dtype)
+			json_object_set_new(cfg, "torch_dtype", json_string(names[i].name));
+	text = cfg ? json_dumps(cfg, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(cfg);
+	if (!text)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing config.json");
+	n = strlen(text);
+	text[n] = '\n';
+	rc = wshard_write_file(dst, text, n + 1, err);
+	free(text);
+	return rc;
+}
+
 static enum wshard_err copy_extras(struct convert *cv, struct wshard_error *err)
 {
 	const struct wshard_catalog *cat = cv->plan->cat;
@@ -419,8 +450,12 @@ static enum wshard_err copy_extras(struct convert *cv, struct wshard_error *err)
 		char *src = wshard_path_join(cat->dir, cat->extra[i]);
 		char *dst = wshard_path_join(cv->run->out_dir, cat->extra[i]);
 
-		rc = src && dst ? wshard_copy_file(src, dst, err)
-				: wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (!src || !dst)
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		else if (cv->plan->opt.has_dtype && !strcmp(cat->extra[i], "config.json"))
+			rc = write_config(cv, dst, err);
+		else
+			rc = wshard_copy_file(src, dst, err);
 		free(src);
 		free(dst);
 	}
@@ -464,6 +499,8 @@ static enum wshard_err write_manifest(struct convert *cv, struct wshard_error *e
 	rc = copy_extras(cv, err);
 	if (rc)
 		goto out;
+	if (wshard_fault_hit("kill-manifest"))
+		raise(SIGKILL);
 	if (wshard_fault_hit("manifest")) {
 		rc = wshard_error_set(err, WSHARD_EIO, "cannot write '%s/%s': injected fault",
 				      cv->run->out_dir, WSHARD_MANIFEST);

@@ -4,7 +4,9 @@
  * infinite.  Bit-exact and independent of the host's FPU modes.
  */
 #include <stdint.h>
+#include <string.h>
 
+#include "wshard.h"
 #include "internal.h"
 
 uint16_t wshard_f32_to_bf16(uint32_t f)
@@ -43,4 +45,62 @@ uint16_t wshard_f32_to_f16(uint32_t f)
 		return (uint16_t)(sign | h);
 	}
 	return (uint16_t)sign;			/* underflow to zero */
+}
+
+uint32_t wshard_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+	uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+
+	if (exp == 0x1f)			/* inf, NaN (payload kept) */
+		return sign | 0x7f800000u | (mant << 13);
+	if (exp)
+		return sign | ((exp + 112) << 23) | (mant << 13);
+	if (!mant)
+		return sign;
+	exp = 113;				/* subnormal: normalise */
+	while (!(mant & 0x400u)) {
+		mant <<= 1;
+		exp--;
+	}
+	return sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+}
+
+bool wshard_dtype_is_convertible(enum wshard_dtype dt)
+{
+	return dt == WSHARD_F32 || dt == WSHARD_F16 || dt == WSHARD_BF16;
+}
+
+static uint32_t load_f32(enum wshard_dtype dt, const unsigned char *p)
+{
+	uint16_t h;
+	uint32_t u;
+
+	if (dt == WSHARD_F32) {
+		memcpy(&u, p, 4);
+		return u;
+	}
+	memcpy(&h, p, 2);
+	return dt == WSHARD_BF16 ? (uint32_t)h << 16 : wshard_f16_to_f32(h);
+}
+
+void wshard_convert_floats(enum wshard_dtype from, enum wshard_dtype to,
+			   const void *src, void *dst, size_t n)
+{
+	const unsigned char *s = src;
+	unsigned char *d = dst;
+	size_t in = wshard_dtype_bits(from) / 8, out = wshard_dtype_bits(to) / 8, i;
+
+	for (i = 0; i < n; i++) {
+		/* F16 and BF16 widen to F32 exactly, so each value is rounded once */
+		uint32_t f = load_f32(from, s + i * in);
+		uint16_t h;
+
+		if (to == WSHARD_F32) {
+			memcpy(d + i * out, &f, 4);
+			continue;
+		}
+		h = to == WSHARD_BF16 ? wshard_f32_to_bf16(f) : wshard_f32_to_f16(f);
+		memcpy(d + i * out, &h, 2);
+	}
 }

@@ -232,6 +232,8 @@ static enum wshard_err push_piece(struct wshard_out_tensor *t,
 	t->pieces = pieces;
 	pieces[t->npieces] = *p;
 	pieces[t->npieces].dst = t->nbytes;
+	if (!p->out_ncols)
+		pieces[t->npieces].out_ncols = p->ncols;
 	t->nbytes += p->len;
 	t->npieces++;
 	return WSHARD_OK;
@@ -905,6 +907,34 @@ static enum wshard_err rank_push(struct wshard_rank_plan *rp, size_t *cap,
 	return WSHARD_OK;
 }
 
+/*
+ * --dtype: a floating-point output (not an FP8 scale) becomes the target
+ * dtype; its pieces keep their source rectangles and produce converted
+ * bytes, so every offset after them moves.
+ */
+static void convert_dtype(const struct wshard_plan *plan, struct wshard_out_tensor *t)
+{
+	unsigned in, out;
+	size_t k;
+
+	if (!wshard_dtype_is_convertible(t->dtype) || t->dtype == plan->opt.dtype)
+		return;
+	in = wshard_dtype_bits(t->dtype) / 8;
+	out = wshard_dtype_bits(plan->opt.dtype) / 8;
+	t->nbytes = 0;
+	for (k = 0; k < t->npieces; k++) {
+		struct wshard_piece *p = &t->pieces[k];
+
+		p->from = t->dtype;
+		p->to = plan->opt.dtype;
+		p->out_ncols = p->ncols / in * out;
+		p->len = p->len / in * out;
+		p->dst = t->nbytes;
+		t->nbytes += p->len;
+	}
+	t->dtype = plan->opt.dtype;
+}
+
 /* Builds the group of members [m, m + n) that share an output name. */
 static enum wshard_err build_group(struct wshard_plan *plan,
 				   const struct wshard_rules *rules,
@@ -959,6 +989,13 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 				rc = wshard_error_set(err, WSHARD_EINVAL,
 						      "output '%s' would have more than %d dimensions",
 						      m[0].out, WSHARD_MAX_DIMS);
+		}
+		if (!rc && plan->opt.has_dtype && !m[0].rule->scale) {
+			int i;
+
+			for (i = 0; i < (int)t->npieces; i++)
+				t->pieces[i].from = t->pieces[i].to = t0->dtype;
+			convert_dtype(plan, t);
 		}
 		if (!rc)
 			rc = rank_push(&plan->ranks[r], &caps[r], t, err);
@@ -1164,6 +1201,10 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 					"unknown target '%s' (known: vllm)", opt->target);
 	if (opt->max_file_size == 0)
 		return wshard_error_set(err, WSHARD_EUSAGE, "--max-file-size must be positive");
+	if (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype))
+		return wshard_error_set(err, WSHARD_EUSAGE,
+					"--dtype %s: only bf16, f16 and f32 are targets",
+					wshard_dtype_name(opt->dtype));
 	plan = calloc(1, sizeof(*plan));
 	if (!plan)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");

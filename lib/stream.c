@@ -135,19 +135,25 @@ static void put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		     uint64_t y, const char *src, uint64_t stride)
 {
 	const struct wshard_piece *p = ref_piece(s, ref);
-	uint64_t off = p->dst + (x - p->row0) * p->ncols;
-	size_t len = (size_t)((y - x) * p->ncols);
+	uint64_t off = p->dst + (x - p->row0) * p->out_ncols;
+	size_t len = (size_t)((y - x) * p->out_ncols);
+	bool convert = p->out_ncols != p->ncols || p->from != p->to;
 	const char *buf = src;
+	uint64_t i;
 
 	if (s->local.code || len == 0)
 		return;
-	if (stride != p->ncols) {
-		uint64_t i;
-
+	if (stride != p->ncols || convert) {
 		if (grow(&s->stage, &s->stage_cap, len, &s->local))
 			return;
-		for (i = 0; i < y - x; i++)
-			memcpy(s->stage + i * p->ncols, src + i * stride, p->ncols);
+		for (i = 0; i < y - x; i++) {
+			if (convert)
+				wshard_convert_floats(p->from, p->to, src + i * stride,
+						      s->stage + i * p->out_ncols,
+						      p->ncols / (wshard_dtype_bits(p->from) / 8));
+			else
+				memcpy(s->stage + i * p->ncols, src + i * stride, p->ncols);
+		}
 		buf = s->stage;
 	}
 	if (s->sink->put(s->sink->ctx, ref->rank, ref->tensor, off, buf, len, &s->local))

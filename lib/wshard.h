@@ -428,6 +428,10 @@ struct wshard_piece {
 	uint64_t len;			/* bytes produced */
 	unsigned char value[8];		/* CONST: one element, little-endian */
 	unsigned value_len;
+	/* COPY with --dtype: source elements of dtype from become to; the
+	 * output holds out_ncols bytes per row (ncols when from == to). */
+	enum wshard_dtype from, to;
+	uint64_t out_ncols;
 	/* Provenance in elements, for the manifest (prov_ncols 0: whole rows). */
 	uint64_t prov_col0, prov_ncols;
 	double prov_value;		/* CONST: the value */

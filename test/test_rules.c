@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -403,7 +404,8 @@ Test(parse, bad_tie)
 Test(parse, document_shape)
 {
 	parse_fails("[1, 2]", "not a JSON object");
-	parse_fails("\"rules\"", "not a JSON object");
+	/* jansson takes only an object or an array at the top. */
+	parse_fails("\"rules\"", "invalid JSON");
 	parse_fails("{\"tensors\": []}", "\"tensors\" must be a non-empty array");
 	parse_fails("{\"tensors\": {}}", "\"tensors\" must be a non-empty array");
 	parse_fails("{}", "\"tensors\" must be a non-empty array");
@@ -477,7 +479,8 @@ Test(parse, free_null)
 static const char *const archs[] = {
 	"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
 	"Qwen3ForCausalLM", "GemmaForCausalLM", "Gemma2ForCausalLM",
-	"Phi3ForCausalLM",
+	"Phi3ForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM",
+	"Qwen3MoeForCausalLM",
 };
 #define NARCHS (sizeof(archs) / sizeof(archs[0]))
 
@@ -519,8 +522,9 @@ Test(builtin, every_architecture_loads)
 		cr_assert_eq(find_rule(r, "model.layers.3.self_attn.o_proj.weight", &cap)->kind,
 			     RULE_COL);
 		cr_assert_eq(cap.n, 3);
-		cr_assert_eq(find_rule(r, "model.layers.0.mlp.down_proj.weight", &cap)->kind,
-			     RULE_COL);
+		if (strcmp(archs[i], "MixtralForCausalLM") != 0)
+			cr_assert_eq(find_rule(r, "model.layers.0.mlp.down_proj.weight",
+					       &cap)->kind, RULE_COL, "%s", archs[i]);
 		cr_assert_eq(find_rule(r, "model.layers.0.input_layernorm.weight", &cap)->kind,
 			     RULE_REPLICATE);
 		cr_assert_eq(find_rule(r, "model.layers.0.self_attn.rotary_emb.inv_freq", &cap)->kind,
@@ -596,6 +600,68 @@ Test(builtin, family_details)
 	wshard_rules_free(r);
 }
 
+Test(builtin, moe_details)
+{
+	struct wshard_rules *r;
+	struct wshard_error err;
+	struct rules_capture cap;
+	const struct rules_rule *rule;
+
+	cr_assert_eq(wshard_rules_builtin(&r, "MixtralForCausalLM", &err), WSHARD_OK);
+	rule = find_rule(r, "model.layers.1.block_sparse_moe.experts.7.w3.weight", &cap);
+	cr_assert_not_null(rule);
+	cr_assert_eq(cap.n, 1);
+	cr_assert_eq(cap.e, 7);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(r->ops[rule->op].name, "w13");
+	cr_assert_str_eq(r->ops[rule->op].parts[rule->part], "w3");
+	cr_assert_str_eq(rule->output, "model.layers.{n}.block_sparse_moe.experts.w13_weight");
+	rule = find_rule(r, "model.layers.1.block_sparse_moe.experts.0.w2.weight", &cap);
+	cr_assert_eq(rule->kind, RULE_COL);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.block_sparse_moe.experts.w2_weight");
+	cr_assert_eq(find_rule(r, "model.layers.1.block_sparse_moe.gate.weight", &cap)->kind,
+		     RULE_REPLICATE);
+	wshard_rules_free(r);
+
+	cr_assert_eq(wshard_rules_builtin(&r, "Qwen2MoeForCausalLM", &err), WSHARD_OK);
+	rule = find_rule(r, "model.layers.0.mlp.experts.3.gate_proj.weight", &cap);
+	cr_assert_not_null(rule);
+	cr_assert_str_eq(r->ops[rule->op].parts[rule->part], "w1");
+	rule = find_rule(r, "model.layers.0.mlp.shared_expert.up_proj.weight", &cap);
+	cr_assert_not_null(rule);
+	cr_assert_str_eq(r->ops[rule->op].name, "gate_up");
+	cr_assert_eq(find_rule(r, "model.layers.0.mlp.shared_expert_gate.weight", &cap)->kind,
+		     RULE_REPLICATE);
+	wshard_rules_free(r);
+}
+
+/* FP8 scales get rules derived from their weight's rule. */
+Test(builtin, derived_scale_rules)
+{
+	struct wshard_rules *r;
+	struct wshard_error err;
+	struct rules_capture cap;
+	const struct rules_rule *rule;
+
+	cr_assert_eq(wshard_rules_builtin(&r, "LlamaForCausalLM", &err), WSHARD_OK);
+	rule = find_rule(r, "model.layers.4.self_attn.k_proj.weight_scale", &cap);
+	cr_assert_not_null(rule);
+	cr_assert(rule->scale);
+	cr_assert(rule->optional);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(r->ops[rule->op].parts[rule->part], "k");
+	cr_assert_str_eq(rule->output, "model.layers.{n}.self_attn.qkv_proj.weight_scale");
+	rule = find_rule(r, "model.layers.4.mlp.down_proj.input_scale", &cap);
+	cr_assert_not_null(rule);
+	cr_assert_eq(rule->kind, RULE_REPLICATE);
+	rule = find_rule(r, "model.layers.4.mlp.down_proj.weight_scale_inv", &cap);
+	cr_assert_not_null(rule);
+	cr_assert_eq(rule->kind, RULE_COL);
+	/* Not for the vocabulary (no scale there) nor for the norms' names. */
+	cr_assert_null(find_rule(r, "model.embed_tokens.weight_scale", &cap));
+	wshard_rules_free(r);
+}
+
 Test(builtin, unknown_architecture)
 {
 	struct wshard_rules *r = (void *)1;
@@ -603,9 +669,9 @@ Test(builtin, unknown_architecture)
 	size_t i;
 
 	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_builtin(&r, "MixtralForCausalLM", &err), WSHARD_EINVAL);
+	cr_assert_eq(wshard_rules_builtin(&r, "FalconForCausalLM", &err), WSHARD_EINVAL);
 	cr_assert_null(r);
-	cr_assert_not_null(strstr(err.msg, "'MixtralForCausalLM'"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "'FalconForCausalLM'"), "%s", err.msg);
 	cr_assert_not_null(strstr(err.msg, "--rules"), "%s", err.msg);
 	cr_assert_not_null(strstr(err.msg, "known: "), "%s", err.msg);
 	for (i = 0; i < NARCHS; i++)
