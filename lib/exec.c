@@ -535,6 +535,20 @@ out:
 
 /* ------------------------------------------------------------------ */
 
+/*
+ * For tests of concurrency and of a source changing under us: with
+ * WSHARD_TEST_HOLD=PATH, wait (up to a minute) until PATH no longer exists,
+ * holding OUT's lock, before writing anything.
+ */
+static void test_hold(void)
+{
+	const char *hold = getenv("WSHARD_TEST_HOLD");
+	int i;
+
+	for (i = 0; hold && *hold && i < 6000 && access(hold, F_OK) == 0; i++)
+		usleep(10000);
+}
+
 void wshard_run_release(struct wshard_run *run)
 {
 	if (!run)
@@ -576,6 +590,7 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 		prepare_out(&cv, err);
 	if (wshard_comm_agree(comm, err))
 		goto out;
+	test_hold();
 	open_rank_files(&cv, err);
 	if (wshard_comm_agree(comm, err))
 		goto out;

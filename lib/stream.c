@@ -10,8 +10,10 @@
  * the same plan, so one MPI_Alltoallv per step moves the bytes, with no
  * extra metadata.  Summed over processes, each source byte is read once.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "wshard.h"
 #include "internal.h"
@@ -356,6 +358,31 @@ static enum wshard_err put_generated(struct stream *s)
 	return WSHARD_OK;
 }
 
+/*
+ * A source file that changed size while we read it (a download still in
+ * progress, a concurrent rewrite) may have handed us bytes of two
+ * versions: refuse the result.
+ */
+static void check_sizes(struct stream *s)
+{
+	const struct wshard_catalog *cat = s->plan->cat;
+	struct stat sb;
+	size_t i;
+
+	for (i = 0; i < cat->nfiles && !s->local.code; i++) {
+		const struct wshard_st *st = cat->files[i].st;
+
+		if (fstat(st->fd, &sb) < 0)
+			wshard_error_set(&s->local, WSHARD_EIO, "cannot stat '%s': %s", st->path,
+					 strerror(errno));
+		else if (st->base == 0 && (uint64_t)sb.st_size != st->size)
+			wshard_error_set(&s->local, WSHARD_EIO,
+					 "'%s' changed size during the run (%llu bytes, was %llu)",
+					 st->path, (unsigned long long)sb.st_size,
+					 (unsigned long long)st->size);
+	}
+}
+
 enum wshard_err stream_run(const struct wshard_plan *plan,
 			   struct wshard_comm *comm,
 			   const struct stream_sink *sink,
@@ -409,6 +436,7 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 		}
 	}
 	put_generated(&s);
+	check_sizes(&s);
 	rc = wshard_comm_agree(comm, &s.local);
 	if (rc)
 		rc = wshard_error_set(err, rc, "%s", s.local.msg);
