@@ -283,8 +283,8 @@ int cmd_convert(int argc, char **argv)
 		return report_error(&err);
 	leader = wshard_comm_rank(comm) == 0;
 	if (!wshard_catalog_open(&cat, o.src, &err)) {
-		if (o.rules)
-			wshard_rules_load(&rules, o.rules, &err);
+		if (o.rules && !wshard_rules_load(&rules, o.rules, &err) && cat->has_config)
+			wshard_rules_check_arch(rules, cat->config.architecture, &err);
 		else if (!cat->has_config)
 			wshard_error_set(&err, WSHARD_EINVAL,
 					 "'%s' has no config.json: convert needs a model directory",

@@ -3,6 +3,8 @@
  * input and the options (no time, no host name), so two runs give the same
  * bytes; only "run" depends on the number of processes.
  */
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -114,6 +116,7 @@ json_t *manifest_doc(const struct wshard_plan *plan, json_t *ranks,
 	const struct wshard_options *o = &plan->opt;
 	json_t *files = json_array(), *copied = json_array(), *reads = json_array();
 	json_t *doc;
+	char real[PATH_MAX];
 	size_t i;
 	int p;
 
@@ -139,8 +142,9 @@ json_t *manifest_doc(const struct wshard_plan *plan, json_t *ranks,
 		"max_file_size", (json_int_t)o->max_file_size,
 		"dtype", o->has_dtype ? json_string(wshard_dtype_name(o->dtype)) : json_null(),
 		"checksum", wshard_checksum_name(o->checksum)));
-	json_object_set_new(doc, "source", json_pack("{s:s,s:I,s:o,s:o}",
+	json_object_set_new(doc, "source", json_pack("{s:s,s:s?,s:I,s:o,s:o}",
 		"path", cat->path,
+		"realpath", realpath(cat->path, real) ? real : NULL,
 		"tensor_bytes", (json_int_t)cat->tensor_bytes,
 		"files", files, "copied", copied));
 	json_object_set_new(doc, "validation", json_pack("{s:s}", "mode",

@@ -451,8 +451,24 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	size_t i;
 	enum wshard_err rc;
 
+	const char *key;
+	json_t *val;
+
 	if (!json_is_object(root))
 		return wshard_error_set(err, WSHARD_EINVAL, "'%s': not a JSON object", r->name);
+	json_object_foreach(root, key, val) {
+		static const char *const known[] = {
+			"name", "comment", "architectures", "tensors", "fused", "extra", "tie",
+		};
+		bool ok = false;
+
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			ok |= strcmp(key, known[i]) == 0;
+		if (!ok)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie)",
+						r->name, key);
+	}
 	if (archs && !json_is_array(archs))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': \"architectures\" is not an array", r->name);
@@ -595,6 +611,23 @@ const char *const *wshard_rules_architectures(void)
 	list[n] = NULL;
 	done = true;
 	return list;
+}
+
+enum wshard_err wshard_rules_check_arch(const struct wshard_rules *rules,
+					const char *architecture,
+					struct wshard_error *err)
+{
+	size_t i;
+
+	if (rules->narchs == 0)
+		return WSHARD_OK;
+	for (i = 0; i < rules->narchs; i++)
+		if (architecture && !strcmp(rules->archs[i], architecture))
+			return WSHARD_OK;
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"rules '%s' are for %s%s, not for architecture '%s' of config.json",
+				rules->name, rules->archs[0], rules->narchs > 1 ? " and others" : "",
+				architecture ? architecture : "(none)");
 }
 
 const char *wshard_rules_name(const struct wshard_rules *rules)

@@ -34,6 +34,8 @@ struct vtensor {
 	uint64_t shape[WSHARD_MAX_DIMS];
 	size_t file;
 	uint64_t begin, end;
+	const char *checksum;		/* as the manifest says */
+	char digest[WSHARD_DIGEST_HEX];	/* as computed, "" if not */
 	bool comparable;		/* structure matches: compare its bytes */
 	bool differs;			/* a byte difference was reported */
 };
@@ -157,8 +159,9 @@ static enum wshard_err parse_rank(struct verify *v, size_t r, json_t *rk,
 		json_t *d;
 
 		t->name = json_string_value(json_object_get(x, "name"));
+		t->checksum = json_string_value(json_object_get(x, "checksum"));
 		snprintf(what, sizeof(what), "rank %zu tensor %zu is malformed", r, i);
-		if (!t->name || !dtype || wshard_dtype_parse(dtype, &t->dtype) < 0 || !file ||
+		if (!t->name || !t->checksum || !dtype || wshard_dtype_parse(dtype, &t->dtype) < 0 || !file ||
 		    !json_is_array(shape) || json_array_size(shape) > WSHARD_MAX_DIMS ||
 		    !json_is_array(off) || json_array_size(off) != 2 ||
 		    !json_is_integer(json_array_get(off, 0)) ||
@@ -232,6 +235,8 @@ static enum wshard_err load_manifest(struct verify *v, struct wshard_error *err)
 		if (rc)
 			return rc;
 	}
+	if ((size_t)v->tp != v->nranks && v->proc == 0)
+		diff(v, "manifest: tp %d but %zu ranks listed", v->tp, v->nranks);
 	if (v->opt->rank >= 0 && (size_t)v->opt->rank >= v->nranks)
 		return wshard_error_set(err, WSHARD_EUSAGE, "'%s' has no rank %d (%zu ranks)",
 					v->opt->out_dir, v->opt->rank, v->nranks);
@@ -242,17 +247,40 @@ static enum wshard_err load_manifest(struct verify *v, struct wshard_error *err)
 /* Files: existence, size, checksum, structure                          */
 /* ------------------------------------------------------------------ */
 
+struct span {
+	uint64_t start, end;		/* absolute in the file */
+	struct vtensor *t;
+	struct wshard_hash h;
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->start < y->start ? -1 : (x->start > y->start);
+}
+
+/*
+ * One read of the file: its digest into out, and the digest of every
+ * tensor in spans (absolute byte ranges) into its vtensor.
+ */
 static enum wshard_err hash_file(const char *path, enum wshard_checksum algo,
-				 char *out, struct wshard_error *err)
+				 struct span *spans, size_t nspans, char *out,
+				 struct wshard_error *err)
 {
 	struct wshard_hash h = { 0 };
-	size_t bufsz = 4u << 20;
+	size_t bufsz = 4u << 20, i, first = 0;
 	char *buf = malloc(bufsz);
 	uint64_t off = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	enum wshard_err rc = WSHARD_OK;
 
-	if (!buf || fd < 0 || wshard_hash_init(&h, algo)) {
+	if (nspans)
+		qsort(spans, nspans, sizeof(*spans), cmp_span);
+	for (i = 0; i < nspans; i++)
+		if (wshard_hash_init(&spans[i].h, algo))
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (rc || !buf || fd < 0 || wshard_hash_init(&h, algo)) {
 		rc = fd < 0 ? wshard_error_set(err, WSHARD_EIO, "cannot open '%s': %s", path,
 					       strerror(errno))
 			    : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
@@ -271,11 +299,25 @@ static enum wshard_err hash_file(const char *path, enum wshard_checksum algo,
 		if (n == 0)
 			break;
 		wshard_hash_update(&h, buf, (size_t)n);
+		for (i = first; i < nspans && spans[i].start < off + (uint64_t)n; i++) {
+			uint64_t a = WSHARD_MAX(spans[i].start, off);
+			uint64_t b = WSHARD_MIN(spans[i].end, off + (uint64_t)n);
+
+			if (a < b)
+				wshard_hash_update(&spans[i].h, buf + (a - off), (size_t)(b - a));
+			if (spans[i].end <= off + (uint64_t)n && i == first)
+				first++;
+		}
 		off += (uint64_t)n;
 	}
 	wshard_hash_final(&h, out);
+	for (i = 0; i < nspans; i++)
+		if (spans[i].end <= off)
+			wshard_hash_final(&spans[i].h, spans[i].t->digest);
 out:
 	wshard_hash_release(&h);
+	for (i = 0; i < nspans; i++)
+		wshard_hash_release(&spans[i].h);
 	if (fd >= 0)
 		close(fd);
 	free(buf);
@@ -295,12 +337,16 @@ static void format_shape(char *buf, size_t len, const uint64_t *shape, int ndim)
 		snprintf(buf + o, len - o, "]");
 }
 
-static enum wshard_err check_file(struct verify *v, int r, struct vfile *f,
+static enum wshard_err check_file(struct verify *v, int r, size_t fi,
 				  struct wshard_error *err)
 {
+	struct vrank *vr = &v->ranks[r];
+	struct vfile *f = &vr->files[fi];
 	char *path = wshard_path_join(v->opt->out_dir, f->name);
 	char digest[WSHARD_DIGEST_HEX];
 	struct wshard_error perr = { 0 };
+	struct span *spans = NULL;
+	size_t nspans = 0, i;
 	struct stat sb;
 	enum wshard_err rc = WSHARD_OK;
 
@@ -313,19 +359,37 @@ static enum wshard_err check_file(struct verify *v, int r, struct vfile *f,
 	if ((uint64_t)sb.st_size != f->size)
 		diff(v, "rank %d: file '%s': size %llu, manifest says %llu", r, f->name,
 		     (unsigned long long)sb.st_size, (unsigned long long)f->size);
-	rc = hash_file(path, v->algo, digest, err);
+	if (wshard_st_open(&f->st, path, &perr)) {
+		if (perr.code != WSHARD_EINVAL) {
+			rc = wshard_error_set(err, perr.code, "%s", perr.msg);
+			goto out;
+		}
+		diff(v, "rank %d: file '%s': not valid safetensors: %s", r, f->name, perr.msg);
+	}
+	/* the manifest's tensors where the file really has them */
+	spans = calloc(vr->ntensors + 1, sizeof(*spans));
+	if (!spans) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; f->st && i < vr->ntensors; i++) {
+		const struct wshard_st_tensor *st;
+
+		if (vr->tensors[i].file != fi ||
+		    !(st = wshard_st_find(f->st, vr->tensors[i].name)))
+			continue;
+		spans[nspans].start = f->st->data_start + st->begin;
+		spans[nspans].end = f->st->data_start + st->end;
+		spans[nspans++].t = &vr->tensors[i];
+	}
+	rc = hash_file(path, v->algo, spans, nspans, digest, err);
 	if (rc)
 		goto out;
 	if (strcmp(digest, f->checksum))
 		diff(v, "rank %d: file '%s': checksum %s, manifest says %s", r, f->name, digest,
 		     f->checksum);
-	if (wshard_st_open(&f->st, path, &perr)) {
-		if (perr.code == WSHARD_EINVAL)
-			diff(v, "rank %d: file '%s': not valid safetensors: %s", r, f->name, perr.msg);
-		else
-			rc = wshard_error_set(err, perr.code, "%s", perr.msg);
-	}
 out:
+	free(spans);
 	free(path);
 	return rc;
 }
@@ -367,6 +431,10 @@ static void check_structure(struct verify *v, int r)
 			     r, t->name, (unsigned long long)st->begin, (unsigned long long)st->end,
 			     (unsigned long long)t->begin, (unsigned long long)t->end);
 			t->comparable = false;
+		}
+		if (t->comparable && strcmp(t->digest, t->checksum)) {
+			diff(v, "rank %d: tensor '%s': checksum %s, manifest says %s", r, t->name,
+			     t->digest, t->checksum);
 		}
 		if (t->comparable) {
 			v->ntensors++;
@@ -541,8 +609,15 @@ static enum wshard_err check_source(struct verify *v, struct wshard_error *err)
 	size_t r;
 	enum wshard_err rc;
 
-	if (!src)
-		src = json_string_value(json_object_get(json_object_get(v->doc, "source"), "path"));
+	if (!src) {
+		/* the path as given, unless it does not lead here: then the real one */
+		json_t *so = json_object_get(v->doc, "source");
+		const char *real = json_string_value(json_object_get(so, "realpath"));
+
+		src = json_string_value(json_object_get(so, "path"));
+		if (src && access(src, F_OK) < 0 && real && access(real, F_OK) == 0)
+			src = real;
+	}
 	if (!src)
 		return bad(v, err, "no source path; pass --source");
 	rc = wshard_catalog_open(&cat, src, err);
@@ -551,8 +626,6 @@ static enum wshard_err check_source(struct verify *v, struct wshard_error *err)
 	if (wshard_comm_agree(v->comm, err))
 		goto out;
 	manifest_options(v, &o);
-	if ((size_t)v->tp != v->nranks && v->proc == 0)
-		diff(v, "manifest: tp %d but %zu ranks listed", v->tp, v->nranks);
 	if (wshard_plan_build(&plan, cat, rules, &o, &perr)) {
 		if (v->proc == 0)
 			diff(v, "manifest: the source cannot be converted with the manifest's options: %s",
@@ -680,7 +753,7 @@ enum wshard_err wshard_verify(const struct wshard_verify_opts *opt,
 			continue;
 		v.nranks_done++;
 		for (f = 0; f < v.ranks[r].nfiles && !err->code; f++)
-			check_file(&v, (int)r, &v.ranks[r].files[f], err);
+			check_file(&v, (int)r, f, err);
 		check_structure(&v, (int)r);
 	}
 	if (wshard_comm_agree(comm, err))

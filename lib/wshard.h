@@ -380,6 +380,14 @@ enum wshard_err wshard_rules_parse(struct wshard_rules **out_rules,
 enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
 				  const char *path, struct wshard_error *err);
 
+/*
+ * Checks that rules whose "architectures" list is not empty name
+ * architecture.  Returns WSHARD_OK or WSHARD_EINVAL.
+ */
+enum wshard_err wshard_rules_check_arch(const struct wshard_rules *rules,
+					const char *architecture,
+					struct wshard_error *err);
+
 /* The rules' name ("builtin:llama" or the file path). */
 const char *wshard_rules_name(const struct wshard_rules *rules);
 

@@ -94,6 +94,17 @@ elif cmd == 'swaprows':        # swaprows FILE TENSOR A B N MANIFEST RANK
             te['checksum'] = xxhash.xxh3_64_hexdigest(bytes(buf))
     with open(man, 'w') as f:
         json.dump(m, f, indent=2)
+elif cmd == 'filesum':         # filesum FILE MANIFEST RANK: manifest's file checksum follows the file
+    man, rank = sys.argv[3], int(sys.argv[4])
+    with open(path, 'rb') as f:
+        whole = f.read()
+    with open(man) as f:
+        m = json.load(f)
+    for fe in m['ranks'][rank]['files']:
+        if fe['name'] == path.rsplit('/', 1)[-1]:
+            fe['checksum'] = xxhash.xxh3_64_hexdigest(whole)
+    with open(man, 'w') as f:
+        json.dump(m, f, indent=2)
 elif cmd == 'setjson':         # setjson MANIFEST KEY JSON-VALUE
     with open(path) as f:
         m = json.load(f)
@@ -172,15 +183,17 @@ py flip "$D/$F1" "$(py offset "$D/$F1" $T1 100)"
 bad "flip tp 2" "$D"
 has "flip tp 2" "rank 1: tensor '$T1': bytes differ from the source at byte offset 100 (element 50)"
 has_re "flip tp 2" "^rank 1: file '$F1': checksum [0-9a-f]*, manifest says [0-9a-f]*$"
-nlines "flip tp 2" 2
+has_re "flip tp 2" "^rank 1: tensor '$T1': checksum [0-9a-f]*, manifest says [0-9a-f]*$"
+nlines "flip tp 2" 3
 bad "flip tp 2 --rank 1" --rank 1 "$D"
 has "flip tp 2 --rank 1" "rank 1: tensor '$T1': bytes differ from the source at byte offset 100 (element 50)"
 good "flip tp 2 --rank 0" --rank 0 "$D"
 bad "flip tp 2 --quick" --quick "$D"
 has_re "flip tp 2 --quick" "^rank 1: file '$F1': checksum "
-nlines "flip tp 2 --quick" 1
+has_re "flip tp 2 --quick" "^rank 1: tensor '$T1': checksum "
+nlines "flip tp 2 --quick" 2
 expect_exit 1 "$WSHARD" verify --json "$D" &&
-	[ "$(py checkjson "$T/out")" = "False 2" ] || fail "flip --json: $(head -c 400 "$T/out")"
+	[ "$(py checkjson "$T/out")" = "False 3" ] || fail "flip --json: $(head -c 400 "$T/out")"
 FLIP2=$D
 
 fresh flip4 4
@@ -189,7 +202,8 @@ py flip "$D/$F3" "$(py offset "$D/$F3" $QKV0 1234)"
 bad "flip tp 4" "$D"
 has "flip tp 4" "rank 3: tensor '$QKV0': bytes differ from the source at byte offset 1234 (element 617)"
 has_re "flip tp 4" "^rank 3: file '$F3': checksum "
-nlines "flip tp 4" 2
+has_re "flip tp 4" "^rank 3: tensor '$QKV0': checksum "
+nlines "flip tp 4" 3
 
 # 2. header edits.  A renamed tensor (valid safetensors, one byte):
 fresh hname 2
@@ -282,6 +296,18 @@ py setjson "$D/wshard.json" tp 2
 bad "tp edited 4->2" "$D"
 has "tp edited 4->2" "manifest: tp 2 but 4 ranks listed"
 
+bad "tp edited --quick" --quick "$T/tp"
+has "tp edited --quick" "manifest: tp 4 but 2 ranks listed"
+
+# 8b. a flipped byte with the file checksum rewritten to match: the stale
+# per-tensor checksum still tells, without the source.
+fresh tsum 2
+py flip "$D/$F1" "$(py offset "$D/$F1" $T1 10)"
+py filesum "$D/$F1" "$D/wshard.json" 1
+bad "tensor checksum --quick" --quick "$D"
+has_re "tensor checksum --quick" "^rank 1: tensor '$T1': checksum [0-9a-f]*, manifest says [0-9a-f]*$"
+nlines "tensor checksum --quick" 1
+
 # 9 (continued): under mpirun, only process 0 prints.
 if command -v mpirun >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1; then
 	expect_exit 0 timeout 120 mpirun --oversubscribe -np 2 "$WSHARD" verify "$T/good4" &&
@@ -291,12 +317,12 @@ if command -v mpirun >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1; then
 	expect_exit 1 timeout 120 mpirun --oversubscribe -np 2 "$WSHARD" verify "$FLIP2"
 	n=$(grep -cxF "rank 1: tensor '$T1': bytes differ from the source at byte offset 100 (element 50)" "$T/out")
 	[ "$n" -eq 1 ] || fail "mpirun flip: the line printed $n times: $(head -c 600 "$T/out")"
-	nlines "mpirun flip" 2
+	nlines "mpirun flip" 3
 	[ "$(grep -c 'DIFFERENCES FOUND' "$T/out")" -eq 1 ] || fail "mpirun flip: $(cat "$T/out")"
 	[ "$(grep -c '^wshard: ' "$T/err")" -eq 1 ] ||
 		fail "mpirun flip: stderr: $(head -c 400 "$T/err")"
 	expect_exit 1 timeout 120 mpirun --oversubscribe -np 2 "$WSHARD" verify "$T/flip4"
-	nlines "mpirun flip tp 4" 2
+	nlines "mpirun flip tp 4" 3
 	has "mpirun flip tp 4" "rank 3: tensor '$QKV0': bytes differ from the source at byte offset 1234 (element 617)"
 else
 	echo "note: no mpirun or timeout, mpirun cases skipped"

@@ -1,0 +1,93 @@
+/*
+ * fuzz_util.h - helpers shared by the libFuzzer harnesses in test/fuzz/:
+ * a private scratch directory per fuzzing process and whole-file writes.
+ * Harness code may abort (that is how a fuzzer learns of a broken
+ * invariant); the library itself never does.
+ */
+#ifndef WSHARD_FUZZ_UTIL_H
+#define WSHARD_FUZZ_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Stops the fuzzer: the harness itself cannot go on (not a finding). */
+static inline void fuzz_die(const char *what)
+{
+	fprintf(stderr, "fuzz harness: %s: %s\n", what, strerror(errno));
+	abort();
+}
+
+static char fuzz_scratch_dir[4096];
+
+static inline void fuzz_scratch_cleanup(void)
+{
+	char cmd[4200];
+
+	if (!fuzz_scratch_dir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fuzz_scratch_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "fuzz harness: cannot remove '%s'\n", fuzz_scratch_dir);
+}
+
+/*
+ * A directory of this process's own under $TMPDIR (or /tmp), removed at
+ * exit.  Each harness process (libFuzzer -jobs/-fork workers included)
+ * gets its own.
+ */
+static inline const char *fuzz_scratch(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (fuzz_scratch_dir[0])
+		return fuzz_scratch_dir;
+	snprintf(fuzz_scratch_dir, sizeof(fuzz_scratch_dir), "%s/wshard-fuzz.XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(fuzz_scratch_dir))
+		fuzz_die("mkdtemp");
+	atexit(fuzz_scratch_cleanup);
+	return fuzz_scratch_dir;
+}
+
+/* dir/name in a static buffer per call site's own buf. */
+static inline const char *fuzz_path(char *buf, size_t len, const char *dir,
+				    const char *name)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+	return buf;
+}
+
+/* Writes len bytes of data to path (created or truncated). */
+static inline void fuzz_write(const char *path, const void *data, size_t len)
+{
+	const char *p = data;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		fuzz_die(path);
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			fuzz_die(path);
+		p += n;
+		len -= (size_t)n;
+	}
+	if (close(fd) < 0)
+		fuzz_die(path);
+}
+
+/* Removes path if it exists. */
+static inline void fuzz_unlink(const char *path)
+{
+	if (unlink(path) < 0 && errno != ENOENT)
+		fuzz_die(path);
+}
+
+#endif /* WSHARD_FUZZ_UTIL_H */
