@@ -67,6 +67,7 @@ Q := @
 endif
 
 LIB_SRC := \
+	lib/archive.c \
 	lib/catalog.c \
 	lib/comm.c \
 	lib/dtype.c \
@@ -172,5 +173,78 @@ clean:
 	rm -rf build wshard
 
 .PHONY: all test tests check demo install uninstall clean
+
+# ---------------------------------------------------------------------------
+# Fuzzing with libFuzzer:  make fuzz [FUZZ_SECONDS=60]
+#
+# Compiles the library sources with clang (coverage-instrumented, ASan and
+# UBSan, every UBSan finding fatal) and links each test/fuzz/fuzz_NAME.c
+# harness into build/fuzz/fuzz_NAME.  Each then runs for FUZZ_SECONDS on
+# build/fuzz/corpus-NAME, a fresh copy of the committed seeds
+# (fixtures/fuzz/NAME) and of the reproducers of crashes already found
+# (fixtures/fuzz-crashes/NAME), which replay first; the committed seeds are
+# never written.  Fails if any harness crashes: the reproducer is left in
+# build/fuzz/NAME-crash-* (or -leak-, -timeout-, -oom-), the log in
+# build/fuzz/NAME.log.  scripts/fuzz-ci wraps this for CI.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_B := build/fuzz
+FUZZ_NAMES := safetensors catalog rules manifest
+FUZZ_MPI_INC ?= /usr/lib/x86_64-linux-gnu/openmpi/include
+FUZZ_MPI_LIB ?= /usr/lib/x86_64-linux-gnu/openmpi/lib
+FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -pthread -MMD -MP \
+	-fno-omit-frame-pointer -fno-sanitize-recover=all \
+	-Ilib -I$(FUZZ_MPI_INC) \
+	$(shell $(PKG_CONFIG) --cflags jansson libarchive libxxhash 2>/dev/null)
+FUZZ_LDLIBS := -L$(FUZZ_MPI_LIB) -lmpi \
+	$(shell $(PKG_CONFIG) --libs jansson libarchive libxxhash 2>/dev/null || echo -ljansson -larchive -lxxhash) -lm
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_B)/obj/%.o) $(FUZZ_B)/obj/lib/rules_builtin.o
+FUZZ_BIN := $(FUZZ_NAMES:%=$(FUZZ_B)/fuzz_%)
+
+$(FUZZ_B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo '  FUZZCC $<'
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+
+$(FUZZ_B)/obj/lib/rules_builtin.c: $(RULE_FILES) scripts/embed-rules
+	@mkdir -p $(dir $@)
+	@echo '  EMBED  $@'
+	$(Q)sh scripts/embed-rules $(RULE_FILES) >$@.tmp && mv $@.tmp $@
+
+$(FUZZ_B)/obj/lib/rules_builtin.o: $(FUZZ_B)/obj/lib/rules_builtin.c
+	@echo '  FUZZCC $<'
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+
+$(FUZZ_B)/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	@echo '  FUZZLD $@'
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< \
+		$(FUZZ_LIB_OBJ) $(FUZZ_LDLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: $(FUZZ_BIN)
+	$(Q)failed=; for n in $(FUZZ_NAMES); do \
+		c=$(FUZZ_B)/corpus-$$n; \
+		rm -rf $$c && mkdir -p $$c && cp fixtures/fuzz/$$n/* $$c/ || exit 1; \
+		if [ -d fixtures/fuzz-crashes/$$n ]; then \
+			cp fixtures/fuzz-crashes/$$n/* $$c/ 2>/dev/null; fi; \
+		echo "  FUZZ   $$n ($(FUZZ_SECONDS) s)"; \
+		if $(FUZZ_B)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=30 \
+			-rss_limit_mb=4096 -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ_B)/$$n- $$c >$(FUZZ_B)/$$n.log 2>&1; then \
+			grep -h '^stat::number_of_executed_units' $(FUZZ_B)/$$n.log | sed 's/^/         /'; \
+		else \
+			failed="$$failed $$n"; \
+			grep -h -A 12 'ERROR:\|runtime error\|invariant broken\|refused' \
+				$(FUZZ_B)/$$n.log | head -n 30 | sed 's/^/         /'; \
+			ls $(FUZZ_B)/$$n-* 2>/dev/null | sed 's/^/         artifact: /'; \
+		fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: crashes in:$$failed (see $(FUZZ_B)/)"; exit 1; fi
+
+# Objects named only in a pattern rule would be removed as intermediates.
+.SECONDARY: $(FUZZ_LIB_OBJ)
+.PHONY: fuzz fuzz-build
+# ---------------------------------------------------------------------------
 
 -include $(shell find build -name '*.d' 2>/dev/null)

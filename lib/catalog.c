@@ -15,6 +15,7 @@
 
 #include "wshard.h"
 #include "internal.h"
+#include "arc.h"
 
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
@@ -36,6 +37,9 @@ static int cmp_file(const void *a, const void *b)
 {
 	const struct wshard_src_file *x = a, *y = b;
 
+	/* in an archive, archive order: a compressed one is read front to back */
+	if (x->member != y->member)
+		return x->member < y->member ? -1 : 1;
 	return strcmp(x->name, y->name);
 }
 
@@ -47,10 +51,11 @@ static int cmp_tensor(const void *a, const void *b)
 }
 
 /* A weight_map file name must stay inside the checkpoint directory. */
-static enum wshard_err check_member_name(const char *dir, const char *name,
-					 const char *tensor,
+static enum wshard_err check_member_name(const struct wshard_catalog *cat,
+					 const char *name, const char *tensor,
 					 struct wshard_error *err)
 {
+	const char *dir = cat->dir;
 	char real_dir[PATH_MAX], real_file[PATH_MAX];
 	char *path;
 	const char *p;
@@ -66,6 +71,13 @@ static enum wshard_err check_member_name(const char *dir, const char *name,
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s/%s': weight_map entry for '%s' names '%s', which leaves the directory",
 						dir, INDEX_NAME, tensor, name);
+	}
+	if (cat->archive) {
+		if (arc_find(cat->archive, name) < 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': weight_map entry for '%s' names '%s', which is not in the archive",
+						dir, tensor, name);
+		return WSHARD_OK;
 	}
 	path = wshard_path_join(dir, name);
 	if (!path)
@@ -113,9 +125,19 @@ static enum wshard_err add_file(struct wshard_catalog *cat, const char *name,
 	memset(f, 0, sizeof(*f));
 	cat->nfiles++;
 	f->name = strdup(name);
-	f->path = wshard_path_join(cat->dir, name);
+	f->member = cat->archive ? arc_find(cat->archive, name) : -1;
+	if (cat->archive) {
+		f->path = malloc(strlen(cat->dir) + strlen(name) + 2);
+		if (f->path)
+			sprintf(f->path, "%s:%s", cat->dir, name);
+	} else {
+		f->path = wshard_path_join(cat->dir, name);
+	}
 	if (!f->name || !f->path)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (cat->archive && f->member < 0)
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s' has no entry '%s'", cat->dir,
+					name);
 	return WSHARD_OK;
 }
 
@@ -128,7 +150,19 @@ static enum wshard_err open_files(struct wshard_catalog *cat,
 	for (i = 0; i < cat->nfiles; i++) {
 		struct wshard_src_file *f = &cat->files[i];
 
-		rc = wshard_st_open(&f->st, f->path, err);
+		if (!cat->archive) {
+			rc = wshard_st_open(&f->st, f->path, err);
+		} else if (cat->archive->in_place) {
+			const struct arc_member *m = &cat->archive->members[f->member];
+
+			rc = wshard_st_open_fd(&f->st, cat->archive->fd, m->offset, m->size,
+					       f->path, err);
+		} else {
+			const struct arc_member *m = &cat->archive->members[f->member];
+
+			rc = wshard_st_parse_head(&f->st, m->head, m->head_len, m->size, f->path,
+						  err);
+		}
 		if (rc)
 			return rc;
 		f->size = f->st->size;
@@ -164,6 +198,32 @@ static enum wshard_err open_files(struct wshard_catalog *cat,
 }
 
 /* Reads the weight_map and checks it against the files it names. */
+/* A small file of the checkpoint: from the directory or from the archive. */
+static enum wshard_err read_small(const struct wshard_catalog *cat, const char *path,
+				  char **out, size_t *len, struct wshard_error *err)
+{
+	if (cat->archive) {
+		const char *name = path + strlen(cat->dir) + 1;
+		long m = arc_find(cat->archive, name);
+
+		if (m < 0)
+			return wshard_error_set(err, WSHARD_EINVAL, "'%s' has no entry '%s'",
+						cat->dir, name);
+		return arc_slurp(cat->archive, (size_t)m, JSON_MAX, out, len, err);
+	}
+	return wshard_read_file(path, JSON_MAX, out, len, err);
+}
+
+/* Whether the checkpoint has a file called path (dir/NAME). */
+static bool has_file(const struct wshard_catalog *cat, const char *path)
+{
+	struct stat sb;
+
+	if (cat->archive)
+		return arc_find(cat->archive, path + strlen(cat->dir) + 1) >= 0;
+	return stat(path, &sb) == 0;
+}
+
 static enum wshard_err load_index(struct wshard_catalog *cat, const char *path,
 				  struct wshard_error *err)
 {
@@ -175,7 +235,7 @@ static enum wshard_err load_index(struct wshard_catalog *cat, const char *path,
 	size_t len, i;
 	enum wshard_err rc;
 
-	rc = wshard_read_file(path, JSON_MAX, &text, &len, err);
+	rc = read_small(cat, path, &text, &len, err);
 	if (rc)
 		return rc;
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -198,7 +258,7 @@ static enum wshard_err load_index(struct wshard_catalog *cat, const char *path,
 		}
 		if (find_file(cat, json_string_value(val)) >= 0)
 			continue;
-		rc = check_member_name(cat->dir, json_string_value(val), key, err);
+		rc = check_member_name(cat, json_string_value(val), key, err);
 		if (rc)
 			goto out;
 		rc = add_file(cat, json_string_value(val), err);
@@ -263,7 +323,7 @@ static enum wshard_err load_config(struct wshard_catalog *cat,
 	size_t len;
 	enum wshard_err rc;
 
-	rc = wshard_read_file(path, JSON_MAX, &text, &len, err);
+	rc = read_small(cat, path, &text, &len, err);
 	if (rc)
 		return rc;
 	root = json_loadb(text, len, 0, &jerr);
@@ -375,22 +435,46 @@ static enum wshard_err scan_dir(struct wshard_catalog *cat,
 	return rc;
 }
 
+/* The archive's top-level members, sorted like a directory's. */
+static enum wshard_err scan_archive(struct wshard_catalog *cat, struct wshard_error *err)
+{
+	size_t i;
+	enum wshard_err rc = WSHARD_OK;
+
+	for (i = 0; i < cat->archive->nmembers && !rc; i++) {
+		const char *n = cat->archive->members[i].name;
+
+		if (strchr(n, '/') || n[0] == '.')
+			continue;
+		if (has_suffix(n, ".safetensors")) {
+			if (find_file(cat, n) < 0)
+				rc = push_name(&cat->ignored, &cat->nignored, n, err);
+		} else if (!is_weight_file(n)) {
+			rc = push_name(&cat->extra, &cat->nextra, n, err);
+		}
+	}
+	if (cat->nextra)
+		qsort(cat->extra, cat->nextra, sizeof(char *), cmp_str);
+	if (cat->nignored)
+		qsort(cat->ignored, cat->nignored, sizeof(char *), cmp_str);
+	return rc;
+}
+
 static enum wshard_err open_dir(struct wshard_catalog *cat,
 				struct wshard_error *err)
 {
 	char *index = wshard_path_join(cat->dir, INDEX_NAME);
 	char *single = wshard_path_join(cat->dir, SINGLE_NAME);
 	char *config = wshard_path_join(cat->dir, "config.json");
-	struct stat sb;
 	enum wshard_err rc;
 
 	if (!index || !single || !config) {
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (stat(index, &sb) == 0) {
+	if (has_file(cat, index)) {
 		rc = load_index(cat, index, err);
-	} else if (stat(single, &sb) == 0) {
+	} else if (has_file(cat, single)) {
 		rc = add_file(cat, SINGLE_NAME, err);
 		if (!rc)
 			rc = open_files(cat, err);
@@ -401,12 +485,12 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 	}
 	if (rc)
 		goto out;
-	if (stat(config, &sb) == 0) {
+	if (has_file(cat, config)) {
 		rc = load_config(cat, config, err);
 		if (rc)
 			goto out;
 	}
-	rc = scan_dir(cat, err);
+	rc = cat->archive ? scan_archive(cat, err) : scan_dir(cat, err);
 out:
 	free(index);
 	free(single);
@@ -433,7 +517,13 @@ enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (S_ISDIR(sb.st_mode)) {
+	if (S_ISREG(sb.st_mode) && arc_is_archive(path)) {
+		cat->dir = strdup(path);
+		rc = cat->dir ? arc_open(&cat->archive, path, err)
+			      : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (!rc)
+			rc = open_dir(cat, err);
+	} else if (S_ISDIR(sb.st_mode)) {
 		cat->dir = strdup(path);
 		rc = cat->dir ? open_dir(cat, err)
 			      : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
@@ -460,6 +550,50 @@ out:
 	}
 	*out_cat = cat;
 	return WSHARD_OK;
+}
+
+enum wshard_err wshard_catalog_read(const struct wshard_catalog *cat, uint32_t file,
+				    uint64_t off, void *buf, size_t len,
+				    struct wshard_error *err)
+{
+	const struct wshard_src_file *f = &cat->files[file];
+
+	if (cat->archive && !cat->archive->in_place)
+		return arc_read(cat->archive, (size_t)f->member, off, buf, len, err);
+	return wshard_pread_full(f->st->fd, buf, len, off, f->path, err);
+}
+
+bool wshard_catalog_seekable(const struct wshard_catalog *cat)
+{
+	return !cat->archive || cat->archive->in_place;
+}
+
+enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,
+					  const char *dst, struct wshard_error *err)
+{
+	char *src, *buf;
+	size_t len;
+	long m;
+	enum wshard_err rc;
+
+	if (!cat->archive) {
+		src = wshard_path_join(cat->dir, cat->extra[i]);
+		if (!src)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		rc = wshard_copy_file(src, dst, err);
+		free(src);
+		return rc;
+	}
+	m = arc_find(cat->archive, cat->extra[i]);
+	if (m < 0)
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s' has no entry '%s'", cat->dir,
+					cat->extra[i]);
+	rc = arc_slurp(cat->archive, (size_t)m, 1ULL << 40, &buf, &len, err);
+	if (rc)
+		return rc;
+	rc = wshard_write_file(dst, buf, len, err);
+	free(buf);
+	return rc;
 }
 
 long wshard_catalog_index(const struct wshard_catalog *cat, const char *name)
@@ -509,6 +643,7 @@ void wshard_catalog_free(struct wshard_catalog *cat)
 	free(cat->extra);
 	free(cat->config.architecture);
 	json_decref(cat->config.json);
+	arc_free(cat->archive);
 	free(cat->dir);
 	free(cat->path);
 	free(cat);

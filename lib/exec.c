@@ -447,16 +447,14 @@ static enum wshard_err copy_extras(struct convert *cv, struct wshard_error *err)
 	enum wshard_err rc = WSHARD_OK;
 
 	for (i = 0; i < cat->nextra && !rc; i++) {
-		char *src = wshard_path_join(cat->dir, cat->extra[i]);
 		char *dst = wshard_path_join(cv->run->out_dir, cat->extra[i]);
 
-		if (!src || !dst)
+		if (!dst)
 			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		else if (cv->plan->opt.has_dtype && !strcmp(cat->extra[i], "config.json"))
 			rc = write_config(cv, dst, err);
 		else
-			rc = wshard_copy_file(src, dst, err);
-		free(src);
+			rc = wshard_catalog_copy_extra(cat, i, dst, err);
 		free(dst);
 	}
 	return rc;

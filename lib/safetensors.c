@@ -694,6 +694,40 @@ out:
 	return rc;
 }
 
+enum wshard_err wshard_st_parse_head(struct wshard_st **out_st, const void *head,
+				     size_t head_len, uint64_t size,
+				     const char *path, struct wshard_error *err)
+{
+	const unsigned char *p = head;
+	struct wshard_st *st;
+	enum wshard_err rc;
+
+	*out_st = NULL;
+	st = st_new(path);
+	if (!st)
+		return nomem(err, path);
+	st->size = size;
+	if (size < 8 || head_len < 8) {
+		rc = too_short(st, err);
+		goto out;
+	}
+	rc = check_prefix(st, load_le64(p), err);
+	if (rc)
+		goto out;
+	if (head_len < st->data_start) {
+		rc = bad(err, st->path, "header is cut short (%zu of %llu bytes)", head_len,
+			 (unsigned long long)st->data_start);
+		goto out;
+	}
+	rc = parse_header(st, (const char *)p + 8, (size_t)(st->data_start - 8), err);
+out:
+	if (rc)
+		wshard_st_free(st);
+	else
+		*out_st = st;
+	return rc;
+}
+
 /* Reads exactly len bytes at off; a short read is an error. */
 static enum wshard_err read_full(int fd, void *buf, size_t len, uint64_t off,
 				 const char *path, struct wshard_error *err)

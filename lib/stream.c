@@ -30,6 +30,7 @@ struct stream {
 	struct wshard_comm *comm;
 	const struct stream_sink *sink;
 	int proc, nprocs;
+	bool seekable;			/* false: process 0 reads everything */
 	/* refs of each source tensor, in canonical order (rank, tensor, piece) */
 	struct ref *refs;
 	size_t *first, *count;
@@ -163,12 +164,17 @@ static void put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 	report(s, len);
 }
 
-/* Rows [a, b) that process q reads of a tensor at step k. */
-static void window_of(uint64_t rows, int nprocs, int q, uint64_t w, uint64_t k,
-		      uint64_t *a, uint64_t *b)
+/*
+ * Rows [a, b) that process q reads of a tensor at step k: a block of rows
+ * per process, or everything on process 0 when the source can only be
+ * read front to back (a compressed archive): it streams and sends.
+ */
+static void window_of(const struct stream *s, uint64_t rows, int q, uint64_t w,
+		      uint64_t k, uint64_t *a, uint64_t *b)
 {
-	uint64_t lo = rows * (uint64_t)q / (uint64_t)nprocs;
-	uint64_t hi = rows * (uint64_t)(q + 1) / (uint64_t)nprocs;
+	int nprocs = s->seekable ? s->nprocs : 1;
+	uint64_t lo = q < nprocs ? rows * (uint64_t)q / (uint64_t)nprocs : rows;
+	uint64_t hi = q < nprocs ? rows * (uint64_t)(q + 1) / (uint64_t)nprocs : rows;
 
 	*a = WSHARD_MIN(lo + k * w, hi);
 	*b = WSHARD_MIN(lo + (k + 1) * w, hi);
@@ -195,15 +201,15 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 	uint64_t sendtotal = 0, recvtotal = 0, exchange = 0;
 	int q;
 
-	window_of(rows, s->nprocs, s->proc, w, k, &a, &b);
+	window_of(s, rows, s->proc, w, k, &a, &b);
 	if (a < b && !s->local.code) {
 		if (!grow(&s->window, &s->window_cap, (size_t)((b - a) * rb), &s->local)) {
 			if (wshard_fault_hit("read"))
 				wshard_error_set(&s->local, WSHARD_EIO,
 						 "cannot read '%s': %s (injected)",
 						 st->path, "Input/output error");
-			else if (!wshard_pread_full(st->fd, s->window, (size_t)((b - a) * rb),
-						    t->offset + a * rb, st->path, &s->local))
+			else if (!wshard_catalog_read(s->plan->cat, t->file, t->offset + a * rb,
+						      s->window, (size_t)((b - a) * rb), &s->local))
 				s->stats.bytes_read += (b - a) * rb;
 		}
 	}
@@ -227,7 +233,7 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 	for (q = 0; q < s->nprocs; q++) {
 		uint64_t qa, qb;
 
-		window_of(rows, s->nprocs, q, w, k, &qa, &qb);
+		window_of(s, rows, q, w, k, &qa, &qb);
 		for (i = 0; i < n; i++) {
 			const struct wshard_piece *p = ref_piece(s, &refs[i]);
 			int owner = refs[i].rank % s->nprocs;
@@ -274,7 +280,7 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 
 			if (q == s->proc)
 				continue;
-			window_of(rows, s->nprocs, q, w, k, &qa, &qb);
+			window_of(s, rows, q, w, k, &qa, &qb);
 			for (i = 0; i < n; i++) {
 				const struct wshard_piece *p = ref_piece(s, &refs[i]);
 
@@ -310,10 +316,10 @@ static enum wshard_err stream_tensor(struct stream *s, uint32_t src,
 	if (w == 0)
 		w = 1;
 	for (q = 0; q < s->nprocs; q++) {
-		uint64_t len = rows * (uint64_t)(q + 1) / (uint64_t)s->nprocs -
-			       rows * (uint64_t)q / (uint64_t)s->nprocs;
+		uint64_t a, b;
 
-		steps = WSHARD_MAX(steps, (len + w - 1) / w);
+		window_of(s, rows, q, rows, 0, &a, &b);
+		steps = WSHARD_MAX(steps, (b - a + w - 1) / w);
 	}
 	for (k = 0; k < steps; k++) {
 		rc = step(s, src, w, k, err);
@@ -372,6 +378,8 @@ static void check_sizes(struct stream *s)
 	for (i = 0; i < cat->nfiles && !s->local.code; i++) {
 		const struct wshard_st *st = cat->files[i].st;
 
+		if (st->fd < 0 || cat->archive)
+			continue;	/* archive members: their sizes were checked by the scan */
 		if (fstat(st->fd, &sb) < 0)
 			wshard_error_set(&s->local, WSHARD_EIO, "cannot stat '%s': %s", st->path,
 					 strerror(errno));
@@ -396,6 +404,7 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 		.sink = sink,
 		.proc = wshard_comm_rank(comm),
 		.nprocs = wshard_comm_size(comm),
+		.seekable = wshard_catalog_seekable(plan->cat),
 		.progress = progress,
 		.progress_ctx = progress_ctx,
 	};

@@ -207,6 +207,16 @@ enum wshard_err wshard_st_open_fd(struct wshard_st **out_st, int fd,
 				  uint64_t base, uint64_t size,
 				  const char *path, struct wshard_error *err);
 
+/*
+ * Validates the header of a stream of size bytes of which only the first
+ * head_len bytes (the length prefix and the JSON header) are at hand, as
+ * when a member of a compressed archive is read once, front to back.  The
+ * result has fd -1.  Returns as wshard_st_parse.
+ */
+enum wshard_err wshard_st_parse_head(struct wshard_st **out_st, const void *head,
+				     size_t head_len, uint64_t size,
+				     const char *path, struct wshard_error *err);
+
 /* The tensor called name, or NULL (binary search). */
 const struct wshard_st_tensor *wshard_st_find(const struct wshard_st *st,
 					      const char *name);
@@ -305,10 +315,13 @@ struct wshard_config {
 
 struct wshard_src_file {
 	char *name;		/* relative to the checkpoint directory */
-	char *path;		/* as opened */
+	char *path;		/* as opened (ARCHIVE:NAME inside an archive) */
 	uint64_t size;
 	struct wshard_st *st;
+	long member;		/* index in the archive, -1 for a plain file */
 };
+
+struct wshard_archive;
 
 struct wshard_src_tensor {
 	const char *name;		/* owned by the file's st */
@@ -320,7 +333,8 @@ struct wshard_src_tensor {
 
 struct wshard_catalog {
 	char *path;			/* as given */
-	char *dir;			/* directory holding the files */
+	char *dir;			/* directory holding the files (or the archive) */
+	struct wshard_archive *archive;	/* NULL unless SRC is an archive */
 	bool has_config;
 	struct wshard_config config;
 	size_t nfiles;
@@ -336,7 +350,9 @@ struct wshard_catalog {
 
 /*
  * Opens a checkpoint: a directory with model.safetensors.index.json or a
- * single model.safetensors, or one .safetensors file.  Validates every
+ * single model.safetensors, one .safetensors file, or such a directory
+ * packed in a .tar, .tar.gz, .tar.zst, .tar.xz or .zip (at its root or
+ * under one top folder).  Validates every
  * file strictly, the weight_map against the files (no path outside the
  * directory, no missing file or tensor, no tensor in two files) and reads
  * config.json when present.  No tensor data is read.  Returns WSHARD_OK,
@@ -344,6 +360,23 @@ struct wshard_catalog {
  */
 enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
 				    const char *path, struct wshard_error *err);
+
+/*
+ * Reads len bytes at offset off (as in struct wshard_src_tensor) of source
+ * file file.  Plain files and uncompressed tars: any order.  A compressed
+ * archive is read front to back: offsets must not go back.  Returns
+ * WSHARD_OK, WSHARD_EIO or WSHARD_EINVAL.
+ */
+enum wshard_err wshard_catalog_read(const struct wshard_catalog *cat, uint32_t file,
+				    uint64_t off, void *buf, size_t len,
+				    struct wshard_error *err);
+
+/* False when the source can only be read front to back (compressed archive). */
+bool wshard_catalog_seekable(const struct wshard_catalog *cat);
+
+/* Copies non-weight file extra[i] to dst, atomically.  Returns WSHARD_OK, WSHARD_EIO... */
+enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,
+					  const char *dst, struct wshard_error *err);
 
 /* The tensor called name, or NULL. */
 const struct wshard_src_tensor *wshard_catalog_find(

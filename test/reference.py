@@ -3,7 +3,7 @@
 contract (OUTPUT-CONTRACT.md, target vllm), written from the contract only.
 
     reference.py check SRC OUT --tp N [--no-attn-scales] [--max-file-size SIZE]
-                       [--checksum ALGO]
+                       [--checksum ALGO] [--dtype bf16|f16|f32]
         Computes what every rank must hold from the source checkpoint and
         compares it with wshard's output in OUT: files, safetensors headers,
         tensor names, dtypes, shapes and bytes, copied files and wshard.json.
@@ -20,6 +20,22 @@ contract (OUTPUT-CONTRACT.md, target vllm), written from the contract only.
 Tensor data is handled as raw bytes: a tensor is a matrix of shape[0] rows of
 equal byte length, so slicing is byte-exact for every dtype.  Needs numpy,
 safetensors and xxhash.
+
+Mixture-of-experts models (Mixtral, Qwen2-MoE, Qwen3-MoE) stack their experts:
+w13_weight [E, 2*I/tp, H] (per expert: w1 rows of rank r, then w3 rows) and
+w2_weight [E, H, I/tp]; routers are replicated.  FP8 scales follow their
+weights: X.weight_scale / X.input_scale of one element become one element
+per fused part ([s_q, s_k, s_v], [s_gate, s_up]); [rows, 1] scales are cut and
+fused like the weight's rows; X.weight_scale_inv (block-wise, the block size
+from config.json's quantization_config.weight_block_size) is cut in whole
+blocks, rows beside a row split, columns beside a column split, and a split
+that cuts a block cannot be computed.  Beside a column split, weight_scale and
+input_scale are replicated whole.
+
+--dtype converts every F32/F16/BF16 output (not scales, not the constant
+attention scales) with round-to-nearest-even; converted values are compared
+value by value (any NaN matches any NaN).  config.json's torch_dtype follows
+and the manifest's options.dtype records the target.
 """
 import argparse
 import hashlib
@@ -62,7 +78,104 @@ ARCHS = {
     "GemmaForCausalLM": ("gemma", True),
     "Gemma2ForCausalLM": ("gemma2", True),
     "Phi3ForCausalLM": ("phi3", False),
+    "MixtralForCausalLM": ("mixtral", False),
+    "Qwen2MoeForCausalLM": ("qwen2_moe", False),
+    "Qwen3MoeForCausalLM": ("qwen3_moe", False),
 }
+SCALE_SUFFIXES = (".weight_scale", ".input_scale", ".weight_scale_inv")
+FLOATS = ("F32", "F16", "BF16")
+DTYPE_OPT = {"bf16": "BF16", "f16": "F16", "f32": "F32"}
+TORCH_DTYPE = {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def scale_output_name(out, suffix):
+    """The output name of a weight's scale: X.weight -> X.weight_scale,
+    experts.w13_weight -> experts.w13_weight_scale."""
+    if out.endswith(".weight"):
+        return out[:-len(".weight")] + suffix
+    return out + suffix[len(".weight"):] if suffix.startswith(".weight") else out + suffix.replace(".", "_", 1)
+
+
+# ---------------------------------------------------------------- dtype conversion
+
+
+def f32_bits(raw, dtype):
+    """Raw little-endian bytes of dtype -> uint32 F32 bit patterns (exact)."""
+    raw = np.ascontiguousarray(raw, dtype=np.uint8)
+    if dtype == "F32":
+        return raw.view("<u4").astype(np.uint32)
+    if dtype == "BF16":
+        return raw.view("<u2").astype(np.uint32) << np.uint32(16)
+    if dtype == "F16":
+        with np.errstate(all="ignore"):
+            return raw.view("<f2").astype(np.float32).view(np.uint32)
+    raise RefError("cannot convert from %s" % dtype)
+
+
+def bits_to_bf16(u):
+    """F32 bits -> BF16 bits, round to nearest, ties to even, NaN stays NaN."""
+    u = u.astype(np.uint64)
+    hi = u >> np.uint64(16)
+    lo = u & np.uint64(0xFFFF)
+    up = (lo > 0x8000) | ((lo == 0x8000) & ((hi & np.uint64(1)) == 1))
+    out = hi + up.astype(np.uint64)
+    nan = (u & np.uint64(0x7FFFFFFF)) > 0x7F800000
+    out = np.where(nan, (hi & np.uint64(0x8000)) | np.uint64(0x7FC0), out)
+    return out.astype("<u2")
+
+
+def convert_bytes(raw, frm, to):
+    """Converts raw bytes of dtype frm to dtype to (uint8 array)."""
+    if frm == to:
+        return np.asarray(raw, dtype=np.uint8)
+    u = f32_bits(raw, frm)
+    if to == "F32":
+        out = u.astype("<u4")
+    elif to == "BF16":
+        out = bits_to_bf16(u)
+    elif to == "F16":
+        with np.errstate(all="ignore"):
+            out = u.view(np.float32).astype(np.float16).view("<u2")
+    else:
+        raise RefError("cannot convert to %s" % to)
+    return np.ascontiguousarray(out).view(np.uint8)
+
+
+def nan_mask(raw, dtype):
+    if dtype == "F32":
+        return (raw.view("<u4") & 0x7FFFFFFF) > 0x7F800000
+    if dtype == "BF16":
+        return (raw.view("<u2") & 0x7FFF) > 0x7F80
+    if dtype == "F16":
+        return (raw.view("<u2") & 0x7FFF) > 0x7C00
+    raise ValueError(dtype)
+
+
+def first_value_diff(got, want, dtype):
+    """First element where got and want differ, NaN matching any NaN; -1 when
+    equal.  Compares bytes for dtypes other than F32/F16/BF16."""
+    if dtype not in FLOATS or len(got) != len(want) or len(got) % (BITS[dtype] // 8):
+        i = first_diff(got, want)
+        return i if i < 0 else i * 8 // BITS[dtype]
+    size = BITS[dtype] // 8
+    g = np.ascontiguousarray(got).view("<u%d" % size)
+    w = np.ascontiguousarray(want).view("<u%d" % size)
+    ne = g != w
+    if ne.any():
+        both = nan_mask(np.ascontiguousarray(got), dtype) & nan_mask(np.ascontiguousarray(want), dtype)
+        ne &= ~both
+    idx = np.flatnonzero(ne)
+    return int(idx[0]) if len(idx) else -1
+
+
+def element_hex(raw, dtype, i):
+    size = BITS[dtype] // 8
+    b = bytes(np.asarray(raw[i * size:(i + 1) * size]))
+    return "0x" + b[::-1].hex()
 
 
 class RefError(Exception):

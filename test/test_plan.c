@@ -1247,8 +1247,9 @@ Test(errors, kv_heads_not_divisible)
 {
 	struct fx f;
 
-	fx_open(&f, "--layers 1 --hidden 96 --heads 12 --kv-heads 3 --intermediate 128 "
-		"--vocab 256");
+	/* V 192 = 3 * 64 divides at tp 2 (96), 3 (64) and 4 (48). */
+	fx_open(&f, "--layers 1 --hidden 96 --heads 12 --kv-heads 3 --intermediate 192 "
+		"--vocab 192");
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "num_key_value_heads=3 is not divisible by --tp 2");
 	fx_plan_fails(&f, 4, WSHARD_EINVAL, "~num_key_value_heads=3");
 	fx_plan_fails(&f, 4, WSHARD_EINVAL, "~--tp 4");

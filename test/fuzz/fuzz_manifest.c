@@ -1,0 +1,105 @@
+/*
+ * fuzz_manifest.c - libFuzzer harness for the manifest reader of verify:
+ * the input becomes OUT/wshard.json in a directory that holds no rank
+ * files, and wshard_verify --quick runs on it with a one-process
+ * communicator.  It must return an error or differences, never crash;
+ * and since no file the manifest could name exists (wshard.json itself
+ * cannot hold its own checksum), it may return OK only for a manifest
+ * that lists no file at all.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "fuzz_util.h"
+
+#define CHECK(cond)                                                          \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "invariant broken at %s:%d: %s\n",   \
+				__FILE__, __LINE__, #cond);                  \
+			abort();                                             \
+		}                                                            \
+	} while (0)
+
+static struct wshard_comm *comm;
+static char out_dir[4200], manifest[4300];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	struct wshard_error err = { 0 };
+
+	/* One process, never MPI, even when started under a launcher. */
+	unsetenv("OMPI_COMM_WORLD_SIZE");
+	unsetenv("PMIX_RANK");
+	unsetenv("PMI_RANK");
+	if (wshard_comm_init(&comm, argc, argv, &err)) {
+		fprintf(stderr, "fuzz_manifest: %s\n", err.msg);
+		abort();
+	}
+	CHECK(wshard_comm_size(comm) == 1 && !wshard_comm_is_mpi(comm));
+	fuzz_path(out_dir, sizeof(out_dir), fuzz_scratch(), "out");
+	if (mkdir(out_dir, 0755) < 0)
+		fuzz_die(out_dir);
+	fuzz_path(manifest, sizeof(manifest), out_dir, WSHARD_MANIFEST);
+	return 0;
+}
+
+/* Files the manifest lists, counted leniently (NULL when unreadable). */
+static size_t listed_files(const uint8_t *data, size_t size)
+{
+	json_t *doc = json_loadb((const char *)data, size, 0, NULL);
+	json_t *ranks = json_object_get(doc, "ranks"), *r;
+	size_t i, n = 0;
+
+	json_array_foreach(ranks, i, r)
+		n += json_array_size(json_object_get(r, "files"));
+	json_decref(doc);
+	return n;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct wshard_verify_opts opt = {
+		.out_dir = out_dir,
+		.source = NULL,
+		.rank = -1,
+		.quick = true,
+	};
+	struct wshard_verify_result res;
+	struct wshard_error err = { 0 };
+	enum wshard_err rc;
+	size_t i;
+
+	fuzz_write(manifest, data, size);
+	rc = wshard_verify(&opt, comm, &res, &err);
+	switch (rc) {
+	case WSHARD_OK:
+		CHECK(res.differences == 0 && res.nlines == 0);
+		/* Nothing exists to match a listed file. */
+		CHECK(listed_files(data, size) == 0);
+		break;
+	case WSHARD_EMISMATCH:
+		CHECK(res.differences > 0);
+		/* A name holding a newline makes two lines of one difference. */
+		CHECK(res.nlines >= 1);
+		for (i = 0; i < res.nlines; i++)
+			CHECK(res.lines[i] && !strncmp(res.lines[i], "rank ", 5));
+		break;
+	case WSHARD_EINVAL:
+	case WSHARD_EIO:
+	case WSHARD_ENOMEM:
+	case WSHARD_EUSAGE:
+		CHECK(err.msg[0]);
+		break;
+	default:
+		fprintf(stderr, "unexpected verify result %d: %s\n", (int)rc, err.msg);
+		abort();
+	}
+	wshard_verify_result_release(&res);
+	return 0;
+}
