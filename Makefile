@@ -68,6 +68,7 @@ endif
 
 LIB_SRC := \
 	lib/archive.c \
+	lib/archive_out.c \
 	lib/catalog.c \
 	lib/comm.c \
 	lib/dtype.c \

@@ -28,6 +28,9 @@ static const char convert_usage[] =
 	"      --checksum ALGO      manifest checksums: xxh3-64 (default) or sha256\n"
 	"      --dtype TYPE         convert F32/F16/BF16 weights to bf16, f16 or f32\n"
 	"                           (FP8 weights, their scales and integers are kept)\n"
+	"      --archive FMT        also pack each rank into OUT/rank-R.FMT: tar,\n"
+	"                           tar.zst or tar.gz (its files, copies, manifest)\n"
+	"      --archive-only       keep only the archives and wshard.json in OUT\n"
 	"  -f, --force              replace an earlier wshard output in OUT\n"
 	"  -n, --dry-run            print the plan and write nothing\n"
 	"      --json               print the summary as JSON\n"
@@ -56,6 +59,8 @@ enum {
 	OPT_CHECKSUM,
 	OPT_JSON,
 	OPT_DTYPE,
+	OPT_ARCHIVE,
+	OPT_ARCHIVE_ONLY,
 };
 
 static int parse_validate(const char *s, enum wshard_validate_mode *out)
@@ -83,6 +88,8 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 		{ "validate", required_argument, NULL, OPT_VALIDATE },
 		{ "checksum", required_argument, NULL, OPT_CHECKSUM },
 		{ "dtype", required_argument, NULL, OPT_DTYPE },
+		{ "archive", required_argument, NULL, OPT_ARCHIVE },
+		{ "archive-only", no_argument, NULL, OPT_ARCHIVE_ONLY },
 		{ "force", no_argument, NULL, 'f' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -145,6 +152,20 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 						   optarg);
 			o->opt.has_dtype = true;
 			break;
+		case OPT_ARCHIVE:
+			if (!strcmp(optarg, "tar"))
+				o->run.archive = WSHARD_ARCHIVE_TAR;
+			else if (!strcmp(optarg, "tar.zst"))
+				o->run.archive = WSHARD_ARCHIVE_TAR_ZST;
+			else if (!strcmp(optarg, "tar.gz"))
+				o->run.archive = WSHARD_ARCHIVE_TAR_GZ;
+			else
+				return usage_error("convert", "--archive: '%s' is not tar, tar.zst or tar.gz",
+						   optarg);
+			break;
+		case OPT_ARCHIVE_ONLY:
+			o->run.archive_only = true;
+			break;
 		case 'f':
 			o->run.force = true;
 			break;
@@ -168,6 +189,8 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 	}
 	if (!have_tp)
 		return usage_error("convert", "--tp N is required");
+	if (o->run.archive_only && o->run.archive == WSHARD_ARCHIVE_NONE)
+		return usage_error("convert", "--archive-only needs --archive FMT");
 	if (argc - optind != 2)
 		return usage_error("convert", "expected SRC and OUT, got %d argument%s",
 				   argc - optind, argc - optind == 1 ? "" : "s");
@@ -236,13 +259,14 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 	if (o->json) {
 		printf("{\"out\": \"%s\", \"tp\": %d, \"processes\": %d, \"files\": %llu, "
 		       "\"bytes_written\": %llu, \"bytes_read\": %llu, \"source_tensor_bytes\": %llu, "
-		       "\"bytes_validated\": %llu, \"validated_by\": \"%s\", \"seconds\": %.3f, "
-		       "\"write_mb_per_s\": %.1f}\n",
+		       "\"bytes_validated\": %llu, \"validated_by\": \"%s\", \"archive_bytes\": %llu, "
+		       "\"seconds\": %.3f, \"write_mb_per_s\": %.1f}\n",
 		       o->run.out_dir, plan->tp, o->run.nprocs, (unsigned long long)files,
 		       (unsigned long long)o->run.bytes_written,
 		       (unsigned long long)o->run.bytes_read,
 		       (unsigned long long)plan->cat->tensor_bytes,
-		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend, secs,
+		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend,
+		       (unsigned long long)o->run.archive_bytes, secs,
 		       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
 		return;
 	}
@@ -260,6 +284,10 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 	else
 		printf("validated %s on %s\n",
 		       human_bytes(o->run.bytes_validated, a, sizeof(a)), o->run.validate_backend);
+	if (o->run.archive != WSHARD_ARCHIVE_NONE)
+		printf("packed %d rank archive%s, %s%s\n", plan->tp, plan->tp == 1 ? "" : "s",
+		       human_bytes(o->run.archive_bytes, a, sizeof(a)),
+		       o->run.archive_only ? "; rank and copied files removed (--archive-only)" : "");
 }
 
 int cmd_convert(int argc, char **argv)

@@ -232,6 +232,44 @@ enum wshard_err wshard_comm_bcast_int(struct wshard_comm *comm, int *val,
 	return WSHARD_OK;
 }
 
+enum wshard_err wshard_comm_bcast_bytes(struct wshard_comm *comm, const void *buf,
+					size_t len, char **out_buf, size_t *out_len,
+					struct wshard_error *err)
+{
+	long long n = (long long)len;
+	int mine, all = 1;
+	char *copy;
+
+	*out_buf = NULL;
+	*out_len = 0;
+	if (comm->mpi && MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+		return wshard_error_set(err, WSHARD_EIO, "MPI_Bcast failed");
+	if (n < 0 || n > INT_MAX)
+		return wshard_error_set(err, WSHARD_EIO, "a broadcast of over 2 GiB");
+	copy = malloc((size_t)n + 1);
+	/* every process must have room before any byte is sent */
+	mine = copy != NULL;
+	if (comm->mpi && MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN,
+				       MPI_COMM_WORLD) != MPI_SUCCESS) {
+		free(copy);
+		return wshard_error_set(err, WSHARD_EIO, "MPI_Allreduce failed");
+	}
+	if (!mine || !all) {
+		free(copy);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	if (comm->rank == 0 && n)
+		memcpy(copy, buf, (size_t)n);
+	if (comm->mpi && MPI_Bcast(copy, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+		free(copy);
+		return wshard_error_set(err, WSHARD_EIO, "MPI_Bcast failed");
+	}
+	copy[n] = '\0';
+	*out_buf = copy;
+	*out_len = (size_t)n;
+	return WSHARD_OK;
+}
+
 void wshard_comm_barrier(struct wshard_comm *comm)
 {
 	if (comm->mpi)

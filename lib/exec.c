@@ -3,7 +3,10 @@
  * under temporary names, reads each file back once to checksum it and to
  * validate it through the round trip, renames it, copies the non-weight
  * files and writes wshard.json last.  Every process agrees on the outcome
- * before anyone leaves, and a failure leaves no manifest behind.
+ * before anyone leaves, and a failure leaves no manifest behind.  With
+ * --archive, each process packs its ranks into OUT/rank-R.tar* (from the
+ * renamed files and the manifest process 0 broadcasts) before process 0
+ * writes the manifest that lists them.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -22,11 +25,15 @@
 #include "internal.h"
 #include "manifest.h"
 #include "stream.h"
+#include "archive_out.h"
 #include "../cuda/validate.h"
 
 struct rank_out {
 	struct wshard_file **files;	/* per part; NULL once committed */
 	struct manifest_rank_ck ck;
+	bool archived;			/* OUT/rank-R.tar* renamed into place */
+	uint64_t archive_size;
+	char archive_ck[WSHARD_DIGEST_HEX];
 };
 
 struct convert {
@@ -50,6 +57,18 @@ static bool is_rank_file(const char *name)
 
 	return sscanf(name, "model-rank-%u-part-%u.safetensors%n", &r, &p, &n) == 2 &&
 	       n == (int)strlen(name);
+}
+
+/* rank-R.tar, rank-R.tar.zst, rank-R.tar.gz (--archive) */
+static bool is_rank_archive(const char *name)
+{
+	unsigned r;
+	int n = -1;
+
+	if (sscanf(name, "rank-%u%n", &r, &n) != 1 || n < 0)
+		return false;
+	name += n;
+	return !strcmp(name, ".tar") || !strcmp(name, ".tar.zst") || !strcmp(name, ".tar.gz");
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -90,8 +109,9 @@ static bool listed(json_t *arr, char *const *list, size_t n, const char *name)
 }
 
 /*
- * OUT may hold only what wshard writes: the manifest, rank files, our
- * temporary files and lock, and the non-weight files it copies.  Anything
+ * OUT may hold only what wshard writes: the manifest, rank files and rank
+ * archives, our temporary files and lock, and the non-weight files it
+ * copies.  Anything
  * else means OUT is not an earlier wshard output, and nothing is deleted.
  */
 static enum wshard_err clean_out(struct convert *cv, struct wshard_error *err)
@@ -101,7 +121,7 @@ static enum wshard_err clean_out(struct convert *cv, struct wshard_error *err)
 	json_t *copied = old_copied(out);
 	DIR *d = opendir(out);
 	struct dirent *e;
-	size_t nours = 0;
+	size_t nours = 0, nsure = 0;
 	char *path;
 	enum wshard_err rc = WSHARD_OK;
 
@@ -115,9 +135,13 @@ static enum wshard_err clean_out(struct convert *cv, struct wshard_error *err)
 
 		if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, WSHARD_LOCK))
 			continue;
-		if (!strcmp(n, WSHARD_MANIFEST) || is_rank_file(n) ||
-		    (n[0] == '.' && ends_with(n, WSHARD_TMP_SUFFIX)) ||
-		    listed(copied, cat->extra, cat->nextra, n)) {
+		if (!strcmp(n, WSHARD_MANIFEST) || is_rank_file(n) || is_rank_archive(n) ||
+		    (n[0] == '.' && ends_with(n, WSHARD_TMP_SUFFIX))) {
+			nours++;
+			nsure++;
+			continue;
+		}
+		if (listed(copied, cat->extra, cat->nextra, n)) {
 			nours++;
 			continue;
 		}
@@ -126,6 +150,11 @@ static enum wshard_err clean_out(struct convert *cv, struct wshard_error *err)
 				      out, n);
 		break;
 	}
+	/* files named like the source's config.json alone are someone else's */
+	if (!rc && nours && !nsure)
+		rc = wshard_error_set(err, WSHARD_EEXIST,
+				      "'%s' holds files but no wshard output; not replacing them",
+				      out);
 	if (!rc && nours && !cv->run->force)
 		rc = wshard_error_set(err, WSHARD_EEXIST,
 				      "'%s' is not empty; pass --force to replace an earlier wshard output",
@@ -384,7 +413,18 @@ static enum wshard_err seal_ranks(struct convert *cv, struct wshard_error *err)
 	return rc;
 }
 
-/* On failure: temporary files go, and so do rank files this run renamed. */
+static char *archive_path(struct convert *cv, int r)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "rank-%d%s", r, arcout_suffix(cv->run->archive));
+	return wshard_path_join(cv->run->out_dir, name);
+}
+
+/*
+ * On failure: temporary files go, and so do the rank files and archives
+ * this run renamed.
+ */
 static void discard_ranks(struct convert *cv)
 {
 	const struct wshard_plan *plan = cv->plan;
@@ -393,6 +433,15 @@ static void discard_ranks(struct convert *cv)
 
 	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
 		struct rank_out *ro = &cv->ranks[r];
+
+		if (ro->archived) {
+			char *path = archive_path(cv, r);
+
+			if (path)
+				unlink(path);
+			free(path);
+			ro->archived = false;
+		}
 
 		for (f = 0; ro->files && f < plan->ranks[r].nfiles; f++) {
 			if (ro->files[f]) {
@@ -460,16 +509,21 @@ static enum wshard_err copy_extras(struct convert *cv, struct wshard_error *err)
 	return rc;
 }
 
-/* Gathers every process's ranks to process 0, which writes wshard.json. */
-static enum wshard_err write_manifest(struct convert *cv, struct wshard_error *err)
+/*
+ * Gathers every process's ranks to process 0, which copies the non-weight
+ * files and builds the manifest (without "archives") in *out_doc.
+ */
+static enum wshard_err build_manifest(struct convert *cv, json_t **out_doc,
+				      struct wshard_error *err)
 {
 	const struct wshard_plan *plan = cv->plan;
-	json_t *mine = json_array(), *ranks = NULL, *doc = NULL;
-	char *text = NULL, *all = NULL, *path = NULL;
+	json_t *mine = json_array(), *ranks = NULL;
+	char *text = NULL, *all = NULL;
 	size_t *lens = NULL, off = 0;
 	enum wshard_err rc = WSHARD_OK;
 	int r, p;
 
+	*out_doc = NULL;
 	for (r = cv->proc; mine && r < plan->tp; r += cv->nprocs)
 		if (json_array_append_new(mine, manifest_rank(plan, r, &cv->ranks[r].ck)) < 0)
 			break;
@@ -497,36 +551,226 @@ static enum wshard_err write_manifest(struct convert *cv, struct wshard_error *e
 	rc = copy_extras(cv, err);
 	if (rc)
 		goto out;
-	if (wshard_fault_hit("kill-manifest"))
-		raise(SIGKILL);
-	if (wshard_fault_hit("manifest")) {
-		rc = wshard_error_set(err, WSHARD_EIO, "cannot write '%s/%s': injected fault",
-				      cv->run->out_dir, WSHARD_MANIFEST);
-		goto out;
-	}
-	doc = manifest_doc(plan, ranks, cv->run->validate, cv->nprocs, cv->run->proc_bytes_read);
+	*out_doc = manifest_doc(plan, ranks, cv->run->validate, cv->nprocs,
+				cv->run->proc_bytes_read);
 	ranks = NULL;
-	free(text);
-	text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
-	path = wshard_path_join(cv->run->out_dir, WSHARD_MANIFEST);
-	if (!text || !path) {
-		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing the manifest");
-		goto out;
-	}
-	{
-		size_t n = strlen(text);
-
-		text[n] = '\n';
-		rc = wshard_write_file(path, text, n + 1, err);
-		text[n] = '\0';
-	}
+	if (!*out_doc)
+		wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
 out:
 	json_decref(mine);
 	json_decref(ranks);
-	json_decref(doc);
 	free(text);
 	free(all);
 	free(lens);
+	return err->code;
+}
+
+/* The manifest's bytes as written: indented JSON and a newline. */
+static char *manifest_text(json_t *doc, size_t *out_len)
+{
+	char *text = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	char *t;
+	size_t n;
+
+	*out_len = 0;
+	if (!text)
+		return NULL;
+	n = strlen(text);
+	t = realloc(text, n + 2);
+	if (!t) {
+		free(text);
+		return NULL;
+	}
+	t[n] = '\n';
+	t[n + 1] = '\0';
+	*out_len = n + 1;
+	return t;
+}
+
+/*
+ * Packs rank r: the copied files, its parts in order, and the manifest
+ * last (as in OUT, where its presence means the rest is complete).  The
+ * parts must still hash to the checksums taken when they were validated.
+ */
+static enum wshard_err pack_rank(struct convert *cv, int r, const char *manifest,
+				 size_t manifest_len, struct wshard_error *err)
+{
+	const struct wshard_rank_plan *rp = &cv->plan->ranks[r];
+	const struct wshard_catalog *cat = cv->plan->cat;
+	struct rank_out *ro = &cv->ranks[r];
+	size_t n = cat->nextra + rp->nfiles + 1, i, k = 0;
+	struct arcout_entry *ents = calloc(n, sizeof(*ents));
+	char **paths = calloc(n, sizeof(*paths));
+	char *path = archive_path(cv, r);
+	enum wshard_err rc = WSHARD_OK;
+
+	if (!ents || !paths || !path) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < cat->nextra; i++, k++) {
+		ents[k].name = cat->extra[i];
+		ents[k].path = paths[k] = wshard_path_join(cv->run->out_dir, cat->extra[i]);
+	}
+	for (i = 0; i < rp->nfiles; i++, k++) {
+		ents[k].name = rp->files[i].name;
+		ents[k].path = paths[k] = wshard_path_join(cv->run->out_dir, rp->files[i].name);
+		ents[k].checksum = ro->ck.file[i];
+	}
+	ents[k].name = WSHARD_MANIFEST;
+	ents[k].buf = manifest;
+	ents[k].len = manifest_len;
+	for (i = 0; i + 1 < n; i++)
+		if (!paths[i]) {
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			goto out;
+		}
+	rc = arcout_write(path, cv->run->archive, ents, n, cv->plan->opt.checksum,
+			  &ro->archive_size, ro->archive_ck, err);
+	if (rc)
+		goto out;
+	ro->archived = true;
+	/* --archive-only: the rank's files go as soon as its archive is complete */
+	for (i = cat->nextra; cv->run->archive_only && i + 1 < n && !rc; i++)
+		if (unlink(paths[i]) < 0 && errno != ENOENT)
+			rc = wshard_error_set(err, WSHARD_EIO, "cannot remove '%s': %s", paths[i],
+					      strerror(errno));
+out:
+	for (i = 0; paths && i < n; i++)
+		free(paths[i]);
+	free(paths);
+	free(ents);
+	free(path);
+	return rc;
+}
+
+/* --archive-only, process 0: the copied files, now in every archive, go. */
+static enum wshard_err remove_extras(struct convert *cv, struct wshard_error *err)
+{
+	const struct wshard_catalog *cat = cv->plan->cat;
+	enum wshard_err rc = WSHARD_OK;
+	size_t i;
+
+	for (i = 0; i < cat->nextra && !rc; i++) {
+		char *path = wshard_path_join(cv->run->out_dir, cat->extra[i]);
+
+		if (!path)
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		else if (unlink(path) < 0 && errno != ENOENT)
+			rc = wshard_error_set(err, WSHARD_EIO, "cannot remove '%s': %s", path,
+					      strerror(errno));
+		free(path);
+	}
+	return rc ? rc : wshard_fsync_dir(cv->run->out_dir, err);
+}
+
+/* Process 0 lists the gathered archives, by rank, under "archives". */
+static enum wshard_err list_archives(struct convert *cv, json_t *doc, const char *all,
+				     const size_t *lens, struct wshard_error *err)
+{
+	json_t *list = json_array();
+	size_t off = 0, i;
+	json_t *v;
+	int p;
+
+	for (i = 0; list && i < (size_t)cv->plan->tp; i++)
+		json_array_append_new(list, json_null());
+	for (p = 0; list && p < cv->nprocs; p++) {
+		json_t *part = json_loadb(all + off, lens[p], 0, NULL);
+
+		off += lens[p];
+		json_array_foreach(part, i, v) {
+			json_array_set(list, (size_t)json_integer_value(json_object_get(v, "rank")), v);
+			cv->run->archive_bytes += (uint64_t)json_integer_value(json_object_get(v, "size"));
+		}
+		json_decref(part);
+	}
+	if (!list || json_object_set_new(doc, "archives", list) < 0)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
+	return WSHARD_OK;
+}
+
+/*
+ * --archive: process 0 broadcasts the manifest (without "archives"), every
+ * process packs its ranks, and process 0 gathers their names, sizes and
+ * checksums into doc.  Every process returns the same result.
+ */
+static enum wshard_err archive_ranks(struct convert *cv, json_t *doc,
+				     struct wshard_error *err)
+{
+	char *text = NULL, *inner = NULL, *all = NULL;
+	size_t text_len = 0, inner_len = 0, *lens = NULL;
+	json_t *mine = NULL;
+	int r;
+
+	if (cv->proc == 0 && !err->code && !(text = manifest_text(doc, &text_len)))
+		wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing the manifest");
+	if (wshard_comm_agree(cv->comm, err) ||
+	    wshard_comm_bcast_bytes(cv->comm, text, text_len, &inner, &inner_len, err))
+		goto out;
+	for (r = cv->proc; r < cv->plan->tp && !err->code; r += cv->nprocs)
+		pack_rank(cv, r, inner, inner_len, err);
+	if (wshard_comm_agree(cv->comm, err))
+		goto out;
+	mine = json_array();
+	for (r = cv->proc; mine && r < cv->plan->tp; r += cv->nprocs) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "rank-%d%s", r, arcout_suffix(cv->run->archive));
+		json_array_append_new(mine, json_pack("{s:i,s:s,s:I,s:s}", "rank", r, "name", name,
+						      "size", (json_int_t)cv->ranks[r].archive_size,
+						      "checksum", cv->ranks[r].archive_ck));
+	}
+	free(text);
+	text = mine ? json_dumps(mine, JSON_COMPACT) : NULL;
+	if (!text) {
+		wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
+		text = strdup("[]");
+	}
+	if (!wshard_comm_gather_bytes(cv->comm, text ? text : "[]", text ? strlen(text) : 2,
+				      &all, &lens, err) && cv->proc == 0 && !err->code)
+		list_archives(cv, doc, all, lens, err);
+	if (cv->proc == 0 && cv->run->archive_only && !err->code)
+		remove_extras(cv, err);
+	wshard_comm_agree(cv->comm, err);
+out:
+	json_decref(mine);
+	free(text);
+	free(inner);
+	free(all);
+	free(lens);
+	return err->code;
+}
+
+/* Process 0 writes wshard.json, after the archives when there are any. */
+static enum wshard_err write_manifest(struct convert *cv, struct wshard_error *err)
+{
+	json_t *doc = NULL;
+	char *text = NULL, *path = NULL;
+	size_t len;
+
+	build_manifest(cv, &doc, err);
+	if (cv->run->archive != WSHARD_ARCHIVE_NONE)
+		archive_ranks(cv, doc, err);
+	if (cv->proc != 0 || err->code)
+		goto out;
+	if (wshard_fault_hit("kill-manifest"))
+		raise(SIGKILL);
+	if (wshard_fault_hit("manifest")) {
+		wshard_error_set(err, WSHARD_EIO, "cannot write '%s/%s': injected fault",
+				 cv->run->out_dir, WSHARD_MANIFEST);
+		goto out;
+	}
+	text = manifest_text(doc, &len);
+	path = wshard_path_join(cv->run->out_dir, WSHARD_MANIFEST);
+	if (!text || !path) {
+		wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing the manifest");
+		goto out;
+	}
+	wshard_write_file(path, text, len, err);
+out:
+	json_decref(doc);
+	free(text);
 	free(path);
 	return err->code;
 }

@@ -95,6 +95,11 @@ enum wshard_err wshard_comm_gather_bytes(struct wshard_comm *comm,
 					 struct wshard_error *err);
 enum wshard_err wshard_comm_bcast_int(struct wshard_comm *comm, int *val,
 				      struct wshard_error *err);
+/* Process 0's len bytes at buf, to every process (process 0 included) as a
+ * malloc'd NUL-terminated copy in *out_buf of *out_len bytes. */
+enum wshard_err wshard_comm_bcast_bytes(struct wshard_comm *comm, const void *buf,
+					size_t len, char **out_buf, size_t *out_len,
+					struct wshard_error *err);
 void wshard_comm_barrier(struct wshard_comm *comm);
 
 #endif /* WSHARD_INTERNAL_H */

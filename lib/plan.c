@@ -36,6 +36,7 @@ struct expr {
 	const struct wshard_config *cfg;
 	const char *missing;		/* first unknown name */
 	size_t missing_len;
+	int depth;			/* parentheses open */
 	bool bad;
 };
 
@@ -84,18 +85,30 @@ static int64_t expr_atom(struct expr *x)
 	while (*x->s == ' ')
 		x->s++;
 	if (*x->s == '(') {
+		if (++x->depth > 32) {
+			x->bad = true;
+			return 0;
+		}
 		x->s++;
 		v = expr_sum(x);
+		x->depth--;
 		while (*x->s == ' ')
 			x->s++;
-		if (*x->s++ != ')')
+		if (*x->s == ')')
+			x->s++;
+		else
 			x->bad = true;
 		return v;
 	}
 	start = x->s;
 	if (isdigit((unsigned char)*x->s)) {
-		while (isdigit((unsigned char)*x->s))
-			v = v * 10 + (*x->s++ - '0');
+		while (isdigit((unsigned char)*x->s)) {
+			if (v > INT64_MAX / 100)
+				x->bad = true;
+			else
+				v = v * 10 + (*x->s - '0');
+			x->s++;
+		}
 		return v;
 	}
 	while (isalnum((unsigned char)*x->s) || *x->s == '_')
@@ -116,13 +129,14 @@ static int64_t expr_product(struct expr *x)
 			x->s++;
 		if (*x->s == '*') {
 			x->s++;
-			v *= expr_atom(x);
+			if (__builtin_mul_overflow(v, expr_atom(x), &v))
+				x->bad = true;
 		} else if (*x->s == '/') {
 			int64_t d;
 
 			x->s++;
 			d = expr_atom(x);
-			v = d ? v / d : 0;
+			v = d && !(v == INT64_MIN && d == -1) ? v / d : 0;
 		} else {
 			return v;
 		}
@@ -138,10 +152,12 @@ static int64_t expr_sum(struct expr *x)
 			x->s++;
 		if (*x->s == '+') {
 			x->s++;
-			v += expr_product(x);
+			if (__builtin_add_overflow(v, expr_product(x), &v))
+				x->bad = true;
 		} else if (*x->s == '-') {
 			x->s++;
-			v -= expr_product(x);
+			if (__builtin_sub_overflow(v, expr_product(x), &v))
+				x->bad = true;
 		} else {
 			return v;
 		}
@@ -577,13 +593,14 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 	if (op->kind == OP_QKV && part > 0) {
 		uint64_t kv = (uint64_t)c->num_key_value_heads;
 
-		if (rows % kv)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s': %llu rows do not hold num_key_value_heads=%llu heads",
-						src_name(plan, m->src), (unsigned long long)rows,
-						(unsigned long long)kv);
 		if (tp > kv) {
 			uint64_t hd = rows / kv, h = (uint64_t)r / (tp / kv);
+
+			if (rows % kv)
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"tensor '%s': %llu rows do not hold num_key_value_heads=%llu heads",
+							src_name(plan, m->src), (unsigned long long)rows,
+							(unsigned long long)kv);
 
 			*out_row0 = h * hd;
 			*out_nrows = hd;
@@ -594,6 +611,59 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 		return indivisible(plan, m, 0, rows, err);
 	*out_nrows = rows / tp;
 	*out_row0 = (uint64_t)r * *out_nrows;
+	return WSHARD_OK;
+}
+
+/*
+ * A block-wise FP8 scale (X.weight_scale_inv) can be split only where the
+ * weight X.weight's split falls on block boundaries: every rank's rows
+ * (a kv head's rows when heads are replicated) a multiple of the block
+ * height, its columns of the block width (quantization_config's
+ * weight_block_size, 128 x 128 when absent).
+ */
+static enum wshard_err check_blocks(const struct wshard_plan *plan,
+				    const struct member *m, bool cols, bool head_rows,
+				    struct wshard_error *err)
+{
+	const char *name = src_name(plan, m->src);
+	json_t *q = plan->cat->config.json ? json_object_get(plan->cat->config.json,
+							      "quantization_config") : NULL;
+	json_t *bs = json_object_get(q, "weight_block_size");
+	uint64_t block[2] = { 128, 128 }, have, tp = (uint64_t)plan->tp;
+	const struct wshard_src_tensor *w;
+	char wname[1024];
+	size_t n = strlen(name);
+	int i;
+
+	if (!m->rule->block)
+		return WSHARD_OK;
+	for (i = 0; i < 2 && json_is_array(bs); i++)
+		if (json_is_integer(json_array_get(bs, (size_t)i)) &&
+		    json_integer_value(json_array_get(bs, (size_t)i)) > 0)
+			block[i] = (uint64_t)json_integer_value(json_array_get(bs, (size_t)i));
+	if (n < 10 || n - 10 + 1 > sizeof(wname))
+		return WSHARD_OK;
+	snprintf(wname, sizeof(wname), "%.*s", (int)(n - 10), name);	/* drop "_scale_inv" */
+	w = wshard_catalog_find(plan->cat, wname);
+	if (!w || w->info->ndim != 2)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s' has no 2-D weight '%s' beside it", name, wname);
+	if (cols) {
+		have = w->info->shape[1] / tp;
+		if (have % block[1])
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': each rank's %llu columns do not fall on the %llu-column blocks of '%s' (quantization_config.weight_block_size)",
+						wname, (unsigned long long)have,
+						(unsigned long long)block[1], name);
+		return WSHARD_OK;
+	}
+	have = head_rows ? w->info->shape[0] / (uint64_t)plan->cat->config.num_key_value_heads
+			 : w->info->shape[0] / tp;
+	if (have % block[0])
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': each rank's %llu rows do not fall on the %llu-row blocks of '%s' (quantization_config.weight_block_size)",
+					wname, (unsigned long long)have, (unsigned long long)block[0],
+					name);
 	return WSHARD_OK;
 }
 
@@ -639,6 +709,12 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 		for (r = 0; r < plan->tp && !rc; r++)
 			rc = push_rows(plan, &g->ranks[r], m->src, 0, rows, err);
 		return rc ? rc : set_item_shape(plan, g, m->out, shape, ndim, err);
+	}
+	if (m->rule->kind == RULE_ROW || m->rule->kind == RULE_COL) {
+		enum wshard_err brc = check_blocks(plan, m, m->rule->kind == RULE_COL, false, err);
+
+		if (brc)
+			return brc;
 	}
 	switch (m->rule->kind) {
 	case RULE_ROW:
@@ -737,7 +813,7 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 {
 	const struct wshard_st_tensor *first = src_info(plan, parts[0]->src);
 	uint64_t shape[WSHARD_MAX_DIMS], total = 0;
-	int p, r, ndim = first->ndim;
+	int p, r, ndim = first->ndim, nparts = op->nparts;
 	bool whole = false;
 	enum wshard_err rc = WSHARD_OK;
 
@@ -757,10 +833,19 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 		if (ndim == 0 || (ndim == 1 && t->shape[0] == 1 && part_len[p] == 1))
 			whole = true;
 	}
+	for (p = 0; p < op->nparts && !whole; p++) {
+		rc = check_blocks(plan, parts[p], false,
+				  op->kind == OP_QKV && p > 0 &&
+				  plan->tp > plan->cat->config.num_key_value_heads, err);
+		if (rc)
+			return rc;
+	}
+	if (whole && parts[0]->rule->collapse)
+		nparts = 1;
 	for (r = 0; r < plan->tp; r++) {
 		uint64_t rank_rows = 0;
 
-		for (p = 0; p < op->nparts && !rc; p++) {
+		for (p = 0; p < nparts && !rc; p++) {
 			uint64_t row0 = 0, nrows = 1;
 
 			if (!whole) {
@@ -970,6 +1055,9 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 				      "output '%s' has %zu experts but config.json says %lld",
 				      m[0].out, nitems,
 				      (long long)plan->cat->config.num_experts);
+	/* per-expert per-tensor scales stack to [E], as vLLM's FusedMoE has them */
+	if (stacked && m[0].rule->scale && g.ndim == 1 && g.shape[0] == 1)
+		g.ndim = 0;
 	for (r = 0; r < plan->tp; r++) {
 		struct wshard_out_tensor *t = &g.ranks[r];
 

@@ -432,10 +432,19 @@ static enum wshard_err derive_scale_rules(struct wshard_rules *r,
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			}
 			sprintf(d->match, "%.*s%s", (int)(ml - 7), w->match, suffixes[k]);
-			if (ol >= 7 && !strcmp(w->output + ol - 7, ".weight"))
-				sprintf(d->output, "%.*s%s", (int)(ol - 7), w->output, suffixes[k]);
+			/* "X.weight" -> "X.weight_scale"; vLLM's experts "w13_weight" -> "w13_weight_scale" */
+			if (ol >= 7 && (!strcmp(w->output + ol - 7, ".weight") ||
+					!strcmp(w->output + ol - 7, "_weight")))
+				sprintf(d->output, "%.*s%c%s", (int)(ol - 7), w->output,
+					w->output[ol - 7], suffixes[k] + 1);
 			else
 				sprintf(d->output, "%s%s", w->output, suffixes[k]);
+			d->block = inv;
+			/*
+			 * vLLM keeps one input scale per expert for w1 and w3 together
+			 * (they must be equal): the fused per-tensor scale is w1's.
+			 */
+			d->collapse = k == 1 && strstr(w->match, "{e}") && w->kind == RULE_FUSE;
 			add++;
 			r->nrules = n + add;
 		}

@@ -40,6 +40,8 @@ struct rules_rule {
 	int part;		/* FUSE: part index */
 	bool scale;		/* derived FP8 scale: one element is kept whole */
 	bool optional;		/* a source need not exist (else: one per layer) */
+	bool block;		/* derived weight_scale_inv: block-wise FP8 scale */
+	bool collapse;		/* derived per-expert input scale: w1's alone */
 	int nshape;		/* -1: no shape check */
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };

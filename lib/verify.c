@@ -62,6 +62,8 @@ struct verify {
 	uint64_t ndiff, ntensors, nbytes, nranks_done;
 	char *cmp;
 	size_t cmp_cap;
+	json_t *archives;		/* the manifest's "archives" (--archive), or NULL */
+	bool archive_only;		/* archives and no rank file in OUT */
 };
 
 static void diff(struct verify *v, const char *fmt, ...)
@@ -390,6 +392,100 @@ static enum wshard_err check_file(struct verify *v, int r, size_t fi,
 		     f->checksum);
 out:
 	free(spans);
+	free(path);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rank archives (convert --archive)                                    */
+/* ------------------------------------------------------------------ */
+
+static bool archive_entry_ok(json_t *a, size_t nranks)
+{
+	const char *name = json_string_value(json_object_get(a, "name"));
+	json_t *r = json_object_get(a, "rank");
+	uint64_t size;
+
+	return json_is_integer(r) && json_integer_value(r) >= 0 &&
+	       (size_t)json_integer_value(r) < nranks && name && !strchr(name, '/') &&
+	       name[0] != '.' && get_u64(a, "size", &size) &&
+	       json_is_string(json_object_get(a, "checksum"));
+}
+
+/*
+ * An output with "archives" and none of its rank files is an --archive-only
+ * one: only the archives' sizes and checksums can be checked (--quick);
+ * comparing with the source needs the directory form.
+ */
+static enum wshard_err load_archives(struct verify *v, struct wshard_error *err)
+{
+	json_t *a = json_object_get(v->doc, "archives"), *x;
+	size_t i, r, f;
+	struct stat sb;
+
+	if (!a)
+		return WSHARD_OK;
+	if (!json_is_array(a))
+		return bad(v, err, "\"archives\" is not an array");
+	json_array_foreach(a, i, x)
+		if (!archive_entry_ok(x, v->nranks))
+			return bad(v, err, "an \"archives\" entry needs a rank, a plain name, size and checksum");
+	v->archives = a;
+	v->archive_only = true;
+	for (r = 0; r < v->nranks && v->archive_only; r++)
+		for (f = 0; f < v->ranks[r].nfiles && v->archive_only; f++) {
+			char *path = wshard_path_join(v->opt->out_dir, v->ranks[r].files[f].name);
+
+			if (!path)
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			if (stat(path, &sb) == 0)
+				v->archive_only = false;
+			free(path);
+		}
+	if (v->archive_only && !v->opt->quick)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s' holds only rank archives (--archive-only): --quick checks their sizes and checksums; to compare with the source, extract rank R's archive and run verify --rank R on that directory",
+					v->opt->out_dir);
+	return WSHARD_OK;
+}
+
+/* Rank r's archive has the size and checksum the manifest records. */
+static enum wshard_err check_archive(struct verify *v, int r, struct wshard_error *err)
+{
+	json_t *x, *a = NULL;
+	const char *name, *ck;
+	char digest[WSHARD_DIGEST_HEX], *path;
+	uint64_t size = 0;
+	struct stat sb;
+	size_t i;
+	enum wshard_err rc = WSHARD_OK;
+
+	json_array_foreach(v->archives, i, x)
+		if (json_integer_value(json_object_get(x, "rank")) == r)
+			a = x;
+	if (!a) {
+		diff(v, "rank %d: archive: not listed in the manifest", r);
+		return WSHARD_OK;
+	}
+	name = json_string_value(json_object_get(a, "name"));
+	ck = json_string_value(json_object_get(a, "checksum"));
+	get_u64(a, "size", &size);
+	path = wshard_path_join(v->opt->out_dir, name);
+	if (!path)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (stat(path, &sb) < 0) {
+		diff(v, "rank %d: archive '%s': missing", r, name);
+		goto out;
+	}
+	if ((uint64_t)sb.st_size != size)
+		diff(v, "rank %d: archive '%s': size %llu, manifest says %llu", r, name,
+		     (unsigned long long)sb.st_size, (unsigned long long)size);
+	rc = hash_file(path, v->algo, NULL, 0, digest, err);
+	if (!rc && strcmp(digest, ck))
+		diff(v, "rank %d: archive '%s': checksum %s, manifest says %s", r, name, digest, ck);
+	if (v->archive_only)
+		v->nbytes += (uint64_t)sb.st_size;
+out:
 	free(path);
 	return rc;
 }
@@ -745,13 +841,18 @@ enum wshard_err wshard_verify(const struct wshard_verify_opts *opt,
 	uint64_t diffs[1];
 
 	memset(out, 0, sizeof(*out));
-	load_manifest(&v, err);
+	if (!load_manifest(&v, err))
+		load_archives(&v, err);
 	if (wshard_comm_agree(comm, err))
 		goto out;
 	for (r = 0; r < v.nranks && !err->code; r++) {
 		if (!wanted(&v, (int)r))
 			continue;
 		v.nranks_done++;
+		if (v.archives)
+			check_archive(&v, (int)r, err);
+		if (v.archive_only)
+			continue;
 		for (f = 0; f < v.ranks[r].nfiles && !err->code; f++)
 			check_file(&v, (int)r, f, err);
 		check_structure(&v, (int)r);

@@ -574,6 +574,14 @@ enum wshard_validate_mode {
 	WSHARD_VALIDATE_OFF,
 };
 
+/* Archives convert writes beside (or instead of) the directory form. */
+enum wshard_archive_fmt {
+	WSHARD_ARCHIVE_NONE = 0,
+	WSHARD_ARCHIVE_TAR = 1,		/* OUT/rank-R.tar */
+	WSHARD_ARCHIVE_TAR_ZST = 2,	/* OUT/rank-R.tar.zst */
+	WSHARD_ARCHIVE_TAR_GZ = 3,	/* OUT/rank-R.tar.gz */
+};
+
 /* Progress callback: bytes done of total so far, on this process. */
 typedef void (*wshard_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
@@ -584,6 +592,8 @@ struct wshard_run {
 	enum wshard_validate_mode validate;
 	wshard_progress_fn progress;
 	void *progress_ctx;
+	enum wshard_archive_fmt archive;	/* one archive per rank, or NONE */
+	bool archive_only;		/* then only the archives and the manifest stay */
 	/* out (valid on process 0 after a successful run) */
 	uint64_t bytes_read;		/* summed over processes */
 	uint64_t bytes_written;		/* summed over processes */
@@ -592,6 +602,7 @@ struct wshard_run {
 	char notice[256];		/* e.g. the auto fall-back reason */
 	int nprocs;
 	uint64_t *proc_bytes_read;	/* nprocs entries; freed by release */
+	uint64_t archive_bytes;		/* size of all the archives */
 };
 
 /* Releases what a wshard_run owns; accepts NULL. */
@@ -600,8 +611,13 @@ void wshard_run_release(struct wshard_run *run);
 /*
  * Executes plan into run->out_dir with every process of comm: writes the
  * rank files under temporary names, validates them, renames them, copies
- * the non-weight files and writes wshard.json last (process 0).  Every
- * process returns the same result.  Returns WSHARD_OK, WSHARD_EEXIST,
+ * the non-weight files and writes wshard.json last (process 0).  With
+ * run->archive, each process first packs each of its ranks into
+ * OUT/rank-R.tar[.zst|.gz] (that rank's files, the copied files and the
+ * manifest without its "archives" key), and the manifest lists the
+ * archives; run->archive_only removes the rank and copied files once they
+ * are archived.  Every process returns the same result.  A failure leaves
+ * no manifest and no archive.  Returns WSHARD_OK, WSHARD_EEXIST,
  * WSHARD_EBUSY, WSHARD_EIO, WSHARD_EINVAL, WSHARD_EVALIDATE, WSHARD_ENODEV
  * or WSHARD_ENOMEM.
  */
@@ -629,6 +645,10 @@ struct wshard_verify_result {
  * and checksum, the strict safetensors structure against the manifest,
  * then (unless quick) the plan re-derived from the source against the
  * manifest and every output byte against the source bytes it came from.
+ * When the manifest lists rank archives (convert --archive), their sizes
+ * and checksums are checked too; an OUT holding the archives but none of
+ * the rank files (--archive-only) is checked that far only, with quick
+ * (without it: WSHARD_EINVAL, saying so).
  * Under MPI each process verifies its own ranks; process 0 receives all
  * difference lines in *out.  Returns WSHARD_OK (all match),
  * WSHARD_EMISMATCH (differences listed), WSHARD_EINVAL (OUT or SRC is not

@@ -93,11 +93,14 @@ def ceil_div(a, b):
 
 
 def scale_output_name(out, suffix):
-    """The output name of a weight's scale: X.weight -> X.weight_scale,
-    experts.w13_weight -> experts.w13_weight_scale."""
+    """The output name of a weight's scale, vLLM's parameter names:
+    X.weight -> X.weight_scale, experts.w13_weight -> experts.w13_weight_scale,
+    experts.w13_input_scale, experts.w13_weight_scale_inv."""
     if out.endswith(".weight"):
         return out[:-len(".weight")] + suffix
-    return out + suffix[len(".weight"):] if suffix.startswith(".weight") else out + suffix.replace(".", "_", 1)
+    if out.endswith("_weight"):
+        return out[:-len("_weight")] + "_" + suffix[1:]
+    return out + suffix
 
 
 # ---------------------------------------------------------------- dtype conversion
@@ -421,9 +424,18 @@ def materialize(src, dtype, pieces):
     return np.concatenate(parts)
 
 
+def expected_bytes(src, entry):
+    """The bytes an expected tensor (dtype, shape, pieces, from) must hold:
+    its pieces in the source dtype `from`, converted to dtype."""
+    dtype, _shape, pieces, frm = entry
+    raw = materialize(src, frm, pieces)
+    return convert_bytes(raw, frm, dtype) if frm != dtype else raw
+
+
 class Expect:
-    def __init__(self, src, tp, attn_scales=True):
+    def __init__(self, src, tp, attn_scales=True, dtype=None):
         self.src, self.tp, self.attn_scales = src, tp, attn_scales
+        self.dtype = dtype  # --dtype target (BF16, F16, F32) or None
         self.ranks = [dict() for _ in range(tp)]
         self.consumed = set()
         self._build()
@@ -453,14 +465,27 @@ class Expect:
         self.consumed.add(name)
         return t
 
-    def put(self, rank, name, dtype, shape, pieces):
+    def take(self, name):
+        """A source tensor of any shape (scales), consumed; None if absent."""
+        t = self.src.tensors.get(name)
+        if t is not None:
+            self.consumed.add(name)
+        return t
+
+    def put(self, rank, name, dtype, shape, pieces, convert=True):
         assert name not in self.ranks[rank], name
         got = sum(tensor_nbytes(dtype, [1]) if p[0] == "value" else
                   p[1] if p[0] == "zeros" else
                   (p[3] - p[2]) * (p[5] - p[4]) * BITS[self.src.tensors[p[1]].dtype] // 8
                   for p in pieces)
         assert got == tensor_nbytes(dtype, shape), (name, got, shape)
-        self.ranks[rank][name] = (dtype, list(shape), pieces)
+        out = dtype
+        # --dtype: F32/F16/BF16 outputs are converted; FP8 scales and the
+        # constant attention scales are not
+        if (convert and self.dtype and dtype in FLOATS
+                and not name.endswith(SCALE_SUFFIXES)):
+            out = self.dtype
+        self.ranks[rank][name] = (out, list(shape), pieces, dtype)
 
     def same_dtype(self, *ts):
         dts = {t.dtype for t in ts}
@@ -469,12 +494,22 @@ class Expect:
                            ", ".join("%s %s" % (t.name, t.dtype) for t in ts))
         return ts[0].dtype
 
-    def replicate(self, name, t):
-        for r in range(self.tp):
-            self.put(r, name, t.dtype, t.shape, [("copy", t.name, 0, t.rows, 0, t.width)])
+    def whole(self, t):
+        return ("copy", t.name, 0, t.rows, 0, t.width)
 
     def rows_piece(self, t, r0, r1):
         return ("copy", t.name, r0, r1, 0, t.width)
+
+    def emit(self, items):
+        """items[r] = {name: (dtype, shape, pieces)}: put on every rank."""
+        for r, item in enumerate(items):
+            for name in sorted(item):
+                dt, shape, pieces = item[name]
+                self.put(r, name, dt, shape, pieces)
+
+    def replicate(self, name, t):
+        for r in range(self.tp):
+            self.put(r, name, t.dtype, t.shape, [self.whole(t)])
 
     def vocab_parallel(self, out_name, t):
         V, H = t.shape
@@ -493,6 +528,161 @@ class Expect:
                 pieces.append(("zeros", (P - (b - a)) * row_bytes))
             self.put(r, out_name, t.dtype, [P, H], pieces)
 
+    # -- linear layers and their FP8 scales
+    def block_size(self):
+        qc = self.src.config.get("quantization_config") or {}
+        bs = qc.get("weight_block_size") if isinstance(qc, dict) else None
+        if (not isinstance(bs, list) or len(bs) != 2 or
+                not all(isinstance(x, int) and x > 0 for x in bs)):
+            raise RefError("weight_scale_inv needs config.json quantization_config."
+                           "weight_block_size [rows, cols], not %s" % json.dumps(bs))
+        return bs
+
+    def block_range(self, what, a, b, n, B):
+        """Blocks [a // B, ceil(b / B)) of a split [a, b) of n rows/cols; the
+        split must not cut a block."""
+        if a % B or (b % B and b != n):
+            raise RefError("%s: the split [%d, %d) of %d cuts a block of %d" % (what, a, b, n, B))
+        return a // B, ceil_div(b, B)
+
+    def scales(self, bases):
+        """{suffix: [scale tensor per base]} for the scales present beside
+        the weights base + '.weight'; all bases must carry the same ones."""
+        out = {}
+        for suffix in SCALE_SUFFIXES:
+            ts = [self.take(b + suffix) if b is not None else None for b in bases]
+            if all(t is None for t in ts):
+                continue
+            if any(t is None for t in ts):
+                have = [b + suffix for b, t in zip(bases, ts) if t is not None]
+                miss = [b + suffix for b, t in zip(bases, ts) if t is None and b is not None]
+                raise RefError("%s present but %s missing" % (", ".join(have), ", ".join(miss) or
+                                                              "a fused source has no scales"))
+            self.same_dtype(*ts)
+            out[suffix] = ts
+        return out
+
+    def fused(self, out, parts, sel):
+        """A row-fused output: parts = [(base or None, tensor, row offset, rows)],
+        sel(p, r) = rows [a, b) of part p on rank r.  Returns items[r]."""
+        tp = self.tp
+        items = [dict() for _ in range(tp)]
+        ws = [pt[1] for pt in parts]
+        dt = self.same_dtype(*ws)
+        rest = ws[0].shape[1:]
+        for w in ws:
+            if w.shape[1:] != rest:
+                raise RefError("fused tensors differ beyond dimension 0: %s" %
+                               ", ".join("%s %s" % (w.name, w.shape) for w in ws))
+        for r in range(tp):
+            pieces, rows = [], 0
+            for p, (_b, w, off, _n) in enumerate(parts):
+                a, b = sel(p, r)
+                pieces.append(self.rows_piece(w, off + a, off + b))
+                rows += b - a
+            items[r][out] = (dt, [rows] + rest, pieces)
+        cols = numel(rest)
+        for suffix, ts in self.scales([pt[0] for pt in parts]).items():
+            name = scale_output_name(out, suffix)
+            sdt = ts[0].dtype
+            if suffix == ".weight_scale_inv":
+                Bn, Bk = self.block_size()
+                for (_b, w, _o, n), t in zip(parts, ts):
+                    if t.shape != [ceil_div(n, Bn), ceil_div(cols, Bk)]:
+                        raise RefError("%s has shape %s, %s%s with blocks %dx%d needs %s" % (
+                            t.name, t.shape, w.name, [n] + rest, Bn, Bk,
+                            [ceil_div(n, Bn), ceil_div(cols, Bk)]))
+                for r in range(tp):
+                    pieces, rows = [], 0
+                    for p, ((_b, w, _o, n), t) in enumerate(zip(parts, ts)):
+                        a, b = sel(p, r)
+                        ba, bb = self.block_range("%s rank %d" % (w.name, r), a, b, n, Bn)
+                        pieces.append(self.rows_piece(t, ba, bb))
+                        rows += bb - ba
+                    items[r][name] = (sdt, [rows, ceil_div(cols, Bk)], pieces)
+            elif all(numel(t.shape) == 1 for t in ts):
+                # per-tensor: one element per fused part
+                for r in range(tp):
+                    items[r][name] = (sdt, [len(ts)], [self.whole(t) for t in ts])
+            elif all(t.shape == [n, 1] for (_b, _w, _o, n), t in zip(parts, ts)):
+                # per-channel: cut and fused like the weight rows
+                for r in range(tp):
+                    pieces, rows = [], 0
+                    for p, t in enumerate(ts):
+                        a, b = sel(p, r)
+                        pieces.append(self.rows_piece(t, a, b))
+                        rows += b - a
+                    items[r][name] = (sdt, [rows, 1], pieces)
+            else:
+                raise RefError("scales %s: shapes %s are neither per-tensor nor [rows, 1]" % (
+                    ", ".join(t.name for t in ts), [t.shape for t in ts]))
+        return items
+
+    def col_split(self, out, base, w):
+        """A column-split output (o_proj, down_proj, w2)."""
+        tp = self.tp
+        rows, C = w.shape
+        self.divisible("%s columns" % w.name, C, tp)
+        cr = C // tp
+        items = [dict() for _ in range(tp)]
+        for r in range(tp):
+            items[r][out] = (w.dtype, [rows, cr], [("copy", w.name, 0, rows, r * cr, (r + 1) * cr)])
+        for suffix, (t,) in self.scales([base]).items():
+            name = scale_output_name(out, suffix)
+            if suffix == ".weight_scale_inv":
+                Bn, Bk = self.block_size()
+                if t.shape != [ceil_div(rows, Bn), ceil_div(C, Bk)]:
+                    raise RefError("%s has shape %s, %s%s with blocks %dx%d needs %s" % (
+                        t.name, t.shape, w.name, w.shape, Bn, Bk,
+                        [ceil_div(rows, Bn), ceil_div(C, Bk)]))
+                for r in range(tp):
+                    ca, cb = self.block_range("%s rank %d columns" % (w.name, r),
+                                              r * cr, (r + 1) * cr, C, Bk)
+                    items[r][name] = (t.dtype, [t.rows, cb - ca],
+                                      [("copy", t.name, 0, t.rows, ca, cb)])
+            else:
+                # per-tensor and per-channel (output rows) scales: whole
+                for r in range(tp):
+                    items[r][name] = (t.dtype, list(t.shape), [self.whole(t)])
+        return items
+
+    def replicated(self, out, base, w):
+        items = [dict() for _ in range(self.tp)]
+        for r in range(self.tp):
+            items[r][out] = (w.dtype, list(w.shape), [self.whole(w)])
+        for suffix, (t,) in self.scales([base]).items():
+            for r in range(self.tp):
+                items[r][scale_output_name(out, suffix)] = (t.dtype, list(t.shape), [self.whole(t)])
+        return items
+
+    def stack(self, experts, flat_scalars=()):
+        """Stacks per-expert items along a new dimension 0.  Outputs named in
+        flat_scalars hold one value per expert: [E] (vLLM's per-tensor w2
+        scales and w13/w2 input scales)."""
+        tp, E = self.tp, len(experts)
+        items = [dict() for _ in range(tp)]
+        for r in range(tp):
+            names = sorted(experts[0][r])
+            for e in range(1, E):
+                if sorted(experts[e][r]) != names:
+                    raise RefError("expert %d has outputs %s, expert 0 %s" % (
+                        e, sorted(experts[e][r]), names))
+            for name in names:
+                dt, shape, _ = experts[0][r][name]
+                pieces = []
+                for e in range(E):
+                    d2, s2, p2 = experts[e][r][name]
+                    if (d2, s2) != (dt, shape):
+                        raise RefError("%s: expert %d is %s%s, expert 0 %s%s" % (name, e, d2, s2, dt, shape))
+                    pieces.extend(p2)
+                if name in flat_scalars:
+                    if numel(shape) != 1:
+                        raise RefError("%s: %s%s is not one value per expert" % (name, dt, shape))
+                    items[r][name] = (dt, [E], pieces)
+                else:
+                    items[r][name] = (dt, [E] + shape, pieces)
+        return items
+
     # -- rules
     def _build(self):
         cfg, src, tp = self.src.config, self.src, self.tp
@@ -510,7 +700,6 @@ class Expect:
         else:
             self.divisible("hidden_size", H, nh, "num_attention_heads %d" % nh)
             hd = H // nh
-        I = self.cfg_int("intermediate_size")
         V = self.cfg_int("vocab_size")
         tie = cfg.get("tie_word_embeddings")
         if tie is None:
@@ -520,8 +709,17 @@ class Expect:
             self.divisible("num_key_value_heads", kv, tp)
         elif tp % kv:
             raise RefError("--tp %d is not divisible by num_key_value_heads=%d" % (tp, kv))
-        self.divisible("intermediate_size", I, tp)
         self.divisible("vocab_size (padded to %d)" % round_up(V, 64), round_up(V, 64), tp)
+        moe = family in ("mixtral", "qwen2_moe", "qwen3_moe")
+        if family == "mixtral":
+            E = self.cfg_int("num_local_experts")
+            EI = self.cfg_int("intermediate_size")
+        elif moe:
+            E = self.cfg_int("num_experts")
+            EI = self.cfg_int("moe_intermediate_size")
+        if moe:
+            self.divisible("moe_intermediate_size" if family != "mixtral" else "intermediate_size",
+                           EI, tp)
 
         # embeddings, final norm, lm head
         embed = self.get("model.embed_tokens.weight", [V, H])
@@ -549,6 +747,59 @@ class Expect:
                 (["no tensors for layer(s) %s" % missing] if missing else []) +
                 (["tensors for layer(s) %s" % extra] if extra else []))))
         qr = nh * hd // tp
+
+        def qkv_sel(p, r):
+            if p == 0:
+                return r * qr, (r + 1) * qr
+            if tp <= kv:
+                kr = kv * hd // tp
+                return r * kr, (r + 1) * kr
+            h = r // (tp // kv)
+            return h * hd, (h + 1) * hd
+
+        def mlp(out, gate_base, up_base, down_base, I):
+            """A dense gate/up/down MLP (also the shared expert)."""
+            self.divisible(out + " rows", I, tp)
+            ir = I // tp
+            tg = self.get(gate_base + ".weight", [I, H])
+            tu = self.get(up_base + ".weight", [I, H])
+            self.emit(self.fused(out + ".gate_up_proj.weight",
+                                 [(gate_base, tg, 0, I), (up_base, tu, 0, I)],
+                                 lambda _p, r: (r * ir, (r + 1) * ir)))
+            d = self.get(down_base + ".weight", [H, I])
+            self.emit(self.col_split(out + ".down_proj.weight", down_base, d))
+
+        def experts(prefix, out, n1, n3, n2, I):
+            """Stacked experts: w13_weight [E, 2I/tp, H], w2_weight [E, H, I/tp]."""
+            ir = I // tp
+            w13, w2 = [], []
+            for e in range(E):
+                q = "%s.%d." % (prefix, e)
+                t1 = self.get(q + n1 + ".weight", [I, H])
+                t3 = self.get(q + n3 + ".weight", [I, H])
+                w13.append(self.fused(out + ".w13_weight",
+                                      [(q + n1, t1, 0, I), (q + n3, t3, 0, I)],
+                                      lambda _p, r: (r * ir, (r + 1) * ir)))
+                t2 = self.get(q + n2 + ".weight", [H, I])
+                w2.append(self.col_split(out + ".w2_weight", q + n2, t2))
+            # vLLM: one input scale per expert (w1's and w3's must be equal),
+            # per-tensor w2 weight scales one value per expert
+            in13 = out + ".w13_input_scale"
+            for r in range(tp):
+                for it in w13:
+                    if in13 in it[r]:
+                        dt, _s, pieces = it[r][in13]
+                        a, b = (materialize(src, dt, [pc]) for pc in pieces)
+                        if a.tobytes() != b.tobytes():
+                            raise RefError("%s: the input scales of %s and %s differ; vLLM "
+                                           "needs them equal" % (in13, pieces[0][1], pieces[1][1]))
+                        it[r][in13] = (dt, [], pieces[:1])
+            self.emit(self.stack(w13, flat_scalars=(in13,)))
+            flat2 = [out + ".w2_input_scale"]
+            if w2 and numel(w2[0][0].get(out + ".w2_weight_scale", (0, [2], 0))[1]) == 1:
+                flat2.append(out + ".w2_weight_scale")
+            self.emit(self.stack(w2, flat_scalars=flat2))
+
         for i in layers:
             p = "model.layers.%d." % i
             norms = ["input_layernorm.weight", "post_attention_layernorm.weight"]
@@ -556,77 +807,69 @@ class Expect:
                 norms += ["pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"]
             for nm in norms:
                 self.replicate(p + nm, self.get(p + nm, [H]))
-            if family == "qwen3":
+            if family in ("qwen3", "qwen3_moe"):
                 for nm in ("self_attn.q_norm.weight", "self_attn.k_norm.weight"):
                     self.replicate(p + nm, self.get(p + nm, [hd]))
 
             # q/k/v
             if family == "phi3":
                 qkv = self.get(p + "self_attn.qkv_proj.weight", [(nh + 2 * kv) * hd, H])
-                q = (qkv, 0)
-                k = (qkv, nh * hd)
-                v = (qkv, (nh + kv) * hd)
-                dt = qkv.dtype
+                parts = [(None, qkv, 0, nh * hd), (None, qkv, nh * hd, kv * hd),
+                         (None, qkv, (nh + kv) * hd, kv * hd)]
             else:
-                tq = self.get(p + "self_attn.q_proj.weight", [nh * hd, H])
-                tk = self.get(p + "self_attn.k_proj.weight", [kv * hd, H])
-                tv = self.get(p + "self_attn.v_proj.weight", [kv * hd, H])
-                dt = self.same_dtype(tq, tk, tv)
-                q, k, v = (tq, 0), (tk, 0), (tv, 0)
-            bias = None
-            if family == "qwen2":
-                bq = self.get(p + "self_attn.q_proj.bias", [nh * hd])
-                bk = self.get(p + "self_attn.k_proj.bias", [kv * hd])
-                bv = self.get(p + "self_attn.v_proj.bias", [kv * hd])
-                bias = ((bq, 0), (bk, 0), (bv, 0), self.same_dtype(bq, bk, bv))
-            for r in range(tp):
-                def qkv_pieces(q, k, v):
-                    if tp <= kv:
-                        kr = kv * hd // tp
-                        ka = r * kr
-                    else:
-                        kr = hd
-                        ka = (r // (tp // kv)) * hd
-                    return [self.rows_piece(q[0], q[1] + r * qr, q[1] + (r + 1) * qr),
-                            self.rows_piece(k[0], k[1] + ka, k[1] + ka + kr),
-                            self.rows_piece(v[0], v[1] + ka, v[1] + ka + kr)], qr + 2 * kr
-                pieces, nrows = qkv_pieces(q, k, v)
-                self.put(r, p + "self_attn.qkv_proj.weight", dt, [nrows, H], pieces)
-                if bias:
-                    pieces, nrows = qkv_pieces(*bias[:3])
-                    self.put(r, p + "self_attn.qkv_proj.bias", bias[3], [nrows], pieces)
+                a = p + "self_attn."
+                parts = [(a + "q_proj", self.get(a + "q_proj.weight", [nh * hd, H]), 0, nh * hd),
+                         (a + "k_proj", self.get(a + "k_proj.weight", [kv * hd, H]), 0, kv * hd),
+                         (a + "v_proj", self.get(a + "v_proj.weight", [kv * hd, H]), 0, kv * hd)]
+            self.emit(self.fused(p + "self_attn.qkv_proj.weight", parts, qkv_sel))
+            if family in ("qwen2", "qwen2_moe"):
+                a = p + "self_attn."
+                bparts = [(None, self.get(a + "q_proj.bias", [nh * hd]), 0, nh * hd),
+                          (None, self.get(a + "k_proj.bias", [kv * hd]), 0, kv * hd),
+                          (None, self.get(a + "v_proj.bias", [kv * hd]), 0, kv * hd)]
+                self.emit(self.fused(p + "self_attn.qkv_proj.bias", bparts, qkv_sel))
             o = self.get(p + "self_attn.o_proj.weight", [H, nh * hd])
-            for r in range(tp):
-                self.put(r, p + "self_attn.o_proj.weight", o.dtype, [H, qr],
-                         [("copy", o.name, 0, H, r * qr, (r + 1) * qr)])
-            self.get(p + "self_attn.rotary_emb.inv_freq", [hd // 2], optional=True)
+            self.emit(self.col_split(p + "self_attn.o_proj.weight", p + "self_attn.o_proj", o))
             if p + "self_attn.rotary_emb.inv_freq" in src.tensors:
-                self.consumed.add(p + "self_attn.rotary_emb.inv_freq")
+                self.get(p + "self_attn.rotary_emb.inv_freq", [hd // 2])
 
             # MLP
-            ir = I // tp
             if family == "phi3":
+                I = self.cfg_int("intermediate_size")
+                self.divisible("intermediate_size", I, tp)
+                ir = I // tp
                 gu = self.get(p + "mlp.gate_up_proj.weight", [2 * I, H])
-                g, u = (gu, 0), (gu, I)
-                dt = gu.dtype
+                self.emit(self.fused(p + "mlp.gate_up_proj.weight",
+                                     [(None, gu, 0, I), (None, gu, I, I)],
+                                     lambda _p, r: (r * ir, (r + 1) * ir)))
+                d = self.get(p + "mlp.down_proj.weight", [H, I])
+                self.emit(self.col_split(p + "mlp.down_proj.weight", None, d))
+            elif family == "mixtral":
+                g = p + "block_sparse_moe.gate"
+                self.emit(self.replicated(g + ".weight", g, self.get(g + ".weight", [E, H])))
+                experts(p + "block_sparse_moe.experts", p + "block_sparse_moe.experts",
+                        "w1", "w3", "w2", EI)
+            elif moe and self.sparse_layer(i):
+                g = p + "mlp.gate"
+                self.emit(self.replicated(g + ".weight", g, self.get(g + ".weight", [E, H])))
+                experts(p + "mlp.experts", p + "mlp.experts", "gate_proj", "up_proj", "down_proj", EI)
+                if family == "qwen2_moe":
+                    SI = self.cfg_int("shared_expert_intermediate_size")
+                    se = p + "mlp.shared_expert"
+                    mlp(se, se + ".gate_proj", se + ".up_proj", se + ".down_proj", SI)
+                    sg = p + "mlp.shared_expert_gate"
+                    self.emit(self.replicated(sg + ".weight", sg, self.get(sg + ".weight", [1, H])))
             else:
-                tg = self.get(p + "mlp.gate_proj.weight", [I, H])
-                tu = self.get(p + "mlp.up_proj.weight", [I, H])
-                dt = self.same_dtype(tg, tu)
-                g, u = (tg, 0), (tu, 0)
-            for r in range(tp):
-                self.put(r, p + "mlp.gate_up_proj.weight", dt, [2 * ir, H],
-                         [self.rows_piece(g[0], g[1] + r * ir, g[1] + (r + 1) * ir),
-                          self.rows_piece(u[0], u[1] + r * ir, u[1] + (r + 1) * ir)])
-            d = self.get(p + "mlp.down_proj.weight", [H, I])
-            for r in range(tp):
-                self.put(r, p + "mlp.down_proj.weight", d.dtype, [H, ir],
-                         [("copy", d.name, 0, H, r * ir, (r + 1) * ir)])
+                I = self.cfg_int("intermediate_size")
+                self.divisible("intermediate_size", I, tp)
+                m = p + "mlp"
+                mlp(m, m + ".gate_proj", m + ".up_proj", m + ".down_proj", I)
 
             if self.attn_scales:
                 for s in ("_k_scale", "_v_scale", "_q_scale", "_prob_scale"):
                     for r in range(tp):
-                        self.put(r, p + "self_attn.attn." + s, "F32", [], [("value", 1.0)])
+                        self.put(r, p + "self_attn.attn." + s, "F32", [], [("value", 1.0)],
+                                 convert=False)
 
         # a tied checkpoint that still carries lm_head.weight: skipped
         if tie and lm is not None:
@@ -634,6 +877,13 @@ class Expect:
         left = sorted(set(src.tensors) - self.consumed)
         if left:
             raise RefError("source tensors no rule covers: %s" % ", ".join(left))
+
+    def sparse_layer(self, i):
+        """Qwen MoE: is layer i a mixture of experts (HF's rule)?"""
+        cfg = self.src.config
+        only = cfg.get("mlp_only_layers") or []
+        step = cfg.get("decoder_sparse_step", 1) or 1
+        return i not in only and cfg.get("num_experts", 0) > 0 and (i + 1) % step == 0
 
 
 # ---------------------------------------------------------------- checking
@@ -664,6 +914,12 @@ def first_diff(a, b):
     if len(ne):
         return int(ne[0])
     return n if len(a) != len(b) else -1
+
+
+def expected_config(src, dtype):
+    cfg = dict(src.config)
+    cfg["torch_dtype"] = TORCH_DTYPE[dtype]
+    return cfg
 
 
 class Checker:
@@ -716,6 +972,8 @@ class Checker:
             sp, op = os.path.join(self.src.dir, fn), os.path.join(self.out, fn)
             if not os.path.exists(op):
                 self.diff("%s: not copied" % fn)
+            elif fn == "config.json" and self.exp.dtype:
+                self.check_config(op)
             else:
                 with open(sp, "rb") as a, open(op, "rb") as b:
                     if a.read() != b.read():
@@ -736,6 +994,27 @@ class Checker:
             self.diff("%s: missing" % MANIFEST)
         else:
             self.check_manifest(copied)
+
+    def check_config(self, path):
+        """With --dtype: the source's config.json with torch_dtype updated."""
+        try:
+            with open(path) as f:
+                got = json.load(f)
+        except ValueError as e:
+            self.diff("config.json: not JSON: %s" % e)
+            return
+        want = expected_config(self.src, self.exp.dtype)
+        if not isinstance(got, dict):
+            self.diff("config.json: not an object")
+            return
+        for k in sorted(set(want) | set(got)):
+            if k not in got:
+                self.diff("config.json: %s missing" % k)
+            elif k not in want:
+                self.diff("config.json: %s added" % k)
+            elif got[k] != want[k]:
+                self.diff("config.json: %s is %s, expected %s" % (
+                    k, json.dumps(got[k])[:200], json.dumps(want[k])[:200]))
 
     def read_part(self, r, fn):
         path = os.path.join(self.out, fn)
@@ -814,15 +1093,30 @@ class Checker:
             self.diff("rank %d: %s: not expected (in %s)" % (r, name, act[name][0]))
         for name in sorted(set(exp) & set(act)):
             self.ntensors += 1
-            dt, shape, pieces = exp[name]
+            dt, shape, pieces, frm = exp[name]
             fn, t, data = act[name]
             if t["dtype"] != dt:
-                self.diff("rank %d: %s: dtype %s, expected %s" % (r, name, t["dtype"], dt))
+                self.diff("rank %d: %s: dtype %s, expected %s%s" % (
+                    r, name, t["dtype"], dt, " (converted from %s)" % frm if frm != dt else ""))
                 continue
             if t["shape"] != shape:
                 self.diff("rank %d: %s: shape %s, expected %s" % (r, name, t["shape"], shape))
                 continue
-            want = materialize(self.src, dt, pieces)
+            want = expected_bytes(self.src, exp[name])
+            if frm != dt:
+                # converted: value by value, any NaN matching any NaN
+                i = first_value_diff(data, want, dt)
+                if i >= 0:
+                    raw = materialize(self.src, frm, pieces)
+                    nbad = int(np.count_nonzero(
+                        (np.ascontiguousarray(data).view("<u%d" % (BITS[dt] // 8)) !=
+                         want.view("<u%d" % (BITS[dt] // 8))) &
+                        ~(nan_mask(np.ascontiguousarray(data), dt) & nan_mask(want, dt))))
+                    self.diff("rank %d: %s: %d value(s) differ; first at element %d: %s %s "
+                              "converts to %s, got %s" % (
+                                  r, name, nbad, i, frm, element_hex(raw, frm, i),
+                                  element_hex(want, dt, i), element_hex(data, dt, i)))
+                continue
             i = first_diff(data, want)
             if i >= 0:
                 self.diff("rank %d: %s: bytes differ at element %d (byte %d)" %
@@ -865,6 +1159,12 @@ class Checker:
         opts = want(m, "options", lambda v: isinstance(v, dict), "an object") or {}
         want(opts, "attn_scales", lambda v: v is self.exp.attn_scales,
              json.dumps(self.exp.attn_scales), W + ": options")
+        if self.exp.dtype:
+            want(opts, "dtype", lambda v: isinstance(v, str) and v.upper() == self.exp.dtype,
+                 json.dumps(self.exp.dtype), W + ": options")
+        elif "dtype" in opts and opts["dtype"] is not None:
+            self.diff("%s: options: dtype is %s without --dtype, expected null" %
+                      (W, json.dumps(opts["dtype"])))
         if self.max_file_size is not None:
             want(opts, "max_file_size", lambda v: v == self.max_file_size,
                  str(self.max_file_size), W + ": options")
@@ -967,8 +1267,8 @@ class Checker:
 
     def check_sources(self, where, srcs, expected):
         """The provenance must rebuild the expected bytes from the source."""
-        dt, shape, pieces = expected
-        want = materialize(self.src, dt, pieces)
+        dt, shape, pieces, frm = expected
+        want = expected_bytes(self.src, expected)
         total = len(want)
         parts, done = [], 0
         for i, s in enumerate(srcs):
@@ -990,7 +1290,13 @@ class Checker:
                               (where, i, rows, cols, t.name, t.shape))
                     return
                 b = piece_bytes(self.src, dt, ("copy", t.name, rows[0], rows[1], cols[0], cols[1]))
-            elif "zeros" in s:
+                if frm != dt:
+                    if t.dtype != frm:
+                        self.diff("%s: sources[%d]: %s is %s, the tensor was converted from %s" %
+                                  (where, i, t.name, t.dtype, frm))
+                        return
+                    b = convert_bytes(b, frm, dt)
+            elif "zeros" in s:  # output bytes
                 b = np.zeros(s["zeros"], dtype=np.uint8)
             elif "value" in s:
                 one = np.frombuffer(value_bytes(dt, s["value"]), dtype=np.uint8)
@@ -1003,7 +1309,9 @@ class Checker:
             parts.append(b)
             done += len(b)
         got = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
-        i = first_diff(got, want)
+        i = first_value_diff(got, want, dt) if frm != dt else first_diff(got, want)
+        if i >= 0 and frm != dt:
+            i = i * BITS[dt] // 8
         if i >= 0:
             self.diff("%s: sources do not rebuild the tensor (first difference at byte %d; "
                       "rebuilt %d bytes of %d)" % (where, i, len(got), total))
@@ -1032,7 +1340,7 @@ def write_output(src, out, exp, max_file_size):
         names = sorted(exp.ranks[r])
         groups, cur, acc = [], [], 0
         for name in names:
-            dt, shape, _ = exp.ranks[r][name]
+            dt, shape, _, _ = exp.ranks[r][name]
             nb = tensor_nbytes(dt, shape)
             if cur and acc + nb > max_file_size:
                 groups.append(cur)
@@ -1046,8 +1354,8 @@ def write_output(src, out, exp, max_file_size):
             fn = "model-rank-%d-part-%d.safetensors" % (r, p)
             header, off, blobs = {"__metadata__": {"format": "pt"}}, 0, []
             for name in group:
-                dt, shape, pieces = exp.ranks[r][name]
-                data = materialize(src, dt, pieces).tobytes()
+                dt, shape, pieces, _ = exp.ranks[r][name]
+                data = expected_bytes(src, exp.ranks[r][name]).tobytes()
                 header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(data)]}
                 blobs.append((name, data, off))
                 off += len(data)
@@ -1058,13 +1366,13 @@ def write_output(src, out, exp, max_file_size):
                 f.write(blob)
             rfiles.append({"name": fn, "size": len(blob), "checksum": hexdigest("xxh3-64", blob)})
             for name, data, o in blobs:
-                dt, shape, pieces = exp.ranks[r][name]
+                dt, shape, pieces, frm = exp.ranks[r][name]
                 srcs = []
                 for pc in pieces:
                     if pc[0] == "copy":
                         srcs.append({"tensor": pc[1], "rows": [pc[2], pc[3]], "cols": [pc[4], pc[5]]})
-                    elif pc[0] == "zeros":
-                        srcs.append({"zeros": pc[1]})
+                    elif pc[0] == "zeros":  # output bytes
+                        srcs.append({"zeros": pc[1] * BITS[dt] // BITS[frm]})
                     else:
                         srcs.append({"value": pc[1]})
                 rtensors.append({"name": name, "dtype": dt, "shape": shape, "file": fn,
@@ -1075,13 +1383,16 @@ def write_output(src, out, exp, max_file_size):
     copied = src.copied_files()
     for fn in copied:
         with open(os.path.join(src.dir, fn), "rb") as a, open(os.path.join(out, fn), "wb") as b:
-            b.write(a.read())
+            if fn == "config.json" and exp.dtype:
+                b.write((json.dumps(expected_config(src, exp.dtype), indent=2) + "\n").encode())
+            else:
+                b.write(a.read())
     total = sum(t.nbytes for t in src.tensors.values())
     manifest = {
         "format": "wshard", "format_version": 1, "wshard_version": "reference",
         "target": "vllm", "tp": exp.tp, "architecture": exp.arch, "rules": "reference",
         "options": {"attn_scales": exp.attn_scales, "max_file_size": max_file_size,
-                    "dtype": None, "checksum": "xxh3-64"},
+                    "dtype": exp.dtype, "checksum": "xxh3-64"},
         "source": {"path": src.path, "tensor_bytes": total,
                    "files": [{"name": fn, "size": os.path.getsize(os.path.join(src.dir, fn))}
                              for fn in src.weight_files],
@@ -1108,6 +1419,8 @@ def main():
     ap.add_argument("--max-file-size", type=parse_size)
     ap.add_argument("--checksum", choices=["xxh3-64", "sha256"],
                     help="the algorithm the manifest must use (default: any)")
+    ap.add_argument("--dtype", choices=sorted(DTYPE_OPT),
+                    help="F32/F16/BF16 outputs converted to this dtype")
     # wshard convert options that do not change the output, accepted so
     # that a test can pass the same options to both
     ap.add_argument("--max-memory", help=argparse.SUPPRESS)
@@ -1120,15 +1433,17 @@ def main():
         ap.error("%s needs OUT" % a.cmd)
     try:
         src = Source(a.src)
-        exp = Expect(src, a.tp, attn_scales=not a.no_attn_scales)
+        exp = Expect(src, a.tp, attn_scales=not a.no_attn_scales,
+                     dtype=DTYPE_OPT[a.dtype] if a.dtype else None)
     except RefError as e:
         print("reference: %s" % e)
         return 2
     if a.cmd == "expect":
         for r in range(a.tp):
             for name in sorted(exp.ranks[r]):
-                dt, shape, pieces = exp.ranks[r][name]
-                print("rank %d: %s %s %s <- %s" % (r, name, dt, shape, pieces))
+                dt, shape, pieces, frm = exp.ranks[r][name]
+                print("rank %d: %s %s %s <- %s%s" % (r, name, dt, shape, pieces,
+                                                   " from %s" % frm if frm != dt else ""))
         return 0
     if a.cmd == "write":
         write_output(src, a.out, exp, a.max_file_size or 5 << 30)

@@ -67,6 +67,26 @@ struct fx {
 	struct wshard_options opt;
 };
 
+/* The fixture in use, closed by the suites' fini if an assertion ends a
+ * test early (so that a failure is not followed by leak reports). */
+static struct fx *open_fx;
+
+static void fx_close(struct fx *f);
+
+static void close_open_fx(void)
+{
+	if (open_fx)
+		fx_close(open_fx);
+}
+
+TestSuite(qkv, .fini = close_open_fx);
+TestSuite(mlp, .fini = close_open_fx);
+TestSuite(vocab, .fini = close_open_fx);
+TestSuite(tie, .fini = close_open_fx);
+TestSuite(scales, .fini = close_open_fx);
+TestSuite(parts, .fini = close_open_fx);
+TestSuite(errors, .fini = close_open_fx);
+
 /* Generates a checkpoint with gen-checkpoint ARGS and opens it. */
 static void fx_open(struct fx *f, const char *args)
 {
@@ -76,6 +96,7 @@ static void fx_open(struct fx *f, const char *args)
 	int rc;
 
 	memset(f, 0, sizeof(*f));
+	open_fx = f;
 	f->tmp = fmt("%s/wshard-plan.XXXXXX", t && *t ? t : "/tmp");
 	cr_assert_not_null(mkdtemp(f->tmp), "mkdtemp: %s", strerror(errno));
 	f->dir = fmt("%s/ckpt", f->tmp);
@@ -94,6 +115,7 @@ static void fx_open(struct fx *f, const char *args)
 
 static void fx_close(struct fx *f)
 {
+	open_fx = NULL;
 	wshard_plan_free(f->plan);
 	wshard_rules_free(f->rules);
 	wshard_catalog_free(f->cat);
@@ -126,11 +148,17 @@ static void fx_plan_fails(struct fx *f, int tp, enum wshard_err code, const char
 {
 	struct wshard_plan *plan = (void *)1;
 	struct wshard_error err;
+	enum wshard_err rc;
 
 	f->opt.tp = tp;
 	wshard_error_clear(&err);
-	cr_assert_eq(wshard_plan_build(&plan, f->cat, f->rules, &f->opt, &err), code,
-		     "tp %d: got %d: %s", tp, err.code, err.msg);
+	rc = wshard_plan_build(&plan, f->cat, f->rules, &f->opt, &err);
+	if (plan) {
+		/* an unexpected plan: the fixture frees it */
+		wshard_plan_free(f->plan);
+		f->plan = plan;
+	}
+	cr_assert_eq(rc, code, "tp %d: got %d: %s", tp, err.code, err.msg);
 	cr_assert_null(plan);
 	cr_assert_eq(err.code, code);
 	cr_assert_null(strchr(err.msg, '\n'), "%s", err.msg);
@@ -358,7 +386,7 @@ static void assert_unused(const struct fx *f, const char *name)
  */
 Test(qkv, tp2_kv2_no_replication)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, LLAMA " --kv-heads 2");
@@ -385,7 +413,7 @@ Test(qkv, tp2_kv2_no_replication)
 Test(qkv, tp4_kv2_replication)
 {
 	static const uint64_t head[4] = { 0, 0, 1, 1 };
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, LLAMA " --kv-heads 2");
@@ -405,7 +433,7 @@ Test(qkv, tp4_kv2_replication)
 /* tp 8, kv 2: h = r / 4; q 8 rows each.  Output [24, 64]. */
 Test(qkv, tp8_kv2_replication)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, LLAMA " --kv-heads 2");
@@ -425,7 +453,7 @@ Test(qkv, tp8_kv2_replication)
 /* tp 2, kv 8 (plain multi-head): k, v rows 64/2 = 32, [32r, 32r+32). */
 Test(qkv, tp2_kv8)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, LLAMA " --kv-heads 8");
@@ -444,7 +472,7 @@ Test(qkv, tp2_kv8)
 /* tp 1: everything whole, in the order q, k, v.  Output [96, 64]. */
 Test(qkv, tp1)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	const struct wshard_out_tensor *t;
 
 	fx_open(&f, LLAMA " --kv-heads 2");
@@ -464,7 +492,7 @@ Test(qkv, tp1)
  */
 Test(qkv, explicit_head_dim)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, "--arch qwen3 --layers 1 --hidden 64 --heads 8 --kv-heads 2 "
@@ -495,7 +523,7 @@ Test(qkv, explicit_head_dim)
  */
 Test(qkv, qwen2_bias)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, "--arch qwen2 --layers 1 --hidden 64 --heads 8 --kv-heads 2 "
@@ -525,7 +553,7 @@ Test(qkv, qwen2_bias)
 Test(qkv, phi3_unpack)
 {
 	const char *qkv = L0 "self_attn.qkv_proj.weight";
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, "--arch phi3 --layers 1 --hidden 64 --heads 8 --kv-heads 2 "
@@ -565,7 +593,7 @@ Test(qkv, phi3_unpack)
 Test(mlp, o_proj_columns)
 {
 	const char *o = L0 "self_attn.o_proj.weight";
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, LLAMA " --kv-heads 2");
@@ -598,7 +626,7 @@ Test(mlp, o_proj_columns)
 Test(mlp, down_proj_columns_f32)
 {
 	const char *d = L0 "mlp.down_proj.weight";
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, "--layers 1 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 "
@@ -621,7 +649,7 @@ Test(mlp, down_proj_columns_f32)
  */
 Test(mlp, gate_up_rows)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, LLAMA " --kv-heads 2");
@@ -645,7 +673,7 @@ Test(mlp, gate_up_rows)
 Test(mlp, phi3_gate_up_unpack)
 {
 	const char *gu = L0 "mlp.gate_up_proj.weight";
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, "--arch phi3 --layers 1 --hidden 64 --heads 8 --kv-heads 2 "
@@ -669,7 +697,7 @@ Test(mlp, norms_replicated)
 		"model.norm.weight", L0 "input_layernorm.weight",
 		L0 "post_attention_layernorm.weight",
 	};
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	size_t i;
 	int r;
 
@@ -689,7 +717,7 @@ Test(mlp, norms_replicated)
 /* inv_freq is not written anywhere. */
 Test(mlp, inv_freq_skipped)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 
 	fx_open(&f, LLAMA " --kv-heads 2 --inv-freq");
 	fx_plan(&f, 2);
@@ -716,7 +744,7 @@ Test(mlp, rank_tensor_names)
 		L0 "self_attn.qkv_proj.weight",
 		"model.norm.weight",
 	};
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	size_t i;
 	int r;
 
@@ -743,7 +771,7 @@ Test(mlp, rank_tensor_names)
 Test(vocab, v250_tp4)
 {
 	static const char *const names[] = { "model.embed_tokens.weight", "lm_head.weight" };
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	size_t i;
 	int r;
 
@@ -770,7 +798,7 @@ Test(vocab, v250_tp4)
 /* tp 8: P = 32; rank 7 takes [224, 250) = 26 rows and 6 zero rows. */
 Test(vocab, v250_tp8)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	const struct wshard_out_tensor *t;
 
 	fx_open(&f, LLAMA " --kv-heads 2");
@@ -793,7 +821,7 @@ Test(vocab, v250_tp8)
  */
 Test(vocab, padding_only_rank)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	const struct wshard_out_tensor *t;
 
 	fx_open(&f, "--layers 1 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 --vocab 65");
@@ -815,7 +843,7 @@ Test(vocab, padding_only_rank)
 /* V = 256 needs no padding: no zero piece anywhere. */
 Test(vocab, no_padding_needed)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, "--layers 1 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 --vocab 256");
@@ -843,7 +871,7 @@ Test(vocab, no_padding_needed)
 /* 256 rows do not split 3 ways. */
 Test(vocab, padded_not_divisible)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 
 	fx_open(&f, "--layers 1 --hidden 48 --heads 6 --kv-heads 3 --intermediate 96 --vocab 250");
 	fx_plan_fails(&f, 3, WSHARD_EINVAL,
@@ -858,7 +886,7 @@ Test(vocab, padded_not_divisible)
 /* Tied Llama: only lm_head.weight, built from the embedding's rows. */
 Test(tie, llama_tied)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, LLAMA " --kv-heads 2 --tie");
@@ -883,7 +911,7 @@ Test(tie, llama_tied)
 /* A tied checkpoint that still carries lm_head.weight: it is skipped. */
 Test(tie, llama_tied_with_lm_head)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	const struct wshard_out_tensor *t;
 
 	fx_open(&f, LLAMA " --kv-heads 2 --tie --lm-head");
@@ -900,7 +928,7 @@ Test(tie, llama_tied_with_lm_head)
 /* Untied: both, each from its own source. */
 Test(tie, llama_untied)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	const struct wshard_out_tensor *t;
 
 	fx_open(&f, LLAMA " --kv-heads 2 --no-tie");
@@ -915,7 +943,7 @@ Test(tie, llama_untied)
 /* Gemma: the embedding keeps its name, no lm_head is written. */
 Test(tie, gemma)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, "--arch gemma --layers 1 --hidden 64 --heads 8 --kv-heads 2 "
@@ -938,7 +966,7 @@ Test(tie, gemma)
  * in config.json: still tied. */
 Test(tie, gemma_always_tied)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 
 	fx_open(&f, "--arch gemma2 --layers 1 --hidden 64 --heads 8 --kv-heads 2 "
 		"--head-dim 16 --intermediate 128 --vocab 256 --lm-head "
@@ -956,7 +984,7 @@ Test(tie, gemma_always_tied)
 /* tie_word_embeddings absent: Llama's default is untied. */
 Test(tie, llama_default_untied)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 
 	fx_open(&f, LLAMA " --kv-heads 2 --omit-config tie_word_embeddings");
 	fx_plan(&f, 2);
@@ -974,7 +1002,7 @@ static const char *const scale_names[] = { "_k_scale", "_v_scale", "_q_scale", "
 Test(scales, present)
 {
 	static const unsigned char one[4] = { 0x00, 0x00, 0x80, 0x3f };
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r, layer;
 	size_t i;
 
@@ -1006,7 +1034,7 @@ Test(scales, present)
 
 Test(scales, absent_without_attn_scales)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	size_t i;
 	int r;
 
@@ -1038,7 +1066,7 @@ Test(parts, cut_by_max_file_size)
 {
 	static const size_t want_first[] = { 0, 1, 2, 4, 5, 11 };
 	static const size_t want_count[] = { 1, 1, 2, 1, 6, 2 };
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	const struct wshard_rank_plan *rp;
 	size_t k;
 
@@ -1074,7 +1102,7 @@ Test(parts, cut_by_max_file_size)
 /* Every tensor over a tiny limit: one part each, none empty. */
 Test(parts, one_tensor_per_part)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, "--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128");
@@ -1097,7 +1125,7 @@ Test(parts, one_tensor_per_part)
  * named model-rank-R-part-0.safetensors. */
 Test(parts, default_one_part)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int r;
 
 	fx_open(&f, "--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128");
@@ -1119,7 +1147,7 @@ Test(parts, default_one_part)
 Test(parts, greedy_rule_at_many_limits)
 {
 	static const uint64_t limits[] = { 3000, 5000, 8192, 8200, 12288, 40000, 70000 };
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	size_t l;
 
 	fx_open(&f, "--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128");
@@ -1153,7 +1181,7 @@ Test(parts, greedy_rule_at_many_limits)
 
 Test(errors, uncovered_listed)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 
 	fx_open(&f, LLAMA " --kv-heads 2 --extra-tensor zzz.bar:2,2 "
 		"--extra-tensor model.foo.weight:4 --extra-tensor model.layers.0.mystery:3");
@@ -1176,7 +1204,7 @@ Test(errors, uncovered_first_20)
 	struct wshard_plan *plan = NULL;
 	struct wshard_error err;
 	char args[2048] = LLAMA " --kv-heads 2";
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	int i;
 
 	for (i = 0; i < 25; i++)
@@ -1209,7 +1237,7 @@ Test(errors, uncovered_long_names)
 	char args[8192] = LLAMA " --kv-heads 2";
 	struct wshard_plan *plan = NULL;
 	struct wshard_error err;
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	unsigned long listed = 0, more = 0;
 	const char *p;
 	int i;
@@ -1236,7 +1264,7 @@ Test(errors, uncovered_long_names)
 
 Test(errors, heads_not_divisible)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 
 	fx_open(&f, "--layers 1 --hidden 48 --heads 6 --kv-heads 2 --intermediate 128 --vocab 256");
 	fx_plan_fails(&f, 4, WSHARD_EINVAL, "num_attention_heads=6 is not divisible by --tp 4");
@@ -1245,7 +1273,7 @@ Test(errors, heads_not_divisible)
 
 Test(errors, kv_heads_not_divisible)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 
 	/* V 192 = 3 * 64 divides at tp 2 (96), 3 (64) and 4 (48). */
 	fx_open(&f, "--layers 1 --hidden 96 --heads 12 --kv-heads 3 --intermediate 192 "
@@ -1259,7 +1287,7 @@ Test(errors, kv_heads_not_divisible)
 
 Test(errors, intermediate_not_divisible)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 
 	fx_open(&f, "--layers 1 --hidden 64 --heads 8 --kv-heads 2 --intermediate 100 "
 		"--vocab 256");
@@ -1270,7 +1298,7 @@ Test(errors, intermediate_not_divisible)
 
 Test(errors, shape_contradicts_config)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 
 	fx_open(&f, LLAMA " --kv-heads 2 --set-config intermediate_size=256");
 	fx_plan_fails(&f, 2, WSHARD_EINVAL,
@@ -1289,16 +1317,44 @@ Test(errors, shape_contradicts_config)
 
 Test(errors, missing_tensor)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 
 	fx_open(&f, LLAMA " --kv-heads 2 --drop-tensor " L0 "self_attn.k_proj.weight");
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~'" L0 "self_attn.k_proj.weight'");
 	fx_close(&f);
 }
 
+/* Gemma2's extra norms are required of Gemma2 (vLLM refuses a state
+ * without them), while Gemma (1), which shares the rules, has none. */
+Test(errors, gemma2_norms_required)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, "--arch gemma2 --layers 2 --hidden 64 --heads 8 --kv-heads 2 "
+		"--head-dim 16 --intermediate 128 --vocab 256 "
+		"--drop-tensor model.layers.1.pre_feedforward_layernorm.weight");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~'model.layers.1.pre_feedforward_layernorm.weight'");
+	fx_close(&f);
+	fx_open(&f, "--arch gemma --layers 2 --hidden 64 --heads 8 --kv-heads 2 "
+		"--head-dim 16 --intermediate 128 --vocab 256");
+	fx_plan(&f, 2);
+	cr_assert_null(find_out(&f, 0, L0 "pre_feedforward_layernorm.weight"));
+	fx_close(&f);
+}
+
+/* num_hidden_layers says 3, the checkpoint has 2: layer 2 is missing. */
+Test(errors, missing_layer)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, LLAMA " --kv-heads 2 --set-config num_hidden_layers=2");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~'model.layers.1.");
+	fx_close(&f);
+}
+
 Test(errors, no_config)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 	char *cfg;
 
 	fx_open(&f, LLAMA " --kv-heads 2");
@@ -1313,7 +1369,7 @@ Test(errors, no_config)
 
 Test(errors, bad_options)
 {
-	struct fx f;
+	static struct fx f;	/* static: outlives an aborted test for fini */
 
 	fx_open(&f, LLAMA " --kv-heads 2");
 	fx_plan_fails(&f, 0, WSHARD_EUSAGE, "~--tp 0");

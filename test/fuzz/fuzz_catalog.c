@@ -12,14 +12,17 @@
  *                bit 4  plan the catalog with the built-in rules
  *                bits 5-6  tp for that plan: 1, 2, 4 or 8
  *                bit 7  ... with --dtype bf16
- *   the rest   up to four parts separated by FRAME_SEP:
- *                index, config, first shard, second shard
+ *   the rest   up to five parts separated by FRAME_SEP:
+ *                index, config, first shard, second shard, rules
  *
  * The shards are model-00001-of-00002.safetensors and
  * model-00002-of-00002.safetensors when there is an index, else
  * model.safetensors and (an unreferenced) model-00002-of-00002.safetensors.
  * A part the flags ask for but the input lacks is written empty; the
- * first shard is written whenever the input has it.
+ * first shard is written whenever the input has it.  With a fifth part
+ * the plan uses it as a rules file (as --rules does) instead of the
+ * built-in rules of config.json's architecture, so that user rules meet
+ * fuzzed tensor names.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -31,7 +34,7 @@
 #include "fuzz_plan.h"
 
 #define FRAME_SEP "\n@@\n"
-#define NPARTS 4
+#define NPARTS 5
 
 enum { F_INDEX = 1, F_CONFIG = 2, F_SHARD2 = 4, F_FILE = 8, F_PLAN = 16, F_BF16 = 128 };
 
@@ -112,7 +115,8 @@ static void check_catalog(const struct wshard_catalog *cat)
 		PCHECK(cat->extra[i] && !strchr(cat->extra[i], '/'));
 }
 
-static void plan(const struct wshard_catalog *cat, unsigned flags)
+static void plan(const struct wshard_catalog *cat, unsigned flags,
+		 const uint8_t *rules_text, size_t rules_len)
 {
 	struct wshard_options opt;
 	struct wshard_error err = { 0 };
@@ -120,9 +124,14 @@ static void plan(const struct wshard_catalog *cat, unsigned flags)
 	struct wshard_plan *p = NULL;
 	enum wshard_err rc;
 
-	if (!cat->config.architecture ||
-	    wshard_rules_builtin(&rules, cat->config.architecture, &err))
+	if (rules_text) {
+		if (wshard_rules_parse(&rules, (const char *)rules_text, rules_len,
+				       "fuzz-rules.json", &err))
+			return;
+	} else if (!cat->config.architecture ||
+		   wshard_rules_builtin(&rules, cat->config.architecture, &err)) {
 		return;
+	}
 	wshard_options_init(&opt);
 	opt.tp = 1 << ((flags >> 5) & 3);
 	opt.max_file_size = 4096;
@@ -180,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	check_catalog(cat);
 	if (flags & F_PLAN)
-		plan(cat, flags);
+		plan(cat, flags, n > 4 ? part[4] : NULL, len[4]);
 	wshard_catalog_free(cat);
 	return 0;
 }

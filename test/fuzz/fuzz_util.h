@@ -36,9 +36,10 @@ static inline void fuzz_scratch_cleanup(void)
 }
 
 /*
- * A directory of this process's own under $TMPDIR (or /tmp), removed at
- * exit.  Each harness process (libFuzzer -jobs/-fork workers included)
- * gets its own.
+ * A directory of this process's own under $TMPDIR (else /dev/shm when
+ * writable: the harnesses write files on every input, and memory is ten
+ * times faster than a disk; else /tmp), removed at exit.  Each harness
+ * process (libFuzzer -jobs/-fork workers included) gets its own.
  */
 static inline const char *fuzz_scratch(void)
 {
@@ -46,8 +47,9 @@ static inline const char *fuzz_scratch(void)
 
 	if (fuzz_scratch_dir[0])
 		return fuzz_scratch_dir;
-	snprintf(fuzz_scratch_dir, sizeof(fuzz_scratch_dir), "%s/wshard-fuzz.XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
+	if (!tmp || !*tmp)
+		tmp = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+	snprintf(fuzz_scratch_dir, sizeof(fuzz_scratch_dir), "%s/wshard-fuzz.XXXXXX", tmp);
 	if (!mkdtemp(fuzz_scratch_dir))
 		fuzz_die("mkdtemp");
 	atexit(fuzz_scratch_cleanup);

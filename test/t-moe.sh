@@ -1,0 +1,105 @@
+#!/bin/sh
+# Mixture-of-experts checkpoints: Mixtral (block_sparse_moe.experts.{e}.w1/
+# w2/w3) and Qwen3-MoE (mlp.experts.{e}.gate/up/down_proj) at tp 1, 2 and 4
+# (tp 4 replicates the 2 kv heads), Qwen2-MoE (q/k/v biases, shared expert
+# and its gate) at tp 2, a Qwen3-MoE with a dense layer (mlp_only_layers), all
+# compared with test/reference.py: experts.w13_weight [E, 2I/tp, H] (per
+# expert w1 rows of rank r, then w3 rows), experts.w2_weight [E, H, I/tp],
+# routers replicated.  `wshard verify` passes on every output.  Streaming:
+# experts of 1.5 MiB converted with --max-memory 1M give byte-identical files
+# to a default conversion.  A missing expert and an expert count that
+# contradicts config.json are refused (exit 3, one line).
+# $S holds several generator options: split on purpose.
+# shellcheck disable=SC2086,SC1091
+. "$(dirname "$0")/lib.sh"
+
+"$PYTHON" -c 'import numpy, safetensors, xxhash' 2>/dev/null || {
+	echo "skipped: $PYTHON lacks numpy, safetensors or xxhash"; exit 77; }
+
+REF="$ROOT/test/reference.py"
+ncases=0
+
+# conv NAME SRC TP [OPTIONS...]: converts SRC at TP into $T/NAME-tpTP, checks
+# the result with the reference and with `wshard verify`.
+conv() {
+	name=$1 src=$2 tp=$3; shift 3
+	out=$T/$name-tp$tp
+	ncases=$((ncases + 1))
+	[ -d "$src" ] || { fail "$name tp $tp: no source (generator failed)"; return 1; }
+	"$WSHARD" convert --tp "$tp" "$@" "$src" "$out" >"$T/cout" 2>"$T/cerr"
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		fail "$name tp $tp: wshard convert${*:+ $*} exited $rc: $(head -c 400 "$T/cerr")"
+		return 1
+	fi
+	if ! "$PYTHON" "$REF" check "$src" "$out" --tp "$tp" "$@" >"$T/rout" 2>&1; then
+		fail "$name tp $tp ($*): output differs from the reference:"
+		head -n 15 "$T/rout" | sed 's/^/    /'
+		[ "$(wc -l <"$T/rout")" -gt 15 ] && tail -n 1 "$T/rout" | sed 's/^/    /'
+	fi
+	if ! "$WSHARD" verify "$out" >"$T/vout" 2>&1; then
+		fail "$name tp $tp: wshard verify failed: $(head -c 400 "$T/vout")"
+	fi
+	return 0
+}
+
+# 8 heads, 2 kv heads, hidden 64, vocab 250; 4 experts.
+S="--layers 2 --hidden 64 --heads 8 --kv-heads 2 --vocab 250 --experts 4 --seed 11"
+
+gen "$T/src-mixtral" --arch mixtral $S --intermediate 96
+gen "$T/src-qwen3moe" --arch qwen3_moe $S --head-dim 16 --intermediate 128 \
+	--moe-intermediate 64 --shards 2
+for tp in 1 2 4; do
+	conv mixtral "$T/src-mixtral" "$tp"
+	conv qwen3moe "$T/src-qwen3moe" "$tp"
+done
+
+# Qwen2-MoE: biases, shared expert (intermediate 96) and its [1, H] gate.
+gen "$T/src-qwen2moe" --arch qwen2_moe $S --intermediate 128 --moe-intermediate 32 \
+	--shared-intermediate 96 --shards 3
+conv qwen2moe "$T/src-qwen2moe" 2
+
+# Mixtral in F16, 8 experts, one layer, no attention scales.
+gen "$T/src-mixtral16" --arch mixtral $S --layers 1 --experts 8 --intermediate 64 --dtype F16
+conv mixtral16 "$T/src-mixtral16" 2 --no-attn-scales
+
+# Qwen3-MoE whose layer 1 is dense (mlp_only_layers [1]): gate_up_proj there.
+gen "$T/src-qwen3dense" --arch qwen3_moe $S --head-dim 16 --intermediate 128 \
+	--moe-intermediate 32 --dense-layers 1
+conv qwen3dense "$T/src-qwen3dense" 4
+if [ -e "$T/qwen3dense-tp4/wshard.json" ]; then
+	grep -q '"model.layers.1.mlp.gate_up_proj.weight"' "$T/qwen3dense-tp4/wshard.json" ||
+		fail "qwen3dense: no dense gate_up_proj in layer 1"
+fi
+
+# Streaming: each expert weight is 1536 x 512 BF16 = 1.5 MiB, more than the
+# 1 MiB buffer budget; the output must not depend on --max-memory.
+gen "$T/src-big" --arch mixtral --layers 1 --hidden 512 --heads 8 --kv-heads 2 \
+	--intermediate 1536 --vocab 250 --experts 3 --seed 5
+conv big "$T/src-big" 2 --max-memory 1M
+if [ -e "$T/big-tp2/wshard.json" ]; then
+	"$WSHARD" convert --tp 2 "$T/src-big" "$T/big-default" >/dev/null 2>"$T/cerr" ||
+		fail "big: default convert failed: $(head -c 400 "$T/cerr")"
+	for f in model-rank-0-part-0.safetensors model-rank-1-part-0.safetensors; do
+		cmp -s "$T/big-tp2/$f" "$T/big-default/$f" ||
+			fail "big: $f differs between --max-memory 1M and the default"
+	done
+fi
+
+# Refused: an expert tensor missing, and more experts than config.json says.
+gen "$T/src-noexp" --arch mixtral $S --layers 1 --intermediate 96 \
+	--drop-tensor model.layers.0.block_sparse_moe.experts.2.w3.weight
+if expect_exit 3 "$WSHARD" convert --tp 2 "$T/src-noexp" "$T/noexp"; then
+	[ "$(grep -c . "$T/err")" -eq 1 ] || fail "missing expert: stderr is not one line: $(cat "$T/err")"
+	grep -q "experts.2.w3" "$T/err" || fail "missing expert: stderr does not name it: $(cat "$T/err")"
+fi
+[ -e "$T/noexp/wshard.json" ] && fail "missing expert: an output was written"
+gen "$T/src-nexp" --arch qwen3_moe $S --layers 1 --head-dim 16 --moe-intermediate 32 \
+	--set-config num_experts=3
+if expect_exit 3 "$WSHARD" convert --tp 2 "$T/src-nexp" "$T/nexp"; then
+	[ "$(grep -c . "$T/err")" -eq 1 ] || fail "expert count: stderr is not one line: $(cat "$T/err")"
+fi
+[ -e "$T/nexp/wshard.json" ] && fail "expert count: an output was written"
+
+echo "$ncases MoE conversions checked against the reference"
+finish
