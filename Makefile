@@ -190,7 +190,7 @@ clean:
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 FUZZ_B := build/fuzz
-FUZZ_NAMES := safetensors catalog rules manifest
+FUZZ_NAMES := safetensors catalog rules manifest archive
 FUZZ_MPI_INC ?= /usr/lib/x86_64-linux-gnu/openmpi/include
 FUZZ_MPI_LIB ?= /usr/lib/x86_64-linux-gnu/openmpi/lib
 FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -pthread -MMD -MP \

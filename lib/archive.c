@@ -281,6 +281,12 @@ static enum wshard_err scan(struct wshard_archive *arc, struct archive *a,
 		memset(m, 0, sizeof(*m));
 		m->name = name;
 		m->size = (uint64_t)archive_entry_size(e);
+		/* a declared size far beyond the archive's: a bomb, refused up front */
+		if (!arc->in_place &&
+		    m->size / MAX_RATIO > WSHARD_MAX(arc->file_size, 1ULL << 20))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': entry '%s' says %llu bytes, more than %d times the archive's size",
+						arc->path, name, (unsigned long long)m->size, MAX_RATIO);
 		if (arc->in_place) {
 			m->offset = (uint64_t)archive_filter_bytes(a, 0);
 			if (m->offset > arc->file_size || m->size > arc->file_size - m->offset)

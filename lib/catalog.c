@@ -250,6 +250,9 @@ static enum wshard_err load_index(struct wshard_catalog *cat, const char *path,
 		goto out;
 	}
 	json_object_foreach(map, key, val) {
+		/* "./a.safetensors" names a.safetensors */
+		while (json_is_string(val) && !strncmp(json_string_value(val), "./", 2))
+			json_string_set(val, json_string_value(val) + 2);
 		if (!json_is_string(val)) {
 			rc = wshard_error_set(err, WSHARD_EINVAL,
 					      "'%s': weight_map entry for '%s' is not a string",

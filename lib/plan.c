@@ -376,8 +376,8 @@ static enum wshard_err report_uncovered(const struct wshard_plan *plan,
 	if (i < n)
 		snprintf(buf + o, sizeof(buf) - o, " and %zu more", n - i);
 	return wshard_error_set(err, WSHARD_EINVAL,
-				"%zu tensor%s of '%s' not covered by rules '%s': %s",
-				n, n == 1 ? " is" : "s are", plan->cat->path,
+				"%zu tensor%s of '%s' %s not covered by rules '%s': %s",
+				n, n == 1 ? "" : "s", plan->cat->path, n == 1 ? "is" : "are",
 				plan->rules_name, buf);
 }
 

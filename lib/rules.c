@@ -57,9 +57,15 @@ bool rules_match(const char *pattern, const char *name, struct rules_capture *ca
 
 char *rules_expand(const char *pattern, const struct rules_capture *cap)
 {
-	size_t len = strlen(pattern) + 64;
-	char *out = malloc(len), *o = out;
-	const char *p = pattern;
+	size_t len = strlen(pattern) + 1;
+	char *out, *o;
+	const char *p;
+
+	/* each 3-byte placeholder becomes at most 20 digits */
+	for (p = pattern; (p = strchr(p, '{')); p++)
+		len += 20;
+	out = o = malloc(len);
+	p = pattern;
 
 	if (!out)
 		return NULL;

@@ -16,7 +16,8 @@
 #     --archive-only leaves the archives and wshard.json, which verify
 #     --quick checks; an injected manifest failure leaves neither; --force
 #     replaces archives; mpirun -np 2 writes the same files.
-# shellcheck disable=SC1091,SC2086
+# Word splitting of $(...) and $C is on purpose; file names here are plain.
+# shellcheck disable=SC1091,SC2086,SC2046,SC2015,SC2012,SC2010
 . "$(dirname "$0")/lib.sh"
 
 "$PYTHON" -c 'import json, tarfile, zipfile' 2>/dev/null || {

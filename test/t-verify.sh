@@ -310,18 +310,18 @@ nlines "tensor checksum --quick" 1
 
 # 9 (continued): under mpirun, only process 0 prints.
 if command -v mpirun >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1; then
-	expect_exit 0 timeout 120 mpirun --oversubscribe -np 2 "$WSHARD" verify "$T/good4" &&
+	expect_exit 0 run_mpi 2 "$WSHARD" verify "$T/good4" &&
 		{ tail -n 1 "$T/out" | grep -q '^verified 4 ranks, .*: OK$' ||
 			fail "mpirun intact: $(head -c 400 "$T/out")"; }
 	[ "$(grep -c . "$T/out")" -eq 1 ] || fail "mpirun intact: $(head -c 400 "$T/out")"
-	expect_exit 1 timeout 120 mpirun --oversubscribe -np 2 "$WSHARD" verify "$FLIP2"
+	expect_exit 1 run_mpi 2 "$WSHARD" verify "$FLIP2"
 	n=$(grep -cxF "rank 1: tensor '$T1': bytes differ from the source at byte offset 100 (element 50)" "$T/out")
 	[ "$n" -eq 1 ] || fail "mpirun flip: the line printed $n times: $(head -c 600 "$T/out")"
 	nlines "mpirun flip" 3
 	[ "$(grep -c 'DIFFERENCES FOUND' "$T/out")" -eq 1 ] || fail "mpirun flip: $(cat "$T/out")"
 	[ "$(grep -c '^wshard: ' "$T/err")" -eq 1 ] ||
 		fail "mpirun flip: stderr: $(head -c 400 "$T/err")"
-	expect_exit 1 timeout 120 mpirun --oversubscribe -np 2 "$WSHARD" verify "$T/flip4"
+	expect_exit 1 run_mpi 2 "$WSHARD" verify "$T/flip4"
 	nlines "mpirun flip tp 4" 3
 	has "mpirun flip tp 4" "rank 3: tensor '$QKV0': bytes differ from the source at byte offset 1234 (element 617)"
 else
