@@ -12,7 +12,8 @@
 static const char convert_usage[] =
 	"usage: wshard convert --tp N [options] SRC OUT\n"
 	"\n"
-	"Cuts and fuses every tensor of the checkpoint SRC for each of N tensor-parallel\n"
+	"Cuts and fuses every tensor of the checkpoint SRC (a model directory, or one\n"
+	"packed in a .tar, .tar.gz, .tar.zst, .tar.xz or .zip) for each of N tensor-parallel\n"
 	"ranks and writes OUT/model-rank-R-part-P.safetensors, the non-weight files and\n"
 	"OUT/wshard.json (last).  Under mpirun, MPI process p writes ranks p, p+P, ...\n"
 	"\n"
@@ -37,7 +38,7 @@ static const char convert_usage[] =
 	"  -q, --quiet              no progress and no summary\n"
 	"  -h, --help               show this help\n"
 	"\n"
-	"SIZE takes K, M, G, T (powers of 1024; also KiB, MiB, GiB) or KB, MB, GB.\n"
+	"SIZE takes K, M, G, T (powers of 1024; also KiB, MiB, GiB, TiB) or KB, MB, GB, TB.\n"
 	"Exit status: 0 success, 2 usage error or OUT not replaceable, 3 bad input,\n"
 	"4 I/O error, 5 round-trip validation failed or no GPU for --validate gpu.\n";
 
@@ -203,7 +204,7 @@ static void print_dry_run(const struct wshard_plan *plan)
 {
 	char shape[160], b[32];
 	size_t i, k;
-	int r, d;
+	int r;
 
 	for (r = 0; r < plan->tp; r++) {
 		const struct wshard_rank_plan *rp = &plan->ranks[r];
@@ -213,14 +214,7 @@ static void print_dry_run(const struct wshard_plan *plan)
 		       rp->nfiles == 1 ? "" : "s");
 		for (i = 0; i < rp->ntensors; i++) {
 			const struct wshard_out_tensor *t = &rp->tensors[i];
-			size_t o = 0;
-
-			o += (size_t)snprintf(shape + o, sizeof(shape) - o, "[");
-			for (d = 0; d < t->ndim && o < sizeof(shape); d++)
-				o += (size_t)snprintf(shape + o, sizeof(shape) - o, "%s%llu",
-						      d ? ", " : "", (unsigned long long)t->shape[d]);
-			if (o < sizeof(shape))
-				snprintf(shape + o, sizeof(shape) - o, "]");
+			wshard_format_shape(shape, sizeof(shape), t->shape, t->ndim);
 			printf("  %s %s %s %llu bytes -> %s\n", t->name, wshard_dtype_name(t->dtype),
 			       shape, (unsigned long long)t->nbytes, rp->files[t->part].name);
 			for (k = 0; k < t->npieces; k++) {

@@ -16,8 +16,9 @@
 static const char inspect_usage[] =
 	"usage: wshard inspect [--json] [--filter GLOB] [--rank R] PATH\n"
 	"\n"
-	"Lists the tensors of a checkpoint (a model directory or one .safetensors\n"
-	"file): name, dtype, shape, bytes and file, then a summary.  On a wshard\n"
+	"Lists the tensors of a checkpoint (a model directory, one .safetensors file,\n"
+	"or a directory packed in a .tar, .tar.gz, .tar.zst, .tar.xz or .zip): name,\n"
+	"dtype, shape, bytes and file, then a summary.  On a wshard\n"
 	"output directory, shows its ranks, parts and bytes; --rank R lists the\n"
 	"tensors of rank R.\n"
 	"\n"
@@ -35,19 +36,6 @@ struct inspect_opts {
 	int rank;
 	const char *path;
 };
-
-static void format_shape(char *buf, size_t len, const uint64_t *shape, int ndim)
-{
-	size_t o = 0;
-	int i;
-
-	o += (size_t)snprintf(buf, len, "[");
-	for (i = 0; i < ndim && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%llu", i ? ", " : "",
-				      (unsigned long long)shape[i]);
-	if (o < len)
-		snprintf(buf + o, len - o, "]");
-}
 
 static json_t *shape_json(const uint64_t *shape, int ndim)
 {
@@ -90,7 +78,7 @@ static int inspect_checkpoint(const struct inspect_opts *o)
 				"bytes", (json_int_t)t->nbytes, "file", cat->files[t->file].name));
 			continue;
 		}
-		format_shape(shape, sizeof(shape), t->info->shape, t->info->ndim);
+		wshard_format_shape(shape, sizeof(shape), t->info->shape, t->info->ndim);
 		printf("%-60s %-6s %-18s %12llu  %s\n", t->name, wshard_dtype_name(t->info->dtype),
 		       shape, (unsigned long long)t->nbytes, cat->files[t->file].name);
 	}

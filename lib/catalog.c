@@ -571,6 +571,22 @@ bool wshard_catalog_seekable(const struct wshard_catalog *cat)
 	return !cat->archive || cat->archive->in_place;
 }
 
+enum wshard_err wshard_catalog_slurp(const struct wshard_catalog *cat, const char *name,
+				     char **out_buf, size_t *out_len,
+				     struct wshard_error *err)
+{
+	char *path = wshard_path_join(cat->dir, name);
+	enum wshard_err rc;
+
+	*out_buf = NULL;
+	*out_len = 0;
+	if (!path)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	rc = read_small(cat, path, out_buf, out_len, err);
+	free(path);
+	return rc;
+}
+
 enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,
 					  const char *dst, struct wshard_error *err)
 {

@@ -463,28 +463,94 @@ static void discard_ranks(struct convert *cv)
 /* Manifest                                                             */
 /* ------------------------------------------------------------------ */
 
-/* With --dtype, config.json's torch_dtype follows the weights. */
+/*
+ * Replaces the string value of the first "KEY": "OLD" in text, keeping
+ * the rest of the file as it was written.  Returns a new buffer or NULL.
+ */
+static char *replace_value(const char *text, const char *key, const char *old,
+			   const char *val)
+{
+	char pat[128];
+	const char *at = text, *q, *e;
+	char *out;
+
+	snprintf(pat, sizeof(pat), "\"%s\"", key);
+	while ((at = strstr(at, pat))) {
+		q = at + strlen(pat);
+		while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+			q++;
+		if (*q++ != ':') {
+			at++;
+			continue;
+		}
+		while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+			q++;
+		if (*q != '"' || strncmp(q + 1, old, strlen(old)) || q[1 + strlen(old)] != '"') {
+			at++;
+			continue;
+		}
+		e = q + 1 + strlen(old);
+		out = malloc(strlen(text) + strlen(val) + 1);
+		if (out)
+			sprintf(out, "%.*s%s%s", (int)(q + 1 - text), text, val, e);
+		return out;
+	}
+	return NULL;
+}
+
+/*
+ * With --dtype, config.json's torch_dtype (and a top-level "dtype", as
+ * newer releases write) follows the weights.  The file is edited in place
+ * so every other byte stays as the model's authors wrote it.
+ */
 static enum wshard_err write_config(struct convert *cv, const char *dst,
 				    struct wshard_error *err)
 {
 	static const struct { enum wshard_dtype dt; const char *name; } names[] = {
 		{ WSHARD_BF16, "bfloat16" }, { WSHARD_F16, "float16" }, { WSHARD_F32, "float32" },
 	};
-	json_t *cfg = json_deep_copy(cv->plan->cat->config.json);
-	char *text;
-	size_t i, n;
+	static const char *const keys[] = { "torch_dtype", "dtype" };
+	json_t *cfg = cv->plan->cat->config.json;
+	const char *want = NULL;
+	char *text = NULL, *next;
+	size_t i, len;
 	enum wshard_err rc;
 
-	for (i = 0; cfg && i < sizeof(names) / sizeof(names[0]); i++)
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (names[i].dt == cv->plan->opt.dtype)
-			json_object_set_new(cfg, "torch_dtype", json_string(names[i].name));
-	text = cfg ? json_dumps(cfg, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(cfg);
-	if (!text)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing config.json");
-	n = strlen(text);
-	text[n] = '\n';
-	rc = wshard_write_file(dst, text, n + 1, err);
+			want = names[i].name;
+	rc = wshard_catalog_slurp(cv->plan->cat, "config.json", &text, &len, err);
+	if (rc)
+		return rc;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *old = json_string_value(json_object_get(cfg, keys[i]));
+
+		if (!old)
+			continue;
+		next = replace_value(text, keys[i], old, want);
+		if (!next) {
+			free(text);
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"cannot update \"%s\" in '%s/config.json'", keys[i],
+						cv->plan->cat->dir);
+		}
+		free(text);
+		text = next;
+	}
+	if (!json_object_get(cfg, "torch_dtype") && !json_object_get(cfg, "dtype")) {
+		/* none to edit: add torch_dtype after the opening brace */
+		const char *brace = strchr(text, '{');
+
+		next = brace ? malloc(strlen(text) + 64) : NULL;
+		if (next)
+			sprintf(next, "%.*s\"torch_dtype\": \"%s\",%s", (int)(brace + 1 - text), text,
+				want, brace + 1);
+		free(text);
+		text = next;
+		if (!text)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	rc = wshard_write_file(dst, text, strlen(text), err);
 	free(text);
 	return rc;
 }

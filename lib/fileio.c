@@ -155,9 +155,18 @@ enum wshard_err wshard_file_pwrite(struct wshard_file *f, const void *buf,
 {
 	enum wshard_err rc = wshard_pwrite_full(f->fd, buf, len, off, f->path, err);
 
-	if (rc == WSHARD_OK)
-		f->written += len;
-	return rc;
+	if (rc != WSHARD_OK)
+		return rc;
+	f->written += len;
+	/*
+	 * Start writeback every few MiB so the disk works while we compute;
+	 * the fsync at commit then has little left to wait for.
+	 */
+	if (f->written - f->kicked >= (8u << 20)) {
+		sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		f->kicked = f->written;
+	}
+	return WSHARD_OK;
 }
 
 enum wshard_err wshard_file_commit(struct wshard_file *f,

@@ -198,19 +198,6 @@ static bool is_bare_key(const char *s)
 /* Small helpers                                                        */
 /* ------------------------------------------------------------------ */
 
-static void format_shape(char *buf, size_t len, const uint64_t *shape, int ndim)
-{
-	size_t o = 0;
-	int i;
-
-	o += (size_t)snprintf(buf + o, len - o, "[");
-	for (i = 0; i < ndim && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%llu", i ? ", " : "",
-				      (unsigned long long)shape[i]);
-	if (o < len)
-		snprintf(buf + o, len - o, "]");
-}
-
 static const struct wshard_st_tensor *src_info(const struct wshard_plan *plan,
 					       uint32_t src)
 {
@@ -351,8 +338,8 @@ static enum wshard_err check_shape(const struct wshard_plan *plan,
 	}
 	if (r->nshape == t->ndim && memcmp(want, t->shape, sizeof(uint64_t) * (size_t)t->ndim) == 0)
 		return WSHARD_OK;
-	format_shape(have_s, sizeof(have_s), t->shape, t->ndim);
-	format_shape(want_s, sizeof(want_s), want, r->nshape);
+	wshard_format_shape(have_s, sizeof(have_s), t->shape, t->ndim);
+	wshard_format_shape(want_s, sizeof(want_s), want, r->nshape);
 	return wshard_error_set(err, WSHARD_EINVAL,
 				"tensor '%s' has shape %s but config.json gives [%s] = %s",
 				t->name, have_s, expr_s, want_s);
@@ -400,11 +387,13 @@ static enum wshard_err check_required(struct wshard_plan *plan,
 		const struct rules_rule *r = &rules->rules[j];
 		bool per_layer = strstr(r->match, "{n}") != NULL;
 
-		if (r->optional || r->kind == RULE_SKIP || strstr(r->match, "{e}") ||
+		if (r->optional || r->kind == RULE_SKIP ||
 		    (tied && in_list(rules->tie_drop, rules->ntie_drop, r->match)))
 			continue;
+		/* an {e} rule needs some expert in every layer (the stacking
+		 * then checks that all of them are there) */
 		for (n = 0; n < (per_layer ? nlayers : 1); n++) {
-			struct rules_capture cap = { .n = n, .e = -1 };
+			struct rules_capture cap = { .n = n, .e = 0 };
 			char *want;
 
 			if (seen[j * (size_t)(nlayers + 1) + (size_t)n])

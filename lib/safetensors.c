@@ -96,9 +96,8 @@ static const char *quote(char *buf, size_t size, const char *s, size_t len)
 	return buf;
 }
 
-/* "[3, 4]" for a shape, cut with "..." if it does not fit. */
-static const char *fmt_shape(char *buf, size_t size, const uint64_t *shape,
-			     int ndim)
+const char *wshard_format_shape(char *buf, size_t size, const uint64_t *shape,
+				int ndim)
 {
 	size_t o = 0;
 	int i;
@@ -356,7 +355,7 @@ static enum wshard_err check_size(struct wshard_st *st, const char *name,
 	char shape[256];
 	int rc;
 
-	fmt_shape(shape, sizeof(shape), t->shape, t->ndim);
+	wshard_format_shape(shape, sizeof(shape), t->shape, t->ndim);
 	rc = wshard_tensor_bytes(t->shape, t->ndim, t->dtype, &need);
 	if (rc == -1)
 		return bad(err, st->path, "tensor '%s': shape %s of %s "
@@ -1062,7 +1061,7 @@ static enum wshard_err layout_place(struct wshard_st_tensor *t, uint64_t *at,
 		return wshard_error_set(err, WSHARD_EINVAL, "tensor '%s': %d "
 					"dimensions, at most %d are supported",
 					name, t->ndim, WSHARD_MAX_DIMS);
-	fmt_shape(shape, sizeof(shape), t->shape, t->ndim);
+	wshard_format_shape(shape, sizeof(shape), t->shape, t->ndim);
 	for (i = 0; i < t->ndim; i++)
 		if (t->shape[i] > (uint64_t)INT64_MAX)
 			return wshard_error_set(err, WSHARD_EINVAL, "tensor '%s': "

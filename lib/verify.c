@@ -326,19 +326,6 @@ out:
 	return rc;
 }
 
-static void format_shape(char *buf, size_t len, const uint64_t *shape, int ndim)
-{
-	size_t o = 0;
-	int i;
-
-	o += (size_t)snprintf(buf, len, "[");
-	for (i = 0; i < ndim && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%llu", i ? ", " : "",
-				      (unsigned long long)shape[i]);
-	if (o < len)
-		snprintf(buf + o, len - o, "]");
-}
-
 static enum wshard_err check_file(struct verify *v, int r, size_t fi,
 				  struct wshard_error *err)
 {
@@ -517,8 +504,8 @@ static void check_structure(struct verify *v, int r)
 		}
 		if (st->ndim != t->ndim ||
 		    memcmp(st->shape, t->shape, sizeof(uint64_t) * (size_t)t->ndim)) {
-			format_shape(a, sizeof(a), st->shape, st->ndim);
-			format_shape(b, sizeof(b), t->shape, t->ndim);
+			wshard_format_shape(a, sizeof(a), st->shape, st->ndim);
+			wshard_format_shape(b, sizeof(b), t->shape, t->ndim);
 			diff(v, "rank %d: tensor '%s': shape %s, manifest says %s", r, t->name, a, b);
 			t->comparable = false;
 		}
@@ -627,8 +614,8 @@ static void check_plan(struct verify *v, const struct wshard_plan *plan, int r)
 		}
 		if (m->dtype != t->dtype || m->ndim != t->ndim ||
 		    memcmp(m->shape, t->shape, sizeof(uint64_t) * (size_t)t->ndim)) {
-			format_shape(a, sizeof(a), t->shape, t->ndim);
-			format_shape(b, sizeof(b), m->shape, m->ndim);
+			wshard_format_shape(a, sizeof(a), t->shape, t->ndim);
+			wshard_format_shape(b, sizeof(b), m->shape, m->ndim);
 			diff(v, "rank %d: tensor '%s': the source gives %s %s, the output has %s %s", r,
 			     t->name, wshard_dtype_name(t->dtype), a, wshard_dtype_name(m->dtype), b);
 			continue;

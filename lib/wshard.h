@@ -113,6 +113,10 @@ unsigned wshard_dtype_bits(enum wshard_dtype dt);
 int wshard_tensor_bytes(const uint64_t *shape, int ndim, enum wshard_dtype dt,
 			uint64_t *out_bytes);
 
+/* Writes "[3, 4]" for shape into buf (cut short if it does not fit); returns buf. */
+const char *wshard_format_shape(char *buf, size_t size, const uint64_t *shape,
+				int ndim);
+
 /* ------------------------------------------------------------------ */
 /* Checksums                                                           */
 /* ------------------------------------------------------------------ */
@@ -265,6 +269,7 @@ struct wshard_file {
 	char *tmp_path;
 	int fd;
 	uint64_t written;	/* bytes written so far (sum of writes) */
+	uint64_t kicked;	/* written when writeback was last started */
 };
 
 /* Creates the temporary file.  Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM. */
@@ -373,6 +378,11 @@ enum wshard_err wshard_catalog_read(const struct wshard_catalog *cat, uint32_t f
 
 /* False when the source can only be read front to back (compressed archive). */
 bool wshard_catalog_seekable(const struct wshard_catalog *cat);
+
+/* Reads the checkpoint's small file name (config.json) whole, NUL-terminated. */
+enum wshard_err wshard_catalog_slurp(const struct wshard_catalog *cat, const char *name,
+				     char **out_buf, size_t *out_len,
+				     struct wshard_error *err);
 
 /* Copies non-weight file extra[i] to dst, atomically.  Returns WSHARD_OK, WSHARD_EIO... */
 enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,

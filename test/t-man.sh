@@ -9,7 +9,9 @@
 #   - every long option the page's OPTIONS section lists as an item (the
 #     line after .TP) is printed by --help, so the page lists no stale one;
 #   - the page renders without groff warnings (when groff is installed).
-# Also: every command `wshard --help` lists has a man page.
+# Also: every command `wshard --help` lists has a man page, and every
+# environment variable the sources read (getenv("NAME"), or a "WSHARD_*"
+# string constant) is named in wshard.1's ENVIRONMENT section.
 #
 # Normalisation of a page (roff source): font escapes (\fB \fI \fR \fP,
 # \f(XX, \f[...]) are removed; \- becomes -, \(aq ', \(dq ", "\ " a space,
@@ -116,5 +118,18 @@ check_page "$MAN/wshard.1" "$WSHARD"
 while read -r cmd; do
 	check_page "$MAN/wshard-$cmd.1" "$WSHARD" "$cmd"
 done <"$T/commands"
+
+# The environment variables the sources read, against wshard.1's ENVIRONMENT.
+awk '/^\.SH/ { on = ($0 ~ /^\.SH +"?ENVIRONMENT"?[ \t]*$/); next } on' \
+	"$MAN/wshard.1" | unroff >"$T/env"
+[ -s "$T/env" ] || fail "wshard.1: no ENVIRONMENT section"
+find "$ROOT/lib" "$ROOT/cmd" "$ROOT/cuda" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) \
+	-exec grep -hoE 'getenv\("[A-Za-z_][A-Za-z0-9_]*"\)|"WSHARD_[A-Z0-9_]+"' {} + 2>/dev/null |
+	sed -e 's/^getenv("//' -e 's/")$//' -e 's/"//g' | sort -u >"$T/vars"
+[ -s "$T/vars" ] || fail "found no getenv() in the sources under $ROOT"
+while read -r var; do
+	grep -E -q -e "(^|[^A-Za-z0-9_])$var([^A-Za-z0-9_]|\$)" "$T/env" ||
+		fail "wshard.1: ENVIRONMENT does not name $var, which the sources read"
+done <"$T/vars"
 
 finish
