@@ -83,24 +83,35 @@ static inline uint64_t wshard_vsum_load(const unsigned char *p)
  * wshard_vsum_final (host side).  Four accumulators keep the multipliers
  * of consecutive words independent.
  */
-static inline uint64_t wshard_vsum_partial(const void *buf, size_t len)
+/*
+ * The wrapping sum of the words of buf, the first of which is word number
+ * first of the whole buffer (so a buffer can be summed in pieces whose
+ * lengths, all but the last, are multiples of 8).
+ */
+static inline uint64_t wshard_vsum_partial_at(const void *buf, size_t len,
+					      uint64_t first)
 {
 	const unsigned char *p = (const unsigned char *)buf;
 	size_t nwords = len / 8, i;
 	uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
 
 	for (i = 0; i + 4 <= nwords; i += 4) {
-		a0 += wshard_vsum_word(wshard_vsum_load(p + 8 * i), i);
-		a1 += wshard_vsum_word(wshard_vsum_load(p + 8 * i + 8), i + 1);
-		a2 += wshard_vsum_word(wshard_vsum_load(p + 8 * i + 16), i + 2);
-		a3 += wshard_vsum_word(wshard_vsum_load(p + 8 * i + 24), i + 3);
+		a0 += wshard_vsum_word(wshard_vsum_load(p + 8 * i), first + i);
+		a1 += wshard_vsum_word(wshard_vsum_load(p + 8 * i + 8), first + i + 1);
+		a2 += wshard_vsum_word(wshard_vsum_load(p + 8 * i + 16), first + i + 2);
+		a3 += wshard_vsum_word(wshard_vsum_load(p + 8 * i + 24), first + i + 3);
 	}
 	for (; i < nwords; i++)
-		a0 += wshard_vsum_word(wshard_vsum_load(p + 8 * i), i);
+		a0 += wshard_vsum_word(wshard_vsum_load(p + 8 * i), first + i);
 	if (len % 8)
 		a0 += wshard_vsum_word(wshard_vsum_tail(p + 8 * nwords, len % 8),
-				       nwords);
+				       first + nwords);
 	return a0 + a1 + a2 + a3;
+}
+
+static inline uint64_t wshard_vsum_partial(const void *buf, size_t len)
+{
+	return wshard_vsum_partial_at(buf, len, 0);
 }
 
 #endif /* WSHARD_VALIDATE_SUM_H */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@ struct convert {
 	int proc, nprocs;
 	struct rank_out *ranks;		/* tp entries, used for owned ranks */
 	struct wshard_validator *v;	/* NULL with --validate off */
+	size_t ncopied;			/* non-weight files copied (process 0) */
 	int lock_fd;
 };
 
@@ -201,6 +203,7 @@ static enum wshard_err prepare_out(struct convert *cv, struct wshard_error *err)
 	const char *out = cv->run->out_dir;
 	struct stat sb;
 	char *lock;
+	int tries;
 
 	if (mkdir(out, 0755) < 0 && errno != EEXIST)
 		return wshard_error_set(err, WSHARD_EIO, "cannot create '%s': %s", out,
@@ -211,23 +214,45 @@ static enum wshard_err prepare_out(struct convert *cv, struct wshard_error *err)
 	lock = wshard_path_join(out, WSHARD_LOCK);
 	if (!lock)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	cv->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (cv->lock_fd < 0) {
-		wshard_error_set(err, WSHARD_EIO, "cannot create '%s': %s", lock,
-				 strerror(errno));
-		free(lock);
-		return WSHARD_EIO;
-	}
-	free(lock);
-	if (flock(cv->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+	/*
+	 * The lock file is removed when its holder is done, so a lock taken on
+	 * a file that is no longer the one at that name (its holder removed it
+	 * between our open and our flock) locks nothing: take it again.  Of two
+	 * converts racing for a released OUT, exactly one gets it.
+	 */
+	for (tries = 0; tries < 100; tries++) {
+		struct stat fsb, psb;
+
+		cv->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (cv->lock_fd < 0) {
+			wshard_error_set(err, WSHARD_EIO, "cannot create '%s': %s", lock,
+					 strerror(errno));
+			free(lock);
+			return WSHARD_EIO;
+		}
+		if (flock(cv->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+			close(cv->lock_fd);
+			cv->lock_fd = -1;
+			free(lock);
+			return wshard_error_set(err, WSHARD_EBUSY,
+						"'%s' is locked by another wshard convert", out);
+		}
+		if (fstat(cv->lock_fd, &fsb) == 0 && stat(lock, &psb) == 0 &&
+		    fsb.st_ino == psb.st_ino && fsb.st_dev == psb.st_dev)
+			break;
 		close(cv->lock_fd);
 		cv->lock_fd = -1;
-		return wshard_error_set(err, WSHARD_EBUSY,
-					"'%s' is locked by another wshard convert", out);
 	}
+	free(lock);
+	if (cv->lock_fd < 0)
+		return wshard_error_set(err, WSHARD_EBUSY, "cannot lock '%s'", out);
 	return clean_out(cv, err);
 }
 
+/*
+ * The lock file goes when its holder is done, so OUT holds nothing of a
+ * run that failed (prepare_out retakes a lock whose file went meanwhile).
+ */
 static void release_lock(struct convert *cv)
 {
 	char *lock;
@@ -312,6 +337,8 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 	struct wshard_file *f = ro->files[part];
 	struct wshard_hash fh = { 0 }, th = { 0 };
 	enum wshard_checksum algo = cv->plan->opt.checksum;
+	uint64_t dropped = 0, pagesz = (uint64_t)sysconf(_SC_PAGESIZE);
+	char *map = NULL;
 	int rfd = -1;
 	size_t i;
 	enum wshard_err rc;
@@ -320,6 +347,15 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 	if (rfd < 0)
 		return wshard_error_set(err, WSHARD_EIO, "cannot reopen '%s': %s",
 					f->tmp_path, strerror(errno));
+	/*
+	 * The bytes just written are in the page cache: map them rather than
+	 * copy them out again (pread as a fall-back).
+	 */
+	map = mmap(NULL, (size_t)of->size, PROT_READ, MAP_SHARED, rfd, 0);
+	if (map == MAP_FAILED)
+		map = NULL;
+	else
+		madvise(map, (size_t)of->size, MADV_SEQUENTIAL);
 	rc = wshard_hash_init(&fh, algo);
 	if (rc) {
 		rc = wshard_error_set(err, rc, "out of memory");
@@ -339,19 +375,29 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 		}
 		while (done < t->nbytes) {
 			size_t len = (size_t)WSHARD_MIN(t->nbytes - done, bufsz);
+			uint64_t at = of->header_len + t->begin + done;
+			const char *p = map ? map + at : buf;
 
-			rc = wshard_pread_full(rfd, buf, len, of->header_len + t->begin + done,
-					       f->path, err);
-			if (rc)
-				goto out;
-			wshard_hash_update(&fh, buf, len);
-			wshard_hash_update(&th, buf, len);
+			if (!map) {
+				rc = wshard_pread_full(rfd, buf, len, at, f->path, err);
+				if (rc)
+					goto out;
+			}
+			wshard_hash_update(&fh, p, len);
+			wshard_hash_update(&th, p, len);
 			if (v) {
-				rc = wshard_validator_check(v, buf, len, what, done, err);
+				rc = wshard_validator_check(v, p, len, what, done, err);
 				if (rc)
 					goto out;
 			}
 			done += len;
+			/* keep resident memory bounded: drop what is done from our mapping */
+			if (map && at + len - dropped >= bufsz) {
+				uint64_t upto = (at + len) / pagesz * pagesz;
+
+				madvise(map + dropped, upto - dropped, MADV_DONTNEED);
+				dropped = upto;
+			}
 		}
 		wshard_hash_final(&th, ro->ck.tensor[i]);
 	}
@@ -361,6 +407,8 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 out:
 	wshard_hash_release(&fh);
 	wshard_hash_release(&th);
+	if (map)
+		munmap(map, (size_t)of->size);
 	close(rfd);
 	return rc;
 }
@@ -571,8 +619,25 @@ static enum wshard_err copy_extras(struct convert *cv, struct wshard_error *err)
 		else
 			rc = wshard_catalog_copy_extra(cat, i, dst, err);
 		free(dst);
+		if (!rc)
+			cv->ncopied = i + 1;
 	}
 	return rc;
+}
+
+/* On failure, the non-weight files this run copied go too. */
+static void discard_extras(struct convert *cv)
+{
+	size_t i;
+
+	for (i = 0; i < cv->ncopied; i++) {
+		char *dst = wshard_path_join(cv->run->out_dir, cv->plan->cat->extra[i]);
+
+		if (dst)
+			unlink(dst);
+		free(dst);
+	}
+	cv->ncopied = 0;
 }
 
 /*
@@ -922,8 +987,10 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 	write_manifest(&cv, err);
 	wshard_comm_agree(comm, err);
 out:
-	if (err->code)
+	if (err->code) {
 		discard_ranks(&cv);
+		discard_extras(&cv);
+	}
 	release_lock(&cv);
 	wshard_validator_close(cv.v);
 	for (r = 0; cv.ranks && r < plan->tp; r++) {

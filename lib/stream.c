@@ -13,11 +13,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "wshard.h"
 #include "internal.h"
 #include "stream.h"
+
+/* Windows smaller than this are read, not mapped. */
+#define MAP_MIN (256u << 10)
 
 struct ref {
 	int rank;
@@ -35,6 +40,9 @@ struct stream {
 	struct ref *refs;
 	size_t *first, *count;
 	char *window, *stage, *sendbuf, *recvbuf;
+	char *map;			/* the mapped window, or NULL */
+	size_t map_len, map_skew;
+	uint64_t pagesz;
 	size_t window_cap, stage_cap, send_cap, recv_cap;
 	uint64_t *sendcounts, *recvcounts, *senddispl;
 	struct stream_stats stats;
@@ -188,6 +196,38 @@ static bool overlap(const struct wshard_piece *p, uint64_t a, uint64_t b,
 	return *x < *y;
 }
 
+/*
+ * Source windows of a seekable source are mapped, not copied: the pages
+ * are the page cache's own, and a write from them is the only copy.  The
+ * file's size is checked first, since touching a mapping past the end of
+ * a file that shrank would kill the process (SIGBUS).
+ */
+static int map_window(struct stream *s, const struct wshard_st *st, uint64_t off,
+		      size_t len)
+{
+	struct stat sb;
+	uint64_t skew = off % s->pagesz;
+
+	if (fstat(st->fd, &sb) < 0 || (uint64_t)sb.st_size < off + len)
+		return -1;		/* the read path reports it */
+	s->map = mmap(NULL, len + skew, PROT_READ, MAP_SHARED, st->fd, (off_t)(off - skew));
+	if (s->map == MAP_FAILED) {
+		s->map = NULL;
+		return -1;
+	}
+	s->map_len = len + skew;
+	s->map_skew = skew;
+	madvise(s->map, s->map_len, MADV_SEQUENTIAL | MADV_WILLNEED);
+	return 0;
+}
+
+static void unmap_window(struct stream *s)
+{
+	if (s->map)
+		munmap(s->map, s->map_len);
+	s->map = NULL;
+}
+
 /* One step of one source tensor: read, put local pieces, exchange the rest. */
 static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 			    uint64_t k, struct wshard_error *err)
@@ -199,19 +239,33 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 	const struct ref *refs = &s->refs[s->first[src]];
 	size_t n = s->count[src], i;
 	uint64_t sendtotal = 0, recvtotal = 0, exchange = 0;
+	const char *win = NULL;
 	int q;
 
+	unmap_window(s);
 	window_of(s, rows, s->proc, w, k, &a, &b);
 	if (a < b && !s->local.code) {
-		if (!grow(&s->window, &s->window_cap, (size_t)((b - a) * rb), &s->local)) {
-			if (wshard_fault_hit("read"))
-				wshard_error_set(&s->local, WSHARD_EIO,
-						 "cannot read '%s': %s (injected)",
-						 st->path, "Input/output error");
-			else if (!wshard_catalog_read(s->plan->cat, t->file, t->offset + a * rb,
-						      s->window, (size_t)((b - a) * rb), &s->local))
-				s->stats.bytes_read += (b - a) * rb;
+		size_t len = (size_t)((b - a) * rb);
+
+		if (wshard_fault_hit("read")) {
+			wshard_error_set(&s->local, WSHARD_EIO, "cannot read '%s': %s (injected)",
+					 st->path, "Input/output error");
+		} else if (s->seekable && len >= MAP_MIN &&
+			   !map_window(s, st, t->offset + a * rb, len)) {
+			win = s->map + s->map_skew;
+			s->stats.bytes_read += len;
+		} else if (!s->local.code &&
+			   !grow(&s->window, &s->window_cap, len, &s->local) &&
+			   !wshard_catalog_read(s->plan->cat, t->file, t->offset + a * rb,
+						s->window, len, &s->local)) {
+			s->stats.bytes_read += len;
 		}
+	}
+	if (!win) {
+		/* nothing read (an error): still take part in the exchange */
+		if (grow(&s->window, &s->window_cap, (size_t)((b - a) * rb) + 1, err))
+			return err->code;
+		win = s->window;
 	}
 	/* What this process sends to each other process, and what it keeps. */
 	for (q = 0; q < s->nprocs; q++)
@@ -223,7 +277,7 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 		if (!overlap(p, a, b, &x, &y))
 			continue;
 		if (owner == s->proc)
-			put_rows(s, &refs[i], x, y, s->window + (x - a) * rb + p->col0, rb);
+			put_rows(s, &refs[i], x, y, win + (x - a) * rb + p->col0, rb);
 		else
 			s->sendcounts[owner] += (y - x) * p->ncols;
 	}
@@ -264,7 +318,7 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 			continue;
 		for (r = x; r < y; r++) {
 			memcpy(s->sendbuf + s->senddispl[owner],
-			       s->window + (r - a) * rb + p->col0, p->ncols);
+			       win + (r - a) * rb + p->col0, p->ncols);
 			s->senddispl[owner] += p->ncols;
 		}
 	}
@@ -405,6 +459,7 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 		.proc = wshard_comm_rank(comm),
 		.nprocs = wshard_comm_size(comm),
 		.seekable = wshard_catalog_seekable(plan->cat),
+		.pagesz = (uint64_t)sysconf(_SC_PAGESIZE),
 		.progress = progress,
 		.progress_ctx = progress_ctx,
 	};
@@ -450,6 +505,7 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 	if (rc)
 		rc = wshard_error_set(err, rc, "%s", s.local.msg);
 out:
+	unmap_window(&s);
 	*out_stats = s.stats;
 	free(order);
 	free(s.refs);
