@@ -12,6 +12,8 @@
 #include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,7 @@ struct convert {
 	struct rank_out *ranks;		/* tp entries, used for owned ranks */
 	struct wshard_validator *v;	/* NULL with --validate off */
 	size_t ncopied;			/* non-weight files copied (process 0) */
+	bool v_taken;			/* v is in use by a sealing thread */
 	int lock_fd;
 };
 
@@ -416,7 +419,7 @@ out:
 /* Bytes read back per chunk when sealing a part. */
 static size_t seal_chunk(const struct wshard_plan *plan)
 {
-	return (size_t)WSHARD_MIN(WSHARD_MAX(plan->opt.max_memory / 4, 1 << 16), 16u << 20);
+	return (size_t)WSHARD_MIN(WSHARD_MAX(plan->opt.max_memory / 8, 1 << 16), 8u << 20);
 }
 
 /* Opened before any byte is written, so --validate gpu fails fast. */
@@ -433,32 +436,122 @@ static enum wshard_err open_validator(struct convert *cv, struct wshard_error *e
 	return rc;
 }
 
+/* The parts of this process's ranks, sealed by a few threads at once. */
+struct seal_jobs {
+	struct convert *cv;
+	pthread_mutex_t lock;
+	size_t next, njobs;
+	int *rank;
+	size_t *part;
+	struct wshard_error err;
+	uint64_t validated;
+};
+
+static void *seal_worker(void *arg)
+{
+	struct seal_jobs *j = arg;
+	struct convert *cv = j->cv;
+	struct wshard_validator *v = NULL;
+	struct wshard_error e = { 0 };
+	size_t bufsz = seal_chunk(cv->plan), k;
+	char *buf = malloc(bufsz);
+	bool own = false;
+
+	if (!buf)
+		wshard_error_set(&e, WSHARD_ENOMEM, "out of memory");
+	/* the first worker uses the validator opened up front, the others their own */
+	pthread_mutex_lock(&j->lock);
+	if (cv->v && !cv->v_taken) {
+		v = cv->v;
+		cv->v_taken = true;
+	}
+	pthread_mutex_unlock(&j->lock);
+	if (!v && cv->v && !e.code) {
+		bool gpu = strncmp(wshard_validator_backend(cv->v), "host", 4) != 0;
+
+		own = !wshard_validator_open(&v, gpu ? WSHARD_VALIDATE_GPU : WSHARD_VALIDATE_HOST,
+					     wshard_comm_local_rank(cv->comm), bufsz, NULL, 0, &e);
+	}
+	for (;;) {
+		pthread_mutex_lock(&j->lock);
+		if (e.code && !j->err.code)
+			j->err = e;
+		k = j->err.code || j->next >= j->njobs ? SIZE_MAX : j->next++;
+		pthread_mutex_unlock(&j->lock);
+		if (k == SIZE_MAX)
+			break;
+		seal_part(cv, j->rank[k], j->part[k], v, buf, bufsz, &e);
+		if (wshard_fault_hit("kill-seal"))	/* a part sealed, others not */
+			raise(SIGKILL);
+	}
+	if (v) {
+		uint64_t bytes;
+		double secs;
+
+		wshard_validator_stats(v, &bytes, &secs);
+		pthread_mutex_lock(&j->lock);
+		j->validated += bytes;
+		pthread_mutex_unlock(&j->lock);
+	}
+	if (own)
+		wshard_validator_close(v);
+	free(buf);
+	return NULL;
+}
+
+/* Threads for sealing: the cores this process may use, at most 4. */
+static size_t seal_threads(struct convert *cv, size_t njobs)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t n = cpus > 0 ? (size_t)cpus / (size_t)cv->nprocs : 1;
+
+	/* injected faults stop at a fixed point: one thread, parts in order */
+	if (getenv("WSHARD_FAULT"))
+		n = 1;
+	return WSHARD_MAX(1, WSHARD_MIN(WSHARD_MIN(n, njobs), 4));
+}
+
 static enum wshard_err seal_ranks(struct convert *cv, struct wshard_error *err)
 {
 	const struct wshard_plan *plan = cv->plan;
-	size_t bufsz = seal_chunk(plan);
-	char *buf = malloc(bufsz);
-	enum wshard_err rc = WSHARD_OK;
-	size_t f;
+	struct seal_jobs j = { .cv = cv };
+	pthread_t tid[4];
+	size_t f, n = 0, i, nt;
 	int r;
 
-	if (!buf)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	for (r = cv->proc; r < plan->tp && !rc; r += cv->nprocs) {
+	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
 		snprintf(cv->ranks[r].ck.backend, sizeof(cv->ranks[r].ck.backend), "%s",
 			 cv->run->validate_backend);
-		for (f = 0; f < plan->ranks[r].nfiles && !rc; f++)
-			rc = seal_part(cv, r, f, cv->v, buf, bufsz, err);
-		if (wshard_fault_hit("kill-seal"))	/* between ranks */
-			raise(SIGKILL);
+		n += plan->ranks[r].nfiles;
 	}
-	if (cv->v) {
-		double secs;
-
-		wshard_validator_stats(cv->v, &cv->run->bytes_validated, &secs);
+	j.rank = calloc(n + 1, sizeof(*j.rank));
+	j.part = calloc(n + 1, sizeof(*j.part));
+	if (!j.rank || !j.part) {
+		free(j.rank);
+		free(j.part);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
-	free(buf);
-	return rc;
+	for (r = cv->proc; r < plan->tp; r += cv->nprocs)
+		for (f = 0; f < plan->ranks[r].nfiles; f++, j.njobs++) {
+			j.rank[j.njobs] = r;
+			j.part[j.njobs] = f;
+		}
+	pthread_mutex_init(&j.lock, NULL);
+	nt = seal_threads(cv, n);
+	for (i = 1; i < nt; i++)
+		if (pthread_create(&tid[i], NULL, seal_worker, &j))
+			break;
+	nt = i;
+	seal_worker(&j);
+	for (i = 1; i < nt; i++)
+		pthread_join(tid[i], NULL);
+	pthread_mutex_destroy(&j.lock);
+	cv->run->bytes_validated = j.validated;
+	free(j.rank);
+	free(j.part);
+	if (j.err.code)
+		return wshard_error_set(err, j.err.code, "%s", j.err.msg);
+	return WSHARD_OK;
 }
 
 static char *archive_path(struct convert *cv, int r)
