@@ -226,7 +226,7 @@ fuzz-build: $(FUZZ_BIN)
 fuzz: $(FUZZ_BIN)
 	$(Q)failed=; for n in $(FUZZ_NAMES); do \
 		c=$(FUZZ_B)/corpus-$$n; \
-		rm -rf $$c && mkdir -p $$c && cp fixtures/fuzz/$$n/* $$c/ || exit 1; \
+		rm -rf $$c $(FUZZ_B)/$$n-* && mkdir -p $$c && cp fixtures/fuzz/$$n/* $$c/ || exit 1; \
 		if [ -d fixtures/fuzz-crashes/$$n ]; then \
 			cp fixtures/fuzz-crashes/$$n/* $$c/ 2>/dev/null; fi; \
 		echo "  FUZZ   $$n ($(FUZZ_SECONDS) s)"; \

@@ -470,8 +470,13 @@ static enum wshard_err match_sources(struct wshard_plan *plan,
 		}
 		m->rule = &rules->rules[j];
 		m->src = (uint32_t)i;
-		if (m->cap.n < nlayers)
-			seen[j * (size_t)(nlayers + 1) + (size_t)(m->cap.n < 0 ? 0 : m->cap.n)] = true;
+		if (m->cap.n >= nlayers) {
+			rc = wshard_error_set(err, WSHARD_EINVAL,
+					      "tensor '%s' is for layer %ld, but '%s' has %ld layer%s (num_hidden_layers)",
+					      name, m->cap.n, cat->path, nlayers, nlayers == 1 ? "" : "s");
+			goto out;
+		}
+		seen[j * (size_t)(nlayers + 1) + (size_t)(m->cap.n < 0 ? 0 : m->cap.n)] = true;
 		if (m->rule->kind == RULE_SKIP)
 			continue;
 		if (tied && strcmp(name, rules->tie_source) == 0)
@@ -1086,28 +1091,13 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 /* The constant tensors of the rules' "extra" list, one per layer seen. */
 static enum wshard_err build_extras(struct wshard_plan *plan,
 				    const struct wshard_rules *rules,
-				    const struct member *m, size_t n,
-				    size_t *caps, struct wshard_error *err)
+				    long nlayers, size_t *caps, struct wshard_error *err)
 {
-	long maxn = -1;
-	size_t i, x;
+	long maxn = nlayers - 1;	/* every layer 0 .. nlayers - 1 was checked */
+	size_t x;
 	long layer;
 	int r;
 
-	for (i = 0; i < plan->cat->ntensors; i++) {
-		/* layers come from every source name the rules match with {n} */
-		size_t j;
-		struct rules_capture cap;
-
-		for (j = 0; j < rules->nrules; j++)
-			if (strstr(rules->rules[j].match, "{n}") &&
-			    rules_match(rules->rules[j].match, plan->cat->tensors[i].name, &cap))
-				break;
-		if (j < rules->nrules && cap.n > maxn)
-			maxn = cap.n;
-	}
-	(void)m;
-	(void)n;
 	for (x = 0; x < rules->nextras; x++) {
 		const struct rules_extra *e = &rules->extras[x];
 		bool per_layer = strstr(e->name, "{n}") != NULL;
@@ -1307,7 +1297,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		if (rc)
 			goto out;
 	}
-	rc = build_extras(plan, rules, m, n, caps, err);
+	rc = build_extras(plan, rules, count_layers(plan, rules), caps, err);
 	if (rc)
 		goto out;
 	for (r = 0; r < opt->tp && !rc; r++)

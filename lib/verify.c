@@ -81,7 +81,10 @@ static void diff(struct verify *v, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line) - 1, fmt, ap);
 	va_end(ap);
-	n = strlen(line);
+	/* names come from files: no control character may forge a line */
+	for (n = 0; line[n]; n++)
+		if ((unsigned char)line[n] < 0x20 || line[n] == 0x7f)
+			line[n] = '?';
 	line[n++] = '\n';
 	v->ndiff++;
 	if (v->lines_len + n + 1 > v->lines_cap) {

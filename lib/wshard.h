@@ -647,7 +647,9 @@ struct wshard_verify_result {
 	uint64_t ranks, tensors, bytes;	/* verified */
 	uint64_t differences;
 	size_t nlines;
-	char **lines;			/* "rank R: WHAT: DIFFERENCE", rank order */
+	char **lines;			/* "rank R: WHAT: DIFFERENCE" in rank order, after
+					 * any "manifest: ..." lines; control
+					 * characters shown as '?' */
 };
 
 /*

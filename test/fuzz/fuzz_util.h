@@ -7,8 +7,10 @@
 #ifndef WSHARD_FUZZ_UTIL_H
 #define WSHARD_FUZZ_UTIL_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,17 +24,53 @@ static inline void fuzz_die(const char *what)
 	abort();
 }
 
+/* dir/name into buf. */
+static inline const char *fuzz_path(char *buf, size_t len, const char *dir,
+				    const char *name)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+	return buf;
+}
+
 static char fuzz_scratch_dir[4096];
 
-static inline void fuzz_scratch_cleanup(void)
+static inline void fuzz_rm_rf(const char *path)
 {
 	char cmd[4200];
 
-	if (!fuzz_scratch_dir[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fuzz_scratch_dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
 	if (system(cmd) != 0)
-		fprintf(stderr, "fuzz harness: cannot remove '%s'\n", fuzz_scratch_dir);
+		fprintf(stderr, "fuzz harness: cannot remove '%s'\n", path);
+}
+
+static inline void fuzz_scratch_cleanup(void)
+{
+	if (fuzz_scratch_dir[0])
+		fuzz_rm_rf(fuzz_scratch_dir);
+}
+
+/*
+ * Scratch directories are named wshard-fuzz.PID.XXXXXX.  A harness that
+ * crashes (the point of fuzzing) or times out never runs its atexit
+ * handler, so each new one removes those whose process is gone.
+ */
+static inline void fuzz_scratch_reap(const char *tmp)
+{
+	DIR *d = opendir(tmp);
+	struct dirent *e;
+	char path[4200];
+	long pid;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (sscanf(e->d_name, "wshard-fuzz.%ld.", &pid) != 1 || pid <= 0)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		fuzz_rm_rf(fuzz_path(path, sizeof(path), tmp, e->d_name));
+	}
+	closedir(d);
 }
 
 /*
@@ -49,19 +87,13 @@ static inline const char *fuzz_scratch(void)
 		return fuzz_scratch_dir;
 	if (!tmp || !*tmp)
 		tmp = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
-	snprintf(fuzz_scratch_dir, sizeof(fuzz_scratch_dir), "%s/wshard-fuzz.XXXXXX", tmp);
+	fuzz_scratch_reap(tmp);
+	snprintf(fuzz_scratch_dir, sizeof(fuzz_scratch_dir), "%s/wshard-fuzz.%ld.XXXXXX",
+		 tmp, (long)getpid());
 	if (!mkdtemp(fuzz_scratch_dir))
 		fuzz_die("mkdtemp");
 	atexit(fuzz_scratch_cleanup);
 	return fuzz_scratch_dir;
-}
-
-/* dir/name in a static buffer per call site's own buf. */
-static inline const char *fuzz_path(char *buf, size_t len, const char *dir,
-				    const char *name)
-{
-	snprintf(buf, len, "%s/%s", dir, name);
-	return buf;
 }
 
 /* Writes len bytes of data to path (created or truncated). */
