@@ -35,7 +35,10 @@ enum wshard_err wshard_comm_init(struct wshard_comm **out_comm, int *argc,
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	c->size = 1;
 	if (launched_by_mpirun()) {
-		if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+		int provided;
+
+		/* helper threads (sealing, hashing) never call MPI */
+		if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
 			free(c);
 			return wshard_error_set(err, WSHARD_EIO, "cannot initialise MPI");
 		}

@@ -6,6 +6,7 @@
  * from (read once, through the same stream engine as convert).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -65,6 +66,7 @@ struct verify {
 	uint64_t ndiff, ntensors, nbytes, nranks_done;
 	char *cmp;
 	size_t cmp_cap;
+	pthread_mutex_t lock;		/* lines: the hashing thread adds too */
 	json_t *archives;		/* the manifest's "archives" (--archive), or NULL */
 	bool archive_only;		/* archives and no rank file in OUT */
 };
@@ -91,14 +93,17 @@ static void diff(struct verify *v, const char *fmt, ...)
 		size_t cap = (v->lines_cap + n + 1) * 2;
 		char *p = realloc(v->lines, cap);
 
-		if (!p)
+		if (!p) {
+			pthread_mutex_unlock(&v->lock);
 			return;
+		}
 		v->lines = p;
 		v->lines_cap = cap;
 	}
 	memcpy(v->lines + v->lines_len, line, n);
 	v->lines_len += n;
 	v->lines[v->lines_len] = '\0';
+	pthread_mutex_unlock(&v->lock);
 }
 
 static bool wanted(const struct verify *v, int r)
@@ -358,10 +363,7 @@ static enum wshard_err check_file(struct verify *v, int r, size_t fi,
 	struct vrank *vr = &v->ranks[r];
 	struct vfile *f = &vr->files[fi];
 	char *path = wshard_path_join(v->opt->out_dir, f->name);
-	char digest[WSHARD_DIGEST_HEX];
 	struct wshard_error perr = { 0 };
-	struct span *spans = NULL;
-	size_t nspans = 0, i;
 	struct stat sb;
 	enum wshard_err rc = WSHARD_OK;
 
@@ -388,12 +390,33 @@ static enum wshard_err check_file(struct verify *v, int r, size_t fi,
 		else
 			f->map_len = (size_t)f->st->size;
 	}
-	/* the manifest's tensors where the file really has them */
-	spans = calloc(vr->ntensors + 1, sizeof(*spans));
-	if (!spans) {
+out:
+	free(path);
+	return rc;
+}
+
+/*
+ * One read of a file that exists: its checksum and those of the manifest's
+ * tensors where the file really has them.
+ */
+static enum wshard_err hash_rank_file(struct verify *v, int r, size_t fi,
+				      struct wshard_error *err)
+{
+	struct vrank *vr = &v->ranks[r];
+	struct vfile *f = &vr->files[fi];
+	char *path = wshard_path_join(v->opt->out_dir, f->name);
+	char digest[WSHARD_DIGEST_HEX];
+	struct span *spans = calloc(vr->ntensors + 1, sizeof(*spans));
+	size_t nspans = 0, i;
+	struct stat sb;
+	enum wshard_err rc = WSHARD_OK;
+
+	if (!path || !spans) {
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;
 	}
+	if (stat(path, &sb) < 0)
+		goto out;		/* reported missing */
 	for (i = 0; f->st && i < vr->ntensors; i++) {
 		const struct wshard_st_tensor *st;
 
@@ -410,10 +433,38 @@ static enum wshard_err check_file(struct verify *v, int r, size_t fi,
 	if (strcmp(digest, f->checksum))
 		diff(v, "rank %d: file '%s': checksum %s, manifest says %s", r, f->name, digest,
 		     f->checksum);
+	for (i = 0; i < nspans; i++) {
+		struct vtensor *t = spans[i].t;
+
+		if (t->comparable && strcmp(t->digest, t->checksum))
+			diff(v, "rank %d: tensor '%s': checksum %s, manifest says %s", r, t->name,
+			     t->digest, t->checksum);
+	}
 out:
 	free(spans);
 	free(path);
 	return rc;
+}
+
+/* The hashing of every file this process checks, on a thread of its own. */
+struct hash_job {
+	struct verify *v;
+	struct wshard_error err;
+};
+
+static void *hash_worker(void *arg)
+{
+	struct hash_job *j = arg;
+	struct verify *v = j->v;
+	size_t r, f;
+
+	for (r = 0; r < v->nranks && !j->err.code; r++) {
+		if (!wanted(v, (int)r) || v->archive_only)
+			continue;
+		for (f = 0; f < v->ranks[r].nfiles && !j->err.code; f++)
+			hash_rank_file(v, (int)r, f, &j->err);
+	}
+	return NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -547,10 +598,6 @@ static void check_structure(struct verify *v, int r)
 			     r, t->name, (unsigned long long)st->begin, (unsigned long long)st->end,
 			     (unsigned long long)t->begin, (unsigned long long)t->end);
 			t->comparable = false;
-		}
-		if (t->comparable && strcmp(t->digest, t->checksum)) {
-			diff(v, "rank %d: tensor '%s': checksum %s, manifest says %s", r, t->name,
-			     t->digest, t->checksum);
 		}
 		if (t->comparable) {
 			v->ntensors++;
@@ -802,7 +849,8 @@ static int cmp_line(const void *a, const void *b)
 	sscanf(y, "rank %ld:", &ry);
 	if (rx != ry)
 		return rx < ry ? -1 : 1;
-	return 0;
+	/* within a rank, by text: two threads find differences in any order */
+	return strcmp(x, y);
 }
 
 static enum wshard_err collect(struct verify *v, struct wshard_verify_result *out,
@@ -881,10 +929,14 @@ enum wshard_err wshard_verify(const struct wshard_verify_opts *opt,
 		.proc = wshard_comm_rank(comm),
 		.nprocs = wshard_comm_size(comm),
 	};
+	struct hash_job hjob = { 0 };
+	pthread_t tid;
+	bool threaded;
 	size_t r, f;
 	uint64_t diffs[1];
 
 	memset(out, 0, sizeof(*out));
+	pthread_mutex_init(&v.lock, NULL);
 	if (!load_manifest(&v, err))
 		load_archives(&v, err);
 	if (wshard_comm_agree(comm, err))
@@ -903,8 +955,17 @@ enum wshard_err wshard_verify(const struct wshard_verify_opts *opt,
 	}
 	if (wshard_comm_agree(comm, err))
 		goto out;
+	/* checksums on one thread while the source comparison runs on this one */
+	hjob.v = &v;
+	threaded = pthread_create(&tid, NULL, hash_worker, &hjob) == 0;
+	if (!threaded)
+		hash_worker(&hjob);
 	if (!opt->quick)
 		check_source(&v, err);
+	if (threaded)
+		pthread_join(tid, NULL);
+	if (hjob.err.code)
+		wshard_error_set(err, hjob.err.code, "%s", hjob.err.msg);
 	if (wshard_comm_agree(comm, err))
 		goto out;
 	collect(&v, out, err);
@@ -930,6 +991,7 @@ out:
 	free(v.cmp);
 	free(v.manifest_path);
 	json_decref(v.doc);
+	pthread_mutex_destroy(&v.lock);
 	return err->code;
 }
 
