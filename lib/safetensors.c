@@ -667,30 +667,8 @@ enum wshard_err wshard_st_parse(struct wshard_st **out_st, const void *buf,
 				size_t len, const char *path,
 				struct wshard_error *err)
 {
-	const unsigned char *p = buf;
-	struct wshard_st *st;
-	enum wshard_err rc;
-
-	*out_st = NULL;
-	st = st_new(path);
-	if (!st)
-		return nomem(err, path);
-	st->size = len;
-	if (len < 8) {
-		rc = too_short(st, err);
-		goto out;
-	}
-	rc = check_prefix(st, load_le64(p), err);
-	if (rc)
-		goto out;
-	rc = parse_header(st, (const char *)p + 8,
-			  (size_t)(st->data_start - 8), err);
-out:
-	if (rc)
-		wshard_st_free(st);
-	else
-		*out_st = st;
-	return rc;
+	/* the whole file at hand is a head that holds all of the header */
+	return wshard_st_parse_head(out_st, buf, len, len, path, err);
 }
 
 enum wshard_err wshard_st_parse_head(struct wshard_st **out_st, const void *head,
