@@ -261,12 +261,10 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 			s->stats.bytes_read += len;
 		}
 	}
-	if (!win) {
-		/* nothing read (an error): still take part in the exchange */
-		if (grow(&s->window, &s->window_cap, (size_t)((b - a) * rb) + 1, err))
-			return err->code;
-		win = s->window;
-	}
+	if (!win && !grow(&s->window, &s->window_cap, (size_t)((b - a) * rb) + 1, &s->local))
+		win = s->window;	/* nothing read (an error): still take part */
+	/* with no window at all (out of memory) nothing is put and the bytes
+	 * sent are the send buffer's: the error is agreed after this tensor */
 	/* What this process sends to each other process, and what it keeps. */
 	for (q = 0; q < s->nprocs; q++)
 		s->sendcounts[q] = s->recvcounts[q] = 0;
@@ -277,7 +275,7 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 		if (!overlap(p, a, b, &x, &y))
 			continue;
 		if (owner == s->proc)
-			put_rows(s, &refs[i], x, y, win + (x - a) * rb + p->col0, rb);
+			put_rows(s, &refs[i], x, y, win ? win + (x - a) * rb + p->col0 : NULL, rb);
 		else
 			s->sendcounts[owner] += (y - x) * p->ncols;
 	}
@@ -306,9 +304,16 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 		sendtotal += s->sendcounts[q];
 		recvtotal += s->recvcounts[q];
 	}
-	if (grow(&s->sendbuf, &s->send_cap, (size_t)sendtotal + 1, err) ||
-	    grow(&s->recvbuf, &s->recv_cap, (size_t)recvtotal + 1, err))
-		return err->code;
+	{
+		/* all or none: a process without its buffers must not leave the
+		 * others waiting in the exchange */
+		struct wshard_error mem = { 0 };
+
+		if (!grow(&s->sendbuf, &s->send_cap, (size_t)sendtotal + 1, &mem))
+			grow(&s->recvbuf, &s->recv_cap, (size_t)recvtotal + 1, &mem);
+		if (wshard_comm_agree(s->comm, &mem))
+			return wshard_error_set(err, mem.code, "%s", mem.msg);
+	}
 	for (i = 0; i < n; i++) {
 		const struct wshard_piece *p = ref_piece(s, &refs[i]);
 		int owner = refs[i].rank % s->nprocs;
@@ -317,8 +322,9 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 		if (owner == s->proc || !overlap(p, a, b, &x, &y))
 			continue;
 		for (r = x; r < y; r++) {
-			memcpy(s->sendbuf + s->senddispl[owner],
-			       win + (r - a) * rb + p->col0, p->ncols);
+			if (win)
+				memcpy(s->sendbuf + s->senddispl[owner],
+				       win + (r - a) * rb + p->col0, p->ncols);
 			s->senddispl[owner] += p->ncols;
 		}
 	}
