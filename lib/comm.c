@@ -227,14 +227,6 @@ out:
 	return rc;
 }
 
-enum wshard_err wshard_comm_bcast_int(struct wshard_comm *comm, int *val,
-				      struct wshard_error *err)
-{
-	if (comm->mpi && MPI_Bcast(val, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
-		return wshard_error_set(err, WSHARD_EIO, "MPI_Bcast failed");
-	return WSHARD_OK;
-}
-
 enum wshard_err wshard_comm_bcast_bytes(struct wshard_comm *comm, const void *buf,
 					size_t len, char **out_buf, size_t *out_len,
 					struct wshard_error *err)
@@ -271,12 +263,6 @@ enum wshard_err wshard_comm_bcast_bytes(struct wshard_comm *comm, const void *bu
 	*out_buf = copy;
 	*out_len = (size_t)n;
 	return WSHARD_OK;
-}
-
-void wshard_comm_barrier(struct wshard_comm *comm)
-{
-	if (comm->mpi)
-		MPI_Barrier(MPI_COMM_WORLD);
 }
 
 void wshard_comm_free(struct wshard_comm *comm)
