@@ -82,7 +82,7 @@ struct wshard_builtin_rule {
 };
 extern const struct wshard_builtin_rule wshard_builtin_rules[];
 
-/* Collective helpers of comm.c used by exec.c. */
+/* Collective helpers of comm.c used by stream.c, exec.c and verify.c. */
 enum wshard_err wshard_comm_alltoallv(struct wshard_comm *comm,
 				      const void *sendbuf, const uint64_t *sendcounts,
 				      void *recvbuf, const uint64_t *recvcounts,
@@ -93,13 +93,10 @@ enum wshard_err wshard_comm_gather_bytes(struct wshard_comm *comm,
 					 const void *buf, size_t len,
 					 char **out_all, size_t **out_lens,
 					 struct wshard_error *err);
-enum wshard_err wshard_comm_bcast_int(struct wshard_comm *comm, int *val,
-				      struct wshard_error *err);
 /* Process 0's len bytes at buf, to every process (process 0 included) as a
  * malloc'd NUL-terminated copy in *out_buf of *out_len bytes. */
 enum wshard_err wshard_comm_bcast_bytes(struct wshard_comm *comm, const void *buf,
 					size_t len, char **out_buf, size_t *out_len,
 					struct wshard_error *err);
-void wshard_comm_barrier(struct wshard_comm *comm);
 
 #endif /* WSHARD_INTERNAL_H */
