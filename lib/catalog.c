@@ -50,6 +50,24 @@ static int cmp_tensor(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/*
+ * The HuggingFace cache keeps a snapshot's files as links into the same
+ * repository's blob store: REPO/snapshots/REV/x -> REPO/blobs/HASH.  Such a
+ * link leaves the snapshot but not the repository, and is accepted.
+ */
+static bool hf_cache_blob(const char *real_dir, const char *real_file)
+{
+	const char *snap = strstr(real_dir, "/snapshots/");
+	size_t repo;
+
+	if (!snap || strchr(snap + strlen("/snapshots/"), '/'))
+		return false;		/* not REPO/snapshots/REV */
+	repo = (size_t)(snap - real_dir);
+	return strncmp(real_file, real_dir, repo) == 0 &&
+	       strncmp(real_file + repo, "/blobs/", 7) == 0 &&
+	       !strchr(real_file + repo + 7, '/');
+}
+
 /* A weight_map file name must stay inside the checkpoint directory. */
 static enum wshard_err check_member_name(const struct wshard_catalog *cat,
 					 const char *name, const char *tensor,
@@ -95,7 +113,8 @@ static enum wshard_err check_member_name(const struct wshard_catalog *cat,
 		return wshard_error_set(err, WSHARD_EIO, "cannot resolve '%s': %s",
 					dir, strerror(errno));
 	n = strlen(real_dir);
-	if (strncmp(real_file, real_dir, n) != 0 || real_file[n] != '/')
+	if ((strncmp(real_file, real_dir, n) != 0 || real_file[n] != '/') &&
+	    !hf_cache_blob(real_dir, real_file))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s/%s': weight_map entry for '%s' names '%s', a link that leaves the directory",
 					dir, INDEX_NAME, tensor, name);
@@ -478,7 +497,9 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 	if (has_file(cat, index)) {
 		rc = load_index(cat, index, err);
 	} else if (has_file(cat, single)) {
-		rc = add_file(cat, SINGLE_NAME, err);
+		rc = check_member_name(cat, SINGLE_NAME, SINGLE_NAME, err);
+		if (!rc)
+			rc = add_file(cat, SINGLE_NAME, err);
 		if (!rc)
 			rc = open_files(cat, err);
 	} else {

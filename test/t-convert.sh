@@ -146,5 +146,24 @@ for arch in qwen2 gemma2; do
 	done <"$T/la"
 done
 
+# A HuggingFace cache snapshot: the snapshot's files are links into the
+# repository's blob store (REPO/snapshots/REV/x -> ../../blobs/HASH).
+hub=$T/hub/models--org--llama
+mkdir -p "$hub/blobs" "$hub/snapshots/0123abc"
+gen "$T/hubsrc" $S --shards 2
+for f in "$T/hubsrc"/*; do
+	h=$(sha256sum "$f" | cut -c1-40)
+	mv "$f" "$hub/blobs/$h"
+	ln -s "../../blobs/$h" "$hub/snapshots/0123abc/$(basename "$f")"
+done
+conv hf-cache "$hub/snapshots/0123abc" 2
+[ -L "$T/hf-cache-tp2/config.json" ] && fail "hf-cache: config.json copied as a link"
+# ... but a link out of the repository is still refused.
+ln -sf "$T/hubsrc-outside.safetensors" "$hub/snapshots/0123abc/model-00001-of-00002.safetensors"
+cp "$hub/blobs/$(ls "$hub/blobs" | head -n 1)" "$T/hubsrc-outside.safetensors"
+"$WSHARD" convert --tp 2 "$hub/snapshots/0123abc" "$T/hf-out" >/dev/null 2>"$T/cerr" &&
+	fail "hf-cache: a link leaving the repository was accepted"
+grep -q "leaves the directory" "$T/cerr" || fail "hf-cache: $(head -c 300 "$T/cerr")"
+
 echo "$ncases conversions checked against the reference"
 finish
