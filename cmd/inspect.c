@@ -183,6 +183,12 @@ static int inspect_output(const struct inspect_opts *o)
 	       (long long)json_integer_value(json_object_get(doc, "tp")),
 	       json_string_value(json_object_get(doc, "rules")));
 	printf("source: %s\n", json_string_value(json_object_get(json_object_get(doc, "source"), "path")));
+	json_array_foreach(json_object_get(doc, "archives"), i, f)
+		printf("archive of rank %lld: %s %lld bytes %s\n",
+		       (long long)json_integer_value(json_object_get(f, "rank")),
+		       json_string_value(json_object_get(f, "name")),
+		       (long long)json_integer_value(json_object_get(f, "size")),
+		       json_string_value(json_object_get(f, "checksum")));
 	json_array_foreach(ranks, i, rk) {
 		if (o->rank >= 0 && (size_t)o->rank != i)
 			continue;

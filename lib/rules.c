@@ -4,6 +4,7 @@
  * architectures are files in lib/rules/ embedded at build time, in the
  * same format a user passes with --rules.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -558,6 +559,7 @@ enum wshard_err wshard_rules_parse(struct wshard_rules **out_rules,
 enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
 				  const char *path, struct wshard_error *err)
 {
+	char real[PATH_MAX];
 	char *text;
 	size_t len;
 	enum wshard_err rc;
@@ -566,7 +568,9 @@ enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
 	rc = wshard_read_file(path, 16ULL << 20, &text, &len, err);
 	if (rc)
 		return rc;
-	rc = wshard_rules_parse(out_rules, text, len, path, err);
+	/* named by its real path: the manifest records it, and verify reloads
+	 * it from wherever it runs */
+	rc = wshard_rules_parse(out_rules, text, len, realpath(path, real) ? real : path, err);
 	free(text);
 	return rc;
 }
