@@ -1035,7 +1035,7 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 		.nprocs = wshard_comm_size(comm),
 		.lock_fd = -1,
 	};
-	struct stream_sink sink = { .put = write_put, .ctx = &cv };
+	struct stream_sink sink = { .put = write_put, .ctx = &cv, .threadsafe = true };
 	struct stream_stats stats;
 	uint64_t totals[3];
 	int r;

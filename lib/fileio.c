@@ -157,14 +157,19 @@ enum wshard_err wshard_file_pwrite(struct wshard_file *f, const void *buf,
 
 	if (rc != WSHARD_OK)
 		return rc;
-	f->written += len;
 	/*
 	 * Start writeback every few MiB so the disk works while we compute;
-	 * the fsync at commit then has little left to wait for.
+	 * the fsync at commit then has little left to wait for.  (Two threads
+	 * may write one file: the counters are atomic.)
 	 */
-	if (f->written - f->kicked >= (8u << 20)) {
-		sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-		f->kicked = f->written;
+	{
+		uint64_t now = __atomic_add_fetch(&f->written, len, __ATOMIC_RELAXED);
+		uint64_t was = __atomic_load_n(&f->kicked, __ATOMIC_RELAXED);
+
+		if (now - was >= (8u << 20) &&
+		    __atomic_compare_exchange_n(&f->kicked, &was, now, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	}
 	return WSHARD_OK;
 }

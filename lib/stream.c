@@ -11,6 +11,8 @@
  * extra metadata.  Summed over processes, each source byte is read once.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -47,6 +49,8 @@ struct stream {
 	uint64_t *sendcounts, *recvcounts, *senddispl;
 	struct stream_stats stats;
 	uint64_t total;
+	uint64_t *put_total;		/* bytes put, all threads */
+	uint64_t budget;		/* this thread's share of --max-memory */
 	wshard_progress_fn progress;
 	void *progress_ctx;
 	struct wshard_error local;	/* this process's first error */
@@ -136,9 +140,11 @@ static int cmp_file_order(const void *a, const void *b, void *ctx)
 
 static void report(struct stream *s, size_t len)
 {
+	uint64_t all = __atomic_add_fetch(s->put_total, len, __ATOMIC_RELAXED);
+
 	s->stats.bytes_put += len;
-	if (s->progress)
-		s->progress(s->progress_ctx, s->stats.bytes_put, s->total);
+	if (s->progress)	/* set on one thread only */
+		s->progress(s->progress_ctx, all, s->total);
 }
 
 /* Hands rows [x, y) of piece ref to the sink; rows start at src (stride apart). */
@@ -372,7 +378,7 @@ static enum wshard_err stream_tensor(struct stream *s, uint32_t src,
 	for (i = 0; i < s->count[src]; i++)
 		fan += ref_piece(s, &s->refs[s->first[src] + i])->len;
 	fan = (fan + t->nbytes - 1) / t->nbytes;
-	w = s->plan->opt.max_memory / (rb * (2 + 2 * fan));
+	w = s->budget / (rb * (2 + 2 * fan));
 	if (w == 0)
 		w = 1;
 	for (q = 0; q < s->nprocs; q++) {
@@ -451,6 +457,90 @@ static void check_sizes(struct stream *s)
 	}
 }
 
+/* Source tensors handed out to the threads of a one-process run. */
+struct stream_queue {
+	struct stream *s;
+	const uint32_t *order;
+	size_t n, *next;
+	pthread_mutex_t *lock;
+	struct wshard_error err;
+};
+
+static void *stream_worker(void *arg)
+{
+	struct stream_queue *q = arg;
+	size_t i;
+
+	for (;;) {
+		pthread_mutex_lock(q->lock);
+		i = *q->next < q->n && !q->s->local.code && !q->err.code ? (*q->next)++ : SIZE_MAX;
+		pthread_mutex_unlock(q->lock);
+		if (i == SIZE_MAX || stream_tensor(q->s, q->order[i], &q->err))
+			break;
+	}
+	return NULL;
+}
+
+static void stream_release(struct stream *s)
+{
+	unmap_window(s);
+	free(s->window);
+	free(s->stage);
+	free(s->sendbuf);
+	free(s->recvbuf);
+	free(s->sendcounts);
+	free(s->recvcounts);
+	free(s->senddispl);
+}
+
+/*
+ * One process on a seekable source: two threads take source tensors in
+ * turn, so that one computes while the other waits for the disk.  (MPI
+ * runs keep one thread: their steps are collective.)
+ */
+static bool use_threads(const struct stream *s)
+{
+	return s->nprocs == 1 && s->seekable && s->sink->threadsafe &&
+	       sysconf(_SC_NPROCESSORS_ONLN) >= 2 && !getenv("WSHARD_FAULT");
+}
+
+static enum wshard_err stream_threads(struct stream *s, const uint32_t *order,
+				      size_t n, struct wshard_error *err)
+{
+	struct stream s2 = *s;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	size_t next = 0;
+	struct stream_queue q1 = { s, order, n, &next, &lock, { 0 } };
+	struct stream_queue q2 = { &s2, order, n, &next, &lock, { 0 } };
+	pthread_t tid;
+	bool threaded;
+
+	s->budget = s2.budget = s->plan->opt.max_memory / 2;
+	s2.window = s2.stage = s2.sendbuf = s2.recvbuf = s2.map = NULL;
+	s2.window_cap = s2.stage_cap = s2.send_cap = s2.recv_cap = 0;
+	s2.progress = NULL;
+	memset(&s2.stats, 0, sizeof(s2.stats));
+	wshard_error_clear(&s2.local);
+	s2.sendcounts = calloc(1, sizeof(uint64_t));
+	s2.recvcounts = calloc(1, sizeof(uint64_t));
+	s2.senddispl = calloc(1, sizeof(uint64_t));
+	threaded = s2.sendcounts && s2.recvcounts && s2.senddispl &&
+		   pthread_create(&tid, NULL, stream_worker, &q2) == 0;
+	stream_worker(&q1);
+	if (threaded)
+		pthread_join(tid, NULL);
+	s->stats.bytes_read += s2.stats.bytes_read;
+	s->stats.bytes_put += s2.stats.bytes_put;
+	if (!s->local.code && s2.local.code)
+		s->local = s2.local;
+	stream_release(&s2);
+	if (q1.err.code)
+		return wshard_error_set(err, q1.err.code, "%s", q1.err.msg);
+	if (q2.err.code)
+		return wshard_error_set(err, q2.err.code, "%s", q2.err.msg);
+	return WSHARD_OK;
+}
+
 enum wshard_err stream_run(const struct wshard_plan *plan,
 			   struct wshard_comm *comm,
 			   const struct stream_sink *sink,
@@ -458,6 +548,7 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 			   struct stream_stats *out_stats,
 			   struct wshard_error *err)
 {
+	uint64_t put_total = 0;
 	struct stream s = {
 		.plan = plan,
 		.comm = comm,
@@ -466,11 +557,14 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 		.nprocs = wshard_comm_size(comm),
 		.seekable = wshard_catalog_seekable(plan->cat),
 		.pagesz = (uint64_t)sysconf(_SC_PAGESIZE),
+		.put_total = &put_total,
+		.budget = plan->opt.max_memory,
 		.progress = progress,
 		.progress_ctx = progress_ctx,
 	};
 	uint32_t *order = NULL;
 	size_t nsrc = plan->cat->ntensors, i;
+	bool threads;
 	int r;
 	enum wshard_err rc;
 
@@ -491,7 +585,13 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 	for (i = 0; i < nsrc; i++)
 		order[i] = (uint32_t)i;
 	qsort_r(order, nsrc, sizeof(*order), cmp_file_order, (void *)plan->cat);
-	for (i = 0; i < nsrc; i++) {
+	threads = use_threads(&s);
+	if (threads) {
+		rc = stream_threads(&s, order, nsrc, err);
+		if (rc)
+			goto out;
+	}
+	for (i = 0; i < nsrc && !threads; i++) {
 		rc = stream_tensor(&s, order[i], err);
 		if (rc)
 			goto out;
@@ -511,18 +611,11 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 	if (rc)
 		rc = wshard_error_set(err, rc, "%s", s.local.msg);
 out:
-	unmap_window(&s);
 	*out_stats = s.stats;
 	free(order);
 	free(s.refs);
 	free(s.first);
 	free(s.count);
-	free(s.window);
-	free(s.stage);
-	free(s.sendbuf);
-	free(s.recvbuf);
-	free(s.sendcounts);
-	free(s.recvcounts);
-	free(s.senddispl);
+	stream_release(&s);
 	return rc;
 }

@@ -19,6 +19,7 @@ struct stream_sink {
 	enum wshard_err (*put)(void *ctx, int rank, size_t tensor, uint64_t off,
 			       const void *buf, size_t len, struct wshard_error *err);
 	void *ctx;
+	bool threadsafe;	/* put may run on two threads at once */
 };
 
 struct stream_stats {
