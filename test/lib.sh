@@ -33,3 +33,39 @@ run_mpi() {
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 		timeout 120 mpirun --oversubscribe -np "$np" "$@"
 }
+
+# The independent reference (test/reference.py) and its Python packages.
+REF="$ROOT/test/reference.py"
+# need_reference: skips the script (exit 77) when $PYTHON lacks them.
+need_reference() {
+	"$PYTHON" -c 'import numpy, safetensors, xxhash' 2>/dev/null || {
+		echo "skipped: $PYTHON lacks numpy, safetensors or xxhash"; exit 77; }
+}
+
+# convert_checked NAME SRC TP [OPTIONS...]: converts SRC at TP into
+# $out=$T/NAME-tpTP with OPTIONS (ones reference.py also takes), runs
+# `wshard verify` on it and compares it with the reference.  Counts the case
+# in $ncases.  Returns 1 when the convert failed or the reference disagrees.
+ncases=0
+convert_checked() {
+	name=$1 src=$2 tp=$3; shift 3
+	out=$T/$name-tp$tp
+	ncases=$((ncases + 1))
+	[ -d "$src" ] || { fail "$name tp $tp: no source (generator failed)"; return 1; }
+	"$WSHARD" convert --tp "$tp" "$@" "$src" "$out" >"$T/cout" 2>"$T/cerr"
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		fail "$name tp $tp: wshard convert${*:+ $*} exited $rc: $(head -c 400 "$T/cerr")"
+		return 1
+	fi
+	if ! "$WSHARD" verify "$out" >"$T/vout" 2>&1; then
+		fail "$name tp $tp: wshard verify failed: $(head -c 400 "$T/vout")"
+	fi
+	if ! "$PYTHON" "$REF" check "$src" "$out" --tp "$tp" "$@" >"$T/rout" 2>&1; then
+		fail "$name tp $tp ($*): output differs from the reference:"
+		head -n 15 "$T/rout" | sed 's/^/    /'
+		[ "$(wc -l <"$T/rout")" -gt 15 ] && tail -n 1 "$T/rout" | sed 's/^/    /'
+		return 1
+	fi
+	return 0
+}

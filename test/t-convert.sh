@@ -10,35 +10,10 @@
 # shellcheck disable=SC2086,SC1091
 . "$(dirname "$0")/lib.sh"
 
-"$PYTHON" -c 'import numpy, safetensors, xxhash' 2>/dev/null || {
-	echo "skipped: $PYTHON lacks numpy, safetensors or xxhash"; exit 77; }
+need_reference
 
-REF="$ROOT/test/reference.py"
-ncases=0
-
-# conv NAME SRC TP [OPTIONS...]: converts SRC at TP into $T/NAME-tpTP with
-# OPTIONS (which must be ones reference.py also takes: --no-attn-scales,
-# --max-file-size, --checksum, --max-memory, --validate) and checks the
-# result with the reference.
-conv() {
-	name=$1 src=$2 tp=$3; shift 3
-	out=$T/$name-tp$tp
-	ncases=$((ncases + 1))
-	[ -d "$src" ] || { fail "$name tp $tp: no source (generator failed)"; return 1; }
-	"$WSHARD" convert --tp "$tp" "$@" "$src" "$out" >"$T/cout" 2>"$T/cerr"
-	rc=$?
-	if [ "$rc" -ne 0 ]; then
-		fail "$name tp $tp: wshard convert${*:+ $*} exited $rc: $(head -c 400 "$T/cerr")"
-		return 1
-	fi
-	if ! "$PYTHON" "$REF" check "$src" "$out" --tp "$tp" "$@" >"$T/rout" 2>&1; then
-		fail "$name tp $tp ($*): output differs from the reference:"
-		head -n 15 "$T/rout" | sed 's/^/    /'
-		tail -n 1 "$T/rout" | sed 's/^/    /'
-		return 1
-	fi
-	return 0
-}
+# conv NAME SRC TP [OPTIONS...]: see convert_checked in lib.sh.
+conv() { convert_checked "$@"; }
 
 # Default shape: 8 heads, 2 kv heads (tp 4 and 8 replicate kv heads),
 # hidden 64, intermediate 128, vocab 250 (padded to 256).

@@ -19,35 +19,14 @@
 # shellcheck disable=SC2086,SC1091
 . "$(dirname "$0")/lib.sh"
 
-"$PYTHON" -c 'import numpy, safetensors, xxhash' 2>/dev/null || {
-	echo "skipped: $PYTHON lacks numpy, safetensors or xxhash"; exit 77; }
+need_reference
 
-REF="$ROOT/test/reference.py"
-ncases=0
 
-# conv NAME SRC TP [OPTIONS...]: converts SRC at TP into $T/NAME-tpTP, checks
-# the result with the reference and with `wshard verify`, and that
-# config.json's quantization_config came through unchanged.
+# conv NAME SRC TP [OPTIONS...]: convert_checked (lib.sh), and config.json's
+# quantization_config must come through unchanged.
 conv() {
-	name=$1 src=$2 tp=$3; shift 3
-	out=$T/$name-tp$tp
-	ncases=$((ncases + 1))
-	[ -d "$src" ] || { fail "$name tp $tp: no source (generator failed)"; return 1; }
-	"$WSHARD" convert --tp "$tp" "$@" "$src" "$out" >"$T/cout" 2>"$T/cerr"
-	rc=$?
-	if [ "$rc" -ne 0 ]; then
-		fail "$name tp $tp: wshard convert${*:+ $*} exited $rc: $(head -c 400 "$T/cerr")"
-		return 1
-	fi
-	if ! "$PYTHON" "$REF" check "$src" "$out" --tp "$tp" "$@" >"$T/rout" 2>&1; then
-		fail "$name tp $tp ($*): output differs from the reference:"
-		head -n 15 "$T/rout" | sed 's/^/    /'
-		[ "$(wc -l <"$T/rout")" -gt 15 ] && tail -n 1 "$T/rout" | sed 's/^/    /'
-	fi
-	if ! "$WSHARD" verify "$out" >"$T/vout" 2>&1; then
-		fail "$name tp $tp: wshard verify failed: $(head -c 400 "$T/vout")"
-	fi
-	"$PYTHON" - "$src/config.json" "$out/config.json" <<'EOF' || fail "$name tp $tp: quantization_config changed"
+	convert_checked "$@" || return 1
+	"$PYTHON" - "$2/config.json" "$out/config.json" <<'EOF' || fail "$1 tp $3: quantization_config changed"
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
 sys.exit(0 if "quantization_config" in a and a["quantization_config"] == b.get("quantization_config") else 1)

@@ -13,35 +13,11 @@
 # shellcheck disable=SC2086,SC1091
 . "$(dirname "$0")/lib.sh"
 
-"$PYTHON" -c 'import numpy, safetensors, xxhash' 2>/dev/null || {
-	echo "skipped: $PYTHON lacks numpy, safetensors or xxhash"; exit 77; }
+need_reference
 
-REF="$ROOT/test/reference.py"
-ncases=0
 
-# conv NAME SRC TP [OPTIONS...]: converts SRC at TP into $T/NAME-tpTP, checks
-# the result with the reference and with `wshard verify`.
-conv() {
-	name=$1 src=$2 tp=$3; shift 3
-	out=$T/$name-tp$tp
-	ncases=$((ncases + 1))
-	[ -d "$src" ] || { fail "$name tp $tp: no source (generator failed)"; return 1; }
-	"$WSHARD" convert --tp "$tp" "$@" "$src" "$out" >"$T/cout" 2>"$T/cerr"
-	rc=$?
-	if [ "$rc" -ne 0 ]; then
-		fail "$name tp $tp: wshard convert${*:+ $*} exited $rc: $(head -c 400 "$T/cerr")"
-		return 1
-	fi
-	if ! "$PYTHON" "$REF" check "$src" "$out" --tp "$tp" "$@" >"$T/rout" 2>&1; then
-		fail "$name tp $tp ($*): output differs from the reference:"
-		head -n 15 "$T/rout" | sed 's/^/    /'
-		[ "$(wc -l <"$T/rout")" -gt 15 ] && tail -n 1 "$T/rout" | sed 's/^/    /'
-	fi
-	if ! "$WSHARD" verify "$out" >"$T/vout" 2>&1; then
-		fail "$name tp $tp: wshard verify failed: $(head -c 400 "$T/vout")"
-	fi
-	return 0
-}
+# conv NAME SRC TP [OPTIONS...]: see convert_checked in lib.sh.
+conv() { convert_checked "$@"; }
 
 # 8 heads, 2 kv heads, hidden 64, vocab 250; 4 experts.
 S="--layers 2 --hidden 64 --heads 8 --kv-heads 2 --vocab 250 --experts 4 --seed 11"

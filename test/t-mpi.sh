@@ -24,12 +24,10 @@
 # shellcheck disable=SC2086,SC1091
 . "$(dirname "$0")/lib.sh"
 
-"$PYTHON" -c 'import numpy, safetensors, xxhash' 2>/dev/null || {
-	echo "skipped: $PYTHON lacks numpy, safetensors or xxhash"; exit 77; }
+need_reference
 command -v mpirun >/dev/null 2>&1 || { echo "skipped: no mpirun"; exit 77; }
 command -v timeout >/dev/null 2>&1 || { echo "skipped: no timeout(1)"; exit 77; }
 
-REF="$ROOT/test/reference.py"
 # Never let a variable of an enclosing MPI job make the "plain" runs MPI ones.
 PLAIN="env -u OMPI_COMM_WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u PMIX_RANK -u PMI_RANK"
 unset WSHARD_FAULT WSHARD_FAULT_PROCESS WSHARD_INJECT_VALIDATE

@@ -19,8 +19,7 @@
 # shellcheck disable=SC2086,SC2015,SC1091
 . "$(dirname "$0")/lib.sh"
 
-"$PYTHON" -c 'import numpy, safetensors, xxhash' 2>/dev/null || {
-	echo "skipped: $PYTHON lacks numpy, safetensors or xxhash"; exit 77; }
+need_reference
 
 S="--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 --vocab 250 --shards 2"
 F0=model-rank-0-part-0.safetensors
