@@ -32,6 +32,8 @@ static const char convert_usage[] =
 	"      --archive FMT        also pack each rank into OUT/rank-R.FMT: tar,\n"
 	"                           tar.zst or tar.gz (its files, copies, manifest)\n"
 	"      --archive-only       keep only the archives and wshard.json in OUT\n"
+	"      --no-sync            do not fsync the output (faster; a power loss or\n"
+	"                           kernel crash may then leave a short file behind)\n"
 	"  -f, --force              replace an earlier wshard output in OUT\n"
 	"  -n, --dry-run            print the plan and write nothing\n"
 	"      --json               print the summary as JSON\n"
@@ -62,6 +64,7 @@ enum {
 	OPT_DTYPE,
 	OPT_ARCHIVE,
 	OPT_ARCHIVE_ONLY,
+	OPT_NO_SYNC,
 };
 
 static int parse_validate(const char *s, enum wshard_validate_mode *out)
@@ -91,6 +94,7 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 		{ "dtype", required_argument, NULL, OPT_DTYPE },
 		{ "archive", required_argument, NULL, OPT_ARCHIVE },
 		{ "archive-only", no_argument, NULL, OPT_ARCHIVE_ONLY },
+		{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
 		{ "force", no_argument, NULL, 'f' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -166,6 +170,9 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 			break;
 		case OPT_ARCHIVE_ONLY:
 			o->run.archive_only = true;
+			break;
+		case OPT_NO_SYNC:
+			o->run.no_sync = true;
 			break;
 		case 'f':
 			o->run.force = true;
@@ -254,13 +261,14 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 		printf("{\"out\": \"%s\", \"tp\": %d, \"processes\": %d, \"files\": %llu, "
 		       "\"bytes_written\": %llu, \"bytes_read\": %llu, \"source_tensor_bytes\": %llu, "
 		       "\"bytes_validated\": %llu, \"validated_by\": \"%s\", \"archive_bytes\": %llu, "
-		       "\"seconds\": %.3f, \"write_mb_per_s\": %.1f}\n",
+		       "\"synced\": %s, \"seconds\": %.3f, \"write_mb_per_s\": %.1f}\n",
 		       o->run.out_dir, plan->tp, o->run.nprocs, (unsigned long long)files,
 		       (unsigned long long)o->run.bytes_written,
 		       (unsigned long long)o->run.bytes_read,
 		       (unsigned long long)plan->cat->tensor_bytes,
 		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend,
-		       (unsigned long long)o->run.archive_bytes, secs,
+		       (unsigned long long)o->run.archive_bytes,
+		       o->run.no_sync ? "false" : "true", secs,
 		       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
 		return;
 	}
@@ -282,6 +290,8 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 		printf("packed %d rank archive%s, %s%s\n", plan->tp, plan->tp == 1 ? "" : "s",
 		       human_bytes(o->run.archive_bytes, a, sizeof(a)),
 		       o->run.archive_only ? "; rank and copied files removed (--archive-only)" : "");
+	if (o->run.no_sync)
+		printf("not synced to disk (--no-sync)\n");
 }
 
 int cmd_convert(int argc, char **argv)

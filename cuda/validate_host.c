@@ -28,6 +28,9 @@
 #include "validate_cuda.h"
 #endif
 
+/* Bytes per step of the host round trip: a multiple of 8 that fits in L2. */
+#define HOST_BLOCK (256u << 10)
+
 /* The chunk size when the caller passes 0. */
 #define DEFAULT_CHUNK ((size_t)8 << 20)
 
@@ -53,8 +56,8 @@ struct wshard_validator {
 	char name[160];
 	size_t chunk;
 	/* host backend */
-	unsigned char *dev;	/* stands in for device memory */
-	unsigned char *ret;	/* the copy that came back */
+	unsigned char *dev;	/* stands in for device memory (one block) */
+	unsigned char *ret;	/* the copy that came back (one block) */
 	uint64_t streamed;	/* bytes given to check since open */
 	bool fault_armed;
 	uint64_t fault_at;	/* position in that stream of the byte to flip */
@@ -103,12 +106,13 @@ static enum wshard_err open_host(struct wshard_validator *v,
 {
 	v->kind = BACKEND_HOST;
 	snprintf(v->name, sizeof(v->name), "host");
-	v->dev = malloc(v->chunk);
-	v->ret = malloc(v->chunk);
+	/* one cache-sized block of each is in use at a time (host_chunk) */
+	v->dev = malloc(HOST_BLOCK);
+	v->ret = malloc(HOST_BLOCK);
 	if (!v->dev || !v->ret)
 		return wshard_error_set(err, WSHARD_ENOMEM,
-					"out of memory for two validation buffers of %zu bytes",
-					v->chunk);
+					"out of memory for two validation buffers of %u bytes",
+					HOST_BLOCK);
 	return inject_from_env(v, err);
 }
 
@@ -196,8 +200,6 @@ static size_t first_difference(const unsigned char *a, const unsigned char *b,
 	return i;
 }
 
-/* Bytes per step of the host round trip: a multiple of 8 that fits in L2. */
-#define HOST_BLOCK (256u << 10)
 
 /* One chunk of n bytes at src, at offset off of the check's buffer. */
 static enum wshard_err host_chunk(struct wshard_validator *v,
@@ -211,28 +213,28 @@ static enum wshard_err host_chunk(struct wshard_validator *v,
 
 	/*
 	 * The same steps as the device's, a cache-sized block at a time so that
-	 * only the first copy goes to main memory: copy in, sum the "device"
-	 * copy, copy back, sum the original.
+	 * only the first copy reads main memory: copy in, sum the "device"
+	 * copy, copy back, compare with the original, sum the original.
 	 */
 	for (b = 0; b < n; b += bn) {
 		bn = n - b < HOST_BLOCK ? n - b : HOST_BLOCK;
-		memcpy(v->dev + b, src + b, bn);
-		dev_sum += wshard_vsum_partial_at(v->dev + b, bn, b / 8);
-		memcpy(v->ret + b, v->dev + b, bn);
+		memcpy(v->dev, src + b, bn);
+		dev_sum += wshard_vsum_partial_at(v->dev, bn, b / 8);
+		memcpy(v->ret, v->dev, bn);
+		if (v->fault_armed && v->fault_at >= at + b && v->fault_at - at - b < bn) {
+			v->ret[v->fault_at - at - b] ^= 0xff;
+			v->fault_armed = false;
+		}
+		if (memcmp(src + b, v->ret, bn) != 0)
+			return wshard_error_set(err, WSHARD_EVALIDATE,
+						"round trip changed byte %" PRIu64 " of %s",
+						base + off + b +
+						first_difference(src + b, v->ret, bn),
+						what);
 		want += wshard_vsum_partial_at(src + b, bn, b / 8);
 	}
 	dev_sum = wshard_vsum_final(dev_sum, n);
 	want = wshard_vsum_final(want, n);
-	if (v->fault_armed && v->fault_at >= at && v->fault_at - at < n) {
-		v->ret[v->fault_at - at] ^= 0xff;
-		v->fault_armed = false;
-	}
-
-	if (memcmp(src, v->ret, n) != 0)
-		return wshard_error_set(err, WSHARD_EVALIDATE,
-					"round trip changed byte %" PRIu64 " of %s",
-					base + off + first_difference(src, v->ret, n),
-					what);
 	if (dev_sum != want)
 		return wshard_error_set(err, WSHARD_EVALIDATE,
 					"round trip changed the checksum of bytes %" PRIu64

@@ -193,8 +193,9 @@ out:
 
 enum wshard_err arcout_write(const char *path, enum wshard_archive_fmt fmt,
 			     const struct arcout_entry *entries, size_t n,
-			     enum wshard_checksum algo, uint64_t *out_size,
-			     char *out_checksum, struct wshard_error *err)
+			     enum wshard_checksum algo, unsigned flags,
+			     uint64_t *out_size, char *out_checksum,
+			     struct wshard_error *err)
 {
 	struct sink s = { .err = err };
 	struct archive *a = NULL;
@@ -207,7 +208,7 @@ enum wshard_err arcout_write(const char *path, enum wshard_archive_fmt fmt,
 	out_checksum[0] = '\0';
 	if (fmt == WSHARD_ARCHIVE_NONE)
 		return wshard_error_set(err, WSHARD_EUSAGE, "no archive format for '%s'", path);
-	rc = wshard_file_create(&s.f, path, err);
+	rc = wshard_file_create(&s.f, path, flags, err);
 	if (rc)
 		return rc;
 	buf = malloc(BLOCK);

@@ -24,7 +24,8 @@ const char *arcout_suffix(enum wshard_archive_fmt fmt);
 
 /*
  * Writes the n entries, in the given order, into an archive of format fmt
- * at path: under a temporary name, synced and renamed once complete.  The
+ * at path: under a temporary name, synced (unless flags hold
+ * WSHARD_FILE_NOSYNC) and renamed once complete.  The
  * bytes depend on the entries' names and contents only: pax-restricted
  * tar (plain ustar unless a name or size needs more), mtime 0, uid and gid
  * 0, no user or group name, mode 0644; zstd level 3 or gzip level 6 with
@@ -37,7 +38,8 @@ const char *arcout_suffix(enum wshard_archive_fmt fmt);
  */
 enum wshard_err arcout_write(const char *path, enum wshard_archive_fmt fmt,
 			     const struct arcout_entry *entries, size_t n,
-			     enum wshard_checksum algo, uint64_t *out_size,
-			     char *out_checksum, struct wshard_error *err);
+			     enum wshard_checksum algo, unsigned flags,
+			     uint64_t *out_size, char *out_checksum,
+			     struct wshard_error *err);
 
 #endif /* WSHARD_ARCHIVE_OUT_H */

@@ -609,7 +609,8 @@ enum wshard_err wshard_catalog_slurp(const struct wshard_catalog *cat, const cha
 }
 
 enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,
-					  const char *dst, struct wshard_error *err)
+					  const char *dst, unsigned flags,
+					  struct wshard_error *err)
 {
 	char *src, *buf;
 	size_t len;
@@ -620,7 +621,7 @@ enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size
 		src = wshard_path_join(cat->dir, cat->extra[i]);
 		if (!src)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		rc = wshard_copy_file(src, dst, err);
+		rc = wshard_copy_file(src, dst, flags, err);
 		free(src);
 		return rc;
 	}
@@ -631,7 +632,7 @@ enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size
 	rc = arc_slurp(cat->archive, (size_t)m, 1ULL << 40, &buf, &len, err);
 	if (rc)
 		return rc;
-	rc = wshard_write_file(dst, buf, len, err);
+	rc = wshard_write_file(dst, buf, len, flags, err);
 	free(buf);
 	return rc;
 }

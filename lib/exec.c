@@ -274,6 +274,12 @@ static void release_lock(struct convert *cv)
 /* Rank files                                                           */
 /* ------------------------------------------------------------------ */
 
+/* How every output file is written: synced before its rename, or not. */
+static unsigned file_flags(const struct convert *cv)
+{
+	return cv->run->no_sync ? WSHARD_FILE_NOSYNC : 0;
+}
+
 static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *err)
 {
 	const struct wshard_plan *plan = cv->plan;
@@ -295,7 +301,7 @@ static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *
 
 			if (!path)
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-			rc = wshard_file_create(&ro->files[f], path, err);
+			rc = wshard_file_create(&ro->files[f], path, file_flags(cv), err);
 			free(path);
 			if (rc)
 				return rc;
@@ -326,6 +332,9 @@ static enum wshard_err write_put(void *ctx, int rank, size_t tensor, uint64_t of
 				  rp->files[t->part].header_len + t->begin + off, err);
 }
 
+/* Bytes hashed and validated in one go when sealing: about half an L2. */
+#define SEAL_BLOCK ((size_t)256 << 10)
+
 /*
  * Reads one written part back in chunks: hashes the file and each tensor,
  * round-trips every chunk through the validator (when there is one).
@@ -343,7 +352,7 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 	uint64_t dropped = 0, pagesz = (uint64_t)sysconf(_SC_PAGESIZE);
 	char *map = NULL;
 	int rfd = -1;
-	size_t i;
+	size_t i, b, bn;
 	enum wshard_err rc;
 
 	rfd = open(f->tmp_path, O_RDONLY | O_CLOEXEC);
@@ -377,7 +386,7 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 			goto out;
 		}
 		while (done < t->nbytes) {
-			size_t len = (size_t)WSHARD_MIN(t->nbytes - done, bufsz);
+			size_t len = (size_t)WSHARD_MIN(t->nbytes - done, map ? bufsz : SEAL_BLOCK);
 			uint64_t at = of->header_len + t->begin + done;
 			const char *p = map ? map + at : buf;
 
@@ -386,12 +395,20 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 				if (rc)
 					goto out;
 			}
-			wshard_hash_update(&fh, p, len);
-			wshard_hash_update(&th, p, len);
-			if (v) {
-				rc = wshard_validator_check(v, p, len, what, done, err);
-				if (rc)
-					goto out;
+			/*
+			 * A cache-sized block at a time: the first pass brings it
+			 * from memory, the other two find it in cache.
+			 */
+			for (b = 0; b < len; b += bn) {
+				bn = WSHARD_MIN(len - b, SEAL_BLOCK);
+				wshard_hash_update(&fh, p + b, bn);
+				wshard_hash_update(&th, p + b, bn);
+				if (v) {
+					rc = wshard_validator_check(v, p + b, bn, what,
+								    done + b, err);
+					if (rc)
+						goto out;
+				}
 			}
 			done += len;
 			/* keep resident memory bounded: drop what is done from our mapping */
@@ -691,7 +708,7 @@ static enum wshard_err write_config(struct convert *cv, const char *dst,
 		if (!text)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
-	rc = wshard_write_file(dst, text, strlen(text), err);
+	rc = wshard_write_file(dst, text, strlen(text), file_flags(cv), err);
 	free(text);
 	return rc;
 }
@@ -710,7 +727,7 @@ static enum wshard_err copy_extras(struct convert *cv, struct wshard_error *err)
 		else if (cv->plan->opt.has_dtype && !strcmp(cat->extra[i], "config.json"))
 			rc = write_config(cv, dst, err);
 		else
-			rc = wshard_catalog_copy_extra(cat, i, dst, err);
+			rc = wshard_catalog_copy_extra(cat, i, dst, file_flags(cv), err);
 		free(dst);
 		if (!rc)
 			cv->ncopied = i + 1;
@@ -776,7 +793,7 @@ static enum wshard_err build_manifest(struct convert *cv, json_t **out_doc,
 	if (rc)
 		goto out;
 	*out_doc = manifest_doc(plan, ranks, cv->run->validate, cv->nprocs,
-				cv->run->proc_bytes_read);
+				cv->run->proc_bytes_read, !cv->run->no_sync);
 	ranks = NULL;
 	if (!*out_doc)
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
@@ -850,7 +867,7 @@ static enum wshard_err pack_rank(struct convert *cv, int r, const char *manifest
 			goto out;
 		}
 	rc = arcout_write(path, cv->run->archive, ents, n, cv->plan->opt.checksum,
-			  &ro->archive_size, ro->archive_ck, err);
+			  file_flags(cv), &ro->archive_size, ro->archive_ck, err);
 	if (rc)
 		goto out;
 	ro->archived = true;
@@ -991,7 +1008,7 @@ static enum wshard_err write_manifest(struct convert *cv, struct wshard_error *e
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing the manifest");
 		goto out;
 	}
-	wshard_write_file(path, text, len, err);
+	wshard_write_file(path, text, len, file_flags(cv), err);
 out:
 	json_decref(doc);
 	free(text);

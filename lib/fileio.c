@@ -123,7 +123,7 @@ enum wshard_err wshard_fsync_dir(const char *path, struct wshard_error *err)
 }
 
 enum wshard_err wshard_file_create(struct wshard_file **out_f, const char *path,
-				   struct wshard_error *err)
+				   unsigned flags, struct wshard_error *err)
 {
 	struct wshard_file *f;
 
@@ -132,6 +132,7 @@ enum wshard_err wshard_file_create(struct wshard_file **out_f, const char *path,
 	if (!f)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	f->fd = -1;
+	f->flags = flags;
 	f->path = strdup(path);
 	f->tmp_path = wshard_tmp_name(path);
 	if (!f->path || !f->tmp_path) {
@@ -166,7 +167,7 @@ enum wshard_err wshard_file_pwrite(struct wshard_file *f, const void *buf,
 		uint64_t now = __atomic_add_fetch(&f->written, len, __ATOMIC_RELAXED);
 		uint64_t was = __atomic_load_n(&f->kicked, __ATOMIC_RELAXED);
 
-		if (now - was >= (8u << 20) &&
+		if (!(f->flags & WSHARD_FILE_NOSYNC) && now - was >= (8u << 20) &&
 		    __atomic_compare_exchange_n(&f->kicked, &was, now, false,
 						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
@@ -179,7 +180,7 @@ enum wshard_err wshard_file_commit(struct wshard_file *f,
 {
 	enum wshard_err rc = WSHARD_OK;
 
-	if (fsync(f->fd) < 0) {
+	if (!(f->flags & WSHARD_FILE_NOSYNC) && fsync(f->fd) < 0) {
 		rc = wshard_error_set(err, WSHARD_EIO, "cannot sync '%s': %s",
 				      f->path, strerror(errno));
 		goto out;
@@ -198,7 +199,8 @@ enum wshard_err wshard_file_commit(struct wshard_file *f,
 	}
 	free(f->tmp_path);
 	f->tmp_path = NULL;
-	rc = wshard_fsync_dir(f->path, err);
+	if (!(f->flags & WSHARD_FILE_NOSYNC))
+		rc = wshard_fsync_dir(f->path, err);
 out:
 	wshard_file_abort(f);
 	return rc;
@@ -266,10 +268,10 @@ out:
 }
 
 enum wshard_err wshard_write_file(const char *path, const void *buf, size_t len,
-				  struct wshard_error *err)
+				  unsigned flags, struct wshard_error *err)
 {
 	struct wshard_file *f;
-	enum wshard_err rc = wshard_file_create(&f, path, err);
+	enum wshard_err rc = wshard_file_create(&f, path, flags, err);
 
 	if (rc)
 		return rc;
@@ -282,7 +284,7 @@ enum wshard_err wshard_write_file(const char *path, const void *buf, size_t len,
 }
 
 enum wshard_err wshard_copy_file(const char *src, const char *dst,
-				 struct wshard_error *err)
+				 unsigned flags, struct wshard_error *err)
 {
 	struct wshard_file *f = NULL;
 	char *buf = NULL;
@@ -300,7 +302,7 @@ enum wshard_err wshard_copy_file(const char *src, const char *dst,
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = wshard_file_create(&f, dst, err);
+	rc = wshard_file_create(&f, dst, flags, err);
 	if (rc)
 		goto out;
 	for (;;) {

@@ -31,12 +31,13 @@ enum wshard_err wshard_fsync_dir(const char *path, struct wshard_error *err);
 /* Reads a whole regular file of at most max bytes, NUL-terminated. */
 enum wshard_err wshard_read_file(const char *path, uint64_t max, char **out_buf,
 				 size_t *out_len, struct wshard_error *err);
-/* Writes a whole file atomically (temporary name, fsync, rename). */
+/* Writes a whole file atomically (temporary name, fsync, rename); flags
+ * are WSHARD_FILE_*. */
 enum wshard_err wshard_write_file(const char *path, const void *buf, size_t len,
-				  struct wshard_error *err);
-/* Copies a file atomically. */
+				  unsigned flags, struct wshard_error *err);
+/* Copies a file atomically; flags are WSHARD_FILE_*. */
 enum wshard_err wshard_copy_file(const char *src, const char *dst,
-				 struct wshard_error *err);
+				 unsigned flags, struct wshard_error *err);
 
 /*
  * Fault injection for tests: true when the environment variable

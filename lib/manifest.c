@@ -110,7 +110,7 @@ json_t *manifest_rank(const struct wshard_plan *plan, int r,
 
 json_t *manifest_doc(const struct wshard_plan *plan, json_t *ranks,
 		     enum wshard_validate_mode mode, int nprocs,
-		     const uint64_t *proc_read)
+		     const uint64_t *proc_read, bool synced)
 {
 	const struct wshard_catalog *cat = plan->cat;
 	const struct wshard_options *o = &plan->opt;
@@ -150,8 +150,8 @@ json_t *manifest_doc(const struct wshard_plan *plan, json_t *ranks,
 	json_object_set_new(doc, "validation", json_pack("{s:s}", "mode",
 							 manifest_validate_name(mode)));
 	json_object_set_new(doc, "ranks", ranks);
-	json_object_set_new(doc, "run", json_pack("{s:i,s:o}", "processes", nprocs,
-						  "bytes_read", reads));
+	json_object_set_new(doc, "run", json_pack("{s:i,s:o,s:b}", "processes", nprocs,
+						  "bytes_read", reads, "synced", synced));
 	return doc;
 fail:
 	json_decref(files);

@@ -22,11 +22,12 @@ json_t *manifest_rank(const struct wshard_plan *plan, int r,
 
 /*
  * The whole manifest around ranks (an array, stolen), for a run validated
- * with mode by nprocs processes that read proc_read[] bytes each.
+ * with mode by nprocs processes that read proc_read[] bytes each, whose
+ * files were fsynced before their rename or not (synced).
  */
 json_t *manifest_doc(const struct wshard_plan *plan, json_t *ranks,
 		     enum wshard_validate_mode mode, int nprocs,
-		     const uint64_t *proc_read);
+		     const uint64_t *proc_read, bool synced);
 
 /* Name of a validate mode: "auto", "gpu", "host", "off". */
 const char *manifest_validate_name(enum wshard_validate_mode mode);

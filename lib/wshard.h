@@ -268,19 +268,29 @@ struct wshard_file {
 	char *path;		/* final name */
 	char *tmp_path;
 	int fd;
+	unsigned flags;		/* WSHARD_FILE_* */
 	uint64_t written;	/* bytes written so far (sum of writes) */
 	uint64_t kicked;	/* written when writeback was last started */
 };
 
+/*
+ * Flags of a file.  WSHARD_FILE_NOSYNC: commit renames without fsync (of
+ * the file or its directory) and no writeback is started while writing;
+ * the file is complete for every reader at once, but a power loss or a
+ * kernel crash may leave it short or empty under its final name.
+ */
+#define WSHARD_FILE_NOSYNC 1u
+
 /* Creates the temporary file.  Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM. */
 enum wshard_err wshard_file_create(struct wshard_file **out_f, const char *path,
-				   struct wshard_error *err);
+				   unsigned flags, struct wshard_error *err);
 /* Writes all of buf at offset off.  Returns WSHARD_OK or WSHARD_EIO
  * (ENOSPC included; the message names the final path). */
 enum wshard_err wshard_file_pwrite(struct wshard_file *f, const void *buf,
 				   size_t len, uint64_t off,
 				   struct wshard_error *err);
-/* fsyncs, renames to the final name, fsyncs the directory, frees f.
+/* fsyncs, renames to the final name, fsyncs the directory, frees f
+ * (with WSHARD_FILE_NOSYNC only renames and frees).
  * Returns WSHARD_OK or WSHARD_EIO (then the temporary file is removed). */
 enum wshard_err wshard_file_commit(struct wshard_file *f,
 				   struct wshard_error *err);
@@ -384,9 +394,11 @@ enum wshard_err wshard_catalog_slurp(const struct wshard_catalog *cat, const cha
 				     char **out_buf, size_t *out_len,
 				     struct wshard_error *err);
 
-/* Copies non-weight file extra[i] to dst, atomically.  Returns WSHARD_OK, WSHARD_EIO... */
+/* Copies non-weight file extra[i] to dst, atomically (flags: WSHARD_FILE_*).
+ * Returns WSHARD_OK, WSHARD_EIO... */
 enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,
-					  const char *dst, struct wshard_error *err);
+					  const char *dst, unsigned flags,
+					  struct wshard_error *err);
 
 /* The tensor called name, or NULL. */
 const struct wshard_src_tensor *wshard_catalog_find(
@@ -604,6 +616,7 @@ struct wshard_run {
 	void *progress_ctx;
 	enum wshard_archive_fmt archive;	/* one archive per rank, or NONE */
 	bool archive_only;		/* then only the archives and the manifest stay */
+	bool no_sync;			/* files renamed into place without fsync */
 	/* out (valid on process 0 after a successful run) */
 	uint64_t bytes_read;		/* summed over processes */
 	uint64_t bytes_written;		/* summed over processes */

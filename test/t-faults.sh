@@ -343,6 +343,45 @@ else
 	echo "skipped: lock handover (no strace with fault injection)"
 fi
 
+# --no-sync: no fsync, fdatasync or sync_file_range at all (strace counts
+# them), where the default syncs every file it renames into place; the
+# manifest says which; the output is the same, and a kill still leaves no
+# manifest.
+if command -v strace >/dev/null 2>&1; then
+	for mode in sync no-sync; do
+		o=$T/out-$mode
+		flag=
+		[ "$mode" = no-sync ] && flag=--no-sync
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+			strace -f -qq -o "$T/strace-$mode" -e trace=fsync,fdatasync,sync_file_range \
+			"$WSHARD" convert -q $flag --archive tar --tp 2 "$T/src" "$o" >"$T/out" 2>"$T/err" ||
+			fail "$mode: convert failed: $(head -c 400 "$T/err")"
+		n=$(grep -c -E '^[0-9]+ +(fsync|fdatasync|sync_file_range)\(' "$T/strace-$mode")
+		synced=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["run"]["synced"])' "$o/wshard.json")
+		if [ "$mode" = sync ]; then
+			# two rank files, two archives, the copies and the manifest
+			[ "$n" -ge 5 ] || fail "sync: only $n sync calls by a default convert"
+			[ "$synced" = True ] || fail "sync: manifest run.synced is $synced"
+		else
+			[ "$n" -eq 0 ] || fail "--no-sync: $n sync calls: $(grep -E 'sync' "$T/strace-$mode" | head -3)"
+			[ "$synced" = False ] || fail "--no-sync: manifest run.synced is $synced"
+		fi
+		expect_exit 0 "$WSHARD" verify "$o"
+	done
+	# (the archives differ: each holds the manifest, which says run.synced)
+	for f in model-rank-0-part-0.safetensors model-rank-1-part-0.safetensors config.json; do
+		cmp -s "$T/out-sync/$f" "$T/out-no-sync/$f" || fail "--no-sync: $f differs from the synced run's"
+	done
+else
+	echo "skipped: --no-sync makes no sync call (no strace)"
+fi
+p=$T/k-nosync
+WSHARD_FAULT=kill-seal "$WSHARD" convert -q --no-sync --tp 2 "$T/src" "$p" >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" -eq 137 ] || fail "--no-sync kill-seal: convert exited $rc, expected 137 (SIGKILL)"
+[ ! -e "$p/wshard.json" ] || fail "--no-sync kill-seal: wshard.json exists after SIGKILL"
+recover "--no-sync kill-seal" "$T/src" "$p" 2
+
 # A foreign file in OUT: refused with exit 2, with or without --force,
 # and neither it nor the earlier output is touched.
 o=$T/out-foreign

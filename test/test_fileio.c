@@ -208,7 +208,7 @@ Test(file, commit_renames_into_place)
 	size_t len;
 
 	wshard_error_clear(&err);
-	cr_assert_eq(wshard_file_create(&f, path, &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_eq(wshard_file_create(&f, path, 0, &err), WSHARD_OK, "%s", err.msg);
 	cr_assert_not_null(f);
 	cr_assert_str_eq(f->path, path);
 	cr_assert_str_eq(f->tmp_path, tmp);
@@ -247,7 +247,7 @@ Test(file, commit_replaces)
 	fputs("an older and longer content", old);
 	fclose(old);
 	wshard_error_clear(&err);
-	cr_assert_eq(wshard_file_create(&f, path, &err), WSHARD_OK);
+	cr_assert_eq(wshard_file_create(&f, path, 0, &err), WSHARD_OK);
 	cr_assert_eq(wshard_file_pwrite(f, "new", 3, 0, &err), WSHARD_OK);
 	/* Until the commit, readers see the old file. */
 	got = slurp(path, &len);
@@ -271,7 +271,7 @@ Test(file, empty_file)
 	struct wshard_error err;
 	struct stat sb;
 
-	cr_assert_eq(wshard_file_create(&f, path, &err), WSHARD_OK);
+	cr_assert_eq(wshard_file_create(&f, path, 0, &err), WSHARD_OK);
 	cr_assert_eq(wshard_file_commit(f, &err), WSHARD_OK);
 	cr_assert_eq(stat(path, &sb), 0);
 	cr_assert_eq(sb.st_size, 0);
@@ -288,7 +288,7 @@ Test(file, abort_removes_temporary)
 	struct wshard_error err;
 
 	wshard_error_clear(&err);
-	cr_assert_eq(wshard_file_create(&f, path, &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_eq(wshard_file_create(&f, path, 0, &err), WSHARD_OK, "%s", err.msg);
 	cr_assert_eq(wshard_file_pwrite(f, "xyz", 3, 0, &err), WSHARD_OK);
 	cr_assert(exists(tmp));
 	wshard_file_abort(f);
@@ -315,7 +315,7 @@ Test(file, abort_keeps_existing)
 	cr_assert_not_null(old);
 	fputs("old", old);
 	fclose(old);
-	cr_assert_eq(wshard_file_create(&f, path, &err), WSHARD_OK);
+	cr_assert_eq(wshard_file_create(&f, path, 0, &err), WSHARD_OK);
 	cr_assert_eq(wshard_file_pwrite(f, "new!", 4, 0, &err), WSHARD_OK);
 	wshard_file_abort(f);
 	got = slurp(path, &len);
@@ -335,12 +335,12 @@ Test(file, create_in_missing_directory)
 	struct wshard_error err;
 
 	wshard_error_clear(&err);
-	cr_assert_eq(wshard_file_create(&f, path, &err), WSHARD_EIO);
+	cr_assert_eq(wshard_file_create(&f, path, 0, &err), WSHARD_EIO);
 	cr_assert_null(f);
 	cr_assert_eq(err.code, WSHARD_EIO);
 	cr_assert_not_null(strstr(err.msg, "out.bin"), "%s", err.msg);
 	cr_assert_not_null(strstr(err.msg, strerror(ENOENT)), "%s", err.msg);
-	cr_assert_eq(wshard_file_create(&f, path, NULL), WSHARD_EIO);
+	cr_assert_eq(wshard_file_create(&f, path, 0, NULL), WSHARD_EIO);
 	free(path);
 	remove_dir(dir);
 }
@@ -361,7 +361,7 @@ Test(file, commit_failure_removes_temporary)
 	cr_assert_not_null(x);
 	fclose(x);
 	wshard_error_clear(&err);
-	cr_assert_eq(wshard_file_create(&f, path, &err), WSHARD_OK);
+	cr_assert_eq(wshard_file_create(&f, path, 0, &err), WSHARD_OK);
 	cr_assert_eq(wshard_file_pwrite(f, "abc", 3, 0, &err), WSHARD_OK);
 	cr_assert_eq(wshard_file_commit(f, &err), WSHARD_EIO);
 	cr_assert_not_null(strstr(err.msg, "taken"), "%s", err.msg);
@@ -381,8 +381,8 @@ Test(file, write_file_and_copy)
 	size_t len;
 
 	wshard_error_clear(&err);
-	cr_assert_eq(wshard_write_file(a, "{\"k\": 1}\n", 9, &err), WSHARD_OK, "%s", err.msg);
-	cr_assert_eq(wshard_copy_file(a, b, &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_eq(wshard_write_file(a, "{\"k\": 1}\n", 9, 0, &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_eq(wshard_copy_file(a, b, 0, &err), WSHARD_OK, "%s", err.msg);
 	cr_assert_eq(wshard_read_file(b, 100, &buf, &len, &err), WSHARD_OK, "%s", err.msg);
 	cr_assert_eq(len, 9);
 	cr_assert_str_eq(buf, "{\"k\": 1}\n");

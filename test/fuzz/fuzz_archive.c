@@ -104,7 +104,7 @@ static void copy_extras(const struct wshard_catalog *cat)
 		struct wshard_error err = { 0 };
 
 		CHECK(cat->extra[i] && !strchr(cat->extra[i], '/'));
-		if (wshard_catalog_copy_extra(cat, i, dst, &err))
+		if (wshard_catalog_copy_extra(cat, i, dst, WSHARD_FILE_NOSYNC, &err))
 			CHECK(err.msg[0]);
 		fuzz_unlink(dst);
 	}
