@@ -261,14 +261,16 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 		printf("{\"out\": \"%s\", \"tp\": %d, \"processes\": %d, \"files\": %llu, "
 		       "\"bytes_written\": %llu, \"bytes_read\": %llu, \"source_tensor_bytes\": %llu, "
 		       "\"bytes_validated\": %llu, \"validated_by\": \"%s\", \"archive_bytes\": %llu, "
-		       "\"synced\": %s, \"seconds\": %.3f, \"write_mb_per_s\": %.1f}\n",
+		       "\"synced\": %s, \"seconds\": %.3f, \"stream_seconds\": %.3f, "
+		       "\"seal_seconds\": %.3f, \"write_mb_per_s\": %.1f}\n",
 		       o->run.out_dir, plan->tp, o->run.nprocs, (unsigned long long)files,
 		       (unsigned long long)o->run.bytes_written,
 		       (unsigned long long)o->run.bytes_read,
 		       (unsigned long long)plan->cat->tensor_bytes,
 		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend,
 		       (unsigned long long)o->run.archive_bytes,
-		       o->run.no_sync ? "false" : "true", secs,
+		       o->run.no_sync ? "false" : "true", secs, o->run.stream_seconds,
+		       o->run.seal_seconds,
 		       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
 		return;
 	}

@@ -20,6 +20,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -273,6 +274,14 @@ static void release_lock(struct convert *cv)
 /* ------------------------------------------------------------------ */
 /* Rank files                                                           */
 /* ------------------------------------------------------------------ */
+
+static double seconds_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* How every output file is written: synced before its rename, or not. */
 static unsigned file_flags(const struct convert *cv)
@@ -1055,6 +1064,7 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 	struct stream_sink sink = { .put = write_put, .ctx = &cv, .threadsafe = true };
 	struct stream_stats stats;
 	uint64_t totals[3];
+	double t0, t1;
 	int r;
 	enum wshard_err rc;
 
@@ -1077,10 +1087,14 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 	open_rank_files(&cv, err);
 	if (wshard_comm_agree(comm, err))
 		goto out;
+	t0 = seconds_now();
 	rc = stream_run(plan, comm, &sink, run->progress, run->progress_ctx, &stats, err);
 	if (rc)
 		goto out;
+	t1 = seconds_now();
 	seal_ranks(&cv, err);
+	run->stream_seconds = t1 - t0;
+	run->seal_seconds = seconds_now() - t1;
 	if (wshard_comm_agree(comm, err))
 		goto out;
 	run->proc_bytes_read[cv.proc] = stats.bytes_read;

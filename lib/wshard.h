@@ -626,6 +626,9 @@ struct wshard_run {
 	int nprocs;
 	uint64_t *proc_bytes_read;	/* nprocs entries; freed by release */
 	uint64_t archive_bytes;		/* size of all the archives */
+	/* this process's phases: reading and writing, then sealing (reading
+	 * each part back for its checksums and the round trip, fsync, rename) */
+	double stream_seconds, seal_seconds;
 };
 
 /* Releases what a wshard_run owns; accepts NULL. */
