@@ -23,6 +23,9 @@
 #include "internal.h"
 #include "stream.h"
 
+/* Source bytes between two checks that no MPI process has failed. */
+#define AGREE_BYTES ((uint64_t)256 << 20)
+
 /* Windows smaller than this are read, not mapped. */
 #define MAP_MIN (256u << 10)
 
@@ -563,6 +566,7 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 		.progress_ctx = progress_ctx,
 	};
 	uint32_t *order = NULL;
+	uint64_t since = 0;
 	size_t nsrc = plan->cat->ntensors, i;
 	bool threads;
 	int r;
@@ -595,10 +599,18 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 		rc = stream_tensor(&s, order[i], err);
 		if (rc)
 			goto out;
-		/* a failure anywhere stops everyone at the same tensor */
-		if (wshard_comm_is_mpi(comm) && s.count[order[i]]) {
+		/*
+		 * A failure anywhere stops everyone at the same tensor, checked
+		 * every AGREE_BYTES of source: each agreement is a barrier, and
+		 * with more processes than cores one per tensor cost a sixth of
+		 * the run.  (A process that failed keeps taking part in the
+		 * exchanges until then, sending what it has.)
+		 */
+		since += plan->cat->tensors[order[i]].nbytes;
+		if (wshard_comm_is_mpi(comm) && s.count[order[i]] && since >= AGREE_BYTES) {
 			struct wshard_error e = s.local;
 
+			since = 0;
 			if (wshard_comm_agree(comm, &e)) {
 				rc = wshard_error_set(err, e.code, "%s", e.msg);
 				goto out;
