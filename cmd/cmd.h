@@ -47,9 +47,10 @@ double now_seconds(void);
 struct progress {
 	bool enabled;
 	double start, last;
+	const char *phase;	/* the phase last shown */
 };
 void progress_init(struct progress *p, bool quiet);
-void progress_update(void *ctx, uint64_t done, uint64_t total);
+void progress_update(void *ctx, const char *phase, uint64_t done, uint64_t total);
 void progress_done(struct progress *p);
 
 #endif

@@ -89,22 +89,33 @@ void progress_init(struct progress *p, bool quiet)
 {
 	p->enabled = !quiet && isatty(STDERR_FILENO);
 	p->start = p->last = now_seconds();
+	p->phase = NULL;
 }
 
-void progress_update(void *ctx, uint64_t done, uint64_t total)
+void progress_update(void *ctx, const char *phase, uint64_t done, uint64_t total)
 {
 	struct progress *p = ctx;
 	double t = now_seconds(), rate, eta;
 	char a[32], b[32];
 
-	if (!p->enabled || (t - p->last < 0.2 && done < total))
+	if (!p->enabled)
+		return;
+	if (p->phase && strcmp(p->phase, phase)) {	/* a new phase: its own rate */
+		p->start = t;
+		p->last = 0;
+	}
+	p->phase = phase;
+	if (t - p->last < 0.2 && done < total)
 		return;
 	p->last = t;
-	rate = (double)done / (t - p->start > 1e-6 ? t - p->start : 1e-6);
-	eta = rate > 0 ? (double)(total - done) / rate : 0;
-	fprintf(stderr, "\r%s / %s  %.0f MB/s  ETA %.0fs   ",
-		human_bytes(done, a, sizeof(a)), human_bytes(total, b, sizeof(b)),
-		rate / 1e6, eta);
+	fprintf(stderr, "\r%s %s / %s", phase, human_bytes(done, a, sizeof(a)),
+		human_bytes(total, b, sizeof(b)));
+	if (t - p->start >= 0.1) {	/* else the rate means nothing yet */
+		rate = (double)done / (t - p->start);
+		eta = rate > 0 ? (double)(total - done) / rate : 0;
+		fprintf(stderr, "  %.0f MB/s  ETA %.0fs", rate / 1e6, eta);
+	}
+	fprintf(stderr, "\033[K");
 	fflush(stderr);
 }
 

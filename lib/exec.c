@@ -49,6 +49,8 @@ struct convert {
 	struct wshard_validator *v;	/* NULL with --validate off */
 	size_t ncopied;			/* non-weight files copied (process 0) */
 	bool v_taken;			/* v is in use by a sealing thread */
+	uint64_t sealed, seal_total;	/* tensor bytes read back, of all */
+	pthread_t reporter;		/* the sealing thread that reports progress */
 	int lock_fd;
 };
 
@@ -344,6 +346,14 @@ static enum wshard_err write_put(void *ctx, int rank, size_t tensor, uint64_t of
 /* Bytes hashed and validated in one go when sealing: about half an L2. */
 #define SEAL_BLOCK ((size_t)256 << 10)
 
+static void report_sealed(struct convert *cv, uint64_t len)
+{
+	uint64_t all = __atomic_add_fetch(&cv->sealed, len, __ATOMIC_RELAXED);
+
+	if (cv->run->progress && pthread_equal(pthread_self(), cv->reporter))
+		cv->run->progress(cv->run->progress_ctx, "sealing", all, cv->seal_total);
+}
+
 /*
  * Reads one written part back in chunks: hashes the file and each tensor,
  * round-trips every chunk through the validator (when there is one).
@@ -420,6 +430,7 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 				}
 			}
 			done += len;
+			report_sealed(cv, len);
 			/* keep resident memory bounded: drop what is done from our mapping */
 			if (map && at + len - dropped >= bufsz) {
 				uint64_t upto = (at + len) / pagesz * pagesz;
@@ -549,7 +560,9 @@ static enum wshard_err seal_ranks(struct convert *cv, struct wshard_error *err)
 		snprintf(cv->ranks[r].ck.backend, sizeof(cv->ranks[r].ck.backend), "%s",
 			 cv->run->validate_backend);
 		n += plan->ranks[r].nfiles;
+		cv->seal_total += plan->ranks[r].bytes;
 	}
+	cv->reporter = pthread_self();	/* it runs a worker too */
 	j.rank = calloc(n + 1, sizeof(*j.rank));
 	j.part = calloc(n + 1, sizeof(*j.part));
 	if (!j.rank || !j.part) {

@@ -147,7 +147,7 @@ static void report(struct stream *s, size_t len)
 
 	s->stats.bytes_put += len;
 	if (s->progress)	/* set on one thread only */
-		s->progress(s->progress_ctx, all, s->total);
+		s->progress(s->progress_ctx, "writing", all, s->total);
 }
 
 /* Hands rows [x, y) of piece ref to the sink; rows start at src (stride apart). */

@@ -604,8 +604,14 @@ enum wshard_archive_fmt {
 	WSHARD_ARCHIVE_TAR_GZ = 3,	/* OUT/rank-R.tar.gz */
 };
 
-/* Progress callback: bytes done of total so far, on this process. */
-typedef void (*wshard_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+/*
+ * Progress callback: bytes done of total so far in phase, on this
+ * process.  Convert's phases: "writing" (reading the source, writing the
+ * parts), then "sealing" (reading each part back for its checksums and
+ * the round trip); each counts tensor bytes from 0 to the same total.
+ */
+typedef void (*wshard_progress_fn)(void *ctx, const char *phase, uint64_t done,
+				   uint64_t total);
 
 struct wshard_run {
 	/* in */
