@@ -791,11 +791,16 @@ static enum wshard_err build_manifest(struct convert *cv, json_t **out_doc,
 		if (json_array_append_new(mine, manifest_rank(plan, r, &cv->ranks[r].ck)) < 0)
 			break;
 	text = mine ? json_dumps(mine, JSON_COMPACT) : NULL;
+	/* one copy at a time: the manifest grows with the number of tensors */
+	json_decref(mine);
+	mine = NULL;
 	if (!text) {
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
 		text = strdup("[]");
 	}
 	rc = wshard_comm_gather_bytes(cv->comm, text, strlen(text), &all, &lens, err);
+	free(text);
+	text = NULL;
 	if (rc || cv->proc != 0 || err->code)
 		goto out;
 	ranks = json_array();
