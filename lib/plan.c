@@ -1158,6 +1158,47 @@ static int cmp_out(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/*
+ * Where the source stream completes an output tensor: the (file, offset)
+ * of the last source tensor it copies from, in the order the source is
+ * read (file order).  A tensor with no source bytes (constants) is
+ * complete before the stream starts.
+ */
+static void done_at(const struct wshard_catalog *cat, const struct wshard_out_tensor *t,
+		    uint64_t *file, uint64_t *off)
+{
+	size_t k;
+
+	*file = *off = 0;
+	for (k = 0; k < t->npieces; k++) {
+		const struct wshard_piece *p = &t->pieces[k];
+		const struct wshard_src_tensor *s;
+
+		if (p->kind != WSHARD_PIECE_COPY)
+			continue;
+		s = &cat->tensors[p->src];
+		if (s->file > *file || (s->file == *file && s->offset + 1 > *off)) {
+			*file = s->file;
+			*off = s->offset + 1;
+		}
+	}
+}
+
+/* Output order in a part: as the stream completes them, then by name. */
+static int cmp_done(const void *a, const void *b, void *ctx)
+{
+	const struct wshard_out_tensor *x = a, *y = b;
+	uint64_t xf, xo, yf, yo;
+
+	done_at(ctx, x, &xf, &xo);
+	done_at(ctx, y, &yf, &yo);
+	if (xf != yf)
+		return xf < yf ? -1 : 1;
+	if (xo != yo)
+		return xo < yo ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
 /* Sorts a rank's tensors, cuts them into parts and lays out each file. */
 static enum wshard_err layout_rank(struct wshard_plan *plan,
 				   struct wshard_rank_plan *rp,
@@ -1173,6 +1214,14 @@ static enum wshard_err layout_rank(struct wshard_plan *plan,
 		if (strcmp(rp->tensors[i - 1].name, rp->tensors[i].name) == 0)
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"two rules produce output '%s'", rp->tensors[i].name);
+	/*
+	 * The data follows the order in which the stream completes the
+	 * tensors, so that each part can be hashed and validated a little
+	 * behind the writing, while its bytes are still in cache (exec.c);
+	 * the header lists them in the same order.
+	 */
+	qsort_r(rp->tensors, rp->ntensors, sizeof(*rp->tensors), cmp_done,
+		(void *)plan->cat);
 	rp->files = calloc(rp->ntensors + 1, sizeof(*rp->files));
 	st = calloc(rp->ntensors + 1, sizeof(*st));
 	if (!rp->files || !st) {

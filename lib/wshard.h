@@ -523,7 +523,7 @@ struct wshard_out_file {
 struct wshard_rank_plan {
 	int rank;
 	size_t ntensors;
-	struct wshard_out_tensor *tensors;	/* sorted by name */
+	struct wshard_out_tensor *tensors;	/* in file order: part, then offset */
 	size_t nfiles;
 	struct wshard_out_file *files;
 	uint64_t bytes;			/* tensor data bytes of the rank */
