@@ -1,6 +1,7 @@
 /*
  * exec.c - wshard_convert: prepares OUT, streams the plan into rank files
- * under temporary names, reads each file back once to checksum it and to
+ * under temporary names while sealing threads read each file back once,
+ * tensor by tensor as the stream completes them, to checksum it and to
  * validate it through the round trip, renames it, copies the non-weight
  * files and writes wshard.json last.  Every process agrees on the outcome
  * before anyone leaves, and a failure leaves no manifest behind.  With
@@ -34,6 +35,7 @@
 
 struct rank_out {
 	struct wshard_file **files;	/* per part; NULL once committed */
+	uint64_t *left;			/* per tensor: bytes not yet written */
 	struct manifest_rank_ck ck;
 	bool archived;			/* OUT/rank-R.tar* renamed into place */
 	uint64_t archive_size;
@@ -50,7 +52,13 @@ struct convert {
 	size_t ncopied;			/* non-weight files copied (process 0) */
 	bool v_taken;			/* v is in use by a sealing thread */
 	uint64_t sealed, seal_total;	/* tensor bytes read back, of all */
-	pthread_t reporter;		/* the sealing thread that reports progress */
+	/*
+	 * Sealing runs beside the stream: a sealing thread waits for each
+	 * tensor of its part to be complete (left 0), in file order.
+	 */
+	pthread_mutex_t seal_lock;
+	pthread_cond_t seal_cond;	/* a tensor completed, or the stream ended */
+	bool stream_over, stream_ok;	/* under seal_lock (stream_over also atomic) */
 	int lock_fd;
 };
 
@@ -305,8 +313,11 @@ static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *
 		ro->files = calloc(rp->nfiles, sizeof(*ro->files));
 		ro->ck.file = calloc(rp->nfiles, sizeof(*ro->ck.file));
 		ro->ck.tensor = calloc(rp->ntensors + 1, sizeof(*ro->ck.tensor));
-		if (!ro->files || !ro->ck.file || !ro->ck.tensor)
+		ro->left = calloc(rp->ntensors + 1, sizeof(*ro->left));
+		if (!ro->files || !ro->ck.file || !ro->ck.tensor || !ro->left)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		for (f = 0; f < rp->ntensors; f++)
+			ro->left[f] = rp->tensors[f].nbytes;
 		for (f = 0; f < rp->nfiles; f++) {
 			char *path = wshard_path_join(cv->run->out_dir, rp->files[f].name);
 
@@ -336,31 +347,79 @@ static enum wshard_err write_put(void *ctx, int rank, size_t tensor, uint64_t of
 	const struct wshard_rank_plan *rp = &cv->plan->ranks[rank];
 	const struct wshard_out_tensor *t = &rp->tensors[tensor];
 	struct wshard_file *f = cv->ranks[rank].files[t->part];
+	enum wshard_err rc;
 
 	if (wshard_fault_hit("kill-write"))
 		raise(SIGKILL);
-	return wshard_file_pwrite(f, buf, len,
-				  rp->files[t->part].header_len + t->begin + off, err);
+	rc = wshard_file_pwrite(f, buf, len, rp->files[t->part].header_len + t->begin + off,
+				err);
+	/* the last bytes of a tensor: its sealing thread may go on */
+	if (!rc && len &&
+	    __atomic_sub_fetch(&cv->ranks[rank].left[tensor], len, __ATOMIC_ACQ_REL) == 0) {
+		pthread_mutex_lock(&cv->seal_lock);
+		pthread_cond_broadcast(&cv->seal_cond);
+		pthread_mutex_unlock(&cv->seal_lock);
+	}
+	return rc;
 }
+
+/*
+ * Waits until every byte of tensor i of rank r is written.  Returns
+ * WSHARD_OK, or an error once the stream has ended without it: an
+ * internal one if the stream succeeded (the plan and the stream
+ * disagree), else one that the stream's own error will take precedence
+ * over.
+ */
+static enum wshard_err wait_tensor(struct convert *cv, int r, size_t i,
+				   struct wshard_error *err)
+{
+	uint64_t *left = &cv->ranks[r].left[i];
+	bool ok;
+
+	if (__atomic_load_n(left, __ATOMIC_ACQUIRE) == 0)
+		return WSHARD_OK;
+	pthread_mutex_lock(&cv->seal_lock);
+	while (__atomic_load_n(left, __ATOMIC_ACQUIRE) != 0 && !cv->stream_over)
+		pthread_cond_wait(&cv->seal_cond, &cv->seal_lock);
+	ok = __atomic_load_n(left, __ATOMIC_ACQUIRE) == 0;
+	pthread_mutex_unlock(&cv->seal_lock);
+	if (ok)
+		return WSHARD_OK;
+	if (cv->stream_ok)
+		return wshard_error_set(err, WSHARD_EIO,
+					"internal: %llu bytes of rank %d tensor '%s' were never written",
+					(unsigned long long)*left, r,
+					cv->plan->ranks[r].tensors[i].name);
+	return wshard_error_set(err, WSHARD_EIO, "sealing stopped: the stream failed");
+}
+
+/* Sealing threads per process, at most. */
+#define SEAL_THREADS_MAX 8
+
+/* Bytes of a part mapped at a time when sealing (then dropped again). */
+#define SEAL_MAP_CHUNK ((size_t)1 << 20)
 
 /* Bytes hashed and validated in one go when sealing: about half an L2. */
 #define SEAL_BLOCK ((size_t)256 << 10)
 
-static void report_sealed(struct convert *cv, uint64_t len)
+/* Counts sealed bytes; the reporting thread shows them once the stream is over. */
+static void report_sealed(struct convert *cv, uint64_t len, bool report)
 {
 	uint64_t all = __atomic_add_fetch(&cv->sealed, len, __ATOMIC_RELAXED);
 
-	if (cv->run->progress && pthread_equal(pthread_self(), cv->reporter))
+	if (report && cv->run->progress && __atomic_load_n(&cv->stream_over, __ATOMIC_ACQUIRE))
 		cv->run->progress(cv->run->progress_ctx, "sealing", all, cv->seal_total);
 }
 
 /*
- * Reads one written part back in chunks: hashes the file and each tensor,
- * round-trips every chunk through the validator (when there is one).
+ * Reads one part back in chunks as its tensors are completed (in file
+ * order, a little behind the writing, so mostly from cache): hashes the
+ * file and each tensor, round-trips every chunk through the validator
+ * (when there is one), then commits the part.
  */
 static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 				 struct wshard_validator *v, char *buf,
-				 size_t bufsz, struct wshard_error *err)
+				 size_t bufsz, bool report, struct wshard_error *err)
 {
 	const struct wshard_rank_plan *rp = &cv->plan->ranks[r];
 	const struct wshard_out_file *of = &rp->files[part];
@@ -398,6 +457,9 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 		uint64_t done = 0;
 		char what[WSHARD_ERRMAX / 2];
 
+		rc = wait_tensor(cv, r, i, err);
+		if (rc)
+			goto out;
 		snprintf(what, sizeof(what), "rank %d tensor '%s'", r, t->name);
 		rc = wshard_hash_init(&th, algo);
 		if (rc) {
@@ -405,7 +467,7 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 			goto out;
 		}
 		while (done < t->nbytes) {
-			size_t len = (size_t)WSHARD_MIN(t->nbytes - done, map ? bufsz : SEAL_BLOCK);
+			size_t len = (size_t)WSHARD_MIN(t->nbytes - done, map ? SEAL_MAP_CHUNK : SEAL_BLOCK);
 			uint64_t at = of->header_len + t->begin + done;
 			const char *p = map ? map + at : buf;
 
@@ -430,9 +492,9 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 				}
 			}
 			done += len;
-			report_sealed(cv, len);
+			report_sealed(cv, len, report);
 			/* keep resident memory bounded: drop what is done from our mapping */
-			if (map && at + len - dropped >= bufsz) {
+			if (map && at + len - dropped >= SEAL_MAP_CHUNK) {
 				uint64_t upto = (at + len) / pagesz * pagesz;
 
 				madvise(map + dropped, upto - dropped, MADV_DONTNEED);
@@ -473,7 +535,12 @@ static enum wshard_err open_validator(struct convert *cv, struct wshard_error *e
 	return rc;
 }
 
-/* The parts of this process's ranks, sealed by a few threads at once. */
+/*
+ * The parts of this process's ranks, sealed by a few threads that run
+ * beside the stream.  Jobs are ordered part by part across the ranks
+ * (part 0 of every rank, then part 1, ...), so that the threads follow
+ * the stream through all ranks at once.
+ */
 struct seal_jobs {
 	struct convert *cv;
 	pthread_mutex_t lock;
@@ -482,6 +549,9 @@ struct seal_jobs {
 	size_t *part;
 	struct wshard_error err;
 	uint64_t validated;
+	pthread_t tid[SEAL_THREADS_MAX];
+	size_t nthreads;
+	bool reporter_taken;
 };
 
 static void *seal_worker(void *arg)
@@ -492,7 +562,7 @@ static void *seal_worker(void *arg)
 	struct wshard_error e = { 0 };
 	size_t bufsz = seal_chunk(cv->plan), k;
 	char *buf = malloc(bufsz);
-	bool own = false;
+	bool own = false, report = false;
 
 	if (!buf)
 		wshard_error_set(&e, WSHARD_ENOMEM, "out of memory");
@@ -502,6 +572,8 @@ static void *seal_worker(void *arg)
 		v = cv->v;
 		cv->v_taken = true;
 	}
+	report = !j->reporter_taken;
+	j->reporter_taken = true;
 	pthread_mutex_unlock(&j->lock);
 	if (!v && cv->v && !e.code) {
 		bool gpu = strncmp(wshard_validator_backend(cv->v), "host", 4) != 0;
@@ -517,7 +589,7 @@ static void *seal_worker(void *arg)
 		pthread_mutex_unlock(&j->lock);
 		if (k == SIZE_MAX)
 			break;
-		seal_part(cv, j->rank[k], j->part[k], v, buf, bufsz, &e);
+		seal_part(cv, j->rank[k], j->part[k], v, buf, bufsz, report, &e);
 		if (wshard_fault_hit("kill-seal"))	/* a part sealed, others not */
 			raise(SIGKILL);
 	}
@@ -536,61 +608,87 @@ static void *seal_worker(void *arg)
 	return NULL;
 }
 
-/* Threads for sealing: the cores this process may use, at most 4. */
+/*
+ * Threads for sealing: one per rank this process writes (they mostly
+ * wait for the stream), at most SEAL_THREADS_MAX.
+ */
 static size_t seal_threads(struct convert *cv, size_t njobs)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t n = cpus > 0 ? (size_t)cpus / (size_t)cv->nprocs : 1;
+	size_t n = ((size_t)cv->plan->tp - (size_t)cv->proc + (size_t)cv->nprocs - 1) /
+		   (size_t)cv->nprocs;
 
 	/* injected faults stop at a fixed point: one thread, parts in order */
 	if (getenv("WSHARD_FAULT"))
 		n = 1;
-	return WSHARD_MAX(1, WSHARD_MIN(WSHARD_MIN(n, njobs), 4));
+	return WSHARD_MAX(1, WSHARD_MIN(WSHARD_MIN(n, njobs), SEAL_THREADS_MAX));
 }
 
-static enum wshard_err seal_ranks(struct convert *cv, struct wshard_error *err)
+/*
+ * Starts the sealing threads; they wait for the stream's tensors.  j must
+ * be zeroed, and seal_finish called afterwards whatever this returns.
+ */
+static enum wshard_err seal_start(struct convert *cv, struct seal_jobs *j,
+				  struct wshard_error *err)
 {
 	const struct wshard_plan *plan = cv->plan;
-	struct seal_jobs j = { .cv = cv };
-	pthread_t tid[4];
-	size_t f, n = 0, i, nt;
+	size_t f, n = 0, maxparts = 0, nt;
 	int r;
 
+	j->cv = cv;
+	pthread_mutex_init(&j->lock, NULL);
 	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
 		snprintf(cv->ranks[r].ck.backend, sizeof(cv->ranks[r].ck.backend), "%s",
 			 cv->run->validate_backend);
 		n += plan->ranks[r].nfiles;
+		maxparts = WSHARD_MAX(maxparts, plan->ranks[r].nfiles);
 		cv->seal_total += plan->ranks[r].bytes;
 	}
-	cv->reporter = pthread_self();	/* it runs a worker too */
-	j.rank = calloc(n + 1, sizeof(*j.rank));
-	j.part = calloc(n + 1, sizeof(*j.part));
-	if (!j.rank || !j.part) {
-		free(j.rank);
-		free(j.part);
+	j->rank = calloc(n + 1, sizeof(*j->rank));
+	j->part = calloc(n + 1, sizeof(*j->part));
+	if (!j->rank || !j->part)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	}
-	for (r = cv->proc; r < plan->tp; r += cv->nprocs)
-		for (f = 0; f < plan->ranks[r].nfiles; f++, j.njobs++) {
-			j.rank[j.njobs] = r;
-			j.part[j.njobs] = f;
-		}
-	pthread_mutex_init(&j.lock, NULL);
+	for (f = 0; f < maxparts; f++)
+		for (r = cv->proc; r < plan->tp; r += cv->nprocs)
+			if (f < plan->ranks[r].nfiles) {
+				j->rank[j->njobs] = r;
+				j->part[j->njobs] = f;
+				j->njobs++;
+			}
 	nt = seal_threads(cv, n);
-	for (i = 1; i < nt; i++)
-		if (pthread_create(&tid[i], NULL, seal_worker, &j))
+	for (j->nthreads = 0; j->nthreads < nt; j->nthreads++)
+		if (pthread_create(&j->tid[j->nthreads], NULL, seal_worker, j))
 			break;
-	nt = i;
-	seal_worker(&j);
-	for (i = 1; i < nt; i++)
-		pthread_join(tid[i], NULL);
-	pthread_mutex_destroy(&j.lock);
-	cv->run->bytes_validated = j.validated;
-	free(j.rank);
-	free(j.part);
-	if (j.err.code)
-		return wshard_error_set(err, j.err.code, "%s", j.err.msg);
+	if (!j->nthreads)
+		return wshard_error_set(err, WSHARD_ENOMEM, "cannot start a sealing thread");
 	return WSHARD_OK;
+}
+
+/*
+ * Tells the sealing threads that the stream is over (stream_ok: it
+ * succeeded), waits for them and frees the jobs.  Their error, if any,
+ * goes to err unless err already holds one.
+ */
+static enum wshard_err seal_finish(struct convert *cv, struct seal_jobs *j, bool stream_ok,
+				   struct wshard_error *err)
+{
+	size_t i;
+
+	pthread_mutex_lock(&cv->seal_lock);
+	cv->stream_ok = stream_ok;
+	__atomic_store_n(&cv->stream_over, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&cv->seal_cond);
+	pthread_mutex_unlock(&cv->seal_lock);
+	for (i = 0; i < j->nthreads; i++)
+		pthread_join(j->tid[i], NULL);
+	pthread_mutex_destroy(&j->lock);
+	cv->run->bytes_validated = j->validated;
+	free(j->rank);
+	free(j->part);
+	j->rank = NULL;
+	j->part = NULL;
+	if (j->err.code && !err->code)
+		return wshard_error_set(err, j->err.code, "%s", j->err.msg);
+	return err->code;
 }
 
 static char *archive_path(struct convert *cv, int r)
@@ -1080,6 +1178,7 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 		.lock_fd = -1,
 	};
 	struct stream_sink sink = { .put = write_put, .ctx = &cv, .threadsafe = true };
+	struct seal_jobs jobs = { 0 };
 	struct stream_stats stats;
 	uint64_t totals[3];
 	double t0, t1;
@@ -1091,6 +1190,8 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 		return wshard_error_set(err, WSHARD_EUSAGE,
 					"%d MPI processes for --tp %d: use at most one process per rank",
 					cv.nprocs, plan->tp);
+	pthread_mutex_init(&cv.seal_lock, NULL);
+	pthread_cond_init(&cv.seal_cond, NULL);
 	cv.ranks = calloc((size_t)plan->tp, sizeof(*cv.ranks));
 	run->proc_bytes_read = calloc((size_t)cv.nprocs, sizeof(uint64_t));
 	if (!cv.ranks || !run->proc_bytes_read)
@@ -1106,14 +1207,14 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 	if (wshard_comm_agree(comm, err))
 		goto out;
 	t0 = seconds_now();
-	rc = stream_run(plan, comm, &sink, run->progress, run->progress_ctx, &stats, err);
-	if (rc)
-		goto out;
+	rc = seal_start(&cv, &jobs, err);
+	if (!rc)
+		rc = stream_run(plan, comm, &sink, run->progress, run->progress_ctx, &stats, err);
 	t1 = seconds_now();
-	seal_ranks(&cv, err);
+	seal_finish(&cv, &jobs, rc == WSHARD_OK, err);
 	run->stream_seconds = t1 - t0;
 	run->seal_seconds = seconds_now() - t1;
-	if (wshard_comm_agree(comm, err))
+	if (rc || wshard_comm_agree(comm, err))
 		goto out;
 	run->proc_bytes_read[cv.proc] = stats.bytes_read;
 	if (wshard_comm_sum_u64(comm, run->proc_bytes_read, (size_t)cv.nprocs, err))
@@ -1137,9 +1238,12 @@ out:
 	wshard_validator_close(cv.v);
 	for (r = 0; cv.ranks && r < plan->tp; r++) {
 		free(cv.ranks[r].files);
+		free(cv.ranks[r].left);
 		free(cv.ranks[r].ck.file);
 		free(cv.ranks[r].ck.tensor);
 	}
 	free(cv.ranks);
+	pthread_cond_destroy(&cv.seal_cond);
+	pthread_mutex_destroy(&cv.seal_lock);
 	return err->code;
 }

@@ -594,6 +594,8 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 	for (i = 0; i < nsrc; i++)
 		order[i] = (uint32_t)i;
 	qsort_r(order, nsrc, sizeof(*order), cmp_file_order, (void *)plan->cat);
+	/* zero padding and constants first: a sink may wait for whole tensors */
+	put_generated(&s);
 	threads = use_threads(&s);
 	if (threads) {
 		rc = stream_threads(&s, order, nsrc, err);
@@ -622,7 +624,6 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 			}
 		}
 	}
-	put_generated(&s);
 	check_sizes(&s);
 	rc = wshard_comm_agree(comm, &s.local);
 	if (rc)
