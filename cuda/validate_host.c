@@ -98,8 +98,17 @@ static uint64_t vsum_avx512(const unsigned char *p, size_t len, uint64_t first)
 		kstep = _mm512_add_epi64(kstep, kstep8);
 		odd = _mm512_add_epi64(odd, odd8);
 	}
-	return (uint64_t)_mm512_reduce_add_epi64(acc) +
-	       wshard_vsum_partial_at(p + 8 * i, len - 8 * i, first + i);
+	{
+		/* the lanes added as unsigned words (the reduce intrinsic adds
+		 * them as signed ones, which may overflow) */
+		uint64_t lane[8], sum = 0;
+		int k;
+
+		_mm512_storeu_si512((void *)lane, acc);
+		for (k = 0; k < 8; k++)
+			sum += lane[k];
+		return sum + wshard_vsum_partial_at(p + 8 * i, len - 8 * i, first + i);
+	}
 }
 #endif
 

@@ -88,6 +88,8 @@ static void diff(struct verify *v, const char *fmt, ...)
 		if ((unsigned char)line[n] < 0x20 || line[n] == 0x7f)
 			line[n] = '?';
 	line[n++] = '\n';
+	/* the hash thread and the byte comparison both report */
+	pthread_mutex_lock(&v->lock);
 	v->ndiff++;
 	if (v->lines_len + n + 1 > v->lines_cap) {
 		size_t cap = (v->lines_cap + n + 1) * 2;
