@@ -65,8 +65,15 @@ static inline void fuzz_check_plan(const struct wshard_plan *plan,
 			uint64_t at = 0, need;
 
 			PCHECK(t->name);
-			if (i)
-				PCHECK(strcmp(rp->tensors[i - 1].name, t->name) < 0);
+			/* in file order (part, then data offset), names unique */
+			if (i) {
+				const struct wshard_out_tensor *u = &rp->tensors[i - 1];
+
+				PCHECK(u->part < t->part ||
+				       (u->part == t->part && u->end <= t->begin));
+			}
+			for (k = 0; k < i; k++)
+				PCHECK(strcmp(rp->tensors[k].name, t->name) != 0);
 			PCHECK(wshard_tensor_bytes(t->shape, t->ndim, t->dtype, &need) == 0);
 			PCHECK(need == t->nbytes);
 			PCHECK(t->part < rp->nfiles);
