@@ -21,6 +21,17 @@ expect_exit() {
 	fi
 	return 0
 }
+# one_line WHAT: stderr ($T/err) is exactly one line, and not empty.
+one_line() {
+	n=$(grep -c . "$T/err")
+	if [ "$n" -ne 1 ] || [ "$(wc -l <"$T/err")" -ne 1 ]; then
+		fail "$1: stderr has $n lines, expected one: $(head -c 400 "$T/err")"
+	fi
+}
+# err_has WHAT STRING: stderr contains STRING (fixed string).
+err_has() {
+	grep -qF -- "$2" "$T/err" || fail "$1: stderr does not mention '$2': $(head -c 400 "$T/err")"
+}
 # gen DIR ARGS...: generates a checkpoint with the fixture generator.
 gen() { d=$1; shift; "$PYTHON" "$ROOT/scripts/gen-checkpoint" "$@" "$d" >/dev/null || fail "gen-checkpoint $* failed"; }
 finish() { [ "$fails" -eq 0 ] && exit 0; echo "$fails failure(s)"; exit 1; }

@@ -9,15 +9,6 @@
 
 S="--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 --vocab 250"
 
-# one_line WHAT: stderr ($T/err) is exactly one non-empty line.
-one_line() {
-	n=$(grep -c . "$T/err")
-	[ "$n" -eq 1 ] || fail "$1: stderr has $n lines, expected one: $(head -c 400 "$T/err")"
-}
-# err_has WHAT STRING: stderr contains STRING (fixed string).
-err_has() {
-	grep -qF -- "$2" "$T/err" || fail "$1: stderr does not mention '$2': $(head -c 400 "$T/err")"
-}
 # nothing_written WHAT DIR: DIR does not exist or is empty.
 nothing_written() {
 	if [ -d "$2" ] && [ -n "$(ls -A "$2")" ]; then

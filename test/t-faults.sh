@@ -20,15 +20,6 @@ S="--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 --vocab 250"
 # Wide tensors: few of them, so big checkpoints generate and convert fast.
 WIDE="--hidden 512 --heads 8 --kv-heads 2 --intermediate 1024 --vocab 1024"
 
-# one_line WHAT: stderr ($T/err) is exactly one non-empty line.
-one_line() {
-	n=$(grep -c . "$T/err")
-	[ "$n" -eq 1 ] || fail "$1: stderr has $n lines, expected one: $(head -c 400 "$T/err")"
-}
-# err_has WHAT STRING: stderr contains STRING (fixed string).
-err_has() {
-	grep -qF -- "$2" "$T/err" || fail "$1: stderr does not mention '$2': $(head -c 400 "$T/err")"
-}
 # exit_in WHAT RC CODES...: RC is one of CODES.
 exit_in() {
 	what=$1 rc=$2; shift 2

@@ -8,17 +8,6 @@
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
 
-# one_line WHAT: stderr ($T/err) is exactly one non-empty line.
-one_line() {
-	n=$(grep -c . "$T/err")
-	if [ "$n" -ne 1 ] || [ "$(wc -l <"$T/err")" -ne 1 ]; then
-		fail "$1: stderr has $n lines, expected one: $(head -c 400 "$T/err")"
-	fi
-}
-# err_has WHAT STRING: stderr contains STRING (fixed string).
-err_has() {
-	grep -qF -- "$2" "$T/err" || fail "$1: stderr does not mention '$2': $(head -c 400 "$T/err")"
-}
 # refused WHAT CODE ARGS...: wshard ARGS exits CODE (a signal is reported as
 # a crash), one line on stderr, nothing on stdout.  Returns 1 on a wrong code.
 refused() {

@@ -136,11 +136,6 @@ nlines() {
 	n=$(($(grep -c . "$T/out") - 1))
 	[ "$n" -eq "$2" ] || fail "$1: $n difference lines, expected $2: $(head -c 600 "$T/out")"
 }
-# one_line WHAT: stderr is exactly one line.
-one_line() {
-	n=$(grep -c . "$T/err")
-	[ "$n" -eq 1 ] || fail "$1: stderr has $n lines, expected one: $(head -c 400 "$T/err")"
-}
 # bad WHAT ARGS...: verify ARGS exits 1, ends with DIFFERENCES FOUND and one
 # stderr line whose count equals the number of difference lines.
 bad() {
