@@ -20,9 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "validate.h"
+#include "../lib/internal.h"
 #include "validate_sum.h"
 #ifdef WSHARD_CUDA
 #include "validate_cuda.h"
@@ -131,14 +131,6 @@ uint64_t wshard_validate_sum_at(const void *buf, size_t len, uint64_t first)
 uint64_t wshard_validate_sum(const void *buf, size_t len)
 {
 	return wshard_vsum_final(wshard_validate_sum_at(buf, len, 0), len);
-}
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static enum wshard_err inject_from_env(struct wshard_validator *v,
@@ -323,7 +315,7 @@ enum wshard_err wshard_validator_check(struct wshard_validator *v,
 				       const char *what, uint64_t base,
 				       struct wshard_error *err)
 {
-	double t0 = now_seconds();
+	double t0 = wshard_seconds();
 	enum wshard_err rc;
 
 	if (!what)
@@ -337,7 +329,7 @@ enum wshard_err wshard_validator_check(struct wshard_validator *v,
 	v->streamed += len;
 	if (rc == WSHARD_OK)
 		v->bytes += len;
-	v->seconds += now_seconds() - t0;
+	v->seconds += wshard_seconds() - t0;
 	return rc;
 }
 

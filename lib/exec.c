@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -283,14 +282,6 @@ static void release_lock(struct convert *cv)
 /* ------------------------------------------------------------------ */
 /* Rank files                                                           */
 /* ------------------------------------------------------------------ */
-
-static double seconds_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* How every output file is written: synced before its rename, or not. */
 static unsigned file_flags(const struct convert *cv)
@@ -1181,14 +1172,14 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 	open_rank_files(&cv, err);
 	if (wshard_comm_agree(comm, err))
 		goto out;
-	t0 = seconds_now();
+	t0 = wshard_seconds();
 	rc = seal_start(&cv, &jobs, err);
 	if (!rc)
 		rc = stream_run(plan, comm, &sink, run->progress, run->progress_ctx, &stats, err);
-	t1 = seconds_now();
+	t1 = wshard_seconds();
 	seal_finish(&cv, &jobs, rc == WSHARD_OK, err);
 	run->stream_seconds = t1 - t0;
-	run->seal_seconds = seconds_now() - t1;
+	run->seal_seconds = wshard_seconds() - t1;
 	if (rc || wshard_comm_agree(comm, err))
 		goto out;
 	run->proc_bytes_read[cv.proc] = stats.bytes_read;

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "wshard.h"
 
@@ -17,6 +18,15 @@
 
 #define WSHARD_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define WSHARD_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Seconds on the monotonic clock, for timing phases. */
+static inline double wshard_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* Writes all of buf at off.  Returns WSHARD_OK or WSHARD_EIO. */
 enum wshard_err wshard_pwrite_full(int fd, const void *buf, size_t len,
