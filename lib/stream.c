@@ -230,8 +230,7 @@ static int map_window(struct stream *s, const struct wshard_st *st, uint64_t off
 	}
 	s->map_len = len + skew;
 	s->map_skew = skew;
-	madvise(s->map, s->map_len, MADV_SEQUENTIAL);
-	madvise(s->map, s->map_len, MADV_WILLNEED);
+	madvise(s->map, s->map_len, MADV_SEQUENTIAL);	/* MAP_POPULATE read it in */
 	return 0;
 }
 
