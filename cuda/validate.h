@@ -94,5 +94,12 @@ uint64_t wshard_validate_sum(const void *buf, size_t len);
  * but the last, are multiples of 8 add up to the whole buffer's.
  */
 uint64_t wshard_validate_sum_at(const void *buf, size_t len, uint64_t first);
+/*
+ * Copies len bytes from src to dst (which must not overlap) and returns
+ * wshard_validate_sum_at(src, len, first): one pass over the bytes where
+ * the CPU has AVX-512, a copy and a sum elsewhere.
+ */
+uint64_t wshard_validate_copy_sum_at(void *dst, const void *src, size_t len,
+				     uint64_t first);
 
 #endif /* WSHARD_VALIDATE_H */

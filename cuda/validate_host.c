@@ -28,8 +28,12 @@
 #include "validate_cuda.h"
 #endif
 
-/* Bytes per step of the host round trip: a multiple of 8 that fits in L2. */
-#define HOST_BLOCK (256u << 10)
+/*
+ * Bytes per step of the host round trip: a multiple of 64 small enough
+ * that the block, its "device" copy and the returned copy (24 KiB) stay
+ * in a 32 KiB L1 cache, so only the first load of each block misses it.
+ */
+#define HOST_BLOCK (8u << 10)
 
 /* The chunk size when the caller passes 0. */
 #define DEFAULT_CHUNK ((size_t)8 << 20)
@@ -72,15 +76,18 @@ struct wshard_validator {
  * The host side of the checksum, eight words at a time where the CPU has
  * AVX-512 (a 64-bit multiply per lane): about three times the speed of
  * the portable loop in validate_sum.h, which does the rest (the last
- * words, and every word elsewhere).  Both give the same value: the test
- * suite compares them on every length up to a few hundred bytes.
+ * words, and every word elsewhere).  With a destination it also stores
+ * every word it loads there, so that a copy and the checksum of what was
+ * copied take one pass.  Both paths give the same value: the test suite
+ * compares them on every length up to a few hundred bytes.
  */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define HAVE_VSUM_AVX512 1
 
-__attribute__((target("avx512f,avx512dq")))
-static uint64_t vsum_avx512(const unsigned char *p, size_t len, uint64_t first)
+__attribute__((target("avx512f,avx512dq"), always_inline))
+static inline uint64_t vsum_avx512_body(unsigned char *dst, const unsigned char *p,
+					size_t len, uint64_t first, bool copy)
 {
 	size_t nwords = len / 8, i = 0;
 	__m512i acc = _mm512_setzero_si512();
@@ -94,27 +101,42 @@ static uint64_t vsum_avx512(const unsigned char *p, size_t len, uint64_t first)
 	for (; i + 8 <= nwords; i += 8) {
 		__m512i w = _mm512_loadu_si512((const void *)(p + 8 * i));
 
+		if (copy)
+			_mm512_storeu_si512((void *)(dst + 8 * i), w);
 		acc = _mm512_add_epi64(acc, _mm512_mullo_epi64(_mm512_xor_si512(w, kstep), odd));
 		kstep = _mm512_add_epi64(kstep, kstep8);
 		odd = _mm512_add_epi64(odd, odd8);
 	}
+	if (copy)
+		memcpy(dst + 8 * i, p + 8 * i, len - 8 * i);
 	{
 		/* the lanes added as unsigned words (the reduce intrinsic adds
 		 * them as signed ones, which may overflow) */
 		uint64_t lane[8], sum = 0;
-		int k;
+		int l;
 
 		_mm512_storeu_si512((void *)lane, acc);
-		for (k = 0; k < 8; k++)
-			sum += lane[k];
+		for (l = 0; l < 8; l++)
+			sum += lane[l];
 		return sum + wshard_vsum_partial_at(p + 8 * i, len - 8 * i, first + i);
 	}
 }
-#endif
 
-uint64_t wshard_validate_sum_at(const void *buf, size_t len, uint64_t first)
+__attribute__((target("avx512f,avx512dq")))
+static uint64_t vsum_avx512(const unsigned char *p, size_t len, uint64_t first)
 {
-#ifdef HAVE_VSUM_AVX512
+	return vsum_avx512_body(NULL, p, len, first, false);
+}
+
+__attribute__((target("avx512f,avx512dq")))
+static uint64_t copy_vsum_avx512(unsigned char *dst, const unsigned char *p,
+				 size_t len, uint64_t first)
+{
+	return vsum_avx512_body(dst, p, len, first, true);
+}
+
+static bool have_avx512(void)
+{
 	static int avx512 = -1;
 	int have = __atomic_load_n(&avx512, __ATOMIC_RELAXED);
 
@@ -122,10 +144,32 @@ uint64_t wshard_validate_sum_at(const void *buf, size_t len, uint64_t first)
 		have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 		__atomic_store_n(&avx512, have, __ATOMIC_RELAXED);
 	}
-	if (have)
+	return have;
+}
+#endif
+
+uint64_t wshard_validate_sum_at(const void *buf, size_t len, uint64_t first)
+{
+#ifdef HAVE_VSUM_AVX512
+	if (have_avx512())
 		return vsum_avx512(buf, len, first);
 #endif
 	return wshard_vsum_partial_at(buf, len, first);
+}
+
+uint64_t wshard_validate_copy_sum_at(void *dst, const void *src, size_t len,
+				     uint64_t first)
+{
+#ifdef HAVE_VSUM_AVX512
+	if (have_avx512())
+		return copy_vsum_avx512(dst, src, len, first);
+#endif
+	{
+		uint64_t sum = wshard_vsum_partial_at(src, len, first);
+
+		memcpy(dst, src, len);
+		return sum;
+	}
 }
 
 uint64_t wshard_validate_sum(const void *buf, size_t len)
@@ -264,15 +308,15 @@ static enum wshard_err host_chunk(struct wshard_validator *v,
 	size_t b, bn;
 
 	/*
-	 * The same steps as the device's, a cache-sized block at a time so that
-	 * only the first copy reads main memory: copy in, sum the "device"
-	 * copy, copy back, compare with the original, sum the original.
+	 * The same steps as the device's, an L1-sized block at a time: copy
+	 * in (summing the original on the way, the expected value), sum the
+	 * "device" copy while copying it back, compare what came back with
+	 * the original.
 	 */
 	for (b = 0; b < n; b += bn) {
 		bn = n - b < HOST_BLOCK ? n - b : HOST_BLOCK;
-		memcpy(v->dev, src + b, bn);
-		dev_sum += wshard_validate_sum_at(v->dev, bn, b / 8);
-		memcpy(v->ret, v->dev, bn);
+		want += wshard_validate_copy_sum_at(v->dev, src + b, bn, b / 8);
+		dev_sum += wshard_validate_copy_sum_at(v->ret, v->dev, bn, b / 8);
 		if (v->fault_armed && v->fault_at >= at + b && v->fault_at - at - b < bn) {
 			v->ret[v->fault_at - at - b] ^= 0xff;
 			v->fault_armed = false;
@@ -283,7 +327,6 @@ static enum wshard_err host_chunk(struct wshard_validator *v,
 						base + off + b +
 						first_difference(src + b, v->ret, bn),
 						what);
-		want += wshard_validate_sum_at(src + b, bn, b / 8);
 	}
 	dev_sum = wshard_vsum_final(dev_sum, n);
 	want = wshard_vsum_final(want, n);

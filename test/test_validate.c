@@ -502,23 +502,36 @@ Test(validate, sum_unaligned_buffer)
 	free(b);
 }
 
-/* The host's fast path (AVX-512 where the CPU has it) and the portable
- * definition in validate_sum.h give the same sums, for every length, word
- * numbering and alignment. */
+/* The host's fast paths (AVX-512 where the CPU has it), summing alone or
+ * while copying, and the portable definition in validate_sum.h give the
+ * same sums, for every length, word numbering and alignment. */
 Test(validate, sum_fast_path_matches_portable)
 {
 	static const uint64_t firsts[] = { 0, 1, 7, 8, 9, 12345, (1ULL << 40) + 3,
 					   UINT64_MAX / 16 };
 	unsigned char *a = random_bytes(1100, 15);
+	unsigned char c[720];
 	size_t len, f, off;
 
 	for (off = 0; off < 4; off++)
 		for (len = 0; len <= 700; len++)
-			for (f = 0; f < sizeof(firsts) / sizeof(firsts[0]); f++)
-				cr_assert_eq(wshard_validate_sum_at(a + off, len, firsts[f]),
-					     wshard_vsum_partial_at(a + off, len, firsts[f]),
+			for (f = 0; f < sizeof(firsts) / sizeof(firsts[0]); f++) {
+				uint64_t want = wshard_vsum_partial_at(a + off, len, firsts[f]);
+
+				cr_assert_eq(wshard_validate_sum_at(a + off, len, firsts[f]), want,
 					     "offset %zu, length %zu, first word %" PRIu64,
 					     off, len, firsts[f]);
+				/* the copying variant: the same sum, and a faithful copy
+				 * that writes nothing past its end */
+				memset(c, 0x5a, 720);
+				cr_assert_eq(wshard_validate_copy_sum_at(c + 3 - off, a + off, len,
+									 firsts[f]), want,
+					     "copy: offset %zu, length %zu, first word %" PRIu64,
+					     off, len, firsts[f]);
+				cr_assert(memcmp(c + 3 - off, a + off, len) == 0,
+					  "copy: offset %zu, length %zu", off, len);
+				cr_assert_eq(c[3 - off + len], 0x5a, "copy wrote past %zu", len);
+			}
 	for (len = 0; len <= 1100; len += 37)
 		cr_assert_eq(wshard_validate_sum(a, len),
 			     wshard_vsum_final(wshard_vsum_partial(a, len), len), "%zu", len);
