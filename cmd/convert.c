@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cmd.h"
 
@@ -248,6 +249,17 @@ static void print_dry_run(const struct wshard_plan *plan)
 	}
 }
 
+/* User and system CPU time of this process so far, in seconds. */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 static void print_summary(const struct convert_opts *o, const struct wshard_plan *plan,
 			  double secs)
 {
@@ -262,7 +274,8 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 		       "\"bytes_written\": %llu, \"bytes_read\": %llu, \"source_tensor_bytes\": %llu, "
 		       "\"bytes_validated\": %llu, \"validated_by\": \"%s\", \"archive_bytes\": %llu, "
 		       "\"synced\": %s, \"seconds\": %.3f, \"stream_seconds\": %.3f, "
-		       "\"seal_seconds\": %.3f, \"write_mb_per_s\": %.1f}\n",
+		       "\"seal_seconds\": %.3f, \"cpu_seconds\": %.3f, \"seal_cpu_seconds\": %.3f, "
+		       "\"write_mb_per_s\": %.1f}\n",
 		       o->run.out_dir, plan->tp, o->run.nprocs, (unsigned long long)files,
 		       (unsigned long long)o->run.bytes_written,
 		       (unsigned long long)o->run.bytes_read,
@@ -270,7 +283,7 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend,
 		       (unsigned long long)o->run.archive_bytes,
 		       o->run.no_sync ? "false" : "true", secs, o->run.stream_seconds,
-		       o->run.seal_seconds,
+		       o->run.seal_seconds, cpu_seconds(), o->run.seal_cpu_seconds,
 		       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
 		return;
 	}

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -514,6 +515,7 @@ struct seal_jobs {
 	size_t *part;
 	struct wshard_error err;
 	uint64_t validated;
+	double cpu_seconds;		/* CPU time of the threads, summed */
 	pthread_t tid[SEAL_THREADS_MAX];
 	size_t nthreads;
 	bool reporter_taken;
@@ -571,6 +573,15 @@ static void *seal_worker(void *arg)
 	if (own)
 		wshard_validator_close(v);
 	free(buf);
+	{
+		struct timespec ts;
+
+		if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+			pthread_mutex_lock(&j->lock);
+			j->cpu_seconds += (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+			pthread_mutex_unlock(&j->lock);
+		}
+	}
 	return NULL;
 }
 
@@ -648,6 +659,7 @@ static enum wshard_err seal_finish(struct convert *cv, struct seal_jobs *j, bool
 		pthread_join(j->tid[i], NULL);
 	pthread_mutex_destroy(&j->lock);
 	cv->run->bytes_validated = j->validated;
+	cv->run->seal_cpu_seconds = j->cpu_seconds;
 	free(j->rank);
 	free(j->part);
 	j->rank = NULL;

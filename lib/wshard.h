@@ -635,6 +635,9 @@ struct wshard_run {
 	/* this process's phases: reading and writing, then sealing (reading
 	 * each part back for its checksums and the round trip, fsync, rename) */
 	double stream_seconds, seal_seconds;
+	/* CPU time (user and system) of this process's sealing threads:
+	 * what the checksums and the round trip cost, read-back included */
+	double seal_cpu_seconds;
 };
 
 /* Releases what a wshard_run owns; accepts NULL. */

@@ -20,6 +20,9 @@
 # (d) more processes than ranks is a usage error (exit 2) naming both numbers.
 # (e) after a failure (also one that replaced an earlier output), a rerun with
 #     --force succeeds.
+# (f) on one node with no point-to-point layer chosen, Open MPI is asked for
+#     ob1 (no other pml component is loaded); `--mca pml ^ucx` given to
+#     mpirun is left alone (cm is loaded).
 # Also: a plain run (no mpirun variables) never initialises MPI.
 # shellcheck disable=SC2086,SC1091
 . "$(dirname "$0")/lib.sh"
@@ -294,6 +297,31 @@ if mpi 2 convert -q --force --tp 4 "$src" "$T/fault"; then
 else
 	fail "rerun with --force after a round-trip fault: exit $mrc: $(head -c 400 "$T/err")"
 fi
+
+# ---------------------------------------------------------------- (f)
+# On one node, with no point-to-point layer chosen, wshard asks for ob1 (no
+# time spent probing cm's network libraries or UCX); a layer chosen on the
+# mpirun command line is left alone.  pml_base_verbose makes each process
+# name the components it loads.
+rm -rf "$T/pml"
+if mpi 2 --mca pml_base_verbose 10 -- convert -q --tp 4 "$src" "$T/pml"; then
+	grep -q 'select: component ob1 selected' "$T/err" ||
+		fail "one node, no pml chosen: ob1 was not selected: $(grep 'select' "$T/err" | head -c 300)"
+	grep -q 'found loaded component cm' "$T/err" &&
+		fail "one node, no pml chosen: the cm pml was loaded too: $(grep 'found loaded' "$T/err" | head -c 300)"
+	same_out "mpirun, pml chosen by wshard" "$base" "$T/pml"
+else
+	fail "mpirun -np 2 with pml_base_verbose: exit $mrc: $(head -c 400 "$T/err")"
+fi
+rm -rf "$T/pml"
+if mpi 2 --mca pml ^ucx --mca pml_base_verbose 10 -- convert -q --tp 4 "$src" "$T/pml"; then
+	grep -q 'found loaded component cm' "$T/err" ||
+		fail "--mca pml ^ucx: the user's choice was overridden (cm not loaded): $(grep 'found loaded' "$T/err" | head -c 300)"
+	same_out "mpirun --mca pml ^ucx" "$base" "$T/pml"
+else
+	fail "mpirun -np 2 --mca pml ^ucx: exit $mrc: $(head -c 400 "$T/err")"
+fi
+rm -rf "$T/pml"
 
 # ---------------------------------------------------------------- (d)
 rm -rf "$T/over"
