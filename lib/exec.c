@@ -848,87 +848,104 @@ static void discard_extras(struct convert *cv)
 	cv->ncopied = 0;
 }
 
+/* The manifest as process 0 assembles it. */
+struct manifest_parts {
+	json_t *doc;		/* all but the ranks' entries */
+	char *all;		/* each process's entries, one NUL-terminated string each */
+	size_t *lens;		/* bytes gathered from each process */
+	const char **text;	/* rank r's entry, in all */
+	size_t *len;
+};
+
+static void manifest_parts_free(struct manifest_parts *mp)
+{
+	json_decref(mp->doc);
+	free(mp->all);
+	free(mp->lens);
+	free(mp->text);
+	free(mp->len);
+	memset(mp, 0, sizeof(*mp));
+}
+
+/* The bytes of wshard.json, from what build_manifest assembled. */
+static char *manifest_bytes(const struct convert *cv, const struct manifest_parts *mp,
+			    size_t *out_len)
+{
+	return manifest_text(mp->doc, mp->text, mp->len, cv->plan->tp, out_len);
+}
+
 /*
- * Gathers every process's ranks to process 0, which copies the non-weight
- * files and builds the manifest (without "archives") in *out_doc.
+ * Gathers every process's rank entries (printed, a rank at a time) to
+ * process 0, which copies the non-weight files and builds the rest of the
+ * manifest (without "archives").
  */
-static enum wshard_err build_manifest(struct convert *cv, json_t **out_doc,
+static enum wshard_err build_manifest(struct convert *cv, struct manifest_parts *mp,
 				      struct wshard_error *err)
 {
 	const struct wshard_plan *plan = cv->plan;
-	json_t *mine = json_array(), *ranks = NULL;
-	char *text = NULL, *all = NULL;
-	size_t *lens = NULL, off = 0;
+	char *mine = NULL;
+	size_t mine_len = 0, off = 0;
 	enum wshard_err rc = WSHARD_OK;
 	int r, p;
 
-	*out_doc = NULL;
-	for (r = cv->proc; mine && r < plan->tp; r += cv->nprocs)
-		if (json_array_append_new(mine, manifest_rank(plan, r, &cv->ranks[r].ck)) < 0)
-			break;
-	text = mine ? json_dumps(mine, JSON_COMPACT) : NULL;
-	/* one copy at a time: the manifest grows with the number of tensors */
-	json_decref(mine);
-	mine = NULL;
-	if (!text) {
-		wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
-		text = strdup("[]");
-	}
-	rc = wshard_comm_gather_bytes(cv->comm, text, strlen(text), &all, &lens, err);
-	free(text);
-	text = NULL;
-	if (rc || cv->proc != 0 || err->code)
-		goto out;
-	ranks = json_array();
-	for (r = 0; ranks && r < plan->tp; r++)
-		json_array_append_new(ranks, json_null());
-	for (p = 0; p < cv->nprocs; p++) {
-		json_t *part = json_loadb(all + off, lens[p], 0, NULL);
-		size_t i;
-		json_t *v;
+	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
+		size_t len;
+		char *t = manifest_rank_text(plan, r, &cv->ranks[r].ck, &len);
+		char *m = t ? realloc(mine, mine_len + len + 1) : NULL;
 
-		off += lens[p];
-		json_array_foreach(part, i, v)
-			json_array_set(ranks, (size_t)json_integer_value(json_object_get(v, "rank")), v);
-		json_decref(part);
+		if (!m) {
+			free(t);
+			wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
+			break;
+		}
+		mine = m;
+		memcpy(mine + mine_len, t, len + 1);	/* with its NUL */
+		mine_len += len + 1;
+		free(t);
 	}
+	if (cv->nprocs == 1 && mine) {	/* nothing to gather: no second copy */
+		mp->all = mine;
+		mp->lens = malloc(sizeof(*mp->lens));
+		if (mp->lens)
+			mp->lens[0] = mine_len;
+		else
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	} else {
+		rc = wshard_comm_gather_bytes(cv->comm, mine ? mine : "", mine_len, &mp->all,
+					      &mp->lens, err);
+		free(mine);
+	}
+	/* a process that could not print its entries fails them all here */
+	wshard_comm_agree(cv->comm, err);
+	if (rc || cv->proc != 0 || err->code)
+		return err->code;
+	mp->text = calloc((size_t)plan->tp, sizeof(*mp->text));
+	mp->len = calloc((size_t)plan->tp, sizeof(*mp->len));
+	if (!mp->text || !mp->len)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
+	/* process p sent ranks p, p + nprocs, ... in that order */
+	for (p = 0; p < cv->nprocs; p++) {
+		size_t end = off + mp->lens[p];
+
+		for (r = p; r < plan->tp && off < end; r += cv->nprocs) {
+			mp->text[r] = mp->all + off;
+			mp->len[r] = strlen(mp->text[r]);
+			off += mp->len[r] + 1;
+		}
+		off = end;
+	}
+	for (r = 0; r < plan->tp; r++)
+		if (!mp->text[r])
+			return wshard_error_set(err, WSHARD_EIO,
+						"internal: no manifest entry for rank %d", r);
 	rc = copy_extras(cv, err);
 	if (rc)
-		goto out;
-	*out_doc = manifest_doc(plan, ranks, cv->run->validate, cv->nprocs,
-				cv->run->proc_bytes_read, !cv->run->no_sync);
-	ranks = NULL;
-	if (!*out_doc)
+		return rc;
+	mp->doc = manifest_doc(plan, cv->run->validate, cv->nprocs,
+			       cv->run->proc_bytes_read, !cv->run->no_sync);
+	if (!mp->doc)
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
-out:
-	json_decref(mine);
-	json_decref(ranks);
-	free(text);
-	free(all);
-	free(lens);
 	return err->code;
-}
-
-/* The manifest's bytes as written: indented JSON and a newline. */
-static char *manifest_text(json_t *doc, size_t *out_len)
-{
-	char *text = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-	char *t;
-	size_t n;
-
-	*out_len = 0;
-	if (!text)
-		return NULL;
-	n = strlen(text);
-	t = realloc(text, n + 2);
-	if (!t) {
-		free(text);
-		return NULL;
-	}
-	t[n] = '\n';
-	t[n + 1] = '\0';
-	*out_len = n + 1;
-	return t;
 }
 
 /*
@@ -1039,7 +1056,7 @@ static enum wshard_err list_archives(struct convert *cv, json_t *doc, const char
  * process packs its ranks, and process 0 gathers their names, sizes and
  * checksums into doc.  Every process returns the same result.
  */
-static enum wshard_err archive_ranks(struct convert *cv, json_t *doc,
+static enum wshard_err archive_ranks(struct convert *cv, struct manifest_parts *mp,
 				     struct wshard_error *err)
 {
 	char *text = NULL, *inner = NULL, *all = NULL;
@@ -1047,7 +1064,7 @@ static enum wshard_err archive_ranks(struct convert *cv, json_t *doc,
 	json_t *mine = NULL;
 	int r;
 
-	if (cv->proc == 0 && !err->code && !(text = manifest_text(doc, &text_len)))
+	if (cv->proc == 0 && !err->code && !(text = manifest_bytes(cv, mp, &text_len)))
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing the manifest");
 	if (wshard_comm_agree(cv->comm, err) ||
 	    wshard_comm_bcast_bytes(cv->comm, text, text_len, &inner, &inner_len, err))
@@ -1073,7 +1090,7 @@ static enum wshard_err archive_ranks(struct convert *cv, json_t *doc,
 	}
 	if (!wshard_comm_gather_bytes(cv->comm, text ? text : "[]", text ? strlen(text) : 2,
 				      &all, &lens, err) && cv->proc == 0 && !err->code)
-		list_archives(cv, doc, all, lens, err);
+		list_archives(cv, mp->doc, all, lens, err);
 	if (cv->proc == 0 && cv->run->archive_only && !err->code)
 		remove_extras(cv, err);
 	wshard_comm_agree(cv->comm, err);
@@ -1086,16 +1103,33 @@ out:
 	return err->code;
 }
 
+struct manifest_out {
+	struct wshard_file *f;
+	uint64_t off;
+	struct wshard_error *err;
+};
+
+static bool manifest_out(void *ctx, const char *buf, size_t len)
+{
+	struct manifest_out *mo = ctx;
+
+	if (wshard_file_pwrite(mo->f, buf, len, mo->off, mo->err))
+		return false;
+	mo->off += len;
+	return true;
+}
+
 /* Process 0 writes wshard.json, after the archives when there are any. */
 static enum wshard_err write_manifest(struct convert *cv, struct wshard_error *err)
 {
-	json_t *doc = NULL;
-	char *text = NULL, *path = NULL;
-	size_t len;
+	struct manifest_parts mp = { 0 };
+	struct manifest_out mo = { 0 };
+	char *path = NULL;
+	enum wshard_err rc;
 
-	build_manifest(cv, &doc, err);
+	build_manifest(cv, &mp, err);
 	if (cv->run->archive != WSHARD_ARCHIVE_NONE)
-		archive_ranks(cv, doc, err);
+		archive_ranks(cv, &mp, err);
 	if (cv->proc != 0 || err->code)
 		goto out;
 	if (wshard_fault_hit("kill-manifest"))
@@ -1105,16 +1139,24 @@ static enum wshard_err write_manifest(struct convert *cv, struct wshard_error *e
 				 cv->run->out_dir, WSHARD_MANIFEST);
 		goto out;
 	}
-	text = manifest_text(doc, &len);
 	path = wshard_path_join(cv->run->out_dir, WSHARD_MANIFEST);
-	if (!text || !path) {
+	if (!path) {
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing the manifest");
 		goto out;
 	}
-	wshard_write_file(path, text, len, file_flags(cv), err);
+	/* printed straight into the file: the text is never all in memory */
+	if (wshard_file_create(&mo.f, path, file_flags(cv), err))
+		goto out;
+	mo.err = err;
+	rc = manifest_print(mp.doc, mp.text, mp.len, cv->plan->tp, manifest_out, &mo);
+	if (rc == WSHARD_ENOMEM)
+		wshard_error_set(err, rc, "out of memory writing the manifest");
+	if (rc)
+		wshard_file_abort(mo.f);
+	else
+		wshard_file_commit(mo.f, err);
 out:
-	json_decref(doc);
-	free(text);
+	manifest_parts_free(&mp);
 	free(path);
 	return err->code;
 }

@@ -78,11 +78,155 @@ static json_t *sources_json(const struct wshard_plan *plan,
 	return a;
 }
 
-json_t *manifest_rank(const struct wshard_plan *plan, int r,
-		      const struct manifest_rank_ck *ck)
+/*
+ * The manifest is written as text piece by piece, never as one tree: a
+ * jansson tree takes about ten times the bytes of its text, and an MoE
+ * model's provenance (one source per expert) makes the text tens of MB.
+ * Each tensor entry is built, printed and freed on its own; the small
+ * objects around them are printed with a placeholder string where the
+ * entries go, and the placeholder's printed form is then replaced.  The
+ * result is what json_dumps(JSON_INDENT(1) | JSON_PRESERVE_ORDER) prints
+ * for the whole tree.
+ */
+#define DUMP_FLAGS (JSON_INDENT(1) | JSON_PRESERVE_ORDER)
+#define TENSORS_MARK "\001tensors"
+#define TENSORS_MARK_TEXT "\"\\u0001tensors\""
+#define RANKS_MARK "\001ranks"
+#define RANKS_MARK_TEXT "\"\\u0001ranks\""
+
+/* Printed text: in memory, or passed to out a piece at a time. */
+struct text {
+	char *p;
+	size_t len, cap;
+	bool oom, failed;
+	manifest_out_fn out;
+	void *ctx;
+};
+
+#define TEXT_PIECE ((size_t)1 << 20)
+
+static void text_flush(struct text *t)
+{
+	if (t->out && t->len && !t->oom && !t->failed && !t->out(t->ctx, t->p, t->len))
+		t->failed = true;
+	t->len = 0;
+}
+
+static void text_add(struct text *t, const char *s, size_t n)
+{
+	if (t->oom || t->failed)
+		return;
+	if (t->out && t->len + n > TEXT_PIECE) {
+		text_flush(t);
+		if (n > TEXT_PIECE) {	/* a big piece goes as it is */
+			if (!t->out(t->ctx, s, n))
+				t->failed = true;
+			return;
+		}
+	}
+	if (t->len + n + 1 > t->cap) {
+		size_t cap = WSHARD_MAX(t->cap * 2, t->len + n + 1);
+		char *p = realloc(t->p, WSHARD_MAX(cap, 4096));
+
+		if (!p) {
+			t->oom = true;
+			return;
+		}
+		t->p = p;
+		t->cap = WSHARD_MAX(cap, 4096);
+	}
+	memcpy(t->p + t->len, s, n);
+	t->len += n;
+	t->p[t->len] = '\0';
+}
+
+/* Appends n bytes of s, each line after the first shifted right by extra spaces. */
+static void text_add_shifted(struct text *t, const char *s, size_t n, int extra)
+{
+	static const char spaces[] = "                ";
+	const char *nl;
+
+	while (n && (nl = memchr(s, '\n', n))) {
+		size_t k = (size_t)(nl - s) + 1;
+
+		text_add(t, s, k);
+		text_add(t, spaces, (size_t)extra);
+		s += k;
+		n -= k;
+	}
+	text_add(t, s, n);
+}
+
+/*
+ * Appends the printed form of obj as an element at depth extra/1 of the
+ * document, its placeholder mark (printed as mark_text) replaced by the
+ * elements that fill(ctx, t, i, extra_of_elements) appends, count of them.
+ */
+static void text_add_object(struct text *t, json_t *obj, int extra, const char *mark_text,
+			    size_t count, void (*fill)(void *, struct text *, size_t, int),
+			    void *ctx)
+{
+	char *s = obj ? json_dumps(obj, DUMP_FLAGS) : NULL;
+	char *at;
+	size_t i, pre;
+
+	if (!s) {
+		t->oom = true;
+		return;
+	}
+	at = mark_text ? strstr(s, mark_text) : NULL;
+	pre = at ? (size_t)(at - s) : strlen(s);
+	text_add_shifted(t, s, pre, extra);
+	if (at) {
+		/* the array is at depth extra + 1, its elements at extra + 2 */
+		if (!count) {
+			text_add(t, "[]", 2);
+		} else {
+			text_add(t, "[\n", 2);
+			for (i = 0; i < count; i++) {
+				text_add(t, "                ", (size_t)extra + 2);
+				fill(ctx, t, i, extra + 2);
+				text_add(t, i + 1 < count ? ",\n" : "\n", i + 1 < count ? 2 : 1);
+			}
+			text_add(t, "                ", (size_t)extra + 1);
+			text_add(t, "]", 1);
+		}
+		at += strlen(mark_text);
+		text_add_shifted(t, at, strlen(at), extra);
+	}
+	free(s);
+}
+
+struct rank_ctx {
+	const struct wshard_plan *plan;
+	const struct wshard_rank_plan *rp;
+	const struct manifest_rank_ck *ck;
+};
+
+static void fill_tensor(void *arg, struct text *t, size_t i, int extra)
+{
+	const struct rank_ctx *c = arg;
+	const struct wshard_out_tensor *ot = &c->rp->tensors[i];
+	json_t *o = json_pack("{s:s,s:s,s:o,s:s,s:o,s:s,s:o}",
+		"name", ot->name,
+		"dtype", wshard_dtype_name(ot->dtype),
+		"shape", shape_json(ot->shape, ot->ndim),
+		"file", c->rp->files[ot->part].name,
+		"data_offsets", range(ot->begin, ot->end),
+		"checksum", c->ck->tensor[i],
+		"sources", sources_json(c->plan, ot));
+
+	text_add_object(t, o, extra, NULL, 0, NULL, NULL);
+	json_decref(o);
+}
+
+char *manifest_rank_text(const struct wshard_plan *plan, int r,
+			 const struct manifest_rank_ck *ck, size_t *out_len)
 {
 	const struct wshard_rank_plan *rp = &plan->ranks[r];
-	json_t *files = json_array(), *tensors = json_array();
+	struct rank_ctx c = { plan, rp, ck };
+	struct text t = { 0 };
+	json_t *files = json_array(), *head;
 	size_t i;
 
 	for (i = 0; files && i < rp->nfiles; i++)
@@ -90,26 +234,65 @@ json_t *manifest_rank(const struct wshard_plan *plan, int r,
 			"name", rp->files[i].name,
 			"size", (json_int_t)rp->files[i].size,
 			"checksum", ck->file[i]));
-	for (i = 0; tensors && i < rp->ntensors; i++) {
-		const struct wshard_out_tensor *t = &rp->tensors[i];
-
-		json_array_append_new(tensors, json_pack("{s:s,s:s,s:o,s:s,s:o,s:s,s:o}",
-			"name", t->name,
-			"dtype", wshard_dtype_name(t->dtype),
-			"shape", shape_json(t->shape, t->ndim),
-			"file", rp->files[t->part].name,
-			"data_offsets", range(t->begin, t->end),
-			"checksum", ck->tensor[i],
-			"sources", sources_json(plan, t)));
-	}
-	return json_pack("{s:i,s:I,s:s,s:o,s:o}", "rank", r,
+	head = json_pack("{s:i,s:I,s:s,s:o,s:s}", "rank", r,
 			 "bytes", (json_int_t)rp->bytes,
 			 "validated_by", ck->backend,
-			 "files", files, "tensors", tensors);
+			 "files", files, "tensors", TENSORS_MARK);
+	/* a rank entry sits at depth 2: in "ranks", in the document */
+	text_add_object(&t, head, 2, TENSORS_MARK_TEXT, rp->ntensors, fill_tensor, &c);
+	json_decref(head);
+	if (t.oom || !t.p) {
+		free(t.p);
+		return NULL;
+	}
+	*out_len = t.len;
+	return t.p;
 }
 
-json_t *manifest_doc(const struct wshard_plan *plan, json_t *ranks,
-		     enum wshard_validate_mode mode, int nprocs,
+struct ranks_ctx {
+	const char *const *text;
+	const size_t *len;
+};
+
+static void fill_rank(void *arg, struct text *t, size_t i, int extra)
+{
+	const struct ranks_ctx *c = arg;
+
+	(void)extra;		/* manifest_rank_text shifted them already */
+	text_add(t, c->text[i], c->len[i]);
+}
+
+char *manifest_text(json_t *doc, const char *const *rank_text, const size_t *rank_len,
+		    int nranks, size_t *out_len)
+{
+	struct ranks_ctx c = { rank_text, rank_len };
+	struct text t = { 0 };
+
+	text_add_object(&t, doc, 0, RANKS_MARK_TEXT, (size_t)nranks, fill_rank, &c);
+	text_add(&t, "\n", 1);
+	if (t.oom || !t.p) {
+		free(t.p);
+		return NULL;
+	}
+	*out_len = t.len;
+	return t.p;
+}
+
+enum wshard_err manifest_print(json_t *doc, const char *const *rank_text,
+			       const size_t *rank_len, int nranks,
+			       manifest_out_fn out, void *ctx)
+{
+	struct ranks_ctx c = { rank_text, rank_len };
+	struct text t = { .out = out, .ctx = ctx };
+
+	text_add_object(&t, doc, 0, RANKS_MARK_TEXT, (size_t)nranks, fill_rank, &c);
+	text_add(&t, "\n", 1);
+	text_flush(&t);
+	free(t.p);
+	return t.failed ? WSHARD_EIO : t.oom ? WSHARD_ENOMEM : WSHARD_OK;
+}
+
+json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode mode, int nprocs,
 		     const uint64_t *proc_read, bool synced)
 {
 	const struct wshard_catalog *cat = plan->cat;
@@ -149,7 +332,7 @@ json_t *manifest_doc(const struct wshard_plan *plan, json_t *ranks,
 		"files", files, "copied", copied));
 	json_object_set_new(doc, "validation", json_pack("{s:s}", "mode",
 							 manifest_validate_name(mode)));
-	json_object_set_new(doc, "ranks", ranks);
+	json_object_set_new(doc, "ranks", json_string(RANKS_MARK));
 	json_object_set_new(doc, "run", json_pack("{s:i,s:o,s:b}", "processes", nprocs,
 						  "bytes_read", reads, "synced", synced));
 	return doc;
@@ -157,6 +340,5 @@ fail:
 	json_decref(files);
 	json_decref(copied);
 	json_decref(reads);
-	json_decref(ranks);
 	return NULL;
 }

@@ -16,18 +16,45 @@ struct manifest_rank_ck {
 	char backend[128];			/* validation backend */
 };
 
-/* The "ranks" entry of rank r.  Returns a new reference, NULL when out of memory. */
-json_t *manifest_rank(const struct wshard_plan *plan, int r,
-		      const struct manifest_rank_ck *ck);
+/*
+ * The "ranks" entry of rank r as it appears in wshard.json, without a
+ * trailing newline (its lines after the first indented for its place in
+ * the document).  Returns a malloc'd string of *out_len bytes, NULL when
+ * out of memory.  The entry is printed a tensor at a time: no JSON tree of
+ * all of it is ever held.
+ */
+char *manifest_rank_text(const struct wshard_plan *plan, int r,
+			 const struct manifest_rank_ck *ck, size_t *out_len);
 
 /*
- * The whole manifest around ranks (an array, stolen), for a run validated
- * with mode by nprocs processes that read proc_read[] bytes each, whose
- * files were fsynced before their rename or not (synced).
+ * The manifest without its ranks (their place held by a placeholder), for
+ * a run validated with mode by nprocs processes that read proc_read[]
+ * bytes each, whose files were fsynced before their rename or not
+ * (synced).  More members ("archives") may be added to it.
  */
-json_t *manifest_doc(const struct wshard_plan *plan, json_t *ranks,
-		     enum wshard_validate_mode mode, int nprocs,
-		     const uint64_t *proc_read, bool synced);
+json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode mode,
+		     int nprocs, const uint64_t *proc_read, bool synced);
+
+/*
+ * The bytes of wshard.json: doc printed with one space of indent per
+ * level, its placeholder replaced by the nranks entries rank_text[i]
+ * (from manifest_rank_text, rank_len[i] bytes each), and a newline.
+ * Returns a malloc'd string of *out_len bytes, NULL when out of memory.
+ */
+char *manifest_text(json_t *doc, const char *const *rank_text, const size_t *rank_len,
+		    int nranks, size_t *out_len);
+
+/* Takes the next len bytes of the manifest; false when it cannot. */
+typedef bool (*manifest_out_fn)(void *ctx, const char *buf, size_t len);
+
+/*
+ * The same bytes as manifest_text, passed to out in order, about a MiB
+ * at a time, so that they are never all in memory.  Returns WSHARD_EIO
+ * when out failed (it tells why), WSHARD_ENOMEM when memory ran out.
+ */
+enum wshard_err manifest_print(json_t *doc, const char *const *rank_text,
+			       const size_t *rank_len, int nranks,
+			       manifest_out_fn out, void *ctx);
 
 /* Name of a validate mode: "auto", "gpu", "host", "off". */
 const char *manifest_validate_name(enum wshard_validate_mode mode);

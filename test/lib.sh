@@ -53,6 +53,17 @@ need_reference() {
 		echo "skipped: $PYTHON lacks numpy, safetensors or xxhash"; exit 77; }
 }
 
+# manifest_printed LABEL OUT: OUT/wshard.json holds exactly what a JSON
+# printer gives for its content with one space of indent per level (convert
+# prints it a piece at a time, never from one tree).
+manifest_printed() {
+	"$PYTHON" - "$2/wshard.json" <<'EOF' || fail "$1: wshard.json is not JSON printed with indent 1"
+import json, sys
+b = open(sys.argv[1], encoding="utf-8").read()
+sys.exit(b != json.dumps(json.loads(b), indent=1, ensure_ascii=False) + "\n")
+EOF
+}
+
 # convert_checked NAME SRC TP [OPTIONS...]: converts SRC at TP into
 # $out=$T/NAME-tpTP with OPTIONS (ones reference.py also takes), runs
 # `wshard verify` on it and compares it with the reference.  Counts the case
@@ -72,6 +83,7 @@ convert_checked() {
 	if ! "$WSHARD" verify "$out" >"$T/vout" 2>&1; then
 		fail "$name tp $tp: wshard verify failed: $(head -c 400 "$T/vout")"
 	fi
+	manifest_printed "$name tp $tp" "$out"
 	if ! "$PYTHON" "$REF" check "$src" "$out" --tp "$tp" "$@" >"$T/rout" 2>&1; then
 		fail "$name tp $tp ($*): output differs from the reference:"
 		head -n 15 "$T/rout" | sed 's/^/    /'

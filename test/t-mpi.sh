@@ -105,6 +105,7 @@ same_out() {
 		cmp -s "$a/$f" "$b/$f" || fail "$label: $f differs from the single-process run"
 	done <"$T/la"
 	grep -q '^model-rank-' "$T/la" || fail "$label: no rank files in $a"
+	manifest_printed "$label" "$b"
 	"$PYTHON" - "$a/wshard.json" "$b/wshard.json" <<'EOF' || fail "$label: wshard.json differs beyond \"run\""
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
