@@ -124,12 +124,21 @@ static int inspect_checkpoint(const struct inspect_opts *o)
 /* Reads OUT/wshard.json; NULL after printing why. */
 static json_t *load_manifest(const char *path, int *out_ret)
 {
-	char file[4096];
+	char file[4096], *text = NULL;
+	size_t len = 0;
 	json_error_t jerr;
-	json_t *doc;
+	json_t *doc = NULL;
+	struct wshard_error err = { 0 };
 
 	snprintf(file, sizeof(file), "%s/%s", path, WSHARD_MANIFEST);
-	doc = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+	/* without the sources, which inspect does not show: a far smaller tree */
+	if (wshard_manifest_read(file, &text, &len, &err)) {
+		fprintf(stderr, "wshard: %s\n", err.msg);
+		*out_ret = err.code == WSHARD_ENOMEM ? EXIT_IO : EXIT_INPUT;
+		return NULL;
+	}
+	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
 	if (!doc || !json_is_array(json_object_get(doc, "ranks")) ||
 	    !json_is_integer(json_object_get(doc, "tp"))) {
 		fprintf(stderr, "wshard: '%s': %s\n", file,

@@ -3,9 +3,13 @@
  * input and the options (no time, no host name), so two runs give the same
  * bytes; only "run" depends on the number of processes.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -341,4 +345,138 @@ fail:
 	json_decref(copied);
 	json_decref(reads);
 	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading: the manifest without its sources                           */
+/* ------------------------------------------------------------------ */
+
+static size_t skip_space(const char *s, size_t n, size_t i)
+{
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* The end of the string that opens at s[i] (past its closing quote), or n. */
+static size_t skip_string(const char *s, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			return i + 1;
+	}
+	return n;
+}
+
+/* The end of the value that starts at s[i], or n when it does not end. */
+static size_t skip_value(const char *s, size_t n, size_t i)
+{
+	size_t depth = 0;
+
+	if (i >= n)
+		return n;
+	if (s[i] == '"')
+		return skip_string(s, n, i);
+	if (s[i] != '{' && s[i] != '[') {
+		while (i < n && !memchr(",}] \t\r\n", s[i], 7))
+			i++;
+		return i;
+	}
+	while (i < n) {
+		if (s[i] == '"') {
+			i = skip_string(s, n, i);
+			continue;
+		}
+		if (s[i] == '{' || s[i] == '[')
+			depth++;
+		else if ((s[i] == '}' || s[i] == ']') && --depth == 0)
+			return i + 1;
+		i++;
+	}
+	return n;
+}
+
+static void blank(char *s, size_t a, size_t b)
+{
+	for (; a < b; a++)
+		if (s[a] != '\n')
+			s[a] = ' ';
+}
+
+void wshard_manifest_strip_sources(char *s, size_t n)
+{
+	static const char key[] = "\"sources\"";
+	size_t i = 0, last = n;	/* last: the last character kept that is not space */
+
+	while (i < n) {
+		size_t j, k, v0, v1, m;
+
+		if (s[i] != '"') {
+			if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+				last = i;
+			i++;
+			continue;
+		}
+		j = skip_string(s, n, i);
+		k = skip_space(s, n, j);
+		if (j - i != sizeof(key) - 1 || memcmp(s + i, key, j - i) != 0 ||
+		    k >= n || s[k] != ':') {
+			last = j - 1;
+			i = j;
+			continue;
+		}
+		v0 = skip_space(s, n, k + 1);
+		v1 = skip_value(s, n, v0);
+		if (v1 >= n || v0 == v1)
+			return;		/* not JSON: left for the parser to report */
+		if (last < n && s[last] == ',') {
+			blank(s, last, v1);	/* the comma before it goes too */
+			i = v1;
+			continue;
+		}
+		m = skip_space(s, n, v1);
+		if (m < n && s[m] == ',')	/* the first member: the comma after it */
+			m++;
+		else
+			m = v1;
+		blank(s, i, m);
+		i = m;
+	}
+}
+
+enum wshard_err wshard_manifest_read(const char *path, char **out_text, size_t *out_len,
+				     struct wshard_error *err)
+{
+	struct stat sb;
+	char *text = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	enum wshard_err rc;
+
+	*out_text = NULL;
+	*out_len = 0;
+	if (fd < 0 || fstat(fd, &sb) < 0) {
+		rc = wshard_error_set(err, WSHARD_EIO, "cannot read '%s': %s", path,
+				      strerror(errno));
+		goto out;
+	}
+	text = malloc((size_t)sb.st_size + 1);
+	if (!text) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory reading '%s'", path);
+		goto out;
+	}
+	rc = wshard_pread_full(fd, text, (size_t)sb.st_size, 0, path, err);
+	if (rc)
+		goto out;
+	text[sb.st_size] = '\0';
+	wshard_manifest_strip_sources(text, (size_t)sb.st_size);
+	*out_text = text;
+	*out_len = (size_t)sb.st_size;
+	text = NULL;
+out:
+	free(text);
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }

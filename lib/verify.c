@@ -31,6 +31,9 @@ struct vfile {
 	size_t map_len;
 };
 
+/* Compared bytes after which every mapping of the output is dropped. */
+#define UNMAP_EVERY ((uint64_t)16 << 20)
+
 struct vtensor {
 	const char *name;
 	enum wshard_dtype dtype;
@@ -67,6 +70,7 @@ struct verify {
 	char *cmp;
 	size_t cmp_cap;
 	pthread_mutex_t lock;		/* lines: the hashing thread adds too */
+	uint64_t compared;		/* bytes compared since the last unmap_compared */
 	json_t *archives;		/* the manifest's "archives" (--archive), or NULL */
 	bool archive_only;		/* archives and no rank file in OUT */
 };
@@ -205,21 +209,26 @@ static enum wshard_err load_manifest(struct verify *v, struct wshard_error *err)
 	json_error_t jerr;
 	json_t *ranks, *x;
 	const char *fmt, *ck;
-	size_t i;
+	char *text;
+	size_t i, len;
 	enum wshard_err rc;
 
 	v->manifest_path = wshard_path_join(v->opt->out_dir, WSHARD_MANIFEST);
 	if (!v->manifest_path)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	v->doc = json_load_file(v->manifest_path, JSON_REJECT_DUPLICATES, &jerr);
-	if (!v->doc) {
-		if (access(v->manifest_path, F_OK) < 0)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s' is not a wshard output: no %s (an interrupted convert leaves none)",
-						v->opt->out_dir, WSHARD_MANIFEST);
+	if (access(v->manifest_path, F_OK) < 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s' is not a wshard output: no %s (an interrupted convert leaves none)",
+					v->opt->out_dir, WSHARD_MANIFEST);
+	/* without the sources, which verify does not read: a far smaller tree */
+	rc = wshard_manifest_read(v->manifest_path, &text, &len, err);
+	if (rc)
+		return rc;
+	v->doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
+	if (!v->doc)
 		return wshard_error_set(err, WSHARD_EINVAL, "'%s': invalid JSON at line %d: %s",
 					v->manifest_path, jerr.line, jerr.text);
-	}
 	fmt = json_string_value(json_object_get(v->doc, "format"));
 	if (!fmt || strcmp(fmt, "wshard"))
 		return bad(v, err, "\"format\" is not \"wshard\"");
@@ -715,6 +724,19 @@ static void check_plan(struct verify *v, const struct wshard_plan *plan, int r)
 	}
 }
 
+/* Drops every page of the output this process has mapped (the page cache keeps them). */
+static void unmap_compared(struct verify *v)
+{
+	size_t r, f;
+
+	for (r = 0; r < v->nranks; r++)
+		for (f = 0; f < v->ranks[r].nfiles; f++)
+			if (v->ranks[r].files[f].map)
+				madvise(v->ranks[r].files[f].map, v->ranks[r].files[f].map_len,
+					MADV_DONTNEED);
+	v->compared = 0;
+}
+
 /* The sink of verify: compares output bytes with what the source gives. */
 static enum wshard_err compare_put(void *ctx, int rank, size_t tensor, uint64_t off,
 				   const void *buf, size_t len, struct wshard_error *err)
@@ -753,11 +775,20 @@ static enum wshard_err compare_put(void *ctx, int rank, size_t tensor, uint64_t 
 			     rank, t->name, (unsigned long long)(off + i),
 			     (unsigned long long)((off + i) * 8 / wshard_dtype_bits(t->dtype)));
 		}
-		/* drop the compared pages from this process's resident set */
+		/*
+		 * Drop the compared pages from this process's resident set.  Pieces
+		 * smaller than a page (an expert's rows, say) leave theirs mapped,
+		 * as do the large folios a fault maps around a piece: every
+		 * UNMAP_EVERY compared bytes the whole file is unmapped (the page
+		 * cache keeps it; later pieces fault their pages back in).
+		 */
 		{
 			uint64_t lo = (at + 4095) / 4096 * 4096, hi = (at + len) / 4096 * 4096;
 
-			if (hi > lo)
+			v->compared += len;
+			if (v->compared >= UNMAP_EVERY)
+				unmap_compared(v);
+			else if (hi > lo)
 				madvise(vr->files[t->file].map + lo, hi - lo, MADV_DONTNEED);
 		}
 		return WSHARD_OK;

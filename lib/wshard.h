@@ -702,4 +702,21 @@ void wshard_verify_result_release(struct wshard_verify_result *res);
 /* Name of the manifest in an output directory. */
 #define WSHARD_MANIFEST "wshard.json"
 
+/*
+ * Reads the manifest at path into a malloc'd, NUL-terminated buffer of
+ * *out_len bytes, with every "sources" member (a tensor's provenance,
+ * which verify and inspect do not read) blanked out with spaces, newlines
+ * kept.  A JSON parser then builds a tree of a fraction of the size: the
+ * sources are most of an MoE model's manifest, and a tree takes about ten
+ * times the bytes of its text.  Line and column numbers in the parser's
+ * errors stay those of the file.  Text that is not valid JSON is returned
+ * as it is from where it stops making sense, for the parser to report.
+ * Returns WSHARD_OK, WSHARD_EIO (errno tells why) or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_manifest_read(const char *path, char **out_text, size_t *out_len,
+				     struct wshard_error *err);
+
+/* Blanks out the "sources" members of the JSON text s (n bytes) in place. */
+void wshard_manifest_strip_sources(char *s, size_t n);
+
 #endif /* WSHARD_H */

@@ -5,7 +5,9 @@
  * communicator.  It must return an error or differences, never crash;
  * and since no file the manifest could name exists (wshard.json itself
  * cannot hold its own checksum), it may return OK only for a manifest
- * that lists no file at all.
+ * that lists no file at all.  Also: wshard_manifest_strip_sources (which
+ * verify reads through) keeps the text's length and newlines, and turns
+ * JSON into the same JSON less its "sources" members.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +64,58 @@ static size_t listed_files(const uint8_t *data, size_t size)
 	return n;
 }
 
+/* v without any member named "sources", at any depth (a new reference). */
+static json_t *without_sources(json_t *v)
+{
+	json_t *c, *x;
+	const char *k;
+	size_t i;
+
+	if (json_is_object(v)) {
+		c = json_object();
+		json_object_foreach(v, k, x)
+			if (strcmp(k, "sources") != 0)
+				json_object_set_new(c, k, without_sources(x));
+		return c;
+	}
+	if (json_is_array(v)) {
+		c = json_array();
+		json_array_foreach(v, i, x)
+			json_array_append_new(c, without_sources(x));
+		return c;
+	}
+	return json_incref(v);
+}
+
+/*
+ * What verify reads: the text with its "sources" blanked keeps its length
+ * and newlines, and when the text is JSON, it is the same JSON less every
+ * "sources" member.
+ */
+static void check_strip(const uint8_t *data, size_t size)
+{
+	char *s = malloc(size + 1);
+	json_t *a, *b, *want;
+	size_t i;
+
+	if (!s)
+		return;
+	memcpy(s, data, size);
+	wshard_manifest_strip_sources(s, size);
+	for (i = 0; i < size; i++)
+		CHECK((s[i] == '\n') == (data[i] == '\n'));
+	a = json_loadb((const char *)data, size, 0, NULL);
+	if (a) {
+		b = json_loadb(s, size, 0, NULL);
+		want = without_sources(a);
+		CHECK(b && json_equal(b, want));
+		json_decref(b);
+		json_decref(want);
+		json_decref(a);
+	}
+	free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct wshard_verify_opts opt = {
@@ -75,6 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum wshard_err rc;
 	size_t i;
 
+	check_strip(data, size);
 	fuzz_write(manifest, data, size);
 	rc = wshard_verify(&opt, comm, &res, &err);
 	switch (rc) {
