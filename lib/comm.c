@@ -66,8 +66,25 @@ enum wshard_err wshard_comm_init(struct wshard_comm **out_comm, int *argc,
 		MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
 		MPI_Comm_size(MPI_COMM_WORLD, &c->size);
 	}
-	lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-	c->local_rank = c->mpi && lr ? atoi(lr) : 0;
+	if (c->mpi) {
+		/*
+		 * The process's number among those of its node (its GPU), from
+		 * MPI itself whatever the launcher (mpirun, srun, ...); Open MPI's
+		 * variable where MPI cannot tell.
+		 */
+		MPI_Comm node;
+
+		c->local_rank = -1;
+		if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+					&node) == MPI_SUCCESS) {
+			if (MPI_Comm_rank(node, &c->local_rank) != MPI_SUCCESS)
+				c->local_rank = -1;
+			MPI_Comm_free(&node);
+		}
+		lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+		if (c->local_rank < 0)
+			c->local_rank = lr ? atoi(lr) : 0;
+	}
 	wshard_fault_set_process(c->rank);
 	*out_comm = c;
 	return WSHARD_OK;
