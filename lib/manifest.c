@@ -94,9 +94,10 @@ static json_t *sources_json(const struct wshard_plan *plan,
  */
 #define DUMP_FLAGS (JSON_INDENT(1) | JSON_PRESERVE_ORDER)
 #define TENSORS_MARK "\001tensors"
-#define TENSORS_MARK_TEXT "\"\\u0001tensors\""
+/* as printed, with its key: no string the document holds can contain it */
+#define TENSORS_MARK_TEXT "\"tensors\": \"\\u0001tensors\""
 #define RANKS_MARK "\001ranks"
-#define RANKS_MARK_TEXT "\"\\u0001ranks\""
+#define RANKS_MARK_TEXT "\"ranks\": \"\\u0001ranks\""
 
 /* Printed text: in memory, or passed to out a piece at a time. */
 struct text {
@@ -162,9 +163,10 @@ static void text_add_shifted(struct text *t, const char *s, size_t n, int extra)
 }
 
 /*
- * Appends the printed form of obj as an element at depth extra/1 of the
- * document, its placeholder mark (printed as mark_text) replaced by the
- * elements that fill(ctx, t, i, extra_of_elements) appends, count of them.
+ * Appends the printed form of obj, indented as at depth extra of the
+ * document (one space a level), its placeholder (printed as mark_text,
+ * key included) replaced by an array of count elements, each appended by
+ * fill(ctx, t, i, its depth).
  */
 static void text_add_object(struct text *t, json_t *obj, int extra, const char *mark_text,
 			    size_t count, void (*fill)(void *, struct text *, size_t, int),
@@ -179,6 +181,8 @@ static void text_add_object(struct text *t, json_t *obj, int extra, const char *
 		return;
 	}
 	at = mark_text ? strstr(s, mark_text) : NULL;
+	if (at)
+		at = strchr(at, ':') + 2;	/* the key stays */
 	pre = at ? (size_t)(at - s) : strlen(s);
 	text_add_shifted(t, s, pre, extra);
 	if (at) {
@@ -195,7 +199,7 @@ static void text_add_object(struct text *t, json_t *obj, int extra, const char *
 			text_add(t, "                ", (size_t)extra + 1);
 			text_add(t, "]", 1);
 		}
-		at += strlen(mark_text);
+		at = strchr(at + 1, '"') + 1;	/* past the mark's closing quote */
 		text_add_shifted(t, at, strlen(at), extra);
 	}
 	free(s);
