@@ -33,6 +33,8 @@ struct vfile {
 
 /* Compared bytes after which every mapping of the output is dropped. */
 #define UNMAP_EVERY ((uint64_t)16 << 20)
+/* A piece this large has its pages dropped as soon as it is compared. */
+#define UNMAP_PIECE ((uint64_t)1 << 20)
 
 struct vtensor {
 	const char *name;
@@ -776,11 +778,12 @@ static enum wshard_err compare_put(void *ctx, int rank, size_t tensor, uint64_t 
 			     (unsigned long long)((off + i) * 8 / wshard_dtype_bits(t->dtype)));
 		}
 		/*
-		 * Drop the compared pages from this process's resident set.  Pieces
-		 * smaller than a page (an expert's rows, say) leave theirs mapped,
-		 * as do the large folios a fault maps around a piece: every
-		 * UNMAP_EVERY compared bytes the whole file is unmapped (the page
-		 * cache keeps it; later pieces fault their pages back in).
+		 * Drop the compared pages from this process's resident set: those
+		 * of a large piece at once, the rest (small pieces such as an
+		 * expert's rows, and the pages a fault maps around a piece) every
+		 * UNMAP_EVERY compared bytes, all at once; the page cache keeps
+		 * them.  An madvise per small piece cost more than the comparison:
+		 * each one interrupts the other core to flush its TLB.
 		 */
 		{
 			uint64_t lo = (at + 4095) / 4096 * 4096, hi = (at + len) / 4096 * 4096;
@@ -788,7 +791,7 @@ static enum wshard_err compare_put(void *ctx, int rank, size_t tensor, uint64_t 
 			v->compared += len;
 			if (v->compared >= UNMAP_EVERY)
 				unmap_compared(v);
-			else if (hi > lo)
+			else if (hi >= lo + UNMAP_PIECE)
 				madvise(vr->files[t->file].map + lo, hi - lo, MADV_DONTNEED);
 		}
 		return WSHARD_OK;
