@@ -315,7 +315,10 @@ else
 	fail "mpirun -np 2 with pml_base_verbose: exit $mrc: $(head -c 400 "$T/err")"
 fi
 rm -rf "$T/pml"
-if mpi 2 --mca pml ^ucx --mca pml_base_verbose 10 -- convert -q --tp 4 "$src" "$T/pml"; then
+# (only where Open MPI has a cm layer to load)
+if ! ompi_info 2>/dev/null | grep -q 'MCA pml: cm'; then
+	echo "   (no cm pml in this Open MPI: the --mca pml ^ucx case is not run)"
+elif mpi 2 --mca pml ^ucx --mca pml_base_verbose 10 -- convert -q --tp 4 "$src" "$T/pml"; then
 	grep -q 'found loaded component cm' "$T/err" ||
 		fail "--mca pml ^ucx: the user's choice was overridden (cm not loaded): $(grep 'found loaded' "$T/err" | head -c 300)"
 	same_out "mpirun --mca pml ^ucx" "$base" "$T/pml"
