@@ -208,9 +208,17 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 	return 0;
 }
 
-static void print_dry_run(const struct wshard_plan *plan)
+/* The name of rank r's archive (--archive FMT). */
+static void archive_name(char *out, size_t n, int r, enum wshard_archive_fmt fmt)
 {
-	char shape[160], b[32];
+	snprintf(out, n, "rank-%d.%s", r,
+		 fmt == WSHARD_ARCHIVE_TAR_ZST ? "tar.zst" :
+		 fmt == WSHARD_ARCHIVE_TAR_GZ ? "tar.gz" : "tar");
+}
+
+static void print_dry_run(const struct convert_opts *o, const struct wshard_plan *plan)
+{
+	char shape[160], b[32], name[64];
 	size_t i, k;
 	int r;
 
@@ -220,6 +228,11 @@ static void print_dry_run(const struct wshard_plan *plan)
 		printf("rank %d: %zu tensors, %s in %zu file%s\n", r, rp->ntensors,
 		       human_bytes(rp->bytes, b, sizeof(b)), rp->nfiles,
 		       rp->nfiles == 1 ? "" : "s");
+		if (o->run.archive != WSHARD_ARCHIVE_NONE) {
+			archive_name(name, sizeof(name), r, o->run.archive);
+			printf("  packed into %s%s\n", name,
+			       o->run.archive_only ? ", its files then removed (--archive-only)" : "");
+		}
 		for (i = 0; i < rp->ntensors; i++) {
 			const struct wshard_out_tensor *t = &rp->tensors[i];
 			wshard_format_shape(shape, sizeof(shape), t->shape, t->ndim);
@@ -345,7 +358,7 @@ int cmd_convert(int argc, char **argv)
 		goto out;
 	if (o.dry_run) {
 		if (leader)
-			print_dry_run(plan);
+			print_dry_run(&o, plan);
 		goto out;
 	}
 	progress_init(&prog, o.quiet || !leader);

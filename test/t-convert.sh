@@ -5,7 +5,9 @@
 # no attention scales, several parts per rank, padding-only vocab shards,
 # tensors bigger than the copy buffer) and compares
 # each output with test/reference.py, an independent implementation of
-# OUTPUT-CONTRACT.md.  Also checks that converting twice is byte-identical.
+# OUTPUT-CONTRACT.md.  Also checks that converting twice is byte-identical,
+# and that --dry-run writes nothing and prints the tensors convert writes
+# (and, with --archive, each rank's archive).
 # $S holds several generator options: split on purpose.
 # shellcheck disable=SC2086,SC1091
 . "$(dirname "$0")/lib.sh"
@@ -139,6 +141,43 @@ cp "$hub/blobs/$(ls "$hub/blobs" | head -n 1)" "$T/hubsrc-outside.safetensors"
 "$WSHARD" convert --tp 2 "$hub/snapshots/0123abc" "$T/hf-out" >/dev/null 2>"$T/cerr" &&
 	fail "hf-cache: a link leaving the repository was accepted"
 grep -q "leaves the directory" "$T/cerr" || fail "hf-cache: $(head -c 300 "$T/cerr")"
+
+# --dry-run: exit 0, OUT never created, and for every rank the tensors the
+# real conversion writes, in the same files; with --archive, each rank's
+# archive.
+gen "$T/src-dry" $S --shards 2
+if conv dry "$T/src-dry" 4; then
+	if ! "$WSHARD" convert --dry-run --tp 4 "$T/src-dry" "$T/dry-out" >"$T/dout" 2>"$T/derr"; then
+		fail "--dry-run exited non-zero: $(head -c 300 "$T/derr")"
+	fi
+	[ -e "$T/dry-out" ] && fail "--dry-run created OUT"
+	"$PYTHON" - "$T/dry-tp4/wshard.json" "$T/dout" <<'EOF' || fail "--dry-run: the plan it prints is not what convert wrote"
+import json, re, sys
+m = json.load(open(sys.argv[1]))
+want = {r["rank"]: [(t["name"], t["file"]) for t in r["tensors"]] for r in m["ranks"]}
+got, rank = {}, None
+for line in open(sys.argv[2]):
+    h = re.match(r"rank (\d+): ", line)
+    if h:
+        rank = int(h.group(1))
+        got[rank] = []
+        continue
+    t = re.match(r"  (\S+) \S+ \[[^]]*\] \d+ bytes -> (\S+)$", line)
+    if t:
+        got[rank].append((t.group(1), t.group(2)))
+for r in sorted(set(want) | set(got)):
+    if want.get(r) != got.get(r):
+        print("    rank %s: printed %r, written %r" % (r, got.get(r, [])[:3], want.get(r, [])[:3]))
+        sys.exit(1)
+EOF
+	"$WSHARD" convert -n --tp 4 --archive tar.gz --archive-only "$T/src-dry" "$T/dry-out" >"$T/dout" 2>&1 ||
+		fail "--dry-run --archive exited non-zero: $(head -c 300 "$T/dout")"
+	[ -e "$T/dry-out" ] && fail "--dry-run --archive created OUT"
+	for r in 0 1 2 3; do
+		grep -qx "  packed into rank-$r.tar.gz, its files then removed (--archive-only)" "$T/dout" ||
+			fail "--dry-run --archive: no archive line for rank $r"
+	done
+fi
 
 echo "$ncases conversions checked against the reference"
 finish
