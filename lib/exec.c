@@ -582,15 +582,9 @@ static void *seal_worker(void *arg)
 	if (own)
 		wshard_validator_close(v);
 	free(buf);
-	{
-		struct timespec ts;
-
-		if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
-			pthread_mutex_lock(&j->lock);
-			j->cpu_seconds += (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-			pthread_mutex_unlock(&j->lock);
-		}
-	}
+	pthread_mutex_lock(&j->lock);
+	j->cpu_seconds += wshard_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+	pthread_mutex_unlock(&j->lock);
 	return NULL;
 }
 
@@ -876,13 +870,6 @@ static void manifest_parts_free(struct manifest_parts *mp)
 	memset(mp, 0, sizeof(*mp));
 }
 
-/* The bytes of wshard.json, from what build_manifest assembled. */
-static char *manifest_bytes(const struct convert *cv, const struct manifest_parts *mp,
-			    size_t *out_len)
-{
-	return manifest_text(mp->doc, mp->text, mp->len, cv->plan->tp, out_len);
-}
-
 /*
  * Gathers every process's rank entries (printed, a rank at a time) to
  * process 0, which copies the non-weight files and builds the rest of the
@@ -1073,7 +1060,8 @@ static enum wshard_err archive_ranks(struct convert *cv, struct manifest_parts *
 	json_t *mine = NULL;
 	int r;
 
-	if (cv->proc == 0 && !err->code && !(text = manifest_bytes(cv, mp, &text_len)))
+	if (cv->proc == 0 && !err->code && !(text = manifest_text(mp->doc, mp->text, mp->len,
+								     cv->plan->tp, &text_len)))
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing the manifest");
 	if (wshard_comm_agree(cv->comm, err) ||
 	    wshard_comm_bcast_bytes(cv->comm, text, text_len, &inner, &inner_len, err))
@@ -1267,9 +1255,9 @@ out:
 	wshard_validator_close(cv.v);
 	for (r = 0; cv.ranks && r < plan->tp; r++) {
 		free(cv.ranks[r].files);
-		free(cv.ranks[r].left);
 		if (cv.ranks[r].left)	/* its lock was initialised with it */
 			pthread_mutex_destroy(&cv.ranks[r].write_lock);
+		free(cv.ranks[r].left);
 		free(cv.ranks[r].ck.file);
 		free(cv.ranks[r].ck.tensor);
 	}

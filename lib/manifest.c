@@ -3,13 +3,10 @@
  * input and the options (no time, no host name), so two runs give the same
  * bytes; only "run" depends on the number of processes.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -145,17 +142,24 @@ static void text_add(struct text *t, const char *s, size_t n)
 	t->p[t->len] = '\0';
 }
 
+/* Appends n spaces (n at most 16: the depths the manifest has). */
+static void text_indent(struct text *t, int n)
+{
+	static const char spaces[] = "                ";
+
+	text_add(t, spaces, (size_t)n);
+}
+
 /* Appends n bytes of s, each line after the first shifted right by extra spaces. */
 static void text_add_shifted(struct text *t, const char *s, size_t n, int extra)
 {
-	static const char spaces[] = "                ";
 	const char *nl;
 
 	while (n && (nl = memchr(s, '\n', n))) {
 		size_t k = (size_t)(nl - s) + 1;
 
 		text_add(t, s, k);
-		text_add(t, spaces, (size_t)extra);
+		text_indent(t, extra);
 		s += k;
 		n -= k;
 	}
@@ -192,11 +196,11 @@ static void text_add_object(struct text *t, json_t *obj, int extra, const char *
 		} else {
 			text_add(t, "[\n", 2);
 			for (i = 0; i < count; i++) {
-				text_add(t, "                ", (size_t)extra + 2);
+				text_indent(t, extra + 2);
 				fill(ctx, t, i, extra + 2);
 				text_add(t, i + 1 < count ? ",\n" : "\n", i + 1 < count ? 2 : 1);
 			}
-			text_add(t, "                ", (size_t)extra + 1);
+			text_indent(t, extra + 1);
 			text_add(t, "]", 1);
 		}
 		at = strchr(at + 1, '"') + 1;	/* past the mark's closing quote */
@@ -270,14 +274,22 @@ static void fill_rank(void *arg, struct text *t, size_t i, int extra)
 	text_add(t, c->text[i], c->len[i]);
 }
 
+/* Prints the document around the ranks' entries, and its final newline. */
+static void text_add_doc(struct text *t, json_t *doc, const char *const *rank_text,
+			 const size_t *rank_len, int nranks)
+{
+	struct ranks_ctx c = { rank_text, rank_len };
+
+	text_add_object(t, doc, 0, RANKS_MARK_TEXT, (size_t)nranks, fill_rank, &c);
+	text_add(t, "\n", 1);
+}
+
 char *manifest_text(json_t *doc, const char *const *rank_text, const size_t *rank_len,
 		    int nranks, size_t *out_len)
 {
-	struct ranks_ctx c = { rank_text, rank_len };
 	struct text t = { 0 };
 
-	text_add_object(&t, doc, 0, RANKS_MARK_TEXT, (size_t)nranks, fill_rank, &c);
-	text_add(&t, "\n", 1);
+	text_add_doc(&t, doc, rank_text, rank_len, nranks);
 	if (t.oom || !t.p) {
 		free(t.p);
 		return NULL;
@@ -290,11 +302,9 @@ enum wshard_err manifest_print(json_t *doc, const char *const *rank_text,
 			       const size_t *rank_len, int nranks,
 			       manifest_out_fn out, void *ctx)
 {
-	struct ranks_ctx c = { rank_text, rank_len };
 	struct text t = { .out = out, .ctx = ctx };
 
-	text_add_object(&t, doc, 0, RANKS_MARK_TEXT, (size_t)nranks, fill_rank, &c);
-	text_add(&t, "\n", 1);
+	text_add_doc(&t, doc, rank_text, rank_len, nranks);
 	text_flush(&t);
 	free(t.p);
 	return t.failed ? WSHARD_EIO : t.oom ? WSHARD_ENOMEM : WSHARD_OK;
@@ -453,34 +463,9 @@ void wshard_manifest_strip_sources(char *s, size_t n)
 enum wshard_err wshard_manifest_read(const char *path, char **out_text, size_t *out_len,
 				     struct wshard_error *err)
 {
-	struct stat sb;
-	char *text = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	enum wshard_err rc;
+	enum wshard_err rc = wshard_read_file(path, UINT64_MAX, out_text, out_len, err);
 
-	*out_text = NULL;
-	*out_len = 0;
-	if (fd < 0 || fstat(fd, &sb) < 0) {
-		rc = wshard_error_set(err, WSHARD_EIO, "cannot read '%s': %s", path,
-				      strerror(errno));
-		goto out;
-	}
-	text = malloc((size_t)sb.st_size + 1);
-	if (!text) {
-		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory reading '%s'", path);
-		goto out;
-	}
-	rc = wshard_pread_full(fd, text, (size_t)sb.st_size, 0, path, err);
-	if (rc)
-		goto out;
-	text[sb.st_size] = '\0';
-	wshard_manifest_strip_sources(text, (size_t)sb.st_size);
-	*out_text = text;
-	*out_len = (size_t)sb.st_size;
-	text = NULL;
-out:
-	free(text);
-	if (fd >= 0)
-		close(fd);
+	if (!rc)
+		wshard_manifest_strip_sources(*out_text, *out_len);
 	return rc;
 }

@@ -711,7 +711,8 @@ void wshard_verify_result_release(struct wshard_verify_result *res);
  * times the bytes of its text.  Line and column numbers in the parser's
  * errors stay those of the file.  Text that is not valid JSON is returned
  * as it is from where it stops making sense, for the parser to report.
- * Returns WSHARD_OK, WSHARD_EIO (errno tells why) or WSHARD_ENOMEM.
+ * Returns WSHARD_OK, WSHARD_EINVAL (missing, or not a regular file),
+ * WSHARD_EIO or WSHARD_ENOMEM.
  */
 enum wshard_err wshard_manifest_read(const char *path, char **out_text, size_t *out_len,
 				     struct wshard_error *err);

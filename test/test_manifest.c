@@ -124,7 +124,10 @@ Test(manifest, read_strips_and_reports)
 	cr_assert_not_null(strstr(got, "\"a\": 1"), "'%s'", got);
 	free(got);
 	unlink(path);
-	cr_assert_eq(wshard_manifest_read(path, &got, &len, &err), WSHARD_EIO);
+	/* a missing file, or one that is not a regular file, is bad input */
+	cr_assert_eq(wshard_manifest_read(path, &got, &len, &err), WSHARD_EINVAL);
 	cr_assert_null(got);
 	cr_assert_not_null(strstr(err.msg, path), "'%s'", err.msg);
+	cr_assert_eq(wshard_manifest_read("/tmp", &got, &len, &err), WSHARD_EINVAL);
+	cr_assert_null(got);
 }
