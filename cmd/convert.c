@@ -208,14 +208,6 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 	return 0;
 }
 
-/* The name of rank r's archive (--archive FMT). */
-static void archive_name(char *out, size_t n, int r, enum wshard_archive_fmt fmt)
-{
-	snprintf(out, n, "rank-%d.%s", r,
-		 fmt == WSHARD_ARCHIVE_TAR_ZST ? "tar.zst" :
-		 fmt == WSHARD_ARCHIVE_TAR_GZ ? "tar.gz" : "tar");
-}
-
 static void print_dry_run(const struct convert_opts *o, const struct wshard_plan *plan)
 {
 	char shape[160], b[32], name[64];
@@ -229,7 +221,7 @@ static void print_dry_run(const struct convert_opts *o, const struct wshard_plan
 		       human_bytes(rp->bytes, b, sizeof(b)), rp->nfiles,
 		       rp->nfiles == 1 ? "" : "s");
 		if (o->run.archive != WSHARD_ARCHIVE_NONE) {
-			archive_name(name, sizeof(name), r, o->run.archive);
+			wshard_archive_name(name, sizeof(name), r, o->run.archive);
 			printf("  packed into %s%s\n", name,
 			       o->run.archive_only ? ", its files then removed (--archive-only)" : "");
 		}

@@ -31,7 +31,8 @@ struct sink {
 	struct wshard_error *err;
 };
 
-const char *arcout_suffix(enum wshard_archive_fmt fmt)
+/* ".tar", ".tar.zst" or ".tar.gz"; "" for WSHARD_ARCHIVE_NONE. */
+static const char *arcout_suffix(enum wshard_archive_fmt fmt)
 {
 	switch (fmt) {
 	case WSHARD_ARCHIVE_TAR:
@@ -44,6 +45,11 @@ const char *arcout_suffix(enum wshard_archive_fmt fmt)
 		break;
 	}
 	return "";
+}
+
+void wshard_archive_name(char *out, size_t n, int r, enum wshard_archive_fmt fmt)
+{
+	snprintf(out, n, "rank-%d%s", r, arcout_suffix(fmt));
 }
 
 static la_ssize_t sink_write(struct archive *a, void *ctx, const void *buf, size_t len)

@@ -19,9 +19,6 @@ struct arcout_entry {
 	const char *checksum;	/* path's expected digest (algorithm algo), or NULL */
 };
 
-/* ".tar", ".tar.zst" or ".tar.gz"; "" for WSHARD_ARCHIVE_NONE. */
-const char *arcout_suffix(enum wshard_archive_fmt fmt);
-
 /*
  * Writes the n entries, in the given order, into an archive of format fmt
  * at path: under a temporary name, synced (unless flags hold

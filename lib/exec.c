@@ -676,7 +676,7 @@ static char *archive_path(struct convert *cv, int r)
 {
 	char name[64];
 
-	snprintf(name, sizeof(name), "rank-%d%s", r, arcout_suffix(cv->run->archive));
+	wshard_archive_name(name, sizeof(name), r, cv->run->archive);
 	return wshard_path_join(cv->run->out_dir, name);
 }
 
@@ -1074,7 +1074,7 @@ static enum wshard_err archive_ranks(struct convert *cv, struct manifest_parts *
 	for (r = cv->proc; mine && r < cv->plan->tp; r += cv->nprocs) {
 		char name[64];
 
-		snprintf(name, sizeof(name), "rank-%d%s", r, arcout_suffix(cv->run->archive));
+		wshard_archive_name(name, sizeof(name), r, cv->run->archive);
 		json_array_append_new(mine, json_pack("{s:i,s:s,s:I,s:s}", "rank", r, "name", name,
 						      "size", (json_int_t)cv->ranks[r].archive_size,
 						      "checksum", cv->ranks[r].archive_ck));

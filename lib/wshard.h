@@ -604,6 +604,9 @@ enum wshard_archive_fmt {
 	WSHARD_ARCHIVE_TAR_GZ = 3,	/* OUT/rank-R.tar.gz */
 };
 
+/* Writes rank r's archive name in fmt ("rank-R.tar", ...) into out (n bytes). */
+void wshard_archive_name(char *out, size_t n, int r, enum wshard_archive_fmt fmt);
+
 /*
  * Progress callback: bytes done of total so far in phase, on this
  * process.  Convert's phases: "writing" (reading the source, writing the
