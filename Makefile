@@ -71,6 +71,7 @@ LIB_SRC := \
 	lib/archive_out.c \
 	lib/catalog.c \
 	lib/comm.c \
+	lib/crc64.c \
 	lib/dtype.c \
 	lib/error.c \
 	lib/exec.c \

@@ -27,7 +27,8 @@ static const char convert_usage[] =
 	"      --max-file-size SIZE start a new part past SIZE bytes (default 5GiB)\n"
 	"      --max-memory SIZE    tensor-data buffer budget (default 64MiB)\n"
 	"      --validate MODE      round trip: auto (default), gpu, host or off\n"
-	"      --checksum ALGO      manifest checksums: xxh3-64 (default) or sha256\n"
+	"      --checksum ALGO      manifest checksums: crc64-nvme (default), xxh3-64\n"
+	"                           or sha256 (these two read each file back)\n"
 	"      --dtype TYPE         convert F32/F16/BF16 weights to bf16, f16 or f32\n"
 	"                           (FP8 weights, their scales and integers are kept)\n"
 	"      --archive FMT        also pack each rank into OUT/rank-R.FMT: tar,\n"
@@ -143,7 +144,7 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 			break;
 		case OPT_CHECKSUM:
 			if (wshard_checksum_parse(optarg, &o->opt.checksum) < 0)
-				return usage_error("convert", "--checksum: '%s' is not xxh3-64 or sha256",
+				return usage_error("convert", "--checksum: '%s' is not crc64-nvme, xxh3-64 or sha256",
 						   optarg);
 			break;
 		case OPT_DTYPE:

@@ -119,8 +119,14 @@ const char *wshard_checksum_name(enum wshard_checksum ck)
 	switch (ck) {
 	case WSHARD_CK_XXH3: return "xxh3-64";
 	case WSHARD_CK_SHA256: return "sha256";
+	case WSHARD_CK_CRC64: return "crc64-nvme";
 	}
 	return "?";
+}
+
+bool wshard_checksum_composable(enum wshard_checksum ck)
+{
+	return ck == WSHARD_CK_CRC64;
 }
 
 int wshard_checksum_parse(const char *name, enum wshard_checksum *out_ck)
@@ -137,6 +143,11 @@ int wshard_checksum_parse(const char *name, enum wshard_checksum *out_ck)
 	if (!strcmp(name, "sha256")) {
 		if (out_ck)
 			*out_ck = WSHARD_CK_SHA256;
+		return 0;
+	}
+	if (!strcmp(name, "crc64-nvme")) {
+		if (out_ck)
+			*out_ck = WSHARD_CK_CRC64;
 		return 0;
 	}
 	return -1;

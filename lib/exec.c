@@ -1,10 +1,13 @@
 /*
  * exec.c - wshard_convert: prepares OUT, streams the plan into rank files
- * under temporary names while sealing threads read each file back once,
- * tensor by tensor as the stream completes them, to checksum it and to
- * validate it through the round trip, renames it, copies the non-weight
- * files and writes wshard.json last.  Every process agrees on the outcome
- * before anyone leaves, and a failure leaves no manifest behind.  With
+ * under temporary names, round-tripping every block through the
+ * validator and checksumming it as it is written (while it is in cache),
+ * renames each file once its tensors are complete, copies the
+ * non-weight files and writes wshard.json last.  A checksum that does
+ * not compose from parts (xxh3-64, sha256) needs each file in order:
+ * then sealing threads read each file back, tensor by tensor as the
+ * stream completes them.  Every process agrees on the outcome before
+ * anyone leaves, and a failure leaves no manifest behind.  With
  * --archive, each process packs its ranks into OUT/rank-R.tar* (from the
  * renamed files and the manifest process 0 broadcasts) before process 0
  * writes the manifest that lists them.
@@ -30,11 +33,17 @@
 #include "manifest.h"
 #include "stream.h"
 #include "archive_out.h"
+#include "crc64.h"
 #include "../cuda/validate.h"
 
 struct rank_out {
 	struct wshard_file **files;	/* per part; NULL once committed */
 	uint64_t *left;			/* per tensor: bytes not yet written */
+	/*
+	 * Per tensor, with a composable checksum: the XOR of what each
+	 * written piece adds to the tensor's raw CRC (see write_put).
+	 */
+	uint64_t *crc;
 	/*
 	 * One writer at a time: two stream threads writing into one file
 	 * contend for its inode lock, which the kernel waits for by spinning
@@ -54,9 +63,14 @@ struct convert {
 	int proc, nprocs;
 	struct rank_out *ranks;		/* tp entries, used for owned ranks */
 	struct wshard_validator *v;	/* NULL with --validate off */
+	/* the validator of each stream thread: vs[0] is v, the others opened
+	 * by their thread on its first write */
+	struct wshard_validator *vs[STREAM_SLOTS];
+	size_t block;			/* bytes validated and written at a time */
+	bool hot;			/* checksums computed as written */
+	bool no_checksums;		/* the benchmark's baseline: none at all */
 	size_t ncopied;			/* non-weight files copied (process 0) */
-	bool v_taken;			/* v is in use by a sealing thread */
-	uint64_t sealed, seal_total;	/* tensor bytes read back, of all */
+	uint64_t sealed, seal_total;	/* tensor bytes sealed, of all */
 	/*
 	 * Sealing runs beside the stream: a sealing thread waits for each
 	 * tensor of its part to be complete (left 0), in file order.
@@ -311,8 +325,9 @@ static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *
 		ro->ck.file = calloc(rp->nfiles, sizeof(*ro->ck.file));
 		ro->ck.tensor = calloc(rp->ntensors + 1, sizeof(*ro->ck.tensor));
 		ro->left = calloc(rp->ntensors + 1, sizeof(*ro->left));
+		ro->crc = calloc(rp->ntensors + 1, sizeof(*ro->crc));
 		pthread_mutex_init(&ro->write_lock, NULL);
-		if (!ro->files || !ro->ck.file || !ro->ck.tensor || !ro->left)
+		if (!ro->files || !ro->ck.file || !ro->ck.tensor || !ro->left || !ro->crc)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		for (f = 0; f < rp->ntensors; f++)
 			ro->left[f] = rp->tensors[f].nbytes;
@@ -337,25 +352,76 @@ static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *
 	return WSHARD_OK;
 }
 
-/* The sink of convert: bytes of a tensor go to its place in its part. */
-static enum wshard_err write_put(void *ctx, int rank, size_t tensor, uint64_t off,
-				 const void *buf, size_t len, struct wshard_error *err)
+/* The validator of a stream thread, opened on its first use. */
+static enum wshard_err slot_validator(struct convert *cv, unsigned slot,
+				      struct wshard_validator **out_v,
+				      struct wshard_error *err)
+{
+	bool gpu;
+
+	*out_v = cv->vs[slot];
+	if (*out_v || !cv->v)
+		return WSHARD_OK;
+	gpu = strncmp(wshard_validator_backend(cv->v), "host", 4) != 0;
+	if (wshard_validator_open(&cv->vs[slot], gpu ? WSHARD_VALIDATE_GPU : WSHARD_VALIDATE_HOST,
+				  wshard_comm_local_rank(cv->comm), cv->block, NULL, 0, err))
+		return err->code;
+	*out_v = cv->vs[slot];
+	return WSHARD_OK;
+}
+
+/*
+ * The sink of convert: bytes of a tensor go to its place in its part.
+ * A cache-sized block at a time, the bytes are round-tripped through the
+ * validator, checksummed (with a composable checksum) and written, so
+ * that each is read from memory once, by the first of the three.
+ *
+ * The checksum of a piece does not need the pieces before it: a CRC
+ * without its pre- and post-inversion is linear, so the raw CRC of a
+ * tensor is the XOR, over its pieces, of each piece's raw CRC followed
+ * by as many zero bytes as the tensor has after the piece.  Pieces may
+ * come in any order and from either thread.
+ */
+static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tensor,
+				 uint64_t off, const void *buf, size_t len,
+				 struct wshard_error *err)
 {
 	struct convert *cv = ctx;
 	const struct wshard_rank_plan *rp = &cv->plan->ranks[rank];
 	const struct wshard_out_tensor *t = &rp->tensors[tensor];
-	struct wshard_file *f = cv->ranks[rank].files[t->part];
+	struct rank_out *ro = &cv->ranks[rank];
+	struct wshard_file *f = ro->files[t->part];
+	uint64_t at = rp->files[t->part].header_len + t->begin + off, raw = 0;
+	struct wshard_validator *v;
+	const char *p = buf;
+	char what[WSHARD_ERRMAX / 2];
+	size_t done, n;
 	enum wshard_err rc;
 
 	if (wshard_fault_hit("kill-write"))
 		raise(SIGKILL);
-	pthread_mutex_lock(&cv->ranks[rank].write_lock);
-	rc = wshard_file_pwrite(f, buf, len, rp->files[t->part].header_len + t->begin + off,
-				err);
-	pthread_mutex_unlock(&cv->ranks[rank].write_lock);
+	rc = slot_validator(cv, slot, &v, err);
+	if (v)
+		snprintf(what, sizeof(what), "rank %d tensor '%s'", rank, t->name);
+	for (done = 0; done < len && !rc; done += n) {
+		n = WSHARD_MIN(len - done, cv->block);
+		if (v)
+			rc = wshard_validator_check(v, p + done, n, what, off + done, err);
+		if (rc)
+			break;
+		if (cv->hot)
+			raw = wshard_crc64_raw(raw, p + done, n);
+		pthread_mutex_lock(&ro->write_lock);
+		rc = wshard_file_pwrite(f, p + done, n, at + done, err);
+		pthread_mutex_unlock(&ro->write_lock);
+	}
+	if (!rc && cv->hot && len)
+		__atomic_xor_fetch(&ro->crc[tensor],
+				   wshard_crc64_shift(raw, t->nbytes - off - len),
+				   __ATOMIC_RELAXED);
 	/* the last bytes of a tensor: its sealing thread may go on */
 	if (!rc && len &&
-	    __atomic_sub_fetch(&cv->ranks[rank].left[tensor], len, __ATOMIC_ACQ_REL) == 0) {
+	    __atomic_sub_fetch(&ro->left[tensor], len, __ATOMIC_ACQ_REL) == 0) {
 		pthread_mutex_lock(&cv->seal_lock);
 		pthread_cond_broadcast(&cv->seal_cond);
 		pthread_mutex_unlock(&cv->seal_lock);
@@ -396,7 +462,10 @@ static enum wshard_err wait_tensor(struct convert *cv, int r, size_t i,
 /* Sealing threads per process, at most. */
 #define SEAL_THREADS_MAX 8
 
-/* Bytes hashed and validated in one go when sealing: about half an L2. */
+/*
+ * Bytes validated, checksummed and written in one go, and read back at a
+ * time when sealing: about half an L2.
+ */
 #define SEAL_BLOCK ((size_t)256 << 10)
 
 /* Counts sealed bytes; the reporting thread shows them once the stream is over. */
@@ -408,15 +477,53 @@ static void report_sealed(struct convert *cv, uint64_t len, bool report)
 		cv->run->progress(cv->run->progress_ctx, "sealing", all, cv->seal_total);
 }
 
+static void hex64(char *out, uint64_t x)
+{
+	snprintf(out, WSHARD_DIGEST_HEX, "%016llx", (unsigned long long)x);
+}
+
 /*
- * Reads one part back in chunks as its tensors are completed (in file
- * order, a little behind the writing, so mostly from cache): hashes the
- * file and each tensor, round-trips every chunk through the validator
- * (when there is one), then commits the part.
+ * The checksums of one part from what the writes left (composable
+ * checksum): each tensor's from its raw CRC, the file's by appending
+ * the header, each tensor and the zeros after the last one.
  */
-static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
-				 struct wshard_validator *v, char *buf, bool report,
-				 struct wshard_error *err)
+static enum wshard_err sum_part(struct convert *cv, int r, size_t part, bool report,
+				struct wshard_error *err)
+{
+	const struct wshard_rank_plan *rp = &cv->plan->ranks[r];
+	const struct wshard_out_file *of = &rp->files[part];
+	struct rank_out *ro = &cv->ranks[r];
+	uint64_t raw = wshard_crc64_raw(0, of->header, of->header_len);
+	uint64_t pos = 0;		/* data bytes covered by raw */
+	size_t i;
+	enum wshard_err rc;
+
+	for (i = of->first; i < of->first + of->count; i++) {
+		const struct wshard_out_tensor *t = &rp->tensors[i];
+		uint64_t crc;
+
+		rc = wait_tensor(cv, r, i, err);
+		if (rc)
+			return rc;
+		crc = __atomic_load_n(&ro->crc[i], __ATOMIC_RELAXED);
+		hex64(ro->ck.tensor[i], wshard_crc64_from_raw(crc, t->nbytes));
+		/* tensors are contiguous; a gap would be zeros (the file was sized) */
+		raw = wshard_crc64_shift(raw, t->begin + t->nbytes - pos) ^ crc;
+		pos = t->begin + t->nbytes;
+		report_sealed(cv, t->nbytes, report);
+	}
+	raw = wshard_crc64_shift(raw, of->size - of->header_len - pos);
+	hex64(ro->ck.file[part], wshard_crc64_from_raw(raw, of->size));
+	return WSHARD_OK;
+}
+
+/*
+ * The checksums of one part read back in chunks as its tensors are
+ * completed (in file order, a little behind the writing, so mostly from
+ * cache): for an algorithm that needs each file in order.
+ */
+static enum wshard_err read_back_part(struct convert *cv, int r, size_t part, char *buf,
+				      bool report, struct wshard_error *err)
 {
 	const struct wshard_rank_plan *rp = &cv->plan->ranks[r];
 	const struct wshard_out_file *of = &rp->files[part];
@@ -424,7 +531,7 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 	struct wshard_file *f = ro->files[part];
 	struct wshard_hash fh = { 0 }, th = { 0 };
 	enum wshard_checksum algo = cv->plan->opt.checksum;
-	int rfd = -1;
+	int rfd;
 	size_t i;
 	enum wshard_err rc;
 
@@ -446,18 +553,15 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 	for (i = of->first; i < of->first + of->count; i++) {
 		const struct wshard_out_tensor *t = &rp->tensors[i];
 		uint64_t done = 0;
-		char what[WSHARD_ERRMAX / 2];
 
 		rc = wait_tensor(cv, r, i, err);
 		if (rc)
 			goto out;
-		snprintf(what, sizeof(what), "rank %d tensor '%s'", r, t->name);
 		rc = wshard_hash_init(&th, algo);
 		if (rc) {
 			rc = wshard_error_set(err, rc, "out of memory");
 			goto out;
 		}
-		/* a cache-sized block at a time: read once, then found in cache */
 		while (done < t->nbytes) {
 			size_t len = (size_t)WSHARD_MIN(t->nbytes - done, SEAL_BLOCK);
 
@@ -467,19 +571,12 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part,
 				goto out;
 			wshard_hash_update(&fh, buf, len);
 			wshard_hash_update(&th, buf, len);
-			if (v) {
-				rc = wshard_validator_check(v, buf, len, what, done, err);
-				if (rc)
-					goto out;
-			}
 			done += len;
 			report_sealed(cv, len, report);
 		}
 		wshard_hash_final(&th, ro->ck.tensor[i]);
 	}
 	wshard_hash_final(&fh, ro->ck.file[part]);
-	rc = wshard_file_commit(f, err);
-	ro->files[part] = NULL;
 out:
 	wshard_hash_release(&fh);
 	wshard_hash_release(&th);
@@ -487,9 +584,29 @@ out:
 	return rc;
 }
 
+/* Checksums one part once its tensors are written, then commits it. */
+static enum wshard_err seal_part(struct convert *cv, int r, size_t part, char *buf,
+				 bool report, struct wshard_error *err)
+{
+	struct rank_out *ro = &cv->ranks[r];
+	enum wshard_err rc;
+
+	if (cv->no_checksums)
+		rc = WSHARD_OK;
+	else if (cv->hot)
+		rc = sum_part(cv, r, part, report, err);
+	else
+		rc = read_back_part(cv, r, part, buf, report, err);
+	if (rc)
+		return rc;
+	rc = wshard_file_commit(ro->files[part], err);
+	ro->files[part] = NULL;
+	return rc;
+}
+
 /*
- * The validators' chunk (their staging buffers): sealing checks at most
- * SEAL_BLOCK bytes at a time, less with a small --max-memory.
+ * The validators' chunk (their staging buffers) and the writes' block:
+ * SEAL_BLOCK bytes, less with a small --max-memory.
  */
 static size_t seal_chunk(const struct wshard_plan *plan)
 {
@@ -501,13 +618,41 @@ static enum wshard_err open_validator(struct convert *cv, struct wshard_error *e
 {
 	enum wshard_err rc = WSHARD_OK;
 
+	cv->block = seal_chunk(cv->plan);
+	/*
+	 * WSHARD_BENCH_NO_CHECKSUMS: scripts/bench's baseline, what convert
+	 * costs without any checksum (the manifest's are then empty, and
+	 * verify refuses the output).  Not for anything else.
+	 */
+	cv->no_checksums = getenv("WSHARD_BENCH_NO_CHECKSUMS") != NULL;
+	cv->hot = wshard_checksum_composable(cv->plan->opt.checksum) && !cv->no_checksums;
 	if (cv->run->validate != WSHARD_VALIDATE_OFF)
 		rc = wshard_validator_open(&cv->v, cv->run->validate,
-					   wshard_comm_local_rank(cv->comm), seal_chunk(cv->plan),
+					   wshard_comm_local_rank(cv->comm), cv->block,
 					   cv->run->notice, sizeof(cv->run->notice), err);
+	cv->vs[0] = cv->v;
 	snprintf(cv->run->validate_backend, sizeof(cv->run->validate_backend), "%s",
 		 cv->v ? wshard_validator_backend(cv->v) : "off");
 	return rc;
+}
+
+/* Bytes the validators checked, and closes those the stream threads opened. */
+static uint64_t close_validators(struct convert *cv)
+{
+	uint64_t total = 0, bytes;
+	double secs;
+	size_t i;
+
+	for (i = 0; i < STREAM_SLOTS; i++) {
+		if (!cv->vs[i])
+			continue;
+		wshard_validator_stats(cv->vs[i], &bytes, &secs);
+		total += bytes;
+		if (cv->vs[i] != cv->v)
+			wshard_validator_close(cv->vs[i]);
+		cv->vs[i] = NULL;
+	}
+	return total;
 }
 
 /*
@@ -523,7 +668,6 @@ struct seal_jobs {
 	int *rank;
 	size_t *part;
 	struct wshard_error err;
-	uint64_t validated;
 	double cpu_seconds;		/* CPU time of the threads, summed */
 	pthread_t tid[SEAL_THREADS_MAX];
 	size_t nthreads;
@@ -534,30 +678,17 @@ static void *seal_worker(void *arg)
 {
 	struct seal_jobs *j = arg;
 	struct convert *cv = j->cv;
-	struct wshard_validator *v = NULL;
 	struct wshard_error e = { 0 };
 	size_t k;
-	char *buf = malloc(SEAL_BLOCK);
-	bool own = false, report = false;
+	char *buf = NULL;
+	bool report;
 
-	if (!buf)
+	if (!cv->hot && !cv->no_checksums && !(buf = malloc(SEAL_BLOCK)))
 		wshard_error_set(&e, WSHARD_ENOMEM, "out of memory");
-	/* the first worker uses the validator opened up front, the others their own */
 	pthread_mutex_lock(&j->lock);
-	if (cv->v && !cv->v_taken) {
-		v = cv->v;
-		cv->v_taken = true;
-	}
 	report = !j->reporter_taken;
 	j->reporter_taken = true;
 	pthread_mutex_unlock(&j->lock);
-	if (!v && cv->v && !e.code) {
-		bool gpu = strncmp(wshard_validator_backend(cv->v), "host", 4) != 0;
-
-		own = !wshard_validator_open(&v, gpu ? WSHARD_VALIDATE_GPU : WSHARD_VALIDATE_HOST,
-					     wshard_comm_local_rank(cv->comm), seal_chunk(cv->plan),
-					     NULL, 0, &e);
-	}
 	for (;;) {
 		pthread_mutex_lock(&j->lock);
 		if (e.code && !j->err.code)
@@ -566,21 +697,10 @@ static void *seal_worker(void *arg)
 		pthread_mutex_unlock(&j->lock);
 		if (k == SIZE_MAX)
 			break;
-		seal_part(cv, j->rank[k], j->part[k], v, buf, report, &e);
+		seal_part(cv, j->rank[k], j->part[k], buf, report, &e);
 		if (wshard_fault_hit("kill-seal"))	/* a part sealed, others not */
 			raise(SIGKILL);
 	}
-	if (v) {
-		uint64_t bytes;
-		double secs;
-
-		wshard_validator_stats(v, &bytes, &secs);
-		pthread_mutex_lock(&j->lock);
-		j->validated += bytes;
-		pthread_mutex_unlock(&j->lock);
-	}
-	if (own)
-		wshard_validator_close(v);
 	free(buf);
 	pthread_mutex_lock(&j->lock);
 	j->cpu_seconds += wshard_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
@@ -661,7 +781,7 @@ static enum wshard_err seal_finish(struct convert *cv, struct seal_jobs *j, bool
 	for (i = 0; i < j->nthreads; i++)
 		pthread_join(j->tid[i], NULL);
 	pthread_mutex_destroy(&j->lock);
-	cv->run->bytes_validated = j->validated;
+	cv->run->bytes_validated = close_validators(cv);
 	cv->run->seal_cpu_seconds = j->cpu_seconds;
 	free(j->rank);
 	free(j->part);
@@ -1258,6 +1378,7 @@ out:
 		if (cv.ranks[r].left)	/* its lock was initialised with it */
 			pthread_mutex_destroy(&cv.ranks[r].write_lock);
 		free(cv.ranks[r].left);
+		free(cv.ranks[r].crc);
 		free(cv.ranks[r].ck.file);
 		free(cv.ranks[r].ck.tensor);
 	}

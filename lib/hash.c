@@ -1,9 +1,11 @@
 /*
- * hash.c - streaming checksums behind one interface: XXH3-64 (libxxhash)
- * for speed, SHA-256 (sha256.c) where a cryptographic digest is wanted.
- * Digests are lowercase hex; XXH3-64 prints as the 16-digit big-endian
+ * hash.c - streaming checksums behind one interface: CRC-64/NVME
+ * (crc64.c), whose digests compose from parts; XXH3-64 (libxxhash) for
+ * speed; SHA-256 (sha256.c) where a cryptographic digest is wanted.
+ * Digests are lowercase hex.  XXH3-64 prints as the 16-digit big-endian
  * rendering of the 64-bit value, which is what xxhash.xxh3_64_hexdigest()
- * prints in Python.
+ * prints in Python; CRC-64/NVME likewise (the value of Python's
+ * awscrt.checksums.crc64nvme(), as 16 hex digits).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #endif
 #endif
 
+#include "crc64.h"
 #include "sha256.h"
 #include "wshard.h"
 
@@ -50,6 +53,14 @@ enum wshard_err wshard_hash_init(struct wshard_hash *h,
 		h->state = s;
 		return WSHARD_OK;
 	}
+	case WSHARD_CK_CRC64: {
+		uint64_t *crc = calloc(1, sizeof(*crc));
+
+		if (!crc)
+			return WSHARD_ENOMEM;
+		h->state = crc;
+		return WSHARD_OK;
+	}
 	}
 	/* An algorithm this build does not know is a caller bug. */
 	return WSHARD_EINVAL;
@@ -65,6 +76,9 @@ void wshard_hash_update(struct wshard_hash *h, const void *buf, size_t len)
 		break;
 	case WSHARD_CK_SHA256:
 		wshard_sha256_update(h->state, buf, len);
+		break;
+	case WSHARD_CK_CRC64:
+		*(uint64_t *)h->state = wshard_crc64(*(uint64_t *)h->state, buf, len);
 		break;
 	}
 }
@@ -87,6 +101,10 @@ void wshard_hash_final(struct wshard_hash *h, char *out)
 		for (i = 0; i < WSHARD_SHA256_LEN; i++)
 			snprintf(out + 2 * i, 3, "%02x", d[i]);
 		break;
+	case WSHARD_CK_CRC64:
+		snprintf(out, WSHARD_DIGEST_HEX, "%016llx",
+			 (unsigned long long)*(uint64_t *)h->state);
+		break;
 	}
 	wshard_hash_release(h);
 }
@@ -100,6 +118,7 @@ void wshard_hash_release(struct wshard_hash *h)
 		XXH3_freeState(h->state);
 		break;
 	case WSHARD_CK_SHA256:
+	case WSHARD_CK_CRC64:
 		free(h->state);
 		break;
 	}

@@ -1293,7 +1293,7 @@ void wshard_options_init(struct wshard_options *opt)
 	opt->attn_scales = true;
 	opt->max_file_size = 5ULL << 30;
 	opt->max_memory = 64ULL << 20;
-	opt->checksum = WSHARD_CK_XXH3;
+	opt->checksum = WSHARD_CK_CRC64;
 }
 
 enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,

@@ -40,6 +40,7 @@ struct stream {
 	struct wshard_comm *comm;
 	const struct stream_sink *sink;
 	int proc, nprocs;
+	unsigned slot;			/* the sink's slot of this thread */
 	bool seekable;			/* false: process 0 reads everything */
 	/* refs of each source tensor, in canonical order (rank, tensor, piece) */
 	struct ref *refs;
@@ -176,7 +177,8 @@ static void put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		}
 		buf = s->stage;
 	}
-	if (s->sink->put(s->sink->ctx, ref->rank, ref->tensor, off, buf, len, &s->local))
+	if (s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor, off, buf, len,
+			 &s->local))
 		return;
 	report(s, len);
 }
@@ -422,14 +424,14 @@ static enum wshard_err put_generated(struct stream *s)
 				       !s->local.code) {
 					size_t len = (size_t)WSHARD_MIN(p->len - done, sizeof(zeros));
 
-					if (!s->sink->put(s->sink->ctx, r, i, p->dst + done, zeros,
+					if (!s->sink->put(s->sink->ctx, s->slot, r, i, p->dst + done, zeros,
 							  len, &s->local))
 						report(s, len);
 					done += len;
 				}
 				if (p->kind == WSHARD_PIECE_CONST &&
-				    !s->sink->put(s->sink->ctx, r, i, p->dst, p->value,
-						  p->value_len, &s->local))
+				    !s->sink->put(s->sink->ctx, s->slot, r, i, p->dst,
+						  p->value, p->value_len, &s->local))
 					report(s, p->value_len);
 			}
 		}
@@ -526,6 +528,7 @@ static enum wshard_err stream_threads(struct stream *s, const uint32_t *order,
 	s2.window = s2.stage = s2.sendbuf = s2.recvbuf = s2.map = NULL;
 	s2.window_cap = s2.stage_cap = s2.send_cap = s2.recv_cap = 0;
 	s2.progress = NULL;
+	s2.slot = 1;
 	memset(&s2.stats, 0, sizeof(s2.stats));
 	wshard_error_clear(&s2.local);
 	s2.sendcounts = calloc(1, sizeof(uint64_t));

@@ -9,15 +9,21 @@
 
 #include "wshard.h"
 
+/* Threads that may call a sink's put at once; each has its own slot. */
+#define STREAM_SLOTS 2
+
 struct stream_sink {
 	/*
 	 * Called with len bytes of rank's tensor (index into the rank's
-	 * tensors) at byte offset off within that tensor.  Returns WSHARD_OK
+	 * tensors) at byte offset off within that tensor, from the thread
+	 * numbered slot (below STREAM_SLOTS; one thread per slot, so the
+	 * sink may keep per-slot state without locks).  Returns WSHARD_OK
 	 * or an error (which stops this process's writes; the collective
 	 * steps still run so that no process hangs).
 	 */
-	enum wshard_err (*put)(void *ctx, int rank, size_t tensor, uint64_t off,
-			       const void *buf, size_t len, struct wshard_error *err);
+	enum wshard_err (*put)(void *ctx, unsigned slot, int rank, size_t tensor,
+			       uint64_t off, const void *buf, size_t len,
+			       struct wshard_error *err);
 	void *ctx;
 	bool threadsafe;	/* put may run on two threads at once */
 };

@@ -740,9 +740,11 @@ static void unmap_compared(struct verify *v)
 }
 
 /* The sink of verify: compares output bytes with what the source gives. */
-static enum wshard_err compare_put(void *ctx, int rank, size_t tensor, uint64_t off,
-				   const void *buf, size_t len, struct wshard_error *err)
+static enum wshard_err compare_put(void *ctx, unsigned slot, int rank, size_t tensor,
+				   uint64_t off, const void *buf, size_t len,
+				   struct wshard_error *err)
 {
+	(void)slot;	/* one thread: verify's sink is not threadsafe */
 	struct verify *v = ctx;
 	struct vrank *vr;
 	long j;

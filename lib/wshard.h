@@ -124,9 +124,17 @@ const char *wshard_format_shape(char *buf, size_t size, const uint64_t *shape,
 enum wshard_checksum {
 	WSHARD_CK_XXH3 = 0,	/* XXH3-64, "xxh3-64" */
 	WSHARD_CK_SHA256 = 1,	/* SHA-256, "sha256" */
+	WSHARD_CK_CRC64 = 2,	/* CRC-64/NVME, "crc64-nvme" (convert's default) */
 };
 
-/* "xxh3-64" or "sha256". */
+/*
+ * True for an algorithm whose digest of a whole can be computed from the
+ * digests of its parts, in any order (CRC-64/NVME): convert then
+ * checksums each byte as it writes it, and never reads its output back.
+ */
+bool wshard_checksum_composable(enum wshard_checksum ck);
+
+/* "xxh3-64", "sha256" or "crc64-nvme". */
 const char *wshard_checksum_name(enum wshard_checksum ck);
 
 /* Parses a checksum algorithm name.  Returns 0, or -1 if unknown. */
@@ -135,7 +143,7 @@ int wshard_checksum_parse(const char *name, enum wshard_checksum *out_ck);
 /* Longest hex digest plus NUL. */
 #define WSHARD_DIGEST_HEX 65
 
-/* Streaming hash state for either algorithm. */
+/* Streaming hash state for any of the algorithms. */
 struct wshard_hash {
 	enum wshard_checksum algo;
 	void *state;
@@ -609,9 +617,11 @@ void wshard_archive_name(char *out, size_t n, int r, enum wshard_archive_fmt fmt
 
 /*
  * Progress callback: bytes done of total so far in phase, on this
- * process.  Convert's phases: "writing" (reading the source, writing the
- * parts), then "sealing" (reading each part back for its checksums and
- * the round trip); each counts tensor bytes from 0 to the same total.
+ * process.  Convert's phases: "writing" (reading the source, writing,
+ * validating and checksumming the parts), then "sealing" (finishing
+ * each part's checksums, reading it back for them with a checksum that
+ * does not compose, syncing and renaming it); each counts tensor bytes
+ * from 0 to the same total.
  */
 typedef void (*wshard_progress_fn)(void *ctx, const char *phase, uint64_t done,
 				   uint64_t total);
@@ -635,11 +645,12 @@ struct wshard_run {
 	int nprocs;
 	uint64_t *proc_bytes_read;	/* nprocs entries; freed by release */
 	uint64_t archive_bytes;		/* size of all the archives */
-	/* this process's phases: reading and writing, then sealing (reading
-	 * each part back for its checksums and the round trip, fsync, rename) */
+	/* this process's phases: reading, validating and writing, then what
+	 * is left of sealing (checksums, read back for xxh3-64 and sha256;
+	 * fsync, rename) */
 	double stream_seconds, seal_seconds;
-	/* CPU time (user and system) of this process's sealing threads:
-	 * what the checksums and the round trip cost, read-back included */
+	/* CPU time (user and system) of this process's sealing threads (the
+	 * read-back and its checksums, where there is one; the syncs) */
 	double seal_cpu_seconds;
 };
 

@@ -49,8 +49,8 @@ run_mpi() {
 REF="$ROOT/test/reference.py"
 # need_reference: skips the script (exit 77) when $PYTHON lacks them.
 need_reference() {
-	"$PYTHON" -c 'import numpy, safetensors, xxhash' 2>/dev/null || {
-		echo "skipped: $PYTHON lacks numpy, safetensors or xxhash"; exit 77; }
+	"$PYTHON" -c 'import numpy, safetensors, xxhash, awscrt' 2>/dev/null || {
+		echo "skipped: $PYTHON lacks numpy, safetensors, xxhash or awscrt"; exit 77; }
 }
 
 # manifest_printed LABEL OUT: OUT/wshard.json holds exactly what a JSON

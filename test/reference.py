@@ -19,7 +19,7 @@ contract (OUTPUT-CONTRACT.md, target vllm), written from the contract only.
 
 Tensor data is handled as raw bytes: a tensor is a matrix of shape[0] rows of
 equal byte length, so slicing is byte-exact for every dtype.  Needs numpy,
-safetensors and xxhash.
+safetensors, xxhash and awscrt (CRC-64/NVME).
 
 Mixture-of-experts models (Mixtral, Qwen2-MoE, Qwen3-MoE) stack their experts:
 w13_weight [E, 2*I/tp, H] (per expert: w1 rows of rank r, then w3 rows) and
@@ -55,6 +55,12 @@ try:
     import safetensors
 except ImportError:
     safetensors = None
+try:
+    from awscrt import checksums as awscrt_checksums  # CRC-64/NVME, as S3 computes it
+except ImportError:
+    awscrt_checksums = None
+
+ALGOS = ("crc64-nvme", "xxh3-64", "sha256")
 
 BITS = {
     "BOOL": 8, "U8": 8, "I8": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
@@ -889,16 +895,37 @@ class Expect:
 # ---------------------------------------------------------------- checking
 
 
-def hexdigest(algo, data):
+class Crc64:
+    """CRC-64/NVME with hashlib's interface (awscrt's implementation)."""
+
+    def __init__(self):
+        self.crc = 0
+
+    def update(self, data):
+        self.crc = awscrt_checksums.crc64nvme(data, self.crc)
+
+    def hexdigest(self):
+        return "%016x" % self.crc
+
+
+def new_hash(algo):
+    if algo == "crc64-nvme":
+        return Crc64()
     if algo == "xxh3-64":
-        return xxhash.xxh3_64_hexdigest(data)
+        return xxhash.xxh3_64()
     if algo == "sha256":
-        return hashlib.sha256(data).hexdigest()
+        return hashlib.sha256()
     raise ValueError(algo)
 
 
+def hexdigest(algo, data):
+    h = new_hash(algo)
+    h.update(data)
+    return h.hexdigest()
+
+
 def file_digest(algo, path):
-    h = xxhash.xxh3_64() if algo == "xxh3-64" else hashlib.sha256()
+    h = new_hash(algo)
     with open(path, "rb") as f:
         while True:
             b = f.read(16 << 20)
@@ -1174,10 +1201,10 @@ class Checker:
             algo = want(opts, "checksum", lambda v: v == self.checksum,
                         json.dumps(self.checksum), W + ": options")
         else:
-            algo = want(opts, "checksum", lambda v: v in ("xxh3-64", "sha256"),
-                        '"xxh3-64" or "sha256"', W + ": options")
-        if algo not in ("xxh3-64", "sha256"):
-            algo = "xxh3-64"
+            algo = want(opts, "checksum", lambda v: v in ALGOS,
+                        " or ".join(json.dumps(a) for a in ALGOS), W + ": options")
+        if algo not in ALGOS:
+            algo = ALGOS[0]
         source = want(m, "source", lambda v: isinstance(v, dict), "an object") or {}
         want(source, "path", lambda v: isinstance(v, str) and (
             v == self.src.path or os.path.realpath(v) == os.path.realpath(self.src.path)),
@@ -1364,7 +1391,7 @@ def write_output(src, out, exp, max_file_size):
             blob = struct.pack("<Q", len(h)) + h + b"".join(d for _, d, _ in blobs)
             with open(os.path.join(out, fn), "wb") as f:
                 f.write(blob)
-            rfiles.append({"name": fn, "size": len(blob), "checksum": hexdigest("xxh3-64", blob)})
+            rfiles.append({"name": fn, "size": len(blob), "checksum": hexdigest(ALGOS[0], blob)})
             for name, data, o in blobs:
                 dt, shape, pieces, frm = exp.ranks[r][name]
                 srcs = []
@@ -1377,7 +1404,7 @@ def write_output(src, out, exp, max_file_size):
                         srcs.append({"value": pc[1]})
                 rtensors.append({"name": name, "dtype": dt, "shape": shape, "file": fn,
                                  "data_offsets": [o, o + len(data)],
-                                 "checksum": hexdigest("xxh3-64", data), "sources": srcs})
+                                 "checksum": hexdigest(ALGOS[0], data), "sources": srcs})
                 rbytes += len(data)
         ranks.append({"rank": r, "bytes": rbytes, "files": rfiles, "tensors": rtensors})
     copied = src.copied_files()
@@ -1392,7 +1419,7 @@ def write_output(src, out, exp, max_file_size):
         "format": "wshard", "format_version": 1, "wshard_version": "reference",
         "target": "vllm", "tp": exp.tp, "architecture": exp.arch, "rules": "reference",
         "options": {"attn_scales": exp.attn_scales, "max_file_size": max_file_size,
-                    "dtype": exp.dtype, "checksum": "xxh3-64"},
+                    "dtype": exp.dtype, "checksum": ALGOS[0]},
         "source": {"path": src.path, "tensor_bytes": total,
                    "files": [{"name": fn, "size": os.path.getsize(os.path.join(src.dir, fn))}
                              for fn in src.weight_files],
@@ -1417,7 +1444,7 @@ def main():
     ap.add_argument("--tp", type=int, required=True)
     ap.add_argument("--no-attn-scales", action="store_true")
     ap.add_argument("--max-file-size", type=parse_size)
-    ap.add_argument("--checksum", choices=["xxh3-64", "sha256"],
+    ap.add_argument("--checksum", choices=list(ALGOS),
                     help="the algorithm the manifest must use (default: any)")
     ap.add_argument("--dtype", choices=sorted(DTYPE_OPT),
                     help="F32/F16/BF16 outputs converted to this dtype")
@@ -1445,12 +1472,12 @@ def main():
                 print("rank %d: %s %s %s <- %s%s" % (r, name, dt, shape, pieces,
                                                    " from %s" % frm if frm != dt else ""))
         return 0
+    if xxhash is None or awscrt_checksums is None:
+        print("reference: the xxhash or awscrt package is missing")
+        return 2
     if a.cmd == "write":
         write_output(src, a.out, exp, a.max_file_size or 5 << 30)
         return 0
-    if xxhash is None:
-        print("reference: the xxhash package is missing")
-        return 2
     c = Checker(src, a.out, exp, a.max_file_size, a.checksum)
     c.run()
     nexp = sum(len(x) for x in exp.ranks)

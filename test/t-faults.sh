@@ -360,7 +360,7 @@ if command -v strace >/dev/null 2>&1; then
 		expect_exit 0 "$WSHARD" verify "$o"
 		# the bytes against the independent reference, where it can run
 		# (it knows no archives: it reads a copy of OUT without them)
-		if "$PYTHON" -c 'import numpy, safetensors, xxhash' 2>/dev/null; then
+		if "$PYTHON" -c 'import numpy, safetensors, xxhash, awscrt' 2>/dev/null; then
 			rm -rf "$T/ref-$mode"
 			mkdir "$T/ref-$mode"
 			find "$o" -maxdepth 1 -type f ! -name 'rank-*.tar' -exec cp {} "$T/ref-$mode/" \;

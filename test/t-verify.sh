@@ -28,7 +28,17 @@ QKV0=model.layers.0.self_attn.qkv_proj.weight
 
 # Helpers that edit safetensors files and manifests in place.
 cat >"$T/h.py" <<'EOF'
-import json, struct, sys, xxhash
+import hashlib, json, struct, sys, xxhash
+from awscrt import checksums
+
+def digest(m, data):
+    # the digest in the algorithm the manifest names
+    algo = m['options']['checksum']
+    if algo == 'crc64-nvme':
+        return '%016x' % checksums.crc64nvme(data)
+    if algo == 'sha256':
+        return hashlib.sha256(data).hexdigest()
+    return xxhash.xxh3_64_hexdigest(data)
 
 def load(path):
     with open(path, 'rb') as f:
@@ -87,10 +97,10 @@ elif cmd == 'swaprows':        # swaprows FILE TENSOR A B N MANIFEST RANK
     for fe in r['files']:
         if fe['name'] == fname:
             fe['size'] = len(whole)
-            fe['checksum'] = xxhash.xxh3_64_hexdigest(whole)
+            fe['checksum'] = digest(m, whole)
     for te in r['tensors']:
         if te['name'] == name:
-            te['checksum'] = xxhash.xxh3_64_hexdigest(bytes(buf))
+            te['checksum'] = digest(m, bytes(buf))
     with open(man, 'w') as f:
         json.dump(m, f, indent=2)
 elif cmd == 'filesum':         # filesum FILE MANIFEST RANK: manifest's file checksum follows the file
@@ -101,7 +111,7 @@ elif cmd == 'filesum':         # filesum FILE MANIFEST RANK: manifest's file che
         m = json.load(f)
     for fe in m['ranks'][rank]['files']:
         if fe['name'] == path.rsplit('/', 1)[-1]:
-            fe['checksum'] = xxhash.xxh3_64_hexdigest(whole)
+            fe['checksum'] = digest(m, whole)
     with open(man, 'w') as f:
         json.dump(m, f, indent=2)
 elif cmd == 'setjson':         # setjson MANIFEST KEY JSON-VALUE

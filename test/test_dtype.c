@@ -210,6 +210,10 @@ Test(checksum, names)
 
 	cr_assert_str_eq(wshard_checksum_name(WSHARD_CK_XXH3), "xxh3-64");
 	cr_assert_str_eq(wshard_checksum_name(WSHARD_CK_SHA256), "sha256");
+	cr_assert_str_eq(wshard_checksum_name(WSHARD_CK_CRC64), "crc64-nvme");
+	cr_assert_eq(wshard_checksum_parse("crc64-nvme", &ck), 0);
+	cr_assert_eq(ck, WSHARD_CK_CRC64);
+	cr_assert_eq(wshard_checksum_parse("crc64", &ck), -1);
 	cr_assert_str_eq(wshard_checksum_name((enum wshard_checksum)7), "?");
 	cr_assert_eq(wshard_checksum_parse("xxh3-64", &ck), 0);
 	cr_assert_eq(ck, WSHARD_CK_XXH3);

@@ -1,7 +1,8 @@
 /*
  * test_hash.c - SHA-256 known-answer vectors (FIPS 180-4 examples and
  * padding edge lengths) and XXH3-64 digests as printed by Python's
- * xxhash.xxh3_64_hexdigest, one-shot and streamed in odd chunks.
+ * xxhash.xxh3_64_hexdigest, one-shot and streamed in odd chunks; CRC-64/NVME
+ * digests as Python's awscrt computes them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,4 +272,25 @@ Test(hash, sha256_digest_is_64_hex_digits)
 	digest(WSHARD_CK_SHA256, "x", 1, 0, out);
 	cr_assert_eq(strlen(out), 64);
 	cr_assert_eq(strspn(out, "0123456789abcdef"), 64);
+}
+
+/*
+ * CRC-64/NVME through the streaming interface: the catalogue's check
+ * value, and a digest computed by Python's awscrt
+ * ('%016x' % awscrt.checksums.crc64nvme(bytes((i * 7 + 3) & 255 for i in
+ * range(1000))))), in odd chunks.  (crc64.c itself: test_crc64.c.)
+ */
+Test(crc64, streamed)
+{
+	unsigned char buf[1000];
+	size_t i;
+
+	check(WSHARD_CK_CRC64, "", 0, "0000000000000000");
+	check(WSHARD_CK_CRC64, "123456789", 9, "ae8b14860a799888");
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)(i * 7 + 3);
+	check(WSHARD_CK_CRC64, buf, sizeof(buf), "387e868bd14debed");
+	cr_assert(wshard_checksum_composable(WSHARD_CK_CRC64));
+	cr_assert(!wshard_checksum_composable(WSHARD_CK_XXH3));
+	cr_assert(!wshard_checksum_composable(WSHARD_CK_SHA256));
 }
