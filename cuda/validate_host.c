@@ -182,9 +182,42 @@ static bool round_trip_avx512(unsigned char *dev, unsigned char *ret,
 	__m512i odd = _mm512_add_epi64(_mm512_add_epi64(k, k), _mm512_set1_epi64(1));
 	const __m512i kstep8 = _mm512_set1_epi64((long long)(8 * WSHARD_VSUM_STEP));
 	const __m512i odd8 = _mm512_set1_epi64(16);
+	const __m512i kstep16 = _mm512_set1_epi64((long long)(16 * WSHARD_VSUM_STEP));
+	const __m512i odd16 = _mm512_set1_epi64(32);
+	__m512i kstep1 = _mm512_add_epi64(kstep, kstep8), odd1 = _mm512_add_epi64(odd, odd8);
+	__m512i acc_want1 = _mm512_setzero_si512(), acc_got1 = _mm512_setzero_si512();
 	uint64_t lane[8], sw = 0, sg = 0;
 	int l;
 
+	/* two vectors per iteration, as in vsum_avx512_body */
+	for (; i + 16 <= nwords; i += 16) {
+		__m512i w0 = _mm512_loadu_si512((const void *)(src + 8 * i));
+		__m512i w1 = _mm512_loadu_si512((const void *)(src + 8 * i + 64));
+		__m512i d0, d1, r0, r1;
+
+		_mm512_store_si512((void *)(dev + 8 * i), w0);
+		_mm512_store_si512((void *)(dev + 8 * i + 64), w1);
+		d0 = _mm512_load_si512((const void *)(dev + 8 * i));
+		d1 = _mm512_load_si512((const void *)(dev + 8 * i + 64));
+		_mm512_store_si512((void *)(ret + 8 * i), d0);
+		_mm512_store_si512((void *)(ret + 8 * i + 64), d1);
+		r0 = _mm512_load_si512((const void *)(ret + 8 * i));
+		r1 = _mm512_load_si512((const void *)(ret + 8 * i + 64));
+		acc_want = _mm512_add_epi64(acc_want,
+					    _mm512_mullo_epi64(_mm512_xor_si512(w0, kstep), odd));
+		acc_got = _mm512_add_epi64(acc_got,
+					   _mm512_mullo_epi64(_mm512_xor_si512(d0, kstep), odd));
+		acc_want1 = _mm512_add_epi64(acc_want1,
+					     _mm512_mullo_epi64(_mm512_xor_si512(w1, kstep1), odd1));
+		acc_got1 = _mm512_add_epi64(acc_got1,
+					    _mm512_mullo_epi64(_mm512_xor_si512(d1, kstep1), odd1));
+		diff = _mm512_or_si512(diff, _mm512_or_si512(_mm512_xor_si512(r0, w0),
+							     _mm512_xor_si512(r1, w1)));
+		kstep = _mm512_add_epi64(kstep, kstep16);
+		kstep1 = _mm512_add_epi64(kstep1, kstep16);
+		odd = _mm512_add_epi64(odd, odd16);
+		odd1 = _mm512_add_epi64(odd1, odd16);
+	}
 	for (; i + 8 <= nwords; i += 8) {
 		__m512i w = _mm512_loadu_si512((const void *)(src + 8 * i)), d, r;
 
@@ -200,6 +233,8 @@ static bool round_trip_avx512(unsigned char *dev, unsigned char *ret,
 		kstep = _mm512_add_epi64(kstep, kstep8);
 		odd = _mm512_add_epi64(odd, odd8);
 	}
+	acc_want = _mm512_add_epi64(acc_want, acc_want1);
+	acc_got = _mm512_add_epi64(acc_got, acc_got1);
 	/* the lanes added as unsigned words */
 	_mm512_storeu_si512((void *)lane, acc_want);
 	for (l = 0; l < 8; l++)

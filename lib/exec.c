@@ -372,9 +372,13 @@ static enum wshard_err slot_validator(struct convert *cv, unsigned slot,
 
 /*
  * The sink of convert: bytes of a tensor go to its place in its part.
- * A cache-sized block at a time, the bytes are round-tripped through the
- * validator, checksummed (with a composable checksum) and written, so
- * that each is read from memory once, by the first of the three.
+ * A cache-sized block at a time, the bytes are written, then
+ * round-tripped through the validator and checksummed (with a composable
+ * checksum) from the cache the write left them in: each is read from
+ * memory once.  (Writing first, the kernel's copy pays for the read; in
+ * the other order the validator did, and the copy gained less than that.)
+ * A block that fails validation fails the run, and no file of a failed
+ * run gets its final name.
  *
  * The checksum of a piece does not need the pieces before it: a CRC
  * without its pre- and post-inversion is linear, so the raw CRC of a
@@ -405,15 +409,13 @@ static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tens
 		snprintf(what, sizeof(what), "rank %d tensor '%s'", rank, t->name);
 	for (done = 0; done < len && !rc; done += n) {
 		n = WSHARD_MIN(len - done, cv->block);
-		if (v)
-			rc = wshard_validator_check(v, p + done, n, what, off + done, err);
-		if (rc)
-			break;
-		if (cv->hot)
-			raw = wshard_crc64_raw(raw, p + done, n);
 		pthread_mutex_lock(&ro->write_lock);
 		rc = wshard_file_pwrite(f, p + done, n, at + done, err);
 		pthread_mutex_unlock(&ro->write_lock);
+		if (!rc && v)
+			rc = wshard_validator_check(v, p + done, n, what, off + done, err);
+		if (!rc && cv->hot)
+			raw = wshard_crc64_raw(raw, p + done, n);
 	}
 	if (!rc && cv->hot && len)
 		__atomic_xor_fetch(&ro->crc[tensor],
