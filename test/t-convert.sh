@@ -104,6 +104,9 @@ conv sha256 "$T/src-qwen3" 2 --checksum sha256
 gen "$T/src-big" $S --hidden 256 --intermediate 3072 --vocab 3001 --shards 2
 conv big "$T/src-big" 1 --max-memory 1M
 conv big "$T/src-big" 4 --max-memory 1M --max-file-size 1M
+# The checksums that need each file read back (the default, CRC-64/NVME,
+# is summed from the pieces as they are written, in any order).
+conv xxh3 "$T/src-big" 4 --max-memory 1M --max-file-size 1M --checksum xxh3-64
 
 # Determinism: converting twice gives byte-identical files.
 for arch in qwen2 gemma2; do
