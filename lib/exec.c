@@ -66,6 +66,13 @@ struct convert {
 	/* the validator of each stream thread: vs[0] is v, the others opened
 	 * by their thread on its first write */
 	struct wshard_validator *vs[STREAM_SLOTS];
+	/* what each stream thread's validator names in its messages, and
+	 * for which (rank, tensor): formatted when it changes */
+	struct {
+		char text[WSHARD_ERRMAX / 2];
+		int rank;
+		size_t tensor;
+	} what[STREAM_SLOTS];
 	size_t block;			/* bytes validated and written at a time */
 	bool hot;			/* checksums computed as written */
 	bool no_checksums;		/* the benchmark's baseline: none at all */
@@ -398,22 +405,27 @@ static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tens
 	uint64_t at = rp->files[t->part].header_len + t->begin + off, raw = 0;
 	struct wshard_validator *v;
 	const char *p = buf;
-	char what[WSHARD_ERRMAX / 2];
 	size_t done, n;
 	enum wshard_err rc;
 
 	if (wshard_fault_hit("kill-write"))
 		raise(SIGKILL);
 	rc = slot_validator(cv, slot, &v, err);
-	if (v)
-		snprintf(what, sizeof(what), "rank %d tensor '%s'", rank, t->name);
+	if (v && (cv->what[slot].rank != rank || cv->what[slot].tensor != tensor ||
+		  !cv->what[slot].text[0])) {
+		snprintf(cv->what[slot].text, sizeof(cv->what[slot].text), "rank %d tensor '%s'",
+			 rank, t->name);
+		cv->what[slot].rank = rank;
+		cv->what[slot].tensor = tensor;
+	}
 	for (done = 0; done < len && !rc; done += n) {
 		n = WSHARD_MIN(len - done, cv->block);
 		pthread_mutex_lock(&ro->write_lock);
 		rc = wshard_file_pwrite(f, p + done, n, at + done, err);
 		pthread_mutex_unlock(&ro->write_lock);
 		if (!rc && v)
-			rc = wshard_validator_check(v, p + done, n, what, off + done, err);
+			rc = wshard_validator_check(v, p + done, n, cv->what[slot].text,
+						    off + done, err);
 		if (!rc && cv->hot)
 			raw = wshard_crc64_raw(raw, p + done, n);
 	}
