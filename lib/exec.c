@@ -635,14 +635,6 @@ static enum wshard_err open_validator(struct convert *cv, struct wshard_error *e
 {
 	enum wshard_err rc = WSHARD_OK;
 
-	cv->block = seal_chunk(cv->plan);
-	/*
-	 * WSHARD_BENCH_NO_CHECKSUMS: scripts/bench's baseline, what convert
-	 * costs without any checksum (the manifest's are then empty, and
-	 * verify refuses the output).  Not for anything else.
-	 */
-	cv->no_checksums = getenv("WSHARD_BENCH_NO_CHECKSUMS") != NULL;
-	cv->hot = wshard_checksum_composable(cv->plan->opt.checksum) && !cv->no_checksums;
 	if (cv->run->validate != WSHARD_VALIDATE_OFF)
 		rc = wshard_validator_open(&cv->v, cv->run->validate,
 					   wshard_comm_local_rank(cv->comm), cv->block,
@@ -1346,6 +1338,14 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 					cv.nprocs, plan->tp);
 	pthread_mutex_init(&cv.seal_lock, NULL);
 	pthread_cond_init(&cv.seal_cond, NULL);
+	cv.block = seal_chunk(plan);
+	/*
+	 * WSHARD_BENCH_NO_CHECKSUMS: scripts/bench's baseline, what convert
+	 * costs without any checksum (the manifest's are then empty, and
+	 * verify refuses the output).  Not for anything else.
+	 */
+	cv.no_checksums = getenv("WSHARD_BENCH_NO_CHECKSUMS") != NULL;
+	cv.hot = wshard_checksum_composable(plan->opt.checksum) && !cv.no_checksums;
 	cv.ranks = calloc((size_t)plan->tp, sizeof(*cv.ranks));
 	run->proc_bytes_read = calloc((size_t)cv.nprocs, sizeof(uint64_t));
 	if (!cv.ranks || !run->proc_bytes_read)
