@@ -85,29 +85,71 @@ struct wshard_validator {
 #include <immintrin.h>
 #define HAVE_VSUM_AVX512 1
 
+#define AVX512 __attribute__((target("avx512f,avx512dq"), always_inline)) static inline
+
 /*
- * Two vectors per iteration, each with its own sum and index chains:
- * with one, the loop ran at 33 GB/s from L1 on the development machine,
- * with two at 58 (four gained nothing more).
+ * What the word index contributes to the terms of two consecutive
+ * vectors (sixteen words): i * STEP and 2i + 1 per lane.  Two vectors per
+ * iteration, each with its own sum and index chains: with one, the loop
+ * ran at 33 GB/s from L1 on the development machine, with two at 58
+ * (four gained nothing more).
  */
-__attribute__((target("avx512f,avx512dq"), always_inline))
-static inline uint64_t vsum_avx512_body(unsigned char *dst, const unsigned char *p,
-					size_t len, uint64_t first, bool copy)
+struct vsum_lanes {
+	__m512i kstep0, odd0, kstep1, odd1;
+};
+
+AVX512 void vsum_lanes_init(struct vsum_lanes *l, uint64_t first)
+{
+	__m512i k = _mm512_add_epi64(_mm512_set1_epi64((long long)first),
+				     _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+
+	l->kstep0 = _mm512_mullo_epi64(k, _mm512_set1_epi64((long long)WSHARD_VSUM_STEP));
+	l->odd0 = _mm512_add_epi64(_mm512_add_epi64(k, k), _mm512_set1_epi64(1));
+	l->kstep1 = _mm512_add_epi64(l->kstep0,
+				     _mm512_set1_epi64((long long)(8 * WSHARD_VSUM_STEP)));
+	l->odd1 = _mm512_add_epi64(l->odd0, _mm512_set1_epi64(16));
+}
+
+/* On by sixteen words. */
+AVX512 void vsum_lanes_next(struct vsum_lanes *l)
+{
+	const __m512i kstep16 = _mm512_set1_epi64((long long)(16 * WSHARD_VSUM_STEP));
+	const __m512i odd16 = _mm512_set1_epi64(32);
+
+	l->kstep0 = _mm512_add_epi64(l->kstep0, kstep16);
+	l->kstep1 = _mm512_add_epi64(l->kstep1, kstep16);
+	l->odd0 = _mm512_add_epi64(l->odd0, odd16);
+	l->odd1 = _mm512_add_epi64(l->odd1, odd16);
+}
+
+/* wshard_vsum_word of eight words. */
+AVX512 __m512i vsum_terms(__m512i w, __m512i kstep, __m512i odd)
+{
+	return _mm512_mullo_epi64(_mm512_xor_si512(w, kstep), odd);
+}
+
+/* The lanes added as unsigned words (the reduce intrinsic adds them as
+ * signed ones, which may overflow). */
+AVX512 uint64_t vsum_lanes_total(__m512i acc)
+{
+	uint64_t lane[8], sum = 0;
+	int l;
+
+	_mm512_storeu_si512((void *)lane, acc);
+	for (l = 0; l < 8; l++)
+		sum += lane[l];
+	return sum;
+}
+
+AVX512 uint64_t vsum_avx512_body(unsigned char *dst, const unsigned char *p,
+				 size_t len, uint64_t first, bool copy)
 {
 	size_t nwords = len / 8, i = 0;
 	__m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
-	__m512i k = _mm512_add_epi64(_mm512_set1_epi64((long long)first),
-				     _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-	__m512i kstep0 = _mm512_mullo_epi64(k, _mm512_set1_epi64((long long)WSHARD_VSUM_STEP));
-	__m512i odd0 = _mm512_add_epi64(_mm512_add_epi64(k, k), _mm512_set1_epi64(1));
-	const __m512i kstep8 = _mm512_set1_epi64((long long)(8 * WSHARD_VSUM_STEP));
-	const __m512i odd8 = _mm512_set1_epi64(16);
-	const __m512i kstep16 = _mm512_set1_epi64((long long)(16 * WSHARD_VSUM_STEP));
-	const __m512i odd16 = _mm512_set1_epi64(32);
-	__m512i kstep1 = _mm512_add_epi64(kstep0, kstep8);
-	__m512i odd1 = _mm512_add_epi64(odd0, odd8);
+	struct vsum_lanes l;
 
-	for (; i + 16 <= nwords; i += 16) {
+	vsum_lanes_init(&l, first);
+	for (; i + 16 <= nwords; i += 16, vsum_lanes_next(&l)) {
 		__m512i w0 = _mm512_loadu_si512((const void *)(p + 8 * i));
 		__m512i w1 = _mm512_loadu_si512((const void *)(p + 8 * i + 64));
 
@@ -115,34 +157,21 @@ static inline uint64_t vsum_avx512_body(unsigned char *dst, const unsigned char 
 			_mm512_storeu_si512((void *)(dst + 8 * i), w0);
 			_mm512_storeu_si512((void *)(dst + 8 * i + 64), w1);
 		}
-		acc0 = _mm512_add_epi64(acc0, _mm512_mullo_epi64(_mm512_xor_si512(w0, kstep0), odd0));
-		acc1 = _mm512_add_epi64(acc1, _mm512_mullo_epi64(_mm512_xor_si512(w1, kstep1), odd1));
-		kstep0 = _mm512_add_epi64(kstep0, kstep16);
-		kstep1 = _mm512_add_epi64(kstep1, kstep16);
-		odd0 = _mm512_add_epi64(odd0, odd16);
-		odd1 = _mm512_add_epi64(odd1, odd16);
+		acc0 = _mm512_add_epi64(acc0, vsum_terms(w0, l.kstep0, l.odd0));
+		acc1 = _mm512_add_epi64(acc1, vsum_terms(w1, l.kstep1, l.odd1));
 	}
 	if (i + 8 <= nwords) {
 		__m512i w = _mm512_loadu_si512((const void *)(p + 8 * i));
 
 		if (copy)
 			_mm512_storeu_si512((void *)(dst + 8 * i), w);
-		acc0 = _mm512_add_epi64(acc0, _mm512_mullo_epi64(_mm512_xor_si512(w, kstep0), odd0));
+		acc0 = _mm512_add_epi64(acc0, vsum_terms(w, l.kstep0, l.odd0));
 		i += 8;
 	}
 	if (copy)
 		memcpy(dst + 8 * i, p + 8 * i, len - 8 * i);
-	{
-		/* the lanes added as unsigned words (the reduce intrinsic adds
-		 * them as signed ones, which may overflow) */
-		uint64_t lane[8], sum = 0;
-		int l;
-
-		_mm512_storeu_si512((void *)lane, _mm512_add_epi64(acc0, acc1));
-		for (l = 0; l < 8; l++)
-			sum += lane[l];
-		return sum + wshard_vsum_partial_at(p + 8 * i, len - 8 * i, first + i);
-	}
+	return vsum_lanes_total(_mm512_add_epi64(acc0, acc1)) +
+	       wshard_vsum_partial_at(p + 8 * i, len - 8 * i, first + i);
 }
 
 __attribute__((target("avx512f,avx512dq")))
@@ -158,13 +187,36 @@ static uint64_t copy_vsum_avx512(unsigned char *dst, const unsigned char *p,
 	return vsum_avx512_body(dst, p, len, first, true);
 }
 
+/* One vector of a fused round trip: see round_trip_avx512. */
+AVX512 void round_trip_vector(unsigned char *dev, unsigned char *ret, __m512i w,
+			      __m512i kstep, __m512i odd, __m512i *want, __m512i *got,
+			      __m512i *diff)
+{
+	__m512i d, r;
+
+	/*
+	 * The compiler barriers make the loads real: without them the
+	 * compiler knows what was just stored, and reads nothing back.
+	 */
+	_mm512_store_si512((void *)dev, w);
+	__asm__ __volatile__("" ::: "memory");
+	d = _mm512_load_si512((const void *)dev);
+	_mm512_store_si512((void *)ret, d);
+	__asm__ __volatile__("" ::: "memory");
+	r = _mm512_load_si512((const void *)ret);
+	*want = _mm512_add_epi64(*want, vsum_terms(w, kstep, odd));
+	*got = _mm512_add_epi64(*got, vsum_terms(d, kstep, odd));
+	*diff = _mm512_or_si512(*diff, _mm512_xor_si512(r, w));
+}
+
 /*
  * The three steps of a host round trip fused, a vector at a time: copy
  * the original into "device" memory (summing the original: the expected
  * value), load it back from there (summing the device copy) and store it
  * into the returned copy, then load that and compare it with the
  * original.  The same loads, stores and sums as three passes over a
- * block, without going over the block three times: 1.7 times the speed.
+ * block, without going over the block three times: 1.4 times the speed
+ * (24.5 against 17.5 GB/s for a 256 KiB block in cache here).
  * Returns false if a word came back different; *want and *got receive
  * the two sums (before wshard_vsum_final).
  */
@@ -174,79 +226,33 @@ static bool round_trip_avx512(unsigned char *dev, unsigned char *ret,
 			      uint64_t *want, uint64_t *got)
 {
 	size_t nwords = len / 8, i = 0, tail;
-	__m512i acc_want = _mm512_setzero_si512(), acc_got = _mm512_setzero_si512();
+	__m512i want0 = _mm512_setzero_si512(), got0 = want0, want1 = want0, got1 = want0;
 	__m512i diff = _mm512_setzero_si512();
-	__m512i k = _mm512_add_epi64(_mm512_set1_epi64((long long)first),
-				     _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-	__m512i kstep = _mm512_mullo_epi64(k, _mm512_set1_epi64((long long)WSHARD_VSUM_STEP));
-	__m512i odd = _mm512_add_epi64(_mm512_add_epi64(k, k), _mm512_set1_epi64(1));
-	const __m512i kstep8 = _mm512_set1_epi64((long long)(8 * WSHARD_VSUM_STEP));
-	const __m512i odd8 = _mm512_set1_epi64(16);
-	const __m512i kstep16 = _mm512_set1_epi64((long long)(16 * WSHARD_VSUM_STEP));
-	const __m512i odd16 = _mm512_set1_epi64(32);
-	__m512i kstep1 = _mm512_add_epi64(kstep, kstep8), odd1 = _mm512_add_epi64(odd, odd8);
-	__m512i acc_want1 = _mm512_setzero_si512(), acc_got1 = _mm512_setzero_si512();
-	uint64_t lane[8], sw = 0, sg = 0;
-	int l;
+	struct vsum_lanes l;
 
-	/* two vectors per iteration, as in vsum_avx512_body */
-	for (; i + 16 <= nwords; i += 16) {
+	vsum_lanes_init(&l, first);
+	for (; i + 16 <= nwords; i += 16, vsum_lanes_next(&l)) {
 		__m512i w0 = _mm512_loadu_si512((const void *)(src + 8 * i));
 		__m512i w1 = _mm512_loadu_si512((const void *)(src + 8 * i + 64));
-		__m512i d0, d1, r0, r1;
 
-		_mm512_store_si512((void *)(dev + 8 * i), w0);
-		_mm512_store_si512((void *)(dev + 8 * i + 64), w1);
-		d0 = _mm512_load_si512((const void *)(dev + 8 * i));
-		d1 = _mm512_load_si512((const void *)(dev + 8 * i + 64));
-		_mm512_store_si512((void *)(ret + 8 * i), d0);
-		_mm512_store_si512((void *)(ret + 8 * i + 64), d1);
-		r0 = _mm512_load_si512((const void *)(ret + 8 * i));
-		r1 = _mm512_load_si512((const void *)(ret + 8 * i + 64));
-		acc_want = _mm512_add_epi64(acc_want,
-					    _mm512_mullo_epi64(_mm512_xor_si512(w0, kstep), odd));
-		acc_got = _mm512_add_epi64(acc_got,
-					   _mm512_mullo_epi64(_mm512_xor_si512(d0, kstep), odd));
-		acc_want1 = _mm512_add_epi64(acc_want1,
-					     _mm512_mullo_epi64(_mm512_xor_si512(w1, kstep1), odd1));
-		acc_got1 = _mm512_add_epi64(acc_got1,
-					    _mm512_mullo_epi64(_mm512_xor_si512(d1, kstep1), odd1));
-		diff = _mm512_or_si512(diff, _mm512_or_si512(_mm512_xor_si512(r0, w0),
-							     _mm512_xor_si512(r1, w1)));
-		kstep = _mm512_add_epi64(kstep, kstep16);
-		kstep1 = _mm512_add_epi64(kstep1, kstep16);
-		odd = _mm512_add_epi64(odd, odd16);
-		odd1 = _mm512_add_epi64(odd1, odd16);
+		round_trip_vector(dev + 8 * i, ret + 8 * i, w0, l.kstep0, l.odd0,
+				  &want0, &got0, &diff);
+		round_trip_vector(dev + 8 * i + 64, ret + 8 * i + 64, w1, l.kstep1, l.odd1,
+				  &want1, &got1, &diff);
 	}
-	for (; i + 8 <= nwords; i += 8) {
-		__m512i w = _mm512_loadu_si512((const void *)(src + 8 * i)), d, r;
-
-		_mm512_store_si512((void *)(dev + 8 * i), w);
-		d = _mm512_load_si512((const void *)(dev + 8 * i));
-		_mm512_store_si512((void *)(ret + 8 * i), d);
-		r = _mm512_load_si512((const void *)(ret + 8 * i));
-		acc_want = _mm512_add_epi64(acc_want,
-					    _mm512_mullo_epi64(_mm512_xor_si512(w, kstep), odd));
-		acc_got = _mm512_add_epi64(acc_got,
-					   _mm512_mullo_epi64(_mm512_xor_si512(d, kstep), odd));
-		diff = _mm512_or_si512(diff, _mm512_xor_si512(r, w));
-		kstep = _mm512_add_epi64(kstep, kstep8);
-		odd = _mm512_add_epi64(odd, odd8);
+	if (i + 8 <= nwords) {
+		round_trip_vector(dev + 8 * i, ret + 8 * i,
+				  _mm512_loadu_si512((const void *)(src + 8 * i)),
+				  l.kstep0, l.odd0, &want0, &got0, &diff);
+		i += 8;
 	}
-	acc_want = _mm512_add_epi64(acc_want, acc_want1);
-	acc_got = _mm512_add_epi64(acc_got, acc_got1);
-	/* the lanes added as unsigned words */
-	_mm512_storeu_si512((void *)lane, acc_want);
-	for (l = 0; l < 8; l++)
-		sw += lane[l];
-	_mm512_storeu_si512((void *)lane, acc_got);
-	for (l = 0; l < 8; l++)
-		sg += lane[l];
 	tail = len - 8 * i;
 	memcpy(dev + 8 * i, src + 8 * i, tail);
 	memcpy(ret + 8 * i, dev + 8 * i, tail);
-	*want = sw + wshard_vsum_partial_at(src + 8 * i, tail, first + i);
-	*got = sg + wshard_vsum_partial_at(dev + 8 * i, tail, first + i);
+	*want = vsum_lanes_total(_mm512_add_epi64(want0, want1)) +
+		wshard_vsum_partial_at(src + 8 * i, tail, first + i);
+	*got = vsum_lanes_total(_mm512_add_epi64(got0, got1)) +
+	       wshard_vsum_partial_at(dev + 8 * i, tail, first + i);
 	return _mm512_test_epi64_mask(diff, diff) == 0 &&
 	       memcmp(ret + 8 * i, src + 8 * i, tail) == 0;
 }
