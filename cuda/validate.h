@@ -18,6 +18,7 @@
 #ifndef WSHARD_VALIDATE_H
 #define WSHARD_VALIDATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,5 +102,16 @@ uint64_t wshard_validate_sum_at(const void *buf, size_t len, uint64_t first);
  */
 uint64_t wshard_validate_copy_sum_at(void *dst, const void *src, size_t len,
 				     uint64_t first);
+
+/*
+ * One host round trip of len bytes (dev and ret: len bytes each, 64-byte
+ * aligned, not overlapping src or each other): copies src to dev, dev to
+ * ret, and sets *out_want to wshard_validate_sum_at(src, len, first) and
+ * *out_got to the same sum of dev.  Where the CPU has AVX-512 the three
+ * steps go a vector at a time, with every value really stored and loaded
+ * back.  Returns true if ret holds the bytes of src.
+ */
+bool wshard_validate_round_trip_at(void *dev, void *ret, const void *src, size_t len,
+				   uint64_t first, uint64_t *out_want, uint64_t *out_got);
 
 #endif /* WSHARD_VALIDATE_H */
