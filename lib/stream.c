@@ -46,6 +46,8 @@ struct stream {
 	struct ref *refs;
 	size_t *first, *count;
 	char *window, *stage, *sendbuf, *recvbuf;
+	char *held;			/* per ref of a step: put last (busy) */
+	size_t held_cap;
 	char *map;			/* the mapped window, or NULL */
 	size_t map_len, map_skew;
 	uint64_t pagesz;
@@ -255,6 +257,9 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 	size_t n = s->count[src], i;
 	uint64_t sendtotal = 0, recvtotal = 0, exchange = 0;
 	const char *win = NULL;
+	struct wshard_error unused = { 0 };
+	size_t nheld = 0;
+	bool defer;
 	int q;
 
 	unmap_window(s);
@@ -280,19 +285,38 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 		win = s->window;	/* nothing read (an error): still take part */
 	/* with no window at all (out of memory) nothing is put and the bytes
 	 * sent are the send buffer's: the error is agreed after this tensor */
-	/* What this process sends to each other process, and what it keeps. */
+	/*
+	 * What this process sends to each other process, and what it keeps.
+	 * With two threads on one process, pieces whose rank file the other
+	 * thread is writing are put after the rest, rather than waited for.
+	 */
 	for (q = 0; q < s->nprocs; q++)
 		s->sendcounts[q] = s->recvcounts[q] = 0;
+	/* (without memory for the flags, every piece is put in turn) */
+	defer = s->sink->busy && s->nprocs == 1 &&
+		!grow(&s->held, &s->held_cap, n, &unused);
 	for (i = 0; i < n; i++) {
 		const struct wshard_piece *p = ref_piece(s, &refs[i]);
 		int owner = refs[i].rank % s->nprocs;
 
+		if (defer)
+			s->held[i] = 0;
 		if (!overlap(p, a, b, &x, &y))
 			continue;
-		if (owner == s->proc)
-			put_rows(s, &refs[i], x, y, win ? win + (x - a) * rb + p->col0 : NULL, rb);
-		else
+		if (owner != s->proc) {
 			s->sendcounts[owner] += (y - x) * p->ncols;
+		} else if (defer && s->sink->busy(s->sink->ctx, refs[i].rank, refs[i].tensor)) {
+			s->held[i] = 1;
+			nheld++;
+		} else {
+			put_rows(s, &refs[i], x, y, win ? win + (x - a) * rb + p->col0 : NULL, rb);
+		}
+	}
+	for (i = 0; nheld && i < n; i++) {
+		const struct wshard_piece *p = ref_piece(s, &refs[i]);
+
+		if (s->held[i] && overlap(p, a, b, &x, &y))
+			put_rows(s, &refs[i], x, y, win ? win + (x - a) * rb + p->col0 : NULL, rb);
 	}
 	if (s->nprocs == 1)
 		return WSHARD_OK;
@@ -495,6 +519,7 @@ static void stream_release(struct stream *s)
 	unmap_window(s);
 	free(s->window);
 	free(s->stage);
+	free(s->held);
 	free(s->sendbuf);
 	free(s->recvbuf);
 	free(s->sendcounts);
@@ -525,8 +550,8 @@ static enum wshard_err stream_threads(struct stream *s, const uint32_t *order,
 	bool threaded;
 
 	s->budget = s2.budget = s->plan->opt.max_memory / 2;
-	s2.window = s2.stage = s2.sendbuf = s2.recvbuf = s2.map = NULL;
-	s2.window_cap = s2.stage_cap = s2.send_cap = s2.recv_cap = 0;
+	s2.window = s2.stage = s2.held = s2.sendbuf = s2.recvbuf = s2.map = NULL;
+	s2.window_cap = s2.stage_cap = s2.held_cap = s2.send_cap = s2.recv_cap = 0;
 	s2.progress = NULL;
 	s2.slot = 1;
 	memset(&s2.stats, 0, sizeof(s2.stats));

@@ -24,6 +24,13 @@ struct stream_sink {
 	enum wshard_err (*put)(void *ctx, unsigned slot, int rank, size_t tensor,
 			       uint64_t off, const void *buf, size_t len,
 			       struct wshard_error *err);
+	/*
+	 * Optional: true when a put to rank's tensor would now wait for
+	 * another thread (its file is being written); the stream then puts
+	 * the other pieces of the step first.  A hint: the answer may be
+	 * stale by the time of the put.
+	 */
+	bool (*busy)(void *ctx, int rank, size_t tensor);
 	void *ctx;
 	bool threadsafe;	/* put may run on two threads at once */
 };
