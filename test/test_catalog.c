@@ -23,32 +23,11 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "test_util.h"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 /* ------------------------------------------------------------------ */
-
-static const char *root(void)
-{
-	const char *r = getenv("WSHARD_TEST_ROOT");
-
-	return r && *r ? r : ".";
-}
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s;
-	int n;
-
-	va_start(ap, f);
-	n = vasprintf(&s, f, ap);
-	va_end(ap);
-	cr_assert_geq(n, 0);
-	return s;
-}
 
 static char *bad_ckpt(const char *name)
 {
@@ -64,17 +43,9 @@ static char *tmp_dir(void)
 	return dir;
 }
 
-static int rm_one(const char *path, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static void rm_tree(char *dir)
 {
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(dir);
 	free(dir);
 }
 

@@ -22,40 +22,11 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "test_util.h"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 /* ------------------------------------------------------------------ */
-
-static const char *root(void)
-{
-	const char *r = getenv("WSHARD_TEST_ROOT");
-
-	return r && *r ? r : ".";
-}
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s;
-	int n;
-
-	va_start(ap, f);
-	n = vasprintf(&s, f, ap);
-	va_end(ap);
-	cr_assert_geq(n, 0);
-	return s;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
 
 /* A generated checkpoint, its catalog and rules. */
 struct fx {
@@ -119,7 +90,7 @@ static void fx_close(struct fx *f)
 	wshard_plan_free(f->plan);
 	wshard_rules_free(f->rules);
 	wshard_catalog_free(f->cat);
-	nftw(f->tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(f->tmp);
 	free(f->dir);
 	free(f->tmp);
 }

@@ -19,17 +19,11 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "test_util.h"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 /* ------------------------------------------------------------------ */
-
-static const char *root(void)
-{
-	const char *r = getenv("WSHARD_TEST_ROOT");
-
-	return r && *r ? r : ".";
-}
 
 static char *fixture(const char *dir, const char *name)
 {

@@ -21,35 +21,7 @@
 
 #include "wshard.h"
 #include "stream.h"
-
-static const char *root(void)
-{
-	const char *r = getenv("WSHARD_TEST_ROOT");
-
-	return r && *r ? r : ".";
-}
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s = NULL;
-
-	va_start(ap, f);
-	cr_assert_geq(vasprintf(&s, f, ap), 0);
-	va_end(ap);
-	return s;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
+#include "test_util.h"
 
 /* Every output tensor's bytes and how often each byte was put. */
 struct keep {
@@ -214,7 +186,7 @@ static void with_plan(void (*body)(const struct wshard_plan *))
 	wshard_plan_free(plan);
 	wshard_rules_free(rules);
 	wshard_catalog_free(cat);
-	nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(tmp);
 	free(cmd);
 	free(dir);
 	free(tmp);
