@@ -153,7 +153,15 @@ static void report(struct stream *s, size_t len)
 		s->progress(s->progress_ctx, "writing", all, s->total);
 }
 
-/* Hands rows [x, y) of piece ref to the sink; rows start at src (stride apart). */
+/* Bytes of rows gathered (or converted) into the stage per put. */
+#define STAGE_BYTES ((size_t)256 << 10)
+
+/*
+ * Hands rows [x, y) of piece ref to the sink; rows start at src (stride
+ * apart).  Rows that are not contiguous (a column piece) or change dtype
+ * are gathered into the stage and put about STAGE_BYTES at a time, so
+ * the stage is still in the cache when the sink writes and checks it.
+ */
 static void put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		     uint64_t y, const char *src, uint64_t stride)
 {
@@ -161,28 +169,39 @@ static void put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 	uint64_t off = p->dst + (x - p->row0) * p->out_ncols;
 	size_t len = (size_t)((y - x) * p->out_ncols);
 	bool convert = p->out_ncols != p->ncols || p->from != p->to;
-	const char *buf = src;
-	uint64_t i;
+	uint64_t g, i, r;
 
 	if (s->local.code || len == 0)
 		return;
-	if (stride != p->ncols || convert) {
-		if (grow(&s->stage, &s->stage_cap, len, &s->local))
-			return;
-		for (i = 0; i < y - x; i++) {
+	if (stride == p->ncols && !convert) {
+		if (!s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor, off, src,
+				  len, &s->local))
+			report(s, len);
+		return;
+	}
+	g = WSHARD_MAX(STAGE_BYTES / p->out_ncols, 1);
+	g = WSHARD_MIN(g, y - x);
+	if (grow(&s->stage, &s->stage_cap, (size_t)(g * p->out_ncols), &s->local))
+		return;
+	for (r = x; r < y && !s->local.code; r += g) {
+		uint64_t n = WSHARD_MIN(g, y - r);
+
+		for (i = 0; i < n; i++) {
+			const char *row = src + (r - x + i) * stride;
+
 			if (convert)
-				wshard_convert_floats(p->from, p->to, src + i * stride,
+				wshard_convert_floats(p->from, p->to, row,
 						      s->stage + i * p->out_ncols,
 						      p->ncols / (wshard_dtype_bits(p->from) / 8));
 			else
-				memcpy(s->stage + i * p->ncols, src + i * stride, p->ncols);
+				memcpy(s->stage + i * p->ncols, row, p->ncols);
 		}
-		buf = s->stage;
+		if (s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor,
+				 off + (r - x) * p->out_ncols, s->stage,
+				 (size_t)(n * p->out_ncols), &s->local))
+			return;
+		report(s, (size_t)(n * p->out_ncols));
 	}
-	if (s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor, off, buf, len,
-			 &s->local))
-		return;
-	report(s, len);
 }
 
 /*
