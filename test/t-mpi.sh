@@ -23,6 +23,10 @@
 # (f) on one node with no point-to-point layer chosen, Open MPI is asked for
 #     ob1 (no other pml component is loaded); `--mca pml ^ucx` given to
 #     mpirun is left alone (cm is loaded).
+# (g) --no-sync with mpirun's session directory ($TMPDIR) on OUT's file
+#     system: process 0 prints one note naming the directory and the way
+#     round it; none with -q, and none with the session directory in
+#     /dev/shm (a tmpfs, where OUT is not).
 # Also: a plain run (no mpirun variables) never initialises MPI.
 # shellcheck disable=SC2086,SC1091
 . "$(dirname "$0")/lib.sh"
@@ -326,6 +330,29 @@ else
 	fail "mpirun -np 2 --mca pml ^ucx: exit $mrc: $(head -c 400 "$T/err")"
 fi
 rm -rf "$T/pml"
+
+# ---------------------------------------------------------------- (g)
+mkdir -p "$T/session"
+rm -rf "$T/ns"
+if TMPDIR="$T/session" mpi 2 convert --no-sync --tp 4 "$src" "$T/ns"; then
+	n=$(grep -c "^wshard: note: Open MPI's session directory '$T/session/.*TMPDIR=/dev/shm" "$T/err")
+	[ "$n" -eq 1 ] || fail "--no-sync, session directory beside OUT: $n notes, expected 1: $(head -c 400 "$T/err")"
+else
+	fail "mpirun -np 2 --no-sync: exit $mrc: $(head -c 400 "$T/err")"
+fi
+rm -rf "$T/ns"
+TMPDIR="$T/session" mpi 2 convert -q --no-sync --tp 4 "$src" "$T/ns" ||
+	fail "mpirun -np 2 -q --no-sync: exit $mrc: $(head -c 400 "$T/err")"
+grep -q 'session directory' "$T/err" && fail "-q --no-sync: the session note was printed"
+rm -rf "$T/ns"
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
+   [ "$(stat -c %d /dev/shm)" != "$(stat -c %d "$T")" ]; then
+	TMPDIR=/dev/shm mpi 2 convert --no-sync --tp 4 "$src" "$T/ns" ||
+		fail "TMPDIR=/dev/shm mpirun -np 2 --no-sync: exit $mrc: $(head -c 400 "$T/err")"
+	grep -q 'session directory' "$T/err" &&
+		fail "session directory in /dev/shm: the note was printed: $(head -c 400 "$T/err")"
+fi
+rm -rf "$T/ns"
 
 # ---------------------------------------------------------------- (d)
 rm -rf "$T/over"
