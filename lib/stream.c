@@ -8,7 +8,9 @@
  * the bytes to its own sink (when it owns the piece's rank) or sends them
  * to the owner.  All processes derive who sends what at each step from
  * the same plan, so one MPI_Alltoallv per step moves the bytes, with no
- * extra metadata.  Summed over processes, each source byte is read once.
+ * extra metadata.  Small tensors that each fit in one window go through
+ * one step together, up to a quarter of the budget.  Summed over
+ * processes, each source byte is read once.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -264,25 +266,14 @@ static void unmap_window(struct stream *s)
 	s->map = NULL;
 }
 
-/* One step of one source tensor: read, put local pieces, exchange the rest. */
-static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
-			    uint64_t k, struct wshard_error *err)
+/* Reads (or maps) rows [a, b) of source tensor t into s; NULL if none. */
+static const char *read_window(struct stream *s, const struct wshard_src_tensor *t,
+			       uint64_t rb, uint64_t a, uint64_t b)
 {
-	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
 	const struct wshard_st *st = s->plan->cat->files[t->file].st;
-	uint64_t rows = wshard_matrix_rows(t->info);
-	uint64_t rb = t->nbytes / rows, a, b, x, y;
-	const struct ref *refs = &s->refs[s->first[src]];
-	size_t n = s->count[src], i;
-	uint64_t sendtotal = 0, recvtotal = 0, exchange = 0;
 	const char *win = NULL;
-	struct wshard_error unused = { 0 };
-	size_t nheld = 0;
-	bool defer;
-	int q;
 
 	unmap_window(s);
-	window_of(s, rows, s->proc, w, k, &a, &b);
 	if (a < b && !s->local.code) {
 		size_t len = (size_t)((b - a) * rb);
 
@@ -303,14 +294,47 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 	if (!win && !grow(&s->window, &s->window_cap, (size_t)((b - a) * rb) + 1, &s->local))
 		win = s->window;	/* nothing read (an error): still take part */
 	/* with no window at all (out of memory) nothing is put and the bytes
-	 * sent are the send buffer's: the error is agreed after this tensor */
-	/*
-	 * What this process sends to each other process, and what it keeps.
-	 * With two threads on one process, pieces whose rank file the other
-	 * thread is writing are put after the rest, rather than waited for.
-	 */
-	for (q = 0; q < s->nprocs; q++)
-		s->sendcounts[q] = s->recvcounts[q] = 0;
+	 * sent are the send buffer's: the error is agreed after the step */
+	return win;
+}
+
+/*
+ * The rows process q reads of source tensor src at step k: windows of w
+ * rows, or with w == 0 its whole block in one step.
+ */
+static void rows_of(const struct stream *s, uint32_t src, int q, uint64_t w, uint64_t k,
+		    uint64_t *a, uint64_t *b)
+{
+	uint64_t rows = wshard_matrix_rows(s->plan->cat->tensors[src].info);
+
+	window_of(s, rows, q, w ? w : rows, w ? k : 0, a, b);
+}
+
+/* True when source tensor src has bytes to stream (a piece, rows, row bytes). */
+static bool streamed(const struct stream *s, uint32_t src)
+{
+	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
+	uint64_t rows = wshard_matrix_rows(t->info);
+
+	return s->count[src] && rows && t->nbytes / rows;
+}
+
+/*
+ * Puts this process's own pieces of one source tensor's window, and packs
+ * those of other processes at s->senddispl.  With two threads on one
+ * process, pieces whose rank file the other thread is writing are put
+ * after the rest, rather than waited for.
+ */
+static void put_and_pack(struct stream *s, uint32_t src, uint64_t a, uint64_t b,
+			 const char *win)
+{
+	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
+	uint64_t rb = t->nbytes / wshard_matrix_rows(t->info), x, y, r;
+	const struct ref *refs = &s->refs[s->first[src]];
+	size_t n = s->count[src], i, nheld = 0;
+	struct wshard_error unused = { 0 };
+	bool defer;
+
 	/* (without memory for the flags, every piece is put in turn) */
 	defer = s->sink->busy && s->nprocs == 1 &&
 		!grow(&s->held, &s->held_cap, n, &unused);
@@ -323,7 +347,12 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 		if (!overlap(p, a, b, &x, &y))
 			continue;
 		if (owner != s->proc) {
-			s->sendcounts[owner] += (y - x) * p->ncols;
+			for (r = x; r < y; r++) {
+				if (win)
+					memcpy(s->sendbuf + s->senddispl[owner],
+					       win + (r - a) * rb + p->col0, p->ncols);
+				s->senddispl[owner] += p->ncols;
+			}
 		} else if (defer && s->sink->busy(s->sink->ctx, refs[i].rank, refs[i].tensor)) {
 			s->held[i] = 1;
 			nheld++;
@@ -337,32 +366,58 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 		if (s->held[i] && overlap(p, a, b, &x, &y))
 			put_rows(s, &refs[i], x, y, win ? win + (x - a) * rb + p->col0 : NULL, rb);
 	}
-	if (s->nprocs == 1)
-		return WSHARD_OK;
-	/* Does anyone send anything at this step?  Every process knows. */
-	for (q = 0; q < s->nprocs; q++) {
-		uint64_t qa, qb;
+}
 
-		window_of(s, rows, q, w, k, &qa, &qb);
-		for (i = 0; i < n; i++) {
-			const struct wshard_piece *p = ref_piece(s, &refs[i]);
-			int owner = refs[i].rank % s->nprocs;
+/*
+ * One step of the source tensors srcs[0..n): step k of windows of w rows
+ * of a single tensor, or (w == 0) the whole blocks of several small
+ * tensors at once.  Each process reads its rows, puts its own pieces and
+ * packs the others'; one MPI_Alltoallv moves them all, and each process
+ * unpacks in the order the senders packed (sender, tensor, piece, row).
+ * The tensors of an MoE layer are small and many (128 experts, 3
+ * projections each): one exchange per tensor made the processes meet
+ * thousands of times, each meeting costing more than the bytes it moved.
+ */
+static enum wshard_err step(struct stream *s, const uint32_t *srcs, size_t nsrc,
+			    uint64_t w, uint64_t k, struct wshard_error *err)
+{
+	uint64_t sendtotal = 0, recvtotal = 0, exchange = 0, a, b, x, y;
+	size_t j, i;
+	int q;
 
-			if (owner == q || !overlap(p, qa, qb, &x, &y))
-				continue;
-			exchange++;
-			if (owner == s->proc)
-				s->recvcounts[q] += (y - x) * p->ncols;
+	for (q = 0; q < s->nprocs; q++)
+		s->sendcounts[q] = s->recvcounts[q] = 0;
+	/*
+	 * Who sends what to whom, from the plan alone: every process knows
+	 * every process's windows.
+	 */
+	for (j = 0; j < nsrc && s->nprocs > 1; j++) {
+		const struct ref *refs = &s->refs[s->first[srcs[j]]];
+
+		if (!streamed(s, srcs[j]))
+			continue;
+		for (q = 0; q < s->nprocs; q++) {
+			rows_of(s, srcs[j], q, w, k, &a, &b);
+			for (i = 0; i < s->count[srcs[j]]; i++) {
+				const struct wshard_piece *p = ref_piece(s, &refs[i]);
+				int owner = refs[i].rank % s->nprocs;
+
+				if (owner == q || !overlap(p, a, b, &x, &y))
+					continue;
+				exchange++;
+				if (q == s->proc)
+					s->sendcounts[owner] += (y - x) * p->ncols;
+				if (owner == s->proc)
+					s->recvcounts[q] += (y - x) * p->ncols;
+			}
 		}
 	}
-	if (!exchange)
-		return WSHARD_OK;
 	for (q = 0; q < s->nprocs; q++) {
 		s->senddispl[q] = sendtotal;
 		sendtotal += s->sendcounts[q];
 		recvtotal += s->recvcounts[q];
 	}
-	{
+	if (exchange) {
 		/* all or none: a process without its buffers must not leave the
 		 * others waiting in the exchange */
 		struct wshard_error mem = { 0 };
@@ -372,79 +427,122 @@ static enum wshard_err step(struct stream *s, uint32_t src, uint64_t w,
 		if (wshard_comm_agree(s->comm, &mem))
 			return wshard_error_set(err, mem.code, "%s", mem.msg);
 	}
-	for (i = 0; i < n; i++) {
-		const struct wshard_piece *p = ref_piece(s, &refs[i]);
-		int owner = refs[i].rank % s->nprocs;
-		uint64_t r;
+	for (j = 0; j < nsrc; j++) {
+		const struct wshard_src_tensor *t = &s->plan->cat->tensors[srcs[j]];
+		uint64_t rb;
 
-		if (owner == s->proc || !overlap(p, a, b, &x, &y))
+		if (!streamed(s, srcs[j]))
 			continue;
-		for (r = x; r < y; r++) {
-			if (win)
-				memcpy(s->sendbuf + s->senddispl[owner],
-				       win + (r - a) * rb + p->col0, p->ncols);
-			s->senddispl[owner] += p->ncols;
-		}
+		rb = t->nbytes / wshard_matrix_rows(t->info);
+		rows_of(s, srcs[j], s->proc, w, k, &a, &b);
+		put_and_pack(s, srcs[j], a, b, read_window(s, t, rb, a, b));
 	}
+	if (!exchange)
+		return WSHARD_OK;
 	if (wshard_comm_alltoallv(s->comm, s->sendbuf, s->sendcounts, s->recvbuf,
 				  s->recvcounts, err))
 		return err->code;
-	/* Unpack in the order each sender packed. */
 	{
 		const char *at = s->recvbuf;
 
 		for (q = 0; q < s->nprocs; q++) {
-			uint64_t qa, qb;
-
 			if (q == s->proc)
 				continue;
-			window_of(s, rows, q, w, k, &qa, &qb);
-			for (i = 0; i < n; i++) {
-				const struct wshard_piece *p = ref_piece(s, &refs[i]);
+			for (j = 0; j < nsrc; j++) {
+				const struct ref *refs = &s->refs[s->first[srcs[j]]];
 
-				if (refs[i].rank % s->nprocs != s->proc ||
-				    !overlap(p, qa, qb, &x, &y))
+				if (!streamed(s, srcs[j]))
 					continue;
-				put_rows(s, &refs[i], x, y, at, p->ncols);
-				at += (y - x) * p->ncols;
+				rows_of(s, srcs[j], q, w, k, &a, &b);
+				for (i = 0; i < s->count[srcs[j]]; i++) {
+					const struct wshard_piece *p = ref_piece(s, &refs[i]);
+
+					if (refs[i].rank % s->nprocs != s->proc ||
+					    !overlap(p, a, b, &x, &y))
+						continue;
+					put_rows(s, &refs[i], x, y, at, p->ncols);
+					at += (y - x) * p->ncols;
+				}
 			}
 		}
 	}
 	return WSHARD_OK;
 }
 
-/* Streams one source tensor through all its steps. */
-static enum wshard_err stream_tensor(struct stream *s, uint32_t src,
-				     struct wshard_error *err)
+/* Rows per window of source tensor src: what the memory budget allows. */
+static uint64_t window_rows(const struct stream *s, uint32_t src)
 {
 	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
 	uint64_t rows = wshard_matrix_rows(t->info);
-	uint64_t rb = t->nbytes / rows, fan = 0, w, steps = 0, k;
+	uint64_t rb = t->nbytes / rows, fan = 0, w;
 	size_t i;
-	int q;
-	enum wshard_err rc;
 
-	if (s->count[src] == 0 || rows == 0 || rb == 0)
-		return WSHARD_OK;
 	/* fan-out: how many output copies each source byte feeds, rounded up */
 	for (i = 0; i < s->count[src]; i++)
 		fan += ref_piece(s, &s->refs[s->first[src] + i])->len;
 	fan = (fan + t->nbytes - 1) / t->nbytes;
 	w = s->budget / (rb * (2 + 2 * fan));
-	if (w == 0)
-		w = 1;
+	return w ? w : 1;
+}
+
+/* Steps of source tensor src in windows of w rows: the most any process needs. */
+static uint64_t steps_of(const struct stream *s, uint32_t src, uint64_t w)
+{
+	uint64_t rows = wshard_matrix_rows(s->plan->cat->tensors[src].info), steps = 0;
+	int q;
+
 	for (q = 0; q < s->nprocs; q++) {
 		uint64_t a, b;
 
 		window_of(s, rows, q, rows, 0, &a, &b);
 		steps = WSHARD_MAX(steps, (b - a + w - 1) / w);
 	}
+	return steps;
+}
+
+/* Streams one source tensor through all its steps. */
+static enum wshard_err stream_tensor(struct stream *s, uint32_t src,
+				     struct wshard_error *err)
+{
+	uint64_t w, steps, k;
+	enum wshard_err rc;
+
+	if (!streamed(s, src))
+		return WSHARD_OK;
+	w = window_rows(s, src);
+	steps = steps_of(s, src, w);
 	for (k = 0; k < steps; k++) {
-		rc = step(s, src, w, k, err);
+		rc = step(s, &src, 1, w, k, err);
 		if (rc)
 			return rc;
 	}
 	return WSHARD_OK;
+}
+
+/*
+ * Source tensors taken together in one step, from order[0..n): a run of
+ * tensors that each fit in one window, of at most GROUP_BYTES in all
+ * (the exchange buffers hold at most that each) and GROUP_MAX tensors.
+ * The same on every process: it depends on the plan alone.
+ */
+#define GROUP_MAX 4096
+
+static size_t group_of(const struct stream *s, const uint32_t *order, size_t n)
+{
+	uint64_t bytes = 0, limit = s->budget / 4;
+	size_t g;
+
+	for (g = 0; g < n && g < GROUP_MAX; g++) {
+		const struct wshard_src_tensor *t = &s->plan->cat->tensors[order[g]];
+
+		if (!streamed(s, order[g]))
+			continue;	/* nothing to read: joins any group */
+		if (steps_of(s, order[g], window_rows(s, order[g])) > 1 ||
+		    bytes + t->nbytes > limit)
+			break;
+		bytes += t->nbytes;
+	}
+	return g;
 }
 
 /* Zero padding and constants: no source bytes behind them. */
@@ -618,7 +716,7 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 	};
 	uint32_t *order = NULL;
 	uint64_t since = 0;
-	size_t nsrc = plan->cat->ntensors, i;
+	size_t nsrc = plan->cat->ntensors, i, g;
 	bool threads;
 	int r;
 	enum wshard_err rc;
@@ -648,10 +746,19 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 		if (rc)
 			goto out;
 	}
-	for (i = 0; i < nsrc && !threads; i++) {
-		rc = stream_tensor(&s, order[i], err);
+	for (i = 0; i < nsrc && !threads; i += g) {
+		bool any = false;
+		size_t j;
+
+		/* several small tensors in one exchange, or one tensor in steps */
+		g = s.nprocs > 1 ? group_of(&s, order + i, nsrc - i) : 0;
+		if (g)
+			rc = step(&s, order + i, g, 0, 0, err);
+		else
+			rc = stream_tensor(&s, order[i], err);
 		if (rc)
 			goto out;
+		g = g ? g : 1;
 		/*
 		 * A failure anywhere stops everyone at the same tensor, checked
 		 * every AGREE_BYTES of source: each agreement is a barrier, and
@@ -659,8 +766,11 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 		 * the run.  (A process that failed keeps taking part in the
 		 * exchanges until then, sending what it has.)
 		 */
-		since += plan->cat->tensors[order[i]].nbytes;
-		if (wshard_comm_is_mpi(comm) && s.count[order[i]] && since >= AGREE_BYTES) {
+		for (j = i; j < i + g; j++) {
+			since += plan->cat->tensors[order[j]].nbytes;
+			any = any || s.count[order[j]];
+		}
+		if (wshard_comm_is_mpi(comm) && any && since >= AGREE_BYTES) {
 			struct wshard_error e = s.local;
 
 			since = 0;

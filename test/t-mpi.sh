@@ -2,8 +2,11 @@
 # Distribution under mpirun (DESIGN.md "Distribution"): MPI process p of P
 # writes TP ranks p, p+P, ...; the source is read once across processes.
 #
-# (a) for llama (GQA, kv 2 < tp 4), qwen2 (biases) and phi3 (fused
-#     projections), all from sharded sources (--shards 3), and for a larger
+# (a) for llama (GQA, kv 2 < tp 4), qwen2 (biases), phi3 (fused
+#     projections) and qwen3_moe (16 small experts a layer: many source
+#     tensors share one exchange; again with --max-memory 1M, so that
+#     they share it in smaller groups), all from sharded sources
+#     (--shards 3), and for a larger
 #     llama forcing many read windows (--max-memory 1M) and several parts per
 #     rank (--max-file-size), `mpirun -np 1|2|3|4 wshard convert --tp 4` and
 #     `mpirun -np 2 wshard convert --tp 8` give rank files (and copied files)
@@ -222,6 +225,8 @@ llama|--arch llama --dtype BF16 --seed 3|
 qwen2|--arch qwen2 --dtype F16 --seed 4|
 phi3|--arch phi3 --dtype BF16 --seed 5|
 big|--arch llama --dtype BF16 --seed 6|$BOPT
+qwen3moe|--arch qwen3_moe --dtype BF16 --seed 7 --head-dim 16 --moe-intermediate 32 --experts 16|
+moesmall|--arch qwen3_moe --dtype BF16 --seed 8 --head-dim 16 --moe-intermediate 32 --experts 16|--max-memory 1M
 EOF
 
 # A plain run does not initialise MPI: a singleton MPI_Init would create an
