@@ -321,32 +321,16 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
  * system OUT is written to, the end of an unsynced run (MPI_Finalize,
  * mpirun's own exit) waits there for the kernel to write the output
  * back: 0.9 s after an 8 GB --no-sync convert on the development
- * machine.  Says so, once, with the way round it.
+ * machine.  Says so, once, after the summary, with the way round it.
  */
 static void note_session_dir(const char *out)
 {
 	const char *dir = getenv("PMIX_SERVER_TMPDIR");
 	struct stat a, b;
-	char parent[4096];
-	char *slash;
 
 	if (!dir)
 		dir = getenv("OMPI_MCA_orte_top_session_dir");
-	if (!dir || stat(dir, &a) != 0)
-		return;
-	if (stat(out, &b) != 0) {
-		snprintf(parent, sizeof(parent), "%s", out);
-		slash = strrchr(parent, '/');
-		if (slash == parent)
-			slash[1] = '\0';
-		else if (slash)
-			*slash = '\0';
-		else
-			snprintf(parent, sizeof(parent), ".");
-		if (stat(parent, &b) != 0)
-			return;
-	}
-	if (a.st_dev == b.st_dev)
+	if (dir && stat(dir, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev)
 		fprintf(stderr,
 			"wshard: note: Open MPI's session directory '%s' is on the file system of "
 			"'%s'; with --no-sync the job's end waits there for the output's write-back "
@@ -392,8 +376,6 @@ int cmd_convert(int argc, char **argv)
 			print_dry_run(&o, plan);
 		goto out;
 	}
-	if (leader && !o.quiet && o.run.no_sync && wshard_comm_is_mpi(comm))
-		note_session_dir(o.run.out_dir);
 	progress_init(&prog, o.quiet || !leader);
 	o.run.progress = progress_update;
 	o.run.progress_ctx = &prog;
@@ -405,6 +387,8 @@ int cmd_convert(int argc, char **argv)
 		fprintf(stderr, "wshard: %s\n", o.run.notice);
 	if (leader && !o.quiet)
 		print_summary(&o, plan, now_seconds() - start);
+	if (leader && !o.quiet && o.run.no_sync && wshard_comm_is_mpi(comm))
+		note_session_dir(o.run.out_dir);	/* OUT exists now */
 out:
 	ret = err.code ? exit_code(err.code) : EXIT_OK;
 	if (err.code && leader)
