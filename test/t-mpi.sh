@@ -14,7 +14,9 @@
 #     it except for its "run" object; the single-process output is checked
 #     once against test/reference.py.
 # (b) run.bytes_read has one entry per process, each process reads a share,
-#     and the shares sum to source.tensor_bytes (untied models).
+#     and the shares sum to source.tensor_bytes (untied models); with -np 3
+#     --tp 4, process 0 (ranks 0 and 3) reads the pieces of its two ranks
+#     of the tensors no two ranks share, about twice each other's share.
 # (c) a read or write fault in one process, a manifest fault in process 0
 #     and a round-trip fault (WSHARD_INJECT_VALIDATE, --validate host): every
 #     process exits with the same non-zero code on its own (checked with
@@ -216,6 +218,17 @@ while IFS='|' read -r name gopts copts; do
 		all_exit "$label" $np 0
 		same_out "$label" "$T/$name-tp$tp-single" "$out"
 		reads_ok "$label" "$out" $np
+		# process 0 writes ranks 0 and 3, the others one rank each: it
+		# reads the pieces of two ranks of every tensor that no two
+		# ranks share (embeddings, q, gate/up, down), so about twice as
+		# much as each of the others (equal thirds, by blocks of rows,
+		# when every such tensor went through MPI exchanges)
+		[ "$name" = big ] && [ "$np" = 3 ] && ! "$PYTHON" -c '
+import json, sys
+br = json.load(open(sys.argv[1]))["run"]["bytes_read"]
+print(br)
+sys.exit(0 if br[0] > 1.5 * br[1] and br[0] > 1.5 * br[2] else 1)' "$out/wshard.json" >"$T/br" &&
+			fail "$label: run.bytes_read $(cat "$T/br"): expected process 0 to read its two ranks' pieces itself"
 		rm -rf "$out"
 	done
 	reads_ok "$name single process" "$T/$name-tp4-single" 1
