@@ -269,6 +269,16 @@ static void unmap_window(struct stream *s)
 	s->map = NULL;
 }
 
+/* The test hook WSHARD_FAULT=read: fails this read of st, once. */
+static bool read_fault(struct stream *s, const struct wshard_st *st)
+{
+	if (!wshard_fault_hit("read"))
+		return false;
+	wshard_error_set(&s->local, WSHARD_EIO, "cannot read '%s': %s (injected)", st->path,
+			 "Input/output error");
+	return true;
+}
+
 /* Reads (or maps) rows [a, b) of source tensor t into s; NULL if none. */
 static const char *read_window(struct stream *s, const struct wshard_src_tensor *t,
 			       uint64_t rb, uint64_t a, uint64_t b)
@@ -280,9 +290,8 @@ static const char *read_window(struct stream *s, const struct wshard_src_tensor 
 	if (a < b && !s->local.code) {
 		size_t len = (size_t)((b - a) * rb);
 
-		if (wshard_fault_hit("read")) {
-			wshard_error_set(&s->local, WSHARD_EIO, "cannot read '%s': %s (injected)",
-					 st->path, "Input/output error");
+		if (read_fault(s, st)) {
+			/* nothing read */
 		} else if (s->seekable && len >= MAP_MIN &&
 			   !map_window(s, st, t->offset + a * rb, len)) {
 			win = s->map + s->map_skew;
@@ -392,6 +401,7 @@ static void put_and_pack(struct stream *s, uint32_t src, uint64_t a, uint64_t b,
 
 static uint64_t window_rows(const struct stream *s, uint32_t src);
 
+/* Whether source tensor src is read by its owners (an MPI run, seekable). */
 static bool own_pieces(const struct stream *s, uint32_t src)
 {
 	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
@@ -399,7 +409,7 @@ static bool own_pieces(const struct stream *s, uint32_t src)
 	bool whole_rows = true;
 	size_t i;
 
-	if (s->nprocs == 1 || !s->seekable || !streamed(s, src))
+	if (!streamed(s, src))
 		return false;
 	rb = t->nbytes / wshard_matrix_rows(t->info);
 	for (i = 0; i < s->count[src]; i++) {
@@ -435,13 +445,8 @@ static const char *read_own_window(struct stream *s, const struct wshard_src_ten
 	size_t len = (size_t)((b - a - 1) * rb + p->ncols);
 
 	unmap_window(s);
-	if (s->local.code)
+	if (s->local.code || read_fault(s, st))
 		return NULL;
-	if (wshard_fault_hit("read")) {
-		wshard_error_set(&s->local, WSHARD_EIO, "cannot read '%s': %s (injected)",
-				 st->path, "Input/output error");
-		return NULL;
-	}
 	if ((p->ncols < rb || len >= MAP_MIN) && !map_window(s, st, off, len)) {
 		s->stats.bytes_read += (b - a) * p->ncols;
 		return s->map + s->map_skew;
