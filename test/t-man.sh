@@ -9,9 +9,12 @@
 #   - every long option the page's OPTIONS section lists as an item (the
 #     line after .TP) is printed by --help, so the page lists no stale one;
 #   - the page renders without groff warnings (when groff is installed).
-# Also: every command `wshard --help` lists has a man page, and every
-# environment variable the sources read (getenv("NAME"), or a "WSHARD_*"
-# string constant) is named in wshard.1's ENVIRONMENT section.
+# Also: every command `wshard --help` lists has a man page; wshard-rules.5
+# exists and renders without warnings; and every environment variable the
+# sources read (getenv("NAME"), or a "WSHARD_*" string constant) is named
+# in wshard.1's ENVIRONMENT section, except the WSHARD_BENCH_* ones, which
+# only scripts/bench sets: they are named there instead, as they are no
+# concern of a user.
 #
 # Normalisation of a page (roff source): font escapes (\fB \fI \fR \fP,
 # \f(XX, \f[...]) are removed; \- becomes -, \(aq ', \(dq ", "\ " a space,
@@ -119,7 +122,16 @@ while read -r cmd; do
 	check_page "$MAN/wshard-$cmd.1" "$WSHARD" "$cmd"
 done <"$T/commands"
 
-# The environment variables the sources read, against wshard.1's ENVIRONMENT.
+# wshard-rules.5, the rules-file format, has no command to compare with.
+if [ ! -f "$MAN/wshard-rules.5" ]; then
+	fail "wshard-rules.5: no such man page"
+elif command -v groff >/dev/null 2>&1; then
+	groff -man -Tutf8 -ww -z "$MAN/wshard-rules.5" >"$T/groff" 2>&1
+	[ -s "$T/groff" ] && fail "wshard-rules.5: groff warns: $(head -c 300 "$T/groff")"
+fi
+
+# The environment variables the sources read, against wshard.1's ENVIRONMENT
+# (WSHARD_BENCH_*: against scripts/bench).
 awk '/^\.SH/ { on = ($0 ~ /^\.SH +"?ENVIRONMENT"?[ \t]*$/); next } on' \
 	"$MAN/wshard.1" | unroff >"$T/env"
 [ -s "$T/env" ] || fail "wshard.1: no ENVIRONMENT section"
@@ -128,6 +140,12 @@ find "$ROOT/lib" "$ROOT/cmd" "$ROOT/cuda" -type f \( -name '*.c' -o -name '*.h' 
 	sed -e 's/^getenv("//' -e 's/")$//' -e 's/"//g' | sort -u >"$T/vars"
 [ -s "$T/vars" ] || fail "found no getenv() in the sources under $ROOT"
 while read -r var; do
+	case $var in
+	WSHARD_BENCH_*)
+		grep -q -e "$var" "$ROOT/scripts/bench" ||
+			fail "scripts/bench does not name $var, which the sources read"
+		continue ;;
+	esac
 	grep -E -q -e "(^|[^A-Za-z0-9_])$var([^A-Za-z0-9_]|\$)" "$T/env" ||
 		fail "wshard.1: ENVIRONMENT does not name $var, which the sources read"
 done <"$T/vars"
