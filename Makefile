@@ -5,7 +5,7 @@
 #   make check           build, run every test, then again under ASan+UBSan
 #   make test            run the tests of the current build only
 #   make demo            convert a small generated checkpoint at tp 2
-#   make install         install binary and man pages (PREFIX, DESTDIR)
+#   make install         install binary and man pages, man1 and man5 (PREFIX, DESTDIR)
 #   make DEVELOPER=1     add -Wall -Wextra -Werror;  V=1 shows commands
 
 PREFIX ?= /usr/local
@@ -163,13 +163,15 @@ demo: $(PROGRAM)
 	$(Q)sh scripts/demo
 
 install: $(PROGRAM)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
 	install -m 755 $(PROGRAM) $(DESTDIR)$(BINDIR)/wshard
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/wshard
 	cd $(DESTDIR)$(MANDIR)/man1 && rm -f wshard.1 wshard-convert.1 wshard-verify.1 wshard-inspect.1
+	rm -f $(DESTDIR)$(MANDIR)/man5/wshard-rules.5
 
 clean:
 	rm -rf build wshard
