@@ -5,7 +5,7 @@
 #   make check           build, run every test, then again under ASan+UBSan
 #   make test            run the tests of the current build only
 #   make demo            convert a small generated checkpoint at tp 2
-#   make install         install binary and man pages, man1 and man5 (PREFIX, DESTDIR)
+#   make install         install binary and man pages (PREFIX, DESTDIR)
 #   make DEVELOPER=1     add -Wall -Wextra -Werror;  V=1 shows commands
 
 PREFIX ?= /usr/local
