@@ -1,0 +1,60 @@
+"""Imported by every Python process started with test/engine/hook on
+PYTHONPATH, vLLM's engine and worker processes included (they are started
+afresh, so a patch made in the driver would not reach them).  When
+WSHARD_ORACLE_DUMP names a folder, each worker saves its model state as
+vLLM's ShardedStateLoader would load it, just before
+process_weights_after_loading repacks the weights for the CPU kernels:
+DUMP/model-rank-R.safetensors for tensor-parallel rank R."""
+import importlib.abc
+import importlib.util
+import os
+import sys
+
+_TARGET = "vllm.model_executor.model_loader.base_loader"
+
+
+def _patch(module):
+    real = module.process_weights_after_loading
+    dump = os.environ["WSHARD_ORACLE_DUMP"]
+
+    def dump_then_process(model, model_config, target_device):
+        from safetensors.torch import save_file
+        from vllm.distributed import get_tensor_model_parallel_rank
+        from vllm.model_executor.model_loader.sharded_state_loader import (
+            ShardedStateLoader)
+        rank = get_tensor_model_parallel_rank()
+        state = ShardedStateLoader._filter_subtensors(model.state_dict())
+        state = {k: v.detach().to("cpu").contiguous().clone()
+                 for k, v in state.items()}
+        os.makedirs(dump, exist_ok=True)
+        path = os.path.join(dump, f"model-rank-{rank}.safetensors")
+        save_file(state, path + ".tmp", metadata={"format": "pt"})
+        os.replace(path + ".tmp", path)
+        return real(model, model_config, target_device)
+
+    module.process_weights_after_loading = dump_then_process
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != _TARGET:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None:
+            return None
+        exec_module = spec.loader.exec_module
+
+        def exec_and_patch(module):
+            exec_module(module)
+            _patch(module)
+
+        spec.loader.exec_module = exec_and_patch
+        return spec
+
+
+if os.environ.get("WSHARD_ORACLE_DUMP"):
+    sys.meta_path.insert(0, _Finder())

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""vLLM as the reference for wshard's output.  One engine per process: the
+shell driver (test/engine/run) runs each command in its own process group and
+kills the group when it ends, since vLLM's workers can outlive the LLM object.
+
+    oracle.py ref SRC TP DUMP ANSWERS
+        Loads the HuggingFace checkpoint SRC in vLLM at tensor-parallel size
+        TP.  Every worker saves its model's state as ShardedStateLoader would
+        load it (the state dict after _filter_subtensors, taken just before
+        process_weights_after_loading repacks the weights for the CPU
+        kernels) to DUMP/model-rank-R.safetensors.  Then generates greedily
+        from fixed token-id prompts and writes tokens and top-5 logprobs to
+        ANSWERS (JSON).
+    oracle.py load OUT TP ANSWERS
+        Loads wshard's output OUT with load_format="sharded_state" and writes
+        the answers for the same prompts.
+    oracle.py bytes DUMP OUT TP
+        Compares, for every rank, vLLM's state (DUMP) with wshard's rank files
+        (OUT/model-rank-R-part-P.safetensors): the same names, dtypes, shapes
+        and bytes.  Prints each difference; exits 1 if there is any.
+    oracle.py answers A B
+        Compares two ANSWERS files: identical tokens and logprobs, or exit 1.
+"""
+import glob
+import json
+import os
+import sys
+
+PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
+MAX_TOKENS = 8
+
+
+def engine_env():
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
+    # The engine core in this process and, at tp 1, the worker too: each
+    # process start costs seconds of imports.
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def answers(model, tp, out, **kw):
+    import time
+    if tp > 1:
+        # vLLM's automatic binding wants a NUMA node per worker; on a small
+        # machine let the workers share the cores instead.
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from vllm import LLM, SamplingParams
+    t0 = time.perf_counter()
+    llm = LLM(model=model, tensor_parallel_size=tp, enforce_eager=True,
+              skip_tokenizer_init=True, dtype="bfloat16", max_model_len=256,
+              seed=0, distributed_executor_backend="uni" if tp == 1 else "mp",
+              **kw)
+    t1 = time.perf_counter()
+    sp = SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, logprobs=5,
+                        detokenize=False)
+    res = llm.generate([{"prompt_token_ids": p} for p in PROMPTS], sp,
+                       use_tqdm=False)
+    got = []
+    for r in res:
+        c = r.outputs[0]
+        lps = [{str(t): round(lp.logprob, 6) for t, lp in sorted(d.items())}
+               for d in c.logprobs]
+        got.append({"tokens": list(c.token_ids), "logprobs": lps})
+    with open(out, "w") as f:
+        json.dump({"llm_init_s": t1 - t0, "answers": got}, f, indent=1)
+    os._exit(0)  # the engine's atexit hooks may hang; the driver reaps it
+
+
+def rank_files(out, rank):
+    return sorted(glob.glob(os.path.join(out, f"model-rank-{rank}-part-*.safetensors")))
+
+
+def read_all(paths):
+    from safetensors import safe_open
+    t = {}
+    for p in paths:
+        with safe_open(p, framework="pt") as f:
+            for k in f.keys():
+                t[k] = f.get_tensor(k)
+    return t
+
+
+def compare_bytes(dump, out, tp):
+    import torch
+    bad = 0
+    for r in range(tp):
+        ref = read_all([os.path.join(dump, f"model-rank-{r}.safetensors")])
+        got = read_all(rank_files(out, r))
+        for k in sorted(set(ref) | set(got)):
+            if k not in got:
+                print(f"rank {r}: {k}: missing from wshard's output "
+                      f"(vLLM: {ref[k].dtype} {list(ref[k].shape)})")
+                bad += 1
+            elif k not in ref:
+                print(f"rank {r}: {k}: not in vLLM's state "
+                      f"(wshard: {got[k].dtype} {list(got[k].shape)})")
+                bad += 1
+            elif ref[k].dtype != got[k].dtype or ref[k].shape != got[k].shape:
+                print(f"rank {r}: {k}: vLLM {ref[k].dtype} {list(ref[k].shape)}"
+                      f", wshard {got[k].dtype} {list(got[k].shape)}")
+                bad += 1
+            else:
+                a = ref[k].contiguous().reshape(-1).view(torch.uint8)
+                b = got[k].contiguous().reshape(-1).view(torch.uint8)
+                if not torch.equal(a, b):
+                    n = int((a != b).sum())
+                    print(f"rank {r}: {k}: {n} of {a.numel()} bytes differ")
+                    bad += 1
+        print(f"rank {r}: {len(ref)} tensors in vLLM's state, "
+              f"{len(got)} in wshard's output")
+    return 1 if bad else 0
+
+
+def compare_answers(a, b):
+    x = json.load(open(a))["answers"]
+    y = json.load(open(b))["answers"]
+    if x == y:
+        print(f"answers identical ({len(x)} prompts x {MAX_TOKENS} tokens)")
+        return 0
+    for i, (p, q) in enumerate(zip(x, y)):
+        if p != q:
+            print(f"prompt {i}: {a}: {p['tokens']}; {b}: {q['tokens']}")
+    return 1
+
+
+def main(argv):
+    cmd = argv[1] if len(argv) > 1 else ""
+    if cmd == "ref" and len(argv) == 6:
+        engine_env()
+        os.environ["WSHARD_ORACLE_DUMP"] = os.path.abspath(argv[4])
+        sys.path.insert(0, os.path.join(os.path.dirname(
+            os.path.abspath(__file__)), "hook"))
+        os.environ["PYTHONPATH"] = sys.path[0] + os.pathsep + \
+            os.environ.get("PYTHONPATH", "")
+        import runpy  # the hook in this process too
+        runpy.run_path(os.path.join(sys.path[0], "sitecustomize.py"))
+        answers(argv[2], int(argv[3]), argv[5])
+    elif cmd == "load" and len(argv) == 5:
+        engine_env()
+        answers(argv[2], int(argv[3]), argv[4], load_format="sharded_state")
+    elif cmd == "bytes" and len(argv) == 5:
+        return compare_bytes(argv[2], argv[3], int(argv[4]))
+    elif cmd == "answers" and len(argv) == 4:
+        return compare_answers(argv[2], argv[3])
+    else:
+        sys.exit(__doc__)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
