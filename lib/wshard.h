@@ -361,7 +361,7 @@ struct wshard_catalog {
 	bool has_config;
 	struct wshard_config config;
 	size_t nfiles;
-	struct wshard_src_file *files;	/* sorted by name */
+	struct wshard_src_file *files;	/* by name; archive order in an archive */
 	size_t ntensors;
 	struct wshard_src_tensor *tensors;	/* sorted by name */
 	uint64_t tensor_bytes;		/* sum of all tensor data bytes */
