@@ -78,6 +78,7 @@ LIB_SRC := \
 	lib/fileio.c \
 	lib/fpconv.c \
 	lib/hash.c \
+	lib/hfcache.c \
 	lib/manifest.c \
 	lib/plan.c \
 	lib/rules.c \

@@ -18,6 +18,7 @@ enum {
 	EXIT_INPUT = 3,		/* bad or unsupported input */
 	EXIT_IO = 4,		/* I/O or system error */
 	EXIT_VALIDATE = 5,	/* round-trip validation failed, or no GPU for --validate gpu */
+	EXIT_NOTCACHED = 6,	/* a repo id not (wholly) in the HuggingFace cache */
 };
 
 int cmd_convert(int argc, char **argv);

@@ -18,6 +18,9 @@ static const char convert_usage[] =
 	"packed in a .tar, .tar.gz, .tar.zst, .tar.xz or .zip) for each of N tensor-parallel\n"
 	"ranks and writes OUT/model-rank-R-part-P.safetensors, the non-weight files and\n"
 	"OUT/wshard.json (last).  Under mpirun, MPI process p writes ranks p, p+P, ...\n"
+	"SRC may also be a repo id ORG/NAME fetched earlier into the local HuggingFace\n"
+	"cache ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub); wshard never\n"
+	"downloads, and a local path of the same name wins.\n"
 	"\n"
 	"options:\n"
 	"  -t, --tp N               tensor-parallel size (required)\n"
@@ -25,6 +28,7 @@ static const char convert_usage[] =
 	"      --no-attn-scales     leave out attn._k_scale/_v_scale/_q_scale/_prob_scale\n"
 	"                           (for vLLM releases before December 2025)\n"
 	"      --rules FILE         rules for an architecture wshard does not know\n"
+	"      --revision REV       with a repo id: branch, tag or commit (default main)\n"
 	"      --max-file-size SIZE start a new part past SIZE bytes (default 5GiB)\n"
 	"      --max-memory SIZE    tensor-data buffer budget (default 64MiB)\n"
 	"      --validate MODE      round trip: auto (default), gpu, host or off\n"
@@ -45,12 +49,14 @@ static const char convert_usage[] =
 	"\n"
 	"SIZE takes K, M, G, T (powers of 1024; also KiB, MiB, GiB, TiB) or KB, MB, GB, TB.\n"
 	"Exit status: 0 success, 2 usage error or OUT not replaceable, 3 bad input,\n"
-	"4 I/O error, 5 round-trip validation failed or no GPU for --validate gpu.\n";
+	"4 I/O error, 5 round-trip validation failed or no GPU for --validate gpu,\n"
+	"6 repo id or revision not in the HuggingFace cache.\n";
 
 struct convert_opts {
 	struct wshard_options opt;
 	struct wshard_run run;
 	const char *rules;
+	const char *revision;
 	const char *src;
 	bool dry_run, json, quiet;
 };
@@ -68,6 +74,7 @@ enum {
 	OPT_ARCHIVE,
 	OPT_ARCHIVE_ONLY,
 	OPT_NO_SYNC,
+	OPT_REVISION,
 };
 
 static int parse_validate(const char *s, enum wshard_validate_mode *out)
@@ -90,6 +97,7 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 		{ "target", required_argument, NULL, OPT_TARGET },
 		{ "no-attn-scales", no_argument, NULL, OPT_NO_SCALES },
 		{ "rules", required_argument, NULL, OPT_RULES },
+		{ "revision", required_argument, NULL, OPT_REVISION },
 		{ "max-file-size", required_argument, NULL, OPT_MAX_FILE },
 		{ "max-memory", required_argument, NULL, OPT_MAX_MEM },
 		{ "validate", required_argument, NULL, OPT_VALIDATE },
@@ -126,6 +134,9 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 			break;
 		case OPT_RULES:
 			o->rules = optarg;
+			break;
+		case OPT_REVISION:
+			o->revision = optarg;
 			break;
 		case OPT_MAX_FILE:
 			if (wshard_parse_size(optarg, &o->opt.max_file_size) < 0 ||
@@ -357,7 +368,7 @@ int cmd_convert(int argc, char **argv)
 	if (wshard_comm_init(&comm, &argc, &argv, &err))
 		return report_error(&err);
 	leader = wshard_comm_rank(comm) == 0;
-	if (!wshard_catalog_open(&cat, o.src, &err)) {
+	if (!wshard_catalog_open_source(&cat, o.src, o.revision, &err)) {
 		if (o.rules && !wshard_rules_load(&rules, o.rules, &err) && cat->has_config)
 			wshard_rules_check_arch(rules, cat->config.architecture, &err);
 		else if (!cat->has_config)

@@ -14,26 +14,31 @@
 #include "cmd.h"
 
 static const char inspect_usage[] =
-	"usage: wshard inspect [--json] [--filter GLOB] [--rank R] PATH\n"
+	"usage: wshard inspect [--json] [--filter GLOB] [--rank R] [--revision REV] PATH\n"
 	"\n"
 	"Lists the tensors of a checkpoint (a model directory, one .safetensors file,\n"
 	"or a directory packed in a .tar, .tar.gz, .tar.zst, .tar.xz or .zip): name,\n"
-	"dtype, shape, bytes and file, then a summary.  On a wshard\n"
-	"output directory, shows its ranks, parts and bytes; --rank R lists the\n"
-	"tensors of rank R.\n"
+	"dtype, shape, bytes and file, then a summary.  PATH may also be a repo id\n"
+	"ORG/NAME in the local HuggingFace cache (never downloaded; a local path of the\n"
+	"same name wins): the summary then names the revision, commit and snapshot.\n"
+	"On a wshard output directory, shows its ranks, parts, bytes and source (with\n"
+	"its repo id and commit when it was one); --rank R lists the tensors of rank R.\n"
 	"\n"
 	"options:\n"
 	"      --json          print one JSON document\n"
 	"      --filter GLOB   only tensors whose name matches GLOB (fnmatch)\n"
 	"      --rank R        on a wshard output, list rank R's tensors\n"
+	"      --revision REV  with a repo id: branch, tag or commit (default main)\n"
 	"  -h, --help          show this help\n"
 	"\n"
-	"Exit status: 0 success, 2 usage error, 3 bad input, 4 I/O error.\n";
+	"Exit status: 0 success, 2 usage error, 3 bad input, 4 I/O error,\n"
+	"6 repo id or revision not in the HuggingFace cache.\n";
 
 struct inspect_opts {
 	bool json;
 	const char *filter;
 	int rank;
+	const char *revision;
 	const char *path;
 };
 
@@ -57,7 +62,7 @@ static int inspect_checkpoint(const struct inspect_opts *o)
 	char shape[200], b[32];
 	int d;
 
-	if (wshard_catalog_open(&cat, o->path, &err))
+	if (wshard_catalog_open_source(&cat, o->path, o->revision, &err))
 		return report_error(&err);
 	if (o->json) {
 		doc = json_object();
@@ -92,6 +97,12 @@ static int inspect_checkpoint(const struct inspect_opts *o)
 		for (i = 0; i < cat->nignored; i++)
 			json_array_append_new(ign, json_string(cat->ignored[i]));
 		json_object_set_new(doc, "path", json_string(cat->path));
+		if (cat->hf) {
+			json_object_set_new(doc, "repo_id", json_string(cat->hf->repo_id));
+			json_object_set_new(doc, "revision", json_string(cat->hf->revision));
+			json_object_set_new(doc, "commit", json_string(cat->hf->commit));
+			json_object_set_new(doc, "snapshot", json_string(cat->hf->snapshot));
+		}
 		json_object_set_new(doc, "architecture",
 				    cat->config.architecture ? json_string(cat->config.architecture)
 							     : json_null());
@@ -108,6 +119,9 @@ static int inspect_checkpoint(const struct inspect_opts *o)
 		return EXIT_OK;
 	}
 	printf("\narchitecture: %s\n", cat->config.architecture ? cat->config.architecture : "(unknown)");
+	if (cat->hf)
+		printf("repo: %s  revision: %s  commit: %s\nsnapshot: %s\n", cat->hf->repo_id,
+		       cat->hf->revision, cat->hf->commit, cat->hf->snapshot);
 	printf("tensors: %zu\n", shown);
 	printf("total: %llu bytes (%s)\n", (unsigned long long)total, human_bytes(total, b, sizeof(b)));
 	for (d = 0; d < WSHARD_DTYPE_COUNT; d++)
@@ -152,7 +166,7 @@ static json_t *load_manifest(const char *path, int *out_ret)
 
 static int inspect_output(const struct inspect_opts *o)
 {
-	json_t *doc, *ranks, *rk, *t, *f;
+	json_t *doc, *ranks, *rk, *t, *f, *src;
 	size_t i, j;
 	int ret = EXIT_OK;
 	char b[32];
@@ -191,7 +205,13 @@ static int inspect_output(const struct inspect_opts *o)
 	       json_string_value(json_object_get(doc, "target")),
 	       (long long)json_integer_value(json_object_get(doc, "tp")),
 	       json_string_value(json_object_get(doc, "rules")));
-	printf("source: %s\n", json_string_value(json_object_get(json_object_get(doc, "source"), "path")));
+	src = json_object_get(doc, "source");
+	printf("source: %s\n", json_string_value(json_object_get(src, "path")));
+	if (json_is_string(json_object_get(src, "repo_id")))
+		printf("source repo: %s  revision: %s  commit: %s\n",
+		       json_string_value(json_object_get(src, "repo_id")),
+		       json_string_value(json_object_get(src, "revision")),
+		       json_string_value(json_object_get(src, "commit")));
 	json_array_foreach(json_object_get(doc, "archives"), i, f)
 		printf("archive of rank %lld: %s %lld bytes %s\n",
 		       (long long)json_integer_value(json_object_get(f, "rank")),
@@ -239,6 +259,7 @@ int cmd_inspect(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "filter", required_argument, NULL, 'F' },
 		{ "rank", required_argument, NULL, 'r' },
+		{ "revision", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -266,6 +287,9 @@ int cmd_inspect(int argc, char **argv)
 			o.rank = (int)v;
 			break;
 		}
+		case 'R':
+			o.revision = optarg;
+			break;
 		case 'h':
 			fputs(inspect_usage, stdout);
 			return EXIT_OK;
@@ -279,8 +303,12 @@ int cmd_inspect(int argc, char **argv)
 		return usage_error("inspect", "expected one PATH");
 	o.path = argv[optind];
 	snprintf(manifest, sizeof(manifest), "%s/%s", o.path, WSHARD_MANIFEST);
-	if (stat(manifest, &sb) == 0)
+	if (stat(manifest, &sb) == 0) {
+		if (o.revision)
+			return usage_error("inspect", "--revision needs a repo id, and '%s' is a wshard output",
+					   o.path);
 		return inspect_output(&o);
+	}
 	if (o.rank >= 0)
 		return usage_error("inspect", "--rank needs a wshard output directory ('%s' has no %s)",
 				   o.path, WSHARD_MANIFEST);

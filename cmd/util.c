@@ -23,6 +23,7 @@ int exit_code(enum wshard_err code)
 	case WSHARD_EBUSY: return EXIT_IO;
 	case WSHARD_EVALIDATE:
 	case WSHARD_ENODEV: return EXIT_VALIDATE;
+	case WSHARD_ENOTCACHED: return EXIT_NOTCACHED;
 	}
 	return EXIT_IO;
 }

@@ -18,15 +18,17 @@ static const char verify_usage[] =
 	"equals the source bytes it came from.  Prints one line per difference.\n"
 	"\n"
 	"options:\n"
-	"      --source SRC    the source checkpoint, a directory or an archive\n"
-	"                      (default: the path in the manifest)\n"
+	"      --source SRC    the source checkpoint, a directory, an archive or a\n"
+	"                      repo id in the HuggingFace cache (default: the\n"
+	"                      manifest's; a repo id there is found at its commit)\n"
 	"      --rank R        verify rank R only\n"
 	"      --quick         stop after the checksum and structure checks (no source)\n"
 	"      --json          print the report as JSON\n"
 	"  -h, --help          show this help\n"
 	"\n"
 	"Exit status: 0 all match, 1 differences found, 2 usage error,\n"
-	"3 OUT or SRC is not what it should be, 4 I/O error.\n";
+	"3 OUT or SRC is not what it should be, 4 I/O error,\n"
+	"6 the source's repo id or commit is not in the HuggingFace cache.\n";
 
 static void print_json(const struct wshard_verify_opts *o,
 		       const struct wshard_verify_result *res, double secs)

@@ -685,6 +685,7 @@ void wshard_catalog_free(struct wshard_catalog *cat)
 	free(cat->config.architecture);
 	json_decref(cat->config.json);
 	arc_free(cat->archive);
+	wshard_hf_ref_free(cat->hf);
 	free(cat->dir);
 	free(cat->path);
 	free(cat);

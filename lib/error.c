@@ -24,6 +24,7 @@ const char *wshard_strerror(enum wshard_err code)
 	case WSHARD_ENODEV: return "no usable GPU";
 	case WSHARD_EEXIST: return "output exists";
 	case WSHARD_EBUSY: return "output is locked";
+	case WSHARD_ENOTCACHED: return "not in the HuggingFace cache";
 	}
 	return "unknown error";
 }

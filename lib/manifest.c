@@ -343,9 +343,17 @@ json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode m
 		"max_file_size", (json_int_t)o->max_file_size,
 		"dtype", o->has_dtype ? json_string(wshard_dtype_name(o->dtype)) : json_null(),
 		"checksum", wshard_checksum_name(o->checksum)));
-	json_object_set_new(doc, "source", json_pack("{s:s,s:s?,s:I,s:o,s:o}",
+	/*
+	 * A repo id: path is the id as given, realpath its snapshot, and the
+	 * commit it resolved to says which revision the output was made from
+	 * (verify finds the snapshot again by repo id and commit).
+	 */
+	json_object_set_new(doc, "source", json_pack("{s:s,s:s?,s:s*,s:s*,s:s*,s:I,s:o,s:o}",
 		"path", cat->path,
-		"realpath", realpath(cat->path, real) ? real : NULL,
+		"realpath", realpath(cat->hf ? cat->dir : cat->path, real) ? real : NULL,
+		"repo_id", cat->hf ? cat->hf->repo_id : NULL,
+		"revision", cat->hf ? cat->hf->revision : NULL,
+		"commit", cat->hf ? cat->hf->commit : NULL,
 		"tensor_bytes", (json_int_t)cat->tensor_bytes,
 		"files", files, "copied", copied));
 	json_object_set_new(doc, "validation", json_pack("{s:s}", "mode",

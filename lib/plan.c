@@ -1159,12 +1159,55 @@ static int cmp_out(const void *a, const void *b)
 }
 
 /*
- * Where the source stream completes an output tensor: the (file, offset)
- * of the last source tensor it copies from, in the order the source is
- * read (file order).  A tensor with no source bytes (constants) is
- * complete before the stream starts.
+ * The order of the output data is a function of the plan alone, never of
+ * the order in which the source is read: catalog files are indexed in
+ * archive order for an archive (a compressed one is read front to back),
+ * and `tar -cf` stores members in readdir order.  Source positions are
+ * therefore compared by file name, then offset within that file.
  */
-static void done_at(const struct wshard_catalog *cat, const struct wshard_out_tensor *t,
+struct done_order {
+	const struct wshard_catalog *cat;
+	uint32_t *file_rank;		/* per catalog file: its place by name */
+};
+
+static int cmp_file_name(const void *a, const void *b, void *ctx)
+{
+	const struct wshard_catalog *cat = ctx;
+
+	return strcmp(cat->files[*(const uint32_t *)a].name,
+		      cat->files[*(const uint32_t *)b].name);
+}
+
+/* Fills o->file_rank.  Returns WSHARD_OK or WSHARD_ENOMEM. */
+static enum wshard_err done_order_init(struct done_order *o,
+				       const struct wshard_catalog *cat,
+				       struct wshard_error *err)
+{
+	uint32_t *by_name;
+	size_t i;
+
+	o->cat = cat;
+	o->file_rank = calloc(cat->nfiles + 1, sizeof(*o->file_rank));
+	by_name = calloc(cat->nfiles + 1, sizeof(*by_name));
+	if (!o->file_rank || !by_name) {
+		free(by_name);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < cat->nfiles; i++)
+		by_name[i] = (uint32_t)i;
+	qsort_r(by_name, cat->nfiles, sizeof(*by_name), cmp_file_name, (void *)cat);
+	for (i = 0; i < cat->nfiles; i++)
+		o->file_rank[by_name[i]] = (uint32_t)i;
+	free(by_name);
+	return WSHARD_OK;
+}
+
+/*
+ * Where a name-ordered read of the source completes an output tensor:
+ * the (file by name, offset in file) of the last source tensor it copies
+ * from.  A tensor with no source bytes (constants) comes first.
+ */
+static void done_at(const struct done_order *o, const struct wshard_out_tensor *t,
 		    uint64_t *file, uint64_t *off)
 {
 	size_t k;
@@ -1173,18 +1216,21 @@ static void done_at(const struct wshard_catalog *cat, const struct wshard_out_te
 	for (k = 0; k < t->npieces; k++) {
 		const struct wshard_piece *p = &t->pieces[k];
 		const struct wshard_src_tensor *s;
+		uint64_t f, b;
 
 		if (p->kind != WSHARD_PIECE_COPY)
 			continue;
-		s = &cat->tensors[p->src];
-		if (s->file > *file || (s->file == *file && s->offset + 1 > *off)) {
-			*file = s->file;
-			*off = s->offset + 1;
+		s = &o->cat->tensors[p->src];
+		f = o->file_rank[s->file];
+		b = s->info->begin + 1;
+		if (f > *file || (f == *file && b > *off)) {
+			*file = f;
+			*off = b;
 		}
 	}
 }
 
-/* Output order in a part: as the stream completes them, then by name. */
+/* Output order in a part: as a name-ordered read completes them, then by name. */
 static int cmp_done(const void *a, const void *b, void *ctx)
 {
 	const struct wshard_out_tensor *x = a, *y = b;
@@ -1201,6 +1247,7 @@ static int cmp_done(const void *a, const void *b, void *ctx)
 
 /* Sorts a rank's tensors, cuts them into parts and lays out each file. */
 static enum wshard_err layout_rank(struct wshard_plan *plan,
+				   const struct done_order *order,
 				   struct wshard_rank_plan *rp,
 				   struct wshard_error *err)
 {
@@ -1215,13 +1262,14 @@ static enum wshard_err layout_rank(struct wshard_plan *plan,
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"two rules produce output '%s'", rp->tensors[i].name);
 	/*
-	 * The data follows the order in which the stream completes the
-	 * tensors, so that each part can be hashed and validated a little
-	 * behind the writing, while its bytes are still in cache (exec.c);
-	 * the header lists them in the same order.
+	 * The data follows the order in which a read of the source files by
+	 * name completes the tensors (the stream's order, but for an archive
+	 * whose members are not sorted), so that each part can be hashed and
+	 * validated a little behind the writing, while its bytes are still
+	 * in cache (exec.c); the header lists them in the same order.
 	 */
 	qsort_r(rp->tensors, rp->ntensors, sizeof(*rp->tensors), cmp_done,
-		(void *)plan->cat);
+		(void *)order);
 	rp->files = calloc(rp->ntensors + 1, sizeof(*rp->files));
 	st = calloc(rp->ntensors + 1, sizeof(*st));
 	if (!rp->files || !st) {
@@ -1304,6 +1352,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 {
 	struct wshard_plan *plan;
 	struct member *m = NULL;
+	struct done_order order = { 0 };
 	size_t n = 0, i, j, *caps = NULL;
 	int r;
 	enum wshard_err rc;
@@ -1349,9 +1398,11 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	rc = build_extras(plan, rules, count_layers(plan, rules), caps, err);
 	if (rc)
 		goto out;
+	rc = done_order_init(&order, cat, err);
 	for (r = 0; r < opt->tp && !rc; r++)
-		rc = layout_rank(plan, &plan->ranks[r], err);
+		rc = layout_rank(plan, &order, &plan->ranks[r], err);
 out:
+	free(order.file_rank);
 	for (i = 0; i < n; i++)
 		free(m[i].out);
 	free(m);

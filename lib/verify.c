@@ -821,9 +821,47 @@ static enum wshard_err compare_put(void *ctx, unsigned slot, int rank, size_t te
 	return WSHARD_OK;
 }
 
+/*
+ * Opens the source: --source (a path, or a repo id: at the manifest's
+ * commit when it names the same repo, else at main), else the manifest's.
+ * A repo id there is found again in this process's HuggingFace cache at
+ * the commit convert resolved, not at its branch, which may have moved
+ * since; failing that, at the snapshot path convert saw.  Otherwise the
+ * path as given, unless it does not lead here: then the real one.
+ */
+static enum wshard_err open_source(struct verify *v, struct wshard_catalog **out_cat,
+				   struct wshard_error *err)
+{
+	json_t *so = json_object_get(v->doc, "source");
+	const char *real = json_string_value(json_object_get(so, "realpath"));
+	const char *repo = json_string_value(json_object_get(so, "repo_id"));
+	const char *commit = json_string_value(json_object_get(so, "commit"));
+	const char *src = v->opt->source;
+	struct wshard_error herr = { 0 };
+
+	*out_cat = NULL;
+	if (src) {
+		bool same = repo && commit && !strcmp(src, repo) && access(src, F_OK) < 0;
+
+		return wshard_catalog_open_source(out_cat, src, same ? commit : NULL, err);
+	}
+	if (repo && commit) {
+		if (!wshard_catalog_open_source(out_cat, repo, commit, &herr))
+			return WSHARD_OK;
+		if (herr.code != WSHARD_ENOTCACHED || !real || access(real, F_OK) < 0)
+			return wshard_error_set(err, herr.code, "%s", herr.msg);
+		return wshard_catalog_open(out_cat, real, err);
+	}
+	src = json_string_value(json_object_get(so, "path"));
+	if (src && access(src, F_OK) < 0 && real && access(real, F_OK) == 0)
+		src = real;
+	if (!src)
+		return bad(v, err, "no source path; pass --source");
+	return wshard_catalog_open(out_cat, src, err);
+}
+
 static enum wshard_err check_source(struct verify *v, struct wshard_error *err)
 {
-	const char *src = v->opt->source;
 	struct wshard_catalog *cat = NULL;
 	struct wshard_rules *rules = NULL;
 	struct wshard_plan *plan = NULL;
@@ -834,18 +872,7 @@ static enum wshard_err check_source(struct verify *v, struct wshard_error *err)
 	size_t r;
 	enum wshard_err rc;
 
-	if (!src) {
-		/* the path as given, unless it does not lead here: then the real one */
-		json_t *so = json_object_get(v->doc, "source");
-		const char *real = json_string_value(json_object_get(so, "realpath"));
-
-		src = json_string_value(json_object_get(so, "path"));
-		if (src && access(src, F_OK) < 0 && real && access(real, F_OK) == 0)
-			src = real;
-	}
-	if (!src)
-		return bad(v, err, "no source path; pass --source");
-	rc = wshard_catalog_open(&cat, src, err);
+	rc = open_source(v, &cat, err);
 	if (!rc)
 		rc = load_rules(v, cat, &rules, err);
 	if (wshard_comm_agree(v->comm, err))

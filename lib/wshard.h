@@ -39,6 +39,7 @@ enum wshard_err {
 	WSHARD_ENODEV = 7,	/* a GPU was required and none is usable */
 	WSHARD_EEXIST = 8,	/* output exists and may not be replaced */
 	WSHARD_EBUSY = 9,	/* output is locked by another convert */
+	WSHARD_ENOTCACHED = 10,	/* a repo id not (wholly) in the HuggingFace cache */
 };
 
 #define WSHARD_ERRMAX 1024
@@ -345,6 +346,7 @@ struct wshard_src_file {
 };
 
 struct wshard_archive;
+struct wshard_hf_ref;
 
 struct wshard_src_tensor {
 	const char *name;		/* owned by the file's st */
@@ -358,10 +360,12 @@ struct wshard_catalog {
 	char *path;			/* as given */
 	char *dir;			/* directory holding the files (or the archive) */
 	struct wshard_archive *archive;	/* NULL unless SRC is an archive */
+	struct wshard_hf_ref *hf;	/* NULL unless SRC is a repo id (then path
+					 * is the repo id, dir its snapshot) */
 	bool has_config;
 	struct wshard_config config;
 	size_t nfiles;
-	struct wshard_src_file *files;	/* sorted by name */
+	struct wshard_src_file *files;	/* by name; archive order in an archive */
 	size_t ntensors;
 	struct wshard_src_tensor *tensors;	/* sorted by name */
 	uint64_t tensor_bytes;		/* sum of all tensor data bytes */
@@ -417,6 +421,74 @@ long wshard_catalog_index(const struct wshard_catalog *cat, const char *name);
 
 /* Frees cat; accepts NULL. */
 void wshard_catalog_free(struct wshard_catalog *cat);
+
+/* ------------------------------------------------------------------ */
+/* HuggingFace cache                                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A repo id resolved in the local HuggingFace hub cache, the layout
+ * huggingface_hub writes: CACHE/models--ORG--NAME/ with refs/BRANCH (a
+ * commit hash), snapshots/COMMIT/ (links into ../../blobs/) and blobs/.
+ * Never downloads anything.
+ */
+struct wshard_hf_ref {
+	char *repo_id;		/* "ORG/NAME" */
+	char *revision;		/* as asked: a branch or tag in refs/, or a commit */
+	char *commit;		/* the commit hash it resolved to */
+	char *cache;		/* the hub cache looked in */
+	char *snapshot;		/* CACHE/models--ORG--NAME/snapshots/COMMIT */
+};
+
+/* The revision a repo id resolves at when none is given. */
+#define WSHARD_HF_DEFAULT_REVISION "main"
+
+/*
+ * True when s has the form of a model repo id, "ORG/NAME": two names of
+ * letters, digits, '_', '-' and '.', each starting and ending with a
+ * letter, digit or '_', at most 96 characters each, no "--" or "..", no
+ * ".git" at the end (huggingface_hub's rules, the namespace required).
+ */
+bool wshard_hf_is_repo_id(const char *s);
+
+/*
+ * The hub cache directory huggingface_hub uses: $HF_HUB_CACHE, else
+ * $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else
+ * $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub, with
+ * '~' and $VAR expanded; an empty variable counts as unset.  Returns
+ * WSHARD_OK with a malloc'd *out_dir, or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_hf_cache_dir(char **out_dir, struct wshard_error *err);
+
+/*
+ * Resolves repo_id at revision (NULL: "main") in the hub cache, offline,
+ * as huggingface_hub's snapshot_download(local_files_only=True) does: a
+ * 40-hex revision is a commit, anything else names refs/REVISION.  When
+ * the snapshot has a model.safetensors.index.json, every file its
+ * weight_map names must be there.  Returns WSHARD_OK, WSHARD_EUSAGE
+ * (repo_id or revision malformed), WSHARD_ENOTCACHED (no such repo,
+ * revision or snapshot, or a weight file missing: the one-line message
+ * says where it looked and that `hf download` fetches it), WSHARD_EIO or
+ * WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_hf_resolve(struct wshard_hf_ref **out_ref, const char *repo_id,
+				  const char *revision, struct wshard_error *err);
+
+/* Frees ref; accepts NULL. */
+void wshard_hf_ref_free(struct wshard_hf_ref *ref);
+
+/*
+ * Opens a checkpoint named as the CLI takes it: src is a local path
+ * (directory, file or archive) when one exists, which wins over a repo id
+ * of the same name as in transformers; else a repo id resolved with
+ * wshard_hf_resolve at revision (NULL: "main"), whose catalog then has
+ * hf set, path src and dir the snapshot.  A revision with a src that is
+ * a local path, or not a repo id, is WSHARD_EUSAGE.  Returns as
+ * wshard_catalog_open and wshard_hf_resolve.
+ */
+enum wshard_err wshard_catalog_open_source(struct wshard_catalog **out_cat,
+					   const char *src, const char *revision,
+					   struct wshard_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Rules                                                               */
@@ -676,7 +748,7 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 
 struct wshard_verify_opts {
 	const char *out_dir;
-	const char *source;		/* NULL: the path in the manifest */
+	const char *source;		/* NULL: the manifest's; a path or repo id */
 	int rank;			/* -1: every rank */
 	bool quick;			/* stop after checksums and structure */
 };
@@ -696,6 +768,8 @@ struct wshard_verify_result {
  * and checksum, the strict safetensors structure against the manifest,
  * then (unless quick) the plan re-derived from the source against the
  * manifest and every output byte against the source bytes it came from.
+ * A source recorded as a repo id is found in the HuggingFace cache at the
+ * commit recorded with it (else at its recorded snapshot path).
  * When the manifest lists rank archives (convert --archive), their sizes
  * and checksums are checked too; an OUT holding the archives but none of
  * the rank files (--archive-only) is checked that far only, with quick
@@ -703,7 +777,7 @@ struct wshard_verify_result {
  * Under MPI each process verifies its own ranks; process 0 receives all
  * difference lines in *out.  Returns WSHARD_OK (all match),
  * WSHARD_EMISMATCH (differences listed), WSHARD_EINVAL (OUT or SRC is not
- * what it should be), WSHARD_EIO or WSHARD_ENOMEM.
+ * what it should be), WSHARD_ENOTCACHED, WSHARD_EIO or WSHARD_ENOMEM.
  */
 enum wshard_err wshard_verify(const struct wshard_verify_opts *opt,
 			      struct wshard_comm *comm,

@@ -6,6 +6,13 @@
 #     copied file; the manifest but its "source"); so does mpirun -np 2 for
 #     .tar (both processes read) and .tar.zst (process 0 reads everything);
 #     inspect reads the archive and verify takes it as --source.
+#  1b. The order the source is read in does not change a byte of the rank
+#     files: archives whose members are shuffled (tar, tar.zst, zip), a
+#     tar made by tar -cf (readdir order), and two copies of the directory
+#     whose readdir orders differ (made in opposite orders, on a tmpfs
+#     where it shows: checked with ls -U), converted also with
+#     --max-memory 1MiB, --checksum xxh3-64 and under mpirun -np 2, all
+#     give the directory's rank files (cmp).
 #  2. Hostile archives (absolute path, "..", symlink out, hardlink, device,
 #     fifo, duplicate entry, truncated member, tar.gz and zip bombs past
 #     100:1) are refused: exit 3, one stderr line naming the entry.
@@ -30,17 +37,26 @@ C="convert -q --validate host --tp 2"
 H=$T/h.py
 
 cat >"$H" <<'EOF'
-import io, json, os, subprocess, sys, tarfile, zipfile
+import io, json, os, random, subprocess, sys, tarfile, zipfile
 
 def members(src):
     return sorted(f for f in os.listdir(src) if not f.startswith('.'))
 
-def pack(src, out, fmt, top):
-    """SRC's files into OUT ('-': stdout) as FMT, under 'model/' if top."""
+def shuffled(src):
+    """SRC's files in a fixed shuffled order, the weight files out of order."""
+    names = members(src)
+    random.Random(27).shuffle(names)
+    weights = [f for f in names if f.endswith('.safetensors')]
+    return names[::-1] if weights == sorted(weights) else names
+
+def pack(src, out, fmt, top, order='sorted'):
+    """SRC's files into OUT ('-': stdout) as FMT, under 'model/' if top,
+    in name order or ORDER 'shuffled'."""
     pre = 'model/' if top == 'top' else ''
+    files = shuffled(src) if order == 'shuffled' else members(src)
     if fmt == 'zip':
         with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as z:
-            for f in members(src):
+            for f in files:
                 z.write(os.path.join(src, f), pre + f)
         return
     mode = {'tar': 'w', 'tar.gz': 'w:gz', 'tar.xz': 'w:xz'}[fmt]
@@ -48,8 +64,20 @@ def pack(src, out, fmt, top):
     with tarfile.open(None if fo else out, mode if not fo else 'w|', fileobj=fo) as t:
         if top == 'top':
             t.add(src, arcname='model', recursive=False)
-        for f in members(src):
+        for f in files:
             t.add(os.path.join(src, f), arcname=pre + f)
+
+def names(path):
+    """The member names of an archive, in archive order."""
+    if path.endswith('.zip'):
+        n = zipfile.ZipFile(path).namelist()
+    elif path.endswith('.zst'):
+        data = subprocess.run(['zstd', '-dcq', path], check=True, stdout=subprocess.PIPE).stdout
+        n = tarfile.open(fileobj=io.BytesIO(data)).getnames()
+    else:
+        n = tarfile.open(path).getnames()
+    for x in n:
+        print(x)
 
 def load(path, drop):
     with open(path) as f:
@@ -159,7 +187,7 @@ def run(path):
     print(' '.join(str(x) for x in json.load(open(path))['run']['bytes_read']))
 
 cmd = sys.argv[1]
-{'pack': pack, 'mancmp': mancmp, 'hostile': hostile, 'bombs': bombs,
+{'pack': pack, 'names': names, 'mancmp': mancmp, 'hostile': hostile, 'bombs': bombs,
  'extract': extract, 'archives': archives, 'run': run}[cmd](*sys.argv[2:])
 EOF
 
@@ -232,6 +260,78 @@ done
 [ -n "$ZSTD" ] && expect_exit 0 "$WSHARD" verify --source "$T/in-top.tar.zst" "$T/dir"
 expect_exit 0 "$WSHARD" verify --source "$T/in-root.tar.gz" "$T/dir"
 expect_exit 0 "$WSHARD" verify "$T/o-top-tar"
+
+# ---- 1b. read order ---------------------------------------------------------
+
+# same_ranks NAME OUT: OUT's rank files are the directory output's, byte for byte.
+same_ranks() {
+	ls "$2" | grep '^model-rank-' >"$T/out.list"
+	grep '^model-rank-' "$T/dir.list" | cmp -s - "$T/out.list" ||
+		fail "$1: rank files $(tr '\n' ' ' <"$T/out.list")differ from the directory's"
+	while read -r f; do
+		cmp -s "$T/dir/$f" "$2/$f" || fail "$1: '$f' differs from the directory's output"
+	done <"$T/out.list"
+}
+
+# unsorted NAME: the list in $T/names is not in name order (else the case
+# would prove nothing).
+unsorted() {
+	sort "$T/names" | cmp -s - "$T/names" && fail "$1: members in name order: $(tr '\n' ' ' <"$T/names")"
+}
+
+for fmt in tar zip tar.zst; do
+	a=$T/shuf.$fmt
+	if [ "$fmt" = tar.zst ]; then
+		[ -n "$ZSTD" ] || continue
+		"$PYTHON" "$H" pack "$T/src" - tar root shuffled | "$ZSTD" -q -o "$a" ||
+			fail "cannot make $a"
+	else
+		"$PYTHON" "$H" pack "$T/src" "$a" "$fmt" root shuffled || fail "cannot make $a"
+	fi
+	"$PYTHON" "$H" names "$a" | grep 'safetensors$' >"$T/names" && unsorted "shuffled $fmt"
+	expect_exit 0 "$WSHARD" $C "$a" "$T/shuf-$fmt" &&
+		same_output "shuffled $fmt" "$T/shuf-$fmt"
+	expect_exit 0 "$WSHARD" $C --max-memory 1MiB --checksum xxh3-64 "$a" "$T/shuf-mem-$fmt" &&
+		same_ranks "shuffled $fmt, --max-memory 1MiB --checksum xxh3-64" "$T/shuf-mem-$fmt"
+	[ "$fmt" = zip ] && continue
+	if run_mpi 2 "$WSHARD" $C "$a" "$T/shuf-mpi-$fmt" >"$T/out" 2>"$T/err"; then
+		same_ranks "mpirun shuffled $fmt" "$T/shuf-mpi-$fmt"
+	else
+		fail "mpirun shuffled $fmt: convert failed: $(head -c 400 "$T/err")"
+	fi
+done
+
+# Two copies of the directory, made file by file in opposite orders: on a
+# tmpfs readdir returns them in the order they were made (ext4 returns
+# names in hash order, the same for both).
+D=$(mktemp -d /dev/shm/wshard-test.XXXXXX 2>/dev/null) || D=$T/rd && mkdir -p "$D"
+trap 'rm -rf "$T" "$D"' EXIT
+mkdir "$D/fwd" "$D/rev"
+for f in $(ls "$T/src"); do cp "$T/src/$f" "$D/fwd/"; done
+for f in $(ls -r "$T/src"); do cp "$T/src/$f" "$D/rev/"; done
+ls -U "$D/fwd" >"$T/fwd.list"
+ls -U "$D/rev" >"$T/rev.list"
+cmp -s "$T/fwd.list" "$T/rev.list" &&
+	echo "note: '$D' lists both copies in the same order; the readdir case is weaker"
+for d in fwd rev; do
+	expect_exit 0 "$WSHARD" $C "$D/$d" "$T/rd-$d" && same_output "directory made $d" "$T/rd-$d"
+	expect_exit 0 "$WSHARD" $C --max-memory 1MiB "$D/$d" "$T/rd-mem-$d" &&
+		same_ranks "directory made $d, --max-memory 1MiB" "$T/rd-mem-$d"
+done
+# tar(1) stores the members in readdir order: a tar of the copy that lists
+# its weight files out of name order
+u=
+for d in fwd rev; do
+	grep 'safetensors$' "$T/$d.list" | sort -c 2>/dev/null || u=$D/$d
+done
+if [ -z "$u" ]; then
+	echo "note: '$D' lists the weight files in name order; tar -cf case skipped"
+elif tar -cf "$T/gnu.tar" -C "$u" . 2>"$T/err"; then
+	tar -tf "$T/gnu.tar" | grep 'safetensors$' >"$T/names" && unsorted "tar -cf"
+	expect_exit 0 "$WSHARD" $C "$T/gnu.tar" "$T/gnu" && same_output "tar -cf" "$T/gnu"
+else
+	fail "tar -cf: $(head -c 400 "$T/err")"
+fi
 
 # ---- 2. hostile archives ---------------------------------------------------
 
