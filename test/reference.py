@@ -21,9 +21,12 @@ Tensor data is handled as raw bytes: a tensor is a matrix of shape[0] rows of
 equal byte length, so slicing is byte-exact for every dtype.  Needs numpy,
 safetensors, xxhash and awscrt (CRC-64/NVME).
 
-Mixture-of-experts models (Mixtral, Qwen2-MoE, Qwen3-MoE) stack their experts:
-w13_weight [E, 2*I/tp, H] (per expert: w1 rows of rank r, then w3 rows) and
-w2_weight [E, H, I/tp]; routers are replicated.  FP8 scales follow their
+Mixture-of-experts models (Mixtral, Qwen2-MoE, Qwen3-MoE) stack their experts,
+named as vLLM 0.32 keeps them (...experts.routed_experts.): w13_weight
+[E, 2*I/tp, H] (per expert: w1 rows of rank r, then w3 rows) and w2_weight
+[E, H, I/tp]; routers are replicated (Qwen3-MoE's as mlp.experts.gate.weight);
+Qwen2-MoE's shared expert is mlp.experts._shared_experts._layer.{gate_up_proj,
+down_proj,expert_gate}.  FP8 scales follow their
 weights: X.weight_scale / X.input_scale of one element become one element
 per fused part ([s_q, s_k, s_v], [s_gate, s_up]); [rows, 1] scales are cut and
 fused like the weight's rows; X.weight_scale_inv (block-wise, the block size
@@ -731,7 +734,9 @@ class Expect:
         embed = self.get("model.embed_tokens.weight", [V, H])
         lm = self.get("lm_head.weight", [V, H], optional=True)
         if tie:
-            if family in ("gemma", "gemma2"):
+            if family == "gemma2":
+                # vLLM 0.32's Gemma2 has no lm_head module; its Gemma has
+                # one tied to the embedding, kept as lm_head.weight
                 self.vocab_parallel("model.embed_tokens.weight", embed)
             else:
                 self.vocab_parallel("lm_head.weight", embed)
@@ -853,18 +858,24 @@ class Expect:
             elif family == "mixtral":
                 g = p + "block_sparse_moe.gate"
                 self.emit(self.replicated(g + ".weight", g, self.get(g + ".weight", [E, H])))
-                experts(p + "block_sparse_moe.experts", p + "block_sparse_moe.experts",
-                        "w1", "w3", "w2", EI)
+                experts(p + "block_sparse_moe.experts",
+                        p + "block_sparse_moe.experts.routed_experts", "w1", "w3", "w2", EI)
             elif moe and self.sparse_layer(i):
+                # vLLM 0.32 keeps Qwen3-MoE's router inside the experts
+                # module, Qwen2-MoE's beside it
                 g = p + "mlp.gate"
-                self.emit(self.replicated(g + ".weight", g, self.get(g + ".weight", [E, H])))
-                experts(p + "mlp.experts", p + "mlp.experts", "gate_proj", "up_proj", "down_proj", EI)
+                gout = p + ("mlp.experts.gate" if family == "qwen3_moe" else "mlp.gate")
+                self.emit(self.replicated(gout + ".weight", g, self.get(g + ".weight", [E, H])))
+                experts(p + "mlp.experts", p + "mlp.experts.routed_experts",
+                        "gate_proj", "up_proj", "down_proj", EI)
                 if family == "qwen2_moe":
                     SI = self.cfg_int("shared_expert_intermediate_size")
                     se = p + "mlp.shared_expert"
-                    mlp(se, se + ".gate_proj", se + ".up_proj", se + ".down_proj", SI)
+                    so = p + "mlp.experts._shared_experts._layer"
+                    mlp(so, se + ".gate_proj", se + ".up_proj", se + ".down_proj", SI)
                     sg = p + "mlp.shared_expert_gate"
-                    self.emit(self.replicated(sg + ".weight", sg, self.get(sg + ".weight", [1, H])))
+                    self.emit(self.replicated(so + ".expert_gate.weight", sg,
+                                              self.get(sg + ".weight", [1, H])))
             else:
                 I = self.cfg_int("intermediate_size")
                 self.divisible("intermediate_size", I, tp)
