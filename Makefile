@@ -2,7 +2,9 @@
 #
 #   make                 build ./wshard (CUDA round trip when nvcc is found)
 #   make CUDA=0          build with the host validation backend only
-#   make check           build, run every test, then again under ASan+UBSan
+#   make check           build, run every test, then again under ASan+UBSan,
+#                        then the engine oracle (vLLM) suite
+#   make engine-test     the engine oracle suite alone (ENGINE_CASES=ARCH:TP ...)
 #   make test            run the tests of the current build only
 #   make demo            convert a small generated checkpoint at tp 2
 #   make install         install binary and man pages (PREFIX, DESTDIR)
@@ -159,6 +161,13 @@ test: tests
 check: all
 	$(Q)$(MAKE) --no-print-directory test
 	$(Q)$(MAKE) --no-print-directory SANITIZE=1 test
+	$(Q)$(MAKE) --no-print-directory engine-test
+
+# vLLM loads each architecture's checkpoint and wshard's output of it
+# (test/engine/run); skipped when scripts/install-deps --engine has not run.
+engine-test: $(PROGRAM)
+	$(Q)WSHARD=$(abspath $(PROGRAM)) sh test/engine/run $(ENGINE_CASES); \
+		rc=$$?; [ $$rc -eq 77 ] || exit $$rc
 
 demo: $(PROGRAM)
 	$(Q)sh scripts/demo
@@ -174,10 +183,12 @@ uninstall:
 	cd $(DESTDIR)$(MANDIR)/man1 && rm -f wshard.1 wshard-convert.1 wshard-verify.1 wshard-inspect.1
 	rm -f $(DESTDIR)$(MANDIR)/man5/wshard-rules.5
 
+# build/engine (the engine test environment, several GB) survives a clean.
 clean:
-	rm -rf build wshard
+	rm -rf wshard
+	[ ! -d build ] || find build -mindepth 1 -maxdepth 1 ! -name engine -exec rm -rf {} +
 
-.PHONY: all test tests check demo install uninstall clean
+.PHONY: all test tests check engine-test demo install uninstall clean
 
 # ---------------------------------------------------------------------------
 # Fuzzing with libFuzzer:  make fuzz [FUZZ_SECONDS=60]

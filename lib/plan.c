@@ -1088,6 +1088,31 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 	return rc;
 }
 
+/* The dtype the engine runs the model in: --dtype when given, else
+ * config.json's torch_dtype (or "dtype"); BF16 when it names none of the
+ * three. */
+static enum wshard_dtype model_dtype(const struct wshard_plan *plan)
+{
+	static const char *const keys[] = { "torch_dtype", "dtype" };
+	json_t *cfg = plan->cat->config.json;
+	size_t i;
+
+	if (plan->opt.has_dtype)
+		return plan->opt.dtype;
+	for (i = 0; cfg && i < 2; i++) {
+		const char *s = json_string_value(json_object_get(cfg, keys[i]));
+
+		if (!s)
+			continue;
+		if (!strcmp(s, "float16"))
+			return WSHARD_F16;
+		if (!strcmp(s, "float32"))
+			return WSHARD_F32;
+		break;
+	}
+	return WSHARD_BF16;
+}
+
 /* The constant tensors of the rules' "extra" list, one per layer seen. */
 static enum wshard_err build_extras(struct wshard_plan *plan,
 				    const struct wshard_rules *rules,
@@ -1102,7 +1127,12 @@ static enum wshard_err build_extras(struct wshard_plan *plan,
 		const struct rules_extra *e = &rules->extras[x];
 		bool per_layer = strstr(e->name, "{n}") != NULL;
 
+		enum wshard_dtype dtype = e->model_dtype ? model_dtype(plan) : e->dtype;
+
 		if (e->option && strcmp(e->option, "attn_scales") == 0 && !plan->opt.attn_scales)
+			continue;
+		if (e->when_quantized &&
+		    !json_is_object(json_object_get(plan->cat->config.json, "quantization_config")))
 			continue;
 		for (layer = per_layer ? 0 : -1; layer <= (per_layer ? maxn : -1); layer++) {
 			struct rules_capture cap = { .n = layer, .e = -1 };
@@ -1111,11 +1141,11 @@ static enum wshard_err build_extras(struct wshard_plan *plan,
 			if (!name)
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			for (r = 0; r < plan->tp; r++) {
-				struct wshard_out_tensor t = { .dtype = e->dtype, .ndim = 0 };
+				struct wshard_out_tensor t = { .dtype = dtype, .ndim = 0 };
 				struct wshard_piece p = { .kind = WSHARD_PIECE_CONST };
 				enum wshard_err rc;
 
-				if (e->dtype == WSHARD_F32) {
+				if (dtype == WSHARD_F32) {
 					float f = (float)e->value;
 
 					memcpy(p.value, &f, 4);
@@ -1126,7 +1156,7 @@ static enum wshard_err build_extras(struct wshard_plan *plan,
 					uint16_t h;
 
 					memcpy(&u, &f, 4);
-					h = e->dtype == WSHARD_BF16 ? wshard_f32_to_bf16(u)
+					h = dtype == WSHARD_BF16 ? wshard_f32_to_bf16(u)
 								    : wshard_f32_to_f16(u);
 					memcpy(p.value, &h, 2);
 					p.value_len = 2;

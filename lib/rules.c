@@ -325,23 +325,32 @@ static enum wshard_err parse_extras(struct wshard_rules *r, json_t *extra,
 		struct rules_extra *e = &r->extras[r->nextras++];
 		const char *name = json_string_value(json_object_get(x, "name"));
 		const char *dtype = json_string_value(json_object_get(x, "dtype"));
+		const char *when = json_string_value(json_object_get(x, "when"));
 		json_t *value = json_object_get(x, "value");
 
 		if (!name || !json_is_number(value))
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': extra[%zu] needs \"name\" and a numeric \"value\"",
 						r->name, i);
-		if (wshard_dtype_parse(dtype ? dtype : "F32", &e->dtype) < 0 ||
+		e->model_dtype = dtype && strcmp(dtype, "model") == 0;
+		if (e->model_dtype)
+			e->dtype = WSHARD_BF16;	/* resolved by the plan */
+		else if (wshard_dtype_parse(dtype ? dtype : "F32", &e->dtype) < 0 ||
 		    (e->dtype != WSHARD_F32 && e->dtype != WSHARD_F16 &&
 		     e->dtype != WSHARD_BF16))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': extra '%s': dtype must be F32, F16 or BF16",
+						"'%s': extra '%s': dtype must be F32, F16, BF16 or model",
 						r->name, name);
 		e->name = strdup(name);
 		e->value = json_number_value(value);
 		e->option = dup_or_null(json_string_value(json_object_get(x, "option")));
 		if (!e->name)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (json_object_get(x, "when") && (!when || strcmp(when, "quantized") != 0))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': unknown \"when\" (quantized)",
+						r->name, name);
+		e->when_quantized = when != NULL;
 		if (e->option && strcmp(e->option, "attn_scales") != 0)
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': extra '%s': unknown option \"%s\" (attn_scales)",

@@ -51,6 +51,9 @@ struct rules_extra {
 	enum wshard_dtype dtype;
 	double value;
 	char *option;		/* "attn_scales" or NULL (always) */
+	bool model_dtype;	/* "dtype": "model": the engine's model dtype */
+	bool when_quantized;	/* "when": "quantized": only with a
+				 * quantization_config in config.json */
 };
 
 struct wshard_rules {

@@ -887,6 +887,15 @@ class Expect:
                     for r in range(tp):
                         self.put(r, p + "self_attn.attn." + s, "F32", [], [("value", 1.0)],
                                  convert=False)
+            # vLLM's quantized attention (FP8 config) holds its own k/v/q/prob
+            # scales, -1.0 ("not loaded") in the model's dtype
+            if isinstance(cfg.get("quantization_config"), dict):
+                mdt = self.dtype or {"float16": "F16", "float32": "F32"}.get(
+                    cfg.get("torch_dtype", cfg.get("dtype")), "BF16")
+                for s in ("k_scale", "v_scale", "q_scale", "prob_scale"):
+                    for r in range(tp):
+                        self.put(r, p + "self_attn.attn." + s, mdt, [], [("value", -1.0)],
+                                 convert=False)
 
         # a tied checkpoint that still carries lm_head.weight: skipped
         if tie and lm is not None:

@@ -38,7 +38,62 @@ CASES = {
     "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                   {"num_experts": 8, "num_experts_per_tok": 2,
                    "moe_intermediate_size": 128}),
+    # FP8 with 128x128 block scales, as DeepSeek ships it: every split at
+    # tp 2 falls on whole blocks (4 kv heads of 64: 128 rows a rank).
+    "llama-fp8": ("LlamaConfig", "LlamaForCausalLM",
+                  {"num_key_value_heads": 4}),
 }
+
+# Linear weights the FP8 variants quantize (the rest stays BF16).
+FP8_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+              "down_proj")
+BLOCK = 128
+
+
+def quantize_fp8_blocks(out):
+    """Rewrites the BF16 checkpoint in OUT with its linear weights in
+    float8_e4m3fn and a float32 weight_scale_inv per 128x128 block,
+    shard by shard, and adds quantization_config to config.json."""
+    import json
+    import os
+    import torch
+    from safetensors.torch import load_file, save_file
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    fmax = torch.finfo(torch.float8_e4m3fn).max
+    for fname in sorted(set(idx["weight_map"].values())):
+        path = os.path.join(out, fname)
+        tensors = load_file(path)
+        for name in list(tensors):
+            if not (name.endswith(".weight") and
+                    name.split(".")[-2] in FP8_LINEAR):
+                continue
+            w = tensors[name].float()
+            rows, cols = w.shape
+            br, bc = -(-rows // BLOCK), -(-cols // BLOCK)
+            scale = torch.empty(br, bc, dtype=torch.float32)
+            q = torch.empty(rows, cols, dtype=torch.float8_e4m3fn)
+            for i in range(br):
+                for j in range(bc):
+                    blk = w[i * BLOCK:(i + 1) * BLOCK, j * BLOCK:(j + 1) * BLOCK]
+                    s = blk.abs().max().clamp(min=1e-12) / fmax
+                    scale[i, j] = s
+                    q[i * BLOCK:(i + 1) * BLOCK, j * BLOCK:(j + 1) * BLOCK] = \
+                        (blk / s).to(torch.float8_e4m3fn)
+            tensors[name] = q
+            sname = name[:-len("weight")] + "weight_scale_inv"
+            tensors[sname] = scale
+            idx["weight_map"][sname] = fname
+        save_file(tensors, path, metadata={"format": "pt"})
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3",
+                                  "activation_scheme": "dynamic",
+                                  "weight_block_size": [BLOCK, BLOCK]}
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)
 
 
 def make(arch, out):
@@ -48,7 +103,7 @@ def make(arch, out):
     kw = dict(COMMON)
     kw.update(over)
     cfg = getattr(transformers, cfg_name)(**kw)
-    cfg.torch_dtype = torch.bfloat16
+    cfg.dtype = torch.bfloat16
     torch.manual_seed(1234)
     model = getattr(transformers, model_name)(cfg).to(torch.bfloat16)
     # Random init leaves norms at 1 and biases at 0: perturb every parameter
@@ -57,6 +112,8 @@ def make(arch, out):
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.02)
     model.save_pretrained(out, max_shard_size="1MB")
+    if arch.endswith("-fp8"):
+        quantize_fp8_blocks(out)
 
 
 if __name__ == "__main__":
