@@ -615,10 +615,10 @@ Test(builtin, moe_details)
 	cr_assert_eq(rule->kind, RULE_FUSE);
 	cr_assert_str_eq(r->ops[rule->op].name, "w13");
 	cr_assert_str_eq(r->ops[rule->op].parts[rule->part], "w3");
-	cr_assert_str_eq(rule->output, "model.layers.{n}.block_sparse_moe.experts.w13_weight");
+	cr_assert_str_eq(rule->output, "model.layers.{n}.block_sparse_moe.experts.routed_experts.w13_weight");
 	rule = find_rule(r, "model.layers.1.block_sparse_moe.experts.0.w2.weight", &cap);
 	cr_assert_eq(rule->kind, RULE_COL);
-	cr_assert_str_eq(rule->output, "model.layers.{n}.block_sparse_moe.experts.w2_weight");
+	cr_assert_str_eq(rule->output, "model.layers.{n}.block_sparse_moe.experts.routed_experts.w2_weight");
 	cr_assert_eq(find_rule(r, "model.layers.1.block_sparse_moe.gate.weight", &cap)->kind,
 		     RULE_REPLICATE);
 	wshard_rules_free(r);
