@@ -1019,6 +1019,50 @@ Test(scales, present)
 	fx_close(&f);
 }
 
+/* A quantization_config in config.json: vLLM's quantized attention holds
+ * k/v/q/prob scales of its own, -1.0 in the model's dtype (torch_dtype, or
+ * --dtype); without one they are absent. */
+Test(scales, quantized_attention)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	static const char *const names[] = { "k_scale", "v_scale", "q_scale", "prob_scale" };
+	static const unsigned char bf16[2] = { 0x80, 0xbf };	/* -1.0 */
+	static const unsigned char f16[2] = { 0x00, 0xbc };
+	size_t i;
+	int r;
+
+	fx_open(&f, "--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 "
+		"--set-config quantization_config={\\\"quant_method\\\":\\\"fp8\\\"} "
+		"--set-config torch_dtype=\\\"bfloat16\\\"");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++)
+		for (i = 0; i < 4; i++) {
+			char *name = fmt("model.layers.1.self_attn.attn.%s", names[i]);
+			const struct wshard_out_tensor *t = get_out(&f, r, name);
+
+			cr_assert_eq(t->dtype, WSHARD_BF16, "%s", name);
+			cr_assert_eq(t->ndim, 0);
+			cr_assert_eq(t->pieces[0].kind, WSHARD_PIECE_CONST);
+			cr_assert_arr_eq(t->pieces[0].value, bf16, 2);
+			cr_assert_eq(t->pieces[0].prov_value, -1.0);
+			free(name);
+		}
+	fx_close(&f);
+
+	fx_open(&f, "--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 "
+		"--set-config quantization_config={\\\"quant_method\\\":\\\"fp8\\\"} "
+		"--set-config torch_dtype=\\\"float16\\\"");
+	fx_plan(&f, 1);
+	cr_assert_arr_eq(get_out(&f, 0, "model.layers.0.self_attn.attn.v_scale")->pieces[0].value,
+			 f16, 2);
+	fx_close(&f);
+
+	fx_open(&f, "--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128");
+	fx_plan(&f, 1);
+	cr_assert_null(find_out(&f, 0, "model.layers.0.self_attn.attn.k_scale"));
+	fx_close(&f);
+}
+
 Test(scales, absent_without_attn_scales)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */

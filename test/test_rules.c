@@ -367,10 +367,10 @@ Test(parse, bad_extra)
 	parse_fails(text, "extra 's': unknown option \"scales\" (attn_scales)");
 	snprintf(text, sizeof(text), base,
 		 "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"I32\"}]");
-	parse_fails(text, "extra 's': dtype must be F32, F16 or BF16");
+	parse_fails(text, "extra 's': dtype must be F32, F16, BF16 or model");
 	snprintf(text, sizeof(text), base,
 		 "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"F99\"}]");
-	parse_fails(text, "extra 's': dtype must be F32, F16 or BF16");
+	parse_fails(text, "extra 's': dtype must be F32, F16, BF16 or model");
 	snprintf(text, sizeof(text), base, "[{\"name\": \"s\", \"value\": \"1\"}]");
 	parse_fails(text, "extra[0] needs \"name\" and a numeric \"value\"");
 	snprintf(text, sizeof(text), base, "[{\"value\": 1}]");
@@ -530,11 +530,20 @@ Test(builtin, every_architecture_loads)
 		cr_assert_eq(find_rule(r, "model.layers.0.self_attn.rotary_emb.inv_freq", &cap)->kind,
 			     RULE_SKIP);
 		cr_assert_null(find_rule(r, "model.layers.0.self_attn.unknown.weight", &cap));
-		cr_assert_eq(r->nextras, 4, "%s", archs[i]);
-		for (j = 0; j < r->nextras; j++) {
+		/* The attention scale buffers, then the quantized attention's
+		 * own scales (vLLM 0.32). */
+		cr_assert_eq(r->nextras, 8, "%s", archs[i]);
+		for (j = 0; j < 4; j++) {
 			cr_assert_eq(r->extras[j].dtype, WSHARD_F32);
 			cr_assert_eq(r->extras[j].value, 1.0);
 			cr_assert_str_eq(r->extras[j].option, "attn_scales");
+			cr_assert_not(r->extras[j].when_quantized);
+		}
+		for (; j < 8; j++) {
+			cr_assert(r->extras[j].model_dtype);
+			cr_assert(r->extras[j].when_quantized);
+			cr_assert_eq(r->extras[j].value, -1.0);
+			cr_assert_null(r->extras[j].option);
 		}
 		cr_assert_str_eq(r->tie_source, "model.embed_tokens.weight");
 		wshard_rules_free(r);
