@@ -14,6 +14,10 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
     oracle.py load OUT TP ANSWERS
         Loads wshard's output OUT with load_format="sharded_state" and writes
         the answers for the same prompts.
+    oracle.py time MODEL TP FORMAT ANSWERS
+        Loads MODEL with load_format=FORMAT (auto or sharded_state) and
+        writes the answers with the wall time of LLM() (scripts/bench
+        --engine; vLLM's own "Loading weights took" line is in the log).
     oracle.py bytes DUMP OUT TP
         Compares, for every rank, vLLM's state (DUMP) with wshard's rank files
         (OUT/model-rank-R-part-P.safetensors): the same names, dtypes, shapes
@@ -140,6 +144,9 @@ def main(argv):
     elif cmd == "load" and len(argv) == 5:
         engine_env()
         answers(argv[2], int(argv[3]), argv[4], load_format="sharded_state")
+    elif cmd == "time" and len(argv) == 6:
+        engine_env()
+        answers(argv[2], int(argv[3]), argv[5], load_format=argv[4])
     elif cmd == "bytes" and len(argv) == 5:
         return compare_bytes(argv[2], argv[3], int(argv[4]))
     elif cmd == "answers" and len(argv) == 4:
