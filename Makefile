@@ -75,13 +75,16 @@ LIB_SRC := \
 	lib/dtype.c \
 	lib/error.c \
 	lib/exec.c \
+	lib/extras.c \
 	lib/fileio.c \
 	lib/fpconv.c \
 	lib/hash.c \
 	lib/manifest.c \
+	lib/outdir.c \
 	lib/plan.c \
 	lib/rules.c \
 	lib/safetensors.c \
+	lib/seal.c \
 	lib/sha256.c \
 	lib/stream.c \
 	lib/verify.c \
