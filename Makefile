@@ -74,6 +74,7 @@ LIB_SRC := \
 	lib/crc64.c \
 	lib/dtype.c \
 	lib/error.c \
+	lib/exchange.c \
 	lib/exec.c \
 	lib/extras.c \
 	lib/fileio.c \
