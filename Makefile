@@ -76,6 +76,7 @@ LIB_SRC := \
 	lib/error.c \
 	lib/exchange.c \
 	lib/exec.c \
+	lib/expr.c \
 	lib/extras.c \
 	lib/fileio.c \
 	lib/fpconv.c \
@@ -83,6 +84,8 @@ LIB_SRC := \
 	lib/manifest.c \
 	lib/outdir.c \
 	lib/plan.c \
+	lib/plan_match.c \
+	lib/plan_split.c \
 	lib/rules.c \
 	lib/safetensors.c \
 	lib/seal.c \
