@@ -92,6 +92,7 @@ LIB_SRC := \
 	lib/sha256.c \
 	lib/stream.c \
 	lib/verify.c \
+	lib/window.c \
 	cuda/validate_host.c
 
 CUDA_SRC := cuda/validate_cuda.cu

@@ -1,7 +1,8 @@
 /*
  * stream_impl.h - the state of one stream thread, shared by stream.c
- * (reading the source, putting bytes to the sink) and exchange.c (the
- * steps whose bytes travel between MPI processes).  Not part of the API.
+ * (the walk over the source tensors, putting bytes to the sink),
+ * window.c (reading the source) and exchange.c (the steps whose bytes
+ * travel between MPI processes).  Not part of the API.
  */
 #ifndef WSHARD_STREAM_IMPL_H
 #define WSHARD_STREAM_IMPL_H
@@ -103,12 +104,23 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 void stream_rows_of(const struct stream *s, uint32_t src, int q, uint64_t w,
 		    uint64_t k, uint64_t *a, uint64_t *b);
 
-/* Reads (or maps) rows [a, b) of source tensor t (rb bytes a row) into s;
+/* window.c: reads (or maps) rows [a, b) of source tensor t (rb bytes a row) into s;
  * NULL if there is no buffer at all. */
 const char *stream_read_window(struct stream *s, const struct wshard_src_tensor *t,
 			       uint64_t rb, uint64_t a, uint64_t b);
 
-/* Streams this process's pieces of source tensor src, read by itself. */
+/* Rows per window of source tensor src: what the memory budget allows. */
+uint64_t stream_window_rows(const struct stream *s, uint32_t src);
+
+/* window.c: unmaps the window mapped last, if any. */
+void stream_unmap_window(struct stream *s);
+
+/* window.c: whether source tensor src is read by its owners (an MPI run,
+ * seekable source), decided from the plan alone. */
+bool stream_own_pieces(const struct stream *s, uint32_t src);
+
+/* window.c: streams this process's pieces of source tensor src, read by
+ * itself. */
 void stream_own(struct stream *s, uint32_t src);
 
 /*
