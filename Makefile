@@ -70,6 +70,7 @@ LIB_SRC := \
 	lib/archive.c \
 	lib/archive_out.c \
 	lib/catalog.c \
+	lib/catalog_json.c \
 	lib/comm.c \
 	lib/crc64.c \
 	lib/dtype.c \
@@ -82,6 +83,7 @@ LIB_SRC := \
 	lib/fpconv.c \
 	lib/hash.c \
 	lib/manifest.c \
+	lib/manifest_read.c \
 	lib/outdir.c \
 	lib/plan.c \
 	lib/plan_match.c \

@@ -13,8 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "wshard.h"
 #include "internal.h"
 #include "outdir.h"
@@ -47,29 +45,28 @@ static bool ends_with(const char *s, const char *suffix)
 	return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-/* Names an earlier manifest in dir says it copied. */
-static json_t *old_copied(const char *dir)
+/*
+ * The earlier manifest in dir, which names the files it copied; NULL
+ * when there is none that reads as one (its copies then look like
+ * someone else's files).
+ */
+static struct wshard_manifest *old_manifest(const char *dir)
 {
-	char *path = wshard_path_join(dir, WSHARD_MANIFEST);
-	json_t *doc, *copied = NULL;
+	struct wshard_manifest *m = NULL;
+	struct wshard_error err = { 0 };
 
-	if (!path)
-		return NULL;
-	doc = json_load_file(path, 0, NULL);
-	free(path);
-	if (doc)
-		copied = json_incref(json_object_get(json_object_get(doc, "source"), "copied"));
-	json_decref(doc);
-	return copied;
+	wshard_manifest_open(&m, dir, &err);
+	return m;
 }
 
-static bool listed(json_t *arr, char *const *list, size_t n, const char *name)
+/* True when name is one of the copies old lists, or of the list[] of n. */
+static bool listed(const struct wshard_manifest *old, char *const *list, size_t n,
+		   const char *name)
 {
 	size_t i;
-	json_t *v;
 
-	json_array_foreach(arr, i, v)
-		if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
+	for (i = 0; old && i < old->ncopied; i++)
+		if (strcmp(old->copied[i], name) == 0)
 			return true;
 	for (i = 0; i < n; i++)
 		if (strcmp(list[i], name) == 0)
@@ -93,7 +90,7 @@ static enum wshard_err scan_out(DIR *d, const char *out, char *const *extra,
 				size_t nextra, size_t *out_nours, size_t *out_nsure,
 				struct wshard_error *err)
 {
-	json_t *copied = old_copied(out);
+	struct wshard_manifest *old = old_manifest(out);
 	struct dirent *e;
 	enum wshard_err rc = WSHARD_OK;
 
@@ -109,7 +106,7 @@ static enum wshard_err scan_out(DIR *d, const char *out, char *const *extra,
 			(*out_nsure)++;
 			continue;
 		}
-		if (listed(copied, extra, nextra, n)) {
+		if (listed(old, extra, nextra, n)) {
 			(*out_nours)++;
 			continue;
 		}
@@ -118,7 +115,7 @@ static enum wshard_err scan_out(DIR *d, const char *out, char *const *extra,
 				      out, n);
 		break;
 	}
-	json_decref(copied);
+	wshard_manifest_free(old);
 	return rc;
 }
 

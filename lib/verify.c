@@ -16,8 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "wshard.h"
 #include "internal.h"
 #include "stream.h"
@@ -60,8 +58,7 @@ struct verify {
 	const struct wshard_verify_opts *opt;
 	struct wshard_comm *comm;
 	int proc, nprocs;
-	json_t *doc;
-	char *manifest_path;
+	struct wshard_manifest *m;
 	int tp;				/* as the manifest says */
 	size_t nranks;			/* entries in "ranks" */
 	struct vrank *ranks;
@@ -73,7 +70,6 @@ struct verify {
 	size_t cmp_cap;
 	pthread_mutex_t lock;		/* lines: the hashing thread adds too */
 	uint64_t compared;		/* bytes compared since the last unmap_compared */
-	json_t *archives;		/* the manifest's "archives" (--archive), or NULL */
 	bool archive_only;		/* archives and no rank file in OUT */
 };
 
@@ -126,138 +122,60 @@ static bool wanted(const struct verify *v, int r)
 static enum wshard_err bad(struct verify *v, struct wshard_error *err, const char *what)
 {
 	return wshard_error_set(err, WSHARD_EINVAL, "'%s': not a valid wshard manifest: %s",
-				v->manifest_path, what);
+				v->m->path, what);
 }
 
-static bool get_u64(json_t *o, const char *key, uint64_t *out)
+/* Rank r of the manifest, with room for what verify finds. */
+static enum wshard_err take_rank(struct verify *v, size_t r, struct wshard_error *err)
 {
-	json_t *x = json_object_get(o, key);
-
-	if (!json_is_integer(x) || json_integer_value(x) < 0)
-		return false;
-	*out = (uint64_t)json_integer_value(x);
-	return true;
-}
-
-static enum wshard_err parse_rank(struct verify *v, size_t r, json_t *rk,
-				  struct wshard_error *err)
-{
+	const struct wshard_manifest_rank *mr = &v->m->ranks[r];
 	struct vrank *vr = &v->ranks[r];
-	json_t *files = json_object_get(rk, "files"), *tensors = json_object_get(rk, "tensors");
-	json_t *x;
-	size_t i, j;
-	char what[160];
+	size_t i;
 
-	if (!json_is_object(rk) || !json_is_integer(json_object_get(rk, "rank")) ||
-	    json_integer_value(json_object_get(rk, "rank")) != (json_int_t)r ||
-	    !json_is_array(files) || !json_is_array(tensors)) {
-		snprintf(what, sizeof(what), "ranks[%zu] is not rank %zu with files and tensors", r, r);
-		return bad(v, err, what);
-	}
-	vr->nfiles = json_array_size(files);
-	vr->ntensors = json_array_size(tensors);
+	vr->nfiles = mr->nfiles;
+	vr->ntensors = mr->ntensors;
 	vr->files = calloc(vr->nfiles + 1, sizeof(*vr->files));
 	vr->tensors = calloc(vr->ntensors + 1, sizeof(*vr->tensors));
 	if (!vr->files || !vr->tensors)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	json_array_foreach(files, i, x) {
-		struct vfile *f = &vr->files[i];
-
-		f->name = json_string_value(json_object_get(x, "name"));
-		f->checksum = json_string_value(json_object_get(x, "checksum"));
-		if (!f->name || !f->checksum || !get_u64(x, "size", &f->size) ||
-		    strchr(f->name, '/') || f->name[0] == '.') {
-			snprintf(what, sizeof(what), "rank %zu file %zu needs a plain name, size and checksum",
-				 r, i);
-			return bad(v, err, what);
-		}
+	for (i = 0; i < vr->nfiles; i++) {
+		vr->files[i].name = mr->files[i].name;
+		vr->files[i].size = mr->files[i].size;
+		vr->files[i].checksum = mr->files[i].checksum;
 	}
-	json_array_foreach(tensors, i, x) {
+	for (i = 0; i < vr->ntensors; i++) {
+		const struct wshard_manifest_tensor *mt = &mr->tensors[i];
 		struct vtensor *t = &vr->tensors[i];
-		json_t *shape = json_object_get(x, "shape"), *off = json_object_get(x, "data_offsets");
-		const char *dtype = json_string_value(json_object_get(x, "dtype"));
-		const char *file = json_string_value(json_object_get(x, "file"));
-		json_t *d;
 
-		t->name = json_string_value(json_object_get(x, "name"));
-		t->checksum = json_string_value(json_object_get(x, "checksum"));
-		snprintf(what, sizeof(what), "rank %zu tensor %zu is malformed", r, i);
-		if (!t->name || !t->checksum || !dtype || wshard_dtype_parse(dtype, &t->dtype) < 0 || !file ||
-		    !json_is_array(shape) || json_array_size(shape) > WSHARD_MAX_DIMS ||
-		    !json_is_array(off) || json_array_size(off) != 2 ||
-		    !json_is_integer(json_array_get(off, 0)) ||
-		    !json_is_integer(json_array_get(off, 1)))
-			return bad(v, err, what);
-		t->ndim = (int)json_array_size(shape);
-		json_array_foreach(shape, j, d) {
-			if (!json_is_integer(d) || json_integer_value(d) < 0)
-				return bad(v, err, what);
-			t->shape[j] = (uint64_t)json_integer_value(d);
-		}
-		t->begin = (uint64_t)json_integer_value(json_array_get(off, 0));
-		t->end = (uint64_t)json_integer_value(json_array_get(off, 1));
-		for (j = 0; j < vr->nfiles; j++)
-			if (!strcmp(vr->files[j].name, file))
-				break;
-		if (j == vr->nfiles)
-			return bad(v, err, what);
-		t->file = j;
+		t->name = mt->name;
+		t->dtype = mt->dtype;
+		t->ndim = mt->ndim;
+		memcpy(t->shape, mt->shape, sizeof(t->shape));
+		t->file = mt->file;
+		t->begin = mt->begin;
+		t->end = mt->end;
+		t->checksum = mt->checksum;
 	}
 	return WSHARD_OK;
 }
 
 static enum wshard_err load_manifest(struct verify *v, struct wshard_error *err)
 {
-	json_error_t jerr;
-	json_t *ranks, *x;
-	const char *fmt, *ck;
-	char *text;
-	size_t i, len;
+	size_t i;
 	enum wshard_err rc;
 
-	v->manifest_path = wshard_path_join(v->opt->out_dir, WSHARD_MANIFEST);
-	if (!v->manifest_path)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	if (access(v->manifest_path, F_OK) < 0)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s' is not a wshard output: no %s (an interrupted convert leaves none)",
-					v->opt->out_dir, WSHARD_MANIFEST);
 	/* without the sources, which verify does not read: a far smaller tree */
-	rc = wshard_manifest_read(v->manifest_path, &text, &len, err);
+	rc = wshard_manifest_open(&v->m, v->opt->out_dir, err);
 	if (rc)
 		return rc;
-	v->doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	free(text);
-	if (!v->doc)
-		return wshard_error_set(err, WSHARD_EINVAL, "'%s': invalid JSON at line %d: %s",
-					v->manifest_path, jerr.line, jerr.text);
-	fmt = json_string_value(json_object_get(v->doc, "format"));
-	if (!fmt || strcmp(fmt, "wshard"))
-		return bad(v, err, "\"format\" is not \"wshard\"");
-	x = json_object_get(v->doc, "format_version");
-	if (!json_is_integer(x))
-		return bad(v, err, "no \"format_version\"");
-	if (json_integer_value(x) != WSHARD_MANIFEST_VERSION)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': format_version %lld is not one this wshard knows (%d)",
-					v->manifest_path, (long long)json_integer_value(x),
-					WSHARD_MANIFEST_VERSION);
-	x = json_object_get(v->doc, "tp");
-	if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 4096)
-		return bad(v, err, "\"tp\" is not a positive integer");
-	v->tp = (int)json_integer_value(x);
-	ck = json_string_value(json_object_get(json_object_get(v->doc, "options"), "checksum"));
-	if (!ck || wshard_checksum_parse(ck, &v->algo) < 0)
-		return bad(v, err, "\"options\".\"checksum\" names no known algorithm");
-	ranks = json_object_get(v->doc, "ranks");
-	if (!json_is_array(ranks) || json_array_size(ranks) == 0)
-		return bad(v, err, "no \"ranks\"");
-	v->nranks = json_array_size(ranks);
+	v->tp = v->m->tp;
+	v->algo = v->m->options.checksum;
+	v->nranks = v->m->nranks;
 	v->ranks = calloc(v->nranks, sizeof(*v->ranks));
 	if (!v->ranks)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	json_array_foreach(ranks, i, x) {
-		rc = parse_rank(v, i, x, err);
+	for (i = 0; i < v->nranks; i++) {
+		rc = take_rank(v, i, err);
 		if (rc)
 			return rc;
 	}
@@ -484,18 +402,6 @@ static void *hash_worker(void *arg)
 /* Rank archives (convert --archive)                                    */
 /* ------------------------------------------------------------------ */
 
-static bool archive_entry_ok(json_t *a, size_t nranks)
-{
-	const char *name = json_string_value(json_object_get(a, "name"));
-	json_t *r = json_object_get(a, "rank");
-	uint64_t size;
-
-	return json_is_integer(r) && json_integer_value(r) >= 0 &&
-	       (size_t)json_integer_value(r) < nranks && name && !strchr(name, '/') &&
-	       name[0] != '.' && get_u64(a, "size", &size) &&
-	       json_is_string(json_object_get(a, "checksum"));
-}
-
 /*
  * An output with "archives" and none of its rank files is an --archive-only
  * one: only the archives' sizes and checksums can be checked (--quick);
@@ -503,18 +409,11 @@ static bool archive_entry_ok(json_t *a, size_t nranks)
  */
 static enum wshard_err load_archives(struct verify *v, struct wshard_error *err)
 {
-	json_t *a = json_object_get(v->doc, "archives"), *x;
-	size_t i, r, f;
+	size_t r, f;
 	struct stat sb;
 
-	if (!a)
+	if (!v->m->has_archives)
 		return WSHARD_OK;
-	if (!json_is_array(a))
-		return bad(v, err, "\"archives\" is not an array");
-	json_array_foreach(a, i, x)
-		if (!archive_entry_ok(x, v->nranks))
-			return bad(v, err, "an \"archives\" entry needs a rank, a plain name, size and checksum");
-	v->archives = a;
 	v->archive_only = true;
 	for (r = 0; r < v->nranks && v->archive_only; r++)
 		for (f = 0; f < v->ranks[r].nfiles && v->archive_only; f++) {
@@ -536,24 +435,24 @@ static enum wshard_err load_archives(struct verify *v, struct wshard_error *err)
 /* Rank r's archive has the size and checksum the manifest records. */
 static enum wshard_err check_archive(struct verify *v, int r, struct wshard_error *err)
 {
-	json_t *x, *a = NULL;
+	const struct wshard_manifest_archive *a = NULL;
 	const char *name, *ck;
 	char digest[WSHARD_DIGEST_HEX], *path;
-	uint64_t size = 0;
+	uint64_t size;
 	struct stat sb;
 	size_t i;
 	enum wshard_err rc = WSHARD_OK;
 
-	json_array_foreach(v->archives, i, x)
-		if (json_integer_value(json_object_get(x, "rank")) == r)
-			a = x;
+	for (i = 0; i < v->m->narchives; i++)
+		if (v->m->archives[i].rank == r)
+			a = &v->m->archives[i];
 	if (!a) {
 		diff(v, "rank %d: archive: not listed in the manifest", r);
 		return WSHARD_OK;
 	}
-	name = json_string_value(json_object_get(a, "name"));
-	ck = json_string_value(json_object_get(a, "checksum"));
-	get_u64(a, "size", &size);
+	name = a->name;
+	ck = a->checksum;
+	size = a->size;
 	path = wshard_path_join(v->opt->out_dir, name);
 	if (!path)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
@@ -639,7 +538,7 @@ static void check_structure(struct verify *v, int r)
 static enum wshard_err load_rules(struct verify *v, const struct wshard_catalog *cat,
 				  struct wshard_rules **out, struct wshard_error *err)
 {
-	const char *name = json_string_value(json_object_get(v->doc, "rules"));
+	const char *name = v->m->rules;
 	enum wshard_err rc;
 
 	*out = NULL;
@@ -654,25 +553,6 @@ static enum wshard_err load_rules(struct verify *v, const struct wshard_catalog 
 		diff(v, "manifest: rules '%s', but the source's architecture uses '%s'", name,
 		     wshard_rules_name(*out));
 	return WSHARD_OK;
-}
-
-static void manifest_options(struct verify *v, struct wshard_options *o)
-{
-	json_t *opts = json_object_get(v->doc, "options");
-	const char *target = json_string_value(json_object_get(v->doc, "target"));
-	uint64_t mfs;
-
-	wshard_options_init(o);
-	o->tp = v->tp;
-	if (target)
-		o->target = target;
-	o->attn_scales = json_is_true(json_object_get(opts, "attn_scales"));
-	if (get_u64(opts, "max_file_size", &mfs) && mfs > 0)
-		o->max_file_size = mfs;
-	o->checksum = v->algo;
-	if (json_is_string(json_object_get(opts, "dtype")) &&
-	    !wshard_dtype_parse(json_string_value(json_object_get(opts, "dtype")), &o->dtype))
-		o->has_dtype = true;
 }
 
 /* The plan from the source must describe exactly the manifest's files and tensors. */
@@ -828,7 +708,6 @@ static enum wshard_err check_source(struct verify *v, struct wshard_error *err)
 	struct wshard_rules *rules = NULL;
 	struct wshard_plan *plan = NULL;
 	struct wshard_error perr = { 0 };
-	struct wshard_options o;
 	struct stream_sink sink = { .put = compare_put, .ctx = v };
 	struct stream_stats stats;
 	size_t r;
@@ -836,10 +715,9 @@ static enum wshard_err check_source(struct verify *v, struct wshard_error *err)
 
 	if (!src) {
 		/* the path as given, unless it does not lead here: then the real one */
-		json_t *so = json_object_get(v->doc, "source");
-		const char *real = json_string_value(json_object_get(so, "realpath"));
+		const char *real = v->m->source_realpath;
 
-		src = json_string_value(json_object_get(so, "path"));
+		src = v->m->source_path;
 		if (src && access(src, F_OK) < 0 && real && access(real, F_OK) == 0)
 			src = real;
 	}
@@ -850,8 +728,7 @@ static enum wshard_err check_source(struct verify *v, struct wshard_error *err)
 		rc = load_rules(v, cat, &rules, err);
 	if (wshard_comm_agree(v->comm, err))
 		goto out;
-	manifest_options(v, &o);
-	if (wshard_plan_build(&plan, cat, rules, &o, &perr)) {
+	if (wshard_plan_build(&plan, cat, rules, &v->m->options, &perr)) {
 		if (v->proc == 0)
 			diff(v, "manifest: the source cannot be converted with the manifest's options: %s",
 			     perr.msg);
@@ -983,7 +860,7 @@ enum wshard_err wshard_verify(const struct wshard_verify_opts *opt,
 		if (!wanted(&v, (int)r))
 			continue;
 		v.nranks_done++;
-		if (v.archives)
+		if (v.m->has_archives)
 			check_archive(&v, (int)r, err);
 		if (v.archive_only)
 			continue;
@@ -1027,8 +904,7 @@ out:
 	free(v.ranks);
 	free(v.lines);
 	free(v.cmp);
-	free(v.manifest_path);
-	json_decref(v.doc);
+	wshard_manifest_free(v.m);
 	pthread_mutex_destroy(&v.lock);
 	return err->code;
 }

@@ -415,6 +415,16 @@ const struct wshard_src_tensor *wshard_catalog_find(
 /* Index of the tensor called name, or -1. */
 long wshard_catalog_index(const struct wshard_catalog *cat, const char *name);
 
+/*
+ * The tensors of cat whose name matches the fnmatch pattern filter (NULL:
+ * all) as one JSON document, indented by 2, into a malloc'd *out_text:
+ * "path", "architecture", "tensors" (name, dtype, shape, bytes, file),
+ * "tensor_count", "total_bytes", "bytes_per_dtype", "file_count" and
+ * "ignored_files".  Returns WSHARD_OK or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_catalog_json(const struct wshard_catalog *cat, const char *filter,
+				    char **out_text, struct wshard_error *err);
+
 /* Frees cat; accepts NULL. */
 void wshard_catalog_free(struct wshard_catalog *cat);
 
@@ -716,22 +726,86 @@ void wshard_verify_result_release(struct wshard_verify_result *res);
 /* Name of the manifest in an output directory. */
 #define WSHARD_MANIFEST "wshard.json"
 
+/* ------------------------------------------------------------------ */
+/* Reading a manifest                                                  */
+/* ------------------------------------------------------------------ */
+
+struct wshard_manifest_file {
+	const char *name;		/* a plain name inside OUT */
+	uint64_t size;
+	const char *checksum;		/* hex digest */
+};
+
+struct wshard_manifest_tensor {
+	const char *name;
+	enum wshard_dtype dtype;
+	int ndim;
+	uint64_t shape[WSHARD_MAX_DIMS];
+	size_t file;			/* index into the rank's files */
+	uint64_t begin, end;		/* data_offsets within that file */
+	const char *checksum;
+};
+
+struct wshard_manifest_rank {
+	size_t nfiles;
+	struct wshard_manifest_file *files;
+	size_t ntensors;
+	struct wshard_manifest_tensor *tensors;
+	uint64_t bytes;			/* tensor data bytes (0 if not given) */
+	const char *validated_by;	/* validation backend, or NULL */
+};
+
+/* One rank archive (convert --archive). */
+struct wshard_manifest_archive {
+	int rank;
+	const char *name;		/* a plain name inside OUT */
+	uint64_t size;
+	const char *checksum;
+};
+
 /*
- * Reads the manifest at path into a malloc'd, NUL-terminated buffer of
- * *out_len bytes, with every "sources" member (a tensor's provenance,
- * which verify and inspect do not read) blanked out with spaces, newlines
- * kept.  A JSON parser then builds a tree of a fraction of the size: the
- * sources are most of an MoE model's manifest, and a tree takes about ten
- * times the bytes of its text.  Line and column numbers in the parser's
- * errors stay those of the file.  Text that is not valid JSON is returned
- * as it is from where it stops making sense, for the parser to report.
- * Returns WSHARD_OK, WSHARD_EINVAL (missing, or not a regular file),
- * WSHARD_EIO or WSHARD_ENOMEM.
+ * A wshard.json as verify and inspect read it: checked, without the
+ * tensors' provenance ("sources").  Strings point into the manifest and
+ * live as long as it.  NULL strings are members the file lacks.
  */
-enum wshard_err wshard_manifest_read(const char *path, char **out_text, size_t *out_len,
+struct wshard_manifest {
+	char *path;			/* OUT/wshard.json, for messages */
+	int tp;
+	const char *architecture, *target, *rules;
+	const char *source_path, *source_realpath;
+	size_t ncopied;
+	const char **copied;		/* non-weight files copied into OUT */
+	/* the options the plan was built with: tp, target, attn_scales,
+	 * max_file_size, dtype, checksum */
+	struct wshard_options options;
+	size_t nranks;			/* entries of "ranks"; rank r is ranks[r] */
+	struct wshard_manifest_rank *ranks;
+	bool has_archives;		/* an "archives" member, even empty */
+	size_t narchives;
+	struct wshard_manifest_archive *archives;
+};
+
+/*
+ * Reads out_dir's wshard.json and checks its layout: format and version,
+ * tp, checksum algorithm, each rank's files and tensors, the archives.
+ * Returns WSHARD_OK, WSHARD_EINVAL (no manifest, invalid JSON or not a
+ * wshard manifest: the message says which and where), WSHARD_EIO or
+ * WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_manifest_open(struct wshard_manifest **out_m, const char *out_dir,
 				     struct wshard_error *err);
 
-/* Blanks out the "sources" members of the JSON text s (n bytes) in place. */
-void wshard_manifest_strip_sources(char *s, size_t n);
+/*
+ * The manifest as a JSON document (without "sources"), indented by 2,
+ * into a malloc'd *out_text: all of it (rank < 0), or rank's entry,
+ * keeping only the tensors whose name matches the fnmatch pattern filter
+ * (NULL: all).  Returns WSHARD_OK or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_manifest_json(const struct wshard_manifest *m, int rank,
+				     const char *filter, char **out_text,
+				     struct wshard_error *err);
+
+/* Frees m; accepts NULL. */
+void wshard_manifest_free(struct wshard_manifest *m);
 
 #endif /* WSHARD_H */
