@@ -138,7 +138,7 @@ $(B)/%.o: %.c
 	@echo '  CC     $<'
 	$(Q)$(CC) $(CFLAGS) -Ilib -c -o $@ $<
 
-$(B)/%.o: %.cu cuda/validate.h cuda/validate_sum.h lib/wshard.h
+$(B)/%.o: %.cu cuda/validate_host.h cuda/validate_cuda.h cuda/validate_sum.h lib/wshard.h
 	@mkdir -p $(dir $@)
 	@echo '  NVCC   $<'
 	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -c -o $@ $<

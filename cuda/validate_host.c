@@ -22,7 +22,8 @@
 #include <string.h>
 
 #include "validate.h"
-#include "../lib/internal.h"
+#include "internal.h"
+#include "validate_host.h"
 #include "validate_sum.h"
 #ifdef WSHARD_CUDA
 #include "validate_cuda.h"

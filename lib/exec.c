@@ -21,7 +21,7 @@
 #include "convert.h"
 #include "crc64.h"
 #include "outdir.h"
-#include "../cuda/validate.h"
+#include "validate.h"
 
 static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *err)
 {

@@ -21,7 +21,7 @@
 #include "internal.h"
 #include "convert.h"
 #include "crc64.h"
-#include "../cuda/validate.h"
+#include "validate.h"
 
 /*
  * Bytes validated, checksummed and written in one go, and read back at a

@@ -14,6 +14,7 @@
 
 #include "validate.h"
 #include "validate_sum.h"
+#include "validate_host.h"
 
 #define CHUNK 4096
 #define WHAT "rank 1 tensor 'x'"
