@@ -81,6 +81,7 @@ LIB_SRC := \
 	lib/extras.c \
 	lib/fileio.c \
 	lib/fpconv.c \
+	lib/hooks.c \
 	lib/hash.c \
 	lib/manifest.c \
 	lib/manifest_read.c \

@@ -187,13 +187,13 @@ static void discard_ranks(struct convert *cv)
 }
 
 /*
- * For tests of concurrency and of a source changing under us: with
- * WSHARD_TEST_HOLD=PATH, wait (up to a minute) until PATH no longer exists,
+ * For tests of concurrency and of a source changing under us: with the
+ * hooks' hold path, wait (up to a minute) until it no longer exists,
  * holding OUT's lock, before writing anything.
  */
 static void test_hold(void)
 {
-	const char *hold = getenv("WSHARD_TEST_HOLD");
+	const char *hold = wshard_hooks_get()->hold;
 	int i;
 
 	for (i = 0; hold && *hold && i < 6000 && access(hold, F_OK) == 0; i++)
@@ -218,12 +218,8 @@ static enum wshard_err convert_setup(struct convert *cv, struct wshard_error *er
 	pthread_mutex_init(&cv->seal_lock, NULL);
 	pthread_cond_init(&cv->seal_cond, NULL);
 	cv->block = seal_chunk(plan);
-	/*
-	 * WSHARD_BENCH_NO_CHECKSUMS: scripts/bench's baseline, what convert
-	 * costs without any checksum (the manifest's are then empty, and
-	 * verify refuses the output).  Not for anything else.
-	 */
-	cv->no_checksums = getenv("WSHARD_BENCH_NO_CHECKSUMS") != NULL;
+	/* the benchmark's baseline: what convert costs without checksums */
+	cv->no_checksums = wshard_hooks_get()->no_checksums;
 	cv->hot = wshard_checksum_composable(plan->opt.checksum) && !cv->no_checksums;
 	cv->ranks = calloc((size_t)plan->tp, sizeof(*cv->ranks));
 	run->proc_bytes_read = calloc((size_t)cv->nprocs, sizeof(uint64_t));

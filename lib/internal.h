@@ -56,17 +56,15 @@ enum wshard_err wshard_write_file(const char *path, const void *buf, size_t len,
 enum wshard_err wshard_copy_file(const char *src, const char *dst,
 				 unsigned flags, struct wshard_error *err);
 
+/* The hooks wshard_hooks_set last set (all off before). */
+const struct wshard_hooks *wshard_hooks_get(void);
 /*
- * Fault injection for tests: true when the environment variable
- * WSHARD_FAULT names point and, if WSHARD_FAULT_PROCESS is set, this is
- * that process.  Each point fires once per process.  Points: "read" (a
- * source read fails), "write" (a write fails), "manifest" (writing the
- * manifest fails), and "kill-write", "kill-seal", "kill-manifest" (the
- * process kills itself with SIGKILL while writing a rank file, between
- * ranks, just before the manifest).
+ * Fault injection for tests: true when the hooks' fault names point and,
+ * if they name a process, this is that process.  Each point fires once
+ * per process.
  */
 bool wshard_fault_hit(const char *point);
-/* Records this process's index for WSHARD_FAULT_PROCESS. */
+/* Records this process's index for the hooks' fault_process. */
 void wshard_fault_set_process(int proc);
 
 /*

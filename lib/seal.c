@@ -319,7 +319,7 @@ static size_t seal_threads(struct convert *cv, size_t njobs)
 		   (size_t)cv->nprocs;
 
 	/* injected faults stop at a fixed point: one thread, parts in order */
-	if (getenv("WSHARD_FAULT"))
+	if (wshard_hooks_get()->fault)
 		n = 1;
 	return WSHARD_MAX(1, WSHARD_MIN(WSHARD_MIN(n, njobs), SEAL_THREADS_MAX));
 }

@@ -379,7 +379,7 @@ static void stream_release(struct stream *s)
 static bool use_threads(const struct stream *s)
 {
 	return s->nprocs == 1 && s->seekable && s->sink->threadsafe &&
-	       sysconf(_SC_NPROCESSORS_ONLN) >= 2 && !getenv("WSHARD_FAULT");
+	       sysconf(_SC_NPROCESSORS_ONLN) >= 2 && !wshard_hooks_get()->fault;
 }
 
 static enum wshard_err stream_threads(struct stream *s, const uint32_t *order,

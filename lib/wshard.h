@@ -727,6 +727,43 @@ void wshard_verify_result_release(struct wshard_verify_result *res);
 #define WSHARD_MANIFEST "wshard.json"
 
 /* ------------------------------------------------------------------ */
+/* Test and benchmark hooks                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Switches for tests and benchmarks, all off when zeroed (fault_process
+ * -1).  The library reads no environment variable for them: the wshard
+ * program fills them from WSHARD_FAULT, WSHARD_FAULT_PROCESS,
+ * WSHARD_TEST_HOLD, WSHARD_BENCH_NO_CHECKSUMS and WSHARD_INJECT_VALIDATE.
+ */
+struct wshard_hooks {
+	/*
+	 * A fault to inject, once per process: "read" (a source read
+	 * fails), "write" (a write fails), "manifest" (writing the manifest
+	 * fails), "kill-write", "kill-seal", "kill-manifest" (the process
+	 * kills itself with SIGKILL while writing a rank file, between
+	 * parts, just before the manifest).  Any fault also makes convert
+	 * run one stream and one sealing thread, so that it stops at a fixed
+	 * point.  NULL: none.
+	 */
+	const char *fault;
+	int fault_process;		/* only in this process, or -1: in every one */
+	/* convert waits, holding OUT's lock, up to a minute until this path
+	 * no longer exists (tests of concurrency); NULL or "": no wait */
+	const char *hold;
+	/* convert computes no checksum at all: the benchmark's baseline
+	 * (the manifest's checksums are empty, and verify refuses it) */
+	bool no_checksums;
+	/* the host validator flips the byte at this decimal offset of all it
+	 * checks from its opening (tests of the round trip); NULL or "": none */
+	const char *inject_validate;
+};
+
+/* Sets the hooks of the whole process (copied, strings borrowed); NULL
+ * turns them all off. */
+void wshard_hooks_set(const struct wshard_hooks *hooks);
+
+/* ------------------------------------------------------------------ */
 /* Reading a manifest                                                  */
 /* ------------------------------------------------------------------ */
 
