@@ -320,8 +320,8 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
  * mpirun keeps its session directory under $TMPDIR or /tmp.  On the file
  * system OUT is written to, the end of an unsynced run (MPI_Finalize,
  * mpirun's own exit) waits there for the kernel to write the output
- * back: 0.9 s after an 8 GB --no-sync convert on the development
- * machine.  Says so, once, after the summary, with the way round it.
+ * back, which undoes much of what --no-sync saves.  Says so, once, after
+ * the summary, with the way round it.
  */
 static void note_session_dir(const char *out)
 {

@@ -165,8 +165,8 @@ static enum wshard_err read_back_part(struct convert *cv, int r, size_t part, ch
 
 	/*
 	 * Read, not mapped: the bytes are recent in the page cache either
-	 * way, and a mapping of a part kept whole large folios resident
-	 * (18 MiB more at 8 GB than at 2 GB), where one buffer stays flat.
+	 * way, and a mapping of a part keeps whole large folios resident,
+	 * growing with the model, where one buffer stays flat.
 	 */
 	rfd = open(f->tmp_path, O_RDONLY | O_CLOEXEC);
 	if (rfd < 0)

@@ -25,8 +25,8 @@
  * file's size is checked first, since touching a mapping past the end of
  * a file that shrank would kill the process (SIGBUS).  MAP_POPULATE maps
  * every page of the window at once (the window is within the memory
- * budget): the copies that follow then take no page faults, which were
- * about a sixth of the CPU time of a convert from a warm page cache.
+ * budget): the copies that follow then take no page faults, which cost
+ * a good share of a convert's CPU time from a warm page cache.
  */
 static int map_window(struct stream *s, const struct wshard_st *st, uint64_t off,
 		      size_t len)
