@@ -70,7 +70,7 @@ LIB_SRC := \
 	lib/archive.c \
 	lib/archive_out.c \
 	lib/catalog.c \
-	lib/catalog_json.c \
+	lib/catalog_view.c \
 	lib/comm.c \
 	lib/crc64.c \
 	lib/dtype.c \

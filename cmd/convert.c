@@ -210,6 +210,15 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 	return 0;
 }
 
+/* The name of source tensor src of the plan's checkpoint. */
+static const char *src_name(const struct wshard_plan *plan, uint32_t src)
+{
+	struct wshard_tensor_info t;
+
+	wshard_catalog_tensor(plan->cat, src, &t);
+	return t.name;
+}
+
 static void print_dry_run(const struct convert_opts *o, const struct wshard_plan *plan)
 {
 	char shape[160], b[32], name[64];
@@ -241,14 +250,14 @@ static void print_dry_run(const struct convert_opts *o, const struct wshard_plan
 					printf("    value %g\n", p->prov_value);
 				else if (p->prov_ncols)
 					printf("    %s rows [%llu, %llu) cols [%llu, %llu)\n",
-					       plan->cat->tensors[p->src].name,
+					       src_name(plan, p->src),
 					       (unsigned long long)p->row0,
 					       (unsigned long long)(p->row0 + p->nrows),
 					       (unsigned long long)p->prov_col0,
 					       (unsigned long long)(p->prov_col0 + p->prov_ncols));
 				else
 					printf("    %s rows [%llu, %llu)\n",
-					       plan->cat->tensors[p->src].name,
+					       src_name(plan, p->src),
 					       (unsigned long long)p->row0,
 					       (unsigned long long)(p->row0 + p->nrows));
 			}
@@ -270,10 +279,12 @@ static double cpu_seconds(void)
 static void print_summary(const struct convert_opts *o, const struct wshard_plan *plan,
 			  double secs)
 {
+	struct wshard_catalog_info src;
 	uint64_t files = 0;
 	char a[32], b[32], c[32];
 	int r;
 
+	wshard_catalog_info(plan->cat, &src);
 	for (r = 0; r < plan->tp; r++)
 		files += plan->ranks[r].nfiles;
 	if (o->json) {
@@ -286,7 +297,7 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 		       o->run.out_dir, plan->tp, o->run.nprocs, (unsigned long long)files,
 		       (unsigned long long)o->run.bytes_written,
 		       (unsigned long long)o->run.bytes_read,
-		       (unsigned long long)plan->cat->tensor_bytes,
+		       (unsigned long long)src.tensor_bytes,
 		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend,
 		       (unsigned long long)o->run.archive_bytes,
 		       o->run.no_sync ? "false" : "true", secs, o->run.stream_seconds,
@@ -301,7 +312,7 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 	       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
 	printf("read %s of %s source tensor data with %d process%s; ",
 	       human_bytes(o->run.bytes_read, b, sizeof(b)),
-	       human_bytes(plan->cat->tensor_bytes, c, sizeof(c)), o->run.nprocs,
+	       human_bytes(src.tensor_bytes, c, sizeof(c)), o->run.nprocs,
 	       o->run.nprocs == 1 ? "" : "es");
 	if (o->run.validate == WSHARD_VALIDATE_OFF)
 		printf("not validated (--validate off)\n");
@@ -337,6 +348,24 @@ static void note_session_dir(const char *out)
 			"(TMPDIR=/dev/shm mpirun ... avoids it)\n", dir, out);
 }
 
+/* The rules for cat: --rules FILE (for its architecture), else the
+ * built-in ones of its architecture. */
+static void load_rules(const struct convert_opts *o, const struct wshard_catalog *cat,
+		       struct wshard_rules **out_rules, struct wshard_error *err)
+{
+	struct wshard_catalog_info info;
+
+	wshard_catalog_info(cat, &info);
+	if (o->rules && !wshard_rules_load(out_rules, o->rules, err) && info.has_config)
+		wshard_rules_check_arch(*out_rules, info.architecture, err);
+	else if (!info.has_config)
+		wshard_error_set(err, WSHARD_EINVAL,
+				 "'%s' has no config.json: convert needs a model directory",
+				 o->src);
+	else
+		wshard_rules_builtin(out_rules, info.architecture, err);
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	struct convert_opts o = { 0 };
@@ -357,16 +386,8 @@ int cmd_convert(int argc, char **argv)
 	if (wshard_comm_init(&comm, &argc, &argv, &err))
 		return report_error(&err);
 	leader = wshard_comm_rank(comm) == 0;
-	if (!wshard_catalog_open(&cat, o.src, &err)) {
-		if (o.rules && !wshard_rules_load(&rules, o.rules, &err) && cat->has_config)
-			wshard_rules_check_arch(rules, cat->config.architecture, &err);
-		else if (!cat->has_config)
-			wshard_error_set(&err, WSHARD_EINVAL,
-					 "'%s' has no config.json: convert needs a model directory",
-					 o.src);
-		else
-			wshard_rules_builtin(&rules, cat->config.architecture, &err);
-	}
+	if (!wshard_catalog_open(&cat, o.src, &err))
+		load_rules(&o, cat, &rules, &err);
 	if (!err.code)
 		wshard_plan_build(&plan, cat, rules, &o.opt, &err);
 	if (wshard_comm_agree(comm, &err))

@@ -48,14 +48,14 @@ static int print_json(enum wshard_err rc, char *text, const struct wshard_error 
 }
 
 /* The summary lines after the tensor list of a checkpoint. */
-static void print_summary(const struct wshard_catalog *cat, size_t shown, uint64_t total,
-			  const uint64_t *by_dtype)
+static void print_summary(const struct wshard_catalog_info *cat, size_t shown,
+			  uint64_t total, const uint64_t *by_dtype)
 {
 	char b[32];
 	size_t i;
 	int d;
 
-	printf("\narchitecture: %s\n", cat->config.architecture ? cat->config.architecture : "(unknown)");
+	printf("\narchitecture: %s\n", cat->architecture ? cat->architecture : "(unknown)");
 	printf("tensors: %zu\n", shown);
 	printf("total: %llu bytes (%s)\n", (unsigned long long)total, human_bytes(total, b, sizeof(b)));
 	for (d = 0; d < WSHARD_DTYPE_COUNT; d++)
@@ -71,6 +71,7 @@ static int inspect_checkpoint(const struct inspect_opts *o)
 {
 	struct wshard_error err = { 0 };
 	struct wshard_catalog *cat;
+	struct wshard_catalog_info info;
 	uint64_t by_dtype[WSHARD_DTYPE_COUNT] = { 0 }, total = 0;
 	size_t i, shown = 0;
 	char shape[200], *text;
@@ -85,19 +86,21 @@ static int inspect_checkpoint(const struct inspect_opts *o)
 		wshard_catalog_free(cat);
 		return ret;
 	}
-	for (i = 0; i < cat->ntensors; i++) {
-		const struct wshard_src_tensor *t = &cat->tensors[i];
+	wshard_catalog_info(cat, &info);
+	for (i = 0; i < info.ntensors; i++) {
+		struct wshard_tensor_info t;
 
-		if (o->filter && fnmatch(o->filter, t->name, 0) != 0)
+		wshard_catalog_tensor(cat, i, &t);
+		if (o->filter && fnmatch(o->filter, t.name, 0) != 0)
 			continue;
 		shown++;
-		total += t->nbytes;
-		by_dtype[t->info->dtype] += t->nbytes;
-		wshard_format_shape(shape, sizeof(shape), t->info->shape, t->info->ndim);
-		printf("%-60s %-6s %-18s %12llu  %s\n", t->name, wshard_dtype_name(t->info->dtype),
-		       shape, (unsigned long long)t->nbytes, cat->files[t->file].name);
+		total += t.nbytes;
+		by_dtype[t.dtype] += t.nbytes;
+		wshard_format_shape(shape, sizeof(shape), t.shape, t.ndim);
+		printf("%-60s %-6s %-18s %12llu  %s\n", t.name, wshard_dtype_name(t.dtype),
+		       shape, (unsigned long long)t.nbytes, t.file);
 	}
-	print_summary(cat, shown, total, by_dtype);
+	print_summary(&info, shown, total, by_dtype);
 	wshard_catalog_free(cat);
 	return EXIT_OK;
 }

@@ -19,7 +19,12 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "hash.h"
+#include "fileio.h"
+#include "catalog.h"
+#include "comm.h"
+#include "manifest.h"
 #include "archive_out.h"
 #include "convert.h"
 

@@ -14,7 +14,9 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "safetensors.h"
+#include "fileio.h"
+#include "catalog.h"
 #include "arc.h"
 
 #define INDEX_NAME "model.safetensors.index.json"

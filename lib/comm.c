@@ -12,7 +12,8 @@
 #include <mpi.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "comm.h"
+#include "hooks.h"
 
 struct wshard_comm {
 	bool mpi;

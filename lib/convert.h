@@ -14,7 +14,8 @@
 #include <stdint.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "hash.h"
+#include "fileio.h"
 #include "manifest.h"
 #include "stream.h"
 

@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "safetensors.h"
+#include "catalog.h"
+#include "comm.h"
 #include "stream_impl.h"
 
 /*

@@ -17,7 +17,13 @@
 #include <unistd.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "dtype.h"
+#include "fileio.h"
+#include "comm.h"
+#include "hooks.h"
+#include "catalog.h"
+#include "manifest.h"
 #include "convert.h"
 #include "crc64.h"
 #include "outdir.h"

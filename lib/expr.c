@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "wshard.h"
+#include "catalog.h"
 #include "expr.h"
 
 struct expr {

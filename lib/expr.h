@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "wshard.h"
+#include "catalog.h"
 
 /*
  * Evaluates the expression s (integers, config.json keys, + - * /,

@@ -12,7 +12,8 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "fileio.h"
+#include "catalog.h"
 #include "convert.h"
 
 /*

@@ -25,6 +25,7 @@
 #include "crc64.h"
 #include "sha256.h"
 #include "wshard.h"
+#include "hash.h"
 
 enum wshard_err wshard_hash_init(struct wshard_hash *h,
 				 enum wshard_checksum algo)

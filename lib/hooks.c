@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "hooks.h"
 
 static struct wshard_hooks hooks = { .fault_process = -1 };
 static int this_process = -1;

@@ -11,7 +11,12 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "dtype.h"
+#include "safetensors.h"
+#include "fileio.h"
+#include "catalog.h"
+#include "comm.h"
 #include "manifest.h"
 #include "convert.h"
 

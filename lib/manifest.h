@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "wshard.h"
+#include "hash.h"
 
 /* Checksums of one rank's output, filled by convert. */
 struct manifest_rank_ck {

@@ -14,7 +14,9 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "dtype.h"
+#include "hash.h"
+#include "fileio.h"
 #include "manifest.h"
 
 /* ------------------------------------------------------------------ */

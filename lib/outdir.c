@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "fileio.h"
 #include "outdir.h"
 
 static bool is_rank_file(const char *name)

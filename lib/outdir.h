@@ -11,6 +11,9 @@
 
 #include "wshard.h"
 
+/* Lock file held in OUT while a convert runs. */
+#define WSHARD_LOCK ".wshard.lock"
+
 /*
  * Creates or checks the directory out, takes its lock into *out_lock_fd
  * (-1 when not taken) and removes an earlier wshard output from it (with

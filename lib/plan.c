@@ -16,7 +16,10 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "dtype.h"
+#include "fpconv.h"
+#include "safetensors.h"
+#include "catalog.h"
 #include "rules.h"
 #include "plan_impl.h"
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "safetensors.h"
 #include "rules.h"
 
 /* A source tensor matched by a rule: one member of an output group. */

@@ -10,7 +10,9 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "safetensors.h"
+#include "catalog.h"
 #include "rules.h"
 #include "expr.h"
 #include "plan_impl.h"

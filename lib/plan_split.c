@@ -11,7 +11,10 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "dtype.h"
+#include "safetensors.h"
+#include "catalog.h"
 #include "rules.h"
 #include "expr.h"
 #include "plan_impl.h"

@@ -12,7 +12,8 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "dtype.h"
+#include "fileio.h"
 #include "rules.h"
 
 /*

@@ -26,6 +26,8 @@
 #include <jansson.h>
 
 #include "wshard.h"
+#include "dtype.h"
+#include "safetensors.h"
 
 #define METADATA_KEY "__metadata__"
 

@@ -18,7 +18,11 @@
 #include <unistd.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "hash.h"
+#include "fileio.h"
+#include "comm.h"
+#include "hooks.h"
 #include "convert.h"
 #include "crc64.h"
 #include "validate.h"

@@ -23,7 +23,13 @@
 #include <unistd.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "dtype.h"
+#include "fpconv.h"
+#include "safetensors.h"
+#include "catalog.h"
+#include "comm.h"
+#include "hooks.h"
 #include "stream.h"
 #include "stream_impl.h"
 

@@ -12,7 +12,9 @@
 #include <stdint.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "safetensors.h"
+#include "catalog.h"
 #include "stream.h"
 
 /* One COPY piece of the plan, found from its source tensor. */

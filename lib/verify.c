@@ -17,7 +17,14 @@
 #include <unistd.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "dtype.h"
+#include "hash.h"
+#include "safetensors.h"
+#include "fileio.h"
+#include "catalog.h"
+#include "comm.h"
+#include "rules.h"
 #include "stream.h"
 
 struct vfile {

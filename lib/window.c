@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "safetensors.h"
+#include "catalog.h"
+#include "hooks.h"
 #include "stream_impl.h"
 
 /* Windows smaller than this are read, not mapped. */

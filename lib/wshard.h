@@ -10,7 +10,10 @@
  * decides what to print and which exit code to use.
  *
  * Conventions: output parameters are named out_* and set on entry; every
- * _free() function accepts NULL.
+ * _free() function accepts NULL.  Handles whose fields callers do not
+ * need (catalog, rules, comm, manifest's document) are opaque; what the
+ * library shares inside itself is in private headers next to its .c
+ * files (lib/NAME.h), which only the library and its tests include.
  */
 #ifndef WSHARD_H
 #define WSHARD_H
@@ -96,22 +99,7 @@ enum wshard_dtype {
 /* The safetensors spelling of dt ("BF16"), or "?" when out of range. */
 const char *wshard_dtype_name(enum wshard_dtype dt);
 
-/* Parses a safetensors dtype name.  Returns 0, or -1 if unknown. */
-int wshard_dtype_parse(const char *name, enum wshard_dtype *out_dt);
-
-/* Bits per element of dt (1 for BOOL is 8: safetensors stores a byte). */
-unsigned wshard_dtype_bits(enum wshard_dtype dt);
-
 #define WSHARD_MAX_DIMS 8
-
-/*
- * Byte size of a tensor of ndim dimensions shape[] and dtype dt, with
- * every product overflow-checked.  Returns 0 and sets *out_bytes; -1 if
- * the element count or the bit count overflows 64 bits; -2 if the bit
- * count is not a whole number of bytes.
- */
-int wshard_tensor_bytes(const uint64_t *shape, int ndim, enum wshard_dtype dt,
-			uint64_t *out_bytes);
 
 /* Writes "[3, 4]" for shape into buf (cut short if it does not fit); returns buf. */
 const char *wshard_format_shape(char *buf, size_t size, const uint64_t *shape,
@@ -127,187 +115,8 @@ enum wshard_checksum {
 	WSHARD_CK_CRC64 = 2,	/* CRC-64/NVME, "crc64-nvme" (convert's default) */
 };
 
-/*
- * True for an algorithm whose digest of a whole can be computed from the
- * digests of its parts, in any order (CRC-64/NVME): convert then
- * checksums each byte as it writes it, and never reads its output back.
- */
-bool wshard_checksum_composable(enum wshard_checksum ck);
-
-/* "xxh3-64", "sha256" or "crc64-nvme". */
-const char *wshard_checksum_name(enum wshard_checksum ck);
-
 /* Parses a checksum algorithm name.  Returns 0, or -1 if unknown. */
 int wshard_checksum_parse(const char *name, enum wshard_checksum *out_ck);
-
-/* Longest hex digest plus NUL. */
-#define WSHARD_DIGEST_HEX 65
-
-/* Streaming hash state for any of the algorithms. */
-struct wshard_hash {
-	enum wshard_checksum algo;
-	void *state;
-};
-
-/* Starts a hash.  Returns WSHARD_OK or WSHARD_ENOMEM. */
-enum wshard_err wshard_hash_init(struct wshard_hash *h, enum wshard_checksum algo);
-/* Feeds len bytes. */
-void wshard_hash_update(struct wshard_hash *h, const void *buf, size_t len);
-/* Writes the lowercase hex digest into out (WSHARD_DIGEST_HEX bytes) and
- * releases the state. */
-void wshard_hash_final(struct wshard_hash *h, char *out);
-/* Releases the state without a digest; accepts an unstarted hash. */
-void wshard_hash_release(struct wshard_hash *h);
-
-/* ------------------------------------------------------------------ */
-/* Safetensors                                                         */
-/* ------------------------------------------------------------------ */
-
-/* The largest header the reader accepts (the reference reader's cap). */
-#define WSHARD_ST_HEADER_MAX 100000000ULL
-
-struct wshard_st_tensor {
-	char *name;
-	enum wshard_dtype dtype;
-	int ndim;			/* 0 for a scalar */
-	uint64_t shape[WSHARD_MAX_DIMS];
-	uint64_t begin, end;		/* data_offsets, from the data start */
-};
-
-struct wshard_st_meta {
-	char *key;
-	char *value;
-};
-
-/* One parsed safetensors file (or stream inside another file). */
-struct wshard_st {
-	char *path;			/* for messages */
-	int fd;				/* read-only; -1 when parsed from memory */
-	uint64_t base;			/* offset of the stream inside fd */
-	uint64_t size;			/* size of the stream */
-	uint64_t data_start;		/* 8 + header length */
-	size_t ntensors;
-	struct wshard_st_tensor *tensors;	/* sorted by name */
-	size_t nmeta;
-	struct wshard_st_meta *meta;		/* in file order */
-};
-
-/*
- * Parses and validates a whole safetensors file held in memory (buf, len)
- * under every rule of OUTPUT-CONTRACT.md section 6.  path is used in
- * messages only.  On success *out_st has fd -1 and owns copies of all
- * strings.  Returns WSHARD_OK, WSHARD_EINVAL (message names path and the
- * reason) or WSHARD_ENOMEM.
- */
-enum wshard_err wshard_st_parse(struct wshard_st **out_st, const void *buf,
-				size_t len, const char *path,
-				struct wshard_error *err);
-
-/*
- * Opens path read-only and validates its header (no tensor data is read).
- * Returns WSHARD_OK, WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM.
- */
-enum wshard_err wshard_st_open(struct wshard_st **out_st, const char *path,
-			       struct wshard_error *err);
-
-/*
- * Like wshard_st_open for a stream of size bytes at offset base of an
- * already open fd (a member of an uncompressed tar).  The fd is borrowed:
- * wshard_st_free does not close it.
- */
-enum wshard_err wshard_st_open_fd(struct wshard_st **out_st, int fd,
-				  uint64_t base, uint64_t size,
-				  const char *path, struct wshard_error *err);
-
-/*
- * Validates the header of a stream of size bytes of which only the first
- * head_len bytes (the length prefix and the JSON header) are at hand, as
- * when a member of a compressed archive is read once, front to back.  The
- * result has fd -1.  Returns as wshard_st_parse.
- */
-enum wshard_err wshard_st_parse_head(struct wshard_st **out_st, const void *head,
-				     size_t head_len, uint64_t size,
-				     const char *path, struct wshard_error *err);
-
-/* The tensor called name, or NULL (binary search). */
-const struct wshard_st_tensor *wshard_st_find(const struct wshard_st *st,
-					      const char *name);
-
-/* The value of metadata key, or NULL. */
-const char *wshard_st_meta_get(const struct wshard_st *st, const char *key);
-
-/*
- * Reads len bytes at offset off of tensor t's data into buf (pread; the
- * rest of the file is not touched).  Returns WSHARD_OK, WSHARD_EINVAL if
- * the range is outside the tensor, or WSHARD_EIO (short read included).
- */
-enum wshard_err wshard_st_read(const struct wshard_st *st,
-			       const struct wshard_st_tensor *t, uint64_t off,
-			       void *buf, size_t len, struct wshard_error *err);
-
-/* Closes (if owned) and frees st; accepts NULL. */
-void wshard_st_free(struct wshard_st *st);
-
-/*
- * Lays out a safetensors file for n tensors written in the given order:
- * sets each tensors[i].begin/end, and returns in *out_header a malloc'd
- * buffer of *out_header_len bytes holding the 8-byte length and the JSON
- * header (starting with '{', "__metadata__" first with "format": "pt"
- * plus meta[], then the tensors in order, padded with spaces to a
- * multiple of 8).  *out_data_len is the data section's size.  Returns
- * WSHARD_OK, WSHARD_EINVAL (overflow, duplicate name) or WSHARD_ENOMEM.
- */
-enum wshard_err wshard_st_layout(struct wshard_st_tensor *tensors, size_t n,
-				 const struct wshard_st_meta *meta, size_t nmeta,
-				 char **out_header, size_t *out_header_len,
-				 uint64_t *out_data_len,
-				 struct wshard_error *err);
-
-/* ------------------------------------------------------------------ */
-/* Files                                                               */
-/* ------------------------------------------------------------------ */
-
-/*
- * A file written under a temporary name (".NAME.wshard-tmp" in the same
- * directory) and renamed into place by commit, so that a reader never
- * sees a partial file under the final name.
- */
-struct wshard_file {
-	char *path;		/* final name */
-	char *tmp_path;
-	int fd;
-	unsigned flags;		/* WSHARD_FILE_* */
-	uint64_t written;	/* bytes written so far (sum of writes) */
-	uint64_t kicked;	/* written when writeback was last started */
-};
-
-/*
- * Flags of a file.  WSHARD_FILE_NOSYNC: commit renames without fsync (of
- * the file or its directory) and no writeback is started while writing;
- * the file is complete for every reader at once, but a power loss or a
- * kernel crash may leave it short or empty under its final name.
- */
-#define WSHARD_FILE_NOSYNC 1u
-
-/* Creates the temporary file.  Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM. */
-enum wshard_err wshard_file_create(struct wshard_file **out_f, const char *path,
-				   unsigned flags, struct wshard_error *err);
-/* Writes all of buf at offset off.  Returns WSHARD_OK or WSHARD_EIO
- * (ENOSPC included; the message names the final path). */
-enum wshard_err wshard_file_pwrite(struct wshard_file *f, const void *buf,
-				   size_t len, uint64_t off,
-				   struct wshard_error *err);
-/* fsyncs, renames to the final name, fsyncs the directory, frees f
- * (with WSHARD_FILE_NOSYNC only renames and frees).
- * Returns WSHARD_OK or WSHARD_EIO (then the temporary file is removed). */
-enum wshard_err wshard_file_commit(struct wshard_file *f,
-				   struct wshard_error *err);
-/* Removes the temporary file and frees f; accepts NULL. */
-void wshard_file_abort(struct wshard_file *f);
-
-/* Reads exactly len bytes at off.  Returns WSHARD_OK or WSHARD_EIO. */
-enum wshard_err wshard_pread_full(int fd, void *buf, size_t len, uint64_t off,
-				  const char *path, struct wshard_error *err);
 
 /*
  * Parses a size such as "5GiB", "256M", "4096" (K/M/G/T are powers of
@@ -320,55 +129,29 @@ int wshard_parse_size(const char *s, uint64_t *out_bytes);
 /* Checkpoint catalog                                                  */
 /* ------------------------------------------------------------------ */
 
-/* The config.json fields the rules use; -1 (or NULL) when absent. */
-struct wshard_config {
-	char *architecture;		/* architectures[0] */
-	int64_t hidden_size;
-	int64_t num_attention_heads;
-	int64_t num_key_value_heads;	/* defaults to num_attention_heads */
-	int64_t head_dim;		/* defaults to hidden / heads */
-	int64_t intermediate_size;
-	int64_t vocab_size;
-	int64_t num_experts;		/* num_local_experts or num_experts */
-	int64_t moe_intermediate_size;
-	int64_t shared_expert_intermediate_size;
-	int tie_word_embeddings;		/* 1 true, 0 false, -1 absent */
-	void *json;			/* json_t * of the whole file, or NULL */
-};
+/* An opened checkpoint: its files, tensors and config.json. */
+struct wshard_catalog;
 
-struct wshard_src_file {
-	char *name;		/* relative to the checkpoint directory */
-	char *path;		/* as opened (ARCHIVE:NAME inside an archive) */
-	uint64_t size;
-	struct wshard_st *st;
-	long member;		/* index in the archive, -1 for a plain file */
-};
-
-struct wshard_archive;
-
-struct wshard_src_tensor {
-	const char *name;		/* owned by the file's st */
-	uint32_t file;			/* index into catalog files */
-	const struct wshard_st_tensor *info;
-	uint64_t offset;		/* absolute offset of the data in the file */
-	uint64_t nbytes;
-};
-
-struct wshard_catalog {
-	char *path;			/* as given */
-	char *dir;			/* directory holding the files (or the archive) */
-	struct wshard_archive *archive;	/* NULL unless SRC is an archive */
-	bool has_config;
-	struct wshard_config config;
-	size_t nfiles;
-	struct wshard_src_file *files;	/* sorted by name */
+/* What a catalog holds, as a whole.  Strings live as long as the catalog. */
+struct wshard_catalog_info {
+	const char *path;		/* as given to wshard_catalog_open */
+	bool has_config;		/* config.json was found */
+	const char *architecture;	/* its architectures[0], or NULL */
 	size_t ntensors;
-	struct wshard_src_tensor *tensors;	/* sorted by name */
+	size_t nfiles;			/* .safetensors files */
 	uint64_t tensor_bytes;		/* sum of all tensor data bytes */
 	size_t nignored;
-	char **ignored;		/* .safetensors files the index does not use */
-	size_t nextra;
-	char **extra;		/* non-weight files to copy, sorted */
+	char *const *ignored;		/* .safetensors files the index does not use */
+};
+
+/* One source tensor.  Strings live as long as the catalog. */
+struct wshard_tensor_info {
+	const char *name;
+	enum wshard_dtype dtype;
+	int ndim;			/* 0 for a scalar */
+	uint64_t shape[WSHARD_MAX_DIMS];
+	uint64_t nbytes;
+	const char *file;		/* the file holding it, relative to the checkpoint */
 };
 
 /*
@@ -385,37 +168,6 @@ enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
 				    const char *path, struct wshard_error *err);
 
 /*
- * Reads len bytes at offset off (as in struct wshard_src_tensor) of source
- * file file.  Plain files and uncompressed tars: any order.  A compressed
- * archive is read front to back: offsets must not go back.  Returns
- * WSHARD_OK, WSHARD_EIO or WSHARD_EINVAL.
- */
-enum wshard_err wshard_catalog_read(const struct wshard_catalog *cat, uint32_t file,
-				    uint64_t off, void *buf, size_t len,
-				    struct wshard_error *err);
-
-/* False when the source can only be read front to back (compressed archive). */
-bool wshard_catalog_seekable(const struct wshard_catalog *cat);
-
-/* Reads the checkpoint's small file name (config.json) whole, NUL-terminated. */
-enum wshard_err wshard_catalog_slurp(const struct wshard_catalog *cat, const char *name,
-				     char **out_buf, size_t *out_len,
-				     struct wshard_error *err);
-
-/* Copies non-weight file extra[i] to dst, atomically (flags: WSHARD_FILE_*).
- * Returns WSHARD_OK, WSHARD_EIO... */
-enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,
-					  const char *dst, unsigned flags,
-					  struct wshard_error *err);
-
-/* The tensor called name, or NULL. */
-const struct wshard_src_tensor *wshard_catalog_find(
-	const struct wshard_catalog *cat, const char *name);
-
-/* Index of the tensor called name, or -1. */
-long wshard_catalog_index(const struct wshard_catalog *cat, const char *name);
-
-/*
  * The tensors of cat whose name matches the fnmatch pattern filter (NULL:
  * all) as one JSON document, indented by 2, into a malloc'd *out_text:
  * "path", "architecture", "tensors" (name, dtype, shape, bytes, file),
@@ -424,6 +176,14 @@ long wshard_catalog_index(const struct wshard_catalog *cat, const char *name);
  */
 enum wshard_err wshard_catalog_json(const struct wshard_catalog *cat, const char *filter,
 				    char **out_text, struct wshard_error *err);
+
+/* Fills *out_info with what cat holds. */
+void wshard_catalog_info(const struct wshard_catalog *cat,
+			 struct wshard_catalog_info *out_info);
+
+/* Fills *out_t with tensor i of cat (i < ntensors; sorted by name). */
+void wshard_catalog_tensor(const struct wshard_catalog *cat, size_t i,
+			   struct wshard_tensor_info *out_t);
 
 /* Frees cat; accepts NULL. */
 void wshard_catalog_free(struct wshard_catalog *cat);
@@ -443,12 +203,6 @@ enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
 				     const char *architecture,
 				     struct wshard_error *err);
 
-/* Parses a rules document (JSON text of len bytes); name is for messages.
- * Returns WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM. */
-enum wshard_err wshard_rules_parse(struct wshard_rules **out_rules,
-				   const char *text, size_t len,
-				   const char *name, struct wshard_error *err);
-
 /* Reads and parses a rules file.  Returns as wshard_rules_parse, or WSHARD_EIO. */
 enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
 				  const char *path, struct wshard_error *err);
@@ -460,12 +214,6 @@ enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
 enum wshard_err wshard_rules_check_arch(const struct wshard_rules *rules,
 					const char *architecture,
 					struct wshard_error *err);
-
-/* The rules' name ("builtin:llama" or the file path). */
-const char *wshard_rules_name(const struct wshard_rules *rules);
-
-/* NULL-terminated list of the architectures with built-in rules. */
-const char *const *wshard_rules_architectures(void);
 
 /* Frees rules; accepts NULL. */
 void wshard_rules_free(struct wshard_rules *rules);
@@ -485,7 +233,8 @@ struct wshard_options {
 	enum wshard_dtype dtype;
 };
 
-/* Fills opt with the defaults (tp 1, vllm, scales on, 5 GiB, 64 MiB, xxh3). */
+/* Fills opt with the defaults (tp 1, vllm, scales on, 5 GiB, 64 MiB,
+ * crc64-nvme). */
 void wshard_options_init(struct wshard_options *opt);
 
 enum wshard_piece_kind {
@@ -587,10 +336,6 @@ enum wshard_err wshard_comm_init(struct wshard_comm **out_comm, int *argc,
 				 char ***argv, struct wshard_error *err);
 /* This process's index, 0-based. */
 int wshard_comm_rank(const struct wshard_comm *comm);
-/* Number of processes. */
-int wshard_comm_size(const struct wshard_comm *comm);
-/* Node-local index (OMPI_COMM_WORLD_LOCAL_RANK), 0 without MPI. */
-int wshard_comm_local_rank(const struct wshard_comm *comm);
 /* True when MPI is in use. */
 bool wshard_comm_is_mpi(const struct wshard_comm *comm);
 /*

@@ -23,6 +23,8 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "safetensors.h"
+#include "catalog.h"
 #include "test_util.h"
 
 /* ------------------------------------------------------------------ */

@@ -22,6 +22,10 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "dtype.h"
+#include "safetensors.h"
+#include "catalog.h"
+#include "rules.h"
 #include "test_util.h"
 
 /* ------------------------------------------------------------------ */

@@ -19,6 +19,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "safetensors.h"
 #include "test_util.h"
 
 /* ------------------------------------------------------------------ */

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "wshard.h"
+#include "comm.h"
 #include "manifest.h"
 #include "fuzz_util.h"
 

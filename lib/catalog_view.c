@@ -1,15 +1,43 @@
 /*
- * catalog_json.c - a checkpoint's tensors as one JSON document, the one
- * wshard inspect --json prints: each tensor's name, dtype, shape, bytes
- * and file, then the sums.
+ * catalog_view.c - what the API shows of a catalog: its summary, each
+ * tensor, and the JSON document wshard inspect --json prints (each
+ * tensor's name, dtype, shape, bytes and file, then the sums).
  */
 #include <fnmatch.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
 #include "wshard.h"
+#include "catalog.h"
+
+void wshard_catalog_info(const struct wshard_catalog *cat,
+			 struct wshard_catalog_info *out_info)
+{
+	out_info->path = cat->path;
+	out_info->has_config = cat->has_config;
+	out_info->architecture = cat->config.architecture;
+	out_info->ntensors = cat->ntensors;
+	out_info->nfiles = cat->nfiles;
+	out_info->tensor_bytes = cat->tensor_bytes;
+	out_info->nignored = cat->nignored;
+	out_info->ignored = cat->ignored;
+}
+
+void wshard_catalog_tensor(const struct wshard_catalog *cat, size_t i,
+			   struct wshard_tensor_info *out_t)
+{
+	const struct wshard_src_tensor *t = &cat->tensors[i];
+
+	out_t->name = t->name;
+	out_t->dtype = t->info->dtype;
+	out_t->ndim = t->info->ndim;
+	memcpy(out_t->shape, t->info->shape, sizeof(out_t->shape));
+	out_t->nbytes = t->nbytes;
+	out_t->file = cat->files[t->file].name;
+}
 
 static json_t *shape_json(const uint64_t *shape, int ndim)
 {
