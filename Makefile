@@ -70,6 +70,7 @@ LIB_SRC := \
 	lib/archive.c \
 	lib/archive_out.c \
 	lib/catalog.c \
+	lib/catalog_read.c \
 	lib/catalog_view.c \
 	lib/comm.c \
 	lib/crc64.c \
@@ -90,11 +91,16 @@ LIB_SRC := \
 	lib/plan_match.c \
 	lib/plan_split.c \
 	lib/rules.c \
+	lib/rules_parse.c \
 	lib/safetensors.c \
 	lib/seal.c \
 	lib/sha256.c \
+	lib/st_header.c \
+	lib/st_layout.c \
 	lib/stream.c \
 	lib/verify.c \
+	lib/verify_files.c \
+	lib/verify_source.c \
 	lib/window.c \
 	cuda/validate_host.c
 

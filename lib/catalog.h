@@ -94,4 +94,18 @@ const struct wshard_src_tensor *wshard_catalog_find(
 /* Index of the tensor called name, or -1. */
 long wshard_catalog_index(const struct wshard_catalog *cat, const char *name);
 
+/*
+ * catalog_read.c: a small file of the checkpoint (dir/NAME), from the
+ * directory or from the archive, whole and NUL-terminated.  Returns
+ * WSHARD_OK, WSHARD_EINVAL (no such entry, too large), WSHARD_EIO or
+ * WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_read_small(const struct wshard_catalog *cat, const char *path,
+				   char **out, size_t *len, struct wshard_error *err);
+
+/* catalog_read.c: reads config.json at path into cat->config.  Returns
+ * WSHARD_OK, WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM. */
+enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
+				    struct wshard_error *err);
+
 #endif /* WSHARD_CATALOG_H */
