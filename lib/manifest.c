@@ -87,8 +87,8 @@ static json_t *sources_json(const struct wshard_plan *plan,
 
 /*
  * The manifest is written as text piece by piece, never as one tree: a
- * jansson tree takes about ten times the bytes of its text, and an MoE
- * model's provenance (one source per expert) makes the text tens of MB.
+ * jansson tree takes many times the bytes of its text, and an MoE model's
+ * provenance (one source per expert) makes the text large.
  * Each tensor entry is built, printed and freed on its own; the small
  * objects around them are printed with a placeholder string where the
  * entries go, and the placeholder's printed form is then replaced.  The
