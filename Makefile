@@ -72,22 +72,40 @@ LIB_SRC := \
 	lib/archive.c \
 	lib/archive_out.c \
 	lib/catalog.c \
+	lib/catalog_read.c \
+	lib/catalog_view.c \
 	lib/comm.c \
 	lib/crc64.c \
 	lib/dtype.c \
 	lib/error.c \
+	lib/exchange.c \
 	lib/exec.c \
+	lib/expr.c \
+	lib/extras.c \
 	lib/fileio.c \
 	lib/fpconv.c \
+	lib/hooks.c \
 	lib/hash.c \
 	lib/hfcache.c \
 	lib/manifest.c \
+	lib/manifest_read.c \
+	lib/outdir.c \
 	lib/plan.c \
+	lib/plan_layout.c \
+	lib/plan_match.c \
+	lib/plan_split.c \
 	lib/rules.c \
+	lib/rules_parse.c \
 	lib/safetensors.c \
+	lib/seal.c \
 	lib/sha256.c \
+	lib/st_header.c \
+	lib/st_layout.c \
 	lib/stream.c \
 	lib/verify.c \
+	lib/verify_files.c \
+	lib/verify_source.c \
+	lib/window.c \
 	cuda/validate_host.c
 
 CUDA_SRC := cuda/validate_cuda.cu
@@ -131,7 +149,7 @@ $(B)/%.o: %.c
 	@echo '  CC     $<'
 	$(Q)$(CC) $(CFLAGS) -Ilib -c -o $@ $<
 
-$(B)/%.o: %.cu cuda/validate.h cuda/validate_sum.h lib/wshard.h
+$(B)/%.o: %.cu cuda/validate_host.h cuda/validate_cuda.h cuda/validate_sum.h lib/wshard.h
 	@mkdir -p $(dir $@)
 	@echo '  NVCC   $<'
 	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -c -o $@ $<

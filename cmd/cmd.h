@@ -41,6 +41,13 @@ int parse_int(const char *s, int *out);
 /* Writes a human size ("1.50 GiB") into buf. */
 const char *human_bytes(uint64_t n, char *buf, size_t len);
 
+/*
+ * Sets the library's test and benchmark hooks from WSHARD_FAULT,
+ * WSHARD_FAULT_PROCESS, WSHARD_TEST_HOLD, WSHARD_BENCH_NO_CHECKSUMS and
+ * WSHARD_INJECT_VALIDATE (test/ and scripts/bench set them).
+ */
+void hooks_from_env(void);
+
 /* Seconds since an arbitrary start (monotonic). */
 double now_seconds(void);
 

@@ -58,7 +58,7 @@ struct convert_opts {
 	const char *rules;
 	const char *revision;
 	const char *src;
-	bool dry_run, json, quiet;
+	bool have_tp, dry_run, json, quiet;
 };
 
 enum {
@@ -90,6 +90,129 @@ static int parse_validate(const char *s, enum wshard_validate_mode *out)
 	return -1;
 }
 
+/* --dtype's value.  Returns 0, or -1 if it names no target dtype. */
+static int parse_dtype(const char *s, enum wshard_dtype *out)
+{
+	if (!strcmp(s, "bf16") || !strcmp(s, "BF16"))
+		*out = WSHARD_BF16;
+	else if (!strcmp(s, "f16") || !strcmp(s, "F16"))
+		*out = WSHARD_F16;
+	else if (!strcmp(s, "f32") || !strcmp(s, "F32"))
+		*out = WSHARD_F32;
+	else
+		return -1;
+	return 0;
+}
+
+/* --archive's value.  Returns 0, or -1 if it names no format. */
+static int parse_archive(const char *s, enum wshard_archive_fmt *out)
+{
+	if (!strcmp(s, "tar"))
+		*out = WSHARD_ARCHIVE_TAR;
+	else if (!strcmp(s, "tar.zst"))
+		*out = WSHARD_ARCHIVE_TAR_ZST;
+	else if (!strcmp(s, "tar.gz"))
+		*out = WSHARD_ARCHIVE_TAR_GZ;
+	else
+		return -1;
+	return 0;
+}
+
+/* What value_option returns for an option that takes no value. */
+#define NOT_A_VALUE_OPTION (-2)
+
+/*
+ * An option c that takes a value, arg.  Returns 0, a usage error's exit
+ * code, or NOT_A_VALUE_OPTION.
+ */
+static int value_option(int c, const char *arg, struct convert_opts *o)
+{
+	switch (c) {
+	case 't':
+		if (parse_int(arg, &o->opt.tp) < 0)
+			return usage_error("convert", "--tp needs a positive integer, not '%s'", arg);
+		o->have_tp = true;
+		return 0;
+	case OPT_TARGET:
+		o->opt.target = arg;
+		return 0;
+	case OPT_RULES:
+		o->rules = arg;
+		return 0;
+	case OPT_REVISION:
+		o->revision = arg;
+		return 0;
+	case OPT_MAX_FILE:
+		if (wshard_parse_size(arg, &o->opt.max_file_size) < 0 || o->opt.max_file_size == 0)
+			return usage_error("convert", "--max-file-size: bad size '%s'", arg);
+		return 0;
+	case OPT_MAX_MEM:
+		if (wshard_parse_size(arg, &o->opt.max_memory) < 0 || o->opt.max_memory < (1 << 20))
+			return usage_error("convert", "--max-memory: bad size '%s' (at least 1MiB)",
+					   arg);
+		return 0;
+	case OPT_VALIDATE:
+		if (parse_validate(arg, &o->run.validate) < 0)
+			return usage_error("convert", "--validate: '%s' is not auto, gpu, host or off",
+					   arg);
+		return 0;
+	case OPT_CHECKSUM:
+		if (wshard_checksum_parse(arg, &o->opt.checksum) < 0)
+			return usage_error("convert", "--checksum: '%s' is not crc64-nvme, xxh3-64 or sha256",
+					   arg);
+		return 0;
+	case OPT_DTYPE:
+		if (parse_dtype(arg, &o->opt.dtype) < 0)
+			return usage_error("convert", "--dtype: '%s' is not bf16, f16 or f32", arg);
+		o->opt.has_dtype = true;
+		return 0;
+	case OPT_ARCHIVE:
+		if (parse_archive(arg, &o->run.archive) < 0)
+			return usage_error("convert", "--archive: '%s' is not tar, tar.zst or tar.gz",
+					   arg);
+		return 0;
+	}
+	return NOT_A_VALUE_OPTION;
+}
+
+/*
+ * An option c without a value, or getopt's complaint about argv's last
+ * option.  Returns 0, -1 after --help, or a usage error's exit code.
+ */
+static int flag_option(int c, char **argv, struct convert_opts *o)
+{
+	switch (c) {
+	case OPT_NO_SCALES:
+		o->opt.attn_scales = false;
+		return 0;
+	case OPT_ARCHIVE_ONLY:
+		o->run.archive_only = true;
+		return 0;
+	case OPT_NO_SYNC:
+		o->run.no_sync = true;
+		return 0;
+	case 'f':
+		o->run.force = true;
+		return 0;
+	case 'n':
+		o->dry_run = true;
+		return 0;
+	case OPT_JSON:
+		o->json = true;
+		return 0;
+	case 'q':
+		o->quiet = true;
+		return 0;
+	case 'h':
+		fputs(convert_usage, stdout);
+		return -1;
+	case ':':
+		return usage_error("convert", "option '%s' needs a value", argv[optind - 1]);
+	}
+	return usage_error("convert", "unknown option '%s'", argv[optind - 1]);
+}
+
+/* Returns 0, -1 after --help, or a usage error's exit code. */
 static int parse_args(int argc, char **argv, struct convert_opts *o)
 {
 	static const struct option longopts[] = {
@@ -113,103 +236,18 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool have_tp = false;
-	int c;
+	int c, ret;
 
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":t:fnqh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 't':
-			if (parse_int(optarg, &o->opt.tp) < 0)
-				return usage_error("convert", "--tp needs a positive integer, not '%s'",
-						   optarg);
-			have_tp = true;
-			break;
-		case OPT_TARGET:
-			o->opt.target = optarg;
-			break;
-		case OPT_NO_SCALES:
-			o->opt.attn_scales = false;
-			break;
-		case OPT_RULES:
-			o->rules = optarg;
-			break;
-		case OPT_REVISION:
-			o->revision = optarg;
-			break;
-		case OPT_MAX_FILE:
-			if (wshard_parse_size(optarg, &o->opt.max_file_size) < 0 ||
-			    o->opt.max_file_size == 0)
-				return usage_error("convert", "--max-file-size: bad size '%s'", optarg);
-			break;
-		case OPT_MAX_MEM:
-			if (wshard_parse_size(optarg, &o->opt.max_memory) < 0 ||
-			    o->opt.max_memory < (1 << 20))
-				return usage_error("convert", "--max-memory: bad size '%s' (at least 1MiB)",
-						   optarg);
-			break;
-		case OPT_VALIDATE:
-			if (parse_validate(optarg, &o->run.validate) < 0)
-				return usage_error("convert", "--validate: '%s' is not auto, gpu, host or off",
-						   optarg);
-			break;
-		case OPT_CHECKSUM:
-			if (wshard_checksum_parse(optarg, &o->opt.checksum) < 0)
-				return usage_error("convert", "--checksum: '%s' is not crc64-nvme, xxh3-64 or sha256",
-						   optarg);
-			break;
-		case OPT_DTYPE:
-			if (!strcmp(optarg, "bf16") || !strcmp(optarg, "BF16"))
-				o->opt.dtype = WSHARD_BF16;
-			else if (!strcmp(optarg, "f16") || !strcmp(optarg, "F16"))
-				o->opt.dtype = WSHARD_F16;
-			else if (!strcmp(optarg, "f32") || !strcmp(optarg, "F32"))
-				o->opt.dtype = WSHARD_F32;
-			else
-				return usage_error("convert", "--dtype: '%s' is not bf16, f16 or f32",
-						   optarg);
-			o->opt.has_dtype = true;
-			break;
-		case OPT_ARCHIVE:
-			if (!strcmp(optarg, "tar"))
-				o->run.archive = WSHARD_ARCHIVE_TAR;
-			else if (!strcmp(optarg, "tar.zst"))
-				o->run.archive = WSHARD_ARCHIVE_TAR_ZST;
-			else if (!strcmp(optarg, "tar.gz"))
-				o->run.archive = WSHARD_ARCHIVE_TAR_GZ;
-			else
-				return usage_error("convert", "--archive: '%s' is not tar, tar.zst or tar.gz",
-						   optarg);
-			break;
-		case OPT_ARCHIVE_ONLY:
-			o->run.archive_only = true;
-			break;
-		case OPT_NO_SYNC:
-			o->run.no_sync = true;
-			break;
-		case 'f':
-			o->run.force = true;
-			break;
-		case 'n':
-			o->dry_run = true;
-			break;
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case 'h':
-			fputs(convert_usage, stdout);
-			return -1;
-		case ':':
-			return usage_error("convert", "option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("convert", "unknown option '%s'", argv[optind - 1]);
-		}
+		ret = value_option(c, optarg, o);
+		if (ret == NOT_A_VALUE_OPTION)
+			ret = flag_option(c, argv, o);
+		if (ret)
+			return ret;
 	}
-	if (!have_tp)
+	if (!o->have_tp)
 		return usage_error("convert", "--tp N is required");
 	if (o->run.archive_only && o->run.archive == WSHARD_ARCHIVE_NONE)
 		return usage_error("convert", "--archive-only needs --archive FMT");
@@ -219,6 +257,15 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 	o->src = argv[optind];
 	o->run.out_dir = argv[optind + 1];
 	return 0;
+}
+
+/* The name of source tensor src of the plan's checkpoint. */
+static const char *src_name(const struct wshard_plan *plan, uint32_t src)
+{
+	struct wshard_tensor_info t;
+
+	wshard_catalog_tensor(plan->cat, src, &t);
+	return t.name;
 }
 
 static void print_dry_run(const struct convert_opts *o, const struct wshard_plan *plan)
@@ -252,14 +299,14 @@ static void print_dry_run(const struct convert_opts *o, const struct wshard_plan
 					printf("    value %g\n", p->prov_value);
 				else if (p->prov_ncols)
 					printf("    %s rows [%llu, %llu) cols [%llu, %llu)\n",
-					       plan->cat->tensors[p->src].name,
+					       src_name(plan, p->src),
 					       (unsigned long long)p->row0,
 					       (unsigned long long)(p->row0 + p->nrows),
 					       (unsigned long long)p->prov_col0,
 					       (unsigned long long)(p->prov_col0 + p->prov_ncols));
 				else
 					printf("    %s rows [%llu, %llu)\n",
-					       plan->cat->tensors[p->src].name,
+					       src_name(plan, p->src),
 					       (unsigned long long)p->row0,
 					       (unsigned long long)(p->row0 + p->nrows));
 			}
@@ -281,10 +328,12 @@ static double cpu_seconds(void)
 static void print_summary(const struct convert_opts *o, const struct wshard_plan *plan,
 			  double secs)
 {
+	struct wshard_catalog_info src;
 	uint64_t files = 0;
 	char a[32], b[32], c[32];
 	int r;
 
+	wshard_catalog_info(plan->cat, &src);
 	for (r = 0; r < plan->tp; r++)
 		files += plan->ranks[r].nfiles;
 	if (o->json) {
@@ -297,7 +346,7 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 		       o->run.out_dir, plan->tp, o->run.nprocs, (unsigned long long)files,
 		       (unsigned long long)o->run.bytes_written,
 		       (unsigned long long)o->run.bytes_read,
-		       (unsigned long long)plan->cat->tensor_bytes,
+		       (unsigned long long)src.tensor_bytes,
 		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend,
 		       (unsigned long long)o->run.archive_bytes,
 		       o->run.no_sync ? "false" : "true", secs, o->run.stream_seconds,
@@ -312,7 +361,7 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 	       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
 	printf("read %s of %s source tensor data with %d process%s; ",
 	       human_bytes(o->run.bytes_read, b, sizeof(b)),
-	       human_bytes(plan->cat->tensor_bytes, c, sizeof(c)), o->run.nprocs,
+	       human_bytes(src.tensor_bytes, c, sizeof(c)), o->run.nprocs,
 	       o->run.nprocs == 1 ? "" : "es");
 	if (o->run.validate == WSHARD_VALIDATE_OFF)
 		printf("not validated (--validate off)\n");
@@ -331,8 +380,8 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
  * mpirun keeps its session directory under $TMPDIR or /tmp.  On the file
  * system OUT is written to, the end of an unsynced run (MPI_Finalize,
  * mpirun's own exit) waits there for the kernel to write the output
- * back: 0.9 s after an 8 GB --no-sync convert on the development
- * machine.  Says so, once, after the summary, with the way round it.
+ * back, which undoes much of what --no-sync saves.  Says so, once, after
+ * the summary, with the way round it.
  */
 static void note_session_dir(const char *out)
 {
@@ -346,6 +395,24 @@ static void note_session_dir(const char *out)
 			"wshard: note: Open MPI's session directory '%s' is on the file system of "
 			"'%s'; with --no-sync the job's end waits there for the output's write-back "
 			"(TMPDIR=/dev/shm mpirun ... avoids it)\n", dir, out);
+}
+
+/* The rules for cat: --rules FILE (for its architecture), else the
+ * built-in ones of its architecture. */
+static void load_rules(const struct convert_opts *o, const struct wshard_catalog *cat,
+		       struct wshard_rules **out_rules, struct wshard_error *err)
+{
+	struct wshard_catalog_info info;
+
+	wshard_catalog_info(cat, &info);
+	if (o->rules && !wshard_rules_load(out_rules, o->rules, err) && info.has_config)
+		wshard_rules_check_arch(*out_rules, info.architecture, err);
+	else if (!info.has_config)
+		wshard_error_set(err, WSHARD_EINVAL,
+				 "'%s' has no config.json: convert needs a model directory",
+				 o->src);
+	else
+		wshard_rules_builtin(out_rules, info.architecture, err);
 }
 
 int cmd_convert(int argc, char **argv)
@@ -368,16 +435,8 @@ int cmd_convert(int argc, char **argv)
 	if (wshard_comm_init(&comm, &argc, &argv, &err))
 		return report_error(&err);
 	leader = wshard_comm_rank(comm) == 0;
-	if (!wshard_catalog_open_source(&cat, o.src, o.revision, &err)) {
-		if (o.rules && !wshard_rules_load(&rules, o.rules, &err) && cat->has_config)
-			wshard_rules_check_arch(rules, cat->config.architecture, &err);
-		else if (!cat->has_config)
-			wshard_error_set(&err, WSHARD_EINVAL,
-					 "'%s' has no config.json: convert needs a model directory",
-					 o.src);
-		else
-			wshard_rules_builtin(&rules, cat->config.architecture, &err);
-	}
+	if (!wshard_catalog_open_source(&cat, o.src, o.revision, &err))
+		load_rules(&o, cat, &rules, &err);
 	if (!err.code)
 		wshard_plan_build(&plan, cat, rules, &o.opt, &err);
 	if (wshard_comm_agree(comm, &err))

@@ -9,8 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <jansson.h>
-
 #include "cmd.h"
 
 static const char inspect_usage[] =
@@ -42,83 +40,27 @@ struct inspect_opts {
 	const char *path;
 };
 
-static json_t *shape_json(const uint64_t *shape, int ndim)
+/* Prints a document the library wrote as JSON (rc: how that went), and
+ * a newline; frees it. */
+static int print_json(enum wshard_err rc, char *text, const struct wshard_error *err)
 {
-	json_t *a = json_array();
-	int i;
-
-	for (i = 0; i < ndim; i++)
-		json_array_append_new(a, json_integer((json_int_t)shape[i]));
-	return a;
+	if (rc)
+		return report_error(err);
+	fputs(text, stdout);
+	putchar('\n');
+	free(text);
+	return EXIT_OK;
 }
 
-static int inspect_checkpoint(const struct inspect_opts *o)
+/* The summary lines after the tensor list of a checkpoint. */
+static void print_summary(const struct wshard_catalog_info *cat, size_t shown,
+			  uint64_t total, const uint64_t *by_dtype)
 {
-	struct wshard_error err = { 0 };
-	struct wshard_catalog *cat;
-	uint64_t by_dtype[WSHARD_DTYPE_COUNT] = { 0 }, total = 0;
-	size_t i, shown = 0;
-	json_t *doc = NULL, *rows = NULL;
-	char shape[200], b[32];
+	char b[32];
+	size_t i;
 	int d;
 
-	if (wshard_catalog_open_source(&cat, o->path, o->revision, &err))
-		return report_error(&err);
-	if (o->json) {
-		doc = json_object();
-		rows = json_array();
-	}
-	for (i = 0; i < cat->ntensors; i++) {
-		const struct wshard_src_tensor *t = &cat->tensors[i];
-
-		if (o->filter && fnmatch(o->filter, t->name, 0) != 0)
-			continue;
-		shown++;
-		total += t->nbytes;
-		by_dtype[t->info->dtype] += t->nbytes;
-		if (o->json) {
-			json_array_append_new(rows, json_pack("{s:s,s:s,s:o,s:I,s:s}",
-				"name", t->name, "dtype", wshard_dtype_name(t->info->dtype),
-				"shape", shape_json(t->info->shape, t->info->ndim),
-				"bytes", (json_int_t)t->nbytes, "file", cat->files[t->file].name));
-			continue;
-		}
-		wshard_format_shape(shape, sizeof(shape), t->info->shape, t->info->ndim);
-		printf("%-60s %-6s %-18s %12llu  %s\n", t->name, wshard_dtype_name(t->info->dtype),
-		       shape, (unsigned long long)t->nbytes, cat->files[t->file].name);
-	}
-	if (o->json) {
-		json_t *dt = json_object(), *ign = json_array();
-
-		for (d = 0; d < WSHARD_DTYPE_COUNT; d++)
-			if (by_dtype[d])
-				json_object_set_new(dt, wshard_dtype_name((enum wshard_dtype)d),
-						    json_integer((json_int_t)by_dtype[d]));
-		for (i = 0; i < cat->nignored; i++)
-			json_array_append_new(ign, json_string(cat->ignored[i]));
-		json_object_set_new(doc, "path", json_string(cat->path));
-		if (cat->hf) {
-			json_object_set_new(doc, "repo_id", json_string(cat->hf->repo_id));
-			json_object_set_new(doc, "revision", json_string(cat->hf->revision));
-			json_object_set_new(doc, "commit", json_string(cat->hf->commit));
-			json_object_set_new(doc, "snapshot", json_string(cat->hf->snapshot));
-		}
-		json_object_set_new(doc, "architecture",
-				    cat->config.architecture ? json_string(cat->config.architecture)
-							     : json_null());
-		json_object_set_new(doc, "tensors", rows);
-		json_object_set_new(doc, "tensor_count", json_integer((json_int_t)shown));
-		json_object_set_new(doc, "total_bytes", json_integer((json_int_t)total));
-		json_object_set_new(doc, "bytes_per_dtype", dt);
-		json_object_set_new(doc, "file_count", json_integer((json_int_t)cat->nfiles));
-		json_object_set_new(doc, "ignored_files", ign);
-		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		putchar('\n');
-		json_decref(doc);
-		wshard_catalog_free(cat);
-		return EXIT_OK;
-	}
-	printf("\narchitecture: %s\n", cat->config.architecture ? cat->config.architecture : "(unknown)");
+	printf("\narchitecture: %s\n", cat->architecture ? cat->architecture : "(unknown)");
 	if (cat->hf)
 		printf("repo: %s  revision: %s  commit: %s\nsnapshot: %s\n", cat->hf->repo_id,
 		       cat->hf->revision, cat->hf->commit, cat->hf->snapshot);
@@ -131,126 +73,127 @@ static int inspect_checkpoint(const struct inspect_opts *o)
 	printf("files: %zu\n", cat->nfiles);
 	for (i = 0; i < cat->nignored; i++)
 		printf("ignored: %s (not in the weight_map)\n", cat->ignored[i]);
+}
+
+static int inspect_checkpoint(const struct inspect_opts *o)
+{
+	struct wshard_error err = { 0 };
+	struct wshard_catalog *cat;
+	struct wshard_catalog_info info;
+	uint64_t by_dtype[WSHARD_DTYPE_COUNT] = { 0 }, total = 0;
+	size_t i, shown = 0;
+	char shape[200], *text;
+	enum wshard_err rc;
+	int ret;
+
+	if (wshard_catalog_open_source(&cat, o->path, o->revision, &err))
+		return report_error(&err);
+	if (o->json) {
+		rc = wshard_catalog_json(cat, o->filter, &text, &err);
+		ret = print_json(rc, text, &err);
+		wshard_catalog_free(cat);
+		return ret;
+	}
+	wshard_catalog_info(cat, &info);
+	for (i = 0; i < info.ntensors; i++) {
+		struct wshard_tensor_info t;
+
+		wshard_catalog_tensor(cat, i, &t);
+		if (o->filter && fnmatch(o->filter, t.name, 0) != 0)
+			continue;
+		shown++;
+		total += t.nbytes;
+		by_dtype[t.dtype] += t.nbytes;
+		wshard_format_shape(shape, sizeof(shape), t.shape, t.ndim);
+		printf("%-60s %-6s %-18s %12llu  %s\n", t.name, wshard_dtype_name(t.dtype),
+		       shape, (unsigned long long)t.nbytes, t.file);
+	}
+	print_summary(&info, shown, total, by_dtype);
 	wshard_catalog_free(cat);
 	return EXIT_OK;
 }
 
-/* Reads OUT/wshard.json; NULL after printing why. */
-static json_t *load_manifest(const char *path, int *out_ret)
+/* A shape as compact JSON: "[3,4]". */
+static const char *compact_shape(char *buf, size_t size, const uint64_t *shape, int ndim)
 {
-	char file[4096], *text = NULL;
-	size_t len = 0;
-	json_error_t jerr;
-	json_t *doc = NULL;
-	struct wshard_error err = { 0 };
+	size_t o = 0;
+	int i;
 
-	snprintf(file, sizeof(file), "%s/%s", path, WSHARD_MANIFEST);
-	/* without the sources, which inspect does not show: a far smaller tree */
-	if (wshard_manifest_read(file, &text, &len, &err)) {
-		fprintf(stderr, "wshard: %s\n", err.msg);
-		*out_ret = err.code == WSHARD_ENOMEM ? EXIT_IO : EXIT_INPUT;
-		return NULL;
+	o += (size_t)snprintf(buf, size, "[");
+	for (i = 0; i < ndim && o < size; i++)
+		o += (size_t)snprintf(buf + o, size - o, "%s%llu", i ? "," : "",
+				      (unsigned long long)shape[i]);
+	if (o < size)
+		snprintf(buf + o, size - o, "]");
+	return buf;
+}
+
+/* Rank r of a wshard output: its parts, and with --rank its tensors. */
+static void print_rank(const struct inspect_opts *o, const struct wshard_manifest *m,
+		       size_t r)
+{
+	const struct wshard_manifest_rank *rk = &m->ranks[r];
+	char b[32], shape[200];
+	size_t j;
+
+	printf("rank %zu: %zu tensors, %s, %zu part%s, validated by %s\n", r, rk->ntensors,
+	       human_bytes(rk->bytes, b, sizeof(b)), rk->nfiles, rk->nfiles == 1 ? "" : "s",
+	       rk->validated_by);
+	for (j = 0; j < rk->nfiles; j++)
+		printf("  %s %llu bytes %s\n", rk->files[j].name,
+		       (unsigned long long)rk->files[j].size, rk->files[j].checksum);
+	if (o->rank < 0)
+		return;
+	for (j = 0; j < rk->ntensors; j++) {
+		const struct wshard_manifest_tensor *t = &rk->tensors[j];
+
+		if (o->filter && fnmatch(o->filter, t->name, 0) != 0)
+			continue;
+		printf("%-60s %-6s %-18s %12lld  %s\n", t->name, wshard_dtype_name(t->dtype),
+		       compact_shape(shape, sizeof(shape), t->shape, t->ndim),
+		       (long long)(t->end - t->begin), rk->files[t->file].name);
 	}
-	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	free(text);
-	if (!doc || !json_is_array(json_object_get(doc, "ranks")) ||
-	    !json_is_integer(json_object_get(doc, "tp"))) {
-		fprintf(stderr, "wshard: '%s': %s\n", file,
-			doc ? "not a wshard manifest" : jerr.text);
-		json_decref(doc);
-		*out_ret = EXIT_INPUT;
-		return NULL;
-	}
-	return doc;
 }
 
 static int inspect_output(const struct inspect_opts *o)
 {
-	json_t *doc, *ranks, *rk, *t, *f, *src;
-	size_t i, j;
-	int ret = EXIT_OK;
-	char b[32];
+	struct wshard_error err = { 0 };
+	struct wshard_manifest *m;
+	char *text;
+	size_t i;
+	enum wshard_err rc;
+	int ret;
 
-	doc = load_manifest(o->path, &ret);
-	if (!doc)
-		return ret;
-	ranks = json_object_get(doc, "ranks");
-	if (o->rank >= 0 && (size_t)o->rank >= json_array_size(ranks)) {
-		fprintf(stderr, "wshard: '%s' has no rank %d (tp %lld)\n", o->path, o->rank,
-			(long long)json_integer_value(json_object_get(doc, "tp")));
-		json_decref(doc);
+	/* without the sources, which inspect does not show: a far smaller tree */
+	if (wshard_manifest_open(&m, o->path, &err))
+		return report_error(&err);
+	if (o->rank >= 0 && (size_t)o->rank >= m->nranks) {
+		fprintf(stderr, "wshard: '%s' has no rank %d (tp %d)\n", o->path, o->rank, m->tp);
+		wshard_manifest_free(m);
 		return EXIT_USAGE;
 	}
 	if (o->json) {
-		json_t *out = o->rank >= 0 ? json_deep_copy(json_array_get(ranks, (size_t)o->rank))
-					   : json_incref(doc);
-
-		if (o->rank >= 0 && o->filter) {
-			json_t *kept = json_array();
-
-			json_array_foreach(json_object_get(out, "tensors"), j, t)
-				if (fnmatch(o->filter, json_string_value(json_object_get(t, "name")), 0) == 0)
-					json_array_append(kept, t);
-			json_object_set_new(out, "tensors", kept);
-		}
-		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		putchar('\n');
-		json_decref(out);
-		json_decref(doc);
-		return EXIT_OK;
+		rc = wshard_manifest_json(m, o->rank, o->filter, &text, &err);
+		ret = print_json(rc, text, &err);
+		wshard_manifest_free(m);
+		return ret;
 	}
 	printf("wshard output: %s\n", o->path);
-	printf("architecture: %s  target: %s  tp: %lld  rules: %s\n",
-	       json_string_value(json_object_get(doc, "architecture")),
-	       json_string_value(json_object_get(doc, "target")),
-	       (long long)json_integer_value(json_object_get(doc, "tp")),
-	       json_string_value(json_object_get(doc, "rules")));
-	src = json_object_get(doc, "source");
-	printf("source: %s\n", json_string_value(json_object_get(src, "path")));
-	if (json_is_string(json_object_get(src, "repo_id")))
-		printf("source repo: %s  revision: %s  commit: %s\n",
-		       json_string_value(json_object_get(src, "repo_id")),
-		       json_string_value(json_object_get(src, "revision")),
-		       json_string_value(json_object_get(src, "commit")));
-	json_array_foreach(json_object_get(doc, "archives"), i, f)
-		printf("archive of rank %lld: %s %lld bytes %s\n",
-		       (long long)json_integer_value(json_object_get(f, "rank")),
-		       json_string_value(json_object_get(f, "name")),
-		       (long long)json_integer_value(json_object_get(f, "size")),
-		       json_string_value(json_object_get(f, "checksum")));
-	json_array_foreach(ranks, i, rk) {
-		if (o->rank >= 0 && (size_t)o->rank != i)
-			continue;
-		printf("rank %zu: %zu tensors, %s, %zu part%s, validated by %s\n", i,
-		       json_array_size(json_object_get(rk, "tensors")),
-		       human_bytes((uint64_t)json_integer_value(json_object_get(rk, "bytes")), b, sizeof(b)),
-		       json_array_size(json_object_get(rk, "files")),
-		       json_array_size(json_object_get(rk, "files")) == 1 ? "" : "s",
-		       json_string_value(json_object_get(rk, "validated_by")));
-		json_array_foreach(json_object_get(rk, "files"), j, f)
-			printf("  %s %lld bytes %s\n", json_string_value(json_object_get(f, "name")),
-			       (long long)json_integer_value(json_object_get(f, "size")),
-			       json_string_value(json_object_get(f, "checksum")));
-		if (o->rank < 0)
-			continue;
-		json_array_foreach(json_object_get(rk, "tensors"), j, t) {
-			const char *name = json_string_value(json_object_get(t, "name"));
-			char *shape;
-			json_t *off = json_object_get(t, "data_offsets");
-
-			if (!name || (o->filter && fnmatch(o->filter, name, 0) != 0))
-				continue;
-			shape = json_dumps(json_object_get(t, "shape"), JSON_COMPACT);
-			printf("%-60s %-6s %-18s %12lld  %s\n", name,
-			       json_string_value(json_object_get(t, "dtype")), shape ? shape : "?",
-			       (long long)(json_integer_value(json_array_get(off, 1)) -
-					   json_integer_value(json_array_get(off, 0))),
-			       json_string_value(json_object_get(t, "file")));
-			free(shape);
-		}
-	}
-	json_decref(doc);
-	return ret;
+	printf("architecture: %s  target: %s  tp: %d  rules: %s\n", m->architecture, m->target,
+	       m->tp, m->rules);
+	printf("source: %s\n", m->source_path);
+	if (m->source_repo_id)
+		printf("source repo: %s  revision: %s  commit: %s\n", m->source_repo_id,
+		       m->source_revision, m->source_commit);
+	for (i = 0; i < m->narchives; i++)
+		printf("archive of rank %d: %s %llu bytes %s\n", m->archives[i].rank,
+		       m->archives[i].name, (unsigned long long)m->archives[i].size,
+		       m->archives[i].checksum);
+	for (i = 0; i < m->nranks; i++)
+		if (o->rank < 0 || (size_t)o->rank == i)
+			print_rank(o, m, i);
+	wshard_manifest_free(m);
+	return EXIT_OK;
 }
 
 int cmd_inspect(int argc, char **argv)

@@ -125,3 +125,17 @@ void progress_done(struct progress *p)
 	if (p->enabled)
 		fprintf(stderr, "\r\033[K");
 }
+
+void hooks_from_env(void)
+{
+	struct wshard_hooks h = { .fault_process = -1 };
+	const char *proc = getenv("WSHARD_FAULT_PROCESS");
+
+	h.fault = getenv("WSHARD_FAULT");
+	if (proc && *proc)
+		h.fault_process = atoi(proc);
+	h.hold = getenv("WSHARD_TEST_HOLD");
+	h.no_checksums = getenv("WSHARD_BENCH_NO_CHECKSUMS") != NULL;
+	h.inject_validate = getenv("WSHARD_INJECT_VALIDATE");
+	wshard_hooks_set(&h);
+}

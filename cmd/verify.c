@@ -56,7 +56,8 @@ static void print_json(const struct wshard_verify_opts *o,
 	printf("]}\n");
 }
 
-int cmd_verify(int argc, char **argv)
+/* verify's options.  Returns 0, -1 after --help, or a usage error's exit code. */
+static int parse_args(int argc, char **argv, struct wshard_verify_opts *o, bool *out_json)
 {
 	static const struct option longopts[] = {
 		{ "source", required_argument, NULL, 's' },
@@ -66,41 +67,33 @@ int cmd_verify(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct wshard_verify_opts o = { .rank = -1 };
-	struct wshard_verify_result res = { 0 };
-	struct wshard_error err = { 0 };
-	struct wshard_comm *comm = NULL;
-	double start = now_seconds(), secs;
-	bool json = false;
-	char b[32];
-	size_t i;
-	int c, ret;
+	char *end;
+	long v;
+	int c;
 
+	*out_json = false;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			o.source = optarg;
+			o->source = optarg;
 			break;
-		case 'r': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
+		case 'r':
+			v = strtol(optarg, &end, 10);
 			if (*end || !*optarg || v < 0 || v > 1 << 20)
 				return usage_error("verify", "--rank needs a rank number, not '%s'", optarg);
-			o.rank = (int)v;
+			o->rank = (int)v;
 			break;
-		}
 		case 'Q':
-			o.quick = true;
+			o->quick = true;
 			break;
 		case 'j':
-			json = true;
+			*out_json = true;
 			break;
 		case 'h':
 			fputs(verify_usage, stdout);
-			return EXIT_OK;
+			return -1;
 		case ':':
 			return usage_error("verify", "option '%s' needs a value", argv[optind - 1]);
 		default:
@@ -109,7 +102,44 @@ int cmd_verify(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return usage_error("verify", "expected one OUT directory");
-	o.out_dir = argv[optind];
+	o->out_dir = argv[optind];
+	return 0;
+}
+
+/* The difference lines, the summary on stdout, and the count on stderr. */
+static void print_text(const struct wshard_verify_opts *o,
+		       const struct wshard_verify_result *res, double secs)
+{
+	char b[32];
+	size_t i;
+
+	for (i = 0; i < res->nlines; i++)
+		printf("%s\n", res->lines[i]);
+	printf("verified %llu rank%s, %llu tensors, %s in %.2fs (%.0f MB/s)%s: %s\n",
+	       (unsigned long long)res->ranks, res->ranks == 1 ? "" : "s",
+	       (unsigned long long)res->tensors, human_bytes(res->bytes, b, sizeof(b)), secs,
+	       secs > 0 ? (double)res->bytes / secs / 1e6 : 0.0,
+	       o->quick ? " (quick: no source comparison)" : "",
+	       res->differences ? "DIFFERENCES FOUND" : "OK");
+	if (res->differences)
+		fprintf(stderr, "wshard: %llu difference%s found in '%s'\n",
+			(unsigned long long)res->differences, res->differences == 1 ? "" : "s",
+			o->out_dir);
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	struct wshard_verify_opts o = { .rank = -1 };
+	struct wshard_verify_result res = { 0 };
+	struct wshard_error err = { 0 };
+	struct wshard_comm *comm = NULL;
+	double start = now_seconds(), secs;
+	bool json;
+	int ret;
+
+	ret = parse_args(argc, argv, &o, &json);
+	if (ret)
+		return ret < 0 ? EXIT_OK : ret;
 	if (wshard_comm_init(&comm, &argc, &argv, &err))
 		return report_error(&err);
 	wshard_verify(&o, comm, &res, &err);
@@ -117,26 +147,12 @@ int cmd_verify(int argc, char **argv)
 	ret = exit_code(err.code);
 	if (wshard_comm_rank(comm) != 0)
 		goto out;
-	if (err.code && err.code != WSHARD_EMISMATCH) {
+	if (err.code && err.code != WSHARD_EMISMATCH)
 		report_error(&err);
-		goto out;
-	}
-	if (json) {
+	else if (json)
 		print_json(&o, &res, secs);
-		goto out;
-	}
-	for (i = 0; i < res.nlines; i++)
-		printf("%s\n", res.lines[i]);
-	printf("verified %llu rank%s, %llu tensors, %s in %.2fs (%.0f MB/s)%s: %s\n",
-	       (unsigned long long)res.ranks, res.ranks == 1 ? "" : "s",
-	       (unsigned long long)res.tensors, human_bytes(res.bytes, b, sizeof(b)), secs,
-	       secs > 0 ? (double)res.bytes / secs / 1e6 : 0.0,
-	       o.quick ? " (quick: no source comparison)" : "",
-	       res.differences ? "DIFFERENCES FOUND" : "OK");
-	if (res.differences)
-		fprintf(stderr, "wshard: %llu difference%s found in '%s'\n",
-			(unsigned long long)res.differences, res.differences == 1 ? "" : "s",
-			o.out_dir);
+	else
+		print_text(&o, &res, secs);
 out:
 	wshard_verify_result_release(&res);
 	wshard_comm_free(comm);

@@ -43,6 +43,7 @@ int main(int argc, char **argv)
 		printf("wshard %s\n", WSHARD_VERSION);
 		return EXIT_OK;
 	}
+	hooks_from_env();
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

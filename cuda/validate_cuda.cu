@@ -19,7 +19,7 @@
 #include <string.h>
 
 extern "C" {
-#include "validate.h"
+#include "validate_host.h"
 }
 #include "validate_cuda.h"
 #include "validate_sum.h"

@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-#include "../lib/wshard.h"
+#include "wshard.h"
 
 struct wshard_vcuda;
 

@@ -21,8 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+#include "hooks.h"
 #include "validate.h"
-#include "../lib/internal.h"
+#include "validate_host.h"
 #include "validate_sum.h"
 #ifdef WSHARD_CUDA
 #include "validate_cuda.h"
@@ -39,14 +41,14 @@
 #define DEFAULT_CHUNK ((size_t)8 << 20)
 
 /*
- * Test hook: when this environment variable holds a number N, a host
+ * Test hook: when the hooks' inject_validate holds a number N, a host
  * backend flips the byte at offset N of everything it is given to check
  * after opening (as wshard_validator_inject_fault(v, N) right after open),
  * so that a test can make a real `wshard convert --validate host` fail
  * validation.  Each process of an MPI job counts its own bytes.  The CUDA
  * backend ignores it: a test that sets it must ask for the host backend.
  * Any other value than a decimal number makes open fail with
- * WSHARD_EUSAGE.
+ * WSHARD_EUSAGE, naming the variable the wshard program reads it from.
  */
 #define INJECT_ENV "WSHARD_INJECT_VALIDATE"
 
@@ -203,9 +205,7 @@ AVX512 __m512i round_trip_vector(unsigned char *dev, unsigned char *ret, __m512i
  * value), load it back from there (summing the device copy) and store it
  * into the returned copy, then load that and compare it with the
  * original.  The same loads, stores and sums as three passes over a
- * block, without going over the block three times: 55 GB/s for a
- * 256 KiB block in cache on the development machine (30 when the sum
- * took a multiplication per word, 17.5 in three passes).
+ * block, without going over the block three times.
  * Returns false if a word came back different; *want and *got receive
  * the two sums (before wshard_vsum_final).
  */
@@ -294,10 +294,11 @@ uint64_t wshard_validate_sum(const void *buf, size_t len)
 	return wshard_vsum_final(wshard_validate_sum_at(buf, len, 0), len);
 }
 
-static enum wshard_err inject_from_env(struct wshard_validator *v,
-				       struct wshard_error *err)
+/* The hooks' inject_validate, a byte offset counted from the opening. */
+static enum wshard_err inject_from_hooks(struct wshard_validator *v,
+					 struct wshard_error *err)
 {
-	const char *s = getenv(INJECT_ENV);
+	const char *s = wshard_hooks_get()->inject_validate;
 	char *end;
 	unsigned long long n;
 
@@ -327,7 +328,7 @@ static enum wshard_err open_host(struct wshard_validator *v,
 		return wshard_error_set(err, WSHARD_ENOMEM,
 					"out of memory for two validation buffers of %u bytes",
 					HOST_BLOCK);
-	return inject_from_env(v, err);
+	return inject_from_hooks(v, err);
 }
 
 static enum wshard_err open_cuda(struct wshard_validator *v, int local_rank,

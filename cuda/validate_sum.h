@@ -21,10 +21,6 @@
  * The sum is linear in the words, so the host needs no multiplication per
  * word: the sum of the words and the sum of the running sums give
  * sum(i * word) at the end (validate_host.c), two additions a vector.
- * Until November 2026 word i contributed (word ^ (i * STEP)) * (2i + 1):
- * a 64-bit multiplication per word, which made the host round trip run at
- * half the speed (30 against 55 GB/s from cache on the development
- * machine) for no more strength (the bit-63 case above held for it too).
  *
  * This is not a cryptographic hash and not the manifest's checksum: it
  * only has to catch bytes that a copy to the device and back changed.

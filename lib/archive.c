@@ -14,7 +14,9 @@
 #include <archive_entry.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "safetensors.h"
+#include "fileio.h"
 #include "arc.h"
 
 /* Decompressed bytes allowed per archive byte (safetensors barely compress). */

@@ -16,10 +16,17 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "hash.h"
+#include "fileio.h"
+#include "catalog.h"
+#include "comm.h"
+#include "manifest.h"
 #include "archive_out.h"
+#include "convert.h"
 
 /* tar's customary record of 10240 bytes, and 100 of them per write. */
 #define RECORD 10240
@@ -253,4 +260,161 @@ out:
 		out_checksum[0] = '\0';
 	}
 	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The rank archives of a convert                                      */
+/* ------------------------------------------------------------------ */
+
+static char *archive_path(struct convert *cv, int r)
+{
+	char name[64];
+
+	wshard_archive_name(name, sizeof(name), r, cv->run->archive);
+	return wshard_path_join(cv->run->out_dir, name);
+}
+
+void archive_discard(struct convert *cv, int r)
+{
+	struct rank_out *ro = &cv->ranks[r];
+	char *path;
+
+	if (!ro->archived)
+		return;
+	path = archive_path(cv, r);
+	if (path)
+		unlink(path);
+	free(path);
+	ro->archived = false;
+}
+
+/*
+ * Packs rank r: the copied files, its parts in order, and the manifest
+ * last (as in OUT, where its presence means the rest is complete).  The
+ * parts must still hash to the checksums taken when they were validated.
+ */
+static enum wshard_err pack_rank(struct convert *cv, int r, const char *manifest,
+				 size_t manifest_len, struct wshard_error *err)
+{
+	const struct wshard_rank_plan *rp = &cv->plan->ranks[r];
+	const struct wshard_catalog *cat = cv->plan->cat;
+	struct rank_out *ro = &cv->ranks[r];
+	size_t n = cat->nextra + rp->nfiles + 1, i, k = 0;
+	struct arcout_entry *ents = calloc(n, sizeof(*ents));
+	char **paths = calloc(n, sizeof(*paths));
+	char *path = archive_path(cv, r);
+	enum wshard_err rc = WSHARD_OK;
+
+	if (!ents || !paths || !path) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < cat->nextra; i++, k++) {
+		ents[k].name = cat->extra[i];
+		ents[k].path = paths[k] = wshard_path_join(cv->run->out_dir, cat->extra[i]);
+	}
+	for (i = 0; i < rp->nfiles; i++, k++) {
+		ents[k].name = rp->files[i].name;
+		ents[k].path = paths[k] = wshard_path_join(cv->run->out_dir, rp->files[i].name);
+		ents[k].checksum = ro->ck.file[i];
+	}
+	ents[k].name = WSHARD_MANIFEST;
+	ents[k].buf = manifest;
+	ents[k].len = manifest_len;
+	for (i = 0; i + 1 < n; i++)
+		if (!paths[i]) {
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			goto out;
+		}
+	rc = arcout_write(path, cv->run->archive, ents, n, cv->plan->opt.checksum,
+			  convert_file_flags(cv), &ro->archive_size, ro->archive_ck, err);
+	if (rc)
+		goto out;
+	ro->archived = true;
+	/* --archive-only: the rank's files go as soon as its archive is complete */
+	for (i = cat->nextra; cv->run->archive_only && i + 1 < n && !rc; i++)
+		if (unlink(paths[i]) < 0 && errno != ENOENT)
+			rc = wshard_error_set(err, WSHARD_EIO, "cannot remove '%s': %s", paths[i],
+					      strerror(errno));
+out:
+	for (i = 0; paths && i < n; i++)
+		free(paths[i]);
+	free(paths);
+	free(ents);
+	free(path);
+	return rc;
+}
+
+/* Process 0 lists the gathered archives, by rank, under "archives". */
+static enum wshard_err list_archives(struct convert *cv, json_t *doc, const char *all,
+				     const size_t *lens, struct wshard_error *err)
+{
+	json_t *list = json_array();
+	size_t off = 0, i;
+	json_t *v;
+	int p;
+
+	for (i = 0; list && i < (size_t)cv->plan->tp; i++)
+		json_array_append_new(list, json_null());
+	for (p = 0; list && p < cv->nprocs; p++) {
+		json_t *part = json_loadb(all + off, lens[p], 0, NULL);
+
+		off += lens[p];
+		json_array_foreach(part, i, v) {
+			json_array_set(list, (size_t)json_integer_value(json_object_get(v, "rank")), v);
+			cv->run->archive_bytes += (uint64_t)json_integer_value(json_object_get(v, "size"));
+		}
+		json_decref(part);
+	}
+	if (!list || json_object_set_new(doc, "archives", list) < 0)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
+	return WSHARD_OK;
+}
+
+enum wshard_err archive_ranks(struct convert *cv, struct manifest_parts *mp,
+			      struct wshard_error *err)
+{
+	char *text = NULL, *inner = NULL, *all = NULL;
+	size_t text_len = 0, inner_len = 0, *lens = NULL;
+	json_t *mine = NULL;
+	int r;
+
+	if (cv->proc == 0 && !err->code && !(text = manifest_text(mp->doc, mp->text, mp->len,
+								     cv->plan->tp, &text_len)))
+		wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing the manifest");
+	if (wshard_comm_agree(cv->comm, err) ||
+	    wshard_comm_bcast_bytes(cv->comm, text, text_len, &inner, &inner_len, err))
+		goto out;
+	for (r = cv->proc; r < cv->plan->tp && !err->code; r += cv->nprocs)
+		pack_rank(cv, r, inner, inner_len, err);
+	if (wshard_comm_agree(cv->comm, err))
+		goto out;
+	mine = json_array();
+	for (r = cv->proc; mine && r < cv->plan->tp; r += cv->nprocs) {
+		char name[64];
+
+		wshard_archive_name(name, sizeof(name), r, cv->run->archive);
+		json_array_append_new(mine, json_pack("{s:i,s:s,s:I,s:s}", "rank", r, "name", name,
+						      "size", (json_int_t)cv->ranks[r].archive_size,
+						      "checksum", cv->ranks[r].archive_ck));
+	}
+	free(text);
+	text = mine ? json_dumps(mine, JSON_COMPACT) : NULL;
+	if (!text) {
+		wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
+		text = strdup("[]");
+	}
+	if (!wshard_comm_gather_bytes(cv->comm, text ? text : "[]", text ? strlen(text) : 2,
+				      &all, &lens, err) && cv->proc == 0 && !err->code)
+		list_archives(cv, mp->doc, all, lens, err);
+	if (cv->proc == 0 && cv->run->archive_only && !err->code)
+		extras_remove(cv, err);
+	wshard_comm_agree(cv->comm, err);
+out:
+	json_decref(mine);
+	free(text);
+	free(inner);
+	free(all);
+	free(lens);
+	return err->code;
 }

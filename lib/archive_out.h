@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "wshard.h"
+#include "hash.h"
 
 /* One entry, stored at the archive root under name. */
 struct arcout_entry {

@@ -14,12 +14,13 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "safetensors.h"
+#include "fileio.h"
+#include "catalog.h"
 #include "arc.h"
 
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
-#define JSON_MAX (64ULL << 20)
 
 static bool has_suffix(const char *s, const char *suffix)
 {
@@ -216,23 +217,6 @@ static enum wshard_err open_files(struct wshard_catalog *cat,
 	return WSHARD_OK;
 }
 
-/* Reads the weight_map and checks it against the files it names. */
-/* A small file of the checkpoint: from the directory or from the archive. */
-static enum wshard_err read_small(const struct wshard_catalog *cat, const char *path,
-				  char **out, size_t *len, struct wshard_error *err)
-{
-	if (cat->archive) {
-		const char *name = path + strlen(cat->dir) + 1;
-		long m = arc_find(cat->archive, name);
-
-		if (m < 0)
-			return wshard_error_set(err, WSHARD_EINVAL, "'%s' has no entry '%s'",
-						cat->dir, name);
-		return arc_slurp(cat->archive, (size_t)m, JSON_MAX, out, len, err);
-	}
-	return wshard_read_file(path, JSON_MAX, out, len, err);
-}
-
 /* Whether the checkpoint has a file called path (dir/NAME). */
 static bool has_file(const struct wshard_catalog *cat, const char *path)
 {
@@ -243,18 +227,76 @@ static bool has_file(const struct wshard_catalog *cat, const char *path)
 	return stat(path, &sb) == 0;
 }
 
+/* Adds the files the weight_map map (of the index at path) names. */
+static enum wshard_err add_mapped_files(struct wshard_catalog *cat, const char *path,
+					json_t *map, struct wshard_error *err)
+{
+	const char *key;
+	json_t *val;
+	enum wshard_err rc;
+
+	json_object_foreach(map, key, val) {
+		/* "./a.safetensors" names a.safetensors */
+		while (json_is_string(val) && !strncmp(json_string_value(val), "./", 2))
+			json_string_set(val, json_string_value(val) + 2);
+		if (!json_is_string(val))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': weight_map entry for '%s' is not a string",
+						path, key);
+		if (find_file(cat, json_string_value(val)) >= 0)
+			continue;
+		rc = check_member_name(cat, json_string_value(val), key, err);
+		if (!rc)
+			rc = add_file(cat, json_string_value(val), err);
+		if (rc)
+			return rc;
+	}
+	if (cat->nfiles == 0)
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': the weight_map is empty", path);
+	return WSHARD_OK;
+}
+
+/* Every mapped tensor is in its file, and every file's tensors are mapped there. */
+static enum wshard_err check_mapping(const struct wshard_catalog *cat, const char *path,
+				     json_t *map, struct wshard_error *err)
+{
+	const char *key;
+	json_t *val;
+	size_t i;
+
+	json_object_foreach(map, key, val) {
+		const struct wshard_src_tensor *t = wshard_catalog_find(cat, key);
+		const char *want = json_string_value(val);
+
+		if (!t)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s' is missing from '%s/%s' named by the weight_map",
+						key, cat->dir, want);
+		if (strcmp(cat->files[t->file].name, want) != 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s' is in '%s' but the weight_map assigns it to '%s'",
+						key, cat->files[t->file].path, want);
+	}
+	for (i = 0; i < cat->ntensors; i++)
+		if (!json_object_get(map, cat->tensors[i].name))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s' in '%s' is not in the weight_map of '%s'",
+						cat->tensors[i].name,
+						cat->files[cat->tensors[i].file].path, path);
+	return WSHARD_OK;
+}
+
+/* Reads the weight_map and checks it against the files it names. */
 static enum wshard_err load_index(struct wshard_catalog *cat, const char *path,
 				  struct wshard_error *err)
 {
 	json_error_t jerr;
 	json_t *root = NULL, *map;
-	const char *key;
-	json_t *val;
 	char *text = NULL;
-	size_t len, i;
+	size_t len;
 	enum wshard_err rc;
 
-	rc = read_small(cat, path, &text, &len, err);
+	rc = catalog_read_small(cat, path, &text, &len, err);
 	if (rc)
 		return rc;
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -268,120 +310,17 @@ static enum wshard_err load_index(struct wshard_catalog *cat, const char *path,
 		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s': no \"weight_map\" object", path);
 		goto out;
 	}
-	json_object_foreach(map, key, val) {
-		/* "./a.safetensors" names a.safetensors */
-		while (json_is_string(val) && !strncmp(json_string_value(val), "./", 2))
-			json_string_set(val, json_string_value(val) + 2);
-		if (!json_is_string(val)) {
-			rc = wshard_error_set(err, WSHARD_EINVAL,
-					      "'%s': weight_map entry for '%s' is not a string",
-					      path, key);
-			goto out;
-		}
-		if (find_file(cat, json_string_value(val)) >= 0)
-			continue;
-		rc = check_member_name(cat, json_string_value(val), key, err);
-		if (rc)
-			goto out;
-		rc = add_file(cat, json_string_value(val), err);
-		if (rc)
-			goto out;
-	}
-	if (cat->nfiles == 0) {
-		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s': the weight_map is empty", path);
-		goto out;
-	}
-	qsort(cat->files, cat->nfiles, sizeof(*cat->files), cmp_file);
-	rc = open_files(cat, err);
+	rc = add_mapped_files(cat, path, map, err);
 	if (rc)
 		goto out;
-	/* Every mapped tensor is in its file, and every file's tensors are mapped there. */
-	json_object_foreach(map, key, val) {
-		const struct wshard_src_tensor *t = wshard_catalog_find(cat, key);
-		const char *want = json_string_value(val);
-
-		if (!t) {
-			rc = wshard_error_set(err, WSHARD_EINVAL,
-					      "tensor '%s' is missing from '%s/%s' named by the weight_map",
-					      key, cat->dir, want);
-			goto out;
-		}
-		if (strcmp(cat->files[t->file].name, want) != 0) {
-			rc = wshard_error_set(err, WSHARD_EINVAL,
-					      "tensor '%s' is in '%s' but the weight_map assigns it to '%s'",
-					      key, cat->files[t->file].path, want);
-			goto out;
-		}
-	}
-	for (i = 0; i < cat->ntensors; i++) {
-		if (!json_object_get(map, cat->tensors[i].name)) {
-			rc = wshard_error_set(err, WSHARD_EINVAL,
-					      "tensor '%s' in '%s' is not in the weight_map of '%s'",
-					      cat->tensors[i].name,
-					      cat->files[cat->tensors[i].file].path, path);
-			goto out;
-		}
-	}
+	qsort(cat->files, cat->nfiles, sizeof(*cat->files), cmp_file);
+	rc = open_files(cat, err);
+	if (!rc)
+		rc = check_mapping(cat, path, map, err);
 out:
 	json_decref(root);
 	free(text);
 	return rc;
-}
-
-static int64_t cfg_int(json_t *cfg, const char *key)
-{
-	json_t *v = json_object_get(cfg, key);
-
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
-}
-
-static enum wshard_err load_config(struct wshard_catalog *cat,
-				   const char *path, struct wshard_error *err)
-{
-	struct wshard_config *c = &cat->config;
-	json_error_t jerr;
-	json_t *root, *archs, *tie;
-	char *text = NULL;
-	size_t len;
-	enum wshard_err rc;
-
-	rc = read_small(cat, path, &text, &len, err);
-	if (rc)
-		return rc;
-	root = json_loadb(text, len, 0, &jerr);
-	free(text);
-	if (!json_is_object(root)) {
-		json_decref(root);
-		return wshard_error_set(err, WSHARD_EINVAL, "'%s': %s", path,
-					root ? "not a JSON object" : jerr.text);
-	}
-	c->json = root;
-	archs = json_object_get(root, "architectures");
-	if (json_is_array(archs) && json_is_string(json_array_get(archs, 0))) {
-		c->architecture = strdup(json_string_value(json_array_get(archs, 0)));
-		if (!c->architecture)
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	}
-	c->hidden_size = cfg_int(root, "hidden_size");
-	c->num_attention_heads = cfg_int(root, "num_attention_heads");
-	c->num_key_value_heads = cfg_int(root, "num_key_value_heads");
-	if (c->num_key_value_heads < 0)
-		c->num_key_value_heads = c->num_attention_heads;
-	c->head_dim = cfg_int(root, "head_dim");
-	if (c->head_dim <= 0 && c->hidden_size > 0 && c->num_attention_heads > 0)
-		c->head_dim = c->hidden_size / c->num_attention_heads;
-	c->intermediate_size = cfg_int(root, "intermediate_size");
-	c->vocab_size = cfg_int(root, "vocab_size");
-	c->num_experts = cfg_int(root, "num_local_experts");
-	if (c->num_experts < 0)
-		c->num_experts = cfg_int(root, "num_experts");
-	c->moe_intermediate_size = cfg_int(root, "moe_intermediate_size");
-	c->shared_expert_intermediate_size =
-		cfg_int(root, "shared_expert_intermediate_size");
-	tie = json_object_get(root, "tie_word_embeddings");
-	c->tie_word_embeddings = json_is_boolean(tie) ? json_is_true(tie) : -1;
-	cat->has_config = true;
-	return WSHARD_OK;
 }
 
 static bool is_weight_file(const char *name)
@@ -510,7 +449,7 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 	if (rc)
 		goto out;
 	if (has_file(cat, config)) {
-		rc = load_config(cat, config, err);
+		rc = catalog_load_config(cat, config, err);
 		if (rc)
 			goto out;
 	}
@@ -574,67 +513,6 @@ out:
 	}
 	*out_cat = cat;
 	return WSHARD_OK;
-}
-
-enum wshard_err wshard_catalog_read(const struct wshard_catalog *cat, uint32_t file,
-				    uint64_t off, void *buf, size_t len,
-				    struct wshard_error *err)
-{
-	const struct wshard_src_file *f = &cat->files[file];
-
-	if (cat->archive && !cat->archive->in_place)
-		return arc_read(cat->archive, (size_t)f->member, off, buf, len, err);
-	return wshard_pread_full(f->st->fd, buf, len, off, f->path, err);
-}
-
-bool wshard_catalog_seekable(const struct wshard_catalog *cat)
-{
-	return !cat->archive || cat->archive->in_place;
-}
-
-enum wshard_err wshard_catalog_slurp(const struct wshard_catalog *cat, const char *name,
-				     char **out_buf, size_t *out_len,
-				     struct wshard_error *err)
-{
-	char *path = wshard_path_join(cat->dir, name);
-	enum wshard_err rc;
-
-	*out_buf = NULL;
-	*out_len = 0;
-	if (!path)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	rc = read_small(cat, path, out_buf, out_len, err);
-	free(path);
-	return rc;
-}
-
-enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,
-					  const char *dst, unsigned flags,
-					  struct wshard_error *err)
-{
-	char *src, *buf;
-	size_t len;
-	long m;
-	enum wshard_err rc;
-
-	if (!cat->archive) {
-		src = wshard_path_join(cat->dir, cat->extra[i]);
-		if (!src)
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		rc = wshard_copy_file(src, dst, flags, err);
-		free(src);
-		return rc;
-	}
-	m = arc_find(cat->archive, cat->extra[i]);
-	if (m < 0)
-		return wshard_error_set(err, WSHARD_EINVAL, "'%s' has no entry '%s'", cat->dir,
-					cat->extra[i]);
-	rc = arc_slurp(cat->archive, (size_t)m, 1ULL << 40, &buf, &len, err);
-	if (rc)
-		return rc;
-	rc = wshard_write_file(dst, buf, len, flags, err);
-	free(buf);
-	return rc;
 }
 
 long wshard_catalog_index(const struct wshard_catalog *cat, const char *name)

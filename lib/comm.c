@@ -12,7 +12,8 @@
 #include <mpi.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "comm.h"
+#include "hooks.h"
 
 struct wshard_comm {
 	bool mpi;
@@ -32,9 +33,9 @@ static bool launched_by_mpirun(void)
  * a point-to-point layer (mpirun --mca pml X, or OMPI_MCA_pml), Open MPI
  * is asked for ob1, whose shared-memory transport (vader) is the usual
  * path between processes of one node.  Left to itself, Open MPI 4 first
- * probes the cm layer's network libraries (PSM, PSM2, OFI) and UCX: 0.3 s
- * of MPI_Init with 4 processes, against 0.1 s.  Jobs across nodes keep
- * Open MPI's own choice (UCX on InfiniBand, say).
+ * probes the cm layer's network libraries (PSM, PSM2, OFI) and UCX, which
+ * makes MPI_Init several times slower.  Jobs across nodes keep Open MPI's
+ * own choice (UCX on InfiniBand, say).
  */
 static void prefer_shared_memory(void)
 {
@@ -124,9 +125,8 @@ bool wshard_comm_is_mpi(const struct wshard_comm *comm)
  * calls poll without pause, which is quickest when every process has a
  * core.  With more processes on the node than cores (four ranks
  * converted on a two-core machine), a process that waits for another
- * spins on the core that other one needs: a quarter of the CPU time of
- * an 8 GB mpirun -np 4 convert went to polling and sched_yield, and the
- * convert took 15-20% longer.  Such a process polls for a moment, then
+ * spins on the core that other one needs, and the polling takes a good
+ * part of the CPU time.  Such a process polls for a moment, then
  * sleeps between polls, for longer the longer it waits (at most
  * WAIT_SLEEP_MAX_NS; a step of the exchange moves megabytes, so the
  * latency added is small beside it).

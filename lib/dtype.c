@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "wshard.h"
+#include "dtype.h"
+#include "hash.h"
 
 static const struct {
 	const char *name;

@@ -4,10 +4,6 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "internal.h"
 
 #include "wshard.h"
 
@@ -49,31 +45,4 @@ void wshard_error_clear(struct wshard_error *err)
 		return;
 	err->code = WSHARD_OK;
 	err->msg[0] = '\0';
-}
-
-static int fault_process = -1;
-
-void wshard_fault_set_process(int proc)
-{
-	fault_process = proc;
-}
-
-bool wshard_fault_hit(const char *point)
-{
-	static char fired[16][32];
-	static int nfired;
-	const char *want = getenv("WSHARD_FAULT");
-	const char *proc = getenv("WSHARD_FAULT_PROCESS");
-	int i;
-
-	if (!want || strcmp(want, point) != 0)
-		return false;
-	if (proc && *proc && atoi(proc) != (fault_process < 0 ? 0 : fault_process))
-		return false;
-	for (i = 0; i < nfired; i++)
-		if (strcmp(fired[i], point) == 0)
-			return false;
-	if (nfired < 16)
-		snprintf(fired[nfired++], sizeof(fired[0]), "%s", point);
-	return true;
 }

@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "fileio.h"
+#include "hooks.h"
 
 enum wshard_err wshard_pread_full(int fd, void *buf, size_t len, uint64_t off,
 				  const char *path, struct wshard_error *err)

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "dtype.h"
+#include "fpconv.h"
 
 uint16_t wshard_f32_to_bf16(uint32_t f)
 {

@@ -13,8 +13,8 @@
 #include <xxhash.h>
 /*
  * On x86-64, libxxhash's run-time dispatch picks the widest vector unit
- * the CPU has (AVX2 or AVX-512) for the streaming update: 2.5 times the
- * speed of the SSE2 baseline the library is built for, the same digests.
+ * the CPU has (AVX2 or AVX-512) for the streaming update: much faster
+ * than the SSE2 baseline the library is built for, the same digests.
  */
 #if defined(__x86_64__) && defined(__has_include)
 #if __has_include(<xxh_x86dispatch.h>)
@@ -25,6 +25,7 @@
 #include "crc64.h"
 #include "sha256.h"
 #include "wshard.h"
+#include "hash.h"
 
 enum wshard_err wshard_hash_init(struct wshard_hash *h,
 				 enum wshard_checksum algo)

@@ -22,7 +22,9 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "catalog.h"
+#include "fileio.h"
+#include "util.h"
 
 #define REPO_PART_MAX 96
 #define COMMIT_LEN 40

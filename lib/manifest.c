@@ -11,8 +11,14 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "dtype.h"
+#include "safetensors.h"
+#include "fileio.h"
+#include "catalog.h"
+#include "comm.h"
 #include "manifest.h"
+#include "convert.h"
 
 const char *manifest_validate_name(enum wshard_validate_mode mode)
 {
@@ -81,8 +87,8 @@ static json_t *sources_json(const struct wshard_plan *plan,
 
 /*
  * The manifest is written as text piece by piece, never as one tree: a
- * jansson tree takes about ten times the bytes of its text, and an MoE
- * model's provenance (one source per expert) makes the text tens of MB.
+ * jansson tree takes many times the bytes of its text, and an MoE model's
+ * provenance (one source per expert) makes the text large.
  * Each tensor entry is built, printed and freed on its own; the small
  * objects around them are printed with a placeholder string where the
  * entries go, and the placeholder's printed form is then replaced.  The
@@ -370,110 +376,156 @@ fail:
 }
 
 /* ------------------------------------------------------------------ */
-/* Reading: the manifest without its sources                           */
+/* The manifest of a convert                                           */
 /* ------------------------------------------------------------------ */
 
-static size_t skip_space(const char *s, size_t n, size_t i)
+void manifest_parts_free(struct manifest_parts *mp)
 {
-	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-		i++;
-	return i;
+	json_decref(mp->doc);
+	free(mp->all);
+	free(mp->lens);
+	free(mp->text);
+	free(mp->len);
+	memset(mp, 0, sizeof(*mp));
 }
 
-/* The end of the string that opens at s[i] (past its closing quote), or n. */
-static size_t skip_string(const char *s, size_t n, size_t i)
+/*
+ * This process's rank entries, one NUL-terminated string after another,
+ * in *out_mine (*out_len bytes, NULs included).
+ */
+static enum wshard_err own_entries(struct convert *cv, char **out_mine, size_t *out_len,
+				   struct wshard_error *err)
 {
-	for (i++; i < n; i++) {
-		if (s[i] == '\\')
-			i++;
-		else if (s[i] == '"')
-			return i + 1;
-	}
-	return n;
-}
+	const struct wshard_plan *plan = cv->plan;
+	char *mine = NULL;
+	size_t mine_len = 0;
+	int r;
 
-/* The end of the value that starts at s[i], or n when it does not end. */
-static size_t skip_value(const char *s, size_t n, size_t i)
-{
-	size_t depth = 0;
+	*out_mine = NULL;
+	*out_len = 0;
+	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
+		size_t len;
+		char *t = manifest_rank_text(plan, r, &cv->ranks[r].ck, &len);
+		char *m = t ? realloc(mine, mine_len + len + 1) : NULL;
 
-	if (i >= n)
-		return n;
-	if (s[i] == '"')
-		return skip_string(s, n, i);
-	if (s[i] != '{' && s[i] != '[') {
-		while (i < n && !memchr(",}] \t\r\n", s[i], 7))
-			i++;
-		return i;
-	}
-	while (i < n) {
-		if (s[i] == '"') {
-			i = skip_string(s, n, i);
-			continue;
+		if (!m) {
+			free(t);
+			wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
+			break;
 		}
-		if (s[i] == '{' || s[i] == '[')
-			depth++;
-		else if ((s[i] == '}' || s[i] == ']') && --depth == 0)
-			return i + 1;
-		i++;
+		mine = m;
+		memcpy(mine + mine_len, t, len + 1);	/* with its NUL */
+		mine_len += len + 1;
+		free(t);
 	}
-	return n;
+	*out_mine = mine;
+	*out_len = mine_len;
+	return err->code;
 }
 
-static void blank(char *s, size_t a, size_t b)
-{
-	for (; a < b; a++)
-		if (s[a] != '\n')
-			s[a] = ' ';
-}
-
-void wshard_manifest_strip_sources(char *s, size_t n)
-{
-	static const char key[] = "\"sources\"";
-	size_t i = 0, last = n;	/* last: the last character kept that is not space */
-
-	while (i < n) {
-		size_t j, k, v0, v1, m;
-
-		if (s[i] != '"') {
-			if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
-				last = i;
-			i++;
-			continue;
-		}
-		j = skip_string(s, n, i);
-		k = skip_space(s, n, j);
-		if (j - i != sizeof(key) - 1 || memcmp(s + i, key, j - i) != 0 ||
-		    k >= n || s[k] != ':') {
-			last = j - 1;
-			i = j;
-			continue;
-		}
-		v0 = skip_space(s, n, k + 1);
-		v1 = skip_value(s, n, v0);
-		if (v1 >= n || v0 == v1)
-			return;		/* not JSON: left for the parser to report */
-		if (last < n && s[last] == ',') {
-			blank(s, last, v1);	/* the comma before it goes too */
-			i = v1;
-			continue;
-		}
-		m = skip_space(s, n, v1);
-		if (m < n && s[m] == ',')	/* the first member: the comma after it */
-			m++;
-		else
-			m = v1;
-		blank(s, i, m);
-		i = m;
-	}
-}
-
-enum wshard_err wshard_manifest_read(const char *path, char **out_text, size_t *out_len,
+/* Process 0: points mp->text[r] at rank r's entry in what was gathered. */
+static enum wshard_err index_entries(struct convert *cv, struct manifest_parts *mp,
 				     struct wshard_error *err)
 {
-	enum wshard_err rc = wshard_read_file(path, UINT64_MAX, out_text, out_len, err);
+	const struct wshard_plan *plan = cv->plan;
+	size_t off = 0;
+	int r, p;
 
-	if (!rc)
-		wshard_manifest_strip_sources(*out_text, *out_len);
-	return rc;
+	mp->text = calloc((size_t)plan->tp, sizeof(*mp->text));
+	mp->len = calloc((size_t)plan->tp, sizeof(*mp->len));
+	if (!mp->text || !mp->len)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
+	/* process p sent ranks p, p + nprocs, ... in that order */
+	for (p = 0; p < cv->nprocs; p++) {
+		size_t end = off + mp->lens[p];
+
+		for (r = p; r < plan->tp && off < end; r += cv->nprocs) {
+			mp->text[r] = mp->all + off;
+			mp->len[r] = strlen(mp->text[r]);
+			off += mp->len[r] + 1;
+		}
+		off = end;
+	}
+	for (r = 0; r < plan->tp; r++)
+		if (!mp->text[r])
+			return wshard_error_set(err, WSHARD_EIO,
+						"internal: no manifest entry for rank %d", r);
+	return WSHARD_OK;
+}
+
+enum wshard_err manifest_gather(struct convert *cv, struct manifest_parts *mp,
+				struct wshard_error *err)
+{
+	char *mine = NULL;
+	size_t mine_len = 0;
+	enum wshard_err rc = WSHARD_OK;
+
+	own_entries(cv, &mine, &mine_len, err);
+	if (cv->nprocs == 1 && mine) {	/* nothing to gather: no second copy */
+		mp->all = mine;
+		mp->lens = malloc(sizeof(*mp->lens));
+		if (mp->lens)
+			mp->lens[0] = mine_len;
+		else
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	} else {
+		rc = wshard_comm_gather_bytes(cv->comm, mine ? mine : "", mine_len, &mp->all,
+					      &mp->lens, err);
+		free(mine);
+	}
+	/* a process that could not print its entries fails them all here */
+	wshard_comm_agree(cv->comm, err);
+	if (rc || cv->proc != 0 || err->code)
+		return err->code;
+	return index_entries(cv, mp, err);
+}
+
+enum wshard_err manifest_build_doc(struct convert *cv, struct manifest_parts *mp,
+				   struct wshard_error *err)
+{
+	mp->doc = manifest_doc(cv->plan, cv->run->validate, cv->nprocs,
+			       cv->run->proc_bytes_read, !cv->run->no_sync);
+	if (!mp->doc)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
+	return WSHARD_OK;
+}
+
+struct manifest_out {
+	struct wshard_file *f;
+	uint64_t off;
+	struct wshard_error *err;
+};
+
+static bool manifest_out(void *ctx, const char *buf, size_t len)
+{
+	struct manifest_out *mo = ctx;
+
+	if (wshard_file_pwrite(mo->f, buf, len, mo->off, mo->err))
+		return false;
+	mo->off += len;
+	return true;
+}
+
+enum wshard_err manifest_write(struct convert *cv, const struct manifest_parts *mp,
+			       struct wshard_error *err)
+{
+	struct manifest_out mo = { .err = err };
+	char *path = wshard_path_join(cv->run->out_dir, WSHARD_MANIFEST);
+	enum wshard_err rc;
+
+	if (!path)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing the manifest");
+	/* printed straight into the file: the text is never all in memory */
+	rc = wshard_file_create(&mo.f, path, convert_file_flags(cv), err);
+	free(path);
+	if (rc)
+		return rc;
+	rc = manifest_print(mp->doc, mp->text, mp->len, cv->plan->tp, manifest_out, &mo);
+	if (rc == WSHARD_ENOMEM)
+		wshard_error_set(err, rc, "out of memory writing the manifest");
+	if (rc)
+		wshard_file_abort(mo.f);
+	else
+		wshard_file_commit(mo.f, err);
+	return err->code;
 }

@@ -1,6 +1,7 @@
 /*
- * manifest.h - wshard.json: what convert wrote, for the engine's operator
- * and for verify.  Not part of the API.
+ * manifest.h - wshard.json: what convert writes (manifest.c) and the
+ * text as verify and inspect read it back (manifest_read.c).  Not part of
+ * the API.
  */
 #ifndef WSHARD_MANIFEST_H
 #define WSHARD_MANIFEST_H
@@ -8,6 +9,7 @@
 #include <jansson.h>
 
 #include "wshard.h"
+#include "hash.h"
 
 /* Checksums of one rank's output, filled by convert. */
 struct manifest_rank_ck {
@@ -56,7 +58,36 @@ enum wshard_err manifest_print(json_t *doc, const char *const *rank_text,
 			       const size_t *rank_len, int nranks,
 			       manifest_out_fn out, void *ctx);
 
+/* The manifest as process 0 assembles it during a convert. */
+struct manifest_parts {
+	json_t *doc;		/* all but the ranks' entries */
+	char *all;		/* each process's entries, one NUL-terminated string each */
+	size_t *lens;		/* bytes gathered from each process */
+	const char **text;	/* rank r's entry, in all */
+	size_t *len;
+};
+
+/* Frees what mp holds and zeroes it. */
+void manifest_parts_free(struct manifest_parts *mp);
+
 /* Name of a validate mode: "auto", "gpu", "host", "off". */
 const char *manifest_validate_name(enum wshard_validate_mode mode);
+
+/*
+ * manifest_read.c: reads the manifest at path into a malloc'd,
+ * NUL-terminated buffer of *out_len bytes, with every "sources" member
+ * blanked out with spaces, newlines kept.  A JSON parser then builds a
+ * tree of a fraction of the size: the sources are most of an MoE model's
+ * manifest, and a tree takes several times the bytes of its text.  Line
+ * and column numbers in the parser's errors stay those of the file.  Text
+ * that is not valid JSON is returned as it is from where it stops making
+ * sense, for the parser to report.  Returns WSHARD_OK, WSHARD_EINVAL
+ * (missing, or not a regular file), WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_manifest_read(const char *path, char **out_text, size_t *out_len,
+				     struct wshard_error *err);
+
+/* Blanks out the "sources" members of the JSON text s (n bytes) in place. */
+void wshard_manifest_strip_sources(char *s, size_t n);
 
 #endif /* WSHARD_MANIFEST_H */

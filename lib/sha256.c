@@ -89,8 +89,7 @@ static void blocks_portable(uint32_t h[8], const unsigned char *p, size_t n)
 #include <immintrin.h>
 
 /*
- * The x86 SHA extensions run about ten times faster than the portable
- * code.  State is kept as ABEF/CDGH halves, as SHA256RNDS2 wants it; each
+ * The x86 SHA extensions run far faster than the portable code.  State is kept as ABEF/CDGH halves, as SHA256RNDS2 wants it; each
  * step does four rounds and extends the message schedule four words.
  */
 __attribute__((target("sha,sse4.1,ssse3")))

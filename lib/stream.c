@@ -19,61 +19,25 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "util.h"
+#include "dtype.h"
+#include "fpconv.h"
+#include "safetensors.h"
+#include "catalog.h"
+#include "comm.h"
+#include "hooks.h"
 #include "stream.h"
+#include "stream_impl.h"
 
 /* Source bytes between two checks that no MPI process has failed. */
 #define AGREE_BYTES ((uint64_t)256 << 20)
 
-/* Windows smaller than this are read, not mapped. */
-#define MAP_MIN (256u << 10)
 
-struct ref {
-	int rank;
-	uint32_t tensor;
-	uint32_t piece;
-};
-
-struct stream {
-	const struct wshard_plan *plan;
-	struct wshard_comm *comm;
-	const struct stream_sink *sink;
-	int proc, nprocs;
-	unsigned slot;			/* the sink's slot of this thread */
-	bool seekable;			/* false: process 0 reads everything */
-	/* refs of each source tensor, in canonical order (rank, tensor, piece) */
-	struct ref *refs;
-	size_t *first, *count;
-	bool *own;			/* per source tensor: read_own (MPI only) */
-	char *window, *stage, *sendbuf, *recvbuf;
-	char *held;			/* per ref of a step: put last (busy) */
-	size_t held_cap;
-	char *map;			/* the mapped window, or NULL */
-	size_t map_len, map_skew;
-	uint64_t pagesz;
-	size_t window_cap, stage_cap, send_cap, recv_cap;
-	uint64_t *sendcounts, *recvcounts, *senddispl;
-	struct stream_stats stats;
-	uint64_t total;
-	uint64_t *put_total;		/* bytes put, all threads */
-	uint64_t budget;		/* this thread's share of --max-memory */
-	wshard_progress_fn progress;
-	void *progress_ctx;
-	struct wshard_error local;	/* this process's first error */
-};
-
-static const struct wshard_piece *ref_piece(const struct stream *s,
-					    const struct ref *r)
-{
-	return &s->plan->ranks[r->rank].tensors[r->tensor].pieces[r->piece];
-}
-
-static enum wshard_err grow(char **buf, size_t *cap, size_t need,
+enum wshard_err stream_grow(char **buf, size_t *cap, size_t need,
 			    struct wshard_error *err)
 {
 	char *p;
@@ -167,7 +131,7 @@ static void report(struct stream *s, size_t len)
  * are gathered into the stage and put about STAGE_BYTES at a time, so
  * the stage is still in the cache when the sink writes and checks it.
  */
-static void put_rows(struct stream *s, const struct ref *ref, uint64_t x,
+void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		     uint64_t y, const char *src, uint64_t stride)
 {
 	const struct wshard_piece *p = ref_piece(s, ref);
@@ -186,7 +150,7 @@ static void put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 	}
 	g = WSHARD_MAX(STAGE_BYTES / p->out_ncols, 1);
 	g = WSHARD_MIN(g, y - x);
-	if (grow(&s->stage, &s->stage_cap, (size_t)(g * p->out_ncols), &s->local))
+	if (stream_grow(&s->stage, &s->stage_cap, (size_t)(g * p->out_ncols), &s->local))
 		return;
 	for (r = x; r < y && !s->local.code; r += g) {
 		uint64_t n = WSHARD_MIN(g, y - r);
@@ -225,96 +189,12 @@ static void window_of(const struct stream *s, uint64_t rows, int q, uint64_t w,
 	*b = WSHARD_MIN(lo + (k + 1) * w, hi);
 }
 
-static bool overlap(const struct wshard_piece *p, uint64_t a, uint64_t b,
-		    uint64_t *x, uint64_t *y)
-{
-	*x = WSHARD_MAX(a, p->row0);
-	*y = WSHARD_MIN(b, p->row0 + p->nrows);
-	return *x < *y;
-}
-
-/*
- * Source windows of a seekable source are mapped, not copied: the pages
- * are the page cache's own, and a write from them is the only copy.  The
- * file's size is checked first, since touching a mapping past the end of
- * a file that shrank would kill the process (SIGBUS).  MAP_POPULATE maps
- * every page of the window at once (the window is within the memory
- * budget): the copies that follow then take no page faults, which were
- * about a sixth of the CPU time of a convert from a warm page cache.
- */
-static int map_window(struct stream *s, const struct wshard_st *st, uint64_t off,
-		      size_t len)
-{
-	struct stat sb;
-	uint64_t skew = off % s->pagesz;
-
-	if (fstat(st->fd, &sb) < 0 || (uint64_t)sb.st_size < off + len)
-		return -1;		/* the read path reports it */
-	s->map = mmap(NULL, len + skew, PROT_READ, MAP_SHARED | MAP_POPULATE, st->fd,
-		      (off_t)(off - skew));
-	if (s->map == MAP_FAILED) {
-		s->map = NULL;
-		return -1;
-	}
-	s->map_len = len + skew;
-	s->map_skew = skew;
-	madvise(s->map, s->map_len, MADV_SEQUENTIAL);	/* MAP_POPULATE read it in */
-	return 0;
-}
-
-static void unmap_window(struct stream *s)
-{
-	if (s->map)
-		munmap(s->map, s->map_len);
-	s->map = NULL;
-}
-
-/* The test hook WSHARD_FAULT=read: fails this read of st, once. */
-static bool read_fault(struct stream *s, const struct wshard_st *st)
-{
-	if (!wshard_fault_hit("read"))
-		return false;
-	wshard_error_set(&s->local, WSHARD_EIO, "cannot read '%s': %s (injected)", st->path,
-			 "Input/output error");
-	return true;
-}
-
-/* Reads (or maps) rows [a, b) of source tensor t into s; NULL if none. */
-static const char *read_window(struct stream *s, const struct wshard_src_tensor *t,
-			       uint64_t rb, uint64_t a, uint64_t b)
-{
-	const struct wshard_st *st = s->plan->cat->files[t->file].st;
-	const char *win = NULL;
-
-	unmap_window(s);
-	if (a < b && !s->local.code) {
-		size_t len = (size_t)((b - a) * rb);
-
-		if (read_fault(s, st)) {
-			/* nothing read */
-		} else if (s->seekable && len >= MAP_MIN &&
-			   !map_window(s, st, t->offset + a * rb, len)) {
-			win = s->map + s->map_skew;
-			s->stats.bytes_read += len;
-		} else if (!s->local.code &&
-			   !grow(&s->window, &s->window_cap, len, &s->local) &&
-			   !wshard_catalog_read(s->plan->cat, t->file, t->offset + a * rb,
-						s->window, len, &s->local)) {
-			s->stats.bytes_read += len;
-		}
-	}
-	if (!win && !grow(&s->window, &s->window_cap, (size_t)((b - a) * rb) + 1, &s->local))
-		win = s->window;	/* nothing read (an error): still take part */
-	/* with no window at all (out of memory) nothing is put and the bytes
-	 * sent are the send buffer's: the error is agreed after the step */
-	return win;
-}
 
 /*
  * The rows process q reads of source tensor src at step k: windows of w
  * rows, or with w == 0 its whole block in one step.
  */
-static void rows_of(const struct stream *s, uint32_t src, int q, uint64_t w, uint64_t k,
+void stream_rows_of(const struct stream *s, uint32_t src, int q, uint64_t w, uint64_t k,
 		    uint64_t *a, uint64_t *b)
 {
 	uint64_t rows = wshard_matrix_rows(s->plan->cat->tensors[src].info);
@@ -322,274 +202,8 @@ static void rows_of(const struct stream *s, uint32_t src, int q, uint64_t w, uin
 	window_of(s, rows, q, w ? w : rows, w ? k : 0, a, b);
 }
 
-/* True when source tensor src has bytes to stream (a piece, rows, row bytes). */
-static bool streamed(const struct stream *s, uint32_t src)
-{
-	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
-	uint64_t rows = wshard_matrix_rows(t->info);
 
-	return s->count[src] && rows && t->nbytes / rows;
-}
-
-/*
- * Puts this process's own pieces of one source tensor's window, and packs
- * those of other processes at s->senddispl.  With two threads on one
- * process, pieces whose rank file the other thread is writing are put
- * after the rest, rather than waited for.
- */
-static void put_and_pack(struct stream *s, uint32_t src, uint64_t a, uint64_t b,
-			 const char *win)
-{
-	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
-	uint64_t rb = t->nbytes / wshard_matrix_rows(t->info), x, y, r;
-	const struct ref *refs = &s->refs[s->first[src]];
-	size_t n = s->count[src], i, nheld = 0;
-	struct wshard_error unused = { 0 };
-	bool defer;
-
-	/* (without memory for the flags, every piece is put in turn) */
-	defer = s->sink->busy && s->nprocs == 1 &&
-		!grow(&s->held, &s->held_cap, n, &unused);
-	for (i = 0; i < n; i++) {
-		const struct wshard_piece *p = ref_piece(s, &refs[i]);
-		int owner = refs[i].rank % s->nprocs;
-
-		if (defer)
-			s->held[i] = 0;
-		if (!overlap(p, a, b, &x, &y))
-			continue;
-		if (owner != s->proc) {
-			for (r = x; r < y; r++) {
-				if (win)
-					memcpy(s->sendbuf + s->senddispl[owner],
-					       win + (r - a) * rb + p->col0, p->ncols);
-				s->senddispl[owner] += p->ncols;
-			}
-		} else if (defer && s->sink->busy(s->sink->ctx, refs[i].rank, refs[i].tensor)) {
-			s->held[i] = 1;
-			nheld++;
-		} else {
-			put_rows(s, &refs[i], x, y, win ? win + (x - a) * rb + p->col0 : NULL, rb);
-		}
-	}
-	for (i = 0; nheld && i < n; i++) {
-		const struct wshard_piece *p = ref_piece(s, &refs[i]);
-
-		if (s->held[i] && overlap(p, a, b, &x, &y))
-			put_rows(s, &refs[i], x, y, win ? win + (x - a) * rb + p->col0 : NULL, rb);
-	}
-}
-
-/*
- * Under MPI, a source tensor whose bytes each go to exactly one output
- * piece is read by its owners, each its own pieces, with no exchange: a
- * process maps the rows of a piece of its own (the bytes between its
- * first and last column, for a piece of columns) and puts them, and the
- * bytes it counts as read are the piece's.  Moving a row-parallel
- * weight's columns between processes instead cost a copy into the send
- * buffer, MPI's copy and a meeting of all processes per window: with
- * them, mpirun -np 4 on two cores took 0.62-0.66 s for a 2 GB Llama-like
- * convert and 3.4 s for 8 GB, without them 0.58 s and 2.4 s.  Tensors
- * that several ranks hold whole (norms, replicated k/v heads) are still
- * read once and sent, and so are small ones cut into columns (mapped one
- * by one they would cost more than their exchange, which they share).
- * In a run of small tensors that share an exchange, these take part
- * without sending anything.  Every process takes the same decision,
- * from the plan alone.
- */
-#define OWN_MIN ((uint64_t)1 << 20)
-
-static uint64_t window_rows(const struct stream *s, uint32_t src);
-
-/* Whether source tensor src is read by its owners (an MPI run, seekable). */
-static bool own_pieces(const struct stream *s, uint32_t src)
-{
-	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
-	uint64_t rb, bytes = 0;
-	bool whole_rows = true;
-	size_t i;
-
-	if (!streamed(s, src))
-		return false;
-	rb = t->nbytes / wshard_matrix_rows(t->info);
-	for (i = 0; i < s->count[src]; i++) {
-		const struct wshard_piece *p = ref_piece(s, &s->refs[s->first[src] + i]);
-
-		bytes += p->nrows * p->ncols;
-		whole_rows = whole_rows && p->ncols == rb;
-	}
-	return bytes == t->nbytes && (whole_rows || t->nbytes >= OWN_MIN);
-}
-
-static bool read_own(const struct stream *s, uint32_t src)
-{
-	return s->own && s->own[src];
-}
-
-/* True when source tensor src has bytes that go through the exchange. */
-static bool exchanged(const struct stream *s, uint32_t src)
-{
-	return streamed(s, src) && !read_own(s, src);
-}
-
-/*
- * Rows [a, b) of piece p of source tensor t, from the piece's first
- * column: mapped, or read (whole rows of a piece of whole rows).
- */
-static const char *read_own_window(struct stream *s, const struct wshard_src_tensor *t,
-				   const struct wshard_piece *p, uint64_t rb,
-				   uint64_t a, uint64_t b)
-{
-	const struct wshard_st *st = s->plan->cat->files[t->file].st;
-	uint64_t off = t->offset + a * rb + p->col0;
-	size_t len = (size_t)((b - a - 1) * rb + p->ncols);
-
-	unmap_window(s);
-	if (s->local.code || read_fault(s, st))
-		return NULL;
-	if ((p->ncols < rb || len >= MAP_MIN) && !map_window(s, st, off, len)) {
-		s->stats.bytes_read += (b - a) * p->ncols;
-		return s->map + s->map_skew;
-	}
-	/* a small piece of whole rows, or no mapping: read the span */
-	if (grow(&s->window, &s->window_cap, len, &s->local) ||
-	    wshard_catalog_read(s->plan->cat, t->file, off, s->window, len, &s->local))
-		return NULL;
-	s->stats.bytes_read += len;
-	return s->window;
-}
-
-/* Streams this process's pieces of source tensor src (see read_own). */
-static void stream_own(struct stream *s, uint32_t src)
-{
-	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
-	uint64_t rb = t->nbytes / wshard_matrix_rows(t->info);
-	uint64_t w = window_rows(s, src), a, b;
-	const struct ref *refs = &s->refs[s->first[src]];
-	size_t i;
-
-	for (i = 0; i < s->count[src] && !s->local.code; i++) {
-		const struct wshard_piece *p = ref_piece(s, &refs[i]);
-
-		if (refs[i].rank % s->nprocs != s->proc)
-			continue;
-		for (a = p->row0; a < p->row0 + p->nrows && !s->local.code; a = b) {
-			const char *win;
-
-			b = WSHARD_MIN(a + w, p->row0 + p->nrows);
-			win = read_own_window(s, t, p, rb, a, b);
-			if (win)
-				put_rows(s, &refs[i], a, b, win, rb);
-		}
-	}
-	unmap_window(s);
-}
-
-/*
- * One step of the source tensors srcs[0..n): step k of windows of w rows
- * of a single tensor, or (w == 0) the whole blocks of several small
- * tensors at once.  Each process reads its rows, puts its own pieces and
- * packs the others'; one MPI_Alltoallv moves them all, and each process
- * unpacks in the order the senders packed (sender, tensor, piece, row).
- * The tensors of an MoE layer are small and many (128 experts, 3
- * projections each): one exchange per tensor made the processes meet
- * thousands of times, each meeting costing more than the bytes it moved.
- */
-static enum wshard_err step(struct stream *s, const uint32_t *srcs, size_t nsrc,
-			    uint64_t w, uint64_t k, struct wshard_error *err)
-{
-	uint64_t sendtotal = 0, recvtotal = 0, exchange = 0, a, b, x, y;
-	size_t j, i;
-	int q;
-
-	for (q = 0; q < s->nprocs; q++)
-		s->sendcounts[q] = s->recvcounts[q] = 0;
-	/*
-	 * Who sends what to whom, from the plan alone: every process knows
-	 * every process's windows.
-	 */
-	for (j = 0; j < nsrc && s->nprocs > 1; j++) {
-		const struct ref *refs = &s->refs[s->first[srcs[j]]];
-
-		if (!exchanged(s, srcs[j]))
-			continue;
-		for (q = 0; q < s->nprocs; q++) {
-			rows_of(s, srcs[j], q, w, k, &a, &b);
-			for (i = 0; i < s->count[srcs[j]]; i++) {
-				const struct wshard_piece *p = ref_piece(s, &refs[i]);
-				int owner = refs[i].rank % s->nprocs;
-
-				if (owner == q || !overlap(p, a, b, &x, &y))
-					continue;
-				exchange++;
-				if (q == s->proc)
-					s->sendcounts[owner] += (y - x) * p->ncols;
-				if (owner == s->proc)
-					s->recvcounts[q] += (y - x) * p->ncols;
-			}
-		}
-	}
-	for (q = 0; q < s->nprocs; q++) {
-		s->senddispl[q] = sendtotal;
-		sendtotal += s->sendcounts[q];
-		recvtotal += s->recvcounts[q];
-	}
-	if (exchange) {
-		/* all or none: a process without its buffers must not leave the
-		 * others waiting in the exchange */
-		struct wshard_error mem = { 0 };
-
-		if (!grow(&s->sendbuf, &s->send_cap, (size_t)sendtotal + 1, &mem))
-			grow(&s->recvbuf, &s->recv_cap, (size_t)recvtotal + 1, &mem);
-		if (wshard_comm_agree(s->comm, &mem))
-			return wshard_error_set(err, mem.code, "%s", mem.msg);
-	}
-	for (j = 0; j < nsrc; j++) {
-		const struct wshard_src_tensor *t = &s->plan->cat->tensors[srcs[j]];
-		uint64_t rb;
-
-		if (read_own(s, srcs[j]))
-			stream_own(s, srcs[j]);
-		if (!exchanged(s, srcs[j]))
-			continue;
-		rb = t->nbytes / wshard_matrix_rows(t->info);
-		rows_of(s, srcs[j], s->proc, w, k, &a, &b);
-		put_and_pack(s, srcs[j], a, b, read_window(s, t, rb, a, b));
-	}
-	if (!exchange)
-		return WSHARD_OK;
-	if (wshard_comm_alltoallv(s->comm, s->sendbuf, s->sendcounts, s->recvbuf,
-				  s->recvcounts, err))
-		return err->code;
-	{
-		const char *at = s->recvbuf;
-
-		for (q = 0; q < s->nprocs; q++) {
-			if (q == s->proc)
-				continue;
-			for (j = 0; j < nsrc; j++) {
-				const struct ref *refs = &s->refs[s->first[srcs[j]]];
-
-				if (!exchanged(s, srcs[j]))
-					continue;
-				rows_of(s, srcs[j], q, w, k, &a, &b);
-				for (i = 0; i < s->count[srcs[j]]; i++) {
-					const struct wshard_piece *p = ref_piece(s, &refs[i]);
-
-					if (refs[i].rank % s->nprocs != s->proc ||
-					    !overlap(p, a, b, &x, &y))
-						continue;
-					put_rows(s, &refs[i], x, y, at, p->ncols);
-					at += (y - x) * p->ncols;
-				}
-			}
-		}
-	}
-	return WSHARD_OK;
-}
-
-/* Rows per window of source tensor src: what the memory budget allows. */
-static uint64_t window_rows(const struct stream *s, uint32_t src)
+uint64_t stream_window_rows(const struct stream *s, uint32_t src)
 {
 	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
 	uint64_t rows = wshard_matrix_rows(t->info);
@@ -628,10 +242,10 @@ static enum wshard_err stream_tensor(struct stream *s, uint32_t src,
 
 	if (!streamed(s, src))
 		return WSHARD_OK;
-	w = window_rows(s, src);
+	w = stream_window_rows(s, src);
 	steps = steps_of(s, src, w);
 	for (k = 0; k < steps; k++) {
-		rc = step(s, &src, 1, w, k, err);
+		rc = stream_step(s, &src, 1, w, k, err);
 		if (rc)
 			return rc;
 	}
@@ -656,7 +270,7 @@ static size_t group_of(const struct stream *s, const uint32_t *order, size_t n)
 
 		if (!exchanged(s, order[g]))
 			continue;	/* nothing to send: joins any group */
-		if (steps_of(s, order[g], window_rows(s, order[g])) > 1 ||
+		if (steps_of(s, order[g], stream_window_rows(s, order[g])) > 1 ||
 		    bytes + t->nbytes > limit)
 			break;
 		bytes += t->nbytes;
@@ -752,7 +366,7 @@ static void *stream_worker(void *arg)
 
 static void stream_release(struct stream *s)
 {
-	unmap_window(s);
+	stream_unmap_window(s);
 	free(s->window);
 	free(s->stage);
 	free(s->held);
@@ -771,7 +385,7 @@ static void stream_release(struct stream *s)
 static bool use_threads(const struct stream *s)
 {
 	return s->nprocs == 1 && s->seekable && s->sink->threadsafe &&
-	       sysconf(_SC_NPROCESSORS_ONLN) >= 2 && !getenv("WSHARD_FAULT");
+	       sysconf(_SC_NPROCESSORS_ONLN) >= 2 && !wshard_hooks_get()->fault;
 }
 
 static enum wshard_err stream_threads(struct stream *s, const uint32_t *order,
@@ -812,6 +426,100 @@ static enum wshard_err stream_threads(struct stream *s, const uint32_t *order,
 	return WSHARD_OK;
 }
 
+/*
+ * Set-up of a stream: the bytes this process puts, every COPY piece
+ * indexed by its source tensor, which tensors their owners read (MPI),
+ * the exchange's counts and *out_order, the source tensors in file order.
+ */
+static enum wshard_err stream_setup(struct stream *s, uint32_t **out_order,
+				    struct wshard_error *err)
+{
+	const struct wshard_plan *plan = s->plan;
+	size_t nsrc = plan->cat->ntensors, i;
+	uint32_t *order;
+	int r;
+
+	*out_order = NULL;
+	for (r = s->proc; r < plan->tp; r += s->nprocs)
+		s->total += plan->ranks[r].bytes;
+	if (index_refs(s, err))
+		return err->code;
+	if (s->nprocs > 1 && s->seekable) {
+		s->own = calloc(nsrc + 1, sizeof(bool));
+		if (!s->own)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		for (i = 0; i < nsrc; i++)
+			s->own[i] = stream_own_pieces(s, (uint32_t)i);
+	}
+	*out_order = order = calloc(nsrc + 1, sizeof(*order));
+	s->sendcounts = calloc((size_t)s->nprocs, sizeof(uint64_t));
+	s->recvcounts = calloc((size_t)s->nprocs, sizeof(uint64_t));
+	s->senddispl = calloc((size_t)s->nprocs, sizeof(uint64_t));
+	if (!order || !s->sendcounts || !s->recvcounts || !s->senddispl)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < nsrc; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, nsrc, sizeof(*order), cmp_file_order, (void *)plan->cat);
+	return WSHARD_OK;
+}
+
+/*
+ * A failure anywhere stops everyone at the same tensor, checked every
+ * AGREE_BYTES of source (counted in *since): each agreement is a
+ * barrier, and with more processes than cores one per tensor costs more
+ * than the work between them.  A process that failed keeps taking part in
+ * the exchanges until then, sending what it has.  g tensors of order were
+ * just streamed.  Returns WSHARD_OK or the shared error.
+ */
+static enum wshard_err agree_now_and_then(struct stream *s, const uint32_t *order,
+					  size_t g, uint64_t *since,
+					  struct wshard_error *err)
+{
+	struct wshard_error e;
+	bool any = false;
+	size_t j;
+
+	for (j = 0; j < g; j++) {
+		*since += s->plan->cat->tensors[order[j]].nbytes;
+		any = any || s->count[order[j]];
+	}
+	if (!wshard_comm_is_mpi(s->comm) || !any || *since < AGREE_BYTES)
+		return WSHARD_OK;
+	*since = 0;
+	e = s->local;
+	if (wshard_comm_agree(s->comm, &e))
+		return wshard_error_set(err, e.code, "%s", e.msg);
+	return WSHARD_OK;
+}
+
+/*
+ * The loop of a one-thread stream: several small tensors in one exchange
+ * (with any that each process reads its own pieces of), or one tensor in
+ * steps.  Returns WSHARD_OK or an error every process shares.
+ */
+static enum wshard_err stream_loop(struct stream *s, const uint32_t *order, size_t nsrc,
+				   struct wshard_error *err)
+{
+	uint64_t since = 0;
+	size_t i, g;
+	enum wshard_err rc;
+
+	for (i = 0; i < nsrc; i += g) {
+		g = s->nprocs > 1 ? group_of(s, order + i, nsrc - i) : 0;
+		if (g)
+			rc = stream_step(s, order + i, g, 0, 0, err);
+		else
+			rc = stream_tensor(s, order[i], err);
+		if (rc)
+			return rc;
+		g = g ? g : 1;
+		rc = agree_now_and_then(s, order + i, g, &since, err);
+		if (rc)
+			return rc;
+	}
+	return WSHARD_OK;
+}
+
 enum wshard_err stream_run(const struct wshard_plan *plan,
 			   struct wshard_comm *comm,
 			   const struct stream_sink *sink,
@@ -834,85 +542,21 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 		.progress_ctx = progress_ctx,
 	};
 	uint32_t *order = NULL;
-	uint64_t since = 0;
-	size_t nsrc = plan->cat->ntensors, i, g;
-	bool threads;
-	int r;
+	size_t nsrc = plan->cat->ntensors;
 	enum wshard_err rc;
 
 	memset(out_stats, 0, sizeof(*out_stats));
-	for (r = s.proc; r < plan->tp; r += s.nprocs)
-		s.total += plan->ranks[r].bytes;
-	rc = index_refs(&s, err);
+	rc = stream_setup(&s, &order, err);
 	if (rc)
 		goto out;
-	if (s.nprocs > 1 && s.seekable) {
-		bool *own = calloc(nsrc + 1, sizeof(bool));
-
-		if (!own) {
-			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-			goto out;
-		}
-		for (i = 0; i < nsrc; i++)
-			own[i] = own_pieces(&s, (uint32_t)i);
-		s.own = own;
-	}
-	order = calloc(nsrc + 1, sizeof(*order));
-	s.sendcounts = calloc((size_t)s.nprocs, sizeof(uint64_t));
-	s.recvcounts = calloc((size_t)s.nprocs, sizeof(uint64_t));
-	s.senddispl = calloc((size_t)s.nprocs, sizeof(uint64_t));
-	if (!order || !s.sendcounts || !s.recvcounts || !s.senddispl) {
-		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (i = 0; i < nsrc; i++)
-		order[i] = (uint32_t)i;
-	qsort_r(order, nsrc, sizeof(*order), cmp_file_order, (void *)plan->cat);
 	/* zero padding and constants first: a sink may wait for whole tensors */
 	put_generated(&s);
-	threads = use_threads(&s);
-	if (threads) {
+	if (use_threads(&s))
 		rc = stream_threads(&s, order, nsrc, err);
-		if (rc)
-			goto out;
-	}
-	for (i = 0; i < nsrc && !threads; i += g) {
-		bool any = false;
-		size_t j;
-
-		/*
-		 * Several small tensors in one exchange (with any that each
-		 * process reads its own pieces of), or one tensor in steps
-		 */
-		g = s.nprocs > 1 ? group_of(&s, order + i, nsrc - i) : 0;
-		if (g)
-			rc = step(&s, order + i, g, 0, 0, err);
-		else
-			rc = stream_tensor(&s, order[i], err);
-		if (rc)
-			goto out;
-		g = g ? g : 1;
-		/*
-		 * A failure anywhere stops everyone at the same tensor, checked
-		 * every AGREE_BYTES of source: each agreement is a barrier, and
-		 * with more processes than cores one per tensor cost a sixth of
-		 * the run.  (A process that failed keeps taking part in the
-		 * exchanges until then, sending what it has.)
-		 */
-		for (j = i; j < i + g; j++) {
-			since += plan->cat->tensors[order[j]].nbytes;
-			any = any || s.count[order[j]];
-		}
-		if (wshard_comm_is_mpi(comm) && any && since >= AGREE_BYTES) {
-			struct wshard_error e = s.local;
-
-			since = 0;
-			if (wshard_comm_agree(comm, &e)) {
-				rc = wshard_error_set(err, e.code, "%s", e.msg);
-				goto out;
-			}
-		}
-	}
+	else
+		rc = stream_loop(&s, order, nsrc, err);
+	if (rc)
+		goto out;
 	check_sizes(&s);
 	rc = wshard_comm_agree(comm, &s.local);
 	if (rc)
@@ -927,3 +571,4 @@ out:
 	stream_release(&s);
 	return rc;
 }
+

@@ -10,7 +10,10 @@
  * decides what to print and which exit code to use.
  *
  * Conventions: output parameters are named out_* and set on entry; every
- * _free() function accepts NULL.
+ * _free() function accepts NULL.  Handles whose fields callers do not
+ * need (catalog, rules, comm, manifest's document) are opaque; what the
+ * library shares inside itself is in private headers next to its .c
+ * files (lib/NAME.h), which only the library and its tests include.
  */
 #ifndef WSHARD_H
 #define WSHARD_H
@@ -97,22 +100,7 @@ enum wshard_dtype {
 /* The safetensors spelling of dt ("BF16"), or "?" when out of range. */
 const char *wshard_dtype_name(enum wshard_dtype dt);
 
-/* Parses a safetensors dtype name.  Returns 0, or -1 if unknown. */
-int wshard_dtype_parse(const char *name, enum wshard_dtype *out_dt);
-
-/* Bits per element of dt (1 for BOOL is 8: safetensors stores a byte). */
-unsigned wshard_dtype_bits(enum wshard_dtype dt);
-
 #define WSHARD_MAX_DIMS 8
-
-/*
- * Byte size of a tensor of ndim dimensions shape[] and dtype dt, with
- * every product overflow-checked.  Returns 0 and sets *out_bytes; -1 if
- * the element count or the bit count overflows 64 bits; -2 if the bit
- * count is not a whole number of bytes.
- */
-int wshard_tensor_bytes(const uint64_t *shape, int ndim, enum wshard_dtype dt,
-			uint64_t *out_bytes);
 
 /* Writes "[3, 4]" for shape into buf (cut short if it does not fit); returns buf. */
 const char *wshard_format_shape(char *buf, size_t size, const uint64_t *shape,
@@ -128,187 +116,8 @@ enum wshard_checksum {
 	WSHARD_CK_CRC64 = 2,	/* CRC-64/NVME, "crc64-nvme" (convert's default) */
 };
 
-/*
- * True for an algorithm whose digest of a whole can be computed from the
- * digests of its parts, in any order (CRC-64/NVME): convert then
- * checksums each byte as it writes it, and never reads its output back.
- */
-bool wshard_checksum_composable(enum wshard_checksum ck);
-
-/* "xxh3-64", "sha256" or "crc64-nvme". */
-const char *wshard_checksum_name(enum wshard_checksum ck);
-
 /* Parses a checksum algorithm name.  Returns 0, or -1 if unknown. */
 int wshard_checksum_parse(const char *name, enum wshard_checksum *out_ck);
-
-/* Longest hex digest plus NUL. */
-#define WSHARD_DIGEST_HEX 65
-
-/* Streaming hash state for any of the algorithms. */
-struct wshard_hash {
-	enum wshard_checksum algo;
-	void *state;
-};
-
-/* Starts a hash.  Returns WSHARD_OK or WSHARD_ENOMEM. */
-enum wshard_err wshard_hash_init(struct wshard_hash *h, enum wshard_checksum algo);
-/* Feeds len bytes. */
-void wshard_hash_update(struct wshard_hash *h, const void *buf, size_t len);
-/* Writes the lowercase hex digest into out (WSHARD_DIGEST_HEX bytes) and
- * releases the state. */
-void wshard_hash_final(struct wshard_hash *h, char *out);
-/* Releases the state without a digest; accepts an unstarted hash. */
-void wshard_hash_release(struct wshard_hash *h);
-
-/* ------------------------------------------------------------------ */
-/* Safetensors                                                         */
-/* ------------------------------------------------------------------ */
-
-/* The largest header the reader accepts (the reference reader's cap). */
-#define WSHARD_ST_HEADER_MAX 100000000ULL
-
-struct wshard_st_tensor {
-	char *name;
-	enum wshard_dtype dtype;
-	int ndim;			/* 0 for a scalar */
-	uint64_t shape[WSHARD_MAX_DIMS];
-	uint64_t begin, end;		/* data_offsets, from the data start */
-};
-
-struct wshard_st_meta {
-	char *key;
-	char *value;
-};
-
-/* One parsed safetensors file (or stream inside another file). */
-struct wshard_st {
-	char *path;			/* for messages */
-	int fd;				/* read-only; -1 when parsed from memory */
-	uint64_t base;			/* offset of the stream inside fd */
-	uint64_t size;			/* size of the stream */
-	uint64_t data_start;		/* 8 + header length */
-	size_t ntensors;
-	struct wshard_st_tensor *tensors;	/* sorted by name */
-	size_t nmeta;
-	struct wshard_st_meta *meta;		/* in file order */
-};
-
-/*
- * Parses and validates a whole safetensors file held in memory (buf, len)
- * under every rule of OUTPUT-CONTRACT.md section 6.  path is used in
- * messages only.  On success *out_st has fd -1 and owns copies of all
- * strings.  Returns WSHARD_OK, WSHARD_EINVAL (message names path and the
- * reason) or WSHARD_ENOMEM.
- */
-enum wshard_err wshard_st_parse(struct wshard_st **out_st, const void *buf,
-				size_t len, const char *path,
-				struct wshard_error *err);
-
-/*
- * Opens path read-only and validates its header (no tensor data is read).
- * Returns WSHARD_OK, WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM.
- */
-enum wshard_err wshard_st_open(struct wshard_st **out_st, const char *path,
-			       struct wshard_error *err);
-
-/*
- * Like wshard_st_open for a stream of size bytes at offset base of an
- * already open fd (a member of an uncompressed tar).  The fd is borrowed:
- * wshard_st_free does not close it.
- */
-enum wshard_err wshard_st_open_fd(struct wshard_st **out_st, int fd,
-				  uint64_t base, uint64_t size,
-				  const char *path, struct wshard_error *err);
-
-/*
- * Validates the header of a stream of size bytes of which only the first
- * head_len bytes (the length prefix and the JSON header) are at hand, as
- * when a member of a compressed archive is read once, front to back.  The
- * result has fd -1.  Returns as wshard_st_parse.
- */
-enum wshard_err wshard_st_parse_head(struct wshard_st **out_st, const void *head,
-				     size_t head_len, uint64_t size,
-				     const char *path, struct wshard_error *err);
-
-/* The tensor called name, or NULL (binary search). */
-const struct wshard_st_tensor *wshard_st_find(const struct wshard_st *st,
-					      const char *name);
-
-/* The value of metadata key, or NULL. */
-const char *wshard_st_meta_get(const struct wshard_st *st, const char *key);
-
-/*
- * Reads len bytes at offset off of tensor t's data into buf (pread; the
- * rest of the file is not touched).  Returns WSHARD_OK, WSHARD_EINVAL if
- * the range is outside the tensor, or WSHARD_EIO (short read included).
- */
-enum wshard_err wshard_st_read(const struct wshard_st *st,
-			       const struct wshard_st_tensor *t, uint64_t off,
-			       void *buf, size_t len, struct wshard_error *err);
-
-/* Closes (if owned) and frees st; accepts NULL. */
-void wshard_st_free(struct wshard_st *st);
-
-/*
- * Lays out a safetensors file for n tensors written in the given order:
- * sets each tensors[i].begin/end, and returns in *out_header a malloc'd
- * buffer of *out_header_len bytes holding the 8-byte length and the JSON
- * header (starting with '{', "__metadata__" first with "format": "pt"
- * plus meta[], then the tensors in order, padded with spaces to a
- * multiple of 8).  *out_data_len is the data section's size.  Returns
- * WSHARD_OK, WSHARD_EINVAL (overflow, duplicate name) or WSHARD_ENOMEM.
- */
-enum wshard_err wshard_st_layout(struct wshard_st_tensor *tensors, size_t n,
-				 const struct wshard_st_meta *meta, size_t nmeta,
-				 char **out_header, size_t *out_header_len,
-				 uint64_t *out_data_len,
-				 struct wshard_error *err);
-
-/* ------------------------------------------------------------------ */
-/* Files                                                               */
-/* ------------------------------------------------------------------ */
-
-/*
- * A file written under a temporary name (".NAME.wshard-tmp" in the same
- * directory) and renamed into place by commit, so that a reader never
- * sees a partial file under the final name.
- */
-struct wshard_file {
-	char *path;		/* final name */
-	char *tmp_path;
-	int fd;
-	unsigned flags;		/* WSHARD_FILE_* */
-	uint64_t written;	/* bytes written so far (sum of writes) */
-	uint64_t kicked;	/* written when writeback was last started */
-};
-
-/*
- * Flags of a file.  WSHARD_FILE_NOSYNC: commit renames without fsync (of
- * the file or its directory) and no writeback is started while writing;
- * the file is complete for every reader at once, but a power loss or a
- * kernel crash may leave it short or empty under its final name.
- */
-#define WSHARD_FILE_NOSYNC 1u
-
-/* Creates the temporary file.  Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM. */
-enum wshard_err wshard_file_create(struct wshard_file **out_f, const char *path,
-				   unsigned flags, struct wshard_error *err);
-/* Writes all of buf at offset off.  Returns WSHARD_OK or WSHARD_EIO
- * (ENOSPC included; the message names the final path). */
-enum wshard_err wshard_file_pwrite(struct wshard_file *f, const void *buf,
-				   size_t len, uint64_t off,
-				   struct wshard_error *err);
-/* fsyncs, renames to the final name, fsyncs the directory, frees f
- * (with WSHARD_FILE_NOSYNC only renames and frees).
- * Returns WSHARD_OK or WSHARD_EIO (then the temporary file is removed). */
-enum wshard_err wshard_file_commit(struct wshard_file *f,
-				   struct wshard_error *err);
-/* Removes the temporary file and frees f; accepts NULL. */
-void wshard_file_abort(struct wshard_file *f);
-
-/* Reads exactly len bytes at off.  Returns WSHARD_OK or WSHARD_EIO. */
-enum wshard_err wshard_pread_full(int fd, void *buf, size_t len, uint64_t off,
-				  const char *path, struct wshard_error *err);
 
 /*
  * Parses a size such as "5GiB", "256M", "4096" (K/M/G/T are powers of
@@ -321,110 +130,8 @@ int wshard_parse_size(const char *s, uint64_t *out_bytes);
 /* Checkpoint catalog                                                  */
 /* ------------------------------------------------------------------ */
 
-/* The config.json fields the rules use; -1 (or NULL) when absent. */
-struct wshard_config {
-	char *architecture;		/* architectures[0] */
-	int64_t hidden_size;
-	int64_t num_attention_heads;
-	int64_t num_key_value_heads;	/* defaults to num_attention_heads */
-	int64_t head_dim;		/* defaults to hidden / heads */
-	int64_t intermediate_size;
-	int64_t vocab_size;
-	int64_t num_experts;		/* num_local_experts or num_experts */
-	int64_t moe_intermediate_size;
-	int64_t shared_expert_intermediate_size;
-	int tie_word_embeddings;		/* 1 true, 0 false, -1 absent */
-	void *json;			/* json_t * of the whole file, or NULL */
-};
-
-struct wshard_src_file {
-	char *name;		/* relative to the checkpoint directory */
-	char *path;		/* as opened (ARCHIVE:NAME inside an archive) */
-	uint64_t size;
-	struct wshard_st *st;
-	long member;		/* index in the archive, -1 for a plain file */
-};
-
-struct wshard_archive;
-struct wshard_hf_ref;
-
-struct wshard_src_tensor {
-	const char *name;		/* owned by the file's st */
-	uint32_t file;			/* index into catalog files */
-	const struct wshard_st_tensor *info;
-	uint64_t offset;		/* absolute offset of the data in the file */
-	uint64_t nbytes;
-};
-
-struct wshard_catalog {
-	char *path;			/* as given */
-	char *dir;			/* directory holding the files (or the archive) */
-	struct wshard_archive *archive;	/* NULL unless SRC is an archive */
-	struct wshard_hf_ref *hf;	/* NULL unless SRC is a repo id (then path
-					 * is the repo id, dir its snapshot) */
-	bool has_config;
-	struct wshard_config config;
-	size_t nfiles;
-	struct wshard_src_file *files;	/* by name; archive order in an archive */
-	size_t ntensors;
-	struct wshard_src_tensor *tensors;	/* sorted by name */
-	uint64_t tensor_bytes;		/* sum of all tensor data bytes */
-	size_t nignored;
-	char **ignored;		/* .safetensors files the index does not use */
-	size_t nextra;
-	char **extra;		/* non-weight files to copy, sorted */
-};
-
-/*
- * Opens a checkpoint: a directory with model.safetensors.index.json or a
- * single model.safetensors, one .safetensors file, or such a directory
- * packed in a .tar, .tar.gz, .tar.zst, .tar.xz or .zip (at its root or
- * under one top folder).  Validates every
- * file strictly, the weight_map against the files (no path outside the
- * directory, no missing file or tensor, no tensor in two files) and reads
- * config.json when present.  No tensor data is read.  Returns WSHARD_OK,
- * WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM.
- */
-enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
-				    const char *path, struct wshard_error *err);
-
-/*
- * Reads len bytes at offset off (as in struct wshard_src_tensor) of source
- * file file.  Plain files and uncompressed tars: any order.  A compressed
- * archive is read front to back: offsets must not go back.  Returns
- * WSHARD_OK, WSHARD_EIO or WSHARD_EINVAL.
- */
-enum wshard_err wshard_catalog_read(const struct wshard_catalog *cat, uint32_t file,
-				    uint64_t off, void *buf, size_t len,
-				    struct wshard_error *err);
-
-/* False when the source can only be read front to back (compressed archive). */
-bool wshard_catalog_seekable(const struct wshard_catalog *cat);
-
-/* Reads the checkpoint's small file name (config.json) whole, NUL-terminated. */
-enum wshard_err wshard_catalog_slurp(const struct wshard_catalog *cat, const char *name,
-				     char **out_buf, size_t *out_len,
-				     struct wshard_error *err);
-
-/* Copies non-weight file extra[i] to dst, atomically (flags: WSHARD_FILE_*).
- * Returns WSHARD_OK, WSHARD_EIO... */
-enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,
-					  const char *dst, unsigned flags,
-					  struct wshard_error *err);
-
-/* The tensor called name, or NULL. */
-const struct wshard_src_tensor *wshard_catalog_find(
-	const struct wshard_catalog *cat, const char *name);
-
-/* Index of the tensor called name, or -1. */
-long wshard_catalog_index(const struct wshard_catalog *cat, const char *name);
-
-/* Frees cat; accepts NULL. */
-void wshard_catalog_free(struct wshard_catalog *cat);
-
-/* ------------------------------------------------------------------ */
-/* HuggingFace cache                                                   */
-/* ------------------------------------------------------------------ */
+/* An opened checkpoint: its files, tensors and config.json. */
+struct wshard_catalog;
 
 /*
  * A repo id resolved in the local HuggingFace hub cache, the layout
@@ -442,6 +149,63 @@ struct wshard_hf_ref {
 
 /* The revision a repo id resolves at when none is given. */
 #define WSHARD_HF_DEFAULT_REVISION "main"
+
+/* What a catalog holds, as a whole.  Strings live as long as the catalog. */
+struct wshard_catalog_info {
+	const char *path;		/* as given to wshard_catalog_open */
+	bool has_config;		/* config.json was found */
+	const char *architecture;	/* its architectures[0], or NULL */
+	size_t ntensors;
+	size_t nfiles;			/* .safetensors files */
+	uint64_t tensor_bytes;		/* sum of all tensor data bytes */
+	size_t nignored;
+	char *const *ignored;		/* .safetensors files the index does not use */
+	const struct wshard_hf_ref *hf;	/* NULL unless opened from a repo id */
+};
+
+/* One source tensor.  Strings live as long as the catalog. */
+struct wshard_tensor_info {
+	const char *name;
+	enum wshard_dtype dtype;
+	int ndim;			/* 0 for a scalar */
+	uint64_t shape[WSHARD_MAX_DIMS];
+	uint64_t nbytes;
+	const char *file;		/* the file holding it, relative to the checkpoint */
+};
+
+/*
+ * Opens a checkpoint: a directory with model.safetensors.index.json or a
+ * single model.safetensors, one .safetensors file, or such a directory
+ * packed in a .tar, .tar.gz, .tar.zst, .tar.xz or .zip (at its root or
+ * under one top folder).  Validates every
+ * file strictly, the weight_map against the files (no path outside the
+ * directory, no missing file or tensor, no tensor in two files) and reads
+ * config.json when present.  No tensor data is read.  Returns WSHARD_OK,
+ * WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
+				    const char *path, struct wshard_error *err);
+
+/*
+ * The tensors of cat whose name matches the fnmatch pattern filter (NULL:
+ * all) as one JSON document, indented by 2, into a malloc'd *out_text:
+ * "path", "architecture", "tensors" (name, dtype, shape, bytes, file),
+ * "tensor_count", "total_bytes", "bytes_per_dtype", "file_count" and
+ * "ignored_files".  Returns WSHARD_OK or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_catalog_json(const struct wshard_catalog *cat, const char *filter,
+				    char **out_text, struct wshard_error *err);
+
+/* Fills *out_info with what cat holds. */
+void wshard_catalog_info(const struct wshard_catalog *cat,
+			 struct wshard_catalog_info *out_info);
+
+/* Fills *out_t with tensor i of cat (i < ntensors; sorted by name). */
+void wshard_catalog_tensor(const struct wshard_catalog *cat, size_t i,
+			   struct wshard_tensor_info *out_t);
+
+/* Frees cat; accepts NULL. */
+void wshard_catalog_free(struct wshard_catalog *cat);
 
 /*
  * True when s has the form of a model repo id, "ORG/NAME": two names of
@@ -481,10 +245,10 @@ void wshard_hf_ref_free(struct wshard_hf_ref *ref);
  * Opens a checkpoint named as the CLI takes it: src is a local path
  * (directory, file or archive) when one exists, which wins over a repo id
  * of the same name as in transformers; else a repo id resolved with
- * wshard_hf_resolve at revision (NULL: "main"), whose catalog then has
- * hf set, path src and dir the snapshot.  A revision with a src that is
- * a local path, or not a repo id, is WSHARD_EUSAGE.  Returns as
- * wshard_catalog_open and wshard_hf_resolve.
+ * wshard_hf_resolve at revision (NULL: "main"), whose catalog info then
+ * has hf set, path src.  A revision with a src that is a local path, or
+ * not a repo id, is WSHARD_EUSAGE.  Returns as wshard_catalog_open and
+ * wshard_hf_resolve.
  */
 enum wshard_err wshard_catalog_open_source(struct wshard_catalog **out_cat,
 					   const char *src, const char *revision,
@@ -505,12 +269,6 @@ enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
 				     const char *architecture,
 				     struct wshard_error *err);
 
-/* Parses a rules document (JSON text of len bytes); name is for messages.
- * Returns WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM. */
-enum wshard_err wshard_rules_parse(struct wshard_rules **out_rules,
-				   const char *text, size_t len,
-				   const char *name, struct wshard_error *err);
-
 /* Reads and parses a rules file.  Returns as wshard_rules_parse, or WSHARD_EIO. */
 enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
 				  const char *path, struct wshard_error *err);
@@ -522,12 +280,6 @@ enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
 enum wshard_err wshard_rules_check_arch(const struct wshard_rules *rules,
 					const char *architecture,
 					struct wshard_error *err);
-
-/* The rules' name ("builtin:llama" or the file path). */
-const char *wshard_rules_name(const struct wshard_rules *rules);
-
-/* NULL-terminated list of the architectures with built-in rules. */
-const char *const *wshard_rules_architectures(void);
 
 /* Frees rules; accepts NULL. */
 void wshard_rules_free(struct wshard_rules *rules);
@@ -547,7 +299,8 @@ struct wshard_options {
 	enum wshard_dtype dtype;
 };
 
-/* Fills opt with the defaults (tp 1, vllm, scales on, 5 GiB, 64 MiB, xxh3). */
+/* Fills opt with the defaults (tp 1, vllm, scales on, 5 GiB, 64 MiB,
+ * crc64-nvme). */
 void wshard_options_init(struct wshard_options *opt);
 
 enum wshard_piece_kind {
@@ -649,10 +402,6 @@ enum wshard_err wshard_comm_init(struct wshard_comm **out_comm, int *argc,
 				 char ***argv, struct wshard_error *err);
 /* This process's index, 0-based. */
 int wshard_comm_rank(const struct wshard_comm *comm);
-/* Number of processes. */
-int wshard_comm_size(const struct wshard_comm *comm);
-/* Node-local index (OMPI_COMM_WORLD_LOCAL_RANK), 0 without MPI. */
-int wshard_comm_local_rank(const struct wshard_comm *comm);
 /* True when MPI is in use. */
 bool wshard_comm_is_mpi(const struct wshard_comm *comm);
 /*
@@ -768,8 +517,6 @@ struct wshard_verify_result {
  * and checksum, the strict safetensors structure against the manifest,
  * then (unless quick) the plan re-derived from the source against the
  * manifest and every output byte against the source bytes it came from.
- * A source recorded as a repo id is found in the HuggingFace cache at the
- * commit recorded with it (else at its recorded snapshot path).
  * When the manifest lists rank archives (convert --archive), their sizes
  * and checksums are checked too; an OUT holding the archives but none of
  * the rank files (--archive-only) is checked that far only, with quick
@@ -790,22 +537,126 @@ void wshard_verify_result_release(struct wshard_verify_result *res);
 /* Name of the manifest in an output directory. */
 #define WSHARD_MANIFEST "wshard.json"
 
+/* ------------------------------------------------------------------ */
+/* Test and benchmark hooks                                            */
+/* ------------------------------------------------------------------ */
+
 /*
- * Reads the manifest at path into a malloc'd, NUL-terminated buffer of
- * *out_len bytes, with every "sources" member (a tensor's provenance,
- * which verify and inspect do not read) blanked out with spaces, newlines
- * kept.  A JSON parser then builds a tree of a fraction of the size: the
- * sources are most of an MoE model's manifest, and a tree takes about ten
- * times the bytes of its text.  Line and column numbers in the parser's
- * errors stay those of the file.  Text that is not valid JSON is returned
- * as it is from where it stops making sense, for the parser to report.
- * Returns WSHARD_OK, WSHARD_EINVAL (missing, or not a regular file),
- * WSHARD_EIO or WSHARD_ENOMEM.
+ * Switches for tests and benchmarks, all off when zeroed (fault_process
+ * -1).  The library reads no environment variable for them: the wshard
+ * program fills them from WSHARD_FAULT, WSHARD_FAULT_PROCESS,
+ * WSHARD_TEST_HOLD, WSHARD_BENCH_NO_CHECKSUMS and WSHARD_INJECT_VALIDATE.
  */
-enum wshard_err wshard_manifest_read(const char *path, char **out_text, size_t *out_len,
+struct wshard_hooks {
+	/*
+	 * A fault to inject, once per process: "read" (a source read
+	 * fails), "write" (a write fails), "manifest" (writing the manifest
+	 * fails), "kill-write", "kill-seal", "kill-manifest" (the process
+	 * kills itself with SIGKILL while writing a rank file, between
+	 * parts, just before the manifest).  Any fault also makes convert
+	 * run one stream and one sealing thread, so that it stops at a fixed
+	 * point.  NULL: none.
+	 */
+	const char *fault;
+	int fault_process;		/* only in this process, or -1: in every one */
+	/* convert waits, holding OUT's lock, up to a minute until this path
+	 * no longer exists (tests of concurrency); NULL or "": no wait */
+	const char *hold;
+	/* convert computes no checksum at all: the benchmark's baseline
+	 * (the manifest's checksums are empty, and verify refuses it) */
+	bool no_checksums;
+	/* the host validator flips the byte at this decimal offset of all it
+	 * checks from its opening (tests of the round trip); NULL or "": none */
+	const char *inject_validate;
+};
+
+/* Sets the hooks of the whole process (copied, strings borrowed); NULL
+ * turns them all off. */
+void wshard_hooks_set(const struct wshard_hooks *hooks);
+
+/* ------------------------------------------------------------------ */
+/* Reading a manifest                                                  */
+/* ------------------------------------------------------------------ */
+
+struct wshard_manifest_file {
+	const char *name;		/* a plain name inside OUT */
+	uint64_t size;
+	const char *checksum;		/* hex digest */
+};
+
+struct wshard_manifest_tensor {
+	const char *name;
+	enum wshard_dtype dtype;
+	int ndim;
+	uint64_t shape[WSHARD_MAX_DIMS];
+	size_t file;			/* index into the rank's files */
+	uint64_t begin, end;		/* data_offsets within that file */
+	const char *checksum;
+};
+
+struct wshard_manifest_rank {
+	size_t nfiles;
+	struct wshard_manifest_file *files;
+	size_t ntensors;
+	struct wshard_manifest_tensor *tensors;
+	uint64_t bytes;			/* tensor data bytes (0 if not given) */
+	const char *validated_by;	/* validation backend, or NULL */
+};
+
+/* One rank archive (convert --archive). */
+struct wshard_manifest_archive {
+	int rank;
+	const char *name;		/* a plain name inside OUT */
+	uint64_t size;
+	const char *checksum;
+};
+
+/*
+ * A wshard.json as verify and inspect read it: checked, without the
+ * tensors' provenance ("sources").  Strings point into the manifest and
+ * live as long as it.  NULL strings are members the file lacks.
+ */
+struct wshard_manifest {
+	char *path;			/* OUT/wshard.json, for messages */
+	int tp;
+	const char *architecture, *target, *rules;
+	const char *source_path, *source_realpath;
+	/* a source given as a repo id: the id, the revision asked for and
+	 * the commit it resolved to (NULL otherwise) */
+	const char *source_repo_id, *source_revision, *source_commit;
+	size_t ncopied;
+	const char **copied;		/* non-weight files copied into OUT */
+	/* the options the plan was built with: tp, target, attn_scales,
+	 * max_file_size, dtype, checksum */
+	struct wshard_options options;
+	size_t nranks;			/* entries of "ranks"; rank r is ranks[r] */
+	struct wshard_manifest_rank *ranks;
+	bool has_archives;		/* an "archives" member, even empty */
+	size_t narchives;
+	struct wshard_manifest_archive *archives;
+};
+
+/*
+ * Reads out_dir's wshard.json and checks its layout: format and version,
+ * tp, checksum algorithm, each rank's files and tensors, the archives.
+ * Returns WSHARD_OK, WSHARD_EINVAL (no manifest, invalid JSON or not a
+ * wshard manifest: the message says which and where), WSHARD_EIO or
+ * WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_manifest_open(struct wshard_manifest **out_m, const char *out_dir,
 				     struct wshard_error *err);
 
-/* Blanks out the "sources" members of the JSON text s (n bytes) in place. */
-void wshard_manifest_strip_sources(char *s, size_t n);
+/*
+ * The manifest as a JSON document (without "sources"), indented by 2,
+ * into a malloc'd *out_text: all of it (rank < 0), or rank's entry,
+ * keeping only the tensors whose name matches the fnmatch pattern filter
+ * (NULL: all).  Returns WSHARD_OK or WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_manifest_json(const struct wshard_manifest *m, int rank,
+				     const char *filter, char **out_text,
+				     struct wshard_error *err);
+
+/* Frees m; accepts NULL. */
+void wshard_manifest_free(struct wshard_manifest *m);
 
 #endif /* WSHARD_H */

@@ -22,6 +22,9 @@
 #include <string.h>
 
 #include "wshard.h"
+#include "dtype.h"
+#include "hash.h"
+#include "safetensors.h"
 
 static void usage(void)
 {

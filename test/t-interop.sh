@@ -33,8 +33,9 @@ if [ -f "$lib" ] &&
 	>"$T/cc.log" 2>&1; then
 	built=$lib
 elif $cc $cflags -o "$tool" "$ROOT/test/st-tool.c" "$ROOT/lib/safetensors.c" \
+	"$ROOT/lib/st_header.c" "$ROOT/lib/st_layout.c" \
 	"$ROOT/lib/dtype.c" "$ROOT/lib/error.c" "$ROOT/lib/hash.c" \
-	"$ROOT/lib/sha256.c" $libs >"$T/cc.log" 2>&1; then
+	"$ROOT/lib/crc64.c" "$ROOT/lib/sha256.c" $libs >"$T/cc.log" 2>&1; then
 	built=sources
 else
 	cat "$T/cc.log"

@@ -8,6 +8,8 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "dtype.h"
+#include "hash.h"
 
 static const struct {
 	enum wshard_dtype dt;

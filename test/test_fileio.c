@@ -16,7 +16,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "fileio.h"
 
 /* ------------------------------------------------------------------ */
 /* Sizes                                                               */

@@ -25,7 +25,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "internal.h"
+#include "fpconv.h"
 
 /* ------------------------------------------------------------------ */
 /* References                                                          */

@@ -12,6 +12,8 @@
 
 #include "sha256.h"
 #include "wshard.h"
+#include "dtype.h"
+#include "hash.h"
 
 /* Hashes len bytes of buf in chunks of chunk bytes (0: all at once). */
 static void digest(enum wshard_checksum algo, const void *buf, size_t len,

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "wshard.h"
+#include "manifest.h"
 
 /* Strips a copy of in; checks length and newlines; returns the copy. */
 static char *strip(const char *in)

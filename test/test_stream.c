@@ -20,6 +20,8 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "catalog.h"
+#include "rules.h"
 #include "stream.h"
 #include "test_util.h"
 

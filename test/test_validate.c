@@ -14,16 +14,26 @@
 
 #include "validate.h"
 #include "validate_sum.h"
+#include "validate_host.h"
 
 #define CHUNK 4096
 #define WHAT "rank 1 tensor 'x'"
 
-static void clear_env(void)
+/* The hooks' inject_validate, as the wshard program sets it from
+ * WSHARD_INJECT_VALIDATE; NULL: off. */
+static void inject(const char *offset)
 {
-	unsetenv("WSHARD_INJECT_VALIDATE");
+	struct wshard_hooks h = { .fault_process = -1, .inject_validate = offset };
+
+	wshard_hooks_set(&h);
 }
 
-TestSuite(validate, .init = clear_env);
+static void clear_hooks(void)
+{
+	wshard_hooks_set(NULL);
+}
+
+TestSuite(validate, .init = clear_hooks);
 
 /* n pseudo-random bytes from seed (xorshift), never all zero. */
 static unsigned char *random_bytes(size_t n, uint64_t seed)
@@ -227,7 +237,7 @@ Test(validate, first_error_wins)
 }
 
 /* ---------------------------------------------------------------- */
-/* WSHARD_INJECT_VALIDATE                                            */
+/* The inject_validate hook (WSHARD_INJECT_VALIDATE)                  */
 /* ---------------------------------------------------------------- */
 
 Test(validate, env_injection)
@@ -235,7 +245,7 @@ Test(validate, env_injection)
 	struct wshard_validator *v;
 	unsigned char *buf = random_bytes(20000, 6);
 
-	setenv("WSHARD_INJECT_VALIDATE", "12345", 1);
+	inject("12345");
 	v = open_mode(WSHARD_VALIDATE_HOST, CHUNK);
 	expect_ok(v, buf, 10000, 0);
 	expect_changed(v, buf, 10000, 40000, 40000 + 2345);
@@ -250,7 +260,7 @@ Test(validate, env_injection_with_auto_fallback)
 	char notice[256];
 	unsigned char *buf = random_bytes(100, 7);
 
-	setenv("WSHARD_INJECT_VALIDATE", "0", 1);
+	inject("0");
 	cr_assert_eq(wshard_validator_open(&v, WSHARD_VALIDATE_AUTO, 0, CHUNK,
 					   notice, sizeof(notice), &err),
 		     WSHARD_OK, "%s", err.msg);
@@ -272,7 +282,7 @@ Test(validate, env_injection_bad_value)
 		struct wshard_error err = { WSHARD_OK, "" };
 		struct wshard_validator *v = (void *)1;
 
-		setenv("WSHARD_INJECT_VALIDATE", bad[i], 1);
+		inject(bad[i]);
 		cr_assert_eq(wshard_validator_open(&v, WSHARD_VALIDATE_HOST, 0,
 						   CHUNK, NULL, 0, &err),
 			     WSHARD_EUSAGE, "value '%s'", bad[i]);
@@ -287,7 +297,7 @@ Test(validate, env_injection_empty_is_off)
 	struct wshard_validator *v;
 	unsigned char *buf = random_bytes(100, 8);
 
-	setenv("WSHARD_INJECT_VALIDATE", "", 1);
+	inject("");
 	v = open_mode(WSHARD_VALIDATE_HOST, CHUNK);
 	expect_ok(v, buf, 100, 0);
 	wshard_validator_close(v);

@@ -30,6 +30,9 @@
 #include <string.h>
 
 #include "wshard.h"
+#include "safetensors.h"
+#include "catalog.h"
+#include "rules.h"
 #include "fuzz_util.h"
 #include "fuzz_plan.h"
 

@@ -17,6 +17,8 @@
 #include <jansson.h>
 
 #include "wshard.h"
+#include "comm.h"
+#include "manifest.h"
 #include "fuzz_util.h"
 
 #define CHECK(cond)                                                          \

@@ -13,6 +13,9 @@
 #include <string.h>
 
 #include "wshard.h"
+#include "dtype.h"
+#include "safetensors.h"
+#include "catalog.h"
 
 #define PCHECK(cond)                                                         \
 	do {                                                                 \

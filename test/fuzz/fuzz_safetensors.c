@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "wshard.h"
+#include "dtype.h"
+#include "safetensors.h"
 
 #define CHECK(cond)                                                          \
 	do {                                                                 \

@@ -1,19 +1,20 @@
 /*
  * validate.h - the GPU round trip that proves written bytes survive a copy
- * to device memory and back, behind one interface with two backends:
+ * to device memory and back: the interface the library calls, which
+ * cuda/ implements with two backends:
  *
- *   cuda (validate_cuda.cu): host -> device from pinned staging memory,
- *       a checksum kernel on the device, device -> host into a second
- *       buffer, then compare bytes and checksums; two streams so that
- *       copies and the kernel of consecutive chunks overlap.
- *   host (validate_host.c): the same steps with ordinary host memory
+ *   cuda (cuda/validate_cuda.cu): host -> device from pinned staging
+ *       memory, a checksum kernel on the device, device -> host into a
+ *       second buffer, then compare bytes and checksums; two streams so
+ *       that copies and the kernel of consecutive chunks overlap.
+ *   host (cuda/validate_host.c): the same steps with ordinary host memory
  *       standing in for the device, so the path is tested without a GPU.
  *
  * Built with CUDA=0 (no nvcc), only the host backend exists and asking
  * for the GPU fails as if no device were present.
  *
  * Like the library, nothing here prints or exits: functions return an
- * enum wshard_err and fill a struct wshard_error.
+ * enum wshard_err and fill a struct wshard_error.  Not part of the API.
  */
 #ifndef WSHARD_VALIDATE_H
 #define WSHARD_VALIDATE_H
@@ -22,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../lib/wshard.h"
+#include "wshard.h"
 
 struct wshard_validator;
 
@@ -80,38 +81,5 @@ enum wshard_err wshard_validator_inject_fault(struct wshard_validator *v,
 
 /* Releases device and pinned memory; accepts NULL. */
 void wshard_validator_close(struct wshard_validator *v);
-
-/*
- * The checksum both backends compute, on the device and on the host: a
- * 64-bit value that any block-parallel reduction can produce.  Defined in
- * validate_sum.h so that host and device share one definition.
- */
-uint64_t wshard_validate_sum(const void *buf, size_t len);
-/*
- * The sum of the word contributions of len bytes whose first word is word
- * number first of a larger buffer, before the length is folded in (what
- * wshard_vsum_partial_at in validate_sum.h returns): on the host's
- * fastest path (AVX-512 where the CPU has it).  Pieces whose lengths, all
- * but the last, are multiples of 8 add up to the whole buffer's.
- */
-uint64_t wshard_validate_sum_at(const void *buf, size_t len, uint64_t first);
-/*
- * Copies len bytes from src to dst (which must not overlap) and returns
- * wshard_validate_sum_at(src, len, first): one pass over the bytes where
- * the CPU has AVX-512, a copy and a sum elsewhere.
- */
-uint64_t wshard_validate_copy_sum_at(void *dst, const void *src, size_t len,
-				     uint64_t first);
-
-/*
- * One host round trip of len bytes (dev and ret: len bytes each, 64-byte
- * aligned, not overlapping src or each other): copies src to dev, dev to
- * ret, and sets *out_want to wshard_validate_sum_at(src, len, first) and
- * *out_got to the same sum of dev.  Where the CPU has AVX-512 the three
- * steps go a vector at a time, with every value really stored and loaded
- * back.  Returns true if ret holds the bytes of src.
- */
-bool wshard_validate_round_trip_at(void *dev, void *ret, const void *src, size_t len,
-				   uint64_t first, uint64_t *out_want, uint64_t *out_got);
 
 #endif /* WSHARD_VALIDATE_H */

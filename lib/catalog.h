@@ -1,0 +1,113 @@
+/*
+ * catalog.h - the checkpoint catalog inside the library: its
+ * files, tensors, config.json, and reading their bytes (catalog.c).  The
+ * API sees struct wshard_catalog as an opaque handle.
+ */
+#ifndef WSHARD_CATALOG_H
+#define WSHARD_CATALOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wshard.h"
+#include "safetensors.h"
+
+/* The config.json fields the rules use; -1 (or NULL) when absent. */
+struct wshard_config {
+	char *architecture;		/* architectures[0] */
+	int64_t hidden_size;
+	int64_t num_attention_heads;
+	int64_t num_key_value_heads;	/* defaults to num_attention_heads */
+	int64_t head_dim;		/* defaults to hidden / heads */
+	int64_t intermediate_size;
+	int64_t vocab_size;
+	int64_t num_experts;		/* num_local_experts or num_experts */
+	int64_t moe_intermediate_size;
+	int64_t shared_expert_intermediate_size;
+	int tie_word_embeddings;		/* 1 true, 0 false, -1 absent */
+	void *json;			/* json_t * of the whole file, or NULL */
+};
+
+struct wshard_src_file {
+	char *name;		/* relative to the checkpoint directory */
+	char *path;		/* as opened (ARCHIVE:NAME inside an archive) */
+	uint64_t size;
+	struct wshard_st *st;
+	long member;		/* index in the archive, -1 for a plain file */
+};
+
+struct wshard_archive;
+
+struct wshard_src_tensor {
+	const char *name;		/* owned by the file's st */
+	uint32_t file;			/* index into catalog files */
+	const struct wshard_st_tensor *info;
+	uint64_t offset;		/* absolute offset of the data in the file */
+	uint64_t nbytes;
+};
+
+struct wshard_catalog {
+	char *path;			/* as given */
+	char *dir;			/* directory holding the files (or the archive) */
+	struct wshard_archive *archive;	/* NULL unless SRC is an archive */
+	struct wshard_hf_ref *hf;	/* NULL unless SRC is a repo id (then path
+					 * is the repo id, dir its snapshot) */
+	bool has_config;
+	struct wshard_config config;
+	size_t nfiles;
+	struct wshard_src_file *files;	/* by name; archive order in an archive */
+	size_t ntensors;
+	struct wshard_src_tensor *tensors;	/* sorted by name */
+	uint64_t tensor_bytes;		/* sum of all tensor data bytes */
+	size_t nignored;
+	char **ignored;		/* .safetensors files the index does not use */
+	size_t nextra;
+	char **extra;		/* non-weight files to copy, sorted */
+};
+
+/*
+ * Reads len bytes at offset off (as in struct wshard_src_tensor) of source
+ * file file.  Plain files and uncompressed tars: any order.  A compressed
+ * archive is read front to back: offsets must not go back.  Returns
+ * WSHARD_OK, WSHARD_EIO or WSHARD_EINVAL.
+ */
+enum wshard_err wshard_catalog_read(const struct wshard_catalog *cat, uint32_t file,
+				    uint64_t off, void *buf, size_t len,
+				    struct wshard_error *err);
+
+/* False when the source can only be read front to back (compressed archive). */
+bool wshard_catalog_seekable(const struct wshard_catalog *cat);
+
+/* Reads the checkpoint's small file name (config.json) whole, NUL-terminated. */
+enum wshard_err wshard_catalog_slurp(const struct wshard_catalog *cat, const char *name,
+				     char **out_buf, size_t *out_len,
+				     struct wshard_error *err);
+
+/* Copies non-weight file extra[i] to dst, atomically (flags: WSHARD_FILE_*).
+ * Returns WSHARD_OK, WSHARD_EIO... */
+enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,
+					  const char *dst, unsigned flags,
+					  struct wshard_error *err);
+
+/* The tensor called name, or NULL. */
+const struct wshard_src_tensor *wshard_catalog_find(
+	const struct wshard_catalog *cat, const char *name);
+
+/* Index of the tensor called name, or -1. */
+long wshard_catalog_index(const struct wshard_catalog *cat, const char *name);
+
+/*
+ * catalog_read.c: a small file of the checkpoint (dir/NAME), from the
+ * directory or from the archive, whole and NUL-terminated.  Returns
+ * WSHARD_OK, WSHARD_EINVAL (no such entry, too large), WSHARD_EIO or
+ * WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_read_small(const struct wshard_catalog *cat, const char *path,
+				   char **out, size_t *len, struct wshard_error *err);
+
+/* catalog_read.c: reads config.json at path into cat->config.  Returns
+ * WSHARD_OK, WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM. */
+enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
+				    struct wshard_error *err);
+
+#endif /* WSHARD_CATALOG_H */

@@ -1,0 +1,203 @@
+/*
+ * convert.h - the state of one wshard_convert, shared by the files that
+ * carry it out: exec.c (the driver and the rank files), seal.c
+ * (validators, checksums, commits), extras.c (non-weight files),
+ * archive_out.c (rank archives) and manifest.c (wshard.json).
+ * Not part of the API.
+ */
+#ifndef WSHARD_CONVERT_H
+#define WSHARD_CONVERT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wshard.h"
+#include "hash.h"
+#include "fileio.h"
+#include "manifest.h"
+#include "stream.h"
+
+struct wshard_validator;
+
+struct rank_out {
+	struct wshard_file **files;	/* per part; NULL once committed */
+	uint64_t *left;			/* per tensor: bytes not yet written */
+	/*
+	 * Per tensor, with a composable checksum: the XOR of what each
+	 * written piece adds to the tensor's raw CRC (see write_put).
+	 */
+	uint64_t *crc;
+	/*
+	 * One writer at a time: two stream threads writing into one file
+	 * contend for its inode lock, which the kernel waits for by
+	 * spinning; waiting here sleeps.
+	 */
+	pthread_mutex_t write_lock;
+	struct manifest_rank_ck ck;
+	bool archived;			/* OUT/rank-R.tar* renamed into place */
+	uint64_t archive_size;
+	char archive_ck[WSHARD_DIGEST_HEX];
+};
+
+struct convert {
+	const struct wshard_plan *plan;
+	struct wshard_comm *comm;
+	struct wshard_run *run;
+	int proc, nprocs;
+	struct rank_out *ranks;		/* tp entries, used for owned ranks */
+	struct wshard_validator *v;	/* NULL with --validate off */
+	/* the validator of each stream thread: vs[0] is v, the others opened
+	 * by their thread on its first write */
+	struct wshard_validator *vs[STREAM_SLOTS];
+	/* what each stream thread's validator names in its messages, and
+	 * for which (rank, tensor): formatted when it changes */
+	struct {
+		char text[WSHARD_ERRMAX / 2];
+		int rank;
+		size_t tensor;
+	} what[STREAM_SLOTS];
+	size_t block;			/* bytes validated and written at a time */
+	bool hot;			/* checksums computed as written */
+	bool no_checksums;		/* the benchmark's baseline: none at all */
+	size_t ncopied;			/* non-weight files copied (process 0) */
+	uint64_t sealed, seal_total;	/* tensor bytes sealed, of all */
+	/*
+	 * Sealing runs beside the stream: a sealing thread waits for each
+	 * tensor of its part to be complete (left 0), in file order.
+	 */
+	pthread_mutex_t seal_lock;
+	pthread_cond_t seal_cond;	/* a tensor completed, or the stream ended */
+	bool stream_over, stream_ok;	/* under seal_lock (stream_over also atomic) */
+	int lock_fd;
+};
+
+/* How every output file is written: synced before its rename, or not. */
+static inline unsigned convert_file_flags(const struct convert *cv)
+{
+	return cv->run->no_sync ? WSHARD_FILE_NOSYNC : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* seal.c: validators, checksums of the parts, commits                 */
+/* ------------------------------------------------------------------ */
+
+/* Sealing threads per process, at most. */
+#define SEAL_THREADS_MAX 8
+
+/*
+ * The parts of this process's ranks, sealed by a few threads that run
+ * beside the stream.  Jobs are ordered part by part across the ranks
+ * (part 0 of every rank, then part 1, ...), so that the threads follow
+ * the stream through all ranks at once.
+ */
+struct seal_jobs {
+	struct convert *cv;
+	pthread_mutex_t lock;
+	size_t next, njobs;
+	int *rank;
+	size_t *part;
+	struct wshard_error err;
+	double cpu_seconds;		/* CPU time of the threads, summed */
+	pthread_t tid[SEAL_THREADS_MAX];
+	size_t nthreads;
+	bool reporter_taken;
+};
+
+/*
+ * The validators' chunk (their staging buffers) and the writes' block,
+ * smaller with a small --max-memory.
+ */
+size_t seal_chunk(const struct wshard_plan *plan);
+
+/* Opens the validator of run->validate (before any byte is written, so
+ * that --validate gpu fails fast).  Returns WSHARD_OK or its error. */
+enum wshard_err seal_open_validator(struct convert *cv, struct wshard_error *err);
+
+/* The validator of stream thread slot (NULL with --validate off), opened
+ * on its first use.  Returns WSHARD_OK or the validator's error. */
+enum wshard_err seal_slot_validator(struct convert *cv, unsigned slot,
+				    struct wshard_validator **out_v,
+				    struct wshard_error *err);
+
+/*
+ * Round-trips n bytes of a tensor at offset off through the validator v
+ * (none with --validate off) and adds their CRC to *raw.  Returns
+ * WSHARD_OK or the validator's error.
+ */
+enum wshard_err seal_check_block(struct convert *cv, struct wshard_validator *v,
+				 unsigned slot, const char *p, size_t n, uint64_t off,
+				 uint64_t *raw, struct wshard_error *err);
+
+/* Wakes the sealing threads: a tensor is complete. */
+void seal_tensor_done(struct convert *cv);
+
+/*
+ * Starts the sealing threads; they wait for the stream's tensors.  j must
+ * be zeroed, and seal_finish called afterwards whatever this returns.
+ * Returns WSHARD_OK or WSHARD_ENOMEM.
+ */
+enum wshard_err seal_start(struct convert *cv, struct seal_jobs *j,
+			   struct wshard_error *err);
+
+/*
+ * Tells the sealing threads that the stream is over (stream_ok: it
+ * succeeded), waits for them, closes the validators and frees the jobs.
+ * Their error, if any, goes to err unless err already holds one.
+ * Returns err's code.
+ */
+enum wshard_err seal_finish(struct convert *cv, struct seal_jobs *j, bool stream_ok,
+			    struct wshard_error *err);
+
+/* ------------------------------------------------------------------ */
+/* extras.c: the non-weight files (process 0)                          */
+/* ------------------------------------------------------------------ */
+
+/* Copies the source's non-weight files into OUT, config.json edited for
+ * --dtype.  Returns WSHARD_OK, WSHARD_EIO, WSHARD_EINVAL or WSHARD_ENOMEM. */
+enum wshard_err extras_copy(struct convert *cv, struct wshard_error *err);
+
+/* On failure: removes the non-weight files this run copied. */
+void extras_discard(struct convert *cv);
+
+/* --archive-only: removes the copied files, now in every archive, and
+ * syncs OUT.  Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM. */
+enum wshard_err extras_remove(struct convert *cv, struct wshard_error *err);
+
+/* ------------------------------------------------------------------ */
+/* archive_out.c: rank archives (--archive)                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Process 0 broadcasts the manifest (without "archives"), every process
+ * packs its ranks, and process 0 gathers their names, sizes and checksums
+ * into mp->doc.  Every process returns the same result.
+ */
+enum wshard_err archive_ranks(struct convert *cv, struct manifest_parts *mp,
+			      struct wshard_error *err);
+
+/* On failure: removes rank r's archive if this run renamed it in place. */
+void archive_discard(struct convert *cv, int r);
+
+/* ------------------------------------------------------------------ */
+/* manifest.c: wshard.json                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Gathers every process's rank entries (printed, a rank at a time) to
+ * process 0, into mp->text[r].  Every process returns the same result.
+ */
+enum wshard_err manifest_gather(struct convert *cv, struct manifest_parts *mp,
+				struct wshard_error *err);
+
+/* Process 0: the rest of the manifest, without "archives", into mp->doc. */
+enum wshard_err manifest_build_doc(struct convert *cv, struct manifest_parts *mp,
+				   struct wshard_error *err);
+
+/* Process 0: prints mp into OUT/wshard.json, straight into the file.
+ * Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM. */
+enum wshard_err manifest_write(struct convert *cv, const struct manifest_parts *mp,
+			       struct wshard_error *err);
+
+#endif /* WSHARD_CONVERT_H */

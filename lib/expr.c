@@ -1,0 +1,178 @@
+/*
+ * expr.c - the evaluator of rule files' shape expressions: a recursive
+ * descent over sums of products of atoms (integers, config.json keys,
+ * parenthesised sums), with every overflow flagged.  Keys that
+ * catalog.c normalises (num_key_value_heads, head_dim, num_experts) are
+ * taken from there, so a config that leaves them implicit still works.
+ */
+#include <ctype.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "catalog.h"
+#include "expr.h"
+
+struct expr {
+	const char *s;
+	const struct wshard_config *cfg;
+	const char *missing;		/* first unknown name */
+	size_t missing_len;
+	int depth;			/* parentheses open */
+	bool bad;
+};
+
+static int64_t expr_sum(struct expr *x);
+
+static int64_t config_value(struct expr *x, const char *name, size_t len)
+{
+	const struct wshard_config *c = x->cfg;
+	static const struct { const char *name; size_t off; } normalized[] = {
+		{ "num_key_value_heads", offsetof(struct wshard_config, num_key_value_heads) },
+		{ "head_dim", offsetof(struct wshard_config, head_dim) },
+		{ "num_experts", offsetof(struct wshard_config, num_experts) },
+	};
+	char key[128];
+	json_t *v;
+	size_t i;
+
+	for (i = 0; i < sizeof(normalized) / sizeof(normalized[0]); i++) {
+		if (strlen(normalized[i].name) == len &&
+		    strncmp(normalized[i].name, name, len) == 0) {
+			int64_t val = *(const int64_t *)((const char *)c + normalized[i].off);
+
+			if (val > 0)
+				return val;
+		}
+	}
+	if (len >= sizeof(key))
+		len = sizeof(key) - 1;
+	memcpy(key, name, len);
+	key[len] = '\0';
+	v = c->json ? json_object_get(c->json, key) : NULL;
+	if (json_is_integer(v))
+		return (int64_t)json_integer_value(v);
+	if (!x->missing) {
+		x->missing = name;
+		x->missing_len = len;
+	}
+	return 0;
+}
+
+static int64_t expr_atom(struct expr *x)
+{
+	const char *start;
+	int64_t v = 0;
+
+	while (*x->s == ' ')
+		x->s++;
+	if (*x->s == '(') {
+		if (++x->depth > 32) {
+			x->bad = true;
+			return 0;
+		}
+		x->s++;
+		v = expr_sum(x);
+		x->depth--;
+		while (*x->s == ' ')
+			x->s++;
+		if (*x->s == ')')
+			x->s++;
+		else
+			x->bad = true;
+		return v;
+	}
+	start = x->s;
+	if (isdigit((unsigned char)*x->s)) {
+		while (isdigit((unsigned char)*x->s)) {
+			if (v > INT64_MAX / 100)
+				x->bad = true;
+			else
+				v = v * 10 + (*x->s - '0');
+			x->s++;
+		}
+		return v;
+	}
+	while (isalnum((unsigned char)*x->s) || *x->s == '_')
+		x->s++;
+	if (x->s == start) {
+		x->bad = true;
+		return 0;
+	}
+	return config_value(x, start, (size_t)(x->s - start));
+}
+
+static int64_t expr_product(struct expr *x)
+{
+	int64_t v = expr_atom(x);
+
+	for (;;) {
+		while (*x->s == ' ')
+			x->s++;
+		if (*x->s == '*') {
+			x->s++;
+			if (__builtin_mul_overflow(v, expr_atom(x), &v))
+				x->bad = true;
+		} else if (*x->s == '/') {
+			int64_t d;
+
+			x->s++;
+			d = expr_atom(x);
+			v = d && !(v == INT64_MIN && d == -1) ? v / d : 0;
+		} else {
+			return v;
+		}
+	}
+}
+
+static int64_t expr_sum(struct expr *x)
+{
+	int64_t v = expr_product(x);
+
+	for (;;) {
+		while (*x->s == ' ')
+			x->s++;
+		if (*x->s == '+') {
+			x->s++;
+			if (__builtin_add_overflow(v, expr_product(x), &v))
+				x->bad = true;
+		} else if (*x->s == '-') {
+			x->s++;
+			if (__builtin_sub_overflow(v, expr_product(x), &v))
+				x->bad = true;
+		} else {
+			return v;
+		}
+	}
+}
+
+enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
+			      const char *tensor, int64_t *out,
+			      struct wshard_error *err)
+{
+	struct expr x = { .s = s, .cfg = cfg };
+
+	*out = expr_sum(&x);
+	if (x.bad || *x.s)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"rule for '%s': malformed shape expression \"%s\"",
+					tensor, s);
+	if (x.missing)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"config.json has no integer '%.*s', needed to check '%s'",
+					(int)x.missing_len, x.missing, tensor);
+	return WSHARD_OK;
+}
+
+bool expr_is_bare_key(const char *s)
+{
+	if (!s || !*s || isdigit((unsigned char)*s))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return false;
+	return true;
+}

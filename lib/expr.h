@@ -1,0 +1,28 @@
+/*
+ * expr.h - integer expressions over config.json, as rule files write
+ * shapes: "(num_attention_heads+2*num_key_value_heads)*head_dim".  Not
+ * part of the API.
+ */
+#ifndef WSHARD_EXPR_H
+#define WSHARD_EXPR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wshard.h"
+#include "catalog.h"
+
+/*
+ * Evaluates the expression s (integers, config.json keys, + - * /,
+ * parentheses) against cfg, for a rule of tensor (named in messages).
+ * Returns WSHARD_OK and *out, or WSHARD_EINVAL (malformed, or a key that
+ * config.json lacks).
+ */
+enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
+			      const char *tensor, int64_t *out,
+			      struct wshard_error *err);
+
+/* True when s is one bare config key (for messages that name it). */
+bool expr_is_bare_key(const char *s);
+
+#endif /* WSHARD_EXPR_H */

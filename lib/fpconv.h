@@ -1,0 +1,24 @@
+/*
+ * fpconv.h - the --dtype conversions among F32, F16 and BF16
+ * (fpconv.c).  Not part of the API.
+ */
+#ifndef WSHARD_FPCONV_H
+#define WSHARD_FPCONV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wshard.h"
+
+/* IEEE conversions, round to nearest even, NaN kept NaN (fpconv.c). */
+uint16_t wshard_f32_to_bf16(uint32_t f);
+uint16_t wshard_f32_to_f16(uint32_t f);
+uint32_t wshard_f16_to_f32(uint16_t h);
+/* True for the dtypes --dtype converts among: F32, F16, BF16. */
+bool wshard_dtype_is_convertible(enum wshard_dtype dt);
+/* Converts n little-endian elements of from at src into to at dst. */
+void wshard_convert_floats(enum wshard_dtype from, enum wshard_dtype to,
+			   const void *src, void *dst, size_t n);
+
+#endif /* WSHARD_FPCONV_H */

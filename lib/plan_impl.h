@@ -1,0 +1,105 @@
+/*
+ * plan_impl.h - what the files of the planner share: plan.c (pieces,
+ * groups, layout, wshard_plan_build), plan_match.c (source tensors to
+ * rules) and plan_split.c (how one item is cut for every rank).  Not part
+ * of the API.
+ */
+#ifndef WSHARD_PLAN_IMPL_H
+#define WSHARD_PLAN_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wshard.h"
+#include "safetensors.h"
+#include "rules.h"
+
+/* A source tensor matched by a rule: one member of an output group. */
+struct member {
+	char *out;			/* output name */
+	uint32_t src;			/* catalog index */
+	const struct rules_rule *rule;
+	struct rules_capture cap;
+};
+
+/* Per-rank output being assembled for one group. */
+struct group_out {
+	struct wshard_out_tensor *ranks;	/* tp of them */
+	int ndim;
+	uint64_t shape[WSHARD_MAX_DIMS];	/* per item, before stacking */
+	bool have_shape;
+};
+
+static inline const struct wshard_st_tensor *src_info(const struct wshard_plan *plan,
+						      uint32_t src)
+{
+	return plan->cat->tensors[src].info;
+}
+
+static inline const char *src_name(const struct wshard_plan *plan, uint32_t src)
+{
+	return plan->cat->tensors[src].name;
+}
+
+static inline uint64_t src_rows(const struct wshard_st_tensor *t)
+{
+	return wshard_matrix_rows(t);
+}
+
+static inline uint64_t src_row_bytes(const struct wshard_st_tensor *t)
+{
+	uint64_t rows = src_rows(t);
+
+	return rows ? (t->end - t->begin) / rows : 0;
+}
+
+/*
+ * Sorts every rank's tensors into their file order, cuts them into parts
+ * and lays out each part's header.  Returns WSHARD_OK, WSHARD_EINVAL (two
+ * rules produce one output) or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_layout(struct wshard_plan *plan, struct wshard_error *err);
+
+/* Appends piece p to t at its end.  Returns WSHARD_OK or WSHARD_ENOMEM. */
+enum wshard_err plan_push_piece(struct wshard_out_tensor *t,
+				const struct wshard_piece *p,
+				struct wshard_error *err);
+
+/* Appends rows [row0, row0 + nrows) of src, whole rows.  Returns as
+ * plan_push_piece. */
+enum wshard_err plan_push_rows(const struct wshard_plan *plan,
+			       struct wshard_out_tensor *t, uint32_t src,
+			       uint64_t row0, uint64_t nrows,
+			       struct wshard_error *err);
+
+/* Appends len zero bytes.  Returns as plan_push_piece. */
+enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
+				struct wshard_error *err);
+
+/* plan_match.c: layers the checkpoint should have: config.json's
+ * num_hidden_layers, else the highest seen + 1. */
+long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules);
+
+/*
+ * plan_match.c: every source tensor matched to its rule, checked
+ * (uncovered tensors, required ones missing, shapes against config.json)
+ * and sorted by output name into *out_members (*out_n of them, each
+ * out malloc'd).  Returns WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_match_sources(struct wshard_plan *plan,
+				   const struct wshard_rules *rules,
+				   struct member **out_members, size_t *out_n,
+				   struct wshard_error *err);
+
+/*
+ * plan_split.c: one item of group g from the n members m[] that produce
+ * it (the parts of a fused operator, or one source), appended to every
+ * rank's tensor.  Returns WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_build_item(const struct wshard_plan *plan,
+				const struct wshard_rules *rules,
+				struct group_out *g, const struct member *m,
+				size_t n, struct wshard_error *err);
+
+#endif /* WSHARD_PLAN_IMPL_H */

@@ -1,0 +1,227 @@
+/*
+ * plan_layout.c - where each output tensor goes: the order of a rank's
+ * tensors (a function of the plan alone), their cut into parts of at most
+ * --max-file-size, and each part's safetensors header and data offsets.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wshard.h"
+#include "safetensors.h"
+#include "catalog.h"
+#include "plan_impl.h"
+
+static int cmp_out(const void *a, const void *b)
+{
+	const struct wshard_out_tensor *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * The order of the output data is a function of the plan alone, never of
+ * the order in which the source is read: catalog files are indexed in
+ * archive order for an archive (a compressed one is read front to back),
+ * and `tar -cf` stores members in readdir order.  Source positions are
+ * therefore compared by file name, then offset within that file.
+ */
+struct done_order {
+	const struct wshard_catalog *cat;
+	uint32_t *file_rank;		/* per catalog file: its place by name */
+};
+
+static int cmp_file_name(const void *a, const void *b, void *ctx)
+{
+	const struct wshard_catalog *cat = ctx;
+
+	return strcmp(cat->files[*(const uint32_t *)a].name,
+		      cat->files[*(const uint32_t *)b].name);
+}
+
+/* Fills o->file_rank.  Returns WSHARD_OK or WSHARD_ENOMEM. */
+static enum wshard_err done_order_init(struct done_order *o,
+				       const struct wshard_catalog *cat,
+				       struct wshard_error *err)
+{
+	uint32_t *by_name;
+	size_t i;
+
+	o->cat = cat;
+	o->file_rank = calloc(cat->nfiles + 1, sizeof(*o->file_rank));
+	by_name = calloc(cat->nfiles + 1, sizeof(*by_name));
+	if (!o->file_rank || !by_name) {
+		free(by_name);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < cat->nfiles; i++)
+		by_name[i] = (uint32_t)i;
+	qsort_r(by_name, cat->nfiles, sizeof(*by_name), cmp_file_name, (void *)cat);
+	for (i = 0; i < cat->nfiles; i++)
+		o->file_rank[by_name[i]] = (uint32_t)i;
+	free(by_name);
+	return WSHARD_OK;
+}
+
+/*
+ * Where a name-ordered read of the source completes an output tensor:
+ * the (file by name, offset in file) of the last source tensor it copies
+ * from.  A tensor with no source bytes (constants) comes first.
+ */
+static void done_at(const struct done_order *o, const struct wshard_out_tensor *t,
+		    uint64_t *file, uint64_t *off)
+{
+	size_t k;
+
+	*file = *off = 0;
+	for (k = 0; k < t->npieces; k++) {
+		const struct wshard_piece *p = &t->pieces[k];
+		const struct wshard_src_tensor *s;
+		uint64_t f, b;
+
+		if (p->kind != WSHARD_PIECE_COPY)
+			continue;
+		s = &o->cat->tensors[p->src];
+		f = o->file_rank[s->file];
+		b = s->info->begin + 1;
+		if (f > *file || (f == *file && b > *off)) {
+			*file = f;
+			*off = b;
+		}
+	}
+}
+
+/* Output order in a part: as a name-ordered read completes them, then by name. */
+static int cmp_done(const void *a, const void *b, void *ctx)
+{
+	const struct wshard_out_tensor *x = a, *y = b;
+	uint64_t xf, xo, yf, yo;
+
+	done_at(ctx, x, &xf, &xo);
+	done_at(ctx, y, &yf, &yo);
+	if (xf != yf)
+		return xf < yf ? -1 : 1;
+	if (xo != yo)
+		return xo < yo ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * Lays out tensors [first, last) of rp as its next part: each one's
+ * header entry and data offsets, and the file's name, header and size.
+ * st holds a scratch entry per tensor.
+ */
+static enum wshard_err layout_part(struct wshard_rank_plan *rp, size_t first, size_t last,
+				   struct wshard_st_tensor *st, struct wshard_error *err)
+{
+	struct wshard_out_file *f = &rp->files[rp->nfiles];
+	uint64_t data_len;
+	size_t k;
+	char name[96];
+	enum wshard_err rc;
+
+	for (k = first; k < last; k++) {
+		st[k].name = rp->tensors[k].name;
+		st[k].dtype = rp->tensors[k].dtype;
+		st[k].ndim = rp->tensors[k].ndim;
+		memcpy(st[k].shape, rp->tensors[k].shape, sizeof(st[k].shape));
+	}
+	rc = wshard_st_layout(st + first, last - first, NULL, 0, &f->header,
+			      &f->header_len, &data_len, err);
+	if (rc)
+		return rc;
+	for (k = first; k < last; k++) {
+		rp->tensors[k].part = (uint32_t)rp->nfiles;
+		rp->tensors[k].begin = st[k].begin;
+		rp->tensors[k].end = st[k].end;
+		if (st[k].end - st[k].begin != rp->tensors[k].nbytes)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"internal: output '%s' plans %llu bytes, its shape holds %llu",
+						rp->tensors[k].name,
+						(unsigned long long)rp->tensors[k].nbytes,
+						(unsigned long long)(st[k].end - st[k].begin));
+	}
+	snprintf(name, sizeof(name), "model-rank-%d-part-%zu.safetensors", rp->rank, rp->nfiles);
+	f->name = strdup(name);
+	if (!f->name)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	f->size = f->header_len + data_len;
+	f->first = first;
+	f->count = last - first;
+	rp->nfiles++;
+	return WSHARD_OK;
+}
+
+/* Sorts a rank's tensors, cuts them into parts and lays out each file. */
+static enum wshard_err layout_rank(struct wshard_plan *plan,
+				   const struct done_order *order,
+				   struct wshard_rank_plan *rp,
+				   struct wshard_error *err)
+{
+	struct wshard_st_tensor *st = NULL;
+	size_t i, first = 0;
+	uint64_t part_bytes = 0;
+	enum wshard_err rc = WSHARD_OK;
+
+	qsort(rp->tensors, rp->ntensors, sizeof(*rp->tensors), cmp_out);
+	for (i = 1; i < rp->ntensors; i++)
+		if (strcmp(rp->tensors[i - 1].name, rp->tensors[i].name) == 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"two rules produce output '%s'", rp->tensors[i].name);
+	/*
+	 * The data follows the order in which a read of the source files by
+	 * name completes the tensors (the stream's order, but for an archive
+	 * whose members are not sorted), so that each part can be hashed and
+	 * validated a little behind the writing, while its bytes are still
+	 * in cache (seal.c); the header lists them in the same order.
+	 */
+	qsort_r(rp->tensors, rp->ntensors, sizeof(*rp->tensors), cmp_done,
+		(void *)order);
+	rp->files = calloc(rp->ntensors + 1, sizeof(*rp->files));
+	st = calloc(rp->ntensors + 1, sizeof(*st));
+	if (!rp->files || !st) {
+		free(st);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	for (i = 0; i <= rp->ntensors && !rc; i++) {
+		struct wshard_out_tensor *t = i < rp->ntensors ? &rp->tensors[i] : NULL;
+		bool cut = !t || (i > first && part_bytes + t->nbytes > plan->opt.max_file_size);
+
+		if (cut && i > first) {
+			rc = layout_part(rp, first, i, st, err);
+			first = i;
+			part_bytes = 0;
+		}
+		if (t) {
+			part_bytes += t->nbytes;
+			rp->bytes += t->nbytes;
+		}
+	}
+	free(st);
+	return rc;
+}
+
+void wshard_options_init(struct wshard_options *opt)
+{
+	memset(opt, 0, sizeof(*opt));
+	opt->tp = 1;
+	opt->target = "vllm";
+	opt->attn_scales = true;
+	opt->max_file_size = 5ULL << 30;
+	opt->max_memory = 64ULL << 20;
+	opt->checksum = WSHARD_CK_CRC64;
+}
+
+enum wshard_err plan_layout(struct wshard_plan *plan, struct wshard_error *err)
+{
+	struct done_order order = { 0 };
+	enum wshard_err rc;
+	int r;
+
+	rc = done_order_init(&order, plan->cat, err);
+	for (r = 0; r < plan->tp && !rc; r++)
+		rc = layout_rank(plan, &order, &plan->ranks[r], err);
+	free(order.file_rank);
+	return rc;
+}

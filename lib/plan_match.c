@@ -1,0 +1,298 @@
+/*
+ * plan_match.c - every source tensor matched to the rule that consumes
+ * it, and the checks that need the whole match: no tensor left
+ * uncovered, no required tensor missing, every shape as config.json says.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "util.h"
+#include "safetensors.h"
+#include "catalog.h"
+#include "rules.h"
+#include "expr.h"
+#include "plan_impl.h"
+
+#define MAX_LISTED 20
+
+static bool is_tied(const struct wshard_rules *rules, const struct wshard_config *cfg)
+{
+	if (!rules->tie_source)
+		return false;
+	if (rules->tie_always)
+		return true;
+	if (cfg->tie_word_embeddings >= 0)
+		return cfg->tie_word_embeddings == 1;
+	return rules->tie_default;
+}
+
+static bool in_list(char *const *list, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(list[i], s) == 0)
+			return true;
+	return false;
+}
+
+static int cmp_member(const void *a, const void *b)
+{
+	const struct member *x = a, *y = b;
+	int c = strcmp(x->out, y->out);
+
+	if (c)
+		return c;
+	if (x->cap.e != y->cap.e)
+		return x->cap.e < y->cap.e ? -1 : 1;
+	if (x->rule->part != y->rule->part)
+		return x->rule->part < y->rule->part ? -1 : 1;
+	return x->src < y->src ? -1 : (x->src > y->src);
+}
+
+static enum wshard_err check_shape(const struct wshard_plan *plan,
+				   const struct member *m, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	const struct rules_rule *r = m->rule;
+	uint64_t want[WSHARD_MAX_DIMS];
+	char have_s[160], want_s[160], expr_s[300];
+	size_t o = 0;
+	int i;
+	enum wshard_err rc;
+
+	if (r->nshape < 0)
+		return WSHARD_OK;
+	if (!plan->cat->has_config)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s' has no config.json to check shapes against",
+					plan->cat->path);
+	for (i = 0; i < r->nshape; i++) {
+		int64_t v;
+
+		rc = expr_eval_dim(&plan->cat->config, r->shape[i], m->rule->match, &v, err);
+		if (rc)
+			return rc;
+		want[i] = (uint64_t)v;
+		o += (size_t)snprintf(expr_s + o, sizeof(expr_s) - WSHARD_MIN(o, sizeof(expr_s)),
+				      "%s%s", i ? ", " : "", r->shape[i]);
+	}
+	if (r->nshape == t->ndim && memcmp(want, t->shape, sizeof(uint64_t) * (size_t)t->ndim) == 0)
+		return WSHARD_OK;
+	wshard_format_shape(have_s, sizeof(have_s), t->shape, t->ndim);
+	wshard_format_shape(want_s, sizeof(want_s), want, r->nshape);
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"tensor '%s' has shape %s but config.json gives [%s] = %s",
+				t->name, have_s, expr_s, want_s);
+}
+
+static enum wshard_err report_uncovered(const struct wshard_plan *plan,
+					const uint32_t *list, size_t n,
+					struct wshard_error *err)
+{
+	char buf[WSHARD_ERRMAX - 128];
+	size_t o = 0, i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && i < MAX_LISTED; i++) {
+		const char *name = src_name(plan, list[i]);
+
+		if (o + strlen(name) + 8 >= sizeof(buf))
+			break;
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s'%s'", i ? ", " : "", name);
+	}
+	if (i < n)
+		snprintf(buf + o, sizeof(buf) - o, " and %zu more", n - i);
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"%zu tensor%s of '%s' %s not covered by rules '%s': %s",
+				n, n == 1 ? "" : "s", plan->cat->path, n == 1 ? "is" : "are",
+				plan->rules_name, buf);
+}
+
+/*
+ * Every rule that is not optional must match a source tensor, once per
+ * layer when its pattern has {n} (layers 0 .. num_hidden_layers - 1, or up
+ * to the highest layer seen): an engine refuses a checkpoint with a tensor
+ * missing, so wshard refuses to write one.  When embeddings are tied the
+ * dropped names (lm_head) are not required.
+ */
+static enum wshard_err check_required(struct wshard_plan *plan,
+				      const struct wshard_rules *rules,
+				      const bool *seen, long nlayers, bool tied,
+				      struct wshard_error *err)
+{
+	size_t j;
+	long n;
+
+	for (j = 0; j < rules->nrules; j++) {
+		const struct rules_rule *r = &rules->rules[j];
+		bool per_layer = strstr(r->match, "{n}") != NULL;
+
+		if (r->optional || r->kind == RULE_SKIP ||
+		    (tied && in_list(rules->tie_drop, rules->ntie_drop, r->match)))
+			continue;
+		/* an {e} rule needs some expert in every layer (the stacking
+		 * then checks that all of them are there) */
+		for (n = 0; n < (per_layer ? nlayers : 1); n++) {
+			struct rules_capture cap = { .n = n, .e = 0 };
+			char *want;
+
+			if (seen[j * (size_t)(nlayers + 1) + (size_t)n])
+				continue;
+			want = rules_expand(r->match, &cap);
+			if (!want)
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			wshard_error_set(err, WSHARD_EINVAL,
+					 "tensor '%s' is missing from '%s' (rules '%s' require it%s)",
+					 want, plan->cat->path, plan->rules_name,
+					 per_layer ? " in every layer" : "");
+			free(want);
+			return WSHARD_EINVAL;
+		}
+	}
+	return WSHARD_OK;
+}
+
+/* Layers the checkpoint should have: config.json, else the highest seen + 1. */
+long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules)
+{
+	json_t *v = plan->cat->config.json ? json_object_get(plan->cat->config.json,
+							      "num_hidden_layers") : NULL;
+	struct rules_capture cap;
+	long maxn = -1;
+	size_t i, j;
+
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 100000)
+		return (long)json_integer_value(v);
+	for (i = 0; i < plan->cat->ntensors; i++)
+		for (j = 0; j < rules->nrules; j++)
+			if (rules_match(rules->rules[j].match, plan->cat->tensors[i].name, &cap)) {
+				if (cap.n > maxn && cap.n < 100000)
+					maxn = cap.n;
+				break;
+			}
+	return maxn + 1;
+}
+
+/* Matching state: what each rule has matched, per layer. */
+struct matching {
+	const struct wshard_rules *rules;
+	bool tied;
+	long nlayers;
+	bool *seen;		/* rule j, layer n: seen[j * (nlayers + 1) + n] */
+};
+
+/*
+ * Matches source tensor i to its rule into *m (*out_matched false when
+ * no rule covers it).  Returns WSHARD_OK, WSHARD_EINVAL (a layer past
+ * num_hidden_layers) or WSHARD_ENOMEM.
+ */
+static enum wshard_err match_one(const struct wshard_plan *plan, struct matching *mt,
+				 size_t i, struct member *m, bool *out_matched,
+				 struct wshard_error *err)
+{
+	const struct wshard_rules *rules = mt->rules;
+	const char *name = plan->cat->tensors[i].name;
+	long nlayers = mt->nlayers;
+	size_t j;
+
+	*out_matched = false;
+	for (j = 0; j < rules->nrules; j++)
+		if (rules_match(rules->rules[j].match, name, &m->cap))
+			break;
+	if (j == rules->nrules)
+		return WSHARD_OK;
+	*out_matched = true;
+	m->rule = &rules->rules[j];
+	m->src = (uint32_t)i;
+	if (m->cap.n >= nlayers)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s' is for layer %ld, but '%s' has %ld layer%s (num_hidden_layers)",
+					name, m->cap.n, plan->cat->path, nlayers,
+					nlayers == 1 ? "" : "s");
+	mt->seen[j * (size_t)(nlayers + 1) + (size_t)(m->cap.n < 0 ? 0 : m->cap.n)] = true;
+	if (m->rule->kind == RULE_SKIP)
+		return WSHARD_OK;
+	if (mt->tied && strcmp(name, rules->tie_source) == 0)
+		m->out = strdup(rules->tie_output);
+	else
+		m->out = rules_expand(m->rule->output, &m->cap);
+	if (!m->out)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
+/* The checks of a whole match: none uncovered, none missing, shapes. */
+static enum wshard_err check_match(struct wshard_plan *plan, const struct matching *mt,
+				   const struct member *members, size_t n,
+				   const uint32_t *uncovered, size_t nun,
+				   struct wshard_error *err)
+{
+	enum wshard_err rc;
+	size_t i;
+
+	if (nun)
+		return report_uncovered(plan, uncovered, nun, err);
+	if (n == 0)
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s' has no tensors to convert",
+					plan->cat->path);
+	rc = check_required(plan, mt->rules, mt->seen, mt->nlayers, mt->tied, err);
+	for (i = 0; i < n && !rc; i++)
+		rc = check_shape(plan, &members[i], err);
+	return rc;
+}
+
+enum wshard_err plan_match_sources(struct wshard_plan *plan,
+				   const struct wshard_rules *rules,
+				   struct member **out_members, size_t *out_n,
+				   struct wshard_error *err)
+{
+	const struct wshard_catalog *cat = plan->cat;
+	struct matching mt = { .rules = rules, .tied = is_tied(rules, &cat->config) };
+	struct member *members = calloc(cat->ntensors + 1, sizeof(*members));
+	uint32_t *uncovered = calloc(cat->ntensors + 1, sizeof(*uncovered));
+	size_t n = 0, nun = 0, i;
+	enum wshard_err rc = WSHARD_OK;
+
+	*out_members = NULL;
+	*out_n = 0;
+	mt.nlayers = plan_count_layers(plan, rules);
+	mt.seen = calloc(rules->nrules * (size_t)(mt.nlayers + 1) + 1, sizeof(bool));
+	if (!members || !uncovered || !mt.seen) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < cat->ntensors && !rc; i++) {
+		const char *name = cat->tensors[i].name;
+		bool matched;
+
+		if (mt.tied && strcmp(name, rules->tie_source) != 0 &&
+		    in_list(rules->tie_drop, rules->ntie_drop, name))
+			continue;
+		rc = match_one(plan, &mt, i, &members[n], &matched, err);
+		if (!matched)
+			uncovered[nun++] = (uint32_t)i;
+		else if (members[n].out)
+			n++;
+	}
+	if (!rc)
+		rc = check_match(plan, &mt, members, n, uncovered, nun, err);
+	if (rc)
+		goto out;
+	qsort(members, n, sizeof(*members), cmp_member);
+	*out_members = members;
+	*out_n = n;
+	members = NULL;
+out:
+	if (members)
+		for (i = 0; i <= n; i++)
+			free(members[i].out);
+	free(members);
+	free(uncovered);
+	free(mt.seen);
+	return rc;
+}

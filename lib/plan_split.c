@@ -1,0 +1,508 @@
+/*
+ * plan_split.c - how one item of an output is cut for every rank: a
+ * plain split of one source (rows, columns, vocabulary, replicated), or
+ * the parts of a fused operator (q/k/v by heads, gate/up by rows), with
+ * the checks that the cut divides and falls on FP8 scale blocks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "util.h"
+#include "dtype.h"
+#include "safetensors.h"
+#include "catalog.h"
+#include "rules.h"
+#include "expr.h"
+#include "plan_impl.h"
+
+#define VOCAB_PAD 64
+
+static enum wshard_err indivisible(const struct wshard_plan *plan,
+				   const struct member *m, int dim,
+				   uint64_t size, struct wshard_error *err)
+{
+	const char *expr = m->rule->nshape > dim ? m->rule->shape[dim] : NULL;
+
+	if (expr_is_bare_key(expr))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"%s=%llu is not divisible by --tp %d", expr,
+					(unsigned long long)size, plan->tp);
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"tensor '%s': dimension %d (%llu) is not divisible by --tp %d",
+				src_name(plan, m->src), dim, (unsigned long long)size,
+				plan->tp);
+}
+
+/* Checks the head counts once, so the messages name config.json's fields. */
+static enum wshard_err check_heads(const struct wshard_plan *plan,
+				   struct wshard_error *err)
+{
+	const struct wshard_config *c = &plan->cat->config;
+	int tp = plan->tp;
+
+	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': config.json needs num_attention_heads and head_dim (or hidden_size) to fuse q/k/v",
+					plan->cat->path);
+	if (c->num_attention_heads % tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"num_attention_heads=%lld is not divisible by --tp %d",
+					(long long)c->num_attention_heads, tp);
+	if (c->num_key_value_heads <= 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"num_key_value_heads=%lld must be positive",
+					(long long)c->num_key_value_heads);
+	if (tp <= c->num_key_value_heads && c->num_key_value_heads % tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"num_key_value_heads=%lld is not divisible by --tp %d",
+					(long long)c->num_key_value_heads, tp);
+	if (tp > c->num_key_value_heads && tp % c->num_key_value_heads)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--tp %d is not a multiple of num_key_value_heads=%lld",
+					tp, (long long)c->num_key_value_heads);
+	return WSHARD_OK;
+}
+
+/*
+ * Rows of one fused part that rank r holds.  part_rows is the part's row
+ * count; for q/k/v the head geometry of config.json decides.
+ */
+static enum wshard_err part_rows(const struct wshard_plan *plan,
+				 const struct rules_op *op, int part,
+				 const struct member *m, uint64_t rows, int r,
+				 uint64_t *out_row0, uint64_t *out_nrows,
+				 struct wshard_error *err)
+{
+	const struct wshard_config *c = &plan->cat->config;
+	uint64_t tp = (uint64_t)plan->tp;
+
+	*out_row0 = *out_nrows = 0;
+	if (op->kind == OP_QKV && part > 0) {
+		uint64_t kv = (uint64_t)c->num_key_value_heads;
+
+		if (tp > kv) {
+			uint64_t hd = rows / kv, h = (uint64_t)r / (tp / kv);
+
+			if (rows % kv)
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"tensor '%s': %llu rows do not hold num_key_value_heads=%llu heads",
+							src_name(plan, m->src), (unsigned long long)rows,
+							(unsigned long long)kv);
+
+			*out_row0 = h * hd;
+			*out_nrows = hd;
+			return WSHARD_OK;
+		}
+	}
+	if (rows % tp)
+		return indivisible(plan, m, 0, rows, err);
+	*out_nrows = rows / tp;
+	*out_row0 = (uint64_t)r * *out_nrows;
+	return WSHARD_OK;
+}
+
+/*
+ * A block-wise FP8 scale (X.weight_scale_inv) can be split only where the
+ * weight X.weight's split falls on block boundaries: every rank's rows
+ * (a kv head's rows when heads are replicated) a multiple of the block
+ * height, its columns of the block width (quantization_config's
+ * weight_block_size, 128 x 128 when absent).
+ */
+static enum wshard_err check_blocks(const struct wshard_plan *plan,
+				    const struct member *m, bool cols, bool head_rows,
+				    struct wshard_error *err)
+{
+	const char *name = src_name(plan, m->src);
+	json_t *q = plan->cat->config.json ? json_object_get(plan->cat->config.json,
+							      "quantization_config") : NULL;
+	json_t *bs = json_object_get(q, "weight_block_size");
+	uint64_t block[2] = { 128, 128 }, have, tp = (uint64_t)plan->tp;
+	const struct wshard_src_tensor *w;
+	char wname[1024];
+	size_t n = strlen(name);
+	int i;
+
+	if (!m->rule->block)
+		return WSHARD_OK;
+	for (i = 0; i < 2 && json_is_array(bs); i++)
+		if (json_is_integer(json_array_get(bs, (size_t)i)) &&
+		    json_integer_value(json_array_get(bs, (size_t)i)) > 0)
+			block[i] = (uint64_t)json_integer_value(json_array_get(bs, (size_t)i));
+	if (n < 10 || n - 10 + 1 > sizeof(wname))
+		return WSHARD_OK;
+	snprintf(wname, sizeof(wname), "%.*s", (int)(n - 10), name);	/* drop "_scale_inv" */
+	w = wshard_catalog_find(plan->cat, wname);
+	if (!w || w->info->ndim != 2)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s' has no 2-D weight '%s' beside it", name, wname);
+	if (cols) {
+		have = w->info->shape[1] / tp;
+		if (have % block[1])
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': each rank's %llu columns do not fall on the %llu-column blocks of '%s' (quantization_config.weight_block_size)",
+						wname, (unsigned long long)have,
+						(unsigned long long)block[1], name);
+		return WSHARD_OK;
+	}
+	have = head_rows ? w->info->shape[0] / (uint64_t)plan->cat->config.num_key_value_heads
+			 : w->info->shape[0] / tp;
+	if (have % block[0])
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': each rank's %llu rows do not fall on the %llu-row blocks of '%s' (quantization_config.weight_block_size)",
+					wname, (unsigned long long)have, (unsigned long long)block[0],
+					name);
+	return WSHARD_OK;
+}
+
+
+static enum wshard_err set_item_shape(const struct wshard_plan *plan,
+				      struct group_out *g, const char *out,
+				      const uint64_t *shape, int ndim,
+				      struct wshard_error *err)
+{
+	if (!g->have_shape) {
+		memcpy(g->shape, shape, sizeof(uint64_t) * (size_t)ndim);
+		g->ndim = ndim;
+		g->have_shape = true;
+		return WSHARD_OK;
+	}
+	if (g->ndim != ndim || memcmp(g->shape, shape, sizeof(uint64_t) * (size_t)ndim))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"output '%s': experts have different shapes", out);
+	return WSHARD_OK;
+}
+
+/* Every rank holds all rows of the source (replicated, per-tensor scale). */
+static enum wshard_err replicate(const struct wshard_plan *plan, struct group_out *g,
+				 const struct member *m, struct wshard_error *err)
+{
+	uint64_t rows = src_rows(src_info(plan, m->src));
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	for (r = 0; r < plan->tp && !rc; r++)
+		rc = plan_push_rows(plan, &g->ranks[r], m->src, 0, rows, err);
+	return rc;
+}
+
+/* Rank r holds rows [r * rows / tp, (r + 1) * rows / tp); shape[0] shrinks. */
+static enum wshard_err split_rows(const struct wshard_plan *plan, struct group_out *g,
+				  const struct member *m, uint64_t *shape,
+				  struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t rows = src_rows(t), tp = (uint64_t)plan->tp;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	if (t->ndim < 1 || rows != t->shape[0])
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': cannot be split by rows (%s)", t->name,
+					t->ndim < 1 ? "a scalar" : "rows are not whole bytes");
+	if (rows % tp)
+		return indivisible(plan, m, 0, rows, err);
+	shape[0] = rows / tp;
+	for (r = 0; r < plan->tp && !rc; r++)
+		rc = plan_push_rows(plan, &g->ranks[r], m->src, (uint64_t)r * shape[0],
+				    shape[0], err);
+	return rc;
+}
+
+/*
+ * Rank r holds columns [r * cols / tp, (r + 1) * cols / tp) of every row
+ * (dimension 1, with the dimensions after it); shape[1] shrinks.
+ */
+static enum wshard_err split_cols(const struct wshard_plan *plan, struct group_out *g,
+				  const struct member *m, uint64_t *shape,
+				  struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t tp = (uint64_t)plan->tp, cols, inner = 1;
+	uint64_t bits = wshard_dtype_bits(t->dtype);
+	enum wshard_err rc = WSHARD_OK;
+	int d, r;
+
+	if (t->ndim < 2)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': a column split needs 2 or more dimensions",
+					t->name);
+	cols = t->shape[1];
+	for (d = 2; d < t->ndim; d++)
+		inner *= t->shape[d];
+	if (cols % tp)
+		return indivisible(plan, m, 1, cols, err);
+	shape[1] = cols / tp;
+	if ((shape[1] * inner * bits) % 8)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': a column split of %s would cut a byte",
+					t->name, wshard_dtype_name(t->dtype));
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_piece p = {
+			.kind = WSHARD_PIECE_COPY,
+			.src = m->src,
+			.row0 = 0,
+			.nrows = src_rows(t),
+			.ncols = shape[1] * inner * bits / 8,
+			.prov_col0 = (uint64_t)r * shape[1],
+			.prov_ncols = shape[1],
+		};
+
+		p.col0 = (uint64_t)r * p.ncols;
+		p.len = p.nrows * p.ncols;
+		rc = plan_push_piece(&g->ranks[r], &p, err);
+	}
+	return rc;
+}
+
+/*
+ * The vocabulary padded to a multiple of VOCAB_PAD rows, then split by
+ * rows: the ranks past the real rows get zeros.  shape[0] is a rank's.
+ */
+static enum wshard_err split_vocab(const struct wshard_plan *plan, struct group_out *g,
+				   const struct member *m, uint64_t *shape,
+				   struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t rows = src_rows(t), rb = src_row_bytes(t);
+	uint64_t padded = (rows + VOCAB_PAD - 1) / VOCAB_PAD * VOCAB_PAD, per;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	if (t->ndim < 1 || rows != t->shape[0])
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': a scalar cannot be split by vocabulary",
+					t->name);
+	if (padded % (uint64_t)plan->tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"vocab_size=%llu padded to %llu is not divisible by --tp %d",
+					(unsigned long long)rows, (unsigned long long)padded,
+					plan->tp);
+	per = padded / (uint64_t)plan->tp;
+	shape[0] = per;
+	for (r = 0; r < plan->tp && !rc; r++) {
+		uint64_t lo = WSHARD_MIN((uint64_t)r * per, rows);
+		uint64_t hi = WSHARD_MIN((uint64_t)r * per + per, rows);
+
+		rc = plan_push_rows(plan, &g->ranks[r], m->src, lo, hi - lo, err);
+		if (!rc)
+			rc = plan_push_zeros(&g->ranks[r], (per - (hi - lo)) * rb, err);
+	}
+	return rc;
+}
+
+/* A plain split (row, col, vocab, replicate) of one source, one item. */
+static enum wshard_err build_plain(const struct wshard_plan *plan,
+				   struct group_out *g, const struct member *m,
+				   struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	enum rule_kind kind = m->rule->kind;
+	uint64_t shape[WSHARD_MAX_DIMS];
+	enum wshard_err rc;
+
+	memcpy(shape, t->shape, sizeof(shape));
+	/* a per-tensor scale beside a split weight: whole on every rank */
+	if (m->rule->scale && t->end - t->begin == wshard_dtype_bits(t->dtype) / 8)
+		kind = RULE_REPLICATE;
+	else if (kind == RULE_ROW || kind == RULE_COL) {
+		rc = check_blocks(plan, m, kind == RULE_COL, false, err);
+		if (rc)
+			return rc;
+	}
+	switch (kind) {
+	case RULE_ROW:
+		rc = split_rows(plan, g, m, shape, err);
+		break;
+	case RULE_COL:
+		rc = split_cols(plan, g, m, shape, err);
+		break;
+	case RULE_VOCAB:
+		rc = split_vocab(plan, g, m, shape, err);
+		break;
+	case RULE_REPLICATE:
+		rc = replicate(plan, g, m, err);
+		break;
+	default:
+		return wshard_error_set(err, WSHARD_EINVAL, "internal: unexpected rule kind");
+	}
+	if (rc)
+		return rc;
+	return set_item_shape(plan, g, m->out, shape, t->ndim, err);
+}
+
+/*
+ * One item of a fused output: parts[p] is the source of part p and
+ * part_off[p] its first row inside that source (non-zero when one source
+ * packs every part).
+ */
+static enum wshard_err build_fused(const struct wshard_plan *plan,
+				   struct group_out *g, const struct rules_op *op,
+				   const struct member *const *parts,
+				   const uint64_t *part_off, const uint64_t *part_len,
+				   struct wshard_error *err)
+{
+	const struct wshard_st_tensor *first = src_info(plan, parts[0]->src);
+	uint64_t shape[WSHARD_MAX_DIMS], total = 0;
+	int p, r, ndim = first->ndim, nparts = op->nparts;
+	bool whole = false;
+	enum wshard_err rc = WSHARD_OK;
+
+	for (p = 0; p < op->nparts; p++) {
+		const struct wshard_st_tensor *t = src_info(plan, parts[p]->src);
+
+		if (t->dtype != first->dtype)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' fused into '%s' have different dtypes",
+						first->name, t->name, parts[0]->out);
+		if (t->ndim != ndim || (ndim > 1 && memcmp(t->shape + 1, first->shape + 1,
+							   sizeof(uint64_t) * (size_t)(ndim - 1))))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' fused into '%s' differ beyond dimension 0",
+						first->name, t->name, parts[0]->out);
+		/* Per-tensor scales (a scalar or one element) are kept whole. */
+		if (ndim == 0 || (ndim == 1 && t->shape[0] == 1 && part_len[p] == 1))
+			whole = true;
+	}
+	for (p = 0; p < op->nparts && !whole; p++) {
+		rc = check_blocks(plan, parts[p], false,
+				  op->kind == OP_QKV && p > 0 &&
+				  plan->tp > plan->cat->config.num_key_value_heads, err);
+		if (rc)
+			return rc;
+	}
+	if (whole && parts[0]->rule->collapse)
+		nparts = 1;
+	for (r = 0; r < plan->tp; r++) {
+		uint64_t rank_rows = 0;
+
+		for (p = 0; p < nparts && !rc; p++) {
+			uint64_t row0 = 0, nrows = 1;
+
+			if (!whole) {
+				rc = part_rows(plan, op, p, parts[p], part_len[p], r,
+					       &row0, &nrows, err);
+				if (rc)
+					return rc;
+			}
+			rc = plan_push_rows(plan, &g->ranks[r], parts[p]->src,
+				       part_off[p] + row0, nrows, err);
+			rank_rows += nrows;
+		}
+		if (rc)
+			return rc;
+		if (r == 0)
+			total = rank_rows;
+	}
+	memcpy(shape, first->shape, sizeof(shape));
+	if (ndim == 0)
+		ndim = 1;
+	shape[0] = total;
+	return set_item_shape(plan, g, parts[0]->out, shape, ndim, err);
+}
+
+/* Names the source tensor a fused output lacks, from the rule for that part. */
+static enum wshard_err missing_part(const struct wshard_plan *plan,
+				    const struct wshard_rules *rules,
+				    const struct member *m, int part,
+				    struct wshard_error *err)
+{
+	const struct rules_op *op = &rules->ops[m->rule->op];
+	size_t i;
+
+	for (i = 0; i < rules->nrules; i++) {
+		const struct rules_rule *r = &rules->rules[i];
+		char *want;
+
+		if (r->kind != RULE_FUSE || r->op != m->rule->op || r->part != part ||
+		    strcmp(r->output, m->rule->output) != 0)
+			continue;
+		want = rules_expand(r->match, &m->cap);
+		if (!want)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		wshard_error_set(err, WSHARD_EINVAL,
+				 "tensor '%s' is missing: '%s' needs it as part '%s' of '%s'",
+				 want, m->out, op->parts[part], op->name);
+		free(want);
+		return WSHARD_EINVAL;
+	}
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"output '%s' is missing part '%s' of '%s' (from '%s' and its siblings)",
+				m->out, op->parts[part], op->name, src_name(plan, m->src));
+}
+
+/* The parts of one item from its members (FUSE) or its one source (UNPACK). */
+enum wshard_err plan_build_item(const struct wshard_plan *plan,
+				const struct wshard_rules *rules,
+				struct group_out *g, const struct member *m,
+				size_t n, struct wshard_error *err)
+{
+	const struct rules_rule *rule = m[0].rule;
+	const struct member *parts[OP_MAX_PARTS] = { 0 };
+	uint64_t off[OP_MAX_PARTS] = { 0 }, len[OP_MAX_PARTS] = { 0 };
+	const struct rules_op *op;
+	size_t i;
+	int p;
+
+	for (i = 1; i < n; i++)
+		if (m[i].rule->kind != RULE_FUSE || rule->kind != RULE_FUSE ||
+		    m[i].rule->op != rule->op)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' both produce '%s' and are not parts of one fused operator",
+						src_name(plan, m[0].src), src_name(plan, m[i].src),
+						m[0].out);
+	if (rule->kind != RULE_FUSE && rule->kind != RULE_UNPACK)
+		return build_plain(plan, g, &m[0], err);
+	op = &rules->ops[rule->op];
+	if (op->kind == OP_QKV) {
+		enum wshard_err rc = check_heads(plan, err);
+
+		if (rc)
+			return rc;
+	}
+	if (rule->kind == RULE_UNPACK) {
+		const struct wshard_st_tensor *t = src_info(plan, m[0].src);
+		const struct wshard_config *c = &plan->cat->config;
+		uint64_t rows = src_rows(t), at = 0;
+
+		for (p = 0; p < op->nparts; p++) {
+			parts[p] = &m[0];
+			if (op->kind == OP_QKV)
+				len[p] = (uint64_t)(p == 0 ? c->num_attention_heads
+							   : c->num_key_value_heads) *
+					 (uint64_t)c->head_dim;
+			else if (rows % (uint64_t)op->nparts == 0)
+				len[p] = rows / (uint64_t)op->nparts;
+			else
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"tensor '%s': %llu rows cannot be cut into the %d parts of '%s'",
+							t->name, (unsigned long long)rows, op->nparts,
+							op->name);
+			off[p] = at;
+			at += len[p];
+		}
+		if (at != rows)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s' has %llu rows but config.json's heads give q+k+v = %llu",
+						t->name, (unsigned long long)rows,
+						(unsigned long long)at);
+		return build_fused(plan, g, op, parts, off, len, err);
+	}
+	for (i = 0; i < n; i++) {
+		p = m[i].rule->part;
+		if (parts[p])
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' are both part '%s' of '%s'",
+						src_name(plan, parts[p]->src), src_name(plan, m[i].src),
+						op->parts[p], m[i].out);
+		parts[p] = &m[i];
+		len[p] = src_rows(src_info(plan, m[i].src));
+	}
+	for (p = 0; p < op->nparts; p++)
+		if (!parts[p])
+			return missing_part(plan, rules, &m[0], p, err);
+	return build_fused(plan, g, op, parts, off, len, err);
+}

@@ -1,0 +1,559 @@
+/*
+ * rules_parse.c - a rules document parsed and checked: its fused
+ * operators, its rules (match, split, output, shape), its extra constant
+ * tensors, the tied embeddings, and the scale rules derived for FP8
+ * checkpoints.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "dtype.h"
+#include "fileio.h"
+#include "rules.h"
+
+
+/*
+ * Fused operators known to every rules file; a file may declare more
+ * (row-concatenated) in its "fused" object.  Each declares its parts once.
+ */
+static const struct {
+	const char *name;
+	enum op_kind kind;
+	const char *parts[OP_MAX_PARTS];
+} builtin_ops[] = {
+	{ "qkv", OP_QKV, { "q", "k", "v" } },
+	{ "gate_up", OP_ROWS, { "gate", "up" } },
+	{ "w13", OP_ROWS, { "w1", "w3" } },
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int find_op(const struct wshard_rules *r, const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < r->nops; i++)
+		if (strlen(r->ops[i].name) == len && strncmp(r->ops[i].name, name, len) == 0)
+			return (int)i;
+	return -1;
+}
+
+static enum wshard_err add_op(struct wshard_rules *r, const char *name,
+			      enum op_kind kind, const char *const *parts,
+			      int nparts, struct wshard_error *err)
+{
+	struct rules_op *ops = realloc(r->ops, (r->nops + 1) * sizeof(*ops));
+	struct rules_op *op;
+	int i;
+
+	if (!ops)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	r->ops = ops;
+	op = &ops[r->nops++];
+	memset(op, 0, sizeof(*op));
+	op->name = strdup(name);
+	op->kind = kind;
+	op->nparts = nparts;
+	for (i = 0; i < nparts; i++)
+		op->parts[i] = strdup(parts[i]);
+	return WSHARD_OK;
+}
+
+static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
+				 struct wshard_error *err)
+{
+	const char *key;
+	json_t *val;
+	size_t i;
+	enum wshard_err rc;
+
+	for (i = 0; i < sizeof(builtin_ops) / sizeof(builtin_ops[0]); i++) {
+		int n = 0;
+
+		while (n < OP_MAX_PARTS && builtin_ops[i].parts[n])
+			n++;
+		rc = add_op(r, builtin_ops[i].name, builtin_ops[i].kind,
+			    builtin_ops[i].parts, n, err);
+		if (rc)
+			return rc;
+	}
+	if (!fused)
+		return WSHARD_OK;
+	if (!json_is_object(fused))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"fused\" is not an object", r->name);
+	json_object_foreach(fused, key, val) {
+		json_t *parts = json_object_get(val, "parts");
+		const char *names[OP_MAX_PARTS];
+		size_t j;
+
+		if (find_op(r, key, strlen(key)) >= 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': fused operator '%s' is declared twice",
+						r->name, key);
+		if (!json_is_array(parts) || json_array_size(parts) < 1 ||
+		    json_array_size(parts) > OP_MAX_PARTS)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': fused operator '%s' needs \"parts\": 1 to %d names",
+						r->name, key, OP_MAX_PARTS);
+		for (j = 0; j < json_array_size(parts); j++) {
+			names[j] = json_string_value(json_array_get(parts, j));
+			if (!names[j])
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"'%s': fused operator '%s': part %zu is not a string",
+							r->name, key, j);
+		}
+		rc = add_op(r, key, OP_ROWS, names, (int)json_array_size(parts), err);
+		if (rc)
+			return rc;
+	}
+	return WSHARD_OK;
+}
+
+static const struct {
+	const char *name;
+	enum rule_kind kind;
+} split_names[] = {
+	{ "row", RULE_ROW },
+	{ "col", RULE_COL },
+	{ "vocab", RULE_VOCAB },
+	{ "replicate", RULE_REPLICATE },
+	{ "skip", RULE_SKIP },
+};
+
+static enum wshard_err parse_shape(struct wshard_rules *r, struct rules_rule *rule,
+				   json_t *shape, struct wshard_error *err)
+{
+	size_t i;
+
+	rule->nshape = -1;
+	if (!shape)
+		return WSHARD_OK;
+	if (!json_is_array(shape) || json_array_size(shape) > WSHARD_MAX_DIMS)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"shape\" is not an array of at most %d expressions",
+					r->name, rule->match, WSHARD_MAX_DIMS);
+	for (i = 0; i < json_array_size(shape); i++) {
+		json_t *d = json_array_get(shape, i);
+		char buf[32];
+
+		if (json_is_integer(d)) {
+			snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(d));
+			rule->shape[i] = strdup(buf);
+		} else if (json_is_string(d)) {
+			rule->shape[i] = strdup(json_string_value(d));
+		} else {
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': shape entry %zu is neither a number nor a string",
+						r->name, rule->match, i);
+		}
+		if (!rule->shape[i])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		rule->nshape = (int)i + 1;
+	}
+	rule->nshape = (int)json_array_size(shape);
+	return WSHARD_OK;
+}
+
+/* Every key of rule t (whose match is match) is one rules files know. */
+static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
+				       const char *match, struct wshard_error *err)
+{
+	static const char *const known[] = {
+		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
+	};
+	const char *key;
+	json_t *val;
+	size_t i;
+
+	json_object_foreach(t, key, val) {
+		bool ok = false;
+
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			ok |= strcmp(key, known[i]) == 0;
+		if (!ok)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': unknown key \"%s\"",
+						r->name, match, key);
+	}
+	return WSHARD_OK;
+}
+
+/* "split": one of split_names. */
+static enum wshard_err parse_split(const struct wshard_rules *r, struct rules_rule *rule,
+				   const char *split, struct wshard_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(split_names) / sizeof(split_names[0]); i++)
+		if (strcmp(split, split_names[i].name) == 0) {
+			rule->kind = split_names[i].kind;
+			return WSHARD_OK;
+		}
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"'%s': rule '%s': unknown split \"%s\" (row, col, vocab, replicate, skip)",
+				r->name, rule->match, split);
+}
+
+/* "fuse": OPERATOR.PART of a declared operator; the rule needs "output". */
+static enum wshard_err parse_fuse(const struct wshard_rules *r, struct rules_rule *rule,
+				  const char *fuse, bool has_output, struct wshard_error *err)
+{
+	const char *dot = strchr(fuse, '.');
+	int op = dot ? find_op(r, fuse, (size_t)(dot - fuse)) : -1;
+	int p;
+
+	if (op < 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"fuse\" must be OPERATOR.PART with a declared operator, not \"%s\"",
+					r->name, rule->match, fuse);
+	for (p = 0; p < r->ops[op].nparts; p++)
+		if (strcmp(r->ops[op].parts[p], dot + 1) == 0)
+			break;
+	if (p == r->ops[op].nparts)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': operator '%s' has no part '%s'",
+					r->name, rule->match, r->ops[op].name, dot + 1);
+	rule->kind = RULE_FUSE;
+	rule->op = op;
+	rule->part = p;
+	if (!has_output)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': a fused part needs \"output\"",
+					r->name, rule->match);
+	return WSHARD_OK;
+}
+
+/* "unpack": a declared operator whose parts one source holds. */
+static enum wshard_err parse_unpack(const struct wshard_rules *r, struct rules_rule *rule,
+				    const char *unpack, struct wshard_error *err)
+{
+	rule->kind = RULE_UNPACK;
+	rule->op = find_op(r, unpack, strlen(unpack));
+	if (rule->op < 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': unknown operator \"%s\"",
+					r->name, rule->match, unpack);
+	return WSHARD_OK;
+}
+
+/* The output may use {e} and {n} only where the match captures them. */
+static enum wshard_err check_captures(const struct wshard_rules *r,
+				      const struct rules_rule *rule, struct wshard_error *err)
+{
+	if (strstr(rule->output, "{e}") && !strstr(rule->match, "{e}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': output uses {e} but match does not",
+					r->name, rule->match);
+	if (strstr(rule->output, "{n}") && !strstr(rule->match, "{n}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': output uses {n} but match does not",
+					r->name, rule->match);
+	return WSHARD_OK;
+}
+
+static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
+				  struct wshard_error *err)
+{
+	struct rules_rule *rule = &r->rules[idx];
+	const char *match = json_string_value(json_object_get(t, "match"));
+	const char *output = json_string_value(json_object_get(t, "output"));
+	const char *split = json_string_value(json_object_get(t, "split"));
+	const char *fuse = json_string_value(json_object_get(t, "fuse"));
+	const char *unpack = json_string_value(json_object_get(t, "unpack"));
+	enum wshard_err rc;
+
+	rule->nshape = -1;
+	if (!json_is_object(t) || !match)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': tensors[%zu] has no \"match\" string", r->name, idx);
+	rc = check_rule_keys(r, t, match, err);
+	if (rc)
+		return rc;
+	rule->optional = json_is_true(json_object_get(t, "optional"));
+	rule->match = strdup(match);
+	rule->output = strdup(output ? output : match);
+	if (!rule->match || !rule->output)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (!!split + !!fuse + !!unpack != 1)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s' needs exactly one of \"split\", \"fuse\" or \"unpack\"",
+					r->name, match);
+	if (split)
+		rc = parse_split(r, rule, split, err);
+	else if (fuse)
+		rc = parse_fuse(r, rule, fuse, output != NULL, err);
+	else
+		rc = parse_unpack(r, rule, unpack, err);
+	if (!rc)
+		rc = check_captures(r, rule, err);
+	if (rc)
+		return rc;
+	return parse_shape(r, rule, json_object_get(t, "shape"), err);
+}
+
+static enum wshard_err parse_extras(struct wshard_rules *r, json_t *extra,
+				    struct wshard_error *err)
+{
+	size_t i;
+
+	if (!extra)
+		return WSHARD_OK;
+	if (!json_is_array(extra))
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': \"extra\" is not an array",
+					r->name);
+	r->extras = calloc(json_array_size(extra) + 1, sizeof(*r->extras));
+	if (!r->extras)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(extra); i++) {
+		json_t *x = json_array_get(extra, i);
+		struct rules_extra *e = &r->extras[r->nextras++];
+		const char *name = json_string_value(json_object_get(x, "name"));
+		const char *dtype = json_string_value(json_object_get(x, "dtype"));
+		const char *when = json_string_value(json_object_get(x, "when"));
+		json_t *value = json_object_get(x, "value");
+
+		if (!name || !json_is_number(value))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra[%zu] needs \"name\" and a numeric \"value\"",
+						r->name, i);
+		e->model_dtype = dtype && strcmp(dtype, "model") == 0;
+		if (e->model_dtype)
+			e->dtype = WSHARD_BF16;	/* resolved by the plan */
+		else if (wshard_dtype_parse(dtype ? dtype : "F32", &e->dtype) < 0 ||
+		    (e->dtype != WSHARD_F32 && e->dtype != WSHARD_F16 &&
+		     e->dtype != WSHARD_BF16))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': dtype must be F32, F16, BF16 or model",
+						r->name, name);
+		e->name = strdup(name);
+		e->value = json_number_value(value);
+		e->option = dup_or_null(json_string_value(json_object_get(x, "option")));
+		if (!e->name)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (json_object_get(x, "when") && (!when || strcmp(when, "quantized") != 0))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': unknown \"when\" (quantized)",
+						r->name, name);
+		e->when_quantized = when != NULL;
+		if (e->option && strcmp(e->option, "attn_scales") != 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': unknown option \"%s\" (attn_scales)",
+						r->name, name, e->option);
+	}
+	return WSHARD_OK;
+}
+
+static enum wshard_err parse_tie(struct wshard_rules *r, json_t *tie,
+				 struct wshard_error *err)
+{
+	json_t *drop;
+	size_t i;
+
+	if (!tie)
+		return WSHARD_OK;
+	r->tie_source = dup_or_null(json_string_value(json_object_get(tie, "source")));
+	r->tie_output = dup_or_null(json_string_value(json_object_get(tie, "output")));
+	if (!r->tie_source || !r->tie_output)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"tie\" needs \"source\" and \"output\" names", r->name);
+	r->tie_default = json_is_true(json_object_get(tie, "default"));
+	r->tie_always = json_is_true(json_object_get(tie, "always"));
+	drop = json_object_get(tie, "drop");
+	if (drop && !json_is_array(drop))
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': tie \"drop\" is not an array",
+					r->name);
+	r->tie_drop = calloc(json_array_size(drop) + 1, sizeof(char *));
+	if (!r->tie_drop)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(drop); i++) {
+		const char *s = json_string_value(json_array_get(drop, i));
+
+		if (!s)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': tie \"drop\" entry %zu is not a string",
+						r->name, i);
+		r->tie_drop[r->ntie_drop] = strdup(s);
+		if (!r->tie_drop[r->ntie_drop++])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
+
+/*
+ * FP8 checkpoints carry scales beside their weights (X.weight_scale,
+ * X.input_scale, X.weight_scale_inv for block-wise scales).  A scale
+ * follows its weight: fused into the same operator part (a per-tensor
+ * scale becomes one element of a vector, a per-channel or block scale is
+ * split like the weight's rows), replicated beside a column split (its
+ * rows are not cut), except block scales, whose block columns are.  So
+ * every rule for a ".weight" gets these rules after the explicit ones,
+ * and a rules file never repeats them.
+ */
+static enum wshard_err derive_scale_rules(struct wshard_rules *r,
+					  struct wshard_error *err)
+{
+	static const char *const suffixes[] = {
+		".weight_scale", ".input_scale", ".weight_scale_inv",
+	};
+	const size_t ns = sizeof(suffixes) / sizeof(suffixes[0]);
+	size_t n = r->nrules, i, k, add = 0;
+	struct rules_rule *rules;
+
+	rules = realloc(r->rules, (n * (ns + 1) + 1) * sizeof(*rules));
+	if (!rules)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	r->rules = rules;
+	for (i = 0; i < n; i++) {
+		const struct rules_rule *w = &rules[i];
+		size_t ml = strlen(w->match), ol = strlen(w->output);
+
+		if (ml < 7 || strcmp(w->match + ml - 7, ".weight") || w->kind == RULE_VOCAB ||
+		    w->kind == RULE_UNPACK)
+			continue;
+		for (k = 0; k < ns; k++) {
+			struct rules_rule *d = &rules[n + add];
+			bool inv = k == 2;
+			size_t sl = strlen(suffixes[k]);
+
+			memset(d, 0, sizeof(*d));
+			d->nshape = -1;
+			d->scale = true;
+			d->optional = true;
+			d->kind = w->kind;
+			d->op = w->op;
+			d->part = w->part;
+			if (w->kind == RULE_COL && !inv)
+				d->kind = RULE_REPLICATE;
+			d->match = malloc(ml - 7 + sl + 1);
+			d->output = malloc(ol + sl + 1);
+			if (!d->match || !d->output) {
+				free(d->match);
+				free(d->output);
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			}
+			sprintf(d->match, "%.*s%s", (int)(ml - 7), w->match, suffixes[k]);
+			/* "X.weight" -> "X.weight_scale"; vLLM's experts "w13_weight" -> "w13_weight_scale" */
+			if (ol >= 7 && (!strcmp(w->output + ol - 7, ".weight") ||
+					!strcmp(w->output + ol - 7, "_weight")))
+				sprintf(d->output, "%.*s%c%s", (int)(ol - 7), w->output,
+					w->output[ol - 7], suffixes[k] + 1);
+			else
+				sprintf(d->output, "%s%s", w->output, suffixes[k]);
+			d->block = inv;
+			/*
+			 * vLLM keeps one input scale per expert for w1 and w3 together
+			 * (they must be equal): the fused per-tensor scale is w1's.
+			 */
+			d->collapse = k == 1 && strstr(w->match, "{e}") && w->kind == RULE_FUSE;
+			add++;
+			r->nrules = n + add;
+		}
+	}
+	return WSHARD_OK;
+}
+
+static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
+				 struct wshard_error *err)
+{
+	json_t *archs = json_object_get(root, "architectures");
+	json_t *tensors = json_object_get(root, "tensors");
+	size_t i;
+	enum wshard_err rc;
+
+	const char *key;
+	json_t *val;
+
+	if (!json_is_object(root))
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': not a JSON object", r->name);
+	json_object_foreach(root, key, val) {
+		static const char *const known[] = {
+			"name", "comment", "architectures", "tensors", "fused", "extra", "tie",
+		};
+		bool ok = false;
+
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			ok |= strcmp(key, known[i]) == 0;
+		if (!ok)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie)",
+						r->name, key);
+	}
+	if (archs && !json_is_array(archs))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"architectures\" is not an array", r->name);
+	r->archs = calloc(json_array_size(archs) + 1, sizeof(char *));
+	if (!r->archs)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(archs); i++) {
+		const char *s = json_string_value(json_array_get(archs, i));
+
+		if (!s)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': architectures[%zu] is not a string", r->name, i);
+		r->archs[r->narchs] = strdup(s);
+		if (!r->archs[r->narchs++])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	rc = parse_ops(r, json_object_get(root, "fused"), err);
+	if (rc)
+		return rc;
+	if (!json_is_array(tensors) || json_array_size(tensors) == 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"tensors\" must be a non-empty array of rules", r->name);
+	r->rules = calloc(json_array_size(tensors), sizeof(*r->rules));
+	if (!r->rules)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(tensors); i++) {
+		r->nrules = i + 1;
+		rc = parse_rule(r, json_array_get(tensors, i), i, err);
+		if (rc)
+			return rc;
+	}
+	rc = derive_scale_rules(r, err);
+	if (rc)
+		return rc;
+	rc = parse_extras(r, json_object_get(root, "extra"), err);
+	if (rc)
+		return rc;
+	return parse_tie(r, json_object_get(root, "tie"), err);
+}
+
+enum wshard_err wshard_rules_parse(struct wshard_rules **out_rules,
+				   const char *text, size_t len,
+				   const char *name, struct wshard_error *err)
+{
+	struct wshard_rules *r;
+	json_error_t jerr;
+	json_t *root;
+	enum wshard_err rc;
+
+	*out_rules = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r || !(r->name = strdup(name))) {
+		free(r);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s': invalid JSON at line %d: %s",
+				      name, jerr.line, jerr.text);
+	} else {
+		rc = parse_doc(r, root, err);
+		json_decref(root);
+	}
+	if (rc) {
+		wshard_rules_free(r);
+		return rc;
+	}
+	*out_rules = r;
+	return WSHARD_OK;
+}

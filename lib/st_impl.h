@@ -1,0 +1,49 @@
+/*
+ * st_impl.h - what the files of the safetensors module share:
+ * safetensors.c (opening, reading), st_header.c (validating a header)
+ * and st_layout.c (writing one).  Not part of the API.
+ */
+#ifndef WSHARD_ST_IMPL_H
+#define WSHARD_ST_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "wshard.h"
+#include "safetensors.h"
+
+#define METADATA_KEY "__metadata__"
+
+/* Longest piece of a name or key quoted in a message. */
+#define QUOTE_MAX 200
+
+/* struct wshard_st plus what the public struct does not need to show. */
+struct st_priv {
+	struct wshard_st pub;
+	bool owns_fd;
+};
+
+/* Records WSHARD_EINVAL with "'path': " in front of the formatted reason;
+ * returns WSHARD_EINVAL. */
+enum wshard_err st_bad(struct wshard_error *err, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Records WSHARD_ENOMEM for reading path; returns WSHARD_ENOMEM. */
+enum wshard_err st_nomem(struct wshard_error *err, const char *path);
+
+/*
+ * Copies len bytes of s into buf for quoting in a one-line message:
+ * control bytes become \xNN and a long string is cut (at a UTF-8
+ * character boundary) and marked with "...".  Returns buf.
+ */
+const char *st_quote(char *buf, size_t size, const char *s, size_t len);
+
+/*
+ * st_header.c: validates the n header bytes hdr of st (st->size and
+ * st->data_start already set) and fills its tensors and metadata.
+ * Returns WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM.
+ */
+enum wshard_err st_parse_header(struct wshard_st *st, const char *hdr, size_t n,
+				struct wshard_error *err);
+
+#endif /* WSHARD_ST_IMPL_H */

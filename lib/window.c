@@ -1,0 +1,195 @@
+/*
+ * window.c - reading the source for the stream: windows of rows of a
+ * source tensor, mapped when they are large enough and the source is
+ * seekable, read otherwise; and, under MPI, the pieces that a process
+ * reads itself instead of receiving them.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "wshard.h"
+#include "util.h"
+#include "safetensors.h"
+#include "catalog.h"
+#include "hooks.h"
+#include "stream_impl.h"
+
+/* Windows smaller than this are read, not mapped. */
+#define MAP_MIN (256u << 10)
+
+/*
+ * Source windows of a seekable source are mapped, not copied: the pages
+ * are the page cache's own, and a write from them is the only copy.  The
+ * file's size is checked first, since touching a mapping past the end of
+ * a file that shrank would kill the process (SIGBUS).  MAP_POPULATE maps
+ * every page of the window at once (the window is within the memory
+ * budget): the copies that follow then take no page faults, which cost
+ * a good share of a convert's CPU time from a warm page cache.
+ */
+static int map_window(struct stream *s, const struct wshard_st *st, uint64_t off,
+		      size_t len)
+{
+	struct stat sb;
+	uint64_t skew = off % s->pagesz;
+
+	if (fstat(st->fd, &sb) < 0 || (uint64_t)sb.st_size < off + len)
+		return -1;		/* the read path reports it */
+	s->map = mmap(NULL, len + skew, PROT_READ, MAP_SHARED | MAP_POPULATE, st->fd,
+		      (off_t)(off - skew));
+	if (s->map == MAP_FAILED) {
+		s->map = NULL;
+		return -1;
+	}
+	s->map_len = len + skew;
+	s->map_skew = skew;
+	madvise(s->map, s->map_len, MADV_SEQUENTIAL);	/* MAP_POPULATE read it in */
+	return 0;
+}
+
+void stream_unmap_window(struct stream *s)
+{
+	if (s->map)
+		munmap(s->map, s->map_len);
+	s->map = NULL;
+}
+
+/* The test hook WSHARD_FAULT=read: fails this read of st, once. */
+static bool read_fault(struct stream *s, const struct wshard_st *st)
+{
+	if (!wshard_fault_hit("read"))
+		return false;
+	wshard_error_set(&s->local, WSHARD_EIO, "cannot read '%s': %s (injected)", st->path,
+			 "Input/output error");
+	return true;
+}
+
+/* Reads (or maps) rows [a, b) of source tensor t into s; NULL if none. */
+const char *stream_read_window(struct stream *s, const struct wshard_src_tensor *t,
+			       uint64_t rb, uint64_t a, uint64_t b)
+{
+	const struct wshard_st *st = s->plan->cat->files[t->file].st;
+	const char *win = NULL;
+
+	stream_unmap_window(s);
+	if (a < b && !s->local.code) {
+		size_t len = (size_t)((b - a) * rb);
+
+		if (read_fault(s, st)) {
+			/* nothing read */
+		} else if (s->seekable && len >= MAP_MIN &&
+			   !map_window(s, st, t->offset + a * rb, len)) {
+			win = s->map + s->map_skew;
+			s->stats.bytes_read += len;
+		} else if (!s->local.code &&
+			   !stream_grow(&s->window, &s->window_cap, len, &s->local) &&
+			   !wshard_catalog_read(s->plan->cat, t->file, t->offset + a * rb,
+						s->window, len, &s->local)) {
+			s->stats.bytes_read += len;
+		}
+	}
+	if (!win && !stream_grow(&s->window, &s->window_cap, (size_t)((b - a) * rb) + 1, &s->local))
+		win = s->window;	/* nothing read (an error): still take part */
+	/* with no window at all (out of memory) nothing is put and the bytes
+	 * sent are the send buffer's: the error is agreed after the step */
+	return win;
+}
+
+
+/*
+ * Under MPI, a source tensor whose bytes each go to exactly one output
+ * piece is read by its owners, each its own pieces, with no exchange: a
+ * process maps the rows of a piece of its own (the bytes between its
+ * first and last column, for a piece of columns) and puts them, and the
+ * bytes it counts as read are the piece's.  Moving a row-parallel
+ * weight's columns between processes instead costs a copy into the send
+ * buffer, MPI's copy and a meeting of all processes per window.  Tensors
+ * that several ranks hold whole (norms, replicated k/v heads) are still
+ * read once and sent, and so are small ones cut into columns (mapped one
+ * by one they would cost more than their exchange, which they share).
+ * In a run of small tensors that share an exchange, these take part
+ * without sending anything.  Every process takes the same decision,
+ * from the plan alone.
+ */
+#define OWN_MIN ((uint64_t)1 << 20)
+
+
+/* Whether source tensor src is read by its owners (an MPI run, seekable). */
+bool stream_own_pieces(const struct stream *s, uint32_t src)
+{
+	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
+	uint64_t rb, bytes = 0;
+	bool whole_rows = true;
+	size_t i;
+
+	if (!streamed(s, src))
+		return false;
+	rb = t->nbytes / wshard_matrix_rows(t->info);
+	for (i = 0; i < s->count[src]; i++) {
+		const struct wshard_piece *p = ref_piece(s, &s->refs[s->first[src] + i]);
+
+		bytes += p->nrows * p->ncols;
+		whole_rows = whole_rows && p->ncols == rb;
+	}
+	return bytes == t->nbytes && (whole_rows || t->nbytes >= OWN_MIN);
+}
+
+
+/*
+ * Rows [a, b) of piece p of source tensor t, from the piece's first
+ * column: mapped, or read (whole rows of a piece of whole rows).
+ */
+static const char *read_own_window(struct stream *s, const struct wshard_src_tensor *t,
+				   const struct wshard_piece *p, uint64_t rb,
+				   uint64_t a, uint64_t b)
+{
+	const struct wshard_st *st = s->plan->cat->files[t->file].st;
+	uint64_t off = t->offset + a * rb + p->col0;
+	size_t len = (size_t)((b - a - 1) * rb + p->ncols);
+
+	stream_unmap_window(s);
+	if (s->local.code || read_fault(s, st))
+		return NULL;
+	if ((p->ncols < rb || len >= MAP_MIN) && !map_window(s, st, off, len)) {
+		s->stats.bytes_read += (b - a) * p->ncols;
+		return s->map + s->map_skew;
+	}
+	/* a small piece of whole rows, or no mapping: read the span */
+	if (stream_grow(&s->window, &s->window_cap, len, &s->local) ||
+	    wshard_catalog_read(s->plan->cat, t->file, off, s->window, len, &s->local))
+		return NULL;
+	s->stats.bytes_read += len;
+	return s->window;
+}
+
+/* Streams this process's pieces of source tensor src (see read_own). */
+void stream_own(struct stream *s, uint32_t src)
+{
+	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
+	uint64_t rb = t->nbytes / wshard_matrix_rows(t->info);
+	uint64_t w = stream_window_rows(s, src), a, b;
+	const struct ref *refs = &s->refs[s->first[src]];
+	size_t i;
+
+	for (i = 0; i < s->count[src] && !s->local.code; i++) {
+		const struct wshard_piece *p = ref_piece(s, &refs[i]);
+
+		if (refs[i].rank % s->nprocs != s->proc)
+			continue;
+		for (a = p->row0; a < p->row0 + p->nrows && !s->local.code; a = b) {
+			const char *win;
+
+			b = WSHARD_MIN(a + w, p->row0 + p->nrows);
+			win = read_own_window(s, t, p, rb, a, b);
+			if (win)
+				stream_put_rows(s, &refs[i], a, b, win, rb);
+		}
+	}
+	stream_unmap_window(s);
+}
+
+/* Rows per window of source tensor src: what the memory budget allows. */

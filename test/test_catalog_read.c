@@ -1,0 +1,191 @@
+/*
+ * test_catalog_read.c - config.json as catalog_read.c reads it: its
+ * fields, their defaults and odd values.
+ *
+ * Run from the repository root, or with WSHARD_TEST_ROOT naming it; the
+ * generator runs under $PYTHON (default python3).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "wshard.h"
+#include "catalog.h"
+#include "catalog_test_util.h"
+
+/* ------------------------------------------------------------------ */
+/* config.json                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Opens a generated one-layer checkpoint with extra generator args. */
+static struct wshard_catalog *open_gen(char **out_dir, const char *args)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir);
+	struct wshard_catalog *cat;
+
+	gen(ck, args);
+	cat = open_ok(ck);
+	free(ck);
+	*out_dir = dir;
+	return cat;
+}
+
+Test(config, fields)
+{
+	char *dir;
+	struct wshard_catalog *cat = open_gen(&dir,
+		"--layers 1 --hidden 96 --heads 6 --kv-heads 3 --intermediate 200 --vocab 300");
+	const struct wshard_config *c = &cat->config;
+
+	cr_assert(cat->has_config);
+	cr_assert_str_eq(c->architecture, "LlamaForCausalLM");
+	cr_assert_eq(c->hidden_size, 96);
+	cr_assert_eq(c->num_attention_heads, 6);
+	cr_assert_eq(c->num_key_value_heads, 3);
+	cr_assert_eq(c->head_dim, 16);
+	cr_assert_eq(c->intermediate_size, 200);
+	cr_assert_eq(c->vocab_size, 300);
+	cr_assert_eq(c->num_experts, -1);
+	cr_assert_eq(c->moe_intermediate_size, -1);
+	cr_assert_eq(c->shared_expert_intermediate_size, -1);
+	cr_assert_eq(c->tie_word_embeddings, 0);
+	cr_assert_not_null(c->json);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+Test(config, kv_heads_default_to_heads)
+{
+	char *dir;
+	struct wshard_catalog *cat = open_gen(&dir,
+		"--layers 1 --heads 8 --kv-heads 8 --omit-config num_key_value_heads");
+
+	cr_assert_eq(cat->config.num_attention_heads, 8);
+	cr_assert_eq(cat->config.num_key_value_heads, 8);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+
+	cat = open_gen(&dir, "--layers 1 --heads 4 --kv-heads 4 --set-config num_key_value_heads=null");
+	cr_assert_eq(cat->config.num_key_value_heads, 4);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+Test(config, head_dim)
+{
+	char *dir;
+	struct wshard_catalog *cat;
+
+	/* Absent: hidden / heads. */
+	cat = open_gen(&dir, "--layers 1 --hidden 64 --heads 8");
+	cr_assert_eq(cat->config.head_dim, 8);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	/* Given, and unlike hidden / heads (Gemma, Qwen3). */
+	cat = open_gen(&dir, "--arch qwen3 --layers 1 --hidden 64 --heads 8 --head-dim 16");
+	cr_assert_eq(cat->config.head_dim, 16);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	/* null, as some configs write it: the default. */
+	cat = open_gen(&dir, "--layers 1 --hidden 64 --heads 4 --set-config head_dim=null");
+	cr_assert_eq(cat->config.head_dim, 16);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	/* No way to tell: -1. */
+	cat = open_gen(&dir, "--layers 1 --omit-config hidden_size");
+	cr_assert_eq(cat->config.hidden_size, -1);
+	cr_assert_eq(cat->config.head_dim, -1);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+Test(config, tie_word_embeddings)
+{
+	char *dir;
+	struct wshard_catalog *cat;
+
+	cat = open_gen(&dir, "--layers 1 --tie");
+	cr_assert_eq(cat->config.tie_word_embeddings, 1);
+	cr_assert_null(wshard_catalog_find(cat, "lm_head.weight"));
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	cat = open_gen(&dir, "--layers 1 --no-tie");
+	cr_assert_eq(cat->config.tie_word_embeddings, 0);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	cat = open_gen(&dir, "--layers 1 --omit-config tie_word_embeddings");
+	cr_assert_eq(cat->config.tie_word_embeddings, -1);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	/* Gemma: true in its config. */
+	cat = open_gen(&dir, "--arch gemma --layers 1 --head-dim 16");
+	cr_assert_str_eq(cat->config.architecture, "GemmaForCausalLM");
+	cr_assert_eq(cat->config.tie_word_embeddings, 1);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+Test(config, experts)
+{
+	char *dir;
+	struct wshard_catalog *cat;
+
+	cat = open_gen(&dir, "--layers 1 --set-config num_local_experts=8");
+	cr_assert_eq(cat->config.num_experts, 8);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	cat = open_gen(&dir, "--layers 1 --set-config num_experts=60 "
+		       "--set-config moe_intermediate_size=1408 "
+		       "--set-config shared_expert_intermediate_size=5632");
+	cr_assert_eq(cat->config.num_experts, 60);
+	cr_assert_eq(cat->config.moe_intermediate_size, 1408);
+	cr_assert_eq(cat->config.shared_expert_intermediate_size, 5632);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+/* No architectures, or not strings: NULL; non-integers read as absent. */
+Test(config, odd_values)
+{
+	char *dir;
+	struct wshard_catalog *cat;
+
+	cat = open_gen(&dir, "--layers 1 --omit-config architectures "
+		       "--set-config vocab_size='\"250\"' --set-config intermediate_size=128.0");
+	cr_assert_null(cat->config.architecture);
+	cr_assert_eq(cat->config.vocab_size, -1);
+	cr_assert_eq(cat->config.intermediate_size, -1);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	cat = open_gen(&dir, "--layers 1 --set-config architectures='[3]'");
+	cr_assert_null(cat->config.architecture);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+/* A directory without config.json opens; the plan complains later. */
+Test(config, absent)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir), *cfg = fmt("%s/m/config.json", dir);
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 1");
+	cr_assert_eq(unlink(cfg), 0);
+	cat = open_ok(ck);
+	cr_assert_not(cat->has_config);
+	cr_assert_null(cat->config.architecture);
+	cr_assert_null(cat->config.json);
+	wshard_catalog_free(cat);
+	free(ck);
+	free(cfg);
+	rm_tree(dir);
+}
+

@@ -1,0 +1,294 @@
+/*
+ * test_rules_parse.c - the rules parser (rules_parse.c): what it accepts,
+ * its errors and their messages, and loading a rules file.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "wshard.h"
+#include "rules.h"
+
+/* ------------------------------------------------------------------ */
+/* Parsing                                                             */
+/* ------------------------------------------------------------------ */
+
+static void parse_ok(const char *text)
+{
+	struct wshard_rules *r = (void *)1;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err),
+		     WSHARD_OK, "%s: %s", text, err.msg);
+	cr_assert_not_null(r);
+	cr_assert_str_eq(wshard_rules_name(r), "t.json");
+	wshard_rules_free(r);
+}
+
+/* text is rejected with EINVAL; the message starts with 't.json' and
+ * holds want. */
+static void parse_fails(const char *text, const char *want)
+{
+	struct wshard_rules *r = (void *)1;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err),
+		     WSHARD_EINVAL, "accepted: %s", text);
+	cr_assert_null(r);
+	cr_assert_eq(err.code, WSHARD_EINVAL);
+	cr_assert_eq(strncmp(err.msg, "'t.json': ", 10), 0, "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, want), "message '%s' lacks '%s'",
+			   err.msg, want);
+	cr_assert_null(strchr(err.msg, '\n'));
+	/* Without an error sink too. */
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", NULL),
+		     WSHARD_EINVAL);
+	cr_assert_null(r);
+}
+
+#define RULES(tensors) "{\"architectures\": [\"X\"], \"tensors\": [" tensors "]}"
+
+Test(parse, minimal)
+{
+	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\"}"));
+	parse_ok("{\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}");
+	parse_ok(RULES("{\"match\": \"a\", \"split\": \"row\", \"comment\": \"why\","
+		       " \"shape\": [\"hidden_size\", 4]}"));
+	parse_ok(RULES("{\"match\": \"l.{n}.q\", \"fuse\": \"qkv.q\", \"output\": \"l.{n}.qkv\"},"
+		       "{\"match\": \"l.{n}.qkv\", \"unpack\": \"qkv\"},"
+		       "{\"match\": \"l.{n}.e.{e}.w1\", \"fuse\": \"w13.w1\", \"output\": \"l.{n}.w13\"}"));
+}
+
+Test(parse, every_split)
+{
+	static const char *const kinds[] = { "row", "col", "vocab", "replicate", "skip" };
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		char text[200];
+
+		snprintf(text, sizeof(text), RULES("{\"match\": \"a\", \"split\": \"%s\"}"),
+			 kinds[i]);
+		parse_ok(text);
+	}
+}
+
+Test(parse, unknown_split)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"rows\"}"),
+		    "rule 'a': unknown split \"rows\"");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"Row\"}"), "unknown split \"Row\"");
+}
+
+Test(parse, fuse_unknown_operator)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"kv.k\", \"output\": \"o\"}"),
+		    "rule 'a': \"fuse\" must be OPERATOR.PART with a declared operator, not \"kv.k\"");
+	/* No dot at all. */
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"qkv\", \"output\": \"o\"}"),
+		    "not \"qkv\"");
+}
+
+Test(parse, fuse_unknown_part)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"qkv.o\", \"output\": \"o\"}"),
+		    "rule 'a': operator 'qkv' has no part 'o'");
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"gate_up.w1\", \"output\": \"o\"}"),
+		    "operator 'gate_up' has no part 'w1'");
+}
+
+Test(parse, fuse_without_output)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"qkv.q\"}"),
+		    "rule 'a': a fused part needs \"output\"");
+}
+
+Test(parse, declared_operator)
+{
+	parse_ok("{\"fused\": {\"abc\": {\"parts\": [\"a\", \"b\", \"c\"]}},"
+		 " \"tensors\": [{\"match\": \"x\", \"fuse\": \"abc.c\", \"output\": \"y\"}]}");
+	parse_fails("{\"fused\": {\"qkv\": {\"parts\": [\"q\"]}}, \"tensors\": "
+		    "[{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "fused operator 'qkv' is declared twice");
+	parse_fails("{\"fused\": {\"z\": {\"parts\": []}}, \"tensors\": "
+		    "[{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "fused operator 'z' needs \"parts\"");
+	parse_fails("{\"fused\": {\"z\": {\"parts\": [1]}}, \"tensors\": "
+		    "[{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "part 0 is not a string");
+	parse_fails("{\"fused\": [1], \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "\"fused\" is not an object");
+}
+
+Test(parse, two_of_split_fuse_unpack)
+{
+	const char *want = "rule 'a' needs exactly one of \"split\", \"fuse\" or \"unpack\"";
+
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"fuse\": \"qkv.q\", \"output\": \"o\"}"),
+		    want);
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"unpack\": \"qkv\"}"), want);
+	parse_fails(RULES("{\"match\": \"a\", \"fuse\": \"qkv.q\", \"unpack\": \"qkv\", \"output\": \"o\"}"),
+		    want);
+	parse_fails(RULES("{\"match\": \"a\"}"), want);
+}
+
+Test(parse, unpack_unknown_operator)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"unpack\": \"qkvo\"}"),
+		    "rule 'a': unknown operator \"qkvo\"");
+}
+
+Test(parse, output_placeholder_without_match)
+{
+	parse_fails(RULES("{\"match\": \"l.{n}.w\", \"split\": \"row\", \"output\": \"l.{n}.e.{e}\"}"),
+		    "rule 'l.{n}.w': output uses {e} but match does not");
+	parse_fails(RULES("{\"match\": \"w\", \"split\": \"row\", \"output\": \"l.{n}.w\"}"),
+		    "output uses {n} but match does not");
+	/* Dropping a placeholder is allowed ({e} stacks experts). */
+	parse_ok(RULES("{\"match\": \"l.{n}.e.{e}.w1\", \"fuse\": \"w13.w1\", \"output\": \"l.{n}.w13\"}"));
+}
+
+Test(parse, unknown_key)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"spilt\": \"col\"}"),
+		    "rule 'a': unknown key \"spilt\"");
+}
+
+Test(parse, rule_without_match)
+{
+	parse_fails(RULES("{\"split\": \"row\"}"), "tensors[0] has no \"match\" string");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\"}, 3"),
+		    "tensors[1] has no \"match\" string");
+	parse_fails(RULES("{\"match\": 5, \"split\": \"row\"}"), "tensors[0] has no \"match\"");
+}
+
+Test(parse, bad_shape)
+{
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"shape\": \"hidden_size\"}"),
+		    "rule 'a': \"shape\" is not an array");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"shape\": [1,2,3,4,5,6,7,8,9]}"),
+		    "\"shape\" is not an array of at most 8");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"shape\": [4, true]}"),
+		    "shape entry 1 is neither a number nor a string");
+}
+
+Test(parse, bad_extra)
+{
+	const char *base = "{\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}], \"extra\": %s}";
+	char text[400];
+
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"s\", \"value\": 1, \"option\": \"scales\"}]");
+	parse_fails(text, "extra 's': unknown option \"scales\" (attn_scales)");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"I32\"}]");
+	parse_fails(text, "extra 's': dtype must be F32, F16, BF16 or model");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"F99\"}]");
+	parse_fails(text, "extra 's': dtype must be F32, F16, BF16 or model");
+	snprintf(text, sizeof(text), base, "[{\"name\": \"s\", \"value\": \"1\"}]");
+	parse_fails(text, "extra[0] needs \"name\" and a numeric \"value\"");
+	snprintf(text, sizeof(text), base, "[{\"value\": 1}]");
+	parse_fails(text, "extra[0] needs \"name\"");
+	snprintf(text, sizeof(text), base, "{\"name\": \"s\"}");
+	parse_fails(text, "\"extra\" is not an array");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"l.{n}.s\", \"value\": 0.5, \"dtype\": \"BF16\","
+		 " \"option\": \"attn_scales\"}, {\"name\": \"t\", \"value\": 2}]");
+	parse_ok(text);
+}
+
+Test(parse, bad_tie)
+{
+	const char *base = "{\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}], \"tie\": %s}";
+	char text[400];
+
+	snprintf(text, sizeof(text), base, "{\"source\": \"e\"}");
+	parse_fails(text, "\"tie\" needs \"source\" and \"output\"");
+	snprintf(text, sizeof(text), base,
+		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": \"h\"}");
+	parse_fails(text, "tie \"drop\" is not an array");
+	snprintf(text, sizeof(text), base,
+		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": [\"h\", 1]}");
+	parse_fails(text, "tie \"drop\" entry 1 is not a string");
+	snprintf(text, sizeof(text), base,
+		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": [\"h\"], \"default\": true}");
+	parse_ok(text);
+}
+
+Test(parse, document_shape)
+{
+	parse_fails("[1, 2]", "not a JSON object");
+	/* jansson takes only an object or an array at the top. */
+	parse_fails("\"rules\"", "invalid JSON");
+	parse_fails("{\"tensors\": []}", "\"tensors\" must be a non-empty array");
+	parse_fails("{\"tensors\": {}}", "\"tensors\" must be a non-empty array");
+	parse_fails("{}", "\"tensors\" must be a non-empty array");
+	parse_fails("{\"architectures\": \"X\", \"tensors\": [{\"match\": \"a\", \"split\": \"row\"}]}",
+		    "\"architectures\" is not an array");
+	parse_fails("{\"architectures\": [1], \"tensors\": [{\"match\": \"a\", \"split\": \"row\"}]}",
+		    "architectures[0] is not a string");
+}
+
+Test(parse, invalid_json)
+{
+	parse_fails("{\"tensors\": [", "invalid JSON at line 1");
+	parse_fails("", "invalid JSON");
+	parse_fails("{\"tensors\": [{\"match\": \"a\", \"split\": \"row\", \"split\": \"col\"}]}",
+		    "invalid JSON");
+}
+
+/* len bounds the text: what follows is not read. */
+Test(parse, length_is_respected)
+{
+	const char *text = RULES("{\"match\": \"a\", \"split\": \"row\"}") "garbage";
+	struct wshard_rules *r;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text) - 7, "t.json", &err),
+		     WSHARD_OK, "%s", err.msg);
+	wshard_rules_free(r);
+}
+
+Test(parse, load_missing_file)
+{
+	struct wshard_rules *r = (void *)1;
+	struct wshard_error err;
+	enum wshard_err rc;
+
+	wshard_error_clear(&err);
+	rc = wshard_rules_load(&r, "/nonexistent/rules.json", &err);
+	cr_assert_neq(rc, WSHARD_OK);
+	cr_assert_null(r);
+	cr_assert_not_null(strstr(err.msg, "/nonexistent/rules.json"), "%s", err.msg);
+}
+
+Test(parse, load_file)
+{
+	char path[] = "/tmp/wshard-rules.XXXXXX";
+	const char *text = RULES("{\"match\": \"a\", \"split\": \"col\"}");
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_load(&r, path, &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_str_eq(wshard_rules_name(r), path);
+	wshard_rules_free(r);
+	unlink(path);
+}
+
+Test(parse, free_null)
+{
+	wshard_rules_free(NULL);
+}
+
