@@ -24,7 +24,7 @@ static const char convert_usage[] =
 	"\n"
 	"options:\n"
 	"  -t, --tp N               tensor-parallel size (required)\n"
-	"      --target NAME        engine layout: vllm (default)\n"
+	"      --target NAME        engine layout: vllm@0.32 (default; vllm = newest)\n"
 	"      --no-attn-scales     leave out attn._k_scale/_v_scale/_q_scale/_prob_scale\n"
 	"                           (for vLLM releases before December 2025)\n"
 	"      --rules FILE         rules for an architecture wshard does not know\n"

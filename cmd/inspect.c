@@ -179,7 +179,9 @@ static int inspect_output(const struct inspect_opts *o)
 		return ret;
 	}
 	printf("wshard output: %s\n", o->path);
-	printf("architecture: %s  target: %s  tp: %d  rules: %s\n", m->architecture, m->target,
+	printf("architecture: %s  target: %s%s%s%s  tp: %d  rules: %s\n", m->architecture,
+	       m->target, m->target_checked ? " (checked against " : "",
+	       m->target_checked ? m->target_checked : "", m->target_checked ? ")" : "",
 	       m->tp, m->rules);
 	printf("source: %s\n", m->source_path);
 	if (m->source_repo_id)

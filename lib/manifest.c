@@ -323,6 +323,7 @@ json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode m
 	const struct wshard_options *o = &plan->opt;
 	json_t *files = json_array(), *copied = json_array(), *reads = json_array();
 	json_t *doc;
+	const char *checked = NULL;
 	char real[PATH_MAX];
 	size_t i;
 	int p;
@@ -334,11 +335,13 @@ json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode m
 		json_array_append_new(copied, json_string(cat->extra[i]));
 	for (p = 0; reads && p < nprocs; p++)
 		json_array_append_new(reads, json_integer((json_int_t)proc_read[p]));
-	doc = json_pack("{s:s,s:i,s:s,s:s,s:i,s:s?,s:s}",
+	wshard_target_canonical(o->target, &checked);
+	doc = json_pack("{s:s,s:i,s:s,s:s,s:s,s:i,s:s?,s:s}",
 			"format", "wshard",
 			"format_version", WSHARD_MANIFEST_VERSION,
 			"wshard_version", WSHARD_VERSION,
 			"target", o->target,
+			"target_checked", checked,
 			"tp", plan->tp,
 			"architecture", cat->config.architecture,
 			"rules", plan->rules_name);

@@ -398,6 +398,7 @@ enum wshard_err wshard_manifest_open(struct wshard_manifest **out_m, const char 
 	parse_options(m, mf->doc);
 	m->architecture = json_string_value(json_object_get(mf->doc, "architecture"));
 	m->target = json_string_value(json_object_get(mf->doc, "target"));
+	m->target_checked = json_string_value(json_object_get(mf->doc, "target_checked"));
 	m->rules = json_string_value(json_object_get(mf->doc, "rules"));
 	ranks = json_object_get(mf->doc, "ranks");
 	if (!json_is_array(ranks) || json_array_size(ranks) == 0) {

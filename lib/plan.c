@@ -335,6 +335,49 @@ static enum wshard_err build_extras(struct wshard_plan *plan,
 	return WSHARD_OK;
 }
 
+void wshard_options_init(struct wshard_options *opt)
+{
+	memset(opt, 0, sizeof(*opt));
+	opt->tp = 1;
+	opt->target = WSHARD_TARGET_DEFAULT;
+	opt->attn_scales = true;
+	opt->max_file_size = 5ULL << 30;
+	opt->max_memory = 64ULL << 20;
+	opt->checksum = WSHARD_CK_CRC64;
+}
+
+/*
+ * The layouts wshard writes, each the per-rank state of one engine
+ * release line as its oracle (test/engine) found it, newest first; a bare
+ * engine name means its newest.  A layout moves between releases (MoE
+ * parameter names, attention scale buffers), so each is named by the
+ * release it was checked against.
+ */
+static const struct {
+	const char *name;		/* canonical: ENGINE@RELEASE */
+	const char *checked;		/* the engine build the oracle ran */
+} targets[] = {
+	{ "vllm@0.32", "vllm==0.32.0" },
+};
+
+const char *wshard_target_canonical(const char *target, const char **out_checked)
+{
+	size_t i, n;
+
+	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		n = strlen(targets[i].name);
+		/* "vllm", "vllm@0.32" and "vllm@0.32.N" */
+		if (strcmp(target, "vllm") == 0 || strcmp(target, targets[i].name) == 0 ||
+		    (strncmp(target, targets[i].name, n) == 0 && target[n] == '.' &&
+		     target[n + 1] && strspn(target + n + 1, "0123456789") == strlen(target + n + 1))) {
+			if (out_checked)
+				*out_checked = targets[i].checked;
+			return targets[i].name;
+		}
+	}
+	return NULL;
+}
+
 enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 				  const struct wshard_catalog *cat,
 				  const struct wshard_rules *rules,
@@ -351,9 +394,9 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	if (opt->tp < 1 || opt->tp > 4096)
 		return wshard_error_set(err, WSHARD_EUSAGE, "--tp %d is out of range (1 to 4096)",
 					opt->tp);
-	if (strcmp(opt->target, "vllm") != 0)
+	if (!wshard_target_canonical(opt->target, NULL))
 		return wshard_error_set(err, WSHARD_EUSAGE,
-					"unknown target '%s' (known: vllm)", opt->target);
+					"unknown target '%s' (known: vllm, vllm@0.32)", opt->target);
 	if (opt->max_file_size == 0)
 		return wshard_error_set(err, WSHARD_EUSAGE, "--max-file-size must be positive");
 	if (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype))
@@ -365,6 +408,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	plan->tp = opt->tp;
 	plan->opt = *opt;
+	plan->opt.target = wshard_target_canonical(opt->target, NULL);
 	plan->cat = cat;
 	plan->rules_name = strdup(rules->name);
 	plan->ranks = calloc((size_t)opt->tp, sizeof(*plan->ranks));

@@ -202,17 +202,6 @@ static enum wshard_err layout_rank(struct wshard_plan *plan,
 	return rc;
 }
 
-void wshard_options_init(struct wshard_options *opt)
-{
-	memset(opt, 0, sizeof(*opt));
-	opt->tp = 1;
-	opt->target = "vllm";
-	opt->attn_scales = true;
-	opt->max_file_size = 5ULL << 30;
-	opt->max_memory = 64ULL << 20;
-	opt->checksum = WSHARD_CK_CRC64;
-}
-
 enum wshard_err plan_layout(struct wshard_plan *plan, struct wshard_error *err)
 {
 	struct done_order order = { 0 };

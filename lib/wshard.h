@@ -288,9 +288,12 @@ void wshard_rules_free(struct wshard_rules *rules);
 /* Plan                                                                */
 /* ------------------------------------------------------------------ */
 
+/* The engine layout written when none is asked for: the newest checked. */
+#define WSHARD_TARGET_DEFAULT "vllm@0.32"
+
 struct wshard_options {
 	int tp;				/* tensor-parallel size, >= 1 */
-	const char *target;		/* "vllm" */
+	const char *target;		/* "vllm@0.32"; "vllm" is the newest */
 	bool attn_scales;		/* write attn._k_scale & co. */
 	uint64_t max_file_size;		/* bytes of data per part */
 	uint64_t max_memory;		/* tensor-data buffer budget */
@@ -299,9 +302,18 @@ struct wshard_options {
 	enum wshard_dtype dtype;
 };
 
-/* Fills opt with the defaults (tp 1, vllm, scales on, 5 GiB, 64 MiB,
- * crc64-nvme). */
+/* Fills opt with the defaults (tp 1, WSHARD_TARGET_DEFAULT, scales on,
+ * 5 GiB, 64 MiB, crc64-nvme). */
 void wshard_options_init(struct wshard_options *opt);
+
+/*
+ * The canonical name of an engine layout: target as --target takes it,
+ * "ENGINE@RELEASE" ("vllm@0.32"; a patch release "vllm@0.32.1" names its
+ * line) or a bare "vllm" for the newest.  Sets *out_checked (may be NULL)
+ * to the engine build the layout was checked against ("vllm==0.32.0").
+ * Returns a static string, or NULL for a target wshard does not write.
+ */
+const char *wshard_target_canonical(const char *target, const char **out_checked);
 
 enum wshard_piece_kind {
 	WSHARD_PIECE_COPY,	/* bytes of a source tensor */
@@ -620,6 +632,8 @@ struct wshard_manifest {
 	char *path;			/* OUT/wshard.json, for messages */
 	int tp;
 	const char *architecture, *target, *rules;
+	const char *target_checked;	/* the engine build the layout was
+					 * checked against ("vllm==0.32.0") */
 	const char *source_path, *source_realpath;
 	/* a source given as a repo id: the id, the revision asked for and
 	 * the commit it resolved to (NULL otherwise) */

@@ -1199,7 +1199,7 @@ class Checker:
         want(m, "format", lambda v: v == "wshard", '"wshard"')
         want(m, "format_version", lambda v: v == 1, "1")
         want(m, "wshard_version", lambda v: isinstance(v, str) and v, "a version string")
-        want(m, "target", lambda v: v == "vllm", '"vllm"')
+        want(m, "target", lambda v: v == "vllm@0.32", '"vllm@0.32"')
         want(m, "tp", lambda v: v == tp, str(tp))
         want(m, "architecture", lambda v: v == self.exp.arch, json.dumps(self.exp.arch))
         want(m, "rules", lambda v: isinstance(v, str) and v, "a string")
@@ -1437,7 +1437,7 @@ def write_output(src, out, exp, max_file_size):
     total = sum(t.nbytes for t in src.tensors.values())
     manifest = {
         "format": "wshard", "format_version": 1, "wshard_version": "reference",
-        "target": "vllm", "tp": exp.tp, "architecture": exp.arch, "rules": "reference",
+        "target": "vllm@0.32", "target_checked": "vllm==0.32.0", "tp": exp.tp, "architecture": exp.arch, "rules": "reference",
         "options": {"attn_scales": exp.attn_scales, "max_file_size": max_file_size,
                     "dtype": exp.dtype, "checksum": ALGOS[0]},
         "source": {"path": src.path, "tensor_bytes": total,
