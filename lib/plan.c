@@ -209,6 +209,12 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 	/* per-expert per-tensor scales stack to [E], as vLLM's FusedMoE has them */
 	if (is_stacked(&m[0]) && m[0].rule->scale && g.ndim == 1 && g.shape[0] == 1)
 		g.ndim = 0;
+	/* a linear layer's per-tensor scale is a vector of one element per
+	 * fused part in vLLM (PerTensorScaleParameter): a scalar becomes [1] */
+	else if (!is_stacked(&m[0]) && m[0].rule->scale && !m[0].rule->block && g.ndim == 0) {
+		g.ndim = 1;
+		g.shape[0] = 1;
+	}
 	for (r = 0; r < plan->tp; r++) {
 		struct wshard_out_tensor *t = &g.ranks[r];
 

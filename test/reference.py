@@ -407,6 +407,12 @@ def value_bytes(dtype, v):
     raise RefError("no constant of dtype %s" % dtype)
 
 
+def scale_shape(t):
+    """vLLM keeps a linear layer's per-tensor scale as a vector of one
+    element per fused part (PerTensorScaleParameter): a scalar is [1]."""
+    return [1] if list(t.shape) == [] else list(t.shape)
+
+
 def piece_bytes(src, dtype, p):
     if p[0] == "zeros":
         return np.zeros(p[1], dtype=np.uint8)
@@ -652,7 +658,7 @@ class Expect:
             else:
                 # per-tensor and per-channel (output rows) scales: whole
                 for r in range(tp):
-                    items[r][name] = (t.dtype, list(t.shape), [self.whole(t)])
+                    items[r][name] = (t.dtype, scale_shape(t), [self.whole(t)])
         return items
 
     def replicated(self, out, base, w):
@@ -661,7 +667,7 @@ class Expect:
             items[r][out] = (w.dtype, list(w.shape), [self.whole(w)])
         for suffix, (t,) in self.scales([base]).items():
             for r in range(self.tp):
-                items[r][scale_output_name(out, suffix)] = (t.dtype, list(t.shape), [self.whole(t)])
+                items[r][scale_output_name(out, suffix)] = (t.dtype, scale_shape(t), [self.whole(t)])
         return items
 
     def stack(self, experts, flat_scalars=()):

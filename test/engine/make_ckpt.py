@@ -42,6 +42,11 @@ CASES = {
     # tp 2 falls on whole blocks (4 kv heads of 64: 128 rows a rank).
     "llama-fp8": ("LlamaConfig", "LlamaForCausalLM",
                   {"num_key_value_heads": 4}),
+    # FP8 with one scale per tensor and static activation scales.
+    "llama-fp8t": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "qwen3_moe-fp8": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                      {"num_key_value_heads": 4, "num_experts": 4,
+                       "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
 }
 
 # Linear weights the FP8 variants quantize (the rest stays BF16).
@@ -50,12 +55,15 @@ FP8_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
 BLOCK = 128
 
 
-def quantize_fp8_blocks(out):
+def quantize_fp8(out, per_tensor=False):
     """Rewrites the BF16 checkpoint in OUT with its linear weights in
-    float8_e4m3fn and a float32 weight_scale_inv per 128x128 block,
-    shard by shard, and adds quantization_config to config.json."""
+    float8_e4m3fn and a float32 weight_scale_inv per 128x128 block (or,
+    per_tensor, one weight_scale and one input_scale each, as static
+    FP8 checkpoints carry them), shard by shard, and adds
+    quantization_config to config.json."""
     import json
     import os
+    import zlib
     import torch
     from safetensors.torch import load_file, save_file
     idx_path = os.path.join(out, "model.safetensors.index.json")
@@ -69,6 +77,17 @@ def quantize_fp8_blocks(out):
                     name.split(".")[-2] in FP8_LINEAR):
                 continue
             w = tensors[name].float()
+            if per_tensor:
+                s = w.abs().max().clamp(min=1e-12) / fmax
+                tensors[name] = (w / s).to(torch.float8_e4m3fn)
+                base = name[:-len("weight")]
+                tensors[base + "weight_scale"] = s.reshape([]).float()
+                # a fixed activation scale, distinct per layer and part
+                tensors[base + "input_scale"] = torch.tensor(
+                    0.01 + 0.001 * (zlib.crc32(base.encode()) % 7), dtype=torch.float32)
+                idx["weight_map"][base + "weight_scale"] = fname
+                idx["weight_map"][base + "input_scale"] = fname
+                continue
             rows, cols = w.shape
             br, bc = -(-rows // BLOCK), -(-cols // BLOCK)
             scale = torch.empty(br, bc, dtype=torch.float32)
@@ -89,9 +108,18 @@ def quantize_fp8_blocks(out):
         json.dump(idx, f, indent=2)
     cfg_path = os.path.join(out, "config.json")
     cfg = json.load(open(cfg_path))
-    cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3",
-                                  "activation_scheme": "dynamic",
-                                  "weight_block_size": [BLOCK, BLOCK]}
+    if per_tensor:
+        cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3",
+                                      "activation_scheme": "static"}
+    else:
+        cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3",
+                                      "activation_scheme": "dynamic",
+                                      "weight_block_size": [BLOCK, BLOCK]}
+    # Routers stay BF16; as in Qwen's FP8 checkpoints, the config says so.
+    gates = sorted(n[:-len(".weight")] for n in idx["weight_map"]
+                   if n.endswith(".mlp.gate.weight"))
+    if gates:
+        cfg["quantization_config"]["modules_to_not_convert"] = ["lm_head"] + gates
     with open(cfg_path, "w") as f:
         json.dump(cfg, f, indent=2)
 
@@ -113,7 +141,9 @@ def make(arch, out):
             p.add_(torch.randn_like(p) * 0.02)
     model.save_pretrained(out, max_shard_size="1MB")
     if arch.endswith("-fp8"):
-        quantize_fp8_blocks(out)
+        quantize_fp8(out)
+    elif arch.endswith("-fp8t"):
+        quantize_fp8(out, per_tensor=True)
 
 
 if __name__ == "__main__":
