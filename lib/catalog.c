@@ -18,6 +18,7 @@
 #include "fileio.h"
 #include "catalog.h"
 #include "arc.h"
+#include "hfcache.h"
 
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"

@@ -23,6 +23,7 @@
 
 #include "wshard.h"
 #include "catalog.h"
+#include "hfcache.h"
 #include "fileio.h"
 #include "util.h"
 
