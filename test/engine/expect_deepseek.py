@@ -8,8 +8,11 @@ it byte for byte with the state vLLM itself dumped (oracle.py ref).
     expect_deepseek.py SRC TP DUMP     compare SRC's expected state with
                                         DUMP/model-rank-R.safetensors
     expect_deepseek.py SRC TP OUT --write
-                                        write the expected state to
-                                        OUT/model-rank-R.safetensors
+                                        write the expected state as a
+                                        sharded_state folder: OUT/model-rank-
+                                        R-part-0.safetensors and SRC's other
+                                        files (config.json, ...), for
+                                        oracle.py load
 
 Exits 1 on any difference (names, dtypes, shapes or bytes).
 """
@@ -361,10 +364,14 @@ def main(argv):
     if len(argv) == 4:
         return compare(argv[1], int(argv[2]), argv[3])
     if len(argv) == 5 and argv[4] == "--write":
+        import shutil
         os.makedirs(argv[3], exist_ok=True)
+        for f in os.listdir(argv[1]):
+            if not f.endswith(".safetensors") and not f.endswith(".index.json"):
+                shutil.copy(os.path.join(argv[1], f), argv[3])
         for r in range(int(argv[2])):
             exp, _ = Spec(argv[1], int(argv[2]), r).build()
-            save_file(exp, os.path.join(argv[3], f"model-rank-{r}.safetensors"),
+            save_file(exp, os.path.join(argv[3], f"model-rank-{r}-part-0.safetensors"),
                       metadata={"format": "pt"})
         return 0
     sys.exit(__doc__)
