@@ -13,6 +13,22 @@ COMMON = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
               num_attention_heads=4, num_key_value_heads=2, head_dim=64,
               vocab_size=1000, max_position_embeddings=512)
 
+# Multi-head latent attention (DeepSeek-V2/V3), 4 heads.  vLLM's CPU MLA
+# backend takes kv_lora_rank + qk_rope_head_dim in (320, 512, 576) only
+# ("Head dimension 160 is not supported by MLA." for 128 + 32): 256 + 64.
+MLA = dict(num_attention_heads=4, num_key_value_heads=4, q_lora_rank=128,
+           kv_lora_rank=256, qk_nope_head_dim=64, qk_rope_head_dim=64,
+           v_head_dim=64, head_dim=None)
+V3 = dict(MLA, num_hidden_layers=2, n_routed_experts=8, n_shared_experts=1,
+          num_experts_per_tok=2, moe_intermediate_size=256,
+          first_k_dense_replace=1, n_group=4, topk_group=2,
+          routed_scaling_factor=2.5, norm_topk_prob=True,
+          # config.json fields DeepSeek-V3 ships that transformers' class
+          # lacks (kept as extra attributes); vLLM reads them.
+          topk_method="noaux_tc", scoring_func="sigmoid", moe_layer_freq=1)
+# Cases with a DeepSeek MTP layer appended (num_nextn_predict_layers: 1).
+MTP = ("deepseek_v3", "deepseek_v3-fp8", "deepseek_v32")
+
 # arch -> (config class, model class, config overrides)
 CASES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
@@ -47,11 +63,56 @@ CASES = {
     "qwen3_moe-fp8": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                       {"num_key_value_heads": 4, "num_experts": 4,
                        "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
+    # DeepSeek-V2-Lite: MLA without a query LoRA (q_proj), the first layer
+    # dense, 2 shared experts, greedy top-k routing (softmax).
+    "deepseek_v2_lite": ("DeepseekV2Config", "DeepseekV2ForCausalLM",
+                         dict(MLA, q_lora_rank=None, qk_nope_head_dim=128,
+                              v_head_dim=128,
+                              n_routed_experts=8, n_shared_experts=2,
+                              num_experts_per_tok=2, moe_intermediate_size=128,
+                              first_k_dense_replace=1,
+                              # as DeepSeek-V2-Lite ships them; vLLM's CPU
+                              # router asserts topk_group is not None
+                              n_group=1, topk_group=1)),
+    # DeepSeek-V2: the query LoRA (q_a_proj, q_a_layernorm, q_b_proj) and
+    # group-limited routing.
+    "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM",
+                    dict(MLA, qk_nope_head_dim=128, v_head_dim=128,
+                         q_lora_rank=192, n_routed_experts=8,
+                         n_shared_experts=2, num_experts_per_tok=2,
+                         moe_intermediate_size=128, first_k_dense_replace=1,
+                         topk_method="group_limited_greedy", n_group=2,
+                         topk_group=1)),
+    # DeepSeek-V3 with one MTP layer (model.layers.{L}), as DeepSeek ships it;
+    # every quantized dimension a multiple of 128 for the -fp8 variant, and
+    # every split at tp 2 on whole blocks; kv_a_proj_with_mqa has
+    # kv_lora_rank + qk_rope_head_dim = 320 rows (2.5 blocks, replicated)
+    # like DeepSeek's 576.
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", V3),
+    "deepseek_v3-fp8": ("DeepseekV3Config", "DeepseekV3ForCausalLM", V3),
+    # DeepSeek-V3.2: V3 plus the sparse-attention indexer (DSA).  vLLM
+    # 0.32's CPU build cannot construct it ("Sparse Attention is not
+    # supported on CPU."), so test/engine/run-deepseek leaves it out.
+    "deepseek_v32": ("DeepseekV32Config", "DeepseekV32ForCausalLM",
+                     dict(V3, head_dim=64, index_n_heads=4, index_head_dim=128,
+                          index_topk=64)),
+    # GLM-4.5: GQA with biases on q/k/v, partial rotary, QK norm, the first
+    # layer dense, sigmoid routing with e_score_correction_bias.
+    "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM",
+                 {"num_hidden_layers": 3, "head_dim": 64,
+                  "num_attention_heads": 4, "num_key_value_heads": 2,
+                  "attention_bias": True, "use_qk_norm": True,
+                  "partial_rotary_factor": 0.5, "n_routed_experts": 16,
+                  "n_shared_experts": 1, "num_experts_per_tok": 4,
+                  "moe_intermediate_size": 128, "first_k_dense_replace": 1,
+                  "n_group": 1, "topk_group": 1, "routed_scaling_factor": 2.5,
+                  "norm_topk_prob": True}),
 }
 
 # Linear weights the FP8 variants quantize (the rest stays BF16).
 FP8_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-              "down_proj")
+              "down_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
+              "kv_b_proj")
 BLOCK = 128
 
 
@@ -124,6 +185,68 @@ def quantize_fp8(out, per_tensor=False):
         json.dump(cfg, f, indent=2)
 
 
+def add_mtp_layer(out):
+    """Appends DeepSeek's multi-token-prediction layer model.layers.{L}
+    (L = num_hidden_layers), which transformers' class neither builds nor
+    writes: a full decoder layer (a copy of the last, perturbed) plus
+    embed_tokens, enorm, hnorm, eh_proj and shared_head.{norm,head}, the
+    names DeepSeek-V3's checkpoint uses, in a shard of its own listed in the
+    index; config.json gains num_nextn_predict_layers: 1.  The routers'
+    e_score_correction_bias become F32, as in DeepSeek's checkpoint."""
+    import json
+    import os
+    import torch
+    from safetensors.torch import load_file, save_file
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    n, h, v = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["vocab_size"]
+    src = {}
+    for fname in sorted(set(idx["weight_map"].values())):
+        src.update(load_file(os.path.join(out, fname)))
+    g = torch.Generator().manual_seed(4321)
+
+    def rnd(shape, like):
+        return like + (torch.randn(shape, generator=g) * 0.02).to(like.dtype)
+
+    # DeepSeek ships the routers' e_score_correction_bias in F32
+    # (transformers writes the model dtype).
+    for fname in sorted(set(idx["weight_map"].values())):
+        path = os.path.join(out, fname)
+        t = load_file(path)
+        if any(k.endswith(".e_score_correction_bias") for k in t):
+            t = {k: v.float() if k.endswith(".e_score_correction_bias") else v
+                 for k, v in t.items()}
+            save_file(t, path, metadata={"format": "pt"})
+            src.update(t)
+    new = {}
+    last = f"model.layers.{n - 1}."
+    for name, t in src.items():
+        if name.startswith(last):
+            new[f"model.layers.{n}." + name[len(last):]] = rnd(t.shape, t)
+    pre = f"model.layers.{n}."
+    emb = src["model.embed_tokens.weight"]
+    one = torch.ones(h, dtype=emb.dtype)
+    new[pre + "embed_tokens.weight"] = rnd(emb.shape, emb)
+    new[pre + "enorm.weight"] = rnd([h], one)
+    new[pre + "hnorm.weight"] = rnd([h], one)
+    new[pre + "eh_proj.weight"] = rnd([h, 2 * h], torch.zeros(h, 2 * h, dtype=emb.dtype))
+    new[pre + "shared_head.norm.weight"] = rnd([h], one)
+    new[pre + "shared_head.head.weight"] = rnd([v, h], torch.zeros(v, h, dtype=emb.dtype))
+    fname = "model-mtp.safetensors"
+    save_file({k: t.contiguous() for k, t in new.items()},
+              os.path.join(out, fname), metadata={"format": "pt"})
+    for k in new:
+        idx["weight_map"][k] = fname
+    idx["weight_map"] = dict(sorted(idx["weight_map"].items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    cfg["num_nextn_predict_layers"] = 1
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
 def make(arch, out):
     import torch
     import transformers
@@ -140,6 +263,8 @@ def make(arch, out):
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.02)
     model.save_pretrained(out, max_shard_size="1MB")
+    if arch in MTP:
+        add_mtp_layer(out)
     if arch.endswith("-fp8"):
         quantize_fp8(out)
     elif arch.endswith("-fp8t"):
