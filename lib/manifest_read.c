@@ -293,6 +293,11 @@ static void parse_options(struct wshard_manifest *m, json_t *doc)
 	if (get_u64(opts, "max_file_size", &mfs) && mfs > 0)
 		m->options.max_file_size = mfs;
 	m->options.checksum = ck;
+	m->options.expert_parallel = json_is_true(json_object_get(opts, "expert_parallel"));
+	if (json_is_string(json_object_get(opts, "expert_placement")))
+		(void)wshard_placement_parse(json_string_value(json_object_get(opts,
+								"expert_placement")),
+					     &m->options.placement);
 	if (json_is_string(json_object_get(opts, "dtype")) &&
 	    !wshard_dtype_parse(json_string_value(json_object_get(opts, "dtype")),
 				&m->options.dtype))
@@ -400,6 +405,8 @@ enum wshard_err wshard_manifest_open(struct wshard_manifest **out_m, const char 
 	m->target = json_string_value(json_object_get(mf->doc, "target"));
 	m->target_checked = json_string_value(json_object_get(mf->doc, "target_checked"));
 	m->rules = json_string_value(json_object_get(mf->doc, "rules"));
+	m->expert_placement = json_string_value(json_object_get(
+		json_object_get(mf->doc, "parallel"), "expert_placement"));
 	ranks = json_object_get(mf->doc, "ranks");
 	if (!json_is_array(ranks) || json_array_size(ranks) == 0) {
 		rc = bad(m, err, "no \"ranks\"");
