@@ -250,7 +250,8 @@ static enum wshard_err parse_rank(struct wshard_manifest *m, size_t r, json_t *r
 	return WSHARD_OK;
 }
 
-/* "format", "format_version", "tp" and the checksum algorithm. */
+/* "format", "format_version", "tp", the checksum algorithm and the expert
+ * placement. */
 static enum wshard_err parse_head(struct wshard_manifest *m, json_t *doc,
 				  struct wshard_error *err)
 {
@@ -274,6 +275,11 @@ static enum wshard_err parse_head(struct wshard_manifest *m, json_t *doc,
 	ck = json_string_value(json_object_get(json_object_get(doc, "options"), "checksum"));
 	if (!ck || wshard_checksum_parse(ck, &m->options.checksum) < 0)
 		return bad(m, err, "\"options\".\"checksum\" names no known algorithm");
+	/* written since expert parallelism; absent in earlier manifests */
+	x = json_object_get(json_object_get(doc, "options"), "expert_placement");
+	if (x && (!json_is_string(x) ||
+		  wshard_placement_parse(json_string_value(x), &m->options.placement) < 0))
+		return bad(m, err, "\"options\".\"expert_placement\" is not linear or round_robin");
 	return WSHARD_OK;
 }
 

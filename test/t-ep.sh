@@ -21,7 +21,8 @@
 #     without --force: refused (exit 2) like any earlier output; --force
 #     replaces it.
 # (e) a manifest whose "parallel" placement contradicts its options: verify
-#     reports it.
+#     reports it; one whose options name an unknown placement is not a
+#     valid manifest (exit 3).
 # (f) --expert-placement without --expert-parallel, or an unknown placement:
 #     usage errors (exit 2, one line); fewer experts than ranks: exit 3.
 # shellcheck disable=SC2086,SC1091
@@ -152,6 +153,11 @@ sed 's/"expert_placement": "linear"/"expert_placement": "round_robin"/' \
 expect_exit 1 $PLAIN "$WSHARD" verify "$T/q3-ep2" &&
 	grep -qF "manifest: expert placement round_robin, but its options give linear" "$T/out" ||
 	fail "verify: tampered placement: $(head -c 300 "$T/out")"
+
+sed 's/"expert_placement": "round_robin"/"expert_placement": "rr"/' \
+	"$T/q3-rr/wshard.json" >"$T/m.json" && cp "$T/m.json" "$T/q3-rr/wshard.json"
+expect_exit 3 $PLAIN "$WSHARD" verify "$T/q3-rr" &&
+	{ one_line "unknown placement"; err_has "unknown placement" '"options"."expert_placement" is not linear or round_robin'; }
 
 # (f) usage errors.
 expect_exit 2 "$WSHARD" convert --tp 2 --expert-placement linear "$T/q3" "$T/x" &&
