@@ -94,6 +94,7 @@ LIB_SRC := \
 	lib/plan_layout.c \
 	lib/plan_match.c \
 	lib/plan_split.c \
+	lib/plan_expert.c \
 	lib/rules.c \
 	lib/rules_parse.c \
 	lib/safetensors.c \

@@ -25,6 +25,10 @@ static const char convert_usage[] =
 	"options:\n"
 	"  -t, --tp N               tensor-parallel size (required)\n"
 	"      --target NAME        engine layout: vllm@0.32 (default; vllm = newest)\n"
+	"      --expert-parallel    each rank holds whole experts, as vLLM's\n"
+	"                           --enable-expert-parallel (attention stays TP-split)\n"
+	"      --expert-placement P linear (default) or round_robin, vLLM's\n"
+	"                           expert_placement_strategy\n"
 	"      --no-attn-scales     leave out attn._k_scale/_v_scale/_q_scale/_prob_scale\n"
 	"                           (for vLLM releases before December 2025)\n"
 	"      --rules FILE         rules for an architecture wshard does not know\n"
@@ -58,7 +62,7 @@ struct convert_opts {
 	const char *rules;
 	const char *revision;
 	const char *src;
-	bool have_tp, dry_run, json, quiet;
+	bool have_tp, have_placement, dry_run, json, quiet;
 };
 
 enum {
@@ -75,6 +79,8 @@ enum {
 	OPT_ARCHIVE_ONLY,
 	OPT_NO_SYNC,
 	OPT_REVISION,
+	OPT_EP,
+	OPT_PLACEMENT,
 };
 
 static int parse_validate(const char *s, enum wshard_validate_mode *out)
@@ -166,6 +172,12 @@ static int value_option(int c, const char *arg, struct convert_opts *o)
 			return usage_error("convert", "--dtype: '%s' is not bf16, f16 or f32", arg);
 		o->opt.has_dtype = true;
 		return 0;
+	case OPT_PLACEMENT:
+		if (wshard_placement_parse(arg, &o->opt.placement) < 0)
+			return usage_error("convert", "--expert-placement: '%s' is not linear or round_robin",
+					   arg);
+		o->have_placement = true;
+		return 0;
 	case OPT_ARCHIVE:
 		if (parse_archive(arg, &o->run.archive) < 0)
 			return usage_error("convert", "--archive: '%s' is not tar, tar.zst or tar.gz",
@@ -184,6 +196,9 @@ static int flag_option(int c, char **argv, struct convert_opts *o)
 	switch (c) {
 	case OPT_NO_SCALES:
 		o->opt.attn_scales = false;
+		return 0;
+	case OPT_EP:
+		o->opt.expert_parallel = true;
 		return 0;
 	case OPT_ARCHIVE_ONLY:
 		o->run.archive_only = true;
@@ -218,6 +233,8 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 	static const struct option longopts[] = {
 		{ "tp", required_argument, NULL, 't' },
 		{ "target", required_argument, NULL, OPT_TARGET },
+		{ "expert-parallel", no_argument, NULL, OPT_EP },
+		{ "expert-placement", required_argument, NULL, OPT_PLACEMENT },
 		{ "no-attn-scales", no_argument, NULL, OPT_NO_SCALES },
 		{ "rules", required_argument, NULL, OPT_RULES },
 		{ "revision", required_argument, NULL, OPT_REVISION },
@@ -249,6 +266,8 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 	}
 	if (!o->have_tp)
 		return usage_error("convert", "--tp N is required");
+	if (o->have_placement && !o->opt.expert_parallel)
+		return usage_error("convert", "--expert-placement needs --expert-parallel");
 	if (o->run.archive_only && o->run.archive == WSHARD_ARCHIVE_NONE)
 		return usage_error("convert", "--archive-only needs --archive FMT");
 	if (argc - optind != 2)

@@ -183,6 +183,14 @@ static int inspect_output(const struct inspect_opts *o)
 	       m->target, m->target_checked ? " (checked against " : "",
 	       m->target_checked ? m->target_checked : "", m->target_checked ? ")" : "",
 	       m->tp, m->rules);
+	if (m->expert_placement) {
+		const char *asked = wshard_placement_name(m->options.placement);
+		bool same = asked && strcmp(asked, m->expert_placement) == 0;
+
+		printf("expert parallel: %s placement, whole experts per rank%s%s%s\n",
+		       m->expert_placement, same ? "" : " (asked: ", same ? "" : asked,
+		       same ? "" : ")");
+	}
 	printf("source: %s\n", m->source_path);
 	if (m->source_repo_id)
 		printf("source repo: %s  revision: %s  commit: %s\n", m->source_repo_id,

@@ -347,11 +347,20 @@ json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode m
 			"rules", plan->rules_name);
 	if (!doc)
 		goto fail;
-	json_object_set_new(doc, "options", json_pack("{s:b,s:I,s:o,s:s}",
+	json_object_set_new(doc, "options", json_pack("{s:b,s:I,s:o,s:s,s:b,s:s}",
 		"attn_scales", o->attn_scales,
 		"max_file_size", (json_int_t)o->max_file_size,
 		"dtype", o->has_dtype ? json_string(wshard_dtype_name(o->dtype)) : json_null(),
-		"checksum", wshard_checksum_name(o->checksum)));
+		"checksum", wshard_checksum_name(o->checksum),
+		"expert_parallel", o->expert_parallel,
+		"expert_placement", wshard_placement_name(o->placement)));
+	/* the layout the ranks hold: placement is the one vLLM uses (its
+	 * round_robin falls back to linear without grouped routing) */
+	json_object_set_new(doc, "parallel", json_pack("{s:i,s:b,s:o}",
+		"tp", plan->tp,
+		"expert_parallel", o->expert_parallel,
+		"expert_placement", o->expert_parallel
+			? json_string(wshard_placement_name(plan->placement)) : json_null()));
 	/*
 	 * A repo id: path is the id as given, realpath its snapshot, and the
 	 * commit it resolved to says which revision the output was made from

@@ -250,7 +250,8 @@ static enum wshard_err parse_rank(struct wshard_manifest *m, size_t r, json_t *r
 	return WSHARD_OK;
 }
 
-/* "format", "format_version", "tp" and the checksum algorithm. */
+/* "format", "format_version", "tp", the checksum algorithm and the expert
+ * placement. */
 static enum wshard_err parse_head(struct wshard_manifest *m, json_t *doc,
 				  struct wshard_error *err)
 {
@@ -274,6 +275,11 @@ static enum wshard_err parse_head(struct wshard_manifest *m, json_t *doc,
 	ck = json_string_value(json_object_get(json_object_get(doc, "options"), "checksum"));
 	if (!ck || wshard_checksum_parse(ck, &m->options.checksum) < 0)
 		return bad(m, err, "\"options\".\"checksum\" names no known algorithm");
+	/* written since expert parallelism; absent in earlier manifests */
+	x = json_object_get(json_object_get(doc, "options"), "expert_placement");
+	if (x && (!json_is_string(x) ||
+		  wshard_placement_parse(json_string_value(x), &m->options.placement) < 0))
+		return bad(m, err, "\"options\".\"expert_placement\" is not linear or round_robin");
 	return WSHARD_OK;
 }
 
@@ -293,6 +299,11 @@ static void parse_options(struct wshard_manifest *m, json_t *doc)
 	if (get_u64(opts, "max_file_size", &mfs) && mfs > 0)
 		m->options.max_file_size = mfs;
 	m->options.checksum = ck;
+	m->options.expert_parallel = json_is_true(json_object_get(opts, "expert_parallel"));
+	if (json_is_string(json_object_get(opts, "expert_placement")))
+		(void)wshard_placement_parse(json_string_value(json_object_get(opts,
+								"expert_placement")),
+					     &m->options.placement);
 	if (json_is_string(json_object_get(opts, "dtype")) &&
 	    !wshard_dtype_parse(json_string_value(json_object_get(opts, "dtype")),
 				&m->options.dtype))
@@ -400,6 +411,8 @@ enum wshard_err wshard_manifest_open(struct wshard_manifest **out_m, const char 
 	m->target = json_string_value(json_object_get(mf->doc, "target"));
 	m->target_checked = json_string_value(json_object_get(mf->doc, "target_checked"));
 	m->rules = json_string_value(json_object_get(mf->doc, "rules"));
+	m->expert_placement = json_string_value(json_object_get(
+		json_object_get(mf->doc, "parallel"), "expert_placement"));
 	ranks = json_object_get(mf->doc, "ranks");
 	if (!json_is_array(ranks) || json_array_size(ranks) == 0) {
 		rc = bad(m, err, "no \"ranks\"");

@@ -125,6 +125,33 @@ static bool is_stacked(const struct member *m)
 }
 
 /*
+ * Expert parallelism: the expert of members [m, m + n) goes whole to the
+ * one rank that holds it, cut as for a single rank.
+ */
+static enum wshard_err build_expert(const struct wshard_plan *plan,
+				    const struct wshard_rules *rules, struct group_out *g,
+				    const struct member *m, size_t n,
+				    struct wshard_error *err)
+{
+	struct wshard_plan one = *plan;
+	struct group_out g1 = *g;
+	long ne = plan->cat->config.num_experts;
+	enum wshard_err rc;
+
+	if (ne < plan->tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--expert-parallel: %lld experts for %d ranks (config.json's num_experts must be at least --tp)",
+					(long long)ne, plan->tp);
+	one.tp = 1;
+	g1.ranks = &g->ranks[plan_expert_owner(plan, ne, m[0].cap.e)];
+	rc = plan_build_item(&one, rules, &g1, m, n, err);
+	g->ndim = g1.ndim;
+	g->have_shape = g1.have_shape;
+	memcpy(g->shape, g1.shape, sizeof(g->shape));
+	return rc;
+}
+
+/*
  * The items of the group of members [m, m + n): one per expert when
  * stacked (each expert's members together), else one of all of them.
  * Their count goes to *out_nitems.
@@ -147,7 +174,9 @@ static enum wshard_err build_items(const struct wshard_plan *plan,
 			rc = wshard_error_set(err, WSHARD_EINVAL,
 					      "output '%s': expert %zu is missing (next is '%s')",
 					      m[i].out, nitems, src_name(plan, m[i].src));
-		if (!rc)
+		if (!rc && stacked && plan->opt.expert_parallel)
+			rc = build_expert(plan, rules, g, &m[i], j - i, err);
+		else if (!rc)
 			rc = plan_build_item(plan, rules, g, &m[i], j - i, err);
 		nitems++;
 	}
@@ -163,11 +192,12 @@ static enum wshard_err build_items(const struct wshard_plan *plan,
 
 /*
  * Names a rank's tensor of the group, and gives it its dtype and shape:
- * the items' shape, under a dimension of nitems experts when stacked.
+ * the items' shape, under a dimension of nitems experts when stacked
+ * (rank r's own experts under expert parallelism).
  */
 static enum wshard_err name_and_shape(const struct wshard_plan *plan,
 				      const struct group_out *g, const struct member *m,
-				      size_t nitems, struct wshard_out_tensor *t,
+				      size_t nitems, int r, struct wshard_out_tensor *t,
 				      struct wshard_error *err)
 {
 	bool stacked = is_stacked(m);
@@ -181,7 +211,13 @@ static enum wshard_err name_and_shape(const struct wshard_plan *plan,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"output '%s' would have more than %d dimensions",
 					m->out, WSHARD_MAX_DIMS);
-	if (stacked) {
+	if (stacked && plan->opt.expert_parallel) {
+		long first, stride;
+
+		t->shape[0] = (uint64_t)wshard_expert_range((long)nitems, plan->tp, r,
+							    plan->placement, &first, &stride);
+		memcpy(t->shape + 1, g->shape, sizeof(uint64_t) * (size_t)g->ndim);
+	} else if (stacked) {
 		t->shape[0] = nitems;
 		memcpy(t->shape + 1, g->shape, sizeof(uint64_t) * (size_t)g->ndim);
 	} else {
@@ -219,7 +255,7 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 		struct wshard_out_tensor *t = &g.ranks[r];
 
 		if (!rc)
-			rc = name_and_shape(plan, &g, &m[0], nitems, t, err);
+			rc = name_and_shape(plan, &g, &m[0], nitems, r, t, err);
 		if (!rc && plan->opt.has_dtype && !m[0].rule->scale) {
 			for (k = 0; k < t->npieces; k++)
 				t->pieces[k].from = t->pieces[k].to = dt;
@@ -403,6 +439,9 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	if (!wshard_target_canonical(opt->target, NULL))
 		return wshard_error_set(err, WSHARD_EUSAGE,
 					"unknown target '%s' (known: vllm, vllm@0.32)", opt->target);
+	if (!wshard_placement_name(opt->placement))
+		return wshard_error_set(err, WSHARD_EUSAGE, "unknown expert placement %d",
+					(int)opt->placement);
 	if (opt->max_file_size == 0)
 		return wshard_error_set(err, WSHARD_EUSAGE, "--max-file-size must be positive");
 	if (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype))
@@ -416,6 +455,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	plan->opt = *opt;
 	plan->opt.target = wshard_target_canonical(opt->target, NULL);
 	plan->cat = cat;
+	plan->placement = plan_effective_placement(cat, opt);
 	plan->rules_name = strdup(rules->name);
 	plan->ranks = calloc((size_t)opt->tp, sizeof(*plan->ranks));
 	caps = calloc((size_t)opt->tp, sizeof(*caps));

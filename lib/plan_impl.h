@@ -102,4 +102,13 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 				struct group_out *g, const struct member *m,
 				size_t n, struct wshard_error *err);
 
+/* plan_expert.c: the rank that holds expert e of num_experts under
+ * expert parallelism (plan->placement, over plan->tp ranks). */
+int plan_expert_owner(const struct wshard_plan *plan, long num_experts, long e);
+
+/* plan_expert.c: the placement vLLM uses for opt->placement on this
+ * checkpoint.  Returns it. */
+enum wshard_placement plan_effective_placement(const struct wshard_catalog *cat,
+					       const struct wshard_options *opt);
+
 #endif /* WSHARD_PLAN_IMPL_H */

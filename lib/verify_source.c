@@ -197,6 +197,19 @@ static enum wshard_err compare_put(void *ctx, unsigned slot, int rank, size_t te
 	return WSHARD_OK;
 }
 
+/* The manifest's "parallel" against the plan its options give. */
+static void check_parallel(struct verify *v, const struct wshard_plan *plan)
+{
+	const char *want = plan->opt.expert_parallel ? wshard_placement_name(plan->placement)
+						     : NULL;
+	const char *got = v->m->expert_placement;
+
+	if (v->proc != 0 || (!want && !got) || (want && got && strcmp(want, got) == 0))
+		return;
+	verify_diff(v, "manifest: expert placement %s, but its options give %s",
+		    got ? got : "none (tensor parallel)", want ? want : "none (tensor parallel)");
+}
+
 /*
  * Opens the source: --source (a path, or a repo id: at the manifest's
  * commit when it names the same repo, else at main), else the manifest's.
@@ -257,6 +270,7 @@ enum wshard_err verify_check_source(struct verify *v, struct wshard_error *err)
 			     perr.msg);
 		goto out;
 	}
+	check_parallel(v, plan);
 	for (r = 0; r < v->nranks && r < (size_t)v->tp; r++) {
 		if (!verify_wanted(v, (int)r))
 			continue;

@@ -257,6 +257,32 @@ void wshard_rules_free(struct wshard_rules *rules);
 /* The engine layout written when none is asked for: the newest checked. */
 #define WSHARD_TARGET_DEFAULT "vllm@0.32"
 
+/*
+ * Expert placement under expert parallelism, vLLM's
+ * expert_placement_strategy.  Values are never renumbered.
+ */
+enum wshard_placement {
+	WSHARD_PLACE_LINEAR = 0,	/* a contiguous block per rank */
+	WSHARD_PLACE_ROUND_ROBIN = 1,	/* every N-th expert */
+};
+
+/* "linear" or "round_robin"; NULL for another value. */
+const char *wshard_placement_name(enum wshard_placement p);
+
+/* Parses name into *out_p.  Returns 0, or -1 for an unknown name. */
+int wshard_placement_parse(const char *name, enum wshard_placement *out_p);
+
+/*
+ * The experts rank of ep_size holds among num_experts, as vLLM 0.32's
+ * determine_expert_map gives them: num_experts / ep_size each, the
+ * remainder one more to each of the first ranks; linear: a contiguous
+ * block from rank * base + min(rank, remainder); round_robin: rank,
+ * rank + ep_size, ...  Sets *out_first and *out_stride (the global index
+ * of local expert i is first + i * stride).  Returns the local count.
+ */
+long wshard_expert_range(long num_experts, int ep_size, int rank,
+			 enum wshard_placement p, long *out_first, long *out_stride);
+
 struct wshard_options {
 	int tp;				/* tensor-parallel size, >= 1 */
 	const char *target;		/* "vllm@0.32"; "vllm" is the newest */
@@ -266,6 +292,8 @@ struct wshard_options {
 	enum wshard_checksum checksum;
 	bool has_dtype;			/* convert floating weights */
 	enum wshard_dtype dtype;
+	bool expert_parallel;		/* whole experts per rank (EP = tp) */
+	enum wshard_placement placement;	/* as requested (--expert-placement) */
 };
 
 /* Fills opt with the defaults (tp 1, WSHARD_TARGET_DEFAULT, scales on,
@@ -346,6 +374,9 @@ struct wshard_plan {
 	const struct wshard_catalog *cat;	/* borrowed */
 	char *rules_name;
 	struct wshard_rank_plan *ranks;	/* tp of them */
+	/* expert parallelism: the placement vLLM uses (round_robin falls
+	 * back to linear without grouped routing) */
+	enum wshard_placement placement;
 };
 
 /*
@@ -607,8 +638,11 @@ struct wshard_manifest {
 	size_t ncopied;
 	const char **copied;		/* non-weight files copied into OUT */
 	/* the options the plan was built with: tp, target, attn_scales,
-	 * max_file_size, dtype, checksum */
+	 * max_file_size, dtype, checksum, expert_parallel, placement */
 	struct wshard_options options;
+	/* "parallel": under expert parallelism the placement the ranks hold
+	 * ("linear", "round_robin"); NULL for a tensor-parallel layout */
+	const char *expert_placement;
 	size_t nranks;			/* entries of "ranks"; rank r is ranks[r] */
 	struct wshard_manifest_rank *ranks;
 	bool has_archives;		/* an "archives" member, even empty */

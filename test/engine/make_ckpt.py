@@ -54,6 +54,10 @@ CASES = {
     "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                   {"num_experts": 8, "num_experts_per_tok": 2,
                    "moe_intermediate_size": 128}),
+    # 5 experts at tp 2 under expert parallelism: rank 0 holds 3, rank 1 2.
+    "qwen3_moe-e5": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                     {"num_experts": 5, "num_experts_per_tok": 2,
+                      "moe_intermediate_size": 128}),
     # FP8 with 128x128 block scales, as DeepSeek ships it: every split at
     # tp 2 falls on whole blocks (4 kv heads of 64: 128 rows a rank).
     "llama-fp8": ("LlamaConfig", "LlamaForCausalLM",

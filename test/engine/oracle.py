@@ -24,6 +24,10 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
         and bytes.  Prints each difference; exits 1 if there is any.
     oracle.py answers A B
         Compares two ANSWERS files: identical tokens and logprobs, or exit 1.
+
+    ref, load and time take --ep PLACEMENT first (linear or round_robin):
+    the engine runs with enable_expert_parallel=True and that
+    expert_placement_strategy.
 """
 import glob
 import json
@@ -130,6 +134,11 @@ def compare_answers(a, b):
 
 
 def main(argv):
+    ep = {}
+    if len(argv) > 3 and argv[1] == "--ep":
+        ep = {"enable_expert_parallel": True,
+              "expert_placement_strategy": argv[2]}
+        argv = argv[:1] + argv[3:]
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "ref" and len(argv) == 6:
         engine_env()
@@ -140,13 +149,14 @@ def main(argv):
             os.environ.get("PYTHONPATH", "")
         import runpy  # the hook in this process too
         runpy.run_path(os.path.join(sys.path[0], "sitecustomize.py"))
-        answers(argv[2], int(argv[3]), argv[5])
+        answers(argv[2], int(argv[3]), argv[5], **ep)
     elif cmd == "load" and len(argv) == 5:
         engine_env()
-        answers(argv[2], int(argv[3]), argv[4], load_format="sharded_state")
+        answers(argv[2], int(argv[3]), argv[4], load_format="sharded_state",
+                **ep)
     elif cmd == "time" and len(argv) == 6:
         engine_env()
-        answers(argv[2], int(argv[3]), argv[5], load_format=argv[4])
+        answers(argv[2], int(argv[3]), argv[5], load_format=argv[4], **ep)
     elif cmd == "bytes" and len(argv) == 5:
         return compare_bytes(argv[2], argv[3], int(argv[4]))
     elif cmd == "answers" and len(argv) == 4:
