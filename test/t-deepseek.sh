@@ -8,20 +8,20 @@
 #    and their FP8 block scales concatenate by rows (1 + 3 block rows);
 #  - a tp whose split cuts a 128 block (256 columns at tp 4) is
 #    refused with exit 3 and one line naming the weight (the first checked
-#    one: down_proj here), nothing written.
+#    one: down_proj, o_proj or kv_b_proj here), nothing written.
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
 
-# mk DIR fp8|bf16: 1 main layer (dense MLP) + MTP layer 1.
+# mk DIR fp8|bf16 [INTERMEDIATE]: 1 main layer (dense MLP) + MTP layer 1.
 mk() {
-	"$PYTHON" - "$1" "$2" <<'EOF' || fail "cannot write the DeepSeek checkpoint $1"
+	"$PYTHON" - "$1" "$2" "${3:-256}" <<'EOF' || fail "cannot write the DeepSeek checkpoint $1"
 import json, os, struct, sys
-d, kind = sys.argv[1], sys.argv[2]
+d, kind, inter = sys.argv[1], sys.argv[2], int(sys.argv[3])
 os.makedirs(d, exist_ok=True)
 cfg = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
        "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 1,
        "q_lora_rank": 128, "kv_lora_rank": 256, "qk_rope_head_dim": 64,
-       "qk_nope_head_dim": 64, "v_head_dim": 64, "intermediate_size": 256,
+       "qk_nope_head_dim": 64, "v_head_dim": 64, "intermediate_size": inter,
        "vocab_size": 128, "first_k_dense_replace": 1, "num_nextn_predict_layers": 1,
        "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
 if kind == "fp8":
@@ -31,8 +31,8 @@ if kind == "fp8":
 json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
 lin = {"self_attn.q_a_proj.weight": (128, 256), "self_attn.kv_a_proj_with_mqa.weight": (320, 256),
        "self_attn.q_b_proj.weight": (512, 128), "self_attn.kv_b_proj.weight": (512, 256),
-       "self_attn.o_proj.weight": (256, 256), "mlp.gate_proj.weight": (256, 256),
-       "mlp.up_proj.weight": (256, 256), "mlp.down_proj.weight": (256, 256)}
+       "self_attn.o_proj.weight": (256, 256), "mlp.gate_proj.weight": (inter, 256),
+       "mlp.up_proj.weight": (inter, 256), "mlp.down_proj.weight": (256, inter)}
 norm = {"input_layernorm.weight": 256, "post_attention_layernorm.weight": 256,
         "self_attn.q_a_layernorm.weight": 128, "self_attn.kv_a_layernorm.weight": 256}
 t = {"model.embed_tokens.weight": ("BF16", (128, 256)), "lm_head.weight": ("BF16", (128, 256)),
@@ -67,6 +67,7 @@ EOF
 
 mk "$T/bf16" bf16
 mk "$T/fp8" fp8
+mk "$T/fp8-wide" fp8 1024
 
 echo "== MTP layer left out, listed by name"
 if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/bf16" "$T/out-bf16"; then
@@ -109,5 +110,18 @@ if expect_exit 3 "$WSHARD" convert --tp 4 "$T/fp8" "$T/out-tp4"; then
 	echo "   $(cat "$T/err")"
 fi
 [ -e "$T/out-tp4" ] && fail "tp 4: '$T/out-tp4' was created"
+
+# With a 1024-wide MLP the heads are cut first: o_proj's 4 heads x 64
+# columns at tp 4, kv_b_proj's 4 heads x 128 rows at tp 8.
+for c in "4 o_proj.weight': each rank's 64 columns" \
+	 "8 kv_b_proj.weight': each rank's 64 rows"; do
+	tp=${c%% *} msg=${c#* }
+	if expect_exit 3 "$WSHARD" convert --tp "$tp" "$T/fp8-wide" "$T/out-w$tp"; then
+		one_line "wide tp $tp"
+		err_has "wide tp $tp" "$msg"
+		echo "   $(cat "$T/err")"
+	fi
+	[ -e "$T/out-w$tp" ] && fail "wide tp $tp: an output was created"
+done
 
 finish
