@@ -155,6 +155,23 @@ static void print_rank(const struct inspect_opts *o, const struct wshard_manifes
 	}
 }
 
+/* The source tensors left out, counted by reason (in first-seen order). */
+static void print_left_out(const struct wshard_manifest *m)
+{
+	size_t i, j, n;
+
+	for (i = 0; i < m->nleft_out; i++) {
+		for (j = 0; j < i && strcmp(m->left_out[j].reason, m->left_out[i].reason); j++)
+			;
+		if (j < i)
+			continue;
+		for (n = 0, j = i; j < m->nleft_out; j++)
+			n += strcmp(m->left_out[j].reason, m->left_out[i].reason) == 0;
+		printf("left out: %zu source tensor%s (%s)\n", n, n == 1 ? "" : "s",
+		       m->left_out[i].reason);
+	}
+}
+
 static int inspect_output(const struct inspect_opts *o)
 {
 	struct wshard_error err = { 0 };
@@ -195,6 +212,7 @@ static int inspect_output(const struct inspect_opts *o)
 	if (m->source_repo_id)
 		printf("source repo: %s  revision: %s  commit: %s\n", m->source_repo_id,
 		       m->source_revision, m->source_commit);
+	print_left_out(m);
 	for (i = 0; i < m->narchives; i++)
 		printf("archive of rank %d: %s %llu bytes %s\n", m->archives[i].rank,
 		       m->archives[i].name, (unsigned long long)m->archives[i].size,

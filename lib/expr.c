@@ -22,6 +22,7 @@ struct expr {
 	const char *missing;		/* first unknown name */
 	size_t missing_len;
 	int depth;			/* parentheses open */
+	long layer;			/* the value of n; -1: n is a key */
 	bool bad;
 };
 
@@ -38,6 +39,9 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 	char key[128];
 	json_t *v;
 	size_t i;
+
+	if (x->layer >= 0 && len == 1 && *name == 'n')
+		return x->layer;
 
 	for (i = 0; i < sizeof(normalized) / sizeof(normalized[0]); i++) {
 		if (strlen(normalized[i].name) == len &&
@@ -153,7 +157,7 @@ enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
 			      const char *tensor, int64_t *out,
 			      struct wshard_error *err)
 {
-	struct expr x = { .s = s, .cfg = cfg };
+	struct expr x = { .s = s, .cfg = cfg, .layer = -1 };
 
 	*out = expr_sum(&x);
 	if (x.bad || *x.s)
@@ -164,6 +168,66 @@ enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"config.json has no integer '%.*s', needed to check '%s'",
 					(int)x.missing_len, x.missing, tensor);
+	return WSHARD_OK;
+}
+
+/* The comparison at *s, advanced past it: 0 none, else its index + 1. */
+static int cmp_op(const char **s)
+{
+	static const char *const ops[] = { ">=", "<=", "==", "!=", ">", "<" };
+	int i;
+
+	while (**s == ' ')
+		(*s)++;
+	for (i = 0; i < 6; i++)
+		if (strncmp(*s, ops[i], strlen(ops[i])) == 0) {
+			*s += strlen(ops[i]);
+			return i + 1;
+		}
+	return 0;
+}
+
+enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
+			       long layer, const char *tensor, bool *out,
+			       struct wshard_error *err)
+{
+	struct expr x = { .s = s, .cfg = cfg, .layer = layer };
+	int64_t a, b = 0;
+	int op;
+	enum wshard_err rc;
+
+	*out = false;
+	if (*s == '!') {	/* "!key": the key absent, null or 0 */
+		if (!expr_is_bare_key(s + 1))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"rule for '%s': malformed condition \"%s\" (\"!\" takes one key)",
+						tensor, s);
+		rc = expr_eval_cond(cfg, s + 1, layer, tensor, out, err);
+		*out = !*out;
+		return rc;
+	}
+	a = expr_sum(&x);
+	op = cmp_op(&x.s);
+	if (op)
+		b = expr_sum(&x);
+	if (x.bad || *x.s)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"rule for '%s': malformed condition \"%s\"", tensor, s);
+	if (x.missing && !op && expr_is_bare_key(s))
+		return WSHARD_OK;	/* absent or null: false */
+	if (x.missing)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"config.json has no integer '%.*s', needed by the condition of '%s'",
+					(int)x.missing_len, x.missing, tensor);
+	switch (op) {
+	case 0: *out = a != 0; break;
+	case 1: *out = a >= b; break;
+	case 2: *out = a <= b; break;
+	case 3: *out = a == b; break;
+	case 4: *out = a != b; break;
+	case 5: *out = a > b; break;
+	default: *out = a < b; break;
+	}
 	return WSHARD_OK;
 }
 

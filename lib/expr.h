@@ -22,6 +22,16 @@ enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
 			      const char *tensor, int64_t *out,
 			      struct wshard_error *err);
 
+/*
+ * Evaluates the condition s of a rule: an expression as above, or two
+ * joined by one of >= > <= < == !=; n stands for layer (when layer >= 0).
+ * A bare expression is true when non-zero; a bare config key that is
+ * absent or null is false.  Returns WSHARD_OK and *out, or WSHARD_EINVAL.
+ */
+enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
+			       long layer, const char *tensor, bool *out,
+			       struct wshard_error *err);
+
 /* True when s is one bare config key (for messages that name it). */
 bool expr_is_bare_key(const char *s);
 

@@ -316,6 +316,23 @@ enum wshard_err manifest_print(json_t *doc, const char *const *rank_text,
 	return t.failed ? WSHARD_EIO : t.oom ? WSHARD_ENOMEM : WSHARD_OK;
 }
 
+/*
+ * The source tensors the rules leave out on purpose (DeepSeek's
+ * multi-token-prediction layer), by name with the rule's reason: what is
+ * not in the output is said, never dropped silently.
+ */
+static json_t *left_out_json(const struct wshard_plan *plan)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a && i < plan->nleft_out; i++)
+		json_array_append_new(a, json_pack("{s:s,s:s}",
+						   "name", plan->left_out[i].name,
+						   "reason", plan->left_out[i].reason));
+	return a;
+}
+
 json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode mode, int nprocs,
 		     const uint64_t *proc_read, bool synced)
 {
@@ -374,6 +391,8 @@ json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode m
 		"commit", cat->hf ? cat->hf->commit : NULL,
 		"tensor_bytes", (json_int_t)cat->tensor_bytes,
 		"files", files, "copied", copied));
+	if (plan->nleft_out)
+		json_object_set_new(doc, "left_out", left_out_json(plan));
 	json_object_set_new(doc, "validation", json_pack("{s:s}", "mode",
 							 manifest_validate_name(mode)));
 	json_object_set_new(doc, "ranks", json_string(RANKS_MARK));

@@ -328,6 +328,18 @@ static enum wshard_err parse_source(struct wshard_manifest *m, json_t *doc,
 	json_array_foreach(copied, i, x)
 		if (json_is_string(x))
 			m->copied[m->ncopied++] = json_string_value(x);
+	copied = json_object_get(doc, "left_out");
+	m->left_out = calloc(json_array_size(copied) + 1, sizeof(*m->left_out));
+	if (!m->left_out)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	json_array_foreach(copied, i, x) {
+		struct wshard_manifest_left_out *l = &m->left_out[m->nleft_out];
+
+		l->name = json_string_value(json_object_get(x, "name"));
+		l->reason = json_string_value(json_object_get(x, "reason"));
+		if (l->name && l->reason)
+			m->nleft_out++;
+	}
 	return WSHARD_OK;
 }
 
@@ -479,6 +491,7 @@ void wshard_manifest_free(struct wshard_manifest *m)
 	free(m->ranks);
 	free(m->archives);
 	free(m->copied);
+	free(m->left_out);
 	free(m->path);
 	json_decref(mf->doc);
 	free(mf);

@@ -95,27 +95,27 @@ static enum wshard_err rank_push(struct wshard_rank_plan *rp, size_t *cap,
  * dtype; its pieces keep their source rectangles and produce converted
  * bytes, so every offset after them moves.
  */
-static void convert_dtype(const struct wshard_plan *plan, struct wshard_out_tensor *t)
+static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t)
 {
 	unsigned in, out;
 	size_t k;
 
-	if (!wshard_dtype_is_convertible(t->dtype) || t->dtype == plan->opt.dtype)
+	if (!wshard_dtype_is_convertible(t->dtype) || t->dtype == to)
 		return;
 	in = wshard_dtype_bits(t->dtype) / 8;
-	out = wshard_dtype_bits(plan->opt.dtype) / 8;
+	out = wshard_dtype_bits(to) / 8;
 	t->nbytes = 0;
 	for (k = 0; k < t->npieces; k++) {
 		struct wshard_piece *p = &t->pieces[k];
 
 		p->from = t->dtype;
-		p->to = plan->opt.dtype;
+		p->to = to;
 		p->out_ncols = p->ncols / in * out;
 		p->len = p->len / in * out;
 		p->dst = t->nbytes;
 		t->nbytes += p->len;
 	}
-	t->dtype = plan->opt.dtype;
+	t->dtype = to;
 }
 
 /* True when the group's members are experts stacked into one output. */
@@ -256,10 +256,11 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 
 		if (!rc)
 			rc = name_and_shape(plan, &g, &m[0], nitems, r, t, err);
-		if (!rc && plan->opt.has_dtype && !m[0].rule->scale) {
+		/* a rule's "dtype" wins over --dtype (vLLM's F32 routers) */
+		if (!rc && (m[0].rule->has_dtype || plan->opt.has_dtype) && !m[0].rule->scale) {
 			for (k = 0; k < t->npieces; k++)
 				t->pieces[k].from = t->pieces[k].to = dt;
-			convert_dtype(plan, t);
+			convert_dtype(m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype, t);
 		}
 		if (!rc)
 			rc = rank_push(&plan->ranks[r], &caps[r], t, err);
@@ -513,6 +514,11 @@ void wshard_plan_free(struct wshard_plan *plan)
 		}
 		free(rp->files);
 	}
+	for (i = 0; i < plan->nleft_out; i++) {
+		free(plan->left_out[i].name);
+		free(plan->left_out[i].reason);
+	}
+	free(plan->left_out);
 	free(plan->ranks);
 	free(plan->rules_name);
 	free(plan);

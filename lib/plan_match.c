@@ -114,6 +114,20 @@ static enum wshard_err report_uncovered(const struct wshard_plan *plan,
 }
 
 /*
+ * Whether rule r applies in layer n (-1: no layer): its "if" condition,
+ * when it has one, holds.  Returns WSHARD_OK or WSHARD_EINVAL.
+ */
+static enum wshard_err rule_applies(const struct wshard_plan *plan,
+				    const struct rules_rule *r, long n, bool *out,
+				    struct wshard_error *err)
+{
+	*out = true;
+	if (!r->cond)
+		return WSHARD_OK;
+	return expr_eval_cond(&plan->cat->config, r->cond, n, r->match, out, err);
+}
+
+/*
  * Every rule that is not optional must match a source tensor, once per
  * layer when its pattern has {n} (layers 0 .. num_hidden_layers - 1, or up
  * to the highest layer seen): an engine refuses a checkpoint with a tensor
@@ -141,7 +155,15 @@ static enum wshard_err check_required(struct wshard_plan *plan,
 			struct rules_capture cap = { .n = n, .e = 0 };
 			char *want;
 
+			bool applies;
+			enum wshard_err rc;
+
 			if (seen[j * (size_t)(nlayers + 1) + (size_t)n])
+				continue;
+			rc = rule_applies(plan, r, per_layer ? n : -1, &applies, err);
+			if (rc)
+				return rc;
+			if (!applies)
 				continue;
 			want = rules_expand(r->match, &cap);
 			if (!want)
@@ -178,6 +200,27 @@ long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules
 	return maxn + 1;
 }
 
+/* Records source tensor name as left out for reason. */
+static enum wshard_err plan_left_out(struct wshard_plan *plan, const char *name,
+				     const char *reason, struct wshard_error *err)
+{
+	struct wshard_left_out *l = realloc(plan->left_out,
+					    (plan->nleft_out + 1) * sizeof(*l));
+
+	if (!l)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	plan->left_out = l;
+	l[plan->nleft_out].reason = strdup(reason);
+	l[plan->nleft_out].name = strdup(name);
+	if (!l[plan->nleft_out].name || !l[plan->nleft_out].reason) {
+		free(l[plan->nleft_out].name);
+		free(l[plan->nleft_out].reason);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	plan->nleft_out++;
+	return WSHARD_OK;
+}
+
 /* Matching state: what each rule has matched, per layer. */
 struct matching {
 	const struct wshard_rules *rules;
@@ -191,7 +234,7 @@ struct matching {
  * no rule covers it).  Returns WSHARD_OK, WSHARD_EINVAL (a layer past
  * num_hidden_layers) or WSHARD_ENOMEM.
  */
-static enum wshard_err match_one(const struct wshard_plan *plan, struct matching *mt,
+static enum wshard_err match_one(struct wshard_plan *plan, struct matching *mt,
 				 size_t i, struct member *m, bool *out_matched,
 				 struct wshard_error *err)
 {
@@ -199,16 +242,25 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 	const char *name = plan->cat->tensors[i].name;
 	long nlayers = mt->nlayers;
 	size_t j;
+	bool ok = false;
+	enum wshard_err rc;
 
 	*out_matched = false;
-	for (j = 0; j < rules->nrules; j++)
-		if (rules_match(rules->rules[j].match, name, &m->cap))
-			break;
-	if (j == rules->nrules)
+	for (j = 0; j < rules->nrules && !ok; j++) {
+		if (!rules_match(rules->rules[j].match, name, &m->cap))
+			continue;
+		rc = rule_applies(plan, &rules->rules[j], m->cap.n, &ok, err);
+		if (rc)
+			return rc;
+	}
+	if (!ok)
 		return WSHARD_OK;
+	j--;
 	*out_matched = true;
 	m->rule = &rules->rules[j];
 	m->src = (uint32_t)i;
+	if (m->rule->reason)
+		return plan_left_out(plan, name, m->rule->reason, err);
 	if (m->cap.n >= nlayers)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s' is for layer %ld, but '%s' has %ld layer%s (num_hidden_layers)",

@@ -81,6 +81,10 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 	uint64_t tp = (uint64_t)plan->tp;
 
 	*out_row0 = *out_nrows = 0;
+	if (op->kind == OP_REPLICATE) {
+		*out_nrows = rows;
+		return WSHARD_OK;
+	}
 	if (op->kind == OP_QKV && part > 0) {
 		uint64_t kv = (uint64_t)c->num_key_value_heads;
 
@@ -367,7 +371,7 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 		if (ndim == 0 || (ndim == 1 && t->shape[0] == 1 && part_len[p] == 1))
 			whole = true;
 	}
-	for (p = 0; p < op->nparts && !whole; p++) {
+	for (p = 0; p < op->nparts && !whole && op->kind != OP_REPLICATE; p++) {
 		rc = check_blocks(plan, parts[p], false,
 				  op->kind == OP_QKV && p > 0 &&
 				  plan->tp > plan->cat->config.num_key_value_heads, err);

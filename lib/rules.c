@@ -23,6 +23,8 @@ bool rules_match(const char *pattern, const char *name, struct rules_capture *ca
 
 	cap->n = cap->e = -1;
 	while (*p) {
+		if (p[0] == '*' && p[1] == '\0')
+			return *s != '\0';	/* a trailing "*": any rest */
 		if (p[0] == '{' && (p[1] == 'n' || p[1] == 'e') && p[2] == '}') {
 			long v = 0;
 			const char *start = s;
@@ -183,6 +185,8 @@ void wshard_rules_free(struct wshard_rules *r)
 	for (i = 0; i < r->nrules; i++) {
 		free(r->rules[i].match);
 		free(r->rules[i].output);
+		free(r->rules[i].cond);
+		free(r->rules[i].reason);
 		for (j = 0; j < r->rules[i].nshape; j++)
 			free(r->rules[i].shape[j]);
 	}

@@ -21,6 +21,7 @@ enum rule_kind {
 enum op_kind {
 	OP_ROWS,	/* every part row-split by tp, concatenated */
 	OP_QKV,		/* q split by heads, k/v by kv heads (replicated if tp > kv) */
+	OP_REPLICATE,	/* every part whole, concatenated, on every rank */
 };
 
 #define OP_MAX_PARTS 8
@@ -42,6 +43,10 @@ struct rules_rule {
 	bool optional;		/* a source need not exist (else: one per layer) */
 	bool block;		/* derived weight_scale_inv: block-wise FP8 scale */
 	bool collapse;		/* derived per-expert input scale: w1's alone */
+	char *cond;		/* "if": expression over config.json and n, or NULL */
+	char *reason;		/* skip with "reason": a left-out tensor */
+	bool has_dtype;		/* "dtype": the output's dtype, converted */
+	enum wshard_dtype dtype;
 	int nshape;		/* -1: no shape check */
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };

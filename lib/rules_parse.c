@@ -14,6 +14,7 @@
 #include "wshard.h"
 #include "dtype.h"
 #include "fileio.h"
+#include "fpconv.h"
 #include "rules.h"
 
 
@@ -92,6 +93,7 @@ static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
 					"'%s': \"fused\" is not an object", r->name);
 	json_object_foreach(fused, key, val) {
 		json_t *parts = json_object_get(val, "parts");
+		const char *split = json_string_value(json_object_get(val, "split"));
 		const char *names[OP_MAX_PARTS];
 		size_t j;
 
@@ -111,7 +113,13 @@ static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
 							"'%s': fused operator '%s': part %zu is not a string",
 							r->name, key, j);
 		}
-		rc = add_op(r, key, OP_ROWS, names, (int)json_array_size(parts), err);
+		if (json_object_get(val, "split") &&
+		    (!split || (strcmp(split, "row") && strcmp(split, "replicate"))))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': fused operator '%s': \"split\" must be \"row\" or \"replicate\"",
+						r->name, key);
+		rc = add_op(r, key, split && !strcmp(split, "replicate") ? OP_REPLICATE : OP_ROWS,
+			    names, (int)json_array_size(parts), err);
 		if (rc)
 			return rc;
 	}
@@ -169,6 +177,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 {
 	static const char *const known[] = {
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
+		"if", "reason", "dtype",
 	};
 	const char *key;
 	json_t *val;
@@ -260,6 +269,50 @@ static enum wshard_err check_captures(const struct wshard_rules *r,
 	return WSHARD_OK;
 }
 
+/* A string-valued key of rule t, or NULL; *out_bad when present but no string. */
+static const char *str_key(json_t *t, const char *key, bool *out_bad)
+{
+	json_t *v = json_object_get(t, key);
+
+	*out_bad |= v && !json_is_string(v);
+	return json_string_value(v);
+}
+
+/* "if" (a condition), "reason" (a left-out skip) and "dtype" (a cast). */
+static enum wshard_err parse_rule_more(const struct wshard_rules *r,
+				       struct rules_rule *rule, json_t *t,
+				       struct wshard_error *err)
+{
+	bool bad = false;
+	const char *cond = str_key(t, "if", &bad);
+	const char *reason = str_key(t, "reason", &bad);
+	const char *dtype = str_key(t, "dtype", &bad);
+
+	if (bad)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"if\", \"reason\" and \"dtype\" are strings",
+					r->name, rule->match);
+	if (strchr(rule->match, '*') && rule->kind != RULE_SKIP)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': a \"*\" match needs \"split\": \"skip\"",
+					r->name, rule->match);
+	if (reason && rule->kind != RULE_SKIP)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"reason\" needs \"split\": \"skip\"",
+					r->name, rule->match);
+	if (dtype && (wshard_dtype_parse(dtype, &rule->dtype) < 0 ||
+		      !wshard_dtype_is_convertible(rule->dtype)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"dtype\" must be F32, F16 or BF16",
+					r->name, rule->match);
+	rule->has_dtype = dtype != NULL;
+	rule->cond = dup_or_null(cond);
+	rule->reason = dup_or_null(reason);
+	if ((cond && !rule->cond) || (reason && !rule->reason))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
 static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 				  struct wshard_error *err)
 {
@@ -295,6 +348,8 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 		rc = parse_unpack(r, rule, unpack, err);
 	if (!rc)
 		rc = check_captures(r, rule, err);
+	if (!rc)
+		rc = parse_rule_more(r, rule, t, err);
 	if (rc)
 		return rc;
 	return parse_shape(r, rule, json_object_get(t, "shape"), err);
@@ -449,6 +504,10 @@ static enum wshard_err derive_scale_rules(struct wshard_rules *r,
 			else
 				sprintf(d->output, "%s%s", w->output, suffixes[k]);
 			d->block = inv;
+			d->cond = dup_or_null(w->cond);
+			d->reason = dup_or_null(w->reason);
+			if ((w->cond && !d->cond) || (w->reason && !d->reason))
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			/*
 			 * vLLM keeps one input scale per expert for w1 and w3 together
 			 * (they must be equal): the fused per-tensor scale is w1's.

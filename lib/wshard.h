@@ -368,6 +368,13 @@ struct wshard_rank_plan {
 	uint64_t bytes;			/* tensor data bytes of the rank */
 };
 
+/* A source tensor a rule leaves out on purpose ("split": "skip" with a
+ * "reason"), listed in the manifest. */
+struct wshard_left_out {
+	char *name;
+	char *reason;
+};
+
 struct wshard_plan {
 	int tp;
 	struct wshard_options opt;
@@ -377,6 +384,8 @@ struct wshard_plan {
 	/* expert parallelism: the placement vLLM uses (round_robin falls
 	 * back to linear without grouped routing) */
 	enum wshard_placement placement;
+	size_t nleft_out;
+	struct wshard_left_out *left_out;	/* in source order */
 };
 
 /*
@@ -625,6 +634,11 @@ struct wshard_manifest_archive {
  * tensors' provenance ("sources").  Strings point into the manifest and
  * live as long as it.  NULL strings are members the file lacks.
  */
+/* A source tensor the rules left out, and why ("left_out"). */
+struct wshard_manifest_left_out {
+	const char *name, *reason;
+};
+
 struct wshard_manifest {
 	char *path;			/* OUT/wshard.json, for messages */
 	int tp;
@@ -637,6 +651,8 @@ struct wshard_manifest {
 	const char *source_repo_id, *source_revision, *source_commit;
 	size_t ncopied;
 	const char **copied;		/* non-weight files copied into OUT */
+	size_t nleft_out;		/* source tensors left out on purpose */
+	struct wshard_manifest_left_out *left_out;
 	/* the options the plan was built with: tp, target, attn_scales,
 	 * max_file_size, dtype, checksum, expert_parallel, placement */
 	struct wshard_options options;

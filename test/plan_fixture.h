@@ -263,7 +263,7 @@ static __attribute__((unused)) void check_invariants(const struct fx *f)
 					rb = rows ? s->nbytes / rows : 0;
 					cr_assert_leq(p->row0 + p->nrows, rows, "%s", t->name);
 					cr_assert_leq(p->col0 + p->ncols, rb, "%s", t->name);
-					cr_assert_eq(p->len, p->nrows * p->ncols);
+					cr_assert_eq(p->len, p->nrows * p->out_ncols);	/* converted */
 				}
 				at += p->len;
 			}

@@ -203,6 +203,13 @@ static const char *const archs[] = {
 };
 #define NARCHS (sizeof(archs) / sizeof(archs[0]))
 
+/* Rules whose first rule leaves out the layers past num_hidden_layers
+ * (multi-token prediction), so every layer tensor matches it first. */
+static const char *const mtp_archs[] = {
+	"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "Glm4MoeForCausalLM",
+};
+#define NMTP (sizeof(mtp_archs) / sizeof(mtp_archs[0]))
+
 static const struct rules_rule *find_rule(const struct wshard_rules *r,
 					  const char *name,
 					  struct rules_capture *cap)
@@ -265,6 +272,46 @@ Test(builtin, every_architecture_loads)
 			cr_assert_null(r->extras[j].option);
 		}
 		cr_assert_str_eq(r->tie_source, "model.embed_tokens.weight");
+		wshard_rules_free(r);
+	}
+}
+
+/*
+ * DeepSeek and GLM-4.5: the MTP layers are left out with a reason, by a
+ * conditional skip; DeepSeek's q_a/kv_a fuse replicated, and its MLA
+ * layers have the four scale buffers only; GLM's routers are F32.
+ */
+Test(builtin, mtp_architectures)
+{
+	size_t i, j;
+
+	for (i = 0; i < NMTP; i++) {
+		struct wshard_rules *r = NULL;
+		struct wshard_error err;
+		struct rules_capture cap;
+		bool f32 = false;
+
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, mtp_archs[i], &err), WSHARD_OK,
+			     "%s: %s", mtp_archs[i], err.msg);
+		cr_assert_eq(r->rules[0].kind, RULE_SKIP);
+		cr_assert_str_eq(r->rules[0].cond, "n >= num_hidden_layers");
+		cr_assert_not_null(r->rules[0].reason);
+		cr_assert(rules_match(r->rules[0].match, "model.layers.61.eh_proj.weight", &cap));
+		cr_assert_eq(cap.n, 61);
+		cr_assert_eq(find_rule(r, "model.norm.weight", &cap)->kind, RULE_REPLICATE);
+		for (j = 0; j < r->nrules; j++)
+			f32 |= r->rules[j].has_dtype && r->rules[j].dtype == WSHARD_F32 &&
+			       strstr(r->rules[j].match, "e_score_correction_bias");
+		cr_assert(f32, "%s", mtp_archs[i]);
+		for (j = 0; j < r->nextras; j++)
+			cr_assert_not(r->extras[j].when_quantized && i < 2,
+				      "%s: MLA has no quantized attention scales", mtp_archs[i]);
+		if (i < 2) {
+			cr_assert_eq(r->nextras, 4);
+			cr_assert_eq(r->ops[r->nops - 1].kind, OP_REPLICATE);
+			cr_assert_str_eq(r->ops[r->nops - 1].name, "qkv_a");
+		}
 		wshard_rules_free(r);
 	}
 }
@@ -434,7 +481,7 @@ Test(builtin, architectures_list)
 	for (; list[n]; n++)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
-	cr_assert_eq(n, NARCHS, "%zu architectures listed", n);
+	cr_assert_eq(n, NARCHS + NMTP, "%zu architectures listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;
 

@@ -125,6 +125,34 @@ Test(parse, declared_operator)
 		    "\"fused\" is not an object");
 }
 
+Test(parse, replicated_operator)
+{
+	parse_ok("{\"fused\": {\"ab\": {\"parts\": [\"a\", \"b\"], \"split\": \"replicate\"}},"
+		 " \"tensors\": [{\"match\": \"x\", \"fuse\": \"ab.a\", \"output\": \"y\"}]}");
+	parse_ok("{\"fused\": {\"ab\": {\"parts\": [\"a\"], \"split\": \"row\"}},"
+		 " \"tensors\": [{\"match\": \"x\", \"fuse\": \"ab.a\", \"output\": \"y\"}]}");
+	parse_fails("{\"fused\": {\"ab\": {\"parts\": [\"a\"], \"split\": \"col\"}},"
+		    " \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "fused operator 'ab': \"split\" must be \"row\" or \"replicate\"");
+}
+
+/* "if", "reason" (with a skip only) and "dtype" (a float target). */
+Test(parse, condition_reason_dtype)
+{
+	parse_ok(RULES("{\"match\": \"a.{n}.*\", \"if\": \"n >= num_hidden_layers\","
+		       " \"split\": \"skip\", \"reason\": \"mtp\"}"));
+	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"dtype\": \"F32\","
+		       " \"if\": \"!q_lora_rank\"}"));
+	parse_fails(RULES("{\"match\": \"a.*\", \"split\": \"row\"}"),
+		    "rule 'a.*': a \"*\" match needs \"split\": \"skip\"");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"reason\": \"x\"}"),
+		    "rule 'a': \"reason\" needs \"split\": \"skip\"");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"dtype\": \"F8_E4M3\"}"),
+		    "rule 'a': \"dtype\" must be F32, F16 or BF16");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"if\": 1}"),
+		    "\"if\", \"reason\" and \"dtype\" are strings");
+}
+
 Test(parse, two_of_split_fuse_unpack)
 {
 	const char *want = "rule 'a' needs exactly one of \"split\", \"fuse\" or \"unpack\"";

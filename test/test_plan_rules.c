@@ -1,0 +1,155 @@
+/*
+ * test_plan_rules.c - the rules format's extensions in the planner: a
+ * fused operator whose parts are replicated whole, a rule's own output
+ * dtype, rules that apply under a condition, and left-out layers (listed
+ * on the plan, never written).
+ *
+ * Checkpoints come from scripts/gen-checkpoint (a Llama with extra
+ * tensors); the rules are parsed from text.
+ */
+#include <criterion/criterion.h>
+
+#include "wshard.h"
+#include "plan_fixture.h"
+
+TestSuite(ext, .fini = close_open_fx);
+
+#define BASE "--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 --vocab 256"
+/* The rest of the Llama checkpoint, replicated. */
+#define REP(m) "{\"match\": \"" m "\", \"split\": \"replicate\"},"
+#define CATCH_ALL REP("model.embed_tokens.weight") REP("lm_head.weight") \
+	REP("model.norm.weight") REP("model.layers.{n}.input_layernorm.weight") \
+	REP("model.layers.{n}.post_attention_layernorm.weight") \
+	REP("model.layers.{n}.self_attn.q_proj.weight") \
+	REP("model.layers.{n}.self_attn.k_proj.weight") \
+	REP("model.layers.{n}.self_attn.v_proj.weight") \
+	REP("model.layers.{n}.self_attn.o_proj.weight") \
+	REP("model.layers.{n}.mlp.gate_proj.weight") \
+	REP("model.layers.{n}.mlp.up_proj.weight") \
+	"{\"match\": \"model.layers.{n}.mlp.down_proj.weight\", \"split\": \"replicate\"}"
+
+/* Replaces the fixture's rules with text. */
+static void use_rules(struct fx *f, const char *text)
+{
+	struct wshard_error err;
+
+	wshard_rules_free(f->rules);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&f->rules, text, strlen(text), "t.json", &err),
+		     WSHARD_OK, "%s", err.msg);
+}
+
+/* "split": "replicate": both parts whole on every rank, a's rows then b's. */
+Test(ext, fused_replicate)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.a.weight:4,8 --extra-tensor x.b.weight:3,8");
+	use_rules(&f, "{\"fused\": {\"ab\": {\"parts\": [\"a\", \"b\"], \"split\": \"replicate\"}},"
+		  "\"tensors\": ["
+		  "{\"match\": \"x.a.weight\", \"fuse\": \"ab.a\", \"output\": \"x.ab.weight\"},"
+		  "{\"match\": \"x.b.weight\", \"fuse\": \"ab.b\", \"output\": \"x.ab.weight\"},"
+		  CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, "x.ab.weight");
+
+		assert_shape(t, 2, 7, 8);
+		assert_copy(&f, t, 0, "x.a.weight", 0, 4, 0, 16, 0);
+		assert_copy(&f, t, 1, "x.b.weight", 0, 3, 0, 16, 4 * 16);
+	}
+	fx_close(&f);
+}
+
+/* "dtype": "F32" converts a BF16 source, as --dtype does; others keep BF16. */
+Test(ext, rule_dtype)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const struct wshard_out_tensor *t;
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.g.weight:4,8");
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"x.g.weight\", \"split\": \"replicate\", \"dtype\": \"F32\"},"
+		  CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "x.g.weight");
+		cr_assert_eq(t->dtype, WSHARD_F32);
+		cr_assert_eq(t->nbytes, 4 * 8 * 4);
+		cr_assert_eq(t->pieces[0].from, WSHARD_BF16);
+		cr_assert_eq(t->pieces[0].to, WSHARD_F32);
+		t = get_out(&f, r, "model.norm.weight");
+		cr_assert_eq(t->dtype, WSHARD_BF16);
+	}
+	fx_close(&f);
+}
+
+/*
+ * A tensor of a layer past num_hidden_layers that no rule covers is an
+ * error, unless a skip rule with a reason takes it: then it is listed as left out, by name, and written
+ * nowhere.
+ */
+Test(ext, left_out_layers)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	size_t i;
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor model.layers.2.eh_proj.weight:4,8 "
+		"--extra-tensor model.layers.2.enorm.weight:8");
+	use_rules(&f, "{\"tensors\": [" CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~not covered by rules 't.json': "
+		      "'model.layers.2.eh_proj.weight', 'model.layers.2.enorm.weight'");
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"model.layers.{n}.*\", \"if\": \"n >= num_hidden_layers\","
+		  " \"split\": \"skip\", \"reason\": \"mtp\"}," CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	cr_assert_eq(f.plan->nleft_out, 2);
+	for (i = 0; i < 2; i++)
+		cr_assert_str_eq(f.plan->left_out[i].reason, "mtp");
+	cr_assert(!strcmp(f.plan->left_out[0].name, "model.layers.2.eh_proj.weight") ||
+		  !strcmp(f.plan->left_out[1].name, "model.layers.2.eh_proj.weight"));
+	for (r = 0; r < 2; r++) {
+		cr_assert_null(find_out(&f, r, "model.layers.2.eh_proj.weight"));
+		cr_assert_null(find_out(&f, r, "model.layers.2.enorm.weight"));
+		cr_assert_not_null(find_out(&f, r, "model.layers.1.input_layernorm.weight"));
+	}
+	fx_close(&f);
+}
+
+/*
+ * "if" picks a rule by config.json: "key" holds when the key is a
+ * non-zero integer, "!key" when it is absent, null or 0.  A rule whose
+ * condition fails is not required.
+ */
+Test(ext, conditions)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"x.k.weight\", \"if\": \"q_lora_rank\", \"split\": \"row\"},"
+		"{\"match\": \"x.k.weight\", \"if\": \"!q_lora_rank\", \"split\": \"replicate\"},"
+		"{\"match\": \"x.q.weight\", \"if\": \"q_lora_rank\", \"split\": \"row\"},"
+		CATCH_ALL "]}";
+
+	fx_open(&f, BASE " --extra-tensor x.k.weight:4,8 --set-config q_lora_rank=null");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "x.k.weight"), 2, 4, 8);
+	fx_close(&f);
+
+	fx_open(&f, BASE " --extra-tensor x.k.weight:4,8 --extra-tensor x.q.weight:4,8 "
+		"--set-config q_lora_rank=16");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "x.k.weight"), 2, 2, 8);
+	assert_shape(get_out(&f, 1, "x.q.weight"), 2, 2, 8);
+	fx_close(&f);
+
+	/* the required x.q.weight is missing when its condition holds */
+	fx_open(&f, BASE " --extra-tensor x.k.weight:4,8 --set-config q_lora_rank=16");
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~tensor 'x.q.weight' is missing");
+	fx_close(&f);
+}
