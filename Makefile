@@ -96,6 +96,7 @@ LIB_SRC := \
 	lib/plan_split.c \
 	lib/plan_expert.c \
 	lib/rules.c \
+	lib/rules_extra.c \
 	lib/rules_parse.c \
 	lib/safetensors.c \
 	lib/seal.c \

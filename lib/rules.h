@@ -5,6 +5,8 @@
 #ifndef WSHARD_RULES_H
 #define WSHARD_RULES_H
 
+#include <jansson.h>
+
 #include "wshard.h"
 
 enum rule_kind {
@@ -112,5 +114,13 @@ struct wshard_builtin_rule {
 	const char *text;
 };
 extern const struct wshard_builtin_rule wshard_builtin_rules[];
+
+/* The "extra" array and the "tie" object of rules document r (rules_extra.c).
+ * Return WSHARD_OK, WSHARD_EINVAL (the message names r and the entry) or
+ * WSHARD_ENOMEM. */
+enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
+				   struct wshard_error *err);
+enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
+				struct wshard_error *err);
 
 #endif /* WSHARD_RULES_H */

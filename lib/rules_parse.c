@@ -355,94 +355,6 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 	return parse_shape(r, rule, json_object_get(t, "shape"), err);
 }
 
-static enum wshard_err parse_extras(struct wshard_rules *r, json_t *extra,
-				    struct wshard_error *err)
-{
-	size_t i;
-
-	if (!extra)
-		return WSHARD_OK;
-	if (!json_is_array(extra))
-		return wshard_error_set(err, WSHARD_EINVAL, "'%s': \"extra\" is not an array",
-					r->name);
-	r->extras = calloc(json_array_size(extra) + 1, sizeof(*r->extras));
-	if (!r->extras)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	for (i = 0; i < json_array_size(extra); i++) {
-		json_t *x = json_array_get(extra, i);
-		struct rules_extra *e = &r->extras[r->nextras++];
-		const char *name = json_string_value(json_object_get(x, "name"));
-		const char *dtype = json_string_value(json_object_get(x, "dtype"));
-		const char *when = json_string_value(json_object_get(x, "when"));
-		json_t *value = json_object_get(x, "value");
-
-		if (!name || !json_is_number(value))
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': extra[%zu] needs \"name\" and a numeric \"value\"",
-						r->name, i);
-		e->model_dtype = dtype && strcmp(dtype, "model") == 0;
-		if (e->model_dtype)
-			e->dtype = WSHARD_BF16;	/* resolved by the plan */
-		else if (wshard_dtype_parse(dtype ? dtype : "F32", &e->dtype) < 0 ||
-		    (e->dtype != WSHARD_F32 && e->dtype != WSHARD_F16 &&
-		     e->dtype != WSHARD_BF16))
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': extra '%s': dtype must be F32, F16, BF16 or model",
-						r->name, name);
-		e->name = strdup(name);
-		e->value = json_number_value(value);
-		e->option = dup_or_null(json_string_value(json_object_get(x, "option")));
-		if (!e->name)
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		if (json_object_get(x, "when") && (!when || strcmp(when, "quantized") != 0))
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': extra '%s': unknown \"when\" (quantized)",
-						r->name, name);
-		e->when_quantized = when != NULL;
-		if (e->option && strcmp(e->option, "attn_scales") != 0)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': extra '%s': unknown option \"%s\" (attn_scales)",
-						r->name, name, e->option);
-	}
-	return WSHARD_OK;
-}
-
-static enum wshard_err parse_tie(struct wshard_rules *r, json_t *tie,
-				 struct wshard_error *err)
-{
-	json_t *drop;
-	size_t i;
-
-	if (!tie)
-		return WSHARD_OK;
-	r->tie_source = dup_or_null(json_string_value(json_object_get(tie, "source")));
-	r->tie_output = dup_or_null(json_string_value(json_object_get(tie, "output")));
-	if (!r->tie_source || !r->tie_output)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"tie\" needs \"source\" and \"output\" names", r->name);
-	r->tie_default = json_is_true(json_object_get(tie, "default"));
-	r->tie_always = json_is_true(json_object_get(tie, "always"));
-	drop = json_object_get(tie, "drop");
-	if (drop && !json_is_array(drop))
-		return wshard_error_set(err, WSHARD_EINVAL, "'%s': tie \"drop\" is not an array",
-					r->name);
-	r->tie_drop = calloc(json_array_size(drop) + 1, sizeof(char *));
-	if (!r->tie_drop)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	for (i = 0; i < json_array_size(drop); i++) {
-		const char *s = json_string_value(json_array_get(drop, i));
-
-		if (!s)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': tie \"drop\" entry %zu is not a string",
-						r->name, i);
-		r->tie_drop[r->ntie_drop] = strdup(s);
-		if (!r->tie_drop[r->ntie_drop++])
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	}
-	return WSHARD_OK;
-}
-
 /*
  * FP8 checkpoints carry scales beside their weights (X.weight_scale,
  * X.input_scale, X.weight_scale_inv for block-wise scales).  A scale
@@ -580,10 +492,10 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	rc = derive_scale_rules(r, err);
 	if (rc)
 		return rc;
-	rc = parse_extras(r, json_object_get(root, "extra"), err);
+	rc = rules_parse_extras(r, json_object_get(root, "extra"), err);
 	if (rc)
 		return rc;
-	return parse_tie(r, json_object_get(root, "tie"), err);
+	return rules_parse_tie(r, json_object_get(root, "tie"), err);
 }
 
 enum wshard_err wshard_rules_parse(struct wshard_rules **out_rules,
