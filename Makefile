@@ -88,6 +88,7 @@ LIB_SRC := \
 	lib/hash.c \
 	lib/hfcache.c \
 	lib/manifest.c \
+	lib/manifest_entry.c \
 	lib/manifest_read.c \
 	lib/outdir.c \
 	lib/plan.c \

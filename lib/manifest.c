@@ -219,13 +219,26 @@ struct rank_ctx {
 	const struct wshard_plan *plan;
 	const struct wshard_rank_plan *rp;
 	const struct manifest_rank_ck *ck;
+	char *buf;		/* manifest_entry_print's */
+	size_t cap;
 };
 
 static void fill_tensor(void *arg, struct text *t, size_t i, int extra)
 {
-	const struct rank_ctx *c = arg;
+	struct rank_ctx *c = arg;
 	const struct wshard_out_tensor *ot = &c->rp->tensors[i];
-	json_t *o = json_pack("{s:s,s:s,s:o,s:s,s:o,s:s,s:o}",
+	json_t *o;
+	size_t n;
+	int fast = manifest_entry_print(c->plan, ot, c->rp->files[ot->part].name,
+					c->ck->tensor[i], extra, &c->buf, &n, &c->cap);
+
+	if (fast) {
+		if (fast < 0)
+			t->oom = true;
+		text_add(t, c->buf, n);
+		return;
+	}
+	o = json_pack("{s:s,s:s,s:o,s:s,s:o,s:s,s:o}",
 		"name", ot->name,
 		"dtype", wshard_dtype_name(ot->dtype),
 		"shape", shape_json(ot->shape, ot->ndim),
@@ -242,7 +255,7 @@ char *manifest_rank_text(const struct wshard_plan *plan, int r,
 			 const struct manifest_rank_ck *ck, size_t *out_len)
 {
 	const struct wshard_rank_plan *rp = &plan->ranks[r];
-	struct rank_ctx c = { plan, rp, ck };
+	struct rank_ctx c = { plan, rp, ck, NULL, 0 };
 	struct text t = { 0 };
 	json_t *files = json_array(), *head;
 	size_t i;
@@ -259,6 +272,7 @@ char *manifest_rank_text(const struct wshard_plan *plan, int r,
 	/* a rank entry sits at depth 2: in "ranks", in the document */
 	text_add_object(&t, head, 2, TENSORS_MARK_TEXT, rp->ntensors, fill_tensor, &c);
 	json_decref(head);
+	free(c.buf);
 	if (t.oom || !t.p) {
 		free(t.p);
 		return NULL;
