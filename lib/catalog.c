@@ -421,7 +421,28 @@ static enum wshard_err scan_archive(struct wshard_catalog *cat, struct wshard_er
 	return rc;
 }
 
+/*
+ * Runs check on config.json alone, then forgets it: the open reads it
+ * again in its turn, so that any other error comes in the order it
+ * always did.
+ */
+static enum wshard_err precheck(struct wshard_catalog *cat, const char *config,
+				const struct wshard_precheck *check, struct wshard_error *err)
+{
+	struct wshard_error ignored = { 0 };
+	enum wshard_err rc = WSHARD_OK;
+
+	if (!catalog_load_config(cat, config, &ignored))
+		rc = check->fn(cat, check->ctx, err);
+	free(cat->config.architecture);
+	json_decref(cat->config.json);
+	memset(&cat->config, 0, sizeof(cat->config));
+	cat->has_config = false;
+	return rc;
+}
+
 static enum wshard_err open_dir(struct wshard_catalog *cat,
+				const struct wshard_precheck *check,
 				struct wshard_error *err)
 {
 	char *index = wshard_path_join(cat->dir, INDEX_NAME);
@@ -432,6 +453,11 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 	if (!index || !single || !config) {
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;
+	}
+	if (check && has_file(cat, config)) {
+		rc = precheck(cat, config, check, err);
+		if (rc)
+			goto out;
 	}
 	if (has_file(cat, index)) {
 		rc = load_index(cat, index, err);
@@ -464,6 +490,13 @@ out:
 enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
 				    const char *path, struct wshard_error *err)
 {
+	return catalog_open_checked(out_cat, path, NULL, err);
+}
+
+enum wshard_err catalog_open_checked(struct wshard_catalog **out_cat, const char *path,
+				     const struct wshard_precheck *check,
+				     struct wshard_error *err)
+{
 	struct wshard_catalog *cat;
 	struct stat sb;
 	enum wshard_err rc;
@@ -485,10 +518,10 @@ enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
 		rc = cat->dir ? arc_open(&cat->archive, path, err)
 			      : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		if (!rc)
-			rc = open_dir(cat, err);
+			rc = open_dir(cat, check, err);
 	} else if (S_ISDIR(sb.st_mode)) {
 		cat->dir = strdup(path);
-		rc = cat->dir ? open_dir(cat, err)
+		rc = cat->dir ? open_dir(cat, check, err)
 			      : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	} else if (S_ISREG(sb.st_mode)) {
 		char *slash = strrchr(path, '/');

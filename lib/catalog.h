@@ -107,6 +107,11 @@ enum wshard_err catalog_read_small(const struct wshard_catalog *cat, const char 
 
 /* catalog_read.c: reads config.json at path into cat->config.  Returns
  * WSHARD_OK, WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM. */
+/* wshard_catalog_open with a precheck (NULL: none), see wshard.h. */
+enum wshard_err catalog_open_checked(struct wshard_catalog **out_cat, const char *path,
+				     const struct wshard_precheck *check,
+				     struct wshard_error *err);
+
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err);
 
