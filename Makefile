@@ -100,6 +100,7 @@ LIB_SRC := \
 	lib/safetensors.c \
 	lib/seal.c \
 	lib/sha256.c \
+	lib/st_fast.c \
 	lib/st_header.c \
 	lib/st_layout.c \
 	lib/stream.c \
