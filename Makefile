@@ -89,6 +89,7 @@ LIB_SRC := \
 	lib/hash.c \
 	lib/hfcache.c \
 	lib/manifest.c \
+	lib/manifest_ck.c \
 	lib/manifest_entry.c \
 	lib/manifest_read.c \
 	lib/outdir.c \
