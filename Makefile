@@ -72,6 +72,7 @@ LIB_SRC := \
 	lib/archive.c \
 	lib/archive_out.c \
 	lib/catalog.c \
+	lib/catalog_index.c \
 	lib/catalog_read.c \
 	lib/catalog_view.c \
 	lib/comm.c \
@@ -88,6 +89,8 @@ LIB_SRC := \
 	lib/hash.c \
 	lib/hfcache.c \
 	lib/manifest.c \
+	lib/manifest_ck.c \
+	lib/manifest_entry.c \
 	lib/manifest_read.c \
 	lib/outdir.c \
 	lib/plan.c \
@@ -101,6 +104,7 @@ LIB_SRC := \
 	lib/safetensors.c \
 	lib/seal.c \
 	lib/sha256.c \
+	lib/st_fast.c \
 	lib/st_header.c \
 	lib/st_layout.c \
 	lib/stream.c \

@@ -434,6 +434,26 @@ static void load_rules(const struct convert_opts *o, const struct wshard_catalog
 		wshard_rules_builtin(out_rules, info.architecture, err);
 }
 
+/*
+ * The refusals config.json alone decides (--tp against the heads), before
+ * the index and every header are read.  Rules that cannot be had yet are
+ * no refusal here: the open goes on, and says why in its turn.
+ */
+static enum wshard_err precheck(const struct wshard_catalog *cat, void *ctx,
+				struct wshard_error *err)
+{
+	const struct convert_opts *o = ctx;
+	struct wshard_rules *rules = NULL;
+	struct wshard_error ignored = { 0 };
+	enum wshard_err rc = WSHARD_OK;
+
+	load_rules(o, cat, &rules, &ignored);
+	if (!ignored.code)
+		rc = wshard_plan_check_config(cat, rules, &o->opt, err);
+	wshard_rules_free(rules);
+	return rc;
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	struct convert_opts o = { 0 };
@@ -442,6 +462,7 @@ int cmd_convert(int argc, char **argv)
 	struct wshard_catalog *cat = NULL;
 	struct wshard_rules *rules = NULL;
 	struct wshard_plan *plan = NULL;
+	struct wshard_precheck check = { precheck, &o };
 	struct progress prog;
 	double start = now_seconds();
 	int ret, leader = 1;
@@ -454,7 +475,7 @@ int cmd_convert(int argc, char **argv)
 	if (wshard_comm_init(&comm, &argc, &argv, &err))
 		return report_error(&err);
 	leader = wshard_comm_rank(comm) == 0;
-	if (!wshard_catalog_open_source(&cat, o.src, o.revision, &err))
+	if (!wshard_catalog_open_source_checked(&cat, o.src, o.revision, &check, &err))
 		load_rules(&o, cat, &rules, &err);
 	if (!err.code)
 		wshard_plan_build(&plan, cat, rules, &o.opt, &err);

@@ -228,27 +228,27 @@ static bool has_file(const struct wshard_catalog *cat, const char *path)
 	return stat(path, &sb) == 0;
 }
 
-/* Adds the files the weight_map map (of the index at path) names. */
+/* Adds the files the weight_map entries e (of the index at path) name. */
 static enum wshard_err add_mapped_files(struct wshard_catalog *cat, const char *path,
-					json_t *map, struct wshard_error *err)
+					struct index_entry *e, size_t n,
+					struct wshard_error *err)
 {
-	const char *key;
-	json_t *val;
 	enum wshard_err rc;
+	size_t i;
 
-	json_object_foreach(map, key, val) {
+	for (i = 0; i < n; i++) {
 		/* "./a.safetensors" names a.safetensors */
-		while (json_is_string(val) && !strncmp(json_string_value(val), "./", 2))
-			json_string_set(val, json_string_value(val) + 2);
-		if (!json_is_string(val))
+		while (e[i].file && !strncmp(e[i].file, "./", 2))
+			e[i].file += 2;
+		if (!e[i].file)
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': weight_map entry for '%s' is not a string",
-						path, key);
-		if (find_file(cat, json_string_value(val)) >= 0)
+						path, e[i].name);
+		if (find_file(cat, e[i].file) >= 0)
 			continue;
-		rc = check_member_name(cat, json_string_value(val), key, err);
+		rc = check_member_name(cat, e[i].file, e[i].name, err);
 		if (!rc)
-			rc = add_file(cat, json_string_value(val), err);
+			rc = add_file(cat, e[i].file, err);
 		if (rc)
 			return rc;
 	}
@@ -257,69 +257,33 @@ static enum wshard_err add_mapped_files(struct wshard_catalog *cat, const char *
 	return WSHARD_OK;
 }
 
-/* Every mapped tensor is in its file, and every file's tensors are mapped there. */
-static enum wshard_err check_mapping(const struct wshard_catalog *cat, const char *path,
-				     json_t *map, struct wshard_error *err)
-{
-	const char *key;
-	json_t *val;
-	size_t i;
-
-	json_object_foreach(map, key, val) {
-		const struct wshard_src_tensor *t = wshard_catalog_find(cat, key);
-		const char *want = json_string_value(val);
-
-		if (!t)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s' is missing from '%s/%s' named by the weight_map",
-						key, cat->dir, want);
-		if (strcmp(cat->files[t->file].name, want) != 0)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s' is in '%s' but the weight_map assigns it to '%s'",
-						key, cat->files[t->file].path, want);
-	}
-	for (i = 0; i < cat->ntensors; i++)
-		if (!json_object_get(map, cat->tensors[i].name))
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s' in '%s' is not in the weight_map of '%s'",
-						cat->tensors[i].name,
-						cat->files[cat->tensors[i].file].path, path);
-	return WSHARD_OK;
-}
-
 /* Reads the weight_map and checks it against the files it names. */
 static enum wshard_err load_index(struct wshard_catalog *cat, const char *path,
 				  struct wshard_error *err)
 {
-	json_error_t jerr;
-	json_t *root = NULL, *map;
-	char *text = NULL;
-	size_t len;
+	void *root = NULL;	/* json_t *: the strings of jansson's entries */
+	struct index_entry *e = NULL;
+	char *text = NULL, *buf = NULL;
+	size_t len, n = 0;
 	enum wshard_err rc;
 
 	rc = catalog_read_small(cat, path, &text, &len, err);
 	if (rc)
 		return rc;
-	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root) {
-		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s': invalid JSON at line %d: %s",
-				      path, jerr.line, jerr.text);
-		goto out;
-	}
-	map = json_object_get(root, "weight_map");
-	if (!json_is_object(map)) {
-		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s': no \"weight_map\" object", path);
-		goto out;
-	}
-	rc = add_mapped_files(cat, path, map, err);
+	if (!catalog_index_fast(text, len, &buf, &e, &n))
+		rc = catalog_index_jansson(path, text, len, &root, &e, &n, err);
+	if (!rc)
+		rc = add_mapped_files(cat, path, e, n, err);
 	if (rc)
 		goto out;
 	qsort(cat->files, cat->nfiles, sizeof(*cat->files), cmp_file);
 	rc = open_files(cat, err);
 	if (!rc)
-		rc = check_mapping(cat, path, map, err);
+		rc = catalog_index_check(cat, path, e, n, err);
 out:
 	json_decref(root);
+	free(e);
+	free(buf);
 	free(text);
 	return rc;
 }
@@ -422,7 +386,28 @@ static enum wshard_err scan_archive(struct wshard_catalog *cat, struct wshard_er
 	return rc;
 }
 
+/*
+ * Runs check on config.json alone, then forgets it: the open reads it
+ * again in its turn, so that any other error comes in the order it
+ * always did.
+ */
+static enum wshard_err precheck(struct wshard_catalog *cat, const char *config,
+				const struct wshard_precheck *check, struct wshard_error *err)
+{
+	struct wshard_error ignored = { 0 };
+	enum wshard_err rc = WSHARD_OK;
+
+	if (!catalog_load_config(cat, config, &ignored))
+		rc = check->fn(cat, check->ctx, err);
+	free(cat->config.architecture);
+	json_decref(cat->config.json);
+	memset(&cat->config, 0, sizeof(cat->config));
+	cat->has_config = false;
+	return rc;
+}
+
 static enum wshard_err open_dir(struct wshard_catalog *cat,
+				const struct wshard_precheck *check,
 				struct wshard_error *err)
 {
 	char *index = wshard_path_join(cat->dir, INDEX_NAME);
@@ -433,6 +418,11 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 	if (!index || !single || !config) {
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;
+	}
+	if (check && has_file(cat, config)) {
+		rc = precheck(cat, config, check, err);
+		if (rc)
+			goto out;
 	}
 	if (has_file(cat, index)) {
 		rc = load_index(cat, index, err);
@@ -465,6 +455,13 @@ out:
 enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
 				    const char *path, struct wshard_error *err)
 {
+	return catalog_open_checked(out_cat, path, NULL, err);
+}
+
+enum wshard_err catalog_open_checked(struct wshard_catalog **out_cat, const char *path,
+				     const struct wshard_precheck *check,
+				     struct wshard_error *err)
+{
 	struct wshard_catalog *cat;
 	struct stat sb;
 	enum wshard_err rc;
@@ -486,10 +483,10 @@ enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
 		rc = cat->dir ? arc_open(&cat->archive, path, err)
 			      : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		if (!rc)
-			rc = open_dir(cat, err);
+			rc = open_dir(cat, check, err);
 	} else if (S_ISDIR(sb.st_mode)) {
 		cat->dir = strdup(path);
-		rc = cat->dir ? open_dir(cat, err)
+		rc = cat->dir ? open_dir(cat, check, err)
 			      : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	} else if (S_ISREG(sb.st_mode)) {
 		char *slash = strrchr(path, '/');

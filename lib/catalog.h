@@ -107,6 +107,45 @@ enum wshard_err catalog_read_small(const struct wshard_catalog *cat, const char 
 
 /* catalog_read.c: reads config.json at path into cat->config.  Returns
  * WSHARD_OK, WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM. */
+/* One member of an index's weight_map: a tensor's name and its file
+ * (NULL when the value is no string). */
+struct index_entry {
+	const char *name;
+	const char *file;
+};
+
+/*
+ * catalog_index.c: the weight_map of the len bytes of index JSON text,
+ * in file order, when the index is of the plain kind it takes: true,
+ * with *out_entries (malloc'd, *out_n of them) pointing into *out_buf
+ * (malloc'd, to free after them); false when jansson is to read it.
+ */
+bool catalog_index_fast(const char *text, size_t len, char **out_buf,
+			struct index_entry **out_entries, size_t *out_n);
+
+/*
+ * The same through jansson: *out_root (to json_decref after the entries)
+ * holds the strings.  Returns WSHARD_OK, WSHARD_EINVAL (not JSON, no
+ * weight_map object) or WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_index_jansson(const char *path, const char *text, size_t len,
+				      void **out_root, struct index_entry **out_e,
+				      size_t *out_n, struct wshard_error *err);
+
+/*
+ * Every tensor the n entries e of the index at path map is in the file
+ * they name, and every tensor of cat is mapped.  Returns WSHARD_OK,
+ * WSHARD_EINVAL or WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_index_check(const struct wshard_catalog *cat, const char *path,
+				    const struct index_entry *e, size_t n,
+				    struct wshard_error *err);
+
+/* wshard_catalog_open with a precheck (NULL: none), see wshard.h. */
+enum wshard_err catalog_open_checked(struct wshard_catalog **out_cat, const char *path,
+				     const struct wshard_precheck *check,
+				     struct wshard_error *err);
+
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err);
 

@@ -185,11 +185,18 @@ void archive_discard(struct convert *cv, int r);
 /* ------------------------------------------------------------------ */
 
 /*
- * Gathers every process's rank entries (printed, a rank at a time) to
- * process 0, into mp->text[r].  Every process returns the same result.
+ * Gathers what process 0 needs to print every rank's entries: with
+ * archives, every process's entries printed (a rank at a time), into
+ * mp->text[r]; without, the other processes' checksums into their
+ * ranks' ck (manifest_gather_ck), mp->text left NULL and the entries
+ * printed by manifest_write.  Every process returns the same result.
  */
 enum wshard_err manifest_gather(struct convert *cv, struct manifest_parts *mp,
 				struct wshard_error *err);
+
+/* manifest_ck.c: the checksums of every rank into process 0's cv->ranks[r].ck.
+ * Every process returns the same result. */
+enum wshard_err manifest_gather_ck(struct convert *cv, struct wshard_error *err);
 
 /* Process 0: the rest of the manifest, without "archives", into mp->doc. */
 enum wshard_err manifest_build_doc(struct convert *cv, struct manifest_parts *mp,

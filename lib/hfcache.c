@@ -441,6 +441,14 @@ enum wshard_err wshard_catalog_open_source(struct wshard_catalog **out_cat,
 					   const char *src, const char *revision,
 					   struct wshard_error *err)
 {
+	return wshard_catalog_open_source_checked(out_cat, src, revision, NULL, err);
+}
+
+enum wshard_err wshard_catalog_open_source_checked(struct wshard_catalog **out_cat,
+						   const char *src, const char *revision,
+						   const struct wshard_precheck *check,
+						   struct wshard_error *err)
+{
 	struct wshard_hf_ref *ref = NULL;
 	struct wshard_catalog *cat = NULL;
 	struct stat sb;
@@ -453,18 +461,18 @@ enum wshard_err wshard_catalog_open_source(struct wshard_catalog **out_cat,
 			return wshard_error_set(err, WSHARD_EUSAGE,
 						"--revision '%s' needs a repo id, and '%s' is a local path",
 						revision, src);
-		return wshard_catalog_open(out_cat, src, err);
+		return catalog_open_checked(out_cat, src, check, err);
 	}
 	if (!wshard_hf_is_repo_id(src)) {
 		if (revision)
 			return wshard_error_set(err, WSHARD_EUSAGE,
 						"--revision '%s' needs a repo id of the form ORG/NAME, not '%s'",
 						revision, src);
-		return wshard_catalog_open(out_cat, src, err);	/* says why it cannot */
+		return catalog_open_checked(out_cat, src, check, err);	/* says why it cannot */
 	}
 	rc = wshard_hf_resolve(&ref, src, revision, err);
 	if (!rc)
-		rc = wshard_catalog_open(&cat, ref->snapshot, err);
+		rc = catalog_open_checked(&cat, ref->snapshot, check, err);
 	if (rc)
 		goto out;
 	given = strdup(src);

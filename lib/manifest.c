@@ -219,13 +219,26 @@ struct rank_ctx {
 	const struct wshard_plan *plan;
 	const struct wshard_rank_plan *rp;
 	const struct manifest_rank_ck *ck;
+	char *buf;		/* manifest_entry_print's */
+	size_t cap;
 };
 
 static void fill_tensor(void *arg, struct text *t, size_t i, int extra)
 {
-	const struct rank_ctx *c = arg;
+	struct rank_ctx *c = arg;
 	const struct wshard_out_tensor *ot = &c->rp->tensors[i];
-	json_t *o = json_pack("{s:s,s:s,s:o,s:s,s:o,s:s,s:o}",
+	json_t *o;
+	size_t n;
+	int fast = manifest_entry_print(c->plan, ot, c->rp->files[ot->part].name,
+					c->ck->tensor[i], extra, &c->buf, &n, &c->cap);
+
+	if (fast) {
+		if (fast < 0)
+			t->oom = true;
+		text_add(t, c->buf, n);
+		return;
+	}
+	o = json_pack("{s:s,s:s,s:o,s:s,s:o,s:s,s:o}",
 		"name", ot->name,
 		"dtype", wshard_dtype_name(ot->dtype),
 		"shape", shape_json(ot->shape, ot->ndim),
@@ -238,12 +251,12 @@ static void fill_tensor(void *arg, struct text *t, size_t i, int extra)
 	json_decref(o);
 }
 
-char *manifest_rank_text(const struct wshard_plan *plan, int r,
-			 const struct manifest_rank_ck *ck, size_t *out_len)
+/* Appends rank r's "ranks" entry, as manifest_rank_text returns it. */
+static void text_add_rank(struct text *t, const struct wshard_plan *plan, int r,
+			  const struct manifest_rank_ck *ck)
 {
 	const struct wshard_rank_plan *rp = &plan->ranks[r];
-	struct rank_ctx c = { plan, rp, ck };
-	struct text t = { 0 };
+	struct rank_ctx c = { plan, rp, ck, NULL, 0 };
 	json_t *files = json_array(), *head;
 	size_t i;
 
@@ -257,8 +270,17 @@ char *manifest_rank_text(const struct wshard_plan *plan, int r,
 			 "validated_by", ck->backend,
 			 "files", files, "tensors", TENSORS_MARK);
 	/* a rank entry sits at depth 2: in "ranks", in the document */
-	text_add_object(&t, head, 2, TENSORS_MARK_TEXT, rp->ntensors, fill_tensor, &c);
+	text_add_object(t, head, 2, TENSORS_MARK_TEXT, rp->ntensors, fill_tensor, &c);
 	json_decref(head);
+	free(c.buf);
+}
+
+char *manifest_rank_text(const struct wshard_plan *plan, int r,
+			 const struct manifest_rank_ck *ck, size_t *out_len)
+{
+	struct text t = { 0 };
+
+	text_add_rank(&t, plan, r, ck);
 	if (t.oom || !t.p) {
 		free(t.p);
 		return NULL;
@@ -267,9 +289,11 @@ char *manifest_rank_text(const struct wshard_plan *plan, int r,
 	return t.p;
 }
 
+/* The ranks' entries: printed already (text), or to print from cv. */
 struct ranks_ctx {
 	const char *const *text;
 	const size_t *len;
+	const struct convert *cv;
 };
 
 static void fill_rank(void *arg, struct text *t, size_t i, int extra)
@@ -277,16 +301,16 @@ static void fill_rank(void *arg, struct text *t, size_t i, int extra)
 	const struct ranks_ctx *c = arg;
 
 	(void)extra;		/* manifest_rank_text shifted them already */
-	text_add(t, c->text[i], c->len[i]);
+	if (c->cv)
+		text_add_rank(t, c->cv->plan, (int)i, &c->cv->ranks[i].ck);
+	else
+		text_add(t, c->text[i], c->len[i]);
 }
 
 /* Prints the document around the ranks' entries, and its final newline. */
-static void text_add_doc(struct text *t, json_t *doc, const char *const *rank_text,
-			 const size_t *rank_len, int nranks)
+static void text_add_doc(struct text *t, json_t *doc, const struct ranks_ctx *c, int nranks)
 {
-	struct ranks_ctx c = { rank_text, rank_len };
-
-	text_add_object(t, doc, 0, RANKS_MARK_TEXT, (size_t)nranks, fill_rank, &c);
+	text_add_object(t, doc, 0, RANKS_MARK_TEXT, (size_t)nranks, fill_rank, (void *)c);
 	text_add(t, "\n", 1);
 }
 
@@ -294,8 +318,9 @@ char *manifest_text(json_t *doc, const char *const *rank_text, const size_t *ran
 		    int nranks, size_t *out_len)
 {
 	struct text t = { 0 };
+	struct ranks_ctx c = { rank_text, rank_len, NULL };
 
-	text_add_doc(&t, doc, rank_text, rank_len, nranks);
+	text_add_doc(&t, doc, &c, nranks);
 	if (t.oom || !t.p) {
 		free(t.p);
 		return NULL;
@@ -304,16 +329,24 @@ char *manifest_text(json_t *doc, const char *const *rank_text, const size_t *ran
 	return t.p;
 }
 
+static enum wshard_err print_doc(json_t *doc, const struct ranks_ctx *c, int nranks,
+				 manifest_out_fn out, void *ctx)
+{
+	struct text t = { .out = out, .ctx = ctx };
+
+	text_add_doc(&t, doc, c, nranks);
+	text_flush(&t);
+	free(t.p);
+	return t.failed ? WSHARD_EIO : t.oom ? WSHARD_ENOMEM : WSHARD_OK;
+}
+
 enum wshard_err manifest_print(json_t *doc, const char *const *rank_text,
 			       const size_t *rank_len, int nranks,
 			       manifest_out_fn out, void *ctx)
 {
-	struct text t = { .out = out, .ctx = ctx };
+	struct ranks_ctx c = { rank_text, rank_len, NULL };
 
-	text_add_doc(&t, doc, rank_text, rank_len, nranks);
-	text_flush(&t);
-	free(t.p);
-	return t.failed ? WSHARD_EIO : t.oom ? WSHARD_ENOMEM : WSHARD_OK;
+	return print_doc(doc, &c, nranks, out, ctx);
 }
 
 /*
@@ -491,6 +524,14 @@ enum wshard_err manifest_gather(struct convert *cv, struct manifest_parts *mp,
 	size_t mine_len = 0;
 	enum wshard_err rc = WSHARD_OK;
 
+	/*
+	 * Without archives the entries are printed straight into
+	 * wshard.json by manifest_write, never held (57 MB for the
+	 * provenance of a 94k-tensor MoE at tp 4): process 0 needs only
+	 * the other processes' checksums.
+	 */
+	if (cv->run->archive == WSHARD_ARCHIVE_NONE)
+		return cv->nprocs > 1 ? manifest_gather_ck(cv, err) : WSHARD_OK;
 	own_entries(cv, &mine, &mine_len, err);
 	if (cv->nprocs == 1 && mine) {	/* nothing to gather: no second copy */
 		mp->all = mine;
@@ -541,6 +582,7 @@ enum wshard_err manifest_write(struct convert *cv, const struct manifest_parts *
 			       struct wshard_error *err)
 {
 	struct manifest_out mo = { .err = err };
+	struct ranks_ctx ranks = { mp->text, mp->len, NULL };
 	char *path = wshard_path_join(cv->run->out_dir, WSHARD_MANIFEST);
 	enum wshard_err rc;
 
@@ -551,7 +593,8 @@ enum wshard_err manifest_write(struct convert *cv, const struct manifest_parts *
 	free(path);
 	if (rc)
 		return rc;
-	rc = manifest_print(mp->doc, mp->text, mp->len, cv->plan->tp, manifest_out, &mo);
+	ranks.cv = mp->text ? NULL : cv;	/* see manifest_gather */
+	rc = print_doc(mp->doc, &ranks, cv->plan->tp, manifest_out, &mo);
 	if (rc == WSHARD_ENOMEM)
 		wshard_error_set(err, rc, "out of memory writing the manifest");
 	if (rc)

@@ -25,6 +25,18 @@ struct manifest_rank_ck {
  * out of memory.  The entry is printed a tensor at a time: no JSON tree of
  * all of it is ever held.
  */
+/*
+ * Tensor t's entry (its file's name and its checksum given), printed as
+ * json_dumps(JSON_INDENT(1) | JSON_PRESERVE_ORDER) prints the object
+ * manifest.c packs, its lines after the first shifted right by depth,
+ * into *buf (malloc'd, *cap bytes, grown as needed), *out_len bytes, not
+ * terminated.  Returns 1, 0 when the entry is one to print through
+ * jansson (*out_len 0), -1 when out of memory.
+ */
+int manifest_entry_print(const struct wshard_plan *plan, const struct wshard_out_tensor *t,
+			 const char *file, const char *checksum, int depth,
+			 char **buf, size_t *out_len, size_t *cap);
+
 char *manifest_rank_text(const struct wshard_plan *plan, int r,
 			 const struct manifest_rank_ck *ck, size_t *out_len);
 

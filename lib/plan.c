@@ -27,14 +27,22 @@ enum wshard_err plan_push_piece(struct wshard_out_tensor *t,
 				const struct wshard_piece *p,
 				struct wshard_error *err)
 {
-	struct wshard_piece *pieces;
+	struct wshard_piece *pieces = t->pieces;
+	size_t n = t->npieces;
 
 	if (p->len == 0)
 		return WSHARD_OK;
-	pieces = realloc(t->pieces, (t->npieces + 1) * sizeof(*pieces));
-	if (!pieces)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	t->pieces = pieces;
+	/*
+	 * Room doubles when the count reaches a power of two (a stacked
+	 * output has a piece per expert: growing by one copied them all each
+	 * time); rank_push gives back what is left over.
+	 */
+	if ((n & (n - 1)) == 0) {
+		pieces = realloc(t->pieces, (n ? 2 * n : 1) * sizeof(*pieces));
+		if (!pieces)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		t->pieces = pieces;
+	}
 	pieces[t->npieces] = *p;
 	pieces[t->npieces].dst = t->nbytes;
 	if (!p->out_ncols)
@@ -84,6 +92,12 @@ static enum wshard_err rank_push(struct wshard_rank_plan *rp, size_t *cap,
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		rp->tensors = nt;
 		*cap = ncap;
+	}
+	if (t->npieces > 2 && (t->npieces & (t->npieces - 1))) {
+		struct wshard_piece *fit = realloc(t->pieces, t->npieces * sizeof(*fit));
+
+		if (fit)
+			t->pieces = fit;
 	}
 	rp->tensors[rp->ntensors++] = *t;
 	memset(t, 0, sizeof(*t));

@@ -92,19 +92,52 @@ static void done_at(const struct done_order *o, const struct wshard_out_tensor *
 	}
 }
 
-/* Output order in a part: as a name-ordered read completes them, then by name. */
-static int cmp_done(const void *a, const void *b, void *ctx)
-{
-	const struct wshard_out_tensor *x = a, *y = b;
-	uint64_t xf, xo, yf, yo;
+/* A tensor's place in the output order, its done_at worked out once. */
+struct done_key {
+	uint64_t file, off;
+	const struct wshard_out_tensor *t;
+};
 
-	done_at(ctx, x, &xf, &xo);
-	done_at(ctx, y, &yf, &yo);
-	if (xf != yf)
-		return xf < yf ? -1 : 1;
-	if (xo != yo)
-		return xo < yo ? -1 : 1;
-	return strcmp(x->name, y->name);
+/* Output order in a part: as a name-ordered read completes them, then by name. */
+static int cmp_done(const void *a, const void *b)
+{
+	const struct done_key *x = a, *y = b;
+
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return strcmp(x->t->name, y->t->name);
+}
+
+/*
+ * Sorts rp's tensors by cmp_done.  Each tensor's done_at is worked out
+ * once, not in every comparison: a stacked expert output has a piece
+ * per expert.  Returns WSHARD_OK or WSHARD_ENOMEM.
+ */
+static enum wshard_err sort_done(const struct done_order *order, struct wshard_rank_plan *rp,
+				 struct wshard_error *err)
+{
+	struct done_key *key = calloc(rp->ntensors + 1, sizeof(*key));
+	struct wshard_out_tensor *sorted = calloc(rp->ntensors + 1, sizeof(*sorted));
+	size_t i;
+
+	if (!key || !sorted) {
+		free(key);
+		free(sorted);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < rp->ntensors; i++) {
+		key[i].t = &rp->tensors[i];
+		done_at(order, key[i].t, &key[i].file, &key[i].off);
+	}
+	qsort(key, rp->ntensors, sizeof(*key), cmp_done);
+	for (i = 0; i < rp->ntensors; i++)
+		sorted[i] = *key[i].t;
+	memcpy(rp->tensors, sorted, rp->ntensors * sizeof(*sorted));
+	free(key);
+	free(sorted);
+	return WSHARD_OK;
 }
 
 /*
@@ -176,8 +209,9 @@ static enum wshard_err layout_rank(struct wshard_plan *plan,
 	 * validated a little behind the writing, while its bytes are still
 	 * in cache (seal.c); the header lists them in the same order.
 	 */
-	qsort_r(rp->tensors, rp->ntensors, sizeof(*rp->tensors), cmp_done,
-		(void *)order);
+	rc = sort_done(order, rp, err);
+	if (rc)
+		return rc;
 	rp->files = calloc(rp->ntensors + 1, sizeof(*rp->files));
 	st = calloc(rp->ntensors + 1, sizeof(*st));
 	if (!rp->files || !st) {

@@ -13,6 +13,7 @@
 #include "wshard.h"
 #include "util.h"
 #include "dtype.h"
+#include "fpconv.h"
 #include "safetensors.h"
 #include "catalog.h"
 #include "rules.h"
@@ -64,6 +65,31 @@ static enum wshard_err check_heads(const struct wshard_plan *plan,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"--tp %d is not a multiple of num_key_value_heads=%lld",
 					tp, (long long)c->num_key_value_heads);
+	return WSHARD_OK;
+}
+
+enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
+					 const struct wshard_rules *rules,
+					 const struct wshard_options *opt,
+					 struct wshard_error *err)
+{
+	struct wshard_plan plan = { .tp = opt->tp, .cat = cat };
+	const struct wshard_config *c = &cat->config;
+	size_t i;
+
+	/* what wshard_plan_build refuses first stays its to refuse */
+	if (opt->tp < 1 || opt->tp > 4096 || !wshard_target_canonical(opt->target, NULL) ||
+	    opt->max_file_size == 0 || (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype)))
+		return WSHARD_OK;
+	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
+		return WSHARD_OK;
+	for (i = 0; i < rules->nrules; i++) {
+		const struct rules_rule *rule = &rules->rules[i];
+
+		if ((rule->kind == RULE_FUSE || rule->kind == RULE_UNPACK) &&
+		    rules->ops[rule->op].kind == OP_QKV)
+			return check_heads(&plan, err);
+	}
 	return WSHARD_OK;
 }
 

@@ -46,4 +46,15 @@ const char *st_quote(char *buf, size_t size, const char *s, size_t len);
 enum wshard_err st_parse_header(struct wshard_st *st, const char *hdr, size_t n,
 				struct wshard_error *err);
 
+/*
+ * st_fast.c: reads the n header bytes hdr into st's tensors (in file
+ * order) and metadata when the header is of the plain kind it takes
+ * (see there); the checks of st_header.c are still to run.  Returns
+ * true, or false with nothing kept: st_header.c reads it with jansson.
+ */
+bool st_parse_fast(struct wshard_st *st, const char *hdr, size_t n);
+
+/* Frees st's tensors and metadata and empties them. */
+void st_clear(struct wshard_st *st);
+
 #endif /* WSHARD_ST_IMPL_H */

@@ -220,6 +220,29 @@ enum wshard_err wshard_catalog_open_source(struct wshard_catalog **out_cat,
 					   const char *src, const char *revision,
 					   struct wshard_error *err);
 
+/*
+ * A check that needs only config.json, run when a checkpoint directory
+ * or archive has one, before its index and headers are read: a refusal
+ * that config.json decides then comes at once, however many tensors the
+ * checkpoint has.  fn sees a catalog with config.json read and no files
+ * or tensors; the error it returns ends the open.  A config.json that
+ * cannot be read skips the check (the open then reports it in its turn).
+ */
+struct wshard_precheck {
+	enum wshard_err (*fn)(const struct wshard_catalog *cat, void *ctx,
+			      struct wshard_error *err);
+	void *ctx;
+};
+
+/*
+ * wshard_catalog_open_source with check (NULL: none) run as above.
+ * Returns as wshard_catalog_open_source, or check's error.
+ */
+enum wshard_err wshard_catalog_open_source_checked(struct wshard_catalog **out_cat,
+						   const char *src, const char *revision,
+						   const struct wshard_precheck *check,
+						   struct wshard_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Rules                                                               */
 /* ------------------------------------------------------------------ */
@@ -396,6 +419,18 @@ struct wshard_plan {
  * indivisible config field named, the contradicting tensor named),
  * WSHARD_EUSAGE (bad option) or WSHARD_ENOMEM.
  */
+/*
+ * The checks of wshard_plan_build that config.json alone decides, for a
+ * wshard_precheck: with rules that fuse q/k/v, --tp against
+ * num_attention_heads and num_key_value_heads, with the messages the plan
+ * gives.  Options the plan would refuse, or heads config.json lacks, are
+ * left to the plan.  Returns WSHARD_OK or WSHARD_EINVAL.
+ */
+enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
+					 const struct wshard_rules *rules,
+					 const struct wshard_options *opt,
+					 struct wshard_error *err);
+
 enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 				  const struct wshard_catalog *cat,
 				  const struct wshard_rules *rules,

@@ -59,6 +59,15 @@ if expect_exit 3 "$WSHARD" convert --tp 4 "$T/heads6" "$T/out-heads6"; then
 	err_has "indivisible heads" "num_attention_heads=6 is not divisible by --tp 4"
 fi
 nothing_written "indivisible heads" "$T/out-heads6"
+# config.json decides it before the index and headers are read: the same
+# refusal with every shard's header broken.
+cp -r "$T/heads6" "$T/heads6-broken"
+for f in "$T/heads6-broken"/*.safetensors; do printf 'garbage' >"$f"; done
+if expect_exit 3 "$WSHARD" convert --tp 4 "$T/heads6-broken" "$T/out-heads6b"; then
+	one_line "indivisible heads, broken headers"
+	err_has "indivisible heads, broken headers" "num_attention_heads=6 is not divisible by --tp 4"
+fi
+nothing_written "indivisible heads, broken headers" "$T/out-heads6b"
 # kv heads: 3 kv heads at tp 2 (2 <= 3 and 3 % 2 != 0).
 gen "$T/kv3" --layers 1 --hidden 48 --heads 6 --kv-heads 3 --intermediate 128 --vocab 250
 if expect_exit 3 "$WSHARD" convert --tp 2 "$T/kv3" "$T/out-kv3"; then

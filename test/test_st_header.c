@@ -420,3 +420,68 @@ Test(robust, bit_flips_never_crash)
 	}
 }
 
+
+/* ------------------------------------------------------------------ */
+/* The plain reader (st_fast.c) and jansson agree                      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The same header twice: plain, which st_fast.c reads, and with every
+ * name escaped (\u0061 is 'a'), which only jansson reads.
+ */
+Test(plain, same_as_jansson)
+{
+	static const char *const pair[2] = {
+		"{\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},"
+		" \"__metadata__\": {\"format\": \"pt\", \"k\": \"v\"},\n"
+		"\"a\":{\"shape\":[1, 2],\"data_offsets\":[0,8],\"dtype\":\"F32\"}, "
+		"\"c\":{\"dtype\":\"BF16\",\"shape\":[],\"data_offsets\":[16,18]}}   ",
+		"{\"\\u0062\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},"
+		" \"__metadata__\": {\"format\": \"pt\", \"\\u006b\": \"v\"},\n"
+		"\"\\u0061\":{\"shape\":[1, 2],\"data_offsets\":[0,8],\"dtype\":\"F32\"}, "
+		"\"\\u0063\":{\"dtype\":\"BF16\",\"shape\":[],\"data_offsets\":[16,18]}}   ",
+	};
+	struct wshard_st *st[2] = { NULL, NULL };
+	struct wshard_error err;
+	size_t i;
+	int k;
+
+	for (k = 0; k < 2; k++)
+		cr_assert_eq(parse_json(pair[k], 18, &st[k], &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_eq(st[0]->ntensors, 3);
+	cr_assert_eq(st[1]->ntensors, 3);
+	for (i = 0; i < 3; i++) {
+		const struct wshard_st_tensor *a = &st[0]->tensors[i], *b = &st[1]->tensors[i];
+
+		cr_assert_str_eq(a->name, b->name);
+		cr_assert_eq(a->dtype, b->dtype);
+		cr_assert_eq(a->ndim, b->ndim);
+		cr_assert_eq(memcmp(a->shape, b->shape, sizeof(a->shape)), 0);
+		cr_assert_eq(a->begin, b->begin);
+		cr_assert_eq(a->end, b->end);
+	}
+	cr_assert_str_eq(st[0]->tensors[0].name, "a");
+	cr_assert_eq(st[0]->nmeta, 2);
+	cr_assert_eq(st[1]->nmeta, 2);
+	for (i = 0; i < 2; i++) {
+		cr_assert_str_eq(st[0]->meta[i].key, st[1]->meta[i].key);
+		cr_assert_str_eq(st[0]->meta[i].value, st[1]->meta[i].value);
+	}
+	wshard_st_free(st[0]);
+	wshard_st_free(st[1]);
+}
+
+/* What the plain reader takes and a check refuses is refused as jansson
+ * says it. */
+Test(plain, refusals_are_janssons)
+{
+	reject("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+	       "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", 16,
+	       "duplicate");
+	reject("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8,
+	       "tensor 'a': data_offsets [0, 8] hold 8 bytes but shape [3] of F32 needs 12");
+	reject("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}} x", 8,
+	       "header is not valid JSON");
+	reject("{\"a\":{\"dtype\":\"F32\",\"shape\":[01],\"data_offsets\":[0,4]}}", 4,
+	       "header is not valid JSON");
+}
