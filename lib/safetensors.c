@@ -373,20 +373,11 @@ enum wshard_err wshard_st_read(const struct wshard_st *st,
 
 void wshard_st_free(struct wshard_st *st)
 {
-	size_t i;
-
 	if (!st)
 		return;
 	if (((struct st_priv *)st)->owns_fd && st->fd >= 0)
 		close(st->fd);
-	for (i = 0; i < st->ntensors; i++)
-		free(st->tensors[i].name);
-	free(st->tensors);
-	for (i = 0; i < st->nmeta; i++) {
-		free(st->meta[i].key);
-		free(st->meta[i].value);
-	}
-	free(st->meta);
+	st_clear(st);
 	free(st->path);
 	free((struct st_priv *)st);
 }
