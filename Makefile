@@ -193,6 +193,19 @@ engine-test: $(PROGRAM)
 	$(Q)WSHARD=$(abspath $(PROGRAM)) sh test/engine/run $(ENGINE_CASES); \
 		rc=$$?; [ $$rc -eq 77 ] || exit $$rc
 
+# The GPU round trip's throughput against the device's copy bandwidth
+# (scripts/bench --gpu); CUDA builds only.
+bench-roundtrip: $(B)/bench-roundtrip
+
+$(B)/bench-roundtrip: cuda/bench_roundtrip.cu $(B)/libwshard.a
+ifeq ($(CUDA),1)
+	@echo '  NVCC   $@'
+	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -Icuda -o $@ $< $(B)/libwshard.a \
+		$(filter-out -lstdc++,$(LDLIBS)) -cudart static
+else
+	@echo 'bench-roundtrip needs a CUDA build (nvcc not found, or CUDA=0)' >&2; exit 1
+endif
+
 demo: $(PROGRAM)
 	$(Q)sh scripts/demo
 
@@ -212,7 +225,7 @@ clean:
 	rm -rf wshard
 	[ ! -d build ] || find build -mindepth 1 -maxdepth 1 ! -name engine -exec rm -rf {} +
 
-.PHONY: all test tests check engine-test demo install uninstall clean
+.PHONY: all test tests check engine-test bench-roundtrip demo install uninstall clean
 
 # ---------------------------------------------------------------------------
 # Fuzzing with libFuzzer:  make fuzz [FUZZ_SECONDS=60]

@@ -7,6 +7,9 @@
  * the device's checksum with its own.  Two slots, each with its own
  * stream and buffers, alternate: while the device copies and checksums
  * chunk k, the host compares chunk k-1's result and stages chunk k+1.
+ * The host's share (staging with its checksum, and the comparison) is the
+ * round trip's bottleneck: one core moves a few GB/s where the copy
+ * engines move tens, so it is split over a few threads (struct pool).
  *
  * Called from validate_host.c through the plain C functions of
  * validate_cuda.h; nothing here prints or exits.
@@ -14,9 +17,12 @@
 #include <cuda_runtime.h>
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern "C" {
 #include "validate_host.h"
@@ -29,6 +35,34 @@ extern "C" {
 #define WARPS (THREADS / 32)
 /* Enough resident blocks per multiprocessor to hide memory latency. */
 #define BLOCKS_PER_SM 8
+/*
+ * Host threads for a round trip, the caller included: memory bandwidth,
+ * not cores, bounds the host's share beyond a few, and under mpirun
+ * every process of a node has its own.
+ */
+#define MAX_PARTS 4
+
+struct pool;
+
+/* What the pool's threads do to one chunk: part p of nparts. */
+typedef void (*part_fn)(void *arg, int p, int nparts);
+
+/*
+ * Threads that run one part_fn over the parts of a chunk and wait for
+ * each other; part 0 runs on the caller's thread.
+ */
+struct pool {
+	int nparts;
+	int nthreads;			/* started (nparts - 1 at most) */
+	pthread_t thread[MAX_PARTS];
+	pthread_mutex_t lock;
+	pthread_cond_t go, done;
+	unsigned long gen;		/* bumped for each job */
+	int pending;			/* threads still on the job */
+	bool quit;
+	part_fn fn;
+	void *arg;
+};
 
 struct slot {
 	unsigned char *stage;		/* pinned: bytes on their way in */
@@ -47,7 +81,164 @@ struct wshard_vcuda {
 	int max_blocks;
 	size_t chunk;
 	struct slot slot[NSLOTS];
+	struct pool pool;
+	bool pool_ready;		/* lock and conditions initialised */
 };
+
+struct pool_start {
+	struct pool *pool;
+	int part;
+};
+
+static void *pool_thread(void *arg)
+{
+	struct pool *pl = ((struct pool_start *)arg)->pool;
+	int part = ((struct pool_start *)arg)->part;
+	unsigned long seen = 0;
+
+	free(arg);
+	pthread_mutex_lock(&pl->lock);
+	for (;;) {
+		while (!pl->quit && pl->gen == seen)
+			pthread_cond_wait(&pl->go, &pl->lock);
+		if (pl->quit)
+			break;
+		seen = pl->gen;
+		pthread_mutex_unlock(&pl->lock);
+		pl->fn(pl->arg, part, pl->nparts);
+		pthread_mutex_lock(&pl->lock);
+		if (--pl->pending == 0)
+			pthread_cond_signal(&pl->done);
+	}
+	pthread_mutex_unlock(&pl->lock);
+	return NULL;
+}
+
+/* Below this many bytes a job is not split: waking threads costs more. */
+#define POOL_MIN ((size_t)1 << 20)
+
+/*
+ * Runs fn over the parts of a job of n bytes and returns when all are
+ * done; returns the number of parts (1 for a small job).
+ */
+static int pool_run(struct pool *pl, part_fn fn, void *arg, size_t n)
+{
+	if (pl->nthreads == 0 || n < POOL_MIN) {
+		fn(arg, 0, 1);
+		return 1;
+	}
+	pthread_mutex_lock(&pl->lock);
+	pl->fn = fn;
+	pl->arg = arg;
+	pl->pending = pl->nthreads;
+	pl->gen++;
+	pthread_cond_broadcast(&pl->go);
+	pthread_mutex_unlock(&pl->lock);
+	fn(arg, 0, pl->nparts);
+	pthread_mutex_lock(&pl->lock);
+	while (pl->pending > 0)
+		pthread_cond_wait(&pl->done, &pl->lock);
+	pthread_mutex_unlock(&pl->lock);
+	return pl->nparts;
+}
+
+/*
+ * Half the online CPUs, 1 to MAX_PARTS parts; a thread that cannot be
+ * started leaves fewer parts, which only costs speed.
+ */
+static void pool_open(struct wshard_vcuda *c)
+{
+	struct pool *pl = &c->pool;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int want = cpus >= 2 * MAX_PARTS ? MAX_PARTS : cpus >= 2 ? (int)(cpus / 2) : 1;
+	int i;
+
+	pthread_mutex_init(&pl->lock, NULL);
+	pthread_cond_init(&pl->go, NULL);
+	pthread_cond_init(&pl->done, NULL);
+	c->pool_ready = true;
+	for (i = 1; i < want; i++) {
+		struct pool_start *st = (struct pool_start *)malloc(sizeof(*st));
+
+		if (!st)
+			break;
+		st->pool = pl;
+		st->part = i;
+		if (pthread_create(&pl->thread[pl->nthreads], NULL, pool_thread,
+				   st) != 0) {
+			free(st);
+			break;
+		}
+		pl->nthreads++;
+	}
+	pl->nparts = pl->nthreads + 1;
+}
+
+static void pool_close(struct wshard_vcuda *c)
+{
+	struct pool *pl = &c->pool;
+	int i;
+
+	if (!c->pool_ready)
+		return;
+	pthread_mutex_lock(&pl->lock);
+	pl->quit = true;
+	pthread_cond_broadcast(&pl->go);
+	pthread_mutex_unlock(&pl->lock);
+	for (i = 0; i < pl->nthreads; i++)
+		pthread_join(pl->thread[i], NULL);
+	pthread_mutex_destroy(&pl->lock);
+	pthread_cond_destroy(&pl->go);
+	pthread_cond_destroy(&pl->done);
+}
+
+/* Part p of n bytes, in whole 8-byte words but for the last part's tail. */
+static void part_range(size_t n, int p, int nparts, size_t *lo, size_t *hi)
+{
+	size_t words = n / 8, per = words / (size_t)nparts;
+
+	*lo = 8 * per * (size_t)p;
+	*hi = p == nparts - 1 ? n : 8 * per * (size_t)(p + 1);
+}
+
+/* Staging: copy a chunk into pinned memory, summing it on the way. */
+struct stage_job {
+	unsigned char *dst;
+	const unsigned char *src;
+	size_t n;
+	uint64_t sum[MAX_PARTS];
+};
+
+static void stage_part(void *arg, int p, int nparts)
+{
+	struct stage_job *j = (struct stage_job *)arg;
+	size_t lo, hi;
+
+	part_range(j->n, p, nparts, &lo, &hi);
+	j->sum[p] = wshard_validate_copy_sum_at(j->dst + lo, j->src + lo,
+						hi - lo, lo / 8);
+}
+
+/* Comparison: the first byte at which the returned copy differs. */
+struct compare_job {
+	const unsigned char *orig, *ret;
+	size_t n;
+	size_t diff[MAX_PARTS];		/* SIZE_MAX: none in that part */
+};
+
+static void compare_part(void *arg, int p, int nparts)
+{
+	struct compare_job *j = (struct compare_job *)arg;
+	size_t lo, hi, i;
+
+	part_range(j->n, p, nparts, &lo, &hi);
+	j->diff[p] = SIZE_MAX;
+	if (memcmp(j->orig + lo, j->ret + lo, hi - lo) == 0)
+		return;
+	for (i = lo; j->orig[i] == j->ret[i]; i++)
+		;
+	j->diff[p] = i;
+}
 
 /*
  * Adds the word contributions of the len bytes at words (device memory,
@@ -85,6 +276,13 @@ __global__ void vsum_kernel(const unsigned long long *__restrict__ words,
 		if (threadIdx.x == 0)
 			atomicAdd(out, acc);
 	}
+}
+
+/* The injected fault: one byte of device memory changed after the copy
+ * in, so that both the checksum and the bytes brought back differ. */
+__global__ void flip_kernel(unsigned char *p)
+{
+	*p ^= 0xff;
 }
 
 static enum wshard_err cuda_fail(struct wshard_error *err, int device,
@@ -179,6 +377,7 @@ extern "C" enum wshard_err wshard_vcuda_open(struct wshard_vcuda **out_c,
 		   cudaDevAttrMultiProcessorCount, dev))
 		goto out;
 	c->max_blocks = (sms > 0 ? sms : 1) * BLOCKS_PER_SM;
+	pool_open(c);
 	for (i = 0; i < NSLOTS; i++) {
 		rc = open_slot(&c->slot[i], dev, chunk_bytes, err);
 		if (rc != WSHARD_OK)
@@ -196,11 +395,12 @@ out:
 	return WSHARD_OK;
 }
 
-/* Queues the round trip of n bytes at src in slot s, then sums src on
- * the host while the device works. */
+/* Stages n bytes at src in slot s, summing them on the way, and queues
+ * their round trip; damages the device copy at fault_off of the check's
+ * buffer if that falls in this chunk. */
 static enum wshard_err launch(struct wshard_vcuda *c, struct slot *s,
 			      const unsigned char *src, size_t n,
-			      struct wshard_error *err)
+			      uint64_t fault_off, struct wshard_error *err)
 {
 	enum wshard_err rc = WSHARD_OK;
 	int dev = c->device;
@@ -209,10 +409,20 @@ static enum wshard_err launch(struct wshard_vcuda *c, struct slot *s,
 	unsigned blocks;
 	cudaError_t e;
 
+	struct stage_job job;
+	uint64_t sum = 0;
+	int p, nparts;
+
 	blocks = (unsigned)(want_blocks == 0 ? 1 :
 			    want_blocks < (size_t)c->max_blocks ? want_blocks :
 			    (size_t)c->max_blocks);
-	memcpy(s->stage, src, n);
+	job.dst = s->stage;
+	job.src = src;
+	job.n = n;
+	nparts = pool_run(&c->pool, stage_part, &job, n);
+	for (p = 0; p < nparts; p++)
+		sum += job.sum[p];
+	s->want = wshard_vsum_final(sum, n);
 	/* Busy from the first queued call, so that a failure still waits. */
 	s->busy = true;
 	s->n = n;
@@ -220,6 +430,8 @@ static enum wshard_err launch(struct wshard_vcuda *c, struct slot *s,
 	    FAILED(cudaMemcpyAsync, s->dbuf, s->stage, n,
 		   cudaMemcpyHostToDevice, s->stream))
 		return rc;
+	if (fault_off >= s->off && fault_off - s->off < n)
+		flip_kernel<<<1, 1, 0, s->stream>>>(s->dbuf + (fault_off - s->off));
 	vsum_kernel<<<blocks, THREADS, 0, s->stream>>>(
 		(const unsigned long long *)s->dbuf, n, s->dsum);
 	e = cudaGetLastError();
@@ -230,7 +442,6 @@ static enum wshard_err launch(struct wshard_vcuda *c, struct slot *s,
 	    FAILED(cudaMemcpyAsync, s->ret, s->dbuf, n,
 		   cudaMemcpyDeviceToHost, s->stream))
 		return rc;
-	s->want = wshard_validate_sum(src, n);
 	return WSHARD_OK;
 }
 
@@ -241,9 +452,9 @@ static enum wshard_err finish(struct wshard_vcuda *c, struct slot *s,
 {
 	enum wshard_err rc = WSHARD_OK;
 	int dev = c->device;
-	const unsigned char *orig = buf + s->off;
+	struct compare_job job;
 	uint64_t got;
-	size_t i;
+	int p, nparts;
 	cudaError_t e;
 
 	if (!s->busy)
@@ -251,13 +462,15 @@ static enum wshard_err finish(struct wshard_vcuda *c, struct slot *s,
 	s->busy = false;
 	if (FAILED(cudaStreamSynchronize, s->stream))
 		return rc;
-	if (memcmp(orig, s->ret, s->n) != 0) {
-		for (i = 0; orig[i] == s->ret[i]; i++)
-			;
-		return wshard_error_set(err, WSHARD_EVALIDATE,
-					"round trip changed byte %" PRIu64 " of %s",
-					base + s->off + i, what);
-	}
+	job.orig = buf + s->off;
+	job.ret = s->ret;
+	job.n = s->n;
+	nparts = pool_run(&c->pool, compare_part, &job, s->n);
+	for (p = 0; p < nparts; p++)
+		if (job.diff[p] != SIZE_MAX)
+			return wshard_error_set(err, WSHARD_EVALIDATE,
+						"round trip changed byte %" PRIu64 " of %s",
+						base + s->off + job.diff[p], what);
 	got = wshard_vsum_final(*s->hsum, s->n);
 	if (got != s->want)
 		return wshard_error_set(err, WSHARD_EVALIDATE,
@@ -271,6 +484,7 @@ static enum wshard_err finish(struct wshard_vcuda *c, struct slot *s,
 extern "C" enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c,
 					      const void *buf, size_t len,
 					      const char *what, uint64_t base,
+					      uint64_t fault_off,
 					      struct wshard_error *err)
 {
 	const unsigned char *p = (const unsigned char *)buf;
@@ -290,7 +504,7 @@ extern "C" enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c,
 		if (rc != WSHARD_OK)
 			goto out;
 		s->off = off;
-		rc = launch(c, s, p + off, n, err);
+		rc = launch(c, s, p + off, n, fault_off, err);
 		if (rc != WSHARD_OK)
 			goto out;
 	}
@@ -331,5 +545,6 @@ extern "C" void wshard_vcuda_close(struct wshard_vcuda *c)
 		if (s->stream)
 			cudaStreamDestroy(s->stream);
 	}
+	pool_close(c);
 	free(c);
 }

@@ -32,12 +32,14 @@ enum wshard_err wshard_vcuda_open(struct wshard_vcuda **out_c, int local_rank,
 
 /*
  * Round-trips len bytes of buf through the device, as
- * wshard_validator_check.  Returns WSHARD_OK, WSHARD_EVALIDATE or
- * WSHARD_EIO.
+ * wshard_validator_check.  fault_off, when below len, is the offset in
+ * buf of a byte to damage in device memory after the copy in (fault
+ * injection for tests; UINT64_MAX for none).  Returns WSHARD_OK,
+ * WSHARD_EVALIDATE or WSHARD_EIO.
  */
 enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c, const void *buf,
 				   size_t len, const char *what, uint64_t base,
-				   struct wshard_error *err);
+				   uint64_t fault_off, struct wshard_error *err);
 
 /* Frees device and pinned memory and the streams; accepts NULL. */
 void wshard_vcuda_close(struct wshard_vcuda *c);

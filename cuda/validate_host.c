@@ -41,13 +41,12 @@
 #define DEFAULT_CHUNK ((size_t)8 << 20)
 
 /*
- * Test hook: when the hooks' inject_validate holds a number N, a host
- * backend flips the byte at offset N of everything it is given to check
+ * Test hook: when the hooks' inject_validate holds a number N, the
+ * validator flips the byte at offset N of everything it is given to check
  * after opening (as wshard_validator_inject_fault(v, N) right after open),
- * so that a test can make a real `wshard convert --validate host` fail
- * validation.  Each process of an MPI job counts its own bytes.  The CUDA
- * backend ignores it: a test that sets it must ask for the host backend.
- * Any other value than a decimal number makes open fail with
+ * so that a test can make a real `wshard convert` fail validation: the
+ * host backend in the returned copy, the CUDA backend in device memory.
+ * Each process of an MPI job counts its own bytes.  Any other value than a decimal number makes open fail with
  * WSHARD_EUSAGE, naming the variable the wshard program reads it from.
  */
 #define INJECT_ENV "WSHARD_INJECT_VALIDATE"
@@ -335,9 +334,12 @@ static enum wshard_err open_cuda(struct wshard_validator *v, int local_rank,
 				 struct wshard_error *err)
 {
 #ifdef WSHARD_CUDA
+	enum wshard_err rc;
+
 	v->kind = BACKEND_CUDA;
-	return wshard_vcuda_open(&v->cuda, local_rank, v->chunk, v->name,
-				 sizeof(v->name), err);
+	rc = wshard_vcuda_open(&v->cuda, local_rank, v->chunk, v->name,
+			       sizeof(v->name), err);
+	return rc == WSHARD_OK ? inject_from_hooks(v, err) : rc;
 #else
 	(void)v;
 	(void)local_rank;
@@ -492,9 +494,16 @@ enum wshard_err wshard_validator_check(struct wshard_validator *v,
 	if (!what)
 		what = "data";
 #ifdef WSHARD_CUDA
-	if (v->kind == BACKEND_CUDA)
-		rc = wshard_vcuda_check(v->cuda, buf, len, what, base, err);
-	else
+	if (v->kind == BACKEND_CUDA) {
+		uint64_t fault_off = UINT64_MAX;
+
+		if (v->fault_armed && v->fault_at - v->streamed < len) {
+			fault_off = v->fault_at - v->streamed;
+			v->fault_armed = false;
+		}
+		rc = wshard_vcuda_check(v->cuda, buf, len, what, base,
+					fault_off, err);
+	} else
 #endif
 		rc = host_check(v, buf, len, what, base, err);
 	v->streamed += len;
@@ -514,8 +523,6 @@ void wshard_validator_stats(const struct wshard_validator *v,
 enum wshard_err wshard_validator_inject_fault(struct wshard_validator *v,
 					      uint64_t after_bytes)
 {
-	if (v->kind != BACKEND_HOST)
-		return WSHARD_EUSAGE;
 	v->fault_armed = true;
 	v->fault_at = v->streamed + after_bytes;
 	return WSHARD_OK;

@@ -59,6 +59,13 @@ struct convert {
 		size_t tensor;
 	} what[STREAM_SLOTS];
 	size_t block;			/* bytes validated and written at a time */
+	/*
+	 * The GPU round trip takes a whole piece in one call, in chunks of
+	 * gpu_chunk bytes: in SEAL_BLOCK calls, each waiting for its copies
+	 * and kernel, the GPU's latency would decide the time.  0: the host
+	 * backend (or none), which goes block by block.
+	 */
+	size_t gpu_chunk;
 	bool hot;			/* checksums computed as written */
 	bool no_checksums;		/* the benchmark's baseline: none at all */
 	size_t ncopied;			/* non-weight files copied (process 0) */

@@ -117,6 +117,12 @@ static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tens
 		cv->what[slot].rank = rank;
 		cv->what[slot].tensor = tensor;
 	}
+	/* the GPU: the whole piece in one round trip; the blocks only sum */
+	if (!rc && v && cv->gpu_chunk) {
+		if (wshard_validator_check(v, p, len, cv->what[slot].text, off, err))
+			rc = err->code;
+		v = NULL;
+	}
 	/* checked: bytes of the piece checked so far, never fewer than written */
 	for (done = 0; done < len && !rc; done += n) {
 		n = WSHARD_MIN(len - done, cv->block);

@@ -42,9 +42,10 @@ enum wshard_err seal_slot_validator(struct convert *cv, unsigned slot,
 	*out_v = cv->vs[slot];
 	if (*out_v || !cv->v)
 		return WSHARD_OK;
-	gpu = strncmp(wshard_validator_backend(cv->v), "host", 4) != 0;
+	gpu = cv->gpu_chunk != 0;
 	if (wshard_validator_open(&cv->vs[slot], gpu ? WSHARD_VALIDATE_GPU : WSHARD_VALIDATE_HOST,
-				  wshard_comm_local_rank(cv->comm), cv->block, NULL, 0, err))
+				  wshard_comm_local_rank(cv->comm),
+				  gpu ? cv->gpu_chunk : cv->block, NULL, 0, err))
 		return err->code;
 	*out_v = cv->vs[slot];
 	return WSHARD_OK;
@@ -245,14 +246,38 @@ size_t seal_chunk(const struct wshard_plan *plan)
 	return (size_t)WSHARD_MIN(WSHARD_MAX(plan->opt.max_memory / 8, 1 << 16), SEAL_BLOCK);
 }
 
+/*
+ * The GPU validators' chunk: 1/32 of --max-memory (each holds four
+ * pinned buffers of it, and each stream thread has one), within
+ * [SEAL_BLOCK, 8 MiB].
+ */
+static size_t gpu_chunk(const struct wshard_plan *plan)
+{
+	return (size_t)WSHARD_MIN(WSHARD_MAX(plan->opt.max_memory / 32, SEAL_BLOCK),
+				  (size_t)8 << 20);
+}
+
 enum wshard_err seal_open_validator(struct convert *cv, struct wshard_error *err)
 {
 	enum wshard_err rc = WSHARD_OK;
+	enum wshard_validate_mode mode = cv->run->validate;
+	size_t chunk = gpu_chunk(cv->plan);
 
-	if (cv->run->validate != WSHARD_VALIDATE_OFF)
-		rc = wshard_validator_open(&cv->v, cv->run->validate,
-					   wshard_comm_local_rank(cv->comm), cv->block,
+	if (mode == WSHARD_VALIDATE_HOST)
+		chunk = cv->block;
+	if (mode != WSHARD_VALIDATE_OFF)
+		rc = wshard_validator_open(&cv->v, mode, wshard_comm_local_rank(cv->comm), chunk,
 					   cv->run->notice, sizeof(cv->run->notice), err);
+	if (cv->v && strncmp(wshard_validator_backend(cv->v), "host", 4) != 0)
+		cv->gpu_chunk = chunk;
+	else if (cv->v && chunk != cv->block) {
+		/* auto mode fell back to the host: its blocks, not the GPU's */
+		wshard_validator_close(cv->v);
+		cv->v = NULL;
+		rc = wshard_validator_open(&cv->v, WSHARD_VALIDATE_HOST,
+					   wshard_comm_local_rank(cv->comm), cv->block,
+					   NULL, 0, err);
+	}
 	cv->vs[0] = cv->v;
 	snprintf(cv->run->validate_backend, sizeof(cv->run->validate_backend), "%s",
 		 cv->v ? wshard_validator_backend(cv->v) : "off");

@@ -71,10 +71,10 @@ void wshard_validator_stats(const struct wshard_validator *v,
 			    uint64_t *out_bytes, double *out_seconds);
 
 /*
- * Fault injection for tests (host backend only): after this call, the
- * round trip flips one byte of the returned copy at byte offset
- * after_bytes counted over all later checks.  Returns WSHARD_OK, or
- * WSHARD_EUSAGE on the cuda backend.
+ * Fault injection for tests: after this call, the round trip flips one
+ * byte at byte offset after_bytes counted over all later checks (the host
+ * backend in the returned copy, the cuda backend in device memory after
+ * the copy in).  Returns WSHARD_OK.
  */
 enum wshard_err wshard_validator_inject_fault(struct wshard_validator *v,
 					      uint64_t after_bytes);

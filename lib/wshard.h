@@ -618,8 +618,9 @@ struct wshard_hooks {
 	/* convert computes no checksum at all: the benchmark's baseline
 	 * (the manifest's checksums are empty, and verify refuses it) */
 	bool no_checksums;
-	/* the host validator flips the byte at this decimal offset of all it
-	 * checks from its opening (tests of the round trip); NULL or "": none */
+	/* the validator (host or CUDA) flips the byte at this decimal offset
+	 * of all it checks from its opening (tests of the round trip); NULL
+	 * or "": none */
 	const char *inject_validate;
 };
 

@@ -58,16 +58,17 @@ gen "$T/src" --arch llama
 if [ "$fails" -eq "$before" ]; then
 	if [ "$gpu_usable" = 1 ]; then
 		expect_exit 0 timeout 300 "$WSHARD" convert --tp 1 \
-			--validate gpu "$T/src" "$T/out"
-		[ -e "$T/out/wshard.json" ] ||
-			fail "convert --validate gpu on a GPU wrote no manifest"
+			--validate gpu "$T/src" "$T/o"
+		grep -q '"validated_by": "cuda:' "$T/o/wshard.json" ||
+			fail "convert --validate gpu on a GPU: no rank validated by cuda in the manifest"
+		expect_exit 0 "$WSHARD" verify "$T/o"
 	else
 		if expect_exit 5 timeout 120 "$WSHARD" convert --tp 1 \
-			--validate gpu "$T/src" "$T/out"; then
+			--validate gpu "$T/src" "$T/o"; then
 			grep -q CUDA "$T/err" ||
 				fail "--validate gpu error does not mention CUDA: $(cat "$T/err")"
 		fi
-		[ ! -e "$T/out/wshard.json" ] ||
+		[ ! -e "$T/o/wshard.json" ] ||
 			fail "a failed --validate gpu left a manifest"
 	fi
 fi

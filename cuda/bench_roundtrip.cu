@@ -1,0 +1,186 @@
+/*
+ * bench_roundtrip.cu - the GPU round trip's throughput against the
+ * device's own copy bandwidth, measured in the same run (scripts/bench
+ * --gpu runs it; built only when CUDA=1).
+ *
+ *   bench-roundtrip [MiB [runs]]
+ *
+ * Baselines, each over MiB of pinned host memory in 8 MiB chunks on two
+ * streams (what the hardware gives the round trip at best):
+ *   h2d        host -> device copies
+ *   d2h        device -> host copies
+ *   h2d+d2h    each chunk sent and brought back (the round trip's
+ *              copies with no checksum and no comparison)
+ * Then the validator on ordinary (pageable) memory, as convert uses it:
+ *   validator cuda  wshard_validator_check, mode GPU, with 8 MiB chunks
+ *                   and with 2 MiB (convert's with the default
+ *                   --max-memory)
+ *   validator host  the host backend, for scale
+ * Prints GB/s of payload (bytes checked, 1e9 bytes a second) for each and
+ * the ratio of the validator to h2d+d2h.  Best of RUNS.
+ */
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern "C" {
+#include "validate.h"
+}
+
+#define CHUNK ((size_t)8 << 20)
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void check(cudaError_t e, const char *what)
+{
+	if (e != cudaSuccess) {
+		fprintf(stderr, "bench-roundtrip: %s: %s\n", what,
+			cudaGetErrorString(e));
+		exit(1);
+	}
+}
+
+enum copy_kind { H2D = 1, D2H = 2, BOTH = 3 };
+
+/* Seconds for one pass of the copies over len bytes of host memory. */
+static double copy_pass(unsigned char *host, unsigned char *back,
+			unsigned char *dev[2], cudaStream_t st[2], size_t len,
+			enum copy_kind kind)
+{
+	double t0 = now();
+	size_t off, n;
+	int k = 0;
+
+	for (off = 0; off < len; off += n, k ^= 1) {
+		n = len - off < CHUNK ? len - off : CHUNK;
+		if (kind & H2D)
+			check(cudaMemcpyAsync(dev[k], host + off, n,
+					      cudaMemcpyHostToDevice, st[k]),
+			      "cudaMemcpyAsync h2d");
+		if (kind & D2H)
+			check(cudaMemcpyAsync(back + off, dev[k], n,
+					      cudaMemcpyDeviceToHost, st[k]),
+			      "cudaMemcpyAsync d2h");
+	}
+	check(cudaStreamSynchronize(st[0]), "sync");
+	check(cudaStreamSynchronize(st[1]), "sync");
+	return now() - t0;
+}
+
+static double best_copy(unsigned char *host, unsigned char *back,
+			unsigned char *dev[2], cudaStream_t st[2], size_t len,
+			enum copy_kind kind, int runs)
+{
+	double best = 1e30, t;
+	int r;
+
+	copy_pass(host, back, dev, st, len, kind);	/* warm-up */
+	for (r = 0; r < runs; r++) {
+		t = copy_pass(host, back, dev, st, len, kind);
+		if (t < best)
+			best = t;
+	}
+	return best;
+}
+
+static double best_validator(enum wshard_validate_mode mode, size_t chunk,
+			     const unsigned char *buf, size_t len, int runs,
+			     char *backend, size_t backend_len)
+{
+	struct wshard_validator *v = NULL;
+	struct wshard_error err;
+	double best = 1e30, t;
+	int r;
+
+	memset(&err, 0, sizeof(err));
+	if (wshard_validator_open(&v, mode, 0, chunk, NULL, 0, &err) !=
+	    WSHARD_OK) {
+		fprintf(stderr, "bench-roundtrip: %s\n", err.msg);
+		exit(1);
+	}
+	snprintf(backend, backend_len, "%s", wshard_validator_backend(v));
+	for (r = -1; r < runs; r++) {	/* r = -1: warm-up */
+		t = now();
+		if (wshard_validator_check(v, buf, len, "the buffer", 0,
+					   &err) != WSHARD_OK) {
+			fprintf(stderr, "bench-roundtrip: %s\n", err.msg);
+			exit(1);
+		}
+		t = now() - t;
+		if (r >= 0 && t < best)
+			best = t;
+	}
+	wshard_validator_close(v);
+	return best;
+}
+
+static void row(const char *name, size_t len, double secs, double base)
+{
+	double gbs = (double)len / secs / 1e9;
+
+	if (base > 0)
+		printf("%-34s %8.2f GB/s   %5.2fx of h2d+d2h\n", name, gbs,
+		       gbs / base);
+	else
+		printf("%-34s %8.2f GB/s\n", name, gbs);
+}
+
+int main(int argc, char **argv)
+{
+	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 4096;
+	int runs = argc > 2 ? atoi(argv[2]) : 5;
+	size_t len = mib << 20, i;
+	unsigned char *pinned, *back, *plain, *dev[2];
+	cudaStream_t st[2];
+	cudaDeviceProp prop;
+	char name[160];
+	double rt;
+
+	if (mib == 0 || runs <= 0) {
+		fprintf(stderr, "usage: bench-roundtrip [MiB [runs]]\n");
+		return 2;
+	}
+	check(cudaSetDevice(0), "cudaSetDevice");
+	check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+	check(cudaMallocHost((void **)&pinned, len), "cudaMallocHost");
+	check(cudaMallocHost((void **)&back, len), "cudaMallocHost");
+	check(cudaMalloc((void **)&dev[0], CHUNK), "cudaMalloc");
+	check(cudaMalloc((void **)&dev[1], CHUNK), "cudaMalloc");
+	check(cudaStreamCreateWithFlags(&st[0], cudaStreamNonBlocking), "stream");
+	check(cudaStreamCreateWithFlags(&st[1], cudaStreamNonBlocking), "stream");
+	plain = (unsigned char *)malloc(len);
+	if (!plain) {
+		fprintf(stderr, "bench-roundtrip: out of memory for %zu MiB\n", mib);
+		return 1;
+	}
+	for (i = 0; i < len; i++)
+		pinned[i] = plain[i] = (unsigned char)(i * 2654435761u >> 13);
+
+	printf("device: %s; %zu MiB, %zu MiB chunks, best of %d\n", prop.name,
+	       mib, CHUNK >> 20, runs);
+	row("h2d (pinned)", len, best_copy(pinned, back, dev, st, len, H2D, runs), 0);
+	row("d2h (pinned)", len, best_copy(pinned, back, dev, st, len, D2H, runs), 0);
+	rt = (double)len / best_copy(pinned, back, dev, st, len, BOTH, runs) / 1e9;
+	row("h2d+d2h (pinned, no checks)", len, (double)len / rt / 1e9, 0);
+	row("validator cuda, 8 MiB chunks", len,
+	    best_validator(WSHARD_VALIDATE_GPU, CHUNK, plain, len, runs, name,
+			   sizeof(name)), rt);
+	printf("  backend: %s\n", name);
+	/* convert's chunk with the default --max-memory (64 MiB / 32) */
+	row("validator cuda, 2 MiB chunks", len,
+	    best_validator(WSHARD_VALIDATE_GPU, CHUNK / 4, plain, len, runs,
+			   name, sizeof(name)), rt);
+	row("validator host", len,
+	    best_validator(WSHARD_VALIDATE_HOST, 0, plain, len, runs, name,
+			   sizeof(name)), rt);
+	return 0;
+}
