@@ -356,6 +356,22 @@ static enum wshard_err push_const(struct wshard_plan *plan, const struct rules_e
 	return rc;
 }
 
+/* Whether extra e belongs in layer cap->n: its "with" tensor is there. */
+static bool layer_has(const struct wshard_plan *plan, const struct rules_extra *e,
+		      const struct rules_capture *cap)
+{
+	char *with;
+	bool has;
+
+	if (!e->with)
+		return true;
+	with = rules_expand(e->with, cap);
+	/* out of memory: kept, as without "with" */
+	has = !with || wshard_catalog_find(plan->cat, with) != NULL;
+	free(with);
+	return has;
+}
+
 /* The constant tensors of the rules' "extra" list, one per layer seen. */
 static enum wshard_err build_extras(struct wshard_plan *plan,
 				    const struct wshard_rules *rules,
@@ -383,7 +399,8 @@ static enum wshard_err build_extras(struct wshard_plan *plan,
 
 			if (!name)
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-			rc = push_const(plan, e, dtype, name, caps, err);
+			rc = layer_has(plan, e, &cap) ? push_const(plan, e, dtype, name, caps, err)
+						      : WSHARD_OK;
 			free(name);
 			if (rc)
 				return rc;

@@ -447,7 +447,8 @@ static enum wshard_err missing_part(const struct wshard_plan *plan,
 		const struct rules_rule *r = &rules->rules[i];
 		char *want;
 
-		if (r->kind != RULE_FUSE || r->op != m->rule->op || r->part != part ||
+		if (r->kind != RULE_FUSE || r->op != m->rule->op || part < r->part ||
+		    part >= r->part + (r->nparts > 1 ? r->nparts : 1) ||
 		    strcmp(r->output, m->rule->output) != 0)
 			continue;
 		want = rules_expand(r->match, &m->cap);
@@ -464,6 +465,81 @@ static enum wshard_err missing_part(const struct wshard_plan *plan,
 				m->out, op->parts[part], op->name, src_name(plan, m->src));
 }
 
+/*
+ * Cuts source m, which holds parts first .. first+count-1 of op stacked by
+ * rows, by the operator's "sizes": parts[p], off[p] and len[p] for each.
+ */
+static enum wshard_err cut_by_sizes(const struct wshard_plan *plan,
+				    const struct rules_op *op, const struct member *m,
+				    int first, int count, const struct member **parts,
+				    uint64_t *off, uint64_t *len, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t at = 0;
+	int p;
+
+	for (p = first; p < first + count; p++) {
+		int64_t v;
+		enum wshard_err rc = expr_eval_dim(&plan->cat->config, op->sizes[p],
+						   t->name, &v, err);
+
+		if (rc)
+			return rc;
+		if (parts[p])
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' are both part '%s' of '%s'",
+						src_name(plan, parts[p]->src), t->name,
+						op->parts[p], m->out);
+		parts[p] = m;
+		off[p] = at;
+		len[p] = v > 0 ? (uint64_t)v : 0;
+		at += len[p];
+	}
+	if (at != src_rows(t))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s' has %llu rows but the sizes of its parts of '%s' add up to %llu",
+					t->name, (unsigned long long)src_rows(t), op->name,
+					(unsigned long long)at);
+	return WSHARD_OK;
+}
+
+/* The parts of an UNPACK source: q/k/v by heads, by "sizes", or equal. */
+static enum wshard_err unpack_parts(const struct wshard_plan *plan,
+				    const struct rules_op *op, const struct member *m,
+				    const struct member **parts, uint64_t *off,
+				    uint64_t *len, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	const struct wshard_config *c = &plan->cat->config;
+	uint64_t rows = src_rows(t), at = 0;
+	int p;
+
+	if (op->sizes[0])
+		return cut_by_sizes(plan, op, m, 0, op->nparts, parts, off, len, err);
+	for (p = 0; p < op->nparts; p++) {
+		parts[p] = m;
+		if (op->kind == OP_QKV)
+			len[p] = (uint64_t)(p == 0 ? c->num_attention_heads
+						   : c->num_key_value_heads) *
+				 (uint64_t)c->head_dim;
+		else if (rows % (uint64_t)op->nparts == 0)
+			len[p] = rows / (uint64_t)op->nparts;
+		else
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': %llu rows cannot be cut into the %d parts of '%s'",
+						t->name, (unsigned long long)rows, op->nparts,
+						op->name);
+		off[p] = at;
+		at += len[p];
+	}
+	if (at != rows)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s' has %llu rows but config.json's heads give q+k+v = %llu",
+					t->name, (unsigned long long)rows,
+					(unsigned long long)at);
+	return WSHARD_OK;
+}
+
 /* The parts of one item from its members (FUSE) or its one source (UNPACK). */
 enum wshard_err plan_build_item(const struct wshard_plan *plan,
 				const struct wshard_rules *rules,
@@ -474,6 +550,7 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 	const struct member *parts[OP_MAX_PARTS] = { 0 };
 	uint64_t off[OP_MAX_PARTS] = { 0 }, len[OP_MAX_PARTS] = { 0 };
 	const struct rules_op *op;
+	enum wshard_err rc;
 	size_t i;
 	int p;
 
@@ -488,41 +565,23 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 		return build_plain(plan, g, &m[0], err);
 	op = &rules->ops[rule->op];
 	if (op->kind == OP_QKV) {
-		enum wshard_err rc = check_heads(plan, err);
-
+		rc = check_heads(plan, err);
 		if (rc)
 			return rc;
 	}
 	if (rule->kind == RULE_UNPACK) {
-		const struct wshard_st_tensor *t = src_info(plan, m[0].src);
-		const struct wshard_config *c = &plan->cat->config;
-		uint64_t rows = src_rows(t), at = 0;
-
-		for (p = 0; p < op->nparts; p++) {
-			parts[p] = &m[0];
-			if (op->kind == OP_QKV)
-				len[p] = (uint64_t)(p == 0 ? c->num_attention_heads
-							   : c->num_key_value_heads) *
-					 (uint64_t)c->head_dim;
-			else if (rows % (uint64_t)op->nparts == 0)
-				len[p] = rows / (uint64_t)op->nparts;
-			else
-				return wshard_error_set(err, WSHARD_EINVAL,
-							"tensor '%s': %llu rows cannot be cut into the %d parts of '%s'",
-							t->name, (unsigned long long)rows, op->nparts,
-							op->name);
-			off[p] = at;
-			at += len[p];
-		}
-		if (at != rows)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s' has %llu rows but config.json's heads give q+k+v = %llu",
-						t->name, (unsigned long long)rows,
-						(unsigned long long)at);
-		return build_fused(plan, g, op, parts, off, len, err);
+		rc = unpack_parts(plan, op, &m[0], parts, off, len, err);
+		return rc ? rc : build_fused(plan, g, op, parts, off, len, err);
 	}
 	for (i = 0; i < n; i++) {
 		p = m[i].rule->part;
+		if (m[i].rule->nparts > 1) {
+			rc = cut_by_sizes(plan, op, &m[i], p, m[i].rule->nparts, parts,
+					  off, len, err);
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (parts[p])
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"tensors '%s' and '%s' are both part '%s' of '%s'",

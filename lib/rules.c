@@ -193,13 +193,16 @@ void wshard_rules_free(struct wshard_rules *r)
 	free(r->rules);
 	for (i = 0; i < r->nops; i++) {
 		free(r->ops[i].name);
-		for (j = 0; j < r->ops[i].nparts; j++)
+		for (j = 0; j < r->ops[i].nparts; j++) {
 			free(r->ops[i].parts[j]);
+			free(r->ops[i].sizes[j]);
+		}
 	}
 	free(r->ops);
 	for (i = 0; i < r->nextras; i++) {
 		free(r->extras[i].name);
 		free(r->extras[i].option);
+		free(r->extras[i].with);
 	}
 	free(r->extras);
 	for (i = 0; i < r->ntie_drop; i++)

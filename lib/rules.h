@@ -33,6 +33,10 @@ struct rules_op {
 	enum op_kind kind;
 	int nparts;
 	char *parts[OP_MAX_PARTS];
+	/* "sizes": each part's rows as an expression over config.json, or
+	 * NULL: how a source holding several parts is cut (vLLM's Gated
+	 * DeltaNet conv1d holds q, k and v of unequal sizes). */
+	char *sizes[OP_MAX_PARTS];
 };
 
 struct rules_rule {
@@ -40,7 +44,9 @@ struct rules_rule {
 	char *output;		/* output name pattern */
 	enum rule_kind kind;
 	int op;			/* FUSE, UNPACK: index into ops */
-	int part;		/* FUSE: part index */
+	int part;		/* FUSE: (first) part index */
+	int nparts;		/* FUSE: consecutive parts the source holds
+				 * ("OP.a+b+c"; more than 1 needs "sizes") */
 	bool scale;		/* derived FP8 scale: one element is kept whole */
 	bool optional;		/* a source need not exist (else: one per layer) */
 	bool block;		/* derived weight_scale_inv: block-wise FP8 scale */
@@ -61,6 +67,9 @@ struct rules_extra {
 	bool model_dtype;	/* "dtype": "model": the engine's model dtype */
 	bool when_quantized;	/* "when": "quantized": only with a
 				 * quantization_config in config.json */
+	char *with;		/* "with": a source name pattern with {n}: only
+				 * in the layers whose source holds it (the
+				 * attention layers of a hybrid model), or NULL */
 };
 
 struct wshard_rules {

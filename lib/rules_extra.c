@@ -54,13 +54,19 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 		e->name = strdup(name);
 		e->value = json_number_value(value);
 		e->option = dup_or_null(json_string_value(json_object_get(x, "option")));
-		if (!e->name)
+		e->with = dup_or_null(json_string_value(json_object_get(x, "with")));
+		if (!e->name || (json_is_string(json_object_get(x, "with")) && !e->with))
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		if (json_object_get(x, "when") && (!when || strcmp(when, "quantized") != 0))
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': extra '%s': unknown \"when\" (quantized)",
 						r->name, name);
 		e->when_quantized = when != NULL;
+		if (json_object_get(x, "with") && (!e->with || !strstr(e->with, "{n}") ||
+						   !strstr(name, "{n}")))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': \"with\" must be a tensor name with {n}, for a name with {n}",
+						r->name, name);
 		if (e->option && strcmp(e->option, "attn_scales") != 0)
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': extra '%s': unknown option \"%s\" (attn_scales)",

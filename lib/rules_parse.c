@@ -68,6 +68,38 @@ static enum wshard_err add_op(struct wshard_rules *r, const char *name,
 	return WSHARD_OK;
 }
 
+/* "sizes" of a declared operator: one expression (or integer) per part. */
+static enum wshard_err parse_sizes(const struct wshard_rules *r, struct rules_op *op,
+				   json_t *sizes, struct wshard_error *err)
+{
+	char buf[32];
+	int i;
+
+	if (!sizes)
+		return WSHARD_OK;
+	if (!json_is_array(sizes) || json_array_size(sizes) != (size_t)op->nparts)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': fused operator '%s': \"sizes\" needs one expression per part (%d)",
+					r->name, op->name, op->nparts);
+	for (i = 0; i < op->nparts; i++) {
+		json_t *d = json_array_get(sizes, (size_t)i);
+		const char *v = json_string_value(d);
+
+		if (json_is_integer(d)) {
+			snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(d));
+			v = buf;
+		}
+		if (!v)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': fused operator '%s': size %d is neither a number nor a string",
+						r->name, op->name, i);
+		op->sizes[i] = strdup(v);
+		if (!op->sizes[i])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
+
 static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
 				 struct wshard_error *err)
 {
@@ -120,6 +152,9 @@ static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
 						r->name, key);
 		rc = add_op(r, key, split && !strcmp(split, "replicate") ? OP_REPLICATE : OP_ROWS,
 			    names, (int)json_array_size(parts), err);
+		if (!rc)
+			rc = parse_sizes(r, &r->ops[r->nops - 1], json_object_get(val, "sizes"),
+					 err);
 		if (rc)
 			return rc;
 	}
@@ -212,28 +247,58 @@ static enum wshard_err parse_split(const struct wshard_rules *r, struct rules_ru
 				r->name, rule->match, split);
 }
 
-/* "fuse": OPERATOR.PART of a declared operator; the rule needs "output". */
+/* The index of part name[0..len) of op, or -1. */
+static int find_part(const struct rules_op *op, const char *name, size_t len)
+{
+	int p;
+
+	for (p = 0; p < op->nparts; p++)
+		if (strlen(op->parts[p]) == len && strncmp(op->parts[p], name, len) == 0)
+			return p;
+	return -1;
+}
+
+/*
+ * "fuse": OPERATOR.PART of a declared operator, or OPERATOR.A+B+...: a
+ * source holding consecutive parts, in the operator's order, cut by its
+ * "sizes" (Qwen3.5's in_proj_qkv is parts q, k, v of in_proj_qkvz).  The
+ * rule needs "output".
+ */
 static enum wshard_err parse_fuse(const struct wshard_rules *r, struct rules_rule *rule,
 				  const char *fuse, bool has_output, struct wshard_error *err)
 {
-	const char *dot = strchr(fuse, '.');
+	const char *dot = strchr(fuse, '.'), *s, *plus;
 	int op = dot ? find_op(r, fuse, (size_t)(dot - fuse)) : -1;
-	int p;
+	int p, n = 0;
 
 	if (op < 0)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"fuse\" must be OPERATOR.PART with a declared operator, not \"%s\"",
 					r->name, rule->match, fuse);
-	for (p = 0; p < r->ops[op].nparts; p++)
-		if (strcmp(r->ops[op].parts[p], dot + 1) == 0)
+	for (s = dot + 1;; s = plus + 1, n++) {
+		plus = strchr(s, '+');
+		p = find_part(&r->ops[op], s, plus ? (size_t)(plus - s) : strlen(s));
+		if (p < 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': operator '%s' has no part '%.*s'",
+						r->name, rule->match, r->ops[op].name,
+						(int)(plus ? (size_t)(plus - s) : strlen(s)), s);
+		if (n == 0)
+			rule->part = p;
+		else if (p != rule->part + n)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': the parts of \"%s\" are not consecutive parts of '%s'",
+						r->name, rule->match, fuse, r->ops[op].name);
+		if (!plus)
 			break;
-	if (p == r->ops[op].nparts)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': operator '%s' has no part '%s'",
-					r->name, rule->match, r->ops[op].name, dot + 1);
+	}
 	rule->kind = RULE_FUSE;
 	rule->op = op;
-	rule->part = p;
+	rule->nparts = n + 1;
+	if (rule->nparts > 1 && !r->ops[op].sizes[0])
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': operator '%s' needs \"sizes\" for a source holding several parts",
+					r->name, rule->match, r->ops[op].name);
 	if (!has_output)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': a fused part needs \"output\"",
@@ -383,8 +448,9 @@ static enum wshard_err derive_scale_rules(struct wshard_rules *r,
 		const struct rules_rule *w = &rules[i];
 		size_t ml = strlen(w->match), ol = strlen(w->output);
 
+		/* a source cut into parts by sizes: its scales would not be */
 		if (ml < 7 || strcmp(w->match + ml - 7, ".weight") || w->kind == RULE_VOCAB ||
-		    w->kind == RULE_UNPACK)
+		    w->kind == RULE_UNPACK || w->nparts > 1)
 			continue;
 		for (k = 0; k < ns; k++) {
 			struct rules_rule *d = &rules[n + add];
@@ -398,6 +464,7 @@ static enum wshard_err derive_scale_rules(struct wshard_rules *r,
 			d->kind = w->kind;
 			d->op = w->op;
 			d->part = w->part;
+			d->nparts = w->nparts;
 			if (w->kind == RULE_COL && !inv)
 				d->kind = RULE_REPLICATE;
 			d->match = malloc(ml - 7 + sl + 1);

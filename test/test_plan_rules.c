@@ -153,3 +153,96 @@ Test(ext, conditions)
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~tensor 'x.q.weight' is missing");
 	fx_close(&f);
 }
+
+/*
+ * A declared operator's "sizes" cut one source holding several parts:
+ * "unpack" (Qwen3-Next's conv1d: q, k, v) and "fuse": "OP.a+b+c" beside
+ * a source of one part (Qwen3.5's in_proj_qkv and in_proj_z).  Parts q, k
+ * of 2 rows (num_key_value_heads), v and z of 8 (hidden_size/8); tp 2:
+ * each rank holds half of every part, in part order.  Rows are 16 bytes.
+ */
+#define QKVZ "\"fused\": {\"f\": {\"parts\": [\"q\", \"k\", \"v\", \"z\"]," \
+	" \"sizes\": [\"num_key_value_heads\", \"num_key_value_heads\", \"hidden_size/8\", 8]}},"
+
+Test(ext, unpack_sizes)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.c.weight:12,8");
+	use_rules(&f, "{\"fused\": {\"c\": {\"parts\": [\"q\", \"k\", \"v\"],"
+		  " \"sizes\": [\"num_key_value_heads\", 2, \"hidden_size/8\"]}},"
+		  "\"tensors\": [{\"match\": \"x.c.weight\", \"unpack\": \"c\"}," CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, "x.c.weight");
+
+		assert_shape(t, 2, 6, 8);
+		cr_assert_eq(t->npieces, 3);
+		assert_copy(&f, t, 0, "x.c.weight", r, 1, 0, 16, 0);
+		assert_copy(&f, t, 1, "x.c.weight", 2 + r, 1, 0, 16, 16);
+		assert_copy(&f, t, 2, "x.c.weight", 4 + 4 * r, 4, 0, 16, 32);
+	}
+	fx_close(&f);
+
+	/* sizes that do not add up to the source's rows */
+	fx_open(&f, BASE " --extra-tensor x.c.weight:13,8");
+	use_rules(&f, "{\"fused\": {\"c\": {\"parts\": [\"q\", \"k\", \"v\"],"
+		  " \"sizes\": [2, 2, 8]}},"
+		  "\"tensors\": [{\"match\": \"x.c.weight\", \"unpack\": \"c\"}," CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "tensor 'x.c.weight' has 13 rows but the "
+		      "sizes of its parts of 'c' add up to 12");
+	fx_close(&f);
+}
+
+Test(ext, fuse_several_parts)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.qkv.weight:12,8 --extra-tensor x.z.weight:8,8");
+	use_rules(&f, "{" QKVZ "\"tensors\": ["
+		  "{\"match\": \"x.qkv.weight\", \"fuse\": \"f.q+k+v\", \"output\": \"x.w\"},"
+		  "{\"match\": \"x.z.weight\", \"fuse\": \"f.z\", \"output\": \"x.w\"},"
+		  CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, "x.w");
+
+		assert_shape(t, 2, 10, 8);
+		cr_assert_eq(t->npieces, 4);
+		assert_copy(&f, t, 0, "x.qkv.weight", r, 1, 0, 16, 0);
+		assert_copy(&f, t, 1, "x.qkv.weight", 2 + r, 1, 0, 16, 16);
+		assert_copy(&f, t, 2, "x.qkv.weight", 4 + 4 * r, 4, 0, 16, 32);
+		assert_copy(&f, t, 3, "x.z.weight", 4 * r, 4, 0, 16, 6 * 16);
+	}
+	fx_close(&f);
+
+	/* the part the fused source lacks is named */
+	fx_open(&f, BASE " --extra-tensor x.qkv.weight:12,8");
+	use_rules(&f, "{" QKVZ "\"tensors\": ["
+		  "{\"match\": \"x.qkv.weight\", \"fuse\": \"f.q+k+v\", \"output\": \"x.w\"},"
+		  "{\"match\": \"x.z.weight\", \"fuse\": \"f.z\", \"output\": \"x.w\", \"optional\": true},"
+		  CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~tensor 'x.z.weight' is missing");
+	fx_close(&f);
+}
+
+/* An extra with "with" is added only in the layers whose source holds it. */
+Test(ext, extra_with)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor model.layers.1.x.weight:4,8");
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"model.layers.{n}.x.weight\", \"split\": \"row\", \"optional\": true},"
+		  CATCH_ALL "], \"extra\": [{\"name\": \"model.layers.{n}.s\", \"value\": 1.0,"
+		  " \"with\": \"model.layers.{n}.x.weight\"}]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		cr_assert_null(find_out(&f, r, "model.layers.0.s"));
+		cr_assert_not_null(find_out(&f, r, "model.layers.1.s"));
+	}
+	fx_close(&f);
+}

@@ -165,6 +165,32 @@ Test(parse, two_of_split_fuse_unpack)
 	parse_fails(RULES("{\"match\": \"a\"}"), want);
 }
 
+/* A declared operator's "sizes", a fuse of several parts, an extra's "with". */
+Test(parse, sizes_and_parts)
+{
+	parse_ok("{\"fused\": {\"f\": {\"parts\": [\"q\", \"k\", \"z\"], \"sizes\": [2, \"a*b\", 4]}},"
+		 " \"tensors\": [{\"match\": \"x\", \"fuse\": \"f.q+k\", \"output\": \"o\"},"
+		 " {\"match\": \"y\", \"unpack\": \"f\"}],"
+		 " \"extra\": [{\"name\": \"l.{n}.s\", \"value\": 1, \"with\": \"l.{n}.w\"}]}");
+	parse_fails("{\"fused\": {\"f\": {\"parts\": [\"q\", \"k\"], \"sizes\": [2]}},"
+		    " \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "fused operator 'f': \"sizes\" needs one expression per part (2)");
+	parse_fails("{\"fused\": {\"f\": {\"parts\": [\"q\", \"k\"], \"sizes\": [2, null]}},"
+		    " \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "fused operator 'f': size 1 is neither a number nor a string");
+	parse_fails("{\"fused\": {\"f\": {\"parts\": [\"q\", \"k\", \"v\"], \"sizes\": [1, 1, 1]}},"
+		    " \"tensors\": [{\"match\": \"x\", \"fuse\": \"f.q+v\", \"output\": \"o\"}]}",
+		    "rule 'x': the parts of \"f.q+v\" are not consecutive parts of 'f'");
+	parse_fails("{\"fused\": {\"f\": {\"parts\": [\"q\", \"k\"]}},"
+		    " \"tensors\": [{\"match\": \"x\", \"fuse\": \"f.q+k\", \"output\": \"o\"}]}",
+		    "rule 'x': operator 'f' needs \"sizes\" for a source holding several parts");
+	parse_fails(RULES("{\"match\": \"x\", \"fuse\": \"gate_up.gate+upp\", \"output\": \"o\"}"),
+		    "rule 'x': operator 'gate_up' has no part 'upp'");
+	parse_fails("{\"tensors\": [{\"match\": \"x\", \"split\": \"row\"}],"
+		    " \"extra\": [{\"name\": \"l.{n}.s\", \"value\": 1, \"with\": \"l.w\"}]}",
+		    "extra 'l.{n}.s': \"with\" must be a tensor name with {n}, for a name with {n}");
+}
+
 Test(parse, unpack_unknown_operator)
 {
 	parse_fails(RULES("{\"match\": \"a\", \"unpack\": \"qkvo\"}"),
