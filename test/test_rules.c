@@ -210,6 +210,13 @@ static const char *const mtp_archs[] = {
 };
 #define NMTP (sizeof(mtp_archs) / sizeof(mtp_archs[0]))
 
+/* Hybrid Gated DeltaNet / full attention models, whose rules begin by
+ * leaving out mtp.* (tested in builtin.hybrid_architectures). */
+static const char *const hybrid_archs[] = {
+	"Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+};
+#define NHYBRID (sizeof(hybrid_archs) / sizeof(hybrid_archs[0]))
+
 static const struct rules_rule *find_rule(const struct wshard_rules *r,
 					  const char *name,
 					  struct rules_capture *cap)
@@ -437,6 +444,60 @@ Test(builtin, derived_scale_rules)
 	wshard_rules_free(r);
 }
 
+/*
+ * Qwen3-Next and Qwen3.5: the linear attention's conv1d unpacked into q, k
+ * and v by the operator's sizes; Qwen3-Next's in_proj_qkvz split by rows
+ * as shipped, Qwen3.5's built from in_proj_qkv (parts q, k, v) and
+ * in_proj_z; A_log in F32; both layer kinds optional; the attention scale
+ * buffers only in the layers with full attention.
+ */
+Test(builtin, hybrid_architectures)
+{
+	size_t i, j;
+
+	for (i = 0; i < NHYBRID; i++) {
+		const char *L = "model.layers.0.linear_attn.";
+		struct wshard_rules *r = NULL;
+		struct wshard_error err;
+		struct rules_capture cap;
+		const struct rules_rule *rule;
+		char name[128];
+		bool next = i == 0;
+
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, hybrid_archs[i], &err), WSHARD_OK,
+			     "%s: %s", hybrid_archs[i], err.msg);
+		cr_assert_eq(r->rules[0].kind, RULE_SKIP);
+		cr_assert(rules_match(r->rules[0].match, "mtp.layers.0.mlp.gate.weight", &cap));
+		snprintf(name, sizeof(name), "%sconv1d.weight", L);
+		rule = find_rule(r, name, &cap);
+		cr_assert_eq(rule->kind, RULE_UNPACK);
+		cr_assert_str_eq(r->ops[rule->op].name, "conv_qkv");
+		cr_assert_not_null(r->ops[rule->op].sizes[2]);
+		cr_assert(rule->optional);
+		snprintf(name, sizeof(name), "%sin_proj_%s.weight", L, next ? "qkvz" : "qkv");
+		rule = find_rule(r, name, &cap);
+		cr_assert_not_null(rule, "%s: %s", hybrid_archs[i], name);
+		cr_assert_eq(rule->kind, next ? RULE_ROW : RULE_FUSE);
+		if (!next) {
+			cr_assert_eq(rule->part, 0);
+			cr_assert_eq(rule->nparts, 3);
+			cr_assert_str_eq(rule->output, "model.layers.{n}.linear_attn.in_proj_qkvz.weight");
+		}
+		snprintf(name, sizeof(name), "%sA_log", L);
+		rule = find_rule(r, name, &cap);
+		cr_assert(rule->has_dtype);
+		cr_assert_eq(rule->dtype, WSHARD_F32);
+		rule = find_rule(r, "model.layers.3.self_attn.q_proj.weight", &cap);
+		cr_assert_eq(rule->kind, RULE_FUSE);
+		cr_assert(rule->optional);
+		cr_assert_eq(r->nextras, 8);
+		for (j = 0; j < 8; j++)
+			cr_assert_str_eq(r->extras[j].with, "model.layers.{n}.self_attn.o_proj.weight");
+		wshard_rules_free(r);
+	}
+}
+
 Test(builtin, unknown_architecture)
 {
 	struct wshard_rules *r = (void *)1;
@@ -481,7 +542,7 @@ Test(builtin, architectures_list)
 	for (; list[n]; n++)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
-	cr_assert_eq(n, NARCHS + NMTP, "%zu architectures listed", n);
+	cr_assert_eq(n, NARCHS + NMTP + NHYBRID, "%zu architectures listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;
 

@@ -29,6 +29,19 @@ V3 = dict(MLA, num_hidden_layers=2, n_routed_experts=8, n_shared_experts=1,
 # Cases with a DeepSeek MTP layer appended (num_nextn_predict_layers: 1).
 MTP = ("deepseek_v3", "deepseek_v3-fp8", "deepseek_v32")
 
+# Qwen3-Next and Qwen3.5: Gated DeltaNet (linear attention) layers and gated
+# full attention (q_proj holds q and its gate, per head) 3:1 as Qwen ships
+# them; 2 key heads and 4 value heads (key_dim 128, value_dim 256) so that
+# the fused projections' parts differ in size; MoE (where the class has it)
+# with a gated shared expert.
+QWEN3_NEXT = dict(num_hidden_layers=4,
+                  layer_types=["linear_attention"] * 3 + ["full_attention"],
+                  linear_num_key_heads=2, linear_num_value_heads=4,
+                  linear_key_head_dim=64, linear_value_head_dim=64,
+                  num_experts=4, num_experts_per_tok=2,
+                  moe_intermediate_size=128,
+                  shared_expert_intermediate_size=256)
+
 # arch -> (config class, model class, config overrides)
 CASES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
@@ -100,6 +113,19 @@ CASES = {
     "deepseek_v32": ("DeepseekV32Config", "DeepseekV32ForCausalLM",
                      dict(V3, head_dim=64, index_n_heads=4, index_head_dim=128,
                           index_topk=64)),
+    # Qwen3-Next: Gated DeltaNet (linear attention) layers and gated full
+    # attention (q_proj holds q and its gate, per head) 3:1 as Qwen ships
+    # them; 2 key heads and 4 value heads (key_dim 128, value_dim 256) so
+    # that the fused projections' parts differ in size; MoE in every layer
+    # with a gated shared expert.
+    "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", QWEN3_NEXT),
+    # Qwen3.5 (text): Qwen3-Next's layers with the Gated DeltaNet's
+    # projections shipped apart (in_proj_qkv, in_proj_z, in_proj_b,
+    # in_proj_a); a dense MLP in every layer, or MoE (qwen3_5_moe).
+    "qwen3_5": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM",
+                dict(QWEN3_NEXT, tie_word_embeddings=True)),
+    "qwen3_5_moe": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM",
+                    QWEN3_NEXT),
     # GLM-4.5: GQA with biases on q/k/v, partial rotary, QK norm, the first
     # layer dense, sigmoid routing with e_score_correction_bias.
     "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM",
