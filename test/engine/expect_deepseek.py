@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The executable spec of what vLLM 0.32 keeps per tensor-parallel rank for
 DeepSeek-V2/V3 (MLA, DeepseekV2ForCausalLM / DeepseekV3ForCausalLM, BF16 or
-block-FP8) and GLM-4.5 (Glm4MoeForCausalLM): builds each rank's state from
-the HuggingFace checkpoint by the rules in DEEPSEEK-LAYOUT.md and compares
+block-FP8), GLM-4.5 (Glm4MoeForCausalLM) and GPT-OSS (GptOssForCausalLM,
+BF16 or MXFP4): builds each rank's state from the HuggingFace checkpoint by
+the rules in DEEPSEEK-LAYOUT.md and GPTOSS-LAYOUT.md and compares
 it byte for byte with the state vLLM itself dumped (oracle.py ref).
 
     expect_deepseek.py SRC TP DUMP     compare SRC's expected state with
@@ -170,6 +171,25 @@ class Spec:
             self.out[out_pre + ".w13_weight_scale_inv"] = torch.stack(s13)
             self.out[out_pre + ".w2_weight_scale_inv"] = torch.stack(s2)
 
+    def qkv(self, out, src):
+        """QKVParallelLinear OUT.qkv_proj from SRC.{q,k,v}_proj, weight and
+        bias: q rows (h/tp heads), then k and v rows (kv/tp heads each;
+        one kv head replicated per rank when kv < tp)."""
+        kv, d = self.cfg["num_key_value_heads"], self.cfg["head_dim"]
+        for kind in ("weight", "bias"):
+            names = [f"{src}.{x}_proj.{kind}" for x in "qkv"]
+            if not self.has(names[0]):
+                continue
+            parts = [rows(self.get(names[0]), self.tp, self.r)]
+            for n in names[1:]:
+                t = self.get(n)
+                if kv >= self.tp:
+                    parts.append(rows(t, self.tp, self.r))
+                else:
+                    g = self.r * kv // self.tp
+                    parts.append(t[g * d:(g + 1) * d])
+            self.out[f"{out}.qkv_proj.{kind}"] = torch.cat(parts)
+
     def attn_scales(self, pre, mla):
         """Buffers vLLM's attention layer creates itself: F32 scalars 1.0.
         With an FP8 quantization_config a (non-MLA) Attention layer also
@@ -275,28 +295,13 @@ class Spec:
     def glm4_moe(self):
         c = self.cfg
         self.common()
-        h, kv, d = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
         for L in range(c["num_hidden_layers"]):
             p = f"model.layers.{L}"
             a = p + ".self_attn"
             self.replicate(p + ".input_layernorm.weight", p + ".input_layernorm.weight")
             self.replicate(p + ".post_attention_layernorm.weight",
                            p + ".post_attention_layernorm.weight")
-            for kind in ("weight", "bias"):
-                names = [f"{a}.{x}_proj.{kind}" for x in "qkv"]
-                if not self.has(names[0]):
-                    continue
-                # QKVParallelLinear: q rows (h/tp heads), then k and v rows
-                # (kv/tp heads each; replicated per rank when kv < tp).
-                parts = [rows(self.get(names[0]), self.tp, self.r)]
-                for n in names[1:]:
-                    t = self.get(n)
-                    if kv >= self.tp:
-                        parts.append(rows(t, self.tp, self.r))
-                    else:
-                        g = self.r * kv // self.tp
-                        parts.append(t[g * d:(g + 1) * d])
-                self.out[f"{a}.qkv_proj.{kind}"] = torch.cat(parts)
+            self.qkv(a, a)
             if c.get("use_qk_norm"):
                 self.replicate(a + ".q_norm.weight", a + ".q_norm.weight")
                 self.replicate(a + ".k_norm.weight", a + ".k_norm.weight")
@@ -309,12 +314,69 @@ class Spec:
             if mt and int(mt.group(1)) >= n:
                 self.used.add(k)
 
+    def gpt_oss_experts(self, out, src):
+        """GPT-OSS's experts (GptOssModel._load_weights_other for BF16,
+        _load_weights_mxfp4 for MXFP4, in gpt_oss.py): the intermediate
+        dimension I cut in tp blocks of I/tp (gate and up stay interleaved,
+        so w13 takes the 2*I/tp rows 2*lo..2*hi), the down bias whole on
+        rank 0 and zero elsewhere.  BF16 is transposed from transformers'
+        [E, H, 2I] / [E, I, H]; MXFP4 is kept as loaded (before
+        process_weights_after_loading), its blocks viewed as bytes
+        [E, rows, K/2] and cut in whole 32-value blocks."""
+        c = self.cfg
+        e, h, i = c["num_local_experts"], c["hidden_size"], c["intermediate_size"]
+        per = i // self.tp
+        assert i % self.tp == 0, (i, self.tp)
+        lo, hi = self.r * per, (self.r + 1) * per
+        if self.has(src + ".gate_up_proj_blocks"):
+            # whole blocks per rank (vLLM pads an uneven last rank instead)
+            assert per % 32 == 0, (i, self.tp)
+            w = self.get(src + ".gate_up_proj_blocks").reshape(e, 2 * i, -1)
+            self.out[out + ".w13_weight"] = w[:, 2 * lo:2 * hi]
+            s = self.get(src + ".gate_up_proj_scales")
+            self.out[out + ".w13_weight_scale"] = s[:, 2 * lo:2 * hi]
+            w = self.get(src + ".down_proj_blocks").reshape(e, h, -1)
+            self.out[out + ".w2_weight"] = w[..., lo // 2:hi // 2]
+            s = self.get(src + ".down_proj_scales")
+            self.out[out + ".w2_weight_scale"] = s[..., lo // 32:hi // 32]
+        else:
+            w = self.get(src + ".gate_up_proj")
+            self.out[out + ".w13_weight"] = w[:, :, 2 * lo:2 * hi].transpose(1, 2)
+            w = self.get(src + ".down_proj")
+            self.out[out + ".w2_weight"] = w[:, lo:hi, :].transpose(1, 2)
+        b = self.get(src + ".gate_up_proj_bias")
+        self.out[out + ".w13_bias"] = b[:, 2 * lo:2 * hi]
+        b = self.get(src + ".down_proj_bias")
+        self.out[out + ".w2_bias"] = b if self.r == 0 else torch.zeros_like(b)
+
+    def gpt_oss(self):
+        """GptOssForCausalLM (gpt_oss.py): self_attn becomes attn, the
+        embedding model.embedding; sinks split by heads; o_proj's bias and
+        the router (weight and bias) whole on every rank."""
+        c = self.cfg
+        self.common()
+        self.out["model.embedding.weight"] = self.out.pop("model.embed_tokens.weight")
+        for L in range(c["num_hidden_layers"]):
+            p = f"model.layers.{L}"
+            a, s = p + ".attn", p + ".self_attn"
+            for n in ("input_layernorm.weight", "post_attention_layernorm.weight",
+                      "mlp.router.weight", "mlp.router.bias"):
+                self.replicate(f"{p}.{n}", f"{p}.{n}")
+            self.qkv(a, s)
+            self.col_split(a + ".o_proj.weight", s + ".o_proj.weight")
+            self.replicate(a + ".o_proj.bias", s + ".o_proj.bias")
+            self.out[a + ".sinks"] = rows(self.get(s + ".sinks"), self.tp, self.r)
+            self.attn_scales(a + ".attn", mla=False)
+            self.gpt_oss_experts(p + ".mlp.experts.routed_experts", p + ".mlp.experts")
+
     def build(self):
         arch = self.cfg["architectures"][0]
         if arch in ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"):
             self.deepseek()
         elif arch == "Glm4MoeForCausalLM":
             self.glm4_moe()
+        elif arch == "GptOssForCausalLM":
+            self.gpt_oss()
         else:
             raise SystemExit(f"no spec for {arch}")
         unused = sorted(set(self.src) - self.used)

@@ -42,6 +42,13 @@ QWEN3_NEXT = dict(num_hidden_layers=4,
                   moe_intermediate_size=128,
                   shared_expert_intermediate_size=256)
 
+GPT_OSS = {"intermediate_size": 256, "num_local_experts": 4,
+           "num_experts_per_tok": 2, "sliding_window": 128,
+           "rope_parameters": {"rope_type": "yarn", "rope_theta": 150000.0,
+                               "factor": 32.0, "beta_fast": 32.0,
+                               "beta_slow": 1.0, "truncate": False,
+                               "original_max_position_embeddings": 4096}}
+
 # arch -> (config class, model class, config overrides)
 CASES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
@@ -137,6 +144,14 @@ CASES = {
                   "moe_intermediate_size": 128, "first_k_dense_replace": 1,
                   "n_group": 1, "topk_group": 1, "routed_scaling_factor": 2.5,
                   "norm_topk_prob": True}),
+    # GPT-OSS: attention sinks, biases on q/k/v/o, a router with a bias,
+    # experts fused by transformers into 3-D tensors (gate_up_proj
+    # [E, H, 2I] with gate and up interleaved, down_proj [E, I, H], and
+    # their biases); sliding and full attention layers alternate.
+    # intermediate_size 256: 128 a rank at tp 2, four MXFP4 blocks.
+    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", GPT_OSS),
+    # The same, its experts in MXFP4 as OpenAI ships GPT-OSS (see mxfp4()).
+    "gpt_oss-mxfp4": ("GptOssConfig", "GptOssForCausalLM", GPT_OSS),
 }
 
 # Linear weights the FP8 variants quantize (the rest stays BF16).
@@ -211,6 +226,70 @@ def quantize_fp8(out, per_tensor=False):
                    if n.endswith(".mlp.gate.weight"))
     if gates:
         cfg["quantization_config"]["modules_to_not_convert"] = ["lm_head"] + gates
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+# FP4 (e2m1) values, by code 0-15: the low nibble of a byte holds the even
+# element, the high nibble the odd one (OpenAI's and vLLM's order).
+FP4 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
+       -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
+MX = 32
+
+
+def pack_mxfp4(w):
+    """w [..., K] (float, K a multiple of 32) as OpenAI's GPT-OSS stores
+    it: blocks [..., K/32, 16] U8 (two FP4 values a byte) and scales
+    [..., K/32] U8 (E8M0: the power of two, biased by 127)."""
+    import torch
+    w = w.float().reshape(*w.shape[:-1], w.shape[-1] // MX, MX)
+    amax = w.abs().amax(-1, keepdim=True).clamp(min=2.0 ** -100)
+    e = torch.floor(torch.log2(amax)) - 2      # 6.0 = 1.5 * 2^2
+    q = w / torch.exp2(e)
+    lut = torch.tensor(FP4)
+    code = (q.unsqueeze(-1) - lut).abs().argmin(-1).to(torch.uint8)
+    blocks = code[..., 0::2] | (code[..., 1::2] << 4)
+    scales = (e.squeeze(-1) + 127).clamp(0, 255).to(torch.uint8)
+    return blocks.contiguous(), scales.contiguous()
+
+
+def mxfp4(out):
+    """Rewrites the BF16 GPT-OSS checkpoint in OUT as OpenAI ships it: each
+    layer's experts.gate_up_proj [E, H, 2I] becomes gate_up_proj_blocks
+    [E, 2I, H/32, 16] and gate_up_proj_scales [E, 2I, H/32] (output rows
+    first: the transpose of transformers' layout), down_proj [E, I, H]
+    becomes down_proj_blocks [E, H, I/32, 16] and down_proj_scales
+    [E, H, I/32]; the biases stay BF16.  config.json gains OpenAI's
+    quantization_config."""
+    import json
+    import os
+    from safetensors.torch import load_file, save_file
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    for fname in sorted(set(idx["weight_map"].values())):
+        path = os.path.join(out, fname)
+        tensors = load_file(path)
+        for name in list(tensors):
+            if not name.endswith((".experts.gate_up_proj", ".experts.down_proj")):
+                continue
+            w = tensors.pop(name).transpose(1, 2)
+            del idx["weight_map"][name]
+            blocks, scales = pack_mxfp4(w)
+            tensors[name + "_blocks"] = blocks
+            tensors[name + "_scales"] = scales
+            idx["weight_map"][name + "_blocks"] = fname
+            idx["weight_map"][name + "_scales"] = fname
+        save_file(tensors, path, metadata={"format": "pt"})
+    idx["weight_map"] = dict(sorted(idx["weight_map"].items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["quantization_config"] = {
+        "quant_method": "mxfp4",
+        "modules_to_not_convert": ["model.layers.*.self_attn",
+                                   "model.layers.*.mlp.router",
+                                   "model.embed_tokens", "lm_head"]}
     with open(cfg_path, "w") as f:
         json.dump(cfg, f, indent=2)
 
@@ -299,6 +378,8 @@ def make(arch, out):
         quantize_fp8(out)
     elif arch.endswith("-fp8t"):
         quantize_fp8(out, per_tensor=True)
+    elif arch.endswith("-mxfp4"):
+        mxfp4(out)
 
 
 if __name__ == "__main__":
