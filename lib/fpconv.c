@@ -1,7 +1,9 @@
 /*
  * fpconv.c - IEEE-754 conversions between F32, F16 and BF16, rounding to
  * nearest with ties to even, keeping NaN a (quiet) NaN and infinities
- * infinite.  Bit-exact and independent of the host's FPU modes.
+ * infinite.  Bit-exact and independent of the host's FPU modes.  Also I64
+ * to I32 as torch's copy_ narrows it (the low 32 bits), for the integer
+ * tables vLLM holds in I32 (DeepSeek-V4's tid2eid).
  */
 #include <stdint.h>
 #include <string.h>
@@ -72,6 +74,23 @@ bool wshard_dtype_is_convertible(enum wshard_dtype dt)
 	return dt == WSHARD_F32 || dt == WSHARD_F16 || dt == WSHARD_BF16;
 }
 
+bool wshard_dtype_converts(enum wshard_dtype from, enum wshard_dtype to)
+{
+	if (from == WSHARD_I64 && to == WSHARD_I32)
+		return true;
+	return from != to && wshard_dtype_is_convertible(from) &&
+	       wshard_dtype_is_convertible(to);
+}
+
+/* Little-endian I64 to I32: the low four bytes of each element. */
+static void narrow_i64(const unsigned char *s, unsigned char *d, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		memcpy(d + i * 4, s + i * 8, 4);
+}
+
 static uint32_t load_f32(enum wshard_dtype dt, const unsigned char *p)
 {
 	uint16_t h;
@@ -92,6 +111,10 @@ void wshard_convert_floats(enum wshard_dtype from, enum wshard_dtype to,
 	unsigned char *d = dst;
 	size_t in = wshard_dtype_bits(from) / 8, out = wshard_dtype_bits(to) / 8, i;
 
+	if (from == WSHARD_I64) {
+		narrow_i64(s, d, n);
+		return;
+	}
 	for (i = 0; i < n; i++) {
 		/* F16 and BF16 widen to F32 exactly, so each value is rounded once */
 		uint32_t f = load_f32(from, s + i * in);

@@ -1,6 +1,6 @@
 /*
- * fpconv.h - the --dtype conversions among F32, F16 and BF16
- * (fpconv.c).  Not part of the API.
+ * fpconv.h - the --dtype conversions among F32, F16 and BF16, and a
+ * rule's I64 to I32 narrowing (fpconv.c).  Not part of the API.
  */
 #ifndef WSHARD_FPCONV_H
 #define WSHARD_FPCONV_H
@@ -17,7 +17,11 @@ uint16_t wshard_f32_to_f16(uint32_t f);
 uint32_t wshard_f16_to_f32(uint16_t h);
 /* True for the dtypes --dtype converts among: F32, F16, BF16. */
 bool wshard_dtype_is_convertible(enum wshard_dtype dt);
-/* Converts n little-endian elements of from at src into to at dst. */
+/* True when a tensor of dtype from is converted to to: both among F32, F16
+ * and BF16 (and different), or I64 to I32 (a rule's "dtype": "I32"). */
+bool wshard_dtype_converts(enum wshard_dtype from, enum wshard_dtype to);
+/* Converts n little-endian elements of from at src into to at dst, for a
+ * pair wshard_dtype_converts accepts. */
 void wshard_convert_floats(enum wshard_dtype from, enum wshard_dtype to,
 			   const void *src, void *dst, size_t n);
 

@@ -114,7 +114,7 @@ static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t)
 	unsigned in, out;
 	size_t k;
 
-	if (!wshard_dtype_is_convertible(t->dtype) || t->dtype == to)
+	if (!wshard_dtype_converts(t->dtype, to))
 		return;
 	in = wshard_dtype_bits(t->dtype) / 8;
 	out = wshard_dtype_bits(to) / 8;

@@ -365,10 +365,11 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"reason\" needs \"split\": \"skip\"",
 					r->name, rule->match);
+	/* I32: integer tables vLLM narrows from the checkpoint's I64 */
 	if (dtype && (wshard_dtype_parse(dtype, &rule->dtype) < 0 ||
-		      !wshard_dtype_is_convertible(rule->dtype)))
+		      (!wshard_dtype_is_convertible(rule->dtype) && rule->dtype != WSHARD_I32)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"dtype\" must be F32, F16 or BF16",
+					"'%s': rule '%s': \"dtype\" must be F32, F16, BF16 or I32",
 					r->name, rule->match);
 	rule->has_dtype = dtype != NULL;
 	rule->cond = dup_or_null(cond);

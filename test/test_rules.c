@@ -217,6 +217,9 @@ static const char *const hybrid_archs[] = {
 };
 #define NHYBRID (sizeof(hybrid_archs) / sizeof(hybrid_archs[0]))
 
+/* Rules in DeepSeek's own names (tested in builtin.deepseek_v4). */
+#define NOWN 1
+
 static const struct rules_rule *find_rule(const struct wshard_rules *r,
 					  const char *name,
 					  struct rules_capture *cap)
@@ -533,6 +536,47 @@ Test(builtin, no_architecture)
 	cr_assert_not_null(strstr(err.msg, "config.json"), "%s", err.msg);
 }
 
+/*
+ * DeepSeek-V4 in DeepSeek's names: mtp.* left out first; q_a and kv fused
+ * replicated, as are each compressor's wkv and wgate; the grouped output
+ * projection split by rows then columns; the sinks split by heads; the
+ * hyper-connection tensors F32 and the hash table narrowed to I32.
+ */
+Test(builtin, deepseek_v4)
+{
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	struct rules_capture cap;
+	const struct rules_rule *rule;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_builtin(&r, "DeepseekV4ForCausalLM", &err), WSHARD_OK,
+		     "%s", err.msg);
+	cr_assert_str_eq(wshard_rules_name(r), "builtin:deepseek_v4");
+	cr_assert_eq(r->rules[0].kind, RULE_SKIP);
+	cr_assert(rules_match(r->rules[0].match, "mtp.0.ffn.gate.weight", &cap));
+	cr_assert_eq(find_rule(r, "embed.weight", &cap)->kind, RULE_VOCAB);
+	cr_assert_eq(find_rule(r, "head.weight", &cap)->kind, RULE_VOCAB);
+	rule = find_rule(r, "layers.3.attn.wq_a.weight", &cap);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(r->ops[rule->op].name, "wqa_wkv");
+	rule = find_rule(r, "layers.3.attn.indexer.compressor.wgate.weight", &cap);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(r->ops[rule->op].name, "wkv_wgate");
+	cr_assert(rule->optional);
+	cr_assert_eq(find_rule(r, "layers.0.attn.wo_a.weight", &cap)->kind, RULE_ROW);
+	cr_assert_eq(find_rule(r, "layers.0.attn.wo_b.weight", &cap)->kind, RULE_COL);
+	cr_assert_eq(find_rule(r, "layers.0.attn.attn_sink", &cap)->kind, RULE_ROW);
+	rule = find_rule(r, "layers.0.hc_ffn_fn", &cap);
+	cr_assert_eq(rule->kind, RULE_REPLICATE);
+	cr_assert_eq(rule->dtype, WSHARD_F32);
+	rule = find_rule(r, "layers.0.ffn.gate.tid2eid", &cap);
+	cr_assert(rule->has_dtype);
+	cr_assert_eq(rule->dtype, WSHARD_I32);
+	cr_assert_null(find_rule(r, "model.layers.0.attn.wq_a.weight", &cap));
+	wshard_rules_free(r);
+}
+
 Test(builtin, architectures_list)
 {
 	const char *const *list = wshard_rules_architectures();
@@ -542,7 +586,7 @@ Test(builtin, architectures_list)
 	for (; list[n]; n++)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
-	cr_assert_eq(n, NARCHS + NMTP + NHYBRID, "%zu architectures listed", n);
+	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NOWN, "%zu architectures listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;
 

@@ -148,7 +148,8 @@ Test(parse, condition_reason_dtype)
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"reason\": \"x\"}"),
 		    "rule 'a': \"reason\" needs \"split\": \"skip\"");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"dtype\": \"F8_E4M3\"}"),
-		    "rule 'a': \"dtype\" must be F32, F16 or BF16");
+		    "rule 'a': \"dtype\" must be F32, F16, BF16 or I32");
+	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"dtype\": \"I32\"}"));
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"if\": 1}"),
 		    "\"if\", \"reason\" and \"dtype\" are strings");
 }

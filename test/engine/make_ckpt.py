@@ -49,6 +49,22 @@ GPT_OSS = {"intermediate_size": 256, "num_local_experts": 4,
                                "beta_slow": 1.0, "truncate": False,
                                "original_max_position_embeddings": 4096}}
 
+# DeepSeek-V4: the four kinds of layer (sliding-window attention, then the
+# compressed sparse (ratio 4, with the indexer) and heavily compressed
+# (ratio 128) attentions), hash-routed MoE in the first two layers, 8 routed
+# experts and a shared one.  vLLM's CPU compressor takes head_dim 512 and an
+# indexer head_dim of 128 only ("unsupported compressor head_dim").
+DSV4 = dict(num_hidden_layers=4, num_attention_heads=4, head_dim=512,
+            q_lora_rank=128, o_groups=2, o_lora_rank=64, n_routed_experts=8,
+            n_shared_experts=1, num_experts_per_tok=2,
+            moe_intermediate_size=128, index_n_heads=4, index_head_dim=128,
+            index_topk=64, sliding_window=128, max_position_embeddings=4096,
+            num_key_value_heads=1, intermediate_size=128,
+            layer_types=["sliding_attention", "compressed_sparse_attention",
+                         "heavily_compressed_attention",
+                         "compressed_sparse_attention"],
+            mlp_layer_types=["hash_moe", "hash_moe", "moe", "moe"])
+
 # arch -> (config class, model class, config overrides)
 CASES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
@@ -126,6 +142,8 @@ CASES = {
     # that the fused projections' parts differ in size; MoE in every layer
     # with a gated shared expert.
     "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", QWEN3_NEXT),
+    # DeepSeek-V4 as DeepSeek ships it (deepseek_v4_native below).
+    "deepseek_v4": ("DeepseekV4Config", "DeepseekV4ForCausalLM", DSV4),
     # Qwen3.5 (text): Qwen3-Next's layers with the Gated DeltaNet's
     # projections shipped apart (in_proj_qkv, in_proj_z, in_proj_b,
     # in_proj_a); a dense MLP in every layer, or MoE (qwen3_5_moe).
@@ -356,6 +374,78 @@ def add_mtp_layer(out):
         json.dump(cfg, f, indent=2)
 
 
+def deepseek_v4_native(out):
+    """Rewrites transformers' DeepSeek-V4 checkpoint as DeepSeek ships it,
+    which is what vLLM 0.32 reads.  transformers 5.19's save_pretrained
+    keeps its own names for the top-level tensors (model.layers.N.*,
+    model.embed_tokens.weight, model.hc_head.hc_fn, model.norm.weight) where
+    DeepSeek's are layers.N.*, embed.weight, hc_head_fn, norm.weight; and it
+    writes every tensor in BF16 where vLLM (after DeepSeek's inference
+    code) holds the hyper-connection tensors, attention sinks, compressors'
+    ape and the router bias in F32: written in F32 here.  Its config.json has layer_types and
+    mlp_layer_types where DeepSeek's (and vLLM's model, which reads
+    compress_ratios[n] and num_hash_layers) has compress_ratios and
+    num_hash_layers, and topk_method.  transformers leaves the hash
+    layers' tid2eid (token -> experts, a buffer) all 0: it gets distinct
+    random experts per token here, so that a misplaced table shows."""
+    import json
+    import os
+    import re
+    import torch
+    from safetensors.torch import load_file, save_file
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    ren = {"model.embed_tokens.weight": "embed.weight",
+           "model.hc_head.hc_fn": "hc_head_fn",
+           "model.hc_head.hc_base": "hc_head_base",
+           "model.hc_head.hc_scale": "hc_head_scale"}
+    f32 = ("hc_attn_fn", "hc_attn_base", "hc_attn_scale", "hc_ffn_fn",
+           "hc_ffn_base", "hc_ffn_scale", "hc_head_fn", "hc_head_base",
+           "hc_head_scale", "attn_sink", "ape", "gate.bias")
+
+    def name(k):
+        if k in ren:
+            return ren[k]
+        k = k[len("model."):] if k.startswith("model.") else k
+        # transformers reads both DeepSeek's attn.kv_norm and
+        # compressor.norm as its kv_norm, and writes both back as norm.
+        return re.sub(r"^(layers\.\d+\.attn)\.norm\.", r"\1.kv_norm.", k)
+
+    g = torch.Generator().manual_seed(4321)
+
+    def table(t):
+        rows = [torch.randperm(cfg["n_routed_experts"], generator=g)[:t.shape[1]]
+                for _ in range(t.shape[0])]
+        return torch.stack(rows).to(t.dtype)
+
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    wm = {}
+    for fname in sorted(set(idx["weight_map"].values())):
+        path = os.path.join(out, fname)
+        t = {}
+        for k, v in load_file(path).items():
+            k = name(k)
+            t[k] = v.float() if k.endswith(f32) else v
+            if k.endswith(".tid2eid"):
+                t[k] = table(v)
+            wm[k] = fname
+        save_file(t, path, metadata={"format": "pt"})
+    idx["weight_map"] = dict(sorted(wm.items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    ratio = {"sliding_attention": 0}
+    ratio.update(cfg.pop("compress_rates"))
+    cfg["compress_ratios"] = [ratio[t] for t in cfg.pop("layer_types")]
+    cfg["num_hash_layers"] = cfg.pop("mlp_layer_types").count("hash_moe")
+    cfg["num_nextn_predict_layers"] = 0
+    # DeepSeek's routing of the non-hash layers, which keeps the router's
+    # bias (vLLM builds gate.e_score_correction_bias only for it).
+    cfg["topk_method"] = "noaux_tc"
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
 def make(arch, out):
     import torch
     import transformers
@@ -374,6 +464,8 @@ def make(arch, out):
     model.save_pretrained(out, max_shard_size="1MB")
     if arch in MTP:
         add_mtp_layer(out)
+    if arch.startswith("deepseek_v4"):
+        deepseek_v4_native(out)
     if arch.endswith("-fp8"):
         quantize_fp8(out)
     elif arch.endswith("-fp8t"):
