@@ -136,8 +136,9 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 }
 
 /*
- * A block-wise FP8 scale (X.weight_scale_inv) can be split only where the
- * weight X.weight's split falls on block boundaries: every rank's rows
+ * A block-wise FP8 scale (X.weight_scale_inv, DeepSeek's X.scale) can be
+ * split only where the weight X.weight's split falls on block boundaries:
+ * every rank's rows
  * (a kv head's rows when heads are replicated) a multiple of the block
  * height, its columns of the block width (quantization_config's
  * weight_block_size, 128 x 128 when absent).
@@ -162,9 +163,12 @@ static enum wshard_err check_blocks(const struct wshard_plan *plan,
 		if (json_is_integer(json_array_get(bs, (size_t)i)) &&
 		    json_integer_value(json_array_get(bs, (size_t)i)) > 0)
 			block[i] = (uint64_t)json_integer_value(json_array_get(bs, (size_t)i));
-	if (n < 10 || n - 10 + 1 > sizeof(wname))
+	if (n < 10 || n + 2 > sizeof(wname))
 		return WSHARD_OK;
-	snprintf(wname, sizeof(wname), "%.*s", (int)(n - 10), name);	/* drop "_scale_inv" */
+	if (!strcmp(name + n - 10, "_scale_inv"))
+		snprintf(wname, sizeof(wname), "%.*s", (int)(n - 10), name);
+	else	/* DeepSeek's X.scale beside X.weight */
+		snprintf(wname, sizeof(wname), "%.*s.weight", (int)(n - 6), name);
 	w = wshard_catalog_find(plan->cat, wname);
 	if (!w || w->info->ndim != 2)
 		return wshard_error_set(err, WSHARD_EINVAL,

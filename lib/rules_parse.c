@@ -429,13 +429,18 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
  * split like the weight's rows), replicated beside a column split (its
  * rows are not cut), except block scales, whose block columns are.  So
  * every rule for a ".weight" gets these rules after the explicit ones,
- * and a rules file never repeats them.
+ * and a rules file never repeats them.  DeepSeek's own checkpoints
+ * (DeepSeek-V4) name a block scale X.scale: vLLM's mapper renames it
+ * X.weight_scale_inv, and so does its derived rule.
  */
 static enum wshard_err derive_scale_rules(struct wshard_rules *r,
 					  struct wshard_error *err)
 {
 	static const char *const suffixes[] = {
-		".weight_scale", ".input_scale", ".weight_scale_inv",
+		".weight_scale", ".input_scale", ".weight_scale_inv", ".scale",
+	};
+	static const char *const outs[] = {
+		".weight_scale", ".input_scale", ".weight_scale_inv", ".weight_scale_inv",
 	};
 	const size_t ns = sizeof(suffixes) / sizeof(suffixes[0]);
 	size_t n = r->nrules, i, k, add = 0;
@@ -455,8 +460,8 @@ static enum wshard_err derive_scale_rules(struct wshard_rules *r,
 			continue;
 		for (k = 0; k < ns; k++) {
 			struct rules_rule *d = &rules[n + add];
-			bool inv = k == 2;
-			size_t sl = strlen(suffixes[k]);
+			bool inv = k >= 2;
+			size_t sl = strlen(outs[k]);
 
 			memset(d, 0, sizeof(*d));
 			d->nshape = -1;
@@ -468,7 +473,7 @@ static enum wshard_err derive_scale_rules(struct wshard_rules *r,
 			d->nparts = w->nparts;
 			if (w->kind == RULE_COL && !inv)
 				d->kind = RULE_REPLICATE;
-			d->match = malloc(ml - 7 + sl + 1);
+			d->match = malloc(ml - 7 + strlen(suffixes[k]) + 1);
 			d->output = malloc(ol + sl + 1);
 			if (!d->match || !d->output) {
 				free(d->match);
@@ -480,9 +485,9 @@ static enum wshard_err derive_scale_rules(struct wshard_rules *r,
 			if (ol >= 7 && (!strcmp(w->output + ol - 7, ".weight") ||
 					!strcmp(w->output + ol - 7, "_weight")))
 				sprintf(d->output, "%.*s%c%s", (int)(ol - 7), w->output,
-					w->output[ol - 7], suffixes[k] + 1);
+					w->output[ol - 7], outs[k] + 1);
 			else
-				sprintf(d->output, "%s%s", w->output, suffixes[k]);
+				sprintf(d->output, "%s%s", w->output, outs[k]);
 			d->block = inv;
 			d->cond = dup_or_null(w->cond);
 			d->reason = dup_or_null(w->reason);

@@ -574,6 +574,18 @@ Test(builtin, deepseek_v4)
 	cr_assert(rule->has_dtype);
 	cr_assert_eq(rule->dtype, WSHARD_I32);
 	cr_assert_null(find_rule(r, "model.layers.0.attn.wq_a.weight", &cap));
+	/* DeepSeek's block scales X.scale, renamed as vLLM's mapper does */
+	rule = find_rule(r, "layers.0.attn.wo_a.scale", &cap);
+	cr_assert(rule->block);
+	cr_assert_eq(rule->kind, RULE_ROW);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.attn.wo_a.weight_scale_inv");
+	rule = find_rule(r, "layers.0.ffn.experts.5.w2.scale", &cap);
+	cr_assert(rule->block);
+	cr_assert_eq(rule->kind, RULE_COL);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.ffn.experts.routed_experts.w2_weight_scale_inv");
+	rule = find_rule(r, "layers.0.attn.wq_a.scale", &cap);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.attn.fused_wqa_wkv.weight_scale_inv");
 	wshard_rules_free(r);
 }
 

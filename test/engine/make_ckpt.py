@@ -7,6 +7,7 @@ names, config fields and shard layout users download.
     make_ckpt.py ARCH DIR      ARCH: one of CASES below
     make_ckpt.py --list
 """
+import re
 import sys
 
 COMMON = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
@@ -144,6 +145,12 @@ CASES = {
     "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", QWEN3_NEXT),
     # DeepSeek-V4 as DeepSeek ships it (deepseek_v4_native below).
     "deepseek_v4": ("DeepseekV4Config", "DeepseekV4ForCausalLM", DSV4),
+    # DeepSeek-V4 with FP8 128x128 blocks as V4-Flash-Base ships them
+    # (expert_dtype "fp8": F32 scales named X.scale), every split at tp 2
+    # on whole blocks: 256 wo_a rows and expert rows.
+    "deepseek_v4-fp8": ("DeepseekV4Config", "DeepseekV4ForCausalLM",
+                        dict(DSV4, o_lora_rank=128, moe_intermediate_size=256,
+                             intermediate_size=256)),
     # Qwen3.5 (text): Qwen3-Next's layers with the Gated DeltaNet's
     # projections shipped apart (in_proj_qkv, in_proj_z, in_proj_b,
     # in_proj_a); a dense MLP in every layer, or MoE (qwen3_5_moe).
@@ -179,12 +186,13 @@ FP8_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
 BLOCK = 128
 
 
-def quantize_fp8(out, per_tensor=False):
+def quantize_fp8(out, per_tensor=False, pick=None):
     """Rewrites the BF16 checkpoint in OUT with its linear weights in
     float8_e4m3fn and a float32 weight_scale_inv per 128x128 block (or,
     per_tensor, one weight_scale and one input_scale each, as static
     FP8 checkpoints carry them), shard by shard, and adds
-    quantization_config to config.json."""
+    quantization_config to config.json.  pick(name): which weights, by
+    default those whose module is in FP8_LINEAR."""
     import json
     import os
     import zlib
@@ -197,8 +205,10 @@ def quantize_fp8(out, per_tensor=False):
         path = os.path.join(out, fname)
         tensors = load_file(path)
         for name in list(tensors):
-            if not (name.endswith(".weight") and
-                    name.split(".")[-2] in FP8_LINEAR):
+            if pick is not None and not pick(name):
+                continue
+            if pick is None and not (name.endswith(".weight") and
+                                     name.split(".")[-2] in FP8_LINEAR):
                 continue
             w = tensors[name].float()
             if per_tensor:
@@ -446,6 +456,42 @@ def deepseek_v4_native(out):
         json.dump(cfg, f, indent=2)
 
 
+# The linear layers vLLM quantizes in DeepSeek-V4 (attention.py and
+# cpu/model.py give them quant_config): not the compressors' wkv and wgate,
+# the indexer's weights_proj, the router or the embeddings.
+DSV4_FP8 = re.compile(r"\.(attn\.(wq_a|wkv|wq_b|wo_a|wo_b)|indexer\.wq_b|"
+                      r"experts\.\d+\.w[123]|shared_experts\.w[123])\.weight$")
+
+
+def deepseek_v4_fp8(out):
+    """FP8 blocks on DeepSeek-V4 as DeepSeek ships them: each scale
+    X.scale (F32) beside X.weight, and config.json's expert_dtype "fp8"
+    (vLLM then reads F32 block scales for every layer, experts included)."""
+    import json
+    import os
+    from safetensors.torch import load_file, save_file
+    quantize_fp8(out, pick=lambda n: DSV4_FP8.search(n) is not None)
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    suf = ".weight_scale_inv"
+    for fname in sorted(set(idx["weight_map"].values())):
+        path = os.path.join(out, fname)
+        t = load_file(path)
+        t = {(k[:-len(suf)] + ".scale" if k.endswith(suf) else k): v
+             for k, v in t.items()}
+        save_file(t, path, metadata={"format": "pt"})
+    idx["weight_map"] = dict(sorted(
+        (k[:-len(suf)] + ".scale" if k.endswith(suf) else k, v)
+        for k, v in idx["weight_map"].items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["expert_dtype"] = "fp8"
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
 def make(arch, out):
     import torch
     import transformers
@@ -466,7 +512,9 @@ def make(arch, out):
         add_mtp_layer(out)
     if arch.startswith("deepseek_v4"):
         deepseek_v4_native(out)
-    if arch.endswith("-fp8"):
+    if arch == "deepseek_v4-fp8":
+        deepseek_v4_fp8(out)
+    elif arch.endswith("-fp8"):
         quantize_fp8(out)
     elif arch.endswith("-fp8t"):
         quantize_fp8(out, per_tensor=True)
