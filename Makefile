@@ -100,6 +100,7 @@ LIB_SRC := \
 	lib/plan_expert.c \
 	lib/rules.c \
 	lib/rules_extra.c \
+	lib/rules_scale.c \
 	lib/rules_parse.c \
 	lib/safetensors.c \
 	lib/seal.c \

@@ -114,6 +114,11 @@ static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t)
 	unsigned in, out;
 	size_t k;
 
+	/* U8: one-byte values vLLM holds as raw uint8, the same bytes */
+	if (to == WSHARD_U8 && wshard_dtype_bits(t->dtype) == 8) {
+		t->dtype = to;
+		return;
+	}
 	if (!wshard_dtype_converts(t->dtype, to))
 		return;
 	in = wshard_dtype_bits(t->dtype) / 8;

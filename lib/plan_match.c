@@ -128,6 +128,22 @@ static enum wshard_err rule_applies(const struct wshard_plan *plan,
 }
 
 /*
+ * Whether rule j, or another rule with the same match (the alternatives
+ * that "from" picks among by the source's dtype), matched in layer n.
+ */
+static bool seen_alike(const struct wshard_rules *rules, const bool *seen,
+		       long nlayers, size_t j, long n)
+{
+	size_t k;
+
+	for (k = 0; k < rules->nrules; k++)
+		if ((k == j || !strcmp(rules->rules[k].match, rules->rules[j].match)) &&
+		    seen[k * (size_t)(nlayers + 1) + (size_t)n])
+			return true;
+	return false;
+}
+
+/*
  * Every rule that is not optional must match a source tensor, once per
  * layer when its pattern has {n} (layers 0 .. num_hidden_layers - 1, or up
  * to the highest layer seen): an engine refuses a checkpoint with a tensor
@@ -158,7 +174,7 @@ static enum wshard_err check_required(struct wshard_plan *plan,
 			bool applies;
 			enum wshard_err rc;
 
-			if (seen[j * (size_t)(nlayers + 1) + (size_t)n])
+			if (seen_alike(rules, seen, nlayers, j, n))
 				continue;
 			rc = rule_applies(plan, r, per_layer ? n : -1, &applies, err);
 			if (rc)
@@ -252,6 +268,10 @@ static enum wshard_err match_one(struct wshard_plan *plan, struct matching *mt,
 		rc = rule_applies(plan, &rules->rules[j], m->cap.n, &ok, err);
 		if (rc)
 			return rc;
+		/* "from": the rule takes only sources of these dtypes */
+		if (rules->rules[j].from &&
+		    !(rules->rules[j].from >> plan->cat->tensors[i].info->dtype & 1))
+			ok = false;
 	}
 	if (!ok)
 		return WSHARD_OK;

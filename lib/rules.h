@@ -55,6 +55,8 @@ struct rules_rule {
 	char *reason;		/* skip with "reason": a left-out tensor */
 	bool has_dtype;		/* "dtype": the output's dtype, converted */
 	enum wshard_dtype dtype;
+	uint64_t from;		/* "from": bit d set for each source dtype d
+				 * the rule takes; 0: any */
 	int nshape;		/* -1: no shape check */
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };
@@ -123,6 +125,11 @@ struct wshard_builtin_rule {
 	const char *text;
 };
 extern const struct wshard_builtin_rule wshard_builtin_rules[];
+
+/* Appends to r, after its explicit rules, the rules for the FP8 scales
+ * beside each ".weight" rule's tensor (rules_scale.c).  Returns WSHARD_OK
+ * or WSHARD_ENOMEM. */
+enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error *err);
 
 /* The "extra" array and the "tie" object of rules document r (rules_extra.c).
  * Return WSHARD_OK, WSHARD_EINVAL (the message names r and the entry) or

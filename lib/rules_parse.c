@@ -212,7 +212,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 {
 	static const char *const known[] = {
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
-		"if", "reason", "dtype",
+		"if", "reason", "dtype", "from",
 	};
 	const char *key;
 	json_t *val;
@@ -343,6 +343,31 @@ static const char *str_key(json_t *t, const char *key, bool *out_bad)
 	return json_string_value(v);
 }
 
+/* "from": the source dtypes the rule takes (a non-empty array of names). */
+static enum wshard_err parse_from(const struct wshard_rules *r, struct rules_rule *rule,
+				  json_t *from, struct wshard_error *err)
+{
+	enum wshard_dtype dt;
+	size_t i;
+
+	if (!from)
+		return WSHARD_OK;
+	if (!json_is_array(from) || !json_array_size(from))
+		goto bad;
+	for (i = 0; i < json_array_size(from); i++) {
+		const char *s = json_string_value(json_array_get(from, i));
+
+		if (!s || wshard_dtype_parse(s, &dt) < 0)
+			goto bad;
+		rule->from |= (uint64_t)1 << dt;
+	}
+	return WSHARD_OK;
+bad:
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"'%s': rule '%s': \"from\" is a non-empty array of dtype names",
+				r->name, rule->match);
+}
+
 /* "if" (a condition), "reason" (a left-out skip) and "dtype" (a cast). */
 static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 				       struct rules_rule *rule, json_t *t,
@@ -365,18 +390,20 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"reason\" needs \"split\": \"skip\"",
 					r->name, rule->match);
-	/* I32: integer tables vLLM narrows from the checkpoint's I64 */
+	/* I32: integer tables vLLM narrows from the checkpoint's I64; U8:
+	 * bytes vLLM holds as uint8 (FP4 blocks, E8M0 scales) */
 	if (dtype && (wshard_dtype_parse(dtype, &rule->dtype) < 0 ||
-		      (!wshard_dtype_is_convertible(rule->dtype) && rule->dtype != WSHARD_I32)))
+		      (!wshard_dtype_is_convertible(rule->dtype) && rule->dtype != WSHARD_I32 &&
+		       rule->dtype != WSHARD_U8)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"dtype\" must be F32, F16, BF16 or I32",
+					"'%s': rule '%s': \"dtype\" must be F32, F16, BF16, I32 or U8",
 					r->name, rule->match);
 	rule->has_dtype = dtype != NULL;
 	rule->cond = dup_or_null(cond);
 	rule->reason = dup_or_null(reason);
 	if ((cond && !rule->cond) || (reason && !rule->reason))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	return WSHARD_OK;
+	return parse_from(r, rule, json_object_get(t, "from"), err);
 }
 
 static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
@@ -419,90 +446,6 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 	if (rc)
 		return rc;
 	return parse_shape(r, rule, json_object_get(t, "shape"), err);
-}
-
-/*
- * FP8 checkpoints carry scales beside their weights (X.weight_scale,
- * X.input_scale, X.weight_scale_inv for block-wise scales).  A scale
- * follows its weight: fused into the same operator part (a per-tensor
- * scale becomes one element of a vector, a per-channel or block scale is
- * split like the weight's rows), replicated beside a column split (its
- * rows are not cut), except block scales, whose block columns are.  So
- * every rule for a ".weight" gets these rules after the explicit ones,
- * and a rules file never repeats them.  DeepSeek's own checkpoints
- * (DeepSeek-V4) name a block scale X.scale: vLLM's mapper renames it
- * X.weight_scale_inv, and so does its derived rule.
- */
-static enum wshard_err derive_scale_rules(struct wshard_rules *r,
-					  struct wshard_error *err)
-{
-	static const char *const suffixes[] = {
-		".weight_scale", ".input_scale", ".weight_scale_inv", ".scale",
-	};
-	static const char *const outs[] = {
-		".weight_scale", ".input_scale", ".weight_scale_inv", ".weight_scale_inv",
-	};
-	const size_t ns = sizeof(suffixes) / sizeof(suffixes[0]);
-	size_t n = r->nrules, i, k, add = 0;
-	struct rules_rule *rules;
-
-	rules = realloc(r->rules, (n * (ns + 1) + 1) * sizeof(*rules));
-	if (!rules)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	r->rules = rules;
-	for (i = 0; i < n; i++) {
-		const struct rules_rule *w = &rules[i];
-		size_t ml = strlen(w->match), ol = strlen(w->output);
-
-		/* a source cut into parts by sizes: its scales would not be */
-		if (ml < 7 || strcmp(w->match + ml - 7, ".weight") || w->kind == RULE_VOCAB ||
-		    w->kind == RULE_UNPACK || w->nparts > 1)
-			continue;
-		for (k = 0; k < ns; k++) {
-			struct rules_rule *d = &rules[n + add];
-			bool inv = k >= 2;
-			size_t sl = strlen(outs[k]);
-
-			memset(d, 0, sizeof(*d));
-			d->nshape = -1;
-			d->scale = true;
-			d->optional = true;
-			d->kind = w->kind;
-			d->op = w->op;
-			d->part = w->part;
-			d->nparts = w->nparts;
-			if (w->kind == RULE_COL && !inv)
-				d->kind = RULE_REPLICATE;
-			d->match = malloc(ml - 7 + strlen(suffixes[k]) + 1);
-			d->output = malloc(ol + sl + 1);
-			if (!d->match || !d->output) {
-				free(d->match);
-				free(d->output);
-				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-			}
-			sprintf(d->match, "%.*s%s", (int)(ml - 7), w->match, suffixes[k]);
-			/* "X.weight" -> "X.weight_scale"; vLLM's experts "w13_weight" -> "w13_weight_scale" */
-			if (ol >= 7 && (!strcmp(w->output + ol - 7, ".weight") ||
-					!strcmp(w->output + ol - 7, "_weight")))
-				sprintf(d->output, "%.*s%c%s", (int)(ol - 7), w->output,
-					w->output[ol - 7], outs[k] + 1);
-			else
-				sprintf(d->output, "%s%s", w->output, outs[k]);
-			d->block = inv;
-			d->cond = dup_or_null(w->cond);
-			d->reason = dup_or_null(w->reason);
-			if ((w->cond && !d->cond) || (w->reason && !d->reason))
-				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-			/*
-			 * vLLM keeps one input scale per expert for w1 and w3 together
-			 * (they must be equal): the fused per-tensor scale is w1's.
-			 */
-			d->collapse = k == 1 && strstr(w->match, "{e}") && w->kind == RULE_FUSE;
-			add++;
-			r->nrules = n + add;
-		}
-	}
-	return WSHARD_OK;
 }
 
 static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
@@ -562,7 +505,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		if (rc)
 			return rc;
 	}
-	rc = derive_scale_rules(r, err);
+	rc = rules_derive_scales(r, err);
 	if (rc)
 		return rc;
 	rc = rules_parse_extras(r, json_object_get(root, "extra"), err);

@@ -544,6 +544,7 @@ Test(builtin, no_architecture)
  */
 Test(builtin, deepseek_v4)
 {
+	size_t j;
 	struct wshard_rules *r = NULL;
 	struct wshard_error err;
 	struct rules_capture cap;
@@ -579,10 +580,25 @@ Test(builtin, deepseek_v4)
 	cr_assert(rule->block);
 	cr_assert_eq(rule->kind, RULE_ROW);
 	cr_assert_str_eq(rule->output, "model.layers.{n}.attn.wo_a.weight_scale_inv");
-	rule = find_rule(r, "layers.0.ffn.experts.5.w2.scale", &cap);
+	/* an expert's F32 block scale passes the FP4 scale rule ("from") */
+	for (j = 0; j < r->nrules; j++)
+		if (rules_match(r->rules[j].match, "layers.0.ffn.experts.5.w2.scale", &cap) &&
+		    !r->rules[j].from)
+			break;
+	cr_assert_lt(j, r->nrules);
+	rule = &r->rules[j];
 	cr_assert(rule->block);
 	cr_assert_eq(rule->kind, RULE_COL);
 	cr_assert_str_eq(rule->output, "model.layers.{n}.ffn.experts.routed_experts.w2_weight_scale_inv");
+	/* FP4 experts first, by the source's dtype, as raw U8 */
+	rule = find_rule(r, "layers.0.ffn.experts.5.w2.weight", &cap);
+	cr_assert_eq(rule->from, ((uint64_t)1 << WSHARD_I8) | ((uint64_t)1 << WSHARD_U8));
+	cr_assert_eq(rule->dtype, WSHARD_U8);
+	cr_assert_eq(rule->kind, RULE_COL);
+	rule = find_rule(r, "layers.0.ffn.experts.5.w1.scale", &cap);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.ffn.experts.routed_experts.w13_weight_scale");
+	cr_assert(rule->from >> WSHARD_F8_E8M0 & 1);
+	cr_assert_not(rule->block);
 	rule = find_rule(r, "layers.0.attn.wq_a.scale", &cap);
 	cr_assert_eq(rule->kind, RULE_FUSE);
 	cr_assert_str_eq(rule->output, "model.layers.{n}.attn.fused_wqa_wkv.weight_scale_inv");

@@ -148,7 +148,15 @@ Test(parse, condition_reason_dtype)
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"reason\": \"x\"}"),
 		    "rule 'a': \"reason\" needs \"split\": \"skip\"");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"dtype\": \"F8_E4M3\"}"),
-		    "rule 'a': \"dtype\" must be F32, F16, BF16 or I32");
+		    "rule 'a': \"dtype\" must be F32, F16, BF16, I32 or U8");
+	parse_ok(RULES("{\"match\": \"a\", \"split\": \"row\", \"dtype\": \"U8\","
+		       " \"from\": [\"I8\", \"F8_E8M0\"]}"));
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"from\": []}"),
+		    "rule 'a': \"from\" is a non-empty array of dtype names");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"from\": [\"X9\"]}"),
+		    "rule 'a': \"from\" is a non-empty array of dtype names");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"from\": \"I8\"}"),
+		    "rule 'a': \"from\" is a non-empty array of dtype names");
 	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"dtype\": \"I32\"}"));
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"if\": 1}"),
 		    "\"if\", \"reason\" and \"dtype\" are strings");

@@ -151,6 +151,11 @@ CASES = {
     "deepseek_v4-fp8": ("DeepseekV4Config", "DeepseekV4ForCausalLM",
                         dict(DSV4, o_lora_rank=128, moe_intermediate_size=256,
                              intermediate_size=256)),
+    # As V4-Flash ships it: FP4 (MXFP4) routed experts with E8M0 scales per
+    # 32 values, FP8 blocks elsewhere with E8M0 (power-of-two) scales.
+    "deepseek_v4-fp4": ("DeepseekV4Config", "DeepseekV4ForCausalLM",
+                        dict(DSV4, o_lora_rank=128, moe_intermediate_size=256,
+                             intermediate_size=256)),
     # Qwen3.5 (text): Qwen3-Next's layers with the Gated DeltaNet's
     # projections shipped apart (in_proj_qkv, in_proj_z, in_proj_b,
     # in_proj_a); a dense MLP in every layer, or MoE (qwen3_5_moe).
@@ -186,13 +191,14 @@ FP8_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
 BLOCK = 128
 
 
-def quantize_fp8(out, per_tensor=False, pick=None):
+def quantize_fp8(out, per_tensor=False, pick=None, ue8m0=False):
     """Rewrites the BF16 checkpoint in OUT with its linear weights in
     float8_e4m3fn and a float32 weight_scale_inv per 128x128 block (or,
     per_tensor, one weight_scale and one input_scale each, as static
     FP8 checkpoints carry them), shard by shard, and adds
     quantization_config to config.json.  pick(name): which weights, by
-    default those whose module is in FP8_LINEAR."""
+    default those whose module is in FP8_LINEAR.  ue8m0: each block scale
+    a power of two, stored as float8_e8m0fnu (DeepSeek's scale_fmt)."""
     import json
     import os
     import zlib
@@ -230,12 +236,14 @@ def quantize_fp8(out, per_tensor=False, pick=None):
                 for j in range(bc):
                     blk = w[i * BLOCK:(i + 1) * BLOCK, j * BLOCK:(j + 1) * BLOCK]
                     s = blk.abs().max().clamp(min=1e-12) / fmax
+                    if ue8m0:
+                        s = torch.exp2(torch.ceil(torch.log2(s)))
                     scale[i, j] = s
                     q[i * BLOCK:(i + 1) * BLOCK, j * BLOCK:(j + 1) * BLOCK] = \
                         (blk / s).to(torch.float8_e4m3fn)
             tensors[name] = q
             sname = name[:-len("weight")] + "weight_scale_inv"
-            tensors[sname] = scale
+            tensors[sname] = scale.to(torch.float8_e8m0fnu) if ue8m0 else scale
             idx["weight_map"][sname] = fname
         save_file(tensors, path, metadata={"format": "pt"})
     with open(idx_path, "w") as f:
@@ -384,6 +392,37 @@ def add_mtp_layer(out):
         json.dump(cfg, f, indent=2)
 
 
+def add_v4_mtp(out, wm, cfg):
+    """Appends DeepSeek-V4's multi-token-prediction layer mtp.0.* in a
+    shard of its own (transformers neither builds nor writes it): a copy of
+    the last layer, perturbed, plus e_proj, h_proj, enorm, hnorm, norm and
+    its hc_head tensors, in DeepSeek's names."""
+    import os
+    import torch
+    from safetensors.torch import load_file, save_file
+    last = f"layers.{cfg['num_hidden_layers'] - 1}."
+    h, hc = cfg["hidden_size"], cfg["hc_mult"]
+    g = torch.Generator().manual_seed(8765)
+    new = {}
+    for fname in sorted(set(wm.values())):
+        for k, v in load_file(os.path.join(out, fname)).items():
+            if k.startswith(last):
+                new["mtp.0." + k[len(last):]] = v.clone()
+    for k, shape in (("e_proj.weight", [h, h]), ("h_proj.weight", [h, h]),
+                     ("enorm.weight", [h]), ("hnorm.weight", [h]),
+                     ("norm.weight", [h])):
+        new["mtp.0." + k] = (torch.randn(shape, generator=g) * 0.02).to(torch.bfloat16)
+    for k, shape in (("hc_head_fn", [hc, hc * h]), ("hc_head_base", [hc]),
+                     ("hc_head_scale", [1])):
+        new["mtp.0." + k] = torch.randn(shape, generator=g) * 0.02
+    for k, v in new.items():
+        if v.is_floating_point():
+            new[k] = v + (torch.randn(v.shape, generator=g) * 0.02).to(v.dtype)
+        wm[k] = "model-mtp.safetensors"
+    save_file(new, os.path.join(out, "model-mtp.safetensors"),
+              metadata={"format": "pt"})
+
+
 def deepseek_v4_native(out):
     """Rewrites transformers' DeepSeek-V4 checkpoint as DeepSeek ships it,
     which is what vLLM 0.32 reads.  transformers 5.19's save_pretrained
@@ -395,7 +434,8 @@ def deepseek_v4_native(out):
     ape and the router bias in F32: written in F32 here.  Its config.json has layer_types and
     mlp_layer_types where DeepSeek's (and vLLM's model, which reads
     compress_ratios[n] and num_hash_layers) has compress_ratios and
-    num_hash_layers, and topk_method.  transformers leaves the hash
+    num_hash_layers, and topk_method; its MTP layer is added (add_v4_mtp,
+    num_nextn_predict_layers 1).  transformers leaves the hash
     layers' tid2eid (token -> experts, a buffer) all 0: it gets distinct
     random experts per token here, so that a misplaced table shows."""
     import json
@@ -441,6 +481,7 @@ def deepseek_v4_native(out):
                 t[k] = table(v)
             wm[k] = fname
         save_file(t, path, metadata={"format": "pt"})
+    add_v4_mtp(out, wm, cfg)
     idx["weight_map"] = dict(sorted(wm.items()))
     with open(idx_path, "w") as f:
         json.dump(idx, f, indent=2)
@@ -448,7 +489,7 @@ def deepseek_v4_native(out):
     ratio.update(cfg.pop("compress_rates"))
     cfg["compress_ratios"] = [ratio[t] for t in cfg.pop("layer_types")]
     cfg["num_hash_layers"] = cfg.pop("mlp_layer_types").count("hash_moe")
-    cfg["num_nextn_predict_layers"] = 0
+    cfg["num_nextn_predict_layers"] = 1
     # DeepSeek's routing of the non-hash layers, which keeps the router's
     # bias (vLLM builds gate.e_score_correction_bias only for it).
     cfg["topk_method"] = "noaux_tc"
@@ -492,6 +533,47 @@ def deepseek_v4_fp8(out):
         json.dump(cfg, f, indent=2)
 
 
+def deepseek_v4_fp4(out):
+    """DeepSeek-V4-Flash's layout: the routed experts' w1/w2/w3 as FP4
+    (two e2m1 values a byte, I8) [rows, cols/2] with X.scale F8_E8M0
+    [rows, cols/32]; the other FP8 linears with E8M0 block scales; no
+    expert_dtype in config.json (vLLM's default, "fp4")."""
+    import json
+    import os
+    import torch
+    from safetensors.torch import load_file, save_file
+    exp = re.compile(r"\.experts\.\d+\.w[123]\.weight$")
+    quantize_fp8(out, pick=lambda n: DSV4_FP8.search(n) is not None and
+                 not exp.search(n), ue8m0=True)
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    suf = ".weight_scale_inv"
+    wm = {}
+    for fname in sorted(set(idx["weight_map"].values())):
+        path = os.path.join(out, fname)
+        t = {}
+        for k, v in load_file(path).items():
+            if k.endswith(suf):
+                k = k[:-len(suf)] + ".scale"
+            if exp.search(k):
+                blocks, scales = pack_mxfp4(v)
+                t[k] = blocks.reshape(v.shape[0], -1).view(torch.int8)
+                wm[k] = fname
+                k = k[:-len(".weight")] + ".scale"
+                v = scales.view(torch.float8_e8m0fnu)
+            t[k] = v
+            wm[k] = fname
+        save_file(t, path, metadata={"format": "pt"})
+    idx["weight_map"] = dict(sorted(wm.items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["quantization_config"]["scale_fmt"] = "ue8m0"
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
 def make(arch, out):
     import torch
     import transformers
@@ -514,6 +596,8 @@ def make(arch, out):
         deepseek_v4_native(out)
     if arch == "deepseek_v4-fp8":
         deepseek_v4_fp8(out)
+    elif arch == "deepseek_v4-fp4":
+        deepseek_v4_fp4(out)
     elif arch.endswith("-fp8"):
         quantize_fp8(out)
     elif arch.endswith("-fp8t"):
