@@ -138,10 +138,9 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 /*
  * A block-wise FP8 scale (X.weight_scale_inv, DeepSeek's X.scale) can be
  * split only where the weight X.weight's split falls on block boundaries:
- * every rank's rows
- * (a kv head's rows when heads are replicated) a multiple of the block
- * height, its columns of the block width (quantization_config's
- * weight_block_size, 128 x 128 when absent).
+ * every rank's rows (a kv head's rows when heads are replicated) a multiple
+ * of the block height, its columns of the block width
+ * (quantization_config's weight_block_size, 128 x 128 when absent).
  */
 static enum wshard_err check_blocks(const struct wshard_plan *plan,
 				    const struct member *m, bool cols, bool head_rows,

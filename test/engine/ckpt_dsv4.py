@@ -1,0 +1,187 @@
+"""DeepSeek-V4 checkpoints as DeepSeek ships them, from transformers' own
+(make_ckpt.py's deepseek_v4 cases): DeepSeek's names and config.json, its
+MTP layer, and the FP8 (V4-Flash-Base) and FP4-expert (V4-Flash) variants.
+"""
+import re
+
+def add_v4_mtp(out, wm, cfg):
+    """Appends DeepSeek-V4's multi-token-prediction layer mtp.0.* in a
+    shard of its own (transformers neither builds nor writes it): a copy of
+    the last layer, perturbed, plus e_proj, h_proj, enorm, hnorm, norm and
+    its hc_head tensors, in DeepSeek's names."""
+    import os
+    import torch
+    from safetensors.torch import load_file, save_file
+    last = f"layers.{cfg['num_hidden_layers'] - 1}."
+    h, hc = cfg["hidden_size"], cfg["hc_mult"]
+    g = torch.Generator().manual_seed(8765)
+    new = {}
+    for fname in sorted(set(wm.values())):
+        for k, v in load_file(os.path.join(out, fname)).items():
+            if k.startswith(last):
+                new["mtp.0." + k[len(last):]] = v.clone()
+    for k, shape in (("e_proj.weight", [h, h]), ("h_proj.weight", [h, h]),
+                     ("enorm.weight", [h]), ("hnorm.weight", [h]),
+                     ("norm.weight", [h])):
+        new["mtp.0." + k] = (torch.randn(shape, generator=g) * 0.02).to(torch.bfloat16)
+    for k, shape in (("hc_head_fn", [hc, hc * h]), ("hc_head_base", [hc]),
+                     ("hc_head_scale", [1])):
+        new["mtp.0." + k] = torch.randn(shape, generator=g) * 0.02
+    for k, v in new.items():
+        if v.is_floating_point():
+            new[k] = v + (torch.randn(v.shape, generator=g) * 0.02).to(v.dtype)
+        wm[k] = "model-mtp.safetensors"
+    save_file(new, os.path.join(out, "model-mtp.safetensors"),
+              metadata={"format": "pt"})
+
+
+def deepseek_v4_native(out):
+    """Rewrites transformers' DeepSeek-V4 checkpoint as DeepSeek ships it,
+    which is what vLLM 0.32 reads.  transformers 5.19's save_pretrained
+    keeps its own names for the top-level tensors (model.layers.N.*,
+    model.embed_tokens.weight, model.hc_head.hc_fn, model.norm.weight) where
+    DeepSeek's are layers.N.*, embed.weight, hc_head_fn, norm.weight; and it
+    writes every tensor in BF16 where vLLM (after DeepSeek's inference
+    code) holds the hyper-connection tensors, attention sinks, compressors'
+    ape and the router bias in F32: written in F32 here.  Its config.json has layer_types and
+    mlp_layer_types where DeepSeek's (and vLLM's model, which reads
+    compress_ratios[n] and num_hash_layers) has compress_ratios and
+    num_hash_layers, and topk_method; its MTP layer is added (add_v4_mtp,
+    num_nextn_predict_layers 1).  transformers leaves the hash
+    layers' tid2eid (token -> experts, a buffer) all 0: it gets distinct
+    random experts per token here, so that a misplaced table shows."""
+    import json
+    import os
+    import torch
+    from safetensors.torch import load_file, save_file
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    ren = {"model.embed_tokens.weight": "embed.weight",
+           "model.hc_head.hc_fn": "hc_head_fn",
+           "model.hc_head.hc_base": "hc_head_base",
+           "model.hc_head.hc_scale": "hc_head_scale"}
+    f32 = ("hc_attn_fn", "hc_attn_base", "hc_attn_scale", "hc_ffn_fn",
+           "hc_ffn_base", "hc_ffn_scale", "hc_head_fn", "hc_head_base",
+           "hc_head_scale", "attn_sink", "ape", "gate.bias")
+
+    def name(k):
+        if k in ren:
+            return ren[k]
+        k = k[len("model."):] if k.startswith("model.") else k
+        # transformers reads both DeepSeek's attn.kv_norm and
+        # compressor.norm as its kv_norm, and writes both back as norm.
+        return re.sub(r"^(layers\.\d+\.attn)\.norm\.", r"\1.kv_norm.", k)
+
+    g = torch.Generator().manual_seed(4321)
+
+    def table(t):
+        rows = [torch.randperm(cfg["n_routed_experts"], generator=g)[:t.shape[1]]
+                for _ in range(t.shape[0])]
+        return torch.stack(rows).to(t.dtype)
+
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    wm = {}
+    for fname in sorted(set(idx["weight_map"].values())):
+        path = os.path.join(out, fname)
+        t = {}
+        for k, v in load_file(path).items():
+            k = name(k)
+            t[k] = v.float() if k.endswith(f32) else v
+            if k.endswith(".tid2eid"):
+                t[k] = table(v)
+            wm[k] = fname
+        save_file(t, path, metadata={"format": "pt"})
+    add_v4_mtp(out, wm, cfg)
+    idx["weight_map"] = dict(sorted(wm.items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    ratio = {"sliding_attention": 0}
+    ratio.update(cfg.pop("compress_rates"))
+    cfg["compress_ratios"] = [ratio[t] for t in cfg.pop("layer_types")]
+    cfg["num_hash_layers"] = cfg.pop("mlp_layer_types").count("hash_moe")
+    cfg["num_nextn_predict_layers"] = 1
+    # DeepSeek's routing of the non-hash layers, which keeps the router's
+    # bias (vLLM builds gate.e_score_correction_bias only for it).
+    cfg["topk_method"] = "noaux_tc"
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+# The linear layers vLLM quantizes in DeepSeek-V4 (attention.py and
+# cpu/model.py give them quant_config): not the compressors' wkv and wgate,
+# the indexer's weights_proj, the router or the embeddings.
+DSV4_FP8 = re.compile(r"\.(attn\.(wq_a|wkv|wq_b|wo_a|wo_b)|indexer\.wq_b|"
+                      r"experts\.\d+\.w[123]|shared_experts\.w[123])\.weight$")
+
+
+def deepseek_v4_fp8(out):
+    """FP8 blocks on DeepSeek-V4 as DeepSeek ships them: each scale
+    X.scale (F32) beside X.weight, and config.json's expert_dtype "fp8"
+    (vLLM then reads F32 block scales for every layer, experts included)."""
+    import json
+    import os
+    from safetensors.torch import load_file, save_file
+    from make_ckpt import quantize_fp8
+    quantize_fp8(out, pick=lambda n: DSV4_FP8.search(n) is not None)
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    suf = ".weight_scale_inv"
+    for fname in sorted(set(idx["weight_map"].values())):
+        path = os.path.join(out, fname)
+        t = load_file(path)
+        t = {(k[:-len(suf)] + ".scale" if k.endswith(suf) else k): v
+             for k, v in t.items()}
+        save_file(t, path, metadata={"format": "pt"})
+    idx["weight_map"] = dict(sorted(
+        (k[:-len(suf)] + ".scale" if k.endswith(suf) else k, v)
+        for k, v in idx["weight_map"].items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["expert_dtype"] = "fp8"
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+def deepseek_v4_fp4(out):
+    """DeepSeek-V4-Flash's layout: the routed experts' w1/w2/w3 as FP4
+    (two e2m1 values a byte, I8) [rows, cols/2] with X.scale F8_E8M0
+    [rows, cols/32]; the other FP8 linears with E8M0 block scales; no
+    expert_dtype in config.json (vLLM's default, "fp4")."""
+    import json
+    import os
+    import torch
+    from safetensors.torch import load_file, save_file
+    from make_ckpt import pack_mxfp4, quantize_fp8
+    exp = re.compile(r"\.experts\.\d+\.w[123]\.weight$")
+    quantize_fp8(out, pick=lambda n: DSV4_FP8.search(n) is not None and
+                 not exp.search(n), ue8m0=True)
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    suf = ".weight_scale_inv"
+    wm = {}
+    for fname in sorted(set(idx["weight_map"].values())):
+        path = os.path.join(out, fname)
+        t = {}
+        for k, v in load_file(path).items():
+            if k.endswith(suf):
+                k = k[:-len(suf)] + ".scale"
+            if exp.search(k):
+                blocks, scales = pack_mxfp4(v)
+                t[k] = blocks.reshape(v.shape[0], -1).view(torch.int8)
+                wm[k] = fname
+                k = k[:-len(".weight")] + ".scale"
+                v = scales.view(torch.float8_e8m0fnu)
+            t[k] = v
+            wm[k] = fname
+        save_file(t, path, metadata={"format": "pt"})
+    idx["weight_map"] = dict(sorted(wm.items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["quantization_config"]["scale_fmt"] = "ue8m0"
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)

@@ -1,0 +1,92 @@
+/*
+ * test_rules_v4.c - DeepSeek-V4's built-in rules, in DeepSeek's own names:
+ * what lib/rules/deepseek_v4.json says and what the parser derives from it.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "wshard.h"
+#include "rules.h"
+
+static const struct rules_rule *find_rule(const struct wshard_rules *r,
+					  const char *name,
+					  struct rules_capture *cap)
+{
+	size_t i;
+
+	for (i = 0; i < r->nrules; i++)
+		if (rules_match(r->rules[i].match, name, cap))
+			return &r->rules[i];
+	return NULL;
+}
+
+/*
+ * DeepSeek-V4 in DeepSeek's names: mtp.* left out first; q_a and kv fused
+ * replicated, as are each compressor's wkv and wgate; the grouped output
+ * projection split by rows then columns; the sinks split by heads; the
+ * hyper-connection tensors F32 and the hash table narrowed to I32.
+ */
+Test(builtin, deepseek_v4)
+{
+	size_t j;
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	struct rules_capture cap;
+	const struct rules_rule *rule;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_builtin(&r, "DeepseekV4ForCausalLM", &err), WSHARD_OK,
+		     "%s", err.msg);
+	cr_assert_str_eq(wshard_rules_name(r), "builtin:deepseek_v4");
+	cr_assert_eq(r->rules[0].kind, RULE_SKIP);
+	cr_assert(rules_match(r->rules[0].match, "mtp.0.ffn.gate.weight", &cap));
+	cr_assert_eq(find_rule(r, "embed.weight", &cap)->kind, RULE_VOCAB);
+	cr_assert_eq(find_rule(r, "head.weight", &cap)->kind, RULE_VOCAB);
+	rule = find_rule(r, "layers.3.attn.wq_a.weight", &cap);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(r->ops[rule->op].name, "wqa_wkv");
+	rule = find_rule(r, "layers.3.attn.indexer.compressor.wgate.weight", &cap);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(r->ops[rule->op].name, "wkv_wgate");
+	cr_assert(rule->optional);
+	cr_assert_eq(find_rule(r, "layers.0.attn.wo_a.weight", &cap)->kind, RULE_ROW);
+	cr_assert_eq(find_rule(r, "layers.0.attn.wo_b.weight", &cap)->kind, RULE_COL);
+	cr_assert_eq(find_rule(r, "layers.0.attn.attn_sink", &cap)->kind, RULE_ROW);
+	rule = find_rule(r, "layers.0.hc_ffn_fn", &cap);
+	cr_assert_eq(rule->kind, RULE_REPLICATE);
+	cr_assert_eq(rule->dtype, WSHARD_F32);
+	rule = find_rule(r, "layers.0.ffn.gate.tid2eid", &cap);
+	cr_assert(rule->has_dtype);
+	cr_assert_eq(rule->dtype, WSHARD_I32);
+	cr_assert_null(find_rule(r, "model.layers.0.attn.wq_a.weight", &cap));
+	/* DeepSeek's block scales X.scale, renamed as vLLM's mapper does */
+	rule = find_rule(r, "layers.0.attn.wo_a.scale", &cap);
+	cr_assert(rule->block);
+	cr_assert_eq(rule->kind, RULE_ROW);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.attn.wo_a.weight_scale_inv");
+	/* an expert's F32 block scale passes the FP4 scale rule ("from") */
+	for (j = 0; j < r->nrules; j++)
+		if (rules_match(r->rules[j].match, "layers.0.ffn.experts.5.w2.scale", &cap) &&
+		    !r->rules[j].from)
+			break;
+	cr_assert_lt(j, r->nrules);
+	rule = &r->rules[j];
+	cr_assert(rule->block);
+	cr_assert_eq(rule->kind, RULE_COL);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.ffn.experts.routed_experts.w2_weight_scale_inv");
+	/* FP4 experts first, by the source's dtype, as raw U8 */
+	rule = find_rule(r, "layers.0.ffn.experts.5.w2.weight", &cap);
+	cr_assert_eq(rule->from, ((uint64_t)1 << WSHARD_I8) | ((uint64_t)1 << WSHARD_U8));
+	cr_assert_eq(rule->dtype, WSHARD_U8);
+	cr_assert_eq(rule->kind, RULE_COL);
+	rule = find_rule(r, "layers.0.ffn.experts.5.w1.scale", &cap);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.ffn.experts.routed_experts.w13_weight_scale");
+	cr_assert(rule->from >> WSHARD_F8_E8M0 & 1);
+	cr_assert_not(rule->block);
+	rule = find_rule(r, "layers.0.attn.wq_a.scale", &cap);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.attn.fused_wqa_wkv.weight_scale_inv");
+	wshard_rules_free(r);
+}
