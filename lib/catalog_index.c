@@ -16,6 +16,7 @@
 
 #include "wshard.h"
 #include "catalog.h"
+#include "util.h"
 
 /* Deepest nesting taken, and most keys of an object checked for twins. */
 #define DEPTH_MAX 32
@@ -221,7 +222,7 @@ bool catalog_index_fast(const char *text, size_t len, char **out_buf,
 		ok = sorted != NULL;
 		if (ok) {
 			memcpy(sorted, e, n * sizeof(*sorted));
-			qsort(sorted, n, sizeof(*sorted), cmp_entry);
+			wshard_sort(sorted, n, sizeof(*sorted), cmp_entry);
 			for (i = 1; ok && i < n; i++)
 				ok = strcmp(sorted[i - 1].name, sorted[i].name) != 0;
 		}
@@ -270,7 +271,7 @@ enum wshard_err catalog_index_check(const struct wshard_catalog *cat, const char
 						e[i].name, cat->files[t->file].path, e[i].file);
 		}
 	}
-	qsort(names, n, sizeof(*names), cmp_entry_name);
+	wshard_sort(names, n, sizeof(*names), cmp_entry_name);
 	for (i = 0; i < cat->ntensors; i++) {
 		const char *name = cat->tensors[i].name;
 

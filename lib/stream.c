@@ -496,7 +496,7 @@ static enum wshard_err stream_setup(struct stream *s, uint32_t **out_order,
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	for (i = 0; i < nsrc; i++)
 		order[i] = (uint32_t)i;
-	qsort_r(order, nsrc, sizeof(*order), cmp_file_order, (void *)plan->cat);
+	wshard_sort_r(order, nsrc, sizeof(*order), cmp_file_order, (void *)plan->cat);
 	return WSHARD_OK;
 }
 
