@@ -128,12 +128,13 @@ bool gather_wants(struct convert *cv, int rank, size_t tensor);
 
 /*
  * Copies len bytes at buf to offset off of a gathered tensor; the piece
- * that completes it writes the tensor, and *out_written is then its size
- * (else 0).  Returns WSHARD_OK or the write's error.
+ * that completes it validates the tensor with v (unless NULL) and writes
+ * it, and *out_written is then its size (else 0).  Returns WSHARD_OK, the
+ * validation's error or the write's.
  */
-enum wshard_err gather_put(struct convert *cv, int rank, size_t tensor, uint64_t off,
-			   const void *buf, size_t len, uint64_t *out_written,
-			   struct wshard_error *err);
+enum wshard_err gather_put(struct convert *cv, struct wshard_validator *v, int rank,
+			   size_t tensor, uint64_t off, const void *buf, size_t len,
+			   uint64_t *out_written, struct wshard_error *err);
 
 /* ------------------------------------------------------------------ */
 /* seal.c: validators, checksums of the parts, commits                 */

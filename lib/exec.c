@@ -129,24 +129,28 @@ static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tens
 		cv->what[slot].rank = rank;
 		cv->what[slot].tensor = tensor;
 	}
-	/* the GPU: the whole piece in one round trip; the blocks only sum */
-	if (!rc && v && cv->gpu_chunk) {
-		if (wshard_validator_check(v, p, len, cv->what[slot].text, off, err))
-			rc = err->code;
-		v = NULL;
-	}
 	if (!rc && len && gather_wants(cv, rank, tensor)) {
+		/* the GPU takes the whole tensor once gathered (gather_put): a
+		 * round trip per piece of a few KiB costs the GPU's latency */
 		for (done = 0; done < len && !rc; done += n) {
 			n = WSHARD_MIN(len - done, cv->block);
-			rc = seal_check_block(cv, v, slot, p + done, n, off + done, &raw, err);
+			rc = seal_check_block(cv, cv->gpu_chunk ? NULL : v, slot, p + done, n,
+					      off + done, &raw, err);
 		}
 		/* the CRC first: the piece that completes the tensor may be
 		 * another thread's, and sealing reads the CRC once it is */
 		if (!rc && cv->hot)
 			add_crc(ro, t, tensor, raw, off, len);
 		if (!rc)
-			rc = gather_put(cv, rank, tensor, off, p, len, &written, err);
+			rc = gather_put(cv, cv->gpu_chunk ? v : NULL, rank, tensor, off, p, len,
+					&written, err);
 		goto account;
+	}
+	/* the GPU: the whole piece in one round trip; the blocks only sum */
+	if (!rc && v && cv->gpu_chunk) {
+		if (wshard_validator_check(v, p, len, cv->what[slot].text, off, err))
+			rc = err->code;
+		v = NULL;
 	}
 	/* checked: bytes of the piece checked so far, never fewer than written */
 	for (done = 0; done < len && !rc; done += n) {
