@@ -198,6 +198,7 @@ Test(pattern, expand_many_placeholders)
 static const char *const archs[] = {
 	"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
 	"Qwen3ForCausalLM", "GemmaForCausalLM", "Gemma2ForCausalLM",
+	"Gemma3ForCausalLM",
 	"Phi3ForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM",
 	"Qwen3MoeForCausalLM",
 };

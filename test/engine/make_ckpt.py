@@ -42,6 +42,11 @@ CASES = {
     "gemma": ("GemmaConfig", "GemmaForCausalLM",
               {"num_key_value_heads": 1}),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {}),
+    # Gemma 3 (text): q/k norms, a sliding layer then a global one (each
+    # with its own rope), a window short enough for the prompts to pass it.
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM",
+               {"layer_types": ["sliding_attention", "full_attention"],
+                "sliding_window": 8}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM",
              {"pad_token_id": 0}),
     "mixtral": ("MixtralConfig", "MixtralForCausalLM",
