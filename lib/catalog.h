@@ -26,6 +26,10 @@ struct wshard_config {
 	int64_t shared_expert_intermediate_size;
 	int tie_word_embeddings;		/* 1 true, 0 false, -1 absent */
 	void *json;			/* json_t * of the whole file, or NULL */
+	void *text;			/* the object the fields above come from:
+					 * json, or its text_config (multimodal
+					 * checkpoints nest the text model's
+					 * config there); borrowed from json */
 };
 
 struct wshard_src_file {

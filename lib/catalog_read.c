@@ -43,6 +43,21 @@ static int64_t cfg_int(json_t *cfg, const char *key)
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
 }
 
+/*
+ * The object holding the text model's config: a multimodal config.json
+ * (Gemma 3's Gemma3ForConditionalGeneration) nests it under text_config
+ * and has no hidden_size of its own, as transformers' get_text_config()
+ * finds it; otherwise the file itself.
+ */
+static json_t *model_config(json_t *root)
+{
+	json_t *t = json_object_get(root, "text_config");
+
+	if (json_object_get(root, "hidden_size") || !json_is_object(t))
+		return root;
+	return t;
+}
+
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err)
 {
@@ -64,12 +79,14 @@ enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path
 					root ? "not a JSON object" : jerr.text);
 	}
 	c->json = root;
+	c->text = model_config(root);
 	archs = json_object_get(root, "architectures");
 	if (json_is_array(archs) && json_is_string(json_array_get(archs, 0))) {
 		c->architecture = strdup(json_string_value(json_array_get(archs, 0)));
 		if (!c->architecture)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
+	root = c->text;
 	c->hidden_size = cfg_int(root, "hidden_size");
 	c->num_attention_heads = cfg_int(root, "num_attention_heads");
 	c->num_key_value_heads = cfg_int(root, "num_key_value_heads");
@@ -87,6 +104,8 @@ enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path
 	c->shared_expert_intermediate_size =
 		cfg_int(root, "shared_expert_intermediate_size");
 	tie = json_object_get(root, "tie_word_embeddings");
+	if (!json_is_boolean(tie))
+		tie = json_object_get(c->json, "tie_word_embeddings");
 	c->tie_word_embeddings = json_is_boolean(tie) ? json_is_true(tie) : -1;
 	cat->has_config = true;
 	return WSHARD_OK;

@@ -182,7 +182,7 @@ static enum wshard_err check_required(struct wshard_plan *plan,
 /* Layers the checkpoint should have: config.json, else the highest seen + 1. */
 long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules)
 {
-	json_t *v = plan->cat->config.json ? json_object_get(plan->cat->config.json,
+	json_t *v = plan->cat->config.text ? json_object_get(plan->cat->config.text,
 							      "num_hidden_layers") : NULL;
 	struct rules_capture cap;
 	long maxn = -1;

@@ -153,3 +153,54 @@ Test(ext, conditions)
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~tensor 'x.q.weight' is missing");
 	fx_close(&f);
 }
+
+/*
+ * A dotted key names a nested integer of config.json (a multimodal
+ * model's vision_config), in shapes and conditions alike; a missing one
+ * is named whole.
+ */
+Test(ext, nested_keys)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"v.w\", \"if\": \"vision_config.hidden_size > 4\", \"split\": \"row\","
+		" \"shape\": [\"vision_config.hidden_size\", \"vision_config.layers.n\"]},"
+		CATCH_ALL "]}";
+
+	fx_open(&f, BASE " --extra-tensor v.w:8,4 "
+		"--set-config 'vision_config={\"hidden_size\":8,\"layers\":{\"n\":4}}'");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "v.w"), 2, 4, 4);
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"v.w\", \"split\": \"row\", \"shape\": [\"vision_config.depth\", 4]},"
+		  CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "~config.json has no integer 'vision_config.depth', needed to check 'v.w'");
+	fx_close(&f);
+}
+
+/*
+ * A multimodal config.json (Gemma 3's) nests the text model's config
+ * under text_config and has no hidden_size of its own: the heads, sizes,
+ * layers and tie_word_embeddings come from there, and bare keys in the
+ * rules' shapes find them.
+ */
+Test(ext, text_config)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, BASE " --head-dim 8 --tie --omit-config hidden_size "
+		"--omit-config num_attention_heads --omit-config num_key_value_heads "
+		"--omit-config head_dim --omit-config intermediate_size --omit-config vocab_size "
+		"--omit-config num_hidden_layers --omit-config tie_word_embeddings "
+		"--set-config 'text_config={\"hidden_size\":64,\"num_attention_heads\":8,"
+		"\"num_key_value_heads\":2,\"head_dim\":8,\"intermediate_size\":128,"
+		"\"vocab_size\":256,\"num_hidden_layers\":2,\"tie_word_embeddings\":true}'");
+	fx_plan(&f, 2);
+	/* q 8 heads of 8 rows, k and v 2: 32 + 8 + 8 rows a rank */
+	assert_shape(get_out(&f, 1, "model.layers.1.self_attn.qkv_proj.weight"), 2, 48, 64);
+	assert_shape(get_out(&f, 1, "lm_head.weight"), 2, 128, 64);
+	cr_assert_null(find_out(&f, 1, "model.embed_tokens.weight"));
+	fx_close(&f);
+}

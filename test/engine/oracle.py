@@ -56,8 +56,11 @@ def answers(model, tp, out, **kw):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
     from vllm import LLM, SamplingParams
     t0 = time.perf_counter()
+    # A multimodal checkpoint ships a tokenizer: vLLM's processor for its
+    # images needs one (the prompts stay token ids).
+    tok = os.path.exists(os.path.join(model, "tokenizer.json"))
     llm = LLM(model=model, tensor_parallel_size=tp, enforce_eager=True,
-              skip_tokenizer_init=True, dtype="bfloat16", max_model_len=256,
+              skip_tokenizer_init=not tok, dtype="bfloat16", max_model_len=256,
               seed=0, distributed_executor_backend="uni" if tp == 1 else "mp",
               **kw)
     t1 = time.perf_counter()
