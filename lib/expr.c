@@ -80,6 +80,8 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 	memcpy(key, name, len);
 	key[len] = '\0';
 	v = config_lookup(c, key);
+	if (!v && c->defaults)
+		v = json_object_get((json_t *)c->defaults, key);
 	if (json_is_integer(v))
 		return (int64_t)json_integer_value(v);
 	if (!x->missing) {
