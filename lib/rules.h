@@ -89,6 +89,9 @@ struct wshard_rules {
 	char **tie_drop;	/* source names skipped when tied */
 	bool tie_default;	/* when config.json does not say */
 	bool tie_always;	/* whatever config.json says (Gemma) */
+	/* "defaults": integers for config keys config.json may omit (the
+	 * model class's own defaults), or NULL */
+	json_t *defaults;
 };
 
 /* Placeholder values captured by a match; -1 when absent. */
@@ -124,9 +127,11 @@ struct wshard_builtin_rule {
 };
 extern const struct wshard_builtin_rule wshard_builtin_rules[];
 
-/* The "extra" array and the "tie" object of rules document r (rules_extra.c).
- * Return WSHARD_OK, WSHARD_EINVAL (the message names r and the entry) or
- * WSHARD_ENOMEM. */
+/* The "extra" array, the "tie" object and the "defaults" object of rules
+ * document r (rules_extra.c).  Return WSHARD_OK, WSHARD_EINVAL (the
+ * message names r and the entry) or WSHARD_ENOMEM. */
+enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
+				     struct wshard_error *err);
 enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 				   struct wshard_error *err);
 enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
