@@ -84,6 +84,7 @@ LIB_SRC := \
 	lib/expr.c \
 	lib/extras.c \
 	lib/fileio.c \
+	lib/gather.c \
 	lib/fpconv.c \
 	lib/hooks.c \
 	lib/hash.c \

@@ -19,6 +19,7 @@
 #include "catalog.h"
 #include "arc.h"
 #include "hfcache.h"
+#include "util.h"
 
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
@@ -207,7 +208,7 @@ static enum wshard_err open_files(struct wshard_catalog *cat,
 		}
 	}
 	cat->ntensors = n;
-	qsort(cat->tensors, n, sizeof(*cat->tensors), cmp_tensor);
+	wshard_sort(cat->tensors, n, sizeof(*cat->tensors), cmp_tensor);
 	for (i = 1; i < n; i++)
 		if (strcmp(cat->tensors[i - 1].name, cat->tensors[i].name) == 0)
 			return wshard_error_set(err, WSHARD_EINVAL,

@@ -26,6 +26,12 @@ struct wshard_config {
 	int64_t shared_expert_intermediate_size;
 	int tie_word_embeddings;		/* 1 true, 0 false, -1 absent */
 	void *json;			/* json_t * of the whole file, or NULL */
+	void *text;			/* the object the fields above come from:
+					 * json, or its text_config (multimodal
+					 * checkpoints nest the text model's
+					 * config there); borrowed from json */
+	const void *defaults;		/* json_t * of the rules' "defaults"
+					 * (borrowed), or NULL */
 };
 
 struct wshard_src_file {
@@ -107,6 +113,13 @@ enum wshard_err catalog_read_small(const struct wshard_catalog *cat, const char 
 
 /* catalog_read.c: reads config.json at path into cat->config.  Returns
  * WSHARD_OK, WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM. */
+/*
+ * catalog_read.c: sets c's numeric fields from c->text, with the rules'
+ * defaults (c->defaults, a JSON object of integers, or NULL) for the keys
+ * config.json omits, as the model class fills them in.  The plan derives
+ * its own copy so; the catalog's has no defaults.
+ */
+void catalog_config_fields(struct wshard_config *c);
 /* One member of an index's weight_map: a tensor's name and its file
  * (NULL when the value is no string). */
 struct index_entry {

@@ -16,47 +16,22 @@
 
 #include "wshard.h"
 #include "catalog.h"
+#include "util.h"
+#include "scan.h"
 
 /* Deepest nesting taken, and most keys of an object checked for twins. */
 #define DEPTH_MAX 32
 #define KEYS_MAX 64
 
-struct scan {
-	char *p, *end;
-};
-
-static void ws(struct scan *s)
-{
-	while (s->p < s->end &&
-	       (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-		s->p++;
-}
-
-static bool eat(struct scan *s, char c)
-{
-	ws(s);
-	if (s->p < s->end && *s->p == c) {
-		s->p++;
-		return true;
-	}
-	return false;
-}
-
-/* A plain string, NUL-terminated in place (its closing quote). */
+/* A plain string, NUL-terminated in place (its closing quote: the
+ * index text is this reader's own copy). */
 static bool str(struct scan *s, const char **out)
 {
-	char *q;
+	size_t len;
 
-	if (!eat(s, '"'))
+	if (!scan_str(s, out, &len))
 		return false;
-	for (q = s->p; q < s->end && *q != '"'; q++)
-		if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e || *q == '\\')
-			return false;
-	if (q == s->end)
-		return false;
-	*q = '\0';
-	*out = s->p;
-	s->p = q + 1;
+	((char *)*out)[len] = '\0';
 	return true;
 }
 
@@ -92,10 +67,10 @@ static bool object(struct scan *s, int depth)
 	const char *keys[KEYS_MAX];
 	int n = 0, i;
 
-	if (eat(s, '}'))
+	if (scan_eat(s, '}'))
 		return true;
 	do {
-		if (n == KEYS_MAX || !str(s, &keys[n]) || !eat(s, ':'))
+		if (n == KEYS_MAX || !str(s, &keys[n]) || !scan_eat(s, ':'))
 			return false;
 		for (i = 0; i < n; i++)
 			if (!strcmp(keys[i], keys[n]))
@@ -103,8 +78,8 @@ static bool object(struct scan *s, int depth)
 		n++;
 		if (!value(s, depth + 1))
 			return false;
-	} while (eat(s, ','));
-	return eat(s, '}');
+	} while (scan_eat(s, ','));
+	return scan_eat(s, '}');
 }
 
 static bool value(struct scan *s, int depth)
@@ -113,7 +88,7 @@ static bool value(struct scan *s, int depth)
 
 	if (depth > DEPTH_MAX)
 		return false;
-	ws(s);
+	scan_ws(s);
 	if (s->p == s->end)
 		return false;
 	switch (*s->p) {
@@ -124,13 +99,13 @@ static bool value(struct scan *s, int depth)
 		return object(s, depth);
 	case '[':
 		s->p++;
-		if (eat(s, ']'))
+		if (scan_eat(s, ']'))
 			return true;
 		do {
 			if (!value(s, depth + 1))
 				return false;
-		} while (eat(s, ','));
-		return eat(s, ']');
+		} while (scan_eat(s, ','));
+		return scan_eat(s, ']');
 	case 't':
 		return word(s, "true");
 	case 'f':
@@ -145,13 +120,13 @@ static bool value(struct scan *s, int depth)
 /* The weight_map object's members into *out (*n of them, room *cap). */
 static bool weight_map(struct scan *s, struct index_entry **out, size_t *n, size_t *cap)
 {
-	if (*out || !eat(s, '{'))
+	if (*out || !scan_eat(s, '{'))
 		return false;
 	*cap = 1024;
 	*out = malloc(*cap * sizeof(**out));
 	if (!*out)
 		return false;
-	if (eat(s, '}'))
+	if (scan_eat(s, '}'))
 		return true;
 	do {
 		struct index_entry *e;
@@ -164,11 +139,11 @@ static bool weight_map(struct scan *s, struct index_entry **out, size_t *n, size
 			*cap *= 2;
 		}
 		e = &(*out)[*n];
-		if (!str(s, &e->name) || !eat(s, ':') || !str(s, &e->file))
+		if (!str(s, &e->name) || !scan_eat(s, ':') || !str(s, &e->file))
 			return false;
 		++*n;
-	} while (eat(s, ','));
-	return eat(s, '}');
+	} while (scan_eat(s, ','));
+	return scan_eat(s, '}');
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -184,10 +159,10 @@ static bool top(struct scan *s, struct index_entry **out, size_t *n)
 	size_t cap = 0;
 	int nk = 0, i;
 
-	if (!eat(s, '{') || eat(s, '}'))
+	if (!scan_eat(s, '{') || scan_eat(s, '}'))
 		return false;
 	do {
-		if (nk == KEYS_MAX || !str(s, &key) || !eat(s, ':'))
+		if (nk == KEYS_MAX || !str(s, &key) || !scan_eat(s, ':'))
 			return false;
 		for (i = 0; i < nk; i++)
 			if (!strcmp(keys[i], key))
@@ -195,8 +170,8 @@ static bool top(struct scan *s, struct index_entry **out, size_t *n)
 		keys[nk++] = key;
 		if (!strcmp(key, "weight_map") ? !weight_map(s, out, n, &cap) : !value(s, 1))
 			return false;
-	} while (eat(s, ','));
-	return eat(s, '}');
+	} while (scan_eat(s, ','));
+	return scan_eat(s, '}');
 }
 
 bool catalog_index_fast(const char *text, size_t len, char **out_buf,
@@ -213,7 +188,7 @@ bool catalog_index_fast(const char *text, size_t len, char **out_buf,
 	memcpy(buf, text, len);	/* strings end in place: text stays for jansson */
 	buf[len] = '\0';
 	ok = top(&s, &e, &n);
-	ws(&s);
+	scan_ws(&s);
 	ok = ok && s.p == s.end && e;
 	/* a name twice is jansson's to refuse */
 	if (ok && n > 1) {
@@ -221,7 +196,7 @@ bool catalog_index_fast(const char *text, size_t len, char **out_buf,
 		ok = sorted != NULL;
 		if (ok) {
 			memcpy(sorted, e, n * sizeof(*sorted));
-			qsort(sorted, n, sizeof(*sorted), cmp_entry);
+			wshard_sort(sorted, n, sizeof(*sorted), cmp_entry);
 			for (i = 1; ok && i < n; i++)
 				ok = strcmp(sorted[i - 1].name, sorted[i].name) != 0;
 		}
@@ -270,7 +245,7 @@ enum wshard_err catalog_index_check(const struct wshard_catalog *cat, const char
 						e[i].name, cat->files[t->file].path, e[i].file);
 		}
 	}
-	qsort(names, n, sizeof(*names), cmp_entry_name);
+	wshard_sort(names, n, sizeof(*names), cmp_entry_name);
 	for (i = 0; i < cat->ntensors; i++) {
 		const char *name = cat->tensors[i].name;
 

@@ -43,12 +43,62 @@ static int64_t cfg_int(json_t *cfg, const char *key)
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
 }
 
+/* config key from c->text, else from the rules' defaults; -1 when neither. */
+static int64_t field(const struct wshard_config *c, const char *key)
+{
+	int64_t v = cfg_int(c->text, key);
+
+	if (v < 0 && c->defaults)
+		v = cfg_int((json_t *)c->defaults, key);
+	return v;
+}
+
+void catalog_config_fields(struct wshard_config *c)
+{
+	json_t *tie;
+
+	c->hidden_size = field(c, "hidden_size");
+	c->num_attention_heads = field(c, "num_attention_heads");
+	c->num_key_value_heads = field(c, "num_key_value_heads");
+	if (c->num_key_value_heads < 0)
+		c->num_key_value_heads = c->num_attention_heads;
+	c->head_dim = field(c, "head_dim");
+	if (c->head_dim <= 0 && c->hidden_size > 0 && c->num_attention_heads > 0)
+		c->head_dim = c->hidden_size / c->num_attention_heads;
+	c->intermediate_size = field(c, "intermediate_size");
+	c->vocab_size = field(c, "vocab_size");
+	c->num_experts = field(c, "num_local_experts");
+	if (c->num_experts < 0)
+		c->num_experts = field(c, "num_experts");
+	c->moe_intermediate_size = field(c, "moe_intermediate_size");
+	c->shared_expert_intermediate_size = field(c, "shared_expert_intermediate_size");
+	tie = json_object_get(c->text, "tie_word_embeddings");
+	if (!json_is_boolean(tie))
+		tie = json_object_get(c->json, "tie_word_embeddings");
+	c->tie_word_embeddings = json_is_boolean(tie) ? json_is_true(tie) : -1;
+}
+
+/*
+ * The object holding the text model's config: a multimodal config.json
+ * (Gemma 3's Gemma3ForConditionalGeneration) nests it under text_config
+ * and has no hidden_size of its own, as transformers' get_text_config()
+ * finds it; otherwise the file itself.
+ */
+static json_t *model_config(json_t *root)
+{
+	json_t *t = json_object_get(root, "text_config");
+
+	if (json_object_get(root, "hidden_size") || !json_is_object(t))
+		return root;
+	return t;
+}
+
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err)
 {
 	struct wshard_config *c = &cat->config;
 	json_error_t jerr;
-	json_t *root, *archs, *tie;
+	json_t *root, *archs;
 	char *text = NULL;
 	size_t len;
 	enum wshard_err rc;
@@ -64,30 +114,14 @@ enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path
 					root ? "not a JSON object" : jerr.text);
 	}
 	c->json = root;
+	c->text = model_config(root);
 	archs = json_object_get(root, "architectures");
 	if (json_is_array(archs) && json_is_string(json_array_get(archs, 0))) {
 		c->architecture = strdup(json_string_value(json_array_get(archs, 0)));
 		if (!c->architecture)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
-	c->hidden_size = cfg_int(root, "hidden_size");
-	c->num_attention_heads = cfg_int(root, "num_attention_heads");
-	c->num_key_value_heads = cfg_int(root, "num_key_value_heads");
-	if (c->num_key_value_heads < 0)
-		c->num_key_value_heads = c->num_attention_heads;
-	c->head_dim = cfg_int(root, "head_dim");
-	if (c->head_dim <= 0 && c->hidden_size > 0 && c->num_attention_heads > 0)
-		c->head_dim = c->hidden_size / c->num_attention_heads;
-	c->intermediate_size = cfg_int(root, "intermediate_size");
-	c->vocab_size = cfg_int(root, "vocab_size");
-	c->num_experts = cfg_int(root, "num_local_experts");
-	if (c->num_experts < 0)
-		c->num_experts = cfg_int(root, "num_experts");
-	c->moe_intermediate_size = cfg_int(root, "moe_intermediate_size");
-	c->shared_expert_intermediate_size =
-		cfg_int(root, "shared_expert_intermediate_size");
-	tie = json_object_get(root, "tie_word_embeddings");
-	c->tie_word_embeddings = json_is_boolean(tie) ? json_is_true(tie) : -1;
+	catalog_config_fields(c);
 	cat->has_config = true;
 	return WSHARD_OK;
 }

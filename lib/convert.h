@@ -35,6 +35,13 @@ struct rank_out {
 	 * spinning; waiting here sleeps.
 	 */
 	pthread_mutex_t write_lock;
+	/*
+	 * Per tensor, for gather.c: its buffer while gathered, the bytes
+	 * not yet in it, and whether it is gathered (enum gather_state).
+	 */
+	char **gbuf;
+	uint64_t *gleft;
+	unsigned char *gstate;
 	struct manifest_rank_ck ck;
 	bool archived;			/* OUT/rank-R.tar* renamed into place */
 	uint64_t archive_size;
@@ -76,6 +83,19 @@ struct convert {
 	 */
 	pthread_mutex_t seal_lock;
 	pthread_cond_t seal_cond;	/* a tensor completed, or the stream ended */
+	/*
+	 * gather.c's buffers: bytes held by tensors being gathered, the
+	 * most these and the kept buffers may take, and written tensors'
+	 * buffers kept for reuse (kept_bytes in all)
+	 */
+	pthread_mutex_t gather_lock;
+	uint64_t gather_bytes, gather_max;
+	struct gather_kept {
+		char *buf;
+		uint64_t size;
+	} *kept;
+	size_t nkept;
+	uint64_t kept_bytes;
 	bool stream_over, stream_ok;	/* under seal_lock (stream_over also atomic) */
 	int lock_fd;
 };
@@ -85,6 +105,36 @@ static inline unsigned convert_file_flags(const struct convert *cv)
 {
 	return cv->run->no_sync ? WSHARD_FILE_NOSYNC : 0;
 }
+
+/* ------------------------------------------------------------------ */
+/* gather.c: tensors of many small pieces written at once              */
+/* ------------------------------------------------------------------ */
+
+/* Allocates rank's (owned by this process) per-tensor gather state. */
+enum wshard_err gather_open(struct convert *cv, int rank, struct wshard_error *err);
+
+/* Frees it, and any buffer a failed run left. */
+void gather_close(struct convert *cv, int rank);
+
+/* Frees the kept buffers (after every rank's gather_close). */
+void gather_free(struct convert *cv);
+
+/*
+ * Whether tensor of rank is gathered: decided at its first piece (many
+ * pieces of at most 64 KiB on average, and room in half of
+ * --max-memory), the same for all its pieces.
+ */
+bool gather_wants(struct convert *cv, int rank, size_t tensor);
+
+/*
+ * Copies len bytes at buf to offset off of a gathered tensor; the piece
+ * that completes it validates the tensor with v (unless NULL) and writes
+ * it, and *out_written is then its size (else 0).  Returns WSHARD_OK, the
+ * validation's error or the write's.
+ */
+enum wshard_err gather_put(struct convert *cv, struct wshard_validator *v, int rank,
+			   size_t tensor, uint64_t off, const void *buf, size_t len,
+			   uint64_t *out_written, struct wshard_error *err);
 
 /* ------------------------------------------------------------------ */
 /* seal.c: validators, checksums of the parts, commits                 */

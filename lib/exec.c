@@ -48,6 +48,9 @@ static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *
 		pthread_mutex_init(&ro->write_lock, NULL);
 		if (!ro->files || !ro->ck.file || !ro->ck.tensor || !ro->left || !ro->crc)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		rc = gather_open(cv, r, err);
+		if (rc)
+			return rc;
 		for (f = 0; f < rp->ntensors; f++)
 			ro->left[f] = rp->tensors[f].nbytes;
 		for (f = 0; f < rp->nfiles; f++) {
@@ -92,6 +95,14 @@ static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *
  * by as many zero bytes as the tensor has after the piece.  Pieces may
  * come in any order and from either thread.
  */
+/* Adds what a piece's raw CRC contributes to its tensor's. */
+static void add_crc(struct rank_out *ro, const struct wshard_out_tensor *t, size_t tensor,
+		    uint64_t raw, uint64_t off, size_t len)
+{
+	__atomic_xor_fetch(&ro->crc[tensor], wshard_crc64_shift(raw, t->nbytes - off - len),
+			   __ATOMIC_RELEASE);
+}
+
 static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tensor,
 				 uint64_t off, const void *buf, size_t len,
 				 struct wshard_error *err)
@@ -105,6 +116,7 @@ static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tens
 	struct wshard_validator *v;
 	const char *p = buf;
 	size_t done, n, m, checked = 0;
+	uint64_t written = len;		/* bytes of the tensor now in its file */
 	enum wshard_err rc;
 
 	if (wshard_fault_hit("kill-write"))
@@ -116,6 +128,23 @@ static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tens
 			 rank, t->name);
 		cv->what[slot].rank = rank;
 		cv->what[slot].tensor = tensor;
+	}
+	if (!rc && len && gather_wants(cv, rank, tensor)) {
+		/* the GPU takes the whole tensor once gathered (gather_put): a
+		 * round trip per piece of a few KiB costs the GPU's latency */
+		for (done = 0; done < len && !rc; done += n) {
+			n = WSHARD_MIN(len - done, cv->block);
+			rc = seal_check_block(cv, cv->gpu_chunk ? NULL : v, slot, p + done, n,
+					      off + done, &raw, err);
+		}
+		/* the CRC first: the piece that completes the tensor may be
+		 * another thread's, and sealing reads the CRC once it is */
+		if (!rc && cv->hot)
+			add_crc(ro, t, tensor, raw, off, len);
+		if (!rc)
+			rc = gather_put(cv, cv->gpu_chunk ? v : NULL, rank, tensor, off, p, len,
+					&written, err);
+		goto account;
 	}
 	/* the GPU: the whole piece in one round trip; the blocks only sum */
 	if (!rc && v && cv->gpu_chunk) {
@@ -145,12 +174,11 @@ static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tens
 		}
 	}
 	if (!rc && cv->hot && len)
-		__atomic_xor_fetch(&ro->crc[tensor],
-				   wshard_crc64_shift(raw, t->nbytes - off - len),
-				   __ATOMIC_RELAXED);
+		add_crc(ro, t, tensor, raw, off, len);
+account:
 	/* the last bytes of a tensor: its sealing thread may go on */
-	if (!rc && len &&
-	    __atomic_sub_fetch(&ro->left[tensor], len, __ATOMIC_ACQ_REL) == 0)
+	if (!rc && written &&
+	    __atomic_sub_fetch(&ro->left[tensor], written, __ATOMIC_ACQ_REL) == 0)
 		seal_tensor_done(cv);
 	return rc;
 }
@@ -229,6 +257,7 @@ static enum wshard_err convert_setup(struct convert *cv, struct wshard_error *er
 
 	pthread_mutex_init(&cv->seal_lock, NULL);
 	pthread_cond_init(&cv->seal_cond, NULL);
+	pthread_mutex_init(&cv->gather_lock, NULL);
 	cv->block = seal_chunk(plan);
 	/* the benchmark's baseline: what convert costs without checksums */
 	cv->no_checksums = wshard_hooks_get()->no_checksums;
@@ -327,14 +356,17 @@ static void convert_free(struct convert *cv)
 		free(cv->ranks[r].files);
 		if (cv->ranks[r].left)	/* its lock was initialised with it */
 			pthread_mutex_destroy(&cv->ranks[r].write_lock);
+		gather_close(cv, r);
 		free(cv->ranks[r].left);
 		free(cv->ranks[r].crc);
 		free(cv->ranks[r].ck.file);
 		free(cv->ranks[r].ck.tensor);
 	}
+	gather_free(cv);
 	free(cv->ranks);
 	pthread_cond_destroy(&cv->seal_cond);
 	pthread_mutex_destroy(&cv->seal_lock);
+	pthread_mutex_destroy(&cv->gather_lock);
 }
 
 enum wshard_err wshard_convert(const struct wshard_plan *plan,

@@ -28,6 +28,29 @@ struct expr {
 
 static int64_t expr_sum(struct expr *x);
 
+/*
+ * The value of config key: a dotted key ("vision_config.hidden_size")
+ * walks the nested objects from the top of config.json; a bare one is
+ * looked up in the text model's config (text_config in a multimodal
+ * config.json), then at the top.
+ */
+static json_t *config_lookup(const struct wshard_config *c, char *key)
+{
+	json_t *v = c->text ? json_object_get(c->text, key) : NULL;
+	char *dot, *part = key;
+
+	if (v || !strchr(key, '.'))
+		return v ? v : (c->json ? json_object_get(c->json, key) : NULL);
+	v = c->json;
+	while (v && (dot = strchr(part, '.')) != NULL) {
+		*dot = '\0';
+		v = json_object_get(v, part);
+		*dot = '.';
+		part = dot + 1;
+	}
+	return v ? json_object_get(v, part) : NULL;
+}
+
 static int64_t config_value(struct expr *x, const char *name, size_t len)
 {
 	const struct wshard_config *c = x->cfg;
@@ -56,7 +79,9 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 		len = sizeof(key) - 1;
 	memcpy(key, name, len);
 	key[len] = '\0';
-	v = c->json ? json_object_get(c->json, key) : NULL;
+	v = config_lookup(c, key);
+	if (!v && c->defaults)
+		v = json_object_get((json_t *)c->defaults, key);
 	if (json_is_integer(v))
 		return (int64_t)json_integer_value(v);
 	if (!x->missing) {
@@ -100,7 +125,9 @@ static int64_t expr_atom(struct expr *x)
 		}
 		return v;
 	}
-	while (isalnum((unsigned char)*x->s) || *x->s == '_')
+	/* a key may have dots: a nested key */
+	while (isalnum((unsigned char)*x->s) || *x->s == '_' ||
+	       (*x->s == '.' && x->s != start))
 		x->s++;
 	if (x->s == start) {
 		x->bad = true;
@@ -236,7 +263,7 @@ bool expr_is_bare_key(const char *s)
 	if (!s || !*s || isdigit((unsigned char)*s))
 		return false;
 	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && *s != '_')
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.')
 			return false;
 	return true;
 }

@@ -14,7 +14,9 @@
 
 /*
  * Evaluates the expression s (integers, config.json keys, + - * /,
- * parentheses) against cfg, for a rule of tensor (named in messages).
+ * parentheses) against cfg: a bare key from the text model's config
+ * (cfg->text) or the top, a dotted key ("vision_config.hidden_size")
+ * through the nested objects from the top; for a rule of tensor (named in messages).
  * Returns WSHARD_OK and *out, or WSHARD_EINVAL (malformed, or a key that
  * config.json lacks).
  */

@@ -63,7 +63,7 @@ static enum wshard_err write_config(struct convert *cv, const char *dst,
 		{ WSHARD_BF16, "bfloat16" }, { WSHARD_F16, "float16" }, { WSHARD_F32, "float32" },
 	};
 	static const char *const keys[] = { "torch_dtype", "dtype" };
-	json_t *cfg = cv->plan->cat->config.json;
+	json_t *cfg = cv->plan->config->json;
 	const char *want = NULL;
 	char *text = NULL, *next;
 	size_t i, len;

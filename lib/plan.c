@@ -154,7 +154,7 @@ static enum wshard_err build_expert(const struct wshard_plan *plan,
 {
 	struct wshard_plan one = *plan;
 	struct group_out g1 = *g;
-	long ne = plan->cat->config.num_experts;
+	long ne = plan->config->num_experts;
 	enum wshard_err rc;
 
 	if (ne < plan->tp)
@@ -200,12 +200,12 @@ static enum wshard_err build_items(const struct wshard_plan *plan,
 		nitems++;
 	}
 	*out_nitems = nitems;
-	if (!rc && stacked && plan->cat->config.num_experts > 0 &&
-	    nitems != (size_t)plan->cat->config.num_experts)
+	if (!rc && stacked && plan->config->num_experts > 0 &&
+	    nitems != (size_t)plan->config->num_experts)
 		rc = wshard_error_set(err, WSHARD_EINVAL,
 				      "output '%s' has %zu experts but config.json says %lld",
 				      m[0].out, nitems,
-				      (long long)plan->cat->config.num_experts);
+				      (long long)plan->config->num_experts);
 	return rc;
 }
 
@@ -296,7 +296,7 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 static enum wshard_dtype model_dtype(const struct wshard_plan *plan)
 {
 	static const char *const keys[] = { "torch_dtype", "dtype" };
-	json_t *cfg = plan->cat->config.json;
+	json_t *cfg = plan->config->json;
 	size_t i;
 
 	if (plan->opt.has_dtype)
@@ -395,7 +395,7 @@ static enum wshard_err build_extras(struct wshard_plan *plan,
 		if (e->option && strcmp(e->option, "attn_scales") == 0 && !plan->opt.attn_scales)
 			continue;
 		if (e->when_quantized &&
-		    !json_is_object(json_object_get(plan->cat->config.json, "quantization_config")))
+		    !json_is_object(json_object_get(plan->config->json, "quantization_config")))
 			continue;
 		for (layer = per_layer ? 0 : -1; layer <= (per_layer ? maxn : -1); layer++) {
 			struct rules_capture cap = { .n = layer, .e = -1 };
@@ -492,6 +492,12 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	plan->opt = *opt;
 	plan->opt.target = wshard_target_canonical(opt->target, NULL);
 	plan->cat = cat;
+	plan->config = malloc(sizeof(*plan->config));
+	if (!plan->config) {
+		free(plan);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	plan_config_init(plan->config, cat, rules);
 	plan->placement = plan_effective_placement(cat, opt);
 	plan->rules_name = strdup(rules->name);
 	plan->ranks = calloc((size_t)opt->tp, sizeof(*plan->ranks));
@@ -557,5 +563,6 @@ void wshard_plan_free(struct wshard_plan *plan)
 	free(plan->left_out);
 	free(plan->ranks);
 	free(plan->rules_name);
+	free(plan->config);
 	free(plan);
 }

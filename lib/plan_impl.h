@@ -77,6 +77,14 @@ enum wshard_err plan_push_rows(const struct wshard_plan *plan,
 enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 				struct wshard_error *err);
 
+/*
+ * *out: the catalog's config, with the fields config.json omits taken
+ * from the rules' "defaults" (the model class's own), as the plan and its
+ * checks read it (plan_match.c).
+ */
+void plan_config_init(struct wshard_config *out, const struct wshard_catalog *cat,
+		      const struct wshard_rules *rules);
+
 /* plan_match.c: layers the checkpoint should have: config.json's
  * num_hidden_layers, else the highest seen + 1. */
 long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules);

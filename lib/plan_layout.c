@@ -12,6 +12,7 @@
 #include "safetensors.h"
 #include "catalog.h"
 #include "plan_impl.h"
+#include "util.h"
 
 static int cmp_out(const void *a, const void *b)
 {
@@ -131,7 +132,7 @@ static enum wshard_err sort_done(const struct done_order *order, struct wshard_r
 		key[i].t = &rp->tensors[i];
 		done_at(order, key[i].t, &key[i].file, &key[i].off);
 	}
-	qsort(key, rp->ntensors, sizeof(*key), cmp_done);
+	wshard_sort(key, rp->ntensors, sizeof(*key), cmp_done);
 	for (i = 0; i < rp->ntensors; i++)
 		sorted[i] = *key[i].t;
 	memcpy(rp->tensors, sorted, rp->ntensors * sizeof(*sorted));
@@ -197,7 +198,7 @@ static enum wshard_err layout_rank(struct wshard_plan *plan,
 	uint64_t part_bytes = 0;
 	enum wshard_err rc = WSHARD_OK;
 
-	qsort(rp->tensors, rp->ntensors, sizeof(*rp->tensors), cmp_out);
+	wshard_sort(rp->tensors, rp->ntensors, sizeof(*rp->tensors), cmp_out);
 	for (i = 1; i < rp->ntensors; i++)
 		if (strcmp(rp->tensors[i - 1].name, rp->tensors[i].name) == 0)
 			return wshard_error_set(err, WSHARD_EINVAL,

@@ -74,7 +74,7 @@ static enum wshard_err check_shape(const struct wshard_plan *plan,
 	for (i = 0; i < r->nshape; i++) {
 		int64_t v;
 
-		rc = expr_eval_dim(&plan->cat->config, r->shape[i], m->rule->match, &v, err);
+		rc = expr_eval_dim(plan->config, r->shape[i], m->rule->match, &v, err);
 		if (rc)
 			return rc;
 		want[i] = (uint64_t)v;
@@ -124,7 +124,7 @@ static enum wshard_err rule_applies(const struct wshard_plan *plan,
 	*out = true;
 	if (!r->cond)
 		return WSHARD_OK;
-	return expr_eval_cond(&plan->cat->config, r->cond, n, r->match, out, err);
+	return expr_eval_cond(plan->config, r->cond, n, r->match, out, err);
 }
 
 /*
@@ -195,15 +195,27 @@ static enum wshard_err check_required(struct wshard_plan *plan,
 	return WSHARD_OK;
 }
 
+void plan_config_init(struct wshard_config *out, const struct wshard_catalog *cat,
+		      const struct wshard_rules *rules)
+{
+	*out = cat->config;
+	if (cat->has_config && rules->defaults) {
+		out->defaults = rules->defaults;
+		catalog_config_fields(out);
+	}
+}
+
 /* Layers the checkpoint should have: config.json, else the highest seen + 1. */
 long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules)
 {
-	json_t *v = plan->cat->config.json ? json_object_get(plan->cat->config.json,
+	json_t *v = plan->config->text ? json_object_get(plan->config->text,
 							      "num_hidden_layers") : NULL;
 	struct rules_capture cap;
 	long maxn = -1;
 	size_t i, j;
 
+	if (!v && plan->cat->has_config && plan->config->defaults)
+		v = json_object_get((json_t *)plan->config->defaults, "num_hidden_layers");
 	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 100000)
 		return (long)json_integer_value(v);
 	for (i = 0; i < plan->cat->ntensors; i++)
@@ -324,7 +336,7 @@ enum wshard_err plan_match_sources(struct wshard_plan *plan,
 				   struct wshard_error *err)
 {
 	const struct wshard_catalog *cat = plan->cat;
-	struct matching mt = { .rules = rules, .tied = is_tied(rules, &cat->config) };
+	struct matching mt = { .rules = rules, .tied = is_tied(rules, plan->config) };
 	struct member *members = calloc(cat->ntensors + 1, sizeof(*members));
 	uint32_t *uncovered = calloc(cat->ntensors + 1, sizeof(*uncovered));
 	size_t n = 0, nun = 0, i;

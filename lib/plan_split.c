@@ -42,7 +42,7 @@ static enum wshard_err indivisible(const struct wshard_plan *plan,
 static enum wshard_err check_heads(const struct wshard_plan *plan,
 				   struct wshard_error *err)
 {
-	const struct wshard_config *c = &plan->cat->config;
+	const struct wshard_config *c = plan->config;
 	int tp = plan->tp;
 
 	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
@@ -73,10 +73,12 @@ enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 					 const struct wshard_options *opt,
 					 struct wshard_error *err)
 {
-	struct wshard_plan plan = { .tp = opt->tp, .cat = cat };
-	const struct wshard_config *c = &cat->config;
+	struct wshard_config cfg;
+	struct wshard_plan plan = { .tp = opt->tp, .cat = cat, .config = &cfg };
+	const struct wshard_config *c = &cfg;
 	size_t i;
 
+	plan_config_init(&cfg, cat, rules);
 	/* what wshard_plan_build refuses first stays its to refuse */
 	if (opt->tp < 1 || opt->tp > 4096 || !wshard_target_canonical(opt->target, NULL) ||
 	    opt->max_file_size == 0 || (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype)))
@@ -103,7 +105,7 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 				 uint64_t *out_row0, uint64_t *out_nrows,
 				 struct wshard_error *err)
 {
-	const struct wshard_config *c = &plan->cat->config;
+	const struct wshard_config *c = plan->config;
 	uint64_t tp = (uint64_t)plan->tp;
 
 	*out_row0 = *out_nrows = 0;
@@ -147,13 +149,12 @@ static enum wshard_err check_blocks(const struct wshard_plan *plan,
 				    struct wshard_error *err)
 {
 	const char *name = src_name(plan, m->src);
-	json_t *q = plan->cat->config.json ? json_object_get(plan->cat->config.json,
+	json_t *q = plan->config->json ? json_object_get(plan->config->json,
 							      "quantization_config") : NULL;
 	json_t *bs = json_object_get(q, "weight_block_size");
 	uint64_t block[2] = { 128, 128 }, have, tp = (uint64_t)plan->tp;
 	const struct wshard_src_tensor *w;
 	char wname[1024];
-	size_t n = strlen(name);
 	int i;
 
 	if (!m->rule->block)
@@ -162,12 +163,8 @@ static enum wshard_err check_blocks(const struct wshard_plan *plan,
 		if (json_is_integer(json_array_get(bs, (size_t)i)) &&
 		    json_integer_value(json_array_get(bs, (size_t)i)) > 0)
 			block[i] = (uint64_t)json_integer_value(json_array_get(bs, (size_t)i));
-	if (n < 10 || n + 2 > sizeof(wname))
+	if (!rules_scale_weight(name, wname, sizeof(wname)))
 		return WSHARD_OK;
-	if (!strcmp(name + n - 10, "_scale_inv"))
-		snprintf(wname, sizeof(wname), "%.*s", (int)(n - 10), name);
-	else	/* DeepSeek's X.scale beside X.weight */
-		snprintf(wname, sizeof(wname), "%.*s.weight", (int)(n - 6), name);
 	w = wshard_catalog_find(plan->cat, wname);
 	if (!w || w->info->ndim != 2)
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -181,7 +178,7 @@ static enum wshard_err check_blocks(const struct wshard_plan *plan,
 						(unsigned long long)block[1], name);
 		return WSHARD_OK;
 	}
-	have = head_rows ? w->info->shape[0] / (uint64_t)plan->cat->config.num_key_value_heads
+	have = head_rows ? w->info->shape[0] / (uint64_t)plan->config->num_key_value_heads
 			 : w->info->shape[0] / tp;
 	if (have % block[0])
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -403,7 +400,7 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 	for (p = 0; p < op->nparts && !whole && op->kind != OP_REPLICATE; p++) {
 		rc = check_blocks(plan, parts[p], false,
 				  op->kind == OP_QKV && p > 0 &&
-				  plan->tp > plan->cat->config.num_key_value_heads, err);
+				  plan->tp > plan->config->num_key_value_heads, err);
 		if (rc)
 			return rc;
 	}
@@ -483,7 +480,7 @@ static enum wshard_err cut_by_sizes(const struct wshard_plan *plan,
 
 	for (p = first; p < first + count; p++) {
 		int64_t v;
-		enum wshard_err rc = expr_eval_dim(&plan->cat->config, op->sizes[p],
+		enum wshard_err rc = expr_eval_dim(plan->config, op->sizes[p],
 						   t->name, &v, err);
 
 		if (rc)
@@ -513,7 +510,7 @@ static enum wshard_err unpack_parts(const struct wshard_plan *plan,
 				    uint64_t *len, struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	const struct wshard_config *c = &plan->cat->config;
+	const struct wshard_config *c = plan->config;
 	uint64_t rows = src_rows(t), at = 0;
 	int p;
 

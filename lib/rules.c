@@ -210,6 +210,7 @@ void wshard_rules_free(struct wshard_rules *r)
 	free(r->tie_drop);
 	free(r->tie_source);
 	free(r->tie_output);
+	json_decref(r->defaults);
 	free(r->name);
 	free(r);
 }

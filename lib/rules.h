@@ -91,6 +91,9 @@ struct wshard_rules {
 	char **tie_drop;	/* source names skipped when tied */
 	bool tie_default;	/* when config.json does not say */
 	bool tie_always;	/* whatever config.json says (Gemma) */
+	/* "defaults": integers for config keys config.json may omit (the
+	 * model class's own defaults), or NULL */
+	json_t *defaults;
 };
 
 /* Placeholder values captured by a match; -1 when absent. */
@@ -131,9 +134,16 @@ extern const struct wshard_builtin_rule wshard_builtin_rules[];
  * or WSHARD_ENOMEM. */
 enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error *err);
 
-/* The "extra" array and the "tie" object of rules document r (rules_extra.c).
- * Return WSHARD_OK, WSHARD_EINVAL (the message names r and the entry) or
- * WSHARD_ENOMEM. */
+/* The weight beside block scale name scale (X.weight_scale_inv or
+ * DeepSeek's X.scale: X.weight) into buf of size bytes; false when scale is
+ * neither or buf is too small (rules_scale.c). */
+bool rules_scale_weight(const char *scale, char *buf, size_t size);
+
+/* The "extra" array, the "tie" object and the "defaults" object of rules
+ * document r (rules_extra.c).  Return WSHARD_OK, WSHARD_EINVAL (the
+ * message names r and the entry) or WSHARD_ENOMEM. */
+enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
+				     struct wshard_error *err);
 enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 				   struct wshard_error *err);
 enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,

@@ -110,3 +110,23 @@ enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 	}
 	return WSHARD_OK;
 }
+
+enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
+				     struct wshard_error *err)
+{
+	const char *key;
+	json_t *val;
+
+	if (!defaults)
+		return WSHARD_OK;
+	if (!json_is_object(defaults))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"defaults\" is not an object", r->name);
+	json_object_foreach(defaults, key, val) {
+		if (!json_is_integer(val))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': defaults \"%s\" is not an integer", r->name, key);
+	}
+	r->defaults = json_incref(defaults);
+	return WSHARD_OK;
+}

@@ -464,6 +464,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	json_object_foreach(root, key, val) {
 		static const char *const known[] = {
 			"name", "comment", "architectures", "tensors", "fused", "extra", "tie",
+			"defaults",
 		};
 		bool ok = false;
 
@@ -471,7 +472,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))
@@ -509,6 +510,9 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	if (rc)
 		return rc;
 	rc = rules_parse_extras(r, json_object_get(root, "extra"), err);
+	if (rc)
+		return rc;
+	rc = rules_parse_defaults(r, json_object_get(root, "defaults"), err);
 	if (rc)
 		return rc;
 	return rules_parse_tie(r, json_object_get(root, "tie"), err);

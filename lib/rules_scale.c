@@ -97,3 +97,16 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 	}
 	return WSHARD_OK;
 }
+
+bool rules_scale_weight(const char *scale, char *buf, size_t size)
+{
+	size_t n = strlen(scale);
+
+	if (n >= 10 && !strcmp(scale + n - 10, "_scale_inv") && n - 10 < size)
+		snprintf(buf, size, "%.*s", (int)(n - 10), scale);
+	else if (n >= 6 && !strcmp(scale + n - 6, ".scale") && n + 1 < size)
+		snprintf(buf, size, "%.*s.weight", (int)(n - 6), scale);	/* DeepSeek's */
+	else
+		return false;
+	return true;
+}

@@ -16,53 +16,14 @@
 #include "wshard.h"
 #include "dtype.h"
 #include "st_impl.h"
-
-struct scan {
-	const char *p, *end;
-};
-
-static void ws(struct scan *s)
-{
-	while (s->p < s->end &&
-	       (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-		s->p++;
-}
-
-/* Consumes c (after white space); false when it is not next. */
-static bool eat(struct scan *s, char c)
-{
-	ws(s);
-	if (s->p < s->end && *s->p == c) {
-		s->p++;
-		return true;
-	}
-	return false;
-}
-
-/* A plain string: its bytes in [*out, *out + *len). */
-static bool str(struct scan *s, const char **out, size_t *len)
-{
-	const char *q;
-
-	if (!eat(s, '"'))
-		return false;
-	for (q = s->p; q < s->end && *q != '"'; q++)
-		if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e || *q == '\\')
-			return false;
-	if (q == s->end)
-		return false;
-	*out = s->p;
-	*len = (size_t)(q - s->p);
-	s->p = q + 1;
-	return true;
-}
+#include "scan.h"
 
 static bool num(struct scan *s, uint64_t *out)
 {
 	uint64_t v = 0;
 	int n = 0;
 
-	ws(s);
+	scan_ws(s);
 	while (s->p < s->end && *s->p >= '0' && *s->p <= '9' && n <= 18) {
 		v = v * 10 + (uint64_t)(*s->p - '0');
 		s->p++;
@@ -82,15 +43,15 @@ static bool nums(struct scan *s, uint64_t *v, int max, int *out_n)
 {
 	int n = 0;
 
-	if (!eat(s, '['))
+	if (!scan_eat(s, '['))
 		return false;
-	if (!eat(s, ']')) {
+	if (!scan_eat(s, ']')) {
 		do {
 			if (n == max || !num(s, &v[n]))
 				return false;
 			n++;
-		} while (eat(s, ','));
-		if (!eat(s, ']'))
+		} while (scan_eat(s, ','));
+		if (!scan_eat(s, ']'))
 			return false;
 	}
 	*out_n = n;
@@ -112,13 +73,13 @@ static bool entry(struct scan *s, struct wshard_st_tensor *t)
 	uint64_t off[2];
 	int n;
 
-	if (!eat(s, '{'))
+	if (!scan_eat(s, '{'))
 		return false;
 	do {
-		if (!str(s, &k, &kn) || !eat(s, ':'))
+		if (!scan_str(s, &k, &kn) || !scan_eat(s, ':'))
 			return false;
 		if (key_is(k, kn, "dtype") && !(seen & 1)) {
-			if (!str(s, &v, &vn) || vn >= sizeof(dt))
+			if (!scan_str(s, &v, &vn) || vn >= sizeof(dt))
 				return false;
 			memcpy(dt, v, vn);
 			dt[vn] = '\0';
@@ -138,8 +99,8 @@ static bool entry(struct scan *s, struct wshard_st_tensor *t)
 		} else {
 			return false;
 		}
-	} while (eat(s, ','));
-	return seen == 7 && eat(s, '}');
+	} while (scan_eat(s, ','));
+	return seen == 7 && scan_eat(s, '}');
 }
 
 /* Appends one more element of size sz to *arr (count *n, room *cap). */
@@ -163,14 +124,14 @@ static bool meta(struct scan *s, struct wshard_st *st)
 	size_t cap = 0, kn, vn, i;
 	const char *k, *v;
 
-	if (st->meta || !eat(s, '{'))
+	if (st->meta || !scan_eat(s, '{'))
 		return false;
 	st->meta = calloc(1, sizeof(*st->meta));
-	if (!st->meta || eat(s, '}'))
+	if (!st->meta || scan_eat(s, '}'))
 		return st->meta != NULL;
 	cap = 1;
 	do {
-		if (!str(s, &k, &kn) || !eat(s, ':') || !str(s, &v, &vn) ||
+		if (!scan_str(s, &k, &kn) || !scan_eat(s, ':') || !scan_str(s, &v, &vn) ||
 		    !grow((void **)&st->meta, &cap, st->nmeta + 1, sizeof(*st->meta)))
 			return false;
 		for (i = 0; i < st->nmeta; i++)	/* a duplicate is jansson's to refuse */
@@ -181,8 +142,8 @@ static bool meta(struct scan *s, struct wshard_st *st)
 		st->nmeta++;
 		if (!st->meta[st->nmeta - 1].key || !st->meta[st->nmeta - 1].value)
 			return false;
-	} while (eat(s, ','));
-	return eat(s, '}');
+	} while (scan_eat(s, ','));
+	return scan_eat(s, '}');
 }
 
 static bool members(struct scan *s, struct wshard_st *st)
@@ -190,12 +151,12 @@ static bool members(struct scan *s, struct wshard_st *st)
 	size_t cap = 0, kn;
 	const char *k;
 
-	if (eat(s, '}'))
+	if (scan_eat(s, '}'))
 		return true;
 	do {
 		struct wshard_st_tensor *t;
 
-		if (!str(s, &k, &kn) || !eat(s, ':'))
+		if (!scan_str(s, &k, &kn) || !scan_eat(s, ':'))
 			return false;
 		if (key_is(k, kn, METADATA_KEY)) {
 			if (!meta(s, st))
@@ -212,8 +173,8 @@ static bool members(struct scan *s, struct wshard_st *st)
 		st->ntensors++;
 		if (!entry(s, t))
 			return false;
-	} while (eat(s, ','));
-	return eat(s, '}');
+	} while (scan_eat(s, ','));
+	return scan_eat(s, '}');
 }
 
 void st_clear(struct wshard_st *st)
@@ -236,9 +197,9 @@ void st_clear(struct wshard_st *st)
 bool st_parse_fast(struct wshard_st *st, const char *hdr, size_t n)
 {
 	struct scan s = { hdr, hdr + n };
-	bool ok = eat(&s, '{') && members(&s, st);
+	bool ok = scan_eat(&s, '{') && members(&s, st);
 
-	ws(&s);
+	scan_ws(&s);
 	if (ok && s.p == s.end) {
 		/* calloc'd count + 1 on jansson's path: never NULL */
 		if (!st->tensors && !(st->tensors = calloc(1, sizeof(*st->tensors))))

@@ -21,6 +21,7 @@
 #include "dtype.h"
 #include "safetensors.h"
 #include "st_impl.h"
+#include "util.h"
 
 /* ------------------------------------------------------------------ */
 /* JSON error locations                                                */
@@ -379,7 +380,7 @@ static enum wshard_err check_tiling(struct wshard_st *st,
 		return st_nomem(err, st->path);
 	for (i = 0; i < st->ntensors; i++)
 		order[i] = &st->tensors[i];
-	qsort(order, st->ntensors, sizeof(*order), cmp_by_offset);
+	wshard_sort(order, st->ntensors, sizeof(*order), cmp_by_offset);
 	for (i = 0; i < st->ntensors; i++) {
 		const struct wshard_st_tensor *t = order[i];
 
@@ -477,7 +478,7 @@ static enum wshard_err sort_by_name(struct wshard_st *st, struct wshard_error *e
 	char qname[3 * QUOTE_MAX];
 	size_t i;
 
-	qsort(st->tensors, st->ntensors, sizeof(*st->tensors), cmp_by_name);
+	wshard_sort(st->tensors, st->ntensors, sizeof(*st->tensors), cmp_by_name);
 	for (i = 1; i < st->ntensors; i++)
 		/* Unreachable with JSON_REJECT_DUPLICATES; kept as a guard. */
 		if (!strcmp(st->tensors[i - 1].name, st->tensors[i].name))

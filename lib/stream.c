@@ -349,17 +349,52 @@ struct stream_queue {
 	struct wshard_error err;
 };
 
+/*
+ * How many source tensors from order[i] one thread takes at once: a run
+ * of small tensors of one file within RA_RUN bytes (read together by
+ * read-ahead), else one.  Sets *end to where the run's bytes end.
+ */
+#define RA_RUN ((uint64_t)1 << 20)
+
+static size_t run_of(const struct wshard_catalog *cat, const uint32_t *order, size_t n,
+		     uint64_t *end)
+{
+	const struct wshard_src_tensor *t0 = &cat->tensors[order[0]];
+	size_t k = 1;
+
+	*end = UINT64_MAX;
+	if (t0->nbytes >= RA_RUN / 4)
+		return 1;
+	while (k < n) {
+		const struct wshard_src_tensor *t = &cat->tensors[order[k]];
+
+		if (t->file != t0->file || t->nbytes >= RA_RUN / 4 ||
+		    t->offset + t->nbytes - t0->offset > RA_RUN)
+			break;
+		k++;
+	}
+	*end = cat->tensors[order[k - 1]].offset + cat->tensors[order[k - 1]].nbytes;
+	return k;
+}
+
 static void *stream_worker(void *arg)
 {
 	struct stream_queue *q = arg;
-	size_t i;
+	size_t i, k, j;
+	uint64_t end;
 
 	for (;;) {
 		pthread_mutex_lock(q->lock);
-		i = *q->next < q->n && !q->s->local.code && !q->err.code ? (*q->next)++ : SIZE_MAX;
+		i = *q->next < q->n && !q->s->local.code && !q->err.code ? *q->next : SIZE_MAX;
+		k = i == SIZE_MAX ? 0 : run_of(q->s->plan->cat, q->order + i, q->n - i, &end);
+		*q->next += k;
 		pthread_mutex_unlock(q->lock);
-		if (i == SIZE_MAX || stream_tensor(q->s, q->order[i], &q->err))
+		if (i == SIZE_MAX)
 			break;
+		q->s->ra_end = end;
+		for (j = i; j < i + k; j++)
+			if (stream_tensor(q->s, q->order[j], &q->err))
+				return NULL;
 	}
 	return NULL;
 }
@@ -367,6 +402,7 @@ static void *stream_worker(void *arg)
 static void stream_release(struct stream *s)
 {
 	stream_unmap_window(s);
+	free(s->ra);
 	free(s->window);
 	free(s->stage);
 	free(s->held);
@@ -400,8 +436,9 @@ static enum wshard_err stream_threads(struct stream *s, const uint32_t *order,
 	bool threaded;
 
 	s->budget = s2.budget = s->plan->opt.max_memory / 2;
-	s2.window = s2.stage = s2.held = s2.sendbuf = s2.recvbuf = s2.map = NULL;
+	s2.window = s2.stage = s2.held = s2.sendbuf = s2.recvbuf = s2.map = s2.ra = NULL;
 	s2.window_cap = s2.stage_cap = s2.held_cap = s2.send_cap = s2.recv_cap = 0;
+	s2.ra_cap = s2.ra_len = 0;
 	s2.progress = NULL;
 	s2.slot = 1;
 	memset(&s2.stats, 0, sizeof(s2.stats));
@@ -459,7 +496,7 @@ static enum wshard_err stream_setup(struct stream *s, uint32_t **out_order,
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	for (i = 0; i < nsrc; i++)
 		order[i] = (uint32_t)i;
-	qsort_r(order, nsrc, sizeof(*order), cmp_file_order, (void *)plan->cat);
+	wshard_sort_r(order, nsrc, sizeof(*order), cmp_file_order, (void *)plan->cat);
 	return WSHARD_OK;
 }
 
@@ -537,6 +574,7 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 		.seekable = wshard_catalog_seekable(plan->cat),
 		.pagesz = (uint64_t)sysconf(_SC_PAGESIZE),
 		.put_total = &put_total,
+		.ra_end = UINT64_MAX,
 		.budget = plan->opt.max_memory,
 		.progress = progress,
 		.progress_ctx = progress_ctx,

@@ -38,6 +38,16 @@ struct stream {
 	char *window, *stage, *sendbuf, *recvbuf;
 	char *held;			/* per ref of a step: put last (busy) */
 	size_t held_cap;
+	/*
+	 * Small windows of consecutive source tensors come from one read
+	 * (window.c): the bytes [ra_off, ra_off + ra_len) of source file
+	 * ra_file, read ahead up to ra_end (the end of this thread's run of
+	 * tensors; UINT64_MAX: the file's end).
+	 */
+	char *ra;
+	size_t ra_cap, ra_len;
+	uint32_t ra_file;
+	uint64_t ra_off, ra_end;
 	char *map;			/* the mapped window, or NULL */
 	size_t map_len, map_skew;
 	uint64_t pagesz;

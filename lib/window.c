@@ -68,6 +68,41 @@ static bool read_fault(struct stream *s, const struct wshard_st *st)
 	return true;
 }
 
+/*
+ * Bytes read ahead at most: a run of small source tensors (an expert's
+ * projections, their scales, norms) costs one read instead of one per
+ * tensor.
+ */
+#define RA_SPAN ((size_t)1 << 20)
+
+/*
+ * len bytes at off of source file `file` from the read-ahead buffer,
+ * refilled from off when they are not in it; NULL when they cannot be
+ * (the caller then reads them itself, and reports any error).
+ */
+static const char *read_ahead(struct stream *s, uint32_t file, const struct wshard_st *st,
+			      uint64_t off, size_t len)
+{
+	struct wshard_error e = { WSHARD_OK, "" };
+	uint64_t end = WSHARD_MIN(st->base + st->size, s->ra_end);
+	size_t span;
+
+	if (s->ra_len && s->ra_file == file && off >= s->ra_off &&
+	    off + len <= s->ra_off + s->ra_len)
+		return s->ra + (off - s->ra_off);
+	s->ra_len = 0;
+	if (end <= off || end - off < len)
+		return NULL;
+	span = (size_t)WSHARD_MIN(end - off, (uint64_t)RA_SPAN);
+	if (span < len || stream_grow(&s->ra, &s->ra_cap, span, &e) ||
+	    wshard_catalog_read(s->plan->cat, file, off, s->ra, span, &e))
+		return NULL;
+	s->ra_file = file;
+	s->ra_off = off;
+	s->ra_len = span;
+	return s->ra;
+}
+
 /* Reads (or maps) rows [a, b) of source tensor t into s; NULL if none. */
 const char *stream_read_window(struct stream *s, const struct wshard_src_tensor *t,
 			       uint64_t rb, uint64_t a, uint64_t b)
@@ -84,6 +119,9 @@ const char *stream_read_window(struct stream *s, const struct wshard_src_tensor 
 		} else if (s->seekable && len >= MAP_MIN &&
 			   !map_window(s, st, t->offset + a * rb, len)) {
 			win = s->map + s->map_skew;
+			s->stats.bytes_read += len;
+		} else if (s->seekable && len < RA_SPAN / 4 &&
+			   (win = read_ahead(s, t->file, st, t->offset + a * rb, len))) {
 			s->stats.bytes_read += len;
 		} else if (!s->local.code &&
 			   !stream_grow(&s->window, &s->window_cap, len, &s->local) &&

@@ -398,10 +398,15 @@ struct wshard_left_out {
 	char *reason;
 };
 
+struct wshard_config;
+
 struct wshard_plan {
 	int tp;
 	struct wshard_options opt;
 	const struct wshard_catalog *cat;	/* borrowed */
+	/* the catalog's config.json fields, with the rules' defaults for
+	 * the keys it omits (owned) */
+	struct wshard_config *config;
 	char *rules_name;
 	struct wshard_rank_plan *ranks;	/* tp of them */
 	/* expert parallelism: the placement vLLM uses (round_robin falls

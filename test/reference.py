@@ -86,6 +86,7 @@ ARCHS = {
     "Qwen3ForCausalLM": ("qwen3", False),
     "GemmaForCausalLM": ("gemma", True),
     "Gemma2ForCausalLM": ("gemma2", True),
+    "Gemma3ForCausalLM": ("gemma3", True),
     "Phi3ForCausalLM": ("phi3", False),
     "MixtralForCausalLM": ("mixtral", False),
     "Qwen2MoeForCausalLM": ("qwen2_moe", False),
@@ -820,11 +821,11 @@ class Expect:
         for i in layers:
             p = "model.layers.%d." % i
             norms = ["input_layernorm.weight", "post_attention_layernorm.weight"]
-            if family == "gemma2":
+            if family in ("gemma2", "gemma3"):
                 norms += ["pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"]
             for nm in norms:
                 self.replicate(p + nm, self.get(p + nm, [H]))
-            if family in ("qwen3", "qwen3_moe"):
+            if family in ("qwen3", "qwen3_moe", "gemma3"):
                 for nm in ("self_attn.q_norm.weight", "self_attn.k_norm.weight"):
                     self.replicate(p + nm, self.get(p + nm, [hd]))
 

@@ -35,6 +35,7 @@ qwen2 --dtype BF16 --shards 2
 qwen3 --dtype F32 --head-dim 16
 gemma --dtype BF16 --head-dim 16
 gemma2 --dtype F16 --head-dim 12 --shards 3
+gemma3 --dtype BF16 --head-dim 16 --shards 2
 phi3 --dtype BF16
 EOF
 
@@ -54,6 +55,11 @@ gen "$T/src-notie-key" $S --omit-config tie_word_embeddings
 conv notie-key "$T/src-notie-key" 2
 gen "$T/src-gemma2-key" --arch gemma2 $S --head-dim 16 --omit-config tie_word_embeddings
 conv gemma2-key "$T/src-gemma2-key" 4
+gen "$T/src-gemma3-key" --arch gemma3 $S --head-dim 16 --omit-config tie_word_embeddings
+conv gemma3-key "$T/src-gemma3-key" 2
+# Gemma 3 untied (vLLM ties only when the config says so): its own lm_head.
+gen "$T/src-gemma3-untied" --arch gemma3 $S --head-dim 16 --no-tie
+conv gemma3-untied "$T/src-gemma3-untied" 2
 
 # num_key_value_heads and head_dim absent: kv = heads, hd = hidden / heads.
 gen "$T/src-mha" $S --kv-heads 8 --omit-config num_key_value_heads --dtype F32

@@ -28,6 +28,15 @@ TestSuite(ext, .fini = close_open_fx);
 	REP("model.layers.{n}.mlp.up_proj.weight") \
 	"{\"match\": \"model.layers.{n}.mlp.down_proj.weight\", \"split\": \"replicate\"}"
 
+/* CATCH_ALL without q/k/v, for rules that fuse them. */
+#define CATCH_NO_QKV REP("model.embed_tokens.weight") REP("lm_head.weight") \
+	REP("model.norm.weight") REP("model.layers.{n}.input_layernorm.weight") \
+	REP("model.layers.{n}.post_attention_layernorm.weight") \
+	REP("model.layers.{n}.self_attn.o_proj.weight") \
+	REP("model.layers.{n}.mlp.gate_proj.weight") \
+	REP("model.layers.{n}.mlp.up_proj.weight") \
+	"{\"match\": \"model.layers.{n}.mlp.down_proj.weight\", \"split\": \"replicate\"}"
+
 /* Replaces the fixture's rules with text. */
 static void use_rules(struct fx *f, const char *text)
 {
@@ -245,4 +254,99 @@ Test(ext, extra_with)
 		cr_assert_not_null(find_out(&f, r, "model.layers.1.s"));
 	}
 	fx_close(&f);
+}
+
+/*
+ * A dotted key names a nested integer of config.json (a multimodal
+ * model's vision_config), in shapes and conditions alike; a missing one
+ * is named whole.
+ */
+Test(ext, nested_keys)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"v.w\", \"if\": \"vision_config.hidden_size > 4\", \"split\": \"row\","
+		" \"shape\": [\"vision_config.hidden_size\", \"vision_config.layers.n\"]},"
+		CATCH_ALL "]}";
+
+	fx_open(&f, BASE " --extra-tensor v.w:8,4 "
+		"--set-config 'vision_config={\"hidden_size\":8,\"layers\":{\"n\":4}}'");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "v.w"), 2, 4, 4);
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"v.w\", \"split\": \"row\", \"shape\": [\"vision_config.depth\", 4]},"
+		  CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "~config.json has no integer 'vision_config.depth', needed to check 'v.w'");
+	fx_close(&f);
+}
+
+/*
+ * A multimodal config.json (Gemma 3's) nests the text model's config
+ * under text_config and has no hidden_size of its own: the heads, sizes,
+ * layers and tie_word_embeddings come from there, and bare keys in the
+ * rules' shapes find them.
+ */
+Test(ext, text_config)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, BASE " --head-dim 8 --tie --omit-config hidden_size "
+		"--omit-config num_attention_heads --omit-config num_key_value_heads "
+		"--omit-config head_dim --omit-config intermediate_size --omit-config vocab_size "
+		"--omit-config num_hidden_layers --omit-config tie_word_embeddings "
+		"--set-config 'text_config={\"hidden_size\":64,\"num_attention_heads\":8,"
+		"\"num_key_value_heads\":2,\"head_dim\":8,\"intermediate_size\":128,"
+		"\"vocab_size\":256,\"num_hidden_layers\":2,\"tie_word_embeddings\":true}'");
+	fx_plan(&f, 2);
+	/* q 8 heads of 8 rows, k and v 2: 32 + 8 + 8 rows a rank */
+	assert_shape(get_out(&f, 1, "model.layers.1.self_attn.qkv_proj.weight"), 2, 48, 64);
+	assert_shape(get_out(&f, 1, "lm_head.weight"), 2, 128, 64);
+	cr_assert_null(find_out(&f, 1, "model.embed_tokens.weight"));
+	fx_close(&f);
+}
+
+/*
+ * "defaults" stand in for the config keys config.json omits (a model
+ * class's own defaults, as transformers fills them in): the heads that
+ * fuse q/k/v, and keys of shapes, dotted ones included.  A key that
+ * config.json gives wins; a default that is no integer is refused.
+ */
+Test(ext, defaults)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_error err;
+	struct wshard_rules *bad = NULL;
+	const char *qkv =
+		"{\"match\": \"model.layers.{n}.self_attn.q_proj.weight\", \"fuse\": \"qkv.q\","
+		" \"output\": \"model.layers.{n}.self_attn.qkv_proj.weight\"},"
+		"{\"match\": \"model.layers.{n}.self_attn.k_proj.weight\", \"fuse\": \"qkv.k\","
+		" \"output\": \"model.layers.{n}.self_attn.qkv_proj.weight\"},"
+		"{\"match\": \"model.layers.{n}.self_attn.v_proj.weight\", \"fuse\": \"qkv.v\","
+		" \"output\": \"model.layers.{n}.self_attn.qkv_proj.weight\"},"
+		"{\"match\": \"v.w\", \"split\": \"row\", \"shape\": [\"x_rows\", \"vision_config.depth\"]},";
+	char rules[4096];
+
+	fx_open(&f, BASE " --extra-tensor v.w:8,4 --omit-config num_attention_heads "
+		"--omit-config num_key_value_heads");
+	snprintf(rules, sizeof(rules), "{\"defaults\": {\"num_attention_heads\": 8,"
+		 " \"num_key_value_heads\": 2, \"x_rows\": 8, \"vision_config.depth\": 4,"
+		 " \"hidden_size\": 4096}, \"tensors\": [%s" CATCH_NO_QKV "]}", qkv);
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	/* 8 heads of 64/8 rows (hidden_size is config.json's), 2 kv heads */
+	assert_shape(get_out(&f, 1, "model.layers.0.self_attn.qkv_proj.weight"), 2, 48, 64);
+	assert_shape(get_out(&f, 1, "v.w"), 2, 4, 4);
+	snprintf(rules, sizeof(rules), "{\"tensors\": [%s" CATCH_NO_QKV "]}", qkv);
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~config.json has no integer 'x_rows'");
+	fx_close(&f);
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, "{\"defaults\": {\"a\": 1.5}, \"tensors\": "
+					"[{\"match\": \"x\", \"split\": \"skip\"}]}", 70, "d.json", &err),
+		     WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "defaults \"a\" is not an integer"), "%s", err.msg);
+	wshard_rules_free(bad);
 }

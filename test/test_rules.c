@@ -198,6 +198,7 @@ Test(pattern, expand_many_placeholders)
 static const char *const archs[] = {
 	"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
 	"Qwen3ForCausalLM", "GemmaForCausalLM", "Gemma2ForCausalLM",
+	"Gemma3ForCausalLM",
 	"Phi3ForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM",
 	"Qwen3MoeForCausalLM",
 };
@@ -217,8 +218,11 @@ static const char *const hybrid_archs[] = {
 };
 #define NHYBRID (sizeof(hybrid_archs) / sizeof(hybrid_archs[0]))
 
-/* Rules in DeepSeek's own names (tested in test_rules_v4.c). */
-#define NOWN 1
+/* Multimodal rules: the text model under language_model.model. */
+static const char *const mm_archs[] = {
+	"Gemma3ForConditionalGeneration",
+};
+#define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 
 static const struct rules_rule *find_rule(const struct wshard_rules *r,
 					  const char *name,
@@ -545,7 +549,7 @@ Test(builtin, architectures_list)
 	for (; list[n]; n++)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
-	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NOWN, "%zu architectures listed", n);
+	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM + 1 /* DeepSeek-V4 */, "%zu listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;
 
@@ -557,3 +561,40 @@ Test(builtin, architectures_list)
 	cr_assert_eq(wshard_rules_architectures(), list);
 }
 
+
+/*
+ * Gemma 3 with its vision tower: the text model's rules under
+ * language_model.model., the SigLIP tower's q/k/v (weights and biases)
+ * fused by rows into qkv_proj, its layers conditioned on
+ * vision_config.num_hidden_layers, its pooling head left out with a reason.
+ */
+Test(builtin, gemma3_multimodal)
+{
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	struct rules_capture cap;
+	const struct rules_rule *q;
+	const char *vt = "vision_tower.vision_model.";
+	char name[256];
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_builtin(&r, mm_archs[0], &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_eq(find_rule(r, "language_model.model.embed_tokens.weight", &cap)->kind,
+		     RULE_VOCAB);
+	cr_assert_str_eq(r->tie_output, "language_model.lm_head.weight");
+	snprintf(name, sizeof(name), "%sencoder.layers.1.self_attn.k_proj.bias", vt);
+	q = find_rule(r, name, &cap);
+	cr_assert_not_null(q);
+	cr_assert_eq(q->kind, RULE_FUSE);
+	cr_assert_eq(r->ops[q->op].kind, OP_ROWS);
+	cr_assert_str_eq(q->cond, "n < vision_config.num_hidden_layers");
+	snprintf(name, sizeof(name), "%sencoder.layers.0.mlp.fc2.bias", vt);
+	cr_assert_eq(find_rule(r, name, &cap)->kind, RULE_REPLICATE);
+	snprintf(name, sizeof(name), "%shead.probe", vt);
+	q = find_rule(r, name, &cap);
+	cr_assert_eq(q->kind, RULE_SKIP);
+	cr_assert_not_null(q->reason);
+	cr_assert_eq(find_rule(r, "multi_modal_projector.mm_input_projection_weight",
+			       &cap)->kind, RULE_REPLICATE);
+	wshard_rules_free(r);
+}

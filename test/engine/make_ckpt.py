@@ -78,6 +78,27 @@ CASES = {
     "gemma": ("GemmaConfig", "GemmaForCausalLM",
               {"num_key_value_heads": 1}),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {}),
+    # Gemma 3 (text): q/k norms, a sliding layer then a global one (each
+    # with its own rope), a window short enough for the prompts to pass it.
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM",
+               {"layer_types": ["sliding_attention", "full_attention"],
+                "sliding_window": 8}),
+    # Gemma 3 with its SigLIP vision tower (Gemma3ForConditionalGeneration):
+    # the text model above under text_config; a tiny tower (4 heads of 16,
+    # 28x28 images of 14x14 patches: 2x2 patches, pooled to
+    # mm_tokens_per_image 4); image tokens inside the tiny vocabulary.
+    "gemma3_mm": ("Gemma3Config", "Gemma3ForConditionalGeneration",
+                  {"text_config": {"layer_types": ["sliding_attention",
+                                                   "full_attention"],
+                                   "sliding_window": 8},
+                   "vision_config": {"hidden_size": 64,
+                                     "intermediate_size": 128,
+                                     "num_hidden_layers": 2,
+                                     "num_attention_heads": 4,
+                                     "patch_size": 14, "image_size": 28,
+                                     "vision_use_head": False},
+                   "mm_tokens_per_image": 4, "boi_token_index": 997,
+                   "eoi_token_index": 998, "image_token_index": 999}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM",
              {"pad_token_id": 0}),
     "mixtral": ("MixtralConfig", "MixtralForCausalLM",
@@ -142,7 +163,7 @@ CASES = {
     # that the fused projections' parts differ in size; MoE in every layer
     # with a gated shared expert.
     "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", QWEN3_NEXT),
-    # DeepSeek-V4 as DeepSeek ships it (deepseek_v4_native below).
+    # DeepSeek-V4 as DeepSeek ships it (ckpt_dsv4.py: deepseek_v4_native).
     "deepseek_v4": ("DeepseekV4Config", "DeepseekV4ForCausalLM", DSV4),
     # DeepSeek-V4 with FP8 128x128 blocks as V4-Flash-Base ships them
     # (expert_dtype "fp8": F32 scales named X.scale), every split at tp 2
@@ -391,12 +412,76 @@ def add_mtp_layer(out):
         json.dump(cfg, f, indent=2)
 
 
+def released_vision_names(out):
+    """Renames transformers 5.19's vision tower tensors (vision_tower.X, as
+    its save_pretrained writes them) to the names Google's Gemma 3
+    checkpoints carry (vision_tower.vision_model.X): vLLM 0.32 loads only
+    those ("There is no module or parameter named 'vision_tower.embeddings'
+    in Gemma3ForConditionalGeneration")."""
+    import json
+    import os
+    from safetensors.torch import load_file, save_file
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+
+    def rename(n):
+        if n.startswith("vision_tower.") and not n.startswith("vision_tower.vision_model."):
+            return "vision_tower.vision_model." + n[len("vision_tower."):]
+        return n
+    for fname in sorted(set(idx["weight_map"].values())):
+        path = os.path.join(out, fname)
+        t = load_file(path)
+        save_file({rename(k): v for k, v in t.items()}, path, metadata={"format": "pt"})
+    idx["weight_map"] = dict(sorted((rename(k), v) for k, v in idx["weight_map"].items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+
+
+def gemma3_processor(out, cfg):
+    """Writes a tokenizer and Gemma3Processor for the tiny vocabulary: vLLM's
+    Gemma 3 processor needs both to build the vision tower (with
+    skip_tokenizer_init it refuses: "Gemma3MultiModalProcessor requires a
+    tokenizer"), and looks up the newline tokens by text.  Word-level, ids
+    as the config's image tokens say."""
+    import transformers
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "\n": 4, "\n\n": 5, "\n\n\n": 6, "\n\n\n\n": 7,
+               "<start_of_image>": cfg.boi_token_index,
+               "<end_of_image>": cfg.eoi_token_index,
+               "<image_soft_token>": cfg.image_token_index}
+    vocab = dict(special)
+    used = set(vocab.values())
+    for i in range(cfg.text_config.vocab_size):
+        if i not in used:
+            vocab["t%d" % i] = i
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tk.add_tokens([AddedToken(t, normalized=False)
+                   for t in ("\n\n\n\n", "\n\n\n", "\n\n", "\n")])
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
+        bos_token="<bos>", unk_token="<unk>",
+        extra_special_tokens={"boi_token": "<start_of_image>",
+                              "eoi_token": "<end_of_image>",
+                              "image_token": "<image_soft_token>"})
+    size = cfg.vision_config.image_size
+    ip = transformers.Gemma3ImageProcessor(size={"height": size, "width": size})
+    transformers.Gemma3Processor(image_processor=ip, tokenizer=tok,
+                                 image_seq_length=cfg.mm_tokens_per_image
+                                 ).save_pretrained(out)
+
+
 def make(arch, out):
     import torch
     import transformers
     cfg_name, model_name, over = CASES[arch]
-    kw = dict(COMMON)
-    kw.update(over)
+    if "text_config" in over:
+        # a multimodal config: COMMON is the text model's
+        kw = dict(over, text_config=dict(COMMON, **over["text_config"]))
+    else:
+        kw = dict(COMMON)
+        kw.update(over)
     cfg = getattr(transformers, cfg_name)(**kw)
     cfg.dtype = torch.bfloat16
     torch.manual_seed(1234)
@@ -407,6 +492,9 @@ def make(arch, out):
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.02)
     model.save_pretrained(out, max_shard_size="1MB")
+    if arch == "gemma3_mm":
+        released_vision_names(out)
+        gemma3_processor(out, cfg)
     if arch in MTP:
         add_mtp_layer(out)
     if arch.startswith("deepseek_v4"):

@@ -47,6 +47,20 @@ def engine_env():
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def image_prompt(model):
+    """A prompt with one image (fixed pseudo-random pixels, the size of the
+    vision config), for a multimodal checkpoint: its answers depend on every
+    tensor of the vision tower and the projector.  The image stands where
+    the config's boi_token_index is; vLLM expands it."""
+    import numpy as np
+    from PIL import Image
+    cfg = json.load(open(os.path.join(model, "config.json")))
+    size = cfg["vision_config"]["image_size"]
+    px = np.random.default_rng(7).integers(0, 256, (size, size, 3), dtype=np.uint8)
+    return {"prompt_token_ids": [2, 17, cfg["boi_token_index"], 243, 9],
+            "multi_modal_data": {"image": Image.fromarray(px)}}
+
+
 def answers(model, tp, out, **kw):
     import time
     if tp > 1:
@@ -56,15 +70,20 @@ def answers(model, tp, out, **kw):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
     from vllm import LLM, SamplingParams
     t0 = time.perf_counter()
+    # A multimodal checkpoint ships a tokenizer: vLLM's processor for its
+    # images needs one (the prompts stay token ids).
+    tok = os.path.exists(os.path.join(model, "tokenizer.json"))
     llm = LLM(model=model, tensor_parallel_size=tp, enforce_eager=True,
-              skip_tokenizer_init=True, dtype="bfloat16", max_model_len=256,
+              skip_tokenizer_init=not tok, dtype="bfloat16", max_model_len=256,
               seed=0, distributed_executor_backend="uni" if tp == 1 else "mp",
               **kw)
     t1 = time.perf_counter()
     sp = SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, logprobs=5,
                         detokenize=False)
-    res = llm.generate([{"prompt_token_ids": p} for p in PROMPTS], sp,
-                       use_tqdm=False)
+    prompts = [{"prompt_token_ids": p} for p in PROMPTS]
+    if tok:
+        prompts.append(image_prompt(model))
+    res = llm.generate(prompts, sp, use_tqdm=False)
     got = []
     for r in res:
         c = r.outputs[0]
