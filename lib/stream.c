@@ -349,34 +349,6 @@ struct stream_queue {
 	struct wshard_error err;
 };
 
-/*
- * How many source tensors from order[i] one thread takes at once: a run
- * of small tensors of one file within RA_RUN bytes (read together by
- * read-ahead), else one.  Sets *end to where the run's bytes end.
- */
-#define RA_RUN ((uint64_t)1 << 20)
-
-static size_t run_of(const struct wshard_catalog *cat, const uint32_t *order, size_t n,
-		     uint64_t *end)
-{
-	const struct wshard_src_tensor *t0 = &cat->tensors[order[0]];
-	size_t k = 1;
-
-	*end = UINT64_MAX;
-	if (t0->nbytes >= RA_RUN / 4)
-		return 1;
-	while (k < n) {
-		const struct wshard_src_tensor *t = &cat->tensors[order[k]];
-
-		if (t->file != t0->file || t->nbytes >= RA_RUN / 4 ||
-		    t->offset + t->nbytes - t0->offset > RA_RUN)
-			break;
-		k++;
-	}
-	*end = cat->tensors[order[k - 1]].offset + cat->tensors[order[k - 1]].nbytes;
-	return k;
-}
-
 static void *stream_worker(void *arg)
 {
 	struct stream_queue *q = arg;
@@ -386,7 +358,7 @@ static void *stream_worker(void *arg)
 	for (;;) {
 		pthread_mutex_lock(q->lock);
 		i = *q->next < q->n && !q->s->local.code && !q->err.code ? *q->next : SIZE_MAX;
-		k = i == SIZE_MAX ? 0 : run_of(q->s->plan->cat, q->order + i, q->n - i, &end);
+		k = i == SIZE_MAX ? 0 : stream_run_of(q->s->plan->cat, q->order + i, q->n - i, &end);
 		*q->next += k;
 		pthread_mutex_unlock(q->lock);
 		if (i == SIZE_MAX)

@@ -124,6 +124,14 @@ const char *stream_read_window(struct stream *s, const struct wshard_src_tensor 
 /* Rows per window of source tensor src: what the memory budget allows. */
 uint64_t stream_window_rows(const struct stream *s, uint32_t src);
 
+/*
+ * window.c: how many source tensors from order[0] (of n) one thread takes
+ * at once: a run of small tensors of one file read through one read-ahead
+ * span, else 1; *end is where the run's bytes end (UINT64_MAX for one).
+ */
+size_t stream_run_of(const struct wshard_catalog *cat, const uint32_t *order, size_t n,
+		     uint64_t *end);
+
 /* window.c: unmaps the window mapped last, if any. */
 void stream_unmap_window(struct stream *s);
 

@@ -103,6 +103,32 @@ static const char *read_ahead(struct stream *s, uint32_t file, const struct wsha
 	return s->ra;
 }
 
+/*
+ * How many source tensors from order[i] one thread takes at once: a run
+ * of small tensors of one file within RA_SPAN bytes (read together by
+ * read-ahead), else one.  Sets *end to where the run's bytes end.
+ */
+size_t stream_run_of(const struct wshard_catalog *cat, const uint32_t *order, size_t n,
+		     uint64_t *end)
+{
+	const struct wshard_src_tensor *t0 = &cat->tensors[order[0]];
+	size_t k = 1;
+
+	*end = UINT64_MAX;
+	if (t0->nbytes >= (uint64_t)RA_SPAN / 4)
+		return 1;
+	while (k < n) {
+		const struct wshard_src_tensor *t = &cat->tensors[order[k]];
+
+		if (t->file != t0->file || t->nbytes >= (uint64_t)RA_SPAN / 4 ||
+		    t->offset + t->nbytes - t0->offset > RA_SPAN)
+			break;
+		k++;
+	}
+	*end = cat->tensors[order[k - 1]].offset + cat->tensors[order[k - 1]].nbytes;
+	return k;
+}
+
 /* Reads (or maps) rows [a, b) of source tensor t into s; NULL if none. */
 const char *stream_read_window(struct stream *s, const struct wshard_src_tensor *t,
 			       uint64_t rb, uint64_t a, uint64_t b)
