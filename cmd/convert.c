@@ -475,6 +475,8 @@ int cmd_convert(int argc, char **argv)
 	if (wshard_comm_init(&comm, &argc, &argv, &err))
 		return report_error(&err);
 	leader = wshard_comm_rank(comm) == 0;
+	if (!o.dry_run)
+		wshard_run_prepare(&o.run, comm);
 	if (!wshard_catalog_open_source_checked(&cat, o.src, o.revision, &check, &err))
 		load_rules(&o, cat, &rules, &err);
 	if (!err.code)

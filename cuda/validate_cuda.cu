@@ -339,6 +339,39 @@ static enum wshard_err open_slot(struct slot *s, int dev, size_t chunk,
 	return WSHARD_OK;
 }
 
+/*
+ * CUDA's start (the driver, the device's primary context) costs a third
+ * of a second or more and is the same for every validator of the
+ * process: a thread does it while the caller plans.  Errors are not kept:
+ * wshard_vcuda_open meets them again and reports them.
+ */
+static pthread_t warm_thread;
+static bool warm_running;
+
+static void *warm_main(void *arg)
+{
+	int local_rank = (int)(intptr_t)arg, count = 0;
+
+	if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0 &&
+	    cudaSetDevice((local_rank < 0 ? 0 : local_rank) % count) == cudaSuccess)
+		cudaFree(0);	/* creates the primary context */
+	return NULL;
+}
+
+extern "C" void wshard_vcuda_warm(int local_rank)
+{
+	if (!warm_running)
+		warm_running = pthread_create(&warm_thread, NULL, warm_main,
+					      (void *)(intptr_t)local_rank) == 0;
+}
+
+extern "C" void wshard_vcuda_warm_wait(void)
+{
+	if (warm_running)
+		pthread_join(warm_thread, NULL);
+	warm_running = false;
+}
+
 extern "C" enum wshard_err wshard_vcuda_open(struct wshard_vcuda **out_c,
 					     int local_rank, size_t chunk_bytes,
 					     char *backend, size_t backend_len,
@@ -353,6 +386,7 @@ extern "C" enum wshard_err wshard_vcuda_open(struct wshard_vcuda **out_c,
 	*out_c = NULL;
 	if (backend && backend_len)
 		backend[0] = '\0';
+	wshard_vcuda_warm_wait();
 	e = cudaGetDeviceCount(&count);
 	if (e != cudaSuccess || count <= 0)
 		return no_device(err, e);

@@ -30,6 +30,12 @@ enum wshard_err wshard_vcuda_open(struct wshard_vcuda **out_c, int local_rank,
 				  size_t chunk_bytes, char *backend,
 				  size_t backend_len, struct wshard_error *err);
 
+/* Starts the CUDA runtime and device local_rank's primary context in a
+ * background thread (once per process); wshard_vcuda_warm_wait, which
+ * wshard_vcuda_open calls, joins it. */
+void wshard_vcuda_warm(int local_rank);
+void wshard_vcuda_warm_wait(void);
+
 /*
  * Round-trips len bytes of buf through the device, as
  * wshard_validator_check.  fault_off, when below len, is the offset in

@@ -348,6 +348,24 @@ static enum wshard_err open_cuda(struct wshard_validator *v, int local_rank,
 #endif
 }
 
+void wshard_validator_warm(enum wshard_validate_mode mode, int local_rank)
+{
+#ifdef WSHARD_CUDA
+	if (mode == WSHARD_VALIDATE_GPU || mode == WSHARD_VALIDATE_AUTO)
+		wshard_vcuda_warm(local_rank);
+#else
+	(void)mode;
+	(void)local_rank;
+#endif
+}
+
+void wshard_validator_warm_wait(void)
+{
+#ifdef WSHARD_CUDA
+	wshard_vcuda_warm_wait();
+#endif
+}
+
 enum wshard_err wshard_validator_open(struct wshard_validator **out_v,
 				      enum wshard_validate_mode mode,
 				      int local_rank, size_t chunk_bytes,

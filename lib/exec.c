@@ -240,8 +240,14 @@ static void test_hold(void)
 		usleep(10000);
 }
 
+void wshard_run_prepare(struct wshard_run *run, const struct wshard_comm *comm)
+{
+	wshard_validator_warm(run->validate, wshard_comm_local_rank(comm));
+}
+
 void wshard_run_release(struct wshard_run *run)
 {
+	wshard_validator_warm_wait();
 	if (!run)
 		return;
 	free(run->proc_bytes_read);

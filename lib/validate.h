@@ -49,6 +49,17 @@ enum wshard_err wshard_validator_open(struct wshard_validator **out_v,
 				      char *out_notice, size_t notice_len,
 				      struct wshard_error *err);
 
+/*
+ * Starts CUDA in this process in a background thread (device local_rank
+ * modulo the visible ones) for a later wshard_validator_open in mode GPU
+ * or AUTO; nothing for other modes, in a build without CUDA, or when
+ * already started.  wshard_validator_open waits for it.
+ */
+void wshard_validator_warm(enum wshard_validate_mode mode, int local_rank);
+
+/* Waits for what wshard_validator_warm started, if anything. */
+void wshard_validator_warm_wait(void);
+
 /* "host" or "cuda:N (device name)". */
 const char *wshard_validator_backend(const struct wshard_validator *v);
 

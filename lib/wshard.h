@@ -533,7 +533,19 @@ struct wshard_run {
 	double seal_cpu_seconds;
 };
 
-/* Releases what a wshard_run owns; accepts NULL. */
+/*
+ * Starts, in a background thread, what run->validate needs that the plan
+ * does not decide: with --validate gpu or auto in a CUDA build, CUDA's
+ * start in this process (driver, primary context of the device this
+ * process will use; a third of a second or more), so that it overlaps
+ * catalog and planning.  Failures are left for wshard_convert's open of
+ * the validator to report.  Optional; wshard_convert and
+ * wshard_run_release wait for the thread.
+ */
+void wshard_run_prepare(struct wshard_run *run, const struct wshard_comm *comm);
+
+/* Releases what a wshard_run owns (waiting for what wshard_run_prepare
+ * started); accepts NULL. */
 void wshard_run_release(struct wshard_run *run);
 
 /*
