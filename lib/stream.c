@@ -385,54 +385,89 @@ static void stream_release(struct stream *s)
 	free(s->senddispl);
 }
 
+/* One stream thread per online CPU, from 2 (one computes while the other
+ * waits for the disk) to STREAM_SLOTS; the hooks' count for tests. */
+static int stream_nthreads(void)
+{
+	long n = wshard_hooks_get()->stream_threads;
+
+	if (n <= 0)
+		n = sysconf(_SC_NPROCESSORS_ONLN) < 2 ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
+	return (int)WSHARD_MIN(n, (long)STREAM_SLOTS);
+}
+
 /*
- * One process on a seekable source: two threads take source tensors in
- * turn, so that one computes while the other waits for the disk.  (MPI
+ * One process on a seekable source: threads take runs of source tensors
+ * in turn, so that some compute while others wait for the disk.  (MPI
  * runs keep one thread: their steps are collective.)
  */
 static bool use_threads(const struct stream *s)
 {
 	return s->nprocs == 1 && s->seekable && s->sink->threadsafe &&
-	       sysconf(_SC_NPROCESSORS_ONLN) >= 2 && !wshard_hooks_get()->fault;
+	       stream_nthreads() >= 2 && !wshard_hooks_get()->fault;
+}
+
+/* A stream for another thread: the same plan and sink, its own buffers. */
+static bool stream_clone(const struct stream *s, struct stream *c, unsigned slot)
+{
+	*c = *s;
+	c->window = c->stage = c->held = c->sendbuf = c->recvbuf = c->map = c->ra = NULL;
+	c->window_cap = c->stage_cap = c->held_cap = c->send_cap = c->recv_cap = 0;
+	c->ra_cap = c->ra_len = 0;
+	c->progress = NULL;
+	c->slot = slot;
+	memset(&c->stats, 0, sizeof(c->stats));
+	wshard_error_clear(&c->local);
+	c->sendcounts = calloc(1, sizeof(uint64_t));
+	c->recvcounts = calloc(1, sizeof(uint64_t));
+	c->senddispl = calloc(1, sizeof(uint64_t));
+	return c->sendcounts && c->recvcounts && c->senddispl;
+}
+
+/* Adds a finished clone's counts and first error to s, and frees it. */
+static void stream_merge(struct stream *s, struct stream *c)
+{
+	s->stats.bytes_read += c->stats.bytes_read;
+	s->stats.bytes_put += c->stats.bytes_put;
+	if (!s->local.code && c->local.code)
+		s->local = c->local;
+	stream_release(c);
 }
 
 static enum wshard_err stream_threads(struct stream *s, const uint32_t *order,
 				      size_t n, struct wshard_error *err)
 {
-	struct stream s2 = *s;
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	int nt = stream_nthreads(), started = 1, t;
+	struct stream *c = calloc((size_t)nt, sizeof(*c));
+	struct stream_queue *q = calloc((size_t)nt, sizeof(*q));
+	pthread_t *tid = calloc((size_t)nt, sizeof(*tid));
 	size_t next = 0;
-	struct stream_queue q1 = { s, order, n, &next, &lock, { 0 } };
-	struct stream_queue q2 = { &s2, order, n, &next, &lock, { 0 } };
-	pthread_t tid;
-	bool threaded;
 
-	s->budget = s2.budget = s->plan->opt.max_memory / 2;
-	s2.window = s2.stage = s2.held = s2.sendbuf = s2.recvbuf = s2.map = s2.ra = NULL;
-	s2.window_cap = s2.stage_cap = s2.held_cap = s2.send_cap = s2.recv_cap = 0;
-	s2.ra_cap = s2.ra_len = 0;
-	s2.progress = NULL;
-	s2.slot = 1;
-	memset(&s2.stats, 0, sizeof(s2.stats));
-	wshard_error_clear(&s2.local);
-	s2.sendcounts = calloc(1, sizeof(uint64_t));
-	s2.recvcounts = calloc(1, sizeof(uint64_t));
-	s2.senddispl = calloc(1, sizeof(uint64_t));
-	threaded = s2.sendcounts && s2.recvcounts && s2.senddispl &&
-		   pthread_create(&tid, NULL, stream_worker, &q2) == 0;
-	stream_worker(&q1);
-	if (threaded)
-		pthread_join(tid, NULL);
-	s->stats.bytes_read += s2.stats.bytes_read;
-	s->stats.bytes_put += s2.stats.bytes_put;
-	if (!s->local.code && s2.local.code)
-		s->local = s2.local;
-	stream_release(&s2);
-	if (q1.err.code)
-		return wshard_error_set(err, q1.err.code, "%s", q1.err.msg);
-	if (q2.err.code)
-		return wshard_error_set(err, q2.err.code, "%s", q2.err.msg);
-	return WSHARD_OK;
+	if (!c || !q || !tid)
+		nt = 1;
+	s->budget = s->plan->opt.max_memory / (uint64_t)nt;
+	q[0] = (struct stream_queue){ s, order, n, &next, &lock, { 0 } };
+	for (t = 1; t < nt; t++, started++) {
+		q[t] = (struct stream_queue){ &c[t], order, n, &next, &lock, { 0 } };
+		if (!stream_clone(s, &c[t], (unsigned)t) ||
+		    pthread_create(&tid[t], NULL, stream_worker, &q[t]) != 0) {
+			stream_merge(s, &c[t]);
+			break;
+		}
+	}
+	stream_worker(&q[0]);
+	for (t = 1; t < started; t++) {
+		pthread_join(tid[t], NULL);
+		stream_merge(s, &c[t]);
+	}
+	for (t = 0; t < started && !err->code; t++)
+		if (q[t].err.code)
+			wshard_error_set(err, q[t].err.code, "%s", q[t].err.msg);
+	free(c);
+	free(q);
+	free(tid);
+	return err->code;
 }
 
 /*

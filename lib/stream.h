@@ -10,7 +10,7 @@
 #include "wshard.h"
 
 /* Threads that may call a sink's put at once; each has its own slot. */
-#define STREAM_SLOTS 2
+#define STREAM_SLOTS 8
 
 struct stream_sink {
 	/*

@@ -615,7 +615,8 @@ void wshard_verify_result_release(struct wshard_verify_result *res);
  * Switches for tests and benchmarks, all off when zeroed (fault_process
  * -1).  The library reads no environment variable for them: the wshard
  * program fills them from WSHARD_FAULT, WSHARD_FAULT_PROCESS,
- * WSHARD_TEST_HOLD, WSHARD_BENCH_NO_CHECKSUMS and WSHARD_INJECT_VALIDATE.
+ * WSHARD_TEST_HOLD, WSHARD_BENCH_NO_CHECKSUMS, WSHARD_INJECT_VALIDATE and
+ * WSHARD_STREAM_THREADS.
  */
 struct wshard_hooks {
 	/*
@@ -639,6 +640,9 @@ struct wshard_hooks {
 	 * of all it checks from its opening (tests of the round trip); NULL
 	 * or "": none */
 	const char *inject_validate;
+	/* threads of a one-process stream (convert, verify), 1 to 8, in
+	 * place of one per online CPU; 0: that default */
+	int stream_threads;
 };
 
 /* Sets the hooks of the whole process (copied, strings borrowed); NULL

@@ -65,10 +65,11 @@ if [ -e "$T/big-tp2/wshard.json" ]; then
 fi
 
 # Many small experts: their stacked tensors are assembled in memory from
-# pieces the two read threads bring and written once (lib/gather.c); the
+# pieces the read threads bring and written once (lib/gather.c); the
 # manifest's checksums must hold whichever thread completes a tensor, and
 # the output must not depend on whether a tensor was gathered (a budget of
-# 1 MiB gathers almost none).
+# 1 MiB gathers almost none) nor on the number of stream threads (one per
+# CPU up to 8: WSHARD_STREAM_THREADS sets it, 1 is the one-thread loop).
 gen "$T/src-many" --arch qwen3_moe --layers 3 --hidden 64 --heads 4 --kv-heads 2 \
 	--head-dim 16 --intermediate 128 --moe-intermediate 16 --experts 256 --seed 9
 for i in 1 2 3; do
@@ -88,6 +89,17 @@ if "$WSHARD" convert -q --tp 2 --max-memory 1M "$T/src-many" "$T/many-1m" 2>"$T/
 else
 	fail "many experts: convert --max-memory 1M failed: $(head -c 400 "$T/cerr")"
 fi
+for n in 1 8; do
+	rm -rf "$T/many-t$n"
+	if WSHARD_STREAM_THREADS=$n "$WSHARD" convert -q --tp 2 "$T/src-many" "$T/many-t$n" 2>"$T/cerr"; then
+		for f in model-rank-0-part-0.safetensors model-rank-1-part-0.safetensors wshard.json; do
+			cmp -s "$T/many/$f" "$T/many-t$n/$f" ||
+				fail "many experts: $f differs between $n stream threads and the default"
+		done
+	else
+		fail "many experts: convert with $n stream threads failed: $(head -c 400 "$T/cerr")"
+	fi
+done
 
 # Refused: an expert tensor missing, and more experts than config.json says.
 gen "$T/src-noexp" --arch mixtral $S --layers 1 --intermediate 96 \
