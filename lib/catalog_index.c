@@ -213,52 +213,57 @@ bool catalog_index_fast(const char *text, size_t len, char **out_buf,
 	return true;
 }
 
-static int cmp_entry_name(const void *a, const void *b)
+static int cmp_entry_ptr(const void *a, const void *b)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
+	return strcmp((*(const struct index_entry *const *)a)->name,
+		      (*(const struct index_entry *const *)b)->name);
 }
 
-/* Every mapped tensor is in its file, and every file's tensors are mapped there. */
+/*
+ * Every mapped tensor is in its file, and every file's tensors are mapped
+ * there: one walk of the mapped names, in order, beside the catalog's
+ * (sorted by name; neither holds a name twice).
+ */
 enum wshard_err catalog_index_check(const struct wshard_catalog *cat, const char *path,
 				    const struct index_entry *e, size_t n,
 				    struct wshard_error *err)
 {
-	const char **names = malloc((n + 1) * sizeof(*names));
-	size_t i;
+	const struct index_entry **s = malloc((n + 1) * sizeof(*s));
+	const struct wshard_src_tensor *t;
+	size_t i, j = 0;
+	int c = 0;
 
-	if (!names)
+	if (!s)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	for (i = 0; i < n; i++) {
-		const struct wshard_src_tensor *t = wshard_catalog_find(cat, e[i].name);
-
-		names[i] = e[i].name;
-		if (!t) {
-			free(names);
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s' is missing from '%s/%s' named by the weight_map",
-						e[i].name, cat->dir, e[i].file);
-		}
-		if (strcmp(cat->files[t->file].name, e[i].file) != 0) {
-			free(names);
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s' is in '%s' but the weight_map assigns it to '%s'",
-						e[i].name, cat->files[t->file].path, e[i].file);
-		}
+	for (i = 0; i < n; i++)
+		s[i] = &e[i];
+	wshard_sort(s, n, sizeof(*s), cmp_entry_ptr);
+	for (i = 0; i < n; i++, j++) {
+		c = j < cat->ntensors ? strcmp(cat->tensors[j].name, s[i]->name) : 1;
+		if (c != 0 || strcmp(cat->files[cat->tensors[j].file].name, s[i]->file) != 0)
+			break;
 	}
-	wshard_sort(names, n, sizeof(*names), cmp_entry_name);
-	for (i = 0; i < cat->ntensors; i++) {
-		const char *name = cat->tensors[i].name;
-
-		if (!bsearch(&name, names, n, sizeof(*names), cmp_entry_name)) {
-			free(names);
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s' in '%s' is not in the weight_map of '%s'",
-						cat->tensors[i].name,
-						cat->files[cat->tensors[i].file].path, path);
-		}
+	if (i == n && j == cat->ntensors) {
+		free(s);
+		return WSHARD_OK;
 	}
-	free(names);
-	return WSHARD_OK;
+	if (c < 0 || i == n) {
+		t = &cat->tensors[j];
+		wshard_error_set(err, WSHARD_EINVAL,
+				 "tensor '%s' in '%s' is not in the weight_map of '%s'",
+				 t->name, cat->files[t->file].path, path);
+	} else if (c > 0) {
+		wshard_error_set(err, WSHARD_EINVAL,
+				 "tensor '%s' is missing from '%s/%s' named by the weight_map",
+				 s[i]->name, cat->dir, s[i]->file);
+	} else {
+		t = &cat->tensors[j];
+		wshard_error_set(err, WSHARD_EINVAL,
+				 "tensor '%s' is in '%s' but the weight_map assigns it to '%s'",
+				 s[i]->name, cat->files[t->file].path, s[i]->file);
+	}
+	free(s);
+	return WSHARD_EINVAL;
 }
 
 /* The weight_map of the index at path (text, len bytes) through jansson. */
