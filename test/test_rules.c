@@ -12,6 +12,7 @@
 
 #include "wshard.h"
 #include "rules.h"
+#include "rules_test_util.h"
 
 /* ------------------------------------------------------------------ */
 /* Patterns                                                            */
@@ -223,18 +224,6 @@ static const char *const mm_archs[] = {
 	"Gemma3ForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
-
-static const struct rules_rule *find_rule(const struct wshard_rules *r,
-					  const char *name,
-					  struct rules_capture *cap)
-{
-	size_t i;
-
-	for (i = 0; i < r->nrules; i++)
-		if (rules_match(r->rules[i].match, name, cap))
-			return &r->rules[i];
-	return NULL;
-}
 
 Test(builtin, every_architecture_loads)
 {

@@ -9,18 +9,7 @@
 
 #include "wshard.h"
 #include "rules.h"
-
-static const struct rules_rule *find_rule(const struct wshard_rules *r,
-					  const char *name,
-					  struct rules_capture *cap)
-{
-	size_t i;
-
-	for (i = 0; i < r->nrules; i++)
-		if (rules_match(r->rules[i].match, name, cap))
-			return &r->rules[i];
-	return NULL;
-}
+#include "rules_test_util.h"
 
 /*
  * DeepSeek-V4 in DeepSeek's names: mtp.* left out first; q_a and kv fused
