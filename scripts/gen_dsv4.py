@@ -6,7 +6,8 @@ Layer n's attention follows compress_ratios[n]: 0 sliding window only, 4 a
 compressor of twice the head dimension plus an indexer (compressed sparse
 attention), any other ratio a compressor alone (heavily compressed); layers
 below num_hash_layers route by the token's hash table (ffn.gate.tid2eid,
-I64 [vocab, experts per token]), the others by the router's bias
+[vocab, experts per token], I32 as DeepSeek's inference/model.py declares
+it, Gate.tid2eid; I64 with --tid2eid-i64), the others by the router's bias
 (ffn.gate.bias, F32).  Routed experts are FP4 (two e2m1 values a byte, I8
 [rows, cols/2]) with F8_E8M0 scales per 32 values (--expert-dtype fp4, as
 V4-Flash and -Pro ship them), FP8 128x128 blocks like the other linears
@@ -24,6 +25,7 @@ every other dimension stays as the flags give it.
 """
 import array
 import random
+import sys
 
 # deepseek-ai/DeepSeek-V4-Pro and -Flash config.json, as quoted in public
 # repositories (V4-Pro: 61 layers, 384 routed + 1 shared experts, 6 per
@@ -59,6 +61,8 @@ def add_args(p):
     g.add_argument("--index-head-dim", type=int, default=128)
     g.add_argument("--hc-mult", type=int, default=4)
     g.add_argument("--expert-dtype", choices=["fp4", "fp8", "bf16"], default="fp4")
+    g.add_argument("--tid2eid-i64", action="store_true",
+                   help="hash tables in I64 (as transformers writes them) instead of I32")
 
 
 def setup(a, die):
@@ -132,7 +136,8 @@ def _layer(a, p, n, ratio, out):
         t("attn.indexer.weights_proj.weight", dt, [a.index_heads, H])
     t("ffn.gate.weight", dt, [E, H])
     if n < a.hash_layers:
-        t("ffn.gate.tid2eid", "I64", [a.vocab, a.experts_per_tok])
+        t("ffn.gate.tid2eid", "I64" if a.tid2eid_i64 else "I32",
+          [a.vocab, a.experts_per_tok])
     else:
         t("ffn.gate.bias", "F32", [E])
     for e in range(E):
@@ -178,13 +183,16 @@ def tensor_list(a, layers):
     return out
 
 
-def tid2eid(seed, name, shape, experts):
-    """A hash table's bytes: distinct experts per token, little-endian I64."""
+def tid2eid(seed, name, dtype, shape, experts):
+    """A hash table's bytes: distinct experts per token, little-endian."""
     rng = random.Random((seed << 32) ^ sum(map(ord, name)))
     rows, k = shape
-    vals = array.array("q")
+    vals = array.array("q" if dtype == "I64" else "i")
+    assert vals.itemsize == (8 if dtype == "I64" else 4)
     for _ in range(rows):
         vals.extend(rng.sample(range(experts), k))
+    if sys.byteorder != "little":
+        vals.byteswap()
     return vals.tobytes()
 
 
