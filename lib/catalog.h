@@ -21,7 +21,7 @@ struct wshard_config {
 	int64_t head_dim;		/* defaults to hidden / heads */
 	int64_t intermediate_size;
 	int64_t vocab_size;
-	int64_t num_experts;		/* num_local_experts or num_experts */
+	int64_t num_experts;		/* num_local_experts, num_experts or n_routed_experts */
 	int64_t moe_intermediate_size;
 	int64_t shared_expert_intermediate_size;
 	int tie_word_embeddings;		/* 1 true, 0 false, -1 absent */

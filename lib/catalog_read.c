@@ -70,6 +70,9 @@ void catalog_config_fields(struct wshard_config *c)
 	c->num_experts = field(c, "num_local_experts");
 	if (c->num_experts < 0)
 		c->num_experts = field(c, "num_experts");
+	/* DeepSeek (V2, V3, V4) counts its routed experts here */
+	if (c->num_experts < 0)
+		c->num_experts = field(c, "n_routed_experts");
 	c->moe_intermediate_size = field(c, "moe_intermediate_size");
 	c->shared_expert_intermediate_size = field(c, "shared_expert_intermediate_size");
 	tie = json_object_get(c->text, "tie_word_embeddings");

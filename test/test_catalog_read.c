@@ -149,6 +149,16 @@ Test(config, experts)
 	cr_assert_eq(cat->config.shared_expert_intermediate_size, 5632);
 	wshard_catalog_free(cat);
 	rm_tree(dir);
+	/* DeepSeek's count; num_experts wins when both are given */
+	cat = open_gen(&dir, "--layers 1 --set-config n_routed_experts=384");
+	cr_assert_eq(cat->config.num_experts, 384);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+	cat = open_gen(&dir, "--layers 1 --set-config n_routed_experts=384 "
+		       "--set-config num_experts=60");
+	cr_assert_eq(cat->config.num_experts, 60);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
 }
 
 /* No architectures, or not strings: NULL; non-integers read as absent. */
