@@ -72,6 +72,7 @@ LIB_SRC := \
 	lib/archive.c \
 	lib/archive_out.c \
 	lib/catalog.c \
+	lib/catalog_heads.c \
 	lib/catalog_index.c \
 	lib/catalog_read.c \
 	lib/catalog_view.c \

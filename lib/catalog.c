@@ -169,11 +169,14 @@ static enum wshard_err open_files(struct wshard_catalog *cat,
 	size_t i, j, k, n = 0;
 	enum wshard_err rc;
 
+	rc = cat->archive ? WSHARD_OK : catalog_open_heads(cat, err);
+	if (rc)
+		return rc;
 	for (i = 0; i < cat->nfiles; i++) {
 		struct wshard_src_file *f = &cat->files[i];
 
 		if (!cat->archive) {
-			rc = wshard_st_open(&f->st, f->path, err);
+			rc = WSHARD_OK;	/* read above */
 		} else if (cat->archive->in_place) {
 			const struct arc_member *m = &cat->archive->members[f->member];
 

@@ -145,6 +145,11 @@ enum wshard_err catalog_index_jansson(const char *path, const char *text, size_t
 				      void **out_root, struct index_entry **out_e,
 				      size_t *out_n, struct wshard_error *err);
 
+/* Reads the header of every weight file of a directory (not an archive)
+ * into cat->files[i].st, several at a time; on failure, the first file's
+ * error (the headers read stay for wshard_catalog_free). */
+enum wshard_err catalog_open_heads(struct wshard_catalog *cat, struct wshard_error *err);
+
 /*
  * Every tensor the n entries e of the index at path map is in the file
  * they name, and every tensor of cat is mapped.  Returns WSHARD_OK,
