@@ -99,6 +99,7 @@ LIB_SRC := \
 	lib/plan_match.c \
 	lib/plan_split.c \
 	lib/plan_expert.c \
+	lib/plan_view.c \
 	lib/rules.c \
 	lib/rules_extra.c \
 	lib/rules_scale.c \

@@ -61,13 +61,18 @@ static json_t *sources_json(const struct wshard_plan *plan,
 			const struct wshard_st_tensor *info = plan->cat->tensors[p->src].info;
 			uint64_t r0 = p->row0, r1 = p->row0 + p->nrows;
 
-			/* a tensor copied whole as one byte run: its own rows */
-			if (info->ndim && wshard_matrix_rows(info) != info->shape[0]) {
+			/* a tensor copied whole as one byte run: its own rows (a rule's
+		 * "rows" view keeps the rows its pieces count) */
+			if (info->ndim && wshard_plan_src_rows(plan, p->src) != info->shape[0] &&
+		    !(plan->view_rows && plan->view_rows[p->src])) {
 				r0 = 0;
 				r1 = info->shape[0];
 			}
 			o = json_pack("{s:s,s:o}", "tensor", plan->cat->tensors[p->src].name,
 				      "rows", range(r0, r1));
+			if (o && wshard_plan_src_row_dims(plan, p->src))
+				json_object_set_new(o, "row_dims",
+						    json_integer(wshard_plan_src_row_dims(plan, p->src)));
 			if (o && p->prov_ncols)
 				json_object_set_new(o, "cols",
 						    range(p->prov_col0, p->prov_col0 + p->prov_ncols));

@@ -130,8 +130,10 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		const struct wshard_st_tensor *info = plan->cat->tensors[p->src].info;
 		uint64_t r0 = p->row0, r1 = p->row0 + p->nrows;
 
-		/* a tensor copied whole as one byte run: its own rows */
-		if (info->ndim && wshard_matrix_rows(info) != info->shape[0]) {
+		/* a tensor copied whole as one byte run: its own rows (a rule's
+		 * "rows" view keeps the rows its pieces count) */
+		if (info->ndim && wshard_plan_src_rows(plan, p->src) != info->shape[0] &&
+		    !(plan->view_rows && plan->view_rows[p->src])) {
 			r0 = 0;
 			r1 = info->shape[0];
 		}
@@ -139,6 +141,10 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		put_str(b, plan->cat->tensors[p->src].name);
 		put_key(b, d + 1, "rows", false);
 		put_range(b, d + 1, r0, r1);
+		if (wshard_plan_src_row_dims(plan, p->src)) {
+			put_key(b, d + 1, "row_dims", false);
+			put_int(b, (uint64_t)wshard_plan_src_row_dims(plan, p->src));
+		}
 		if (p->prov_ncols) {
 			put_key(b, d + 1, "cols", false);
 			put_range(b, d + 1, p->prov_col0, p->prov_col0 + p->prov_ncols);

@@ -81,7 +81,7 @@ static inline bool overlap(const struct wshard_piece *p, uint64_t a, uint64_t b,
 static inline bool streamed(const struct stream *s, uint32_t src)
 {
 	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
-	uint64_t rows = wshard_matrix_rows(t->info);
+	uint64_t rows = wshard_plan_src_rows(s->plan, src);
 
 	return s->count[src] && rows && t->nbytes / rows;
 }
