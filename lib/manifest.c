@@ -61,10 +61,10 @@ static json_t *sources_json(const struct wshard_plan *plan,
 			const struct wshard_st_tensor *info = plan->cat->tensors[p->src].info;
 			uint64_t r0 = p->row0, r1 = p->row0 + p->nrows;
 
-			/* a tensor copied whole as one byte run: its own rows (a rule's
-		 * "rows" view keeps the rows its pieces count) */
+			/* a tensor copied whole as one byte run: its own rows (a
+			 * rule's "rows" view keeps the rows its pieces count) */
 			if (info->ndim && wshard_plan_src_rows(plan, p->src) != info->shape[0] &&
-		    !(plan->view_rows && plan->view_rows[p->src])) {
+			    !(plan->view_rows && plan->view_rows[p->src])) {
 				r0 = 0;
 				r1 = info->shape[0];
 			}
@@ -73,9 +73,13 @@ static json_t *sources_json(const struct wshard_plan *plan,
 			if (o && wshard_plan_src_row_dims(plan, p->src))
 				json_object_set_new(o, "row_dims",
 						    json_integer(wshard_plan_src_row_dims(plan, p->src)));
+			if (o && p->tr_rows)
+				json_object_set_new(o, "cols_dim", json_integer(p->prov_dim));
 			if (o && p->prov_ncols)
 				json_object_set_new(o, "cols",
 						    range(p->prov_col0, p->prov_col0 + p->prov_ncols));
+			if (o && p->tr_rows)
+				json_object_set_new(o, "transposed", json_true());
 			break;
 		}
 		case WSHARD_PIECE_ZERO:

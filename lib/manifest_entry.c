@@ -145,9 +145,17 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 			put_key(b, d + 1, "row_dims", false);
 			put_int(b, (uint64_t)wshard_plan_src_row_dims(plan, p->src));
 		}
+		if (p->tr_rows) {
+			put_key(b, d + 1, "cols_dim", false);
+			put_int(b, (uint64_t)p->prov_dim);
+		}
 		if (p->prov_ncols) {
 			put_key(b, d + 1, "cols", false);
 			put_range(b, d + 1, p->prov_col0, p->prov_col0 + p->prov_ncols);
+		}
+		if (p->tr_rows) {
+			put_key(b, d + 1, "transposed", false);
+			put_s(b, "true");
 		}
 	}
 	put_nl(b, d);

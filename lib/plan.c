@@ -129,7 +129,7 @@ static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t)
 
 		p->from = t->dtype;
 		p->to = to;
-		p->out_ncols = p->ncols / in * out;
+		p->out_ncols = (p->tr_rows ? p->tr_rows * p->tr_width : p->ncols) / in * out;
 		p->len = p->len / in * out;
 		p->dst = t->nbytes;
 		t->nbytes += p->len;

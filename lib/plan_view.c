@@ -49,7 +49,8 @@ enum wshard_err plan_set_views(struct wshard_plan *plan, const struct member *m,
 		const struct wshard_st_tensor *t = src_info(plan, m[i].src);
 		uint64_t rows = 1;
 
-		if (m[i].rule->rows < 2 || m[i].rule->kind != RULE_COL)
+		/* a transposed split keeps its rows: "rows" picks its cut */
+		if (m[i].rule->rows < 2 || m[i].rule->kind != RULE_COL || m[i].rule->transpose)
 			continue;
 		/* the column dimension must follow the rows */
 		if (t->ndim <= m[i].rule->rows)
@@ -70,6 +71,56 @@ enum wshard_err plan_set_views(struct wshard_plan *plan, const struct member *m,
 	return WSHARD_OK;
 }
 
+/*
+ * A 3-D source [E, A, B] cut in dimension dim (1 or 2) and each expert's
+ * matrix transposed: rank r's [E, B, A/tp] or [E, B/tp, A], one piece
+ * a rank whose rows are the experts (a whole expert is in every window).
+ */
+static enum wshard_err split_transposed(const struct wshard_plan *plan, struct group_out *g,
+					const struct member *m, int dim, uint64_t *shape,
+					struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t tp = (uint64_t)plan->tp, es = wshard_dtype_bits(t->dtype) / 8;
+	uint64_t a, b, stride, cut;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	if (t->ndim != 3 || !es || wshard_dtype_bits(t->dtype) % 8)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"transpose\" needs 3 dimensions of whole-byte elements",
+					t->name);
+	a = t->shape[1];
+	b = t->shape[2];
+	stride = b * es;
+	if (t->shape[dim] % tp)
+		return plan_indivisible(plan, m, dim, t->shape[dim], err);
+	cut = t->shape[dim] / tp;
+	shape[1] = dim == 1 ? b : cut;
+	shape[2] = dim == 1 ? cut : a;
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_piece p = {
+			.kind = WSHARD_PIECE_COPY,
+			.src = m->src,
+			.nrows = t->shape[0],
+			.tr_rows = dim == 1 ? cut : a,
+			.tr_stride = stride,
+			.tr_width = dim == 1 ? stride : cut * es,
+			.tr_es = (unsigned)es,
+			.prov_col0 = (uint64_t)r * cut,
+			.prov_ncols = cut,
+			.prov_dim = dim,
+		};
+
+		p.col0 = dim == 1 ? (uint64_t)r * cut * stride : (uint64_t)r * cut * es;
+		p.ncols = (p.tr_rows - 1) * stride + p.tr_width;
+		p.out_ncols = p.tr_rows * p.tr_width;
+		p.len = p.nrows * p.out_ncols;
+		rc = plan_push_piece(&g->ranks[r], &p, err);
+	}
+	return rc;
+}
+
 enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out *g,
 				const struct member *m, uint64_t *shape,
 				struct wshard_error *err)
@@ -80,6 +131,8 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 	int lead = m->rule->rows > 1 ? m->rule->rows : 1, d, r;
 	enum wshard_err rc = WSHARD_OK;
 
+	if (m->rule->transpose)
+		return split_transposed(plan, g, m, lead, shape, err);
 	if (t->ndim < lead + 1)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': a column split needs %d or more dimensions",

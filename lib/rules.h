@@ -63,6 +63,8 @@ struct rules_rule {
 				 * cuts the dimension after them */
 	int view;		/* "view": the output's dimensions, the last
 				 * ones merged into one (0: as split) */
+	bool transpose;		/* "transpose": each item's last two
+				 * dimensions swapped (a 3-D "col" split) */
 	int nshape;		/* -1: no shape check */
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };

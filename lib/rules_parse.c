@@ -213,7 +213,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 {
 	static const char *const known[] = {
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
-		"if", "reason", "dtype", "from", "rows", "view",
+		"if", "reason", "dtype", "from", "rows", "view", "transpose",
 	};
 	const char *key;
 	json_t *val;
@@ -424,6 +424,11 @@ static enum wshard_err parse_view(const struct wshard_rules *r, struct rules_rul
 	if (rows && rule->kind != RULE_COL)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"rows\" needs \"split\": \"col\"",
+					r->name, rule->match);
+	rule->transpose = json_is_true(json_object_get(t, "transpose"));
+	if (rule->transpose && (rule->kind != RULE_COL || (rows && json_integer_value(rows) > 2)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"transpose\" needs \"split\": \"col\" (with \"rows\" 1 or 2)",
 					r->name, rule->match);
 	rule->rows = rows ? (int)json_integer_value(rows) : 0;
 	rule->view = view ? (int)json_integer_value(view) : 0;

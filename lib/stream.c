@@ -137,7 +137,7 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 	const struct wshard_piece *p = ref_piece(s, ref);
 	uint64_t off = p->dst + (x - p->row0) * p->out_ncols;
 	size_t len = (size_t)((y - x) * p->out_ncols);
-	bool convert = p->out_ncols != p->ncols || p->from != p->to;
+	bool convert = p->out_ncols != p->ncols || p->from != p->to || p->tr_rows;
 	uint64_t g, i, r;
 
 	if (s->local.code || len == 0)
@@ -158,7 +158,9 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		for (i = 0; i < n; i++) {
 			const char *row = src + (r - x + i) * stride;
 
-			if (convert)
+			if (p->tr_rows)
+				stream_transpose_row(p, row, s->stage + i * p->out_ncols);
+			else if (convert)
 				wshard_convert_floats(p->from, p->to, row,
 						      s->stage + i * p->out_ncols,
 						      p->ncols / (wshard_dtype_bits(p->from) / 8));

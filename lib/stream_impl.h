@@ -110,6 +110,13 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		     uint64_t y, const char *src, uint64_t stride);
 
 /*
+ * transpose.c: one source row of transposed piece p (src: its byte col0)
+ * into dst, out_ncols bytes: tr_rows sub-rows of tr_width bytes, tr_stride
+ * apart, written transposed (and converted when p->from != p->to).
+ */
+void stream_transpose_row(const struct wshard_piece *p, const char *src, char *dst);
+
+/*
  * The rows [*a, *b) process q reads of source tensor src at step k:
  * windows of w rows, or with w == 0 its whole block in one step.
  */

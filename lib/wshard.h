@@ -359,6 +359,18 @@ struct wshard_piece {
 	uint64_t out_ncols;
 	/* Provenance in elements, for the manifest (prov_ncols 0: whole rows). */
 	uint64_t prov_col0, prov_ncols;
+	/*
+	 * A transposed COPY (tr_rows > 0, a rule's "transpose"): the bytes
+	 * [col0, col0 + ncols) of each source row hold tr_rows sub-rows
+	 * tr_stride bytes apart, of which the first tr_width bytes (elements
+	 * of tr_es bytes) are taken; each source row gives out_ncols bytes,
+	 * those elements transposed (out[j * tr_rows + k] = sub-row k's
+	 * element j), converted if from != to.  prov_dim: the source
+	 * dimension that prov_col0 and prov_ncols count.
+	 */
+	uint64_t tr_rows, tr_stride, tr_width;
+	unsigned tr_es;
+	int prov_dim;
 	double prov_value;		/* CONST: the value */
 };
 
