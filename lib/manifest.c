@@ -46,54 +46,6 @@ static json_t *shape_json(const uint64_t *shape, int ndim)
 	return a;
 }
 
-static json_t *sources_json(const struct wshard_plan *plan,
-			    const struct wshard_out_tensor *t)
-{
-	json_t *a = json_array();
-	size_t k;
-
-	for (k = 0; a && k < t->npieces; k++) {
-		const struct wshard_piece *p = &t->pieces[k];
-		json_t *o = NULL;
-
-		switch (p->kind) {
-		case WSHARD_PIECE_COPY: {
-			const struct wshard_st_tensor *info = plan->cat->tensors[p->src].info;
-			uint64_t r0 = p->row0, r1 = p->row0 + p->nrows;
-
-			/* a tensor copied whole as one byte run: its own rows (a
-			 * rule's "rows" view keeps the rows its pieces count) */
-			if (info->ndim && wshard_plan_src_rows(plan, p->src) != info->shape[0] &&
-			    !(plan->view_rows && plan->view_rows[p->src])) {
-				r0 = 0;
-				r1 = info->shape[0];
-			}
-			o = json_pack("{s:s,s:o}", "tensor", plan->cat->tensors[p->src].name,
-				      "rows", range(r0, r1));
-			if (o && wshard_plan_src_row_dims(plan, p->src))
-				json_object_set_new(o, "row_dims",
-						    json_integer(wshard_plan_src_row_dims(plan, p->src)));
-			if (o && p->tr_rows)
-				json_object_set_new(o, "cols_dim", json_integer(p->prov_dim));
-			if (o && p->prov_ncols)
-				json_object_set_new(o, "cols",
-						    range(p->prov_col0, p->prov_col0 + p->prov_ncols));
-			if (o && p->tr_rows)
-				json_object_set_new(o, "transposed", json_true());
-			break;
-		}
-		case WSHARD_PIECE_ZERO:
-			o = json_pack("{s:I}", "zeros", (json_int_t)p->len);
-			break;
-		case WSHARD_PIECE_CONST:
-			o = json_pack("{s:f}", "value", p->prov_value);
-			break;
-		}
-		json_array_append_new(a, o);
-	}
-	return a;
-}
-
 /*
  * The manifest is written as text piece by piece, never as one tree: a
  * jansson tree takes many times the bytes of its text, and an MoE model's
@@ -254,7 +206,7 @@ static void fill_tensor(void *arg, struct text *t, size_t i, int extra)
 		"file", c->rp->files[ot->part].name,
 		"data_offsets", range(ot->begin, ot->end),
 		"checksum", c->ck->tensor[i],
-		"sources", sources_json(c->plan, ot));
+		"sources", manifest_sources_json(c->plan, ot));
 
 	text_add_object(t, o, extra, NULL, 0, NULL, NULL);
 	json_decref(o);
