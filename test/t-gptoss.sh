@@ -8,7 +8,8 @@
 # the sinks by heads); the manifest as printed JSON, its transposed and
 # row_dims sources; --dtype f32 of the BF16 experts; mpirun -np 2
 # byte-identical to one process; a rank boundary inside an MXFP4 block
-# refused (exit 3, one line naming the tensor, no OUT).
+# refused (exit 3, one line naming the tensor, no OUT), also at
+# gpt-oss-20b/120b's own dimensions, where only tp 1 and 2 split.
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
 
@@ -123,4 +124,18 @@ expect_exit 3 "$WSHARD" convert -q --tp 2 "$T/mx96" "$T/mx96-out" && {
 	err_has "intermediate 96 tp 2" "'model.layers.0.mlp.experts.down_proj_blocks': dimension 2 (3) is not divisible by --tp 2"
 	[ -e "$T/mx96-out" ] && fail "intermediate 96 tp 2: OUT was created"
 }
+
+# gpt-oss-20b/120b's own dimensions (hidden and intermediate 2880: 90
+# blocks; 64 heads, 8 kv heads), 4 experts, 1 layer: only tp 2 splits the
+# blocks whole; tp 4 and 8 are refused up front
+gen "$T/real" --arch gpt_oss --hidden 2880 --intermediate 2880 --heads 64 --kv-heads 8 \
+	--head-dim 64 --experts 4 --layers 1
+expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/real" "$T/real-tp2" &&
+	expect_exit 0 "$WSHARD" verify "$T/real-tp2"
+for tp in 4 8; do
+	expect_exit 3 "$WSHARD" convert -q --tp $tp "$T/real" "$T/real-tp$tp" && {
+		one_line "2880 tp $tp"
+		err_has "2880 tp $tp" "'model.layers.0.mlp.experts.down_proj_blocks': dimension 2 (90) is not divisible by --tp $tp"
+	}
+done
 finish
