@@ -4,8 +4,10 @@
  * dimensions (GPT-OSS's MXFP4 down_proj blocks, [E, H, I/32, 16] cut in
  * dimension 2, one piece a rank as E*H rows), the output's "view"
  * (trailing dimensions merged: the blocks' [.., H/32, 16] written as
- * [.., H/2], header only), and "first" (whole on rank 0, zeros on the
- * others: vLLM loads GPT-OSS's down_proj bias on rank 0 alone).
+ * [.., H/2], header only), "first" (whole on rank 0, zeros on the
+ * others: vLLM loads GPT-OSS's down_proj bias on rank 0 alone), and a
+ * "transpose"d "col" split (GPT-OSS's BF16 experts, each expert's matrix
+ * swapped: transposed pieces, copied by transpose.c).
  */
 #include <stdlib.h>
 #include <string.h>
