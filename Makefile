@@ -100,6 +100,8 @@ LIB_SRC := \
 	lib/plan_match.c \
 	lib/plan_split.c \
 	lib/plan_expert.c \
+	lib/plan_view.c \
+	lib/transpose.c \
 	lib/rules.c \
 	lib/rules_extra.c \
 	lib/rules_scale.c \

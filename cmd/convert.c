@@ -317,12 +317,17 @@ static void print_dry_run(const struct convert_opts *o, const struct wshard_plan
 				else if (p->kind == WSHARD_PIECE_CONST)
 					printf("    value %g\n", p->prov_value);
 				else if (p->prov_ncols)
-					printf("    %s rows [%llu, %llu) cols [%llu, %llu)\n",
+					/* a "rows" view counts merged rows; a
+					 * transposed piece, cols of its prov_dim */
+					printf("    %s rows [%llu, %llu)%s cols [%llu, %llu)%s\n",
 					       src_name(plan, p->src),
 					       (unsigned long long)p->row0,
 					       (unsigned long long)(p->row0 + p->nrows),
+					       wshard_plan_src_row_dims(plan, p->src) ? " (merged)" : "",
 					       (unsigned long long)p->prov_col0,
-					       (unsigned long long)(p->prov_col0 + p->prov_ncols));
+					       (unsigned long long)(p->prov_col0 + p->prov_ncols),
+					       p->tr_rows ? (p->prov_dim == 2 ? " of dimension 2, transposed"
+									  : " transposed") : "");
 				else
 					printf("    %s rows [%llu, %llu)\n",
 					       src_name(plan, p->src),

@@ -28,7 +28,7 @@ static void put_and_pack(struct stream *s, uint32_t src, uint64_t a, uint64_t b,
 			 const char *win)
 {
 	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
-	uint64_t rb = t->nbytes / wshard_matrix_rows(t->info), x, y, r;
+	uint64_t rb = t->nbytes / wshard_plan_src_rows(s->plan, src), x, y, r;
 	const struct ref *refs = &s->refs[s->first[src]];
 	size_t n = s->count[src], i, nheld = 0;
 	struct wshard_error unused = { 0 };
@@ -144,7 +144,7 @@ static void read_step(struct stream *s, const uint32_t *srcs, size_t nsrc, uint6
 			stream_own(s, srcs[j]);
 		if (!exchanged(s, srcs[j]))
 			continue;
-		rb = t->nbytes / wshard_matrix_rows(t->info);
+		rb = t->nbytes / wshard_plan_src_rows(s->plan, srcs[j]);
 		stream_rows_of(s, srcs[j], s->proc, w, k, &a, &b);
 		put_and_pack(s, srcs[j], a, b, stream_read_window(s, t, rb, a, b));
 	}

@@ -46,45 +46,6 @@ static json_t *shape_json(const uint64_t *shape, int ndim)
 	return a;
 }
 
-static json_t *sources_json(const struct wshard_plan *plan,
-			    const struct wshard_out_tensor *t)
-{
-	json_t *a = json_array();
-	size_t k;
-
-	for (k = 0; a && k < t->npieces; k++) {
-		const struct wshard_piece *p = &t->pieces[k];
-		json_t *o = NULL;
-
-		switch (p->kind) {
-		case WSHARD_PIECE_COPY: {
-			const struct wshard_st_tensor *info = plan->cat->tensors[p->src].info;
-			uint64_t r0 = p->row0, r1 = p->row0 + p->nrows;
-
-			/* a tensor copied whole as one byte run: its own rows */
-			if (info->ndim && wshard_matrix_rows(info) != info->shape[0]) {
-				r0 = 0;
-				r1 = info->shape[0];
-			}
-			o = json_pack("{s:s,s:o}", "tensor", plan->cat->tensors[p->src].name,
-				      "rows", range(r0, r1));
-			if (o && p->prov_ncols)
-				json_object_set_new(o, "cols",
-						    range(p->prov_col0, p->prov_col0 + p->prov_ncols));
-			break;
-		}
-		case WSHARD_PIECE_ZERO:
-			o = json_pack("{s:I}", "zeros", (json_int_t)p->len);
-			break;
-		case WSHARD_PIECE_CONST:
-			o = json_pack("{s:f}", "value", p->prov_value);
-			break;
-		}
-		json_array_append_new(a, o);
-	}
-	return a;
-}
-
 /*
  * The manifest is written as text piece by piece, never as one tree: a
  * jansson tree takes many times the bytes of its text, and an MoE model's
@@ -245,7 +206,7 @@ static void fill_tensor(void *arg, struct text *t, size_t i, int extra)
 		"file", c->rp->files[ot->part].name,
 		"data_offsets", range(ot->begin, ot->end),
 		"checksum", c->ck->tensor[i],
-		"sources", sources_json(c->plan, ot));
+		"sources", manifest_sources_json(c->plan, ot));
 
 	text_add_object(t, o, extra, NULL, 0, NULL, NULL);
 	json_decref(o);

@@ -25,6 +25,11 @@ struct manifest_rank_ck {
  * out of memory.  The entry is printed a tensor at a time: no JSON tree of
  * all of it is ever held.
  */
+/* manifest_entry.c: the "sources" array of tensor t's entry as a jansson
+ * tree (NULL when out of memory). */
+json_t *manifest_sources_json(const struct wshard_plan *plan,
+			      const struct wshard_out_tensor *t);
+
 /*
  * Tensor t's entry (its file's name and its checksum given), printed as
  * json_dumps(JSON_INDENT(1) | JSON_PRESERVE_ORDER) prints the object

@@ -7,11 +7,14 @@
  * those trees.  An entry whose text jansson would escape or check (a
  * string with a quote, a backslash, a control or non-ASCII byte) or that
  * holds a floating-point value is left to the tree, so that the two
- * paths never differ.
+ * paths never differ; that tree's sources are built here too
+ * (manifest_sources_json), beside the text they must equal.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "wshard.h"
 #include "util.h"
@@ -19,6 +22,62 @@
 #include "safetensors.h"
 #include "catalog.h"
 #include "manifest.h"
+
+/* The tree form of an entry's sources, for the entries the text form
+ * leaves to jansson: the same members in the same order as put_piece. */
+static json_t *json_range(uint64_t a, uint64_t b)
+{
+	return json_pack("[II]", (json_int_t)a, (json_int_t)b);
+}
+
+json_t *manifest_sources_json(const struct wshard_plan *plan,
+			      const struct wshard_out_tensor *t)
+{
+	json_t *a = json_array();
+	size_t k;
+
+	for (k = 0; a && k < t->npieces; k++) {
+		const struct wshard_piece *p = &t->pieces[k];
+		json_t *o = NULL;
+
+		switch (p->kind) {
+		case WSHARD_PIECE_COPY: {
+			const struct wshard_st_tensor *info = plan->cat->tensors[p->src].info;
+			uint64_t r0 = p->row0, r1 = p->row0 + p->nrows;
+
+			/* a tensor copied whole as one byte run: its own rows (a
+			 * rule's "rows" view keeps the rows its pieces count) */
+			if (info->ndim && wshard_plan_src_rows(plan, p->src) != info->shape[0] &&
+			    !(plan->view_rows && plan->view_rows[p->src])) {
+				r0 = 0;
+				r1 = info->shape[0];
+			}
+			o = json_pack("{s:s,s:o}", "tensor", plan->cat->tensors[p->src].name,
+				      "rows", json_range(r0, r1));
+			if (o && wshard_plan_src_row_dims(plan, p->src))
+				json_object_set_new(o, "row_dims",
+						    json_integer(wshard_plan_src_row_dims(plan, p->src)));
+			if (o && p->tr_rows)
+				json_object_set_new(o, "cols_dim", json_integer(p->prov_dim));
+			if (o && p->prov_ncols)
+				json_object_set_new(o, "cols",
+						    json_range(p->prov_col0, p->prov_col0 + p->prov_ncols));
+			if (o && p->tr_rows)
+				json_object_set_new(o, "transposed", json_true());
+			break;
+		}
+		case WSHARD_PIECE_ZERO:
+			o = json_pack("{s:I}", "zeros", (json_int_t)p->len);
+			break;
+		case WSHARD_PIECE_CONST:
+			o = json_pack("{s:f}", "value", p->prov_value);
+			break;
+		}
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
 
 struct ebuf {
 	char *p;
@@ -130,8 +189,10 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		const struct wshard_st_tensor *info = plan->cat->tensors[p->src].info;
 		uint64_t r0 = p->row0, r1 = p->row0 + p->nrows;
 
-		/* a tensor copied whole as one byte run: its own rows */
-		if (info->ndim && wshard_matrix_rows(info) != info->shape[0]) {
+		/* a tensor copied whole as one byte run: its own rows (a rule's
+		 * "rows" view keeps the rows its pieces count) */
+		if (info->ndim && wshard_plan_src_rows(plan, p->src) != info->shape[0] &&
+		    !(plan->view_rows && plan->view_rows[p->src])) {
 			r0 = 0;
 			r1 = info->shape[0];
 		}
@@ -139,9 +200,21 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		put_str(b, plan->cat->tensors[p->src].name);
 		put_key(b, d + 1, "rows", false);
 		put_range(b, d + 1, r0, r1);
+		if (wshard_plan_src_row_dims(plan, p->src)) {
+			put_key(b, d + 1, "row_dims", false);
+			put_int(b, (uint64_t)wshard_plan_src_row_dims(plan, p->src));
+		}
+		if (p->tr_rows) {
+			put_key(b, d + 1, "cols_dim", false);
+			put_int(b, (uint64_t)p->prov_dim);
+		}
 		if (p->prov_ncols) {
 			put_key(b, d + 1, "cols", false);
 			put_range(b, d + 1, p->prov_col0, p->prov_col0 + p->prov_ncols);
+		}
+		if (p->tr_rows) {
+			put_key(b, d + 1, "transposed", false);
+			put_s(b, "true");
 		}
 	}
 	put_nl(b, d);

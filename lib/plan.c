@@ -129,7 +129,7 @@ static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t)
 
 		p->from = t->dtype;
 		p->to = to;
-		p->out_ncols = p->ncols / in * out;
+		p->out_ncols = (p->tr_rows ? p->tr_rows * p->tr_width : p->ncols) / in * out;
 		p->len = p->len / in * out;
 		p->dst = t->nbytes;
 		t->nbytes += p->len;
@@ -509,6 +509,8 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	for (r = 0; r < opt->tp; r++)
 		plan->ranks[r].rank = r;
 	rc = plan_match_sources(plan, rules, &m, &n, err);
+	if (!rc)
+		rc = plan_set_views(plan, m, n, err);
 	if (rc)
 		goto out;
 	for (i = 0; i < n; i = j) {
@@ -561,6 +563,7 @@ void wshard_plan_free(struct wshard_plan *plan)
 		free(plan->left_out[i].reason);
 	}
 	free(plan->left_out);
+	free(plan->view_rows);
 	free(plan->ranks);
 	free(plan->rules_name);
 	free(plan->config);

@@ -119,4 +119,39 @@ int plan_expert_owner(const struct wshard_plan *plan, long num_experts, long e);
 enum wshard_placement plan_effective_placement(const struct wshard_catalog *cat,
 					       const struct wshard_options *opt);
 
+/* plan_split.c: the error for dimension dim (size) of m's source not
+ * divisible by --tp, naming the config key of the rule's shape there
+ * when it is a bare one, else the tensor.  Returns WSHARD_EINVAL. */
+enum wshard_err plan_indivisible(const struct wshard_plan *plan,
+				 const struct member *m, int dim,
+				 uint64_t size, struct wshard_error *err);
+
+/* plan_view.c: plan->view_rows for the n members m[] whose rule has
+ * "rows" (leading dimensions merged into the rows of a "col" split).
+ * Returns WSHARD_OK, WSHARD_EINVAL (too few dimensions) or WSHARD_ENOMEM. */
+enum wshard_err plan_set_views(struct wshard_plan *plan, const struct member *m, size_t n,
+			       struct wshard_error *err);
+
+/*
+ * plan_view.c: rank r holds columns [r * cols / tp, (r + 1) * cols / tp)
+ * of every row, cols being the dimension after the rule's "rows" leading
+ * dimensions (dimension 1 without), with the dimensions after it;
+ * shape[] shrinks there.  Returns WSHARD_OK, WSHARD_EINVAL (indivisible,
+ * or a byte cut; the message names the tensor) or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out *g,
+				const struct member *m, uint64_t *shape,
+				struct wshard_error *err);
+
+/* plan_view.c: m's source whole on rank 0, as many zero bytes on every
+ * other rank ("first").  Returns WSHARD_OK or WSHARD_ENOMEM. */
+enum wshard_err plan_split_first(const struct wshard_plan *plan, struct group_out *g,
+				 const struct member *m, struct wshard_error *err);
+
+/* plan_view.c: shape[0..*ndim) as the rule's "view" writes it, its
+ * dimensions from view - 1 on merged into one.  Returns WSHARD_OK or
+ * WSHARD_EINVAL (fewer dimensions than the view). */
+enum wshard_err plan_view_shape(const struct member *m, uint64_t *shape, int *ndim,
+				struct wshard_error *err);
+
 #endif /* WSHARD_PLAN_IMPL_H */

@@ -22,9 +22,9 @@
 
 #define VOCAB_PAD 64
 
-static enum wshard_err indivisible(const struct wshard_plan *plan,
-				   const struct member *m, int dim,
-				   uint64_t size, struct wshard_error *err)
+enum wshard_err plan_indivisible(const struct wshard_plan *plan,
+				 const struct member *m, int dim,
+				 uint64_t size, struct wshard_error *err)
 {
 	const char *expr = m->rule->nshape > dim ? m->rule->shape[dim] : NULL;
 
@@ -131,7 +131,7 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 		}
 	}
 	if (rows % tp)
-		return indivisible(plan, m, 0, rows, err);
+		return plan_indivisible(plan, m, 0, rows, err);
 	*out_nrows = rows / tp;
 	*out_row0 = (uint64_t)r * *out_nrows;
 	return WSHARD_OK;
@@ -234,57 +234,11 @@ static enum wshard_err split_rows(const struct wshard_plan *plan, struct group_o
 					"tensor '%s': cannot be split by rows (%s)", t->name,
 					t->ndim < 1 ? "a scalar" : "rows are not whole bytes");
 	if (rows % tp)
-		return indivisible(plan, m, 0, rows, err);
+		return plan_indivisible(plan, m, 0, rows, err);
 	shape[0] = rows / tp;
 	for (r = 0; r < plan->tp && !rc; r++)
 		rc = plan_push_rows(plan, &g->ranks[r], m->src, (uint64_t)r * shape[0],
 				    shape[0], err);
-	return rc;
-}
-
-/*
- * Rank r holds columns [r * cols / tp, (r + 1) * cols / tp) of every row
- * (dimension 1, with the dimensions after it); shape[1] shrinks.
- */
-static enum wshard_err split_cols(const struct wshard_plan *plan, struct group_out *g,
-				  const struct member *m, uint64_t *shape,
-				  struct wshard_error *err)
-{
-	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	uint64_t tp = (uint64_t)plan->tp, cols, inner = 1;
-	uint64_t bits = wshard_dtype_bits(t->dtype);
-	enum wshard_err rc = WSHARD_OK;
-	int d, r;
-
-	if (t->ndim < 2)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': a column split needs 2 or more dimensions",
-					t->name);
-	cols = t->shape[1];
-	for (d = 2; d < t->ndim; d++)
-		inner *= t->shape[d];
-	if (cols % tp)
-		return indivisible(plan, m, 1, cols, err);
-	shape[1] = cols / tp;
-	if ((shape[1] * inner * bits) % 8)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': a column split of %s would cut a byte",
-					t->name, wshard_dtype_name(t->dtype));
-	for (r = 0; r < plan->tp && !rc; r++) {
-		struct wshard_piece p = {
-			.kind = WSHARD_PIECE_COPY,
-			.src = m->src,
-			.row0 = 0,
-			.nrows = src_rows(t),
-			.ncols = shape[1] * inner * bits / 8,
-			.prov_col0 = (uint64_t)r * shape[1],
-			.prov_ncols = shape[1],
-		};
-
-		p.col0 = (uint64_t)r * p.ncols;
-		p.len = p.nrows * p.ncols;
-		rc = plan_push_piece(&g->ranks[r], &p, err);
-	}
 	return rc;
 }
 
@@ -332,6 +286,7 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	enum rule_kind kind = m->rule->kind;
 	uint64_t shape[WSHARD_MAX_DIMS];
+	int ndim = t->ndim;
 	enum wshard_err rc;
 
 	memcpy(shape, t->shape, sizeof(shape));
@@ -348,7 +303,10 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 		rc = split_rows(plan, g, m, shape, err);
 		break;
 	case RULE_COL:
-		rc = split_cols(plan, g, m, shape, err);
+		rc = plan_split_cols(plan, g, m, shape, err);
+		break;
+	case RULE_FIRST:
+		rc = plan_split_first(plan, g, m, err);
 		break;
 	case RULE_VOCAB:
 		rc = split_vocab(plan, g, m, shape, err);
@@ -359,9 +317,11 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 	default:
 		return wshard_error_set(err, WSHARD_EINVAL, "internal: unexpected rule kind");
 	}
+	if (!rc)
+		rc = plan_view_shape(m, shape, &ndim, err);
 	if (rc)
 		return rc;
-	return set_item_shape(plan, g, m->out, shape, t->ndim, err);
+	return set_item_shape(plan, g, m->out, shape, ndim, err);
 }
 
 /*

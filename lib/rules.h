@@ -17,6 +17,7 @@ enum rule_kind {
 	RULE_SKIP,		/* not written */
 	RULE_FUSE,		/* one part of a fused operator */
 	RULE_UNPACK,		/* a source holding every part of an operator */
+	RULE_FIRST,		/* whole on rank 0, zeros on the others */
 };
 
 /* How a fused operator cuts its parts across ranks. */
@@ -57,6 +58,13 @@ struct rules_rule {
 	enum wshard_dtype dtype;
 	uint64_t from;		/* "from": bit d set for each source dtype d
 				 * the rule takes; 0: any */
+	int rows;		/* "rows": the leading dimensions that form a
+				 * row (0: dimension 0 alone); a "col" split
+				 * cuts the dimension after them */
+	int view;		/* "view": the output's dimensions, the last
+				 * ones merged into one (0: as split) */
+	bool transpose;		/* "transpose": each item's last two
+				 * dimensions swapped (a 3-D "col" split) */
 	int nshape;		/* -1: no shape check */
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };

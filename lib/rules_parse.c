@@ -170,6 +170,7 @@ static const struct {
 	{ "vocab", RULE_VOCAB },
 	{ "replicate", RULE_REPLICATE },
 	{ "skip", RULE_SKIP },
+	{ "first", RULE_FIRST },
 };
 
 static enum wshard_err parse_shape(struct wshard_rules *r, struct rules_rule *rule,
@@ -212,7 +213,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 {
 	static const char *const known[] = {
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
-		"if", "reason", "dtype", "from",
+		"if", "reason", "dtype", "from", "rows", "view", "transpose",
 	};
 	const char *key;
 	json_t *val;
@@ -243,7 +244,7 @@ static enum wshard_err parse_split(const struct wshard_rules *r, struct rules_ru
 			return WSHARD_OK;
 		}
 	return wshard_error_set(err, WSHARD_EINVAL,
-				"'%s': rule '%s': unknown split \"%s\" (row, col, vocab, replicate, skip)",
+				"'%s': rule '%s': unknown split \"%s\" (row, col, vocab, replicate, skip, first)",
 				r->name, rule->match, split);
 }
 
@@ -406,6 +407,34 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 	return parse_from(r, rule, json_object_get(t, "from"), err);
 }
 
+/* "rows" (a "col" split's leading dimensions, 1 or more) and "view" (the
+ * output's dimensions, 1 or more): positive integers below the maximum. */
+static enum wshard_err parse_view(const struct wshard_rules *r, struct rules_rule *rule,
+				  json_t *t, struct wshard_error *err)
+{
+	json_t *rows = json_object_get(t, "rows"), *view = json_object_get(t, "view");
+
+	if ((rows && (!json_is_integer(rows) || json_integer_value(rows) < 1 ||
+		      json_integer_value(rows) >= WSHARD_MAX_DIMS)) ||
+	    (view && (!json_is_integer(view) || json_integer_value(view) < 1 ||
+		      json_integer_value(view) > WSHARD_MAX_DIMS)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"rows\" and \"view\" are integers from 1 to %d",
+					r->name, rule->match, WSHARD_MAX_DIMS - 1);
+	if (rows && rule->kind != RULE_COL)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"rows\" needs \"split\": \"col\"",
+					r->name, rule->match);
+	rule->transpose = json_is_true(json_object_get(t, "transpose"));
+	if (rule->transpose && (rule->kind != RULE_COL || (rows && json_integer_value(rows) > 2)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"transpose\" needs \"split\": \"col\" (with \"rows\" 1 or 2)",
+					r->name, rule->match);
+	rule->rows = rows ? (int)json_integer_value(rows) : 0;
+	rule->view = view ? (int)json_integer_value(view) : 0;
+	return WSHARD_OK;
+}
+
 static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 				  struct wshard_error *err)
 {
@@ -443,6 +472,8 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 		rc = check_captures(r, rule, err);
 	if (!rc)
 		rc = parse_rule_more(r, rule, t, err);
+	if (!rc)
+		rc = parse_view(r, rule, t, err);
 	if (rc)
 		return rc;
 	return parse_shape(r, rule, json_object_get(t, "shape"), err);

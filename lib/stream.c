@@ -137,7 +137,7 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 	const struct wshard_piece *p = ref_piece(s, ref);
 	uint64_t off = p->dst + (x - p->row0) * p->out_ncols;
 	size_t len = (size_t)((y - x) * p->out_ncols);
-	bool convert = p->out_ncols != p->ncols || p->from != p->to;
+	bool convert = p->out_ncols != p->ncols || p->from != p->to || p->tr_rows;
 	uint64_t g, i, r;
 
 	if (s->local.code || len == 0)
@@ -158,7 +158,9 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		for (i = 0; i < n; i++) {
 			const char *row = src + (r - x + i) * stride;
 
-			if (convert)
+			if (p->tr_rows)
+				stream_transpose_row(p, row, s->stage + i * p->out_ncols);
+			else if (convert)
 				wshard_convert_floats(p->from, p->to, row,
 						      s->stage + i * p->out_ncols,
 						      p->ncols / (wshard_dtype_bits(p->from) / 8));
@@ -197,7 +199,7 @@ static void window_of(const struct stream *s, uint64_t rows, int q, uint64_t w,
 void stream_rows_of(const struct stream *s, uint32_t src, int q, uint64_t w, uint64_t k,
 		    uint64_t *a, uint64_t *b)
 {
-	uint64_t rows = wshard_matrix_rows(s->plan->cat->tensors[src].info);
+	uint64_t rows = wshard_plan_src_rows(s->plan, src);
 
 	window_of(s, rows, q, w ? w : rows, w ? k : 0, a, b);
 }
@@ -206,7 +208,7 @@ void stream_rows_of(const struct stream *s, uint32_t src, int q, uint64_t w, uin
 uint64_t stream_window_rows(const struct stream *s, uint32_t src)
 {
 	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
-	uint64_t rows = wshard_matrix_rows(t->info);
+	uint64_t rows = wshard_plan_src_rows(s->plan, src);
 	uint64_t rb = t->nbytes / rows, fan = 0, w;
 	size_t i;
 
@@ -221,7 +223,7 @@ uint64_t stream_window_rows(const struct stream *s, uint32_t src)
 /* Steps of source tensor src in windows of w rows: the most any process needs. */
 static uint64_t steps_of(const struct stream *s, uint32_t src, uint64_t w)
 {
-	uint64_t rows = wshard_matrix_rows(s->plan->cat->tensors[src].info), steps = 0;
+	uint64_t rows = wshard_plan_src_rows(s->plan, src), steps = 0;
 	int q;
 
 	for (q = 0; q < s->nprocs; q++) {

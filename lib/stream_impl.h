@@ -81,7 +81,7 @@ static inline bool overlap(const struct wshard_piece *p, uint64_t a, uint64_t b,
 static inline bool streamed(const struct stream *s, uint32_t src)
 {
 	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
-	uint64_t rows = wshard_matrix_rows(t->info);
+	uint64_t rows = wshard_plan_src_rows(s->plan, src);
 
 	return s->count[src] && rows && t->nbytes / rows;
 }
@@ -108,6 +108,13 @@ enum wshard_err stream_grow(char **buf, size_t *cap, size_t need,
  */
 void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		     uint64_t y, const char *src, uint64_t stride);
+
+/*
+ * transpose.c: one source row of transposed piece p (src: its byte col0)
+ * into dst, out_ncols bytes: tr_rows sub-rows of tr_width bytes, tr_stride
+ * apart, written transposed (and converted when p->from != p->to).
+ */
+void stream_transpose_row(const struct wshard_piece *p, const char *src, char *dst);
 
 /*
  * The rows [*a, *b) process q reads of source tensor src at step k:

@@ -192,7 +192,7 @@ bool stream_own_pieces(const struct stream *s, uint32_t src)
 
 	if (!streamed(s, src))
 		return false;
-	rb = t->nbytes / wshard_matrix_rows(t->info);
+	rb = t->nbytes / wshard_plan_src_rows(s->plan, src);
 	for (i = 0; i < s->count[src]; i++) {
 		const struct wshard_piece *p = ref_piece(s, &s->refs[s->first[src] + i]);
 
@@ -234,7 +234,7 @@ static const char *read_own_window(struct stream *s, const struct wshard_src_ten
 void stream_own(struct stream *s, uint32_t src)
 {
 	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
-	uint64_t rb = t->nbytes / wshard_matrix_rows(t->info);
+	uint64_t rb = t->nbytes / wshard_plan_src_rows(s->plan, src);
 	uint64_t w = stream_window_rows(s, src), a, b;
 	const struct ref *refs = &s->refs[s->first[src]];
 	size_t i;

@@ -359,6 +359,18 @@ struct wshard_piece {
 	uint64_t out_ncols;
 	/* Provenance in elements, for the manifest (prov_ncols 0: whole rows). */
 	uint64_t prov_col0, prov_ncols;
+	/*
+	 * A transposed COPY (tr_rows > 0, a rule's "transpose"): the bytes
+	 * [col0, col0 + ncols) of each source row hold tr_rows sub-rows
+	 * tr_stride bytes apart, of which the first tr_width bytes (elements
+	 * of tr_es bytes) are taken; each source row gives out_ncols bytes,
+	 * those elements transposed (out[j * tr_rows + k] = sub-row k's
+	 * element j), converted if from != to.  prov_dim: the source
+	 * dimension that prov_col0 and prov_ncols count.
+	 */
+	uint64_t tr_rows, tr_stride, tr_width;
+	unsigned tr_es;
+	int prov_dim;
 	double prov_value;		/* CONST: the value */
 };
 
@@ -414,7 +426,25 @@ struct wshard_plan {
 	enum wshard_placement placement;
 	size_t nleft_out;
 	struct wshard_left_out *left_out;	/* in source order */
+	/* per source tensor, the rows its pieces count when a rule's "rows"
+	 * merges leading dimensions into one (0: its own); NULL when no
+	 * rule does */
+	uint64_t *view_rows;
 };
+
+/*
+ * The rows of source tensor src as the plan's pieces see it, a matrix of
+ * rows x row_bytes: plan->view_rows[src] where a rule's "rows" set it,
+ * else wshard_matrix_rows of the tensor.  Returns them (1 or more).
+ */
+uint64_t wshard_plan_src_rows(const struct wshard_plan *plan, uint32_t src);
+
+/*
+ * How many leading dimensions of source tensor src form the rows its
+ * pieces count, where a rule's "rows" merged more than one (the
+ * manifest's "row_dims").  Returns them, or 0 where no rule did.
+ */
+int wshard_plan_src_row_dims(const struct wshard_plan *plan, uint32_t src);
 
 /*
  * Plans the whole conversion: a pure function of the catalog, rules and

@@ -259,7 +259,10 @@ static __attribute__((unused)) void check_invariants(const struct fx *f)
 
 					cr_assert_lt(p->src, f->cat->ntensors);
 					s = &f->cat->tensors[p->src];
-					rows = s->info->ndim ? s->info->shape[0] : 1;
+					/* a rule's "rows" view: its merged rows */
+					rows = wshard_plan_src_rows(f->plan, p->src);
+					if (!f->plan->view_rows || !f->plan->view_rows[p->src])
+						rows = s->info->ndim ? s->info->shape[0] : 1;
 					rb = rows ? s->nbytes / rows : 0;
 					cr_assert_leq(p->row0 + p->nrows, rows, "%s", t->name);
 					cr_assert_leq(p->col0 + p->ncols, rb, "%s", t->name);

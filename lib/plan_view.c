@@ -1,0 +1,198 @@
+/*
+ * plan_view.c - splits that see a source or an output through a view:
+ * a "col" split of the dimension after a rule's leading "rows"
+ * dimensions (GPT-OSS's MXFP4 down_proj blocks, [E, H, I/32, 16] cut in
+ * dimension 2, one piece a rank as E*H rows), the output's "view"
+ * (trailing dimensions merged: the blocks' [.., H/32, 16] written as
+ * [.., H/2], header only), "first" (whole on rank 0, zeros on the
+ * others: vLLM loads GPT-OSS's down_proj bias on rank 0 alone), and a
+ * "transpose"d "col" split (GPT-OSS's BF16 experts, each expert's matrix
+ * swapped: transposed pieces, copied by transpose.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "wshard.h"
+#include "util.h"
+#include "dtype.h"
+#include "safetensors.h"
+#include "catalog.h"
+#include "rules.h"
+#include "plan_impl.h"
+
+uint64_t wshard_plan_src_rows(const struct wshard_plan *plan, uint32_t src)
+{
+	if (plan->view_rows && plan->view_rows[src])
+		return plan->view_rows[src];
+	return wshard_matrix_rows(plan->cat->tensors[src].info);
+}
+
+int wshard_plan_src_row_dims(const struct wshard_plan *plan, uint32_t src)
+{
+	const struct wshard_st_tensor *t = plan->cat->tensors[src].info;
+	uint64_t rows = 1;
+	int k;
+
+	if (!plan->view_rows || !plan->view_rows[src])
+		return 0;
+	/* the view_rows are the product of the first "rows" dimensions */
+	for (k = 0; k < t->ndim && rows < plan->view_rows[src]; k++)
+		rows *= t->shape[k];
+	return k;
+}
+
+enum wshard_err plan_set_views(struct wshard_plan *plan, const struct member *m, size_t n,
+			       struct wshard_error *err)
+{
+	size_t i;
+	int d;
+
+	for (i = 0; i < n; i++) {
+		const struct wshard_st_tensor *t = src_info(plan, m[i].src);
+		uint64_t rows = 1;
+
+		/* a transposed split keeps its rows: "rows" picks its cut */
+		if (m[i].rule->rows < 2 || m[i].rule->kind != RULE_COL || m[i].rule->transpose)
+			continue;
+		/* the column dimension must follow the rows */
+		if (t->ndim <= m[i].rule->rows)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': \"rows\": %d needs more than %d dimensions",
+						t->name, m[i].rule->rows, m[i].rule->rows);
+		for (d = 0; d < m[i].rule->rows; d++)
+			rows *= t->shape[d];
+		if (!rows)
+			continue;
+		if (!plan->view_rows) {
+			plan->view_rows = calloc(plan->cat->ntensors + 1, sizeof(uint64_t));
+			if (!plan->view_rows)
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		}
+		plan->view_rows[m[i].src] = rows;
+	}
+	return WSHARD_OK;
+}
+
+/*
+ * A 3-D source [E, A, B] cut in dimension dim (1 or 2) and each expert's
+ * matrix transposed: rank r's [E, B, A/tp] or [E, B/tp, A], one piece
+ * a rank whose rows are the experts (a whole expert is in every window).
+ */
+static enum wshard_err split_transposed(const struct wshard_plan *plan, struct group_out *g,
+					const struct member *m, int dim, uint64_t *shape,
+					struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t tp = (uint64_t)plan->tp, es = wshard_dtype_bits(t->dtype) / 8;
+	uint64_t a, b, stride, cut;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	if (t->ndim != 3 || !es || wshard_dtype_bits(t->dtype) % 8)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"transpose\" needs 3 dimensions of whole-byte elements",
+					t->name);
+	a = t->shape[1];
+	b = t->shape[2];
+	stride = b * es;
+	if (t->shape[dim] % tp)
+		return plan_indivisible(plan, m, dim, t->shape[dim], err);
+	cut = t->shape[dim] / tp;
+	shape[1] = dim == 1 ? b : cut;
+	shape[2] = dim == 1 ? cut : a;
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_piece p = {
+			.kind = WSHARD_PIECE_COPY,
+			.src = m->src,
+			.nrows = t->shape[0],
+			.tr_rows = dim == 1 ? cut : a,
+			.tr_stride = stride,
+			.tr_width = dim == 1 ? stride : cut * es,
+			.tr_es = (unsigned)es,
+			.prov_col0 = (uint64_t)r * cut,
+			.prov_ncols = cut,
+			.prov_dim = dim,
+		};
+
+		p.col0 = dim == 1 ? (uint64_t)r * cut * stride : (uint64_t)r * cut * es;
+		p.ncols = (p.tr_rows - 1) * stride + p.tr_width;
+		p.out_ncols = p.tr_rows * p.tr_width;
+		p.len = p.nrows * p.out_ncols;
+		rc = plan_push_piece(&g->ranks[r], &p, err);
+	}
+	return rc;
+}
+
+enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out *g,
+				const struct member *m, uint64_t *shape,
+				struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t tp = (uint64_t)plan->tp, cols, inner = 1;
+	uint64_t bits = wshard_dtype_bits(t->dtype);
+	int lead = m->rule->rows > 1 ? m->rule->rows : 1, d, r;
+	enum wshard_err rc = WSHARD_OK;
+
+	if (m->rule->transpose)
+		return split_transposed(plan, g, m, lead, shape, err);
+	if (t->ndim < lead + 1)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': a column split needs %d or more dimensions",
+					t->name, lead + 1);
+	cols = t->shape[lead];
+	for (d = lead + 1; d < t->ndim; d++)
+		inner *= t->shape[d];
+	if (cols % tp)
+		return plan_indivisible(plan, m, lead, cols, err);
+	shape[lead] = cols / tp;
+	if ((shape[lead] * inner * bits) % 8)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': a column split of %s would cut a byte",
+					t->name, wshard_dtype_name(t->dtype));
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_piece p = {
+			.kind = WSHARD_PIECE_COPY,
+			.src = m->src,
+			.row0 = 0,
+			.nrows = wshard_plan_src_rows(plan, m->src),
+			.ncols = shape[lead] * inner * bits / 8,
+			.prov_col0 = (uint64_t)r * shape[lead],
+			.prov_ncols = shape[lead],
+		};
+
+		p.col0 = (uint64_t)r * p.ncols;
+		p.len = p.nrows * p.ncols;
+		rc = plan_push_piece(&g->ranks[r], &p, err);
+	}
+	return rc;
+}
+
+enum wshard_err plan_split_first(const struct wshard_plan *plan, struct group_out *g,
+				 const struct member *m, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	enum wshard_err rc;
+	int r;
+
+	rc = plan_push_rows(plan, &g->ranks[0], m->src, 0, src_rows(t), err);
+	for (r = 1; r < plan->tp && !rc; r++)
+		rc = plan_push_zeros(&g->ranks[r], t->end - t->begin, err);
+	return rc;
+}
+
+enum wshard_err plan_view_shape(const struct member *m, uint64_t *shape, int *ndim,
+				struct wshard_error *err)
+{
+	int v = m->rule->view, d;
+
+	if (!v || v == *ndim)
+		return WSHARD_OK;
+	if (v > *ndim)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"output '%s': \"view\": %d needs %d or more dimensions, it has %d",
+					m->out, v, v, *ndim);
+	for (d = v; d < *ndim; d++)
+		shape[v - 1] *= shape[d];
+	*ndim = v;
+	return WSHARD_OK;
+}

@@ -1,0 +1,141 @@
+#!/bin/sh
+# GPT-OSS (lib/rules/gpt_oss.json) without torch: checkpoints from
+# gen-checkpoint --arch gpt_oss (MXFP4 experts) and --bf16-experts,
+# converted at tp 1, 2 and 4, verified, and every expert tensor compared
+# with a numpy model of test/engine/GPTOSS-LAYOUT.md's table (MXFP4: w2's
+# blocks and scales cut in dimension 2, the blocks viewed [E, R, C/2];
+# BF16: each expert transposed; the down bias on rank 0, zeros elsewhere;
+# the sinks by heads); the manifest as printed JSON, its transposed and
+# row_dims sources; --dtype f32 of the BF16 experts; mpirun -np 2
+# byte-identical to one process; a rank boundary inside an MXFP4 block
+# refused (exit 3, one line naming the tensor, no OUT), also at
+# gpt-oss-20b/120b's own dimensions, where only tp 1 and 2 split.
+# shellcheck disable=SC1091
+. "$(dirname "$0")/lib.sh"
+
+need_reference
+
+gen "$T/mx" --arch gpt_oss
+gen "$T/bf" --arch gpt_oss --bf16-experts
+
+# check SRC OUT TP: OUT's expert tensors as the table says.
+check() {
+	"$PYTHON" - "$1" "$2" "$3" <<'PY' || fail "$2: not the layout of GPTOSS-LAYOUT.md"
+import glob, json, os, struct, sys
+import numpy as np
+
+def load(path, pattern="*.safetensors"):
+    out = {}
+    for f in sorted(glob.glob(os.path.join(path, pattern))):
+        b = open(f, "rb").read()
+        n = struct.unpack("<Q", b[:8])[0]
+        h = json.loads(b[8:8 + n])
+        for k, v in h.items():
+            if k == "__metadata__":
+                continue
+            dt = {"U8": np.uint8, "BF16": np.uint16, "F32": np.uint32}[v["dtype"]]
+            a, e = v["data_offsets"]
+            out[k] = np.frombuffer(b[8 + n + a:8 + n + e], dtype=dt).reshape(v["shape"])
+    return out
+
+src, out, tp = sys.argv[1], sys.argv[2], int(sys.argv[3])
+s = load(src)
+cfg = json.load(open(os.path.join(src, "config.json")))
+I, nh = cfg["intermediate_size"], cfg["num_attention_heads"]
+bad = 0
+for r in range(tp):
+    got = load(out, "model-rank-%d-part-*.safetensors" % r)
+    lo, hi = r * I // tp, (r + 1) * I // tp
+    for n in range(cfg["num_hidden_layers"]):
+        p, q = "model.layers.%d.mlp.experts." % n, "model.layers.%d.mlp.experts.routed_experts." % n
+        want = {}
+        if p + "gate_up_proj" in s:
+            want["w13_weight"] = s[p + "gate_up_proj"][:, :, 2 * lo:2 * hi].transpose(0, 2, 1)
+            want["w2_weight"] = s[p + "down_proj"][:, lo:hi, :].transpose(0, 2, 1)
+        else:
+            e = s[p + "gate_up_proj_blocks"].shape[0]
+            want["w13_weight"] = s[p + "gate_up_proj_blocks"].reshape(e, 2 * I, -1)[:, 2 * lo:2 * hi]
+            want["w13_weight_scale"] = s[p + "gate_up_proj_scales"][:, 2 * lo:2 * hi]
+            h = s[p + "down_proj_blocks"].shape[1]
+            want["w2_weight"] = s[p + "down_proj_blocks"].reshape(e, h, -1)[..., lo // 2:hi // 2]
+            want["w2_weight_scale"] = s[p + "down_proj_scales"][..., lo // 32:hi // 32]
+        want["w13_bias"] = s[p + "gate_up_proj_bias"][:, 2 * lo:2 * hi]
+        b = s[p + "down_proj_bias"]
+        want["w2_bias"] = b if r == 0 else np.zeros_like(b)
+        for k, v in want.items():
+            g = got.get(q + k)
+            if g is None or g.shape != v.shape or not np.array_equal(g, v):
+                print("rank %d: %s%s differs (%s, want %s)" % (r, q, k, None if g is None else g.shape, v.shape))
+                bad += 1
+        a = "model.layers.%d." % n
+        sk = s[a + "self_attn.sinks"][r * nh // tp:(r + 1) * nh // tp]
+        if not np.array_equal(got.get(a + "attn.sinks"), sk):
+            print("rank %d: sinks differ" % r)
+            bad += 1
+sys.exit(1 if bad else 0)
+PY
+}
+
+for kind in mx bf; do
+	for tp in 1 2 4; do
+		out=$T/$kind-tp$tp
+		expect_exit 0 "$WSHARD" convert -q --tp "$tp" "$T/$kind" "$out" || continue
+		expect_exit 0 "$WSHARD" verify "$out"
+		check "$T/$kind" "$out" "$tp"
+		manifest_printed "$kind tp $tp" "$out"
+	done
+	# one process against two, many windows
+	expect_exit 0 run_mpi 2 "$WSHARD" convert -q --tp 2 --max-memory 1M "$T/$kind" "$T/$kind-mpi" &&
+	for r in 0 1; do
+		cmp -s "$T/$kind-mpi/model-rank-$r-part-0.safetensors" \
+			"$T/$kind-tp2/model-rank-$r-part-0.safetensors" ||
+			fail "$kind: mpirun -np 2 rank $r differs from one process"
+	done
+	expect_exit 0 run_mpi 2 "$WSHARD" verify "$T/$kind-mpi"
+done
+
+# the manifest: transposed BF16 experts, MXFP4's E*H rows
+grep -q '"transposed": true' "$T/bf-tp2/wshard.json" || fail "bf: no transposed source in wshard.json"
+grep -q '"row_dims": 2' "$T/mx-tp2/wshard.json" || fail "mx: no row_dims in wshard.json"
+
+# --dtype f32: the transposed BF16 experts converted element by element
+expect_exit 0 "$WSHARD" convert -q --tp 2 --dtype f32 "$T/bf" "$T/bf-f32" &&
+"$PYTHON" - "$T/bf-tp2" "$T/bf-f32" <<'PY' || fail "bf --dtype f32: not the BF16 output widened"
+import json, struct, sys
+import numpy as np
+def load(f):
+    b = open(f, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+    return {k: (v["dtype"], b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
+            for k, v in h.items() if k != "__metadata__"}
+for r in (0, 1):
+    a = load("%s/model-rank-%d-part-0.safetensors" % (sys.argv[1], r))
+    w = load("%s/model-rank-%d-part-0.safetensors" % (sys.argv[2], r))
+    for k in a:
+        if "experts.routed_experts.w" in k and k.endswith("_weight"):
+            x = np.frombuffer(a[k][1], np.uint16).astype(np.uint32) << 16
+            if w[k][0] != "F32" or not np.array_equal(x, np.frombuffer(w[k][1], np.uint32)):
+                sys.exit("%s differs" % k)
+PY
+
+# a rank boundary inside a 32-value block: 3 blocks over 2 ranks
+gen "$T/mx96" --arch gpt_oss --intermediate 96
+expect_exit 3 "$WSHARD" convert -q --tp 2 "$T/mx96" "$T/mx96-out" && {
+	one_line "intermediate 96 tp 2"
+	err_has "intermediate 96 tp 2" "'model.layers.0.mlp.experts.down_proj_blocks': dimension 2 (3) is not divisible by --tp 2"
+	[ -e "$T/mx96-out" ] && fail "intermediate 96 tp 2: OUT was created"
+}
+
+# gpt-oss-20b/120b's own dimensions (hidden and intermediate 2880: 90
+# blocks; 64 heads, 8 kv heads), 4 experts, 1 layer: only tp 2 splits the
+# blocks whole; tp 4 and 8 are refused up front
+gen "$T/real" --arch gpt_oss --hidden 2880 --intermediate 2880 --heads 64 --kv-heads 8 \
+	--head-dim 64 --experts 4 --layers 1
+expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/real" "$T/real-tp2" &&
+	expect_exit 0 "$WSHARD" verify "$T/real-tp2"
+for tp in 4 8; do
+	expect_exit 3 "$WSHARD" convert -q --tp $tp "$T/real" "$T/real-tp$tp" && {
+		one_line "2880 tp $tp"
+		err_has "2880 tp $tp" "'model.layers.0.mlp.experts.down_proj_blocks': dimension 2 (90) is not divisible by --tp $tp"
+	}
+done
+finish

@@ -1,0 +1,143 @@
+/*
+ * test_plan_view.c - the splits of plan_view.c on a GPT-OSS checkpoint
+ * with MXFP4 experts (scripts/gen-checkpoint --arch gpt_oss: hidden 64,
+ * intermediate 128, 4 experts), checked piece by piece against values
+ * worked out by hand from test/engine/GPTOSS-LAYOUT.md: w2's blocks cut
+ * in dimension 2 as E*H rows ("rows": 2), the blocks' output "view",
+ * the down bias on rank 0 alone ("first"), the refusal of a rank
+ * boundary inside a 32-value block, and the rules keys' own errors.
+ */
+#include <criterion/criterion.h>
+
+#include "wshard.h"
+#include "plan_fixture.h"
+
+TestSuite(view, .fini = close_open_fx);
+
+/* t has 3 dimensions, [d0, d1, d2]. */
+static void assert_shape3(const struct wshard_out_tensor *t, uint64_t d0, uint64_t d1,
+			  uint64_t d2)
+{
+	assert_shape(t, 3, d0, d1);
+	cr_assert_eq(t->shape[2], d2, "%s: shape[2] %llu, want %llu", t->name,
+		     (unsigned long long)t->shape[2], (unsigned long long)d2);
+}
+
+#define X "model.layers.0.mlp.experts."
+#define O X "routed_experts."
+
+/*
+ * down_proj_blocks [4, 64, 4, 16]: 256 rows of 64 bytes; tp 2 gives each
+ * rank 2 of the 4 blocks, bytes [32r, 32r + 32) of every row, one piece;
+ * written [4, 64, 32].  down_proj_scales [4, 64, 4]: bytes [2r, 2r + 2).
+ */
+Test(view, down_blocks_cut_in_dimension_2)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, "--arch gpt_oss");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, O "w2_weight");
+
+		cr_assert_eq(t->dtype, WSHARD_U8);
+		assert_shape3(t, 4, 64, 32);
+		cr_assert_eq(t->npieces, 1);
+		assert_copy(&f, t, 0, X "down_proj_blocks", 0, 256, 32 * r, 32, 0);
+		t = get_out(&f, r, O "w2_weight_scale");
+		assert_shape3(t, 4, 64, 2);
+		cr_assert_eq(t->npieces, 1);
+		assert_copy(&f, t, 0, X "down_proj_scales", 0, 256, 2 * r, 2, 0);
+	}
+	cr_assert_eq(wshard_plan_src_rows(f.plan, (uint32_t)src_index(&f, X "down_proj_blocks")),
+		     256);
+	cr_assert_eq(wshard_plan_src_row_dims(f.plan,
+					      (uint32_t)src_index(&f, X "down_proj_blocks")), 2);
+	cr_assert_eq(wshard_plan_src_row_dims(f.plan,
+					      (uint32_t)src_index(&f, X "gate_up_proj_blocks")), 0);
+	fx_close(&f);
+}
+
+/*
+ * gate_up_proj_blocks [4, 256, 2, 16]: 4 rows of 8192 bytes, a column
+ * split of dimension 1 (128 of the 256 gate/up rows a rank, 4096 bytes),
+ * written [4, 128, 32]; its scales [4, 256, 2] and bias [4, 256] alike.
+ */
+Test(view, gate_up_blocks_viewed)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, "--arch gpt_oss");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, O "w13_weight");
+
+		assert_shape3(t, 4, 128, 32);
+		assert_copy(&f, t, 0, X "gate_up_proj_blocks", 0, 4, 4096 * r, 4096, 0);
+		t = get_out(&f, r, O "w13_weight_scale");
+		assert_shape3(t, 4, 128, 2);
+		assert_copy(&f, t, 0, X "gate_up_proj_scales", 0, 4, 256 * r, 256, 0);
+		t = get_out(&f, r, O "w13_bias");
+		assert_shape(t, 2, 4, 128);
+		assert_copy(&f, t, 0, X "gate_up_proj_bias", 0, 4, 256 * r, 256, 0);
+	}
+	fx_close(&f);
+}
+
+/* down_proj_bias [4, 64] BF16: rank 0 whole, ranks 1-3 512 zero bytes. */
+Test(view, down_bias_on_rank_0)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, "--arch gpt_oss");
+	fx_plan(&f, 4);
+	for (r = 0; r < 4; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, O "w2_bias");
+
+		assert_shape(t, 2, 4, 64);
+		cr_assert_eq(t->npieces, 1);
+		if (r == 0)
+			assert_copy(&f, t, 0, X "down_proj_bias", 0, 4, 0, 128, 0);
+		else
+			assert_zero(t, 0, 0, 512);
+	}
+	fx_close(&f);
+}
+
+/* intermediate 96: 3 blocks of 32 cannot go whole to 2 ranks. */
+Test(view, block_boundary_refused)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, "--arch gpt_oss --intermediate 96");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "tensor '" X "down_proj_blocks': dimension 2 (3) is not divisible by --tp 2");
+	fx_close(&f);
+}
+
+static void parse_fails(const char *rule, const char *want)
+{
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	char *doc = fmt("{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": [%s]}", rule);
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, doc, strlen(doc), "t", &err), WSHARD_EINVAL, "%s",
+		     rule);
+	cr_assert_not_null(strstr(err.msg, want), "'%s' lacks '%s'", err.msg, want);
+	free(doc);
+}
+
+Test(view, rules_keys_checked)
+{
+	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"rows\": 2}",
+		    "\"rows\" needs \"split\": \"col\"");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 0}",
+		    "\"rows\" and \"view\" are integers");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"view\": \"3\"}",
+		    "\"rows\" and \"view\" are integers");
+	parse_fails("{\"match\": \"a\", \"split\": \"firsts\"}", "skip, first)");
+}

@@ -1,0 +1,139 @@
+/*
+ * test_transpose.c - transposed pieces (a rule's "transpose"): the copy
+ * of one source row (transpose.c) against element-by-element loops, with
+ * and without dtype conversion, and the plan of GPT-OSS's BF16 experts
+ * (scripts/gen-checkpoint --arch gpt_oss --bf16-experts: hidden 64,
+ * intermediate 128, 4 experts) worked out by hand from
+ * test/engine/GPTOSS-LAYOUT.md: w13[e] = gate_up_proj[e][:, 2lo:2hi]^T,
+ * w2[e] = down_proj[e][lo:hi, :]^T, one piece a rank whose rows are the
+ * experts.
+ */
+#include <criterion/criterion.h>
+
+#include "wshard.h"
+#include "fpconv.h"
+#include "plan_fixture.h"
+#include "stream_impl.h"
+
+TestSuite(transpose, .fini = close_open_fx);
+
+/*
+ * A source row of 5 sub-rows of 7 two-byte elements (stride 14), the
+ * piece taking columns 2..5 (4 elements) of sub-rows 1..3: out[j * 3 + k]
+ * = element (1 + k, 2 + j).
+ */
+Test(transpose, two_byte_elements)
+{
+	uint16_t row[5 * 7], out[12];
+	struct wshard_piece p = {
+		.kind = WSHARD_PIECE_COPY, .tr_rows = 3, .tr_stride = 14, .tr_width = 8, .tr_es = 2,
+	};
+	int j, k;
+
+	for (k = 0; k < 35; k++)
+		row[k] = (uint16_t)(1000 + k);
+	memset(out, 0xff, sizeof(out));
+	stream_transpose_row(&p, (const char *)(row + 7 + 2), (char *)out);
+	for (j = 0; j < 4; j++)
+		for (k = 0; k < 3; k++)
+			cr_assert_eq(out[j * 3 + k], row[(1 + k) * 7 + 2 + j], "j %d k %d", j, k);
+}
+
+/* Larger than a tile both ways, four-byte elements: 40 x 70 whole. */
+Test(transpose, four_byte_elements_past_a_tile)
+{
+	static uint32_t row[40 * 70], out[40 * 70];
+	struct wshard_piece p = {
+		.kind = WSHARD_PIECE_COPY, .tr_rows = 40, .tr_stride = 280, .tr_width = 280, .tr_es = 4,
+	};
+	int j, k;
+
+	for (k = 0; k < 40 * 70; k++)
+		row[k] = (uint32_t)k * 2654435761u;
+	stream_transpose_row(&p, (const char *)row, (char *)out);
+	for (j = 0; j < 70; j++)
+		for (k = 0; k < 40; k++)
+			cr_assert_eq(out[j * 40 + k], row[k * 70 + j]);
+}
+
+/* BF16 to F32 while transposing: each element converted as --dtype does. */
+Test(transpose, converted)
+{
+	uint16_t row[2 * 3] = { 0x3f80, 0x4000, 0xc040, 0x3f00, 0x7f80, 0x8000 };
+	float out[6], want;
+	struct wshard_piece p = {
+		.kind = WSHARD_PIECE_COPY, .tr_rows = 2, .tr_stride = 6, .tr_width = 6, .tr_es = 2,
+		.from = WSHARD_BF16, .to = WSHARD_F32,
+	};
+	int j, k;
+
+	stream_transpose_row(&p, (const char *)row, (char *)out);
+	for (j = 0; j < 3; j++)
+		for (k = 0; k < 2; k++) {
+			wshard_convert_floats(WSHARD_BF16, WSHARD_F32, &row[k * 3 + j], &want, 1);
+			cr_assert_eq(memcmp(&out[j * 2 + k], &want, 4), 0, "j %d k %d", j, k);
+		}
+}
+
+/* The fields of transposed piece i of t. */
+static void assert_tr(const struct fx *f, const struct wshard_out_tensor *t, const char *src,
+		      uint64_t col0, uint64_t ncols, uint64_t tr_rows, uint64_t tr_stride,
+		      uint64_t tr_width)
+{
+	const struct wshard_piece *p = &t->pieces[0];
+
+	cr_assert_eq(t->npieces, 1, "%s", t->name);
+	cr_assert_str_eq(f->cat->tensors[p->src].name, src);
+	cr_assert_eq(p->row0, 0);
+	cr_assert_eq(p->nrows, 4);
+	cr_assert_eq(p->col0, col0, "%s: col0 %llu", t->name, (unsigned long long)p->col0);
+	cr_assert_eq(p->ncols, ncols, "%s: ncols %llu", t->name, (unsigned long long)p->ncols);
+	cr_assert_eq(p->tr_rows, tr_rows);
+	cr_assert_eq(p->tr_stride, tr_stride);
+	cr_assert_eq(p->tr_width, tr_width);
+	cr_assert_eq(p->tr_es, 2);
+	cr_assert_eq(p->out_ncols, tr_rows * tr_width);
+	cr_assert_eq(p->len, 4 * tr_rows * tr_width);
+}
+
+#define X "model.layers.1.mlp.experts."
+#define O X "routed_experts."
+
+/*
+ * gate_up_proj [4, 64, 256] BF16, a row (expert) of 64 sub-rows of 512
+ * bytes: rank r takes elements [128r, 128r + 128) of each sub-row (bytes
+ * 256r, 256 wide; the span 63 * 512 + 256), written [4, 128, 64].
+ * down_proj [4, 128, 64]: sub-rows [64r, 64r + 64) whole (128 bytes),
+ * the span 8192 bytes at 8192r, written [4, 64, 64].
+ */
+Test(transpose, gpt_oss_bf16_experts)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, "--arch gpt_oss --bf16-experts");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, O "w13_weight");
+
+		assert_shape(t, 3, 4, 128);
+		cr_assert_eq(t->shape[2], 64);
+		assert_tr(&f, t, X "gate_up_proj", 256 * r, 63 * 512 + 256, 64, 512, 256);
+		t = get_out(&f, r, O "w2_weight");
+		assert_shape(t, 3, 4, 64);
+		cr_assert_eq(t->shape[2], 64);
+		assert_tr(&f, t, X "down_proj", 8192 * r, 8192, 64, 128, 128);
+	}
+	fx_close(&f);
+}
+
+/* intermediate 33: w13's 66 rows split, w2's 33 do not; refused, naming
+ * the config key the rule's shape gives for down_proj's dimension 1. */
+Test(transpose, indivisible_refused)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, "--arch gpt_oss --bf16-experts --intermediate 33");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "intermediate_size=33 is not divisible by --tp 2");
+	fx_close(&f);
+}
