@@ -68,6 +68,32 @@ static enum wshard_err check_heads(const struct wshard_plan *plan,
 	return WSHARD_OK;
 }
 
+/*
+ * A required row or column split whose size is one config.json key
+ * (DeepSeek-V4's attn_sink by num_attention_heads): refused here as the
+ * plan would refuse it, before the index and headers are read.  Rules
+ * with a condition, optional ones, dtype alternatives and experts (whose
+ * split --expert-parallel changes) are left to the plan.
+ */
+static enum wshard_err check_bare_split(const struct wshard_plan *plan,
+					const struct rules_rule *rule,
+					struct wshard_error *err)
+{
+	int dim = rule->kind == RULE_ROW ? 0 : 1;
+	const char *expr = rule->nshape > dim ? rule->shape[dim] : NULL;
+	struct wshard_error ignored = { 0 };
+	int64_t v = 0;
+
+	if ((rule->kind != RULE_ROW && rule->kind != RULE_COL) || rule->optional ||
+	    rule->cond || rule->from || rule->rows || strstr(rule->match, "{e}") ||
+	    !expr_is_bare_key(expr) ||
+	    expr_eval_dim(plan->config, expr, rule->match, &v, &ignored) || v <= 0 ||
+	    v % plan->tp == 0)
+		return WSHARD_OK;
+	return wshard_error_set(err, WSHARD_EINVAL, "%s=%lld is not divisible by --tp %d",
+				expr, (long long)v, plan->tp);
+}
+
 enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 					 const struct wshard_rules *rules,
 					 const struct wshard_options *opt,
@@ -92,6 +118,9 @@ enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 		    rules->ops[rule->op].kind == OP_QKV)
 			return check_heads(&plan, err);
 	}
+	for (i = 0; i < rules->nrules; i++)
+		if (check_bare_split(&plan, &rules->rules[i], err))
+			return err ? err->code : WSHARD_EINVAL;
 	return WSHARD_OK;
 }
 

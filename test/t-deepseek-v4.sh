@@ -130,4 +130,15 @@ if expect_exit 3 "$WSHARD" convert --tp 4 "$T/src" "$T/out-tp4"; then
 fi
 [ -e "$T/out-tp4" ] && fail "tp 4: '$T/out-tp4' was created"
 
+echo "== heads that --tp does not divide: refused from config.json alone"
+# the weights are unreadable here: the refusal must come before they are read
+mkdir -p "$T/src-heads"
+cp "$T/src/config.json" "$T/src-heads/"
+printf 'not safetensors' >"$T/src-heads/model.safetensors"
+if expect_exit 3 "$WSHARD" convert --tp 8 "$T/src-heads" "$T/out-tp8"; then
+	one_line "tp 8"
+	err_has "tp 8" "num_attention_heads=4 is not divisible by --tp 8"
+fi
+[ -e "$T/out-tp8" ] && fail "tp 8: '$T/out-tp8' was created"
+
 finish
