@@ -52,6 +52,20 @@ static enum wshard_err load_rules(struct verify *v, const struct wshard_catalog 
 }
 
 /* The plan from the source must describe exactly the manifest's files and tensors. */
+/* The manifest's tensor of this name: where the plan has it (a manifest
+ * lists a rank's tensors in plan order), else searched for. */
+static size_t find_vtensor(const struct vrank *vr, size_t hint, const char *name)
+{
+	size_t j;
+
+	if (hint < vr->ntensors && !strcmp(vr->tensors[hint].name, name))
+		return hint;
+	for (j = 0; j < vr->ntensors; j++)
+		if (!strcmp(vr->tensors[j].name, name))
+			return j;
+	return vr->ntensors;
+}
+
 static void check_plan(struct verify *v, const struct wshard_plan *plan, int r)
 {
 	const struct wshard_rank_plan *rp = &plan->ranks[r];
@@ -71,11 +85,9 @@ static void check_plan(struct verify *v, const struct wshard_plan *plan, int r)
 		struct vtensor *m = NULL;
 
 		vr->from_plan[i] = -1;
-		for (j = 0; j < vr->ntensors; j++)
-			if (!strcmp(vr->tensors[j].name, t->name)) {
-				m = &vr->tensors[j];
-				break;
-			}
+		j = find_vtensor(vr, i, t->name);
+		if (j < vr->ntensors)
+			m = &vr->tensors[j];
 		if (!m) {
 			verify_diff(v, "rank %d: tensor '%s': missing (the plan from the source has it)", r,
 			     t->name);
@@ -93,9 +105,11 @@ static void check_plan(struct verify *v, const struct wshard_plan *plan, int r)
 			vr->from_plan[i] = (long)j;
 	}
 	for (j = 0; j < vr->ntensors; j++) {
-		for (i = 0; i < rp->ntensors; i++)
-			if (!strcmp(vr->tensors[j].name, rp->tensors[i].name))
-				break;
+		i = j;
+		if (i >= rp->ntensors || strcmp(vr->tensors[j].name, rp->tensors[i].name))
+			for (i = 0; i < rp->ntensors; i++)
+				if (!strcmp(vr->tensors[j].name, rp->tensors[i].name))
+					break;
 		if (i == rp->ntensors)
 			verify_diff(v, "rank %d: tensor '%s': extra (the plan from the source has no such tensor)",
 			     r, vr->tensors[j].name);
