@@ -289,7 +289,8 @@ out:
 	}
 	free(v.ranks);
 	free(v.lines);
-	free(v.cmp);
+	for (size_t i = 0; i < STREAM_SLOTS; i++)
+		free(v.cmp[i]);
 	wshard_manifest_free(v.m);
 	pthread_mutex_destroy(&v.lock);
 	return err->code;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "wshard.h"
+#include "stream.h"
 #include "hash.h"
 #include "safetensors.h"
 
@@ -62,10 +63,11 @@ struct verify {
 	char *lines;			/* this process's difference lines */
 	size_t lines_len, lines_cap;
 	uint64_t ndiff, ntensors, nbytes, nranks_done;
-	char *cmp;
-	size_t cmp_cap;
+	char *cmp[STREAM_SLOTS];	/* each stream thread's output bytes */
+	size_t cmp_cap[STREAM_SLOTS];
 	pthread_mutex_t lock;		/* lines: the hashing thread adds too */
-	uint64_t compared;		/* bytes compared since the last unmap_compared */
+	uint64_t compared;		/* bytes compared since the last unmap_compared
+					 * (atomic: the stream threads add to it) */
 	bool archive_only;		/* archives and no rank file in OUT */
 };
 

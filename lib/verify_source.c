@@ -126,7 +126,7 @@ static void unmap_compared(struct verify *v)
 			if (v->ranks[r].files[f].map)
 				madvise(v->ranks[r].files[f].map, v->ranks[r].files[f].map_len,
 					MADV_DONTNEED);
-	v->compared = 0;
+	__atomic_store_n(&v->compared, 0, __ATOMIC_RELAXED);
 }
 
 /* The sink of verify: compares output bytes with what the source gives. */
@@ -134,7 +134,6 @@ static enum wshard_err compare_put(void *ctx, unsigned slot, int rank, size_t te
 				   uint64_t off, const void *buf, size_t len,
 				   struct wshard_error *err)
 {
-	(void)slot;	/* one thread: verify's sink is not threadsafe */
 	struct verify *v = ctx;
 	struct vrank *vr;
 	long j;
@@ -151,7 +150,7 @@ static enum wshard_err compare_put(void *ctx, unsigned slot, int rank, size_t te
 	if (j < 0)
 		return WSHARD_OK;
 	t = &vr->tensors[j];
-	if (t->differs)
+	if (__atomic_load_n(&t->differs, __ATOMIC_RELAXED))
 		return WSHARD_OK;
 	st = vr->files[t->file].st;
 	if (vr->files[t->file].map) {
@@ -161,10 +160,10 @@ static enum wshard_err compare_put(void *ctx, unsigned slot, int rank, size_t te
 		if (at + len > vr->files[t->file].map_len)
 			return WSHARD_OK;	/* the structure check reported it */
 		m = (const unsigned char *)vr->files[t->file].map + at;
-		if (memcmp(a, m, len) != 0) {
+		if (memcmp(a, m, len) != 0 &&
+		    !__atomic_exchange_n(&t->differs, true, __ATOMIC_RELAXED)) {
 			for (i = 0; a[i] == m[i]; i++)
 				;
-			t->differs = true;
 			verify_diff(v, "rank %d: tensor '%s': bytes differ from the source at byte offset %llu (element %llu)",
 			     rank, t->name, (unsigned long long)(off + i),
 			     (unsigned long long)((off + i) * 8 / wshard_dtype_bits(t->dtype)));
@@ -179,32 +178,35 @@ static enum wshard_err compare_put(void *ctx, unsigned slot, int rank, size_t te
 		 */
 		{
 			uint64_t lo = (at + 4095) / 4096 * 4096, hi = (at + len) / 4096 * 4096;
+			uint64_t c = __atomic_add_fetch(&v->compared, len, __ATOMIC_RELAXED);
 
-			v->compared += len;
-			if (v->compared >= UNMAP_EVERY)
+			/* one thread unmaps; pages another is reading fault back in */
+			if (c >= UNMAP_EVERY &&
+			    __atomic_compare_exchange_n(&v->compared, &c, 0, false,
+							__ATOMIC_RELAXED, __ATOMIC_RELAXED))
 				unmap_compared(v);
 			else if (hi >= lo + UNMAP_PIECE)
 				madvise(vr->files[t->file].map + lo, hi - lo, MADV_DONTNEED);
 		}
 		return WSHARD_OK;
 	}
-	if (len > v->cmp_cap) {
-		char *p = realloc(v->cmp, len);
+	if (len > v->cmp_cap[slot]) {
+		char *p = realloc(v->cmp[slot], len);
 
 		if (!p)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		v->cmp = p;
-		v->cmp_cap = len;
+		v->cmp[slot] = p;
+		v->cmp_cap[slot] = len;
 	}
-	rc = wshard_pread_full(st->fd, v->cmp, len, st->data_start + t->begin + off, st->path, err);
+	rc = wshard_pread_full(st->fd, v->cmp[slot], len, st->data_start + t->begin + off,
+			       st->path, err);
 	if (rc)
 		return rc;
-	b = (const unsigned char *)v->cmp;
-	if (memcmp(a, b, len) == 0)
+	b = (const unsigned char *)v->cmp[slot];
+	if (memcmp(a, b, len) == 0 || __atomic_exchange_n(&t->differs, true, __ATOMIC_RELAXED))
 		return WSHARD_OK;
 	for (i = 0; a[i] == b[i]; i++)
 		;
-	t->differs = true;
 	verify_diff(v, "rank %d: tensor '%s': bytes differ from the source at byte offset %llu (element %llu)",
 	     rank, t->name, (unsigned long long)(off + i),
 	     (unsigned long long)((off + i) * 8 / wshard_dtype_bits(t->dtype)));
@@ -268,7 +270,9 @@ enum wshard_err verify_check_source(struct verify *v, struct wshard_error *err)
 	struct wshard_rules *rules = NULL;
 	struct wshard_plan *plan = NULL;
 	struct wshard_error perr = { 0 };
-	struct stream_sink sink = { .put = compare_put, .ctx = v };
+	/* stream threads compare at once: differences are locked, the
+	 * rest is per slot or atomic */
+	struct stream_sink sink = { .put = compare_put, .ctx = v, .threadsafe = true };
 	struct stream_stats stats;
 	size_t r;
 	enum wshard_err rc;

@@ -670,8 +670,8 @@ struct wshard_hooks {
 	 * of all it checks from its opening (tests of the round trip); NULL
 	 * or "": none */
 	const char *inject_validate;
-	/* threads of a one-process stream (convert, verify), 1 to 8, in
-	 * place of one per online CPU; 0: that default */
+	/* threads of a one-process stream (convert, verify --source), 1
+	 * to 8, in place of one per online CPU; 0: that default */
 	int stream_threads;
 };
 

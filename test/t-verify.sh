@@ -208,6 +208,14 @@ has "flip tp 4" "rank 3: tensor '$QKV0': bytes differ from the source at byte of
 has_re "flip tp 4" "^rank 3: file '$F3': checksum "
 has_re "flip tp 4" "^rank 3: tensor '$QKV0': checksum "
 nlines "flip tp 4" 3
+# the comparison runs on every stream thread: the same report from 8 and 1
+for n in 8 1; do
+	export WSHARD_STREAM_THREADS=$n
+	bad "flip tp 4, $n stream threads" "$D"
+	has "flip tp 4, $n stream threads" "rank 3: tensor '$QKV0': bytes differ from the source at byte offset 1234 (element 617)"
+	nlines "flip tp 4, $n stream threads" 3
+done
+unset WSHARD_STREAM_THREADS
 
 # 2. header edits.  A renamed tensor (valid safetensors, one byte):
 fresh hname 2
