@@ -23,6 +23,25 @@
 #include "catalog.h"
 #include "manifest.h"
 
+/*
+ * The source rows a copied piece names: its own, except for a tensor
+ * copied whole as one byte run, which names all the tensor's rows (a
+ * rule's "rows" view keeps the rows its pieces count).
+ */
+static void piece_rows(const struct wshard_plan *plan, const struct wshard_piece *p,
+		       uint64_t *r0, uint64_t *r1)
+{
+	const struct wshard_st_tensor *info = plan->cat->tensors[p->src].info;
+
+	*r0 = p->row0;
+	*r1 = p->row0 + p->nrows;
+	if (info->ndim && wshard_plan_src_rows(plan, p->src) != info->shape[0] &&
+	    !(plan->view_rows && plan->view_rows[p->src])) {
+		*r0 = 0;
+		*r1 = info->shape[0];
+	}
+}
+
 /* The tree form of an entry's sources, for the entries the text form
  * leaves to jansson: the same members in the same order as put_piece. */
 static json_t *json_range(uint64_t a, uint64_t b)
@@ -42,16 +61,9 @@ json_t *manifest_sources_json(const struct wshard_plan *plan,
 
 		switch (p->kind) {
 		case WSHARD_PIECE_COPY: {
-			const struct wshard_st_tensor *info = plan->cat->tensors[p->src].info;
-			uint64_t r0 = p->row0, r1 = p->row0 + p->nrows;
+			uint64_t r0, r1;
 
-			/* a tensor copied whole as one byte run: its own rows (a
-			 * rule's "rows" view keeps the rows its pieces count) */
-			if (info->ndim && wshard_plan_src_rows(plan, p->src) != info->shape[0] &&
-			    !(plan->view_rows && plan->view_rows[p->src])) {
-				r0 = 0;
-				r1 = info->shape[0];
-			}
+			piece_rows(plan, p, &r0, &r1);
 			o = json_pack("{s:s,s:o}", "tensor", plan->cat->tensors[p->src].name,
 				      "rows", json_range(r0, r1));
 			if (o && wshard_plan_src_row_dims(plan, p->src))
@@ -186,16 +198,9 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		put_key(b, d + 1, "zeros", true);
 		put_int(b, p->len);
 	} else {
-		const struct wshard_st_tensor *info = plan->cat->tensors[p->src].info;
-		uint64_t r0 = p->row0, r1 = p->row0 + p->nrows;
+		uint64_t r0, r1;
 
-		/* a tensor copied whole as one byte run: its own rows (a rule's
-		 * "rows" view keeps the rows its pieces count) */
-		if (info->ndim && wshard_plan_src_rows(plan, p->src) != info->shape[0] &&
-		    !(plan->view_rows && plan->view_rows[p->src])) {
-			r0 = 0;
-			r1 = info->shape[0];
-		}
+		piece_rows(plan, p, &r0, &r1);
 		put_key(b, d + 1, "tensor", true);
 		put_str(b, plan->cat->tensors[p->src].name);
 		put_key(b, d + 1, "rows", false);
