@@ -113,6 +113,7 @@ LIB_SRC := \
 	lib/st_header.c \
 	lib/st_layout.c \
 	lib/stream.c \
+	lib/stream_threads.c \
 	lib/verify.c \
 	lib/verify_files.c \
 	lib/verify_source.c \

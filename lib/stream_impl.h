@@ -150,6 +150,18 @@ bool stream_own_pieces(const struct stream *s, uint32_t src);
  * itself. */
 void stream_own(struct stream *s, uint32_t src);
 
+/* stream.c: streams every piece of source tensor src (in windows or
+ * steps); frees a stream's own buffers. */
+enum wshard_err stream_tensor(struct stream *s, uint32_t src, struct wshard_error *err);
+void stream_release(struct stream *s);
+
+/* stream_threads.c: whether a one-process run streams on several threads
+ * (a seekable source, a threadsafe sink, no fault injection), and that
+ * run over order[0..n). */
+bool stream_use_threads(const struct stream *s);
+enum wshard_err stream_threads(struct stream *s, const uint32_t *order, size_t n,
+			       struct wshard_error *err);
+
 /*
  * exchange.c: one step of the source tensors srcs[0..n): step k of
  * windows of w rows of a single tensor, or (w == 0) the whole blocks of
