@@ -62,6 +62,7 @@ struct convert_opts {
 	const char *rules;
 	const char *revision;
 	const char *src;
+	struct wshard_comm *comm;
 	bool have_tp, have_placement, dry_run, json, quiet;
 };
 
@@ -447,7 +448,7 @@ static void load_rules(const struct convert_opts *o, const struct wshard_catalog
 static enum wshard_err precheck(const struct wshard_catalog *cat, void *ctx,
 				struct wshard_error *err)
 {
-	const struct convert_opts *o = ctx;
+	struct convert_opts *o = ctx;
 	struct wshard_rules *rules = NULL;
 	struct wshard_error ignored = { 0 };
 	enum wshard_err rc = WSHARD_OK;
@@ -456,6 +457,9 @@ static enum wshard_err precheck(const struct wshard_catalog *cat, void *ctx,
 	if (!ignored.code)
 		rc = wshard_plan_check_config(cat, rules, &o->opt, err);
 	wshard_rules_free(rules);
+	/* CUDA starts beside the rest of the planning, not before a refusal */
+	if (!rc && !o->dry_run)
+		wshard_run_prepare(&o->run, o->comm);
 	return rc;
 }
 
@@ -480,8 +484,7 @@ int cmd_convert(int argc, char **argv)
 	if (wshard_comm_init(&comm, &argc, &argv, &err))
 		return report_error(&err);
 	leader = wshard_comm_rank(comm) == 0;
-	if (!o.dry_run)
-		wshard_run_prepare(&o.run, comm);
+	o.comm = comm;
 	if (!wshard_catalog_open_source_checked(&cat, o.src, o.revision, &check, &err))
 		load_rules(&o, cat, &rules, &err);
 	if (!err.code)
