@@ -96,6 +96,7 @@ LIB_SRC := \
 	lib/manifest_read.c \
 	lib/outdir.c \
 	lib/plan.c \
+	lib/plan_image_norm.c \
 	lib/plan_layout.c \
 	lib/plan_match.c \
 	lib/plan_split.c \

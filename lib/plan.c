@@ -315,11 +315,11 @@ static enum wshard_dtype model_dtype(const struct wshard_plan *plan)
 	return WSHARD_BF16;
 }
 
-/* The CONST piece of extra tensor e: its value in dtype. */
-static struct wshard_piece const_piece(const struct rules_extra *e, enum wshard_dtype dtype)
+/* The CONST piece of one element, value in dtype. */
+static struct wshard_piece const_piece(double value, enum wshard_dtype dtype)
 {
 	struct wshard_piece p = { .kind = WSHARD_PIECE_CONST };
-	float f = (float)e->value;
+	float f = (float)value;
 
 	if (dtype == WSHARD_F32) {
 		memcpy(p.value, &f, 4);
@@ -334,25 +334,31 @@ static struct wshard_piece const_piece(const struct rules_extra *e, enum wshard_
 		p.value_len = 2;
 	}
 	p.len = p.value_len;
-	p.prov_value = e->value;
+	p.prov_value = value;
 	return p;
 }
 
-/* Appends the constant tensor name of extra e, in dtype, to every rank. */
-static enum wshard_err push_const(struct wshard_plan *plan, const struct rules_extra *e,
-				  enum wshard_dtype dtype, const char *name, size_t *caps,
-				  struct wshard_error *err)
+/* Appends the constant tensor name, in dtype, to every rank: a scalar
+ * (vector false, n 1) or the vector of the n values. */
+static enum wshard_err push_const(struct wshard_plan *plan, const double *vals, size_t n,
+				  bool vector, enum wshard_dtype dtype, const char *name,
+				  size_t *caps, struct wshard_error *err)
 {
-	struct wshard_piece p = const_piece(e, dtype);
 	enum wshard_err rc = WSHARD_OK;
+	size_t i;
 	int r;
 
 	for (r = 0; r < plan->tp && !rc; r++) {
-		struct wshard_out_tensor t = { .dtype = dtype, .ndim = 0 };
+		struct wshard_out_tensor t = { .dtype = dtype, .ndim = vector, .shape = { n } };
 
 		t.name = strdup(name);
-		rc = t.name ? plan_push_piece(&t, &p, err)
-			    : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (!t.name)
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		for (i = 0; i < n && !rc; i++) {
+			struct wshard_piece p = const_piece(vals[i], dtype);
+
+			rc = plan_push_piece(&t, &p, err);
+		}
 		if (!rc)
 			rc = rank_push(&plan->ranks[r], &caps[r], &t, err);
 		free(t.name);
@@ -389,23 +395,31 @@ static enum wshard_err build_extras(struct wshard_plan *plan,
 	for (x = 0; x < rules->nextras; x++) {
 		const struct rules_extra *e = &rules->extras[x];
 		bool per_layer = strstr(e->name, "{n}") != NULL;
-
 		enum wshard_dtype dtype = e->model_dtype ? model_dtype(plan) : e->dtype;
+		double vals[WSHARD_IMAGE_NORM_MAX] = { e->value };
+		size_t nvals = 1;
+		enum wshard_err rc = WSHARD_OK;
 
 		if (e->option && strcmp(e->option, "attn_scales") == 0 && !plan->opt.attn_scales)
 			continue;
 		if (e->when_quantized &&
 		    !json_is_object(json_object_get(plan->config->json, "quantization_config")))
 			continue;
-		for (layer = per_layer ? 0 : -1; layer <= (per_layer ? maxn : -1); layer++) {
+		if (e->image_norm)
+			rc = plan_image_norm(plan->cat, e->image_norm, vals, &nvals, err);
+		if (rc)
+			return rc;
+		/* nvals 0: an identity image_norm, of which vLLM holds nothing */
+		for (layer = per_layer ? 0 : -1; nvals && layer <= (per_layer ? maxn : -1); layer++) {
 			struct rules_capture cap = { .n = layer, .e = -1 };
 			char *name = rules_expand(e->name, &cap);
-			enum wshard_err rc;
 
 			if (!name)
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-			rc = layer_has(plan, e, &cap) ? push_const(plan, e, dtype, name, caps, err)
-						      : WSHARD_OK;
+			rc = layer_has(plan, e, &cap)
+				     ? push_const(plan, vals, nvals, e->image_norm, dtype, name,
+						  caps, err)
+				     : WSHARD_OK;
 			free(name);
 			if (rc)
 				return rc;

@@ -61,6 +61,21 @@ static inline uint64_t src_row_bytes(const struct wshard_st_tensor *t)
  */
 enum wshard_err plan_layout(struct wshard_plan *plan, struct wshard_error *err);
 
+/* The most channels an "image_norm" extra takes. */
+#define WSHARD_IMAGE_NORM_MAX 8
+
+/*
+ * The values of an "image_norm" extra (which: its scale or its shift), one
+ * per image channel, from the processor config of checkpoint cat as vLLM
+ * reads it.  Sets *n to their count (at most WSHARD_IMAGE_NORM_MAX), 0
+ * when vLLM holds no such tensor: the map is the identity, or no config
+ * asks for one.  Returns WSHARD_OK, WSHARD_EINVAL (a malformed config,
+ * naming the file), WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_image_norm(const struct wshard_catalog *cat,
+				enum rules_image_norm which, double *vals, size_t *n,
+				struct wshard_error *err);
+
 /* Appends piece p to t at its end.  Returns WSHARD_OK or WSHARD_ENOMEM. */
 enum wshard_err plan_push_piece(struct wshard_out_tensor *t,
 				const struct wshard_piece *p,

@@ -15,6 +15,10 @@
 #include "catalog.h"
 #include "rules.h"
 #include "expr.h"
+
+/* Layer numbers at or past this are not layers (a name's number, not a
+ * model's depth). */
+#define MAX_LAYERS 100000
 #include "plan_impl.h"
 
 #define MAX_LISTED 20
@@ -132,15 +136,49 @@ static enum wshard_err rule_applies(const struct wshard_plan *plan,
  * that "from" picks among by the source's dtype), matched in layer n.
  */
 static bool seen_alike(const struct wshard_rules *rules, const bool *seen,
-		       long nlayers, size_t j, long n)
+		       long width, size_t j, long n)
 {
 	size_t k;
 
 	for (k = 0; k < rules->nrules; k++)
 		if ((k == j || !strcmp(rules->rules[k].match, rules->rules[j].match)) &&
-		    seen[k * (size_t)(nlayers + 1) + (size_t)n])
+		    seen[k * (size_t)(width + 1) + (size_t)n])
 			return true;
 	return false;
+}
+
+/* A rule whose "if" fails for a layer number past any model's: its
+ * condition bounds its layers (Qwen3.5's vision blocks,
+ * "n < vision_config.depth"), which may outnumber the text model's. */
+static bool bounds_layers(const struct wshard_plan *plan, const struct rules_rule *r)
+{
+	struct wshard_error err;
+	bool applies = true;
+
+	wshard_error_clear(&err);
+	return r->cond && strstr(r->match, "{n}") &&
+	       !rule_applies(plan, r, MAX_LAYERS - 1, &applies, &err) && !applies;
+}
+
+/* Layers rule r is required in: 1 without {n}; num_hidden_layers; for a
+ * rule bounding its own layers, those its condition holds for, at least
+ * the width of the match. */
+static long required_layers(const struct wshard_plan *plan, const struct rules_rule *r,
+			    long nlayers, long width)
+{
+	struct wshard_error err;
+	bool applies = true;
+	long n;
+
+	if (!strstr(r->match, "{n}"))
+		return 1;
+	if (!bounds_layers(plan, r))
+		return nlayers;
+	wshard_error_clear(&err);
+	for (n = width; n < MAX_LAYERS - 1; n++)
+		if (rule_applies(plan, r, n, &applies, &err) || !applies)
+			break;
+	return n;
 }
 
 /*
@@ -152,11 +190,11 @@ static bool seen_alike(const struct wshard_rules *rules, const bool *seen,
  */
 static enum wshard_err check_required(struct wshard_plan *plan,
 				      const struct wshard_rules *rules,
-				      const bool *seen, long nlayers, bool tied,
+				      const bool *seen, long nlayers, long width, bool tied,
 				      struct wshard_error *err)
 {
 	size_t j;
-	long n;
+	long n, limit;
 
 	for (j = 0; j < rules->nrules; j++) {
 		const struct rules_rule *r = &rules->rules[j];
@@ -167,14 +205,15 @@ static enum wshard_err check_required(struct wshard_plan *plan,
 			continue;
 		/* an {e} rule needs some expert in every layer (the stacking
 		 * then checks that all of them are there) */
-		for (n = 0; n < (per_layer ? nlayers : 1); n++) {
+		limit = required_layers(plan, r, nlayers, width);
+		for (n = 0; n < limit; n++) {
 			struct rules_capture cap = { .n = n, .e = 0 };
 			char *want;
 
 			bool applies;
 			enum wshard_err rc;
 
-			if (seen_alike(rules, seen, nlayers, j, n))
+			if (n <= width && seen_alike(rules, seen, width, j, n))
 				continue;
 			rc = rule_applies(plan, r, per_layer ? n : -1, &applies, err);
 			if (rc)
@@ -216,12 +255,12 @@ long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules
 
 	if (!v && plan->cat->has_config && plan->config->defaults)
 		v = json_object_get((json_t *)plan->config->defaults, "num_hidden_layers");
-	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 100000)
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < MAX_LAYERS)
 		return (long)json_integer_value(v);
 	for (i = 0; i < plan->cat->ntensors; i++)
 		for (j = 0; j < rules->nrules; j++)
 			if (rules_match(rules->rules[j].match, plan->cat->tensors[i].name, &cap)) {
-				if (cap.n > maxn && cap.n < 100000)
+				if (cap.n > maxn && cap.n < MAX_LAYERS)
 					maxn = cap.n;
 				break;
 			}
@@ -254,8 +293,29 @@ struct matching {
 	const struct wshard_rules *rules;
 	bool tied;
 	long nlayers;
-	bool *seen;		/* rule j, layer n: seen[j * (nlayers + 1) + n] */
+	long width;		/* layers seen covers: nlayers, or more for
+				 * rules that bound their own layers */
+	bool *seen;		/* rule j, layer n: seen[j * (width + 1) + n] */
 };
+
+/* mt->width: nlayers, or past it the highest layer + 1 of a source that a
+ * rule bounding its own layers takes. */
+static void count_width(const struct wshard_plan *plan, struct matching *mt)
+{
+	const struct wshard_rules *rules = mt->rules;
+	struct rules_capture cap;
+	size_t i, j;
+
+	mt->width = mt->nlayers;
+	for (j = 0; j < rules->nrules; j++) {
+		if (!bounds_layers(plan, &rules->rules[j]))
+			continue;
+		for (i = 0; i < plan->cat->ntensors; i++)
+			if (rules_match(rules->rules[j].match, plan->cat->tensors[i].name, &cap) &&
+			    cap.n >= mt->width && cap.n < MAX_LAYERS)
+				mt->width = cap.n + 1;
+	}
+}
 
 /*
  * Matches source tensor i to its rule into *m (*out_matched false when
@@ -293,12 +353,12 @@ static enum wshard_err match_one(struct wshard_plan *plan, struct matching *mt,
 	m->src = (uint32_t)i;
 	if (m->rule->reason)
 		return plan_left_out(plan, name, m->rule->reason, err);
-	if (m->cap.n >= nlayers)
+	if (m->cap.n >= nlayers && !(m->cap.n < mt->width && bounds_layers(plan, m->rule)))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s' is for layer %ld, but '%s' has %ld layer%s (num_hidden_layers)",
 					name, m->cap.n, plan->cat->path, nlayers,
 					nlayers == 1 ? "" : "s");
-	mt->seen[j * (size_t)(nlayers + 1) + (size_t)(m->cap.n < 0 ? 0 : m->cap.n)] = true;
+	mt->seen[j * (size_t)(mt->width + 1) + (size_t)(m->cap.n < 0 ? 0 : m->cap.n)] = true;
 	if (m->rule->kind == RULE_SKIP)
 		return WSHARD_OK;
 	if (mt->tied && strcmp(name, rules->tie_source) == 0)
@@ -324,7 +384,7 @@ static enum wshard_err check_match(struct wshard_plan *plan, const struct matchi
 	if (n == 0)
 		return wshard_error_set(err, WSHARD_EINVAL, "'%s' has no tensors to convert",
 					plan->cat->path);
-	rc = check_required(plan, mt->rules, mt->seen, mt->nlayers, mt->tied, err);
+	rc = check_required(plan, mt->rules, mt->seen, mt->nlayers, mt->width, mt->tied, err);
 	for (i = 0; i < n && !rc; i++)
 		rc = check_shape(plan, &members[i], err);
 	return rc;
@@ -345,7 +405,8 @@ enum wshard_err plan_match_sources(struct wshard_plan *plan,
 	*out_members = NULL;
 	*out_n = 0;
 	mt.nlayers = plan_count_layers(plan, rules);
-	mt.seen = calloc(rules->nrules * (size_t)(mt.nlayers + 1) + 1, sizeof(bool));
+	count_width(plan, &mt);
+	mt.seen = calloc(rules->nrules * (size_t)(mt.width + 1) + 1, sizeof(bool));
 	if (!members || !uncovered || !mt.seen) {
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;

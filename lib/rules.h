@@ -69,6 +69,15 @@ struct rules_rule {
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };
 
+/* The per-channel affine map of an image processor's rescale and
+ * normalisation, as vLLM's FusedMMInputNorm holds it: scale
+ * rescale_factor/std, shift -mean/std. */
+enum rules_image_norm {
+	RULES_IMAGE_NORM_NONE,
+	RULES_IMAGE_NORM_SCALE,
+	RULES_IMAGE_NORM_SHIFT,
+};
+
 struct rules_extra {
 	char *name;		/* pattern with {n}: one per layer seen */
 	enum wshard_dtype dtype;
@@ -80,6 +89,9 @@ struct rules_extra {
 	char *with;		/* "with": a source name pattern with {n}: only
 				 * in the layers whose source holds it (the
 				 * attention layers of a hybrid model), or NULL */
+	enum rules_image_norm image_norm;	/* "image_norm": a vector
+				 * from the image processor's config instead
+				 * of "value" (plan_image_norm.c) */
 };
 
 struct wshard_rules {

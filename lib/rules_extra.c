@@ -17,6 +17,37 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/*
+ * "image_norm": "scale" or "shift" makes extra e the per-channel vector of
+ * an image processor's normalisation (F32, without "value", "with" or
+ * "when"): vLLM builds it from the processor's config, not from weights.
+ */
+static enum wshard_err parse_image_norm(const struct wshard_rules *r, json_t *x,
+					const char *name, struct rules_extra *e,
+					struct wshard_error *err)
+{
+	json_t *v = json_object_get(x, "image_norm");
+	const char *s = json_string_value(v);
+	const char *dtype = json_string_value(json_object_get(x, "dtype"));
+
+	if (!v)
+		return WSHARD_OK;
+	if (s && !strcmp(s, "scale"))
+		e->image_norm = RULES_IMAGE_NORM_SCALE;
+	else if (s && !strcmp(s, "shift"))
+		e->image_norm = RULES_IMAGE_NORM_SHIFT;
+	else
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': extra '%s': unknown \"image_norm\" (scale, shift)",
+					r->name, name);
+	if (json_object_get(x, "value") || json_object_get(x, "with") ||
+	    json_object_get(x, "when") || strstr(name, "{n}") || (dtype && strcmp(dtype, "F32")))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': extra '%s': \"image_norm\" takes no \"value\", \"with\", \"when\" or {n}, and is F32",
+					r->name, name);
+	return WSHARD_OK;
+}
+
 enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 				    struct wshard_error *err)
 {
@@ -37,11 +68,18 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 		const char *dtype = json_string_value(json_object_get(x, "dtype"));
 		const char *when = json_string_value(json_object_get(x, "when"));
 		json_t *value = json_object_get(x, "value");
+		enum wshard_err rc;
 
-		if (!name || !json_is_number(value))
+		if (!name)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': extra[%zu] needs \"name\" and a numeric \"value\"",
-						r->name, i);
+						"'%s': extra[%zu] needs \"name\"", r->name, i);
+		rc = parse_image_norm(r, x, name, e, err);
+		if (rc)
+			return rc;
+		if (!e->image_norm && !json_is_number(value))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s' needs a numeric \"value\" or \"image_norm\"",
+						r->name, name);
 		e->model_dtype = dtype && strcmp(dtype, "model") == 0;
 		if (e->model_dtype)
 			e->dtype = WSHARD_BF16;	/* resolved by the plan */

@@ -221,7 +221,8 @@ static const char *const hybrid_archs[] = {
 
 /* Multimodal rules: the text model under language_model.model. */
 static const char *const mm_archs[] = {
-	"Gemma3ForConditionalGeneration",
+	"Gemma3ForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
+	"Qwen3_5MoeForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

@@ -255,7 +255,7 @@ Test(parse, bad_extra)
 		 "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"F99\"}]");
 	parse_fails(text, "extra 's': dtype must be F32, F16, BF16 or model");
 	snprintf(text, sizeof(text), base, "[{\"name\": \"s\", \"value\": \"1\"}]");
-	parse_fails(text, "extra[0] needs \"name\" and a numeric \"value\"");
+	parse_fails(text, "extra 's' needs a numeric \"value\" or \"image_norm\"");
 	snprintf(text, sizeof(text), base, "[{\"value\": 1}]");
 	parse_fails(text, "extra[0] needs \"name\"");
 	snprintf(text, sizeof(text), base, "{\"name\": \"s\"}");

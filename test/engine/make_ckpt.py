@@ -42,6 +42,13 @@ QWEN3_NEXT = dict(num_hidden_layers=4,
                   moe_intermediate_size=128,
                   shared_expert_intermediate_size=256)
 
+QWEN3_VL = {"vision_config": {"depth": 2, "hidden_size": 64,
+                              "intermediate_size": 128, "num_heads": 4,
+                              "patch_size": 14, "out_hidden_size": 256,
+                              "num_position_embeddings": 16},
+            "image_token_id": 999, "video_token_id": 998,
+            "vision_start_token_id": 997, "vision_end_token_id": 996}
+
 GPT_OSS = {"intermediate_size": 256, "num_local_experts": 4,
            "num_experts_per_tok": 2, "sliding_window": 128,
            "rope_parameters": {"rope_type": "yarn", "rope_theta": 150000.0,
@@ -183,6 +190,16 @@ CASES = {
                 dict(QWEN3_NEXT, tie_word_embeddings=True)),
     "qwen3_5_moe": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM",
                     QWEN3_NEXT),
+    # Qwen3.5 with its vision tower (Qwen3_5ForConditionalGeneration):
+    # the text model above under text_config; a tiny Qwen3-VL tower (4 heads
+    # of 16, 14x14 patches, 2x2 merged; a 56x56 image is 4 image tokens),
+    # the vision tokens inside the tiny vocabulary.
+    "qwen3_5_vl": ("Qwen3_5Config", "Qwen3_5ForConditionalGeneration",
+                   dict(QWEN3_VL, tie_word_embeddings=True,
+                        text_config=dict(QWEN3_NEXT,
+                                         tie_word_embeddings=True))),
+    "qwen3_5_vl_moe": ("Qwen3_5MoeConfig", "Qwen3_5MoeForConditionalGeneration",
+                       dict(QWEN3_VL, text_config=QWEN3_NEXT)),
     # GLM-4.5: GQA with biases on q/k/v, partial rotary, QK norm, the first
     # layer dense, sigmoid routing with e_score_correction_bias.
     "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM",
@@ -472,6 +489,42 @@ def gemma3_processor(out, cfg):
                                  ).save_pretrained(out)
 
 
+def qwen3_vl_processor(out, cfg):
+    """Writes a tokenizer and Qwen3VLProcessor for the tiny vocabulary: vLLM's
+    Qwen3-VL processor (Qwen3.5 uses it) needs both to build the vision
+    tower, and finds the image by the config's token ids.  Word-level; the
+    image processor's pixel bounds make every image 56x56 (4x4 patches of
+    14, merged 2x2: 4 image tokens)."""
+    import transformers
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<|vision_start|>": cfg.vision_start_token_id,
+               "<|vision_end|>": cfg.vision_end_token_id,
+               "<|image_pad|>": cfg.image_token_id,
+               "<|video_pad|>": cfg.video_token_id}
+    vocab = dict(special)
+    used = set(vocab.values())
+    for i in range(cfg.text_config.vocab_size):
+        if i not in used:
+            vocab["t%d" % i] = i
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tk.add_special_tokens([AddedToken(t, normalized=False)
+                           for t in special if t.startswith("<|")])
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
+        bos_token="<bos>", unk_token="<unk>")
+    px = 56 * 56
+    ip = transformers.Qwen2VLImageProcessor(
+        size={"shortest_edge": px, "longest_edge": px}, patch_size=14,
+        merge_size=2, temporal_patch_size=2)
+    vp = transformers.Qwen3VLVideoProcessor(
+        size={"shortest_edge": px, "longest_edge": 2 * px}, patch_size=14,
+        merge_size=2, temporal_patch_size=2)
+    transformers.Qwen3VLProcessor(image_processor=ip, tokenizer=tok,
+                                  video_processor=vp).save_pretrained(out)
+
+
 def make(arch, out):
     import torch
     import transformers
@@ -495,6 +548,8 @@ def make(arch, out):
     if arch == "gemma3_mm":
         released_vision_names(out)
         gemma3_processor(out, cfg)
+    if arch.startswith("qwen3_5_vl"):
+        qwen3_vl_processor(out, cfg)
     if arch in MTP:
         add_mtp_layer(out)
     if arch.startswith("deepseek_v4"):

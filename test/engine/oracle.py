@@ -55,9 +55,17 @@ def image_prompt(model):
     import numpy as np
     from PIL import Image
     cfg = json.load(open(os.path.join(model, "config.json")))
-    size = cfg["vision_config"]["image_size"]
+    if "boi_token_index" in cfg:
+        size = cfg["vision_config"]["image_size"]
+        image = [cfg["boi_token_index"]]
+    else:
+        # Qwen3-VL style: the image pad between the vision start and end
+        # tokens; its processor sizes the image (make_ckpt.py: 56x56).
+        size = 56
+        image = [cfg["vision_start_token_id"], cfg["image_token_id"],
+                 cfg["vision_end_token_id"]]
     px = np.random.default_rng(7).integers(0, 256, (size, size, 3), dtype=np.uint8)
-    return {"prompt_token_ids": [2, 17, cfg["boi_token_index"], 243, 9],
+    return {"prompt_token_ids": [2, 17] + image + [243, 9],
             "multi_modal_data": {"image": Image.fromarray(px)}}
 
 
