@@ -49,6 +49,12 @@ GPT_OSS = {"intermediate_size": 256, "num_local_experts": 4,
                                "beta_slow": 1.0, "truncate": False,
                                "original_max_position_embeddings": 4096}}
 
+LLAMA4 = dict(num_hidden_layers=4, intermediate_size=128,
+              intermediate_size_mlp=256, num_local_experts=16,
+              num_experts_per_tok=1, interleave_moe_layer_step=2,
+              no_rope_layers=[1, 1, 1, 0], attention_chunk_size=128,
+              use_qk_norm=True, tie_word_embeddings=False)
+
 # DeepSeek-V4: the four kinds of layer (sliding-window attention, then the
 # compressed sparse (ratio 4, with the indexer) and heavily compressed
 # (ratio 128) attentions), hash-routed MoE in the first two layers, 8 routed
@@ -202,6 +208,12 @@ CASES = {
     "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", GPT_OSS),
     # The same, its experts in MXFP4 as OpenAI ships GPT-OSS (see mxfp4()).
     "gpt_oss-mxfp4": ("GptOssConfig", "GptOssForCausalLM", GPT_OSS),
+    # Llama 4 (text): MoE every second layer (16 routed experts, one shared,
+    # transformers' fused [E, H, 2I] gate_up_proj and [E, I, H] down_proj),
+    # a dense MLP of intermediate_size_mlp between; chunked local attention
+    # with rope, every 4th layer global without rope (no_rope_layers), the
+    # chunk 128 (vLLM CPU: a multiple of its 128-token KV block); q/k norm.
+    "llama4": ("Llama4TextConfig", "Llama4ForCausalLM", LLAMA4),
 }
 
 # Linear weights the FP8 variants quantize (the rest stays BF16).
