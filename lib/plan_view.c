@@ -172,6 +172,12 @@ static enum wshard_err split_transposed_chunks(const struct wshard_plan *plan,
 	enum wshard_err rc = WSHARD_OK;
 	int r;
 
+	/* vLLM would keep whole experts a rank (load_moe_expert_weights'
+	 * expert_map); not written */
+	if (plan->opt.expert_parallel)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': --expert-parallel is not supported for experts fused in one tensor with \"chunks\"",
+					t->name);
 	if (t->shape[2] % nch)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': dimension 2 (%llu) is not %llu equal \"chunks\"",

@@ -9,8 +9,9 @@
 # and down_proj by columns); the manifest as printed JSON with its
 # deinterleaved and chunked sources; --dtype f32 the BF16 output widened;
 # mpirun -np 2 with small windows byte-identical to one process; an
-# expert intermediate size tp does not divide refused up front (exit 3,
-# one line naming the tensor, no OUT).
+# expert intermediate size tp does not divide, and --expert-parallel
+# (whole experts a rank in vLLM, not written), refused up front (exit 3,
+# one line, no OUT).
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
 
@@ -195,5 +196,12 @@ expect_exit 3 "$WSHARD" convert -q --tp 4 "$T/i6" "$T/i6-out" && {
 	one_line "intermediate 6 tp 4"
 	err_has "intermediate 6 tp 4" "intermediate_size=6 is not divisible by --tp 4"
 	[ -e "$T/i6-out" ] && fail "intermediate 6 tp 4: OUT was created"
+}
+
+# expert parallelism: vLLM would keep whole experts a rank; refused
+expect_exit 3 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/src" "$T/ep" && {
+	one_line "--expert-parallel"
+	err_has "--expert-parallel" "'model.layers.1.feed_forward.experts.gate_up_proj': --expert-parallel is not supported"
+	[ -e "$T/ep" ] && fail "--expert-parallel: OUT was created"
 }
 finish
