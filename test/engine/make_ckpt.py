@@ -214,6 +214,23 @@ CASES = {
     # with rope, every 4th layer global without rope (no_rope_layers), the
     # chunk 128 (vLLM CPU: a multiple of its 128-token KV block); q/k norm.
     "llama4": ("Llama4TextConfig", "Llama4ForCausalLM", LLAMA4),
+    # Llama 4 with its vision tower (Llama4ForConditionalGeneration): the
+    # text model above under text_config; a tiny tower (4 heads of 16,
+    # 56x56 tiles of 14x14 patches, pixel shuffle 0.5: 4 tokens a tile);
+    # its special tokens inside the tiny vocabulary (llama4_processor).
+    "llama4_mm": ("Llama4Config", "Llama4ForConditionalGeneration",
+                  {"text_config": LLAMA4,
+                   "vision_config": {"hidden_size": 64,
+                                     "intermediate_size": 128,
+                                     "num_hidden_layers": 2,
+                                     "num_attention_heads": 4,
+                                     "image_size": 56, "patch_size": 14,
+                                     "vision_output_dim": 128,
+                                     "projector_input_dim": 128,
+                                     "projector_output_dim": 128,
+                                     "pixel_shuffle_ratio": 0.5},
+                   "image_token_index": 999, "boi_token_index": 997,
+                   "eoi_token_index": 998}),
 }
 
 # Linear weights the FP8 variants quantize (the rest stays BF16).
@@ -484,6 +501,39 @@ def gemma3_processor(out, cfg):
                                  ).save_pretrained(out)
 
 
+def llama4_processor(out, cfg):
+    """Writes a word-level tokenizer and Llama4Processor for the tiny
+    vocabulary: vLLM's Llama 4 processor needs both ("Mllama4MultiModalProcessor
+    requires a tokenizer"), and encodes each image's patch, tile and
+    start/end tokens by text.  One tile an image (max_patches 1)."""
+    import transformers
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+    special = {"<pad>": 0, "<|begin_of_text|>": 1, "<|eot|>": 2, "<unk>": 3,
+               "<|patch|>": 993, "<|tile_x_separator|>": 994,
+               "<|tile_y_separator|>": 995,
+               "<|image_start|>": cfg.boi_token_index,
+               "<|image_end|>": cfg.eoi_token_index,
+               "<|image|>": cfg.image_token_index}
+    vocab = dict(special)
+    used = set(vocab.values())
+    for i in range(cfg.text_config.vocab_size):
+        if i not in used:
+            vocab["t%d" % i] = i
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tk.add_special_tokens([AddedToken(t, normalized=False) for t in special])
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<|eot|>",
+        bos_token="<|begin_of_text|>", unk_token="<unk>")
+    size = cfg.vision_config.image_size
+    ip = transformers.Llama4ImageProcessor(size={"height": size, "width": size},
+                                           max_patches=1)
+    transformers.Llama4Processor(image_processor=ip, tokenizer=tok,
+                                 patch_size=cfg.vision_config.patch_size,
+                                 pixel_shuffle_ratio=cfg.vision_config.pixel_shuffle_ratio
+                                 ).save_pretrained(out)
+
+
 def make(arch, out):
     import torch
     import transformers
@@ -507,6 +557,8 @@ def make(arch, out):
     if arch == "gemma3_mm":
         released_vision_names(out)
         gemma3_processor(out, cfg)
+    if arch == "llama4_mm":
+        llama4_processor(out, cfg)
     if arch in MTP:
         add_mtp_layer(out)
     if arch.startswith("deepseek_v4"):

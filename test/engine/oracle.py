@@ -57,7 +57,9 @@ def image_prompt(model):
     cfg = json.load(open(os.path.join(model, "config.json")))
     size = cfg["vision_config"]["image_size"]
     px = np.random.default_rng(7).integers(0, 256, (size, size, 3), dtype=np.uint8)
-    return {"prompt_token_ids": [2, 17, cfg["boi_token_index"], 243, 9],
+    # Gemma 3 expands its boi token; Llama 4 its image token
+    tok = cfg["image_token_index"] if "Llama4" in cfg["architectures"][0] else cfg["boi_token_index"]
+    return {"prompt_token_ids": [2, 17, tok, 243, 9],
             "multi_modal_data": {"image": Image.fromarray(px)}}
 
 
