@@ -7,7 +7,8 @@
 # permute_qk_weight_for_rotary; gate_up_proj transposed and chunked in
 # gate and up, each cut by tp; dense and shared MLPs fused gate_up; o_proj
 # and down_proj by columns); the manifest as printed JSON with its
-# deinterleaved and chunked sources; --dtype f32 the BF16 output widened;
+# deinterleaved and chunked sources; per-channel q/k scales permuted as
+# their weights, block scales refused; --dtype f32 the BF16 output widened;
 # mpirun -np 2 with small windows byte-identical to one process; an
 # expert intermediate size tp does not divide, and --expert-parallel
 # (whole experts a rank in vLLM, not written), refused up front (exit 3,
@@ -17,13 +18,15 @@
 
 need_reference
 
-# mk DIR INTERMEDIATE: 4 layers (MoE in 1 and 3), 4 heads of 16, 2 kv
-# heads, hidden 64, 4 experts, vocab 128.
+# mk DIR INTERMEDIATE [SCALES]: 4 layers (MoE in 1 and 3), 4 heads of 16,
+# 2 kv heads, hidden 64, 4 experts, vocab 128; SCALES "channel": q/k/v
+# with an F32 weight_scale a row ([rows, 1], as FP8 per-channel
+# checkpoints), "block": a weight_scale_inv of 128x128 blocks.
 mk() {
-	"$PYTHON" - "$1" "$2" <<'PY' || fail "could not write the Llama 4 checkpoint"
+	"$PYTHON" - "$1" "$2" "${3:-}" <<'PY' || fail "could not write the Llama 4 checkpoint"
 import json, os, struct, sys
 import numpy as np
-out, I = sys.argv[1], int(sys.argv[2])
+out, I, scales = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 os.makedirs(out)
 H, nh, kv, hd, E, L, V, Im = 64, 4, 2, 16, 4, 4, 128, 96
 cfg = {"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text",
@@ -43,6 +46,11 @@ for n in range(L):
     w(p + "input_layernorm.weight", H); w(p + "post_attention_layernorm.weight", H)
     w(p + "self_attn.q_proj.weight", nh * hd, H); w(p + "self_attn.k_proj.weight", kv * hd, H)
     w(p + "self_attn.v_proj.weight", kv * hd, H); w(p + "self_attn.o_proj.weight", H, nh * hd)
+    for x, rows in (("q", nh * hd), ("k", kv * hd), ("v", kv * hd)):
+        if scales == "channel":
+            t[p + "self_attn.%s_proj.weight_scale" % x] = rng.integers(0, 2**32, size=(rows, 1), dtype=np.uint32)
+        elif scales == "block":
+            t[p + "self_attn.%s_proj.weight_scale_inv" % x] = rng.integers(0, 2**32, size=(1, 1), dtype=np.uint32)
     f = p + "feed_forward."
     if n % 2:
         w(f + "router.weight", E, H)
@@ -60,7 +68,8 @@ for i, part in enumerate((names[:half], names[half:])):
     h, off, blobs = {}, 0, []
     for k in part:
         b = t[k].tobytes()
-        h[k] = {"dtype": "BF16", "shape": list(t[k].shape), "data_offsets": [off, off + len(b)]}
+        dt = "F32" if t[k].dtype == np.uint32 else "BF16"
+        h[k] = {"dtype": dt, "shape": list(t[k].shape), "data_offsets": [off, off + len(b)]}
         off += len(b); blobs.append(b); wm[k] = fn
     hb = json.dumps(h).encode()
     hb += b" " * (-len(hb) % 8)
@@ -119,6 +128,11 @@ for r in range(tp):
         kr = r // (tp // kv) if tp > kv else r
         kp = kv if tp > kv else tp
         want[a + "qkv_proj.weight"] = np.concatenate([rows(q, r), rows(k, kr, kp), rows(v, kr, kp)])
+        if a + "q_proj.weight_scale" in s:  # permuted as their weights
+            q = permute(s[a + "q_proj.weight_scale"], nh)
+            k = permute(s[a + "k_proj.weight_scale"], kv)
+            v = s[a + "v_proj.weight_scale"]
+            want[a + "qkv_proj.weight_scale"] = np.concatenate([rows(q, r), rows(k, kr, kp), rows(v, kr, kp)])
         want[a + "o_proj.weight"] = cols(s[a + "o_proj.weight"], r)
         f = p + "feed_forward."
         if f + "router.weight" in s:
@@ -196,6 +210,18 @@ expect_exit 3 "$WSHARD" convert -q --tp 4 "$T/i6" "$T/i6-out" && {
 	one_line "intermediate 6 tp 4"
 	err_has "intermediate 6 tp 4" "intermediate_size=6 is not divisible by --tp 4"
 	[ -e "$T/i6-out" ] && fail "intermediate 6 tp 4: OUT was created"
+}
+
+# per-channel scales follow their weights' rows; block scales are refused
+mk "$T/ch" 32 channel
+for tp in 2 4; do
+	expect_exit 0 "$WSHARD" convert -q --tp "$tp" "$T/ch" "$T/ch-tp$tp" &&
+		check "$T/ch" "$T/ch-tp$tp" "$tp"
+done
+mk "$T/blk" 32 block
+expect_exit 3 "$WSHARD" convert -q --tp 2 "$T/blk" "$T/blk-out" && {
+	one_line "block scales"
+	err_has "block scales" "_proj.weight_scale_inv': a block-wise scale cannot be deinterleaved"
 }
 
 # expert parallelism: vLLM would keep whole experts a rank; refused
