@@ -40,6 +40,11 @@ static void piece_rows(const struct wshard_plan *plan, const struct wshard_piece
 		*r0 = 0;
 		*r1 = info->shape[0];
 	}
+	/* a deinterleaved piece counts blocks: named in rows */
+	if (p->di_rows) {
+		*r0 = p->row0 * p->di_rows;
+		*r1 = (p->row0 + p->nrows) * p->di_rows;
+	}
 }
 
 /* The tree form of an entry's sources, for the entries the text form
@@ -66,6 +71,10 @@ json_t *manifest_sources_json(const struct wshard_plan *plan,
 			piece_rows(plan, p, &r0, &r1);
 			o = json_pack("{s:s,s:o}", "tensor", plan->cat->tensors[p->src].name,
 				      "rows", json_range(r0, r1));
+			if (o && p->di_rows) {
+				json_object_set_new(o, "deinterleaved", json_integer((json_int_t)p->di_rows));
+				break;
+			}
 			if (o && wshard_plan_src_row_dims(plan, p->src))
 				json_object_set_new(o, "row_dims",
 						    json_integer(wshard_plan_src_row_dims(plan, p->src)));
@@ -205,11 +214,14 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		put_str(b, plan->cat->tensors[p->src].name);
 		put_key(b, d + 1, "rows", false);
 		put_range(b, d + 1, r0, r1);
-		if (wshard_plan_src_row_dims(plan, p->src)) {
+		if (p->di_rows) {
+			put_key(b, d + 1, "deinterleaved", false);
+			put_int(b, p->di_rows);
+		} else if (wshard_plan_src_row_dims(plan, p->src)) {
 			put_key(b, d + 1, "row_dims", false);
 			put_int(b, (uint64_t)wshard_plan_src_row_dims(plan, p->src));
 		}
-		if (p->tr_rows) {
+		if (p->tr_rows && !p->di_rows) {
 			put_key(b, d + 1, "cols_dim", false);
 			put_int(b, (uint64_t)p->prov_dim);
 		}
@@ -217,7 +229,7 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 			put_key(b, d + 1, "cols", false);
 			put_range(b, d + 1, p->prov_col0, p->prov_col0 + p->prov_ncols);
 		}
-		if (p->tr_rows) {
+		if (p->tr_rows && !p->di_rows) {
 			put_key(b, d + 1, "transposed", false);
 			put_s(b, "true");
 		}

@@ -158,6 +158,15 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 				const struct member *m, uint64_t *shape,
 				struct wshard_error *err);
 
+/* plan_view.c: rows [row0, row0 + nrows) of m's source, whole rows, each
+ * block of the rule's "deinterleave" rows even rows first (vLLM's
+ * permute_qk_weight_for_rotary).  Returns WSHARD_OK, WSHARD_EINVAL (a cut
+ * inside a block) or WSHARD_ENOMEM. */
+enum wshard_err plan_push_deinterleaved(const struct wshard_plan *plan,
+					struct wshard_out_tensor *t, const struct member *m,
+					uint64_t row0, uint64_t nrows,
+					struct wshard_error *err);
+
 /* plan_view.c: m's source whole on rank 0, as many zero bytes on every
  * other rank ("first").  Returns WSHARD_OK or WSHARD_ENOMEM. */
 enum wshard_err plan_split_first(const struct wshard_plan *plan, struct group_out *g,

@@ -407,8 +407,12 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 				if (rc)
 					return rc;
 			}
-			rc = plan_push_rows(plan, &g->ranks[r], parts[p]->src,
-				       part_off[p] + row0, nrows, err);
+			if (parts[p]->rule->deinterleave && !whole)
+				rc = plan_push_deinterleaved(plan, &g->ranks[r], parts[p],
+							     part_off[p] + row0, nrows, err);
+			else
+				rc = plan_push_rows(plan, &g->ranks[r], parts[p]->src,
+						    part_off[p] + row0, nrows, err);
 			rank_rows += nrows;
 		}
 		if (rc)

@@ -7,7 +7,10 @@
  * [.., H/2], header only), "first" (whole on rank 0, zeros on the
  * others: vLLM loads GPT-OSS's down_proj bias on rank 0 alone), and a
  * "transpose"d "col" split (GPT-OSS's BF16 experts, each expert's matrix
- * swapped: transposed pieces, copied by transpose.c).
+ * swapped: transposed pieces, copied by transpose.c; with "chunks",
+ * Llama 4's gate_up_proj, the cut dimension's parts cut each, two pieces
+ * an expert), and a fused part's "deinterleave" (Llama 4's q/k heads,
+ * even rows first: a transposed piece whose elements are rows).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@
 #include "safetensors.h"
 #include "catalog.h"
 #include "rules.h"
+#include "expr.h"
 #include "plan_impl.h"
 
 uint64_t wshard_plan_src_rows(const struct wshard_plan *plan, uint32_t src)
@@ -41,9 +45,51 @@ int wshard_plan_src_row_dims(const struct wshard_plan *plan, uint32_t src)
 	return k;
 }
 
+static enum wshard_err set_view_rows(struct wshard_plan *plan, uint32_t src, uint64_t rows,
+				     struct wshard_error *err)
+{
+	if (!plan->view_rows) {
+		plan->view_rows = calloc(plan->cat->ntensors + 1, sizeof(uint64_t));
+		if (!plan->view_rows)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	plan->view_rows[src] = rows;
+	return WSHARD_OK;
+}
+
+/*
+ * A "deinterleave"d source seen as its blocks: one row a block, so that
+ * every window the stream reads holds whole blocks.  A per-tensor scale
+ * (one element) is kept whole, as vLLM does not permute it.
+ */
+static enum wshard_err set_deinterleave_view(struct wshard_plan *plan, const struct member *m,
+					     struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	enum wshard_err rc;
+	int64_t block;
+
+	if (t->ndim == 0 || (t->ndim == 1 && t->shape[0] == 1))
+		return WSHARD_OK;
+	rc = expr_eval_dim(plan->config, m->rule->deinterleave, t->name, &block, err);
+	if (rc)
+		return rc;
+	if (m->rule->block)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': a block-wise scale cannot be deinterleaved (vLLM reorders its weight's rows one by one)",
+					t->name);
+	if (t->ndim > 2 || block < 2 || block % 2 || t->shape[0] % (uint64_t)block ||
+	    src_row_bytes(t) * 2 > UINT32_MAX)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"deinterleave\": its %llu rows are not blocks of an even %lld (1 or 2 dimensions)",
+					t->name, (unsigned long long)t->shape[0], (long long)block);
+	return set_view_rows(plan, m->src, t->shape[0] / (uint64_t)block, err);
+}
+
 enum wshard_err plan_set_views(struct wshard_plan *plan, const struct member *m, size_t n,
 			       struct wshard_error *err)
 {
+	enum wshard_err rc;
 	size_t i;
 	int d;
 
@@ -51,6 +97,12 @@ enum wshard_err plan_set_views(struct wshard_plan *plan, const struct member *m,
 		const struct wshard_st_tensor *t = src_info(plan, m[i].src);
 		uint64_t rows = 1;
 
+		if (m[i].rule->deinterleave) {
+			rc = set_deinterleave_view(plan, &m[i], err);
+			if (rc)
+				return rc;
+			continue;
+		}
 		/* a transposed split keeps its rows: "rows" picks its cut */
 		if (m[i].rule->rows < 2 || m[i].rule->kind != RULE_COL || m[i].rule->transpose)
 			continue;
@@ -63,14 +115,107 @@ enum wshard_err plan_set_views(struct wshard_plan *plan, const struct member *m,
 			rows *= t->shape[d];
 		if (!rows)
 			continue;
-		if (!plan->view_rows) {
-			plan->view_rows = calloc(plan->cat->ntensors + 1, sizeof(uint64_t));
-			if (!plan->view_rows)
-				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		}
-		plan->view_rows[m[i].src] = rows;
+		rc = set_view_rows(plan, m[i].src, rows, err);
+		if (rc)
+			return rc;
 	}
 	return WSHARD_OK;
+}
+
+enum wshard_err plan_push_deinterleaved(const struct wshard_plan *plan,
+					struct wshard_out_tensor *t, const struct member *m,
+					uint64_t row0, uint64_t nrows,
+					struct wshard_error *err)
+{
+	const struct wshard_st_tensor *info = src_info(plan, m->src);
+	uint64_t blocks = wshard_plan_src_rows(plan, m->src), rb = src_row_bytes(info), di;
+	struct wshard_piece p = { .kind = WSHARD_PIECE_COPY, .src = m->src };
+
+	/* a per-tensor scale has no view: kept whole */
+	if (!plan->view_rows || !plan->view_rows[m->src])
+		return plan_push_rows(plan, t, m->src, row0, nrows, err);
+	di = src_rows(info) / blocks;
+	if (row0 % di || nrows % di)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': rows [%llu, %llu) cut its \"deinterleave\" blocks of %llu rows",
+					info->name, (unsigned long long)row0,
+					(unsigned long long)(row0 + nrows), (unsigned long long)di);
+	p.row0 = row0 / di;
+	p.nrows = nrows / di;
+	p.ncols = di * rb;
+	/* sub-row k is rows 2k and 2k+1 of a block: out row j*di/2+k = row 2k+j */
+	p.tr_rows = di / 2;
+	p.tr_stride = 2 * rb;
+	p.tr_width = 2 * rb;
+	p.tr_es = (unsigned)rb;
+	p.di_rows = di;
+	p.out_ncols = di * rb;
+	p.len = nrows * rb;
+	return plan_push_piece(t, &p, err);
+}
+
+/*
+ * A 3-D source [E, A, B] whose B holds "chunks" equal parts (Llama 4's
+ * gate_up_proj [E, H, 2I]: gate, then up), each cut by tp; each expert's
+ * matrix transposed: rank r's [E, chunks*B/chunks/tp, A], each expert its
+ * cut of every part in order (vLLM's load_moe_expert_weights: transpose,
+ * then chunk(2, dim=-2), w1 and w3 each narrowed by tp).  One piece per
+ * expert and part: a piece's rows are written back to back.
+ */
+static enum wshard_err split_transposed_chunks(const struct wshard_plan *plan,
+					       struct group_out *g, const struct member *m,
+					       uint64_t *shape, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t tp = (uint64_t)plan->tp, es = wshard_dtype_bits(t->dtype) / 8;
+	uint64_t nch = (uint64_t)m->rule->chunks, clen, cut, e, c;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	/* vLLM would keep whole experts a rank (load_moe_expert_weights'
+	 * expert_map); not written */
+	if (plan->opt.expert_parallel)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': --expert-parallel is not supported for experts fused in one tensor with \"chunks\"",
+					t->name);
+	if (t->shape[2] % nch)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': dimension 2 (%llu) is not %llu equal \"chunks\"",
+					t->name, (unsigned long long)t->shape[2],
+					(unsigned long long)nch);
+	clen = t->shape[2] / nch;
+	if (clen % tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': dimension 2 holds %llu \"chunks\" of %llu, not divisible by --tp %d",
+					t->name, (unsigned long long)nch, (unsigned long long)clen,
+					plan->tp);
+	cut = clen / tp;
+	shape[1] = nch * cut;
+	shape[2] = t->shape[1];
+	for (r = 0; r < plan->tp && !rc; r++)
+		for (e = 0; e < t->shape[0] && !rc; e++)
+			for (c = 0; c < nch && !rc; c++) {
+				struct wshard_piece p = {
+					.kind = WSHARD_PIECE_COPY,
+					.src = m->src,
+					.row0 = e,
+					.nrows = 1,
+					.tr_rows = t->shape[1],
+					.tr_stride = t->shape[2] * es,
+					.tr_width = cut * es,
+					.tr_es = (unsigned)es,
+					.prov_col0 = c * clen + (uint64_t)r * cut,
+					.prov_ncols = cut,
+					.prov_dim = 2,
+				};
+
+				p.col0 = p.prov_col0 * es;
+				p.ncols = (p.tr_rows - 1) * p.tr_stride + p.tr_width;
+				p.out_ncols = p.tr_rows * p.tr_width;
+				p.len = p.out_ncols;
+				rc = plan_push_piece(&g->ranks[r], &p, err);
+			}
+	return rc;
 }
 
 /*
@@ -95,6 +240,8 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 	a = t->shape[1];
 	b = t->shape[2];
 	stride = b * es;
+	if (m->rule->chunks > 1)
+		return split_transposed_chunks(plan, g, m, shape, err);
 	if (t->shape[dim] % tp)
 		return plan_indivisible(plan, m, dim, t->shape[dim], err);
 	cut = t->shape[dim] / tp;

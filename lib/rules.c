@@ -187,6 +187,7 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->rules[i].output);
 		free(r->rules[i].cond);
 		free(r->rules[i].reason);
+		free(r->rules[i].deinterleave);
 		for (j = 0; j < r->rules[i].nshape; j++)
 			free(r->rules[i].shape[j]);
 	}

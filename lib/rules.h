@@ -65,6 +65,12 @@ struct rules_rule {
 				 * ones merged into one (0: as split) */
 	bool transpose;		/* "transpose": each item's last two
 				 * dimensions swapped (a 3-D "col" split) */
+	int chunks;		/* "chunks": a transposed split's cut
+				 * dimension holds this many equal parts,
+				 * each cut by tp (0: one) */
+	char *deinterleave;	/* "deinterleave": rows per block (an
+				 * expression); within each block even rows
+				 * first, then odd ones; NULL: none */
 	int nshape;		/* -1: no shape check */
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };
@@ -158,6 +164,11 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
  * DeepSeek's X.scale: X.weight) into buf of size bytes; false when scale is
  * neither or buf is too small (rules_scale.c). */
 bool rules_scale_weight(const char *scale, char *buf, size_t size);
+
+/* rules_extra.c: a rule's "chunks" and "deinterleave" (t is its object;
+ * its split, "rows" and "transpose" already parsed). */
+enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
+				   json_t *t, struct wshard_error *err);
 
 /* The "extra" array, the "tie" object and the "defaults" object of rules
  * document r (rules_extra.c).  Return WSHARD_OK, WSHARD_EINVAL (the

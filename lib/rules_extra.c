@@ -1,8 +1,10 @@
 /*
  * rules_extra.c - the parts of a rules document beside its tensor rules:
- * the "extra" constant tensors and the tied embeddings ("tie").
+ * the "extra" constant tensors, the tied embeddings ("tie"), and a
+ * rule's "chunks" and "deinterleave".
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,5 +168,37 @@ enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
 						"'%s': defaults \"%s\" is not an integer", r->name, key);
 	}
 	r->defaults = json_incref(defaults);
+	return WSHARD_OK;
+}
+
+/*
+ * "chunks" (a transposed split's cut dimension holds that many parts,
+ * each cut by tp: Llama 4's gate_up_proj, gate then up) and
+ * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
+ * which vLLM reorders even rows first) on a fused part.
+ */
+enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
+				   json_t *t, struct wshard_error *err)
+{
+	json_t *chunks = json_object_get(t, "chunks"), *di = json_object_get(t, "deinterleave");
+	char buf[32];
+
+	if (chunks && (!json_is_integer(chunks) || json_integer_value(chunks) < 1 ||
+		       json_integer_value(chunks) > 64 || !rule->transpose || rule->rows != 2))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"chunks\" is an integer from 1 to 64 and needs \"transpose\" with \"rows\": 2",
+					r->name, rule->match);
+	rule->chunks = chunks ? (int)json_integer_value(chunks) : 0;
+	if (!di)
+		return WSHARD_OK;
+	if ((!json_is_string(di) && !json_is_integer(di)) || rule->kind != RULE_FUSE)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"deinterleave\" is an expression (rows per block) on a \"fuse\" part",
+					r->name, rule->match);
+	if (json_is_integer(di))
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(di));
+	rule->deinterleave = strdup(json_is_string(di) ? json_string_value(di) : buf);
+	if (!rule->deinterleave)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	return WSHARD_OK;
 }

@@ -214,6 +214,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 	static const char *const known[] = {
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
 		"if", "reason", "dtype", "from", "rows", "view", "transpose",
+		"chunks", "deinterleave",
 	};
 	const char *key;
 	json_t *val;
@@ -432,7 +433,7 @@ static enum wshard_err parse_view(const struct wshard_rules *r, struct rules_rul
 					r->name, rule->match);
 	rule->rows = rows ? (int)json_integer_value(rows) : 0;
 	rule->view = view ? (int)json_integer_value(view) : 0;
-	return WSHARD_OK;
+	return rules_parse_chunks(r, rule, t, err);
 }
 
 static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,

@@ -84,7 +84,11 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			d->block = inv;
 			d->cond = dup_or_null(w->cond);
 			d->reason = dup_or_null(w->reason);
-			if ((w->cond && !d->cond) || (w->reason && !d->reason))
+			/* per-channel scales follow their weight's rows (vLLM's
+			 * permute_qk_weight_for_rotary permutes both) */
+			d->deinterleave = dup_or_null(w->deinterleave);
+			if ((w->cond && !d->cond) || (w->reason && !d->reason) ||
+			    (w->deinterleave && !d->deinterleave))
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			/*
 			 * vLLM keeps one input scale per expert for w1 and w3 together

@@ -2,8 +2,10 @@
  * transpose.c - the copy of a transposed piece (a rule's "transpose"):
  * one source row's sub-matrix written transposed, as vLLM holds
  * GPT-OSS's BF16 experts (transformers keeps them input dimension first,
- * vLLM output dimension first).  Only such pieces come here; every other
- * copy stays a memcpy or a row conversion in stream.c.
+ * vLLM output dimension first), or Llama 4's q/k heads, whose rows vLLM
+ * takes even ones first (elements of a row each).  Only such pieces
+ * come here; every other copy stays a memcpy or a row conversion in
+ * stream.c.
  */
 #include <stdint.h>
 #include <string.h>
@@ -35,7 +37,9 @@ void stream_transpose_row(const struct wshard_piece *p, const char *src, char *d
 {
 	uint64_t n = p->tr_width / p->tr_es, m = p->tr_rows, j, k;
 	bool convert = p->from != p->to;
-	unsigned oes = convert ? wshard_dtype_bits(p->to) / 8 : p->tr_es;
+	/* an element is one value, or a whole row (a deinterleaved piece) */
+	uint64_t vals = convert ? p->tr_es / (wshard_dtype_bits(p->from) / 8) : 1;
+	uint64_t oes = convert ? vals * (wshard_dtype_bits(p->to) / 8) : p->tr_es;
 
 	if (!convert && p->tr_es == 2) {
 		transpose16(p, src, dst);
@@ -48,7 +52,7 @@ void stream_transpose_row(const struct wshard_piece *p, const char *src, char *d
 			char *o = dst + (j * m + k) * oes;
 
 			if (convert)
-				wshard_convert_floats(p->from, p->to, row + j * p->tr_es, o, 1);
+				wshard_convert_floats(p->from, p->to, row + j * p->tr_es, o, vals);
 			else
 				memcpy(o, row + j * p->tr_es, p->tr_es);
 		}

@@ -370,6 +370,14 @@ struct wshard_piece {
 	 */
 	uint64_t tr_rows, tr_stride, tr_width;
 	unsigned tr_es;
+	/*
+	 * A deinterleaved COPY (a rule's "deinterleave", vLLM's
+	 * permute_qk_weight_for_rotary): di_rows > 0 source rows form a
+	 * block (plan->view_rows counts blocks, row0 and nrows too), written
+	 * even rows first, then odd ones, as a transposed piece whose
+	 * elements are whole rows (tr_es a row's bytes).
+	 */
+	uint64_t di_rows;
 	int prov_dim;
 	double prov_value;		/* CONST: the value */
 };

@@ -140,4 +140,12 @@ Test(view, rules_keys_checked)
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"view\": \"3\"}",
 		    "\"rows\" and \"view\" are integers");
 	parse_fails("{\"match\": \"a\", \"split\": \"firsts\"}", "skip, first)");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"transpose\": true, \"chunks\": 2}",
+		    "\"chunks\" is an integer from 1 to 64 and needs \"transpose\" with \"rows\": 2");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 2, \"transpose\": true, "
+		    "\"chunks\": 0}", "\"chunks\" is an integer");
+	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"deinterleave\": \"head_dim\"}",
+		    "\"deinterleave\" is an expression (rows per block) on a \"fuse\" part");
+	parse_fails("{\"match\": \"a\", \"fuse\": \"qkv.q\", \"output\": \"b\", "
+		    "\"deinterleave\": [1]}", "\"deinterleave\" is an expression");
 }

@@ -6,7 +6,7 @@
  * intermediate 128, 4 experts) worked out by hand from
  * test/engine/GPTOSS-LAYOUT.md: w13[e] = gate_up_proj[e][:, 2lo:2hi]^T,
  * w2[e] = down_proj[e][lo:hi, :]^T, one piece a rank whose rows are the
- * experts.
+ * experts; and a deinterleaved block of whole rows (Llama 4's q/k heads).
  */
 #include <criterion/criterion.h>
 
@@ -73,6 +73,39 @@ Test(transpose, converted)
 			wshard_convert_floats(WSHARD_BF16, WSHARD_F32, &row[k * 3 + j], &want, 1);
 			cr_assert_eq(memcmp(&out[j * 2 + k], &want, 4), 0, "j %d k %d", j, k);
 		}
+}
+
+/*
+ * A deinterleaved block (a rule's "deinterleave": Llama 4's q/k heads):
+ * 6 rows of 3 BF16 values, elements of a whole row (6 bytes), written
+ * even rows first: out row j * 3 + k = row 2k + j; converted to F32, each
+ * row's 3 values as --dtype does.
+ */
+Test(transpose, deinterleaved_rows_converted)
+{
+	uint16_t block[6 * 3];
+	float out[6 * 3], want[3];
+	struct wshard_piece p = {
+		.kind = WSHARD_PIECE_COPY, .tr_rows = 3, .tr_stride = 12, .tr_width = 12, .tr_es = 6,
+		.di_rows = 6, .from = WSHARD_BF16, .to = WSHARD_F32,
+	};
+	int j, k;
+
+	for (k = 0; k < 18; k++)
+		block[k] = (uint16_t)(0x3f80 + 3 * k);
+	stream_transpose_row(&p, (const char *)block, (char *)out);
+	for (j = 0; j < 2; j++)
+		for (k = 0; k < 3; k++) {
+			wshard_convert_floats(WSHARD_BF16, WSHARD_F32, &block[(2 * k + j) * 3], want, 3);
+			cr_assert_eq(memcmp(&out[(j * 3 + k) * 3], want, sizeof(want)), 0,
+				     "j %d k %d", j, k);
+		}
+	p.from = p.to = WSHARD_BF16;
+	stream_transpose_row(&p, (const char *)block, (char *)out);
+	for (j = 0; j < 2; j++)
+		for (k = 0; k < 3; k++)
+			cr_assert_eq(memcmp((const uint16_t *)out + (j * 3 + k) * 3,
+					    &block[(2 * k + j) * 3], 6), 0, "j %d k %d", j, k);
 }
 
 /* The fields of transposed piece i of t. */

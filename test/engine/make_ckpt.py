@@ -56,6 +56,12 @@ GPT_OSS = {"intermediate_size": 256, "num_local_experts": 4,
                                "beta_slow": 1.0, "truncate": False,
                                "original_max_position_embeddings": 4096}}
 
+LLAMA4 = dict(num_hidden_layers=4, intermediate_size=128,
+              intermediate_size_mlp=256, num_local_experts=16,
+              num_experts_per_tok=1, interleave_moe_layer_step=2,
+              no_rope_layers=[1, 1, 1, 0], attention_chunk_size=128,
+              use_qk_norm=True, tie_word_embeddings=False)
+
 # DeepSeek-V4: the four kinds of layer (sliding-window attention, then the
 # compressed sparse (ratio 4, with the indexer) and heavily compressed
 # (ratio 128) attentions), hash-routed MoE in the first two layers, 8 routed
@@ -219,6 +225,29 @@ CASES = {
     "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", GPT_OSS),
     # The same, its experts in MXFP4 as OpenAI ships GPT-OSS (see mxfp4()).
     "gpt_oss-mxfp4": ("GptOssConfig", "GptOssForCausalLM", GPT_OSS),
+    # Llama 4 (text): MoE every second layer (16 routed experts, one shared,
+    # transformers' fused [E, H, 2I] gate_up_proj and [E, I, H] down_proj),
+    # a dense MLP of intermediate_size_mlp between; chunked local attention
+    # with rope, every 4th layer global without rope (no_rope_layers), the
+    # chunk 128 (vLLM CPU: a multiple of its 128-token KV block); q/k norm.
+    "llama4": ("Llama4TextConfig", "Llama4ForCausalLM", LLAMA4),
+    # Llama 4 with its vision tower (Llama4ForConditionalGeneration): the
+    # text model above under text_config; a tiny tower (4 heads of 16,
+    # 56x56 tiles of 14x14 patches, pixel shuffle 0.5: 4 tokens a tile);
+    # its special tokens inside the tiny vocabulary (llama4_processor).
+    "llama4_mm": ("Llama4Config", "Llama4ForConditionalGeneration",
+                  {"text_config": LLAMA4,
+                   "vision_config": {"hidden_size": 64,
+                                     "intermediate_size": 128,
+                                     "num_hidden_layers": 2,
+                                     "num_attention_heads": 4,
+                                     "image_size": 56, "patch_size": 14,
+                                     "vision_output_dim": 128,
+                                     "projector_input_dim": 128,
+                                     "projector_output_dim": 128,
+                                     "pixel_shuffle_ratio": 0.5},
+                   "image_token_index": 999, "boi_token_index": 997,
+                   "eoi_token_index": 998}),
 }
 
 # Linear weights the FP8 variants quantize (the rest stays BF16).
@@ -454,19 +483,10 @@ def released_vision_names(out):
         json.dump(idx, f, indent=2)
 
 
-def gemma3_processor(out, cfg):
-    """Writes a tokenizer and Gemma3Processor for the tiny vocabulary: vLLM's
-    Gemma 3 processor needs both to build the vision tower (with
-    skip_tokenizer_init it refuses: "Gemma3MultiModalProcessor requires a
-    tokenizer"), and looks up the newline tokens by text.  Word-level, ids
-    as the config's image tokens say."""
-    import transformers
-    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
-    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
-               "\n": 4, "\n\n": 5, "\n\n\n": 6, "\n\n\n\n": 7,
-               "<start_of_image>": cfg.boi_token_index,
-               "<end_of_image>": cfg.eoi_token_index,
-               "<image_soft_token>": cfg.image_token_index}
+def word_level(cfg, special):
+    """A word-level tokenizer for the tiny vocabulary: the special tokens at
+    their ids, every other id a word "tN"."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
     vocab = dict(special)
     used = set(vocab.values())
     for i in range(cfg.text_config.vocab_size):
@@ -474,6 +494,22 @@ def gemma3_processor(out, cfg):
             vocab["t%d" % i] = i
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return tk
+
+
+def gemma3_processor(out, cfg):
+    """Writes a tokenizer and Gemma3Processor for the tiny vocabulary: vLLM's
+    Gemma 3 processor needs both to build the vision tower (with
+    skip_tokenizer_init it refuses: "Gemma3MultiModalProcessor requires a
+    tokenizer"), and looks up the newline tokens by text.  Word-level, ids
+    as the config's image tokens say."""
+    import transformers
+    from tokenizers import AddedToken
+    tk = word_level(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+                          "\n": 4, "\n\n": 5, "\n\n\n": 6, "\n\n\n\n": 7,
+                          "<start_of_image>": cfg.boi_token_index,
+                          "<end_of_image>": cfg.eoi_token_index,
+                          "<image_soft_token>": cfg.image_token_index})
     tk.add_tokens([AddedToken(t, normalized=False)
                    for t in ("\n\n\n\n", "\n\n\n", "\n\n", "\n")])
     tok = transformers.PreTrainedTokenizerFast(
@@ -496,19 +532,13 @@ def qwen3_vl_processor(out, cfg):
     image processor's pixel bounds make every image 56x56 (4x4 patches of
     14, merged 2x2: 4 image tokens)."""
     import transformers
-    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+    from tokenizers import AddedToken
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
                "<|vision_start|>": cfg.vision_start_token_id,
                "<|vision_end|>": cfg.vision_end_token_id,
                "<|image_pad|>": cfg.image_token_id,
                "<|video_pad|>": cfg.video_token_id}
-    vocab = dict(special)
-    used = set(vocab.values())
-    for i in range(cfg.text_config.vocab_size):
-        if i not in used:
-            vocab["t%d" % i] = i
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tk = word_level(cfg, special)
     tk.add_special_tokens([AddedToken(t, normalized=False)
                            for t in special if t.startswith("<|")])
     tok = transformers.PreTrainedTokenizerFast(
@@ -523,6 +553,33 @@ def qwen3_vl_processor(out, cfg):
         merge_size=2, temporal_patch_size=2)
     transformers.Qwen3VLProcessor(image_processor=ip, tokenizer=tok,
                                   video_processor=vp).save_pretrained(out)
+
+
+def llama4_processor(out, cfg):
+    """Writes a word-level tokenizer and Llama4Processor for the tiny
+    vocabulary: vLLM's Llama 4 processor needs both ("Mllama4MultiModalProcessor
+    requires a tokenizer"), and encodes each image's patch, tile and
+    start/end tokens by text.  One tile an image (max_patches 1)."""
+    import transformers
+    from tokenizers import AddedToken
+    special = {"<pad>": 0, "<|begin_of_text|>": 1, "<|eot|>": 2, "<unk>": 3,
+               "<|patch|>": 993, "<|tile_x_separator|>": 994,
+               "<|tile_y_separator|>": 995,
+               "<|image_start|>": cfg.boi_token_index,
+               "<|image_end|>": cfg.eoi_token_index,
+               "<|image|>": cfg.image_token_index}
+    tk = word_level(cfg, special)
+    tk.add_special_tokens([AddedToken(t, normalized=False) for t in special])
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<|eot|>",
+        bos_token="<|begin_of_text|>", unk_token="<unk>")
+    size = cfg.vision_config.image_size
+    ip = transformers.Llama4ImageProcessor(size={"height": size, "width": size},
+                                           max_patches=1)
+    transformers.Llama4Processor(image_processor=ip, tokenizer=tok,
+                                 patch_size=cfg.vision_config.patch_size,
+                                 pixel_shuffle_ratio=cfg.vision_config.pixel_shuffle_ratio
+                                 ).save_pretrained(out)
 
 
 def make(arch, out):
@@ -550,6 +607,8 @@ def make(arch, out):
         gemma3_processor(out, cfg)
     if arch.startswith("qwen3_5_vl"):
         qwen3_vl_processor(out, cfg)
+    if arch == "llama4_mm":
+        llama4_processor(out, cfg)
     if arch in MTP:
         add_mtp_layer(out)
     if arch.startswith("deepseek_v4"):

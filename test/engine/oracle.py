@@ -55,7 +55,12 @@ def image_prompt(model):
     import numpy as np
     from PIL import Image
     cfg = json.load(open(os.path.join(model, "config.json")))
-    if "boi_token_index" in cfg:
+    if "Llama4" in cfg["architectures"][0]:
+        # Llama 4 expands its image token
+        size = cfg["vision_config"]["image_size"]
+        image = [cfg["image_token_index"]]
+    elif "boi_token_index" in cfg:
+        # Gemma 3 expands its boi token
         size = cfg["vision_config"]["image_size"]
         image = [cfg["boi_token_index"]]
     else:
