@@ -15,13 +15,13 @@
 #include "catalog.h"
 #include "rules.h"
 #include "expr.h"
+#include "plan_impl.h"
+
+#define MAX_LISTED 20
 
 /* Layer numbers at or past this are not layers (a name's number, not a
  * model's depth). */
 #define MAX_LAYERS 100000
-#include "plan_impl.h"
-
-#define MAX_LISTED 20
 
 static bool is_tied(const struct wshard_rules *rules, const struct wshard_config *cfg)
 {
