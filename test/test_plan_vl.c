@@ -20,18 +20,6 @@
 
 TestSuite(vl, .fini = close_open_fx);
 
-#define BASE "--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 --vocab 256"
-#define REP(m) "{\"match\": \"" m "\", \"split\": \"replicate\"},"
-#define CATCH_ALL REP("model.embed_tokens.weight") REP("lm_head.weight") \
-	REP("model.norm.weight") REP("model.layers.{n}.input_layernorm.weight") \
-	REP("model.layers.{n}.post_attention_layernorm.weight") \
-	REP("model.layers.{n}.self_attn.q_proj.weight") \
-	REP("model.layers.{n}.self_attn.k_proj.weight") \
-	REP("model.layers.{n}.self_attn.v_proj.weight") \
-	REP("model.layers.{n}.self_attn.o_proj.weight") \
-	REP("model.layers.{n}.mlp.gate_proj.weight") \
-	REP("model.layers.{n}.mlp.up_proj.weight") \
-	"{\"match\": \"model.layers.{n}.mlp.down_proj.weight\", \"split\": \"replicate\"}"
 
 static void use_rules(struct fx *f, const char *text)
 {
