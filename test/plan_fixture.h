@@ -343,6 +343,17 @@ static __attribute__((unused)) void assert_unused(const struct fx *f, const char
 }
 
 /* Llama, 8 heads of 8, hidden 64, I 128, BF16: rows of 128 bytes. */
+/* Replaces the fixture's rules with text. */
+static __attribute__((unused)) void use_rules(struct fx *f, const char *text)
+{
+	struct wshard_error err;
+
+	wshard_rules_free(f->rules);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&f->rules, text, strlen(text), "t.json", &err),
+		     WSHARD_OK, "%s", err.msg);
+}
+
 #define LLAMA "--layers 1 --hidden 64 --heads 8 --intermediate 128 --vocab 250 --dtype BF16"
 #define L0 "model.layers.0."
 #define RB 128		/* bytes per row of a [*, 64] BF16 matrix */

@@ -15,7 +15,6 @@
 
 TestSuite(ext, .fini = close_open_fx);
 
-
 /* CATCH_ALL without q/k/v, for rules that fuse them. */
 #define CATCH_NO_QKV REP("model.embed_tokens.weight") REP("lm_head.weight") \
 	REP("model.norm.weight") REP("model.layers.{n}.input_layernorm.weight") \
@@ -24,17 +23,6 @@ TestSuite(ext, .fini = close_open_fx);
 	REP("model.layers.{n}.mlp.gate_proj.weight") \
 	REP("model.layers.{n}.mlp.up_proj.weight") \
 	"{\"match\": \"model.layers.{n}.mlp.down_proj.weight\", \"split\": \"replicate\"}"
-
-/* Replaces the fixture's rules with text. */
-static void use_rules(struct fx *f, const char *text)
-{
-	struct wshard_error err;
-
-	wshard_rules_free(f->rules);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&f->rules, text, strlen(text), "t.json", &err),
-		     WSHARD_OK, "%s", err.msg);
-}
 
 /* "split": "replicate": both parts whole on every rank, a's rows then b's. */
 Test(ext, fused_replicate)

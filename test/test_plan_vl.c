@@ -20,17 +20,6 @@
 
 TestSuite(vl, .fini = close_open_fx);
 
-
-static void use_rules(struct fx *f, const char *text)
-{
-	struct wshard_error err;
-
-	wshard_rules_free(f->rules);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&f->rules, text, strlen(text), "t.json", &err),
-		     WSHARD_OK, "%s", err.msg);
-}
-
 /* Writes file name (text) into the checkpoint and opens it again. */
 static void add_file(struct fx *f, const char *name, const char *text)
 {
