@@ -11,6 +11,16 @@
  * round trip's bottleneck: one core moves a few GB/s where the copy
  * engines move tens, so it is split over a few threads (struct pool).
  *
+ * A checkpoint of many small tensors (hundreds of experts) would pay the
+ * device's latency once per tensor (a synchronisation, five queued calls)
+ * for a few hundred KiB each.  Small checks are batched instead: each is
+ * staged at the next 8-byte boundary of a slot's buffer (zero padding adds
+ * nothing to the sum) with its name and offset, and the slot goes through
+ * the device once full, or at wshard_vcuda_flush.  The comparison of a
+ * batch is against the staged copy, since the callers' buffers are gone
+ * by then; the device's checksum against the host's, taken from the
+ * callers' bytes, covers the staging copy itself.
+ *
  * Called from validate_host.c through the plain C functions of
  * validate_cuda.h; nothing here prints or exits.
  */
@@ -64,6 +74,13 @@ struct pool {
 	void *arg;
 };
 
+/* One check staged in a batch: where, and what to call it in an error. */
+struct entry {
+	size_t off, len;		/* in the slot's stage */
+	uint64_t base;			/* the check's base */
+	size_t what;			/* offset of its name in the slot's names */
+};
+
 struct slot {
 	unsigned char *stage;		/* pinned: bytes on their way in */
 	unsigned char *ret;		/* pinned: bytes that came back */
@@ -74,6 +91,13 @@ struct slot {
 	bool busy;			/* holds a chunk not yet compared */
 	size_t off, n;			/* the chunk, in the check's buffer */
 	uint64_t want;			/* the host's checksum of it */
+	/* a batch of small checks (nent > 0): compared against stage */
+	struct entry *ent;
+	size_t nent, ent_cap;
+	char *names;
+	size_t names_len, names_cap;
+	uint64_t batch_sum;		/* word contributions staged so far */
+	size_t fault;			/* stage offset to damage, or SIZE_MAX */
 };
 
 struct wshard_vcuda {
@@ -83,7 +107,12 @@ struct wshard_vcuda {
 	struct slot slot[NSLOTS];
 	struct pool pool;
 	bool pool_ready;		/* lock and conditions initialised */
+	struct slot *filling;		/* the batch being staged, or NULL */
+	int next;			/* the slot the next batch takes */
 };
+
+/* Checks of at most this many bytes (of a chunk) are batched. */
+#define BATCH_MAX(chunk) ((chunk) / 4)
 
 struct pool_start {
 	struct pool *pool;
@@ -328,6 +357,7 @@ static enum wshard_err open_slot(struct slot *s, int dev, size_t chunk,
 	enum wshard_err rc = WSHARD_OK;
 	cudaError_t e;
 
+	s->fault = SIZE_MAX;
 	if (FAILED(cudaStreamCreateWithFlags, &s->stream,
 		   cudaStreamNonBlocking) ||
 	    FAILED(cudaMallocHost, (void **)&s->stage, chunk) ||
@@ -429,12 +459,10 @@ out:
 	return WSHARD_OK;
 }
 
-/* Stages n bytes at src in slot s, summing them on the way, and queues
- * their round trip; damages the device copy at fault_off of the check's
- * buffer if that falls in this chunk. */
-static enum wshard_err launch(struct wshard_vcuda *c, struct slot *s,
-			      const unsigned char *src, size_t n,
-			      uint64_t fault_off, struct wshard_error *err)
+/* Queues slot s's round trip of its n staged bytes: copy in, damage at
+ * s->fault if set, checksum, both copied back. */
+static enum wshard_err queue(struct wshard_vcuda *c, struct slot *s, size_t n,
+			     struct wshard_error *err)
 {
 	enum wshard_err rc = WSHARD_OK;
 	int dev = c->device;
@@ -443,20 +471,9 @@ static enum wshard_err launch(struct wshard_vcuda *c, struct slot *s,
 	unsigned blocks;
 	cudaError_t e;
 
-	struct stage_job job;
-	uint64_t sum = 0;
-	int p, nparts;
-
 	blocks = (unsigned)(want_blocks == 0 ? 1 :
 			    want_blocks < (size_t)c->max_blocks ? want_blocks :
 			    (size_t)c->max_blocks);
-	job.dst = s->stage;
-	job.src = src;
-	job.n = n;
-	nparts = pool_run(&c->pool, stage_part, &job, n);
-	for (p = 0; p < nparts; p++)
-		sum += job.sum[p];
-	s->want = wshard_vsum_final(sum, n);
 	/* Busy from the first queued call, so that a failure still waits. */
 	s->busy = true;
 	s->n = n;
@@ -464,8 +481,9 @@ static enum wshard_err launch(struct wshard_vcuda *c, struct slot *s,
 	    FAILED(cudaMemcpyAsync, s->dbuf, s->stage, n,
 		   cudaMemcpyHostToDevice, s->stream))
 		return rc;
-	if (fault_off >= s->off && fault_off - s->off < n)
-		flip_kernel<<<1, 1, 0, s->stream>>>(s->dbuf + (fault_off - s->off));
+	if (s->fault < n)
+		flip_kernel<<<1, 1, 0, s->stream>>>(s->dbuf + s->fault);
+	s->fault = SIZE_MAX;
 	vsum_kernel<<<blocks, THREADS, 0, s->stream>>>(
 		(const unsigned long long *)s->dbuf, n, s->dsum);
 	e = cudaGetLastError();
@@ -479,7 +497,48 @@ static enum wshard_err launch(struct wshard_vcuda *c, struct slot *s,
 	return WSHARD_OK;
 }
 
-/* Waits for slot s and compares its chunk of buf. */
+/* Stages n bytes at src in slot s, summing them on the way, and queues
+ * their round trip; damages the device copy at fault_off of the check's
+ * buffer if that falls in this chunk. */
+static enum wshard_err launch(struct wshard_vcuda *c, struct slot *s,
+			      const unsigned char *src, size_t n,
+			      uint64_t fault_off, struct wshard_error *err)
+{
+	struct stage_job job;
+	uint64_t sum = 0;
+	int p, nparts;
+
+	job.dst = s->stage;
+	job.src = src;
+	job.n = n;
+	nparts = pool_run(&c->pool, stage_part, &job, n);
+	for (p = 0; p < nparts; p++)
+		sum += job.sum[p];
+	s->want = wshard_vsum_final(sum, n);
+	s->fault = fault_off >= s->off && fault_off - s->off < n ?
+		   (size_t)(fault_off - s->off) : SIZE_MAX;
+	return queue(c, s, n, err);
+}
+
+/* The entry of a batch (nent of them) that holds stage byte at: the last
+ * that starts at or before it. */
+static const struct entry *entry_at(const struct entry *ent, size_t nent, size_t at)
+{
+	size_t lo = 0, hi = nent;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ent[mid].off <= at)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &ent[lo];
+}
+
+/* Waits for slot s and compares its chunk of buf, or its batch with
+ * what it staged. */
 static enum wshard_err finish(struct wshard_vcuda *c, struct slot *s,
 			      const unsigned char *buf, const char *what,
 			      uint64_t base, struct wshard_error *err)
@@ -487,6 +546,7 @@ static enum wshard_err finish(struct wshard_vcuda *c, struct slot *s,
 	enum wshard_err rc = WSHARD_OK;
 	int dev = c->device;
 	struct compare_job job;
+	size_t nent = s->nent;
 	uint64_t got;
 	int p, nparts;
 	cudaError_t e;
@@ -494,18 +554,39 @@ static enum wshard_err finish(struct wshard_vcuda *c, struct slot *s,
 	if (!s->busy)
 		return WSHARD_OK;
 	s->busy = false;
+	s->nent = 0;
+	s->names_len = 0;
 	if (FAILED(cudaStreamSynchronize, s->stream))
 		return rc;
-	job.orig = buf + s->off;
+	job.orig = nent ? s->stage : buf + s->off;
 	job.ret = s->ret;
 	job.n = s->n;
 	nparts = pool_run(&c->pool, compare_part, &job, s->n);
-	for (p = 0; p < nparts; p++)
-		if (job.diff[p] != SIZE_MAX)
+	for (p = 0; p < nparts; p++) {
+		const struct entry *en;
+
+		if (job.diff[p] == SIZE_MAX)
+			continue;
+		if (!nent)
 			return wshard_error_set(err, WSHARD_EVALIDATE,
 						"round trip changed byte %" PRIu64 " of %s",
 						base + s->off + job.diff[p], what);
+		en = entry_at(s->ent, nent, job.diff[p]);
+		if (job.diff[p] - en->off >= en->len)
+			return wshard_error_set(err, WSHARD_EVALIDATE,
+						"round trip changed padding byte %zu after %s",
+						job.diff[p] - en->off, s->names + en->what);
+		return wshard_error_set(err, WSHARD_EVALIDATE,
+					"round trip changed byte %" PRIu64 " of %s",
+					en->base + (job.diff[p] - en->off),
+					s->names + en->what);
+	}
 	got = wshard_vsum_final(*s->hsum, s->n);
+	if (got != s->want && nent)
+		return wshard_error_set(err, WSHARD_EVALIDATE,
+					"round trip changed the checksum of %zu checks from %s on: "
+					"%016" PRIx64 ", expected %016" PRIx64,
+					nent, s->names, got, s->want);
 	if (got != s->want)
 		return wshard_error_set(err, WSHARD_EVALIDATE,
 					"round trip changed the checksum of bytes %" PRIu64
@@ -513,6 +594,122 @@ static enum wshard_err finish(struct wshard_vcuda *c, struct slot *s,
 					base + s->off, base + s->off + s->n, what,
 					got, s->want);
 	return WSHARD_OK;
+}
+
+/* Sends the batch being staged on its way; the next takes the other slot. */
+static enum wshard_err send_batch(struct wshard_vcuda *c, struct wshard_error *err)
+{
+	struct slot *s = c->filling;
+
+	if (!s)
+		return WSHARD_OK;
+	c->filling = NULL;
+	c->next = (c->next + 1) % NSLOTS;
+	s->want = wshard_vsum_final(s->batch_sum, s->n);
+	return queue(c, s, s->n, err);
+}
+
+/* Grows an array of *cap elements of size es to hold need. */
+static bool grow(void **p, size_t *cap, size_t need, size_t es)
+{
+	size_t n = *cap ? *cap : 64;
+	void *q;
+
+	if (need <= *cap)
+		return true;
+	while (n < need)
+		n *= 2;
+	q = realloc(*p, n * es);
+	if (!q)
+		return false;
+	*p = q;
+	*cap = n;
+	return true;
+}
+
+/*
+ * Stages a small check in the batch being filled (starting one when
+ * none is, once the slot's previous batch is compared, and sending the
+ * batch when the check does not fit).
+ */
+static enum wshard_err batch_check(struct wshard_vcuda *c, const unsigned char *buf,
+				   size_t len, const char *what, uint64_t base,
+				   uint64_t fault_off, struct wshard_error *err)
+{
+	enum wshard_err rc;
+	struct slot *s = c->filling;
+	size_t at = s ? (s->n + 7) & ~(size_t)7 : 0;
+	size_t wlen = strlen(what) + 1;
+	struct entry *en;
+
+	if (s && at + len > c->chunk) {
+		rc = send_batch(c, err);
+		if (rc != WSHARD_OK)
+			return rc;
+		s = NULL;
+	}
+	if (!s) {
+		s = &c->slot[c->next];
+		rc = finish(c, s, NULL, NULL, 0, err);
+		if (rc != WSHARD_OK)
+			return rc;
+		s->n = 0;
+		s->off = 0;
+		s->batch_sum = 0;
+		s->fault = SIZE_MAX;
+		c->filling = s;
+		at = 0;
+	}
+	if (!grow((void **)&s->ent, &s->ent_cap, s->nent + 1, sizeof(*s->ent)) ||
+	    !grow((void **)&s->names, &s->names_cap, s->names_len + wlen, 1))
+		return wshard_error_set(err, WSHARD_ENOMEM,
+					"out of memory for the CUDA validator's batch");
+	memset(s->stage + s->n, 0, at - s->n);
+	s->batch_sum += wshard_validate_copy_sum_at(s->stage + at, buf, len, at / 8);
+	if (fault_off < len)
+		s->fault = at + (size_t)fault_off;
+	en = &s->ent[s->nent++];
+	en->off = at;
+	en->len = len;
+	en->base = base;
+	en->what = s->names_len;
+	memcpy(s->names + s->names_len, what, wlen);
+	s->names_len += wlen;
+	s->n = at + len;
+	return WSHARD_OK;
+}
+
+/* Queued calls of every slot done, and the slots idle. */
+static void drain(struct wshard_vcuda *c)
+{
+	int j;
+
+	c->filling = NULL;
+	for (j = 0; j < NSLOTS; j++) {
+		if (c->slot[j].busy)
+			cudaStreamSynchronize(c->slot[j].stream);
+		c->slot[j].busy = false;
+		c->slot[j].nent = 0;
+		c->slot[j].names_len = 0;
+	}
+}
+
+extern "C" enum wshard_err wshard_vcuda_flush(struct wshard_vcuda *c,
+					      struct wshard_error *err)
+{
+	enum wshard_err rc = WSHARD_OK;
+	int dev = c->device, j;
+	cudaError_t e;
+
+	if (FAILED(cudaSetDevice, dev))
+		return rc;
+	rc = send_batch(c, err);
+	/* the older batch first: it is the other slot, or the next one */
+	for (j = 0; j < NSLOTS && rc == WSHARD_OK; j++)
+		rc = finish(c, &c->slot[(c->next + j) % NSLOTS], NULL, NULL, 0, err);
+	if (rc != WSHARD_OK)
+		drain(c);
+	return rc;
 }
 
 extern "C" enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c,
@@ -528,6 +725,16 @@ extern "C" enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c,
 	cudaError_t e;
 
 	if (FAILED(cudaSetDevice, dev))
+		return rc;
+	if (len <= BATCH_MAX(c->chunk)) {
+		rc = batch_check(c, p, len, what, base, fault_off, err);
+		if (rc != WSHARD_OK)
+			drain(c);
+		return rc;
+	}
+	/* A large check has both slots to itself. */
+	rc = wshard_vcuda_flush(c, err);
+	if (rc != WSHARD_OK)
 		return rc;
 	/* Slot k % 2 takes chunk k once chunk k - 2 in it is compared. */
 	for (off = 0; off < len; off += n, k++) {
@@ -551,11 +758,7 @@ extern "C" enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c,
 
 out:
 	/* Leave no copy in flight into buffers the next check reuses. */
-	for (j = 0; j < NSLOTS; j++) {
-		if (c->slot[j].busy)
-			cudaStreamSynchronize(c->slot[j].stream);
-		c->slot[j].busy = false;
-	}
+	drain(c);
 	return rc;
 }
 
@@ -576,6 +779,8 @@ extern "C" void wshard_vcuda_close(struct wshard_vcuda *c)
 		cudaFreeHost(s->hsum);
 		cudaFree(s->dbuf);
 		cudaFree(s->dsum);
+		free(s->ent);
+		free(s->names);
 		if (s->stream)
 			cudaStreamDestroy(s->stream);
 	}

@@ -38,7 +38,9 @@ void wshard_vcuda_warm_wait(void);
 
 /*
  * Round-trips len bytes of buf through the device, as
- * wshard_validator_check.  fault_off, when below len, is the offset in
+ * wshard_validator_check: a small check (a quarter of a chunk at most)
+ * is staged in a batch and its result may come from a later check or
+ * from wshard_vcuda_flush.  fault_off, when below len, is the offset in
  * buf of a byte to damage in device memory after the copy in (fault
  * injection for tests; UINT64_MAX for none).  Returns WSHARD_OK,
  * WSHARD_EVALIDATE or WSHARD_EIO.
@@ -46,6 +48,15 @@ void wshard_vcuda_warm_wait(void);
 enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c, const void *buf,
 				   size_t len, const char *what, uint64_t base,
 				   uint64_t fault_off, struct wshard_error *err);
+
+/*
+ * Round-trips what checks of at most a quarter of a chunk left staged (a
+ * batch of them goes through the device once full, so such a check may
+ * return WSHARD_OK before its bytes went) and compares every batch still
+ * in flight.  An error names the check the difference is in.  Returns
+ * WSHARD_OK, WSHARD_EVALIDATE or WSHARD_EIO.
+ */
+enum wshard_err wshard_vcuda_flush(struct wshard_vcuda *c, struct wshard_error *err);
 
 /* Frees device and pinned memory and the streams; accepts NULL. */
 void wshard_vcuda_close(struct wshard_vcuda *c);

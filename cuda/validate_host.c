@@ -531,6 +531,24 @@ enum wshard_err wshard_validator_check(struct wshard_validator *v,
 	return rc;
 }
 
+enum wshard_err wshard_validator_flush(struct wshard_validator *v,
+				       struct wshard_error *err)
+{
+	enum wshard_err rc = WSHARD_OK;
+#ifdef WSHARD_CUDA
+	double t0 = wshard_seconds();
+
+	if (v->kind == BACKEND_CUDA) {
+		rc = wshard_vcuda_flush(v->cuda, err);
+		v->seconds += wshard_seconds() - t0;
+	}
+#else
+	(void)v;
+	(void)err;
+#endif
+	return rc;
+}
+
 void wshard_validator_stats(const struct wshard_validator *v,
 			    uint64_t *out_bytes, double *out_seconds)
 {

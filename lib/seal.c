@@ -284,16 +284,24 @@ enum wshard_err seal_open_validator(struct convert *cv, struct wshard_error *err
 	return rc;
 }
 
-/* Bytes the validators checked, and closes those the stream threads opened. */
-static uint64_t close_validators(struct convert *cv)
+/*
+ * Bytes the validators checked, and closes those the stream threads
+ * opened; first the checks they still hold batched go through (the first
+ * difference or failure goes to *e, unless it has one already).
+ */
+static uint64_t close_validators(struct convert *cv, struct wshard_error *e)
 {
 	uint64_t total = 0, bytes;
 	double secs;
 	size_t i;
 
 	for (i = 0; i < STREAM_SLOTS; i++) {
+		struct wshard_error fe = { 0 };
+
 		if (!cv->vs[i])
 			continue;
+		if (wshard_validator_flush(cv->vs[i], &fe) && !e->code)
+			*e = fe;
 		wshard_validator_stats(cv->vs[i], &bytes, &secs);
 		total += bytes;
 		if (cv->vs[i] != cv->v)
@@ -402,7 +410,7 @@ enum wshard_err seal_finish(struct convert *cv, struct seal_jobs *j, bool stream
 	for (i = 0; i < j->nthreads; i++)
 		pthread_join(j->tid[i], NULL);
 	pthread_mutex_destroy(&j->lock);
-	cv->run->bytes_validated = close_validators(cv);
+	cv->run->bytes_validated = close_validators(cv, &j->err);
 	cv->run->seal_cpu_seconds = j->cpu_seconds;
 	free(j->rank);
 	free(j->part);

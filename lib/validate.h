@@ -71,10 +71,25 @@ const char *wshard_validator_backend(const struct wshard_validator *v);
  * what and the absolute byte offset of the first differing byte (or the
  * checksum difference).  Returns WSHARD_OK, WSHARD_EVALIDATE or WSHARD_EIO
  * (a CUDA call failed: the message names it).
+ *
+ * The GPU backend batches checks of at most a quarter of chunk_bytes (one
+ * trip to the device for many small tensors): their bytes are copied
+ * before check returns, so buf may be reused, but a difference in them
+ * may be reported by a later check, naming the earlier what, or by
+ * wshard_validator_flush, which must succeed before the bytes count as
+ * validated.
  */
 enum wshard_err wshard_validator_check(struct wshard_validator *v,
 				       const void *buf, size_t len,
 				       const char *what, uint64_t base,
+				       struct wshard_error *err);
+
+/*
+ * Round-trips whatever earlier checks left batched and reports the first
+ * difference among them (as wshard_validator_check).  The host backend
+ * batches nothing.  Returns WSHARD_OK, WSHARD_EVALIDATE or WSHARD_EIO.
+ */
+enum wshard_err wshard_validator_flush(struct wshard_validator *v,
 				       struct wshard_error *err);
 
 /* Bytes validated and seconds spent in check so far. */

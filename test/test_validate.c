@@ -65,25 +65,33 @@ static struct wshard_validator *open_mode(enum wshard_validate_mode mode,
 	return v;
 }
 
-/* Checks len bytes of buf and expects WSHARD_OK. */
+/* Checks len bytes of buf and expects WSHARD_OK, also from the flush (the
+ * GPU backend reports a batched check's difference late). */
 static void expect_ok(struct wshard_validator *v, const void *buf, size_t len,
 		      uint64_t base)
 {
 	struct wshard_error err = { WSHARD_OK, "" };
 	enum wshard_err rc = wshard_validator_check(v, buf, len, WHAT, base, &err);
 
+	if (rc == WSHARD_OK)
+		rc = wshard_validator_flush(v, &err);
+
 	cr_assert_eq(rc, WSHARD_OK, "check of %zu bytes: %d %s", len, rc,
 		     err.msg);
 	cr_assert_eq(err.code, WSHARD_OK);
 }
 
-/* Checks len bytes of buf and expects a changed byte at absolute at. */
+/* Checks len bytes of buf and expects a changed byte at absolute at,
+ * from the check or the flush that follows it. */
 static void expect_changed(struct wshard_validator *v, const void *buf,
 			   size_t len, uint64_t base, uint64_t at)
 {
 	struct wshard_error err = { WSHARD_OK, "" };
 	enum wshard_err rc = wshard_validator_check(v, buf, len, WHAT, base, &err);
 	char want[128];
+
+	if (rc == WSHARD_OK)
+		rc = wshard_validator_flush(v, &err);
 
 	snprintf(want, sizeof(want), "round trip changed byte %" PRIu64 " of %s",
 		 at, WHAT);
@@ -367,6 +375,78 @@ Test(validate, gpu_mode_without_gpu)
 #else
 	cr_assert_str_eq(err.msg, "built without CUDA (make CUDA=0)");
 #endif
+}
+
+/*
+ * Checks len bytes as tensors of varying small sizes, each with its own
+ * name, the fault (if armed) in tensor bad; returns the first error, from
+ * a check or from the flush at the end (a batched check may report it
+ * late, but must name the tensor and byte it was in).
+ */
+static enum wshard_err small_checks(struct wshard_validator *v, const unsigned char *buf,
+				    size_t n, struct wshard_error *err)
+{
+	size_t i, off = 0;
+	char what[64];
+
+	for (i = 0; i < n; i++) {
+		size_t len = 1 + (i * 7919) % (200u << 10);
+
+		snprintf(what, sizeof(what), "rank 0 tensor 't%zu'", i);
+		if (wshard_validator_check(v, buf + off, len, what, 1000 * i, err))
+			return err->code;
+		off += len;
+	}
+	return wshard_validator_flush(v, err);
+}
+
+/* Offset in small_checks' buffer of tensor i. */
+static size_t small_off(size_t i)
+{
+	size_t k, off = 0;
+
+	for (k = 0; k < i; k++)
+		off += 1 + (k * 7919) % (200u << 10);
+	return off;
+}
+
+Test(validate, gpu_batches_small_checks)
+{
+	struct wshard_error err = { WSHARD_OK, "" };
+	struct wshard_validator *v = NULL;
+	const size_t n = 300;
+	unsigned char *buf;
+	enum wshard_err rc;
+
+	rc = wshard_validator_open(&v, WSHARD_VALIDATE_GPU, 0, 1u << 20, NULL, 0, &err);
+	if (rc != WSHARD_OK) {
+		/* no usable GPU: gpu_mode_without_gpu checks the refusal */
+		cr_assert_eq(rc, WSHARD_ENODEV, "%d %s", rc, err.msg);
+		return;
+	}
+	buf = random_bytes(small_off(n), 5);
+	cr_assert_eq(small_checks(v, buf, n, &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_eq(wshard_validator_flush(v, &err), WSHARD_OK, "%s", err.msg);
+	/* a byte damaged on the device in tensor 123 (byte 17 of it) is
+	 * named, though its batch went through after the check returned */
+	cr_assert_eq(wshard_validator_inject_fault(v, small_off(123) + 17), WSHARD_OK);
+	rc = small_checks(v, buf, n, &err);
+	cr_assert_eq(rc, WSHARD_EVALIDATE, "%d %s", rc, err.msg);
+	cr_assert_str_eq(err.msg, "round trip changed byte 123017 of rank 0 tensor 't123'");
+	/* the validator goes on after a failure, and a fault in the last
+	 * small check is found by the large check that follows it */
+	err = (struct wshard_error){ WSHARD_OK, "" };
+	cr_assert_eq(small_checks(v, buf, n, &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_eq(wshard_validator_inject_fault(v, 63), WSHARD_OK);
+	cr_assert_eq(wshard_validator_check(v, buf, 64, WHAT, 0, &err), WSHARD_OK, "%s", err.msg);
+	rc = wshard_validator_check(v, buf, 3u << 20, "big", 0, &err);
+	cr_assert_eq(rc, WSHARD_EVALIDATE, "%d %s", rc, err.msg);
+	cr_assert_str_eq(err.msg, "round trip changed byte 63 of " WHAT);
+	err = (struct wshard_error){ WSHARD_OK, "" };
+	expect_ok(v, buf, 3u << 20, 0);
+	cr_assert_eq(wshard_validator_flush(v, &err), WSHARD_OK, "%s", err.msg);
+	free(buf);
+	wshard_validator_close(v);
 }
 
 Test(validate, off_mode_opens_nothing)
