@@ -135,6 +135,10 @@ enum wshard_err plan_push_deinterleaved(const struct wshard_plan *plan,
 	if (!plan->view_rows || !plan->view_rows[m->src])
 		return plan_push_rows(plan, t, m->src, row0, nrows, err);
 	di = src_rows(info) / blocks;
+	if (di * rb > UINT32_MAX)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"deinterleave\" blocks of %llu bytes are over 4 GiB",
+					info->name, (unsigned long long)(di * rb));
 	if (row0 % di || nrows % di)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': rows [%llu, %llu) cut its \"deinterleave\" blocks of %llu rows",
@@ -240,6 +244,11 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 	a = t->shape[1];
 	b = t->shape[2];
 	stride = b * es;
+	/* a transposed piece counts its sub-rows and their bytes in 32 bits */
+	if (a > UINT32_MAX || stride > UINT32_MAX)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"transpose\" of a matrix with over 2^32 rows or 4 GiB rows",
+					t->name);
 	if (m->rule->chunks > 1)
 		return split_transposed_chunks(plan, g, m, shape, err);
 	if (t->shape[dim] % tp)

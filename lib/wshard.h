@@ -345,20 +345,24 @@ enum wshard_piece_kind {
  * of each row, written back to back at dst.
  */
 struct wshard_piece {
-	enum wshard_piece_kind kind;
+	/* One byte each (a plan of a giant MoE holds half a million pieces:
+	 * their size is most of its memory).  kind: enum wshard_piece_kind. */
+	uint8_t kind;
+	/* COPY with --dtype: source elements of dtype from become to (enum
+	 * wshard_dtype); the output holds out_ncols bytes per row (ncols
+	 * when from == to). */
+	uint8_t from, to;
+	uint8_t value_len;
 	uint32_t src;			/* catalog tensor index (COPY) */
 	uint64_t row0, nrows;
 	uint64_t col0, ncols;		/* bytes within a row */
 	uint64_t dst;			/* offset within the output tensor */
 	uint64_t len;			/* bytes produced */
-	unsigned char value[8];		/* CONST: one element, little-endian */
-	unsigned value_len;
-	/* COPY with --dtype: source elements of dtype from become to; the
-	 * output holds out_ncols bytes per row (ncols when from == to). */
-	enum wshard_dtype from, to;
 	uint64_t out_ncols;
+	unsigned char value[8];		/* CONST: one element, little-endian */
+	double prov_value;		/* CONST: the value */
 	/* Provenance in elements, for the manifest (prov_ncols 0: whole rows). */
-	uint64_t prov_col0, prov_ncols;
+	uint32_t prov_col0, prov_ncols;
 	/*
 	 * A transposed COPY (tr_rows > 0, a rule's "transpose"): the bytes
 	 * [col0, col0 + ncols) of each source row hold tr_rows sub-rows
@@ -366,10 +370,12 @@ struct wshard_piece {
 	 * of tr_es bytes) are taken; each source row gives out_ncols bytes,
 	 * those elements transposed (out[j * tr_rows + k] = sub-row k's
 	 * element j), converted if from != to.  prov_dim: the source
-	 * dimension that prov_col0 and prov_ncols count.
+	 * dimension that prov_col0 and prov_ncols count.  The planner
+	 * refuses a transposed tensor whose dimensions or sub-rows do not fit
+	 * these 32 bits.
 	 */
-	uint64_t tr_rows, tr_stride, tr_width;
-	unsigned tr_es;
+	uint32_t tr_rows, tr_es;
+	uint32_t tr_stride, tr_width;
 	/*
 	 * A deinterleaved COPY (a rule's "deinterleave", vLLM's
 	 * permute_qk_weight_for_rotary): di_rows > 0 source rows form a
@@ -377,9 +383,8 @@ struct wshard_piece {
 	 * even rows first, then odd ones, as a transposed piece whose
 	 * elements are whole rows (tr_es a row's bytes).
 	 */
-	uint64_t di_rows;
-	int prov_dim;
-	double prov_value;		/* CONST: the value */
+	uint32_t di_rows;
+	int8_t prov_dim;
 };
 
 struct wshard_out_tensor {
