@@ -94,45 +94,16 @@ static double best_copy(unsigned char *host, unsigned char *back,
 	return best;
 }
 
-static double best_validator(enum wshard_validate_mode mode, size_t chunk,
-			     const unsigned char *buf, size_t len, int runs,
-			     char *backend, size_t backend_len)
-{
-	struct wshard_validator *v = NULL;
-	struct wshard_error err;
-	double best = 1e30, t;
-	int r;
-
-	memset(&err, 0, sizeof(err));
-	if (wshard_validator_open(&v, mode, 0, chunk, NULL, 0, &err) !=
-	    WSHARD_OK) {
-		fprintf(stderr, "bench-roundtrip: %s\n", err.msg);
-		exit(1);
-	}
-	snprintf(backend, backend_len, "%s", wshard_validator_backend(v));
-	for (r = -1; r < runs; r++) {	/* r = -1: warm-up */
-		t = now();
-		if (wshard_validator_check(v, buf, len, "the buffer", 0,
-					   &err) != WSHARD_OK ||
-		    wshard_validator_flush(v, &err) != WSHARD_OK) {
-			fprintf(stderr, "bench-roundtrip: %s\n", err.msg);
-			exit(1);
-		}
-		t = now() - t;
-		if (r >= 0 && t < best)
-			best = t;
-	}
-	wshard_validator_close(v);
-	return best;
-}
-
 /*
- * Seconds for len bytes checked as tensors of piece bytes each, one
- * validator (convert's stream threads have one each): what a checkpoint
- * of many small experts costs the round trip.
+ * Seconds for the validator (mode, chunk) to check len bytes of buf as
+ * tensors of piece bytes each (piece == len: one check), then flush;
+ * best of runs after a warm-up.  Small pieces are what a checkpoint of
+ * many small experts costs the round trip (convert's stream threads have
+ * a validator each).  backend (may be NULL) receives its name.
  */
-static double best_small(enum wshard_validate_mode mode, size_t chunk, size_t piece,
-			 const unsigned char *buf, size_t len, int runs)
+static double best_validator(enum wshard_validate_mode mode, size_t chunk,
+			     const unsigned char *buf, size_t len, size_t piece,
+			     int runs, char *backend, size_t backend_len)
 {
 	struct wshard_validator *v = NULL;
 	struct wshard_error err;
@@ -145,7 +116,9 @@ static double best_small(enum wshard_validate_mode mode, size_t chunk, size_t pi
 		fprintf(stderr, "bench-roundtrip: %s\n", err.msg);
 		exit(1);
 	}
-	for (r = -1; r < runs; r++) {
+	if (backend)
+		snprintf(backend, backend_len, "%s", wshard_validator_backend(v));
+	for (r = -1; r < runs; r++) {	/* r = -1: warm-up */
 		t = now();
 		for (off = 0; off + piece <= len; off += piece)
 			if (wshard_validator_check(v, buf + off, piece, "a tensor", 0,
@@ -219,26 +192,25 @@ int main(int argc, char **argv)
 	rt = (double)len / best_copy(pinned, back, dev, st, len, BOTH, runs) / 1e9;
 	row("h2d+d2h (pinned, no checks)", len, (double)len / rt / 1e9, 0);
 	row("validator cuda, 8 MiB chunks", len,
-	    best_validator(WSHARD_VALIDATE_GPU, CHUNK, plain, len, runs, name,
+	    best_validator(WSHARD_VALIDATE_GPU, CHUNK, plain, len, len, runs, name,
 			   sizeof(name)), rt);
 	printf("  backend: %s\n", name);
 	/* convert's chunk with the default --max-memory (64 MiB / 32) */
 	row("validator cuda, 2 MiB chunks", len,
-	    best_validator(WSHARD_VALIDATE_GPU, CHUNK / 4, plain, len, runs,
-			   name, sizeof(name)), rt);
+	    best_validator(WSHARD_VALIDATE_GPU, CHUNK / 4, plain, len, len, runs,
+			   NULL, 0), rt);
 	row("validator host", len,
-	    best_validator(WSHARD_VALIDATE_HOST, 0, plain, len, runs, name,
-			   sizeof(name)), rt);
+	    best_validator(WSHARD_VALIDATE_HOST, 0, plain, len, len, runs, NULL, 0), rt);
 	/* moe100k's expert tensors at tp 4: 256 KiB */
 	small = len < ((size_t)256 << 20) ? len : (size_t)256 << 20;
 	row("validator cuda, 256 KiB tensors", small,
-	    best_small(WSHARD_VALIDATE_GPU, CHUNK / 4, (size_t)256 << 10, plain,
-		       small, runs), rt);
+	    best_validator(WSHARD_VALIDATE_GPU, CHUNK / 4, plain, small,
+			   (size_t)256 << 10, runs, NULL, 0), rt);
 	row("validator cuda, 16 KiB tensors", small / 16,
-	    best_small(WSHARD_VALIDATE_GPU, CHUNK / 4, (size_t)16 << 10, plain,
-		       small / 16, runs), rt);
+	    best_validator(WSHARD_VALIDATE_GPU, CHUNK / 4, plain, small / 16,
+			   (size_t)16 << 10, runs, NULL, 0), rt);
 	row("validator host, 256 KiB tensors", small,
-	    best_small(WSHARD_VALIDATE_HOST, 0, (size_t)256 << 10, plain, small,
-		       runs), rt);
+	    best_validator(WSHARD_VALIDATE_HOST, 0, plain, small, (size_t)256 << 10,
+			   runs, NULL, 0), rt);
 	return 0;
 }
