@@ -50,8 +50,8 @@ static inline bool stream_owns(int nprocs, int proc, int rank)
  * Whether plan's transposed source tensors can be streamed within
  * plan->opt.max_memory.  A seekable source can: its whole experts are
  * read in tiles.  A compressed archive, read front to back, needs one
- * whole expert in memory.  Returns WSHARD_OK, or WSHARD_EINVAL naming the
- * first tensor whose expert does not fit (WSHARD_ENOMEM).
+ * whole expert in memory.  Returns WSHARD_OK, WSHARD_EINVAL naming the
+ * first tensor whose expert does not fit, or WSHARD_ENOMEM.
  */
 enum wshard_err stream_check_budget(const struct wshard_plan *plan,
 				    struct wshard_error *err);
