@@ -393,6 +393,10 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 		return wshard_error_set(err, WSHARD_EUSAGE,
 					"%d MPI processes for --tp %d: use at most one process per rank",
 					cv.nprocs, plan->tp);
+	/* before OUT is touched: a source that cannot be streamed within
+	 * --max-memory is refused up front */
+	if (stream_check_budget(plan, err))
+		return err->code;
 	if (convert_setup(&cv, err))
 		goto out;
 	test_hold();

@@ -121,9 +121,6 @@ static void report(struct stream *s, size_t len)
 		s->progress(s->progress_ctx, "writing", all, s->total);
 }
 
-/* Bytes of rows gathered (or converted) into the stage per put. */
-#define STAGE_BYTES ((size_t)256 << 10)
-
 /*
  * Hands rows [x, y) of piece ref to the sink; rows start at src (stride
  * apart).  Rows that are not contiguous (a column piece) or change dtype
@@ -174,6 +171,34 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 	}
 }
 
+void stream_put_tile(struct stream *s, const struct ref *ref, uint64_t r, uint64_t j0,
+		     uint64_t m, const char *src)
+{
+	const struct wshard_piece *p = ref_piece(s, ref);
+	/* an output row: one element of each sub-row, converted */
+	uint64_t orow = p->out_ncols / (p->tr_width / p->tr_es);
+	uint64_t off = p->dst + (r - p->row0) * p->out_ncols + j0 * orow;
+	/* the stage: half the budget at most, the read tile holds the rest */
+	uint64_t stage = WSHARD_MIN((uint64_t)STAGE_BYTES, s->budget / 2);
+	uint64_t g = WSHARD_MIN(WSHARD_MAX(stage / orow, 1), m), j, n;
+	struct wshard_piece sub = *p;
+
+	if (s->local.code ||
+	    stream_grow(&s->stage, &s->stage_cap, (size_t)(g * orow), &s->local))
+		return;
+	/* the tile seen as a piece whose sub-rows are m elements long */
+	sub.tr_stride = m * p->tr_es;
+	for (j = 0; j < m && !s->local.code; j += g) {
+		n = WSHARD_MIN(g, m - j);
+		sub.tr_width = n * p->tr_es;
+		stream_transpose_row(&sub, src + j * p->tr_es, s->stage);
+		if (s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor, off + j * orow,
+				 s->stage, (size_t)(n * orow), &s->local))
+			return;
+		report(s, (size_t)(n * orow));
+	}
+}
+
 /*
  * Rows [a, b) that process q reads of a tensor at step k: a block of rows
  * per process, or everything on process 0 when the source can only be
@@ -204,19 +229,94 @@ void stream_rows_of(const struct stream *s, uint32_t src, int q, uint64_t w, uin
 }
 
 
-uint64_t stream_window_rows(const struct stream *s, uint32_t src)
+/*
+ * Bytes a window of one source row costs: the row, and per output copy
+ * each source byte feeds (fan, the bytes of its pieces over its own,
+ * rounded up) the stage or the exchange's send and receive buffers.
+ */
+static uint64_t row_cost(uint64_t rb, uint64_t piece_bytes, uint64_t nbytes)
+{
+	return rb * (2 + 2 * ((piece_bytes + nbytes - 1) / nbytes));
+}
+
+/* Rows of source tensor src that fit the budget: 0 when one does not. */
+static uint64_t budget_rows(const struct stream *s, uint32_t src)
 {
 	const struct wshard_src_tensor *t = &s->plan->cat->tensors[src];
-	uint64_t rows = wshard_plan_src_rows(s->plan, src);
-	uint64_t rb = t->nbytes / rows, fan = 0, w;
+	uint64_t rows = wshard_plan_src_rows(s->plan, src), bytes = 0;
 	size_t i;
 
-	/* fan-out: how many output copies each source byte feeds, rounded up */
 	for (i = 0; i < s->count[src]; i++)
-		fan += ref_piece(s, &s->refs[s->first[src] + i])->len;
-	fan = (fan + t->nbytes - 1) / t->nbytes;
-	w = s->budget / (rb * (2 + 2 * fan));
+		bytes += ref_piece(s, &s->refs[s->first[src] + i])->len;
+	return s->budget / row_cost(t->nbytes / rows, bytes, t->nbytes);
+}
+
+uint64_t stream_window_rows(const struct stream *s, uint32_t src)
+{
+	uint64_t w = budget_rows(s, src);
+
 	return w ? w : 1;
+}
+
+bool stream_tiled(const struct stream *s, uint32_t src)
+{
+	size_t i;
+
+	if (!s->seekable || !streamed(s, src))
+		return false;
+	for (i = 0; i < s->count[src]; i++)
+		if (!ref_piece(s, &s->refs[s->first[src] + i])->tr_rows)
+			return false;
+	return budget_rows(s, src) == 0;
+}
+
+enum wshard_err stream_check_budget(const struct wshard_plan *plan,
+				    struct wshard_error *err)
+{
+	const struct wshard_catalog *cat = plan->cat;
+	uint64_t *bytes = NULL;
+	bool *tr = NULL;
+	size_t i, k;
+	uint32_t src;
+	int r;
+
+	if (wshard_catalog_seekable(cat))
+		return WSHARD_OK;
+	bytes = calloc(cat->ntensors + 1, sizeof(*bytes));
+	tr = calloc(cat->ntensors + 1, sizeof(*tr));
+	if (!bytes || !tr) {
+		wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (r = 0; r < plan->tp; r++)
+		for (i = 0; i < plan->ranks[r].ntensors; i++)
+			for (k = 0; k < plan->ranks[r].tensors[i].npieces; k++) {
+				const struct wshard_piece *p = &plan->ranks[r].tensors[i].pieces[k];
+
+				if (p->kind != WSHARD_PIECE_COPY)
+					continue;
+				bytes[p->src] += p->len;
+				tr[p->src] = tr[p->src] || p->tr_rows;
+			}
+	for (src = 0; src < cat->ntensors; src++) {
+		const struct wshard_src_tensor *t = &cat->tensors[src];
+		uint64_t rows = wshard_plan_src_rows(plan, src), need;
+
+		if (!tr[src] || !rows || !t->nbytes)
+			continue;
+		need = row_cost(t->nbytes / rows, bytes[src], t->nbytes);
+		if (need > plan->opt.max_memory) {
+			wshard_error_set(err, WSHARD_EINVAL,
+					 "tensor '%s': its transposed copy from an archive read front to back needs %llu bytes for one expert, more than --max-memory %llu (raise it, or unpack the archive)",
+					 t->name, (unsigned long long)need,
+					 (unsigned long long)plan->opt.max_memory);
+			goto out;
+		}
+	}
+out:
+	free(bytes);
+	free(tr);
+	return err->code;
 }
 
 /* Steps of source tensor src in windows of w rows: the most any process needs. */
@@ -243,6 +343,12 @@ enum wshard_err stream_tensor(struct stream *s, uint32_t src,
 
 	if (!streamed(s, src))
 		return WSHARD_OK;
+	if (s->nprocs == 1 && stream_tiled(s, src)) {
+		/* errors go to s->local, as stream_put_rows's do */
+		for (k = 0; k < s->count[src] && !s->local.code; k++)
+			stream_put_tiled(s, &s->refs[s->first[src] + k]);
+		return WSHARD_OK;
+	}
 	w = stream_window_rows(s, src);
 	steps = steps_of(s, src, w);
 	for (k = 0; k < steps; k++) {
@@ -476,7 +582,9 @@ enum wshard_err stream_run(const struct wshard_plan *plan,
 	enum wshard_err rc;
 
 	memset(out_stats, 0, sizeof(*out_stats));
-	rc = stream_setup(&s, &order, err);
+	rc = stream_check_budget(plan, err);
+	if (!rc)
+		rc = stream_setup(&s, &order, err);
 	if (rc)
 		goto out;
 	/* zero padding and constants first: a sink may wait for whole tensors */

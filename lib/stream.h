@@ -47,6 +47,16 @@ static inline bool stream_owns(int nprocs, int proc, int rank)
 }
 
 /*
+ * Whether plan's transposed source tensors can be streamed within
+ * plan->opt.max_memory.  A seekable source can: its whole experts are
+ * read in tiles.  A compressed archive, read front to back, needs one
+ * whole expert in memory.  Returns WSHARD_OK, WSHARD_EINVAL naming the
+ * first tensor whose expert does not fit, or WSHARD_ENOMEM.
+ */
+enum wshard_err stream_check_budget(const struct wshard_plan *plan,
+				    struct wshard_error *err);
+
+/*
  * Produces every byte of every tensor of the ranks this process owns:
  * copies from the source (exchanged over MPI where another process read
  * them), zero padding and constants.  Memory stays near plan->opt.max_memory.

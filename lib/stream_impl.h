@@ -98,6 +98,9 @@ static inline bool exchanged(const struct stream *s, uint32_t src)
 	return streamed(s, src) && !read_own(s, src);
 }
 
+/* Bytes of rows gathered (or converted) into the stage per put. */
+#define STAGE_BYTES ((size_t)256 << 10)
+
 /* Grows *buf to need bytes.  Returns WSHARD_OK or WSHARD_ENOMEM. */
 enum wshard_err stream_grow(char **buf, size_t *cap, size_t need,
 			    struct wshard_error *err);
@@ -128,8 +131,34 @@ void stream_rows_of(const struct stream *s, uint32_t src, int q, uint64_t w,
 const char *stream_read_window(struct stream *s, const struct wshard_src_tensor *t,
 			       uint64_t rb, uint64_t a, uint64_t b);
 
-/* Rows per window of source tensor src: what the memory budget allows. */
+/* Rows per window of source tensor src: what the memory budget allows
+ * (at least one). */
 uint64_t stream_window_rows(const struct stream *s, uint32_t src);
+
+/*
+ * Whether source tensor src is copied in tiles (stream_put_tiled): a
+ * seekable source, transposed pieces only, and one source row (a whole
+ * expert) more than the budget allows.  From the plan and the budget
+ * alone, so every MPI process decides the same.
+ */
+bool stream_tiled(const struct stream *s, uint32_t src);
+
+/*
+ * window.c: puts all of transposed piece ref, read by this process in
+ * tiles of output rows that fit the budget, whatever the size of a
+ * source row.  Errors go to s->local.
+ */
+void stream_put_tiled(struct stream *s, const struct ref *ref);
+
+/*
+ * stream.c: puts output rows [j0, j0 + m) of source row r of
+ * transposed piece ref (the elements [j0, j0 + m) of every sub-row,
+ * transposed): src holds, for each of the piece's tr_rows sub-rows, those
+ * m elements, back to back.  STAGE_BYTES of output a put.  Errors go to
+ * s->local.
+ */
+void stream_put_tile(struct stream *s, const struct ref *ref, uint64_t r, uint64_t j0,
+		     uint64_t m, const char *src);
 
 /*
  * window.c: how many source tensors from order[0] (of n) one thread takes

@@ -192,6 +192,8 @@ bool stream_own_pieces(const struct stream *s, uint32_t src)
 
 	if (!streamed(s, src))
 		return false;
+	if (stream_tiled(s, src))
+		return true;	/* each owner reads its pieces' elements alone */
 	rb = t->nbytes / wshard_plan_src_rows(s->plan, src);
 	for (i = 0; i < s->count[src]; i++) {
 		const struct wshard_piece *p = ref_piece(s, &s->refs[s->first[src] + i]);
@@ -237,6 +239,7 @@ void stream_own(struct stream *s, uint32_t src)
 	uint64_t rb = t->nbytes / wshard_plan_src_rows(s->plan, src);
 	uint64_t w = stream_window_rows(s, src), a, b;
 	const struct ref *refs = &s->refs[s->first[src]];
+	bool tiled = stream_tiled(s, src);
 	size_t i;
 
 	for (i = 0; i < s->count[src] && !s->local.code; i++) {
@@ -244,6 +247,10 @@ void stream_own(struct stream *s, uint32_t src)
 
 		if (refs[i].rank % s->nprocs != s->proc)
 			continue;
+		if (tiled) {
+			stream_put_tiled(s, &refs[i]);
+			continue;
+		}
 		for (a = p->row0; a < p->row0 + p->nrows && !s->local.code; a = b) {
 			const char *win;
 
@@ -256,4 +263,51 @@ void stream_own(struct stream *s, uint32_t src)
 	stream_unmap_window(s);
 }
 
-/* Rows per window of source tensor src: what the memory budget allows. */
+/*
+ * A transposed piece whose source rows (whole experts: Llama 4 Scout's
+ * gate_up_proj is 160 MiB an expert) exceed the budget is read in tiles
+ * of output rows.  Output row j of an expert holds element j of each of
+ * its tr_rows sub-rows, so output rows [j0, j0 + m) are one contiguous
+ * range of the output and need of each sub-row its elements [j0, j0 + m)
+ * alone: tr_rows reads, tr_stride apart in the file (one read when the
+ * tile spans whole sub-rows, which then touch).  Read, not mapped: a
+ * mapping touched a few bytes a page would fault whole pages (and their
+ * neighbours) into the resident set.  A tile is as wide as half the
+ * budget allows, since every sub-row costs a system call a tile.  Each
+ * source byte of the piece is read once.
+ */
+void stream_put_tiled(struct stream *s, const struct ref *ref)
+{
+	const struct wshard_piece *p = ref_piece(s, ref);
+	const struct wshard_catalog *cat = s->plan->cat;
+	const struct wshard_src_tensor *t = &cat->tensors[p->src];
+	uint64_t rb = t->nbytes / wshard_plan_src_rows(s->plan, p->src);
+	uint64_t n = p->tr_width / p->tr_es, es = p->tr_es;
+	uint64_t w = WSHARD_MIN(WSHARD_MAX(s->budget / 2 / (p->tr_rows * es), 1), n);
+	uint64_t r, j0, k, m, at;
+
+	stream_unmap_window(s);
+	if (s->local.code ||
+	    stream_grow(&s->window, &s->window_cap, (size_t)(p->tr_rows * w * es), &s->local))
+		return;
+	for (r = p->row0; r < p->row0 + p->nrows && !s->local.code; r++) {
+		for (j0 = 0; j0 < n && !s->local.code; j0 += w) {
+			m = WSHARD_MIN(w, n - j0);
+			at = t->offset + r * rb + p->col0 + j0 * es;
+			if (read_fault(s, cat->files[t->file].st))
+				return;
+			if (m * es == p->tr_stride)	/* whole sub-rows: they touch */
+				wshard_catalog_read(cat, t->file, at, s->window,
+						    (size_t)(p->tr_rows * m * es), &s->local);
+			else
+				for (k = 0; k < p->tr_rows && !s->local.code; k++)
+					wshard_catalog_read(cat, t->file, at + k * p->tr_stride,
+							    s->window + k * m * es,
+							    (size_t)(m * es), &s->local);
+			if (s->local.code)
+				return;
+			s->stats.bytes_read += p->tr_rows * m * es;
+			stream_put_tile(s, ref, r, j0, m, s->window);
+		}
+	}
+}

@@ -7,7 +7,9 @@
 # BF16: each expert transposed; the down bias on rank 0, zeros elsewhere;
 # the sinks by heads); the manifest as printed JSON, its transposed and
 # row_dims sources; --dtype f32 of the BF16 experts; mpirun -np 2
-# byte-identical to one process; a rank boundary inside an MXFP4 block
+# byte-identical to one process; experts larger than --max-memory copied
+# in tiles within it (one process, mpirun -np 2, verify) and refused from
+# a compressed archive; a rank boundary inside an MXFP4 block
 # refused (exit 3, one line naming the tensor, no OUT), also at
 # gpt-oss-20b/120b's own dimensions, where only tp 1 and 2 split.
 # shellcheck disable=SC1091
@@ -124,6 +126,94 @@ expect_exit 3 "$WSHARD" convert -q --tp 2 "$T/mx96" "$T/mx96-out" && {
 	err_has "intermediate 96 tp 2" "'model.layers.0.mlp.experts.down_proj_blocks': dimension 2 (3) is not divisible by --tp 2"
 	[ -e "$T/mx96-out" ] && fail "intermediate 96 tp 2: OUT was created"
 }
+
+# Whole experts larger than --max-memory: gate_up_proj [4, 1024, 8192]
+# BF16 is 16 MiB an expert (down_proj 8 MiB).  With --max-memory 1M each
+# transposed piece is read in tiles of output rows: the bytes are those of
+# a run with room for whole experts, in one process and under mpirun -np
+# 2, and each process's peak resident set stays within half an expert of
+# the same run on the small checkpoint (copying whole experts held one
+# mapped and one transposed).  verify (WSHARD_STREAM_THREADS=2: 32 MiB a
+# thread, less than an expert's copy needs) tiles too, passes, and finds a
+# byte flipped inside w13_weight at its offset.
+gen "$T/big" --arch gpt_oss --bf16-experts --hidden 1024 --intermediate 4096 --experts 4 \
+	--layers 1 --heads 8 --kv-heads 2 --head-dim 64 --vocab 256
+# rss.sh FILE CMD...: runs CMD, writes its peak RSS in KiB to FILE.RANK
+cat >"$T/rss.sh" <<'EOF'
+#!/bin/sh
+f=$1.${OMPI_COMM_WORLD_RANK:-0}; shift
+exec "$PYTHON" -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[2:]).returncode
+open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(rc)' "$f" "$@"
+EOF
+chmod +x "$T/rss.sh"
+export PYTHON
+# peak NAME: the largest peak RSS (KiB) of the processes of run NAME
+peak() { sort -n "$T/rss-$1".* | tail -n 1; }
+# bounded WHAT SMALL BIG: run BIG's peak within 8 MiB (half an expert) of SMALL's
+bounded() {
+	case "${B:-}" in *san*) return ;; esac	# ASan's shadow and quarantine
+	s=$(peak "$2") b=$(peak "$3")
+	[ "$b" -lt $((s + 8192)) ] ||
+		fail "$1: peak RSS $b KiB, over the small checkpoint's $s KiB + 8 MiB (an expert: 16 MiB)"
+}
+expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/big" "$T/big-whole"
+expect_exit 0 "$T/rss.sh" "$T/rss-small1" "$WSHARD" convert -q --tp 2 --max-memory 1M \
+	"$T/bf" "$T/bf-1m"
+expect_exit 0 "$T/rss.sh" "$T/rss-big1" "$WSHARD" convert -q --tp 2 --max-memory 1M \
+	"$T/big" "$T/big-1m" && bounded "one process" small1 big1
+expect_exit 0 run_mpi 2 "$T/rss.sh" "$T/rss-small2" "$WSHARD" convert -q --tp 2 \
+	--max-memory 1M "$T/bf" "$T/bf-1m-mpi"
+expect_exit 0 run_mpi 2 "$T/rss.sh" "$T/rss-big2" "$WSHARD" convert -q --tp 2 \
+	--max-memory 1M "$T/big" "$T/big-1m-mpi" && bounded "mpirun -np 2" small2 big2
+for o in big-1m big-1m-mpi; do
+	for r in 0 1; do
+		cmp -s "$T/$o/model-rank-$r-part-0.safetensors" \
+			"$T/big-whole/model-rank-$r-part-0.safetensors" ||
+			fail "$o: rank $r differs from whole experts"
+	done
+done
+check "$T/big" "$T/big-1m" 2
+expect_exit 0 env WSHARD_STREAM_THREADS=2 "$WSHARD" verify "$T/big-1m"
+cp -r "$T/big-1m" "$T/big-flip"
+w13=model.layers.0.mlp.experts.routed_experts.w13_weight
+"$PYTHON" - "$T/big-flip/model-rank-1-part-0.safetensors" "$w13" <<'PY' || fail "could not flip a byte"
+import json, struct, sys
+with open(sys.argv[1], "r+b") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    at = 8 + n + json.loads(f.read(n))[sys.argv[2]]["data_offsets"][0] + 3 * 2**20 + 7
+    f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0xff]))
+PY
+expect_exit 1 env WSHARD_STREAM_THREADS=2 "$WSHARD" verify "$T/big-flip" &&
+	{ grep -qF "rank 1: tensor '$w13': bytes differ from the source at byte offset 3145735" \
+		"$T/out" || fail "verify: no difference at w13_weight's flipped byte: $(head -c 400 "$T/out")"; }
+
+# A compressed archive is read front to back: no tiles.  An expert whose
+# copy needs more than --max-memory (gate_up_proj [4, 256, 1024] BF16:
+# 512 KiB an expert, 2 MiB its copy) is refused up front (exit 3, one line
+# naming the tensor, the bytes and --max-memory; no OUT); with room for it
+# the bytes are the tiled ones from the directory.  An uncompressed tar
+# is read in place, in tiles.
+gen "$T/mid/bfm" --arch gpt_oss --bf16-experts --hidden 256 --intermediate 512 --experts 4 \
+	--layers 1 --heads 8 --kv-heads 2 --head-dim 32 --vocab 256
+{ tar -C "$T/mid" -czf "$T/bfm.tar.gz" bfm && tar -C "$T/mid" -cf "$T/bfm.tar" bfm; } ||
+	fail "could not pack bfm"
+expect_exit 0 "$WSHARD" convert -q --tp 2 --max-memory 1M "$T/mid/bfm" "$T/bfm-dir"
+expect_exit 3 "$WSHARD" convert -q --tp 2 --max-memory 1M "$T/bfm.tar.gz" "$T/bfm-gz1" && {
+	one_line "tar.gz 1M"
+	err_has "tar.gz 1M" "tensor 'model.layers.0.mlp.experts.gate_up_proj': its transposed copy from an archive read front to back needs 2097152 bytes for one expert, more than --max-memory 1048576"
+	[ -e "$T/bfm-gz1" ] && fail "tar.gz 1M: OUT was created"
+}
+expect_exit 0 "$WSHARD" convert -q --tp 2 --max-memory 2M "$T/bfm.tar.gz" "$T/bfm-gz2"
+expect_exit 0 "$WSHARD" convert -q --tp 2 --max-memory 1M "$T/bfm.tar" "$T/bfm-tar1"
+for o in bfm-gz2 bfm-tar1; do
+	for r in 0 1; do
+		cmp -s "$T/$o/model-rank-$r-part-0.safetensors" \
+			"$T/bfm-dir/model-rank-$r-part-0.safetensors" ||
+			fail "$o: rank $r differs from the directory's"
+	done
+done
 
 # gpt-oss-20b/120b's own dimensions (hidden and intermediate 2880: 90
 # blocks; 64 heads, 8 kv heads), 4 experts, 1 layer: only tp 2 splits the

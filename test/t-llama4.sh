@@ -9,7 +9,8 @@
 # and down_proj by columns); the manifest as printed JSON with its
 # deinterleaved and chunked sources; per-channel q/k scales permuted as
 # their weights, block scales refused; --dtype f32 the BF16 output widened;
-# mpirun -np 2 with small windows byte-identical to one process; an
+# mpirun -np 2 with small windows byte-identical to one process; experts
+# larger than --max-memory copied in tiles (one process, mpirun, verify); an
 # expert intermediate size tp does not divide, and --expert-parallel
 # (whole experts a rank in vLLM, not written), refused up front (exit 3,
 # one line, no OUT).
@@ -202,6 +203,35 @@ for r in (0, 1):
         if w[k][0] != "F32" or not np.array_equal(x[keep], y[keep]):
             sys.exit("%s differs" % k)
 PY
+
+# experts larger than --max-memory: intermediate 2048, gate_up_proj
+# [4, 64, 4096] BF16 (512 KiB an expert, 2 MiB its copy) read in tiles of
+# output rows at --max-memory 1M, in one process with 8 stream threads
+# (128 KiB each: down_proj's 256 KiB experts too) and under mpirun -np 2
+# (gate_up_proj's), at tp 2 and 4, as BF16 and --dtype f32: the bytes of
+# whole experts, which are vLLM's; verify tiles too
+mk "$T/big" 2048
+for tp in 2 4; do
+	for dt in bf16 f32; do
+		out=$T/big-$dt-tp$tp
+		expect_exit 0 "$WSHARD" convert -q --tp $tp --dtype $dt "$T/big" "$out" || continue
+		[ $dt = bf16 ] && check "$T/big" "$out" $tp
+		expect_exit 0 env WSHARD_STREAM_THREADS=8 "$WSHARD" convert -q --tp $tp --dtype $dt \
+			--max-memory 1M "$T/big" "$out-1m"
+		expect_exit 0 run_mpi 2 "$WSHARD" convert -q --tp $tp --dtype $dt --max-memory 1M \
+			"$T/big" "$out-mpi"
+		r=0
+		while [ $r -lt $tp ]; do
+			for o in 1m mpi; do
+				cmp -s "$out-$o/model-rank-$r-part-0.safetensors" \
+					"$out/model-rank-$r-part-0.safetensors" ||
+					fail "big $dt tp $tp $o: rank $r differs from whole experts"
+			done
+			r=$((r + 1))
+		done
+	done
+done
+expect_exit 0 env WSHARD_STREAM_THREADS=8 "$WSHARD" verify "$T/big-bf16-tp2-1m"
 
 # an expert intermediate size of 6: gate and up 6 each, not cut by tp 4
 # (the shared expert's rule, whose shape names the key, is met first)

@@ -33,6 +33,7 @@ struct keep {
 	pthread_mutex_t lock;
 	unsigned busy_every;		/* 0: no hint; else every Nth answer is "busy" */
 	unsigned long asked, busy;
+	size_t max_put;			/* the largest put of a transposed tensor */
 };
 
 static enum wshard_err keep_put(void *ctx, unsigned slot, int rank, size_t tensor,
@@ -48,6 +49,8 @@ static enum wshard_err keep_put(void *ctx, unsigned slot, int rank, size_t tenso
 	cr_assert_leq(off + len, t->nbytes, "rank %d '%s': %llu + %zu past %llu", rank,
 		      t->name, (unsigned long long)off, len, (unsigned long long)t->nbytes);
 	pthread_mutex_lock(&k->lock);
+	if (t->npieces && t->pieces[0].tr_rows && len > k->max_put)
+		k->max_put = len;
 	memcpy(k->bytes[rank][tensor] + off, buf, len);
 	for (i = 0; i < len; i++)
 		k->count[rank][tensor][off + i]++;
@@ -155,43 +158,78 @@ static void same_once(const struct keep *got, const struct keep *want)
 		}
 }
 
+/* A checkpoint from gen-checkpoint, its catalog and rules. */
+struct ckpt {
+	char *tmp;
+	struct wshard_catalog *cat;
+	struct wshard_rules *rules;
+};
+
+static void ckpt_open(struct ckpt *c, const char *args)
+{
+	const char *t = getenv("TMPDIR"), *py = getenv("PYTHON");
+	char *dir, *cmd;
+	struct wshard_error err;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->tmp = fmt("%s/wshard-stream.XXXXXX", t && *t ? t : "/tmp");
+	cr_assert_not_null(mkdtemp(c->tmp), "mkdtemp: %s", strerror(errno));
+	dir = fmt("%s/ckpt", c->tmp);
+	cmd = fmt("'%s' '%s/scripts/gen-checkpoint' %s '%s' >/dev/null",
+		  py && *py ? py : "python3", root(), args, dir);
+	rc = system(cmd);
+	cr_assert_eq(rc, 0, "%s: exit status %d", cmd, rc);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_catalog_open(&c->cat, dir, &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_eq(wshard_rules_builtin(&c->rules, c->cat->config.architecture, &err),
+		     WSHARD_OK, "%s", err.msg);
+	free(cmd);
+	free(dir);
+}
+
+static void ckpt_close(struct ckpt *c)
+{
+	wshard_rules_free(c->rules);
+	wshard_catalog_free(c->cat);
+	remove_tree(c->tmp);
+	free(c->tmp);
+}
+
+/* c's plan at tp with a budget of max_memory, in dtype (-1: as it is). */
+static struct wshard_plan *ckpt_plan(const struct ckpt *c, int tp, uint64_t max_memory,
+				     int dtype)
+{
+	struct wshard_plan *plan = NULL;
+	struct wshard_options opt;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	wshard_options_init(&opt);
+	opt.tp = tp;
+	opt.max_memory = max_memory;
+	if (dtype >= 0) {
+		opt.has_dtype = true;
+		opt.dtype = (enum wshard_dtype)dtype;
+	}
+	cr_assert_eq(wshard_plan_build(&plan, c->cat, c->rules, &opt, &err), WSHARD_OK, "%s",
+		     err.msg);
+	return plan;
+}
+
 /* A small Llama with row and column splits, fused q/k/v and gate/up, vocab
  * padding, and windows of a few rows (--max-memory 64K). */
 static void with_plan(void (*body)(const struct wshard_plan *))
 {
-	const char *t = getenv("TMPDIR"), *py = getenv("PYTHON");
-	char *tmp = fmt("%s/wshard-stream.XXXXXX", t && *t ? t : "/tmp"), *dir, *cmd;
-	struct wshard_catalog *cat = NULL;
-	struct wshard_rules *rules = NULL;
-	struct wshard_plan *plan = NULL;
-	struct wshard_options opt;
-	struct wshard_error err;
-	int rc;
+	struct ckpt c;
+	struct wshard_plan *plan;
 
-	cr_assert_not_null(mkdtemp(tmp), "mkdtemp: %s", strerror(errno));
-	dir = fmt("%s/ckpt", tmp);
-	cmd = fmt("'%s' '%s/scripts/gen-checkpoint' --layers 2 --hidden 64 --heads 8 "
-		  "--kv-heads 2 --intermediate 160 --vocab 250 --shards 2 '%s' >/dev/null",
-		  py && *py ? py : "python3", root(), dir);
-	rc = system(cmd);
-	cr_assert_eq(rc, 0, "%s: exit status %d", cmd, rc);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_catalog_open(&cat, dir, &err), WSHARD_OK, "%s", err.msg);
-	cr_assert_eq(wshard_rules_builtin(&rules, cat->config.architecture, &err), WSHARD_OK,
-		     "%s", err.msg);
-	wshard_options_init(&opt);
-	opt.tp = 4;
-	opt.max_memory = 64 << 10;
-	cr_assert_eq(wshard_plan_build(&plan, cat, rules, &opt, &err), WSHARD_OK, "%s",
-		     err.msg);
+	ckpt_open(&c, "--layers 2 --hidden 64 --heads 8 --kv-heads 2 --intermediate 160 "
+		  "--vocab 250 --shards 2");
+	plan = ckpt_plan(&c, 4, 64 << 10, -1);
 	body(plan);
 	wshard_plan_free(plan);
-	wshard_rules_free(rules);
-	wshard_catalog_free(cat);
-	remove_tree(tmp);
-	free(cmd);
-	free(dir);
-	free(tmp);
+	ckpt_close(&c);
 }
 
 static void deferred_one_thread(const struct wshard_plan *plan)
@@ -231,4 +269,40 @@ Test(stream, busy_pieces_put_last_once_each)
 Test(stream, busy_pieces_put_last_two_threads)
 {
 	with_plan(deferred_two_threads);
+}
+
+/*
+ * GPT-OSS's BF16 experts (gate_up_proj [4, 64, 256], 32 KiB an expert;
+ * down_proj [4, 128, 64]) with a budget that one expert exceeds (16K, one
+ * thread): the transposed pieces are read in tiles of output rows, and
+ * give the bytes one whole expert at a time gives (a budget of 64 MiB),
+ * each put once, no put over half the budget; at tp 1 and 2, as they
+ * are and widened to F32.
+ */
+Test(stream, transposed_experts_tiled_within_the_budget)
+{
+	static const int dtypes[] = { -1, WSHARD_F32 };
+	struct ckpt c;
+	size_t d;
+	int tp;
+
+	ckpt_open(&c, "--arch gpt_oss --bf16-experts");
+	for (d = 0; d < 2; d++)
+		for (tp = 1; tp <= 2; tp++) {
+			struct wshard_plan *big = ckpt_plan(&c, tp, 64 << 20, dtypes[d]);
+			struct wshard_plan *small = ckpt_plan(&c, tp, 16 << 10, dtypes[d]);
+			struct keep want, got;
+
+			run(&want, big, 0, false);
+			run(&got, small, 0, false);
+			cr_assert_gt(want.max_put, 8 << 10, "tp %d: the large budget tiled", tp);
+			cr_assert_leq(got.max_put, 8 << 10, "tp %d: a put of %zu bytes", tp,
+				      got.max_put);
+			same_once(&got, &want);
+			keep_release(&got);
+			keep_release(&want);
+			wshard_plan_free(small);
+			wshard_plan_free(big);
+		}
+	ckpt_close(&c);
 }

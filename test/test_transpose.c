@@ -6,7 +6,8 @@
  * intermediate 128, 4 experts) worked out by hand from
  * test/engine/GPTOSS-LAYOUT.md: w13[e] = gate_up_proj[e][:, 2lo:2hi]^T,
  * w2[e] = down_proj[e][lo:hi, :]^T, one piece a rank whose rows are the
- * experts; and a deinterleaved block of whole rows (Llama 4's q/k heads).
+ * experts; and a deinterleaved block of whole rows (Llama 4's q/k heads);
+ * and the same copies put in tiles of output rows (stream_put_tile).
  */
 #include <criterion/criterion.h>
 
@@ -106,6 +107,97 @@ Test(transpose, deinterleaved_rows_converted)
 		for (k = 0; k < 3; k++)
 			cr_assert_eq(memcmp((const uint16_t *)out + (j * 3 + k) * 3,
 					    &block[(2 * k + j) * 3], 6), 0, "j %d k %d", j, k);
+}
+
+/* A sink that writes what it is put into out (a piece's output). */
+static enum wshard_err into_out(void *ctx, unsigned slot, int rank, size_t tensor,
+				uint64_t off, const void *buf, size_t len,
+				struct wshard_error *err)
+{
+	(void)slot;
+	(void)rank;
+	(void)tensor;
+	(void)err;
+	memcpy((char *)ctx + off, buf, len);
+	return WSHARD_OK;
+}
+
+/*
+ * Piece p (one source row at src) put in tiles of w output rows through
+ * stream_put_tile, with a stage of stage bytes (half the budget): the
+ * bytes stream_transpose_row gives for the whole row.
+ */
+static void tiles_match(const struct wshard_piece *p, const char *src, uint64_t w,
+			uint64_t stage)
+{
+	static char want[4096], got[4096], tile[4096];
+	struct wshard_piece piece = *p;
+	struct wshard_out_tensor t = { .nbytes = p->out_ncols, .npieces = 1, .pieces = &piece };
+	struct wshard_rank_plan rp = { .ntensors = 1, .tensors = &t };
+	struct wshard_plan plan = { .tp = 1, .ranks = &rp };
+	struct stream_sink sink = { .put = into_out, .ctx = got };
+	uint64_t total = 0, n = p->tr_width / p->tr_es, j0, m, k;
+	struct stream s = {
+		.plan = &plan, .sink = &sink, .budget = 2 * stage, .put_total = &total,
+	};
+	struct ref ref = { 0, 0, 0 };
+
+	cr_assert_leq(p->out_ncols, sizeof(want));
+	piece.row0 = 0;
+	piece.nrows = 1;
+	stream_transpose_row(p, src, want);
+	memset(got, 0xee, sizeof(got));
+	for (j0 = 0; j0 < n; j0 += w) {
+		m = WSHARD_MIN(w, n - j0);
+		/* what stream_put_tiled reads: each sub-row's elements [j0, j0 + m) */
+		for (k = 0; k < p->tr_rows; k++)
+			memcpy(tile + k * m * p->tr_es, src + k * p->tr_stride + j0 * p->tr_es,
+			       m * p->tr_es);
+		stream_put_tile(&s, &ref, 0, j0, m, tile);
+	}
+	cr_assert_eq(s.local.code, WSHARD_OK, "%s", s.local.msg);
+	cr_assert_eq(total, p->out_ncols);
+	cr_assert_eq(memcmp(got, want, p->out_ncols), 0, "tiles of %llu", (unsigned long long)w);
+	free(s.stage);
+}
+
+/*
+ * Tiles of output rows (stream_put_tiled's, for experts larger than the
+ * budget) give the whole row's bytes: a cut of sub-rows (a "chunks" part:
+ * elements 3..9 of 11, 5 sub-rows) in tiles of 1, 2, 3 and 7 elements and
+ * stages down to one output row, as BF16 and widened to F32; and a
+ * deinterleaved block (elements of a whole row) one element a tile.
+ */
+Test(transpose, tiles_of_output_rows)
+{
+	uint16_t row[5 * 11], block[6 * 3];
+	struct wshard_piece p = {
+		.kind = WSHARD_PIECE_COPY, .tr_rows = 5, .tr_stride = 22, .tr_width = 14, .tr_es = 2,
+		.from = WSHARD_BF16, .to = WSHARD_BF16,
+	};
+	struct wshard_piece d = {
+		.kind = WSHARD_PIECE_COPY, .tr_rows = 3, .tr_stride = 12, .tr_width = 12, .tr_es = 6,
+		.di_rows = 6, .from = WSHARD_BF16, .to = WSHARD_F32,
+	};
+	static const uint64_t widths[] = { 1, 2, 3, 7 };
+	size_t i, c;
+	int k;
+
+	for (k = 0; k < 5 * 11; k++)
+		row[k] = (uint16_t)(0x3f80 + 7 * k);
+	for (k = 0; k < 18; k++)
+		block[k] = (uint16_t)(0x4000 + 5 * k);
+	for (c = 0; c < 2; c++) {
+		p.to = c ? WSHARD_F32 : WSHARD_BF16;
+		p.out_ncols = p.tr_rows * p.tr_width * (c ? 2 : 1);
+		for (i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
+			tiles_match(&p, (const char *)(row + 3), widths[i], 1 << 10);
+			tiles_match(&p, (const char *)(row + 3), widths[i], 1);
+		}
+	}
+	d.out_ncols = 6 * 3 * 4;
+	tiles_match(&d, (const char *)block, 1, 1);
+	tiles_match(&d, (const char *)block, 2, 1 << 10);
 }
 
 /* The fields of transposed piece i of t. */
