@@ -307,7 +307,7 @@ enum wshard_err stream_check_budget(const struct wshard_plan *plan,
 		need = row_cost(t->nbytes / rows, bytes[src], t->nbytes);
 		if (need > plan->opt.max_memory) {
 			wshard_error_set(err, WSHARD_EINVAL,
-					 "tensor '%s': its transposed copy from an archive read front to back needs %llu bytes for one expert, more than --max-memory %llu (raise it, or unpack the archive)",
+					 "tensor '%s': its transposed copy from an archive read front to back needs %llu bytes for one expert, more than the memory budget of %llu bytes (convert's --max-memory, verify's 64 MiB): raise it or unpack the archive",
 					 t->name, (unsigned long long)need,
 					 (unsigned long long)plan->opt.max_memory);
 			goto out;

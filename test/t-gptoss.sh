@@ -202,7 +202,7 @@ gen "$T/mid/bfm" --arch gpt_oss --bf16-experts --hidden 256 --intermediate 512 -
 expect_exit 0 "$WSHARD" convert -q --tp 2 --max-memory 1M "$T/mid/bfm" "$T/bfm-dir"
 expect_exit 3 "$WSHARD" convert -q --tp 2 --max-memory 1M "$T/bfm.tar.gz" "$T/bfm-gz1" && {
 	one_line "tar.gz 1M"
-	err_has "tar.gz 1M" "tensor 'model.layers.0.mlp.experts.gate_up_proj': its transposed copy from an archive read front to back needs 2097152 bytes for one expert, more than --max-memory 1048576"
+	err_has "tar.gz 1M" "tensor 'model.layers.0.mlp.experts.gate_up_proj': its transposed copy from an archive read front to back needs 2097152 bytes for one expert, more than the memory budget of 1048576 bytes"
 	[ -e "$T/bfm-gz1" ] && fail "tar.gz 1M: OUT was created"
 }
 expect_exit 0 "$WSHARD" convert -q --tp 2 --max-memory 2M "$T/bfm.tar.gz" "$T/bfm-gz2"
