@@ -212,7 +212,8 @@ static enum wshard_err build_items(const struct wshard_plan *plan,
 /*
  * Names a rank's tensor of the group, and gives it its dtype and shape:
  * the items' shape, under a dimension of nitems experts when stacked
- * (rank r's own experts under expert parallelism).
+ * (rank r's own experts under expert parallelism, as for a rule's
+ * "experts").
  */
 static enum wshard_err name_and_shape(const struct wshard_plan *plan,
 				      const struct group_out *g, const struct member *m,
@@ -241,6 +242,13 @@ static enum wshard_err name_and_shape(const struct wshard_plan *plan,
 		memcpy(t->shape + 1, g->shape, sizeof(uint64_t) * (size_t)g->ndim);
 	} else {
 		memcpy(t->shape, g->shape, sizeof(uint64_t) * (size_t)g->ndim);
+	}
+	/* experts fused in one tensor (Llama 4's): dimension 0 counts them */
+	if (!stacked && plan->opt.expert_parallel && m->rule->experts && t->ndim > 0) {
+		long first, stride;
+
+		t->shape[0] = (uint64_t)wshard_expert_range((long)g->shape[0], plan->tp, r,
+							    plan->placement, &first, &stride);
 	}
 	return WSHARD_OK;
 }

@@ -9,7 +9,8 @@
  * "transpose"d "col" split (GPT-OSS's BF16 experts, each expert's matrix
  * swapped: transposed pieces, copied by transpose.c; with "chunks",
  * Llama 4's gate_up_proj, the cut dimension's parts cut each, two pieces
- * an expert), and a fused part's "deinterleave" (Llama 4's q/k heads,
+ * an expert; with "experts" under --expert-parallel, a rank's own experts
+ * whole), and a fused part's "deinterleave" (Llama 4's q/k heads,
  * even rows first: a transposed piece whose elements are rows).
  */
 #include <stdlib.h>
@@ -176,11 +177,11 @@ static enum wshard_err split_transposed_chunks(const struct wshard_plan *plan,
 	enum wshard_err rc = WSHARD_OK;
 	int r;
 
-	/* vLLM would keep whole experts a rank (load_moe_expert_weights'
-	 * expert_map); not written */
+	/* without "experts" dimension 0 is not known to count the experts a
+	 * rank would keep whole */
 	if (plan->opt.expert_parallel)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': --expert-parallel is not supported for experts fused in one tensor with \"chunks\"",
+					"tensor '%s': --expert-parallel needs \"experts\" on a rule with \"chunks\"",
 					t->name);
 	if (t->shape[2] % nch)
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -223,6 +224,60 @@ static enum wshard_err split_transposed_chunks(const struct wshard_plan *plan,
 }
 
 /*
+ * Expert parallelism on a 3-D source [E, A, B] whose dimension 0 counts
+ * the experts ("experts"): rank r keeps its own experts whole, each
+ * transposed, [E_r, B, A], in ascending expert order.  That is vLLM
+ * 0.32's load_moe_expert_weights under an expert_map: the whole tensor
+ * transposed (gate_up_proj chunked into gate and up, which is the
+ * transposed matrix's first and second halves of rows), indexed by the
+ * rank's global expert ids, and loaded whole (FusedMoE.weight_loader's
+ * full_load; the MoE's tp size is 1, so _load_w13 and _load_w2 narrow
+ * nothing).  shape[0] stays E: the plan gives each rank its count.
+ * Linear placement: one piece a rank; round_robin: one an expert.
+ */
+static enum wshard_err split_transposed_ep(const struct wshard_plan *plan,
+					   struct group_out *g, const struct member *m,
+					   int dim, uint64_t *shape, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t es = wshard_dtype_bits(t->dtype) / 8, a = t->shape[1];
+	uint64_t stride = t->shape[2] * es;
+	long ne = (long)t->shape[0], first, step, n, i;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	/* vLLM would give the ranks past the experts none */
+	if (t->shape[0] < (uint64_t)plan->tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--expert-parallel: tensor '%s' holds %llu experts for %d ranks (each rank needs one)",
+					t->name, (unsigned long long)t->shape[0], plan->tp);
+	shape[1] = t->shape[2];
+	shape[2] = a;
+	for (r = 0; r < plan->tp && !rc; r++) {
+		n = wshard_expert_range(ne, plan->tp, r, plan->placement, &first, &step);
+		for (i = 0; i < n && !rc; i += step == 1 ? n : 1) {
+			struct wshard_piece p = {
+				.kind = WSHARD_PIECE_COPY,
+				.src = m->src,
+				.row0 = (uint64_t)(first + i * step),
+				.nrows = step == 1 ? (uint64_t)n : 1,
+				.tr_rows = a,
+				.tr_stride = stride,
+				.tr_width = stride,
+				.tr_es = (unsigned)es,
+				.prov_dim = dim,
+			};
+
+			p.ncols = a * stride;
+			p.out_ncols = a * stride;
+			p.len = p.nrows * p.out_ncols;
+			rc = plan_push_piece(&g->ranks[r], &p, err);
+		}
+	}
+	return rc;
+}
+
+/*
  * A 3-D source [E, A, B] cut in dimension dim (1 or 2) and each expert's
  * matrix transposed: rank r's [E, B, A/tp] or [E, B/tp, A], one piece
  * a rank whose rows are the experts (a whole expert is in every window).
@@ -249,6 +304,8 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': \"transpose\" of a matrix with over 2^32 rows or 4 GiB rows",
 					t->name);
+	if (plan->opt.expert_parallel && m->rule->experts)
+		return split_transposed_ep(plan, g, m, dim, shape, err);
 	if (m->rule->chunks > 1)
 		return split_transposed_chunks(plan, g, m, shape, err);
 	if (t->shape[dim] % tp)

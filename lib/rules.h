@@ -68,6 +68,9 @@ struct rules_rule {
 	int chunks;		/* "chunks": a transposed split's cut
 				 * dimension holds this many equal parts,
 				 * each cut by tp (0: one) */
+	bool experts;		/* "experts": a transposed split's dimension 0
+				 * counts the experts: under --expert-parallel
+				 * a rank's own, whole */
 	char *deinterleave;	/* "deinterleave": rows per block (an
 				 * expression); within each block even rows
 				 * first, then odd ones; NULL: none */
@@ -165,8 +168,8 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
  * neither or buf is too small (rules_scale.c). */
 bool rules_scale_weight(const char *scale, char *buf, size_t size);
 
-/* rules_extra.c: a rule's "chunks" and "deinterleave" (t is its object;
- * its split, "rows" and "transpose" already parsed). */
+/* rules_extra.c: a rule's "chunks", "experts" and "deinterleave" (t is
+ * its object; its split, "rows" and "transpose" already parsed). */
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err);
 

@@ -173,7 +173,9 @@ enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
 
 /*
  * "chunks" (a transposed split's cut dimension holds that many parts,
- * each cut by tp: Llama 4's gate_up_proj, gate then up) and
+ * each cut by tp: Llama 4's gate_up_proj, gate then up), "experts" (a
+ * transposed split's dimension 0 counts the experts, which
+ * --expert-parallel gives whole to the ranks that hold them) and
  * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
  * which vLLM reorders even rows first) on a fused part.
  */
@@ -181,6 +183,7 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 				   json_t *t, struct wshard_error *err)
 {
 	json_t *chunks = json_object_get(t, "chunks"), *di = json_object_get(t, "deinterleave");
+	json_t *experts = json_object_get(t, "experts");
 	char buf[32];
 
 	if (chunks && (!json_is_integer(chunks) || json_integer_value(chunks) < 1 ||
@@ -189,6 +192,11 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 					"'%s': rule '%s': \"chunks\" is an integer from 1 to 64 and needs \"transpose\" with \"rows\": 2",
 					r->name, rule->match);
 	rule->chunks = chunks ? (int)json_integer_value(chunks) : 0;
+	if (experts && (!json_is_boolean(experts) || !rule->transpose))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"experts\" is true or false and needs \"transpose\"",
+					r->name, rule->match);
+	rule->experts = json_is_true(experts);
 	if (!di)
 		return WSHARD_OK;
 	if ((!json_is_string(di) && !json_is_integer(di)) || rule->kind != RULE_FUSE)

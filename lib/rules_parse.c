@@ -214,7 +214,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 	static const char *const known[] = {
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
 		"if", "reason", "dtype", "from", "rows", "view", "transpose",
-		"chunks", "deinterleave",
+		"chunks", "experts", "deinterleave",
 	};
 	const char *key;
 	json_t *val;

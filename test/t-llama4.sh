@@ -11,25 +11,31 @@
 # their weights, block scales refused; --dtype f32 the BF16 output widened;
 # mpirun -np 2 with small windows byte-identical to one process; experts
 # larger than --max-memory copied in tiles (one process, mpirun, verify); an
-# expert intermediate size tp does not divide, and --expert-parallel
-# (whole experts a rank in vLLM, not written), refused up front (exit 3,
-# one line, no OUT).
+# expert intermediate size tp does not divide refused up front (exit 3,
+# one line, no OUT).  --expert-parallel at tp 2 and 4, linear and
+# round_robin (which vLLM places linearly: Llama4MoE routes ungrouped),
+# with 4 experts and with 5 (E mod N != 0: the first ranks one more): each
+# rank's routed experts whole, in vLLM's load_moe_expert_weights under an
+# expert_map (transposed, indexed by the rank's experts, loaded whole),
+# everything else as under tensor parallelism; verify passes; mpirun -np 2
+# byte-identical to one process; fewer experts than ranks refused.
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
 
 need_reference
 
-# mk DIR INTERMEDIATE [SCALES]: 4 layers (MoE in 1 and 3), 4 heads of 16,
-# 2 kv heads, hidden 64, 4 experts, vocab 128; SCALES "channel": q/k/v
+# mk DIR INTERMEDIATE [SCALES [EXPERTS]]: 4 layers (MoE in 1 and 3), 4
+# heads of 16, 2 kv heads, hidden 64, EXPERTS experts (4), vocab 128;
+# SCALES "channel": q/k/v
 # with an F32 weight_scale a row ([rows, 1], as FP8 per-channel
 # checkpoints), "block": a weight_scale_inv of 128x128 blocks.
 mk() {
-	"$PYTHON" - "$1" "$2" "${3:-}" <<'PY' || fail "could not write the Llama 4 checkpoint"
+	"$PYTHON" - "$1" "$2" "${3:-}" "${4:-4}" <<'PY' || fail "could not write the Llama 4 checkpoint"
 import json, os, struct, sys
 import numpy as np
-out, I, scales = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+out, I, scales, E = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 os.makedirs(out)
-H, nh, kv, hd, E, L, V, Im = 64, 4, 2, 16, 4, 4, 128, 96
+H, nh, kv, hd, L, V, Im = 64, 4, 2, 16, 4, 128, 96
 cfg = {"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text",
        "hidden_size": H, "num_attention_heads": nh, "num_key_value_heads": kv,
        "head_dim": hd, "intermediate_size": I, "intermediate_size_mlp": Im,
@@ -79,9 +85,10 @@ json.dump({"metadata": {}, "weight_map": wm}, open(os.path.join(out, "model.safe
 PY
 }
 
-# check SRC OUT TP: OUT as vLLM's llama4.py would hold each rank.
+# check SRC OUT TP [PLACEMENT]: OUT as vLLM's llama4.py would hold each
+# rank, under --enable-expert-parallel with PLACEMENT when given.
 check() {
-	"$PYTHON" - "$1" "$2" "$3" <<'PY' || fail "$2: not what vLLM's llama4.py keeps"
+	"$PYTHON" - "$1" "$2" "$3" "${4:-}" <<'PY' || fail "$2: not what vLLM's llama4.py keeps"
 import glob, json, os, struct, sys
 import numpy as np
 
@@ -99,7 +106,7 @@ def load(path, pattern="*.safetensors"):
             out[k] = np.frombuffer(b[8 + n + a:8 + n + e], dtype=dt).reshape(v["shape"])
     return out
 
-src, out, tp = sys.argv[1], sys.argv[2], int(sys.argv[3])
+src, out, tp, ep = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 s = load(src)
 c = json.load(open(os.path.join(src, "config.json")))
 nh, kv, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
@@ -115,6 +122,14 @@ def rows(x, r, parts=tp):
 def cols(x, r):
     n = x.shape[-1] // tp
     return x[..., r * n:(r + 1) * n]
+
+def local_experts(E, r):
+    # fused_moe/expert_map_manager.py: determine_expert_placement_strategy
+    # falls back to linear without expert groups (Llama4MoE passes none),
+    # then determine_expert_map: E // tp each, one more on the first ranks
+    base, rem = divmod(E, tp)
+    first = r * base + min(r, rem)
+    return list(range(first, first + base + (r < rem)))
 
 bad = 0
 for r in range(tp):
@@ -140,10 +155,16 @@ for r in range(tp):
             want[f + "router.weight"] = s[f + "router.weight"]
             gu = s[f + "experts.gate_up_proj"].transpose(0, 2, 1)
             g, u = np.split(gu, 2, axis=1)
-            want[f + "experts.routed_experts.w13_weight"] = np.concatenate(
-                [rows(g.transpose(1, 0, 2), r).transpose(1, 0, 2),
-                 rows(u.transpose(1, 0, 2), r).transpose(1, 0, 2)], axis=1)
-            want[f + "experts.routed_experts.w2_weight"] = cols(s[f + "experts.down_proj"].transpose(0, 2, 1), r)
+            w2 = s[f + "experts.down_proj"].transpose(0, 2, 1)
+            if ep:  # load_moe_expert_weights: [local_expert_indices], whole
+                le = local_experts(gu.shape[0], r)
+                want[f + "experts.routed_experts.w13_weight"] = np.concatenate([g[le], u[le]], axis=1)
+                want[f + "experts.routed_experts.w2_weight"] = w2[le]
+            else:
+                want[f + "experts.routed_experts.w13_weight"] = np.concatenate(
+                    [rows(g.transpose(1, 0, 2), r).transpose(1, 0, 2),
+                     rows(u.transpose(1, 0, 2), r).transpose(1, 0, 2)], axis=1)
+                want[f + "experts.routed_experts.w2_weight"] = cols(w2, r)
             sh, se = f + "shared_expert.", f + "experts._shared_experts._layer."
             want[se + "gate_up_proj.weight"] = np.concatenate(
                 [rows(s[sh + "gate_proj.weight"], r), rows(s[sh + "up_proj.weight"], r)])
@@ -254,10 +275,32 @@ expect_exit 3 "$WSHARD" convert -q --tp 2 "$T/blk" "$T/blk-out" && {
 	err_has "block scales" "_proj.weight_scale_inv': a block-wise scale cannot be deinterleaved"
 }
 
-# expert parallelism: vLLM would keep whole experts a rank; refused
-expect_exit 3 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/src" "$T/ep" && {
-	one_line "--expert-parallel"
-	err_has "--expert-parallel" "'model.layers.1.feed_forward.experts.gate_up_proj': --expert-parallel is not supported"
-	[ -e "$T/ep" ] && fail "--expert-parallel: OUT was created"
+# expert parallelism: 4 experts, and 5 (the first ranks hold one more)
+mk "$T/e5" 32 "" 5
+for src in src e5; do
+	for tp in 2 4; do
+		for pl in linear round_robin; do
+			out=$T/ep-$src-$tp-$pl
+			expect_exit 0 "$WSHARD" convert -q --tp "$tp" --expert-parallel \
+				--expert-placement "$pl" "$T/$src" "$out" || continue
+			expect_exit 0 "$WSHARD" verify "$out"
+			check "$T/$src" "$out" "$tp" "$pl"
+		done
+	done
+done
+grep -q '"expert_placement": "linear"' "$T/ep-e5-2-round_robin/wshard.json" ||
+	fail "--expert-placement round_robin: the manifest does not record the linear placement held"
+expect_exit 0 run_mpi 2 "$WSHARD" convert -q --tp 4 --expert-parallel --max-memory 1M \
+	"$T/e5" "$T/ep-mpi" &&
+for r in 0 1 2 3; do
+	cmp -s "$T/ep-mpi/model-rank-$r-part-0.safetensors" \
+		"$T/ep-e5-4-linear/model-rank-$r-part-0.safetensors" ||
+		fail "--expert-parallel: mpirun -np 2 rank $r differs from one process"
+done
+mk "$T/e3" 32 "" 3
+expect_exit 3 "$WSHARD" convert -q --tp 4 --expert-parallel "$T/e3" "$T/ep-e3" && {
+	one_line "3 experts, 4 ranks"
+	err_has "3 experts, 4 ranks" "--expert-parallel: tensor 'model.layers.1.feed_forward.experts.gate_up_proj' holds 3 experts for 4 ranks"
+	[ -e "$T/ep-e3" ] && fail "3 experts, 4 ranks: OUT was created"
 }
 finish

@@ -6,10 +6,15 @@
  * intermediate 128, 4 experts) worked out by hand from
  * test/engine/GPTOSS-LAYOUT.md: w13[e] = gate_up_proj[e][:, 2lo:2hi]^T,
  * w2[e] = down_proj[e][lo:hi, :]^T, one piece a rank whose rows are the
- * experts; and a deinterleaved block of whole rows (Llama 4's q/k heads);
- * and the same copies put in tiles of output rows (stream_put_tile).
+ * experts; the same experts marked "experts" (as Llama 4's are) under
+ * --expert-parallel: each rank's own experts whole, transposed
+ * (vLLM's load_moe_expert_weights under an expert_map), linear in one
+ * piece, round_robin in one an expert; a deinterleaved block of whole
+ * rows (Llama 4's q/k heads); and the same copies put in tiles of output
+ * rows (stream_put_tile).
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
 
 #include "wshard.h"
 #include "fpconv.h"
@@ -260,5 +265,118 @@ Test(transpose, indivisible_refused)
 
 	fx_open(&f, "--arch gpt_oss --bf16-experts --intermediate 33");
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "intermediate_size=33 is not divisible by --tp 2");
+	fx_close(&f);
+}
+
+/* Marks the rules of GPT-OSS's BF16 experts "experts", as Llama 4's. */
+static void mark_experts(struct fx *f)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < f->rules->nrules; i++) {
+		struct rules_rule *rule = &f->rules->rules[i];
+
+		if (rule->transpose) {
+			rule->experts = true;
+			n++;
+		}
+	}
+	cr_assert_eq(n, 2);
+}
+
+/* Piece k of t: whole experts [row0, row0 + nrows) of src, each a matrix
+ * of tr_rows sub-rows of width bytes written transposed. */
+static void assert_whole(const struct fx *f, const struct wshard_out_tensor *t, size_t k,
+			 const char *src, uint64_t row0, uint64_t nrows, uint64_t tr_rows,
+			 uint64_t width)
+{
+	const struct wshard_piece *p = &t->pieces[k];
+
+	cr_assert_str_eq(f->cat->tensors[p->src].name, src);
+	cr_assert_eq(p->row0, row0, "%s piece %zu: row0 %llu", t->name, k,
+		     (unsigned long long)p->row0);
+	cr_assert_eq(p->nrows, nrows, "%s piece %zu: nrows %llu", t->name, k,
+		     (unsigned long long)p->nrows);
+	cr_assert_eq(p->col0, 0);
+	cr_assert_eq(p->ncols, tr_rows * width);
+	cr_assert_eq(p->tr_rows, tr_rows);
+	cr_assert_eq(p->tr_stride, width);
+	cr_assert_eq(p->tr_width, width);
+	cr_assert_eq(p->tr_es, 2);
+	cr_assert_eq(p->out_ncols, tr_rows * width);
+	cr_assert_eq(p->len, nrows * tr_rows * width);
+	cr_assert_eq(p->prov_ncols, 0);
+}
+
+/*
+ * 5 experts over 2 ranks, linear: rank 0 holds 0-2, rank 1 3-4, whole:
+ * w13 [n, 256, 64] from gate_up_proj's [64, 256] matrices (sub-rows of
+ * 512 bytes), w2 [n, 64, 128] from down_proj's [128, 64] (128 bytes).
+ */
+Test(transpose, whole_experts_linear)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	static const uint64_t first[] = { 0, 3 }, count[] = { 3, 2 };
+	int r;
+
+	fx_open(&f, "--arch gpt_oss --bf16-experts --experts 5");
+	mark_experts(&f);
+	f.opt.expert_parallel = true;
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, O "w13_weight");
+
+		assert_shape(t, 3, count[r], 256);
+		cr_assert_eq(t->shape[2], 64);
+		cr_assert_eq(t->npieces, 1);
+		assert_whole(&f, t, 0, X "gate_up_proj", first[r], count[r], 64, 512);
+		t = get_out(&f, r, O "w2_weight");
+		assert_shape(t, 3, count[r], 64);
+		cr_assert_eq(t->shape[2], 128);
+		cr_assert_eq(t->npieces, 1);
+		assert_whole(&f, t, 0, X "down_proj", first[r], count[r], 128, 128);
+	}
+	fx_close(&f);
+}
+
+/* The same with grouped routing (n_group 2), round_robin: rank 0 holds
+ * 0, 2, 4 and rank 1 holds 1, 3, one piece an expert. */
+Test(transpose, whole_experts_round_robin)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const struct wshard_out_tensor *t;
+	size_t k;
+	int r;
+
+	fx_open(&f, "--arch gpt_oss --bf16-experts --experts 5");
+	mark_experts(&f);
+	json_object_set_new(f.cat->config.json, "n_group", json_integer(2));
+	f.opt.expert_parallel = true;
+	f.opt.placement = WSHARD_PLACE_ROUND_ROBIN;
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, O "w13_weight");
+		assert_shape(t, 3, (uint64_t)(3 - r), 256);
+		cr_assert_eq(t->npieces, (size_t)(3 - r));
+		for (k = 0; k < t->npieces; k++)
+			assert_whole(&f, t, k, X "gate_up_proj", (uint64_t)r + 2 * k, 1, 64, 512);
+		t = get_out(&f, r, O "w2_weight");
+		cr_assert_eq(t->npieces, (size_t)(3 - r));
+		for (k = 0; k < t->npieces; k++)
+			assert_whole(&f, t, k, X "down_proj", (uint64_t)r + 2 * k, 1, 128, 128);
+	}
+	fx_close(&f);
+}
+
+/* Fewer experts than ranks: refused, as vLLM would leave a rank none. */
+Test(transpose, whole_experts_fewer_than_ranks)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, "--arch gpt_oss --bf16-experts --experts 2");
+	mark_experts(&f);
+	f.opt.expert_parallel = true;
+	fx_plan_fails(&f, 4, WSHARD_EINVAL, "~holds 2 experts for 4 ranks");
 	fx_close(&f);
 }

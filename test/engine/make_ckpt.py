@@ -231,6 +231,9 @@ CASES = {
     # with rope, every 4th layer global without rope (no_rope_layers), the
     # chunk 128 (vLLM CPU: a multiple of its 128-token KV block); q/k norm.
     "llama4": ("Llama4TextConfig", "Llama4ForCausalLM", LLAMA4),
+    # 5 experts at tp 2 under expert parallelism: rank 0 holds 3, rank 1 2.
+    "llama4-e5": ("Llama4TextConfig", "Llama4ForCausalLM",
+                  dict(LLAMA4, num_local_experts=5)),
     # Llama 4 with its vision tower (Llama4ForConditionalGeneration): the
     # text model above under text_config; a tiny tower (4 heads of 16,
     # 56x56 tiles of 14x14 patches, pixel shuffle 0.5: 4 tokens a tile);
