@@ -503,6 +503,9 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 					(int)opt->placement);
 	if (opt->max_file_size == 0)
 		return wshard_error_set(err, WSHARD_EUSAGE, "--max-file-size must be positive");
+	if (opt->expert_parallel && rules->no_ep)
+		return wshard_error_set(err, WSHARD_EINVAL, "--expert-parallel is not written for %s: %s",
+					rules->name, rules->no_ep);
 	if (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype))
 		return wshard_error_set(err, WSHARD_EUSAGE,
 					"--dtype %s: only bf16, f16 and f32 are targets",

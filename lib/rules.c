@@ -179,6 +179,7 @@ void wshard_rules_free(struct wshard_rules *r)
 
 	if (!r)
 		return;
+	free(r->no_ep);
 	for (i = 0; i < r->narchs; i++)
 		free(r->archs[i]);
 	free(r->archs);

@@ -123,6 +123,9 @@ struct wshard_rules {
 	/* "defaults": integers for config keys config.json may omit (the
 	 * model class's own defaults), or NULL */
 	json_t *defaults;
+	/* "no_expert_parallel": why these rules do not write
+	 * --expert-parallel (convert refuses it), or NULL */
+	char *no_ep;
 };
 
 /* Placeholder values captured by a match; -1 when absent. */

@@ -496,7 +496,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	json_object_foreach(root, key, val) {
 		static const char *const known[] = {
 			"name", "comment", "architectures", "tensors", "fused", "extra", "tie",
-			"defaults",
+			"defaults", "no_expert_parallel",
 		};
 		bool ok = false;
 
@@ -504,7 +504,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))
@@ -523,6 +523,13 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		if (!r->archs[r->narchs++])
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
+	val = json_object_get(root, "no_expert_parallel");
+	if (val && (!json_is_string(val) || !json_string_length(val)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"no_expert_parallel\" is not a non-empty string (the reason)",
+					r->name);
+	if (val && !(r->no_ep = strdup(json_string_value(val))))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	rc = parse_ops(r, json_object_get(root, "fused"), err);
 	if (rc)
 		return rc;

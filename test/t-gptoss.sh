@@ -11,6 +11,12 @@
 # in tiles within it (one process, mpirun -np 2, verify) and refused from
 # a compressed archive; a rank boundary inside an MXFP4 block
 # refused (exit 3, one line naming the tensor, no OUT), also at
+# --expert-parallel: vLLM keeps whole experts a rank (gpt_oss.py), which
+# the rules do not write: refused from the plan (exit 3, one line, no OUT)
+expect_exit 3 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/mx" "$T/mx-ep" && {
+	err_has "--expert-parallel" "--expert-parallel is not written for builtin:gpt_oss: vLLM keeps a contiguous block of whole experts a rank"
+	[ ! -e "$T/mx-ep" ] || fail "--expert-parallel left $T/mx-ep behind"
+}
 # gpt-oss-20b/120b's own dimensions, where only tp 1 and 2 split.
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"

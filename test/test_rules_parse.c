@@ -298,6 +298,25 @@ Test(parse, document_shape)
 		    "architectures[0] is not a string");
 }
 
+/* "no_expert_parallel": a reason, kept for the plan to refuse with. */
+Test(parse, no_expert_parallel)
+{
+	const char *text = "{\"no_expert_parallel\": \"not written\", \"tensors\": "
+			   "[{\"match\": \"a\", \"split\": \"row\"}]}";
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err), WSHARD_OK,
+		     "%s", err.msg);
+	cr_assert_str_eq(r->no_ep, "not written");
+	wshard_rules_free(r);
+	parse_fails("{\"no_expert_parallel\": true, \"tensors\": [{\"match\": \"a\", \"split\": \"row\"}]}",
+		    "\"no_expert_parallel\" is not a non-empty string");
+	parse_fails("{\"no_expert_parallel\": \"\", \"tensors\": [{\"match\": \"a\", \"split\": \"row\"}]}",
+		    "\"no_expert_parallel\" is not a non-empty string");
+}
+
 Test(parse, invalid_json)
 {
 	parse_fails("{\"tensors\": [", "invalid JSON at line 1");
