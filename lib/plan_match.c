@@ -58,12 +58,24 @@ static int cmp_member(const void *a, const void *b)
 	return x->src < y->src ? -1 : (x->src > y->src);
 }
 
+/*
+ * A rule's shape as config.json gives it: its expressions name config keys
+ * alone, never a layer or an expert, so each rule's is evaluated once
+ * (a MoE checkpoint has hundreds of thousands of members and a few dozen
+ * rules).  An expression that fails is not kept: its error is met again.
+ */
+struct shape_memo {
+	bool done;
+	uint64_t want[WSHARD_MAX_DIMS];
+};
+
 static enum wshard_err check_shape(const struct wshard_plan *plan,
-				   const struct member *m, struct wshard_error *err)
+				   const struct member *m, struct shape_memo *memo,
+				   struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	const struct rules_rule *r = m->rule;
-	uint64_t want[WSHARD_MAX_DIMS];
+	uint64_t *want = memo->want;
 	char have_s[160], want_s[160], expr_s[300];
 	size_t o = 0;
 	int i;
@@ -75,18 +87,20 @@ static enum wshard_err check_shape(const struct wshard_plan *plan,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s' has no config.json to check shapes against",
 					plan->cat->path);
-	for (i = 0; i < r->nshape; i++) {
+	for (i = 0; i < r->nshape && !memo->done; i++) {
 		int64_t v;
 
 		rc = expr_eval_dim(plan->config, r->shape[i], m->rule->match, &v, err);
 		if (rc)
 			return rc;
 		want[i] = (uint64_t)v;
-		o += (size_t)snprintf(expr_s + o, sizeof(expr_s) - WSHARD_MIN(o, sizeof(expr_s)),
-				      "%s%s", i ? ", " : "", r->shape[i]);
 	}
+	memo->done = true;
 	if (r->nshape == t->ndim && memcmp(want, t->shape, sizeof(uint64_t) * (size_t)t->ndim) == 0)
 		return WSHARD_OK;
+	for (i = 0; i < r->nshape; i++)
+		o += (size_t)snprintf(expr_s + o, sizeof(expr_s) - WSHARD_MIN(o, sizeof(expr_s)),
+				      "%s%s", i ? ", " : "", r->shape[i]);
 	wshard_format_shape(have_s, sizeof(have_s), t->shape, t->ndim);
 	wshard_format_shape(want_s, sizeof(want_s), want, r->nshape);
 	return wshard_error_set(err, WSHARD_EINVAL,
@@ -296,7 +310,32 @@ struct matching {
 	long width;		/* layers seen covers: nlayers, or more for
 				 * rules that bound their own layers */
 	bool *seen;		/* rule j, layer n: seen[j * (width + 1) + n] */
+	/* rule j's "if" in layer n (-1 to width): cond[j * (width + 2) + n + 1],
+	 * 0 not evaluated yet, 1 holds, 2 does not: the experts of a layer
+	 * ask the same question hundreds of times */
+	unsigned char *cond;
 };
+
+/* rule_applies for rule j in layer n, through mt->cond. */
+static enum wshard_err rule_applies_memo(const struct wshard_plan *plan, struct matching *mt,
+					 size_t j, long n, bool *out, struct wshard_error *err)
+{
+	const struct rules_rule *r = &mt->rules->rules[j];
+	unsigned char *c;
+	enum wshard_err rc;
+
+	if (!r->cond || n < -1 || n > mt->width)
+		return rule_applies(plan, r, n, out, err);
+	c = &mt->cond[j * (size_t)(mt->width + 2) + (size_t)(n + 1)];
+	if (*c) {
+		*out = *c == 1;
+		return WSHARD_OK;
+	}
+	rc = rule_applies(plan, r, n, out, err);
+	if (!rc)
+		*c = *out ? 1 : 2;
+	return rc;
+}
 
 /* mt->width: nlayers, or past it the highest layer + 1 of a source that a
  * rule bounding its own layers takes. */
@@ -337,7 +376,7 @@ static enum wshard_err match_one(struct wshard_plan *plan, struct matching *mt,
 	for (j = 0; j < rules->nrules && !ok; j++) {
 		if (!rules_match(rules->rules[j].match, name, &m->cap))
 			continue;
-		rc = rule_applies(plan, &rules->rules[j], m->cap.n, &ok, err);
+		rc = rule_applies_memo(plan, mt, j, m->cap.n, &ok, err);
 		if (rc)
 			return rc;
 		/* "from": the rule takes only sources of these dtypes */
@@ -377,6 +416,7 @@ static enum wshard_err check_match(struct wshard_plan *plan, const struct matchi
 				   struct wshard_error *err)
 {
 	enum wshard_err rc;
+	struct shape_memo *memo;
 	size_t i;
 
 	if (nun)
@@ -385,8 +425,12 @@ static enum wshard_err check_match(struct wshard_plan *plan, const struct matchi
 		return wshard_error_set(err, WSHARD_EINVAL, "'%s' has no tensors to convert",
 					plan->cat->path);
 	rc = check_required(plan, mt->rules, mt->seen, mt->nlayers, mt->width, mt->tied, err);
+	memo = rc ? NULL : calloc(mt->rules->nrules + 1, sizeof(*memo));
+	if (!rc && !memo)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	for (i = 0; i < n && !rc; i++)
-		rc = check_shape(plan, &members[i], err);
+		rc = check_shape(plan, &members[i], &memo[members[i].rule - mt->rules->rules], err);
+	free(memo);
 	return rc;
 }
 
@@ -407,7 +451,8 @@ enum wshard_err plan_match_sources(struct wshard_plan *plan,
 	mt.nlayers = plan_count_layers(plan, rules);
 	count_width(plan, &mt);
 	mt.seen = calloc(rules->nrules * (size_t)(mt.width + 1) + 1, sizeof(bool));
-	if (!members || !uncovered || !mt.seen) {
+	mt.cond = calloc(rules->nrules * (size_t)(mt.width + 2) + 1, 1);
+	if (!members || !uncovered || !mt.seen || !mt.cond) {
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -439,5 +484,6 @@ out:
 	free(members);
 	free(uncovered);
 	free(mt.seen);
+	free(mt.cond);
 	return rc;
 }
