@@ -4,9 +4,11 @@
  * bytes; only "run" depends on the number of processes.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -133,11 +135,26 @@ static void text_add_shifted(struct text *t, const char *s, size_t n, int extra)
 	text_add(t, s, n);
 }
 
+/* Appends elements [a, b) of an array of count at depth extra, each
+ * indented, printed by one(ctx, t, i, extra) and followed by its comma
+ * and newline. */
+static void text_add_elements(struct text *t, size_t a, size_t b, size_t count, int extra,
+			      void (*one)(void *, struct text *, size_t, int), void *ctx)
+{
+	size_t i;
+
+	for (i = a; i < b; i++) {
+		text_indent(t, extra);
+		one(ctx, t, i, extra);
+		text_add(t, i + 1 < count ? ",\n" : "\n", i + 1 < count ? 2 : 1);
+	}
+}
+
 /*
  * Appends the printed form of obj, indented as at depth extra of the
  * document (one space a level), its placeholder (printed as mark_text,
- * key included) replaced by an array of count elements, each appended by
- * fill(ctx, t, i, its depth).
+ * key included) replaced by an array of count elements, which
+ * fill(ctx, t, count, their depth) appends (text_add_elements).
  */
 static void text_add_object(struct text *t, json_t *obj, int extra, const char *mark_text,
 			    size_t count, void (*fill)(void *, struct text *, size_t, int),
@@ -145,7 +162,7 @@ static void text_add_object(struct text *t, json_t *obj, int extra, const char *
 {
 	char *s = obj ? json_dumps(obj, DUMP_FLAGS) : NULL;
 	char *at;
-	size_t i, pre;
+	size_t pre;
 
 	if (!s) {
 		t->oom = true;
@@ -162,11 +179,7 @@ static void text_add_object(struct text *t, json_t *obj, int extra, const char *
 			text_add(t, "[]", 2);
 		} else {
 			text_add(t, "[\n", 2);
-			for (i = 0; i < count; i++) {
-				text_indent(t, extra + 2);
-				fill(ctx, t, i, extra + 2);
-				text_add(t, i + 1 < count ? ",\n" : "\n", i + 1 < count ? 2 : 1);
-			}
+			fill(ctx, t, count, extra + 2);
 			text_indent(t, extra + 1);
 			text_add(t, "]", 1);
 		}
@@ -212,6 +225,110 @@ static void fill_tensor(void *arg, struct text *t, size_t i, int extra)
 	json_decref(o);
 }
 
+/*
+ * A rank's tensor entries are most of the manifest (57 MB for the
+ * provenance of a 94k-tensor MoE at tp 4) and each is printed on its
+ * own: threads print blocks of them into buffers of their own, which the
+ * caller appends in order.  At most two blocks more than there are
+ * threads are printed and not yet appended, so the text is never all in
+ * memory.
+ */
+#define ENTRY_BLOCK 16
+#define ENTRY_THREADS 8
+#define ENTRY_SLOTS (ENTRY_THREADS + 2)
+
+struct entry_job {
+	struct rank_ctx *c;		/* the caller's: plan, rank, checksums */
+	size_t count;			/* entries */
+	int extra;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	size_t next;			/* the next block a thread takes */
+	size_t appended;		/* blocks the caller has appended */
+	size_t window;			/* blocks in flight at most */
+	struct text slot[ENTRY_SLOTS];
+	bool done[ENTRY_SLOTS];
+	bool oom;
+};
+
+static void fill_tensor(void *arg, struct text *t, size_t i, int extra);
+
+static void *entry_worker(void *arg)
+{
+	struct entry_job *j = arg;
+	struct rank_ctx c = *j->c;
+	size_t nblocks = (j->count + ENTRY_BLOCK - 1) / ENTRY_BLOCK, b;
+
+	c.buf = NULL;
+	c.cap = 0;
+	pthread_mutex_lock(&j->lock);
+	for (;;) {
+		while (j->next < nblocks && j->next >= j->appended + j->window)
+			pthread_cond_wait(&j->cond, &j->lock);
+		if (j->next >= nblocks)
+			break;
+		b = j->next++;
+		pthread_mutex_unlock(&j->lock);
+		text_add_elements(&j->slot[b % j->window], b * ENTRY_BLOCK,
+				  WSHARD_MIN((b + 1) * ENTRY_BLOCK, j->count), j->count, j->extra,
+				  fill_tensor, &c);
+		pthread_mutex_lock(&j->lock);
+		j->done[b % j->window] = true;
+		pthread_cond_broadcast(&j->cond);
+	}
+	pthread_mutex_unlock(&j->lock);
+	free(c.buf);
+	return NULL;
+}
+
+/* fill for a rank's tensors: in order, printed by threads when many. */
+static void fill_tensors(void *arg, struct text *t, size_t count, int extra)
+{
+	struct entry_job j = { .c = arg, .count = count, .extra = extra };
+	size_t nblocks = (count + ENTRY_BLOCK - 1) / ENTRY_BLOCK, b;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int want = (int)WSHARD_MIN(WSHARD_MAX(cpus, 1), ENTRY_THREADS), n = 0, k;
+	pthread_t tid[ENTRY_THREADS];
+
+	if (want < 2 || nblocks < 4 || t->oom || t->failed) {
+		text_add_elements(t, 0, count, count, extra, fill_tensor, arg);
+		return;
+	}
+	pthread_mutex_init(&j.lock, NULL);
+	pthread_cond_init(&j.cond, NULL);
+	j.window = (size_t)want + 2;
+	for (k = 0; k < want; k++)
+		if (pthread_create(&tid[n], NULL, entry_worker, &j) == 0)
+			n++;
+	if (!n) {
+		text_add_elements(t, 0, count, count, extra, fill_tensor, arg);
+	} else {
+		pthread_mutex_lock(&j.lock);
+		for (b = 0; b < nblocks; b++) {
+			struct text *sl = &j.slot[b % j.window];
+
+			while (!j.done[b % j.window])
+				pthread_cond_wait(&j.cond, &j.lock);
+			pthread_mutex_unlock(&j.lock);
+			if (sl->oom)
+				t->oom = true;
+			text_add(t, sl->p ? sl->p : "", sl->len);
+			sl->len = 0;
+			pthread_mutex_lock(&j.lock);
+			j.done[b % j.window] = false;
+			j.appended++;
+			pthread_cond_broadcast(&j.cond);
+		}
+		pthread_mutex_unlock(&j.lock);
+		for (k = 0; k < n; k++)
+			pthread_join(tid[k], NULL);
+	}
+	for (k = 0; k < ENTRY_SLOTS; k++)
+		free(j.slot[k].p);
+	pthread_mutex_destroy(&j.lock);
+	pthread_cond_destroy(&j.cond);
+}
+
 /* Appends rank r's "ranks" entry, as manifest_rank_text returns it. */
 static void text_add_rank(struct text *t, const struct wshard_plan *plan, int r,
 			  const struct manifest_rank_ck *ck)
@@ -231,7 +348,7 @@ static void text_add_rank(struct text *t, const struct wshard_plan *plan, int r,
 			 "validated_by", ck->backend,
 			 "files", files, "tensors", TENSORS_MARK);
 	/* a rank entry sits at depth 2: in "ranks", in the document */
-	text_add_object(t, head, 2, TENSORS_MARK_TEXT, rp->ntensors, fill_tensor, &c);
+	text_add_object(t, head, 2, TENSORS_MARK_TEXT, rp->ntensors, fill_tensors, &c);
 	json_decref(head);
 	free(c.buf);
 }
@@ -257,7 +374,7 @@ struct ranks_ctx {
 	const struct convert *cv;
 };
 
-static void fill_rank(void *arg, struct text *t, size_t i, int extra)
+static void fill_rank_one(void *arg, struct text *t, size_t i, int extra)
 {
 	const struct ranks_ctx *c = arg;
 
@@ -266,6 +383,11 @@ static void fill_rank(void *arg, struct text *t, size_t i, int extra)
 		text_add_rank(t, c->cv->plan, (int)i, &c->cv->ranks[i].ck);
 	else
 		text_add(t, c->text[i], c->len[i]);
+}
+
+static void fill_rank(void *arg, struct text *t, size_t count, int extra)
+{
+	text_add_elements(t, 0, count, count, extra, fill_rank_one, arg);
 }
 
 /* Prints the document around the ranks' entries, and its final newline. */
