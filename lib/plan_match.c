@@ -3,9 +3,11 @@
  * it, and the checks that need the whole match: no tensor left
  * uncovered, no required tensor missing, every shape as config.json says.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -358,10 +360,12 @@ static void count_width(const struct wshard_plan *plan, struct matching *mt)
 
 /*
  * Matches source tensor i to its rule into *m (*out_matched false when
- * no rule covers it).  Returns WSHARD_OK, WSHARD_EINVAL (a layer past
- * num_hidden_layers) or WSHARD_ENOMEM.
+ * no rule covers it; m->out NULL when the rule skips it or leaves it out,
+ * the second with m->rule->reason).  Returns WSHARD_OK, WSHARD_EINVAL (a
+ * layer past num_hidden_layers) or WSHARD_ENOMEM.  Touches only *mt's
+ * arrays and *m: threads match with a matching each.
  */
-static enum wshard_err match_one(struct wshard_plan *plan, struct matching *mt,
+static enum wshard_err match_one(const struct wshard_plan *plan, struct matching *mt,
 				 size_t i, struct member *m, bool *out_matched,
 				 struct wshard_error *err)
 {
@@ -373,6 +377,7 @@ static enum wshard_err match_one(struct wshard_plan *plan, struct matching *mt,
 	enum wshard_err rc;
 
 	*out_matched = false;
+	m->out = NULL;
 	for (j = 0; j < rules->nrules && !ok; j++) {
 		if (!rules_match(rules->rules[j].match, name, &m->cap))
 			continue;
@@ -391,7 +396,7 @@ static enum wshard_err match_one(struct wshard_plan *plan, struct matching *mt,
 	m->rule = &rules->rules[j];
 	m->src = (uint32_t)i;
 	if (m->rule->reason)
-		return plan_left_out(plan, name, m->rule->reason, err);
+		return WSHARD_OK;
 	if (m->cap.n >= nlayers && !(m->cap.n < mt->width && bounds_layers(plan, m->rule)))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s' is for layer %ld, but '%s' has %ld layer%s (num_hidden_layers)",
@@ -409,29 +414,91 @@ static enum wshard_err match_one(struct wshard_plan *plan, struct matching *mt,
 	return WSHARD_OK;
 }
 
-/* The checks of a whole match: none uncovered, none missing, shapes. */
-static enum wshard_err check_match(struct wshard_plan *plan, const struct matching *mt,
-				   const struct member *members, size_t n,
-				   const uint32_t *uncovered, size_t nun,
-				   struct wshard_error *err)
+/*
+ * Source tensors [a, b) matched by one thread: its members, uncovered
+ * tensors and left-out ones in tensor order, its first shape error (the
+ * checks that come before shapes need every part), then its members
+ * sorted.  A part stops at its first matching error.
+ */
+struct match_part {
+	const struct wshard_plan *plan;
+	struct matching mt;		/* seen and cond its own */
+	size_t a, b;
+	struct member *m;
+	size_t n;
+	uint32_t *un, *left;
+	const struct rules_rule **lrule;	/* the rule that left left[k] out */
+	size_t nun, nleft;
+	struct wshard_error err;	/* matching */
+	struct wshard_error shape_err;	/* its first member of a wrong shape */
+};
+
+static void *match_part(void *arg)
 {
-	enum wshard_err rc;
-	struct shape_memo *memo;
+	struct match_part *pt = arg;
+	const struct wshard_plan *plan = pt->plan;
+	const struct wshard_rules *rules = pt->mt.rules;
+	struct shape_memo *memo = calloc(rules->nrules + 1, sizeof(*memo));
 	size_t i;
 
-	if (nun)
-		return report_uncovered(plan, uncovered, nun, err);
-	if (n == 0)
-		return wshard_error_set(err, WSHARD_EINVAL, "'%s' has no tensors to convert",
-					plan->cat->path);
-	rc = check_required(plan, mt->rules, mt->seen, mt->nlayers, mt->width, mt->tied, err);
-	memo = rc ? NULL : calloc(mt->rules->nrules + 1, sizeof(*memo));
-	if (!rc && !memo)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	for (i = 0; i < n && !rc; i++)
-		rc = check_shape(plan, &members[i], &memo[members[i].rule - mt->rules->rules], err);
+	if (!memo) {
+		wshard_error_set(&pt->err, WSHARD_ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (i = pt->a; i < pt->b && !pt->err.code; i++) {
+		const char *name = plan->cat->tensors[i].name;
+		struct member *m = &pt->m[pt->n];
+		bool matched;
+
+		if (pt->mt.tied && strcmp(name, rules->tie_source) != 0 &&
+		    in_list(rules->tie_drop, rules->ntie_drop, name))
+			continue;
+		if (match_one(plan, &pt->mt, i, m, &matched, &pt->err))
+			break;
+		if (!matched)
+			pt->un[pt->nun++] = (uint32_t)i;
+		else if (m->out)
+			pt->n++;
+		else if (m->rule->reason) {
+			pt->left[pt->nleft] = (uint32_t)i;
+			pt->lrule[pt->nleft++] = m->rule;
+		}
+	}
+	for (i = 0; i < pt->n && !pt->err.code && !pt->shape_err.code; i++)
+		check_shape(plan, &pt->m[i], &memo[pt->m[i].rule - rules->rules], &pt->shape_err);
 	free(memo);
-	return rc;
+	if (!pt->err.code)
+		qsort(pt->m, pt->n, sizeof(*pt->m), cmp_member);
+	return NULL;
+}
+
+/* Threads for matching: one per online CPU, at most 8, and none for a
+ * small checkpoint. */
+static int match_threads(size_t ntensors)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (ntensors < 4096 || cpus < 2)
+		return 1;
+	return (int)WSHARD_MIN(cpus, 8);
+}
+
+/* Merges the parts' sorted members into out (k-way, k at most 8). */
+static void merge_parts(struct match_part *pt, int np, struct member *out)
+{
+	size_t at[8] = { 0 }, o = 0;
+	int k, best;
+
+	for (;;) {
+		best = -1;
+		for (k = 0; k < np; k++)
+			if (at[k] < pt[k].n &&
+			    (best < 0 || cmp_member(&pt[k].m[at[k]], &pt[best].m[at[best]]) < 0))
+				best = k;
+		if (best < 0)
+			break;
+		out[o++] = pt[best].m[at[best]++];
+	}
 }
 
 enum wshard_err plan_match_sources(struct wshard_plan *plan,
@@ -441,49 +508,102 @@ enum wshard_err plan_match_sources(struct wshard_plan *plan,
 {
 	const struct wshard_catalog *cat = plan->cat;
 	struct matching mt = { .rules = rules, .tied = is_tied(rules, plan->config) };
-	struct member *members = calloc(cat->ntensors + 1, sizeof(*members));
-	uint32_t *uncovered = calloc(cat->ntensors + 1, sizeof(*uncovered));
-	size_t n = 0, nun = 0, i;
+	size_t nt = cat->ntensors, nseen, ncond, n = 0, nun = 0, i, k;
+	struct member *members = calloc(nt + 1, sizeof(*members));
+	uint32_t *uncovered = calloc(nt + 1, sizeof(*uncovered));
+	uint32_t *left = calloc(nt + 1, sizeof(*left));
+	const struct rules_rule **lrule = calloc(nt + 1, sizeof(*lrule));
+	int np = match_threads(nt), started = 0, p;
+	struct match_part pt[8];
+	pthread_t tid[8];
 	enum wshard_err rc = WSHARD_OK;
 
 	*out_members = NULL;
 	*out_n = 0;
+	memset(pt, 0, sizeof(pt));
 	mt.nlayers = plan_count_layers(plan, rules);
 	count_width(plan, &mt);
-	mt.seen = calloc(rules->nrules * (size_t)(mt.width + 1) + 1, sizeof(bool));
-	mt.cond = calloc(rules->nrules * (size_t)(mt.width + 2) + 1, 1);
-	if (!members || !uncovered || !mt.seen || !mt.cond) {
+	nseen = rules->nrules * (size_t)(mt.width + 1) + 1;
+	ncond = rules->nrules * (size_t)(mt.width + 2) + 1;
+	mt.seen = calloc(nseen, sizeof(bool));
+	if (!members || !uncovered || !left || !lrule || !mt.seen) {
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < cat->ntensors && !rc; i++) {
-		const char *name = cat->tensors[i].name;
-		bool matched;
-
-		if (mt.tied && strcmp(name, rules->tie_source) != 0 &&
-		    in_list(rules->tie_drop, rules->ntie_drop, name))
-			continue;
-		rc = match_one(plan, &mt, i, &members[n], &matched, err);
-		if (!matched)
-			uncovered[nun++] = (uint32_t)i;
-		else if (members[n].out)
-			n++;
+	/* each part writes its own share of the three lists, in tensor order */
+	for (p = 0; p < np; p++) {
+		pt[p].plan = plan;
+		pt[p].mt = mt;
+		pt[p].a = nt * (size_t)p / (size_t)np;
+		pt[p].b = nt * (size_t)(p + 1) / (size_t)np;
+		pt[p].m = members + pt[p].a;
+		pt[p].un = uncovered + pt[p].a;
+		pt[p].left = left + pt[p].a;
+		pt[p].lrule = lrule + pt[p].a;
+		pt[p].mt.seen = calloc(nseen, sizeof(bool));
+		pt[p].mt.cond = calloc(ncond, 1);
+		if (!pt[p].mt.seen || !pt[p].mt.cond) {
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			goto out;
+		}
 	}
-	if (!rc)
-		rc = check_match(plan, &mt, members, n, uncovered, nun, err);
+	for (p = 1; p < np; p++, started++)
+		if (pthread_create(&tid[p - 1], NULL, match_part, &pt[p]))
+			break;
+	match_part(&pt[0]);
+	for (p = started + 1; p < np; p++)	/* the threads that did not start */
+		match_part(&pt[p]);
+	for (p = 0; p < started; p++)
+		pthread_join(tid[p], NULL);
+	/* the first part with an error holds the first tensor with one */
+	for (p = 0; p < np && !rc; p++)
+		if (pt[p].err.code)
+			rc = wshard_error_set(err, pt[p].err.code, "%s", pt[p].err.msg);
+	for (p = 0; p < np && !rc; p++) {
+		for (k = 0; k < nseen; k++)
+			mt.seen[k] |= pt[p].mt.seen[k];
+		memmove(uncovered + nun, pt[p].un, pt[p].nun * sizeof(*uncovered));
+		nun += pt[p].nun;
+		for (i = 0; i < pt[p].nleft && !rc; i++)
+			rc = plan_left_out(plan, cat->tensors[pt[p].left[i]].name,
+					   pt[p].lrule[i]->reason, err);
+		n += pt[p].n;
+	}
 	if (rc)
 		goto out;
-	qsort(members, n, sizeof(*members), cmp_member);
-	*out_members = members;
+	if (nun)
+		rc = report_uncovered(plan, uncovered, nun, err);
+	else if (n == 0)
+		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s' has no tensors to convert",
+				      plan->cat->path);
+	else
+		rc = check_required(plan, rules, mt.seen, mt.nlayers, mt.width, mt.tied, err);
+	for (p = 0; p < np && !rc; p++)
+		if (pt[p].shape_err.code)
+			rc = wshard_error_set(err, pt[p].shape_err.code, "%s", pt[p].shape_err.msg);
+	if (rc)
+		goto out;
+	*out_members = malloc((n + 1) * sizeof(*members));
+	if (!*out_members) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	merge_parts(pt, np, *out_members);
 	*out_n = n;
+	free(members);
 	members = NULL;
 out:
-	if (members)
-		for (i = 0; i <= n; i++)
-			free(members[i].out);
+	for (p = 0; members && p < np; p++)
+		for (i = 0; i < pt[p].n; i++)
+			free(pt[p].m[i].out);
+	for (p = 0; p < np; p++) {
+		free(pt[p].mt.seen);
+		free(pt[p].mt.cond);
+	}
 	free(members);
 	free(uncovered);
+	free(left);
+	free(lrule);
 	free(mt.seen);
-	free(mt.cond);
 	return rc;
 }
