@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -248,10 +247,7 @@ struct entry_job {
 	size_t window;			/* blocks in flight at most */
 	struct text slot[ENTRY_SLOTS];
 	bool done[ENTRY_SLOTS];
-	bool oom;
 };
-
-static void fill_tensor(void *arg, struct text *t, size_t i, int extra);
 
 static void *entry_worker(void *arg)
 {
@@ -286,8 +282,7 @@ static void fill_tensors(void *arg, struct text *t, size_t count, int extra)
 {
 	struct entry_job j = { .c = arg, .count = count, .extra = extra };
 	size_t nblocks = (count + ENTRY_BLOCK - 1) / ENTRY_BLOCK, b;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int want = (int)WSHARD_MIN(WSHARD_MAX(cpus, 1), ENTRY_THREADS), n = 0, k;
+	int want = wshard_cpu_threads(ENTRY_THREADS), n = 0, k;
 	pthread_t tid[ENTRY_THREADS];
 
 	if (want < 2 || nblocks < 4 || t->oom || t->failed) {

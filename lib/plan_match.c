@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -472,21 +471,19 @@ static void *match_part(void *arg)
 	return NULL;
 }
 
-/* Threads for matching: one per online CPU, at most 8, and none for a
- * small checkpoint. */
+/* Threads for matching: one per online CPU, MATCH_THREADS at most, and
+ * none for a small checkpoint. */
+#define MATCH_THREADS 8
+
 static int match_threads(size_t ntensors)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (ntensors < 4096 || cpus < 2)
-		return 1;
-	return (int)WSHARD_MIN(cpus, 8);
+	return ntensors < 4096 ? 1 : wshard_cpu_threads(MATCH_THREADS);
 }
 
-/* Merges the parts' sorted members into out (k-way, k at most 8). */
+/* Merges the parts' sorted members into out (k-way, k at most MATCH_THREADS). */
 static void merge_parts(struct match_part *pt, int np, struct member *out)
 {
-	size_t at[8] = { 0 }, o = 0;
+	size_t at[MATCH_THREADS] = { 0 }, o = 0;
 	int k, best;
 
 	for (;;) {
@@ -514,8 +511,8 @@ enum wshard_err plan_match_sources(struct wshard_plan *plan,
 	uint32_t *left = calloc(nt + 1, sizeof(*left));
 	const struct rules_rule **lrule = calloc(nt + 1, sizeof(*lrule));
 	int np = match_threads(nt), started = 0, p;
-	struct match_part pt[8];
-	pthread_t tid[8];
+	struct match_part pt[MATCH_THREADS];
+	pthread_t tid[MATCH_THREADS];
 	enum wshard_err rc = WSHARD_OK;
 
 	*out_members = NULL;

@@ -55,7 +55,7 @@ static int stream_nthreads(void)
 	long n = wshard_hooks_get()->stream_threads;
 
 	if (n <= 0)
-		n = sysconf(_SC_NPROCESSORS_ONLN) < 2 ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
+		return wshard_cpu_threads(STREAM_SLOTS);
 	return (int)WSHARD_MIN(n, (long)STREAM_SLOTS);
 }
 

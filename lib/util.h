@@ -1,12 +1,14 @@
 /*
- * util.h - MIN and MAX, the clocks that time phases, and sorting that
- * skips input already in order.  Not part of the API.
+ * util.h - MIN and MAX, the clocks that time phases, sorting that skips
+ * input already in order, and the threads a CPU count allows.  Not part
+ * of the API.
  */
 #ifndef WSHARD_UTIL_H
 #define WSHARD_UTIL_H
 
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WSHARD_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define WSHARD_MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -19,6 +21,14 @@ static inline double wshard_clock_seconds(clockid_t id)
 	if (clock_gettime(id, &ts) != 0)
 		return 0;
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Threads for work that one per CPU speeds up: the online CPUs, 1 to max. */
+static inline int wshard_cpu_threads(int max)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > max ? max : (int)n;
 }
 
 /* Seconds on the monotonic clock, for timing phases. */
