@@ -99,6 +99,7 @@ static enum wshard_err check_shape(const struct wshard_plan *plan,
 	memo->done = true;
 	if (r->nshape == t->ndim && memcmp(want, t->shape, sizeof(uint64_t) * (size_t)t->ndim) == 0)
 		return WSHARD_OK;
+	expr_s[0] = '\0';	/* "shape": [] names no expression */
 	for (i = 0; i < r->nshape; i++)
 		o += (size_t)snprintf(expr_s + o, sizeof(expr_s) - WSHARD_MIN(o, sizeof(expr_s)),
 				      "%s%s", i ? ", " : "", r->shape[i]);

@@ -317,6 +317,13 @@ Test(ext, defaults)
 	snprintf(rules, sizeof(rules), "{\"tensors\": [%s" CATCH_NO_QKV "]}", qkv);
 	use_rules(&f, rules);
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~config.json has no integer 'x_rows'");
+	/* "shape": [] is a scalar's: a matrix is refused, the message whole */
+	snprintf(rules, sizeof(rules), "{\"tensors\": [%.*s{\"match\": \"v.w\","
+		 " \"split\": \"row\", \"shape\": []}," CATCH_NO_QKV "]}",
+		 (int)(strstr(qkv, "{\"match\": \"v.w\"") - qkv), qkv);
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "tensor 'v.w' has shape [8, 4] but config.json gives [] = []");
 	fx_close(&f);
 
 	wshard_error_clear(&err);
