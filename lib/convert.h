@@ -24,6 +24,14 @@ struct wshard_validator;
 struct rank_out {
 	struct wshard_file **files;	/* per part; NULL once committed */
 	uint64_t *left;			/* per tensor: bytes not yet written */
+	uint64_t *part_left;		/* per part: its tensors not yet written */
+	/*
+	 * Per tensor and per part: a sealing thread sleeps until it is
+	 * written.  Only then does the last writer wake the sealers: a
+	 * wake-up per tensor would be tens of thousands of futex calls at
+	 * 100k tensors, each waking every sealing thread.
+	 */
+	unsigned char *awaited, *part_awaited;
 	/*
 	 * Per tensor, with a composable checksum: the XOR of what each
 	 * written piece adds to the tensor's raw CRC (see write_put).

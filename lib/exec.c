@@ -45,14 +45,20 @@ static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *
 		ro->ck.tensor = calloc(rp->ntensors + 1, sizeof(*ro->ck.tensor));
 		ro->left = calloc(rp->ntensors + 1, sizeof(*ro->left));
 		ro->crc = calloc(rp->ntensors + 1, sizeof(*ro->crc));
+		ro->awaited = calloc(rp->ntensors + 1, 1);
+		ro->part_left = calloc(rp->nfiles + 1, sizeof(*ro->part_left));
+		ro->part_awaited = calloc(rp->nfiles + 1, 1);
 		pthread_mutex_init(&ro->write_lock, NULL);
-		if (!ro->files || !ro->ck.file || !ro->ck.tensor || !ro->left || !ro->crc)
+		if (!ro->files || !ro->ck.file || !ro->ck.tensor || !ro->left || !ro->crc ||
+		    !ro->awaited || !ro->part_left || !ro->part_awaited)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		rc = gather_open(cv, r, err);
 		if (rc)
 			return rc;
-		for (f = 0; f < rp->ntensors; f++)
+		for (f = 0; f < rp->ntensors; f++) {
 			ro->left[f] = rp->tensors[f].nbytes;
+			ro->part_left[rp->tensors[f].part] += rp->tensors[f].nbytes != 0;
+		}
 		for (f = 0; f < rp->nfiles; f++) {
 			char *path = wshard_path_join(cv->run->out_dir, rp->files[f].name);
 
@@ -176,10 +182,21 @@ static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tens
 	if (!rc && cv->hot && len)
 		add_crc(ro, t, tensor, raw, off, len);
 account:
-	/* the last bytes of a tensor: its sealing thread may go on */
+	/*
+	 * The last bytes of a tensor: its sealing thread may go on, woken if
+	 * it sleeps on the tensor or on its part.  Sequentially consistent,
+	 * as seal.c's mark and check: one of the two sees the other's store.
+	 */
 	if (!rc && written &&
-	    __atomic_sub_fetch(&ro->left[tensor], written, __ATOMIC_ACQ_REL) == 0)
-		seal_tensor_done(cv);
+	    __atomic_sub_fetch(&ro->left[tensor], written, __ATOMIC_SEQ_CST) == 0) {
+		bool wake = __atomic_load_n(&ro->awaited[tensor], __ATOMIC_SEQ_CST);
+
+		if (__atomic_sub_fetch(&ro->part_left[t->part], 1, __ATOMIC_SEQ_CST) == 0)
+			wake = wake || __atomic_load_n(&ro->part_awaited[t->part],
+						       __ATOMIC_SEQ_CST);
+		if (wake)
+			seal_tensor_done(cv);
+	}
 	return rc;
 }
 
@@ -364,6 +381,9 @@ static void convert_free(struct convert *cv)
 			pthread_mutex_destroy(&cv->ranks[r].write_lock);
 		gather_close(cv, r);
 		free(cv->ranks[r].left);
+		free(cv->ranks[r].awaited);
+		free(cv->ranks[r].part_left);
+		free(cv->ranks[r].part_awaited);
 		free(cv->ranks[r].crc);
 		free(cv->ranks[r].ck.file);
 		free(cv->ranks[r].ck.tensor);

@@ -70,6 +70,35 @@ void seal_tensor_done(struct convert *cv)
 }
 
 /*
+ * Waits until *left is 0, marking *awaited first (see write_put).
+ * Returns whether it is, false once the stream ended without it.
+ */
+static bool wait_zero(struct convert *cv, uint64_t *left, unsigned char *awaited)
+{
+	bool ok;
+
+	if (__atomic_load_n(left, __ATOMIC_ACQUIRE) == 0)
+		return true;
+	pthread_mutex_lock(&cv->seal_lock);
+	__atomic_store_n(awaited, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(left, __ATOMIC_SEQ_CST) != 0 && !cv->stream_over)
+		pthread_cond_wait(&cv->seal_cond, &cv->seal_lock);
+	ok = __atomic_load_n(left, __ATOMIC_ACQUIRE) == 0;
+	pthread_mutex_unlock(&cv->seal_lock);
+	return ok;
+}
+
+/* The error of a wait that the stream's end cut short. */
+static enum wshard_err wait_failed(struct convert *cv, const char *what, int r,
+				   struct wshard_error *err)
+{
+	if (cv->stream_ok)
+		return wshard_error_set(err, WSHARD_EIO,
+					"internal: %s of rank %d were never written", what, r);
+	return wshard_error_set(err, WSHARD_EIO, "sealing stopped: the stream failed");
+}
+
+/*
  * Waits until every byte of tensor i of rank r is written.  Returns
  * WSHARD_OK, or an error once the stream has ended without it: an
  * internal one if the stream succeeded (the plan and the stream
@@ -79,27 +108,27 @@ void seal_tensor_done(struct convert *cv)
 static enum wshard_err wait_tensor(struct convert *cv, int r, size_t i,
 				   struct wshard_error *err)
 {
-	uint64_t *left = &cv->ranks[r].left[i];
-	bool ok;
+	char what[WSHARD_ERRMAX / 2];
 
-	if (__atomic_load_n(left, __ATOMIC_ACQUIRE) == 0)
+	if (wait_zero(cv, &cv->ranks[r].left[i], &cv->ranks[r].awaited[i]))
 		return WSHARD_OK;
-	pthread_mutex_lock(&cv->seal_lock);
-	while (__atomic_load_n(left, __ATOMIC_ACQUIRE) != 0 && !cv->stream_over)
-		pthread_cond_wait(&cv->seal_cond, &cv->seal_lock);
-	ok = __atomic_load_n(left, __ATOMIC_ACQUIRE) == 0;
-	pthread_mutex_unlock(&cv->seal_lock);
-	if (ok)
-		return WSHARD_OK;
-	if (cv->stream_ok)
-		return wshard_error_set(err, WSHARD_EIO,
-					"internal: %llu bytes of rank %d tensor '%s' were never written",
-					(unsigned long long)*left, r,
-					cv->plan->ranks[r].tensors[i].name);
-	return wshard_error_set(err, WSHARD_EIO, "sealing stopped: the stream failed");
+	snprintf(what, sizeof(what), "%llu bytes of tensor '%s'",
+		 (unsigned long long)cv->ranks[r].left[i], cv->plan->ranks[r].tensors[i].name);
+	return wait_failed(cv, what, r, err);
 }
 
+/* Waits until every tensor of part p of rank r is written, as wait_tensor. */
+static enum wshard_err wait_part(struct convert *cv, int r, size_t p,
+				 struct wshard_error *err)
+{
+	char what[WSHARD_ERRMAX / 2];
 
+	if (wait_zero(cv, &cv->ranks[r].part_left[p], &cv->ranks[r].part_awaited[p]))
+		return WSHARD_OK;
+	snprintf(what, sizeof(what), "%llu tensors of '%s'",
+		 (unsigned long long)cv->ranks[r].part_left[p], cv->plan->ranks[r].files[p].name);
+	return wait_failed(cv, what, r, err);
+}
 
 /* Counts sealed bytes; the reporting thread shows them once the stream is over. */
 static void report_sealed(struct convert *cv, uint64_t len, bool report)
@@ -131,13 +160,14 @@ static enum wshard_err sum_part(struct convert *cv, int r, size_t part, bool rep
 	size_t i;
 	enum wshard_err rc;
 
+	/* one wake-up for the part: composing needs no order */
+	rc = wait_part(cv, r, part, err);
+	if (rc)
+		return rc;
 	for (i = of->first; i < of->first + of->count; i++) {
 		const struct wshard_out_tensor *t = &rp->tensors[i];
 		uint64_t crc;
 
-		rc = wait_tensor(cv, r, i, err);
-		if (rc)
-			return rc;
 		crc = __atomic_load_n(&ro->crc[i], __ATOMIC_RELAXED);
 		hex64(ro->ck.tensor[i], wshard_crc64_from_raw(crc, t->nbytes));
 		/* tensors are contiguous; a gap would be zeros (the file was sized) */
@@ -222,15 +252,12 @@ static enum wshard_err seal_part(struct convert *cv, int r, size_t part, char *b
 				 bool report, struct wshard_error *err)
 {
 	struct rank_out *ro = &cv->ranks[r];
-	const struct wshard_out_file *of = &cv->plan->ranks[r].files[part];
-	size_t i;
-	enum wshard_err rc = WSHARD_OK;
+	enum wshard_err rc;
 
 	if (cv->no_checksums)
-		for (i = of->first; i < of->first + of->count && !rc; i++)
-			rc = wait_tensor(cv, r, i, err);
+		rc = wait_part(cv, r, part, err);
 	else if (cv->hot)
-		rc = sum_part(cv, r, part, report, err);
+		rc = sum_part(cv, r, part, report, err);	/* waits for the part */
 	else
 		rc = read_back_part(cv, r, part, buf, report, err);
 	if (rc)
