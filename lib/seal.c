@@ -4,7 +4,8 @@
  * from what the writes left with CRC-64/NVME, else read back in order
  * while the bytes are still in cache), then the commit that syncs and
  * renames it.  Sealing threads run beside the stream, each waiting for
- * the tensors of its part in file order.
+ * its part: for the tensors in file order when it reads them back, for
+ * the whole part when the checksums compose.
  */
 #include <errno.h>
 #include <fcntl.h>
