@@ -71,64 +71,49 @@ void seal_tensor_done(struct convert *cv)
 }
 
 /*
- * Waits until *left is 0, marking *awaited first (see write_put).
- * Returns whether it is, false once the stream ended without it.
+ * Waits until *left (what is unwritten: `unit` of `name`, of rank r) is
+ * 0, marking *awaited first (see write_put).  Returns WSHARD_OK, or an
+ * error once the stream has ended without it: an internal one if the
+ * stream succeeded (the plan and the stream disagree), else one that
+ * the stream's own error will take precedence over.
  */
-static bool wait_zero(struct convert *cv, uint64_t *left, unsigned char *awaited)
+static enum wshard_err wait_for(struct convert *cv, int r, uint64_t *left,
+				unsigned char *awaited, const char *unit, const char *name,
+				struct wshard_error *err)
 {
 	bool ok;
 
 	if (__atomic_load_n(left, __ATOMIC_ACQUIRE) == 0)
-		return true;
+		return WSHARD_OK;
 	pthread_mutex_lock(&cv->seal_lock);
 	__atomic_store_n(awaited, 1, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(left, __ATOMIC_SEQ_CST) != 0 && !cv->stream_over)
 		pthread_cond_wait(&cv->seal_cond, &cv->seal_lock);
 	ok = __atomic_load_n(left, __ATOMIC_ACQUIRE) == 0;
 	pthread_mutex_unlock(&cv->seal_lock);
-	return ok;
-}
-
-/* The error of a wait that the stream's end cut short. */
-static enum wshard_err wait_failed(struct convert *cv, const char *what, int r,
-				   struct wshard_error *err)
-{
+	if (ok)
+		return WSHARD_OK;
 	if (cv->stream_ok)
 		return wshard_error_set(err, WSHARD_EIO,
-					"internal: %s of rank %d were never written", what, r);
+					"internal: %llu %s '%s' of rank %d were never written",
+					(unsigned long long)*left, unit, name, r);
 	return wshard_error_set(err, WSHARD_EIO, "sealing stopped: the stream failed");
 }
 
-/*
- * Waits until every byte of tensor i of rank r is written.  Returns
- * WSHARD_OK, or an error once the stream has ended without it: an
- * internal one if the stream succeeded (the plan and the stream
- * disagree), else one that the stream's own error will take precedence
- * over.
- */
+/* Waits until every byte of tensor i of rank r is written (wait_for). */
 static enum wshard_err wait_tensor(struct convert *cv, int r, size_t i,
 				   struct wshard_error *err)
 {
-	char what[WSHARD_ERRMAX / 2];
-
-	if (wait_zero(cv, &cv->ranks[r].left[i], &cv->ranks[r].awaited[i]))
-		return WSHARD_OK;
-	snprintf(what, sizeof(what), "%llu bytes of tensor '%s'",
-		 (unsigned long long)cv->ranks[r].left[i], cv->plan->ranks[r].tensors[i].name);
-	return wait_failed(cv, what, r, err);
+	return wait_for(cv, r, &cv->ranks[r].left[i], &cv->ranks[r].awaited[i],
+			"bytes of tensor", cv->plan->ranks[r].tensors[i].name, err);
 }
 
-/* Waits until every tensor of part p of rank r is written, as wait_tensor. */
+/* Waits until every tensor of part p of rank r is written (wait_for). */
 static enum wshard_err wait_part(struct convert *cv, int r, size_t p,
 				 struct wshard_error *err)
 {
-	char what[WSHARD_ERRMAX / 2];
-
-	if (wait_zero(cv, &cv->ranks[r].part_left[p], &cv->ranks[r].part_awaited[p]))
-		return WSHARD_OK;
-	snprintf(what, sizeof(what), "%llu tensors of '%s'",
-		 (unsigned long long)cv->ranks[r].part_left[p], cv->plan->ranks[r].files[p].name);
-	return wait_failed(cv, what, r, err);
+	return wait_for(cv, r, &cv->ranks[r].part_left[p], &cv->ranks[r].part_awaited[p],
+			"tensors of", cv->plan->ranks[r].files[p].name, err);
 }
 
 /* Counts sealed bytes; the reporting thread shows them once the stream is over. */
