@@ -50,7 +50,8 @@ static json_t *shape_json(const uint64_t *shape, int ndim)
 /*
  * The manifest is written as text piece by piece, never as one tree: a
  * jansson tree takes many times the bytes of its text, and an MoE model's
- * provenance (one source per expert) makes the text large.
+ * provenance makes the text large (a source per expert where experts are
+ * not stacked into one tensor, so not written as runs).
  * Each tensor entry is built, printed and freed on its own; the small
  * objects around them are printed with a placeholder string where the
  * entries go, and the placeholder's printed form is then replaced.  The
@@ -225,8 +226,7 @@ static void fill_tensor(void *arg, struct text *t, size_t i, int extra)
 }
 
 /*
- * A rank's tensor entries are most of the manifest (57 MB for the
- * provenance of a 94k-tensor MoE at tp 4) and each is printed on its
+ * A rank's tensor entries are most of the manifest and each is printed on its
  * own: threads print blocks of them into buffers of their own, which the
  * caller appends in order.  At most two blocks more than there are
  * threads are printed and not yet appended, so the text is never all in
@@ -604,8 +604,7 @@ enum wshard_err manifest_gather(struct convert *cv, struct manifest_parts *mp,
 
 	/*
 	 * Without archives the entries are printed straight into
-	 * wshard.json by manifest_write, never held (57 MB for the
-	 * provenance of a 94k-tensor MoE at tp 4): process 0 needs only
+	 * wshard.json by manifest_write, never held: process 0 needs only
 	 * the other processes' checksums.
 	 */
 	if (cv->run->archive == WSHARD_ARCHIVE_NONE)

@@ -3,7 +3,8 @@
  * process 0, which prints every rank's entries of wshard.json itself
  * from its own copy of the plan (manifest.c).  Gathering the printed
  * entries instead moved the whole text (57 MB for a 94k-tensor MoE at
- * tp 4) and held it in process 0's memory twice.
+ * tp 4 before stacked experts' sources were written as runs) and held it
+ * in process 0's memory twice.
  */
 #include <stdlib.h>
 #include <string.h>

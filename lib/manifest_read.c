@@ -289,11 +289,12 @@ static enum wshard_err parse_head(struct wshard_manifest *m, json_t *doc,
 	x = json_object_get(doc, "format_version");
 	if (!json_is_integer(x))
 		return bad(m, err, "no \"format_version\"");
-	if (json_integer_value(x) != WSHARD_MANIFEST_VERSION)
+	if (json_integer_value(x) < WSHARD_MANIFEST_VERSION_MIN ||
+	    json_integer_value(x) > WSHARD_MANIFEST_VERSION)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': format_version %lld is not one this wshard knows (%d)",
-					m->path, (long long)json_integer_value(x),
-					WSHARD_MANIFEST_VERSION);
+					"'%s': format_version %lld is not one this wshard knows "
+					"(%d to %d)", m->path, (long long)json_integer_value(x),
+					WSHARD_MANIFEST_VERSION_MIN, WSHARD_MANIFEST_VERSION);
 	x = json_object_get(doc, "tp");
 	if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 4096)
 		return bad(m, err, "\"tp\" is not a positive integer");

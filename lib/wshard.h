@@ -23,8 +23,12 @@
 #include <stdint.h>
 
 #define WSHARD_VERSION "0.1.0"
-/* Version of the wshard.json layout; bumped on incompatible change. */
-#define WSHARD_MANIFEST_VERSION 1
+/* Version of the wshard.json layout; bumped on incompatible change.  2:
+ * a tensor's sources may hold runs over experts.  Readers take any
+ * version from WSHARD_MANIFEST_VERSION_MIN on (verify and inspect do not
+ * read the sources). */
+#define WSHARD_MANIFEST_VERSION 2
+#define WSHARD_MANIFEST_VERSION_MIN 1
 
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */

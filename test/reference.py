@@ -1204,7 +1204,7 @@ class Checker:
             return
         tp = self.exp.tp
         want(m, "format", lambda v: v == "wshard", '"wshard"')
-        want(m, "format_version", lambda v: v == 1, "1")
+        want(m, "format_version", lambda v: v == 2, "2")
         want(m, "wshard_version", lambda v: isinstance(v, str) and v, "a version string")
         want(m, "target", lambda v: v == "vllm@0.32", '"vllm@0.32"')
         want(m, "tp", lambda v: v == tp, str(tp))
@@ -1319,9 +1319,36 @@ class Checker:
             for name in sorted(set(self.actual[r]) - seen):
                 self.diff("%s: %s: in %s but not in the manifest" % (where, name, self.actual[r][name][0]))
 
+    def expand_runs(self, where, srcs):
+        """The sources with each run {"e": [e0, e1], "sources": [...]} written
+        out: its sources for e = e0 .. e1 - 1, "{e}" in a name replaced by e.
+        None (after a diff) when a run is malformed."""
+        out = []
+        for i, s in enumerate(srcs):
+            if not (isinstance(s, dict) and "e" in s):
+                out.append(s)
+                continue
+            e, inner = s.get("e"), s.get("sources")
+            if not (isinstance(e, list) and len(e) == 2 and all(isinstance(x, int) for x in e)
+                    and e[0] < e[1] and isinstance(inner, list) and inner
+                    and all(isinstance(t, dict) and isinstance(t.get("tensor"), str)
+                        and "{e}" in t["tensor"] for t in inner)
+                    and set(s) == {"e", "sources"}):
+                self.diff("%s: sources[%d] is not a run: %s" % (where, i, json.dumps(s)[:200]))
+                return None
+            for k in range(e[0], e[1]):
+                for t in inner:
+                    c = dict(t)
+                    c["tensor"] = t["tensor"].replace("{e}", str(k))
+                    out.append(c)
+        return out
+
     def check_sources(self, where, srcs, expected):
         """The provenance must rebuild the expected bytes from the source."""
         dt, shape, pieces, frm = expected
+        srcs = self.expand_runs(where, srcs)
+        if srcs is None:
+            return
         want = expected_bytes(self.src, expected)
         total = len(want)
         parts, done = [], 0
@@ -1443,7 +1470,7 @@ def write_output(src, out, exp, max_file_size):
                 b.write(a.read())
     total = sum(t.nbytes for t in src.tensors.values())
     manifest = {
-        "format": "wshard", "format_version": 1, "wshard_version": "reference",
+        "format": "wshard", "format_version": 2, "wshard_version": "reference",
         "target": "vllm@0.32", "target_checked": "vllm==0.32.0", "tp": exp.tp, "architecture": exp.arch, "rules": "reference",
         "options": {"attn_scales": exp.attn_scales, "max_file_size": max_file_size,
                     "dtype": exp.dtype, "checksum": ALGOS[0]},

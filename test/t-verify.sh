@@ -349,6 +349,14 @@ fresh version 2
 py setjson "$D/wshard.json" format_version 99
 expect_exit 3 "$WSHARD" verify "$D" && one_line "format_version 99"
 grep -q 'format_version 99' "$T/err" || fail "format_version 99: $(cat "$T/err")"
+# format_version 1 (written before stacked experts' runs) is still read
+py setjson "$D/wshard.json" format_version 1
+expect_exit 0 "$WSHARD" verify "$D"
+expect_exit 0 "$WSHARD" inspect "$D"
+py setjson "$D/wshard.json" format_version 0
+expect_exit 3 "$WSHARD" verify "$D" && one_line "format_version 0"
+grep -q 'format_version 0 is not one this wshard knows (1 to 2)' "$T/err" ||
+	fail "format_version 0: $(cat "$T/err")"
 expect_exit 3 "$WSHARD" verify --source "$T/nonexistent" "$T/good2" && one_line "missing --source"
 grep -q 'nonexistent' "$T/err" || fail "missing --source: $(cat "$T/err")"
 expect_exit 2 "$WSHARD" verify --rank 9 "$T/good2" && one_line "--rank 9"
