@@ -109,6 +109,38 @@ static void add_crc(struct rank_out *ro, const struct wshard_out_tensor *t, size
 			   __ATOMIC_RELEASE);
 }
 
+/* s (n bytes) at d[*at], as far as cap - 1 bytes hold */
+static void label_add(char *d, size_t cap, size_t *at, const char *s, size_t n)
+{
+	n = WSHARD_MIN(n, cap - 1 - *at);
+	memcpy(d + *at, s, n);
+	*at += n;
+}
+
+/*
+ * "rank R tensor 'NAME'", what a validator's messages name, as snprintf
+ * would print it: formatted whenever a thread's pieces move to another
+ * tensor, which for 100k small tensors made snprintf 3% of a convert.
+ */
+static void label(char *d, size_t cap, int rank, const char *name)
+{
+	char num[12];
+	int i = (int)sizeof(num);
+	unsigned r = (unsigned)rank;
+	size_t at = 0;
+
+	do {
+		num[--i] = (char)('0' + r % 10);
+		r /= 10;
+	} while (r);
+	label_add(d, cap, &at, "rank ", 5);
+	label_add(d, cap, &at, num + i, sizeof(num) - (size_t)i);
+	label_add(d, cap, &at, " tensor '", 9);
+	label_add(d, cap, &at, name, strlen(name));
+	label_add(d, cap, &at, "'", 1);
+	d[at] = '\0';
+}
+
 static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tensor,
 				 uint64_t off, const void *buf, size_t len,
 				 struct wshard_error *err)
@@ -130,8 +162,7 @@ static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tens
 	rc = seal_slot_validator(cv, slot, &v, err);
 	if (v && (cv->what[slot].rank != rank || cv->what[slot].tensor != tensor ||
 		  !cv->what[slot].text[0])) {
-		snprintf(cv->what[slot].text, sizeof(cv->what[slot].text), "rank %d tensor '%s'",
-			 rank, t->name);
+		label(cv->what[slot].text, sizeof(cv->what[slot].text), rank, t->name);
 		cv->what[slot].rank = rank;
 		cv->what[slot].tensor = tensor;
 	}

@@ -17,7 +17,6 @@
  * a 94k-tensor MoE's stacked tensors were 57 MB of its manifest.
  */
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,10 +135,17 @@ static bool name_is(const char *name, const char *tmpl, size_t pre, size_t suf,
 		    uint64_t v)
 {
 	char d[24];
-	int n = snprintf(d, sizeof(d), "%llu", (unsigned long long)v);
+	int i = (int)sizeof(d);
 
-	return !strncmp(name, tmpl, pre) && !strncmp(name + pre, d, (size_t)n) &&
-	       !strcmp(name + pre + n, tmpl + suf);
+	if (strncmp(name, tmpl, pre))
+		return false;
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (strncmp(name + pre, d + i, sizeof(d) - (size_t)i))
+		return false;
+	return !strcmp(name + pre + sizeof(d) - i, tmpl + suf);
 }
 
 #define RUN_MAX_PERIOD 4	/* pieces an expert: gate and up, each maybe cut */
