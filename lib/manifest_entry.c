@@ -76,16 +76,16 @@ static void piece_prov(const struct wshard_plan *plan, const struct wshard_piece
 	v->c1 = (uint64_t)p->prov_col0 + p->prov_ncols;
 }
 
-static bool prov_eq(const struct wshard_plan *plan, const struct wshard_piece *a,
+/* a's provenance, when a is a COPY with b's, but for its name */
+static bool prov_is(const struct wshard_plan *plan, const struct prov *a,
 		    const struct wshard_piece *b)
 {
-	struct prov x, y;
+	struct prov y;
 
-	if (a->kind != WSHARD_PIECE_COPY || b->kind != WSHARD_PIECE_COPY)
+	if (b->kind != WSHARD_PIECE_COPY)
 		return false;
-	piece_prov(plan, a, &x);
 	piece_prov(plan, b, &y);
-	return !memcmp(&x, &y, sizeof(x));
+	return !memcmp(a, &y, sizeof(y));
 }
 
 static bool is_digit(char c)
@@ -157,6 +157,7 @@ struct run {
 	size_t period, count;
 	uint64_t e0;
 	size_t pre[RUN_MAX_PERIOD], suf[RUN_MAX_PERIOD];
+	struct prov prov[RUN_MAX_PERIOD];
 };
 
 static const char *src_name(const struct wshard_plan *plan, const struct wshard_piece *p)
@@ -178,7 +179,10 @@ static bool run_at(const struct wshard_plan *plan, const struct wshard_out_tenso
 			const struct wshard_piece *a = &pc[k + j], *b = &pc[k + p + j];
 			uint64_t v;
 
-			ok = prov_eq(plan, a, b) && !strpbrk(src_name(plan, a), "{}") &&
+			if (a->kind != WSHARD_PIECE_COPY)
+				return false;	/* no period starts here */
+			piece_prov(plan, a, &r->prov[j]);
+			ok = prov_is(plan, &r->prov[j], b) && !strpbrk(src_name(plan, a), "{}") &&
 			     next_number(src_name(plan, a), src_name(plan, b),
 					 &r->pre[j], &r->suf[j], &v) &&
 			     (j == 0 ? (r->e0 = v, true) : v == r->e0);
@@ -190,7 +194,7 @@ static bool run_at(const struct wshard_plan *plan, const struct wshard_out_tenso
 			const struct wshard_piece *b = &pc[k + r->count * p];
 
 			for (j = 0; j < p; j++)
-				if (!prov_eq(plan, &pc[k + j], &b[j]) ||
+				if (!prov_is(plan, &r->prov[j], &b[j]) ||
 				    !name_is(src_name(plan, &b[j]), src_name(plan, &pc[k + j]),
 					     r->pre[j], r->suf[j], r->e0 + r->count))
 					break;
@@ -306,6 +310,7 @@ struct ebuf {
 	char *p;
 	size_t len, cap;
 	bool oom;
+	bool odd;	/* a string jansson would escape, or a float: the tree's */
 };
 
 static void put(struct ebuf *b, const char *s, size_t n)
@@ -368,8 +373,28 @@ static void put_key(struct ebuf *b, int depth, const char *key, bool first)
 	put(b, "\": ", 3);
 }
 
+/* True when jansson would print s between quotes unchanged. */
+static bool plain(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (!s)
+		return false;
+	for (; *p; p++)
+		if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
+			return false;
+	return true;
+}
+
+/* A piece at depth d; a COPY named name, or as its run's member j with
+ * "{e}" for its number when r is given. */
 static void put_str(struct ebuf *b, const char *s)
 {
+	if (!plain(s)) {
+		b->odd = true;
+		if (!s)
+			return;
+	}
 	put(b, "\"", 1);
 	put_s(b, s);
 	put(b, "\"", 1);
@@ -388,26 +413,13 @@ static void put_range(struct ebuf *b, int depth, uint64_t a, uint64_t c)
 	put(b, "]", 1);
 }
 
-/* True when jansson would print s between quotes unchanged. */
-static bool plain(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	if (!s)
-		return false;
-	for (; *p; p++)
-		if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
-			return false;
-	return true;
-}
-
-/* A piece at depth d; a COPY named name, or as its run's member j with
- * "{e}" for its number when r is given. */
 static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		      const struct wshard_piece *p, int d, const struct run *r, size_t j)
 {
 	put(b, "{", 1);
-	if (p->kind == WSHARD_PIECE_ZERO) {
+	if (p->kind == WSHARD_PIECE_CONST) {
+		b->odd = true;
+	} else if (p->kind == WSHARD_PIECE_ZERO) {
 		put_key(b, d + 1, "zeros", true);
 		put_int(b, p->len);
 	} else {
@@ -418,6 +430,8 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		if (r) {
 			const char *name = src_name(plan, p);
 
+			if (!plain(name))
+				b->odd = true;
 			put(b, "\"", 1);
 			put(b, name, r->pre[j]);
 			put(b, "{e}", 3);
@@ -452,25 +466,6 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 	put(b, "}", 1);
 }
 
-/* True when every string of t's entry is plain and it has no value piece. */
-static bool entry_plain(const struct wshard_plan *plan, const struct wshard_out_tensor *t,
-			const char *file, const char *checksum)
-{
-	size_t k;
-
-	if (!plain(t->name) || !plain(file) || !plain(checksum) ||
-	    !plain(wshard_dtype_name(t->dtype)))
-		return false;
-	for (k = 0; k < t->npieces; k++) {
-		const struct wshard_piece *p = &t->pieces[k];
-
-		if (p->kind == WSHARD_PIECE_COPY ? !plain(plan->cat->tensors[p->src].name)
-						 : p->kind != WSHARD_PIECE_ZERO)
-			return false;
-	}
-	return true;
-}
-
 static void put_list_open(struct ebuf *b, size_t n)
 {
 	put(b, n ? "[" : "[]", n ? 1 : 2);
@@ -488,13 +483,11 @@ int manifest_entry_print(const struct wshard_plan *plan, const struct wshard_out
 			 const char *file, const char *checksum, int d,
 			 char **buf, size_t *len, size_t *cap)
 {
-	struct ebuf b = { *buf, 0, *cap, false };
+	struct ebuf b = { *buf, 0, *cap, false, false };
 	size_t k;
 	int i;
 
 	*len = 0;
-	if (!entry_plain(plan, t, file, checksum))
-		return 0;
 	put(&b, "{", 1);
 	put_key(&b, d + 1, "name", true);
 	put_str(&b, t->name);
@@ -552,6 +545,8 @@ int manifest_entry_print(const struct wshard_plan *plan, const struct wshard_out
 	*cap = b.cap;
 	if (b.oom)
 		return -1;
+	if (b.odd)
+		return 0;	/* printed for nothing: rare (see the top) */
 	*len = b.len;
 	return 1;
 }
