@@ -110,6 +110,16 @@ void wshard_hash_final(struct wshard_hash *h, char *out)
 	wshard_hash_release(h);
 }
 
+bool wshard_hash_append(struct wshard_hash *h, const struct wshard_hash *part,
+			uint64_t len)
+{
+	if (h->algo != WSHARD_CK_CRC64 || part->algo != WSHARD_CK_CRC64)
+		return false;
+	*(uint64_t *)h->state = wshard_crc64_combine(*(uint64_t *)h->state,
+						     *(const uint64_t *)part->state, len);
+	return true;
+}
+
 void wshard_hash_release(struct wshard_hash *h)
 {
 	if (!h || !h->state)

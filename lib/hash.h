@@ -27,5 +27,12 @@ void wshard_hash_update(struct wshard_hash *h, const void *buf, size_t len);
 void wshard_hash_final(struct wshard_hash *h, char *out);
 /* Releases the state without a digest; accepts an unstarted hash. */
 void wshard_hash_release(struct wshard_hash *h);
+/*
+ * Where digests compose (CRC-64/NVME): makes h the hash of its bytes
+ * followed by the len bytes that part (left as it is) has hashed, and
+ * returns true.  Returns false, changing nothing, for the others.
+ */
+bool wshard_hash_append(struct wshard_hash *h, const struct wshard_hash *part,
+			uint64_t len);
 
 #endif /* WSHARD_HASH_H */

@@ -296,3 +296,31 @@ Test(crc64, streamed)
 	cr_assert(!wshard_checksum_composable(WSHARD_CK_XXH3));
 	cr_assert(!wshard_checksum_composable(WSHARD_CK_SHA256));
 }
+
+/* CRC-64/NVME digests compose: "1234" then the 5 bytes "56789" hashed on
+ * their own give the check value of "123456789"; the others refuse. */
+Test(hash, append_composes_crc64_only)
+{
+	struct wshard_hash a, b;
+	char out[WSHARD_DIGEST_HEX];
+	enum wshard_checksum other[] = { WSHARD_CK_XXH3, WSHARD_CK_SHA256 };
+	size_t i;
+
+	cr_assert_eq(wshard_hash_init(&a, WSHARD_CK_CRC64), WSHARD_OK);
+	cr_assert_eq(wshard_hash_init(&b, WSHARD_CK_CRC64), WSHARD_OK);
+	wshard_hash_update(&a, "1234", 4);
+	wshard_hash_update(&b, "56789", 5);
+	cr_assert(wshard_hash_append(&a, &b, 5));
+	wshard_hash_final(&a, out);
+	cr_assert_str_eq(out, "ae8b14860a799888");
+	/* part is left as it was: still the CRC of "56789" alone */
+	wshard_hash_final(&b, out);
+	cr_assert_str_eq(out, "f87dc887176ce667");
+	for (i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		cr_assert_eq(wshard_hash_init(&a, other[i]), WSHARD_OK);
+		cr_assert_eq(wshard_hash_init(&b, other[i]), WSHARD_OK);
+		cr_assert_not(wshard_hash_append(&a, &b, 0));
+		wshard_hash_release(&a);
+		wshard_hash_release(&b);
+	}
+}
