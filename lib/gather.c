@@ -15,7 +15,6 @@
  * layer's are the next one's): fresh ones would cost a page fault per
  * page, and freed ones would scatter over the allocator's arenas.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,7 +170,7 @@ enum wshard_err gather_put(struct convert *cv, struct wshard_validator *v, int r
 	if (v) {
 		char what[WSHARD_ERRMAX / 2];
 
-		snprintf(what, sizeof(what), "rank %d tensor '%s'", rank, t->name);
+		convert_label(what, sizeof(what), rank, t->name);
 		if (wshard_validator_check(v, data, t->nbytes, what, 0, err))
 			rc = err->code;
 	}

@@ -134,18 +134,11 @@ static bool next_number(const char *a, const char *b, size_t *pre, size_t *suf,
 static bool name_is(const char *name, const char *tmpl, size_t pre, size_t suf,
 		    uint64_t v)
 {
-	char d[24];
-	int i = (int)sizeof(d);
+	char d[WSHARD_UTOA_MAX], *end = d + sizeof(d), *at = wshard_utoa(v, end);
 
-	if (strncmp(name, tmpl, pre))
+	if (strncmp(name, tmpl, pre) || strncmp(name + pre, at, (size_t)(end - at)))
 		return false;
-	do {
-		d[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	if (strncmp(name + pre, d + i, sizeof(d) - (size_t)i))
-		return false;
-	return !strcmp(name + pre + sizeof(d) - i, tmpl + suf);
+	return !strcmp(name + pre + (end - at), tmpl + suf);
 }
 
 #define RUN_MAX_PERIOD 4	/* pieces an expert: gate and up, each maybe cut */
@@ -208,7 +201,7 @@ static bool run_at(const struct wshard_plan *plan, const struct wshard_out_tenso
 }
 
 /* Member j's name with "{e}" for its number (malloc'd; NULL when out of
- * memory). */
+ * memory), as both forms print it. */
 static char *run_name(const struct wshard_plan *plan, const struct wshard_out_tensor *t,
 		      size_t k, const struct run *r, size_t j)
 {
@@ -348,18 +341,13 @@ static void put_nl(struct ebuf *b, int n)
 /* json_int_t as jansson prints it (uint64 values cast as manifest.c does). */
 static void put_int(struct ebuf *b, uint64_t v)
 {
-	char d[24];
-	int i = (int)sizeof(d);
+	char d[WSHARD_UTOA_MAX + 1], *end = d + sizeof(d), *at;
 	long long s = (long long)v;
-	unsigned long long u = s < 0 ? 0ULL - (unsigned long long)s : (unsigned long long)s;
 
-	do {
-		d[--i] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
+	at = wshard_utoa(s < 0 ? 0ULL - (unsigned long long)s : (unsigned long long)s, end);
 	if (s < 0)
-		d[--i] = '-';
-	put(b, d + i, sizeof(d) - (size_t)i);
+		*--at = '-';
+	put(b, at, (size_t)(end - at));
 }
 
 /* "key": at the start of a member line */
@@ -386,8 +374,7 @@ static bool plain(const char *s)
 	return true;
 }
 
-/* A piece at depth d; a COPY named name, or as its run's member j with
- * "{e}" for its number when r is given. */
+/* s between quotes; a string jansson would escape makes the entry odd */
 static void put_str(struct ebuf *b, const char *s)
 {
 	if (!plain(s)) {
@@ -413,8 +400,9 @@ static void put_range(struct ebuf *b, int depth, uint64_t a, uint64_t c)
 	put(b, "]", 1);
 }
 
+/* A piece at depth d, a COPY named name (its source's, or its run's). */
 static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
-		      const struct wshard_piece *p, int d, const struct run *r, size_t j)
+		      const struct wshard_piece *p, int d, const char *name)
 {
 	put(b, "{", 1);
 	if (p->kind == WSHARD_PIECE_CONST) {
@@ -427,19 +415,7 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 
 		piece_rows(plan, p, &r0, &r1);
 		put_key(b, d + 1, "tensor", true);
-		if (r) {
-			const char *name = src_name(plan, p);
-
-			if (!plain(name))
-				b->odd = true;
-			put(b, "\"", 1);
-			put(b, name, r->pre[j]);
-			put(b, "{e}", 3);
-			put_s(b, name + r->suf[j]);
-			put(b, "\"", 1);
-		} else {
-			put_str(b, src_name(plan, p));
-		}
+		put_str(b, name);
 		put_key(b, d + 1, "rows", false);
 		put_range(b, d + 1, r0, r1);
 		if (p->di_rows) {
@@ -518,7 +494,10 @@ int manifest_entry_print(const struct wshard_plan *plan, const struct wshard_out
 			put(&b, ",", 1);
 		put_nl(&b, d + 2);
 		if (!run_at(plan, t, k, &r)) {
-			put_piece(&b, plan, &t->pieces[k++], d + 2, NULL, 0);
+			put_piece(&b, plan, &t->pieces[k], d + 2,
+				  t->pieces[k].kind == WSHARD_PIECE_COPY ?
+				  src_name(plan, &t->pieces[k]) : NULL);
+			k++;
 			continue;
 		}
 		put(&b, "{", 1);
@@ -527,10 +506,16 @@ int manifest_entry_print(const struct wshard_plan *plan, const struct wshard_out
 		put_key(&b, d + 3, "sources", false);
 		put(&b, "[", 1);
 		for (j = 0; j < r.period; j++) {
+			char *name = run_name(plan, t, k, &r, j);
+
 			if (j)
 				put(&b, ",", 1);
 			put_nl(&b, d + 4);
-			put_piece(&b, plan, &t->pieces[k + j], d + 4, &r, j);
+			if (!name)
+				b.oom = true;
+			else
+				put_piece(&b, plan, &t->pieces[k + j], d + 4, name);
+			free(name);
 		}
 		put_nl(&b, d + 3);
 		put(&b, "]", 1);

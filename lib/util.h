@@ -1,17 +1,35 @@
 /*
  * util.h - MIN and MAX, the clocks that time phases, sorting that skips
- * input already in order, and the threads a CPU count allows.  Not part
- * of the API.
+ * input already in order, the threads a CPU count allows, and decimal
+ * digits without printf.  Not part of the API.
  */
 #ifndef WSHARD_UTIL_H
 #define WSHARD_UTIL_H
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #define WSHARD_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define WSHARD_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Room for any uint64_t in decimal. */
+#define WSHARD_UTOA_MAX 20
+
+/*
+ * v in decimal, its last digit just before end; returns its first digit
+ * (there are end minus that many).  For hot paths, where snprintf showed
+ * in profiles (a label or a name formatted per tensor).
+ */
+static inline char *wshard_utoa(uint64_t v, char *end)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
 
 /* Seconds on clock id (0 where it cannot be read). */
 static inline double wshard_clock_seconds(clockid_t id)
