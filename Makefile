@@ -69,56 +69,56 @@ Q := @
 endif
 
 LIB_SRC := \
-	lib/archive.c \
-	lib/archive_out.c \
-	lib/catalog.c \
-	lib/catalog_heads.c \
-	lib/catalog_index.c \
-	lib/catalog_read.c \
-	lib/catalog_view.c \
-	lib/comm.c \
-	lib/crc64.c \
-	lib/dtype.c \
-	lib/error.c \
-	lib/exchange.c \
-	lib/exec.c \
-	lib/expr.c \
-	lib/extras.c \
-	lib/fileio.c \
-	lib/gather.c \
-	lib/fpconv.c \
-	lib/hooks.c \
-	lib/hash.c \
-	lib/hfcache.c \
-	lib/manifest.c \
-	lib/manifest_ck.c \
-	lib/manifest_entry.c \
-	lib/manifest_read.c \
-	lib/outdir.c \
-	lib/plan.c \
-	lib/plan_image_norm.c \
-	lib/plan_layout.c \
-	lib/plan_match.c \
-	lib/plan_split.c \
-	lib/plan_expert.c \
-	lib/plan_view.c \
-	lib/transpose.c \
-	lib/rules.c \
-	lib/rules_extra.c \
-	lib/rules_scale.c \
-	lib/rules_parse.c \
-	lib/safetensors.c \
-	lib/seal.c \
-	lib/sha256.c \
-	lib/st_fast.c \
-	lib/st_header.c \
-	lib/st_layout.c \
-	lib/stream.c \
-	lib/stream_threads.c \
-	lib/verify.c \
-	lib/verify_files.c \
-	lib/verify_source.c \
-	lib/window.c \
+	lib/base/comm.c \
+	lib/base/crc64.c \
+	lib/base/dtype.c \
+	lib/base/error.c \
+	lib/base/fileio.c \
+	lib/base/fpconv.c \
+	lib/base/hash.c \
+	lib/base/hooks.c \
+	lib/base/sha256.c \
+	lib/source/archive.c \
+	lib/source/catalog.c \
+	lib/source/catalog_heads.c \
+	lib/source/catalog_index.c \
+	lib/source/catalog_read.c \
+	lib/source/catalog_view.c \
+	lib/source/hfcache.c \
+	lib/source/safetensors.c \
+	lib/source/st_fast.c \
+	lib/source/st_header.c \
+	lib/source/st_layout.c \
+	lib/rules/expr.c \
+	lib/rules/rules.c \
+	lib/rules/rules_extra.c \
+	lib/rules/rules_parse.c \
+	lib/rules/rules_scale.c \
+	lib/plan/plan.c \
+	lib/plan/plan_expert.c \
+	lib/plan/plan_image_norm.c \
+	lib/plan/plan_layout.c \
+	lib/plan/plan_match.c \
+	lib/plan/plan_split.c \
+	lib/plan/plan_view.c \
+	lib/stream/exchange.c \
+	lib/stream/stream.c \
+	lib/stream/stream_threads.c \
+	lib/stream/transpose.c \
+	lib/stream/window.c \
+	lib/output/archive_out.c \
+	lib/output/exec.c \
+	lib/output/extras.c \
+	lib/output/gather.c \
+	lib/output/manifest.c \
+	lib/output/manifest_ck.c \
+	lib/output/manifest_entry.c \
+	lib/output/outdir.c \
+	lib/output/seal.c \
+	lib/verify/manifest_read.c \
+	lib/verify/verify.c \
+	lib/verify/verify_files.c \
+	lib/verify/verify_source.c \
 	cuda/validate_host.c
 
 CUDA_SRC := cuda/validate_cuda.cu
@@ -134,7 +134,7 @@ RULE_FILES := $(sort $(wildcard lib/rules/*.json))
 
 TEST_SUITES := $(patsubst test/%.c,%,$(sort $(wildcard test/test_*.c)))
 
-LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/rules_builtin.o
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o) $(B)/lib/rules/rules_builtin.o
 ifeq ($(CUDA),1)
 LIB_OBJ += $(CUDA_SRC:%.cu=$(B)/%.o)
 endif
@@ -168,12 +168,12 @@ $(B)/%.o: %.cu cuda/validate_host.h cuda/validate_cuda.h cuda/validate_sum.h lib
 	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -c -o $@ $<
 
 # The built-in rule files, embedded as C strings.
-$(B)/lib/rules_builtin.c: $(RULE_FILES) scripts/embed-rules
+$(B)/lib/rules/rules_builtin.c: $(RULE_FILES) scripts/embed-rules
 	@mkdir -p $(dir $@)
 	@echo '  EMBED  $@'
 	$(Q)sh scripts/embed-rules $(RULE_FILES) >$@.tmp && mv $@.tmp $@
 
-$(B)/lib/rules_builtin.o: $(B)/lib/rules_builtin.c
+$(B)/lib/rules/rules_builtin.o: $(B)/lib/rules/rules_builtin.c
 	@echo '  CC     $<'
 	$(Q)$(CC) $(CFLAGS) -Ilib -c -o $@ $<
 
@@ -258,7 +258,7 @@ FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -pthread -MMD -MP \
 	$(shell $(PKG_CONFIG) --cflags jansson libarchive libxxhash 2>/dev/null)
 FUZZ_LDLIBS := -L$(FUZZ_MPI_LIB) -lmpi \
 	$(shell $(PKG_CONFIG) --libs jansson libarchive libxxhash 2>/dev/null || echo -ljansson -larchive -lxxhash) -lm
-FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_B)/obj/%.o) $(FUZZ_B)/obj/lib/rules_builtin.o
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_B)/obj/%.o) $(FUZZ_B)/obj/lib/rules/rules_builtin.o
 FUZZ_BIN := $(FUZZ_NAMES:%=$(FUZZ_B)/fuzz_%)
 
 $(FUZZ_B)/obj/%.o: %.c
@@ -266,12 +266,12 @@ $(FUZZ_B)/obj/%.o: %.c
 	@echo '  FUZZCC $<'
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 
-$(FUZZ_B)/obj/lib/rules_builtin.c: $(RULE_FILES) scripts/embed-rules
+$(FUZZ_B)/obj/lib/rules/rules_builtin.c: $(RULE_FILES) scripts/embed-rules
 	@mkdir -p $(dir $@)
 	@echo '  EMBED  $@'
 	$(Q)sh scripts/embed-rules $(RULE_FILES) >$@.tmp && mv $@.tmp $@
 
-$(FUZZ_B)/obj/lib/rules_builtin.o: $(FUZZ_B)/obj/lib/rules_builtin.c
+$(FUZZ_B)/obj/lib/rules/rules_builtin.o: $(FUZZ_B)/obj/lib/rules/rules_builtin.c
 	@echo '  FUZZCC $<'
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 

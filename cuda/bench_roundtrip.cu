@@ -29,7 +29,7 @@
 #include <time.h>
 
 extern "C" {
-#include "validate.h"
+#include "output/validate.h"
 }
 
 #define CHUNK ((size_t)8 << 20)

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
-#include "hooks.h"
-#include "validate.h"
+#include "base/util.h"
+#include "base/hooks.h"
+#include "output/validate.h"
 #include "validate_host.h"
 #include "validate_sum.h"
 #ifdef WSHARD_CUDA

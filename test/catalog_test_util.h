@@ -21,8 +21,8 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "safetensors.h"
-#include "catalog.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
 #include "test_util.h"
 
 /* ------------------------------------------------------------------ */

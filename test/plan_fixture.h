@@ -20,10 +20,10 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "dtype.h"
-#include "safetensors.h"
-#include "catalog.h"
-#include "rules.h"
+#include "base/dtype.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
+#include "rules/rules.h"
 #include "test_util.h"
 
 /* A generated checkpoint, its catalog and rules. */

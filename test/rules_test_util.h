@@ -6,7 +6,7 @@
 #ifndef WSHARD_RULES_TEST_UTIL_H
 #define WSHARD_RULES_TEST_UTIL_H
 
-#include "rules.h"
+#include "rules/rules.h"
 
 static inline const struct rules_rule *find_rule(const struct wshard_rules *r,
 						 const char *name,

@@ -22,9 +22,9 @@
 #include <string.h>
 
 #include "wshard.h"
-#include "dtype.h"
-#include "hash.h"
-#include "safetensors.h"
+#include "base/dtype.h"
+#include "base/hash.h"
+#include "source/safetensors.h"
 
 static void usage(void)
 {

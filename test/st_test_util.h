@@ -19,7 +19,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "safetensors.h"
+#include "source/safetensors.h"
 #include "test_util.h"
 
 static __attribute__((unused)) char *fixture(const char *dir, const char *name)

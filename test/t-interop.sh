@@ -32,10 +32,10 @@ if [ -f "$lib" ] &&
    $cc $cflags -o "$tool" "$ROOT/test/st-tool.c" "$lib" $libs -lm -pthread \
 	>"$T/cc.log" 2>&1; then
 	built=$lib
-elif $cc $cflags -o "$tool" "$ROOT/test/st-tool.c" "$ROOT/lib/safetensors.c" \
-	"$ROOT/lib/st_header.c" "$ROOT/lib/st_layout.c" \
-	"$ROOT/lib/dtype.c" "$ROOT/lib/error.c" "$ROOT/lib/hash.c" \
-	"$ROOT/lib/crc64.c" "$ROOT/lib/sha256.c" $libs >"$T/cc.log" 2>&1; then
+elif $cc $cflags -o "$tool" "$ROOT/test/st-tool.c" "$ROOT/lib/source/safetensors.c" \
+	"$ROOT/lib/source/st_header.c" "$ROOT/lib/source/st_layout.c" \
+	"$ROOT/lib/base/dtype.c" "$ROOT/lib/base/error.c" "$ROOT/lib/base/hash.c" \
+	"$ROOT/lib/base/crc64.c" "$ROOT/lib/base/sha256.c" $libs >"$T/cc.log" 2>&1; then
 	built=sources
 else
 	cat "$T/cc.log"

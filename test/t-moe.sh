@@ -65,7 +65,7 @@ if [ -e "$T/big-tp2/wshard.json" ]; then
 fi
 
 # Many small experts: their stacked tensors are assembled in memory from
-# pieces the read threads bring and written once (lib/gather.c); the
+# pieces the read threads bring and written once (lib/output/gather.c); the
 # manifest's checksums must hold whichever thread completes a tensor, and
 # the output must not depend on whether a tensor was gathered (a budget of
 # 1 MiB gathers almost none) nor on the number of stream threads (one per

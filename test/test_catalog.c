@@ -20,7 +20,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "catalog.h"
+#include "source/catalog.h"
 #include "catalog_test_util.h"
 
 /* ------------------------------------------------------------------ */

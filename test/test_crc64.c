@@ -11,7 +11,7 @@
 
 #include <criterion/criterion.h>
 
-#include "crc64.h"
+#include "base/crc64.h"
 
 #define CHECK_VALUE 0xAE8B14860A799888ULL	/* of "123456789" */
 

@@ -8,8 +8,8 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "dtype.h"
-#include "hash.h"
+#include "base/dtype.h"
+#include "base/hash.h"
 
 static const struct {
 	enum wshard_dtype dt;

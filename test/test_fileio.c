@@ -16,7 +16,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "fileio.h"
+#include "base/fileio.h"
 
 /* ------------------------------------------------------------------ */
 /* Sizes                                                               */

@@ -25,7 +25,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "fpconv.h"
+#include "base/fpconv.h"
 
 /* ------------------------------------------------------------------ */
 /* References                                                          */

@@ -10,10 +10,10 @@
 
 #include <criterion/criterion.h>
 
-#include "sha256.h"
+#include "base/sha256.h"
 #include "wshard.h"
-#include "dtype.h"
-#include "hash.h"
+#include "base/dtype.h"
+#include "base/hash.h"
 
 /* Hashes len bytes of buf in chunks of chunk bytes (0: all at once). */
 static void digest(enum wshard_checksum algo, const void *buf, size_t len,

@@ -15,7 +15,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "hfcache.h"
+#include "source/hfcache.h"
 #include "test_util.h"
 
 #define COMMIT "0123456789abcdef0123456789abcdef01234567"

@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #include "plan_fixture.h"
-#include "manifest.h"
+#include "output/manifest.h"
 
 static void fini(void)
 {

@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "fpconv.h"
+#include "base/fpconv.h"
 
 /* A rule's "dtype": "I32" on an I64 table keeps each element's low 32 bits,
  * as torch's copy_ into vLLM's I32 parameter does. */

@@ -10,7 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "rules.h"
+#include "rules/rules.h"
 
 /* ------------------------------------------------------------------ */
 /* Parsing                                                             */

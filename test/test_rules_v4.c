@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "rules.h"
+#include "rules/rules.h"
 #include "rules_test_util.h"
 
 /*

@@ -19,7 +19,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "safetensors.h"
+#include "source/safetensors.h"
 #include "st_test_util.h"
 
 /* ------------------------------------------------------------------ */

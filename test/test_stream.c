@@ -20,9 +20,9 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
-#include "catalog.h"
-#include "rules.h"
-#include "stream.h"
+#include "source/catalog.h"
+#include "rules/rules.h"
+#include "stream/stream.h"
 #include "test_util.h"
 
 /* Every output tensor's bytes and how often each byte was put. */

@@ -17,9 +17,9 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "fpconv.h"
+#include "base/fpconv.h"
 #include "plan_fixture.h"
-#include "stream_impl.h"
+#include "stream/stream_impl.h"
 
 TestSuite(transpose, .fini = close_open_fx);
 

@@ -12,7 +12,7 @@
 
 #include <criterion/criterion.h>
 
-#include "validate.h"
+#include "output/validate.h"
 #include "validate_sum.h"
 #include "validate_host.h"
 

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "wshard.h"
-#include "fileio.h"
-#include "catalog.h"
+#include "base/fileio.h"
+#include "source/catalog.h"
 #include "fuzz_util.h"
 
 #define CHECK(cond)                                                          \

@@ -30,9 +30,9 @@
 #include <string.h>
 
 #include "wshard.h"
-#include "safetensors.h"
-#include "catalog.h"
-#include "rules.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
+#include "rules/rules.h"
 #include "fuzz_util.h"
 #include "fuzz_plan.h"
 

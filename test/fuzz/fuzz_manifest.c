@@ -17,8 +17,8 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "comm.h"
-#include "manifest.h"
+#include "base/comm.h"
+#include "output/manifest.h"
 #include "fuzz_util.h"
 
 #define CHECK(cond)                                                          \

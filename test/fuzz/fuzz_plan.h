@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "wshard.h"
-#include "dtype.h"
-#include "safetensors.h"
-#include "catalog.h"
+#include "base/dtype.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
 
 #define PCHECK(cond)                                                         \
 	do {                                                                 \

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "wshard.h"
-#include "safetensors.h"
-#include "catalog.h"
-#include "rules.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
+#include "rules/rules.h"
 #include "fuzz_util.h"
 #include "fuzz_plan.h"
 

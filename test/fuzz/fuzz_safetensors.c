@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "wshard.h"
-#include "dtype.h"
-#include "safetensors.h"
+#include "base/dtype.h"
+#include "source/safetensors.h"
 
 #define CHECK(cond)                                                          \
 	do {                                                                 \

@@ -1,0 +1,164 @@
+/*
+ * extras.c - the non-weight files of a checkpoint (config.json, the
+ * tokenizer's files, ...), copied into OUT by process 0.  With --dtype,
+ * config.json's dtype follows the weights.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "base/fileio.h"
+#include "source/catalog.h"
+#include "convert.h"
+
+/*
+ * Replaces the string value of the first "KEY": "OLD" in text, keeping
+ * the rest of the file as it was written.  Returns a new buffer or NULL.
+ */
+static char *replace_value(const char *text, const char *key, const char *old,
+			   const char *val)
+{
+	char pat[128];
+	const char *at = text, *q, *e;
+	char *out;
+
+	snprintf(pat, sizeof(pat), "\"%s\"", key);
+	while ((at = strstr(at, pat))) {
+		q = at + strlen(pat);
+		while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+			q++;
+		if (*q++ != ':') {
+			at++;
+			continue;
+		}
+		while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+			q++;
+		if (*q != '"' || strncmp(q + 1, old, strlen(old)) || q[1 + strlen(old)] != '"') {
+			at++;
+			continue;
+		}
+		e = q + 1 + strlen(old);
+		out = malloc(strlen(text) + strlen(val) + 1);
+		if (out)
+			sprintf(out, "%.*s%s%s", (int)(q + 1 - text), text, val, e);
+		return out;
+	}
+	return NULL;
+}
+
+/*
+ * With --dtype, config.json's torch_dtype (and a top-level "dtype", as
+ * newer releases write) follows the weights.  The file is edited in place
+ * so every other byte stays as the model's authors wrote it.
+ */
+static enum wshard_err write_config(struct convert *cv, const char *dst,
+				    struct wshard_error *err)
+{
+	static const struct { enum wshard_dtype dt; const char *name; } names[] = {
+		{ WSHARD_BF16, "bfloat16" }, { WSHARD_F16, "float16" }, { WSHARD_F32, "float32" },
+	};
+	static const char *const keys[] = { "torch_dtype", "dtype" };
+	json_t *cfg = cv->plan->config->json;
+	const char *want = NULL;
+	char *text = NULL, *next;
+	size_t i, len;
+	enum wshard_err rc;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].dt == cv->plan->opt.dtype)
+			want = names[i].name;
+	rc = wshard_catalog_slurp(cv->plan->cat, "config.json", &text, &len, err);
+	if (rc)
+		return rc;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *old = json_string_value(json_object_get(cfg, keys[i]));
+
+		if (!old)
+			continue;
+		next = replace_value(text, keys[i], old, want);
+		if (!next) {
+			free(text);
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"cannot update \"%s\" in '%s/config.json'", keys[i],
+						cv->plan->cat->dir);
+		}
+		free(text);
+		text = next;
+	}
+	if (!json_object_get(cfg, "torch_dtype") && !json_object_get(cfg, "dtype")) {
+		/* none to edit: add torch_dtype after the opening brace */
+		const char *brace = strchr(text, '{');
+
+		next = brace ? malloc(strlen(text) + 64) : NULL;
+		if (next)
+			sprintf(next, "%.*s\"torch_dtype\": \"%s\",%s", (int)(brace + 1 - text), text,
+				want, brace + 1);
+		free(text);
+		text = next;
+		if (!text)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	rc = wshard_write_file(dst, text, strlen(text), convert_file_flags(cv), err);
+	free(text);
+	return rc;
+}
+
+enum wshard_err extras_copy(struct convert *cv, struct wshard_error *err)
+{
+	const struct wshard_catalog *cat = cv->plan->cat;
+	size_t i;
+	enum wshard_err rc = WSHARD_OK;
+
+	for (i = 0; i < cat->nextra && !rc; i++) {
+		char *dst = wshard_path_join(cv->run->out_dir, cat->extra[i]);
+
+		if (!dst)
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		else if (cv->plan->opt.has_dtype && !strcmp(cat->extra[i], "config.json"))
+			rc = write_config(cv, dst, err);
+		else
+			rc = wshard_catalog_copy_extra(cat, i, dst, convert_file_flags(cv), err);
+		free(dst);
+		if (!rc)
+			cv->ncopied = i + 1;
+	}
+	return rc;
+}
+
+void extras_discard(struct convert *cv)
+{
+	size_t i;
+
+	for (i = 0; i < cv->ncopied; i++) {
+		char *dst = wshard_path_join(cv->run->out_dir, cv->plan->cat->extra[i]);
+
+		if (dst)
+			unlink(dst);
+		free(dst);
+	}
+	cv->ncopied = 0;
+}
+
+enum wshard_err extras_remove(struct convert *cv, struct wshard_error *err)
+{
+	const struct wshard_catalog *cat = cv->plan->cat;
+	enum wshard_err rc = WSHARD_OK;
+	size_t i;
+
+	for (i = 0; i < cat->nextra && !rc; i++) {
+		char *path = wshard_path_join(cv->run->out_dir, cat->extra[i]);
+
+		if (!path)
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		else if (unlink(path) < 0 && errno != ENOENT)
+			rc = wshard_error_set(err, WSHARD_EIO, "cannot remove '%s': %s", path,
+					      strerror(errno));
+		free(path);
+	}
+	return rc ? rc : wshard_fsync_dir(cv->run->out_dir, err);
+}

@@ -1,0 +1,596 @@
+/*
+ * plan.c - the whole conversion as data: for every rank, the output
+ * tensors (name, dtype, shape, file, offsets) and for each the ordered
+ * copy pieces that make it.  A pure function of the catalog, the rules and
+ * the options; every error (uncovered tensor, indivisible split, shape
+ * against config.json) is found here, before any byte is written.
+ * This file groups the matched sources by output (plan_match.c matches
+ * them), has each item cut for every rank (plan_split.c), adds the
+ * constant tensors and has each rank's files laid out (plan_layout.c).
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "base/dtype.h"
+#include "base/fpconv.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
+#include "rules/rules.h"
+#include "plan_impl.h"
+
+enum wshard_err plan_push_piece(struct wshard_out_tensor *t,
+				const struct wshard_piece *p,
+				struct wshard_error *err)
+{
+	struct wshard_piece *pieces = t->pieces;
+	size_t n = t->npieces;
+
+	if (p->len == 0)
+		return WSHARD_OK;
+	/*
+	 * Room doubles when the count reaches a power of two (a stacked
+	 * output has a piece per expert: growing by one copied them all each
+	 * time); rank_push gives back what is left over.
+	 */
+	if ((n & (n - 1)) == 0) {
+		pieces = realloc(t->pieces, (n ? 2 * n : 1) * sizeof(*pieces));
+		if (!pieces)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		t->pieces = pieces;
+	}
+	pieces[t->npieces] = *p;
+	pieces[t->npieces].dst = t->nbytes;
+	if (!p->out_ncols)
+		pieces[t->npieces].out_ncols = p->ncols;
+	t->nbytes += p->len;
+	t->npieces++;
+	return WSHARD_OK;
+}
+
+enum wshard_err plan_push_rows(const struct wshard_plan *plan,
+			       struct wshard_out_tensor *t, uint32_t src,
+			       uint64_t row0, uint64_t nrows,
+			       struct wshard_error *err)
+{
+	const struct wshard_st_tensor *info = src_info(plan, src);
+	struct wshard_piece p = {
+		.kind = WSHARD_PIECE_COPY,
+		.src = src,
+		.row0 = row0,
+		.nrows = nrows,
+		.col0 = 0,
+		.ncols = src_row_bytes(info),
+	};
+
+	p.len = p.nrows * p.ncols;
+	return plan_push_piece(t, &p, err);
+}
+
+enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
+				struct wshard_error *err)
+{
+	struct wshard_piece p = { .kind = WSHARD_PIECE_ZERO, .len = len };
+
+	return plan_push_piece(t, &p, err);
+}
+
+/* Appends t to a rank's list (taking its pieces and name). */
+static enum wshard_err rank_push(struct wshard_rank_plan *rp, size_t *cap,
+				 struct wshard_out_tensor *t,
+				 struct wshard_error *err)
+{
+	if (rp->ntensors == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct wshard_out_tensor *nt = realloc(rp->tensors, ncap * sizeof(*nt));
+
+		if (!nt)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		rp->tensors = nt;
+		*cap = ncap;
+	}
+	if (t->npieces > 2 && (t->npieces & (t->npieces - 1))) {
+		struct wshard_piece *fit = realloc(t->pieces, t->npieces * sizeof(*fit));
+
+		if (fit)
+			t->pieces = fit;
+	}
+	rp->tensors[rp->ntensors++] = *t;
+	memset(t, 0, sizeof(*t));
+	return WSHARD_OK;
+}
+
+/*
+ * --dtype: a floating-point output (not an FP8 scale) becomes the target
+ * dtype; its pieces keep their source rectangles and produce converted
+ * bytes, so every offset after them moves.
+ */
+static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t)
+{
+	unsigned in, out;
+	size_t k;
+
+	/* U8: one-byte values vLLM holds as raw uint8, the same bytes */
+	if (to == WSHARD_U8 && wshard_dtype_bits(t->dtype) == 8) {
+		t->dtype = to;
+		return;
+	}
+	if (!wshard_dtype_converts(t->dtype, to))
+		return;
+	in = wshard_dtype_bits(t->dtype) / 8;
+	out = wshard_dtype_bits(to) / 8;
+	t->nbytes = 0;
+	for (k = 0; k < t->npieces; k++) {
+		struct wshard_piece *p = &t->pieces[k];
+
+		p->from = t->dtype;
+		p->to = to;
+		p->out_ncols = (p->tr_rows ? p->tr_rows * p->tr_width : p->ncols) / in * out;
+		p->len = p->len / in * out;
+		p->dst = t->nbytes;
+		t->nbytes += p->len;
+	}
+	t->dtype = to;
+}
+
+/* True when the group's members are experts stacked into one output. */
+static bool is_stacked(const struct member *m)
+{
+	return strstr(m->rule->match, "{e}") && !strstr(m->rule->output, "{e}");
+}
+
+/*
+ * Expert parallelism: the expert of members [m, m + n) goes whole to the
+ * one rank that holds it, cut as for a single rank.
+ */
+static enum wshard_err build_expert(const struct wshard_plan *plan,
+				    const struct wshard_rules *rules, struct group_out *g,
+				    const struct member *m, size_t n,
+				    struct wshard_error *err)
+{
+	struct wshard_plan one = *plan;
+	struct group_out g1 = *g;
+	long ne = plan->config->num_experts;
+	enum wshard_err rc;
+
+	if (ne < plan->tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--expert-parallel: %lld experts for %d ranks (config.json's num_experts must be at least --tp)",
+					(long long)ne, plan->tp);
+	one.tp = 1;
+	g1.ranks = &g->ranks[plan_expert_owner(plan, ne, m[0].cap.e)];
+	rc = plan_build_item(&one, rules, &g1, m, n, err);
+	g->ndim = g1.ndim;
+	g->have_shape = g1.have_shape;
+	memcpy(g->shape, g1.shape, sizeof(g->shape));
+	return rc;
+}
+
+/*
+ * The items of the group of members [m, m + n): one per expert when
+ * stacked (each expert's members together), else one of all of them.
+ * Their count goes to *out_nitems.
+ */
+static enum wshard_err build_items(const struct wshard_plan *plan,
+				   const struct wshard_rules *rules, struct group_out *g,
+				   const struct member *m, size_t n, size_t *out_nitems,
+				   struct wshard_error *err)
+{
+	bool stacked = is_stacked(&m[0]);
+	size_t i, j, nitems = 0;
+	enum wshard_err rc = WSHARD_OK;
+
+	for (i = 0; i < n && !rc; i = j) {
+		for (j = i + 1; j < n && stacked && m[j].cap.e == m[i].cap.e; j++)
+			;
+		if (!stacked)
+			j = n;
+		if (stacked && m[i].cap.e != (long)nitems)
+			rc = wshard_error_set(err, WSHARD_EINVAL,
+					      "output '%s': expert %zu is missing (next is '%s')",
+					      m[i].out, nitems, src_name(plan, m[i].src));
+		if (!rc && stacked && plan->opt.expert_parallel)
+			rc = build_expert(plan, rules, g, &m[i], j - i, err);
+		else if (!rc)
+			rc = plan_build_item(plan, rules, g, &m[i], j - i, err);
+		nitems++;
+	}
+	*out_nitems = nitems;
+	if (!rc && stacked && plan->config->num_experts > 0 &&
+	    nitems != (size_t)plan->config->num_experts)
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "output '%s' has %zu experts but config.json says %lld",
+				      m[0].out, nitems,
+				      (long long)plan->config->num_experts);
+	return rc;
+}
+
+/*
+ * Names a rank's tensor of the group, and gives it its dtype and shape:
+ * the items' shape, under a dimension of nitems experts when stacked
+ * (rank r's own experts under expert parallelism, as for a rule's
+ * "experts").
+ */
+static enum wshard_err name_and_shape(const struct wshard_plan *plan,
+				      const struct group_out *g, const struct member *m,
+				      size_t nitems, int r, struct wshard_out_tensor *t,
+				      struct wshard_error *err)
+{
+	bool stacked = is_stacked(m);
+
+	t->name = strdup(m->out);
+	if (!t->name)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	t->dtype = src_info(plan, m->src)->dtype;
+	t->ndim = g->ndim + (stacked ? 1 : 0);
+	if (t->ndim > WSHARD_MAX_DIMS)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"output '%s' would have more than %d dimensions",
+					m->out, WSHARD_MAX_DIMS);
+	if (stacked && plan->opt.expert_parallel) {
+		long first, stride;
+
+		t->shape[0] = (uint64_t)wshard_expert_range((long)nitems, plan->tp, r,
+							    plan->placement, &first, &stride);
+		memcpy(t->shape + 1, g->shape, sizeof(uint64_t) * (size_t)g->ndim);
+	} else if (stacked) {
+		t->shape[0] = nitems;
+		memcpy(t->shape + 1, g->shape, sizeof(uint64_t) * (size_t)g->ndim);
+	} else {
+		memcpy(t->shape, g->shape, sizeof(uint64_t) * (size_t)g->ndim);
+	}
+	/* experts fused in one tensor (Llama 4's): dimension 0 counts them */
+	if (!stacked && plan->opt.expert_parallel && m->rule->experts && t->ndim > 0) {
+		long first, stride;
+
+		t->shape[0] = (uint64_t)wshard_expert_range((long)g->shape[0], plan->tp, r,
+							    plan->placement, &first, &stride);
+	}
+	return WSHARD_OK;
+}
+
+/* Builds the group of members [m, m + n) that share an output name. */
+static enum wshard_err build_group(struct wshard_plan *plan,
+				   const struct wshard_rules *rules,
+				   const struct member *m, size_t n,
+				   size_t *caps, struct wshard_error *err)
+{
+	struct group_out g = { 0 };
+	enum wshard_dtype dt = src_info(plan, m[0].src)->dtype;
+	size_t k, nitems = 0;
+	int r;
+	enum wshard_err rc;
+
+	g.ranks = calloc((size_t)plan->tp, sizeof(*g.ranks));
+	if (!g.ranks)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	rc = build_items(plan, rules, &g, m, n, &nitems, err);
+	/* per-expert per-tensor scales stack to [E], as vLLM's FusedMoE has them */
+	if (is_stacked(&m[0]) && m[0].rule->scale && g.ndim == 1 && g.shape[0] == 1)
+		g.ndim = 0;
+	/* a linear layer's per-tensor scale is a vector of one element per
+	 * fused part in vLLM (PerTensorScaleParameter): a scalar becomes [1] */
+	else if (!is_stacked(&m[0]) && m[0].rule->scale && !m[0].rule->block && g.ndim == 0) {
+		g.ndim = 1;
+		g.shape[0] = 1;
+	}
+	for (r = 0; r < plan->tp; r++) {
+		struct wshard_out_tensor *t = &g.ranks[r];
+
+		if (!rc)
+			rc = name_and_shape(plan, &g, &m[0], nitems, r, t, err);
+		/* a rule's "dtype" wins over --dtype (vLLM's F32 routers) */
+		if (!rc && (m[0].rule->has_dtype || plan->opt.has_dtype) && !m[0].rule->scale) {
+			for (k = 0; k < t->npieces; k++)
+				t->pieces[k].from = t->pieces[k].to = dt;
+			convert_dtype(m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype, t);
+		}
+		if (!rc)
+			rc = rank_push(&plan->ranks[r], &caps[r], t, err);
+		free(t->name);
+		free(t->pieces);
+	}
+	free(g.ranks);
+	return rc;
+}
+
+/* The dtype the engine runs the model in: --dtype when given, else
+ * config.json's torch_dtype (or "dtype"); BF16 when it names none of the
+ * three. */
+static enum wshard_dtype model_dtype(const struct wshard_plan *plan)
+{
+	static const char *const keys[] = { "torch_dtype", "dtype" };
+	json_t *cfg = plan->config->json;
+	size_t i;
+
+	if (plan->opt.has_dtype)
+		return plan->opt.dtype;
+	for (i = 0; cfg && i < 2; i++) {
+		const char *s = json_string_value(json_object_get(cfg, keys[i]));
+
+		if (!s)
+			continue;
+		if (!strcmp(s, "float16"))
+			return WSHARD_F16;
+		if (!strcmp(s, "float32"))
+			return WSHARD_F32;
+		break;
+	}
+	return WSHARD_BF16;
+}
+
+/* The CONST piece of one element, value in dtype. */
+static struct wshard_piece const_piece(double value, enum wshard_dtype dtype)
+{
+	struct wshard_piece p = { .kind = WSHARD_PIECE_CONST };
+	float f = (float)value;
+
+	if (dtype == WSHARD_F32) {
+		memcpy(p.value, &f, 4);
+		p.value_len = 4;
+	} else {
+		uint32_t u;
+		uint16_t h;
+
+		memcpy(&u, &f, 4);
+		h = dtype == WSHARD_BF16 ? wshard_f32_to_bf16(u) : wshard_f32_to_f16(u);
+		memcpy(p.value, &h, 2);
+		p.value_len = 2;
+	}
+	p.len = p.value_len;
+	p.prov_value = value;
+	return p;
+}
+
+/* Appends the constant tensor name, in dtype, to every rank: a scalar
+ * (vector false, n 1) or the vector of the n values. */
+static enum wshard_err push_const(struct wshard_plan *plan, const double *vals, size_t n,
+				  bool vector, enum wshard_dtype dtype, const char *name,
+				  size_t *caps, struct wshard_error *err)
+{
+	enum wshard_err rc = WSHARD_OK;
+	size_t i;
+	int r;
+
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_out_tensor t = { .dtype = dtype, .ndim = vector, .shape = { n } };
+
+		t.name = strdup(name);
+		if (!t.name)
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		for (i = 0; i < n && !rc; i++) {
+			struct wshard_piece p = const_piece(vals[i], dtype);
+
+			rc = plan_push_piece(&t, &p, err);
+		}
+		if (!rc)
+			rc = rank_push(&plan->ranks[r], &caps[r], &t, err);
+		free(t.name);
+		free(t.pieces);
+	}
+	return rc;
+}
+
+/* Whether extra e belongs in layer cap->n: its "with" tensor is there. */
+static bool layer_has(const struct wshard_plan *plan, const struct rules_extra *e,
+		      const struct rules_capture *cap)
+{
+	char *with;
+	bool has;
+
+	if (!e->with)
+		return true;
+	with = rules_expand(e->with, cap);
+	/* out of memory: kept, as without "with" */
+	has = !with || wshard_catalog_find(plan->cat, with) != NULL;
+	free(with);
+	return has;
+}
+
+/* The constant tensors of the rules' "extra" list, one per layer seen. */
+static enum wshard_err build_extras(struct wshard_plan *plan,
+				    const struct wshard_rules *rules,
+				    long nlayers, size_t *caps, struct wshard_error *err)
+{
+	long maxn = nlayers - 1;	/* every layer 0 .. nlayers - 1 was checked */
+	size_t x;
+	long layer;
+
+	for (x = 0; x < rules->nextras; x++) {
+		const struct rules_extra *e = &rules->extras[x];
+		bool per_layer = strstr(e->name, "{n}") != NULL;
+		enum wshard_dtype dtype = e->model_dtype ? model_dtype(plan) : e->dtype;
+		double vals[WSHARD_IMAGE_NORM_MAX] = { e->value };
+		size_t nvals = 1;
+		enum wshard_err rc = WSHARD_OK;
+
+		if (e->option && strcmp(e->option, "attn_scales") == 0 && !plan->opt.attn_scales)
+			continue;
+		if (e->when_quantized &&
+		    !json_is_object(json_object_get(plan->config->json, "quantization_config")))
+			continue;
+		if (e->image_norm)
+			rc = plan_image_norm(plan->cat, e->image_norm, vals, &nvals, err);
+		if (rc)
+			return rc;
+		/* nvals 0: an identity image_norm, of which vLLM holds nothing */
+		for (layer = per_layer ? 0 : -1; nvals && layer <= (per_layer ? maxn : -1); layer++) {
+			struct rules_capture cap = { .n = layer, .e = -1 };
+			char *name = rules_expand(e->name, &cap);
+
+			if (!name)
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			rc = layer_has(plan, e, &cap)
+				     ? push_const(plan, vals, nvals, e->image_norm, dtype, name,
+						  caps, err)
+				     : WSHARD_OK;
+			free(name);
+			if (rc)
+				return rc;
+		}
+	}
+	return WSHARD_OK;
+}
+
+void wshard_options_init(struct wshard_options *opt)
+{
+	memset(opt, 0, sizeof(*opt));
+	opt->tp = 1;
+	opt->target = WSHARD_TARGET_DEFAULT;
+	opt->attn_scales = true;
+	opt->max_file_size = 5ULL << 30;
+	opt->max_memory = 64ULL << 20;
+	opt->checksum = WSHARD_CK_CRC64;
+}
+
+/*
+ * The layouts wshard writes, each the per-rank state of one engine
+ * release line as its oracle (test/engine) found it, newest first; a bare
+ * engine name means its newest.  A layout moves between releases (MoE
+ * parameter names, attention scale buffers), so each is named by the
+ * release it was checked against.
+ */
+static const struct {
+	const char *name;		/* canonical: ENGINE@RELEASE */
+	const char *checked;		/* the engine build the oracle ran */
+} targets[] = {
+	{ "vllm@0.32", "vllm==0.32.0" },
+};
+
+const char *wshard_target_canonical(const char *target, const char **out_checked)
+{
+	size_t i, n;
+
+	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		n = strlen(targets[i].name);
+		/* "vllm", "vllm@0.32" and "vllm@0.32.N" */
+		if (strcmp(target, "vllm") == 0 || strcmp(target, targets[i].name) == 0 ||
+		    (strncmp(target, targets[i].name, n) == 0 && target[n] == '.' &&
+		     target[n + 1] && strspn(target + n + 1, "0123456789") == strlen(target + n + 1))) {
+			if (out_checked)
+				*out_checked = targets[i].checked;
+			return targets[i].name;
+		}
+	}
+	return NULL;
+}
+
+enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
+				  const struct wshard_catalog *cat,
+				  const struct wshard_rules *rules,
+				  const struct wshard_options *opt,
+				  struct wshard_error *err)
+{
+	struct wshard_plan *plan;
+	struct member *m = NULL;
+	size_t n = 0, i, j, *caps = NULL;
+	int r;
+	enum wshard_err rc;
+
+	*out_plan = NULL;
+	if (opt->tp < 1 || opt->tp > 4096)
+		return wshard_error_set(err, WSHARD_EUSAGE, "--tp %d is out of range (1 to 4096)",
+					opt->tp);
+	if (!wshard_target_canonical(opt->target, NULL))
+		return wshard_error_set(err, WSHARD_EUSAGE,
+					"unknown target '%s' (known: vllm, vllm@0.32)", opt->target);
+	if (!wshard_placement_name(opt->placement))
+		return wshard_error_set(err, WSHARD_EUSAGE, "unknown expert placement %d",
+					(int)opt->placement);
+	if (opt->max_file_size == 0)
+		return wshard_error_set(err, WSHARD_EUSAGE, "--max-file-size must be positive");
+	if (opt->expert_parallel && rules->no_ep)
+		return wshard_error_set(err, WSHARD_EINVAL, "--expert-parallel is not written for %s: %s",
+					rules->name, rules->no_ep);
+	if (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype))
+		return wshard_error_set(err, WSHARD_EUSAGE,
+					"--dtype %s: only bf16, f16 and f32 are targets",
+					wshard_dtype_name(opt->dtype));
+	plan = calloc(1, sizeof(*plan));
+	if (!plan)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	plan->tp = opt->tp;
+	plan->opt = *opt;
+	plan->opt.target = wshard_target_canonical(opt->target, NULL);
+	plan->cat = cat;
+	plan->config = malloc(sizeof(*plan->config));
+	if (!plan->config) {
+		free(plan);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	plan_config_init(plan->config, cat, rules);
+	plan->placement = plan_effective_placement(cat, opt);
+	plan->rules_name = strdup(rules->name);
+	plan->ranks = calloc((size_t)opt->tp, sizeof(*plan->ranks));
+	caps = calloc((size_t)opt->tp, sizeof(*caps));
+	if (!plan->rules_name || !plan->ranks || !caps) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (r = 0; r < opt->tp; r++)
+		plan->ranks[r].rank = r;
+	rc = plan_match_sources(plan, rules, &m, &n, err);
+	if (!rc)
+		rc = plan_set_views(plan, m, n, err);
+	if (rc)
+		goto out;
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && strcmp(m[j].out, m[i].out) == 0; j++)
+			;
+		rc = build_group(plan, rules, &m[i], j - i, caps, err);
+		if (rc)
+			goto out;
+	}
+	rc = build_extras(plan, rules, plan_count_layers(plan, rules), caps, err);
+	if (rc)
+		goto out;
+	rc = plan_layout(plan, err);
+out:
+	for (i = 0; i < n; i++)
+		free(m[i].out);
+	free(m);
+	free(caps);
+	if (rc) {
+		wshard_plan_free(plan);
+		return rc;
+	}
+	*out_plan = plan;
+	return WSHARD_OK;
+}
+
+void wshard_plan_free(struct wshard_plan *plan)
+{
+	size_t i;
+	int r;
+
+	if (!plan)
+		return;
+	for (r = 0; plan->ranks && r < plan->tp; r++) {
+		struct wshard_rank_plan *rp = &plan->ranks[r];
+
+		for (i = 0; i < rp->ntensors; i++) {
+			free(rp->tensors[i].name);
+			free(rp->tensors[i].pieces);
+		}
+		free(rp->tensors);
+		for (i = 0; i < rp->nfiles; i++) {
+			free(rp->files[i].name);
+			free(rp->files[i].header);
+		}
+		free(rp->files);
+	}
+	for (i = 0; i < plan->nleft_out; i++) {
+		free(plan->left_out[i].name);
+		free(plan->left_out[i].reason);
+	}
+	free(plan->left_out);
+	free(plan->view_rows);
+	free(plan->ranks);
+	free(plan->rules_name);
+	free(plan->config);
+	free(plan);
+}

@@ -1,0 +1,181 @@
+/*
+ * plan_impl.h - what the files of the planner share: plan.c (pieces,
+ * groups, layout, wshard_plan_build), plan_match.c (source tensors to
+ * rules) and plan_split.c (how one item is cut for every rank).  Not part
+ * of the API.
+ */
+#ifndef WSHARD_PLAN_IMPL_H
+#define WSHARD_PLAN_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wshard.h"
+#include "source/safetensors.h"
+#include "rules/rules.h"
+
+/* A source tensor matched by a rule: one member of an output group. */
+struct member {
+	char *out;			/* output name */
+	uint32_t src;			/* catalog index */
+	const struct rules_rule *rule;
+	struct rules_capture cap;
+};
+
+/* Per-rank output being assembled for one group. */
+struct group_out {
+	struct wshard_out_tensor *ranks;	/* tp of them */
+	int ndim;
+	uint64_t shape[WSHARD_MAX_DIMS];	/* per item, before stacking */
+	bool have_shape;
+};
+
+static inline const struct wshard_st_tensor *src_info(const struct wshard_plan *plan,
+						      uint32_t src)
+{
+	return plan->cat->tensors[src].info;
+}
+
+static inline const char *src_name(const struct wshard_plan *plan, uint32_t src)
+{
+	return plan->cat->tensors[src].name;
+}
+
+static inline uint64_t src_rows(const struct wshard_st_tensor *t)
+{
+	return wshard_matrix_rows(t);
+}
+
+static inline uint64_t src_row_bytes(const struct wshard_st_tensor *t)
+{
+	uint64_t rows = src_rows(t);
+
+	return rows ? (t->end - t->begin) / rows : 0;
+}
+
+/*
+ * Sorts every rank's tensors into their file order, cuts them into parts
+ * and lays out each part's header.  Returns WSHARD_OK, WSHARD_EINVAL (two
+ * rules produce one output) or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_layout(struct wshard_plan *plan, struct wshard_error *err);
+
+/* The most channels an "image_norm" extra takes. */
+#define WSHARD_IMAGE_NORM_MAX 8
+
+/*
+ * The values of an "image_norm" extra (which: its scale or its shift), one
+ * per image channel, from the processor config of checkpoint cat as vLLM
+ * reads it.  Sets *n to their count (at most WSHARD_IMAGE_NORM_MAX), 0
+ * when vLLM holds no such tensor: the map is the identity, or no config
+ * asks for one.  Returns WSHARD_OK, WSHARD_EINVAL (a malformed config,
+ * naming the file), WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_image_norm(const struct wshard_catalog *cat,
+				enum rules_image_norm which, double *vals, size_t *n,
+				struct wshard_error *err);
+
+/* Appends piece p to t at its end.  Returns WSHARD_OK or WSHARD_ENOMEM. */
+enum wshard_err plan_push_piece(struct wshard_out_tensor *t,
+				const struct wshard_piece *p,
+				struct wshard_error *err);
+
+/* Appends rows [row0, row0 + nrows) of src, whole rows.  Returns as
+ * plan_push_piece. */
+enum wshard_err plan_push_rows(const struct wshard_plan *plan,
+			       struct wshard_out_tensor *t, uint32_t src,
+			       uint64_t row0, uint64_t nrows,
+			       struct wshard_error *err);
+
+/* Appends len zero bytes.  Returns as plan_push_piece. */
+enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
+				struct wshard_error *err);
+
+/*
+ * *out: the catalog's config, with the fields config.json omits taken
+ * from the rules' "defaults" (the model class's own), as the plan and its
+ * checks read it (plan_match.c).
+ */
+void plan_config_init(struct wshard_config *out, const struct wshard_catalog *cat,
+		      const struct wshard_rules *rules);
+
+/* plan_match.c: layers the checkpoint should have: config.json's
+ * num_hidden_layers, else the highest seen + 1. */
+long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules);
+
+/*
+ * plan_match.c: every source tensor matched to its rule, checked
+ * (uncovered tensors, required ones missing, shapes against config.json)
+ * and sorted by output name into *out_members (*out_n of them, each
+ * out malloc'd).  Returns WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_match_sources(struct wshard_plan *plan,
+				   const struct wshard_rules *rules,
+				   struct member **out_members, size_t *out_n,
+				   struct wshard_error *err);
+
+/*
+ * plan_split.c: one item of group g from the n members m[] that produce
+ * it (the parts of a fused operator, or one source), appended to every
+ * rank's tensor.  Returns WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_build_item(const struct wshard_plan *plan,
+				const struct wshard_rules *rules,
+				struct group_out *g, const struct member *m,
+				size_t n, struct wshard_error *err);
+
+/* plan_expert.c: the rank that holds expert e of num_experts under
+ * expert parallelism (plan->placement, over plan->tp ranks). */
+int plan_expert_owner(const struct wshard_plan *plan, long num_experts, long e);
+
+/* plan_expert.c: the placement vLLM uses for opt->placement on this
+ * checkpoint.  Returns it. */
+enum wshard_placement plan_effective_placement(const struct wshard_catalog *cat,
+					       const struct wshard_options *opt);
+
+/* plan_split.c: the error for dimension dim (size) of m's source not
+ * divisible by --tp, naming the config key of the rule's shape there
+ * when it is a bare one, else the tensor.  Returns WSHARD_EINVAL. */
+enum wshard_err plan_indivisible(const struct wshard_plan *plan,
+				 const struct member *m, int dim,
+				 uint64_t size, struct wshard_error *err);
+
+/* plan_view.c: plan->view_rows for the n members m[] whose rule has
+ * "rows" (leading dimensions merged into the rows of a "col" split).
+ * Returns WSHARD_OK, WSHARD_EINVAL (too few dimensions) or WSHARD_ENOMEM. */
+enum wshard_err plan_set_views(struct wshard_plan *plan, const struct member *m, size_t n,
+			       struct wshard_error *err);
+
+/*
+ * plan_view.c: rank r holds columns [r * cols / tp, (r + 1) * cols / tp)
+ * of every row, cols being the dimension after the rule's "rows" leading
+ * dimensions (dimension 1 without), with the dimensions after it;
+ * shape[] shrinks there.  Returns WSHARD_OK, WSHARD_EINVAL (indivisible,
+ * or a byte cut; the message names the tensor) or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out *g,
+				const struct member *m, uint64_t *shape,
+				struct wshard_error *err);
+
+/* plan_view.c: rows [row0, row0 + nrows) of m's source, whole rows, each
+ * block of the rule's "deinterleave" rows even rows first (vLLM's
+ * permute_qk_weight_for_rotary).  Returns WSHARD_OK, WSHARD_EINVAL (a cut
+ * inside a block) or WSHARD_ENOMEM. */
+enum wshard_err plan_push_deinterleaved(const struct wshard_plan *plan,
+					struct wshard_out_tensor *t, const struct member *m,
+					uint64_t row0, uint64_t nrows,
+					struct wshard_error *err);
+
+/* plan_view.c: m's source whole on rank 0, as many zero bytes on every
+ * other rank ("first").  Returns WSHARD_OK or WSHARD_ENOMEM. */
+enum wshard_err plan_split_first(const struct wshard_plan *plan, struct group_out *g,
+				 const struct member *m, struct wshard_error *err);
+
+/* plan_view.c: shape[0..*ndim) as the rule's "view" writes it, its
+ * dimensions from view - 1 on merged into one.  Returns WSHARD_OK or
+ * WSHARD_EINVAL (fewer dimensions than the view). */
+enum wshard_err plan_view_shape(const struct member *m, uint64_t *shape, int *ndim,
+				struct wshard_error *err);
+
+#endif /* WSHARD_PLAN_IMPL_H */

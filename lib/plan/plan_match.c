@@ -1,0 +1,607 @@
+/*
+ * plan_match.c - every source tensor matched to the rule that consumes
+ * it, and the checks that need the whole match: no tensor left
+ * uncovered, no required tensor missing, every shape as config.json says.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "base/util.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
+#include "rules/rules.h"
+#include "rules/expr.h"
+#include "plan_impl.h"
+
+#define MAX_LISTED 20
+
+/* Layer numbers at or past this are not layers (a name's number, not a
+ * model's depth). */
+#define MAX_LAYERS 100000
+
+static bool is_tied(const struct wshard_rules *rules, const struct wshard_config *cfg)
+{
+	if (!rules->tie_source)
+		return false;
+	if (rules->tie_always)
+		return true;
+	if (cfg->tie_word_embeddings >= 0)
+		return cfg->tie_word_embeddings == 1;
+	return rules->tie_default;
+}
+
+static bool in_list(char *const *list, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(list[i], s) == 0)
+			return true;
+	return false;
+}
+
+static int cmp_member(const void *a, const void *b)
+{
+	const struct member *x = a, *y = b;
+	int c = strcmp(x->out, y->out);
+
+	if (c)
+		return c;
+	if (x->cap.e != y->cap.e)
+		return x->cap.e < y->cap.e ? -1 : 1;
+	if (x->rule->part != y->rule->part)
+		return x->rule->part < y->rule->part ? -1 : 1;
+	return x->src < y->src ? -1 : (x->src > y->src);
+}
+
+/*
+ * A rule's shape as config.json gives it: its expressions name config keys
+ * alone, never a layer or an expert, so each rule's is evaluated once
+ * (a MoE checkpoint has hundreds of thousands of members and a few dozen
+ * rules).  An expression that fails is not kept: its error is met again.
+ */
+struct shape_memo {
+	bool done;
+	uint64_t want[WSHARD_MAX_DIMS];
+};
+
+static enum wshard_err check_shape(const struct wshard_plan *plan,
+				   const struct member *m, struct shape_memo *memo,
+				   struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	const struct rules_rule *r = m->rule;
+	uint64_t *want = memo->want;
+	char have_s[160], want_s[160], expr_s[300];
+	size_t o = 0;
+	int i;
+	enum wshard_err rc;
+
+	if (r->nshape < 0)
+		return WSHARD_OK;
+	if (!plan->cat->has_config)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s' has no config.json to check shapes against",
+					plan->cat->path);
+	for (i = 0; i < r->nshape && !memo->done; i++) {
+		int64_t v;
+
+		rc = expr_eval_dim(plan->config, r->shape[i], m->rule->match, &v, err);
+		if (rc)
+			return rc;
+		want[i] = (uint64_t)v;
+	}
+	memo->done = true;
+	if (r->nshape == t->ndim && memcmp(want, t->shape, sizeof(uint64_t) * (size_t)t->ndim) == 0)
+		return WSHARD_OK;
+	expr_s[0] = '\0';	/* "shape": [] names no expression */
+	for (i = 0; i < r->nshape; i++)
+		o += (size_t)snprintf(expr_s + o, sizeof(expr_s) - WSHARD_MIN(o, sizeof(expr_s)),
+				      "%s%s", i ? ", " : "", r->shape[i]);
+	wshard_format_shape(have_s, sizeof(have_s), t->shape, t->ndim);
+	wshard_format_shape(want_s, sizeof(want_s), want, r->nshape);
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"tensor '%s' has shape %s but config.json gives [%s] = %s",
+				t->name, have_s, expr_s, want_s);
+}
+
+static enum wshard_err report_uncovered(const struct wshard_plan *plan,
+					const uint32_t *list, size_t n,
+					struct wshard_error *err)
+{
+	char buf[WSHARD_ERRMAX - 128];
+	size_t o = 0, i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && i < MAX_LISTED; i++) {
+		const char *name = src_name(plan, list[i]);
+
+		if (o + strlen(name) + 8 >= sizeof(buf))
+			break;
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s'%s'", i ? ", " : "", name);
+	}
+	if (i < n)
+		snprintf(buf + o, sizeof(buf) - o, " and %zu more", n - i);
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"%zu tensor%s of '%s' %s not covered by rules '%s': %s",
+				n, n == 1 ? "" : "s", plan->cat->path, n == 1 ? "is" : "are",
+				plan->rules_name, buf);
+}
+
+/*
+ * Whether rule r applies in layer n (-1: no layer): its "if" condition,
+ * when it has one, holds.  Returns WSHARD_OK or WSHARD_EINVAL.
+ */
+static enum wshard_err rule_applies(const struct wshard_plan *plan,
+				    const struct rules_rule *r, long n, bool *out,
+				    struct wshard_error *err)
+{
+	*out = true;
+	if (!r->cond)
+		return WSHARD_OK;
+	return expr_eval_cond(plan->config, r->cond, n, r->match, out, err);
+}
+
+/*
+ * Whether rule j, or another rule with the same match (the alternatives
+ * that "from" picks among by the source's dtype), matched in layer n.
+ */
+static bool seen_alike(const struct wshard_rules *rules, const bool *seen,
+		       long width, size_t j, long n)
+{
+	size_t k;
+
+	for (k = 0; k < rules->nrules; k++)
+		if ((k == j || !strcmp(rules->rules[k].match, rules->rules[j].match)) &&
+		    seen[k * (size_t)(width + 1) + (size_t)n])
+			return true;
+	return false;
+}
+
+/* A rule whose "if" fails for a layer number past any model's: its
+ * condition bounds its layers (Qwen3.5's vision blocks,
+ * "n < vision_config.depth"), which may outnumber the text model's. */
+static bool bounds_layers(const struct wshard_plan *plan, const struct rules_rule *r)
+{
+	struct wshard_error err;
+	bool applies = true;
+
+	wshard_error_clear(&err);
+	return r->cond && strstr(r->match, "{n}") &&
+	       !rule_applies(plan, r, MAX_LAYERS - 1, &applies, &err) && !applies;
+}
+
+/* Layers rule r is required in: 1 without {n}; num_hidden_layers; for a
+ * rule bounding its own layers, those its condition holds for, at least
+ * the width of the match. */
+static long required_layers(const struct wshard_plan *plan, const struct rules_rule *r,
+			    long nlayers, long width)
+{
+	struct wshard_error err;
+	bool applies = true;
+	long n;
+
+	if (!strstr(r->match, "{n}"))
+		return 1;
+	if (!bounds_layers(plan, r))
+		return nlayers;
+	wshard_error_clear(&err);
+	for (n = width; n < MAX_LAYERS - 1; n++)
+		if (rule_applies(plan, r, n, &applies, &err) || !applies)
+			break;
+	return n;
+}
+
+/*
+ * Every rule that is not optional must match a source tensor, once per
+ * layer when its pattern has {n} (layers 0 .. num_hidden_layers - 1, or up
+ * to the highest layer seen): an engine refuses a checkpoint with a tensor
+ * missing, so wshard refuses to write one.  When embeddings are tied the
+ * dropped names (lm_head) are not required.
+ */
+static enum wshard_err check_required(struct wshard_plan *plan,
+				      const struct wshard_rules *rules,
+				      const bool *seen, long nlayers, long width, bool tied,
+				      struct wshard_error *err)
+{
+	size_t j;
+	long n, limit;
+
+	for (j = 0; j < rules->nrules; j++) {
+		const struct rules_rule *r = &rules->rules[j];
+		bool per_layer = strstr(r->match, "{n}") != NULL;
+
+		if (r->optional || r->kind == RULE_SKIP ||
+		    (tied && in_list(rules->tie_drop, rules->ntie_drop, r->match)))
+			continue;
+		/* an {e} rule needs some expert in every layer (the stacking
+		 * then checks that all of them are there) */
+		limit = required_layers(plan, r, nlayers, width);
+		for (n = 0; n < limit; n++) {
+			struct rules_capture cap = { .n = n, .e = 0 };
+			char *want;
+
+			bool applies;
+			enum wshard_err rc;
+
+			if (n <= width && seen_alike(rules, seen, width, j, n))
+				continue;
+			rc = rule_applies(plan, r, per_layer ? n : -1, &applies, err);
+			if (rc)
+				return rc;
+			if (!applies)
+				continue;
+			want = rules_expand(r->match, &cap);
+			if (!want)
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			wshard_error_set(err, WSHARD_EINVAL,
+					 "tensor '%s' is missing from '%s' (rules '%s' require it%s)",
+					 want, plan->cat->path, plan->rules_name,
+					 per_layer ? " in every layer" : "");
+			free(want);
+			return WSHARD_EINVAL;
+		}
+	}
+	return WSHARD_OK;
+}
+
+void plan_config_init(struct wshard_config *out, const struct wshard_catalog *cat,
+		      const struct wshard_rules *rules)
+{
+	*out = cat->config;
+	if (cat->has_config && rules->defaults) {
+		out->defaults = rules->defaults;
+		catalog_config_fields(out);
+	}
+}
+
+/* Layers the checkpoint should have: config.json, else the highest seen + 1. */
+long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules)
+{
+	json_t *v = plan->config->text ? json_object_get(plan->config->text,
+							      "num_hidden_layers") : NULL;
+	struct rules_capture cap;
+	long maxn = -1;
+	size_t i, j;
+
+	if (!v && plan->cat->has_config && plan->config->defaults)
+		v = json_object_get((json_t *)plan->config->defaults, "num_hidden_layers");
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < MAX_LAYERS)
+		return (long)json_integer_value(v);
+	for (i = 0; i < plan->cat->ntensors; i++)
+		for (j = 0; j < rules->nrules; j++)
+			if (rules_match(rules->rules[j].match, plan->cat->tensors[i].name, &cap)) {
+				if (cap.n > maxn && cap.n < MAX_LAYERS)
+					maxn = cap.n;
+				break;
+			}
+	return maxn + 1;
+}
+
+/* Records source tensor name as left out for reason. */
+static enum wshard_err plan_left_out(struct wshard_plan *plan, const char *name,
+				     const char *reason, struct wshard_error *err)
+{
+	struct wshard_left_out *l = realloc(plan->left_out,
+					    (plan->nleft_out + 1) * sizeof(*l));
+
+	if (!l)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	plan->left_out = l;
+	l[plan->nleft_out].reason = strdup(reason);
+	l[plan->nleft_out].name = strdup(name);
+	if (!l[plan->nleft_out].name || !l[plan->nleft_out].reason) {
+		free(l[plan->nleft_out].name);
+		free(l[plan->nleft_out].reason);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	plan->nleft_out++;
+	return WSHARD_OK;
+}
+
+/* Matching state: what each rule has matched, per layer. */
+struct matching {
+	const struct wshard_rules *rules;
+	bool tied;
+	long nlayers;
+	long width;		/* layers seen covers: nlayers, or more for
+				 * rules that bound their own layers */
+	bool *seen;		/* rule j, layer n: seen[j * (width + 1) + n] */
+	/* rule j's "if" in layer n (-1 to width): cond[j * (width + 2) + n + 1],
+	 * 0 not evaluated yet, 1 holds, 2 does not: the experts of a layer
+	 * ask the same question hundreds of times */
+	unsigned char *cond;
+};
+
+/* rule_applies for rule j in layer n, through mt->cond. */
+static enum wshard_err rule_applies_memo(const struct wshard_plan *plan, struct matching *mt,
+					 size_t j, long n, bool *out, struct wshard_error *err)
+{
+	const struct rules_rule *r = &mt->rules->rules[j];
+	unsigned char *c;
+	enum wshard_err rc;
+
+	if (!r->cond || n < -1 || n > mt->width)
+		return rule_applies(plan, r, n, out, err);
+	c = &mt->cond[j * (size_t)(mt->width + 2) + (size_t)(n + 1)];
+	if (*c) {
+		*out = *c == 1;
+		return WSHARD_OK;
+	}
+	rc = rule_applies(plan, r, n, out, err);
+	if (!rc)
+		*c = *out ? 1 : 2;
+	return rc;
+}
+
+/* mt->width: nlayers, or past it the highest layer + 1 of a source that a
+ * rule bounding its own layers takes. */
+static void count_width(const struct wshard_plan *plan, struct matching *mt)
+{
+	const struct wshard_rules *rules = mt->rules;
+	struct rules_capture cap;
+	size_t i, j;
+
+	mt->width = mt->nlayers;
+	for (j = 0; j < rules->nrules; j++) {
+		if (!bounds_layers(plan, &rules->rules[j]))
+			continue;
+		for (i = 0; i < plan->cat->ntensors; i++)
+			if (rules_match(rules->rules[j].match, plan->cat->tensors[i].name, &cap) &&
+			    cap.n >= mt->width && cap.n < MAX_LAYERS)
+				mt->width = cap.n + 1;
+	}
+}
+
+/*
+ * Matches source tensor i to its rule into *m (*out_matched false when
+ * no rule covers it; m->out NULL when the rule skips it or leaves it out,
+ * the second with m->rule->reason).  Returns WSHARD_OK, WSHARD_EINVAL (a
+ * layer past num_hidden_layers) or WSHARD_ENOMEM.  Touches only *mt's
+ * arrays and *m: threads match with a matching each.
+ */
+static enum wshard_err match_one(const struct wshard_plan *plan, struct matching *mt,
+				 size_t i, struct member *m, bool *out_matched,
+				 struct wshard_error *err)
+{
+	const struct wshard_rules *rules = mt->rules;
+	const char *name = plan->cat->tensors[i].name;
+	long nlayers = mt->nlayers;
+	size_t j;
+	bool ok = false;
+	enum wshard_err rc;
+
+	*out_matched = false;
+	m->out = NULL;
+	for (j = 0; j < rules->nrules && !ok; j++) {
+		if (!rules_match(rules->rules[j].match, name, &m->cap))
+			continue;
+		rc = rule_applies_memo(plan, mt, j, m->cap.n, &ok, err);
+		if (rc)
+			return rc;
+		/* "from": the rule takes only sources of these dtypes */
+		if (rules->rules[j].from &&
+		    !(rules->rules[j].from >> plan->cat->tensors[i].info->dtype & 1))
+			ok = false;
+	}
+	if (!ok)
+		return WSHARD_OK;
+	j--;
+	*out_matched = true;
+	m->rule = &rules->rules[j];
+	m->src = (uint32_t)i;
+	if (m->rule->reason)
+		return WSHARD_OK;
+	if (m->cap.n >= nlayers && !(m->cap.n < mt->width && bounds_layers(plan, m->rule)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s' is for layer %ld, but '%s' has %ld layer%s (num_hidden_layers)",
+					name, m->cap.n, plan->cat->path, nlayers,
+					nlayers == 1 ? "" : "s");
+	mt->seen[j * (size_t)(mt->width + 1) + (size_t)(m->cap.n < 0 ? 0 : m->cap.n)] = true;
+	if (m->rule->kind == RULE_SKIP)
+		return WSHARD_OK;
+	if (mt->tied && strcmp(name, rules->tie_source) == 0)
+		m->out = strdup(rules->tie_output);
+	else
+		m->out = rules_expand(m->rule->output, &m->cap);
+	if (!m->out)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
+/*
+ * Source tensors [a, b) matched by one thread: its members, uncovered
+ * tensors and left-out ones in tensor order, its first shape error (the
+ * checks that come before shapes need every part), then its members
+ * sorted.  A part stops at its first matching error.
+ */
+struct match_part {
+	const struct wshard_plan *plan;
+	struct matching mt;		/* seen and cond its own */
+	size_t a, b;
+	struct member *m;
+	size_t n;
+	uint32_t *un, *left;
+	const struct rules_rule **lrule;	/* the rule that left left[k] out */
+	size_t nun, nleft;
+	struct wshard_error err;	/* matching */
+	struct wshard_error shape_err;	/* its first member of a wrong shape */
+};
+
+static void *match_part(void *arg)
+{
+	struct match_part *pt = arg;
+	const struct wshard_plan *plan = pt->plan;
+	const struct wshard_rules *rules = pt->mt.rules;
+	struct shape_memo *memo = calloc(rules->nrules + 1, sizeof(*memo));
+	size_t i;
+
+	if (!memo) {
+		wshard_error_set(&pt->err, WSHARD_ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (i = pt->a; i < pt->b && !pt->err.code; i++) {
+		const char *name = plan->cat->tensors[i].name;
+		struct member *m = &pt->m[pt->n];
+		bool matched;
+
+		if (pt->mt.tied && strcmp(name, rules->tie_source) != 0 &&
+		    in_list(rules->tie_drop, rules->ntie_drop, name))
+			continue;
+		if (match_one(plan, &pt->mt, i, m, &matched, &pt->err))
+			break;
+		if (!matched)
+			pt->un[pt->nun++] = (uint32_t)i;
+		else if (m->out)
+			pt->n++;
+		else if (m->rule->reason) {
+			pt->left[pt->nleft] = (uint32_t)i;
+			pt->lrule[pt->nleft++] = m->rule;
+		}
+	}
+	for (i = 0; i < pt->n && !pt->err.code && !pt->shape_err.code; i++)
+		check_shape(plan, &pt->m[i], &memo[pt->m[i].rule - rules->rules], &pt->shape_err);
+	free(memo);
+	if (!pt->err.code)
+		qsort(pt->m, pt->n, sizeof(*pt->m), cmp_member);
+	return NULL;
+}
+
+/* Threads for matching: one per online CPU, MATCH_THREADS at most, and
+ * none for a small checkpoint. */
+#define MATCH_THREADS 8
+
+static int match_threads(size_t ntensors)
+{
+	return ntensors < 4096 ? 1 : wshard_cpu_threads(MATCH_THREADS);
+}
+
+/* Merges the parts' sorted members into out (k-way, k at most MATCH_THREADS). */
+static void merge_parts(struct match_part *pt, int np, struct member *out)
+{
+	size_t at[MATCH_THREADS] = { 0 }, o = 0;
+	int k, best;
+
+	for (;;) {
+		best = -1;
+		for (k = 0; k < np; k++)
+			if (at[k] < pt[k].n &&
+			    (best < 0 || cmp_member(&pt[k].m[at[k]], &pt[best].m[at[best]]) < 0))
+				best = k;
+		if (best < 0)
+			break;
+		out[o++] = pt[best].m[at[best]++];
+	}
+}
+
+enum wshard_err plan_match_sources(struct wshard_plan *plan,
+				   const struct wshard_rules *rules,
+				   struct member **out_members, size_t *out_n,
+				   struct wshard_error *err)
+{
+	const struct wshard_catalog *cat = plan->cat;
+	struct matching mt = { .rules = rules, .tied = is_tied(rules, plan->config) };
+	size_t nt = cat->ntensors, nseen, ncond, n = 0, nun = 0, i, k;
+	struct member *members = calloc(nt + 1, sizeof(*members));
+	uint32_t *uncovered = calloc(nt + 1, sizeof(*uncovered));
+	uint32_t *left = calloc(nt + 1, sizeof(*left));
+	const struct rules_rule **lrule = calloc(nt + 1, sizeof(*lrule));
+	int np = match_threads(nt), started = 0, p;
+	struct match_part pt[MATCH_THREADS];
+	pthread_t tid[MATCH_THREADS];
+	enum wshard_err rc = WSHARD_OK;
+
+	*out_members = NULL;
+	*out_n = 0;
+	memset(pt, 0, sizeof(pt));
+	mt.nlayers = plan_count_layers(plan, rules);
+	count_width(plan, &mt);
+	nseen = rules->nrules * (size_t)(mt.width + 1) + 1;
+	ncond = rules->nrules * (size_t)(mt.width + 2) + 1;
+	mt.seen = calloc(nseen, sizeof(bool));
+	if (!members || !uncovered || !left || !lrule || !mt.seen) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* each part writes its own share of the three lists, in tensor order */
+	for (p = 0; p < np; p++) {
+		pt[p].plan = plan;
+		pt[p].mt = mt;
+		pt[p].a = nt * (size_t)p / (size_t)np;
+		pt[p].b = nt * (size_t)(p + 1) / (size_t)np;
+		pt[p].m = members + pt[p].a;
+		pt[p].un = uncovered + pt[p].a;
+		pt[p].left = left + pt[p].a;
+		pt[p].lrule = lrule + pt[p].a;
+		pt[p].mt.seen = calloc(nseen, sizeof(bool));
+		pt[p].mt.cond = calloc(ncond, 1);
+		if (!pt[p].mt.seen || !pt[p].mt.cond) {
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	for (p = 1; p < np; p++, started++)
+		if (pthread_create(&tid[p - 1], NULL, match_part, &pt[p]))
+			break;
+	match_part(&pt[0]);
+	for (p = started + 1; p < np; p++)	/* the threads that did not start */
+		match_part(&pt[p]);
+	for (p = 0; p < started; p++)
+		pthread_join(tid[p], NULL);
+	/* the first part with an error holds the first tensor with one */
+	for (p = 0; p < np && !rc; p++)
+		if (pt[p].err.code)
+			rc = wshard_error_set(err, pt[p].err.code, "%s", pt[p].err.msg);
+	for (p = 0; p < np && !rc; p++) {
+		for (k = 0; k < nseen; k++)
+			mt.seen[k] |= pt[p].mt.seen[k];
+		memmove(uncovered + nun, pt[p].un, pt[p].nun * sizeof(*uncovered));
+		nun += pt[p].nun;
+		for (i = 0; i < pt[p].nleft && !rc; i++)
+			rc = plan_left_out(plan, cat->tensors[pt[p].left[i]].name,
+					   pt[p].lrule[i]->reason, err);
+		n += pt[p].n;
+	}
+	if (rc)
+		goto out;
+	if (nun)
+		rc = report_uncovered(plan, uncovered, nun, err);
+	else if (n == 0)
+		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s' has no tensors to convert",
+				      plan->cat->path);
+	else
+		rc = check_required(plan, rules, mt.seen, mt.nlayers, mt.width, mt.tied, err);
+	for (p = 0; p < np && !rc; p++)
+		if (pt[p].shape_err.code)
+			rc = wshard_error_set(err, pt[p].shape_err.code, "%s", pt[p].shape_err.msg);
+	if (rc)
+		goto out;
+	*out_members = malloc((n + 1) * sizeof(*members));
+	if (!*out_members) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	merge_parts(pt, np, *out_members);
+	*out_n = n;
+	free(members);
+	members = NULL;
+out:
+	for (p = 0; members && p < np; p++)
+		for (i = 0; i < pt[p].n; i++)
+			free(pt[p].m[i].out);
+	for (p = 0; p < np; p++) {
+		free(pt[p].mt.seen);
+		free(pt[p].mt.cond);
+	}
+	free(members);
+	free(uncovered);
+	free(left);
+	free(lrule);
+	free(mt.seen);
+	return rc;
+}

@@ -1,0 +1,590 @@
+/*
+ * plan_split.c - how one item of an output is cut for every rank: a
+ * plain split of one source (rows, columns, vocabulary, replicated), or
+ * the parts of a fused operator (q/k/v by heads, gate/up by rows), with
+ * the checks that the cut divides and falls on FP8 scale blocks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "base/util.h"
+#include "base/dtype.h"
+#include "base/fpconv.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
+#include "rules/rules.h"
+#include "rules/expr.h"
+#include "plan_impl.h"
+
+#define VOCAB_PAD 64
+
+enum wshard_err plan_indivisible(const struct wshard_plan *plan,
+				 const struct member *m, int dim,
+				 uint64_t size, struct wshard_error *err)
+{
+	const char *expr = m->rule->nshape > dim ? m->rule->shape[dim] : NULL;
+
+	if (expr_is_bare_key(expr))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"%s=%llu is not divisible by --tp %d", expr,
+					(unsigned long long)size, plan->tp);
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"tensor '%s': dimension %d (%llu) is not divisible by --tp %d",
+				src_name(plan, m->src), dim, (unsigned long long)size,
+				plan->tp);
+}
+
+/* Checks the head counts once, so the messages name config.json's fields. */
+static enum wshard_err check_heads(const struct wshard_plan *plan,
+				   struct wshard_error *err)
+{
+	const struct wshard_config *c = plan->config;
+	int tp = plan->tp;
+
+	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': config.json needs num_attention_heads and head_dim (or hidden_size) to fuse q/k/v",
+					plan->cat->path);
+	if (c->num_attention_heads % tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"num_attention_heads=%lld is not divisible by --tp %d",
+					(long long)c->num_attention_heads, tp);
+	if (c->num_key_value_heads <= 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"num_key_value_heads=%lld must be positive",
+					(long long)c->num_key_value_heads);
+	if (tp <= c->num_key_value_heads && c->num_key_value_heads % tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"num_key_value_heads=%lld is not divisible by --tp %d",
+					(long long)c->num_key_value_heads, tp);
+	if (tp > c->num_key_value_heads && tp % c->num_key_value_heads)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--tp %d is not a multiple of num_key_value_heads=%lld",
+					tp, (long long)c->num_key_value_heads);
+	return WSHARD_OK;
+}
+
+/*
+ * A required row or column split whose size is one config.json key
+ * (DeepSeek-V4's attn_sink by num_attention_heads): refused here as the
+ * plan would refuse it, before the index and headers are read.  Rules
+ * with a condition, optional ones, dtype alternatives and experts (whose
+ * split --expert-parallel changes) are left to the plan.
+ */
+static enum wshard_err check_bare_split(const struct wshard_plan *plan,
+					const struct rules_rule *rule,
+					struct wshard_error *err)
+{
+	int dim = rule->kind == RULE_ROW ? 0 : 1;
+	const char *expr = rule->nshape > dim ? rule->shape[dim] : NULL;
+	struct wshard_error ignored = { 0 };
+	int64_t v = 0;
+
+	if ((rule->kind != RULE_ROW && rule->kind != RULE_COL) || rule->optional ||
+	    rule->cond || rule->from || rule->rows || strstr(rule->match, "{e}") ||
+	    !expr_is_bare_key(expr) ||
+	    expr_eval_dim(plan->config, expr, rule->match, &v, &ignored) || v <= 0 ||
+	    v % plan->tp == 0)
+		return WSHARD_OK;
+	return wshard_error_set(err, WSHARD_EINVAL, "%s=%lld is not divisible by --tp %d",
+				expr, (long long)v, plan->tp);
+}
+
+enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
+					 const struct wshard_rules *rules,
+					 const struct wshard_options *opt,
+					 struct wshard_error *err)
+{
+	struct wshard_config cfg;
+	struct wshard_plan plan = { .tp = opt->tp, .cat = cat, .config = &cfg };
+	const struct wshard_config *c = &cfg;
+	size_t i;
+
+	plan_config_init(&cfg, cat, rules);
+	/* what wshard_plan_build refuses first stays its to refuse */
+	if (opt->tp < 1 || opt->tp > 4096 || !wshard_target_canonical(opt->target, NULL) ||
+	    opt->max_file_size == 0 || (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype)))
+		return WSHARD_OK;
+	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
+		return WSHARD_OK;
+	for (i = 0; i < rules->nrules; i++) {
+		const struct rules_rule *rule = &rules->rules[i];
+
+		if ((rule->kind == RULE_FUSE || rule->kind == RULE_UNPACK) &&
+		    rules->ops[rule->op].kind == OP_QKV)
+			return check_heads(&plan, err);
+	}
+	for (i = 0; i < rules->nrules; i++)
+		if (check_bare_split(&plan, &rules->rules[i], err))
+			return err ? err->code : WSHARD_EINVAL;
+	return WSHARD_OK;
+}
+
+/*
+ * Rows of one fused part that rank r holds.  part_rows is the part's row
+ * count; for q/k/v the head geometry of config.json decides.
+ */
+static enum wshard_err part_rows(const struct wshard_plan *plan,
+				 const struct rules_op *op, int part,
+				 const struct member *m, uint64_t rows, int r,
+				 uint64_t *out_row0, uint64_t *out_nrows,
+				 struct wshard_error *err)
+{
+	const struct wshard_config *c = plan->config;
+	uint64_t tp = (uint64_t)plan->tp;
+
+	*out_row0 = *out_nrows = 0;
+	if (op->kind == OP_REPLICATE) {
+		*out_nrows = rows;
+		return WSHARD_OK;
+	}
+	if (op->kind == OP_QKV && part > 0) {
+		uint64_t kv = (uint64_t)c->num_key_value_heads;
+
+		if (tp > kv) {
+			uint64_t hd = rows / kv, h = (uint64_t)r / (tp / kv);
+
+			if (rows % kv)
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"tensor '%s': %llu rows do not hold num_key_value_heads=%llu heads",
+							src_name(plan, m->src), (unsigned long long)rows,
+							(unsigned long long)kv);
+
+			*out_row0 = h * hd;
+			*out_nrows = hd;
+			return WSHARD_OK;
+		}
+	}
+	if (rows % tp)
+		return plan_indivisible(plan, m, 0, rows, err);
+	*out_nrows = rows / tp;
+	*out_row0 = (uint64_t)r * *out_nrows;
+	return WSHARD_OK;
+}
+
+/*
+ * A block-wise FP8 scale (X.weight_scale_inv, DeepSeek's X.scale) can be
+ * split only where the weight X.weight's split falls on block boundaries:
+ * every rank's rows (a kv head's rows when heads are replicated) a multiple
+ * of the block height, its columns of the block width
+ * (quantization_config's weight_block_size, 128 x 128 when absent).
+ */
+static enum wshard_err check_blocks(const struct wshard_plan *plan,
+				    const struct member *m, bool cols, bool head_rows,
+				    struct wshard_error *err)
+{
+	const char *name = src_name(plan, m->src);
+	json_t *q = plan->config->json ? json_object_get(plan->config->json,
+							      "quantization_config") : NULL;
+	json_t *bs = json_object_get(q, "weight_block_size");
+	uint64_t block[2] = { 128, 128 }, have, tp = (uint64_t)plan->tp;
+	const struct wshard_src_tensor *w;
+	char wname[1024];
+	int i;
+
+	if (!m->rule->block)
+		return WSHARD_OK;
+	for (i = 0; i < 2 && json_is_array(bs); i++)
+		if (json_is_integer(json_array_get(bs, (size_t)i)) &&
+		    json_integer_value(json_array_get(bs, (size_t)i)) > 0)
+			block[i] = (uint64_t)json_integer_value(json_array_get(bs, (size_t)i));
+	if (!rules_scale_weight(name, wname, sizeof(wname)))
+		return WSHARD_OK;
+	w = wshard_catalog_find(plan->cat, wname);
+	if (!w || w->info->ndim != 2)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s' has no 2-D weight '%s' beside it", name, wname);
+	if (cols) {
+		have = w->info->shape[1] / tp;
+		if (have % block[1])
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': each rank's %llu columns do not fall on the %llu-column blocks of '%s' (quantization_config.weight_block_size)",
+						wname, (unsigned long long)have,
+						(unsigned long long)block[1], name);
+		return WSHARD_OK;
+	}
+	have = head_rows ? w->info->shape[0] / (uint64_t)plan->config->num_key_value_heads
+			 : w->info->shape[0] / tp;
+	if (have % block[0])
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': each rank's %llu rows do not fall on the %llu-row blocks of '%s' (quantization_config.weight_block_size)",
+					wname, (unsigned long long)have, (unsigned long long)block[0],
+					name);
+	return WSHARD_OK;
+}
+
+
+static enum wshard_err set_item_shape(const struct wshard_plan *plan,
+				      struct group_out *g, const char *out,
+				      const uint64_t *shape, int ndim,
+				      struct wshard_error *err)
+{
+	if (!g->have_shape) {
+		memcpy(g->shape, shape, sizeof(uint64_t) * (size_t)ndim);
+		g->ndim = ndim;
+		g->have_shape = true;
+		return WSHARD_OK;
+	}
+	if (g->ndim != ndim || memcmp(g->shape, shape, sizeof(uint64_t) * (size_t)ndim))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"output '%s': experts have different shapes", out);
+	return WSHARD_OK;
+}
+
+/* Every rank holds all rows of the source (replicated, per-tensor scale). */
+static enum wshard_err replicate(const struct wshard_plan *plan, struct group_out *g,
+				 const struct member *m, struct wshard_error *err)
+{
+	uint64_t rows = src_rows(src_info(plan, m->src));
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	for (r = 0; r < plan->tp && !rc; r++)
+		rc = plan_push_rows(plan, &g->ranks[r], m->src, 0, rows, err);
+	return rc;
+}
+
+/* Rank r holds rows [r * rows / tp, (r + 1) * rows / tp); shape[0] shrinks. */
+static enum wshard_err split_rows(const struct wshard_plan *plan, struct group_out *g,
+				  const struct member *m, uint64_t *shape,
+				  struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t rows = src_rows(t), tp = (uint64_t)plan->tp;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	if (t->ndim < 1 || rows != t->shape[0])
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': cannot be split by rows (%s)", t->name,
+					t->ndim < 1 ? "a scalar" : "rows are not whole bytes");
+	if (rows % tp)
+		return plan_indivisible(plan, m, 0, rows, err);
+	shape[0] = rows / tp;
+	for (r = 0; r < plan->tp && !rc; r++)
+		rc = plan_push_rows(plan, &g->ranks[r], m->src, (uint64_t)r * shape[0],
+				    shape[0], err);
+	return rc;
+}
+
+/*
+ * The vocabulary padded to a multiple of VOCAB_PAD rows, then split by
+ * rows: the ranks past the real rows get zeros.  shape[0] is a rank's.
+ */
+static enum wshard_err split_vocab(const struct wshard_plan *plan, struct group_out *g,
+				   const struct member *m, uint64_t *shape,
+				   struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t rows = src_rows(t), rb = src_row_bytes(t);
+	uint64_t padded = (rows + VOCAB_PAD - 1) / VOCAB_PAD * VOCAB_PAD, per;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	if (t->ndim < 1 || rows != t->shape[0])
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': a scalar cannot be split by vocabulary",
+					t->name);
+	if (padded % (uint64_t)plan->tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"vocab_size=%llu padded to %llu is not divisible by --tp %d",
+					(unsigned long long)rows, (unsigned long long)padded,
+					plan->tp);
+	per = padded / (uint64_t)plan->tp;
+	shape[0] = per;
+	for (r = 0; r < plan->tp && !rc; r++) {
+		uint64_t lo = WSHARD_MIN((uint64_t)r * per, rows);
+		uint64_t hi = WSHARD_MIN((uint64_t)r * per + per, rows);
+
+		rc = plan_push_rows(plan, &g->ranks[r], m->src, lo, hi - lo, err);
+		if (!rc)
+			rc = plan_push_zeros(&g->ranks[r], (per - (hi - lo)) * rb, err);
+	}
+	return rc;
+}
+
+/* A plain split (row, col, vocab, replicate) of one source, one item. */
+static enum wshard_err build_plain(const struct wshard_plan *plan,
+				   struct group_out *g, const struct member *m,
+				   struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	enum rule_kind kind = m->rule->kind;
+	uint64_t shape[WSHARD_MAX_DIMS];
+	int ndim = t->ndim;
+	enum wshard_err rc;
+
+	memcpy(shape, t->shape, sizeof(shape));
+	/* a per-tensor scale beside a split weight: whole on every rank */
+	if (m->rule->scale && t->end - t->begin == wshard_dtype_bits(t->dtype) / 8)
+		kind = RULE_REPLICATE;
+	else if (kind == RULE_ROW || kind == RULE_COL) {
+		rc = check_blocks(plan, m, kind == RULE_COL, false, err);
+		if (rc)
+			return rc;
+	}
+	switch (kind) {
+	case RULE_ROW:
+		rc = split_rows(plan, g, m, shape, err);
+		break;
+	case RULE_COL:
+		rc = plan_split_cols(plan, g, m, shape, err);
+		break;
+	case RULE_FIRST:
+		rc = plan_split_first(plan, g, m, err);
+		break;
+	case RULE_VOCAB:
+		rc = split_vocab(plan, g, m, shape, err);
+		break;
+	case RULE_REPLICATE:
+		rc = replicate(plan, g, m, err);
+		break;
+	default:
+		return wshard_error_set(err, WSHARD_EINVAL, "internal: unexpected rule kind");
+	}
+	if (!rc)
+		rc = plan_view_shape(m, shape, &ndim, err);
+	if (rc)
+		return rc;
+	return set_item_shape(plan, g, m->out, shape, ndim, err);
+}
+
+/*
+ * One item of a fused output: parts[p] is the source of part p and
+ * part_off[p] its first row inside that source (non-zero when one source
+ * packs every part).
+ */
+static enum wshard_err build_fused(const struct wshard_plan *plan,
+				   struct group_out *g, const struct rules_op *op,
+				   const struct member *const *parts,
+				   const uint64_t *part_off, const uint64_t *part_len,
+				   struct wshard_error *err)
+{
+	const struct wshard_st_tensor *first = src_info(plan, parts[0]->src);
+	uint64_t shape[WSHARD_MAX_DIMS], total = 0;
+	int p, r, ndim = first->ndim, nparts = op->nparts;
+	bool whole = false;
+	enum wshard_err rc = WSHARD_OK;
+
+	for (p = 0; p < op->nparts; p++) {
+		const struct wshard_st_tensor *t = src_info(plan, parts[p]->src);
+
+		if (t->dtype != first->dtype)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' fused into '%s' have different dtypes",
+						first->name, t->name, parts[0]->out);
+		if (t->ndim != ndim || (ndim > 1 && memcmp(t->shape + 1, first->shape + 1,
+							   sizeof(uint64_t) * (size_t)(ndim - 1))))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' fused into '%s' differ beyond dimension 0",
+						first->name, t->name, parts[0]->out);
+		/* Per-tensor scales (a scalar or one element) are kept whole. */
+		if (ndim == 0 || (ndim == 1 && t->shape[0] == 1 && part_len[p] == 1))
+			whole = true;
+	}
+	for (p = 0; p < op->nparts && !whole && op->kind != OP_REPLICATE; p++) {
+		rc = check_blocks(plan, parts[p], false,
+				  op->kind == OP_QKV && p > 0 &&
+				  plan->tp > plan->config->num_key_value_heads, err);
+		if (rc)
+			return rc;
+	}
+	if (whole && parts[0]->rule->collapse)
+		nparts = 1;
+	for (r = 0; r < plan->tp; r++) {
+		uint64_t rank_rows = 0;
+
+		for (p = 0; p < nparts && !rc; p++) {
+			uint64_t row0 = 0, nrows = 1;
+
+			if (!whole) {
+				rc = part_rows(plan, op, p, parts[p], part_len[p], r,
+					       &row0, &nrows, err);
+				if (rc)
+					return rc;
+			}
+			if (parts[p]->rule->deinterleave && !whole)
+				rc = plan_push_deinterleaved(plan, &g->ranks[r], parts[p],
+							     part_off[p] + row0, nrows, err);
+			else
+				rc = plan_push_rows(plan, &g->ranks[r], parts[p]->src,
+						    part_off[p] + row0, nrows, err);
+			rank_rows += nrows;
+		}
+		if (rc)
+			return rc;
+		if (r == 0)
+			total = rank_rows;
+	}
+	memcpy(shape, first->shape, sizeof(shape));
+	if (ndim == 0)
+		ndim = 1;
+	shape[0] = total;
+	return set_item_shape(plan, g, parts[0]->out, shape, ndim, err);
+}
+
+/* Names the source tensor a fused output lacks, from the rule for that part. */
+static enum wshard_err missing_part(const struct wshard_plan *plan,
+				    const struct wshard_rules *rules,
+				    const struct member *m, int part,
+				    struct wshard_error *err)
+{
+	const struct rules_op *op = &rules->ops[m->rule->op];
+	size_t i;
+
+	for (i = 0; i < rules->nrules; i++) {
+		const struct rules_rule *r = &rules->rules[i];
+		char *want;
+
+		if (r->kind != RULE_FUSE || r->op != m->rule->op || part < r->part ||
+		    part >= r->part + (r->nparts > 1 ? r->nparts : 1) ||
+		    strcmp(r->output, m->rule->output) != 0)
+			continue;
+		want = rules_expand(r->match, &m->cap);
+		if (!want)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		wshard_error_set(err, WSHARD_EINVAL,
+				 "tensor '%s' is missing: '%s' needs it as part '%s' of '%s'",
+				 want, m->out, op->parts[part], op->name);
+		free(want);
+		return WSHARD_EINVAL;
+	}
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"output '%s' is missing part '%s' of '%s' (from '%s' and its siblings)",
+				m->out, op->parts[part], op->name, src_name(plan, m->src));
+}
+
+/*
+ * Cuts source m, which holds parts first .. first+count-1 of op stacked by
+ * rows, by the operator's "sizes": parts[p], off[p] and len[p] for each.
+ */
+static enum wshard_err cut_by_sizes(const struct wshard_plan *plan,
+				    const struct rules_op *op, const struct member *m,
+				    int first, int count, const struct member **parts,
+				    uint64_t *off, uint64_t *len, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t at = 0;
+	int p;
+
+	for (p = first; p < first + count; p++) {
+		int64_t v;
+		enum wshard_err rc = expr_eval_dim(plan->config, op->sizes[p],
+						   t->name, &v, err);
+
+		if (rc)
+			return rc;
+		if (parts[p])
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' are both part '%s' of '%s'",
+						src_name(plan, parts[p]->src), t->name,
+						op->parts[p], m->out);
+		parts[p] = m;
+		off[p] = at;
+		len[p] = v > 0 ? (uint64_t)v : 0;
+		at += len[p];
+	}
+	if (at != src_rows(t))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s' has %llu rows but the sizes of its parts of '%s' add up to %llu",
+					t->name, (unsigned long long)src_rows(t), op->name,
+					(unsigned long long)at);
+	return WSHARD_OK;
+}
+
+/* The parts of an UNPACK source: q/k/v by heads, by "sizes", or equal. */
+static enum wshard_err unpack_parts(const struct wshard_plan *plan,
+				    const struct rules_op *op, const struct member *m,
+				    const struct member **parts, uint64_t *off,
+				    uint64_t *len, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	const struct wshard_config *c = plan->config;
+	uint64_t rows = src_rows(t), at = 0;
+	int p;
+
+	if (op->sizes[0])
+		return cut_by_sizes(plan, op, m, 0, op->nparts, parts, off, len, err);
+	for (p = 0; p < op->nparts; p++) {
+		parts[p] = m;
+		if (op->kind == OP_QKV)
+			len[p] = (uint64_t)(p == 0 ? c->num_attention_heads
+						   : c->num_key_value_heads) *
+				 (uint64_t)c->head_dim;
+		else if (rows % (uint64_t)op->nparts == 0)
+			len[p] = rows / (uint64_t)op->nparts;
+		else
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': %llu rows cannot be cut into the %d parts of '%s'",
+						t->name, (unsigned long long)rows, op->nparts,
+						op->name);
+		off[p] = at;
+		at += len[p];
+	}
+	if (at != rows)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s' has %llu rows but config.json's heads give q+k+v = %llu",
+					t->name, (unsigned long long)rows,
+					(unsigned long long)at);
+	return WSHARD_OK;
+}
+
+/* The parts of one item from its members (FUSE) or its one source (UNPACK). */
+enum wshard_err plan_build_item(const struct wshard_plan *plan,
+				const struct wshard_rules *rules,
+				struct group_out *g, const struct member *m,
+				size_t n, struct wshard_error *err)
+{
+	const struct rules_rule *rule = m[0].rule;
+	const struct member *parts[OP_MAX_PARTS] = { 0 };
+	uint64_t off[OP_MAX_PARTS] = { 0 }, len[OP_MAX_PARTS] = { 0 };
+	const struct rules_op *op;
+	enum wshard_err rc;
+	size_t i;
+	int p;
+
+	for (i = 1; i < n; i++)
+		if (m[i].rule->kind != RULE_FUSE || rule->kind != RULE_FUSE ||
+		    m[i].rule->op != rule->op)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' both produce '%s' and are not parts of one fused operator",
+						src_name(plan, m[0].src), src_name(plan, m[i].src),
+						m[0].out);
+	if (rule->kind != RULE_FUSE && rule->kind != RULE_UNPACK)
+		return build_plain(plan, g, &m[0], err);
+	op = &rules->ops[rule->op];
+	if (op->kind == OP_QKV) {
+		rc = check_heads(plan, err);
+		if (rc)
+			return rc;
+	}
+	if (rule->kind == RULE_UNPACK) {
+		rc = unpack_parts(plan, op, &m[0], parts, off, len, err);
+		return rc ? rc : build_fused(plan, g, op, parts, off, len, err);
+	}
+	for (i = 0; i < n; i++) {
+		p = m[i].rule->part;
+		if (m[i].rule->nparts > 1) {
+			rc = cut_by_sizes(plan, op, &m[i], p, m[i].rule->nparts, parts,
+					  off, len, err);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (parts[p])
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' are both part '%s' of '%s'",
+						src_name(plan, parts[p]->src), src_name(plan, m[i].src),
+						op->parts[p], m[i].out);
+		parts[p] = &m[i];
+		len[p] = src_rows(src_info(plan, m[i].src));
+	}
+	for (p = 0; p < op->nparts; p++)
+		if (!parts[p])
+			return missing_part(plan, rules, &m[0], p, err);
+	return build_fused(plan, g, op, parts, off, len, err);
+}

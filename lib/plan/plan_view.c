@@ -1,0 +1,411 @@
+/*
+ * plan_view.c - splits that see a source or an output through a view:
+ * a "col" split of the dimension after a rule's leading "rows"
+ * dimensions (GPT-OSS's MXFP4 down_proj blocks, [E, H, I/32, 16] cut in
+ * dimension 2, one piece a rank as E*H rows), the output's "view"
+ * (trailing dimensions merged: the blocks' [.., H/32, 16] written as
+ * [.., H/2], header only), "first" (whole on rank 0, zeros on the
+ * others: vLLM loads GPT-OSS's down_proj bias on rank 0 alone), and a
+ * "transpose"d "col" split (GPT-OSS's BF16 experts, each expert's matrix
+ * swapped: transposed pieces, copied by transpose.c; with "chunks",
+ * Llama 4's gate_up_proj, the cut dimension's parts cut each, two pieces
+ * an expert; with "experts" under --expert-parallel, a rank's own experts
+ * whole), and a fused part's "deinterleave" (Llama 4's q/k heads,
+ * even rows first: a transposed piece whose elements are rows).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "wshard.h"
+#include "base/util.h"
+#include "base/dtype.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
+#include "rules/rules.h"
+#include "rules/expr.h"
+#include "plan_impl.h"
+
+uint64_t wshard_plan_src_rows(const struct wshard_plan *plan, uint32_t src)
+{
+	if (plan->view_rows && plan->view_rows[src])
+		return plan->view_rows[src];
+	return wshard_matrix_rows(plan->cat->tensors[src].info);
+}
+
+int wshard_plan_src_row_dims(const struct wshard_plan *plan, uint32_t src)
+{
+	const struct wshard_st_tensor *t = plan->cat->tensors[src].info;
+	uint64_t rows = 1;
+	int k;
+
+	if (!plan->view_rows || !plan->view_rows[src])
+		return 0;
+	/* the view_rows are the product of the first "rows" dimensions */
+	for (k = 0; k < t->ndim && rows < plan->view_rows[src]; k++)
+		rows *= t->shape[k];
+	return k;
+}
+
+static enum wshard_err set_view_rows(struct wshard_plan *plan, uint32_t src, uint64_t rows,
+				     struct wshard_error *err)
+{
+	if (!plan->view_rows) {
+		plan->view_rows = calloc(plan->cat->ntensors + 1, sizeof(uint64_t));
+		if (!plan->view_rows)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	plan->view_rows[src] = rows;
+	return WSHARD_OK;
+}
+
+/*
+ * A "deinterleave"d source seen as its blocks: one row a block, so that
+ * every window the stream reads holds whole blocks.  A per-tensor scale
+ * (one element) is kept whole, as vLLM does not permute it.
+ */
+static enum wshard_err set_deinterleave_view(struct wshard_plan *plan, const struct member *m,
+					     struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	enum wshard_err rc;
+	int64_t block;
+
+	if (t->ndim == 0 || (t->ndim == 1 && t->shape[0] == 1))
+		return WSHARD_OK;
+	rc = expr_eval_dim(plan->config, m->rule->deinterleave, t->name, &block, err);
+	if (rc)
+		return rc;
+	if (m->rule->block)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': a block-wise scale cannot be deinterleaved (vLLM reorders its weight's rows one by one)",
+					t->name);
+	if (t->ndim > 2 || block < 2 || block % 2 || t->shape[0] % (uint64_t)block ||
+	    src_row_bytes(t) * 2 > UINT32_MAX)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"deinterleave\": its %llu rows are not blocks of an even %lld (1 or 2 dimensions)",
+					t->name, (unsigned long long)t->shape[0], (long long)block);
+	return set_view_rows(plan, m->src, t->shape[0] / (uint64_t)block, err);
+}
+
+enum wshard_err plan_set_views(struct wshard_plan *plan, const struct member *m, size_t n,
+			       struct wshard_error *err)
+{
+	enum wshard_err rc;
+	size_t i;
+	int d;
+
+	for (i = 0; i < n; i++) {
+		const struct wshard_st_tensor *t = src_info(plan, m[i].src);
+		uint64_t rows = 1;
+
+		if (m[i].rule->deinterleave) {
+			rc = set_deinterleave_view(plan, &m[i], err);
+			if (rc)
+				return rc;
+			continue;
+		}
+		/* a transposed split keeps its rows: "rows" picks its cut */
+		if (m[i].rule->rows < 2 || m[i].rule->kind != RULE_COL || m[i].rule->transpose)
+			continue;
+		/* the column dimension must follow the rows */
+		if (t->ndim <= m[i].rule->rows)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': \"rows\": %d needs more than %d dimensions",
+						t->name, m[i].rule->rows, m[i].rule->rows);
+		for (d = 0; d < m[i].rule->rows; d++)
+			rows *= t->shape[d];
+		if (!rows)
+			continue;
+		rc = set_view_rows(plan, m[i].src, rows, err);
+		if (rc)
+			return rc;
+	}
+	return WSHARD_OK;
+}
+
+enum wshard_err plan_push_deinterleaved(const struct wshard_plan *plan,
+					struct wshard_out_tensor *t, const struct member *m,
+					uint64_t row0, uint64_t nrows,
+					struct wshard_error *err)
+{
+	const struct wshard_st_tensor *info = src_info(plan, m->src);
+	uint64_t blocks = wshard_plan_src_rows(plan, m->src), rb = src_row_bytes(info), di;
+	struct wshard_piece p = { .kind = WSHARD_PIECE_COPY, .src = m->src };
+
+	/* a per-tensor scale has no view: kept whole */
+	if (!plan->view_rows || !plan->view_rows[m->src])
+		return plan_push_rows(plan, t, m->src, row0, nrows, err);
+	di = src_rows(info) / blocks;
+	if (di * rb > UINT32_MAX)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"deinterleave\" blocks of %llu bytes are over 4 GiB",
+					info->name, (unsigned long long)(di * rb));
+	if (row0 % di || nrows % di)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': rows [%llu, %llu) cut its \"deinterleave\" blocks of %llu rows",
+					info->name, (unsigned long long)row0,
+					(unsigned long long)(row0 + nrows), (unsigned long long)di);
+	p.row0 = row0 / di;
+	p.nrows = nrows / di;
+	p.ncols = di * rb;
+	/* sub-row k is rows 2k and 2k+1 of a block: out row j*di/2+k = row 2k+j */
+	p.tr_rows = di / 2;
+	p.tr_stride = 2 * rb;
+	p.tr_width = 2 * rb;
+	p.tr_es = (unsigned)rb;
+	p.di_rows = di;
+	p.out_ncols = di * rb;
+	p.len = nrows * rb;
+	return plan_push_piece(t, &p, err);
+}
+
+/*
+ * A 3-D source [E, A, B] whose B holds "chunks" equal parts (Llama 4's
+ * gate_up_proj [E, H, 2I]: gate, then up), each cut by tp; each expert's
+ * matrix transposed: rank r's [E, chunks*B/chunks/tp, A], each expert its
+ * cut of every part in order (vLLM's load_moe_expert_weights: transpose,
+ * then chunk(2, dim=-2), w1 and w3 each narrowed by tp).  One piece per
+ * expert and part: a piece's rows are written back to back.
+ */
+static enum wshard_err split_transposed_chunks(const struct wshard_plan *plan,
+					       struct group_out *g, const struct member *m,
+					       uint64_t *shape, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t tp = (uint64_t)plan->tp, es = wshard_dtype_bits(t->dtype) / 8;
+	uint64_t nch = (uint64_t)m->rule->chunks, clen, cut, e, c;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	/* without "experts" dimension 0 is not known to count the experts a
+	 * rank would keep whole */
+	if (plan->opt.expert_parallel)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': --expert-parallel needs \"experts\" on a rule with \"chunks\"",
+					t->name);
+	if (t->shape[2] % nch)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': dimension 2 (%llu) is not %llu equal \"chunks\"",
+					t->name, (unsigned long long)t->shape[2],
+					(unsigned long long)nch);
+	clen = t->shape[2] / nch;
+	if (clen % tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': dimension 2 holds %llu \"chunks\" of %llu, not divisible by --tp %d",
+					t->name, (unsigned long long)nch, (unsigned long long)clen,
+					plan->tp);
+	cut = clen / tp;
+	shape[1] = nch * cut;
+	shape[2] = t->shape[1];
+	for (r = 0; r < plan->tp && !rc; r++)
+		for (e = 0; e < t->shape[0] && !rc; e++)
+			for (c = 0; c < nch && !rc; c++) {
+				struct wshard_piece p = {
+					.kind = WSHARD_PIECE_COPY,
+					.src = m->src,
+					.row0 = e,
+					.nrows = 1,
+					.tr_rows = t->shape[1],
+					.tr_stride = t->shape[2] * es,
+					.tr_width = cut * es,
+					.tr_es = (unsigned)es,
+					.prov_col0 = c * clen + (uint64_t)r * cut,
+					.prov_ncols = cut,
+					.prov_dim = 2,
+				};
+
+				p.col0 = p.prov_col0 * es;
+				p.ncols = (p.tr_rows - 1) * p.tr_stride + p.tr_width;
+				p.out_ncols = p.tr_rows * p.tr_width;
+				p.len = p.out_ncols;
+				rc = plan_push_piece(&g->ranks[r], &p, err);
+			}
+	return rc;
+}
+
+/*
+ * Expert parallelism on a 3-D source [E, A, B] whose dimension 0 counts
+ * the experts ("experts"): rank r keeps its own experts whole, each
+ * transposed, [E_r, B, A], in ascending expert order.  That is vLLM
+ * 0.32's load_moe_expert_weights under an expert_map: the whole tensor
+ * transposed (gate_up_proj chunked into gate and up, which is the
+ * transposed matrix's first and second halves of rows), indexed by the
+ * rank's global expert ids, and loaded whole (FusedMoE.weight_loader's
+ * full_load; the MoE's tp size is 1, so _load_w13 and _load_w2 narrow
+ * nothing).  shape[0] stays E: the plan gives each rank its count.
+ * Linear placement: one piece a rank; round_robin: one an expert.
+ */
+static enum wshard_err split_transposed_ep(const struct wshard_plan *plan,
+					   struct group_out *g, const struct member *m,
+					   int dim, uint64_t *shape, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t es = wshard_dtype_bits(t->dtype) / 8, a = t->shape[1];
+	uint64_t stride = t->shape[2] * es;
+	long ne = (long)t->shape[0], first, step, n, i;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	/* vLLM would give the ranks past the experts none */
+	if (t->shape[0] < (uint64_t)plan->tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--expert-parallel: tensor '%s' holds %llu experts for %d ranks (each rank needs one)",
+					t->name, (unsigned long long)t->shape[0], plan->tp);
+	shape[1] = t->shape[2];
+	shape[2] = a;
+	for (r = 0; r < plan->tp && !rc; r++) {
+		n = wshard_expert_range(ne, plan->tp, r, plan->placement, &first, &step);
+		for (i = 0; i < n && !rc; i += step == 1 ? n : 1) {
+			struct wshard_piece p = {
+				.kind = WSHARD_PIECE_COPY,
+				.src = m->src,
+				.row0 = (uint64_t)(first + i * step),
+				.nrows = step == 1 ? (uint64_t)n : 1,
+				.tr_rows = a,
+				.tr_stride = stride,
+				.tr_width = stride,
+				.tr_es = (unsigned)es,
+				.prov_dim = dim,
+			};
+
+			p.ncols = a * stride;
+			p.out_ncols = a * stride;
+			p.len = p.nrows * p.out_ncols;
+			rc = plan_push_piece(&g->ranks[r], &p, err);
+		}
+	}
+	return rc;
+}
+
+/*
+ * A 3-D source [E, A, B] cut in dimension dim (1 or 2) and each expert's
+ * matrix transposed: rank r's [E, B, A/tp] or [E, B/tp, A], one piece
+ * a rank whose rows are the experts (a whole expert is in every window).
+ */
+static enum wshard_err split_transposed(const struct wshard_plan *plan, struct group_out *g,
+					const struct member *m, int dim, uint64_t *shape,
+					struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t tp = (uint64_t)plan->tp, es = wshard_dtype_bits(t->dtype) / 8;
+	uint64_t a, b, stride, cut;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	if (t->ndim != 3 || !es || wshard_dtype_bits(t->dtype) % 8)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"transpose\" needs 3 dimensions of whole-byte elements",
+					t->name);
+	a = t->shape[1];
+	b = t->shape[2];
+	stride = b * es;
+	/* a transposed piece counts its sub-rows and their bytes in 32 bits */
+	if (a > UINT32_MAX || stride > UINT32_MAX)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"transpose\" of a matrix with over 2^32 rows or 4 GiB rows",
+					t->name);
+	if (plan->opt.expert_parallel && m->rule->experts)
+		return split_transposed_ep(plan, g, m, dim, shape, err);
+	if (m->rule->chunks > 1)
+		return split_transposed_chunks(plan, g, m, shape, err);
+	if (t->shape[dim] % tp)
+		return plan_indivisible(plan, m, dim, t->shape[dim], err);
+	cut = t->shape[dim] / tp;
+	shape[1] = dim == 1 ? b : cut;
+	shape[2] = dim == 1 ? cut : a;
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_piece p = {
+			.kind = WSHARD_PIECE_COPY,
+			.src = m->src,
+			.nrows = t->shape[0],
+			.tr_rows = dim == 1 ? cut : a,
+			.tr_stride = stride,
+			.tr_width = dim == 1 ? stride : cut * es,
+			.tr_es = (unsigned)es,
+			.prov_col0 = (uint64_t)r * cut,
+			.prov_ncols = cut,
+			.prov_dim = dim,
+		};
+
+		p.col0 = dim == 1 ? (uint64_t)r * cut * stride : (uint64_t)r * cut * es;
+		p.ncols = (p.tr_rows - 1) * stride + p.tr_width;
+		p.out_ncols = p.tr_rows * p.tr_width;
+		p.len = p.nrows * p.out_ncols;
+		rc = plan_push_piece(&g->ranks[r], &p, err);
+	}
+	return rc;
+}
+
+enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out *g,
+				const struct member *m, uint64_t *shape,
+				struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t tp = (uint64_t)plan->tp, cols, inner = 1;
+	uint64_t bits = wshard_dtype_bits(t->dtype);
+	int lead = m->rule->rows > 1 ? m->rule->rows : 1, d, r;
+	enum wshard_err rc = WSHARD_OK;
+
+	if (m->rule->transpose)
+		return split_transposed(plan, g, m, lead, shape, err);
+	if (t->ndim < lead + 1)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': a column split needs %d or more dimensions",
+					t->name, lead + 1);
+	cols = t->shape[lead];
+	for (d = lead + 1; d < t->ndim; d++)
+		inner *= t->shape[d];
+	if (cols % tp)
+		return plan_indivisible(plan, m, lead, cols, err);
+	shape[lead] = cols / tp;
+	if ((shape[lead] * inner * bits) % 8)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': a column split of %s would cut a byte",
+					t->name, wshard_dtype_name(t->dtype));
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_piece p = {
+			.kind = WSHARD_PIECE_COPY,
+			.src = m->src,
+			.row0 = 0,
+			.nrows = wshard_plan_src_rows(plan, m->src),
+			.ncols = shape[lead] * inner * bits / 8,
+			.prov_col0 = (uint64_t)r * shape[lead],
+			.prov_ncols = shape[lead],
+		};
+
+		p.col0 = (uint64_t)r * p.ncols;
+		p.len = p.nrows * p.ncols;
+		rc = plan_push_piece(&g->ranks[r], &p, err);
+	}
+	return rc;
+}
+
+enum wshard_err plan_split_first(const struct wshard_plan *plan, struct group_out *g,
+				 const struct member *m, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	enum wshard_err rc;
+	int r;
+
+	rc = plan_push_rows(plan, &g->ranks[0], m->src, 0, src_rows(t), err);
+	for (r = 1; r < plan->tp && !rc; r++)
+		rc = plan_push_zeros(&g->ranks[r], t->end - t->begin, err);
+	return rc;
+}
+
+enum wshard_err plan_view_shape(const struct member *m, uint64_t *shape, int *ndim,
+				struct wshard_error *err)
+{
+	int v = m->rule->view, d;
+
+	if (!v || v == *ndim)
+		return WSHARD_OK;
+	if (v > *ndim)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"output '%s': \"view\": %d needs %d or more dimensions, it has %d",
+					m->out, v, v, *ndim);
+	for (d = v; d < *ndim; d++)
+		shape[v - 1] *= shape[d];
+	*ndim = v;
+	return WSHARD_OK;
+}

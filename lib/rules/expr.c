@@ -1,0 +1,269 @@
+/*
+ * expr.c - the evaluator of rule files' shape expressions: a recursive
+ * descent over sums of products of atoms (integers, config.json keys,
+ * parenthesised sums), with every overflow flagged.  Keys that
+ * catalog.c normalises (num_key_value_heads, head_dim, num_experts) are
+ * taken from there, so a config that leaves them implicit still works.
+ */
+#include <ctype.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "source/catalog.h"
+#include "expr.h"
+
+struct expr {
+	const char *s;
+	const struct wshard_config *cfg;
+	const char *missing;		/* first unknown name */
+	size_t missing_len;
+	int depth;			/* parentheses open */
+	long layer;			/* the value of n; -1: n is a key */
+	bool bad;
+};
+
+static int64_t expr_sum(struct expr *x);
+
+/*
+ * The value of config key: a dotted key ("vision_config.hidden_size")
+ * walks the nested objects from the top of config.json; a bare one is
+ * looked up in the text model's config (text_config in a multimodal
+ * config.json), then at the top.
+ */
+static json_t *config_lookup(const struct wshard_config *c, char *key)
+{
+	json_t *v = c->text ? json_object_get(c->text, key) : NULL;
+	char *dot, *part = key;
+
+	if (v || !strchr(key, '.'))
+		return v ? v : (c->json ? json_object_get(c->json, key) : NULL);
+	v = c->json;
+	while (v && (dot = strchr(part, '.')) != NULL) {
+		*dot = '\0';
+		v = json_object_get(v, part);
+		*dot = '.';
+		part = dot + 1;
+	}
+	return v ? json_object_get(v, part) : NULL;
+}
+
+static int64_t config_value(struct expr *x, const char *name, size_t len)
+{
+	const struct wshard_config *c = x->cfg;
+	static const struct { const char *name; size_t off; } normalized[] = {
+		{ "num_key_value_heads", offsetof(struct wshard_config, num_key_value_heads) },
+		{ "head_dim", offsetof(struct wshard_config, head_dim) },
+		{ "num_experts", offsetof(struct wshard_config, num_experts) },
+	};
+	char key[128];
+	json_t *v;
+	size_t i;
+
+	if (x->layer >= 0 && len == 1 && *name == 'n')
+		return x->layer;
+
+	for (i = 0; i < sizeof(normalized) / sizeof(normalized[0]); i++) {
+		if (strlen(normalized[i].name) == len &&
+		    strncmp(normalized[i].name, name, len) == 0) {
+			int64_t val = *(const int64_t *)((const char *)c + normalized[i].off);
+
+			if (val > 0)
+				return val;
+		}
+	}
+	if (len >= sizeof(key))
+		len = sizeof(key) - 1;
+	memcpy(key, name, len);
+	key[len] = '\0';
+	v = config_lookup(c, key);
+	if (!v && c->defaults)
+		v = json_object_get((json_t *)c->defaults, key);
+	if (json_is_integer(v))
+		return (int64_t)json_integer_value(v);
+	if (!x->missing) {
+		x->missing = name;
+		x->missing_len = len;
+	}
+	return 0;
+}
+
+static int64_t expr_atom(struct expr *x)
+{
+	const char *start;
+	int64_t v = 0;
+
+	while (*x->s == ' ')
+		x->s++;
+	if (*x->s == '(') {
+		if (++x->depth > 32) {
+			x->bad = true;
+			return 0;
+		}
+		x->s++;
+		v = expr_sum(x);
+		x->depth--;
+		while (*x->s == ' ')
+			x->s++;
+		if (*x->s == ')')
+			x->s++;
+		else
+			x->bad = true;
+		return v;
+	}
+	start = x->s;
+	if (isdigit((unsigned char)*x->s)) {
+		while (isdigit((unsigned char)*x->s)) {
+			if (v > INT64_MAX / 100)
+				x->bad = true;
+			else
+				v = v * 10 + (*x->s - '0');
+			x->s++;
+		}
+		return v;
+	}
+	/* a key may have dots: a nested key */
+	while (isalnum((unsigned char)*x->s) || *x->s == '_' ||
+	       (*x->s == '.' && x->s != start))
+		x->s++;
+	if (x->s == start) {
+		x->bad = true;
+		return 0;
+	}
+	return config_value(x, start, (size_t)(x->s - start));
+}
+
+static int64_t expr_product(struct expr *x)
+{
+	int64_t v = expr_atom(x);
+
+	for (;;) {
+		while (*x->s == ' ')
+			x->s++;
+		if (*x->s == '*') {
+			x->s++;
+			if (__builtin_mul_overflow(v, expr_atom(x), &v))
+				x->bad = true;
+		} else if (*x->s == '/') {
+			int64_t d;
+
+			x->s++;
+			d = expr_atom(x);
+			v = d && !(v == INT64_MIN && d == -1) ? v / d : 0;
+		} else {
+			return v;
+		}
+	}
+}
+
+static int64_t expr_sum(struct expr *x)
+{
+	int64_t v = expr_product(x);
+
+	for (;;) {
+		while (*x->s == ' ')
+			x->s++;
+		if (*x->s == '+') {
+			x->s++;
+			if (__builtin_add_overflow(v, expr_product(x), &v))
+				x->bad = true;
+		} else if (*x->s == '-') {
+			x->s++;
+			if (__builtin_sub_overflow(v, expr_product(x), &v))
+				x->bad = true;
+		} else {
+			return v;
+		}
+	}
+}
+
+enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
+			      const char *tensor, int64_t *out,
+			      struct wshard_error *err)
+{
+	struct expr x = { .s = s, .cfg = cfg, .layer = -1 };
+
+	*out = expr_sum(&x);
+	if (x.bad || *x.s)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"rule for '%s': malformed shape expression \"%s\"",
+					tensor, s);
+	if (x.missing)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"config.json has no integer '%.*s', needed to check '%s'",
+					(int)x.missing_len, x.missing, tensor);
+	return WSHARD_OK;
+}
+
+/* The comparison at *s, advanced past it: 0 none, else its index + 1. */
+static int cmp_op(const char **s)
+{
+	static const char *const ops[] = { ">=", "<=", "==", "!=", ">", "<" };
+	int i;
+
+	while (**s == ' ')
+		(*s)++;
+	for (i = 0; i < 6; i++)
+		if (strncmp(*s, ops[i], strlen(ops[i])) == 0) {
+			*s += strlen(ops[i]);
+			return i + 1;
+		}
+	return 0;
+}
+
+enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
+			       long layer, const char *tensor, bool *out,
+			       struct wshard_error *err)
+{
+	struct expr x = { .s = s, .cfg = cfg, .layer = layer };
+	int64_t a, b = 0;
+	int op;
+	enum wshard_err rc;
+
+	*out = false;
+	if (*s == '!') {	/* "!key": the key absent, null or 0 */
+		if (!expr_is_bare_key(s + 1))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"rule for '%s': malformed condition \"%s\" (\"!\" takes one key)",
+						tensor, s);
+		rc = expr_eval_cond(cfg, s + 1, layer, tensor, out, err);
+		*out = !*out;
+		return rc;
+	}
+	a = expr_sum(&x);
+	op = cmp_op(&x.s);
+	if (op)
+		b = expr_sum(&x);
+	if (x.bad || *x.s)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"rule for '%s': malformed condition \"%s\"", tensor, s);
+	if (x.missing && !op && expr_is_bare_key(s))
+		return WSHARD_OK;	/* absent or null: false */
+	if (x.missing)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"config.json has no integer '%.*s', needed by the condition of '%s'",
+					(int)x.missing_len, x.missing, tensor);
+	switch (op) {
+	case 0: *out = a != 0; break;
+	case 1: *out = a >= b; break;
+	case 2: *out = a <= b; break;
+	case 3: *out = a == b; break;
+	case 4: *out = a != b; break;
+	case 5: *out = a > b; break;
+	default: *out = a < b; break;
+	}
+	return WSHARD_OK;
+}
+
+bool expr_is_bare_key(const char *s)
+{
+	if (!s || !*s || isdigit((unsigned char)*s))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.')
+			return false;
+	return true;
+}

@@ -1,0 +1,40 @@
+/*
+ * expr.h - integer expressions over config.json, as rule files write
+ * shapes: "(num_attention_heads+2*num_key_value_heads)*head_dim".  Not
+ * part of the API.
+ */
+#ifndef WSHARD_EXPR_H
+#define WSHARD_EXPR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wshard.h"
+#include "source/catalog.h"
+
+/*
+ * Evaluates the expression s (integers, config.json keys, + - * /,
+ * parentheses) against cfg: a bare key from the text model's config
+ * (cfg->text) or the top, a dotted key ("vision_config.hidden_size")
+ * through the nested objects from the top; for a rule of tensor (named in messages).
+ * Returns WSHARD_OK and *out, or WSHARD_EINVAL (malformed, or a key that
+ * config.json lacks).
+ */
+enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
+			      const char *tensor, int64_t *out,
+			      struct wshard_error *err);
+
+/*
+ * Evaluates the condition s of a rule: an expression as above, or two
+ * joined by one of >= > <= < == !=; n stands for layer (when layer >= 0).
+ * A bare expression is true when non-zero; a bare config key that is
+ * absent or null is false.  Returns WSHARD_OK and *out, or WSHARD_EINVAL.
+ */
+enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
+			       long layer, const char *tensor, bool *out,
+			       struct wshard_error *err);
+
+/* True when s is one bare config key (for messages that name it). */
+bool expr_is_bare_key(const char *s);
+
+#endif /* WSHARD_EXPR_H */

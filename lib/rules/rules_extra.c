@@ -1,0 +1,212 @@
+/*
+ * rules_extra.c - the parts of a rules document beside its tensor rules:
+ * the "extra" constant tensors, the tied embeddings ("tie"), and a
+ * rule's "chunks" and "deinterleave".
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "base/dtype.h"
+#include "rules.h"
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/*
+ * "image_norm": "scale" or "shift" makes extra e the per-channel vector of
+ * an image processor's normalisation (F32, without "value", "with" or
+ * "when"): vLLM builds it from the processor's config, not from weights.
+ */
+static enum wshard_err parse_image_norm(const struct wshard_rules *r, json_t *x,
+					const char *name, struct rules_extra *e,
+					struct wshard_error *err)
+{
+	json_t *v = json_object_get(x, "image_norm");
+	const char *s = json_string_value(v);
+	const char *dtype = json_string_value(json_object_get(x, "dtype"));
+
+	if (!v)
+		return WSHARD_OK;
+	if (s && !strcmp(s, "scale"))
+		e->image_norm = RULES_IMAGE_NORM_SCALE;
+	else if (s && !strcmp(s, "shift"))
+		e->image_norm = RULES_IMAGE_NORM_SHIFT;
+	else
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': extra '%s': unknown \"image_norm\" (scale, shift)",
+					r->name, name);
+	if (json_object_get(x, "value") || json_object_get(x, "with") ||
+	    json_object_get(x, "when") || strstr(name, "{n}") || (dtype && strcmp(dtype, "F32")))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': extra '%s': \"image_norm\" takes no \"value\", \"with\", \"when\" or {n}, and is F32",
+					r->name, name);
+	return WSHARD_OK;
+}
+
+enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
+				    struct wshard_error *err)
+{
+	size_t i;
+
+	if (!extra)
+		return WSHARD_OK;
+	if (!json_is_array(extra))
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': \"extra\" is not an array",
+					r->name);
+	r->extras = calloc(json_array_size(extra) + 1, sizeof(*r->extras));
+	if (!r->extras)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(extra); i++) {
+		json_t *x = json_array_get(extra, i);
+		struct rules_extra *e = &r->extras[r->nextras++];
+		const char *name = json_string_value(json_object_get(x, "name"));
+		const char *dtype = json_string_value(json_object_get(x, "dtype"));
+		const char *when = json_string_value(json_object_get(x, "when"));
+		json_t *value = json_object_get(x, "value");
+		enum wshard_err rc;
+
+		if (!name)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra[%zu] needs \"name\"", r->name, i);
+		rc = parse_image_norm(r, x, name, e, err);
+		if (rc)
+			return rc;
+		if (!e->image_norm && !json_is_number(value))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s' needs a numeric \"value\" or \"image_norm\"",
+						r->name, name);
+		e->model_dtype = dtype && strcmp(dtype, "model") == 0;
+		if (e->model_dtype)
+			e->dtype = WSHARD_BF16;	/* resolved by the plan */
+		else if (wshard_dtype_parse(dtype ? dtype : "F32", &e->dtype) < 0 ||
+		    (e->dtype != WSHARD_F32 && e->dtype != WSHARD_F16 &&
+		     e->dtype != WSHARD_BF16))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': dtype must be F32, F16, BF16 or model",
+						r->name, name);
+		e->name = strdup(name);
+		e->value = json_number_value(value);
+		e->option = dup_or_null(json_string_value(json_object_get(x, "option")));
+		e->with = dup_or_null(json_string_value(json_object_get(x, "with")));
+		if (!e->name || (json_is_string(json_object_get(x, "with")) && !e->with))
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (json_object_get(x, "when") && (!when || strcmp(when, "quantized") != 0))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': unknown \"when\" (quantized)",
+						r->name, name);
+		e->when_quantized = when != NULL;
+		if (json_object_get(x, "with") && (!e->with || !strstr(e->with, "{n}") ||
+						   !strstr(name, "{n}")))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': \"with\" must be a tensor name with {n}, for a name with {n}",
+						r->name, name);
+		if (e->option && strcmp(e->option, "attn_scales") != 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': unknown option \"%s\" (attn_scales)",
+						r->name, name, e->option);
+	}
+	return WSHARD_OK;
+}
+
+enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
+				 struct wshard_error *err)
+{
+	json_t *drop;
+	size_t i;
+
+	if (!tie)
+		return WSHARD_OK;
+	r->tie_source = dup_or_null(json_string_value(json_object_get(tie, "source")));
+	r->tie_output = dup_or_null(json_string_value(json_object_get(tie, "output")));
+	if (!r->tie_source || !r->tie_output)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"tie\" needs \"source\" and \"output\" names", r->name);
+	r->tie_default = json_is_true(json_object_get(tie, "default"));
+	r->tie_always = json_is_true(json_object_get(tie, "always"));
+	drop = json_object_get(tie, "drop");
+	if (drop && !json_is_array(drop))
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': tie \"drop\" is not an array",
+					r->name);
+	r->tie_drop = calloc(json_array_size(drop) + 1, sizeof(char *));
+	if (!r->tie_drop)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(drop); i++) {
+		const char *s = json_string_value(json_array_get(drop, i));
+
+		if (!s)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': tie \"drop\" entry %zu is not a string",
+						r->name, i);
+		r->tie_drop[r->ntie_drop] = strdup(s);
+		if (!r->tie_drop[r->ntie_drop++])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
+
+enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
+				     struct wshard_error *err)
+{
+	const char *key;
+	json_t *val;
+
+	if (!defaults)
+		return WSHARD_OK;
+	if (!json_is_object(defaults))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"defaults\" is not an object", r->name);
+	json_object_foreach(defaults, key, val) {
+		if (!json_is_integer(val))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': defaults \"%s\" is not an integer", r->name, key);
+	}
+	r->defaults = json_incref(defaults);
+	return WSHARD_OK;
+}
+
+/*
+ * "chunks" (a transposed split's cut dimension holds that many parts,
+ * each cut by tp: Llama 4's gate_up_proj, gate then up), "experts" (a
+ * transposed split's dimension 0 counts the experts, which
+ * --expert-parallel gives whole to the ranks that hold them) and
+ * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
+ * which vLLM reorders even rows first) on a fused part.
+ */
+enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
+				   json_t *t, struct wshard_error *err)
+{
+	json_t *chunks = json_object_get(t, "chunks"), *di = json_object_get(t, "deinterleave");
+	json_t *experts = json_object_get(t, "experts");
+	char buf[32];
+
+	if (chunks && (!json_is_integer(chunks) || json_integer_value(chunks) < 1 ||
+		       json_integer_value(chunks) > 64 || !rule->transpose || rule->rows != 2))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"chunks\" is an integer from 1 to 64 and needs \"transpose\" with \"rows\": 2",
+					r->name, rule->match);
+	rule->chunks = chunks ? (int)json_integer_value(chunks) : 0;
+	if (experts && (!json_is_boolean(experts) || !rule->transpose))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"experts\" is true or false and needs \"transpose\"",
+					r->name, rule->match);
+	rule->experts = json_is_true(experts);
+	if (!di)
+		return WSHARD_OK;
+	if ((!json_is_string(di) && !json_is_integer(di)) || rule->kind != RULE_FUSE)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"deinterleave\" is an expression (rows per block) on a \"fuse\" part",
+					r->name, rule->match);
+	if (json_is_integer(di))
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(di));
+	rule->deinterleave = strdup(json_is_string(di) ? json_string_value(di) : buf);
+	if (!rule->deinterleave)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}

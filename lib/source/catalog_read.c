@@ -1,0 +1,192 @@
+/*
+ * catalog_read.c - reading an opened checkpoint: small files whole
+ * (config.json, the index), config.json's fields, tensor bytes, and the
+ * non-weight files copied out, from a directory or from an archive.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "safetensors.h"
+#include "base/fileio.h"
+#include "catalog.h"
+#include "arc.h"
+
+/* The largest JSON file of a checkpoint read whole. */
+#define JSON_MAX (64ULL << 20)
+
+enum wshard_err catalog_read_small(const struct wshard_catalog *cat, const char *path,
+				   char **out, size_t *len, struct wshard_error *err)
+{
+	if (cat->archive) {
+		const char *name = path + strlen(cat->dir) + 1;
+		long m = arc_find(cat->archive, name);
+
+		if (m < 0)
+			return wshard_error_set(err, WSHARD_EINVAL, "'%s' has no entry '%s'",
+						cat->dir, name);
+		return arc_slurp(cat->archive, (size_t)m, JSON_MAX, out, len, err);
+	}
+	return wshard_read_file(path, JSON_MAX, out, len, err);
+}
+
+static int64_t cfg_int(json_t *cfg, const char *key)
+{
+	json_t *v = json_object_get(cfg, key);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+/* config key from c->text, else from the rules' defaults; -1 when neither. */
+static int64_t field(const struct wshard_config *c, const char *key)
+{
+	int64_t v = cfg_int(c->text, key);
+
+	if (v < 0 && c->defaults)
+		v = cfg_int((json_t *)c->defaults, key);
+	return v;
+}
+
+void catalog_config_fields(struct wshard_config *c)
+{
+	json_t *tie;
+
+	c->hidden_size = field(c, "hidden_size");
+	c->num_attention_heads = field(c, "num_attention_heads");
+	c->num_key_value_heads = field(c, "num_key_value_heads");
+	if (c->num_key_value_heads < 0)
+		c->num_key_value_heads = c->num_attention_heads;
+	c->head_dim = field(c, "head_dim");
+	if (c->head_dim <= 0 && c->hidden_size > 0 && c->num_attention_heads > 0)
+		c->head_dim = c->hidden_size / c->num_attention_heads;
+	c->intermediate_size = field(c, "intermediate_size");
+	c->vocab_size = field(c, "vocab_size");
+	c->num_experts = field(c, "num_local_experts");
+	if (c->num_experts < 0)
+		c->num_experts = field(c, "num_experts");
+	/* DeepSeek (V2, V3, V4) counts its routed experts here */
+	if (c->num_experts < 0)
+		c->num_experts = field(c, "n_routed_experts");
+	c->moe_intermediate_size = field(c, "moe_intermediate_size");
+	c->shared_expert_intermediate_size = field(c, "shared_expert_intermediate_size");
+	tie = json_object_get(c->text, "tie_word_embeddings");
+	if (!json_is_boolean(tie))
+		tie = json_object_get(c->json, "tie_word_embeddings");
+	c->tie_word_embeddings = json_is_boolean(tie) ? json_is_true(tie) : -1;
+}
+
+/*
+ * The object holding the text model's config: a multimodal config.json
+ * (Gemma 3's Gemma3ForConditionalGeneration) nests it under text_config
+ * and has no hidden_size of its own, as transformers' get_text_config()
+ * finds it; otherwise the file itself.
+ */
+static json_t *model_config(json_t *root)
+{
+	json_t *t = json_object_get(root, "text_config");
+
+	if (json_object_get(root, "hidden_size") || !json_is_object(t))
+		return root;
+	return t;
+}
+
+enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
+				    struct wshard_error *err)
+{
+	struct wshard_config *c = &cat->config;
+	json_error_t jerr;
+	json_t *root, *archs;
+	char *text = NULL;
+	size_t len;
+	enum wshard_err rc;
+
+	rc = catalog_read_small(cat, path, &text, &len, err);
+	if (rc)
+		return rc;
+	root = json_loadb(text, len, 0, &jerr);
+	free(text);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': %s", path,
+					root ? "not a JSON object" : jerr.text);
+	}
+	c->json = root;
+	c->text = model_config(root);
+	archs = json_object_get(root, "architectures");
+	if (json_is_array(archs) && json_is_string(json_array_get(archs, 0))) {
+		c->architecture = strdup(json_string_value(json_array_get(archs, 0)));
+		if (!c->architecture)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	catalog_config_fields(c);
+	cat->has_config = true;
+	return WSHARD_OK;
+}
+
+enum wshard_err wshard_catalog_read(const struct wshard_catalog *cat, uint32_t file,
+				    uint64_t off, void *buf, size_t len,
+				    struct wshard_error *err)
+{
+	const struct wshard_src_file *f = &cat->files[file];
+
+	if (cat->archive && !cat->archive->in_place)
+		return arc_read(cat->archive, (size_t)f->member, off, buf, len, err);
+	return wshard_pread_full(f->st->fd, buf, len, off, f->path, err);
+}
+
+bool wshard_catalog_seekable(const struct wshard_catalog *cat)
+{
+	return !cat->archive || cat->archive->in_place;
+}
+
+enum wshard_err wshard_catalog_slurp(const struct wshard_catalog *cat, const char *name,
+				     char **out_buf, size_t *out_len,
+				     struct wshard_error *err)
+{
+	char *path = wshard_path_join(cat->dir, name);
+	enum wshard_err rc;
+
+	*out_buf = NULL;
+	*out_len = 0;
+	if (!path)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	rc = catalog_read_small(cat, path, out_buf, out_len, err);
+	free(path);
+	return rc;
+}
+
+enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,
+					  const char *dst, unsigned flags,
+					  struct wshard_error *err)
+{
+	char *src, *buf;
+	size_t len;
+	long m;
+	enum wshard_err rc;
+
+	if (!cat->archive) {
+		src = wshard_path_join(cat->dir, cat->extra[i]);
+		if (!src)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		rc = wshard_copy_file(src, dst, flags, err);
+		free(src);
+		return rc;
+	}
+	m = arc_find(cat->archive, cat->extra[i]);
+	if (m < 0)
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s' has no entry '%s'", cat->dir,
+					cat->extra[i]);
+	rc = arc_slurp(cat->archive, (size_t)m, 1ULL << 40, &buf, &len, err);
+	if (rc)
+		return rc;
+	rc = wshard_write_file(dst, buf, len, flags, err);
+	free(buf);
+	return rc;
+}
+

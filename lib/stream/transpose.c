@@ -1,0 +1,60 @@
+/*
+ * transpose.c - the copy of a transposed piece (a rule's "transpose"):
+ * one source row's sub-matrix written transposed, as vLLM holds
+ * GPT-OSS's BF16 experts (transformers keeps them input dimension first,
+ * vLLM output dimension first), or Llama 4's q/k heads, whose rows vLLM
+ * takes even ones first (elements of a row each).  Only such pieces
+ * come here; every other copy stays a memcpy or a row conversion in
+ * stream.c.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "wshard.h"
+#include "base/dtype.h"
+#include "base/fpconv.h"
+#include "stream_impl.h"
+
+/* Sub-rows per tile: a tile's reads and writes stay in the cache. */
+#define TILE 32
+
+/* Two-byte elements (BF16, F16) without conversion, tile by tile. */
+static void transpose16(const struct wshard_piece *p, const char *src, char *dst)
+{
+	uint64_t n = p->tr_width / 2, m = p->tr_rows, j0, k0, j, k;
+
+	for (k0 = 0; k0 < m; k0 += TILE)
+		for (j0 = 0; j0 < n; j0 += TILE)
+			for (k = k0; k < k0 + TILE && k < m; k++) {
+				const char *row = src + k * p->tr_stride;
+
+				for (j = j0; j < j0 + TILE && j < n; j++)
+					memcpy(dst + (j * m + k) * 2, row + j * 2, 2);
+			}
+}
+
+void stream_transpose_row(const struct wshard_piece *p, const char *src, char *dst)
+{
+	uint64_t n = p->tr_width / p->tr_es, m = p->tr_rows, j, k;
+	bool convert = p->from != p->to;
+	/* an element is one value, or a whole row (a deinterleaved piece) */
+	uint64_t vals = convert ? p->tr_es / (wshard_dtype_bits(p->from) / 8) : 1;
+	uint64_t oes = convert ? vals * (wshard_dtype_bits(p->to) / 8) : p->tr_es;
+
+	if (!convert && p->tr_es == 2) {
+		transpose16(p, src, dst);
+		return;
+	}
+	for (k = 0; k < m; k++) {
+		const char *row = src + k * p->tr_stride;
+
+		for (j = 0; j < n; j++) {
+			char *o = dst + (j * m + k) * oes;
+
+			if (convert)
+				wshard_convert_floats(p->from, p->to, row + j * p->tr_es, o, vals);
+			else
+				memcpy(o, row + j * p->tr_es, p->tr_es);
+		}
+	}
+}
