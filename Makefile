@@ -217,15 +217,17 @@ demo: $(PROGRAM)
 	$(Q)sh scripts/demo
 
 install: $(PROGRAM)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
 	install -m 755 $(PROGRAM) $(DESTDIR)$(BINDIR)/wshard
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 man/*.7 $(DESTDIR)$(MANDIR)/man7/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/wshard
 	cd $(DESTDIR)$(MANDIR)/man1 && rm -f wshard.1 wshard-convert.1 wshard-verify.1 wshard-inspect.1
 	rm -f $(DESTDIR)$(MANDIR)/man5/wshard-rules.5
+	rm -f $(DESTDIR)$(MANDIR)/man7/wshard-families.7
 
 # build/engine (the engine test environment, several GB) survives a clean.
 clean:

@@ -10,11 +10,11 @@
 #     line after .TP) is printed by --help, so the page lists no stale one;
 #   - the page renders without groff warnings (when groff is installed).
 # Also: every command `wshard --help` lists has a man page; wshard-rules.5
-# exists and renders without warnings; and every environment variable the
-# sources read (getenv("NAME"), or a "WSHARD_*" string constant) is named
-# in wshard.1's ENVIRONMENT section, except the WSHARD_BENCH_* ones, which
-# only scripts/bench sets: they are named there instead, as they are no
-# concern of a user.
+# and wshard-families.7 exist and render without warnings; and every
+# environment variable the sources read (getenv("NAME"), or a "WSHARD_*"
+# string constant) is named in wshard.1's ENVIRONMENT section, except the
+# WSHARD_BENCH_* ones, which only scripts/bench sets: they are named there
+# instead, as they are no concern of a user.
 #
 # Normalisation of a page (roff source): font escapes (\fB \fI \fR \fP,
 # \f(XX, \f[...]) are removed; \- becomes -, \(aq ', \(dq ", "\ " a space,
@@ -122,13 +122,16 @@ while read -r cmd; do
 	check_page "$MAN/wshard-$cmd.1" "$WSHARD" "$cmd"
 done <"$T/commands"
 
-# wshard-rules.5, the rules-file format, has no command to compare with.
-if [ ! -f "$MAN/wshard-rules.5" ]; then
-	fail "wshard-rules.5: no such man page"
-elif command -v groff >/dev/null 2>&1; then
-	groff -man -Tutf8 -ww -z "$MAN/wshard-rules.5" >"$T/groff" 2>&1
-	[ -s "$T/groff" ] && fail "wshard-rules.5: groff warns: $(head -c 300 "$T/groff")"
-fi
+# wshard-rules.5 (the rules-file format) and wshard-families.7 (each
+# built-in family's layout) have no command to compare with.
+for page in wshard-rules.5 wshard-families.7; do
+	if [ ! -f "$MAN/$page" ]; then
+		fail "$page: no such man page"
+	elif command -v groff >/dev/null 2>&1; then
+		groff -man -Tutf8 -ww -z "$MAN/$page" >"$T/groff" 2>&1
+		[ -s "$T/groff" ] && fail "$page: groff warns: $(head -c 300 "$T/groff")"
+	fi
+done
 
 # The environment variables the sources read, against wshard.1's ENVIRONMENT
 # (WSHARD_BENCH_*: against scripts/bench).
