@@ -1,0 +1,194 @@
+/*
+ * put.c - the bottom of the stream: every output byte a stream thread
+ * hands to the sink (rows of a piece, converted or transposed through
+ * the stage; tiles of a transposed piece; zero padding and constants),
+ * the progress those puts report, and the buffers a thread owns: grown
+ * on demand, emptied for a clone, released.  Calls no other file of the
+ * stream but transpose.c.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "wshard.h"
+#include "base/util.h"
+#include "base/dtype.h"
+#include "base/fpconv.h"
+#include "stream_impl.h"
+
+enum wshard_err stream_grow(char **buf, size_t *cap, size_t need,
+			    struct wshard_error *err)
+{
+	char *p;
+
+	if (need <= *cap)
+		return WSHARD_OK;
+	p = realloc(*buf, need);
+	if (!p)
+		return wshard_error_set(err, WSHARD_ENOMEM,
+					"out of memory (a buffer of %zu bytes)", need);
+	*buf = p;
+	*cap = need;
+	return WSHARD_OK;
+}
+
+void stream_unmap_window(struct stream *s)
+{
+	if (s->map)
+		munmap(s->map, s->map_len);
+	s->map = NULL;
+}
+
+void stream_release(struct stream *s)
+{
+	stream_unmap_window(s);
+	free(s->ra);
+	free(s->window);
+	free(s->stage);
+	free(s->held);
+	free(s->sendbuf);
+	free(s->recvbuf);
+	free(s->sendcounts);
+	free(s->recvcounts);
+	free(s->senddispl);
+}
+
+/* A stream for another thread: the same plan and sink, its own buffers. */
+bool stream_clone(const struct stream *s, struct stream *c, unsigned slot)
+{
+	*c = *s;
+	c->window = c->stage = c->held = c->sendbuf = c->recvbuf = c->map = c->ra = NULL;
+	c->window_cap = c->stage_cap = c->held_cap = c->send_cap = c->recv_cap = 0;
+	c->ra_cap = c->ra_len = 0;
+	c->progress = NULL;
+	c->slot = slot;
+	memset(&c->stats, 0, sizeof(c->stats));
+	wshard_error_clear(&c->local);
+	c->sendcounts = calloc(1, sizeof(uint64_t));
+	c->recvcounts = calloc(1, sizeof(uint64_t));
+	c->senddispl = calloc(1, sizeof(uint64_t));
+	return c->sendcounts && c->recvcounts && c->senddispl;
+}
+
+static void report(struct stream *s, size_t len)
+{
+	uint64_t all = __atomic_add_fetch(s->put_total, len, __ATOMIC_RELAXED);
+
+	s->stats.bytes_put += len;
+	if (s->progress)	/* set on one thread only */
+		s->progress(s->progress_ctx, "writing", all, s->total);
+}
+
+/*
+ * Hands rows [x, y) of piece ref to the sink; rows start at src (stride
+ * apart).  Rows that are not contiguous (a column piece) or change dtype
+ * are gathered into the stage and put about STAGE_BYTES at a time, so
+ * the stage is still in the cache when the sink writes and checks it.
+ */
+void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
+		     uint64_t y, const char *src, uint64_t stride)
+{
+	const struct wshard_piece *p = ref_piece(s, ref);
+	uint64_t off = p->dst + (x - p->row0) * p->out_ncols;
+	size_t len = (size_t)((y - x) * p->out_ncols);
+	bool convert = p->out_ncols != p->ncols || p->from != p->to || p->tr_rows;
+	uint64_t g, i, r;
+
+	if (s->local.code || len == 0)
+		return;
+	if (stride == p->ncols && !convert) {
+		if (!s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor, off, src,
+				  len, &s->local))
+			report(s, len);
+		return;
+	}
+	g = WSHARD_MAX(STAGE_BYTES / p->out_ncols, 1);
+	g = WSHARD_MIN(g, y - x);
+	if (stream_grow(&s->stage, &s->stage_cap, (size_t)(g * p->out_ncols), &s->local))
+		return;
+	for (r = x; r < y && !s->local.code; r += g) {
+		uint64_t n = WSHARD_MIN(g, y - r);
+
+		for (i = 0; i < n; i++) {
+			const char *row = src + (r - x + i) * stride;
+
+			if (p->tr_rows)
+				stream_transpose_row(p, row, s->stage + i * p->out_ncols);
+			else if (convert)
+				wshard_convert_floats(p->from, p->to, row,
+						      s->stage + i * p->out_ncols,
+						      p->ncols / (wshard_dtype_bits(p->from) / 8));
+			else
+				memcpy(s->stage + i * p->ncols, row, p->ncols);
+		}
+		if (s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor,
+				 off + (r - x) * p->out_ncols, s->stage,
+				 (size_t)(n * p->out_ncols), &s->local))
+			return;
+		report(s, (size_t)(n * p->out_ncols));
+	}
+}
+
+void stream_put_tile(struct stream *s, const struct ref *ref, uint64_t r, uint64_t j0,
+		     uint64_t m, const char *src)
+{
+	const struct wshard_piece *p = ref_piece(s, ref);
+	/* an output row: one element of each sub-row, converted */
+	uint64_t orow = p->out_ncols / (p->tr_width / p->tr_es);
+	uint64_t off = p->dst + (r - p->row0) * p->out_ncols + j0 * orow;
+	/* the stage: half the budget at most, the read tile holds the rest */
+	uint64_t stage = WSHARD_MIN((uint64_t)STAGE_BYTES, s->budget / 2);
+	uint64_t g = WSHARD_MIN(WSHARD_MAX(stage / orow, 1), m), j, n;
+	struct wshard_piece sub = *p;
+
+	if (s->local.code ||
+	    stream_grow(&s->stage, &s->stage_cap, (size_t)(g * orow), &s->local))
+		return;
+	/* the tile seen as a piece whose sub-rows are m elements long */
+	sub.tr_stride = m * p->tr_es;
+	for (j = 0; j < m && !s->local.code; j += g) {
+		n = WSHARD_MIN(g, m - j);
+		sub.tr_width = n * p->tr_es;
+		stream_transpose_row(&sub, src + j * p->tr_es, s->stage);
+		if (s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor, off + j * orow,
+				 s->stage, (size_t)(n * orow), &s->local))
+			return;
+		report(s, (size_t)(n * orow));
+	}
+}
+
+/* Zero padding and constants: no source bytes behind them. */
+enum wshard_err stream_put_generated(struct stream *s)
+{
+	static const char zeros[1 << 16];
+	const struct wshard_plan *plan = s->plan;
+	size_t i, k;
+	int r;
+
+	for (r = s->proc; r < plan->tp; r += s->nprocs) {
+		for (i = 0; i < plan->ranks[r].ntensors; i++) {
+			const struct wshard_out_tensor *t = &plan->ranks[r].tensors[i];
+
+			for (k = 0; k < t->npieces && !s->local.code; k++) {
+				const struct wshard_piece *p = &t->pieces[k];
+				uint64_t done = 0;
+
+				while (p->kind == WSHARD_PIECE_ZERO && done < p->len &&
+				       !s->local.code) {
+					size_t len = (size_t)WSHARD_MIN(p->len - done, sizeof(zeros));
+
+					if (!s->sink->put(s->sink->ctx, s->slot, r, i, p->dst + done, zeros,
+							  len, &s->local))
+						report(s, len);
+					done += len;
+				}
+				if (p->kind == WSHARD_PIECE_CONST &&
+				    !s->sink->put(s->sink->ctx, s->slot, r, i, p->dst,
+						  p->value, p->value_len, &s->local))
+					report(s, p->value_len);
+			}
+		}
+	}
+	return WSHARD_OK;
+}
