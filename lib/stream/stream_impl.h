@@ -7,12 +7,12 @@
  * owns, handed to the sink's put in pieces (stream.h).
  *
  * Its files, each calling only those below it:
- *   stream.c          stream_run: set-up, the walk in file order, the end
+ *   stream_run.c      stream_run: set-up, the walk in file order, the end
  *   stream_threads.c  a one-process walk on several threads
  *   exchange.c        one step (collective under MPI); a tensor in steps
  *   window.c          reading the source: windows, read-ahead, own pieces
  *   rows.c            rows per process, per step, per tile (the budget)
- *   put.c             puts to the sink; a thread's buffers
+ *   stream.c          puts to the sink; a thread's buffers
  *   transpose.c       a transposed row
  */
 #ifndef WSHARD_STREAM_IMPL_H
@@ -30,7 +30,7 @@
 
 /*
  * One COPY piece of the plan, found from its source tensor.  Owned by
- * stream.c, which indexes them (struct stream's refs).
+ * stream_run.c, which indexes them (struct stream's refs).
  */
 struct ref {
 	int rank;
@@ -39,9 +39,9 @@ struct ref {
 };
 
 /*
- * The state of one stream thread.  Owned by stream.c (stream_run sets
- * it up and frees what it set up); stream_threads.c runs clones of it,
- * and put.c grows, empties (for a clone) and releases its buffers.
+ * The state of one stream thread.  Owned by stream.c, which grows its
+ * buffers, empties them for a clone (a thread of stream_threads.c) and
+ * releases them; stream_run.c sets up the run's and frees what it set up.
  */
 struct stream {
 	const struct wshard_plan *plan;
@@ -127,32 +127,32 @@ static inline bool exchanged(const struct stream *s, uint32_t src)
  */
 void stream_transpose_row(const struct wshard_piece *p, const char *src, char *dst);
 
-/* put.c: grows *buf to need bytes.  Returns WSHARD_OK or WSHARD_ENOMEM. */
+/* stream.c: grows *buf to need bytes.  Returns WSHARD_OK or WSHARD_ENOMEM. */
 enum wshard_err stream_grow(char **buf, size_t *cap, size_t need,
 			    struct wshard_error *err);
 
-/* put.c: unmaps the window mapped last, if any. */
+/* stream.c: unmaps the window mapped last, if any. */
 void stream_unmap_window(struct stream *s);
 
-/* put.c: frees a stream's own buffers. */
+/* stream.c: frees a stream's own buffers. */
 void stream_release(struct stream *s);
 
 /*
- * put.c: makes c a stream for another thread, slot slot: s's plan and
+ * stream.c: makes c a stream for another thread, slot slot: s's plan and
  * sink, buffers of its own (none yet).  Returns false when out of memory
  * (c is then still for stream_release).
  */
 bool stream_clone(const struct stream *s, struct stream *c, unsigned slot);
 
 /*
- * put.c: hands rows [x, y) of piece ref to the sink; rows start at src
+ * stream.c: hands rows [x, y) of piece ref to the sink; rows start at src
  * (stride apart).  Errors go to s->local.
  */
 void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		     uint64_t y, const char *src, uint64_t stride);
 
 /*
- * put.c: puts output rows [j0, j0 + m) of source row r of
+ * stream.c: puts output rows [j0, j0 + m) of source row r of
  * transposed piece ref (the elements [j0, j0 + m) of every sub-row,
  * transposed): src holds, for each of the piece's tr_rows sub-rows, those
  * m elements, back to back.  STAGE_BYTES of output a put.  Errors go to
@@ -162,7 +162,7 @@ void stream_put_tile(struct stream *s, const struct ref *ref, uint64_t r, uint64
 		     uint64_t m, const char *src);
 
 /*
- * put.c: puts the zero padding and constants of this process's ranks.
+ * stream.c: puts the zero padding and constants of this process's ranks.
  * Errors go to s->local; returns WSHARD_OK.
  */
 enum wshard_err stream_put_generated(struct stream *s);

@@ -5,7 +5,7 @@
  * vLLM output dimension first), or Llama 4's q/k heads, whose rows vLLM
  * takes even ones first (elements of a row each).  Only such pieces
  * come here; every other copy stays a memcpy or a row conversion in
- * put.c.
+ * stream.c.
  */
 #include <stdint.h>
 #include <string.h>
