@@ -27,6 +27,7 @@
 #include "source/safetensors.h"
 #include "source/catalog.h"
 #include "stream.h"
+#include "transpose.h"
 
 /*
  * One COPY piece of the plan, found from its source tensor.  Owned by
@@ -119,13 +120,6 @@ static inline bool exchanged(const struct stream *s, uint32_t src)
 
 /* Bytes of rows gathered (or converted) into the stage per put. */
 #define STAGE_BYTES ((size_t)256 << 10)
-
-/*
- * transpose.c: one source row of transposed piece p (src: its byte col0)
- * into dst, out_ncols bytes: tr_rows sub-rows of tr_width bytes, tr_stride
- * apart, written transposed (and converted when p->from != p->to).
- */
-void stream_transpose_row(const struct wshard_piece *p, const char *src, char *dst);
 
 /* stream.c: grows *buf to need bytes.  Returns WSHARD_OK or WSHARD_ENOMEM. */
 enum wshard_err stream_grow(char **buf, size_t *cap, size_t need,
