@@ -102,7 +102,9 @@ LIB_SRC := \
 	lib/plan/plan_split.c \
 	lib/plan/plan_view.c \
 	lib/stream/exchange.c \
+	lib/stream/rows.c \
 	lib/stream/stream.c \
+	lib/stream/stream_run.c \
 	lib/stream/stream_threads.c \
 	lib/stream/transpose.c \
 	lib/stream/window.c \

@@ -6,7 +6,9 @@
  * to whom comes from the plan alone, so the step needs no metadata.
  * Several small tensors share one step: the tensors of an MoE layer are
  * small and many, and one exchange each would make the processes meet
- * far more often than the bytes they move are worth.
+ * far more often than the bytes they move are worth.  A larger tensor
+ * goes through steps of its own, one window each, or on one process in
+ * tiles when a row does not fit the budget (stream_tensor).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -196,5 +198,30 @@ enum wshard_err stream_step(struct stream *s, const uint32_t *srcs, size_t nsrc,
 				  s->recvcounts, err))
 		return err->code;
 	put_received(s, srcs, nsrc, w, k);
+	return WSHARD_OK;
+}
+
+/* Streams one source tensor through all its steps. */
+enum wshard_err stream_tensor(struct stream *s, uint32_t src,
+			      struct wshard_error *err)
+{
+	uint64_t w, steps, k;
+	enum wshard_err rc;
+
+	if (!streamed(s, src))
+		return WSHARD_OK;
+	if (s->nprocs == 1 && stream_tiled(s, src)) {
+		/* errors go to s->local, as stream_put_rows's do */
+		for (k = 0; k < s->count[src] && !s->local.code; k++)
+			stream_put_tiled(s, &s->refs[s->first[src] + k]);
+		return WSHARD_OK;
+	}
+	w = stream_window_rows(s, src);
+	steps = stream_steps(s, src, w);
+	for (k = 0; k < steps; k++) {
+		rc = stream_step(s, &src, 1, w, k, err);
+		if (rc)
+			return rc;
+	}
 	return WSHARD_OK;
 }

@@ -1,8 +1,19 @@
 /*
- * stream_impl.h - the state of one stream thread, shared by stream.c
- * (the walk over the source tensors, putting bytes to the sink),
- * window.c (reading the source) and exchange.c (the steps whose bytes
- * travel between MPI processes).  Not part of the API.
+ * stream_impl.h - the stream stage's private header.  Not part of the API.
+ *
+ * The stage takes in a plan (with its catalog, whose source files are
+ * open), the processes of the run (a wshard_comm: one, or MPI's) and a
+ * sink; it gives out the bytes of every tensor of the ranks this process
+ * owns, handed to the sink's put in pieces (stream.h).
+ *
+ * Its files, each calling only those below it:
+ *   stream_run.c      stream_run: set-up, the walk in file order, the end
+ *   stream_threads.c  a one-process walk on several threads
+ *   exchange.c        one step (collective under MPI); a tensor in steps
+ *   window.c          reading the source: windows, read-ahead, own pieces
+ *   rows.c            rows per process, per step, per tile (the budget)
+ *   stream.c          puts to the sink; a thread's buffers
+ *   transpose.c       a transposed row
  */
 #ifndef WSHARD_STREAM_IMPL_H
 #define WSHARD_STREAM_IMPL_H
@@ -16,14 +27,23 @@
 #include "source/safetensors.h"
 #include "source/catalog.h"
 #include "stream.h"
+#include "transpose.h"
 
-/* One COPY piece of the plan, found from its source tensor. */
+/*
+ * One COPY piece of the plan, found from its source tensor.  Owned by
+ * stream_run.c, which indexes them (struct stream's refs).
+ */
 struct ref {
 	int rank;
 	uint32_t tensor;
 	uint32_t piece;
 };
 
+/*
+ * The state of one stream thread.  Owned by stream.c, which grows its
+ * buffers, empties them for a clone (a thread of stream_threads.c) and
+ * releases them; stream_run.c sets up the run's and frees what it set up.
+ */
 struct stream {
 	const struct wshard_plan *plan;
 	struct wshard_comm *comm;
@@ -101,54 +121,29 @@ static inline bool exchanged(const struct stream *s, uint32_t src)
 /* Bytes of rows gathered (or converted) into the stage per put. */
 #define STAGE_BYTES ((size_t)256 << 10)
 
-/* Grows *buf to need bytes.  Returns WSHARD_OK or WSHARD_ENOMEM. */
+/* stream.c: grows *buf to need bytes.  Returns WSHARD_OK or WSHARD_ENOMEM. */
 enum wshard_err stream_grow(char **buf, size_t *cap, size_t need,
 			    struct wshard_error *err);
 
+/* stream.c: unmaps the window mapped last, if any. */
+void stream_unmap_window(struct stream *s);
+
+/* stream.c: frees a stream's own buffers. */
+void stream_release(struct stream *s);
+
 /*
- * Hands rows [x, y) of piece ref to the sink; rows start at src (stride
- * apart).  Errors go to s->local.
+ * stream.c: makes c a stream for another thread, slot slot: s's plan and
+ * sink, buffers of its own (none yet).  Returns false when out of memory
+ * (c is then still for stream_release).
+ */
+bool stream_clone(const struct stream *s, struct stream *c, unsigned slot);
+
+/*
+ * stream.c: hands rows [x, y) of piece ref to the sink; rows start at src
+ * (stride apart).  Errors go to s->local.
  */
 void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		     uint64_t y, const char *src, uint64_t stride);
-
-/*
- * transpose.c: one source row of transposed piece p (src: its byte col0)
- * into dst, out_ncols bytes: tr_rows sub-rows of tr_width bytes, tr_stride
- * apart, written transposed (and converted when p->from != p->to).
- */
-void stream_transpose_row(const struct wshard_piece *p, const char *src, char *dst);
-
-/*
- * The rows [*a, *b) process q reads of source tensor src at step k:
- * windows of w rows, or with w == 0 its whole block in one step.
- */
-void stream_rows_of(const struct stream *s, uint32_t src, int q, uint64_t w,
-		    uint64_t k, uint64_t *a, uint64_t *b);
-
-/* window.c: reads (or maps) rows [a, b) of source tensor t (rb bytes a row) into s;
- * NULL if there is no buffer at all. */
-const char *stream_read_window(struct stream *s, const struct wshard_src_tensor *t,
-			       uint64_t rb, uint64_t a, uint64_t b);
-
-/* Rows per window of source tensor src: what the memory budget allows
- * (at least one). */
-uint64_t stream_window_rows(const struct stream *s, uint32_t src);
-
-/*
- * Whether source tensor src is copied in tiles (stream_put_tiled): a
- * seekable source, transposed pieces only, and one source row (a whole
- * expert) more than the budget allows.  From the plan and the budget
- * alone, so every MPI process decides the same.
- */
-bool stream_tiled(const struct stream *s, uint32_t src);
-
-/*
- * window.c: puts all of transposed piece ref, read by this process in
- * tiles of output rows that fit the budget, whatever the size of a
- * source row.  Errors go to s->local.
- */
-void stream_put_tiled(struct stream *s, const struct ref *ref);
 
 /*
  * stream.c: puts output rows [j0, j0 + m) of source row r of
@@ -161,15 +156,53 @@ void stream_put_tile(struct stream *s, const struct ref *ref, uint64_t r, uint64
 		     uint64_t m, const char *src);
 
 /*
+ * stream.c: puts the zero padding and constants of this process's ranks.
+ * Errors go to s->local; returns WSHARD_OK.
+ */
+enum wshard_err stream_put_generated(struct stream *s);
+
+/*
+ * rows.c: the rows [*a, *b) process q reads of source tensor src at step
+ * k: windows of w rows, or with w == 0 its whole block in one step.
+ */
+void stream_rows_of(const struct stream *s, uint32_t src, int q, uint64_t w,
+		    uint64_t k, uint64_t *a, uint64_t *b);
+
+/* rows.c: steps of source tensor src in windows of w rows: the most any
+ * process needs. */
+uint64_t stream_steps(const struct stream *s, uint32_t src, uint64_t w);
+
+/* rows.c: rows per window of source tensor src: what the memory budget
+ * allows (at least one). */
+uint64_t stream_window_rows(const struct stream *s, uint32_t src);
+
+/*
+ * rows.c: whether source tensor src is copied in tiles (stream_put_tiled):
+ * a seekable source, transposed pieces only, and one source row (a whole
+ * expert) more than the budget allows.  From the plan and the budget
+ * alone, so every MPI process decides the same.
+ */
+bool stream_tiled(const struct stream *s, uint32_t src);
+
+/* window.c: reads (or maps) rows [a, b) of source tensor t (rb bytes a row) into s;
+ * NULL if there is no buffer at all. */
+const char *stream_read_window(struct stream *s, const struct wshard_src_tensor *t,
+			       uint64_t rb, uint64_t a, uint64_t b);
+
+/*
+ * window.c: puts all of transposed piece ref, read by this process in
+ * tiles of output rows that fit the budget, whatever the size of a
+ * source row.  Errors go to s->local.
+ */
+void stream_put_tiled(struct stream *s, const struct ref *ref);
+
+/*
  * window.c: how many source tensors from order[0] (of n) one thread takes
  * at once: a run of small tensors of one file read through one read-ahead
  * span, else 1; *end is where the run's bytes end (UINT64_MAX for one).
  */
 size_t stream_run_of(const struct wshard_catalog *cat, const uint32_t *order, size_t n,
 		     uint64_t *end);
-
-/* window.c: unmaps the window mapped last, if any. */
-void stream_unmap_window(struct stream *s);
 
 /* window.c: whether source tensor src is read by its owners (an MPI run,
  * seekable source), decided from the plan alone. */
@@ -178,18 +211,6 @@ bool stream_own_pieces(const struct stream *s, uint32_t src);
 /* window.c: streams this process's pieces of source tensor src, read by
  * itself. */
 void stream_own(struct stream *s, uint32_t src);
-
-/* stream.c: streams every piece of source tensor src (in windows or
- * steps); frees a stream's own buffers. */
-enum wshard_err stream_tensor(struct stream *s, uint32_t src, struct wshard_error *err);
-void stream_release(struct stream *s);
-
-/* stream_threads.c: whether a one-process run streams on several threads
- * (a seekable source, a threadsafe sink, no fault injection), and that
- * run over order[0..n). */
-bool stream_use_threads(const struct stream *s);
-enum wshard_err stream_threads(struct stream *s, const uint32_t *order, size_t n,
-			       struct wshard_error *err);
 
 /*
  * exchange.c: one step of the source tensors srcs[0..n): step k of
@@ -200,5 +221,16 @@ enum wshard_err stream_threads(struct stream *s, const uint32_t *order, size_t n
  */
 enum wshard_err stream_step(struct stream *s, const uint32_t *srcs, size_t nsrc,
 			    uint64_t w, uint64_t k, struct wshard_error *err);
+
+/* exchange.c: streams every piece of source tensor src (in windows or
+ * steps). */
+enum wshard_err stream_tensor(struct stream *s, uint32_t src, struct wshard_error *err);
+
+/* stream_threads.c: whether a one-process run streams on several threads
+ * (a seekable source, a threadsafe sink, no fault injection), and that
+ * run over order[0..n). */
+bool stream_use_threads(const struct stream *s);
+enum wshard_err stream_threads(struct stream *s, const uint32_t *order, size_t n,
+			       struct wshard_error *err);
 
 #endif /* WSHARD_STREAM_IMPL_H */

@@ -6,7 +6,6 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "wshard.h"
@@ -68,23 +67,6 @@ bool stream_use_threads(const struct stream *s)
 {
 	return s->nprocs == 1 && s->seekable && s->sink->threadsafe &&
 	       stream_nthreads() >= 2 && !wshard_hooks_get()->fault;
-}
-
-/* A stream for another thread: the same plan and sink, its own buffers. */
-static bool stream_clone(const struct stream *s, struct stream *c, unsigned slot)
-{
-	*c = *s;
-	c->window = c->stage = c->held = c->sendbuf = c->recvbuf = c->map = c->ra = NULL;
-	c->window_cap = c->stage_cap = c->held_cap = c->send_cap = c->recv_cap = 0;
-	c->ra_cap = c->ra_len = 0;
-	c->progress = NULL;
-	c->slot = slot;
-	memset(&c->stats, 0, sizeof(c->stats));
-	wshard_error_clear(&c->local);
-	c->sendcounts = calloc(1, sizeof(uint64_t));
-	c->recvcounts = calloc(1, sizeof(uint64_t));
-	c->senddispl = calloc(1, sizeof(uint64_t));
-	return c->sendcounts && c->recvcounts && c->senddispl;
 }
 
 /* Adds a finished clone's counts and first error to s, and frees it. */

@@ -13,7 +13,7 @@
 #include "wshard.h"
 #include "base/dtype.h"
 #include "base/fpconv.h"
-#include "stream_impl.h"
+#include "transpose.h"
 
 /* Sub-rows per tile: a tile's reads and writes stay in the cache. */
 #define TILE 32

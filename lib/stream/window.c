@@ -51,13 +51,6 @@ static int map_window(struct stream *s, const struct wshard_st *st, uint64_t off
 	return 0;
 }
 
-void stream_unmap_window(struct stream *s)
-{
-	if (s->map)
-		munmap(s->map, s->map_len);
-	s->map = NULL;
-}
-
 /* The test hook WSHARD_FAULT=read: fails this read of st, once. */
 static bool read_fault(struct stream *s, const struct wshard_st *st)
 {
