@@ -250,16 +250,6 @@ static enum wshard_err check_required(struct wshard_plan *plan,
 	return WSHARD_OK;
 }
 
-void plan_config_init(struct wshard_config *out, const struct wshard_catalog *cat,
-		      const struct wshard_rules *rules)
-{
-	*out = cat->config;
-	if (cat->has_config && rules->defaults) {
-		out->defaults = rules->defaults;
-		catalog_config_fields(out);
-	}
-}
-
 /* Layers the checkpoint should have: config.json, else the highest seen + 1. */
 long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules)
 {
