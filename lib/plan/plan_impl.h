@@ -8,14 +8,16 @@
  *
  * The calls run one way: plan.c, the driver (wshard_plan_build), calls
  * every other file; plan_split.c cuts an item, through plan_view.c for
- * the views; plan_match.c matches sources to rules; plan_layout.c,
- * plan_expert.c and plan_image_norm.c answer plan.c; and all of them
- * build on plan_piece.c, which calls none of them.
+ * the views; plan_match.c matches sources to rules, through
+ * plan_shape.c for their shapes; plan_layout.c, plan_expert.c and
+ * plan_image_norm.c answer plan.c; and all of them build on
+ * plan_piece.c, which calls none of them.
  *
  * The shared structs are plan_piece.c's: struct member (one matched
  * source, made by plan_match.c) and struct group_out (one output being
  * built, made by plan.c and filled by plan_split.c and plan_view.c), with
- * the helpers below that read a member's source.
+ * the helpers below that read a member's source; but struct shape_memo
+ * is plan_shape.c's.
  */
 #ifndef WSHARD_PLAN_IMPL_H
 #define WSHARD_PLAN_IMPL_H
@@ -89,6 +91,25 @@ enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 enum wshard_err plan_indivisible(const struct wshard_plan *plan,
 				 const struct member *m, int dim,
 				 uint64_t size, struct wshard_error *err);
+
+/*
+ * A rule's shape as config.json gives it: its expressions name config keys
+ * alone, never a layer or an expert, so each rule's is evaluated once
+ * (a MoE checkpoint has hundreds of thousands of members and a few dozen
+ * rules).  An expression that fails is not kept: its error is met again.
+ */
+struct shape_memo {
+	bool done;
+	uint64_t want[WSHARD_MAX_DIMS];
+};
+
+/* plan_shape.c: m's source against the shape its rule gives, evaluated
+ * into *memo (the rule's) the first time.  Returns WSHARD_OK,
+ * WSHARD_EINVAL (the shapes differ, or no config.json to check against:
+ * the message names the tensor) or an error of evaluating the shape. */
+enum wshard_err plan_check_shape(const struct wshard_plan *plan,
+				 const struct member *m, struct shape_memo *memo,
+				 struct wshard_error *err);
 
 /* plan_match.c: layers the checkpoint should have: config.json's
  * num_hidden_layers, else the highest seen + 1. */
