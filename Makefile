@@ -94,7 +94,7 @@ LIB_SRC := \
 	lib/rules/rules_extra.c \
 	lib/rules/rules_parse.c \
 	lib/rules/rules_scale.c \
-	lib/plan/plan.c \
+	lib/plan/plan_build.c \
 	lib/plan/plan_expert.c \
 	lib/plan/plan_image_norm.c \
 	lib/plan/plan_layout.c \

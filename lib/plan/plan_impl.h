@@ -6,18 +6,19 @@
  * every rank's output tensors as copy pieces and their files' layout,
  * before a byte is read or written.
  *
- * The calls run one way: plan.c, the driver (wshard_plan_build), calls
- * every other file; plan_split.c cuts an item, through plan_view.c for
- * the views; plan_match.c matches sources to rules, through
+ * The calls run one way: plan_build.c, the driver (wshard_plan_build),
+ * calls every other file; plan_split.c cuts an item, through plan_view.c
+ * for the views; plan_match.c matches sources to rules, through
  * plan_shape.c for their shapes; plan_layout.c, plan_expert.c and
- * plan_image_norm.c answer plan.c; and all of them build on
- * plan_piece.c, which calls none of them.
+ * plan_image_norm.c answer plan_build.c; and all of them build on
+ * plan_piece.c, which calls none of them.  This header is the folder's,
+ * no one file's.
  *
  * The shared structs are plan_piece.c's: struct member (one matched
  * source, made by plan_match.c) and struct group_out (one output being
- * built, made by plan.c and filled by plan_split.c and plan_view.c), with
- * the helpers below that read a member's source; but struct shape_memo
- * is plan_shape.c's.
+ * built, made by plan_build.c and filled by plan_split.c and
+ * plan_view.c), with the helpers below that read a member's source; but
+ * struct shape_memo is plan_shape.c's.
  */
 #ifndef WSHARD_PLAN_IMPL_H
 #define WSHARD_PLAN_IMPL_H

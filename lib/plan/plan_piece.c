@@ -24,7 +24,7 @@ enum wshard_err plan_push_piece(struct wshard_out_tensor *t,
 	/*
 	 * Room doubles when the count reaches a power of two (a stacked
 	 * output has a piece per expert: growing by one copied them all each
-	 * time); plan.c's rank_push gives back what is left over.
+	 * time); plan_build.c's rank_push gives back what is left over.
 	 */
 	if ((n & (n - 1)) == 0) {
 		pieces = realloc(t->pieces, (n ? 2 * n : 1) * sizeof(*pieces));

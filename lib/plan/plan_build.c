@@ -1,5 +1,5 @@
 /*
- * plan.c - the whole conversion as data: for every rank, the output
+ * plan_build.c - the whole conversion as data: for every rank, the output
  * tensors (name, dtype, shape, file, offsets) and for each the ordered
  * copy pieces that make it.  A pure function of the catalog, the rules and
  * the options; every error (uncovered tensor, indivisible split, shape
