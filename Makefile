@@ -94,11 +94,13 @@ LIB_SRC := \
 	lib/rules/rules_extra.c \
 	lib/rules/rules_parse.c \
 	lib/rules/rules_scale.c \
-	lib/plan/plan.c \
+	lib/plan/plan_build.c \
 	lib/plan/plan_expert.c \
 	lib/plan/plan_image_norm.c \
 	lib/plan/plan_layout.c \
 	lib/plan/plan_match.c \
+	lib/plan/plan_piece.c \
+	lib/plan/plan_shape.c \
 	lib/plan/plan_split.c \
 	lib/plan/plan_view.c \
 	lib/stream/exchange.c \

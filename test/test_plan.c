@@ -1,7 +1,7 @@
 /*
- * test_plan.c - what plan.c adds to the cut items, checked against values
- * worked out by hand from OUTPUT-CONTRACT.md section 3: tied embeddings,
- * attention scales and the cut of each rank into parts.
+ * test_plan.c - what plan_build.c adds to the cut items, checked against
+ * values worked out by hand from OUTPUT-CONTRACT.md section 3: tied
+ * embeddings, attention scales and the cut of each rank into parts.
  *
  * Checkpoints are written at test time by scripts/gen-checkpoint (under
  * $PYTHON, default python3).  Run from the repository root, or with

@@ -1,8 +1,24 @@
 /*
- * plan_impl.h - what the files of the planner share: plan.c (pieces,
- * groups, layout, wshard_plan_build), plan_match.c (source tensors to
- * rules) and plan_split.c (how one item is cut for every rank).  Not part
- * of the API.
+ * plan_impl.h - what the files of the planner share.  Not part of the
+ * API.  The plan stage takes in a checkpoint's catalog (its tensors and
+ * config.json), the rules of its model class and the options (--tp,
+ * --dtype, --expert-parallel, --max-file-size); it gives out the plan,
+ * every rank's output tensors as copy pieces and their files' layout,
+ * before a byte is read or written.
+ *
+ * The calls run one way: plan_build.c, the driver (wshard_plan_build),
+ * calls every other file; plan_split.c cuts an item, through plan_view.c
+ * for the views; plan_match.c matches sources to rules, through
+ * plan_shape.c for their shapes; plan_layout.c, plan_expert.c and
+ * plan_image_norm.c answer plan_build.c; and all of them build on
+ * plan_piece.c, which calls none of them.  This header is the folder's,
+ * no one file's.
+ *
+ * The shared structs are plan_piece.c's: struct member (one matched
+ * source, made by plan_match.c) and struct group_out (one output being
+ * built, made by plan_build.c and filled by plan_split.c and
+ * plan_view.c), with the helpers below that read a member's source; but
+ * struct shape_memo is plan_shape.c's.
  */
 #ifndef WSHARD_PLAN_IMPL_H
 #define WSHARD_PLAN_IMPL_H
@@ -54,51 +70,47 @@ static inline uint64_t src_row_bytes(const struct wshard_st_tensor *t)
 	return rows ? (t->end - t->begin) / rows : 0;
 }
 
-/*
- * Sorts every rank's tensors into their file order, cuts them into parts
- * and lays out each part's header.  Returns WSHARD_OK, WSHARD_EINVAL (two
- * rules produce one output) or WSHARD_ENOMEM.
- */
-enum wshard_err plan_layout(struct wshard_plan *plan, struct wshard_error *err);
-
-/* The most channels an "image_norm" extra takes. */
-#define WSHARD_IMAGE_NORM_MAX 8
-
-/*
- * The values of an "image_norm" extra (which: its scale or its shift), one
- * per image channel, from the processor config of checkpoint cat as vLLM
- * reads it.  Sets *n to their count (at most WSHARD_IMAGE_NORM_MAX), 0
- * when vLLM holds no such tensor: the map is the identity, or no config
- * asks for one.  Returns WSHARD_OK, WSHARD_EINVAL (a malformed config,
- * naming the file), WSHARD_EIO or WSHARD_ENOMEM.
- */
-enum wshard_err plan_image_norm(const struct wshard_catalog *cat,
-				enum rules_image_norm which, double *vals, size_t *n,
-				struct wshard_error *err);
-
-/* Appends piece p to t at its end.  Returns WSHARD_OK or WSHARD_ENOMEM. */
+/* plan_piece.c: appends piece p to t at its end.  Returns WSHARD_OK or WSHARD_ENOMEM. */
 enum wshard_err plan_push_piece(struct wshard_out_tensor *t,
 				const struct wshard_piece *p,
 				struct wshard_error *err);
 
-/* Appends rows [row0, row0 + nrows) of src, whole rows.  Returns as
- * plan_push_piece. */
+/* plan_piece.c: appends rows [row0, row0 + nrows) of src, whole rows.
+ * Returns as plan_push_piece. */
 enum wshard_err plan_push_rows(const struct wshard_plan *plan,
 			       struct wshard_out_tensor *t, uint32_t src,
 			       uint64_t row0, uint64_t nrows,
 			       struct wshard_error *err);
 
-/* Appends len zero bytes.  Returns as plan_push_piece. */
+/* plan_piece.c: appends len zero bytes.  Returns as plan_push_piece. */
 enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 				struct wshard_error *err);
 
+/* plan_piece.c: the error for dimension dim (size) of m's source not
+ * divisible by --tp, naming the config key of the rule's shape there
+ * when it is a bare one, else the tensor.  Returns WSHARD_EINVAL. */
+enum wshard_err plan_indivisible(const struct wshard_plan *plan,
+				 const struct member *m, int dim,
+				 uint64_t size, struct wshard_error *err);
+
 /*
- * *out: the catalog's config, with the fields config.json omits taken
- * from the rules' "defaults" (the model class's own), as the plan and its
- * checks read it (plan_match.c).
+ * A rule's shape as config.json gives it: its expressions name config keys
+ * alone, never a layer or an expert, so each rule's is evaluated once
+ * (a MoE checkpoint has hundreds of thousands of members and a few dozen
+ * rules).  An expression that fails is not kept: its error is met again.
  */
-void plan_config_init(struct wshard_config *out, const struct wshard_catalog *cat,
-		      const struct wshard_rules *rules);
+struct shape_memo {
+	bool done;
+	uint64_t want[WSHARD_MAX_DIMS];
+};
+
+/* plan_shape.c: m's source against the shape its rule gives, evaluated
+ * into *memo (the rule's) the first time.  Returns WSHARD_OK,
+ * WSHARD_EINVAL (the shapes differ, or no config.json to check against:
+ * the message names the tensor) or an error of evaluating the shape. */
+enum wshard_err plan_check_shape(const struct wshard_plan *plan,
+				 const struct member *m, struct shape_memo *memo,
+				 struct wshard_error *err);
 
 /* plan_match.c: layers the checkpoint should have: config.json's
  * num_hidden_layers, else the highest seen + 1. */
@@ -115,6 +127,10 @@ enum wshard_err plan_match_sources(struct wshard_plan *plan,
 				   struct member **out_members, size_t *out_n,
 				   struct wshard_error *err);
 
+/* plan_split.c: --tp against config.json's head counts, checked once so
+ * that the messages name its fields.  Returns WSHARD_OK or WSHARD_EINVAL. */
+enum wshard_err plan_check_heads(const struct wshard_plan *plan, struct wshard_error *err);
+
 /*
  * plan_split.c: one item of group g from the n members m[] that produce
  * it (the parts of a fused operator, or one source), appended to every
@@ -124,22 +140,6 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 				const struct wshard_rules *rules,
 				struct group_out *g, const struct member *m,
 				size_t n, struct wshard_error *err);
-
-/* plan_expert.c: the rank that holds expert e of num_experts under
- * expert parallelism (plan->placement, over plan->tp ranks). */
-int plan_expert_owner(const struct wshard_plan *plan, long num_experts, long e);
-
-/* plan_expert.c: the placement vLLM uses for opt->placement on this
- * checkpoint.  Returns it. */
-enum wshard_placement plan_effective_placement(const struct wshard_catalog *cat,
-					       const struct wshard_options *opt);
-
-/* plan_split.c: the error for dimension dim (size) of m's source not
- * divisible by --tp, naming the config key of the rule's shape there
- * when it is a bare one, else the tensor.  Returns WSHARD_EINVAL. */
-enum wshard_err plan_indivisible(const struct wshard_plan *plan,
-				 const struct member *m, int dim,
-				 uint64_t size, struct wshard_error *err);
 
 /* plan_view.c: plan->view_rows for the n members m[] whose rule has
  * "rows" (leading dimensions merged into the rows of a "col" split).
@@ -176,6 +176,38 @@ enum wshard_err plan_split_first(const struct wshard_plan *plan, struct group_ou
  * dimensions from view - 1 on merged into one.  Returns WSHARD_OK or
  * WSHARD_EINVAL (fewer dimensions than the view). */
 enum wshard_err plan_view_shape(const struct member *m, uint64_t *shape, int *ndim,
+				struct wshard_error *err);
+
+/* plan_expert.c: the rank that holds expert e of num_experts under
+ * expert parallelism (plan->placement, over plan->tp ranks). */
+int plan_expert_owner(const struct wshard_plan *plan, long num_experts, long e);
+
+/* plan_expert.c: the placement vLLM uses for opt->placement on this
+ * checkpoint.  Returns it. */
+enum wshard_placement plan_effective_placement(const struct wshard_catalog *cat,
+					       const struct wshard_options *opt);
+
+/*
+ * plan_layout.c: sorts every rank's tensors into their file order, cuts
+ * them into parts and lays out each part's header.  Returns WSHARD_OK,
+ * WSHARD_EINVAL (two rules produce one output) or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_layout(struct wshard_plan *plan, struct wshard_error *err);
+
+/* The most channels an "image_norm" extra takes. */
+#define WSHARD_IMAGE_NORM_MAX 8
+
+/*
+ * plan_image_norm.c: the values of an "image_norm" extra (which: its
+ * scale or its shift), one per image channel, from the processor config
+ * of checkpoint cat as vLLM reads it.  Sets *n to their count (at most
+ * WSHARD_IMAGE_NORM_MAX), 0 when vLLM holds no such tensor: the map is
+ * the identity, or no config asks for one.  Returns WSHARD_OK,
+ * WSHARD_EINVAL (a malformed config, naming the file), WSHARD_EIO or
+ * WSHARD_ENOMEM.
+ */
+enum wshard_err plan_image_norm(const struct wshard_catalog *cat,
+				enum rules_image_norm which, double *vals, size_t *n,
 				struct wshard_error *err);
 
 #endif /* WSHARD_PLAN_IMPL_H */

@@ -1,7 +1,9 @@
 /*
  * plan_match.c - every source tensor matched to the rule that consumes
  * it, and the checks that need the whole match: no tensor left
- * uncovered, no required tensor missing, every shape as config.json says.
+ * uncovered, no required tensor missing, every shape as config.json says
+ * (each checked by plan_shape.c).  Large checkpoints match on several
+ * threads, a share of the tensors each.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -57,57 +59,6 @@ static int cmp_member(const void *a, const void *b)
 	if (x->rule->part != y->rule->part)
 		return x->rule->part < y->rule->part ? -1 : 1;
 	return x->src < y->src ? -1 : (x->src > y->src);
-}
-
-/*
- * A rule's shape as config.json gives it: its expressions name config keys
- * alone, never a layer or an expert, so each rule's is evaluated once
- * (a MoE checkpoint has hundreds of thousands of members and a few dozen
- * rules).  An expression that fails is not kept: its error is met again.
- */
-struct shape_memo {
-	bool done;
-	uint64_t want[WSHARD_MAX_DIMS];
-};
-
-static enum wshard_err check_shape(const struct wshard_plan *plan,
-				   const struct member *m, struct shape_memo *memo,
-				   struct wshard_error *err)
-{
-	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	const struct rules_rule *r = m->rule;
-	uint64_t *want = memo->want;
-	char have_s[160], want_s[160], expr_s[300];
-	size_t o = 0;
-	int i;
-	enum wshard_err rc;
-
-	if (r->nshape < 0)
-		return WSHARD_OK;
-	if (!plan->cat->has_config)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s' has no config.json to check shapes against",
-					plan->cat->path);
-	for (i = 0; i < r->nshape && !memo->done; i++) {
-		int64_t v;
-
-		rc = expr_eval_dim(plan->config, r->shape[i], m->rule->match, &v, err);
-		if (rc)
-			return rc;
-		want[i] = (uint64_t)v;
-	}
-	memo->done = true;
-	if (r->nshape == t->ndim && memcmp(want, t->shape, sizeof(uint64_t) * (size_t)t->ndim) == 0)
-		return WSHARD_OK;
-	expr_s[0] = '\0';	/* "shape": [] names no expression */
-	for (i = 0; i < r->nshape; i++)
-		o += (size_t)snprintf(expr_s + o, sizeof(expr_s) - WSHARD_MIN(o, sizeof(expr_s)),
-				      "%s%s", i ? ", " : "", r->shape[i]);
-	wshard_format_shape(have_s, sizeof(have_s), t->shape, t->ndim);
-	wshard_format_shape(want_s, sizeof(want_s), want, r->nshape);
-	return wshard_error_set(err, WSHARD_EINVAL,
-				"tensor '%s' has shape %s but config.json gives [%s] = %s",
-				t->name, have_s, expr_s, want_s);
 }
 
 static enum wshard_err report_uncovered(const struct wshard_plan *plan,
@@ -248,16 +199,6 @@ static enum wshard_err check_required(struct wshard_plan *plan,
 		}
 	}
 	return WSHARD_OK;
-}
-
-void plan_config_init(struct wshard_config *out, const struct wshard_catalog *cat,
-		      const struct wshard_rules *rules)
-{
-	*out = cat->config;
-	if (cat->has_config && rules->defaults) {
-		out->defaults = rules->defaults;
-		catalog_config_fields(out);
-	}
 }
 
 /* Layers the checkpoint should have: config.json, else the highest seen + 1. */
@@ -465,7 +406,8 @@ static void *match_part(void *arg)
 		}
 	}
 	for (i = 0; i < pt->n && !pt->err.code && !pt->shape_err.code; i++)
-		check_shape(plan, &pt->m[i], &memo[pt->m[i].rule - rules->rules], &pt->shape_err);
+		plan_check_shape(plan, &pt->m[i], &memo[pt->m[i].rule - rules->rules],
+				 &pt->shape_err);
 	free(memo);
 	if (!pt->err.code)
 		qsort(pt->m, pt->n, sizeof(*pt->m), cmp_member);
@@ -499,109 +441,190 @@ static void merge_parts(struct match_part *pt, int np, struct member *out)
 	}
 }
 
+/*
+ * One matching of a whole checkpoint: np parts, each with its own slice
+ * (at its first tensor) of the four lists and its own seen and cond.
+ */
+struct match_run {
+	struct matching mt;		/* seen: every part's, merged */
+	size_t nseen, ncond;		/* the sizes of a seen and a cond */
+	int np;
+	struct match_part pt[MATCH_THREADS];
+	struct member *members;
+	uint32_t *uncovered, *left;
+	const struct rules_rule **lrule;
+};
+
+/* Sizes *run for plan's tensors and gives every part its share.
+ * Returns WSHARD_OK or WSHARD_ENOMEM. */
+static enum wshard_err start_run(const struct wshard_plan *plan,
+				 const struct wshard_rules *rules, struct match_run *run,
+				 struct wshard_error *err)
+{
+	size_t nt = plan->cat->ntensors;
+	struct match_part *pt = run->pt;
+	int p;
+
+	memset(run, 0, sizeof(*run));
+	run->mt.rules = rules;
+	run->mt.tied = is_tied(rules, plan->config);
+	run->np = match_threads(nt);
+	run->members = calloc(nt + 1, sizeof(*run->members));
+	run->uncovered = calloc(nt + 1, sizeof(*run->uncovered));
+	run->left = calloc(nt + 1, sizeof(*run->left));
+	run->lrule = calloc(nt + 1, sizeof(*run->lrule));
+	run->mt.nlayers = plan_count_layers(plan, rules);
+	count_width(plan, &run->mt);
+	run->nseen = rules->nrules * (size_t)(run->mt.width + 1) + 1;
+	run->ncond = rules->nrules * (size_t)(run->mt.width + 2) + 1;
+	run->mt.seen = calloc(run->nseen, sizeof(bool));
+	if (!run->members || !run->uncovered || !run->left || !run->lrule || !run->mt.seen)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	/* each part writes its own share of the three lists, in tensor order */
+	for (p = 0; p < run->np; p++) {
+		pt[p].plan = plan;
+		pt[p].mt = run->mt;
+		pt[p].a = nt * (size_t)p / (size_t)run->np;
+		pt[p].b = nt * (size_t)(p + 1) / (size_t)run->np;
+		pt[p].m = run->members + pt[p].a;
+		pt[p].un = run->uncovered + pt[p].a;
+		pt[p].left = run->left + pt[p].a;
+		pt[p].lrule = run->lrule + pt[p].a;
+		pt[p].mt.seen = calloc(run->nseen, sizeof(bool));
+		pt[p].mt.cond = calloc(run->ncond, 1);
+		if (!pt[p].mt.seen || !pt[p].mt.cond)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
+
+/* Matches every part: the first on this thread, with those whose thread
+ * did not start, the others each on a thread of its own. */
+static void run_parts(struct match_run *run)
+{
+	pthread_t tid[MATCH_THREADS];
+	int started = 0, p;
+
+	for (p = 1; p < run->np; p++, started++)
+		if (pthread_create(&tid[p - 1], NULL, match_part, &run->pt[p]))
+			break;
+	match_part(&run->pt[0]);
+	for (p = started + 1; p < run->np; p++)	/* the threads that did not start */
+		match_part(&run->pt[p]);
+	for (p = 0; p < started; p++)
+		pthread_join(tid[p], NULL);
+}
+
+/*
+ * The parts' results in tensor order: the first matching error, every
+ * rule's layers seen, the uncovered tensors (*out_nun of them, moved to
+ * the front of run->uncovered), the left-out ones recorded in the plan,
+ * and the count of members in *out_n.  Returns WSHARD_OK, the error of a
+ * part, or WSHARD_ENOMEM.
+ */
+static enum wshard_err gather_parts(struct wshard_plan *plan, struct match_run *run,
+				    size_t *out_nun, size_t *out_n,
+				    struct wshard_error *err)
+{
+	const struct match_part *pt = run->pt;
+	enum wshard_err rc = WSHARD_OK;
+	size_t i, k;
+	int p;
+
+	/* the first part with an error holds the first tensor with one */
+	for (p = 0; p < run->np && !rc; p++)
+		if (pt[p].err.code)
+			rc = wshard_error_set(err, pt[p].err.code, "%s", pt[p].err.msg);
+	for (p = 0; p < run->np && !rc; p++) {
+		for (k = 0; k < run->nseen; k++)
+			run->mt.seen[k] |= pt[p].mt.seen[k];
+		memmove(run->uncovered + *out_nun, pt[p].un, pt[p].nun * sizeof(*run->uncovered));
+		*out_nun += pt[p].nun;
+		for (i = 0; i < pt[p].nleft && !rc; i++)
+			rc = plan_left_out(plan, plan->cat->tensors[pt[p].left[i]].name,
+					   pt[p].lrule[i]->reason, err);
+		*out_n += pt[p].n;
+	}
+	return rc;
+}
+
+/*
+ * The checks that need the whole match, in the order their errors are
+ * given: uncovered tensors, none to convert, required ones missing, then
+ * the first member of a wrong shape.  Returns WSHARD_OK or WSHARD_EINVAL.
+ */
+static enum wshard_err check_match(struct wshard_plan *plan, const struct match_run *run,
+				   size_t nun, size_t n, struct wshard_error *err)
+{
+	const struct matching *mt = &run->mt;
+	enum wshard_err rc;
+	int p;
+
+	if (nun)
+		rc = report_uncovered(plan, run->uncovered, nun, err);
+	else if (n == 0)
+		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s' has no tensors to convert",
+				      plan->cat->path);
+	else
+		rc = check_required(plan, mt->rules, mt->seen, mt->nlayers, mt->width, mt->tied,
+				    err);
+	for (p = 0; p < run->np && !rc; p++)
+		if (run->pt[p].shape_err.code)
+			rc = wshard_error_set(err, run->pt[p].shape_err.code, "%s",
+					      run->pt[p].shape_err.msg);
+	return rc;
+}
+
+/* Frees what run holds; with its members, their names too. */
+static void release_run(struct match_run *run)
+{
+	size_t i;
+	int p;
+
+	for (p = 0; run->members && p < run->np; p++)
+		for (i = 0; i < run->pt[p].n; i++)
+			free(run->pt[p].m[i].out);
+	for (p = 0; p < run->np; p++) {
+		free(run->pt[p].mt.seen);
+		free(run->pt[p].mt.cond);
+	}
+	free(run->members);
+	free(run->uncovered);
+	free(run->left);
+	free(run->lrule);
+	free(run->mt.seen);
+}
+
 enum wshard_err plan_match_sources(struct wshard_plan *plan,
 				   const struct wshard_rules *rules,
 				   struct member **out_members, size_t *out_n,
 				   struct wshard_error *err)
 {
-	const struct wshard_catalog *cat = plan->cat;
-	struct matching mt = { .rules = rules, .tied = is_tied(rules, plan->config) };
-	size_t nt = cat->ntensors, nseen, ncond, n = 0, nun = 0, i, k;
-	struct member *members = calloc(nt + 1, sizeof(*members));
-	uint32_t *uncovered = calloc(nt + 1, sizeof(*uncovered));
-	uint32_t *left = calloc(nt + 1, sizeof(*left));
-	const struct rules_rule **lrule = calloc(nt + 1, sizeof(*lrule));
-	int np = match_threads(nt), started = 0, p;
-	struct match_part pt[MATCH_THREADS];
-	pthread_t tid[MATCH_THREADS];
-	enum wshard_err rc = WSHARD_OK;
+	struct match_run run;
+	size_t n = 0, nun = 0;
+	enum wshard_err rc;
 
 	*out_members = NULL;
 	*out_n = 0;
-	memset(pt, 0, sizeof(pt));
-	mt.nlayers = plan_count_layers(plan, rules);
-	count_width(plan, &mt);
-	nseen = rules->nrules * (size_t)(mt.width + 1) + 1;
-	ncond = rules->nrules * (size_t)(mt.width + 2) + 1;
-	mt.seen = calloc(nseen, sizeof(bool));
-	if (!members || !uncovered || !left || !lrule || !mt.seen) {
-		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		goto out;
+	rc = start_run(plan, rules, &run, err);
+	if (!rc) {
+		run_parts(&run);
+		rc = gather_parts(plan, &run, &nun, &n, err);
 	}
-	/* each part writes its own share of the three lists, in tensor order */
-	for (p = 0; p < np; p++) {
-		pt[p].plan = plan;
-		pt[p].mt = mt;
-		pt[p].a = nt * (size_t)p / (size_t)np;
-		pt[p].b = nt * (size_t)(p + 1) / (size_t)np;
-		pt[p].m = members + pt[p].a;
-		pt[p].un = uncovered + pt[p].a;
-		pt[p].left = left + pt[p].a;
-		pt[p].lrule = lrule + pt[p].a;
-		pt[p].mt.seen = calloc(nseen, sizeof(bool));
-		pt[p].mt.cond = calloc(ncond, 1);
-		if (!pt[p].mt.seen || !pt[p].mt.cond) {
+	if (!rc)
+		rc = check_match(plan, &run, nun, n, err);
+	if (!rc) {
+		*out_members = malloc((n + 1) * sizeof(**out_members));
+		if (!*out_members)
 			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-			goto out;
-		}
 	}
-	for (p = 1; p < np; p++, started++)
-		if (pthread_create(&tid[p - 1], NULL, match_part, &pt[p]))
-			break;
-	match_part(&pt[0]);
-	for (p = started + 1; p < np; p++)	/* the threads that did not start */
-		match_part(&pt[p]);
-	for (p = 0; p < started; p++)
-		pthread_join(tid[p], NULL);
-	/* the first part with an error holds the first tensor with one */
-	for (p = 0; p < np && !rc; p++)
-		if (pt[p].err.code)
-			rc = wshard_error_set(err, pt[p].err.code, "%s", pt[p].err.msg);
-	for (p = 0; p < np && !rc; p++) {
-		for (k = 0; k < nseen; k++)
-			mt.seen[k] |= pt[p].mt.seen[k];
-		memmove(uncovered + nun, pt[p].un, pt[p].nun * sizeof(*uncovered));
-		nun += pt[p].nun;
-		for (i = 0; i < pt[p].nleft && !rc; i++)
-			rc = plan_left_out(plan, cat->tensors[pt[p].left[i]].name,
-					   pt[p].lrule[i]->reason, err);
-		n += pt[p].n;
+	if (!rc) {
+		/* the names move to *out_members: run gives back the rest */
+		merge_parts(run.pt, run.np, *out_members);
+		*out_n = n;
+		free(run.members);
+		run.members = NULL;
 	}
-	if (rc)
-		goto out;
-	if (nun)
-		rc = report_uncovered(plan, uncovered, nun, err);
-	else if (n == 0)
-		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s' has no tensors to convert",
-				      plan->cat->path);
-	else
-		rc = check_required(plan, rules, mt.seen, mt.nlayers, mt.width, mt.tied, err);
-	for (p = 0; p < np && !rc; p++)
-		if (pt[p].shape_err.code)
-			rc = wshard_error_set(err, pt[p].shape_err.code, "%s", pt[p].shape_err.msg);
-	if (rc)
-		goto out;
-	*out_members = malloc((n + 1) * sizeof(*members));
-	if (!*out_members) {
-		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		goto out;
-	}
-	merge_parts(pt, np, *out_members);
-	*out_n = n;
-	free(members);
-	members = NULL;
-out:
-	for (p = 0; members && p < np; p++)
-		for (i = 0; i < pt[p].n; i++)
-			free(pt[p].m[i].out);
-	for (p = 0; p < np; p++) {
-		free(pt[p].mt.seen);
-		free(pt[p].mt.cond);
-	}
-	free(members);
-	free(uncovered);
-	free(left);
-	free(lrule);
-	free(mt.seen);
+	release_run(&run);
 	return rc;
 }

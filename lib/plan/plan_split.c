@@ -22,25 +22,8 @@
 
 #define VOCAB_PAD 64
 
-enum wshard_err plan_indivisible(const struct wshard_plan *plan,
-				 const struct member *m, int dim,
-				 uint64_t size, struct wshard_error *err)
-{
-	const char *expr = m->rule->nshape > dim ? m->rule->shape[dim] : NULL;
-
-	if (expr_is_bare_key(expr))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"%s=%llu is not divisible by --tp %d", expr,
-					(unsigned long long)size, plan->tp);
-	return wshard_error_set(err, WSHARD_EINVAL,
-				"tensor '%s': dimension %d (%llu) is not divisible by --tp %d",
-				src_name(plan, m->src), dim, (unsigned long long)size,
-				plan->tp);
-}
-
 /* Checks the head counts once, so the messages name config.json's fields. */
-static enum wshard_err check_heads(const struct wshard_plan *plan,
-				   struct wshard_error *err)
+enum wshard_err plan_check_heads(const struct wshard_plan *plan, struct wshard_error *err)
 {
 	const struct wshard_config *c = plan->config;
 	int tp = plan->tp;
@@ -65,62 +48,6 @@ static enum wshard_err check_heads(const struct wshard_plan *plan,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"--tp %d is not a multiple of num_key_value_heads=%lld",
 					tp, (long long)c->num_key_value_heads);
-	return WSHARD_OK;
-}
-
-/*
- * A required row or column split whose size is one config.json key
- * (DeepSeek-V4's attn_sink by num_attention_heads): refused here as the
- * plan would refuse it, before the index and headers are read.  Rules
- * with a condition, optional ones, dtype alternatives and experts (whose
- * split --expert-parallel changes) are left to the plan.
- */
-static enum wshard_err check_bare_split(const struct wshard_plan *plan,
-					const struct rules_rule *rule,
-					struct wshard_error *err)
-{
-	int dim = rule->kind == RULE_ROW ? 0 : 1;
-	const char *expr = rule->nshape > dim ? rule->shape[dim] : NULL;
-	struct wshard_error ignored = { 0 };
-	int64_t v = 0;
-
-	if ((rule->kind != RULE_ROW && rule->kind != RULE_COL) || rule->optional ||
-	    rule->cond || rule->from || rule->rows || strstr(rule->match, "{e}") ||
-	    !expr_is_bare_key(expr) ||
-	    expr_eval_dim(plan->config, expr, rule->match, &v, &ignored) || v <= 0 ||
-	    v % plan->tp == 0)
-		return WSHARD_OK;
-	return wshard_error_set(err, WSHARD_EINVAL, "%s=%lld is not divisible by --tp %d",
-				expr, (long long)v, plan->tp);
-}
-
-enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
-					 const struct wshard_rules *rules,
-					 const struct wshard_options *opt,
-					 struct wshard_error *err)
-{
-	struct wshard_config cfg;
-	struct wshard_plan plan = { .tp = opt->tp, .cat = cat, .config = &cfg };
-	const struct wshard_config *c = &cfg;
-	size_t i;
-
-	plan_config_init(&cfg, cat, rules);
-	/* what wshard_plan_build refuses first stays its to refuse */
-	if (opt->tp < 1 || opt->tp > 4096 || !wshard_target_canonical(opt->target, NULL) ||
-	    opt->max_file_size == 0 || (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype)))
-		return WSHARD_OK;
-	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
-		return WSHARD_OK;
-	for (i = 0; i < rules->nrules; i++) {
-		const struct rules_rule *rule = &rules->rules[i];
-
-		if ((rule->kind == RULE_FUSE || rule->kind == RULE_UNPACK) &&
-		    rules->ops[rule->op].kind == OP_QKV)
-			return check_heads(&plan, err);
-	}
-	for (i = 0; i < rules->nrules; i++)
-		if (check_bare_split(&plan, &rules->rules[i], err))
-			return err ? err->code : WSHARD_EINVAL;
 	return WSHARD_OK;
 }
 
@@ -558,7 +485,7 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 		return build_plain(plan, g, &m[0], err);
 	op = &rules->ops[rule->op];
 	if (op->kind == OP_QKV) {
-		rc = check_heads(plan, err);
+		rc = plan_check_heads(plan, err);
 		if (rc)
 			return rc;
 	}

@@ -1,12 +1,14 @@
 /*
- * plan.c - the whole conversion as data: for every rank, the output
+ * plan_build.c - the whole conversion as data: for every rank, the output
  * tensors (name, dtype, shape, file, offsets) and for each the ordered
  * copy pieces that make it.  A pure function of the catalog, the rules and
  * the options; every error (uncovered tensor, indivisible split, shape
  * against config.json) is found here, before any byte is written.
- * This file groups the matched sources by output (plan_match.c matches
- * them), has each item cut for every rank (plan_split.c), adds the
- * constant tensors and has each rank's files laid out (plan_layout.c).
+ * This file checks the options, groups the matched sources by output
+ * (plan_match.c matches them), has each item cut for every rank
+ * (plan_split.c), adds the constant tensors and has each rank's files
+ * laid out (plan_layout.c).  It is the planner's top: it calls the other
+ * files, none of them calls it.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -21,63 +23,8 @@
 #include "source/safetensors.h"
 #include "source/catalog.h"
 #include "rules/rules.h"
+#include "rules/expr.h"
 #include "plan_impl.h"
-
-enum wshard_err plan_push_piece(struct wshard_out_tensor *t,
-				const struct wshard_piece *p,
-				struct wshard_error *err)
-{
-	struct wshard_piece *pieces = t->pieces;
-	size_t n = t->npieces;
-
-	if (p->len == 0)
-		return WSHARD_OK;
-	/*
-	 * Room doubles when the count reaches a power of two (a stacked
-	 * output has a piece per expert: growing by one copied them all each
-	 * time); rank_push gives back what is left over.
-	 */
-	if ((n & (n - 1)) == 0) {
-		pieces = realloc(t->pieces, (n ? 2 * n : 1) * sizeof(*pieces));
-		if (!pieces)
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		t->pieces = pieces;
-	}
-	pieces[t->npieces] = *p;
-	pieces[t->npieces].dst = t->nbytes;
-	if (!p->out_ncols)
-		pieces[t->npieces].out_ncols = p->ncols;
-	t->nbytes += p->len;
-	t->npieces++;
-	return WSHARD_OK;
-}
-
-enum wshard_err plan_push_rows(const struct wshard_plan *plan,
-			       struct wshard_out_tensor *t, uint32_t src,
-			       uint64_t row0, uint64_t nrows,
-			       struct wshard_error *err)
-{
-	const struct wshard_st_tensor *info = src_info(plan, src);
-	struct wshard_piece p = {
-		.kind = WSHARD_PIECE_COPY,
-		.src = src,
-		.row0 = row0,
-		.nrows = nrows,
-		.col0 = 0,
-		.ncols = src_row_bytes(info),
-	};
-
-	p.len = p.nrows * p.ncols;
-	return plan_push_piece(t, &p, err);
-}
-
-enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
-				struct wshard_error *err)
-{
-	struct wshard_piece p = { .kind = WSHARD_PIECE_ZERO, .len = len };
-
-	return plan_push_piece(t, &p, err);
-}
 
 /* Appends t to a rank's list (taking its pieces and name). */
 static enum wshard_err rank_push(struct wshard_rank_plan *rp, size_t *cap,
@@ -479,19 +426,28 @@ const char *wshard_target_canonical(const char *target, const char **out_checked
 	return NULL;
 }
 
-enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
-				  const struct wshard_catalog *cat,
-				  const struct wshard_rules *rules,
-				  const struct wshard_options *opt,
-				  struct wshard_error *err)
+/*
+ * *out: the catalog's config, with the fields config.json omits taken
+ * from the rules' "defaults" (the model class's own), as the plan and its
+ * checks read it.
+ */
+static void config_init(struct wshard_config *out, const struct wshard_catalog *cat,
+			const struct wshard_rules *rules)
 {
-	struct wshard_plan *plan;
-	struct member *m = NULL;
-	size_t n = 0, i, j, *caps = NULL;
-	int r;
-	enum wshard_err rc;
+	*out = cat->config;
+	if (cat->has_config && rules->defaults) {
+		out->defaults = rules->defaults;
+		catalog_config_fields(out);
+	}
+}
 
-	*out_plan = NULL;
+/* The options wshard_plan_build refuses before it reads a tensor.
+ * Returns WSHARD_OK, WSHARD_EUSAGE or WSHARD_EINVAL (no --expert-parallel
+ * for these rules). */
+static enum wshard_err check_options(const struct wshard_rules *rules,
+				     const struct wshard_options *opt,
+				     struct wshard_error *err)
+{
 	if (opt->tp < 1 || opt->tp > 4096)
 		return wshard_error_set(err, WSHARD_EUSAGE, "--tp %d is out of range (1 to 4096)",
 					opt->tp);
@@ -510,6 +466,81 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		return wshard_error_set(err, WSHARD_EUSAGE,
 					"--dtype %s: only bf16, f16 and f32 are targets",
 					wshard_dtype_name(opt->dtype));
+	return WSHARD_OK;
+}
+
+/*
+ * A required row or column split whose size is one config.json key
+ * (DeepSeek-V4's attn_sink by num_attention_heads): refused here as the
+ * plan would refuse it, before the index and headers are read.  Rules
+ * with a condition, optional ones, dtype alternatives and experts (whose
+ * split --expert-parallel changes) are left to the plan.
+ */
+static enum wshard_err check_bare_split(const struct wshard_plan *plan,
+					const struct rules_rule *rule,
+					struct wshard_error *err)
+{
+	int dim = rule->kind == RULE_ROW ? 0 : 1;
+	const char *expr = rule->nshape > dim ? rule->shape[dim] : NULL;
+	struct wshard_error ignored = { 0 };
+	int64_t v = 0;
+
+	if ((rule->kind != RULE_ROW && rule->kind != RULE_COL) || rule->optional ||
+	    rule->cond || rule->from || rule->rows || strstr(rule->match, "{e}") ||
+	    !expr_is_bare_key(expr) ||
+	    expr_eval_dim(plan->config, expr, rule->match, &v, &ignored) || v <= 0 ||
+	    v % plan->tp == 0)
+		return WSHARD_OK;
+	return wshard_error_set(err, WSHARD_EINVAL, "%s=%lld is not divisible by --tp %d",
+				expr, (long long)v, plan->tp);
+}
+
+enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
+					 const struct wshard_rules *rules,
+					 const struct wshard_options *opt,
+					 struct wshard_error *err)
+{
+	struct wshard_config cfg;
+	struct wshard_plan plan = { .tp = opt->tp, .cat = cat, .config = &cfg };
+	const struct wshard_config *c = &cfg;
+	size_t i;
+
+	config_init(&cfg, cat, rules);
+	/* what wshard_plan_build refuses first stays its to refuse */
+	if (opt->tp < 1 || opt->tp > 4096 || !wshard_target_canonical(opt->target, NULL) ||
+	    opt->max_file_size == 0 || (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype)))
+		return WSHARD_OK;
+	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
+		return WSHARD_OK;
+	for (i = 0; i < rules->nrules; i++) {
+		const struct rules_rule *rule = &rules->rules[i];
+
+		if ((rule->kind == RULE_FUSE || rule->kind == RULE_UNPACK) &&
+		    rules->ops[rule->op].kind == OP_QKV)
+			return plan_check_heads(&plan, err);
+	}
+	for (i = 0; i < rules->nrules; i++)
+		if (check_bare_split(&plan, &rules->rules[i], err))
+			return err ? err->code : WSHARD_EINVAL;
+	return WSHARD_OK;
+}
+
+enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
+				  const struct wshard_catalog *cat,
+				  const struct wshard_rules *rules,
+				  const struct wshard_options *opt,
+				  struct wshard_error *err)
+{
+	struct wshard_plan *plan;
+	struct member *m = NULL;
+	size_t n = 0, i, j, *caps = NULL;
+	int r;
+	enum wshard_err rc;
+
+	*out_plan = NULL;
+	rc = check_options(rules, opt, err);
+	if (rc)
+		return rc;
 	plan = calloc(1, sizeof(*plan));
 	if (!plan)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
@@ -522,7 +553,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		free(plan);
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
-	plan_config_init(plan->config, cat, rules);
+	config_init(plan->config, cat, rules);
 	plan->placement = plan_effective_placement(cat, opt);
 	plan->rules_name = strdup(rules->name);
 	plan->ranks = calloc((size_t)opt->tp, sizeof(*plan->ranks));

@@ -1,0 +1,85 @@
+/*
+ * plan_piece.c - the pieces every planner file builds an output tensor
+ * from: a source's whole rows, zero bytes, any piece appended at the
+ * tensor's end, and the error for a split that does not divide.  It calls
+ * no other file of the planner: they all build on it.
+ */
+#include <stdlib.h>
+
+#include "wshard.h"
+#include "source/safetensors.h"
+#include "rules/rules.h"
+#include "rules/expr.h"
+#include "plan_impl.h"
+
+enum wshard_err plan_push_piece(struct wshard_out_tensor *t,
+				const struct wshard_piece *p,
+				struct wshard_error *err)
+{
+	struct wshard_piece *pieces = t->pieces;
+	size_t n = t->npieces;
+
+	if (p->len == 0)
+		return WSHARD_OK;
+	/*
+	 * Room doubles when the count reaches a power of two (a stacked
+	 * output has a piece per expert: growing by one copied them all each
+	 * time); plan_build.c's rank_push gives back what is left over.
+	 */
+	if ((n & (n - 1)) == 0) {
+		pieces = realloc(t->pieces, (n ? 2 * n : 1) * sizeof(*pieces));
+		if (!pieces)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		t->pieces = pieces;
+	}
+	pieces[t->npieces] = *p;
+	pieces[t->npieces].dst = t->nbytes;
+	if (!p->out_ncols)
+		pieces[t->npieces].out_ncols = p->ncols;
+	t->nbytes += p->len;
+	t->npieces++;
+	return WSHARD_OK;
+}
+
+enum wshard_err plan_push_rows(const struct wshard_plan *plan,
+			       struct wshard_out_tensor *t, uint32_t src,
+			       uint64_t row0, uint64_t nrows,
+			       struct wshard_error *err)
+{
+	const struct wshard_st_tensor *info = src_info(plan, src);
+	struct wshard_piece p = {
+		.kind = WSHARD_PIECE_COPY,
+		.src = src,
+		.row0 = row0,
+		.nrows = nrows,
+		.col0 = 0,
+		.ncols = src_row_bytes(info),
+	};
+
+	p.len = p.nrows * p.ncols;
+	return plan_push_piece(t, &p, err);
+}
+
+enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
+				struct wshard_error *err)
+{
+	struct wshard_piece p = { .kind = WSHARD_PIECE_ZERO, .len = len };
+
+	return plan_push_piece(t, &p, err);
+}
+
+enum wshard_err plan_indivisible(const struct wshard_plan *plan,
+				 const struct member *m, int dim,
+				 uint64_t size, struct wshard_error *err)
+{
+	const char *expr = m->rule->nshape > dim ? m->rule->shape[dim] : NULL;
+
+	if (expr_is_bare_key(expr))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"%s=%llu is not divisible by --tp %d", expr,
+					(unsigned long long)size, plan->tp);
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"tensor '%s': dimension %d (%llu) is not divisible by --tp %d",
+				src_name(plan, m->src), dim, (unsigned long long)size,
+				plan->tp);
+}
