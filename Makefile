@@ -89,6 +89,7 @@ LIB_SRC := \
 	lib/source/st_fast.c \
 	lib/source/st_header.c \
 	lib/source/st_layout.c \
+	lib/source/st_read.c \
 	lib/rules/expr.c \
 	lib/rules/rules.c \
 	lib/rules/rules_extra.c \

@@ -177,23 +177,6 @@ static bool members(struct scan *s, struct wshard_st *st)
 	return scan_eat(s, '}');
 }
 
-void st_clear(struct wshard_st *st)
-{
-	size_t i;
-
-	for (i = 0; i < st->ntensors; i++)
-		free(st->tensors[i].name);
-	free(st->tensors);
-	for (i = 0; i < st->nmeta; i++) {
-		free(st->meta[i].key);
-		free(st->meta[i].value);
-	}
-	free(st->meta);
-	st->tensors = NULL;
-	st->meta = NULL;
-	st->ntensors = st->nmeta = 0;
-}
-
 bool st_parse_fast(struct wshard_st *st, const char *hdr, size_t n)
 {
 	struct scan s = { hdr, hdr + n };
