@@ -1,7 +1,8 @@
 /*
- * catalog.c - opens a HuggingFace checkpoint and builds the tensor index:
- * every tensor's file, dtype, shape and byte range, with the weight_map
- * cross-checked against the files.  No tensor data is read.
+ * catalog.c - opens a HuggingFace checkpoint (a directory, a file, an
+ * archive, or a repo id that hfcache.c finds in the hub cache) and builds
+ * the tensor index: every tensor's file, dtype, shape and byte range, with
+ * the weight_map cross-checked against the files.  No tensor data is read.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -53,24 +54,6 @@ static int cmp_tensor(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/*
- * The HuggingFace cache keeps a snapshot's files as links into the same
- * repository's blob store: REPO/snapshots/REV/x -> REPO/blobs/HASH.  Such a
- * link leaves the snapshot but not the repository, and is accepted.
- */
-static bool hf_cache_blob(const char *real_dir, const char *real_file)
-{
-	const char *snap = strstr(real_dir, "/snapshots/");
-	size_t repo;
-
-	if (!snap || strchr(snap + strlen("/snapshots/"), '/'))
-		return false;		/* not REPO/snapshots/REV */
-	repo = (size_t)(snap - real_dir);
-	return strncmp(real_file, real_dir, repo) == 0 &&
-	       strncmp(real_file + repo, "/blobs/", 7) == 0 &&
-	       !strchr(real_file + repo + 7, '/');
-}
-
 /* A weight_map file name must stay inside the checkpoint directory. */
 static enum wshard_err check_member_name(const struct wshard_catalog *cat,
 					 const char *name, const char *tensor,
@@ -117,7 +100,7 @@ static enum wshard_err check_member_name(const struct wshard_catalog *cat,
 					dir, strerror(errno));
 	n = strlen(real_dir);
 	if ((strncmp(real_file, real_dir, n) != 0 || real_file[n] != '/') &&
-	    !hf_cache_blob(real_dir, real_file))
+	    !wshard_hf_is_blob(real_dir, real_file))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s/%s': weight_map entry for '%s' names '%s', a link that leaves the directory",
 					dir, INDEX_NAME, tensor, name);
@@ -456,15 +439,11 @@ out:
 	return rc;
 }
 
-enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
-				    const char *path, struct wshard_error *err)
-{
-	return catalog_open_checked(out_cat, path, NULL, err);
-}
-
-enum wshard_err catalog_open_checked(struct wshard_catalog **out_cat, const char *path,
-				     const struct wshard_precheck *check,
-				     struct wshard_error *err)
+/* wshard_catalog_open with a precheck (NULL: none), see wshard.h. */
+static enum wshard_err catalog_open_checked(struct wshard_catalog **out_cat,
+					    const char *path,
+					    const struct wshard_precheck *check,
+					    struct wshard_error *err)
 {
 	struct wshard_catalog *cat;
 	struct stat sb;
@@ -515,6 +494,67 @@ out:
 	}
 	*out_cat = cat;
 	return WSHARD_OK;
+}
+
+enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
+				    const char *path, struct wshard_error *err)
+{
+	return catalog_open_checked(out_cat, path, NULL, err);
+}
+
+enum wshard_err wshard_catalog_open_source(struct wshard_catalog **out_cat,
+					   const char *src, const char *revision,
+					   struct wshard_error *err)
+{
+	return wshard_catalog_open_source_checked(out_cat, src, revision, NULL, err);
+}
+
+enum wshard_err wshard_catalog_open_source_checked(struct wshard_catalog **out_cat,
+						   const char *src, const char *revision,
+						   const struct wshard_precheck *check,
+						   struct wshard_error *err)
+{
+	struct wshard_hf_ref *ref = NULL;
+	struct wshard_catalog *cat = NULL;
+	struct stat sb;
+	char *given;
+	enum wshard_err rc;
+
+	*out_cat = NULL;
+	if (stat(src, &sb) == 0) {
+		if (revision)
+			return wshard_error_set(err, WSHARD_EUSAGE,
+						"--revision '%s' needs a repo id, and '%s' is a local path",
+						revision, src);
+		return catalog_open_checked(out_cat, src, check, err);
+	}
+	if (!wshard_hf_is_repo_id(src)) {
+		if (revision)
+			return wshard_error_set(err, WSHARD_EUSAGE,
+						"--revision '%s' needs a repo id of the form ORG/NAME, not '%s'",
+						revision, src);
+		return catalog_open_checked(out_cat, src, check, err);	/* says why it cannot */
+	}
+	rc = wshard_hf_resolve(&ref, src, revision, err);
+	if (!rc)
+		rc = catalog_open_checked(&cat, ref->snapshot, check, err);
+	if (rc)
+		goto out;
+	given = strdup(src);
+	if (!given) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	free(cat->path);
+	cat->path = given;
+	cat->hf = ref;
+	ref = NULL;
+	*out_cat = cat;
+	cat = NULL;
+out:
+	wshard_catalog_free(cat);
+	wshard_hf_ref_free(ref);
+	return rc;
 }
 
 long wshard_catalog_index(const struct wshard_catalog *cat, const char *name)

@@ -159,11 +159,6 @@ enum wshard_err catalog_index_check(const struct wshard_catalog *cat, const char
 				    const struct index_entry *e, size_t n,
 				    struct wshard_error *err);
 
-/* wshard_catalog_open with a precheck (NULL: none), see wshard.h. */
-enum wshard_err catalog_open_checked(struct wshard_catalog **out_cat, const char *path,
-				     const struct wshard_precheck *check,
-				     struct wshard_error *err);
-
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err);
 
