@@ -93,6 +93,7 @@ LIB_SRC := \
 	lib/rules/expr.c \
 	lib/rules/rules.c \
 	lib/rules/rules_extra.c \
+	lib/rules/rules_load.c \
 	lib/rules/rules_parse.c \
 	lib/rules/rules_scale.c \
 	lib/plan/plan.c \
