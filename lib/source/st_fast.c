@@ -20,22 +20,8 @@
 
 static bool num(struct scan *s, uint64_t *out)
 {
-	uint64_t v = 0;
-	int n = 0;
-
 	scan_ws(s);
-	while (s->p < s->end && *s->p >= '0' && *s->p <= '9' && n <= 18) {
-		v = v * 10 + (uint64_t)(*s->p - '0');
-		s->p++;
-		n++;
-	}
-	/* JSON allows no leading zero; a fraction or exponent is no integer */
-	if (n == 0 || n > 18 || (n > 1 && s->p[-n] == '0') ||
-	    (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E' ||
-			       (*s->p >= '0' && *s->p <= '9'))))
-		return false;
-	*out = v;
-	return true;
+	return scan_uint(s, out);
 }
 
 /* [n, ...] of at most max integers into v; *out_n of them. */
