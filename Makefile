@@ -82,6 +82,7 @@ LIB_SRC := \
 	lib/source/catalog.c \
 	lib/source/catalog_heads.c \
 	lib/source/catalog_index.c \
+	lib/source/catalog_open.c \
 	lib/source/catalog_read.c \
 	lib/source/catalog_view.c \
 	lib/source/hfcache.c \

@@ -7,11 +7,13 @@
  * (checked against the index's weight_map), the fields of config.json,
  * and the other files to copy; and it reads those bytes on demand.
  *
- * catalog.c opens a checkpoint (archive.c an archive, hfcache.c a repo
- * id); catalog_heads.c and catalog_index.c read the headers and the index;
- * catalog_read.c reads bytes, small files and config.json; catalog_view.c
- * is what the API shows of it, which sees struct wshard_catalog as an
- * opaque handle.  safetensors.h is the reader of one weight file.
+ * catalog.c owns struct wshard_catalog (lookups, freeing);
+ * catalog_open.c builds it from a checkpoint (archive.c opens an archive,
+ * hfcache.c finds a repo id); catalog_heads.c and catalog_index.c read
+ * the headers and the index; catalog_read.c reads bytes, small files and
+ * config.json; catalog_view.c is what the API shows of it, which sees
+ * struct wshard_catalog as an opaque handle.  safetensors.h is the reader
+ * of one weight file.
  */
 #ifndef WSHARD_CATALOG_H
 #define WSHARD_CATALOG_H

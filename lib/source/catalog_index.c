@@ -4,7 +4,7 @@
  * without escapes, integers of at most 18 digits, true, false, null, no
  * key twice in an object.  A 100k-tensor index made jansson build and
  * free a tree of a few hundred thousand nodes.  Anything else (and an
- * index without a weight_map object) makes it give up, and catalog.c
+ * index without a weight_map object) makes it give up, and catalog_open.c
  * reads the index through jansson as it always did, so what is refused
  * and every message stay the same.
  */

@@ -1,6 +1,6 @@
 /*
  * hfcache.h - repo ids resolved in the local HuggingFace hub cache
- * (hfcache.c) to a snapshot folder, which catalog.c opens
+ * (hfcache.c) to a snapshot folder, which catalog_open.c opens
  * (wshard_catalog_open_source).  Not part of the API.
  */
 #ifndef WSHARD_HFCACHE_H
