@@ -15,6 +15,7 @@
 
 #include "wshard.h"
 #include "base/dtype.h"
+#include "safetensors.h"
 #include "st_impl.h"
 #include "base/scan.h"
 

@@ -11,7 +11,8 @@
 #include <stddef.h>
 
 #include "wshard.h"
-#include "safetensors.h"
+
+struct wshard_st;
 
 #define METADATA_KEY "__metadata__"
 
