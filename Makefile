@@ -82,6 +82,7 @@ LIB_SRC := \
 	lib/source/catalog.c \
 	lib/source/catalog_heads.c \
 	lib/source/catalog_index.c \
+	lib/source/catalog_open.c \
 	lib/source/catalog_read.c \
 	lib/source/catalog_view.c \
 	lib/source/hfcache.c \
@@ -89,9 +90,11 @@ LIB_SRC := \
 	lib/source/st_fast.c \
 	lib/source/st_header.c \
 	lib/source/st_layout.c \
+	lib/source/st_read.c \
 	lib/rules/expr.c \
 	lib/rules/rules.c \
 	lib/rules/rules_extra.c \
+	lib/rules/rules_load.c \
 	lib/rules/rules_parse.c \
 	lib/rules/rules_scale.c \
 	lib/plan/plan_build.c \

@@ -33,7 +33,8 @@ if [ -f "$lib" ] &&
 	>"$T/cc.log" 2>&1; then
 	built=$lib
 elif $cc $cflags -o "$tool" "$ROOT/test/st-tool.c" "$ROOT/lib/source/safetensors.c" \
-	"$ROOT/lib/source/st_header.c" "$ROOT/lib/source/st_layout.c" \
+	"$ROOT/lib/source/st_read.c" "$ROOT/lib/source/st_header.c" \
+	"$ROOT/lib/source/st_fast.c" "$ROOT/lib/source/st_layout.c" \
 	"$ROOT/lib/base/dtype.c" "$ROOT/lib/base/error.c" "$ROOT/lib/base/hash.c" \
 	"$ROOT/lib/base/crc64.c" "$ROOT/lib/base/sha256.c" $libs >"$T/cc.log" 2>&1; then
 	built=sources

@@ -1,7 +1,7 @@
 /*
  * scan.h - the few steps the fast JSON readers share (st_fast.c for
  * safetensors headers, catalog_index.c for the index): white space, one
- * expected character, a plain string.  Each reader takes only the plain
+ * expected character, a plain string, a plain integer.  Each reader takes only the plain
  * kind of JSON and gives up on anything else, leaving it to jansson.
  * Not part of the API.
  */
@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct scan {
 	const char *p, *end;
@@ -51,6 +52,30 @@ static inline bool scan_str(struct scan *s, const char **out, size_t *len)
 	*out = s->p;
 	*len = (size_t)(q - s->p);
 	s->p = q + 1;
+	return true;
+}
+
+/*
+ * A plain integer's digits: 0 or [1-9][0-9]*, at most 18 of them (so it
+ * fits), followed by no fraction, exponent or further digit: its value
+ * in *out, and s past it.
+ */
+static inline bool scan_uint(struct scan *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	int n = 0;
+
+	while (s->p < s->end && *s->p >= '0' && *s->p <= '9' && n <= 18) {
+		v = v * 10 + (uint64_t)(*s->p - '0');
+		s->p++;
+		n++;
+	}
+	/* JSON allows no leading zero; a fraction or exponent is no integer */
+	if (n == 0 || n > 18 || (n > 1 && s->p[-n] == '0') ||
+	    (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E' ||
+			       (*s->p >= '0' && *s->p <= '9'))))
+		return false;
+	*out = v;
 	return true;
 }
 

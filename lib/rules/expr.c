@@ -2,7 +2,7 @@
  * expr.c - the evaluator of rule files' shape expressions: a recursive
  * descent over sums of products of atoms (integers, config.json keys,
  * parenthesised sums), with every overflow flagged.  Keys that
- * catalog.c normalises (num_key_value_heads, head_dim, num_experts) are
+ * catalog_read.c normalises (num_key_value_heads, head_dim, num_experts) are
  * taken from there, so a config that leaves them implicit still works.
  */
 #include <ctype.h>

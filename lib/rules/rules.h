@@ -1,6 +1,18 @@
 /*
- * rules.h - the parsed form of a rules file, shared by rules.c (which
- * reads it) and plan.c (which applies it).  Not part of the API.
+ * rules.h - the rules stage, between the source (source/catalog.h) and
+ * the plan.  It takes a rules file, the built-in one for config.json's
+ * architecture (the JSON files of lib/rules/, embedded at build time) or
+ * one given with --rules FILE, and gives back struct wshard_rules: for
+ * each tensor name pattern, how the tensor is split, replicated, skipped,
+ * fused or converted, plus the extra constant tensors, the tied
+ * embeddings, the config defaults, and the FP8 scale rules derived beside
+ * the weights.  Shapes, sizes and conditions stay expressions over
+ * config.json; expr.h evaluates them against a catalog's struct
+ * wshard_config when the plan applies the rules.
+ *
+ * rules.c owns these types (matching names, expanding patterns,
+ * freeing); rules_load.c finds a rules file; rules_parse.c parses it,
+ * with rules_extra.c and rules_scale.c.  Not part of the API.
  */
 #ifndef WSHARD_RULES_H
 #define WSHARD_RULES_H

@@ -1,7 +1,19 @@
 /*
- * catalog.h - the checkpoint catalog inside the library: its
- * files, tensors, config.json, and reading their bytes (catalog.c).  The
- * API sees struct wshard_catalog as an opaque handle.
+ * catalog.h - the source stage, the first.  It takes a checkpoint: a
+ * directory (or one .safetensors file), an archive of one (tar, tar.gz,
+ * tar.zst, tar.xz, zip), or a repo id found in the local HuggingFace hub
+ * cache.  It gives back struct wshard_catalog: the weight files, every
+ * tensor with its dtype, shape and the place of its bytes in its file
+ * (checked against the index's weight_map), the fields of config.json,
+ * and the other files to copy; and it reads those bytes on demand.
+ *
+ * catalog.c owns struct wshard_catalog (lookups, freeing);
+ * catalog_open.c builds it from a checkpoint (archive.c opens an archive,
+ * hfcache.c finds a repo id); catalog_heads.c and catalog_index.c read
+ * the headers and the index; catalog_read.c reads bytes, small files and
+ * config.json; catalog_view.c is what the API shows of it, which sees
+ * struct wshard_catalog as an opaque handle.  safetensors.h is the reader
+ * of one weight file.
  */
 #ifndef WSHARD_CATALOG_H
 #define WSHARD_CATALOG_H
@@ -158,11 +170,6 @@ enum wshard_err catalog_open_heads(struct wshard_catalog *cat, struct wshard_err
 enum wshard_err catalog_index_check(const struct wshard_catalog *cat, const char *path,
 				    const struct index_entry *e, size_t n,
 				    struct wshard_error *err);
-
-/* wshard_catalog_open with a precheck (NULL: none), see wshard.h. */
-enum wshard_err catalog_open_checked(struct wshard_catalog **out_cat, const char *path,
-				     const struct wshard_precheck *check,
-				     struct wshard_error *err);
 
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err);

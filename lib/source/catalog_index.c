@@ -4,7 +4,7 @@
  * without escapes, integers of at most 18 digits, true, false, null, no
  * key twice in an object.  A 100k-tensor index made jansson build and
  * free a tree of a few hundred thousand nodes.  Anything else (and an
- * index without a weight_map object) makes it give up, and catalog.c
+ * index without a weight_map object) makes it give up, and catalog_open.c
  * reads the index through jansson as it always did, so what is refused
  * and every message stay the same.
  */
@@ -48,15 +48,11 @@ static bool word(struct scan *s, const char *w)
 /* -?(0|[1-9][0-9]*), at most 18 digits, no fraction or exponent */
 static bool integer(struct scan *s)
 {
-	const char *d;
+	uint64_t v;
 
 	if (s->p < s->end && *s->p == '-')
 		s->p++;
-	for (d = s->p; s->p < s->end && *s->p >= '0' && *s->p <= '9'; s->p++)
-		;
-	if (s->p == d || s->p - d > 18 || (*d == '0' && s->p - d > 1))
-		return false;
-	return s->p == s->end || (*s->p != '.' && *s->p != 'e' && *s->p != 'E');
+	return scan_uint(s, &v);
 }
 
 static bool value(struct scan *s, int depth);

@@ -22,7 +22,6 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "catalog.h"
 #include "hfcache.h"
 #include "base/fileio.h"
 #include "base/util.h"
@@ -205,6 +204,24 @@ void wshard_hf_ref_free(struct wshard_hf_ref *ref)
 	free(ref->cache);
 	free(ref->snapshot);
 	free(ref);
+}
+
+/*
+ * The HuggingFace cache keeps a snapshot's files as links into the same
+ * repository's blob store: REPO/snapshots/REV/x -> REPO/blobs/HASH.  Such a
+ * link leaves the snapshot but not the repository, and is accepted.
+ */
+bool wshard_hf_is_blob(const char *real_dir, const char *real_file)
+{
+	const char *snap = strstr(real_dir, "/snapshots/");
+	size_t repo;
+
+	if (!snap || strchr(snap + strlen("/snapshots/"), '/'))
+		return false;		/* not REPO/snapshots/REV */
+	repo = (size_t)(snap - real_dir);
+	return strncmp(real_file, real_dir, repo) == 0 &&
+	       strncmp(real_file + repo, "/blobs/", 7) == 0 &&
+	       !strchr(real_file + repo + 7, '/');
 }
 
 /* CACHE/models--ORG--NAME */
@@ -435,59 +452,4 @@ out:
 	}
 	*out_ref = ref;
 	return WSHARD_OK;
-}
-
-enum wshard_err wshard_catalog_open_source(struct wshard_catalog **out_cat,
-					   const char *src, const char *revision,
-					   struct wshard_error *err)
-{
-	return wshard_catalog_open_source_checked(out_cat, src, revision, NULL, err);
-}
-
-enum wshard_err wshard_catalog_open_source_checked(struct wshard_catalog **out_cat,
-						   const char *src, const char *revision,
-						   const struct wshard_precheck *check,
-						   struct wshard_error *err)
-{
-	struct wshard_hf_ref *ref = NULL;
-	struct wshard_catalog *cat = NULL;
-	struct stat sb;
-	char *given;
-	enum wshard_err rc;
-
-	*out_cat = NULL;
-	if (stat(src, &sb) == 0) {
-		if (revision)
-			return wshard_error_set(err, WSHARD_EUSAGE,
-						"--revision '%s' needs a repo id, and '%s' is a local path",
-						revision, src);
-		return catalog_open_checked(out_cat, src, check, err);
-	}
-	if (!wshard_hf_is_repo_id(src)) {
-		if (revision)
-			return wshard_error_set(err, WSHARD_EUSAGE,
-						"--revision '%s' needs a repo id of the form ORG/NAME, not '%s'",
-						revision, src);
-		return catalog_open_checked(out_cat, src, check, err);	/* says why it cannot */
-	}
-	rc = wshard_hf_resolve(&ref, src, revision, err);
-	if (!rc)
-		rc = catalog_open_checked(&cat, ref->snapshot, check, err);
-	if (rc)
-		goto out;
-	given = strdup(src);
-	if (!given) {
-		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		goto out;
-	}
-	free(cat->path);
-	cat->path = given;
-	cat->hf = ref;
-	ref = NULL;
-	*out_cat = cat;
-	cat = NULL;
-out:
-	wshard_catalog_free(cat);
-	wshard_hf_ref_free(ref);
-	return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * hfcache.h - repo ids resolved in the local HuggingFace hub cache
- * (hfcache.c); the API's entry is wshard_catalog_open_source.  Not part
- * of the API.
+ * (hfcache.c) to a snapshot folder, which catalog_open.c opens
+ * (wshard_catalog_open_source).  Not part of the API.
  */
 #ifndef WSHARD_HFCACHE_H
 #define WSHARD_HFCACHE_H
@@ -43,5 +43,12 @@ enum wshard_err wshard_hf_resolve(struct wshard_hf_ref **out_ref, const char *re
 
 /* Frees ref; accepts NULL. */
 void wshard_hf_ref_free(struct wshard_hf_ref *ref);
+
+/*
+ * True when real_file (a resolved path) is a blob of the cache repository
+ * whose snapshot folder real_dir is: REPO/snapshots/REV/x links to
+ * REPO/blobs/HASH, leaving the snapshot but not the repository.
+ */
+bool wshard_hf_is_blob(const char *real_dir, const char *real_file);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * safetensors.h - the strict safetensors reader and the layout of
- * the files convert writes (safetensors.c).  Not part of the API.
+ * the files convert writes (safetensors.c, st_read.c, st_header.c,
+ * st_layout.c).  Not part of the API.
  */
 #ifndef WSHARD_SAFETENSORS_H
 #define WSHARD_SAFETENSORS_H

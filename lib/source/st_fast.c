@@ -15,27 +15,14 @@
 
 #include "wshard.h"
 #include "base/dtype.h"
+#include "safetensors.h"
 #include "st_impl.h"
 #include "base/scan.h"
 
 static bool num(struct scan *s, uint64_t *out)
 {
-	uint64_t v = 0;
-	int n = 0;
-
 	scan_ws(s);
-	while (s->p < s->end && *s->p >= '0' && *s->p <= '9' && n <= 18) {
-		v = v * 10 + (uint64_t)(*s->p - '0');
-		s->p++;
-		n++;
-	}
-	/* JSON allows no leading zero; a fraction or exponent is no integer */
-	if (n == 0 || n > 18 || (n > 1 && s->p[-n] == '0') ||
-	    (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E' ||
-			       (*s->p >= '0' && *s->p <= '9'))))
-		return false;
-	*out = v;
-	return true;
+	return scan_uint(s, out);
 }
 
 /* [n, ...] of at most max integers into v; *out_n of them. */
@@ -175,23 +162,6 @@ static bool members(struct scan *s, struct wshard_st *st)
 			return false;
 	} while (scan_eat(s, ','));
 	return scan_eat(s, '}');
-}
-
-void st_clear(struct wshard_st *st)
-{
-	size_t i;
-
-	for (i = 0; i < st->ntensors; i++)
-		free(st->tensors[i].name);
-	free(st->tensors);
-	for (i = 0; i < st->nmeta; i++) {
-		free(st->meta[i].key);
-		free(st->meta[i].value);
-	}
-	free(st->meta);
-	st->tensors = NULL;
-	st->meta = NULL;
-	st->ntensors = st->nmeta = 0;
 }
 
 bool st_parse_fast(struct wshard_st *st, const char *hdr, size_t n)

@@ -1,6 +1,7 @@
 /*
  * st_impl.h - what the files of the safetensors module share:
- * safetensors.c (opening, reading), st_header.c (validating a header)
+ * safetensors.c (the parsed file in memory, messages), st_read.c
+ * (opening, reading), st_header.c and st_fast.c (validating a header)
  * and st_layout.c (writing one).  Not part of the API.
  */
 #ifndef WSHARD_ST_IMPL_H
@@ -10,18 +11,19 @@
 #include <stddef.h>
 
 #include "wshard.h"
-#include "safetensors.h"
+
+struct wshard_st;
 
 #define METADATA_KEY "__metadata__"
 
 /* Longest piece of a name or key quoted in a message. */
 #define QUOTE_MAX 200
 
-/* struct wshard_st plus what the public struct does not need to show. */
-struct st_priv {
-	struct wshard_st pub;
-	bool owns_fd;
-};
+/*
+ * A new empty struct wshard_st for path (fd -1); wshard_st_free closes
+ * its fd when owns_fd.  NULL when out of memory.
+ */
+struct wshard_st *st_new(const char *path, bool owns_fd);
 
 /* Records WSHARD_EINVAL with "'path': " in front of the formatted reason;
  * returns WSHARD_EINVAL. */
