@@ -147,7 +147,7 @@ Test(pattern, expand)
 	expand("a.{x}.{n", 1, 1, "a.{x}.{n");
 }
 
-/* Match then expand gives back the name (the round trip plan.c uses). */
+/* Match then expand gives back the name (the round trip the plan relies on). */
 Test(pattern, round_trip)
 {
 	static const char *const names[] = {

@@ -15,7 +15,7 @@
 int wshard_comm_size(const struct wshard_comm *comm);
 /* Node-local index (OMPI_COMM_WORLD_LOCAL_RANK), 0 without MPI. */
 int wshard_comm_local_rank(const struct wshard_comm *comm);
-/* Collective helpers of comm.c used by stream.c, exec.c and verify.c. */
+/* Collective helpers of comm.c used by the stream, output and verify stages. */
 enum wshard_err wshard_comm_alltoallv(struct wshard_comm *comm,
 				      const void *sendbuf, const uint64_t *sendcounts,
 				      void *recvbuf, const uint64_t *recvcounts,
