@@ -135,12 +135,6 @@ void gather_free(struct convert *cv);
 bool gather_wants(struct convert *cv, int rank, size_t tensor);
 
 /*
- * "rank R tensor 'NAME'" in d (cap bytes, cut short as snprintf would):
- * what a validator's messages call a tensor.
- */
-void convert_label(char *d, size_t cap, int rank, const char *name);
-
-/*
  * Copies len bytes at buf to offset off of a gathered tensor; the piece
  * that completes it validates the tensor with v (unless NULL) and writes
  * it, and *out_written is then its size (else 0).  Returns WSHARD_OK, the
@@ -181,6 +175,12 @@ struct seal_jobs {
  * smaller with a small --max-memory.
  */
 size_t seal_chunk(const struct wshard_plan *plan);
+
+/*
+ * "rank R tensor 'NAME'" in d (cap bytes, cut short as snprintf would):
+ * what a validator's messages call a tensor.
+ */
+void seal_label(char *d, size_t cap, int rank, const char *name);
 
 /* Opens the validator of run->validate (before any byte is written, so
  * that --validate gpu fails fast).  Returns WSHARD_OK or its error. */

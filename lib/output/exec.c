@@ -109,32 +109,6 @@ static void add_crc(struct rank_out *ro, const struct wshard_out_tensor *t, size
 			   __ATOMIC_RELEASE);
 }
 
-/* s (n bytes) at d[*at], as far as cap - 1 bytes hold */
-static void label_add(char *d, size_t cap, size_t *at, const char *s, size_t n)
-{
-	n = WSHARD_MIN(n, cap - 1 - *at);
-	memcpy(d + *at, s, n);
-	*at += n;
-}
-
-/*
- * Formatted whenever a thread's pieces move to another tensor, which for
- * 100k small tensors made snprintf 3% of a convert.
- */
-void convert_label(char *d, size_t cap, int rank, const char *name)
-{
-	char num[WSHARD_UTOA_MAX], *end = num + sizeof(num);
-	const char *r = wshard_utoa((unsigned)rank, end);
-	size_t at = 0;
-
-	label_add(d, cap, &at, "rank ", 5);
-	label_add(d, cap, &at, r, (size_t)(end - r));
-	label_add(d, cap, &at, " tensor '", 9);
-	label_add(d, cap, &at, name, strlen(name));
-	label_add(d, cap, &at, "'", 1);
-	d[at] = '\0';
-}
-
 static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tensor,
 				 uint64_t off, const void *buf, size_t len,
 				 struct wshard_error *err)
@@ -156,7 +130,7 @@ static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tens
 	rc = seal_slot_validator(cv, slot, &v, err);
 	if (v && (cv->what[slot].rank != rank || cv->what[slot].tensor != tensor ||
 		  !cv->what[slot].text[0])) {
-		convert_label(cv->what[slot].text, sizeof(cv->what[slot].text), rank, t->name);
+		seal_label(cv->what[slot].text, sizeof(cv->what[slot].text), rank, t->name);
 		cv->what[slot].rank = rank;
 		cv->what[slot].tensor = tensor;
 	}
