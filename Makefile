@@ -113,9 +113,9 @@ LIB_SRC := \
 	lib/output/manifest.c \
 	lib/output/manifest_ck.c \
 	lib/output/manifest_entry.c \
+	lib/output/manifest_read.c \
 	lib/output/outdir.c \
 	lib/output/seal.c \
-	lib/verify/manifest_read.c \
 	lib/verify/verify.c \
 	lib/verify/verify_files.c \
 	lib/verify/verify_source.c \

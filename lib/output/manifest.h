@@ -1,7 +1,7 @@
 /*
- * manifest.h - wshard.json: what convert writes (manifest.c) and the
- * text as verify and inspect read it back (manifest_read.c).  Not part of
- * the API.
+ * manifest.h - wshard.json: what convert writes (manifest.c,
+ * manifest_entry.c) and the text as convert, verify and inspect read it
+ * back (manifest_read.c).  Not part of the API.
  */
 #ifndef WSHARD_MANIFEST_H
 #define WSHARD_MANIFEST_H
