@@ -117,6 +117,7 @@ LIB_SRC := \
 	lib/output/outdir.c \
 	lib/output/seal.c \
 	lib/verify/verify.c \
+	lib/verify/verify_diff.c \
 	lib/verify/verify_files.c \
 	lib/verify/verify_source.c \
 	cuda/validate_host.c
