@@ -120,7 +120,8 @@ LIB_SRC := \
 	lib/verify/verify_diff.c \
 	lib/verify/verify_files.c \
 	lib/verify/verify_source.c \
-	cuda/validate_host.c
+	cuda/validate_host.c \
+	cuda/validate_sum_host.c
 
 CUDA_SRC := cuda/validate_cuda.cu
 
@@ -163,7 +164,7 @@ $(B)/%.o: %.c
 	@echo '  CC     $<'
 	$(Q)$(CC) $(CFLAGS) -Ilib -c -o $@ $<
 
-$(B)/%.o: %.cu cuda/validate_host.h cuda/validate_cuda.h cuda/validate_sum.h lib/wshard.h
+$(B)/%.o: %.cu cuda/validate_sum_host.h cuda/validate_cuda.h cuda/validate_sum.h lib/wshard.h
 	@mkdir -p $(dir $@)
 	@echo '  NVCC   $<'
 	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -c -o $@ $<

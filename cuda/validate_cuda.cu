@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 extern "C" {
-#include "validate_host.h"
+#include "validate_sum_host.h"
 }
 #include "validate_cuda.h"
 #include "validate_sum.h"
