@@ -123,7 +123,9 @@ LIB_SRC := \
 	cuda/validate_host.c \
 	cuda/validate_sum_host.c
 
-CUDA_SRC := cuda/validate_cuda.cu
+CUDA_SRC := \
+	cuda/validate_cuda.cu \
+	cuda/validate_pool.cu
 
 CMD_SRC := \
 	cmd/convert.c \
@@ -164,7 +166,8 @@ $(B)/%.o: %.c
 	@echo '  CC     $<'
 	$(Q)$(CC) $(CFLAGS) -Ilib -c -o $@ $<
 
-$(B)/%.o: %.cu cuda/validate_sum_host.h cuda/validate_cuda.h cuda/validate_sum.h lib/wshard.h
+$(B)/%.o: %.cu cuda/validate_sum_host.h cuda/validate_cuda.h cuda/validate_pool.h \
+		cuda/validate_sum.h lib/wshard.h
 	@mkdir -p $(dir $@)
 	@echo '  NVCC   $<'
 	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -c -o $@ $<
