@@ -111,8 +111,8 @@ LIB_SRC := \
 	lib/output/extras.c \
 	lib/output/gather.c \
 	lib/output/manifest.c \
-	lib/output/manifest_ck.c \
 	lib/output/manifest_entry.c \
+	lib/output/manifest_parts.c \
 	lib/output/manifest_read.c \
 	lib/output/outdir.c \
 	lib/output/seal.c \

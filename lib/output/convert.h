@@ -237,6 +237,36 @@ void extras_discard(struct convert *cv);
 enum wshard_err extras_remove(struct convert *cv, struct wshard_error *err);
 
 /* ------------------------------------------------------------------ */
+/* manifest_parts.c: what process 0 gathers to write wshard.json       */
+/* ------------------------------------------------------------------ */
+
+/* The manifest as process 0 assembles it during a convert. */
+struct manifest_parts {
+	json_t *doc;		/* all but the ranks' entries */
+	char *all;		/* each process's entries, one NUL-terminated string each */
+	size_t *lens;		/* bytes gathered from each process */
+	const char **text;	/* rank r's entry, in all */
+	size_t *len;
+};
+
+/* Frees what mp holds and zeroes it. */
+void manifest_parts_free(struct manifest_parts *mp);
+
+/*
+ * Gathers what process 0 needs to print every rank's entries: with
+ * archives, every process's entries printed (a rank at a time), into
+ * mp->text[r]; without, the other processes' checksums into their
+ * ranks' ck, mp->text left NULL and the entries printed by
+ * manifest_write.  Every process returns the same result.
+ */
+enum wshard_err manifest_gather(struct convert *cv, struct manifest_parts *mp,
+				struct wshard_error *err);
+
+/* Process 0: the rest of the manifest, without "archives", into mp->doc. */
+enum wshard_err manifest_build_doc(struct convert *cv, struct manifest_parts *mp,
+				   struct wshard_error *err);
+
+/* ------------------------------------------------------------------ */
 /* archive_out.c: rank archives (--archive)                            */
 /* ------------------------------------------------------------------ */
 
@@ -254,24 +284,6 @@ void archive_discard(struct convert *cv, int r);
 /* ------------------------------------------------------------------ */
 /* manifest.c: wshard.json                                             */
 /* ------------------------------------------------------------------ */
-
-/*
- * Gathers what process 0 needs to print every rank's entries: with
- * archives, every process's entries printed (a rank at a time), into
- * mp->text[r]; without, the other processes' checksums into their
- * ranks' ck (manifest_gather_ck), mp->text left NULL and the entries
- * printed by manifest_write.  Every process returns the same result.
- */
-enum wshard_err manifest_gather(struct convert *cv, struct manifest_parts *mp,
-				struct wshard_error *err);
-
-/* manifest_ck.c: the checksums of every rank into process 0's cv->ranks[r].ck.
- * Every process returns the same result. */
-enum wshard_err manifest_gather_ck(struct convert *cv, struct wshard_error *err);
-
-/* Process 0: the rest of the manifest, without "archives", into mp->doc. */
-enum wshard_err manifest_build_doc(struct convert *cv, struct manifest_parts *mp,
-				   struct wshard_error *err);
 
 /* Process 0: prints mp into OUT/wshard.json, straight into the file.
  * Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM. */

@@ -75,18 +75,6 @@ enum wshard_err manifest_print(json_t *doc, const char *const *rank_text,
 			       const size_t *rank_len, int nranks,
 			       manifest_out_fn out, void *ctx);
 
-/* The manifest as process 0 assembles it during a convert. */
-struct manifest_parts {
-	json_t *doc;		/* all but the ranks' entries */
-	char *all;		/* each process's entries, one NUL-terminated string each */
-	size_t *lens;		/* bytes gathered from each process */
-	const char **text;	/* rank r's entry, in all */
-	size_t *len;
-};
-
-/* Frees what mp holds and zeroes it. */
-void manifest_parts_free(struct manifest_parts *mp);
-
 /* Name of a validate mode: "auto", "gpu", "host", "off". */
 const char *manifest_validate_name(enum wshard_validate_mode mode);
 
