@@ -1,9 +1,26 @@
 /*
- * convert.h - the state of one wshard_convert, shared by the files that
- * carry it out: exec.c (the driver and the rank files), seal.c
- * (validators, checksums, commits), extras.c (non-weight files),
- * archive_out.c (rank archives) and manifest.c (wshard.json).
- * Not part of the API.
+ * convert.h - the state of one wshard_convert, shared by the files of the
+ * output stage.  Not part of the API.
+ *
+ * The stage takes in the plan and the stream's bytes; it gives out the
+ * rank files, written under temporary names, every block validated as it
+ * is written (unless --validate off), every tensor and part checksummed,
+ * then sealed (synced unless --no-sync, renamed into place); the
+ * non-weight files; the rank archives (--archive); and wshard.json,
+ * written last, so that a failed run leaves no manifest.  exec.c drives
+ * it and writes the stream's pieces, gather.c assembles tensors of many
+ * small pieces, seal.c validates, checksums and commits, extras.c copies
+ * the non-weight files, archive_out.c packs the archives, and
+ * manifest_parts.c and manifest.c gather and print wshard.json
+ * (manifest.h, beside the reader manifest_read.c).  outdir.c prepares
+ * and locks OUT.
+ *
+ * struct convert and rank_out are owned by exec.c, which allocates and
+ * frees them; gather.c owns rank_out's gbuf, gleft and gstate and
+ * convert's gather fields (struct gather_kept), seal.c fills rank_out's
+ * ck (manifest_parts.c, on process 0, that of other processes' ranks),
+ * archive_out.c its archive fields.  struct seal_jobs is seal.c's,
+ * struct manifest_parts manifest_parts.c's.
  */
 #ifndef WSHARD_CONVERT_H
 #define WSHARD_CONVERT_H
