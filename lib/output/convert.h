@@ -20,7 +20,8 @@
  * convert's gather fields (struct gather_kept), seal.c fills rank_out's
  * ck (manifest_parts.c, on process 0, that of other processes' ranks),
  * archive_out.c its archive fields.  struct seal_jobs is seal.c's,
- * struct manifest_parts manifest_parts.c's.
+ * struct manifest_parts manifest_parts.c's; struct manifest_rank_ck
+ * (rank_out's ck) is exec.c's with rank_out.
  */
 #ifndef WSHARD_CONVERT_H
 #define WSHARD_CONVERT_H
@@ -30,13 +31,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "wshard.h"
 #include "base/hash.h"
 #include "base/fileio.h"
-#include "manifest.h"
 #include "stream/stream.h"
 
 struct wshard_validator;
+
+/* Checksums of one rank's output, filled by convert. */
+struct manifest_rank_ck {
+	char (*file)[WSHARD_DIGEST_HEX];	/* per part */
+	char (*tensor)[WSHARD_DIGEST_HEX];	/* per tensor, rank order */
+	char backend[128];			/* validation backend */
+};
 
 struct rank_out {
 	struct wshard_file **files;	/* per part; NULL once committed */

@@ -18,6 +18,7 @@
 #include "base/fileio.h"
 #include "source/catalog.h"
 #include "manifest.h"
+#include "manifest_entry.h"
 #include "convert.h"
 
 const char *manifest_validate_name(enum wshard_validate_mode mode)

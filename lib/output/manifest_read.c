@@ -19,7 +19,7 @@
 #include "base/dtype.h"
 #include "base/hash.h"
 #include "base/fileio.h"
-#include "manifest.h"
+#include "manifest_read.h"
 
 /* ------------------------------------------------------------------ */
 /* Reading: the manifest without its sources                           */
