@@ -25,7 +25,7 @@
 #include "base/comm.h"
 #include "rules/rules.h"
 #include "stream/stream.h"
-#include "verify_impl.h"
+#include "verify_state.h"
 
 /* ------------------------------------------------------------------ */
 /* The manifest                                                         */

@@ -11,7 +11,7 @@
 
 #include "wshard.h"
 #include "stream/stream.h"
-#include "verify_impl.h"
+#include "verify_state.h"
 
 void verify_diff(struct verify *v, const char *fmt, ...)
 {

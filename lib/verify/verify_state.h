@@ -1,5 +1,5 @@
 /*
- * verify_impl.h - the state of one wshard_verify, shared by the files of
+ * verify_state.h - the state of one wshard_verify, shared by the files of
  * the verify stage.  Not part of the API.
  *
  * The stage takes in OUT and its manifest (read by output/manifest_read.c)
@@ -15,8 +15,8 @@
  * vfile's st and map, verify_source.c each vrank's from_plan.  struct
  * hash_job is verify_files.c's, started by verify.c.
  */
-#ifndef WSHARD_VERIFY_IMPL_H
-#define WSHARD_VERIFY_IMPL_H
+#ifndef WSHARD_VERIFY_STATE_H
+#define WSHARD_VERIFY_STATE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -127,4 +127,4 @@ enum wshard_err verify_check_archive(struct verify *v, int r, struct wshard_erro
  * error every process shares. */
 enum wshard_err verify_check_source(struct verify *v, struct wshard_error *err);
 
-#endif /* WSHARD_VERIFY_IMPL_H */
+#endif /* WSHARD_VERIFY_STATE_H */
