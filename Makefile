@@ -118,17 +118,21 @@ LIB_SRC := \
 	lib/output/extras.c \
 	lib/output/gather.c \
 	lib/output/manifest.c \
-	lib/output/manifest_ck.c \
 	lib/output/manifest_entry.c \
+	lib/output/manifest_parts.c \
+	lib/output/manifest_read.c \
 	lib/output/outdir.c \
 	lib/output/seal.c \
-	lib/verify/manifest_read.c \
 	lib/verify/verify.c \
+	lib/verify/verify_diff.c \
 	lib/verify/verify_files.c \
 	lib/verify/verify_source.c \
-	cuda/validate_host.c
+	cuda/validate_host.c \
+	cuda/validate_sum_host.c
 
-CUDA_SRC := cuda/validate_cuda.cu
+CUDA_SRC := \
+	cuda/validate_cuda.cu \
+	cuda/validate_pool.cu
 
 CMD_SRC := \
 	cmd/convert.c \
@@ -169,7 +173,8 @@ $(B)/%.o: %.c
 	@echo '  CC     $<'
 	$(Q)$(CC) $(CFLAGS) -Ilib -c -o $@ $<
 
-$(B)/%.o: %.cu cuda/validate_host.h cuda/validate_cuda.h cuda/validate_sum.h lib/wshard.h
+$(B)/%.o: %.cu cuda/validate_sum_host.h cuda/validate_cuda.h cuda/validate_pool.h \
+		cuda/validate_sum.h lib/wshard.h
 	@mkdir -p $(dir $@)
 	@echo '  NVCC   $<'
 	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -c -o $@ $<

@@ -9,7 +9,7 @@
  * chunk k, the host compares chunk k-1's result and stages chunk k+1.
  * The host's share (staging with its checksum, and the comparison) is the
  * round trip's bottleneck: one core moves a few GB/s where the copy
- * engines move tens, so it is split over a few threads (struct pool).
+ * engines move tens, so it is split over a few threads (validate_pool.cu).
  *
  * A checkpoint of many small tensors (hundreds of experts) would pay the
  * device's latency once per tensor (a synchronisation, five queued calls)
@@ -35,9 +35,10 @@
 #include <unistd.h>
 
 extern "C" {
-#include "validate_host.h"
+#include "validate_sum_host.h"
 }
 #include "validate_cuda.h"
+#include "validate_pool.h"
 #include "validate_sum.h"
 
 #define NSLOTS 2
@@ -45,35 +46,6 @@ extern "C" {
 #define WARPS (THREADS / 32)
 /* Enough resident blocks per multiprocessor to hide memory latency. */
 #define BLOCKS_PER_SM 8
-/*
- * Host threads for a round trip, the caller included: memory bandwidth,
- * not cores, bounds the host's share beyond a few, and under mpirun
- * every process of a node has its own.
- */
-#define MAX_PARTS 4
-
-struct pool;
-
-/* What the pool's threads do to one chunk: part p of nparts. */
-typedef void (*part_fn)(void *arg, int p, int nparts);
-
-/*
- * Threads that run one part_fn over the parts of a chunk and wait for
- * each other; part 0 runs on the caller's thread.
- */
-struct pool {
-	int nparts;
-	int nthreads;			/* started (nparts - 1 at most) */
-	pthread_t thread[MAX_PARTS];
-	pthread_mutex_t lock;
-	pthread_cond_t go, done;
-	unsigned long gen;		/* bumped for each job */
-	int pending;			/* threads still on the job */
-	bool quit;
-	part_fn fn;
-	void *arg;
-};
-
 /* One check staged in a batch: where, and what to call it in an error. */
 struct entry {
 	size_t off, len;		/* in the slot's stage */
@@ -106,168 +78,12 @@ struct wshard_vcuda {
 	size_t chunk;
 	struct slot slot[NSLOTS];
 	struct pool pool;
-	bool pool_ready;		/* lock and conditions initialised */
 	struct slot *filling;		/* the batch being staged, or NULL */
 	int next;			/* the slot the next batch takes */
 };
 
 /* Checks of at most this many bytes (of a chunk) are batched. */
 #define BATCH_MAX(chunk) ((chunk) / 4)
-
-struct pool_start {
-	struct pool *pool;
-	int part;
-};
-
-static void *pool_thread(void *arg)
-{
-	struct pool *pl = ((struct pool_start *)arg)->pool;
-	int part = ((struct pool_start *)arg)->part;
-	unsigned long seen = 0;
-
-	free(arg);
-	pthread_mutex_lock(&pl->lock);
-	for (;;) {
-		while (!pl->quit && pl->gen == seen)
-			pthread_cond_wait(&pl->go, &pl->lock);
-		if (pl->quit)
-			break;
-		seen = pl->gen;
-		pthread_mutex_unlock(&pl->lock);
-		pl->fn(pl->arg, part, pl->nparts);
-		pthread_mutex_lock(&pl->lock);
-		if (--pl->pending == 0)
-			pthread_cond_signal(&pl->done);
-	}
-	pthread_mutex_unlock(&pl->lock);
-	return NULL;
-}
-
-/* Below this many bytes a job is not split: waking threads costs more. */
-#define POOL_MIN ((size_t)1 << 20)
-
-/*
- * Runs fn over the parts of a job of n bytes and returns when all are
- * done; returns the number of parts (1 for a small job).
- */
-static int pool_run(struct pool *pl, part_fn fn, void *arg, size_t n)
-{
-	if (pl->nthreads == 0 || n < POOL_MIN) {
-		fn(arg, 0, 1);
-		return 1;
-	}
-	pthread_mutex_lock(&pl->lock);
-	pl->fn = fn;
-	pl->arg = arg;
-	pl->pending = pl->nthreads;
-	pl->gen++;
-	pthread_cond_broadcast(&pl->go);
-	pthread_mutex_unlock(&pl->lock);
-	fn(arg, 0, pl->nparts);
-	pthread_mutex_lock(&pl->lock);
-	while (pl->pending > 0)
-		pthread_cond_wait(&pl->done, &pl->lock);
-	pthread_mutex_unlock(&pl->lock);
-	return pl->nparts;
-}
-
-/*
- * Half the online CPUs, 1 to MAX_PARTS parts; a thread that cannot be
- * started leaves fewer parts, which only costs speed.
- */
-static void pool_open(struct wshard_vcuda *c)
-{
-	struct pool *pl = &c->pool;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int want = cpus >= 2 * MAX_PARTS ? MAX_PARTS : cpus >= 2 ? (int)(cpus / 2) : 1;
-	int i;
-
-	pthread_mutex_init(&pl->lock, NULL);
-	pthread_cond_init(&pl->go, NULL);
-	pthread_cond_init(&pl->done, NULL);
-	c->pool_ready = true;
-	for (i = 1; i < want; i++) {
-		struct pool_start *st = (struct pool_start *)malloc(sizeof(*st));
-
-		if (!st)
-			break;
-		st->pool = pl;
-		st->part = i;
-		if (pthread_create(&pl->thread[pl->nthreads], NULL, pool_thread,
-				   st) != 0) {
-			free(st);
-			break;
-		}
-		pl->nthreads++;
-	}
-	pl->nparts = pl->nthreads + 1;
-}
-
-static void pool_close(struct wshard_vcuda *c)
-{
-	struct pool *pl = &c->pool;
-	int i;
-
-	if (!c->pool_ready)
-		return;
-	pthread_mutex_lock(&pl->lock);
-	pl->quit = true;
-	pthread_cond_broadcast(&pl->go);
-	pthread_mutex_unlock(&pl->lock);
-	for (i = 0; i < pl->nthreads; i++)
-		pthread_join(pl->thread[i], NULL);
-	pthread_mutex_destroy(&pl->lock);
-	pthread_cond_destroy(&pl->go);
-	pthread_cond_destroy(&pl->done);
-}
-
-/* Part p of n bytes, in whole 8-byte words but for the last part's tail. */
-static void part_range(size_t n, int p, int nparts, size_t *lo, size_t *hi)
-{
-	size_t words = n / 8, per = words / (size_t)nparts;
-
-	*lo = 8 * per * (size_t)p;
-	*hi = p == nparts - 1 ? n : 8 * per * (size_t)(p + 1);
-}
-
-/* Staging: copy a chunk into pinned memory, summing it on the way. */
-struct stage_job {
-	unsigned char *dst;
-	const unsigned char *src;
-	size_t n;
-	uint64_t sum[MAX_PARTS];
-};
-
-static void stage_part(void *arg, int p, int nparts)
-{
-	struct stage_job *j = (struct stage_job *)arg;
-	size_t lo, hi;
-
-	part_range(j->n, p, nparts, &lo, &hi);
-	j->sum[p] = wshard_validate_copy_sum_at(j->dst + lo, j->src + lo,
-						hi - lo, lo / 8);
-}
-
-/* Comparison: the first byte at which the returned copy differs. */
-struct compare_job {
-	const unsigned char *orig, *ret;
-	size_t n;
-	size_t diff[MAX_PARTS];		/* SIZE_MAX: none in that part */
-};
-
-static void compare_part(void *arg, int p, int nparts)
-{
-	struct compare_job *j = (struct compare_job *)arg;
-	size_t lo, hi, i;
-
-	part_range(j->n, p, nparts, &lo, &hi);
-	j->diff[p] = SIZE_MAX;
-	if (memcmp(j->orig + lo, j->ret + lo, hi - lo) == 0)
-		return;
-	for (i = lo; j->orig[i] == j->ret[i]; i++)
-		;
-	j->diff[p] = i;
-}
 
 /*
  * Adds the word contributions of the len bytes at words (device memory,
@@ -441,7 +257,7 @@ extern "C" enum wshard_err wshard_vcuda_open(struct wshard_vcuda **out_c,
 		   cudaDevAttrMultiProcessorCount, dev))
 		goto out;
 	c->max_blocks = (sms > 0 ? sms : 1) * BLOCKS_PER_SM;
-	pool_open(c);
+	pool_open(&c->pool);
 	for (i = 0; i < NSLOTS; i++) {
 		rc = open_slot(&c->slot[i], dev, chunk_bytes, err);
 		if (rc != WSHARD_OK)
@@ -784,6 +600,6 @@ extern "C" void wshard_vcuda_close(struct wshard_vcuda *c)
 		if (s->stream)
 			cudaStreamDestroy(s->stream);
 	}
-	pool_close(c);
+	pool_close(&c->pool);
 	free(c);
 }

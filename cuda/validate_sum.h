@@ -1,6 +1,6 @@
 /*
  * validate_sum.h - the round-trip checksum, defined once for the host
- * (validate_host.c) and the device (validate_cuda.cu) so that both compute
+ * (validate_sum_host.c) and the device (validate_cuda.cu) so that both compute
  * the same 64-bit value.
  *
  * The buffer is read as little-endian 64-bit words, the last one padded
@@ -20,7 +20,7 @@
  *
  * The sum is linear in the words, so the host needs no multiplication per
  * word: the sum of the words and the sum of the running sums give
- * sum(i * word) at the end (validate_host.c), two additions a vector.
+ * sum(i * word) at the end (validate_sum_host.c), two additions a vector.
  *
  * This is not a cryptographic hash and not the manifest's checksum: it
  * only has to catch bytes that a copy to the device and back changed.

@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #include "wshard.h"
-#include "output/manifest.h"
+#include "output/manifest_read.h"
 
 static size_t newlines(const char *s)
 {

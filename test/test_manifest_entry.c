@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #include "plan_fixture.h"
-#include "output/manifest.h"
+#include "output/manifest_entry.h"
 
 static void fini(void)
 {

@@ -14,7 +14,7 @@
 
 #include "output/validate.h"
 #include "validate_sum.h"
-#include "validate_host.h"
+#include "validate_sum_host.h"
 
 #define CHUNK 4096
 #define WHAT "rank 1 tensor 'x'"

@@ -1,9 +1,27 @@
 /*
- * convert.h - the state of one wshard_convert, shared by the files that
- * carry it out: exec.c (the driver and the rank files), seal.c
- * (validators, checksums, commits), extras.c (non-weight files),
- * archive_out.c (rank archives) and manifest.c (wshard.json).
- * Not part of the API.
+ * convert.h - the state of one wshard_convert, shared by the files of the
+ * output stage.  Not part of the API.
+ *
+ * The stage takes in the plan and the stream's bytes; it gives out the
+ * rank files, written under temporary names, every block validated as it
+ * is written (unless --validate off), every tensor and part checksummed,
+ * then sealed (synced unless --no-sync, renamed into place); the
+ * non-weight files; the rank archives (--archive); and wshard.json,
+ * written last, so that a failed run leaves no manifest.  exec.c drives
+ * it and writes the stream's pieces, gather.c assembles tensors of many
+ * small pieces, seal.c validates, checksums and commits, extras.c copies
+ * the non-weight files, archive_out.c packs the archives, and
+ * manifest_parts.c and manifest.c gather and print wshard.json
+ * (manifest.h, beside the reader manifest_read.c).  outdir.c prepares
+ * and locks OUT.
+ *
+ * struct convert and rank_out are owned by exec.c, which allocates and
+ * frees them; gather.c owns rank_out's gbuf, gleft and gstate and
+ * convert's gather fields (struct gather_kept), seal.c fills rank_out's
+ * ck (manifest_parts.c, on process 0, that of other processes' ranks),
+ * archive_out.c its archive fields.  struct seal_jobs is seal.c's,
+ * struct manifest_parts manifest_parts.c's; struct manifest_rank_ck
+ * (rank_out's ck) is exec.c's with rank_out.
  */
 #ifndef WSHARD_CONVERT_H
 #define WSHARD_CONVERT_H
@@ -13,13 +31,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "wshard.h"
 #include "base/hash.h"
 #include "base/fileio.h"
-#include "manifest.h"
 #include "stream/stream.h"
 
 struct wshard_validator;
+
+/* Checksums of one rank's output, filled by convert. */
+struct manifest_rank_ck {
+	char (*file)[WSHARD_DIGEST_HEX];	/* per part */
+	char (*tensor)[WSHARD_DIGEST_HEX];	/* per tensor, rank order */
+	char backend[128];			/* validation backend */
+};
 
 struct rank_out {
 	struct wshard_file **files;	/* per part; NULL once committed */
@@ -135,12 +161,6 @@ void gather_free(struct convert *cv);
 bool gather_wants(struct convert *cv, int rank, size_t tensor);
 
 /*
- * "rank R tensor 'NAME'" in d (cap bytes, cut short as snprintf would):
- * what a validator's messages call a tensor.
- */
-void convert_label(char *d, size_t cap, int rank, const char *name);
-
-/*
  * Copies len bytes at buf to offset off of a gathered tensor; the piece
  * that completes it validates the tensor with v (unless NULL) and writes
  * it, and *out_written is then its size (else 0).  Returns WSHARD_OK, the
@@ -181,6 +201,12 @@ struct seal_jobs {
  * smaller with a small --max-memory.
  */
 size_t seal_chunk(const struct wshard_plan *plan);
+
+/*
+ * "rank R tensor 'NAME'" in d (cap bytes, cut short as snprintf would):
+ * what a validator's messages call a tensor.
+ */
+void seal_label(char *d, size_t cap, int rank, const char *name);
 
 /* Opens the validator of run->validate (before any byte is written, so
  * that --validate gpu fails fast).  Returns WSHARD_OK or its error. */
@@ -237,6 +263,36 @@ void extras_discard(struct convert *cv);
 enum wshard_err extras_remove(struct convert *cv, struct wshard_error *err);
 
 /* ------------------------------------------------------------------ */
+/* manifest_parts.c: what process 0 gathers to write wshard.json       */
+/* ------------------------------------------------------------------ */
+
+/* The manifest as process 0 assembles it during a convert. */
+struct manifest_parts {
+	json_t *doc;		/* all but the ranks' entries */
+	char *all;		/* each process's entries, one NUL-terminated string each */
+	size_t *lens;		/* bytes gathered from each process */
+	const char **text;	/* rank r's entry, in all */
+	size_t *len;
+};
+
+/* Frees what mp holds and zeroes it. */
+void manifest_parts_free(struct manifest_parts *mp);
+
+/*
+ * Gathers what process 0 needs to print every rank's entries: with
+ * archives, every process's entries printed (a rank at a time), into
+ * mp->text[r]; without, the other processes' checksums into their
+ * ranks' ck, mp->text left NULL and the entries printed by
+ * manifest_write.  Every process returns the same result.
+ */
+enum wshard_err manifest_gather(struct convert *cv, struct manifest_parts *mp,
+				struct wshard_error *err);
+
+/* Process 0: the rest of the manifest, without "archives", into mp->doc. */
+enum wshard_err manifest_build_doc(struct convert *cv, struct manifest_parts *mp,
+				   struct wshard_error *err);
+
+/* ------------------------------------------------------------------ */
 /* archive_out.c: rank archives (--archive)                            */
 /* ------------------------------------------------------------------ */
 
@@ -254,24 +310,6 @@ void archive_discard(struct convert *cv, int r);
 /* ------------------------------------------------------------------ */
 /* manifest.c: wshard.json                                             */
 /* ------------------------------------------------------------------ */
-
-/*
- * Gathers what process 0 needs to print every rank's entries: with
- * archives, every process's entries printed (a rank at a time), into
- * mp->text[r]; without, the other processes' checksums into their
- * ranks' ck (manifest_gather_ck), mp->text left NULL and the entries
- * printed by manifest_write.  Every process returns the same result.
- */
-enum wshard_err manifest_gather(struct convert *cv, struct manifest_parts *mp,
-				struct wshard_error *err);
-
-/* manifest_ck.c: the checksums of every rank into process 0's cv->ranks[r].ck.
- * Every process returns the same result. */
-enum wshard_err manifest_gather_ck(struct convert *cv, struct wshard_error *err);
-
-/* Process 0: the rest of the manifest, without "archives", into mp->doc. */
-enum wshard_err manifest_build_doc(struct convert *cv, struct manifest_parts *mp,
-				   struct wshard_error *err);
 
 /* Process 0: prints mp into OUT/wshard.json, straight into the file.
  * Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM. */

@@ -109,76 +109,57 @@ static void add_crc(struct rank_out *ro, const struct wshard_out_tensor *t, size
 			   __ATOMIC_RELEASE);
 }
 
-/* s (n bytes) at d[*at], as far as cap - 1 bytes hold */
-static void label_add(char *d, size_t cap, size_t *at, const char *s, size_t n)
+/*
+ * A piece of a gathered tensor: checksummed (and on the host validated)
+ * now, copied into the tensor's buffer, written with the piece that
+ * completes it (gather_put), which sets *out_written.
+ */
+static inline enum wshard_err put_gathered(struct convert *cv, struct wshard_validator *v,
+					   unsigned slot, int rank, size_t tensor,
+					   uint64_t off, const char *p, size_t len,
+					   uint64_t *out_written, struct wshard_error *err)
 {
-	n = WSHARD_MIN(n, cap - 1 - *at);
-	memcpy(d + *at, s, n);
-	*at += n;
+	const struct wshard_out_tensor *t = &cv->plan->ranks[rank].tensors[tensor];
+	uint64_t raw = 0;
+	size_t done, n;
+	enum wshard_err rc = WSHARD_OK;
+
+	/* the GPU takes the whole tensor once gathered (gather_put): a
+	 * round trip per piece of a few KiB costs the GPU's latency */
+	for (done = 0; done < len && !rc; done += n) {
+		n = WSHARD_MIN(len - done, cv->block);
+		rc = seal_check_block(cv, cv->gpu_chunk ? NULL : v, slot, p + done, n,
+				      off + done, &raw, err);
+	}
+	/* the CRC first: the piece that completes the tensor may be
+	 * another thread's, and sealing reads the CRC once it is */
+	if (!rc && cv->hot)
+		add_crc(&cv->ranks[rank], t, tensor, raw, off, len);
+	if (!rc)
+		rc = gather_put(cv, cv->gpu_chunk ? v : NULL, rank, tensor, off, p, len,
+				out_written, err);
+	return rc;
 }
 
 /*
- * Formatted whenever a thread's pieces move to another tensor, which for
- * 100k small tensors made snprintf 3% of a convert.
+ * A piece written block by block into its file, each block validated and
+ * checksummed while another thread holds the file's write lock.
  */
-void convert_label(char *d, size_t cap, int rank, const char *name)
+static inline enum wshard_err put_direct(struct convert *cv, struct wshard_validator *v,
+					 unsigned slot, int rank, size_t tensor,
+					 uint64_t off, const char *p, size_t len,
+					 struct wshard_error *err)
 {
-	char num[WSHARD_UTOA_MAX], *end = num + sizeof(num);
-	const char *r = wshard_utoa((unsigned)rank, end);
-	size_t at = 0;
-
-	label_add(d, cap, &at, "rank ", 5);
-	label_add(d, cap, &at, r, (size_t)(end - r));
-	label_add(d, cap, &at, " tensor '", 9);
-	label_add(d, cap, &at, name, strlen(name));
-	label_add(d, cap, &at, "'", 1);
-	d[at] = '\0';
-}
-
-static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tensor,
-				 uint64_t off, const void *buf, size_t len,
-				 struct wshard_error *err)
-{
-	struct convert *cv = ctx;
 	const struct wshard_rank_plan *rp = &cv->plan->ranks[rank];
 	const struct wshard_out_tensor *t = &rp->tensors[tensor];
 	struct rank_out *ro = &cv->ranks[rank];
 	struct wshard_file *f = ro->files[t->part];
 	uint64_t at = rp->files[t->part].header_len + t->begin + off, raw = 0;
-	struct wshard_validator *v;
-	const char *p = buf;
 	size_t done, n, m, checked = 0;
-	uint64_t written = len;		/* bytes of the tensor now in its file */
-	enum wshard_err rc;
+	enum wshard_err rc = WSHARD_OK;
 
-	if (wshard_fault_hit("kill-write"))
-		raise(SIGKILL);
-	rc = seal_slot_validator(cv, slot, &v, err);
-	if (v && (cv->what[slot].rank != rank || cv->what[slot].tensor != tensor ||
-		  !cv->what[slot].text[0])) {
-		convert_label(cv->what[slot].text, sizeof(cv->what[slot].text), rank, t->name);
-		cv->what[slot].rank = rank;
-		cv->what[slot].tensor = tensor;
-	}
-	if (!rc && len && gather_wants(cv, rank, tensor)) {
-		/* the GPU takes the whole tensor once gathered (gather_put): a
-		 * round trip per piece of a few KiB costs the GPU's latency */
-		for (done = 0; done < len && !rc; done += n) {
-			n = WSHARD_MIN(len - done, cv->block);
-			rc = seal_check_block(cv, cv->gpu_chunk ? NULL : v, slot, p + done, n,
-					      off + done, &raw, err);
-		}
-		/* the CRC first: the piece that completes the tensor may be
-		 * another thread's, and sealing reads the CRC once it is */
-		if (!rc && cv->hot)
-			add_crc(ro, t, tensor, raw, off, len);
-		if (!rc)
-			rc = gather_put(cv, cv->gpu_chunk ? v : NULL, rank, tensor, off, p, len,
-					&written, err);
-		goto account;
-	}
 	/* the GPU: the whole piece in one round trip; the blocks only sum */
-	if (!rc && v && cv->gpu_chunk) {
+	if (v && cv->gpu_chunk) {
 		if (wshard_validator_check(v, p, len, cv->what[slot].text, off, err))
 			rc = err->code;
 		v = NULL;
@@ -206,22 +187,56 @@ static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tens
 	}
 	if (!rc && cv->hot && len)
 		add_crc(ro, t, tensor, raw, off, len);
-account:
-	/*
-	 * The last bytes of a tensor: its sealing thread may go on, woken if
-	 * it sleeps on the tensor or on its part.  Sequentially consistent,
-	 * as seal.c's mark and check: one of the two sees the other's store.
-	 */
-	if (!rc && written &&
-	    __atomic_sub_fetch(&ro->left[tensor], written, __ATOMIC_SEQ_CST) == 0) {
+	return rc;
+}
+
+/*
+ * written more bytes of tensor are in its file.  The last bytes of a
+ * tensor: its sealing thread may go on, woken if it sleeps on the tensor
+ * or on its part.  Sequentially consistent, as seal.c's mark and check:
+ * one of the two sees the other's store.
+ */
+static inline void put_done(struct convert *cv, int rank, size_t tensor, uint64_t written)
+{
+	struct rank_out *ro = &cv->ranks[rank];
+	size_t part = cv->plan->ranks[rank].tensors[tensor].part;
+
+	if (__atomic_sub_fetch(&ro->left[tensor], written, __ATOMIC_SEQ_CST) == 0) {
 		bool wake = __atomic_load_n(&ro->awaited[tensor], __ATOMIC_SEQ_CST);
 
-		if (__atomic_sub_fetch(&ro->part_left[t->part], 1, __ATOMIC_SEQ_CST) == 0)
-			wake = wake || __atomic_load_n(&ro->part_awaited[t->part],
+		if (__atomic_sub_fetch(&ro->part_left[part], 1, __ATOMIC_SEQ_CST) == 0)
+			wake = wake || __atomic_load_n(&ro->part_awaited[part],
 						       __ATOMIC_SEQ_CST);
 		if (wake)
 			seal_tensor_done(cv);
 	}
+}
+
+static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tensor,
+				 uint64_t off, const void *buf, size_t len,
+				 struct wshard_error *err)
+{
+	struct convert *cv = ctx;
+	const struct wshard_out_tensor *t = &cv->plan->ranks[rank].tensors[tensor];
+	struct wshard_validator *v;
+	uint64_t written = len;		/* bytes of the tensor now in its file */
+	enum wshard_err rc;
+
+	if (wshard_fault_hit("kill-write"))
+		raise(SIGKILL);
+	rc = seal_slot_validator(cv, slot, &v, err);
+	if (v && (cv->what[slot].rank != rank || cv->what[slot].tensor != tensor ||
+		  !cv->what[slot].text[0])) {
+		seal_label(cv->what[slot].text, sizeof(cv->what[slot].text), rank, t->name);
+		cv->what[slot].rank = rank;
+		cv->what[slot].tensor = tensor;
+	}
+	if (!rc && len && gather_wants(cv, rank, tensor))
+		rc = put_gathered(cv, v, slot, rank, tensor, off, buf, len, &written, err);
+	else if (!rc)
+		rc = put_direct(cv, v, slot, rank, tensor, off, buf, len, err);
+	if (!rc && written)
+		put_done(cv, rank, tensor, written);
 	return rc;
 }
 

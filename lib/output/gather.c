@@ -170,7 +170,7 @@ enum wshard_err gather_put(struct convert *cv, struct wshard_validator *v, int r
 	if (v) {
 		char what[WSHARD_ERRMAX / 2];
 
-		convert_label(what, sizeof(what), rank, t->name);
+		seal_label(what, sizeof(what), rank, t->name);
 		if (wshard_validator_check(v, data, t->nbytes, what, 0, err))
 			rc = err->code;
 	}

@@ -17,8 +17,8 @@
 #include "source/safetensors.h"
 #include "base/fileio.h"
 #include "source/catalog.h"
-#include "base/comm.h"
 #include "manifest.h"
+#include "manifest_entry.h"
 #include "convert.h"
 
 const char *manifest_validate_name(enum wshard_validate_mode mode)
@@ -515,128 +515,6 @@ fail:
 	json_decref(copied);
 	json_decref(reads);
 	return NULL;
-}
-
-/* ------------------------------------------------------------------ */
-/* The manifest of a convert                                           */
-/* ------------------------------------------------------------------ */
-
-void manifest_parts_free(struct manifest_parts *mp)
-{
-	json_decref(mp->doc);
-	free(mp->all);
-	free(mp->lens);
-	free(mp->text);
-	free(mp->len);
-	memset(mp, 0, sizeof(*mp));
-}
-
-/*
- * This process's rank entries, one NUL-terminated string after another,
- * in *out_mine (*out_len bytes, NULs included).
- */
-static enum wshard_err own_entries(struct convert *cv, char **out_mine, size_t *out_len,
-				   struct wshard_error *err)
-{
-	const struct wshard_plan *plan = cv->plan;
-	char *mine = NULL;
-	size_t mine_len = 0;
-	int r;
-
-	*out_mine = NULL;
-	*out_len = 0;
-	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
-		size_t len;
-		char *t = manifest_rank_text(plan, r, &cv->ranks[r].ck, &len);
-		char *m = t ? realloc(mine, mine_len + len + 1) : NULL;
-
-		if (!m) {
-			free(t);
-			wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
-			break;
-		}
-		mine = m;
-		memcpy(mine + mine_len, t, len + 1);	/* with its NUL */
-		mine_len += len + 1;
-		free(t);
-	}
-	*out_mine = mine;
-	*out_len = mine_len;
-	return err->code;
-}
-
-/* Process 0: points mp->text[r] at rank r's entry in what was gathered. */
-static enum wshard_err index_entries(struct convert *cv, struct manifest_parts *mp,
-				     struct wshard_error *err)
-{
-	const struct wshard_plan *plan = cv->plan;
-	size_t off = 0;
-	int r, p;
-
-	mp->text = calloc((size_t)plan->tp, sizeof(*mp->text));
-	mp->len = calloc((size_t)plan->tp, sizeof(*mp->len));
-	if (!mp->text || !mp->len)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
-	/* process p sent ranks p, p + nprocs, ... in that order */
-	for (p = 0; p < cv->nprocs; p++) {
-		size_t end = off + mp->lens[p];
-
-		for (r = p; r < plan->tp && off < end; r += cv->nprocs) {
-			mp->text[r] = mp->all + off;
-			mp->len[r] = strlen(mp->text[r]);
-			off += mp->len[r] + 1;
-		}
-		off = end;
-	}
-	for (r = 0; r < plan->tp; r++)
-		if (!mp->text[r])
-			return wshard_error_set(err, WSHARD_EIO,
-						"internal: no manifest entry for rank %d", r);
-	return WSHARD_OK;
-}
-
-enum wshard_err manifest_gather(struct convert *cv, struct manifest_parts *mp,
-				struct wshard_error *err)
-{
-	char *mine = NULL;
-	size_t mine_len = 0;
-	enum wshard_err rc = WSHARD_OK;
-
-	/*
-	 * Without archives the entries are printed straight into
-	 * wshard.json by manifest_write, never held: process 0 needs only
-	 * the other processes' checksums.
-	 */
-	if (cv->run->archive == WSHARD_ARCHIVE_NONE)
-		return cv->nprocs > 1 ? manifest_gather_ck(cv, err) : WSHARD_OK;
-	own_entries(cv, &mine, &mine_len, err);
-	if (cv->nprocs == 1 && mine) {	/* nothing to gather: no second copy */
-		mp->all = mine;
-		mp->lens = malloc(sizeof(*mp->lens));
-		if (mp->lens)
-			mp->lens[0] = mine_len;
-		else
-			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	} else {
-		rc = wshard_comm_gather_bytes(cv->comm, mine ? mine : "", mine_len, &mp->all,
-					      &mp->lens, err);
-		free(mine);
-	}
-	/* a process that could not print its entries fails them all here */
-	wshard_comm_agree(cv->comm, err);
-	if (rc || cv->proc != 0 || err->code)
-		return err->code;
-	return index_entries(cv, mp, err);
-}
-
-enum wshard_err manifest_build_doc(struct convert *cv, struct manifest_parts *mp,
-				   struct wshard_error *err)
-{
-	mp->doc = manifest_doc(cv->plan, cv->run->validate, cv->nprocs,
-			       cv->run->proc_bytes_read, !cv->run->no_sync);
-	if (!mp->doc)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
-	return WSHARD_OK;
 }
 
 struct manifest_out {

@@ -27,7 +27,7 @@
 #include "base/dtype.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
-#include "manifest.h"
+#include "manifest_entry.h"
 
 /*
  * The source rows a copied piece names: its own, except for a tensor

@@ -25,7 +25,7 @@
 #include "base/comm.h"
 #include "rules/rules.h"
 #include "stream/stream.h"
-#include "verify_impl.h"
+#include "verify_state.h"
 
 /* ------------------------------------------------------------------ */
 /* Files: existence, size, checksum, structure                          */
@@ -45,6 +45,44 @@ static int cmp_span(const void *a, const void *b)
 }
 
 /*
+ * The n bytes at p, offset off of the file, into the file's hash h and
+ * into the spans they overlap, from spans[first] on (those before it are
+ * complete).  Composed (compose), each byte is hashed once, and a span
+ * the bytes complete is appended to h.  Returns the new first.
+ */
+static inline size_t hash_chunk(struct wshard_hash *h, struct span *spans, size_t nspans,
+				size_t first, const char *p, uint64_t off, uint64_t n,
+				bool compose)
+{
+	uint64_t c;			/* bytes the file's hash has, or a tensor's */
+	size_t i;
+
+	if (!compose)
+		wshard_hash_update(h, p, (size_t)n);
+	c = off;
+	for (i = first; i < nspans && spans[i].start < off + n; i++) {
+		uint64_t a = WSHARD_MAX(spans[i].start, off);
+		uint64_t b = WSHARD_MIN(spans[i].end, off + n);
+
+		if (compose && a > c)
+			wshard_hash_update(h, p + (c - off), (size_t)(a - c));
+		if (a < b)
+			wshard_hash_update(&spans[i].h, p + (a - off), (size_t)(b - a));
+		if (compose) {
+			c = WSHARD_MAX(b, a);
+			if (spans[i].end <= off + n)
+				wshard_hash_append(h, &spans[i].h,
+						   spans[i].end - spans[i].start);
+		}
+		if (spans[i].end <= off + n && i == first)
+			first++;
+	}
+	if (compose && c < off + n)
+		wshard_hash_update(h, p + (c - off), (size_t)(off + n - c));
+	return first;
+}
+
+/*
  * One read of the file: its digest into out, and the digest of every
  * tensor in spans (absolute byte ranges) into its vtensor.  Where digests
  * compose (CRC-64/NVME) and the spans do not overlap, each byte is hashed
@@ -59,7 +97,7 @@ static enum wshard_err hash_file(const char *path, enum wshard_checksum algo,
 	struct wshard_hash h = { 0 };
 	size_t bufsz = 4u << 20, i, first = 0;
 	char *buf = malloc(bufsz), *map = NULL;
-	uint64_t off = 0, c;		/* c: bytes the file's hash has, or a tensor's */
+	uint64_t off = 0;
 	bool compose = algo == WSHARD_CK_CRC64;
 	struct stat sb;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -105,28 +143,7 @@ static enum wshard_err hash_file(const char *path, enum wshard_checksum algo,
 		}
 		if (n == 0)
 			break;
-		if (!compose)
-			wshard_hash_update(&h, p, (size_t)n);
-		c = off;
-		for (i = first; i < nspans && spans[i].start < off + (uint64_t)n; i++) {
-			uint64_t a = WSHARD_MAX(spans[i].start, off);
-			uint64_t b = WSHARD_MIN(spans[i].end, off + (uint64_t)n);
-
-			if (compose && a > c)
-				wshard_hash_update(&h, p + (c - off), (size_t)(a - c));
-			if (a < b)
-				wshard_hash_update(&spans[i].h, p + (a - off), (size_t)(b - a));
-			if (compose) {
-				c = WSHARD_MAX(b, a);
-				if (spans[i].end <= off + (uint64_t)n)
-					wshard_hash_append(&h, &spans[i].h,
-							   spans[i].end - spans[i].start);
-			}
-			if (spans[i].end <= off + (uint64_t)n && i == first)
-				first++;
-		}
-		if (compose && c < off + (uint64_t)n)
-			wshard_hash_update(&h, p + (c - off), (size_t)(off + (uint64_t)n - c));
+		first = hash_chunk(&h, spans, nspans, first, p, off, (uint64_t)n, compose);
 		if (map)	/* resident memory stays bounded */
 			madvise(map + off, (size_t)n / 4096 * 4096, MADV_DONTNEED);
 		off += (uint64_t)n;

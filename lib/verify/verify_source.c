@@ -25,7 +25,7 @@
 #include "base/comm.h"
 #include "rules/rules.h"
 #include "stream/stream.h"
-#include "verify_impl.h"
+#include "verify_state.h"
 
 /* ------------------------------------------------------------------ */
 /* The source: plan against manifest, bytes against bytes               */
@@ -129,6 +129,28 @@ static void unmap_compared(struct verify *v)
 	__atomic_store_n(&v->compared, 0, __ATOMIC_RELAXED);
 }
 
+/*
+ * Drops the compared pages (len bytes at offset at of map) from this
+ * process's resident set: those of a large piece at once, the rest (small
+ * pieces such as an expert's rows, and the pages a fault maps around a
+ * piece) every UNMAP_EVERY compared bytes, all at once; the page cache
+ * keeps them.  An madvise per small piece cost more than the comparison:
+ * each one interrupts the other core to flush its TLB.
+ */
+static inline void drop_compared(struct verify *v, char *map, uint64_t at, size_t len)
+{
+	uint64_t lo = (at + 4095) / 4096 * 4096, hi = (at + len) / 4096 * 4096;
+	uint64_t c = __atomic_add_fetch(&v->compared, len, __ATOMIC_RELAXED);
+
+	/* one thread unmaps; pages another is reading fault back in */
+	if (c >= UNMAP_EVERY &&
+	    __atomic_compare_exchange_n(&v->compared, &c, 0, false,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		unmap_compared(v);
+	else if (hi >= lo + UNMAP_PIECE)
+		madvise(map + lo, hi - lo, MADV_DONTNEED);
+}
+
 /* The sink of verify: compares output bytes with what the source gives. */
 static enum wshard_err compare_put(void *ctx, unsigned slot, int rank, size_t tensor,
 				   uint64_t off, const void *buf, size_t len,
@@ -168,26 +190,7 @@ static enum wshard_err compare_put(void *ctx, unsigned slot, int rank, size_t te
 			     rank, t->name, (unsigned long long)(off + i),
 			     (unsigned long long)((off + i) * 8 / wshard_dtype_bits(t->dtype)));
 		}
-		/*
-		 * Drop the compared pages from this process's resident set: those
-		 * of a large piece at once, the rest (small pieces such as an
-		 * expert's rows, and the pages a fault maps around a piece) every
-		 * UNMAP_EVERY compared bytes, all at once; the page cache keeps
-		 * them.  An madvise per small piece cost more than the comparison:
-		 * each one interrupts the other core to flush its TLB.
-		 */
-		{
-			uint64_t lo = (at + 4095) / 4096 * 4096, hi = (at + len) / 4096 * 4096;
-			uint64_t c = __atomic_add_fetch(&v->compared, len, __ATOMIC_RELAXED);
-
-			/* one thread unmaps; pages another is reading fault back in */
-			if (c >= UNMAP_EVERY &&
-			    __atomic_compare_exchange_n(&v->compared, &c, 0, false,
-							__ATOMIC_RELAXED, __ATOMIC_RELAXED))
-				unmap_compared(v);
-			else if (hi >= lo + UNMAP_PIECE)
-				madvise(vr->files[t->file].map + lo, hi - lo, MADV_DONTNEED);
-		}
+		drop_compared(v, vr->files[t->file].map, at, len);
 		return WSHARD_OK;
 	}
 	if (len > v->cmp_cap[slot]) {

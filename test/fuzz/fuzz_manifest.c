@@ -18,7 +18,7 @@
 
 #include "wshard.h"
 #include "base/comm.h"
-#include "output/manifest.h"
+#include "output/manifest_read.h"
 #include "fuzz_util.h"
 
 #define CHECK(cond)                                                          \

@@ -1,8 +1,10 @@
 /*
- * manifest_read.c - wshard.json read back, for verify and inspect: the
- * file without its "sources" members (a tensor's provenance, most of an
- * MoE model's manifest, which neither reads), parsed and checked into
- * plain structures.
+ * manifest_read.c - wshard.json read back, for verify, inspect and
+ * convert (which recognises its earlier output in OUT by it): the file
+ * without its "sources" members (a tensor's provenance, most of an MoE
+ * model's manifest, which none of them reads), parsed and checked into
+ * plain structures.  Beside the writer, so that convert needs nothing
+ * of verify.
  */
 #include <fnmatch.h>
 #include <stdint.h>
@@ -17,7 +19,7 @@
 #include "base/dtype.h"
 #include "base/hash.h"
 #include "base/fileio.h"
-#include "output/manifest.h"
+#include "manifest_read.h"
 
 /* ------------------------------------------------------------------ */
 /* Reading: the manifest without its sources                           */

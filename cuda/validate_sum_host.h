@@ -1,10 +1,10 @@
 /*
- * validate_host.h - the host backend's checksum and round trip, which
- * validate_host.c computes on the fastest path the CPU has.  Internal to
- * cuda/ and its tests.
+ * validate_sum_host.h - the host's checksum and round trip, which
+ * validate_sum_host.c computes on the fastest path the CPU has.  Internal
+ * to cuda/ and its tests.
  */
-#ifndef WSHARD_VALIDATE_HOST_H
-#define WSHARD_VALIDATE_HOST_H
+#ifndef WSHARD_VALIDATE_SUM_HOST_H
+#define WSHARD_VALIDATE_SUM_HOST_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,4 +43,4 @@ uint64_t wshard_validate_copy_sum_at(void *dst, const void *src, size_t len,
 bool wshard_validate_round_trip_at(void *dev, void *ret, const void *src, size_t len,
 				   uint64_t first, uint64_t *out_want, uint64_t *out_got);
 
-#endif /* WSHARD_VALIDATE_HOST_H */
+#endif /* WSHARD_VALIDATE_SUM_HOST_H */

@@ -1,11 +1,22 @@
 /*
- * verify_impl.h - the state of one wshard_verify, shared by verify.c
- * (the manifest, the results), verify_files.c (files, checksums,
- * structure, archives) and verify_source.c (plan and bytes against the
- * source).  Not part of the API.
+ * verify_state.h - the state of one wshard_verify, shared by the files of
+ * the verify stage.  Not part of the API.
+ *
+ * The stage takes in OUT and its manifest (read by output/manifest_read.c)
+ * and, unless --quick, the source; it gives out the differences: lines
+ * "rank R: WHAT: DIFFERENCE" on process 0 with the counts verified, and
+ * WSHARD_EMISMATCH when there are any.  verify.c drives it (the manifest,
+ * the results), verify_files.c checks OUT's files (sizes, checksums,
+ * structure, archives), verify_source.c the plan and every byte against
+ * the source, and verify_diff.c is what they all report through.
+ *
+ * struct verify, vrank, vtensor and vfile are owned by verify.c, which
+ * fills them from the manifest and frees them; verify_files.c adds each
+ * vfile's st and map, verify_source.c each vrank's from_plan.  struct
+ * hash_job is verify_files.c's, started by verify.c.
  */
-#ifndef WSHARD_VERIFY_IMPL_H
-#define WSHARD_VERIFY_IMPL_H
+#ifndef WSHARD_VERIFY_STATE_H
+#define WSHARD_VERIFY_STATE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -71,16 +82,16 @@ struct verify {
 	bool archive_only;		/* archives and no rank file in OUT */
 };
 
-/* Records a difference line (printf-style; control characters shown as
- * '?'), from any thread. */
+/* verify_diff.c: records a difference line (printf-style; control
+ * characters shown as '?'), from any thread. */
 void verify_diff(struct verify *v, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* True when this process verifies rank r. */
+/* verify_diff.c: true when this process verifies rank r. */
 bool verify_wanted(const struct verify *v, int r);
 
-/* Records WSHARD_EINVAL: the manifest is not valid because of what.
- * Returns WSHARD_EINVAL. */
+/* verify_diff.c: records WSHARD_EINVAL: the manifest is not valid
+ * because of what.  Returns WSHARD_EINVAL. */
 enum wshard_err verify_bad(struct verify *v, struct wshard_error *err, const char *what);
 
 /* verify_files.c: rank r's file fi exists, has its size, is valid
@@ -116,4 +127,4 @@ enum wshard_err verify_check_archive(struct verify *v, int r, struct wshard_erro
  * error every process shares. */
 enum wshard_err verify_check_source(struct verify *v, struct wshard_error *err);
 
-#endif /* WSHARD_VERIFY_IMPL_H */
+#endif /* WSHARD_VERIFY_STATE_H */
