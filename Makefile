@@ -100,6 +100,7 @@ LIB_SRC := \
 	lib/plan/plan_layout.c \
 	lib/plan/plan_match.c \
 	lib/plan/plan_split.c \
+	lib/plan/plan_text.c \
 	lib/plan/plan_view.c \
 	lib/stream/exchange.c \
 	lib/stream/stream.c \

@@ -24,6 +24,7 @@
 #include "source/safetensors.h"
 #include "source/catalog.h"
 #include "rules/rules.h"
+#include "plan/plan.h"
 #include "test_util.h"
 
 /* A generated checkpoint, its catalog and rules. */

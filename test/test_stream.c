@@ -22,6 +22,7 @@
 #include "wshard.h"
 #include "source/catalog.h"
 #include "rules/rules.h"
+#include "plan/plan.h"
 #include "stream/stream.h"
 #include "test_util.h"
 

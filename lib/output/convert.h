@@ -16,6 +16,7 @@
 #include "wshard.h"
 #include "base/hash.h"
 #include "base/fileio.h"
+#include "plan/plan.h"
 #include "manifest.h"
 #include "stream/stream.h"
 

@@ -10,6 +10,7 @@
 
 #include "wshard.h"
 #include "base/hash.h"
+#include "plan/plan.h"
 
 /* Checksums of one rank's output, filled by convert. */
 struct manifest_rank_ck {

@@ -15,6 +15,7 @@
 #include "base/util.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
+#include "plan/plan.h"
 #include "stream.h"
 
 /* One COPY piece of the plan, found from its source tensor. */
