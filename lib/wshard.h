@@ -23,13 +23,6 @@
 #include <stdint.h>
 
 #define WSHARD_VERSION "0.1.0"
-/* Version of the wshard.json layout; bumped on incompatible change.  2:
- * a tensor's sources may hold runs over experts.  Readers take any
- * version from WSHARD_MANIFEST_VERSION_MIN on (verify and inspect do not
- * read the sources). */
-#define WSHARD_MANIFEST_VERSION 2
-#define WSHARD_MANIFEST_VERSION_MIN 1
-
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */
 /* ------------------------------------------------------------------ */
@@ -67,9 +60,6 @@ const char *wshard_strerror(enum wshard_err code);
 enum wshard_err wshard_error_set(struct wshard_error *err, enum wshard_err code,
 				 const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-
-/* Clears err to WSHARD_OK and an empty message. */
-void wshard_error_clear(struct wshard_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Dtypes                                                              */
@@ -151,9 +141,6 @@ struct wshard_hf_ref {
 	char *snapshot;		/* CACHE/models--ORG--NAME/snapshots/COMMIT */
 };
 
-/* The revision a repo id resolves at when none is given. */
-#define WSHARD_HF_DEFAULT_REVISION "main"
-
 /* What a catalog holds, as a whole.  Strings live as long as the catalog. */
 struct wshard_catalog_info {
 	const char *path;		/* as given to wshard_catalog_open */
@@ -176,19 +163,6 @@ struct wshard_tensor_info {
 	uint64_t nbytes;
 	const char *file;		/* the file holding it, relative to the checkpoint */
 };
-
-/*
- * Opens a checkpoint: a directory with model.safetensors.index.json or a
- * single model.safetensors, one .safetensors file, or such a directory
- * packed in a .tar, .tar.gz, .tar.zst, .tar.xz or .zip (at its root or
- * under one top folder).  Validates every
- * file strictly, the weight_map against the files (no path outside the
- * directory, no missing file or tensor, no tensor in two files) and reads
- * config.json when present.  No tensor data is read.  Returns WSHARD_OK,
- * WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM.
- */
-enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
-				    const char *path, struct wshard_error *err);
 
 /*
  * The tensors of cat whose name matches the fnmatch pattern filter (NULL:

@@ -20,6 +20,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "base/dtype.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"

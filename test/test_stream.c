@@ -20,6 +20,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "source/catalog.h"
 #include "rules/rules.h"
 #include "plan/plan.h"

@@ -12,6 +12,13 @@
 #include "base/hash.h"
 #include "plan/plan.h"
 
+/* Version of the wshard.json layout; bumped on incompatible change.  2:
+ * a tensor's sources may hold runs over experts.  Readers take any
+ * version from WSHARD_MANIFEST_VERSION_MIN on (verify and inspect do not
+ * read the sources). */
+#define WSHARD_MANIFEST_VERSION 2
+#define WSHARD_MANIFEST_VERSION_MIN 1
+
 /* Checksums of one rank's output, filled by convert. */
 struct manifest_rank_ck {
 	char (*file)[WSHARD_DIGEST_HEX];	/* per part */
