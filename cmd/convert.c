@@ -308,11 +308,13 @@ static void print_summary(const struct convert_opts *o, const struct wshard_cata
 {
 	struct wshard_catalog_info src;
 	struct wshard_plan_info info;
+	struct wshard_timings t;
 	uint64_t files;
 	char a[32], b[32], c[32];
 
 	wshard_catalog_info(cat, &src);
 	wshard_plan_info(plan, &info);
+	wshard_run_timings(&o->run, &t);
 	files = info.nfiles;
 	if (o->json) {
 		printf("{\"out\": \"%s\", \"tp\": %d, \"processes\": %d, \"files\": %llu, "
@@ -327,8 +329,8 @@ static void print_summary(const struct convert_opts *o, const struct wshard_cata
 		       (unsigned long long)src.tensor_bytes,
 		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend,
 		       (unsigned long long)o->run.archive_bytes,
-		       o->run.no_sync ? "false" : "true", secs, o->run.stream_seconds,
-		       o->run.seal_seconds, cpu_seconds(), o->run.seal_cpu_seconds,
+		       o->run.no_sync ? "false" : "true", secs, t.stream_seconds,
+		       t.seal_seconds, cpu_seconds(), t.seal_cpu_seconds,
 		       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
 		return;
 	}

@@ -399,6 +399,8 @@ enum wshard_err wshard_plan_text(const struct wshard_plan *plan,
 typedef void (*wshard_progress_fn)(void *ctx, const char *phase, uint64_t done,
 				   uint64_t total);
 
+struct wshard_run_state;
+
 struct wshard_run {
 	/* in */
 	const char *out_dir;
@@ -416,14 +418,20 @@ struct wshard_run {
 	char validate_backend[128];	/* "host", "cuda:0 (...)", "off" */
 	char notice[256];		/* e.g. the auto fall-back reason */
 	int nprocs;
-	uint64_t *proc_bytes_read;	/* nprocs entries; freed by release */
 	uint64_t archive_bytes;		/* size of all the archives */
-	/* this process's phases: reading, validating and writing, then what
-	 * is left of sealing (checksums, read back for xxh3-64 and sha256;
-	 * fsync, rename) */
-	double stream_seconds, seal_seconds;
-	/* CPU time (user and system) of this process's sealing threads (the
-	 * read-back and its checksums, where there is one; the syncs) */
+	/* the library's (timings, what each process read); NULL before
+	 * wshard_convert, freed by wshard_run_release */
+	struct wshard_run_state *state;
+};
+
+/* Where this process's time in wshard_convert went (convert --json). */
+struct wshard_timings {
+	/* reading, validating and writing the parts */
+	double stream_seconds;
+	/* what was left of sealing after (checksums, the read-back for
+	 * xxh3-64 and sha256, fsync, rename) */
+	double seal_seconds;
+	/* CPU time (user and system) of the sealing threads */
 	double seal_cpu_seconds;
 };
 
@@ -441,6 +449,10 @@ void wshard_run_prepare(struct wshard_run *run, const struct wshard_comm *comm);
 /* Releases what a wshard_run owns (waiting for what wshard_run_prepare
  * started); accepts NULL. */
 void wshard_run_release(struct wshard_run *run);
+
+/* Fills *out_t with the timings of run's wshard_convert on this process
+ * (zeros before one). */
+void wshard_run_timings(const struct wshard_run *run, struct wshard_timings *out_t);
 
 /*
  * Executes plan into run->out_dir with every process of comm: writes the

@@ -22,6 +22,12 @@
 
 struct wshard_validator;
 
+/* What a wshard_run carries that the API does not show (run->state). */
+struct wshard_run_state {
+	struct wshard_timings timings;	/* this process's */
+	uint64_t proc_bytes_read[];	/* per process, for the manifest */
+};
+
 struct rank_out {
 	struct wshard_file **files;	/* per part; NULL once committed */
 	uint64_t *left;			/* per tensor: bytes not yet written */
