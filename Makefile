@@ -100,7 +100,6 @@ LIB_SRC := \
 	lib/plan/plan_layout.c \
 	lib/plan/plan_match.c \
 	lib/plan/plan_split.c \
-	lib/plan/plan_text.c \
 	lib/plan/plan_view.c \
 	lib/stream/exchange.c \
 	lib/stream/stream.c \
@@ -115,6 +114,7 @@ LIB_SRC := \
 	lib/output/manifest_ck.c \
 	lib/output/manifest_entry.c \
 	lib/output/outdir.c \
+	lib/output/plan_text.c \
 	lib/output/seal.c \
 	lib/verify/manifest_read.c \
 	lib/verify/verify.c \

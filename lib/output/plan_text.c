@@ -1,7 +1,8 @@
 /*
- * plan_text.c - a plan as the CLI shows it: convert --dry-run's text
- * (every rank's tensors and the pieces each is made of) and the figures
- * of convert's summary.  The library never prints: the text is returned.
+ * plan_text.c - a plan as the CLI shows it: what convert would write
+ * (--dry-run: every rank's archive, tensors and the pieces each is made
+ * of) and the figures of convert's summary.  The library never prints:
+ * the text is returned.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -9,7 +10,8 @@
 #include <stdlib.h>
 
 #include "wshard.h"
-#include "plan.h"
+#include "plan/plan.h"
+#include "archive_out.h"
 
 /* A size as "1.50 GiB" (or "512 B") into buf; returns buf. */
 static const char *human_bytes(uint64_t n, char *buf, size_t len)
