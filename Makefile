@@ -122,6 +122,7 @@ LIB_SRC := \
 	lib/output/manifest_parts.c \
 	lib/output/manifest_read.c \
 	lib/output/outdir.c \
+	lib/output/plan_text.c \
 	lib/output/seal.c \
 	lib/verify/verify.c \
 	lib/verify/verify_diff.c \

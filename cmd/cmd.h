@@ -42,9 +42,10 @@ int parse_int(const char *s, int *out);
 const char *human_bytes(uint64_t n, char *buf, size_t len);
 
 /*
- * Sets the library's test and benchmark hooks from WSHARD_FAULT,
- * WSHARD_FAULT_PROCESS, WSHARD_TEST_HOLD, WSHARD_BENCH_NO_CHECKSUMS and
- * WSHARD_INJECT_VALIDATE (test/ and scripts/bench set them).
+ * Sets the library's test and benchmark hooks (struct wshard_hooks) from
+ * WSHARD_FAULT, WSHARD_FAULT_PROCESS, WSHARD_TEST_HOLD,
+ * WSHARD_BENCH_NO_CHECKSUMS, WSHARD_INJECT_VALIDATE and
+ * WSHARD_STREAM_THREADS (test/ and scripts/bench set them).
  */
 void hooks_from_env(void);
 

@@ -280,64 +280,16 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 	return 0;
 }
 
-/* The name of source tensor src of the plan's checkpoint. */
-static const char *src_name(const struct wshard_plan *plan, uint32_t src)
+/* Prints what convert would write (--dry-run). */
+static void print_dry_run(const struct convert_opts *o, const struct wshard_plan *plan,
+			  struct wshard_error *err)
 {
-	struct wshard_tensor_info t;
+	char *text;
 
-	wshard_catalog_tensor(plan->cat, src, &t);
-	return t.name;
-}
-
-static void print_dry_run(const struct convert_opts *o, const struct wshard_plan *plan)
-{
-	char shape[160], b[32], name[64];
-	size_t i, k;
-	int r;
-
-	for (r = 0; r < plan->tp; r++) {
-		const struct wshard_rank_plan *rp = &plan->ranks[r];
-
-		printf("rank %d: %zu tensors, %s in %zu file%s\n", r, rp->ntensors,
-		       human_bytes(rp->bytes, b, sizeof(b)), rp->nfiles,
-		       rp->nfiles == 1 ? "" : "s");
-		if (o->run.archive != WSHARD_ARCHIVE_NONE) {
-			wshard_archive_name(name, sizeof(name), r, o->run.archive);
-			printf("  packed into %s%s\n", name,
-			       o->run.archive_only ? ", its files then removed (--archive-only)" : "");
-		}
-		for (i = 0; i < rp->ntensors; i++) {
-			const struct wshard_out_tensor *t = &rp->tensors[i];
-			wshard_format_shape(shape, sizeof(shape), t->shape, t->ndim);
-			printf("  %s %s %s %llu bytes -> %s\n", t->name, wshard_dtype_name(t->dtype),
-			       shape, (unsigned long long)t->nbytes, rp->files[t->part].name);
-			for (k = 0; k < t->npieces; k++) {
-				const struct wshard_piece *p = &t->pieces[k];
-
-				if (p->kind == WSHARD_PIECE_ZERO)
-					printf("    zeros %llu bytes\n", (unsigned long long)p->len);
-				else if (p->kind == WSHARD_PIECE_CONST)
-					printf("    value %g\n", p->prov_value);
-				else if (p->prov_ncols)
-					/* a "rows" view counts merged rows; a
-					 * transposed piece, cols of its prov_dim */
-					printf("    %s rows [%llu, %llu)%s cols [%llu, %llu)%s\n",
-					       src_name(plan, p->src),
-					       (unsigned long long)p->row0,
-					       (unsigned long long)(p->row0 + p->nrows),
-					       wshard_plan_src_row_dims(plan, p->src) ? " (merged)" : "",
-					       (unsigned long long)p->prov_col0,
-					       (unsigned long long)(p->prov_col0 + p->prov_ncols),
-					       p->tr_rows ? (p->prov_dim == 2 ? " of dimension 2, transposed"
-									  : " transposed") : "");
-				else
-					printf("    %s rows [%llu, %llu)\n",
-					       src_name(plan, p->src),
-					       (unsigned long long)p->row0,
-					       (unsigned long long)(p->row0 + p->nrows));
-			}
-		}
-	}
+	if (wshard_plan_text(plan, o->run.archive, o->run.archive_only, &text, err))
+		return;
+	fputs(text, stdout);
+	free(text);
 }
 
 /* User and system CPU time of this process so far, in seconds. */
@@ -351,17 +303,19 @@ static double cpu_seconds(void)
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-static void print_summary(const struct convert_opts *o, const struct wshard_plan *plan,
-			  double secs)
+static void print_summary(const struct convert_opts *o, const struct wshard_catalog *cat,
+			  const struct wshard_plan *plan, double secs)
 {
 	struct wshard_catalog_info src;
-	uint64_t files = 0;
+	struct wshard_plan_info info;
+	struct wshard_timings t;
+	uint64_t files;
 	char a[32], b[32], c[32];
-	int r;
 
-	wshard_catalog_info(plan->cat, &src);
-	for (r = 0; r < plan->tp; r++)
-		files += plan->ranks[r].nfiles;
+	wshard_catalog_info(cat, &src);
+	wshard_plan_info(plan, &info);
+	wshard_run_timings(&o->run, &t);
+	files = info.nfiles;
 	if (o->json) {
 		printf("{\"out\": \"%s\", \"tp\": %d, \"processes\": %d, \"files\": %llu, "
 		       "\"bytes_written\": %llu, \"bytes_read\": %llu, \"source_tensor_bytes\": %llu, "
@@ -369,19 +323,19 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 		       "\"synced\": %s, \"seconds\": %.3f, \"stream_seconds\": %.3f, "
 		       "\"seal_seconds\": %.3f, \"cpu_seconds\": %.3f, \"seal_cpu_seconds\": %.3f, "
 		       "\"write_mb_per_s\": %.1f}\n",
-		       o->run.out_dir, plan->tp, o->run.nprocs, (unsigned long long)files,
+		       o->run.out_dir, info.tp, o->run.nprocs, (unsigned long long)files,
 		       (unsigned long long)o->run.bytes_written,
 		       (unsigned long long)o->run.bytes_read,
 		       (unsigned long long)src.tensor_bytes,
 		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend,
 		       (unsigned long long)o->run.archive_bytes,
-		       o->run.no_sync ? "false" : "true", secs, o->run.stream_seconds,
-		       o->run.seal_seconds, cpu_seconds(), o->run.seal_cpu_seconds,
+		       o->run.no_sync ? "false" : "true", secs, t.stream_seconds,
+		       t.seal_seconds, cpu_seconds(), t.seal_cpu_seconds,
 		       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
 		return;
 	}
 	printf("wrote %d rank%s, %llu file%s, %s to '%s' in %.2fs (%.0f MB/s)\n",
-	       plan->tp, plan->tp == 1 ? "" : "s", (unsigned long long)files,
+	       info.tp, info.tp == 1 ? "" : "s", (unsigned long long)files,
 	       files == 1 ? "" : "s", human_bytes(o->run.bytes_written, a, sizeof(a)),
 	       o->run.out_dir, secs,
 	       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
@@ -395,7 +349,7 @@ static void print_summary(const struct convert_opts *o, const struct wshard_plan
 		printf("validated %s on %s\n",
 		       human_bytes(o->run.bytes_validated, a, sizeof(a)), o->run.validate_backend);
 	if (o->run.archive != WSHARD_ARCHIVE_NONE)
-		printf("packed %d rank archive%s, %s%s\n", plan->tp, plan->tp == 1 ? "" : "s",
+		printf("packed %d rank archive%s, %s%s\n", info.tp, info.tp == 1 ? "" : "s",
 		       human_bytes(o->run.archive_bytes, a, sizeof(a)),
 		       o->run.archive_only ? "; rank and copied files removed (--archive-only)" : "");
 	if (o->run.no_sync)
@@ -494,7 +448,7 @@ int cmd_convert(int argc, char **argv)
 		goto out;
 	if (o.dry_run) {
 		if (leader)
-			print_dry_run(&o, plan);
+			print_dry_run(&o, plan, &err);
 		goto out;
 	}
 	progress_init(&prog, o.quiet || !leader);
@@ -507,7 +461,7 @@ int cmd_convert(int argc, char **argv)
 	if (leader && o.run.notice[0] && !o.quiet)
 		fprintf(stderr, "wshard: %s\n", o.run.notice);
 	if (leader && !o.quiet)
-		print_summary(&o, plan, now_seconds() - start);
+		print_summary(&o, cat, plan, now_seconds() - start);
 	if (leader && !o.quiet && o.run.no_sync && wshard_comm_is_mpi(comm))
 		note_session_dir(o.run.out_dir);	/* OUT exists now */
 out:

@@ -1,19 +1,10 @@
 /*
- * wshard.h - the whole public interface of libwshard.
- *
- * libwshard reads HuggingFace safetensors checkpoints, plans how every
- * tensor is cut and fused for each tensor-parallel rank, writes per-rank
- * safetensors files and a manifest, and verifies them.  The library never
- * prints, exits or aborts: every fallible function returns an enum
- * wshard_err and fills a struct wshard_error with a one-line message
- * (lowercase, problem first, subject quoted, cause last).  Only cmd/
- * decides what to print and which exit code to use.
- *
- * Conventions: output parameters are named out_* and set on entry; every
- * _free() function accepts NULL.  Handles whose fields callers do not
- * need (catalog, rules, comm, manifest's document) are opaque; what the
- * library shares inside itself is in private headers next to its .c
- * files (lib/NAME.h), which only the library and its tests include.
+ * wshard.h - the public interface of libwshard, all that cmd/ calls: read
+ * a safetensors checkpoint, plan each tensor-parallel rank's tensors,
+ * write per-rank files and a manifest, verify them.  The library never
+ * prints, exits or aborts: it returns an enum wshard_err and a message in
+ * a struct wshard_error.  out_* parameters are set on entry; every _free
+ * and _release accepts NULL.  The stages' own headers are lib/STAGE/.
  */
 #ifndef WSHARD_H
 #define WSHARD_H
@@ -23,17 +14,10 @@
 #include <stdint.h>
 
 #define WSHARD_VERSION "0.1.0"
-/* Version of the wshard.json layout; bumped on incompatible change.  2:
- * a tensor's sources may hold runs over experts.  Readers take any
- * version from WSHARD_MANIFEST_VERSION_MIN on (verify and inspect do not
- * read the sources). */
-#define WSHARD_MANIFEST_VERSION 2
-#define WSHARD_MANIFEST_VERSION_MIN 1
+/* Name of the manifest in an output directory. */
+#define WSHARD_MANIFEST "wshard.json"
 
-/* ------------------------------------------------------------------ */
-/* Errors                                                              */
-/* ------------------------------------------------------------------ */
-
+/* ---- Errors ------------------------------------------------------- */
 /* Numbered once, never renumbered. */
 enum wshard_err {
 	WSHARD_OK = 0,
@@ -50,69 +34,35 @@ enum wshard_err {
 };
 
 #define WSHARD_ERRMAX 1024
-
 struct wshard_error {
 	enum wshard_err code;
-	char msg[WSHARD_ERRMAX];
+	char msg[WSHARD_ERRMAX];	/* lowercase, problem first, subject quoted */
 };
 
-/* A short static description of code, e.g. "bad input". */
+/* Returns a short static description of code, e.g. "bad input". */
 const char *wshard_strerror(enum wshard_err code);
 
-/*
- * Records code and a printf-style message in err (which may be NULL).
- * If err already holds an error, it is kept: the first cause wins.
- * Returns code.
- */
+/* Records code and a printf-style message in err (may be NULL) unless it
+ * holds an error already: the first cause wins.  Returns code. */
 enum wshard_err wshard_error_set(struct wshard_error *err, enum wshard_err code,
 				 const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Clears err to WSHARD_OK and an empty message. */
-void wshard_error_clear(struct wshard_error *err);
-
-/* ------------------------------------------------------------------ */
-/* Dtypes                                                              */
-/* ------------------------------------------------------------------ */
-
+/* ---- Dtypes, checksums, sizes ------------------------------------- */
 enum wshard_dtype {
-	WSHARD_BOOL,
-	WSHARD_U8,
-	WSHARD_I8,
-	WSHARD_I16,
-	WSHARD_U16,
-	WSHARD_F16,
-	WSHARD_BF16,
-	WSHARD_I32,
-	WSHARD_U32,
-	WSHARD_F32,
-	WSHARD_I64,
-	WSHARD_U64,
-	WSHARD_F64,
-	WSHARD_C64,
-	WSHARD_F8_E5M2,
-	WSHARD_F8_E4M3,
-	WSHARD_F8_E8M0,
-	WSHARD_F8_E4M3FNUZ,
-	WSHARD_F8_E5M2FNUZ,
-	WSHARD_F4,
-	WSHARD_F6_E2M3,
+	WSHARD_BOOL, WSHARD_U8, WSHARD_I8, WSHARD_I16, WSHARD_U16, WSHARD_F16,
+	WSHARD_BF16, WSHARD_I32, WSHARD_U32, WSHARD_F32, WSHARD_I64, WSHARD_U64,
+	WSHARD_F64, WSHARD_C64, WSHARD_F8_E5M2, WSHARD_F8_E4M3, WSHARD_F8_E8M0,
+	WSHARD_F8_E4M3FNUZ, WSHARD_F8_E5M2FNUZ, WSHARD_F4, WSHARD_F6_E2M3,
 	WSHARD_F6_E3M2,
 	WSHARD_DTYPE_COUNT
 };
-
-/* The safetensors spelling of dt ("BF16"), or "?" when out of range. */
-const char *wshard_dtype_name(enum wshard_dtype dt);
-
 #define WSHARD_MAX_DIMS 8
 
-/* Writes "[3, 4]" for shape into buf (cut short if it does not fit); returns buf. */
-const char *wshard_format_shape(char *buf, size_t size, const uint64_t *shape,
-				int ndim);
-
-/* ------------------------------------------------------------------ */
-/* Checksums                                                           */
-/* ------------------------------------------------------------------ */
+/* Returns the safetensors name of dt ("BF16"), or "?" when out of range. */
+const char *wshard_dtype_name(enum wshard_dtype dt);
+/* Writes "[3, 4]" for shape into buf (cut short to fit); returns buf. */
+const char *wshard_format_shape(char *buf, size_t size, const uint64_t *shape, int ndim);
 
 enum wshard_checksum {
 	WSHARD_CK_XXH3 = 0,	/* XXH3-64, "xxh3-64" */
@@ -122,27 +72,15 @@ enum wshard_checksum {
 
 /* Parses a checksum algorithm name.  Returns 0, or -1 if unknown. */
 int wshard_checksum_parse(const char *name, enum wshard_checksum *out_ck);
-
-/*
- * Parses a size such as "5GiB", "256M", "4096" (K/M/G/T are powers of
- * 1024 as are KiB/MiB/GiB/TiB; KB/MB/GB/TB are powers of 1000).
- * Returns 0, or -1 on a malformed or overflowing size.
- */
+/* Parses a size: "5GiB", "256M" (K, KiB: 1024), "4KB" (1000), "4096".
+ * Returns 0, or -1 on a malformed or overflowing size. */
 int wshard_parse_size(const char *s, uint64_t *out_bytes);
 
-/* ------------------------------------------------------------------ */
-/* Checkpoint catalog                                                  */
-/* ------------------------------------------------------------------ */
-
+/* ---- Checkpoint catalog ------------------------------------------- */
 /* An opened checkpoint: its files, tensors and config.json. */
 struct wshard_catalog;
 
-/*
- * A repo id resolved in the local HuggingFace hub cache, the layout
- * huggingface_hub writes: CACHE/models--ORG--NAME/ with refs/BRANCH (a
- * commit hash), snapshots/COMMIT/ (links into ../../blobs/) and blobs/.
- * Never downloads anything.
- */
+/* A repo id resolved in the local HuggingFace hub cache (never downloaded). */
 struct wshard_hf_ref {
 	char *repo_id;		/* "ORG/NAME" */
 	char *revision;		/* as asked: a branch or tag in refs/, or a commit */
@@ -151,12 +89,9 @@ struct wshard_hf_ref {
 	char *snapshot;		/* CACHE/models--ORG--NAME/snapshots/COMMIT */
 };
 
-/* The revision a repo id resolves at when none is given. */
-#define WSHARD_HF_DEFAULT_REVISION "main"
-
 /* What a catalog holds, as a whole.  Strings live as long as the catalog. */
 struct wshard_catalog_info {
-	const char *path;		/* as given to wshard_catalog_open */
+	const char *path;		/* as given to open */
 	bool has_config;		/* config.json was found */
 	const char *architecture;	/* its architectures[0], or NULL */
 	size_t ntensors;
@@ -177,138 +112,80 @@ struct wshard_tensor_info {
 	const char *file;		/* the file holding it, relative to the checkpoint */
 };
 
-/*
- * Opens a checkpoint: a directory with model.safetensors.index.json or a
- * single model.safetensors, one .safetensors file, or such a directory
- * packed in a .tar, .tar.gz, .tar.zst, .tar.xz or .zip (at its root or
- * under one top folder).  Validates every
- * file strictly, the weight_map against the files (no path outside the
- * directory, no missing file or tensor, no tensor in two files) and reads
- * config.json when present.  No tensor data is read.  Returns WSHARD_OK,
- * WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM.
- */
-enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
-				    const char *path, struct wshard_error *err);
-
-/*
- * The tensors of cat whose name matches the fnmatch pattern filter (NULL:
- * all) as one JSON document, indented by 2, into a malloc'd *out_text:
- * "path", "architecture", "tensors" (name, dtype, shape, bytes, file),
- * "tensor_count", "total_bytes", "bytes_per_dtype", "file_count" and
- * "ignored_files".  Returns WSHARD_OK or WSHARD_ENOMEM.
- */
-enum wshard_err wshard_catalog_json(const struct wshard_catalog *cat, const char *filter,
-				    char **out_text, struct wshard_error *err);
-
-/* Fills *out_info with what cat holds. */
-void wshard_catalog_info(const struct wshard_catalog *cat,
-			 struct wshard_catalog_info *out_info);
-
-/* Fills *out_t with tensor i of cat (i < ntensors; sorted by name). */
-void wshard_catalog_tensor(const struct wshard_catalog *cat, size_t i,
-			   struct wshard_tensor_info *out_t);
-
-/* Frees cat; accepts NULL. */
-void wshard_catalog_free(struct wshard_catalog *cat);
-
-/*
- * Opens a checkpoint named as the CLI takes it: src is a local path
- * (directory, file or archive) when one exists, which wins over a repo id
- * of the same name as in transformers; else a repo id resolved with
- * wshard_hf_resolve at revision (NULL: "main"), whose catalog info then
- * has hf set, path src.  A revision with a src that is a local path, or
- * not a repo id, is WSHARD_EUSAGE.  Returns as wshard_catalog_open and
- * wshard_hf_resolve.
- */
+/* Opens src, a local checkpoint (directory, .safetensors file, or .tar*
+ * or .zip of a directory) if it exists, else a repo id in the HuggingFace
+ * hub cache at revision (NULL: "main"); checks every file, reads no
+ * tensor data.  Returns WSHARD_OK, WSHARD_EUSAGE (revision with a path,
+ * bad repo id), WSHARD_EINVAL, WSHARD_ENOTCACHED, WSHARD_EIO or
+ * WSHARD_ENOMEM. */
 enum wshard_err wshard_catalog_open_source(struct wshard_catalog **out_cat,
 					   const char *src, const char *revision,
 					   struct wshard_error *err);
 
-/*
- * A check that needs only config.json, run when a checkpoint directory
- * or archive has one, before its index and headers are read: a refusal
- * that config.json decides then comes at once, however many tensors the
- * checkpoint has.  fn sees a catalog with config.json read and no files
- * or tensors; the error it returns ends the open.  A config.json that
- * cannot be read skips the check (the open then reports it in its turn).
- */
+/* A check of config.json alone, run before the index and headers are
+ * read: fn sees a catalog with no files or tensors yet, and its error
+ * ends the open.  Skipped without a readable config.json. */
 struct wshard_precheck {
 	enum wshard_err (*fn)(const struct wshard_catalog *cat, void *ctx,
 			      struct wshard_error *err);
 	void *ctx;
 };
 
-/*
- * wshard_catalog_open_source with check (NULL: none) run as above.
- * Returns as wshard_catalog_open_source, or check's error.
- */
+/* wshard_catalog_open_source with check (NULL: none).  Returns as it
+ * does, or check's error. */
 enum wshard_err wshard_catalog_open_source_checked(struct wshard_catalog **out_cat,
 						   const char *src, const char *revision,
 						   const struct wshard_precheck *check,
 						   struct wshard_error *err);
 
-/* ------------------------------------------------------------------ */
-/* Rules                                                               */
-/* ------------------------------------------------------------------ */
+/* cat as a JSON document (inspect --json), indented by 2, into a malloc'd
+ * *out_text, listing the tensors whose name matches the fnmatch pattern
+ * filter (NULL: all).  Returns WSHARD_OK or WSHARD_ENOMEM. */
+enum wshard_err wshard_catalog_json(const struct wshard_catalog *cat, const char *filter,
+				    char **out_text, struct wshard_error *err);
 
+/* Fills *out_info with what cat holds. */
+void wshard_catalog_info(const struct wshard_catalog *cat,
+			 struct wshard_catalog_info *out_info);
+/* Fills *out_t with tensor i of cat (i < ntensors; sorted by name). */
+void wshard_catalog_tensor(const struct wshard_catalog *cat, size_t i,
+			   struct wshard_tensor_info *out_t);
+/* Frees cat. */
+void wshard_catalog_free(struct wshard_catalog *cat);
+
+/* ---- Rules -------------------------------------------------------- */
+/* How the tensors of an architecture are cut, fused and renamed. */
 struct wshard_rules;
 
-/*
- * Loads the built-in rules for a config.json architecture name.
- * Returns WSHARD_OK, WSHARD_EINVAL (unknown architecture: the message
- * lists the known ones and mentions --rules) or WSHARD_ENOMEM.
- */
+/* Loads the built-in rules of a config.json architecture.  Returns
+ * WSHARD_OK, WSHARD_EINVAL (unknown: the known listed) or WSHARD_ENOMEM. */
 enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
-				     const char *architecture,
-				     struct wshard_error *err);
+				     const char *architecture, struct wshard_error *err);
 
-/* Reads and parses a rules file.  Returns as wshard_rules_parse, or WSHARD_EIO. */
-enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
-				  const char *path, struct wshard_error *err);
+/* Reads and parses the rules file at path.  Returns WSHARD_OK,
+ * WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM. */
+enum wshard_err wshard_rules_load(struct wshard_rules **out_rules, const char *path,
+				  struct wshard_error *err);
 
-/*
- * Checks that rules whose "architectures" list is not empty name
- * architecture.  Returns WSHARD_OK or WSHARD_EINVAL.
- */
+/* Checks that rules with an "architectures" list name architecture.
+ * Returns WSHARD_OK or WSHARD_EINVAL. */
 enum wshard_err wshard_rules_check_arch(const struct wshard_rules *rules,
 					const char *architecture,
 					struct wshard_error *err);
-
-/* Frees rules; accepts NULL. */
+/* Frees rules. */
 void wshard_rules_free(struct wshard_rules *rules);
 
-/* ------------------------------------------------------------------ */
-/* Plan                                                                */
-/* ------------------------------------------------------------------ */
-
-/* The engine layout written when none is asked for: the newest checked. */
-#define WSHARD_TARGET_DEFAULT "vllm@0.32"
-
-/*
- * Expert placement under expert parallelism, vLLM's
- * expert_placement_strategy.  Values are never renumbered.
- */
+/* ---- Plan --------------------------------------------------------- */
+/* vLLM's expert_placement_strategy.  Values are never renumbered. */
 enum wshard_placement {
 	WSHARD_PLACE_LINEAR = 0,	/* a contiguous block per rank */
 	WSHARD_PLACE_ROUND_ROBIN = 1,	/* every N-th expert */
 };
 
-/* "linear" or "round_robin"; NULL for another value. */
+/* Returns "linear" or "round_robin"; NULL for another value. */
 const char *wshard_placement_name(enum wshard_placement p);
-
 /* Parses name into *out_p.  Returns 0, or -1 for an unknown name. */
 int wshard_placement_parse(const char *name, enum wshard_placement *out_p);
-
-/*
- * The experts rank of ep_size holds among num_experts, as vLLM 0.32's
- * determine_expert_map gives them: num_experts / ep_size each, the
- * remainder one more to each of the first ranks; linear: a contiguous
- * block from rank * base + min(rank, remainder); round_robin: rank,
- * rank + ep_size, ...  Sets *out_first and *out_stride (the global index
- * of local expert i is first + i * stride).  Returns the local count.
- */
-long wshard_expert_range(long num_experts, int ep_size, int rank,
-			 enum wshard_placement p, long *out_first, long *out_stride);
 
 struct wshard_options {
 	int tp;				/* tensor-parallel size, >= 1 */
@@ -323,214 +200,67 @@ struct wshard_options {
 	enum wshard_placement placement;	/* as requested (--expert-placement) */
 };
 
-/* Fills opt with the defaults (tp 1, WSHARD_TARGET_DEFAULT, scales on,
- * 5 GiB, 64 MiB, crc64-nvme). */
+/* Fills opt with the defaults: tp 1, "vllm@0.32", attn scales, 5 GiB
+ * parts, 64 MiB of memory, crc64-nvme. */
 void wshard_options_init(struct wshard_options *opt);
 
-/*
- * The canonical name of an engine layout: target as --target takes it,
- * "ENGINE@RELEASE" ("vllm@0.32"; a patch release "vllm@0.32.1" names its
- * line) or a bare "vllm" for the newest.  Sets *out_checked (may be NULL)
- * to the engine build the layout was checked against ("vllm==0.32.0").
- * Returns a static string, or NULL for a target wshard does not write.
- */
-const char *wshard_target_canonical(const char *target, const char **out_checked);
-
-enum wshard_piece_kind {
-	WSHARD_PIECE_COPY,	/* bytes of a source tensor */
-	WSHARD_PIECE_ZERO,	/* zero bytes (vocab padding) */
-	WSHARD_PIECE_CONST,	/* one element repeated (scales of 1.0) */
+/* How every tensor is cut and fused for each rank, laid out into files. */
+struct wshard_plan;
+/* What a plan holds, as a whole. */
+struct wshard_plan_info {
+	int tp;				/* ranks */
+	size_t nfiles;			/* rank files, over all ranks */
 };
 
-/*
- * One contiguous run of an output tensor.  A COPY takes a rectangle of
- * the source tensor seen as a matrix of rows x row_bytes (rows = shape[0],
- * 1 for a scalar): rows [row0, row0 + nrows), bytes [col0, col0 + ncols)
- * of each row, written back to back at dst.
- */
-struct wshard_piece {
-	/* One byte each (a plan of a giant MoE holds half a million pieces:
-	 * their size is most of its memory).  kind: enum wshard_piece_kind. */
-	uint8_t kind;
-	/* COPY with --dtype: source elements of dtype from become to (enum
-	 * wshard_dtype); the output holds out_ncols bytes per row (ncols
-	 * when from == to). */
-	uint8_t from, to;
-	uint8_t value_len;
-	uint32_t src;			/* catalog tensor index (COPY) */
-	uint64_t row0, nrows;
-	uint64_t col0, ncols;		/* bytes within a row */
-	uint64_t dst;			/* offset within the output tensor */
-	uint64_t len;			/* bytes produced */
-	uint64_t out_ncols;
-	unsigned char value[8];		/* CONST: one element, little-endian */
-	double prov_value;		/* CONST: the value */
-	/* Provenance in elements, for the manifest (prov_ncols 0: whole rows). */
-	uint32_t prov_col0, prov_ncols;
-	/*
-	 * A transposed COPY (tr_rows > 0, a rule's "transpose"): the bytes
-	 * [col0, col0 + ncols) of each source row hold tr_rows sub-rows
-	 * tr_stride bytes apart, of which the first tr_width bytes (elements
-	 * of tr_es bytes) are taken; each source row gives out_ncols bytes,
-	 * those elements transposed (out[j * tr_rows + k] = sub-row k's
-	 * element j), converted if from != to.  prov_dim: the source
-	 * dimension that prov_col0 and prov_ncols count.  The planner
-	 * refuses a transposed tensor whose dimensions or sub-rows do not fit
-	 * these 32 bits.
-	 */
-	uint32_t tr_rows, tr_es;
-	uint32_t tr_stride, tr_width;
-	/*
-	 * A deinterleaved COPY (a rule's "deinterleave", vLLM's
-	 * permute_qk_weight_for_rotary): di_rows > 0 source rows form a
-	 * block (plan->view_rows counts blocks, row0 and nrows too), written
-	 * even rows first, then odd ones, as a transposed piece whose
-	 * elements are whole rows (tr_es a row's bytes).
-	 */
-	uint32_t di_rows;
-	int8_t prov_dim;
-};
-
-struct wshard_out_tensor {
-	char *name;
-	enum wshard_dtype dtype;
-	int ndim;
-	uint64_t shape[WSHARD_MAX_DIMS];
-	uint64_t nbytes;
-	uint32_t part;			/* index into the rank's files */
-	uint64_t begin, end;		/* data offsets within that part */
-	size_t npieces;
-	struct wshard_piece *pieces;	/* ordered by dst, covering [0, nbytes) */
-};
-
-struct wshard_out_file {
-	char *name;			/* model-rank-R-part-P.safetensors */
-	char *header;			/* 8-byte length + JSON, padded */
-	size_t header_len;
-	uint64_t size;			/* header_len + data */
-	size_t first, count;		/* its tensors in the rank's list */
-};
-
-struct wshard_rank_plan {
-	int rank;
-	size_t ntensors;
-	struct wshard_out_tensor *tensors;	/* in file order: part, then offset */
-	size_t nfiles;
-	struct wshard_out_file *files;
-	uint64_t bytes;			/* tensor data bytes of the rank */
-};
-
-/* A source tensor a rule leaves out on purpose ("split": "skip" with a
- * "reason"), listed in the manifest. */
-struct wshard_left_out {
-	char *name;
-	char *reason;
-};
-
-struct wshard_config;
-
-struct wshard_plan {
-	int tp;
-	struct wshard_options opt;
-	const struct wshard_catalog *cat;	/* borrowed */
-	/* the catalog's config.json fields, with the rules' defaults for
-	 * the keys it omits (owned) */
-	struct wshard_config *config;
-	char *rules_name;
-	struct wshard_rank_plan *ranks;	/* tp of them */
-	/* expert parallelism: the placement vLLM uses (round_robin falls
-	 * back to linear without grouped routing) */
-	enum wshard_placement placement;
-	size_t nleft_out;
-	struct wshard_left_out *left_out;	/* in source order */
-	/* per source tensor, the rows its pieces count when a rule's "rows"
-	 * merges leading dimensions into one (0: its own); NULL when no
-	 * rule does */
-	uint64_t *view_rows;
-};
-
-/*
- * The rows of source tensor src as the plan's pieces see it, a matrix of
- * rows x row_bytes: plan->view_rows[src] where a rule's "rows" set it,
- * else wshard_matrix_rows of the tensor.  Returns them (1 or more).
- */
-uint64_t wshard_plan_src_rows(const struct wshard_plan *plan, uint32_t src);
-
-/*
- * How many leading dimensions of source tensor src form the rows its
- * pieces count, where a rule's "rows" merged more than one (the
- * manifest's "row_dims").  Returns them, or 0 where no rule did.
- */
-int wshard_plan_src_row_dims(const struct wshard_plan *plan, uint32_t src);
-
-/*
- * Plans the whole conversion: a pure function of the catalog, rules and
- * options, no I/O.  Every source tensor must be consumed by one rule or
- * skipped; every split must divide; shapes must match config.json.
- * Returns WSHARD_OK, WSHARD_EINVAL (uncovered tensors listed, the
- * indivisible config field named, the contradicting tensor named),
- * WSHARD_EUSAGE (bad option) or WSHARD_ENOMEM.
- */
-/*
- * The checks of wshard_plan_build that config.json alone decides, for a
- * wshard_precheck: with rules that fuse q/k/v, --tp against
- * num_attention_heads and num_key_value_heads, with the messages the plan
- * gives.  Options the plan would refuse, or heads config.json lacks, are
- * left to the plan.  Returns WSHARD_OK or WSHARD_EINVAL.
- */
+/* The checks of wshard_plan_build that config.json alone decides (tp
+ * against the heads), for a wshard_precheck.  Returns WSHARD_OK or
+ * WSHARD_EINVAL, with the plan's message. */
 enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 					 const struct wshard_rules *rules,
 					 const struct wshard_options *opt,
 					 struct wshard_error *err);
 
+/* Plans the conversion of cat (which must outlive the plan), no I/O:
+ * every source tensor consumed by one rule or skipped, every split
+ * dividing, shapes as config.json says.  Returns WSHARD_OK, WSHARD_EINVAL
+ * (what does not fit named), WSHARD_EUSAGE (bad option) or WSHARD_ENOMEM. */
 enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 				  const struct wshard_catalog *cat,
 				  const struct wshard_rules *rules,
 				  const struct wshard_options *opt,
 				  struct wshard_error *err);
 
-/* Frees plan; accepts NULL. */
+/* Fills *out_info with what plan holds. */
+void wshard_plan_info(const struct wshard_plan *plan, struct wshard_plan_info *out_info);
+/* Frees plan. */
 void wshard_plan_free(struct wshard_plan *plan);
 
-/* ------------------------------------------------------------------ */
-/* Processes (MPI or one process)                                      */
-/* ------------------------------------------------------------------ */
-
+/* ---- Processes (MPI or one process) ------------------------------- */
 struct wshard_comm;
 
-/*
- * Joins the MPI job when the process was started by mpirun (detected from
- * the launcher's environment), else makes a one-process communicator and
- * never touches MPI.  Returns WSHARD_OK or WSHARD_EIO.
- */
-enum wshard_err wshard_comm_init(struct wshard_comm **out_comm, int *argc,
-				 char ***argv, struct wshard_error *err);
-/* This process's index, 0-based. */
+/* Joins the MPI job when started by mpirun, else makes a one-process
+ * communicator that never touches MPI.  Returns WSHARD_OK or WSHARD_EIO. */
+enum wshard_err wshard_comm_init(struct wshard_comm **out_comm, int *argc, char ***argv,
+				 struct wshard_error *err);
+
+/* Returns this process's index, 0-based. */
 int wshard_comm_rank(const struct wshard_comm *comm);
-/* True when MPI is in use. */
+/* Returns true when MPI is in use. */
 bool wshard_comm_is_mpi(const struct wshard_comm *comm);
-/*
- * Agreement: every process passes its own error; all return the first
- * (lowest process) non-OK error, its message copied into err.  Returns
- * that code (WSHARD_OK when all succeeded).
- */
-enum wshard_err wshard_comm_agree(struct wshard_comm *comm,
-				  struct wshard_error *err);
-/* Finalizes MPI if used and frees comm; accepts NULL. */
+
+/* Every process passes its error; all get the lowest process's non-OK one
+ * in err.  Returns its code (WSHARD_OK when all succeeded). */
+enum wshard_err wshard_comm_agree(struct wshard_comm *comm, struct wshard_error *err);
+/* Finalizes MPI if used and frees comm. */
 void wshard_comm_free(struct wshard_comm *comm);
 
-/* ------------------------------------------------------------------ */
-/* Convert and verify                                                  */
-/* ------------------------------------------------------------------ */
-
+/* ---- Convert ------------------------------------------------------ */
+/* How the written bytes are read back and compared (--validate). */
 enum wshard_validate_mode {
-	WSHARD_VALIDATE_AUTO,
-	WSHARD_VALIDATE_GPU,
-	WSHARD_VALIDATE_HOST,
-	WSHARD_VALIDATE_OFF,
+	WSHARD_VALIDATE_AUTO, WSHARD_VALIDATE_GPU, WSHARD_VALIDATE_HOST, WSHARD_VALIDATE_OFF,
 };
 
-/* Archives convert writes beside (or instead of) the directory form. */
+/* Archives convert writes beside (or instead of) the rank files. */
 enum wshard_archive_fmt {
 	WSHARD_ARCHIVE_NONE = 0,
 	WSHARD_ARCHIVE_TAR = 1,		/* OUT/rank-R.tar */
@@ -538,26 +268,24 @@ enum wshard_archive_fmt {
 	WSHARD_ARCHIVE_TAR_GZ = 3,	/* OUT/rank-R.tar.gz */
 };
 
-/* Writes rank r's archive name in fmt ("rank-R.tar", ...) into out (n bytes). */
-void wshard_archive_name(char *out, size_t n, int r, enum wshard_archive_fmt fmt);
+/* What wshard_convert would write for plan (--dry-run) into a malloc'd
+ * *out_text: each rank, its archive (archive, archive_only), its tensors
+ * and their pieces.  Returns WSHARD_OK or WSHARD_ENOMEM. */
+enum wshard_err wshard_plan_text(const struct wshard_plan *plan,
+				 enum wshard_archive_fmt archive, bool archive_only,
+				 char **out_text, struct wshard_error *err);
 
-/*
- * Progress callback: bytes done of total so far in phase, on this
- * process.  Convert's phases: "writing" (reading the source, writing,
- * validating and checksumming the parts), then "sealing" (finishing
- * each part's checksums, reading it back for them with a checksum that
- * does not compose, syncing and renaming it); each counts tensor bytes
- * from 0 to the same total.
- */
-typedef void (*wshard_progress_fn)(void *ctx, const char *phase, uint64_t done,
-				   uint64_t total);
+/* Bytes done of total in phase on this process: "writing" (read, validate,
+ * write), then "sealing" (checksum, sync, rename), each over one total. */
+typedef void (*wshard_progress_fn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
 
+struct wshard_run_state;
 struct wshard_run {
 	/* in */
 	const char *out_dir;
-	bool force;
+	bool force;			/* replace an existing output */
 	enum wshard_validate_mode validate;
-	wshard_progress_fn progress;
+	wshard_progress_fn progress;	/* NULL: none */
 	void *progress_ctx;
 	enum wshard_archive_fmt archive;	/* one archive per rank, or NONE */
 	bool archive_only;		/* then only the archives and the manifest stay */
@@ -569,49 +297,35 @@ struct wshard_run {
 	char validate_backend[128];	/* "host", "cuda:0 (...)", "off" */
 	char notice[256];		/* e.g. the auto fall-back reason */
 	int nprocs;
-	uint64_t *proc_bytes_read;	/* nprocs entries; freed by release */
 	uint64_t archive_bytes;		/* size of all the archives */
-	/* this process's phases: reading, validating and writing, then what
-	 * is left of sealing (checksums, read back for xxh3-64 and sha256;
-	 * fsync, rename) */
-	double stream_seconds, seal_seconds;
-	/* CPU time (user and system) of this process's sealing threads (the
-	 * read-back and its checksums, where there is one; the syncs) */
-	double seal_cpu_seconds;
+	struct wshard_run_state *state;	/* the library's */
 };
 
-/*
- * Starts, in a background thread, what run->validate needs that the plan
- * does not decide: with --validate gpu or auto in a CUDA build, CUDA's
- * start in this process (driver, primary context of the device this
- * process will use; a third of a second or more), so that it overlaps
- * catalog and planning.  Failures are left for wshard_convert's open of
- * the validator to report.  Optional; wshard_convert and
- * wshard_run_release wait for the thread.
- */
+/* Where this process's time in wshard_convert went. */
+struct wshard_timings {
+	double stream_seconds;		/* reading, validating, writing */
+	double seal_seconds;		/* what was left of sealing after */
+	double seal_cpu_seconds;	/* CPU time of the sealing threads */
+};
+
+/* Optional: starts what run->validate needs (CUDA) in a background
+ * thread, beside planning; wshard_convert reports its failures. */
 void wshard_run_prepare(struct wshard_run *run, const struct wshard_comm *comm);
 
-/* Releases what a wshard_run owns (waiting for what wshard_run_prepare
- * started); accepts NULL. */
+/* Writes plan into run->out_dir with every process of comm: rank files
+ * validated and renamed into place, non-weight files copied, archives,
+ * wshard.json last (none on failure).  Every process returns the same:
+ * WSHARD_OK, WSHARD_EEXIST, WSHARD_EBUSY, WSHARD_EIO, WSHARD_EINVAL,
+ * WSHARD_EVALIDATE, WSHARD_ENODEV or WSHARD_ENOMEM. */
+enum wshard_err wshard_convert(const struct wshard_plan *plan, struct wshard_comm *comm,
+			       struct wshard_run *run, struct wshard_error *err);
+
+/* Fills *out_t with this process's timings of run (zeros before a convert). */
+void wshard_run_timings(const struct wshard_run *run, struct wshard_timings *out_t);
+/* Releases what run owns, waiting for what wshard_run_prepare started. */
 void wshard_run_release(struct wshard_run *run);
 
-/*
- * Executes plan into run->out_dir with every process of comm: writes the
- * rank files under temporary names, validates them, renames them, copies
- * the non-weight files and writes wshard.json last (process 0).  With
- * run->archive, each process first packs each of its ranks into
- * OUT/rank-R.tar[.zst|.gz] (that rank's files, the copied files and the
- * manifest without its "archives" key), and the manifest lists the
- * archives; run->archive_only removes the rank and copied files once they
- * are archived.  Every process returns the same result.  A failure leaves
- * no manifest and no archive.  Returns WSHARD_OK, WSHARD_EEXIST,
- * WSHARD_EBUSY, WSHARD_EIO, WSHARD_EINVAL, WSHARD_EVALIDATE, WSHARD_ENODEV
- * or WSHARD_ENOMEM.
- */
-enum wshard_err wshard_convert(const struct wshard_plan *plan,
-			       struct wshard_comm *comm, struct wshard_run *run,
-			       struct wshard_error *err);
-
+/* ---- Verify ------------------------------------------------------- */
 struct wshard_verify_opts {
 	const char *out_dir;
 	const char *source;		/* NULL: the manifest's; a path or repo id */
@@ -619,93 +333,33 @@ struct wshard_verify_opts {
 	bool quick;			/* stop after checksums and structure */
 };
 
-struct wshard_verify_result {
-	/* valid on process 0 */
+struct wshard_verify_result {	/* valid on process 0 */
 	uint64_t ranks, tensors, bytes;	/* verified */
 	uint64_t differences;
 	size_t nlines;
-	char **lines;			/* "rank R: WHAT: DIFFERENCE" in rank order, after
-					 * any "manifest: ..." lines; control
-					 * characters shown as '?' */
+	char **lines;			/* "rank R: WHAT: DIFFERENCE", rank order */
 };
 
-/*
- * Verifies the output in opt->out_dir: the manifest, every file's size
- * and checksum, the strict safetensors structure against the manifest,
- * then (unless quick) the plan re-derived from the source against the
- * manifest and every output byte against the source bytes it came from.
- * When the manifest lists rank archives (convert --archive), their sizes
- * and checksums are checked too; an OUT holding the archives but none of
- * the rank files (--archive-only) is checked that far only, with quick
- * (without it: WSHARD_EINVAL, saying so).
- * Under MPI each process verifies its own ranks; process 0 receives all
- * difference lines in *out.  Returns WSHARD_OK (all match),
- * WSHARD_EMISMATCH (differences listed), WSHARD_EINVAL (OUT or SRC is not
- * what it should be), WSHARD_ENOTCACHED, WSHARD_EIO or WSHARD_ENOMEM.
- */
+/* Verifies opt->out_dir: the manifest, every file's (and archive's) size
+ * and checksum, the structure, then unless quick every byte against the
+ * source, with the plan re-derived (--archive-only output: quick only).
+ * Under MPI each process checks its ranks; process 0 gets all lines in
+ * *out.  Returns WSHARD_OK, WSHARD_EMISMATCH (differences listed),
+ * WSHARD_EINVAL, WSHARD_ENOTCACHED, WSHARD_EIO or WSHARD_ENOMEM. */
 enum wshard_err wshard_verify(const struct wshard_verify_opts *opt,
-			      struct wshard_comm *comm,
-			      struct wshard_verify_result *out,
+			      struct wshard_comm *comm, struct wshard_verify_result *out,
 			      struct wshard_error *err);
-
-/* Frees what a verify result holds; accepts NULL. */
+/* Frees what res holds. */
 void wshard_verify_result_release(struct wshard_verify_result *res);
 
-/* Name of the manifest in an output directory. */
-#define WSHARD_MANIFEST "wshard.json"
-
-/* ------------------------------------------------------------------ */
-/* Test and benchmark hooks                                            */
-/* ------------------------------------------------------------------ */
-
-/*
- * Switches for tests and benchmarks, all off when zeroed (fault_process
- * -1).  The library reads no environment variable for them: the wshard
- * program fills them from WSHARD_FAULT, WSHARD_FAULT_PROCESS,
- * WSHARD_TEST_HOLD, WSHARD_BENCH_NO_CHECKSUMS, WSHARD_INJECT_VALIDATE and
- * WSHARD_STREAM_THREADS.
- */
-struct wshard_hooks {
-	/*
-	 * A fault to inject, once per process: "read" (a source read
-	 * fails), "write" (a write fails), "manifest" (writing the manifest
-	 * fails), "kill-write", "kill-seal", "kill-manifest" (the process
-	 * kills itself with SIGKILL while writing a rank file, between
-	 * parts, just before the manifest).  Any fault also makes convert
-	 * run one stream and one sealing thread, so that it stops at a fixed
-	 * point.  NULL: none.
-	 */
-	const char *fault;
-	int fault_process;		/* only in this process, or -1: in every one */
-	/* convert waits, holding OUT's lock, up to a minute until this path
-	 * no longer exists (tests of concurrency); NULL or "": no wait */
-	const char *hold;
-	/* convert computes no checksum at all: the benchmark's baseline
-	 * (the manifest's checksums are empty, and verify refuses it) */
-	bool no_checksums;
-	/* the validator (host or CUDA) flips the byte at this decimal offset
-	 * of all it checks from its opening (tests of the round trip); NULL
-	 * or "": none */
-	const char *inject_validate;
-	/* threads of a one-process stream (convert, verify --source), 1
-	 * to 8, in place of one per online CPU; 0: that default */
-	int stream_threads;
-};
-
-/* Sets the hooks of the whole process (copied, strings borrowed); NULL
- * turns them all off. */
-void wshard_hooks_set(const struct wshard_hooks *hooks);
-
-/* ------------------------------------------------------------------ */
-/* Reading a manifest                                                  */
-/* ------------------------------------------------------------------ */
-
+/* ---- Reading a manifest ------------------------------------------- */
+/* A wshard.json as read back, without "sources".  Strings live as long
+ * as the manifest; NULL strings are members the file lacks. */
 struct wshard_manifest_file {
 	const char *name;		/* a plain name inside OUT */
 	uint64_t size;
 	const char *checksum;		/* hex digest */
 };
-
 struct wshard_manifest_tensor {
 	const char *name;
 	enum wshard_dtype dtype;
@@ -715,7 +369,6 @@ struct wshard_manifest_tensor {
 	uint64_t begin, end;		/* data_offsets within that file */
 	const char *checksum;
 };
-
 struct wshard_manifest_rank {
 	size_t nfiles;
 	struct wshard_manifest_file *files;
@@ -724,73 +377,67 @@ struct wshard_manifest_rank {
 	uint64_t bytes;			/* tensor data bytes (0 if not given) */
 	const char *validated_by;	/* validation backend, or NULL */
 };
-
-/* One rank archive (convert --archive). */
 struct wshard_manifest_archive {
 	int rank;
 	const char *name;		/* a plain name inside OUT */
 	uint64_t size;
 	const char *checksum;
 };
-
-/*
- * A wshard.json as verify and inspect read it: checked, without the
- * tensors' provenance ("sources").  Strings point into the manifest and
- * live as long as it.  NULL strings are members the file lacks.
- */
-/* A source tensor the rules left out, and why ("left_out"). */
 struct wshard_manifest_left_out {
-	const char *name, *reason;
+	const char *name, *reason;	/* left out by the rules, and why */
 };
 
 struct wshard_manifest {
 	char *path;			/* OUT/wshard.json, for messages */
 	int tp;
 	const char *architecture, *target, *rules;
-	const char *target_checked;	/* the engine build the layout was
-					 * checked against ("vllm==0.32.0") */
+	const char *target_checked;	/* the engine build checked ("vllm==0.32.0") */
 	const char *source_path, *source_realpath;
-	/* a source given as a repo id: the id, the revision asked for and
-	 * the commit it resolved to (NULL otherwise) */
+	/* a source given as a repo id: the id, revision asked, commit */
 	const char *source_repo_id, *source_revision, *source_commit;
 	size_t ncopied;
 	const char **copied;		/* non-weight files copied into OUT */
-	size_t nleft_out;		/* source tensors left out on purpose */
+	size_t nleft_out;
 	struct wshard_manifest_left_out *left_out;
-	/* the options the plan was built with: tp, target, attn_scales,
-	 * max_file_size, dtype, checksum, expert_parallel, placement */
-	struct wshard_options options;
-	/* "parallel": under expert parallelism the placement the ranks hold
-	 * ("linear", "round_robin"); NULL for a tensor-parallel layout */
-	const char *expert_placement;
-	size_t nranks;			/* entries of "ranks"; rank r is ranks[r] */
+	struct wshard_options options;	/* those the plan was built with */
+	const char *expert_placement;	/* the ranks' (EP only), else NULL */
+	size_t nranks;			/* rank r is ranks[r] */
 	struct wshard_manifest_rank *ranks;
 	bool has_archives;		/* an "archives" member, even empty */
 	size_t narchives;
 	struct wshard_manifest_archive *archives;
 };
 
-/*
- * Reads out_dir's wshard.json and checks its layout: format and version,
- * tp, checksum algorithm, each rank's files and tensors, the archives.
- * Returns WSHARD_OK, WSHARD_EINVAL (no manifest, invalid JSON or not a
- * wshard manifest: the message says which and where), WSHARD_EIO or
- * WSHARD_ENOMEM.
- */
+/* Reads out_dir's wshard.json and checks its layout.  Returns WSHARD_OK,
+ * WSHARD_EINVAL (missing, not JSON, not valid), WSHARD_EIO or WSHARD_ENOMEM. */
 enum wshard_err wshard_manifest_open(struct wshard_manifest **out_m, const char *out_dir,
 				     struct wshard_error *err);
 
-/*
- * The manifest as a JSON document (without "sources"), indented by 2,
- * into a malloc'd *out_text: all of it (rank < 0), or rank's entry,
- * keeping only the tensors whose name matches the fnmatch pattern filter
- * (NULL: all).  Returns WSHARD_OK or WSHARD_ENOMEM.
- */
+/* m as a JSON document without "sources", indented by 2, into a malloc'd
+ * *out_text: all of it (rank < 0) or rank's entry, with the tensors whose
+ * name matches the fnmatch pattern filter (NULL: all).  Returns WSHARD_OK
+ * or WSHARD_ENOMEM. */
 enum wshard_err wshard_manifest_json(const struct wshard_manifest *m, int rank,
 				     const char *filter, char **out_text,
 				     struct wshard_error *err);
-
-/* Frees m; accepts NULL. */
+/* Frees m. */
 void wshard_manifest_free(struct wshard_manifest *m);
+
+/* ---- Test and benchmark hooks ------------------------------------- */
+/* Switches for tests and benchmarks, off when zeroed (fault_process -1);
+ * the wshard program fills them from WSHARD_* environment variables. */
+struct wshard_hooks {
+	/* a fault once per process: "read", "write", "manifest" fail that
+	 * step; "kill-write", "kill-seal", "kill-manifest" SIGKILL there */
+	const char *fault;
+	int fault_process;		/* only in this process; -1: every one */
+	const char *hold;		/* convert waits while this path exists */
+	bool no_checksums;		/* none computed (benchmark baseline) */
+	const char *inject_validate;	/* validator flips the byte at this offset */
+	int stream_threads;		/* 1 to 8; 0: one per online CPU */
+};
+
+/* Sets the process's hooks (copied, strings borrowed); NULL: all off. */
+void wshard_hooks_set(const struct wshard_hooks *hooks);
 
 #endif /* WSHARD_H */

@@ -21,6 +21,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
 #include "test_util.h"

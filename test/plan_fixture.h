@@ -20,10 +20,12 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "base/dtype.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
 #include "rules/rules.h"
+#include "plan/plan.h"
 #include "test_util.h"
 
 /* A generated checkpoint, its catalog and rules. */

@@ -16,6 +16,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "base/fileio.h"
 
 /* ------------------------------------------------------------------ */

@@ -15,6 +15,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "source/hfcache.h"
 #include "test_util.h"
 

@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "plan_fixture.h"
 
 TestSuite(view, .fini = close_open_fx);

@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "base/fileio.h"
 #include "plan_fixture.h"
 #include "rules_test_util.h"

@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "rules/rules.h"
 
 /* ------------------------------------------------------------------ */

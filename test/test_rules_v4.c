@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "rules/rules.h"
 #include "rules_test_util.h"
 

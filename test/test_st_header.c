@@ -19,6 +19,7 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "source/safetensors.h"
 #include "st_test_util.h"
 

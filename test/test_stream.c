@@ -20,8 +20,10 @@
 #include <criterion/criterion.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "source/catalog.h"
 #include "rules/rules.h"
+#include "plan/plan.h"
 #include "stream/stream.h"
 #include "test_util.h"
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "wshard.h"
+#include "error.h"
 
 const char *wshard_strerror(enum wshard_err code)
 {

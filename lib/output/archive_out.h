@@ -11,6 +11,9 @@
 #include "wshard.h"
 #include "base/hash.h"
 
+/* Writes rank r's archive name in fmt ("rank-R.tar", ...) into out (n bytes). */
+void wshard_archive_name(char *out, size_t n, int r, enum wshard_archive_fmt fmt);
+
 /* One entry, stored at the archive root under name. */
 struct arcout_entry {
 	const char *name;

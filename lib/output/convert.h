@@ -36,6 +36,7 @@
 #include "wshard.h"
 #include "base/hash.h"
 #include "base/fileio.h"
+#include "plan/plan.h"
 #include "stream/stream.h"
 
 struct wshard_validator;
@@ -45,6 +46,12 @@ struct manifest_rank_ck {
 	char (*file)[WSHARD_DIGEST_HEX];	/* per part */
 	char (*tensor)[WSHARD_DIGEST_HEX];	/* per tensor, rank order */
 	char backend[128];			/* validation backend */
+};
+
+/* What a wshard_run carries that the API does not show (run->state). */
+struct wshard_run_state {
+	struct wshard_timings timings;	/* this process's */
+	uint64_t proc_bytes_read[];	/* per process, for the manifest */
 };
 
 struct rank_out {

@@ -307,8 +307,15 @@ void wshard_run_release(struct wshard_run *run)
 	wshard_validator_warm_wait();
 	if (!run)
 		return;
-	free(run->proc_bytes_read);
-	run->proc_bytes_read = NULL;
+	free(run->state);
+	run->state = NULL;
+}
+
+void wshard_run_timings(const struct wshard_run *run, struct wshard_timings *out_t)
+{
+	static const struct wshard_timings none;
+
+	*out_t = run->state ? run->state->timings : none;
 }
 
 /* Allocates the per-rank state and opens the validator; process 0
@@ -326,8 +333,8 @@ static enum wshard_err convert_setup(struct convert *cv, struct wshard_error *er
 	cv->no_checksums = wshard_hooks_get()->no_checksums;
 	cv->hot = wshard_checksum_composable(plan->opt.checksum) && !cv->no_checksums;
 	cv->ranks = calloc((size_t)plan->tp, sizeof(*cv->ranks));
-	run->proc_bytes_read = calloc((size_t)cv->nprocs, sizeof(uint64_t));
-	if (!cv->ranks || !run->proc_bytes_read)
+	run->state = calloc(1, sizeof(*run->state) + (size_t)cv->nprocs * sizeof(uint64_t));
+	if (!cv->ranks || !run->state)
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	if (!err->code)
 		seal_open_validator(cv, err);
@@ -361,12 +368,12 @@ static enum wshard_err convert_stream(struct convert *cv, struct wshard_error *e
 				&stats, err);
 	t1 = wshard_seconds();
 	seal_finish(cv, &jobs, rc == WSHARD_OK, err);
-	run->stream_seconds = t1 - t0;
-	run->seal_seconds = wshard_seconds() - t1;
+	run->state->timings.stream_seconds = t1 - t0;
+	run->state->timings.seal_seconds = wshard_seconds() - t1;
 	if (rc || wshard_comm_agree(cv->comm, err))
 		return err->code;
-	run->proc_bytes_read[cv->proc] = stats.bytes_read;
-	if (wshard_comm_sum_u64(cv->comm, run->proc_bytes_read, (size_t)cv->nprocs, err))
+	run->state->proc_bytes_read[cv->proc] = stats.bytes_read;
+	if (wshard_comm_sum_u64(cv->comm, run->state->proc_bytes_read, (size_t)cv->nprocs, err))
 		return err->code;
 	totals[0] = stats.bytes_read;
 	totals[1] = stats.bytes_put;

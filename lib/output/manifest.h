@@ -10,6 +10,14 @@
 
 #include "wshard.h"
 #include "base/hash.h"
+#include "plan/plan.h"
+
+/* Version of the wshard.json layout; bumped on incompatible change.  2:
+ * a tensor's sources may hold runs over experts.  Readers take any
+ * version from WSHARD_MANIFEST_VERSION_MIN on (verify and inspect do not
+ * read the sources). */
+#define WSHARD_MANIFEST_VERSION 2
+#define WSHARD_MANIFEST_VERSION_MIN 1
 
 struct manifest_rank_ck;
 

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "wshard.h"
+#include "plan/plan.h"
 
 /* The "sources" array of tensor t's entry as a jansson tree (NULL when
  * out of memory). */

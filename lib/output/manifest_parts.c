@@ -212,7 +212,7 @@ enum wshard_err manifest_build_doc(struct convert *cv, struct manifest_parts *mp
 				   struct wshard_error *err)
 {
 	mp->doc = manifest_doc(cv->plan, cv->run->validate, cv->nprocs,
-			       cv->run->proc_bytes_read, !cv->run->no_sync);
+			       cv->run->state->proc_bytes_read, !cv->run->no_sync);
 	if (!mp->doc)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
 	return WSHARD_OK;

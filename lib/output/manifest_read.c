@@ -19,6 +19,7 @@
 #include "base/dtype.h"
 #include "base/hash.h"
 #include "base/fileio.h"
+#include "manifest.h"
 #include "manifest_read.h"
 
 /* ------------------------------------------------------------------ */

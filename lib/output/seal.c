@@ -450,7 +450,7 @@ enum wshard_err seal_finish(struct convert *cv, struct seal_jobs *j, bool stream
 		pthread_join(j->tid[i], NULL);
 	pthread_mutex_destroy(&j->lock);
 	cv->run->bytes_validated = close_validators(cv, &j->err);
-	cv->run->seal_cpu_seconds = j->cpu_seconds;
+	cv->run->state->timings.seal_cpu_seconds = j->cpu_seconds;
 	free(j->rank);
 	free(j->part);
 	j->rank = NULL;

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "wshard.h"
+#include "plan.h"
 #include "source/safetensors.h"
 #include "rules/rules.h"
 

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "base/util.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"

@@ -171,6 +171,19 @@ enum wshard_err catalog_index_check(const struct wshard_catalog *cat, const char
 				    const struct index_entry *e, size_t n,
 				    struct wshard_error *err);
 
+/*
+ * Opens a checkpoint: a directory with model.safetensors.index.json or a
+ * single model.safetensors, one .safetensors file, or such a directory
+ * packed in a .tar, .tar.gz, .tar.zst, .tar.xz or .zip (at its root or
+ * under one top folder).  Validates every file strictly, the weight_map
+ * against the files (no path outside the directory, no missing file or
+ * tensor, no tensor in two files) and reads config.json when present.  No
+ * tensor data is read.  Returns WSHARD_OK, WSHARD_EINVAL, WSHARD_EIO or
+ * WSHARD_ENOMEM.
+ */
+enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
+				    const char *path, struct wshard_error *err);
+
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err);
 

@@ -10,6 +10,9 @@
 
 #include "wshard.h"
 
+/* The revision a repo id resolves at when none is given. */
+#define WSHARD_HF_DEFAULT_REVISION "main"
+
 /*
  * True when s has the form of a model repo id, "ORG/NAME": two names of
  * letters, digits, '_', '-' and '.', each starting and ending with a

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "base/util.h"
 #include "base/dtype.h"
 #include "base/fpconv.h"

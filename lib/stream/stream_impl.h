@@ -26,6 +26,7 @@
 #include "base/util.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
+#include "plan/plan.h"
 #include "stream.h"
 #include "transpose.h"
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "base/util.h"
 #include "source/catalog.h"
 #include "base/hooks.h"

@@ -7,6 +7,7 @@
 #define WSHARD_STREAM_TRANSPOSE_H
 
 #include "wshard.h"
+#include "plan/plan.h"
 
 /*
  * One source row of transposed piece p (src: its byte col0) into dst,

@@ -26,6 +26,7 @@
 #include "wshard.h"
 #include "stream/stream.h"
 #include "base/hash.h"
+#include "plan/plan.h"
 #include "source/safetensors.h"
 
 struct vfile {

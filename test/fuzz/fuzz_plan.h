@@ -16,6 +16,7 @@
 #include "base/dtype.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
+#include "plan/plan.h"
 
 #define PCHECK(cond)                                                         \
 	do {                                                                 \

@@ -1,0 +1,169 @@
+/*
+ * plan.h - the plan stage's interface to the stages above it (stream,
+ * output, verify).  It takes in a checkpoint's catalog, the rules of its
+ * architecture and the convert options, and gives out a struct
+ * wshard_plan: for each rank its output tensors, each a list of pieces
+ * (rectangles of source tensors, zeros, constants), laid out into part
+ * files whose headers are ready to write, and the source tensors left
+ * out on purpose.  wshard_plan_build (wshard.h) makes it, with no I/O.
+ * Not part of the API.
+ */
+#ifndef WSHARD_PLAN_H
+#define WSHARD_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wshard.h"
+
+/* The engine layout written when none is asked for: the newest checked. */
+#define WSHARD_TARGET_DEFAULT "vllm@0.32"
+
+/*
+ * The canonical name of an engine layout: target as --target takes it,
+ * "ENGINE@RELEASE" ("vllm@0.32"; a patch release "vllm@0.32.1" names its
+ * line) or a bare "vllm" for the newest.  Sets *out_checked (may be NULL)
+ * to the engine build the layout was checked against ("vllm==0.32.0").
+ * Returns a static string, or NULL for a target wshard does not write.
+ */
+const char *wshard_target_canonical(const char *target, const char **out_checked);
+
+/*
+ * The experts rank of ep_size holds among num_experts, as vLLM 0.32's
+ * determine_expert_map gives them: num_experts / ep_size each, the
+ * remainder one more to each of the first ranks; linear: a contiguous
+ * block from rank * base + min(rank, remainder); round_robin: rank,
+ * rank + ep_size, ...  Sets *out_first and *out_stride (the global index
+ * of local expert i is first + i * stride).  Returns the local count.
+ */
+long wshard_expert_range(long num_experts, int ep_size, int rank,
+			 enum wshard_placement p, long *out_first, long *out_stride);
+
+enum wshard_piece_kind {
+	WSHARD_PIECE_COPY,	/* bytes of a source tensor */
+	WSHARD_PIECE_ZERO,	/* zero bytes (vocab padding) */
+	WSHARD_PIECE_CONST,	/* one element repeated (scales of 1.0) */
+};
+
+/*
+ * One contiguous run of an output tensor.  A COPY takes a rectangle of
+ * the source tensor seen as a matrix of rows x row_bytes (rows = shape[0],
+ * 1 for a scalar): rows [row0, row0 + nrows), bytes [col0, col0 + ncols)
+ * of each row, written back to back at dst.
+ */
+struct wshard_piece {
+	/* One byte each (a plan of a giant MoE holds half a million pieces:
+	 * their size is most of its memory).  kind: enum wshard_piece_kind. */
+	uint8_t kind;
+	/* COPY with --dtype: source elements of dtype from become to (enum
+	 * wshard_dtype); the output holds out_ncols bytes per row (ncols
+	 * when from == to). */
+	uint8_t from, to;
+	uint8_t value_len;
+	uint32_t src;			/* catalog tensor index (COPY) */
+	uint64_t row0, nrows;
+	uint64_t col0, ncols;		/* bytes within a row */
+	uint64_t dst;			/* offset within the output tensor */
+	uint64_t len;			/* bytes produced */
+	uint64_t out_ncols;
+	unsigned char value[8];		/* CONST: one element, little-endian */
+	double prov_value;		/* CONST: the value */
+	/* Provenance in elements, for the manifest (prov_ncols 0: whole rows). */
+	uint32_t prov_col0, prov_ncols;
+	/*
+	 * A transposed COPY (tr_rows > 0, a rule's "transpose"): the bytes
+	 * [col0, col0 + ncols) of each source row hold tr_rows sub-rows
+	 * tr_stride bytes apart, of which the first tr_width bytes (elements
+	 * of tr_es bytes) are taken; each source row gives out_ncols bytes,
+	 * those elements transposed (out[j * tr_rows + k] = sub-row k's
+	 * element j), converted if from != to.  prov_dim: the source
+	 * dimension that prov_col0 and prov_ncols count.  The planner
+	 * refuses a transposed tensor whose dimensions or sub-rows do not fit
+	 * these 32 bits.
+	 */
+	uint32_t tr_rows, tr_es;
+	uint32_t tr_stride, tr_width;
+	/*
+	 * A deinterleaved COPY (a rule's "deinterleave", vLLM's
+	 * permute_qk_weight_for_rotary): di_rows > 0 source rows form a
+	 * block (plan->view_rows counts blocks, row0 and nrows too), written
+	 * even rows first, then odd ones, as a transposed piece whose
+	 * elements are whole rows (tr_es a row's bytes).
+	 */
+	uint32_t di_rows;
+	int8_t prov_dim;
+};
+
+struct wshard_out_tensor {
+	char *name;
+	enum wshard_dtype dtype;
+	int ndim;
+	uint64_t shape[WSHARD_MAX_DIMS];
+	uint64_t nbytes;
+	uint32_t part;			/* index into the rank's files */
+	uint64_t begin, end;		/* data offsets within that part */
+	size_t npieces;
+	struct wshard_piece *pieces;	/* ordered by dst, covering [0, nbytes) */
+};
+
+struct wshard_out_file {
+	char *name;			/* model-rank-R-part-P.safetensors */
+	char *header;			/* 8-byte length + JSON, padded */
+	size_t header_len;
+	uint64_t size;			/* header_len + data */
+	size_t first, count;		/* its tensors in the rank's list */
+};
+
+struct wshard_rank_plan {
+	int rank;
+	size_t ntensors;
+	struct wshard_out_tensor *tensors;	/* in file order: part, then offset */
+	size_t nfiles;
+	struct wshard_out_file *files;
+	uint64_t bytes;			/* tensor data bytes of the rank */
+};
+
+/* A source tensor a rule leaves out on purpose ("split": "skip" with a
+ * "reason"), listed in the manifest. */
+struct wshard_left_out {
+	char *name;
+	char *reason;
+};
+
+struct wshard_config;
+
+struct wshard_plan {
+	int tp;
+	struct wshard_options opt;
+	const struct wshard_catalog *cat;	/* borrowed */
+	/* the catalog's config.json fields, with the rules' defaults for
+	 * the keys it omits (owned) */
+	struct wshard_config *config;
+	char *rules_name;
+	struct wshard_rank_plan *ranks;	/* tp of them */
+	/* expert parallelism: the placement vLLM uses (round_robin falls
+	 * back to linear without grouped routing) */
+	enum wshard_placement placement;
+	size_t nleft_out;
+	struct wshard_left_out *left_out;	/* in source order */
+	/* per source tensor, the rows its pieces count when a rule's "rows"
+	 * merges leading dimensions into one (0: its own); NULL when no
+	 * rule does */
+	uint64_t *view_rows;
+};
+
+/*
+ * The rows of source tensor src as the plan's pieces see it, a matrix of
+ * rows x row_bytes: plan->view_rows[src] where a rule's "rows" set it,
+ * else wshard_matrix_rows of the tensor.  Returns them (1 or more).
+ */
+uint64_t wshard_plan_src_rows(const struct wshard_plan *plan, uint32_t src);
+
+/*
+ * How many leading dimensions of source tensor src form the rows its
+ * pieces count, where a rule's "rows" merged more than one (the
+ * manifest's "row_dims").  Returns them, or 0 where no rule did.
+ */
+int wshard_plan_src_row_dims(const struct wshard_plan *plan, uint32_t src);
+
+#endif /* WSHARD_PLAN_H */
