@@ -10,7 +10,7 @@
 
 #include "wshard.h"
 
-/* Exit codes, documented in README.md and wshard(1). */
+/* Exit codes, documented in wshard(1). */
 enum {
 	EXIT_OK = 0,
 	EXIT_DIFFER = 1,	/* verify found differences */
@@ -38,9 +38,6 @@ int usage_error(const char *cmd, const char *fmt, ...)
 /* Parses a positive decimal integer; returns 0 or -1. */
 int parse_int(const char *s, int *out);
 
-/* Writes a human size ("1.50 GiB") into buf. */
-const char *human_bytes(uint64_t n, char *buf, size_t len);
-
 /*
  * Sets the library's test and benchmark hooks (struct wshard_hooks) from
  * WSHARD_FAULT, WSHARD_FAULT_PROCESS, WSHARD_TEST_HOLD,
@@ -53,13 +50,14 @@ void hooks_from_env(void);
 double now_seconds(void);
 
 /* A one-line progress meter on stderr, redrawn only on a terminal. */
-struct progress {
+struct progress_meter {
 	bool enabled;
-	double start, last;
-	const char *phase;	/* the phase last shown */
+	double since;		/* when the shown phase began */
+	double drawn;		/* when the line was last drawn */
+	const char *shown;	/* the phase last shown */
 };
-void progress_init(struct progress *p, bool quiet);
+void progress_init(struct progress_meter *p, bool quiet);
 void progress_update(void *ctx, const char *phase, uint64_t done, uint64_t total);
-void progress_done(struct progress *p);
+void progress_done(struct progress_meter *p);
 
 #endif

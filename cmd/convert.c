@@ -293,7 +293,7 @@ static void print_dry_run(const struct convert_opts *o, const struct wshard_plan
 }
 
 /* User and system CPU time of this process so far, in seconds. */
-static double cpu_seconds(void)
+static double process_cpu_seconds(void)
 {
 	struct rusage ru;
 
@@ -330,27 +330,27 @@ static void print_summary(const struct convert_opts *o, const struct wshard_cata
 		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend,
 		       (unsigned long long)o->run.archive_bytes,
 		       o->run.no_sync ? "false" : "true", secs, t.stream_seconds,
-		       t.seal_seconds, cpu_seconds(), t.seal_cpu_seconds,
+		       t.seal_seconds, process_cpu_seconds(), t.seal_cpu_seconds,
 		       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
 		return;
 	}
 	printf("wrote %d rank%s, %llu file%s, %s to '%s' in %.2fs (%.0f MB/s)\n",
 	       info.tp, info.tp == 1 ? "" : "s", (unsigned long long)files,
-	       files == 1 ? "" : "s", human_bytes(o->run.bytes_written, a, sizeof(a)),
+	       files == 1 ? "" : "s", wshard_format_bytes(o->run.bytes_written, a, sizeof(a)),
 	       o->run.out_dir, secs,
 	       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);
 	printf("read %s of %s source tensor data with %d process%s; ",
-	       human_bytes(o->run.bytes_read, b, sizeof(b)),
-	       human_bytes(src.tensor_bytes, c, sizeof(c)), o->run.nprocs,
+	       wshard_format_bytes(o->run.bytes_read, b, sizeof(b)),
+	       wshard_format_bytes(src.tensor_bytes, c, sizeof(c)), o->run.nprocs,
 	       o->run.nprocs == 1 ? "" : "es");
 	if (o->run.validate == WSHARD_VALIDATE_OFF)
 		printf("not validated (--validate off)\n");
 	else
 		printf("validated %s on %s\n",
-		       human_bytes(o->run.bytes_validated, a, sizeof(a)), o->run.validate_backend);
+		       wshard_format_bytes(o->run.bytes_validated, a, sizeof(a)), o->run.validate_backend);
 	if (o->run.archive != WSHARD_ARCHIVE_NONE)
 		printf("packed %d rank archive%s, %s%s\n", info.tp, info.tp == 1 ? "" : "s",
-		       human_bytes(o->run.archive_bytes, a, sizeof(a)),
+		       wshard_format_bytes(o->run.archive_bytes, a, sizeof(a)),
 		       o->run.archive_only ? "; rank and copied files removed (--archive-only)" : "");
 	if (o->run.no_sync)
 		printf("not synced to disk (--no-sync)\n");
@@ -379,7 +379,7 @@ static void note_session_dir(const char *out)
 
 /* The rules for cat: --rules FILE (for its architecture), else the
  * built-in ones of its architecture. */
-static void load_rules(const struct convert_opts *o, const struct wshard_catalog *cat,
+static void open_rules(const struct convert_opts *o, const struct wshard_catalog *cat,
 		       struct wshard_rules **out_rules, struct wshard_error *err)
 {
 	struct wshard_catalog_info info;
@@ -408,7 +408,7 @@ static enum wshard_err precheck(const struct wshard_catalog *cat, void *ctx,
 	struct wshard_error ignored = { 0 };
 	enum wshard_err rc = WSHARD_OK;
 
-	load_rules(o, cat, &rules, &ignored);
+	open_rules(o, cat, &rules, &ignored);
 	if (!ignored.code)
 		rc = wshard_plan_check_config(cat, rules, &o->opt, err);
 	wshard_rules_free(rules);
@@ -427,7 +427,7 @@ int cmd_convert(int argc, char **argv)
 	struct wshard_rules *rules = NULL;
 	struct wshard_plan *plan = NULL;
 	struct wshard_precheck check = { precheck, &o };
-	struct progress prog;
+	struct progress_meter prog;
 	double start = now_seconds();
 	int ret, leader = 1;
 
@@ -441,7 +441,7 @@ int cmd_convert(int argc, char **argv)
 	leader = wshard_comm_rank(comm) == 0;
 	o.comm = comm;
 	if (!wshard_catalog_open_source_checked(&cat, o.src, o.revision, &check, &err))
-		load_rules(&o, cat, &rules, &err);
+		open_rules(&o, cat, &rules, &err);
 	if (!err.code)
 		wshard_plan_build(&plan, cat, rules, &o.opt, &err);
 	if (wshard_comm_agree(comm, &err))

@@ -65,7 +65,7 @@ static void print_summary(const struct wshard_catalog_info *cat, size_t shown,
 		printf("repo: %s  revision: %s  commit: %s\nsnapshot: %s\n", cat->hf->repo_id,
 		       cat->hf->revision, cat->hf->commit, cat->hf->snapshot);
 	printf("tensors: %zu\n", shown);
-	printf("total: %llu bytes (%s)\n", (unsigned long long)total, human_bytes(total, b, sizeof(b)));
+	printf("total: %llu bytes (%s)\n", (unsigned long long)total, wshard_format_bytes(total, b, sizeof(b)));
 	for (d = 0; d < WSHARD_DTYPE_COUNT; d++)
 		if (by_dtype[d])
 			printf("  %s: %llu bytes\n", wshard_dtype_name((enum wshard_dtype)d),
@@ -137,7 +137,7 @@ static void print_rank(const struct inspect_opts *o, const struct wshard_manifes
 	size_t j;
 
 	printf("rank %zu: %zu tensors, %s, %zu part%s, validated by %s\n", r, rk->ntensors,
-	       human_bytes(rk->bytes, b, sizeof(b)), rk->nfiles, rk->nfiles == 1 ? "" : "s",
+	       wshard_format_bytes(rk->bytes, b, sizeof(b)), rk->nfiles, rk->nfiles == 1 ? "" : "s",
 	       rk->validated_by);
 	for (j = 0; j < rk->nfiles; j++)
 		printf("  %s %llu bytes %s\n", rk->files[j].name,

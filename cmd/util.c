@@ -61,23 +61,6 @@ int parse_int(const char *s, int *out)
 	return 0;
 }
 
-const char *human_bytes(uint64_t n, char *buf, size_t len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)n;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)n);
-	else
-		snprintf(buf, len, "%.2f %s", v, unit[u]);
-	return buf;
-}
-
 double now_seconds(void)
 {
 	struct timespec ts;
@@ -86,33 +69,33 @@ double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void progress_init(struct progress *p, bool quiet)
+void progress_init(struct progress_meter *p, bool quiet)
 {
 	p->enabled = !quiet && isatty(STDERR_FILENO);
-	p->start = p->last = now_seconds();
-	p->phase = NULL;
+	p->since = p->drawn = now_seconds();
+	p->shown = NULL;
 }
 
 void progress_update(void *ctx, const char *phase, uint64_t done, uint64_t total)
 {
-	struct progress *p = ctx;
+	struct progress_meter *p = ctx;
 	double t = now_seconds(), rate, eta;
 	char a[32], b[32];
 
 	if (!p->enabled)
 		return;
-	if (p->phase && strcmp(p->phase, phase)) {	/* a new phase: its own rate */
-		p->start = t;
-		p->last = 0;
+	if (p->shown && strcmp(p->shown, phase)) {	/* a new phase: its own rate */
+		p->since = t;
+		p->drawn = 0;
 	}
-	p->phase = phase;
-	if (t - p->last < 0.2 && done < total)
+	p->shown = phase;
+	if (t - p->drawn < 0.2 && done < total)
 		return;
-	p->last = t;
-	fprintf(stderr, "\r%s %s / %s", phase, human_bytes(done, a, sizeof(a)),
-		human_bytes(total, b, sizeof(b)));
-	if (t - p->start >= 0.1) {	/* else the rate means nothing yet */
-		rate = (double)done / (t - p->start);
+	p->drawn = t;
+	fprintf(stderr, "\r%s %s / %s", phase, wshard_format_bytes(done, a, sizeof(a)),
+		wshard_format_bytes(total, b, sizeof(b)));
+	if (t - p->since >= 0.1) {	/* else the rate means nothing yet */
+		rate = (double)done / (t - p->since);
 		eta = rate > 0 ? (double)(total - done) / rate : 0;
 		fprintf(stderr, "  %.0f MB/s  ETA %.0fs", rate / 1e6, eta);
 	}
@@ -120,7 +103,7 @@ void progress_update(void *ctx, const char *phase, uint64_t done, uint64_t total
 	fflush(stderr);
 }
 
-void progress_done(struct progress *p)
+void progress_done(struct progress_meter *p)
 {
 	if (p->enabled)
 		fprintf(stderr, "\r\033[K");

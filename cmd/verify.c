@@ -117,7 +117,7 @@ static void print_text(const struct wshard_verify_opts *o,
 		printf("%s\n", res->lines[i]);
 	printf("verified %llu rank%s, %llu tensors, %s in %.2fs (%.0f MB/s)%s: %s\n",
 	       (unsigned long long)res->ranks, res->ranks == 1 ? "" : "s",
-	       (unsigned long long)res->tensors, human_bytes(res->bytes, b, sizeof(b)), secs,
+	       (unsigned long long)res->tensors, wshard_format_bytes(res->bytes, b, sizeof(b)), secs,
 	       secs > 0 ? (double)res->bytes / secs / 1e6 : 0.0,
 	       o->quick ? " (quick: no source comparison)" : "",
 	       res->differences ? "DIFFERENCES FOUND" : "OK");

@@ -29,7 +29,7 @@
 #include <time.h>
 
 extern "C" {
-#include "output/validate.h"
+#include "base/validate.h"
 }
 
 #define CHUNK ((size_t)8 << 20)

@@ -23,7 +23,7 @@
 
 #include "base/util.h"
 #include "base/hooks.h"
-#include "output/validate.h"
+#include "base/validate.h"
 #include "validate_sum_host.h"
 #include "validate_sum.h"
 #ifdef WSHARD_CUDA

@@ -75,6 +75,8 @@ int wshard_checksum_parse(const char *name, enum wshard_checksum *out_ck);
 /* Parses a size: "5GiB", "256M" (K, KiB: 1024), "4KB" (1000), "4096".
  * Returns 0, or -1 on a malformed or overflowing size. */
 int wshard_parse_size(const char *s, uint64_t *out_bytes);
+/* Writes a size for people into buf ("512 B", "1.50 GiB"); returns buf. */
+const char *wshard_format_bytes(uint64_t n, char *buf, size_t len);
 
 /* ---- Checkpoint catalog ------------------------------------------- */
 /* An opened checkpoint: its files, tensors and config.json. */

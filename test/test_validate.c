@@ -12,7 +12,7 @@
 
 #include <criterion/criterion.h>
 
-#include "output/validate.h"
+#include "base/validate.h"
 #include "validate_sum.h"
 #include "validate_sum_host.h"
 

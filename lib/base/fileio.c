@@ -364,3 +364,20 @@ int wshard_parse_size(const char *s, uint64_t *out_bytes)
 	}
 	return -1;
 }
+
+const char *wshard_format_bytes(uint64_t n, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)n;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)n);
+	else
+		snprintf(buf, len, "%.2f %s", v, unit[u]);
+	return buf;
+}

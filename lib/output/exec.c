@@ -27,7 +27,7 @@
 #include "convert.h"
 #include "base/crc64.h"
 #include "outdir.h"
-#include "validate.h"
+#include "base/validate.h"
 
 static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *err)
 {

@@ -13,24 +13,6 @@
 #include "plan/plan.h"
 #include "archive_out.h"
 
-/* A size as "1.50 GiB" (or "512 B") into buf; returns buf. */
-static const char *human_bytes(uint64_t n, char *buf, size_t len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)n;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)n);
-	else
-		snprintf(buf, len, "%.2f %s", v, unit[u]);
-	return buf;
-}
-
 /* The name of source tensor src of the plan's checkpoint. */
 static const char *src_name(const struct wshard_plan *plan, uint32_t src)
 {
@@ -72,7 +54,7 @@ static void rank_text(FILE *f, const struct wshard_plan *plan, int r,
 	size_t i, k;
 
 	fprintf(f, "rank %d: %zu tensors, %s in %zu file%s\n", r, rp->ntensors,
-		human_bytes(rp->bytes, b, sizeof(b)), rp->nfiles, rp->nfiles == 1 ? "" : "s");
+		wshard_format_bytes(rp->bytes, b, sizeof(b)), rp->nfiles, rp->nfiles == 1 ? "" : "s");
 	if (archive != WSHARD_ARCHIVE_NONE) {
 		wshard_archive_name(name, sizeof(name), r, archive);
 		fprintf(f, "  packed into %s%s\n", name,

@@ -26,7 +26,7 @@
 #include "base/hooks.h"
 #include "convert.h"
 #include "base/crc64.h"
-#include "validate.h"
+#include "base/validate.h"
 
 /*
  * Bytes validated, checksummed and written in one go, and read back at a
