@@ -12,8 +12,9 @@
  * small pieces, seal.c validates, checksums and commits, extras.c copies
  * the non-weight files, archive_out.c packs the archives, and
  * manifest_parts.c and manifest.c gather and print wshard.json
- * (manifest.h, beside the reader manifest_read.c).  outdir.c prepares
- * and locks OUT.
+ * (manifest.h, beside the reader manifest_read.c, which verify, inspect
+ * and outdir.c use).  outdir.c prepares and locks OUT.  plan_text.c is
+ * apart: the plan as --dry-run shows it, and nothing of a convert.
  *
  * struct convert and rank_out are owned by exec.c, which allocates and
  * frees them; gather.c owns rank_out's gbuf, gleft and gstate and
