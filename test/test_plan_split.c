@@ -372,26 +372,21 @@ Test(mlp, inv_freq_skipped)
 /* The whole list of one rank for a one-layer Llama. */
 Test(mlp, rank_tensor_names)
 {
-	/*
-	 * In the order the stream completes them: the constants first, then
-	 * as their last source tensor comes in the generator's file (embed,
-	 * input_layernorm, q k v, o, post_attention_layernorm, gate up, down,
-	 * norm, lm_head).
-	 */
+	/* By name, the order vLLM's sharded_state loader reads them in. */
 	static const char *const want[] = {
+		"lm_head.weight",
+		"model.embed_tokens.weight",
+		L0 "input_layernorm.weight",
+		L0 "mlp.down_proj.weight",
+		L0 "mlp.gate_up_proj.weight",
+		L0 "post_attention_layernorm.weight",
 		L0 "self_attn.attn._k_scale",
 		L0 "self_attn.attn._prob_scale",
 		L0 "self_attn.attn._q_scale",
 		L0 "self_attn.attn._v_scale",
-		"model.embed_tokens.weight",
-		L0 "input_layernorm.weight",
-		L0 "self_attn.qkv_proj.weight",
 		L0 "self_attn.o_proj.weight",
-		L0 "post_attention_layernorm.weight",
-		L0 "mlp.gate_up_proj.weight",
-		L0 "mlp.down_proj.weight",
+		L0 "self_attn.qkv_proj.weight",
 		"model.norm.weight",
-		"lm_head.weight",
 	};
 	static struct fx f;	/* static: outlives an aborted test for fini */
 	size_t i;
