@@ -8,6 +8,7 @@
  * leaves no manifest behind.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -28,6 +29,29 @@
 #include "base/crc64.h"
 #include "outdir.h"
 #include "base/validate.h"
+
+/*
+ * Gives a part its final size.  The blocks are allocated at once where
+ * the file system can (fallocate), so that a part written piece by piece
+ * by several threads, out of order, still lies in a few long extents: a
+ * cold read of it, the engine's start, then streams as a file written
+ * front to back does (a tp 2 rank file of 0.22 GB: 16 extents sized with
+ * ftruncate alone).  Where fallocate is not supported, the file is
+ * sparse until written, as before.
+ */
+static enum wshard_err size_part(struct wshard_file *f, uint64_t size,
+				 struct wshard_error *err)
+{
+	if (size && fallocate(f->fd, 0, 0, (off_t)size) == 0)
+		return WSHARD_OK;
+	if (size && errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL)
+		return wshard_error_set(err, WSHARD_EIO, "cannot allocate %llu bytes for '%s': %s",
+					(unsigned long long)size, f->path, strerror(errno));
+	if (ftruncate(f->fd, (off_t)size) < 0)
+		return wshard_error_set(err, WSHARD_EIO, "cannot size '%s': %s", f->path,
+					strerror(errno));
+	return WSHARD_OK;
+}
 
 static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *err)
 {
@@ -68,9 +92,9 @@ static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *
 			free(path);
 			if (rc)
 				return rc;
-			if (ftruncate(ro->files[f]->fd, (off_t)rp->files[f].size) < 0)
-				return wshard_error_set(err, WSHARD_EIO, "cannot size '%s': %s",
-							ro->files[f]->path, strerror(errno));
+			rc = size_part(ro->files[f], rp->files[f].size, err);
+			if (rc)
+				return rc;
 			rc = wshard_file_pwrite(ro->files[f], rp->files[f].header,
 						rp->files[f].header_len, 0, err);
 			if (rc)
