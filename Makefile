@@ -4,7 +4,9 @@
 #   make CUDA=0          build with the host validation backend only
 #   make check           build, run every test, then again under ASan+UBSan,
 #                        then the engine oracle (vLLM) suite
-#   make engine-test     the engine oracle suite alone (ENGINE_CASES=ARCH:TP ...)
+#   make engine-test     the engine oracle suite alone: each layout once
+#                        (ENGINE_CASES=ARCH:TP ... for chosen cases)
+#   make engine-test-full  every engine case (tp 1 and 2): when layouts change
 #   make test            run the tests of the current build only
 #   make demo            convert a small generated checkpoint at tp 2
 #   make install         install binary and man pages (PREFIX, DESTDIR)
@@ -213,6 +215,10 @@ engine-test: $(PROGRAM)
 	$(Q)WSHARD=$(abspath $(PROGRAM)) sh test/engine/run $(ENGINE_CASES); \
 		rc=$$?; [ $$rc -eq 77 ] || exit $$rc
 
+engine-test-full: $(PROGRAM)
+	$(Q)WSHARD=$(abspath $(PROGRAM)) sh test/engine/run all; \
+		rc=$$?; [ $$rc -eq 77 ] || exit $$rc
+
 # The GPU round trip's throughput against the device's copy bandwidth
 # (scripts/bench --gpu); CUDA builds only.
 bench-roundtrip: $(B)/bench-roundtrip
@@ -247,7 +253,7 @@ clean:
 	rm -rf wshard
 	[ ! -d build ] || find build -mindepth 1 -maxdepth 1 ! -name engine -exec rm -rf {} +
 
-.PHONY: all test tests check engine-test bench-roundtrip demo install uninstall clean
+.PHONY: all test tests check engine-test engine-test-full bench-roundtrip demo install uninstall clean
 
 # ---------------------------------------------------------------------------
 # Fuzzing with libFuzzer:  make fuzz [FUZZ_SECONDS=60]
