@@ -15,6 +15,7 @@
 #include "base/validate.h"
 #include "validate_sum.h"
 #include "validate_sum_host.h"
+#include "test_util.h"
 
 #define CHUNK 4096
 #define WHAT "rank 1 tensor 'x'"
@@ -34,23 +35,6 @@ static void clear_hooks(void)
 }
 
 TestSuite(validate, .init = clear_hooks);
-
-/* n pseudo-random bytes from seed (xorshift), never all zero. */
-static unsigned char *random_bytes(size_t n, uint64_t seed)
-{
-	unsigned char *p = malloc(n ? n : 1);
-	uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
-	size_t i;
-
-	cr_assert_not_null(p);
-	for (i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (unsigned char)(x >> 24);
-	}
-	return p;
-}
 
 static struct wshard_validator *open_mode(enum wshard_validate_mode mode,
 					  size_t chunk)

@@ -14,23 +14,7 @@
 #include "base/validate.h"
 #include "validate_sum.h"
 #include "validate_sum_host.h"
-
-/* n pseudo-random bytes from seed (xorshift), never all zero. */
-static unsigned char *random_bytes(size_t n, uint64_t seed)
-{
-	unsigned char *p = malloc(n ? n : 1);
-	uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
-	size_t i;
-
-	cr_assert_not_null(p);
-	for (i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (unsigned char)(x >> 24);
-	}
-	return p;
-}
+#include "test_util.h"
 
 Test(validate_sum, sum_known_answers)
 {
