@@ -35,9 +35,8 @@
  * the file system can (fallocate), so that a part written piece by piece
  * by several threads, out of order, still lies in a few long extents: a
  * cold read of it, the engine's start, then streams as a file written
- * front to back does (a tp 2 rank file of 0.22 GB: 16 extents sized with
- * ftruncate alone).  Where fallocate is not supported, the file is
- * sparse until written, as before.
+ * front to back does.  Where fallocate is not supported, the file is
+ * sparse until written.
  */
 static enum wshard_err size_part(struct wshard_file *f, uint64_t size,
 				 struct wshard_error *err)
