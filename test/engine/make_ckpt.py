@@ -5,6 +5,10 @@ small max_shard_size so that an index and several shards are written: the
 names, config fields and shard layout users download.
 
     make_ckpt.py ARCH DIR      ARCH: one of CASES below
+    make_ckpt.py --into DIR ARCH ...
+                               DIR/src-ARCH for each, in one process (the
+                               imports cost more than a tiny model); an
+                               ARCH that fails is named and left out
     make_ckpt.py --list
 """
 import sys
@@ -636,5 +640,21 @@ if __name__ == "__main__":
         print("\n".join(CASES))
     elif len(sys.argv) == 3 and sys.argv[1] in CASES:
         make(sys.argv[1], sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "--into":
+        import os
+        import shutil
+        import traceback
+        failed = []
+        for arch in sys.argv[3:]:
+            out = os.path.join(sys.argv[2], "src-" + arch)
+            try:
+                make(arch, out + ".tmp")
+                os.rename(out + ".tmp", out)
+            except Exception:
+                traceback.print_exc()
+                print(f"make_ckpt: {arch} failed", file=sys.stderr)
+                shutil.rmtree(out + ".tmp", ignore_errors=True)
+                failed.append(arch)
+        sys.exit(1 if failed else 0)
     else:
         sys.exit(__doc__)
