@@ -9,11 +9,12 @@
 #   make engine-test-full  every engine case (tp 1 and 2): when layouts change
 #   make test            run the tests of the current build only
 #   make demo            convert a small generated checkpoint at tp 2
-#   make install         install binary and man pages (PREFIX, DESTDIR)
+#   make install         install binary, libwshard.so and man pages (PREFIX, DESTDIR)
 #   make DEVELOPER=1     add -Wall -Wextra -Werror;  V=1 shows commands
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
 MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 
@@ -42,7 +43,8 @@ SANFLAGS :=
 endif
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE -pthread -MMD -MP $(SANFLAGS)
+# -fPIC: the same objects make libwshard.so, which the vLLM plugin loads.
+CFLAGS += -std=c11 -D_GNU_SOURCE -pthread -fPIC -MMD -MP $(SANFLAGS)
 CFLAGS += -Wall -Wextra -Wno-unused-parameter
 ifeq ($(DEVELOPER),1)
 CFLAGS += -Werror
@@ -130,6 +132,7 @@ LIB_SRC := \
 	lib/verify/verify_diff.c \
 	lib/verify/verify_files.c \
 	lib/verify/verify_source.c \
+	lib/load/load.c \
 	cuda/validate_host.c \
 	cuda/validate_sum_host.c
 
@@ -161,7 +164,12 @@ else
 PROGRAM := wshard
 endif
 
-all: $(PROGRAM)
+all: $(PROGRAM) $(B)/libwshard.so
+
+# libwshard.so, which the vLLM plugin (lib/vllm) loads.
+$(B)/libwshard.so: $(LIB_OBJ)
+	@echo '  LINK   $@'
+	$(Q)$(CC) -shared $(LDFLAGS) -Wl,-soname,libwshard.so -o $@ $(LIB_OBJ) $(LDLIBS)
 
 $(PROGRAM): $(CMD_OBJ) $(B)/libwshard.a
 	@echo '  LINK   $@'
@@ -197,7 +205,7 @@ $(B)/test/%: test/%.c $(B)/libwshard.a
 	@echo '  CC     $@'
 	$(Q)$(CC) $(CFLAGS) -Ilib -Icuda -o $@ $< $(B)/libwshard.a $(LDFLAGS) $(LDLIBS) -lcriterion
 
-tests: $(TEST_BIN) $(PROGRAM)
+tests: $(TEST_BIN) $(PROGRAM) $(B)/libwshard.so
 
 # Runs every Criterion suite and the shell-level tests against the build.
 test: tests
@@ -211,12 +219,14 @@ check: all
 
 # vLLM loads each architecture's checkpoint and wshard's output of it
 # (test/engine/run); skipped when scripts/install-deps --engine has not run.
-engine-test: $(PROGRAM)
-	$(Q)WSHARD=$(abspath $(PROGRAM)) sh test/engine/run $(ENGINE_CASES); \
+engine-test: $(PROGRAM) $(B)/libwshard.so
+	$(Q)WSHARD=$(abspath $(PROGRAM)) WSHARD_LIB=$(abspath $(B)/libwshard.so) \
+		sh test/engine/run $(ENGINE_CASES); \
 		rc=$$?; [ $$rc -eq 77 ] || exit $$rc
 
-engine-test-full: $(PROGRAM)
-	$(Q)WSHARD=$(abspath $(PROGRAM)) sh test/engine/run all; \
+engine-test-full: $(PROGRAM) $(B)/libwshard.so
+	$(Q)WSHARD=$(abspath $(PROGRAM)) WSHARD_LIB=$(abspath $(B)/libwshard.so) \
+		sh test/engine/run all; \
 		rc=$$?; [ $$rc -eq 77 ] || exit $$rc
 
 # The GPU round trip's throughput against the device's copy bandwidth
@@ -235,15 +245,17 @@ endif
 demo: $(PROGRAM)
 	$(Q)sh scripts/demo
 
-install: $(PROGRAM)
+install: $(PROGRAM) $(B)/libwshard.so
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
 	install -m 755 $(PROGRAM) $(DESTDIR)$(BINDIR)/wshard
+	install -d $(DESTDIR)$(LIBDIR)
+	install -m 755 $(B)/libwshard.so $(DESTDIR)$(LIBDIR)/libwshard.so
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 644 man/*.7 $(DESTDIR)$(MANDIR)/man7/
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/wshard
+	rm -f $(DESTDIR)$(BINDIR)/wshard $(DESTDIR)$(LIBDIR)/libwshard.so
 	cd $(DESTDIR)$(MANDIR)/man1 && rm -f wshard.1 wshard-convert.1 wshard-verify.1 wshard-inspect.1
 	rm -f $(DESTDIR)$(MANDIR)/man5/wshard-rules.5
 	rm -f $(DESTDIR)$(MANDIR)/man7/wshard-families.7

@@ -425,6 +425,44 @@ enum wshard_err wshard_manifest_json(const struct wshard_manifest *m, int rank,
 /* Frees m. */
 void wshard_manifest_free(struct wshard_manifest *m);
 
+/* ---- Loading a rank into an engine -------------------------------- */
+/* What the engine worker that loads is running (the vLLM plugin fills it). */
+struct wshard_load_want {
+	const char *engine;		/* "vllm==0.32.0"; NULL: not checked */
+	int tp, pp;			/* tensor- and pipeline-parallel sizes */
+	bool expert_parallel;
+	const char *expert_placement;	/* "linear", "round_robin"; NULL: not checked */
+	int rank;			/* the worker's tensor-parallel rank */
+};
+struct wshard_load;
+
+/* Opens out_dir's manifest for rank want->rank and refuses an output made
+ * for another engine release or layout, naming both.  Returns WSHARD_OK,
+ * WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM. */
+enum wshard_err wshard_load_open(struct wshard_load **out_l, const char *out_dir,
+				 const struct wshard_load_want *want,
+				 struct wshard_error *err);
+/* The number of tensors of the rank, in file order. */
+size_t wshard_load_count(const struct wshard_load *l);
+/* Tensor i's name, dtype ("BF16"), ndim and shape (WSHARD_MAX_DIMS
+ * values); returns its size in bytes.  Strings live as long as l. */
+uint64_t wshard_load_info(const struct wshard_load *l, size_t i, const char **out_name,
+			  const char **out_dtype, int *out_ndim, uint64_t *out_shape);
+/* Where tensor i's bytes go: host memory of at least its size (NULL for
+ * an empty tensor). */
+void wshard_load_dest(struct wshard_load *l, size_t i, void *dst);
+/* Checks each file's size and header against the manifest, then reads
+ * every tensor into its destination with threads (0: one per CPU, 8 at
+ * most) and checks it against its checksum.  A failure names the file
+ * and tensor; the destinations' contents are then undefined.  Returns
+ * WSHARD_OK, WSHARD_EMISMATCH (a size, header or checksum differs),
+ * WSHARD_EINVAL, WSHARD_EUSAGE (a destination missing), WSHARD_EIO or
+ * WSHARD_ENOMEM. */
+enum wshard_err wshard_load_run(struct wshard_load *l, int threads,
+				struct wshard_error *err);
+/* Closes the files and frees l; accepts NULL. */
+void wshard_load_free(struct wshard_load *l);
+
 /* ---- Test and benchmark hooks ------------------------------------- */
 /* Switches for tests and benchmarks, off when zeroed (fault_process -1);
  * the wshard program fills them from WSHARD_* environment variables. */

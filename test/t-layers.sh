@@ -1,15 +1,16 @@
 #!/bin/sh
 # t-layers.sh - the library's folders stay layered (lib/README.md): a file
 # of lib/STAGE includes headers of its own folder and of the stages before
-# it only, in the order base source rules plan stream output verify;
+# it only, in the order base source rules plan stream output verify load;
 # cuda/ (the validator's backends) includes only base/; cmd/ only the
 # public header; lib/wshard.h nothing of the library.  No source file of
-# lib/, cmd/ or cuda/ is over 650 lines, and nothing but wshard.h and
-# README.md stands in lib/ itself.
+# lib/, cmd/ or cuda/ is over 650 lines, and nothing but wshard.h,
+# README.md and vllm/ (the Python plugin over libwshard.so) stands in lib/
+# itself.
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
 
-STAGES="base source rules plan stream output verify"
+STAGES="base source rules plan stream output verify load"
 
 # rank NAME: the position of stage NAME (1 = base), or 0 for no stage.
 rank() {
@@ -24,7 +25,7 @@ rank() {
 cd "$ROOT" || exit 1
 for f in lib/*; do
 	case $f in
-	lib/wshard.h | lib/README.md) ;;
+	lib/wshard.h | lib/README.md | lib/vllm) ;;
 	*) [ -d "$f" ] && [ "$(rank "${f#lib/}")" -gt 0 ] ||
 		fail "$f: lib/ holds only stage folders, wshard.h and README.md" ;;
 	esac

@@ -17,8 +17,9 @@ WORK/<model>-<shape>/ and reused when that directory exists:
 
 Each model is converted once per tensor-parallel size (`wshard convert -q
 --force --tp TP`, timed), then loaded RUNS times from each side, the
-checkpoint (load_format auto) and the output (sharded_state) alternating
-(the side that goes first swaps every run), every load a fresh engine in
+checkpoint (load_format auto), the output with vLLM's sharded_state and
+the output with wshard's plugin (load_format wshard, lib/vllm) in turn
+(the side that goes first rotates every run), every load a fresh engine in
 its own process group (oracle.py time), killed after.  Page cache:
 
   warm  the model's files read once before the load
@@ -410,12 +411,14 @@ def main():
             out = os.path.join(a.work, "%s-out-tp%d" % (os.path.basename(src), tp))
             convs.append("wshard convert --tp %d of %s (once, synced): %.2f s"
                          % (tp, name, convert(a.wshard, src, out, tp)))
-            sides = (("src", src, "auto"), ("out", out, "sharded_state"))
+            sides = (("src", src, "auto"), ("out", out, "sharded_state"),
+                     ("wsh", out, "wshard"))
             res = {(s, m): {"w": [], "init": [], "rd": None}
-                   for s in ("src", "out") for m in modes}
+                   for s, _, _ in sides for m in modes}
             for i in range(a.runs):
                 for m in modes:
-                    for side, model, fmt in (sides if i % 2 == 0 else sides[::-1]):
+                    k = i % len(sides)
+                    for side, model, fmt in sides[k:] + sides[:k]:
                         left = 0
                         if m == "warm":
                             warm(model)
@@ -435,7 +438,7 @@ def main():
                             note = ", %s GB of it left the page cache during the load" \
                                 % gb(total - touched.low)
                         if m == "cold":
-                            rd = read_bytes(touched.bytes(), tp, side == "out")
+                            rd = read_bytes(touched.bytes(), tp, side != "src")
                             if left:
                                 note = " (%s GB resident before: not counted)" % gb(left)
                             else:
@@ -444,12 +447,13 @@ def main():
                                 r["rd"] = max(r["rd"] or (0, 0), rd)
                             note = ", read %s GB, %s GB a worker%s" % (gb(rd[0]), gb(rd[1]), note)
                         print("  %s tp %d %s %-10s run %d: weights %.2f s, LLM() %.2f s%s"
-                              % (name, tp, m, "checkpoint" if side == "src" else "output",
+                              % (name, tp, m, {"src": "checkpoint", "out": "output",
+                                               "wsh": "wshard"}[side],
                                  i + 1, w, init, note), file=sys.stderr)
             import shutil
             shutil.rmtree(out, ignore_errors=True)
             for m in modes:
-                rows.append((name, tp, m, res["src", m], res["out", m],
+                rows.append((name, tp, m, res["src", m], res["out", m], res["wsh", m],
                              res["src", "cold"]["rd"] if "cold" in modes else None,
                              res["out", "cold"]["rd"] if "cold" in modes else None))
 
@@ -461,7 +465,8 @@ def main():
     for h in heads:
         print(h)
     print("checkpoint: load_format auto; output: wshard convert --tp TP, "
-          "load_format sharded_state; every load a fresh engine")
+          "load_format sharded_state (out) and wshard (wsh, the plugin: "
+          "read and checksummed by libwshard); every load a fresh engine")
     print("seconds: best of %d runs, +N%% the slowest run over the best; "
           "weights: vLLM's \"Loading weights took\" (slowest worker)" % a.runs)
     print("cold: sync, %s and the model's files evicted (posix_fadvise "
@@ -475,21 +480,26 @@ def main():
           "+ shared files; checkpoint, every worker get_tensor()s every "
           "tensor of every file (= all)")
     print()
-    hdr = ("%-5s %2s %-5s | %-12s %-12s %5s | %-12s %-12s | %8s %8s | %8s %8s %6s"
-           % ("model", "tp", "page", "weights ckpt", "weights out", "ratio",
-              "LLM() ckpt", "LLM() out", "GB ckpt", "GB out", "GB/wkr", "GB/wkr",
-              "out/"))
-    hdr2 = ("%-5s %2s %-5s | %-12s %-12s %5s | %-12s %-12s | %8s %8s | %8s %8s %6s"
-            % ("", "", "cache", "s", "s", "out/", "s", "s", "all", "all",
-               "ckpt", "out", "ckpt"))
+    hdr = ("%-5s %2s %-5s | %-12s %-12s %-12s %5s %5s | %-12s %-12s %-12s | %8s %8s"
+           " | %8s %8s %6s"
+           % ("model", "tp", "page", "weights ckpt", "weights out", "weights wsh",
+              "ratio", "ratio", "LLM() ckpt", "LLM() out", "LLM() wsh", "GB ckpt",
+              "GB out", "GB/wkr", "GB/wkr", "out/"))
+    hdr2 = ("%-5s %2s %-5s | %-12s %-12s %-12s %5s %5s | %-12s %-12s %-12s | %8s %8s"
+            " | %8s %8s %6s"
+            % ("", "", "cache", "s", "s", "s", "out/", "wsh/", "s", "s", "s", "all",
+               "all", "ckpt", "out", "ckpt"))
     print(hdr)
     print(hdr2)
     print("-" * len(hdr))
-    for name, tp, m, s, o, rs, ro in rows:
-        ratio = min(o["w"]) / min(s["w"]) if s["w"] and min(s["w"]) > 0 else float("nan")
-        print("%-5s %2d %-5s | %-12s %-12s %5.2f | %-12s %-12s | %8s %8s | %8s %8s %6s"
-              % (name, tp, m, best(s["w"]), best(o["w"]), ratio,
-                 best(s["init"]), best(o["init"]),
+    for name, tp, m, s, o, wsh, rs, ro in rows:
+        def ratio(x):
+            return min(x["w"]) / min(s["w"]) if s["w"] and min(s["w"]) > 0 \
+                else float("nan")
+        print("%-5s %2d %-5s | %-12s %-12s %-12s %5.2f %5.2f | %-12s %-12s %-12s"
+              " | %8s %8s | %8s %8s %6s"
+              % (name, tp, m, best(s["w"]), best(o["w"]), best(wsh["w"]), ratio(o),
+                 ratio(wsh), best(s["init"]), best(o["init"]), best(wsh["init"]),
                  gb(rs[0]) if rs else "-", gb(ro[0]) if ro else "-",
                  gb(rs[1]) if rs else "-", gb(ro[1]) if ro else "-",
                  "%.3f" % (ro[1] / rs[1]) if rs and ro and rs[1] else "-"))

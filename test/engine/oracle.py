@@ -11,8 +11,8 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
         kernels) to DUMP/model-rank-R.safetensors.  Then generates greedily
         from fixed token-id prompts and writes tokens and top-5 logprobs to
         ANSWERS (JSON).
-    oracle.py load OUT TP ANSWERS
-        Loads wshard's output OUT with load_format="sharded_state" and writes
+    oracle.py load OUT TP ANSWERS [FORMAT]
+        Loads wshard's output OUT with load_format=FORMAT (sharded_state, or wshard: the plugin of lib/vllm) and writes
         the answers for the same prompts.
     oracle.py time MODEL TP FORMAT ANSWERS
         Loads MODEL with load_format=FORMAT (auto or sharded_state) and
@@ -188,10 +188,10 @@ def main(argv):
         import runpy  # the hook in this process too
         runpy.run_path(os.path.join(sys.path[0], "sitecustomize.py"))
         answers(argv[2], int(argv[3]), argv[5], **ep)
-    elif cmd == "load" and len(argv) == 5:
+    elif cmd == "load" and len(argv) in (5, 6):
         engine_env()
-        answers(argv[2], int(argv[3]), argv[4], load_format="sharded_state",
-                **ep)
+        answers(argv[2], int(argv[3]), argv[4],
+                load_format=argv[5] if len(argv) == 6 else "sharded_state", **ep)
     elif cmd == "time" and len(argv) == 6:
         engine_env()
         answers(argv[2], int(argv[3]), argv[5], load_format=argv[4], **ep)

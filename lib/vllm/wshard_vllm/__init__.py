@@ -1,0 +1,191 @@
+"""vLLM's --load-format wshard.
+
+Each worker opens wshard.json through libwshard, which refuses an output
+made for another engine release or layout, then hands libwshard the memory
+of every parameter: libwshard reads the rank's files into it with several
+threads and checks each tensor against its checksum, so a damaged file
+stops the load with one line naming the file and tensor.  Parameters the
+file cannot be read into directly (another dtype, a padded shape, GPU
+memory) are read into host buffers first and copied as vLLM's sharded_state
+loader copies them.
+
+libwshard.so is found through WSHARD_LIB, else the dynamic loader's path
+(make install puts it in PREFIX/lib).
+"""
+import ctypes
+import os
+
+MAX_DIMS = 8
+ERRMAX = 1024
+
+
+class _Error(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * ERRMAX)]
+
+
+class _Want(ctypes.Structure):
+    _fields_ = [("engine", ctypes.c_char_p), ("tp", ctypes.c_int),
+                ("pp", ctypes.c_int), ("expert_parallel", ctypes.c_bool),
+                ("expert_placement", ctypes.c_char_p), ("rank", ctypes.c_int)]
+
+
+_lib = None
+
+
+def _libwshard():
+    global _lib
+    if _lib is None:
+        lib = ctypes.CDLL(os.environ.get("WSHARD_LIB") or "libwshard.so")
+        lib.wshard_load_open.argtypes = [ctypes.POINTER(ctypes.c_void_p),
+                                         ctypes.c_char_p, ctypes.POINTER(_Want),
+                                         ctypes.POINTER(_Error)]
+        lib.wshard_load_count.restype = ctypes.c_size_t
+        lib.wshard_load_count.argtypes = [ctypes.c_void_p]
+        lib.wshard_load_info.restype = ctypes.c_uint64
+        lib.wshard_load_info.argtypes = [
+            ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
+            ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int),
+            ctypes.POINTER(ctypes.c_uint64 * MAX_DIMS)]
+        lib.wshard_load_dest.restype = None
+        lib.wshard_load_dest.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
+                                         ctypes.c_void_p]
+        lib.wshard_load_run.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                        ctypes.POINTER(_Error)]
+        lib.wshard_load_free.restype = None
+        lib.wshard_load_free.argtypes = [ctypes.c_void_p]
+        _lib = lib
+    return _lib
+
+
+class WshardLoadError(ValueError):
+    """A rank that libwshard refused: the message names the file and why."""
+
+
+def _torch_dtypes():
+    import torch
+    names = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16",
+             "U16": "uint16", "F16": "float16", "BF16": "bfloat16",
+             "I32": "int32", "U32": "uint32", "F32": "float32", "I64": "int64",
+             "U64": "uint64", "F64": "float64", "F8_E5M2": "float8_e5m2",
+             "F8_E4M3": "float8_e4m3fn", "F8_E8M0": "float8_e8m0fnu",
+             "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz"}
+    return {k: getattr(torch, v) for k, v in names.items() if hasattr(torch, v)}
+
+
+def load_rank(out_dir, state, want, threads=0):
+    """Reads wshard rank want["rank"] of out_dir into state ({name: tensor},
+    vLLM's filtered state_dict); raises WshardLoadError naming what is wrong.
+    Returns the number of bytes read."""
+    import torch
+    lib = _libwshard()
+    err = _Error()
+    w = _Want(want.get("engine", "").encode() or None, want["tp"], want.get("pp", 1),
+              bool(want.get("expert_parallel")),
+              (want.get("expert_placement") or "").encode() or None, want["rank"])
+    handle = ctypes.c_void_p()
+    if lib.wshard_load_open(ctypes.byref(handle), os.fsencode(out_dir),
+                            ctypes.byref(w), ctypes.byref(err)) != 0:
+        raise WshardLoadError(err.msg.decode(errors="replace"))
+    try:
+        dtypes = _torch_dtypes()
+        later = []  # (param view, staging tensor)
+        keep = []   # staging buffers alive until the run ends
+        missing = dict(state)
+        total = 0
+        name_p, dtype_p = ctypes.c_char_p(), ctypes.c_char_p()
+        ndim, shape = ctypes.c_int(), (ctypes.c_uint64 * MAX_DIMS)()
+        for i in range(lib.wshard_load_count(handle)):
+            size = lib.wshard_load_info(handle, i, ctypes.byref(name_p),
+                                        ctypes.byref(dtype_p), ctypes.byref(ndim),
+                                        ctypes.byref(shape))
+            name, dt = name_p.value.decode(), dtype_p.value.decode()
+            dims = list(shape[:ndim.value])
+            total += size
+            if name not in missing:
+                raise WshardLoadError(
+                    f"{out_dir}: tensor '{name}' of rank {want['rank']} is "
+                    f"no parameter of the model vLLM built"
+                    if name not in state else f"{out_dir}: tensor '{name}' twice")
+            param = missing.pop(name)
+            data = param.data
+            for d, n in enumerate(dims):
+                if d < data.dim() and n < data.shape[d]:
+                    data = data.narrow(d, 0, n)
+            direct = (data.device.type == "cpu" and data.is_contiguous() and
+                      dtypes.get(dt) == data.dtype and list(data.shape) == dims)
+            if direct:
+                lib.wshard_load_dest(handle, i, data.data_ptr() or None)
+                continue
+            if dt not in dtypes:
+                raise WshardLoadError(f"{out_dir}: tensor '{name}': {dt} into "
+                                      f"{data.dtype} {list(data.shape)}")
+            buf = torch.empty(dims, dtype=dtypes[dt],
+                              pin_memory=data.device.type == "cuda")
+            keep.append(buf)
+            later.append((data, buf))
+            lib.wshard_load_dest(handle, i, buf.data_ptr() or None)
+        if missing:
+            raise WshardLoadError(f"{out_dir}: rank {want['rank']} lacks "
+                                  f"{len(missing)} of the model's tensors, "
+                                  f"'{sorted(missing)[0]}' first")
+        if lib.wshard_load_run(handle, threads, ctypes.byref(err)) != 0:
+            raise WshardLoadError(err.msg.decode(errors="replace"))
+        for data, buf in later:
+            data.copy_(buf, non_blocking=True)
+        if any(d.device.type == "cuda" for d, _ in later):
+            torch.cuda.synchronize()
+        return total
+    finally:
+        lib.wshard_load_free(handle)
+
+
+def register():
+    """vLLM's general plugin entry point: registers --load-format wshard."""
+    from vllm.model_executor.model_loader import register_model_loader
+    from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+
+    @register_model_loader("wshard")
+    class WshardModelLoader(BaseModelLoader):
+        """Loads each worker's rank of a wshard output (wshard convert)."""
+
+        def download_model(self, model_config):
+            pass  # a local wshard output only
+
+        def load_weights(self, model, model_config):
+            import time
+
+            import vllm
+            from vllm.config import get_current_vllm_config
+            from vllm.distributed import (get_pp_group,
+                                          get_tensor_model_parallel_rank,
+                                          get_tp_group)
+            from vllm.logger import init_logger
+            from vllm.model_executor.model_loader.sharded_state_loader import (
+                ShardedStateLoader)
+
+            par = get_current_vllm_config().parallel_config
+            ep = bool(par.enable_expert_parallel)
+            # vLLM falls back from round_robin to linear where routing is
+            # not grouped, and wshard records the placement it made: only
+            # a linear request is checked against it.
+            placement = par.expert_placement_strategy if ep else None
+            want = {"engine": f"vllm=={vllm.__version__}",
+                    "tp": get_tp_group().world_size,
+                    "pp": get_pp_group().world_size, "expert_parallel": ep,
+                    "expert_placement": placement if placement == "linear" else None,
+                    "rank": get_tensor_model_parallel_rank()}
+            out = model_config.model_weights or model_config.model
+            if not os.path.isdir(out):
+                raise WshardLoadError(f"{out}: --load-format wshard loads a "
+                                      "wshard output directory")
+            state = ShardedStateLoader._filter_subtensors(model.state_dict())
+            t0 = time.perf_counter()
+            n = load_rank(out, state, want,
+                          int(os.environ.get("WSHARD_LOAD_THREADS", "0")))
+            # the line vLLM's own loaders log, for whoever compares them
+            init_logger("vllm.model_executor.model_loader.wshard").info(
+                "Loading weights took %.2f seconds (wshard: rank %d, %.2f GB "
+                "read and checked)", time.perf_counter() - t0, want["rank"],
+                n / 1e9)
+
+    return WshardModelLoader

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""load_check.py - libwshard's loader (wshard_load_*) through ctypes, as the
+vLLM plugin calls it, with numpy buffers for parameters (t-load.sh).
+
+    load_check.py LIB ok OUT TP             every rank loads; each tensor's
+                                            bytes equal those the rank file's
+                                            own header points at
+    load_check.py LIB refuse OUT CODE TEXT WANT_JSON
+                                            rank 0 (or WANT's) is refused
+                                            with CODE and TEXT in the message
+"""
+import ctypes
+import json
+import struct
+import sys
+
+import numpy as np
+
+MAX_DIMS = 8
+
+
+class Error(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * 1024)]
+
+
+class Want(ctypes.Structure):
+    _fields_ = [("engine", ctypes.c_char_p), ("tp", ctypes.c_int),
+                ("pp", ctypes.c_int), ("expert_parallel", ctypes.c_bool),
+                ("expert_placement", ctypes.c_char_p), ("rank", ctypes.c_int)]
+
+
+def lib_at(path):
+    lib = ctypes.CDLL(path)
+    lib.wshard_load_open.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
+                                     ctypes.POINTER(Want), ctypes.POINTER(Error)]
+    lib.wshard_load_count.restype = ctypes.c_size_t
+    lib.wshard_load_count.argtypes = [ctypes.c_void_p]
+    lib.wshard_load_info.restype = ctypes.c_uint64
+    lib.wshard_load_info.argtypes = [
+        ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
+        ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int),
+        ctypes.POINTER(ctypes.c_uint64 * MAX_DIMS)]
+    lib.wshard_load_dest.restype = None
+    lib.wshard_load_dest.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    lib.wshard_load_run.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(Error)]
+    lib.wshard_load_free.restype = None
+    lib.wshard_load_free.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def load(lib, out, want, skip=None, threads=0):
+    """(rc, message, {name: bytes}) of loading want's rank of out."""
+    err = Error()
+    w = Want(want.get("engine", "vllm==0.32.0").encode(), want["tp"], want.get("pp", 1),
+             want.get("ep", False), None, want.get("rank", 0))
+    h = ctypes.c_void_p()
+    rc = lib.wshard_load_open(ctypes.byref(h), out.encode(), ctypes.byref(w),
+                              ctypes.byref(err))
+    if rc:
+        return rc, err.msg.decode(), {}
+    bufs = {}
+    name, dt = ctypes.c_char_p(), ctypes.c_char_p()
+    nd, shape = ctypes.c_int(), (ctypes.c_uint64 * MAX_DIMS)()
+    for i in range(lib.wshard_load_count(h)):
+        size = lib.wshard_load_info(h, i, ctypes.byref(name), ctypes.byref(dt),
+                                    ctypes.byref(nd), ctypes.byref(shape))
+        b = np.full(size, 0xA5, dtype=np.uint8)
+        bufs[name.value.decode()] = b
+        if name.value.decode() != skip:
+            lib.wshard_load_dest(h, i, b.ctypes.data if size else None)
+    rc = lib.wshard_load_run(h, threads, ctypes.byref(err))
+    lib.wshard_load_free(h)
+    return rc, err.msg.decode(), {k: v.tobytes() for k, v in bufs.items()}
+
+
+def file_tensors(out, rank):
+    """{name: bytes} of rank's files, read through their own headers."""
+    m = json.load(open(out + "/wshard.json"))
+    got = {}
+    for f in m["ranks"][rank]["files"]:
+        data = open(out + "/" + f["name"], "rb").read()
+        n = struct.unpack_from("<Q", data)[0]
+        for k, v in json.loads(data[8:8 + n]).items():
+            if k != "__metadata__":
+                a, b = v["data_offsets"]
+                got[k] = data[8 + n + a:8 + n + b]
+    return got
+
+
+def main(argv):
+    lib = lib_at(argv[1])
+    if argv[2] == "ok":
+        out, tp = argv[3], int(argv[4])
+        for r in range(tp):
+            for threads in (1, 3):
+                rc, msg, got = load(lib, out, {"tp": tp, "rank": r}, threads=threads)
+                if rc:
+                    sys.exit(f"rank {r}: refused ({rc}): {msg}")
+                want = file_tensors(out, r)
+                if got != want:
+                    bad = [k for k in want if got.get(k) != want[k]] or ["(names)"]
+                    sys.exit(f"rank {r}, {threads} threads: {len(bad)} tensors differ, "
+                             f"'{bad[0]}' first")
+        return 0
+    out, code, text, want = argv[3], int(argv[4]), argv[5], json.loads(argv[6])
+    rc, msg, _ = load(lib, out, want, skip=want.get("skip"))
+    if rc != code or text not in msg or "\n" in msg:
+        sys.exit(f"{want}: code {rc}, '{msg}'; expected code {code} and '{text}'")
+    print(msg)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,86 @@
+#!/bin/sh
+# t-load.sh - libwshard's loader (wshard_load_*, what the vLLM plugin of
+# lib/vllm calls), through ctypes with numpy buffers (test/load_check.py):
+#  1. every rank of a tp 2 Llama loads, 1 and 3 threads, each tensor equal
+#     to what its rank file's own header points at; a tensor larger than a
+#     read piece (8 MiB) included; the same with xxh3-64 and sha256 sums
+#     (hashed again whole) as with crc64-nvme (pieces' sums joined);
+#  2. refused, the message naming both sides: another tp, engine release or
+#     engine, pipeline stages, expert parallelism, a rank out of range, no
+#     wshard.json, a manifest of another format;
+#  3. refused, naming the file and tensor: a flipped data byte (each sum),
+#     a renamed tensor in a header, a truncated file; a tensor given no
+#     memory.
+# shellcheck disable=SC1091
+. "$(dirname "$0")/lib.sh"
+
+"$PYTHON" -c 'import numpy' 2>/dev/null || { echo "skipped: $PYTHON lacks numpy"; exit 77; }
+LIB=$ROOT/${B:-build/rel-cuda0}/libwshard.so
+[ -f "$LIB" ] || { fail "no $LIB (make builds it)"; finish; }
+CHECK="$PYTHON $ROOT/test/load_check.py $LIB"
+case $B in
+*san*)	# an ASan library loads into a plain python only behind its runtime
+	CHECK="env LD_PRELOAD=$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)
+	ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 $CHECK" ;;
+esac
+
+gen "$T/src" --layers 2 --hidden 1024 --heads 8 --kv-heads 4 --intermediate 512 \
+	--vocab 12288 --shards 2
+for ck in crc64-nvme xxh3-64 sha256; do
+	"$WSHARD" convert -q --tp 2 --checksum $ck "$T/src" "$T/out-$ck" ||
+		fail "convert --checksum $ck failed"
+	$CHECK ok "$T/out-$ck" 2 || fail "$ck: the loaded bytes differ"
+done
+O=$T/out-crc64-nvme
+
+# refuse LABEL OUT CODE TEXT WANT
+refuse() {
+	$CHECK refuse "$2" "$3" "$4" "$5" >"$T/msg" 2>&1 || fail "$1: $(cat "$T/msg")"
+}
+refuse "tp 4" "$O" 1 "made for tensor-parallel size 2, the engine runs 4" '{"tp": 4}'
+refuse "release" "$O" 1 "made for vllm@0.32, loading in vllm==0.33.0" \
+	'{"tp": 2, "engine": "vllm==0.33.0"}'
+refuse "0.3 is not 0.32" "$O" 1 "loading in vllm==0.3" '{"tp": 2, "engine": "vllm==0.3"}'
+refuse "engine" "$O" 1 "made for vllm@0.32, loading in sglang==0.32.0" \
+	'{"tp": 2, "engine": "sglang==0.32.0"}'
+refuse "pp 2" "$O" 1 "pipeline-parallel size 2" '{"tp": 2, "pp": 2}'
+refuse "ep" "$O" 1 "made without expert parallelism, the engine runs with" \
+	'{"tp": 2, "ep": true}'
+refuse "rank 2" "$O" 1 "no rank 2 (2 ranks)" '{"tp": 2, "rank": 2}'
+refuse "patch release" "$O" 0 "" '{"tp": 2, "engine": "vllm==0.32.7"}'
+mkdir "$T/empty"
+refuse "no manifest" "$T/empty" 1 "wshard.json" '{"tp": 2}'
+cp -r "$O" "$T/foreign"
+sed -i 's/"format": "wshard"/"format": "other"/' "$T/foreign/wshard.json"
+refuse "foreign manifest" "$T/foreign" 1 "wshard.json" '{"tp": 2}'
+
+F0=model-rank-0-part-0.safetensors
+E=model.embed_tokens.weight
+# flip OUT NAME: flips a byte of tensor NAME (rank 0) in its second read piece
+flip() {
+	"$PYTHON" - "$1/$F0" "$2" <<'PY' || fail "cannot flip a byte of $1/$F0"
+import json, struct, sys
+with open(sys.argv[1], "r+b") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    off = 8 + n + json.loads(f.read(n))[sys.argv[2]]["data_offsets"][0] + 9437185
+    f.seek(off)
+    b = f.read(1)[0]
+    f.seek(off)
+    f.write(bytes([b ^ 0xFF]))
+PY
+}
+for ck in crc64-nvme xxh3-64 sha256; do
+	cp -r "$T/out-$ck" "$T/flip-$ck"
+	flip "$T/flip-$ck" $E
+	refuse "flipped byte, $ck" "$T/flip-$ck" 6 \
+		"$F0': tensor '$E' does not match its checksum ($ck" '{"tp": 2}'
+done
+cp -r "$O" "$T/renamed"
+sed -i '1s/model.norm.weight/model.norm.weighs/' "$T/renamed/$F0"
+refuse "renamed in the header" "$T/renamed" 6 \
+	"tensor 'model.norm.weight' is missing, listed in its entry in wshard.json" '{"tp": 2}'
+cp -r "$O" "$T/short"
+truncate -s -1 "$T/short/$F0"
+refuse "truncated" "$T/short" 1 "$F0': tensor 'model.norm.weight': data_offsets" '{"tp": 2}'
+refuse "no memory" "$O" 2 "tensor '$E': no memory given" "{\"tp\": 2, \"skip\": \"$E\"}"
+finish
