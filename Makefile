@@ -258,7 +258,7 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/wshard $(DESTDIR)$(LIBDIR)/libwshard.so
 	cd $(DESTDIR)$(MANDIR)/man1 && rm -f wshard.1 wshard-convert.1 wshard-verify.1 wshard-inspect.1
 	rm -f $(DESTDIR)$(MANDIR)/man5/wshard-rules.5
-	rm -f $(DESTDIR)$(MANDIR)/man7/wshard-families.7
+	rm -f $(DESTDIR)$(MANDIR)/man7/wshard-families.7 $(DESTDIR)$(MANDIR)/man7/wshard-vllm.7
 
 # build/engine (the engine test environment, several GB) survives a clean.
 clean:
