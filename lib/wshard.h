@@ -451,13 +451,13 @@ uint64_t wshard_load_info(const struct wshard_load *l, size_t i, const char **ou
 /* Where tensor i's bytes go: host memory of at least its size (NULL for
  * an empty tensor). */
 void wshard_load_dest(struct wshard_load *l, size_t i, void *dst);
-/* Checks each file's size and header against the manifest, then reads
- * every tensor into its destination with threads (0: one per CPU, 8 at
- * most) and checks it against its checksum.  A failure names the file
- * and tensor; the destinations' contents are then undefined.  Returns
- * WSHARD_OK, WSHARD_EMISMATCH (a size, header or checksum differs),
- * WSHARD_EINVAL, WSHARD_EUSAGE (a destination missing), WSHARD_EIO or
- * WSHARD_ENOMEM. */
+/* Once per l: checks each file's size and header against the manifest,
+ * then reads every tensor into its destination with threads (0: one per
+ * CPU, 8 at most) and checks it against its checksum.  A failure names
+ * the file and tensor; the destinations' contents are then undefined.
+ * Returns WSHARD_OK, WSHARD_EMISMATCH (a size, header or checksum
+ * differs), WSHARD_EINVAL, WSHARD_EUSAGE (a destination missing, or a
+ * second run), WSHARD_EIO or WSHARD_ENOMEM. */
 enum wshard_err wshard_load_run(struct wshard_load *l, int threads,
 				struct wshard_error *err);
 /* Closes the files and frees l; accepts NULL. */

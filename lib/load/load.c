@@ -345,6 +345,9 @@ enum wshard_err wshard_load_run(struct wshard_load *l, int threads,
 	}
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
+	if (l->pieces)
+		return wshard_error_set(err, WSHARD_EUSAGE, "'%s': a rank is loaded once",
+					l->m->path);
 	rc = open_files(l, err);
 	if (rc == WSHARD_OK)
 		rc = cut_pieces(l, err);
