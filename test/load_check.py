@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""load_check.py - libwshard's loader (wshard_load_*) through ctypes, as the
-vLLM plugin calls it, with numpy buffers for parameters (t-load.sh).
+"""load_check.py - libwshard's loader (wshard_load_*) through the vLLM
+plugin's own ctypes bindings (lib/vllm), with numpy buffers for parameters
+(t-load.sh).
 
     load_check.py LIB ok OUT TP             every rank loads; each tensor's
                                             bytes equal those the rank file's
@@ -11,41 +12,15 @@ vLLM plugin calls it, with numpy buffers for parameters (t-load.sh).
 """
 import ctypes
 import json
+import os
 import struct
 import sys
 
 import numpy as np
 
-MAX_DIMS = 8
-
-
-class Error(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * 1024)]
-
-
-class Want(ctypes.Structure):
-    _fields_ = [("engine", ctypes.c_char_p), ("tp", ctypes.c_int),
-                ("pp", ctypes.c_int), ("expert_parallel", ctypes.c_bool),
-                ("expert_placement", ctypes.c_char_p), ("rank", ctypes.c_int)]
-
-
-def lib_at(path):
-    lib = ctypes.CDLL(path)
-    lib.wshard_load_open.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
-                                     ctypes.POINTER(Want), ctypes.POINTER(Error)]
-    lib.wshard_load_count.restype = ctypes.c_size_t
-    lib.wshard_load_count.argtypes = [ctypes.c_void_p]
-    lib.wshard_load_info.restype = ctypes.c_uint64
-    lib.wshard_load_info.argtypes = [
-        ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
-        ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int),
-        ctypes.POINTER(ctypes.c_uint64 * MAX_DIMS)]
-    lib.wshard_load_dest.restype = None
-    lib.wshard_load_dest.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    lib.wshard_load_run.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(Error)]
-    lib.wshard_load_free.restype = None
-    lib.wshard_load_free.argtypes = [ctypes.c_void_p]
-    return lib
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "lib", "vllm"))
+from wshard_vllm import MAX_DIMS, Error, Want, bind  # noqa: E402  (the plugin's own)
 
 
 def load(lib, out, want, skip=None, threads=0):
@@ -88,7 +63,7 @@ def file_tensors(out, rank):
 
 
 def main(argv):
-    lib = lib_at(argv[1])
+    lib = bind(argv[1])
     if argv[2] == "ok":
         out, tp = argv[3], int(argv[4])
         for r in range(tp):

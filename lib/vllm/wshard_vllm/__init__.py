@@ -19,14 +19,40 @@ MAX_DIMS = 8
 ERRMAX = 1024
 
 
-class _Error(ctypes.Structure):
+class Error(ctypes.Structure):
+    """struct wshard_error."""
     _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * ERRMAX)]
 
 
-class _Want(ctypes.Structure):
+class Want(ctypes.Structure):
+    """struct wshard_load_want."""
     _fields_ = [("engine", ctypes.c_char_p), ("tp", ctypes.c_int),
                 ("pp", ctypes.c_int), ("expert_parallel", ctypes.c_bool),
                 ("expert_placement", ctypes.c_char_p), ("rank", ctypes.c_int)]
+
+
+def bind(path):
+    """libwshard at path (a name for the dynamic loader, or a file), its
+    loader functions typed."""
+    lib = ctypes.CDLL(path)
+    lib.wshard_load_open.argtypes = [ctypes.POINTER(ctypes.c_void_p),
+                                     ctypes.c_char_p, ctypes.POINTER(Want),
+                                     ctypes.POINTER(Error)]
+    lib.wshard_load_count.restype = ctypes.c_size_t
+    lib.wshard_load_count.argtypes = [ctypes.c_void_p]
+    lib.wshard_load_info.restype = ctypes.c_uint64
+    lib.wshard_load_info.argtypes = [
+        ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
+        ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int),
+        ctypes.POINTER(ctypes.c_uint64 * MAX_DIMS)]
+    lib.wshard_load_dest.restype = None
+    lib.wshard_load_dest.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
+                                     ctypes.c_void_p]
+    lib.wshard_load_run.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                    ctypes.POINTER(Error)]
+    lib.wshard_load_free.restype = None
+    lib.wshard_load_free.argtypes = [ctypes.c_void_p]
+    return lib
 
 
 _lib = None
@@ -35,25 +61,7 @@ _lib = None
 def _libwshard():
     global _lib
     if _lib is None:
-        lib = ctypes.CDLL(os.environ.get("WSHARD_LIB") or "libwshard.so")
-        lib.wshard_load_open.argtypes = [ctypes.POINTER(ctypes.c_void_p),
-                                         ctypes.c_char_p, ctypes.POINTER(_Want),
-                                         ctypes.POINTER(_Error)]
-        lib.wshard_load_count.restype = ctypes.c_size_t
-        lib.wshard_load_count.argtypes = [ctypes.c_void_p]
-        lib.wshard_load_info.restype = ctypes.c_uint64
-        lib.wshard_load_info.argtypes = [
-            ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
-            ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int),
-            ctypes.POINTER(ctypes.c_uint64 * MAX_DIMS)]
-        lib.wshard_load_dest.restype = None
-        lib.wshard_load_dest.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
-                                         ctypes.c_void_p]
-        lib.wshard_load_run.argtypes = [ctypes.c_void_p, ctypes.c_int,
-                                        ctypes.POINTER(_Error)]
-        lib.wshard_load_free.restype = None
-        lib.wshard_load_free.argtypes = [ctypes.c_void_p]
-        _lib = lib
+        _lib = bind(os.environ.get("WSHARD_LIB") or "libwshard.so")
     return _lib
 
 
@@ -78,8 +86,8 @@ def load_rank(out_dir, state, want, threads=0):
     Returns the number of bytes read."""
     import torch
     lib = _libwshard()
-    err = _Error()
-    w = _Want(want.get("engine", "").encode() or None, want["tp"], want.get("pp", 1),
+    err = Error()
+    w = Want(want.get("engine", "").encode() or None, want["tp"], want.get("pp", 1),
               bool(want.get("expert_parallel")),
               (want.get("expert_placement") or "").encode() or None, want["rank"])
     handle = ctypes.c_void_p()
