@@ -84,7 +84,6 @@ def load_rank(out_dir, state, want, threads=0):
     """Reads wshard rank want["rank"] of out_dir into state ({name: tensor},
     vLLM's filtered state_dict); raises WshardLoadError naming what is wrong.
     Returns the number of bytes read."""
-    import torch
     lib = _libwshard()
     err = Error()
     w = Want(want.get("engine", "").encode() or None, want["tp"], want.get("pp", 1),
@@ -95,56 +94,75 @@ def load_rank(out_dir, state, want, threads=0):
                             ctypes.byref(w), ctypes.byref(err)) != 0:
         raise WshardLoadError(err.msg.decode(errors="replace"))
     try:
-        dtypes = _torch_dtypes()
-        later = []  # (param view, staging tensor)
-        keep = []   # staging buffers alive until the run ends
-        missing = dict(state)
-        total = 0
-        name_p, dtype_p = ctypes.c_char_p(), ctypes.c_char_p()
-        ndim, shape = ctypes.c_int(), (ctypes.c_uint64 * MAX_DIMS)()
-        for i in range(lib.wshard_load_count(handle)):
-            size = lib.wshard_load_info(handle, i, ctypes.byref(name_p),
-                                        ctypes.byref(dtype_p), ctypes.byref(ndim),
-                                        ctypes.byref(shape))
-            name, dt = name_p.value.decode(), dtype_p.value.decode()
-            dims = list(shape[:ndim.value])
-            total += size
-            if name not in missing:
-                raise WshardLoadError(
-                    f"{out_dir}: tensor '{name}' of rank {want['rank']} is "
-                    f"no parameter of the model vLLM built"
-                    if name not in state else f"{out_dir}: tensor '{name}' twice")
-            param = missing.pop(name)
-            data = param.data
-            for d, n in enumerate(dims):
-                if d < data.dim() and n < data.shape[d]:
-                    data = data.narrow(d, 0, n)
-            direct = (data.device.type == "cpu" and data.is_contiguous() and
-                      dtypes.get(dt) == data.dtype and list(data.shape) == dims)
-            if direct:
-                lib.wshard_load_dest(handle, i, data.data_ptr() or None)
-                continue
-            if dt not in dtypes:
-                raise WshardLoadError(f"{out_dir}: tensor '{name}': {dt} into "
-                                      f"{data.dtype} {list(data.shape)}")
-            buf = torch.empty(dims, dtype=dtypes[dt],
-                              pin_memory=data.device.type == "cuda")
-            keep.append(buf)
-            later.append((data, buf))
-            lib.wshard_load_dest(handle, i, buf.data_ptr() or None)
-        if missing:
-            raise WshardLoadError(f"{out_dir}: rank {want['rank']} lacks "
-                                  f"{len(missing)} of the model's tensors, "
-                                  f"'{sorted(missing)[0]}' first")
-        if lib.wshard_load_run(handle, threads, ctypes.byref(err)) != 0:
-            raise WshardLoadError(err.msg.decode(errors="replace"))
-        for data, buf in later:
-            data.copy_(buf, non_blocking=True)
-        if any(d.device.type == "cuda" for d, _ in later):
-            torch.cuda.synchronize()
-        return total
+        return _read(lib, handle, out_dir, state, want, threads)
     finally:
         lib.wshard_load_free(handle)
+
+
+def _read(lib, handle, out_dir, state, want, threads):
+    import torch
+    dtypes = _torch_dtypes()
+    staged = []  # (index, param view, dtype, dims, offset in the pool)
+    pool_size = 0
+    missing = dict(state)
+    total = 0
+    name_p, dtype_p = ctypes.c_char_p(), ctypes.c_char_p()
+    ndim, shape = ctypes.c_int(), (ctypes.c_uint64 * MAX_DIMS)()
+    for i in range(lib.wshard_load_count(handle)):
+        size = lib.wshard_load_info(handle, i, ctypes.byref(name_p),
+                                    ctypes.byref(dtype_p), ctypes.byref(ndim),
+                                    ctypes.byref(shape))
+        name, dt = name_p.value.decode(), dtype_p.value.decode()
+        dims = list(shape[:ndim.value])
+        total += size
+        if name not in missing:
+            raise WshardLoadError(
+                f"{out_dir}: tensor '{name}' of rank {want['rank']} is no "
+                "parameter of the model vLLM built" if name not in state
+                else f"{out_dir}: tensor '{name}' twice")
+        data = missing.pop(name).data
+        # as sharded_state: a parameter larger than the file's tensor (a
+        # padded one) takes it in its first rows and columns
+        for d, n in enumerate(dims):
+            if d < data.dim() and n < data.shape[d]:
+                data = data.narrow(d, 0, n)
+        if list(data.shape) != dims:
+            raise WshardLoadError(
+                f"{out_dir}: tensor '{name}' is {dt} {dims}, the model's "
+                f"parameter {data.dtype} {list(data.shape)}")
+        if (data.device.type == "cpu" and data.is_contiguous() and
+                dtypes.get(dt) == data.dtype):
+            lib.wshard_load_dest(handle, i, data.data_ptr() or None)
+            continue
+        if dt not in dtypes:
+            raise WshardLoadError(f"{out_dir}: tensor '{name}': {dt} has no "
+                                  f"torch dtype to copy into {data.dtype}")
+        staged.append((i, data, dtypes[dt], dims, pool_size))
+        pool_size += (size + 63) // 64 * 64
+    if missing:
+        raise WshardLoadError(f"{out_dir}: rank {want['rank']} lacks "
+                              f"{len(missing)} of the model's tensors, "
+                              f"'{sorted(missing)[0]}' first")
+    # The tensors not read in place (another dtype, a strided view, GPU
+    # memory) go through one host buffer, pinned for a GPU.
+    gpu = any(d.device.type == "cuda" for _, d, _, _, _ in staged)
+    pool = torch.empty(pool_size, dtype=torch.uint8, pin_memory=gpu)
+    views = []
+    for i, data, dtype, dims, off in staged:
+        n = dtype.itemsize
+        for d in dims:
+            n *= d
+        buf = pool[off:off + n].view(dtype).view(dims)
+        lib.wshard_load_dest(handle, i, buf.data_ptr() if n else None)
+        views.append((data, buf))
+    err = Error()
+    if lib.wshard_load_run(handle, threads, ctypes.byref(err)) != 0:
+        raise WshardLoadError(err.msg.decode(errors="replace"))
+    for data, buf in views:
+        data.copy_(buf, non_blocking=True)
+    if gpu:
+        torch.cuda.synchronize()
+    return total
 
 
 def register():

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""plugin_check.py - the vLLM plugin's load_rank (lib/vllm) with torch on the
+CPU, no engine: parameters as vLLM allocates them, read as sharded_state
+would fill them (test/engine/run runs it first).
+
+    plugin_check.py OUT TP      OUT: a wshard output of a Llama at tp TP
+
+Checks, rank by rank: every parameter equal to safetensors' reading of the
+rank files, whether read in place (contiguous, same dtype) or through the
+host pool: one F32 where the file holds BF16 (converted, as copy_ does),
+one padded (more rows than the file: the file's rows first, the padding
+untouched), one strided (a transposed view).  Then refusals, each one
+line naming the tensor: a parameter the rank lacks, a tensor with no
+parameter, a parameter smaller than its tensor.
+"""
+import glob
+import os
+import sys
+
+import torch
+from safetensors import safe_open
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "lib", "vllm"))
+import wshard_vllm  # noqa: E402
+
+EMBED = "model.embed_tokens.weight"
+NORM = "model.norm.weight"
+
+
+def same(a, b):
+    """Byte for byte (random weights hold NaNs)."""
+    return torch.equal(a.contiguous().view(-1).view(torch.uint8),
+                       b.contiguous().view(-1).view(torch.uint8))
+
+
+def files(out, r):
+    t = {}
+    for f in glob.glob(os.path.join(out, f"model-rank-{r}-part-*.safetensors")):
+        with safe_open(f, framework="pt") as st:
+            for k in st.keys():
+                t[k] = st.get_tensor(k)
+    return t
+
+
+def params(ref):
+    """Empty parameters like ref's, with the three that go through the pool."""
+    p = {k: torch.full_like(v, 7) for k, v in ref.items()}
+    p[NORM] = torch.full(ref[NORM].shape, 7.0, dtype=torch.float32)
+    e = ref[EMBED]
+    p[EMBED] = torch.full((e.shape[0] + 8, e.shape[1]), 7, dtype=e.dtype)
+    k = next(k for k in ref if k.endswith("o_proj.weight"))
+    p[k] = torch.full(tuple(reversed(ref[k].shape)), 7, dtype=ref[k].dtype).t()
+    return p, k
+
+
+def refused(out, tp, state, text):
+    try:
+        wshard_vllm.load_rank(out, state, {"tp": tp, "rank": 0})
+    except wshard_vllm.WshardLoadError as e:
+        if text in str(e) and "\n" not in str(e):
+            return None
+        return f"refused with '{e}', expected '{text}'"
+    return f"not refused, expected '{text}'"
+
+
+def main(out, tp):
+    bad = []
+    for r in range(tp):
+        ref = files(out, r)
+        p, strided = params(ref)
+        wshard_vllm.load_rank(out, p, {"tp": tp, "rank": r,
+                                       "engine": "vllm==0.32.0"})
+        for k, v in ref.items():
+            got = p[k]
+            if k == EMBED:
+                if not same(got[-8:], torch.full_like(got[-8:], 7)):
+                    bad.append(f"rank {r}: {k}: the padding rows changed")
+                got = got[:v.shape[0]]
+            if not same(got, v.to(got.dtype)):
+                bad.append(f"rank {r}: {k} differs")
+        if p[strided].is_contiguous():
+            bad.append(f"{strided} was meant to be strided")
+    ref = files(out, 0)
+    p, _ = params(ref)
+    p["model.extra.weight"] = torch.empty(4)
+    bad.append(refused(out, tp, p, "lacks 1 of the model's tensors, "
+                       "'model.extra.weight' first"))
+    p, _ = params(ref)
+    del p[NORM]
+    bad.append(refused(out, tp, p, f"tensor '{NORM}' of rank 0 is no parameter"))
+    p, _ = params(ref)
+    p[NORM] = torch.empty(ref[NORM].shape[0] - 1, dtype=ref[NORM].dtype)
+    bad.append(refused(out, tp, p, f"tensor '{NORM}' is BF16"))
+    bad = [b for b in bad if b]
+    for b in bad:
+        print(b)
+    print(f"plugin: {tp} ranks read in place and through the pool, "
+          f"{'ok' if not bad else 'FAILED'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], int(sys.argv[2])))
