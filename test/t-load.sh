@@ -3,7 +3,7 @@
 # lib/vllm calls), through ctypes with numpy buffers (test/load_check.py):
 #  1. every rank of a tp 2 Llama loads, 1 and 3 threads, each tensor equal
 #     to what its rank file's own header points at; a tensor larger than a
-#     read piece (8 MiB) included; the same with xxh3-64 and sha256 sums
+#     read piece (1 MiB; 12 MiB) included; the same with xxh3-64 and sha256 sums
 #     (hashed again whole) as with crc64-nvme (pieces' sums joined);
 #  2. refused, the message naming both sides: another tp, engine release or
 #     engine, pipeline stages, expert parallelism, a rank out of range, no
@@ -56,7 +56,7 @@ refuse "foreign manifest" "$T/foreign" 1 "wshard.json" '{"tp": 2}'
 
 F0=model-rank-0-part-0.safetensors
 E=model.embed_tokens.weight
-# flip OUT NAME: flips a byte of tensor NAME (rank 0) in its second read piece
+# flip OUT NAME: flips a byte of tensor NAME (rank 0) 9 MiB in (a later read piece than the first)
 flip() {
 	"$PYTHON" - "$1/$F0" "$2" <<'PY' || fail "cannot flip a byte of $1/$F0"
 import json, struct, sys

@@ -7,9 +7,12 @@
  * A tensor is read in pieces of at most PIECE bytes so that one large
  * tensor (an embedding) is read by all the threads, not one.  Where the
  * checksum composes (CRC-64/NVME, convert's default) each piece is hashed
- * while it is still in cache and the pieces' sums are joined; the other
- * algorithms hash each tensor again once it is whole.
+ * right after its read, while it is still in the core's cache (a piece of
+ * 1 MiB: 4 and 8 MiB left the sums a second trip through memory), and the
+ * pieces' sums are joined; the other algorithms hash each tensor again
+ * once it is whole.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,7 +25,7 @@
 #include "base/hash.h"
 #include "source/safetensors.h"
 
-#define PIECE (8u << 20)
+#define PIECE (1u << 20)
 #define MAX_THREADS 16
 
 struct piece {
@@ -170,6 +173,8 @@ static enum wshard_err open_files(struct wshard_load *l, struct wshard_error *er
 		free(path);
 		if (rc != WSHARD_OK)
 			return rc;
+		/* read once, front to back: a larger readahead, from a cold cache */
+		(void)posix_fadvise(l->st[f]->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 		if (l->st[f]->size != r->files[f].size)
 			return wshard_error_set(err, WSHARD_EMISMATCH,
 						"'%s': %llu bytes, wshard.json says %llu",
