@@ -165,6 +165,25 @@ def _read(lib, handle, out_dir, state, want, threads):
     return total
 
 
+def _untied_embedding(model, model_config, state):
+    """vLLM unties word embeddings that config.json ties when the model's
+    files hold an lm_head (ModelConfig.maybe_untie_word_embeddings; not for
+    sharded_state, which this format reads like), and re-ties them after
+    loading if the two are equal.  The rank files hold the tied weight
+    once, as the lm_head: the embedding is left out of state, to be copied
+    from the lm_head once it is read.  Returns vLLM's pair, or None."""
+    if not getattr(model_config, "word_embeddings_untied_by_checkpoint", False):
+        return None
+    from vllm.model_executor.model_loader.weight_tying import _get_untied_lm_head
+    untied = _get_untied_lm_head(model)
+    if untied is None:
+        return None
+    ptr = untied.embed_tokens.weight.data_ptr()
+    for k in [k for k, v in state.items() if v.data_ptr() == ptr]:
+        del state[k]
+    return untied
+
+
 def register():
     """vLLM's general plugin entry point: registers --load-format wshard."""
     from vllm.model_executor.model_loader import register_model_loader
@@ -205,9 +224,12 @@ def register():
                 raise WshardLoadError(f"{out}: --load-format wshard loads a "
                                       "wshard output directory")
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
+            untied = _untied_embedding(model, model_config, state)
             t0 = time.perf_counter()
             n = load_rank(out, state, want,
                           int(os.environ.get("WSHARD_LOAD_THREADS", "0")))
+            if untied:
+                untied.embed_tokens.weight.data.copy_(untied.lm_head.weight.data)
             # the line vLLM's own loaders log, for whoever compares them
             init_logger("vllm.model_executor.model_loader.wshard").info(
                 "Loading weights took %.2f seconds (wshard: rank %d, %.2f GB "
