@@ -433,6 +433,7 @@ struct wshard_load_want {
 	bool expert_parallel;
 	const char *expert_placement;	/* "linear", "round_robin"; NULL: not checked */
 	int rank;			/* the worker's tensor-parallel rank */
+	bool no_checksums;		/* read without checking the tensors' sums */
 };
 struct wshard_load;
 
@@ -453,10 +454,11 @@ uint64_t wshard_load_info(const struct wshard_load *l, size_t i, const char **ou
 void wshard_load_dest(struct wshard_load *l, size_t i, void *dst);
 /* Once per l: checks each file's size and header against the manifest,
  * then reads every tensor into its destination with threads (0: one per
- * CPU, 8 at most) and checks it against its checksum.  A failure names
- * the file and tensor; the destinations' contents are then undefined.
- * Returns WSHARD_OK, WSHARD_EMISMATCH (a size, header or checksum
- * differs), WSHARD_EINVAL, WSHARD_EUSAGE (a destination missing, or a
+ * CPU, 8 at most) and checks it against its checksum (unless
+ * want->no_checksums).  A failure names the file and tensor; the
+ * destinations' contents are then undefined.  Returns WSHARD_OK,
+ * WSHARD_EMISMATCH (a size, header or checksum differs), WSHARD_EINVAL,
+ * WSHARD_EUSAGE (a destination missing, or a
  * second run), WSHARD_EIO or WSHARD_ENOMEM. */
 enum wshard_err wshard_load_run(struct wshard_load *l, int threads,
 				struct wshard_error *err);

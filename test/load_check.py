@@ -27,7 +27,7 @@ def load(lib, out, want, skip=None, threads=0):
     """(rc, message, {name: bytes}) of loading want's rank of out."""
     err = Error()
     w = Want(want.get("engine", "vllm==0.32.0").encode(), want["tp"], want.get("pp", 1),
-             want.get("ep", False), None, want.get("rank", 0))
+             want.get("ep", False), None, want.get("rank", 0), want.get("nosum", False))
     h = ctypes.c_void_p()
     rc = lib.wshard_load_open(ctypes.byref(h), out.encode(), ctypes.byref(w),
                               ctypes.byref(err))

@@ -10,7 +10,7 @@
 #     wshard.json, a manifest of another format;
 #  3. refused, naming the file and tensor: a flipped data byte (each sum),
 #     a renamed tensor in a header, a truncated file; a tensor given no
-#     memory.
+#     memory; with no_checksums the flipped byte goes through unseen.
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
 
@@ -75,6 +75,9 @@ for ck in crc64-nvme xxh3-64 sha256; do
 	refuse "flipped byte, $ck" "$T/flip-$ck" 6 \
 		"$F0': tensor '$E' does not match its checksum ($ck" '{"tp": 2}'
 done
+# with no_checksums the flipped byte loads (WSHARD_LOAD_CHECKSUMS=0)
+refuse "no checksums" "$T/flip-crc64-nvme" 0 "" '{"tp": 2, "nosum": true}'
+
 cp -r "$O" "$T/renamed"
 sed -i '1s/model.norm.weight/model.norm.weighs/' "$T/renamed/$F0"
 refuse "renamed in the header" "$T/renamed" 6 \

@@ -28,7 +28,8 @@ class Want(ctypes.Structure):
     """struct wshard_load_want."""
     _fields_ = [("engine", ctypes.c_char_p), ("tp", ctypes.c_int),
                 ("pp", ctypes.c_int), ("expert_parallel", ctypes.c_bool),
-                ("expert_placement", ctypes.c_char_p), ("rank", ctypes.c_int)]
+                ("expert_placement", ctypes.c_char_p), ("rank", ctypes.c_int),
+                ("no_checksums", ctypes.c_bool)]
 
 
 def bind(path):
@@ -88,7 +89,8 @@ def load_rank(out_dir, state, want, threads=0):
     err = Error()
     w = Want(want.get("engine", "").encode() or None, want["tp"], want.get("pp", 1),
               bool(want.get("expert_parallel")),
-              (want.get("expert_placement") or "").encode() or None, want["rank"])
+              (want.get("expert_placement") or "").encode() or None, want["rank"],
+              not want.get("checksums", True))
     handle = ctypes.c_void_p()
     if lib.wshard_load_open(ctypes.byref(handle), os.fsencode(out_dir),
                             ctypes.byref(w), ctypes.byref(err)) != 0:
@@ -218,7 +220,8 @@ def register():
                     "tp": get_tp_group().world_size,
                     "pp": get_pp_group().world_size, "expert_parallel": ep,
                     "expert_placement": placement if placement == "linear" else None,
-                    "rank": get_tensor_model_parallel_rank()}
+                    "rank": get_tensor_model_parallel_rank(),
+                    "checksums": os.environ.get("WSHARD_LOAD_CHECKSUMS", "1") != "0"}
             out = model_config.model_weights or model_config.model
             if not os.path.isdir(out):
                 raise WshardLoadError(f"{out}: --load-format wshard loads a "
@@ -231,7 +234,7 @@ def register():
             if untied:
                 untied.embed_tokens.weight.data.copy_(untied.lm_head.weight.data)
             # the line vLLM's own loaders log, for whoever compares them
-            init_logger("vllm.model_executor.model_loader.wshard").info(
+            init_logger("vllm.model_executor.model_loader.wshard").info_once(
                 "Loading weights took %.2f seconds (wshard: rank %d, %.2f GB "
                 "read and checked)", time.perf_counter() - t0, want["rank"],
                 n / 1e9)
