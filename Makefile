@@ -43,7 +43,7 @@ SANFLAGS :=
 endif
 
 CFLAGS ?= -O2 -g
-# -fPIC: the same objects make libwshard.so, which the vLLM plugin loads.
+# -fPIC: the same objects make libwshard.so (below), which the vLLM plugin loads.
 CFLAGS += -std=c11 -D_GNU_SOURCE -pthread -fPIC -MMD -MP $(SANFLAGS)
 CFLAGS += -Wall -Wextra -Wno-unused-parameter
 ifeq ($(DEVELOPER),1)
@@ -166,10 +166,17 @@ endif
 
 all: $(PROGRAM) $(B)/libwshard.so
 
-# libwshard.so, which the vLLM plugin (lib/vllm) loads.
-$(B)/libwshard.so: $(LIB_OBJ)
+# libwshard.so, which the vLLM plugin (lib/vllm) loads: the loading API
+# (wshard_load_*) and what it calls, taken from libwshard.a, so that no MPI
+# or CUDA runtime is brought into the engine's processes.
+LOAD_API := wshard_load_open wshard_load_count wshard_load_info wshard_load_dest \
+	wshard_load_run wshard_load_free
+LOAD_LDLIBS := $(shell $(PKG_CONFIG) --libs jansson libarchive libxxhash 2>/dev/null || \
+	echo -ljansson -larchive -lxxhash) -lm
+$(B)/libwshard.so: $(B)/libwshard.a
 	@echo '  LINK   $@'
-	$(Q)$(CC) -shared $(LDFLAGS) -Wl,-soname,libwshard.so -o $@ $(LIB_OBJ) $(LDLIBS)
+	$(Q)$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -Wl,--as-needed -Wl,-soname,libwshard.so \
+		-o $@ $(LOAD_API:%=-Wl,-u,%) $(B)/libwshard.a $(LOAD_LDLIBS)
 
 $(PROGRAM): $(CMD_OBJ) $(B)/libwshard.a
 	@echo '  LINK   $@'
