@@ -18,11 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/dtype.h"
 #include "base/fileio.h"
 #include "base/hash.h"
+#include "base/util.h"
 #include "source/safetensors.h"
 
 #define PIECE (1u << 20)
@@ -345,11 +345,8 @@ enum wshard_err wshard_load_run(struct wshard_load *l, int threads,
 {
 	enum wshard_err rc;
 
-	if (threads <= 0) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-		threads = cpus > 8 ? 8 : cpus < 1 ? 1 : (int)cpus;
-	}
+	if (threads <= 0)
+		threads = wshard_cpu_threads(8);
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
 	if (l->pieces)
