@@ -338,6 +338,78 @@ static bool layer_has(const struct wshard_plan *plan, const struct rules_extra *
 	return has;
 }
 
+/*
+ * The attention's KV-cache scales a quantized checkpoint gives vLLM: its
+ * quantization method's KV-cache method creates them whether or not the
+ * checkpoint holds them.  vLLM's BaseKVCacheMethod (fp8, modelopt, quark)
+ * holds k/v/q/prob_scale, scalars of the model's dtype (the rules' "when":
+ * "quantized" extras); compressed-tensors' CompressedTensorsKVCacheMethod
+ * holds k/v/q_scale as F32 [1] of 1.0 and k/v/q_zero_point as [1] of 0 in
+ * the model's dtype; the other methods (GPTQ, AWQ) none.
+ */
+enum kv_method { KV_NONE, KV_BASE, KV_COMPRESSED };
+
+static enum kv_method kv_cache_method(const struct wshard_plan *plan)
+{
+	static const char *const base[] = { "fp8", "modelopt", "modelopt_fp4", "quark" };
+	json_t *q = json_object_get(plan->config->json, "quantization_config");
+	const char *method = json_string_value(json_object_get(q, "quant_method"));
+	size_t i;
+
+	if (!json_is_object(q))
+		return KV_NONE;
+	if (!method)		/* as before methods were told apart */
+		return KV_BASE;
+	if (!strcmp(method, "compressed-tensors"))
+		return KV_COMPRESSED;
+	for (i = 0; i < sizeof(base) / sizeof(base[0]); i++)
+		if (!strcmp(method, base[i]))
+			return KV_BASE;
+	return KV_NONE;
+}
+
+/* compressed-tensors' pair for a "when": "quantized" extra X.k_scale (and
+ * v, q; its prob_scale has none), in every layer. */
+static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct rules_extra *e,
+				  long maxn, size_t *caps, struct wshard_error *err)
+{
+	static const char *const kinds[] = { ".k_scale", ".v_scale", ".q_scale" };
+	size_t len = strlen(e->name), i;
+	double one = 1.0, zero = 0.0;
+	enum wshard_err rc = WSHARD_OK;
+	long layer;
+
+	for (i = 0; i < 3; i++)
+		if (len > 8 && !strcmp(e->name + len - 8, kinds[i]))
+			break;
+	if (i == 3)
+		return WSHARD_OK;
+	for (layer = 0; layer <= maxn && !rc; layer++) {
+		struct rules_capture cap = { .n = layer, .e = -1 };
+		char *name = rules_expand(e->name, &cap), *zp;
+
+		if (!name)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (!layer_has(plan, e, &cap)) {
+			free(name);
+			continue;
+		}
+		zp = malloc(strlen(name) + 6);
+		if (!zp) {
+			free(name);
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		}
+		/* "X.k_scale" -> "X.k_zero_point" */
+		sprintf(zp, "%.*s_zero_point", (int)(strlen(name) - 6), name);
+		rc = push_const(plan, &one, 1, true, WSHARD_F32, name, caps, err);
+		if (!rc)
+			rc = push_const(plan, &zero, 1, true, model_dtype(plan), zp, caps, err);
+		free(name);
+		free(zp);
+	}
+	return rc;
+}
+
 /* The constant tensors of the rules' "extra" list, one per layer seen. */
 static enum wshard_err build_extras(struct wshard_plan *plan,
 				    const struct wshard_rules *rules,
@@ -357,9 +429,19 @@ static enum wshard_err build_extras(struct wshard_plan *plan,
 
 		if (e->option && strcmp(e->option, "attn_scales") == 0 && !plan->opt.attn_scales)
 			continue;
-		if (e->when_quantized &&
-		    !json_is_object(json_object_get(plan->config->json, "quantization_config")))
-			continue;
+		if (e->when_quantized) {
+			switch (kv_cache_method(plan)) {
+			case KV_NONE:
+				continue;
+			case KV_COMPRESSED:
+				rc = push_ct_kv(plan, e, maxn, caps, err);
+				if (rc)
+					return rc;
+				continue;
+			case KV_BASE:
+				break;
+			}
+		}
 		if (e->image_norm)
 			rc = plan_image_norm(plan->cat, e->image_norm, vals, &nvals, err);
 		if (rc)

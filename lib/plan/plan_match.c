@@ -154,7 +154,8 @@ static long required_layers(const struct wshard_plan *plan, const struct rules_r
  * layer when its pattern has {n} (layers 0 .. num_hidden_layers - 1, or up
  * to the highest layer seen): an engine refuses a checkpoint with a tensor
  * missing, so wshard refuses to write one.  When embeddings are tied the
- * dropped names (lm_head) are not required.
+ * dropped names (lm_head) are not required; a quantized X.weight_packed
+ * stands in for its X.weight.
  */
 static enum wshard_err check_required(struct wshard_plan *plan,
 				      const struct wshard_rules *rules,
@@ -181,7 +182,9 @@ static enum wshard_err check_required(struct wshard_plan *plan,
 			bool applies;
 			enum wshard_err rc;
 
-			if (n <= width && seen_alike(rules, seen, width, j, n))
+			if (n <= width && (seen_alike(rules, seen, width, j, n) ||
+					   (r->alt && seen_alike(rules, seen, width,
+								 (size_t)r->alt, n))))
 				continue;
 			rc = rule_applies(plan, r, per_layer ? n : -1, &applies, err);
 			if (rc)

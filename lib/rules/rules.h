@@ -64,6 +64,13 @@ struct rules_rule {
 	bool optional;		/* a source need not exist (else: one per layer) */
 	bool block;		/* derived weight_scale_inv: block-wise FP8 scale */
 	bool collapse;		/* derived per-expert input scale: w1's alone */
+	bool grouped;		/* derived weight_scale / weight_zero_point:
+				 * dimension 1 counts groups of input columns
+				 * (one: per channel, whole beside a "col" split) */
+	bool packed;		/* derived weight_packed: dimension 1 holds
+				 * int32 words of packed values */
+	int alt;		/* a ".weight" rule: the derived weight_packed
+				 * rule that stands in for it (0: none) */
 	char *cond;		/* "if": expression over config.json and n, or NULL */
 	char *reason;		/* skip with "reason": a left-out tensor */
 	bool has_dtype;		/* "dtype": the output's dtype, converted */
@@ -173,8 +180,10 @@ struct wshard_builtin_rule {
 };
 extern const struct wshard_builtin_rule wshard_builtin_rules[];
 
-/* Appends to r, after its explicit rules, the rules for the FP8 scales
- * beside each ".weight" rule's tensor (rules_scale.c).  Returns WSHARD_OK
+/* Appends to r, after its explicit rules, the rules for the quantized
+ * tensors beside each ".weight" rule's tensor: FP8 scales and
+ * compressed-tensors' packed weights, group scales, zero points and
+ * shapes (rules_scale.c).  Returns WSHARD_OK
  * or WSHARD_ENOMEM. */
 enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error *err);
 

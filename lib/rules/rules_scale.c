@@ -16,72 +16,124 @@ static char *dup_or_null(const char *s)
 }
 
 /*
- * FP8 checkpoints carry scales beside their weights (X.weight_scale,
- * X.input_scale, X.weight_scale_inv for block-wise scales).  A scale
- * follows its weight: fused into the same operator part (a per-tensor
- * scale becomes one element of a vector, a per-channel or block scale is
- * split like the weight's rows), replicated beside a column split (its
- * rows are not cut), except block scales, whose block columns are.  So
- * every rule for a ".weight" gets these rules after the explicit ones,
- * and a rules file never repeats them.  DeepSeek's own checkpoints
- * (DeepSeek-V4) name a block scale X.scale: vLLM's mapper renames it
- * X.weight_scale_inv, and so does its derived rule.
+ * Quantized checkpoints carry tensors beside (or instead of) each weight,
+ * and a rules document never spells them out: every rule for a ".weight"
+ * gets these after the explicit ones.
+ *
+ * FP8 scales (X.weight_scale, X.input_scale, X.weight_scale_inv for block
+ * scales) follow their weight: fused into the same operator part (a
+ * per-tensor scale becomes one element of a vector, a per-channel or block
+ * scale is split like the weight's rows); beside a column split an input
+ * scale and a per-channel scale (one column) are replicated, block scales
+ * have their block columns cut.  DeepSeek's own checkpoints (DeepSeek-V4)
+ * name a block scale X.scale: vLLM's mapper renames it X.weight_scale_inv,
+ * and so does its derived rule.
+ *
+ * compressed-tensors' pack-quantized weights (vLLM's CompressedTensorsWNA16)
+ * replace X.weight by X.weight_packed, int32 words of packed values along
+ * the input dimension, cut like the weight; X.weight_scale and
+ * X.weight_zero_point then hold one column per group of input columns,
+ * cut with them (plan_split.c refuses a cut through a group or a word).
+ * X.weight_shape, the two-element [out, in] of the whole weight, is
+ * copied whole: vLLM's BasevLLMParameter takes each loaded value as it
+ * is, so a fused operator keeps the part it loads last, its checkpoint
+ * names being read in sorted order.
  */
+enum derive { D_SCALE, D_INPUT, D_BLOCK, D_PACKED, D_ZERO, D_SHAPE };
+
+static const struct {
+	const char *suffix, *out;
+	enum derive how;
+} derived[] = {
+	{ ".weight_scale", ".weight_scale", D_SCALE },
+	{ ".input_scale", ".input_scale", D_INPUT },
+	{ ".weight_scale_inv", ".weight_scale_inv", D_BLOCK },
+	{ ".scale", ".weight_scale_inv", D_BLOCK },
+	{ ".weight_packed", ".weight_packed", D_PACKED },
+	{ ".weight_zero_point", ".weight_zero_point", D_ZERO },
+	{ ".weight_shape", ".weight_shape", D_SHAPE },
+};
+#define NDERIVED (sizeof(derived) / sizeof(derived[0]))
+
+/* Whether fused part w is the one vLLM loads last: no other single part of
+ * its operator sorts after it. */
+static bool loaded_last(const struct rules_rule *rules, size_t n, const struct rules_rule *w)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (rules[i].kind == RULE_FUSE && rules[i].op == w->op && rules[i].nparts == 1 &&
+		    strcmp(rules[i].match, w->match) > 0)
+			return false;
+	return true;
+}
+
+static enum rule_kind derived_kind(const struct rules_rule *rules, size_t n,
+				   const struct rules_rule *w, enum derive how)
+{
+	if (how == D_SHAPE) {
+		if (w->kind == RULE_FUSE)
+			return loaded_last(rules, n, w) ? RULE_REPLICATE : RULE_SKIP;
+		return RULE_REPLICATE;
+	}
+	if (how == D_INPUT && w->kind == RULE_COL)
+		return RULE_REPLICATE;
+	return w->kind;
+}
+
 enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error *err)
 {
-	static const char *const suffixes[] = {
-		".weight_scale", ".input_scale", ".weight_scale_inv", ".scale",
-	};
-	static const char *const outs[] = {
-		".weight_scale", ".input_scale", ".weight_scale_inv", ".weight_scale_inv",
-	};
-	const size_t ns = sizeof(suffixes) / sizeof(suffixes[0]);
 	size_t n = r->nrules, i, k, add = 0;
 	struct rules_rule *rules;
 
-	rules = realloc(r->rules, (n * (ns + 1) + 1) * sizeof(*rules));
+	rules = realloc(r->rules, (n * (NDERIVED + 1) + 1) * sizeof(*rules));
 	if (!rules)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	r->rules = rules;
 	for (i = 0; i < n; i++) {
-		const struct rules_rule *w = &rules[i];
+		struct rules_rule *w = &rules[i];
 		size_t ml = strlen(w->match), ol = strlen(w->output);
 
 		/* a source cut into parts by sizes: its scales would not be */
 		if (ml < 7 || strcmp(w->match + ml - 7, ".weight") || w->kind == RULE_VOCAB ||
 		    w->kind == RULE_UNPACK || w->nparts > 1)
 			continue;
-		for (k = 0; k < ns; k++) {
+		for (k = 0; k < NDERIVED; k++) {
 			struct rules_rule *d = &rules[n + add];
-			bool inv = k >= 2;
-			size_t sl = strlen(outs[k]);
+			enum derive how = derived[k].how;
+			const char *suffix = derived[k].suffix, *out = derived[k].out;
+			size_t sl = strlen(out);
 
 			memset(d, 0, sizeof(*d));
 			d->nshape = -1;
-			d->scale = true;
+			d->scale = how == D_SCALE || how == D_INPUT || how == D_BLOCK;
 			d->optional = true;
-			d->kind = w->kind;
+			d->kind = derived_kind(rules, n, w, how);
 			d->op = w->op;
 			d->part = w->part;
 			d->nparts = w->nparts;
-			if (w->kind == RULE_COL && !inv)
-				d->kind = RULE_REPLICATE;
-			d->match = malloc(ml - 7 + strlen(suffixes[k]) + 1);
+			if (how == D_SHAPE && d->kind == RULE_REPLICATE)
+				d->op = d->part = d->nparts = 0;
+			d->block = how == D_BLOCK;
+			d->grouped = how == D_SCALE || how == D_ZERO;
+			d->packed = how == D_PACKED;
+			if (how == D_PACKED)
+				w->alt = (int)(n + add);
+			d->match = malloc(ml - 7 + strlen(suffix) + 1);
 			d->output = malloc(ol + sl + 1);
 			if (!d->match || !d->output) {
 				free(d->match);
 				free(d->output);
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			}
-			sprintf(d->match, "%.*s%s", (int)(ml - 7), w->match, suffixes[k]);
+			sprintf(d->match, "%.*s%s", (int)(ml - 7), w->match, suffix);
 			/* "X.weight" -> "X.weight_scale"; vLLM's experts "w13_weight" -> "w13_weight_scale" */
 			if (ol >= 7 && (!strcmp(w->output + ol - 7, ".weight") ||
 					!strcmp(w->output + ol - 7, "_weight")))
 				sprintf(d->output, "%.*s%c%s", (int)(ol - 7), w->output,
-					w->output[ol - 7], outs[k] + 1);
+					w->output[ol - 7], out + 1);
 			else
-				sprintf(d->output, "%s%s", w->output, outs[k]);
-			d->block = inv;
+				sprintf(d->output, "%s%s", w->output, out);
 			d->cond = dup_or_null(w->cond);
 			d->reason = dup_or_null(w->reason);
 			/* per-channel scales follow their weight's rows (vLLM's
@@ -94,7 +146,7 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			 * vLLM keeps one input scale per expert for w1 and w3 together
 			 * (they must be equal): the fused per-tensor scale is w1's.
 			 */
-			d->collapse = k == 1 && strstr(w->match, "{e}") && w->kind == RULE_FUSE;
+			d->collapse = how == D_INPUT && strstr(w->match, "{e}") && w->kind == RULE_FUSE;
 			add++;
 			r->nrules = n + add;
 		}
