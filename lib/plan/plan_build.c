@@ -200,6 +200,32 @@ static enum wshard_err name_and_shape(const struct wshard_plan *plan,
 	return WSHARD_OK;
 }
 
+/*
+ * compressed-tensors' 8-bit schemes (W8A8 INT8 and FP8, vLLM's
+ * CompressedTensorsW8A8Int8 and -Fp8) hold a weight's scales in F32 whatever
+ * the checkpoint's dtype (llm-compressor writes the model's): true for a
+ * scale X.weight_scale beside an 8-bit X.weight of such a checkpoint.
+ * The 4-bit pack-quantized scales stay in the model's dtype.
+ */
+static bool ct_f32_scale(const struct wshard_plan *plan, const struct member *m,
+			 enum wshard_dtype dt)
+{
+	json_t *q = json_object_get(plan->config->json, "quantization_config");
+	const char *method = json_string_value(json_object_get(q, "quant_method"));
+	const char *name = src_name(plan, m->src);
+	const struct wshard_src_tensor *w;
+	size_t len = strlen(name);
+	char wname[1024];
+
+	if (!m->rule->scale || !m->rule->grouped || dt == WSHARD_F32 || !method ||
+	    strcmp(method, "compressed-tensors") != 0 || len < 13 ||
+	    strcmp(name + len - 13, ".weight_scale") != 0 || len - 6 >= sizeof(wname))
+		return false;
+	snprintf(wname, sizeof(wname), "%.*s", (int)(len - 6), name);
+	w = wshard_catalog_find(plan->cat, wname);
+	return w && (w->info->dtype == WSHARD_I8 || w->info->dtype == WSHARD_F8_E4M3);
+}
+
 /* Builds the group of members [m, m + n) that share an output name. */
 static enum wshard_err build_group(struct wshard_plan *plan,
 				   const struct wshard_rules *rules,
@@ -235,6 +261,10 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 			for (k = 0; k < t->npieces; k++)
 				t->pieces[k].from = t->pieces[k].to = dt;
 			convert_dtype(m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype, t);
+		} else if (!rc && ct_f32_scale(plan, &m[0], dt)) {
+			for (k = 0; k < t->npieces; k++)
+				t->pieces[k].from = t->pieces[k].to = dt;
+			convert_dtype(WSHARD_F32, t);
 		}
 		if (!rc)
 			rc = rank_push(&plan->ranks[r], &caps[r], t, err);

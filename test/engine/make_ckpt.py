@@ -138,6 +138,17 @@ CASES = {
                   {"num_key_value_heads": 4}),
     # FP8 with one scale per tensor and static activation scales.
     "llama-fp8t": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # compressed-tensors pack-quantized W4A16 (compressed-tensors' own
+    # compressor): groups of 128 input columns, symmetric (-w4a16) or with
+    # zero points (-w4a16a); one scale per output channel (-w4a16c).
+    "llama-w4a16": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-w4a16a": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-w4a16c": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # compressed-tensors W8A8 INT8 and FP8 (int- and float-quantized):
+    # weights per channel, activations dynamic per token.
+    "llama-w8a8": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-fp8dyn": ("LlamaConfig", "LlamaForCausalLM", {}),
+
     "qwen3_moe-fp8": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                       {"num_key_value_heads": 4, "num_experts": 4,
                        "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
@@ -262,6 +273,60 @@ FP8_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
               "down_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
               "kv_b_proj")
 BLOCK = 128
+
+
+# compressed-tensors' schemes for the -w4a16* variants: (preset, strategy)
+CT_SCHEMES = {"w4a16": ("W4A16", None, "pack-quantized"),
+              "w4a16a": ("W4A16_ASYM", None, "pack-quantized"),
+              "w4a16c": ("W4A16", "channel", "pack-quantized"),
+              "w8a8": ("W8A8", None, "int-quantized"),
+              "fp8dyn": ("FP8_DYNAMIC", None, "float-quantized")}
+
+
+def quantize_ct(model, variant):
+    """Quantizes model's linear layers in memory with compressed-tensors
+    (every Linear but lm_head, as llm-compressor's recipes leave it),
+    weight scales and zero points from each weight's own
+    range (what llm-compressor's RTN / minmax observer computes), and
+    returns the ModelCompressor that packs them: save_pretrained then
+    writes pack-quantized tensors, update_config the quantization_config."""
+    import torch
+    from compressed_tensors.compressors import ModelCompressor
+    from compressed_tensors.quantization import (
+        QuantizationConfig, QuantizationStatus, apply_quantization_config,
+        preset_name_to_scheme)
+    from compressed_tensors.quantization.utils import (
+        compute_dynamic_scales_and_zp)
+    preset, strategy, fmt = CT_SCHEMES[variant]
+    scheme = preset_name_to_scheme(preset, ["Linear"])
+    if strategy == "channel":
+        scheme.weights.strategy = "channel"
+        scheme.weights.group_size = None
+    ignore = ["lm_head"]
+    apply_quantization_config(model, QuantizationConfig(
+        config_groups={"group_0": scheme}, ignore=ignore))
+    with torch.no_grad():
+        for _, m in model.named_modules():
+            s = getattr(m, "quantization_scheme", None)
+            if s is None or s.weights is None:
+                continue
+            if s.weights.strategy == "channel":
+                w = m.weight.float()
+                lo = w.amin(dim=1, keepdim=True)
+                hi = w.amax(dim=1, keepdim=True)
+                from compressed_tensors.quantization.utils import (
+                    calculate_qparams)
+                sc, zp = calculate_qparams(lo, hi, s.weights)
+            else:
+                sc, zp = compute_dynamic_scales_and_zp(m.weight, s.weights, m)
+            m.weight_scale.copy_(sc.reshape(m.weight_scale.shape))
+            if hasattr(m, "weight_zero_point"):
+                m.weight_zero_point.copy_(zp.reshape(m.weight_zero_point.shape))
+            m.quantization_status = QuantizationStatus.FROZEN
+    mc = ModelCompressor.from_pretrained_model(
+        model, quantization_format=fmt)
+    mc.compress_model(model)
+    return mc
 
 
 def quantize_fp8(out, per_tensor=False, pick=None, ue8m0=False):
@@ -608,7 +673,11 @@ def make(arch, out):
     with torch.no_grad():
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.02)
+    variant = arch.rsplit("-", 1)[-1]
+    compressor = quantize_ct(model, variant) if variant in CT_SCHEMES else None
     model.save_pretrained(out, max_shard_size="1MB")
+    if compressor is not None:
+        compressor.update_config(out)
     if arch == "gemma3_mm":
         released_vision_names(out)
         gemma3_processor(out, cfg)

@@ -1,0 +1,106 @@
+#!/bin/sh
+# compressed-tensors pack-quantized W4A16 checkpoints (scripts/gen-checkpoint
+# --w4a16), the layout vLLM's CompressedTensorsWNA16 keeps per rank (the
+# engine suite's llama-w4a16* cases compare it with vLLM byte for byte):
+#  - X.weight_packed [rows, cols/8] I32 cut and fused like X.weight;
+#  - X.weight_scale [rows, groups]: rows like the weight, groups cut beside a
+#    column split (o_proj, down_proj); one per channel ([rows, 1]) whole;
+#  - X.weight_shape [2] whole; a fused one is its last part's (v, up);
+#  - attn.k/v/q_scale F32 [1] and k/v/q_zero_point [1] added per layer;
+# and a split that would cut a group or an int32 word refused with exit 3,
+# one line naming the tensor, nothing written.
+# shellcheck disable=SC1091
+. "$(dirname "$0")/lib.sh"
+
+S="--layers 2 --hidden 256 --heads 4 --kv-heads 2 --intermediate 512 --vocab 1000 --shards 2 --seed 5"
+
+# check OUT SRC TP: the rank files against SRC, by the rules above.
+check() {
+	"$PYTHON" - "$1" "$2" "$3" <<'PY' || fail "$1: rank files differ from the layout"
+import glob, json, os, struct, sys
+out, src, tp = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+def read(paths):
+    t = {}
+    for p in paths:
+        d = open(p, "rb").read()
+        n = struct.unpack("<Q", d[:8])[0]
+        for k, v in json.loads(d[8:8 + n]).items():
+            if k != "__metadata__":
+                a, b = v["data_offsets"]
+                t[k] = (v["dtype"], v["shape"], d[8 + n + a:8 + n + b])
+    return t
+
+def cols(t, r):
+    dt, shape, b = t
+    rows, c = shape
+    w = len(b) // rows // c
+    k = c // tp
+    return b"".join(b[(i * c + r * k) * w:(i * c + r * k + k) * w] for i in range(rows))
+
+def rows(t, r):
+    dt, shape, b = t
+    k = len(b) // tp
+    return b[r * k:(r + 1) * k]
+
+s = read(glob.glob(os.path.join(src, "*.safetensors")))
+bad = 0
+for r in range(tp):
+    o = read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
+    L = "model.layers.1."
+    want = {
+        L + "self_attn.o_proj.weight_packed": cols(s[L + "self_attn.o_proj.weight_packed"], r),
+        L + "mlp.down_proj.weight_scale": (cols(s[L + "mlp.down_proj.weight_scale"], r)
+                                           if s[L + "mlp.down_proj.weight_scale"][1][1] > 1
+                                           else s[L + "mlp.down_proj.weight_scale"][2]),
+        L + "mlp.gate_up_proj.weight_packed": rows(s[L + "mlp.gate_proj.weight_packed"], r)
+                                             + rows(s[L + "mlp.up_proj.weight_packed"], r),
+        L + "self_attn.qkv_proj.weight_shape": s[L + "self_attn.v_proj.weight_shape"][2],
+        L + "self_attn.o_proj.weight_shape": s[L + "self_attn.o_proj.weight_shape"][2],
+        L + "self_attn.attn.k_scale": struct.pack("<f", 1.0),
+        L + "self_attn.attn.v_zero_point": b"\0\0",
+    }
+    for k, v in want.items():
+        if k not in o or o[k][2] != v:
+            print("rank %d: %s %s" % (r, k, "missing" if k not in o else "differs"))
+            bad += 1
+    if any(k.endswith(".weight") and "proj" in k for k in o if "lm_head" not in k):
+        print("rank %d: an unquantized projection weight" % r)
+        bad += 1
+sys.exit(bad > 0)
+PY
+}
+
+ncases=0
+for g in 128 0; do
+	gen "$T/src-g$g" $S --w4a16 "$g"
+	for tp in 1 2; do
+		ncases=$((ncases + 1))
+		o=$T/out-g$g-tp$tp
+		if expect_exit 0 "$WSHARD" convert -q --tp "$tp" "$T/src-g$g" "$o"; then
+			check "$o" "$T/src-g$g" "$tp"
+			expect_exit 0 "$WSHARD" verify "$o"
+		fi
+	done
+done
+echo "   group 128 and per channel at tp 1 and 2: the rank files hold vLLM's layout"
+
+# refused NAME TP WANT SRC: exit 3, one line with WANT, no output.
+refused() {
+	ncases=$((ncases + 1))
+	if expect_exit 3 "$WSHARD" convert --tp "$2" "$4" "$T/out-$1"; then
+		one_line "$1"
+		err_has "$1" "$3"
+		echo "   $1 refused: $(cat "$T/err")"
+	fi
+	[ -e "$T/out-$1" ] && fail "$1: an output was written"
+}
+# o_proj's 256 input columns in groups of 128: 64 a rank at tp 4.
+refused group 4 "o_proj.weight_scale': dimension 1 holds 2 groups of 128 input columns" "$T/src-g128"
+# down_proj's 72 input columns are 9 words: 4.5 a rank at tp 2.
+gen "$T/src-word" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermediate 72 \
+	--vocab 256 --w4a16 0
+refused word 2 "down_proj.weight_packed': dimension 1 holds 9 int32 words of 8 packed values; --tp 2 would cut a word" "$T/src-word"
+
+echo "$ncases W4A16 cases"
+finish
