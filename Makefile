@@ -103,10 +103,12 @@ LIB_SRC := \
 	lib/rules/rules_scale.c \
 	lib/plan/plan_build.c \
 	lib/plan/plan_expert.c \
+	lib/plan/plan_extra.c \
 	lib/plan/plan_image_norm.c \
 	lib/plan/plan_layout.c \
 	lib/plan/plan_match.c \
 	lib/plan/plan_piece.c \
+	lib/plan/plan_quant.c \
 	lib/plan/plan_shape.c \
 	lib/plan/plan_split.c \
 	lib/plan/plan_view.c \

@@ -26,31 +26,6 @@
 #include "rules/expr.h"
 #include "plan_impl.h"
 
-/* Appends t to a rank's list (taking its pieces and name). */
-static enum wshard_err rank_push(struct wshard_rank_plan *rp, size_t *cap,
-				 struct wshard_out_tensor *t,
-				 struct wshard_error *err)
-{
-	if (rp->ntensors == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		struct wshard_out_tensor *nt = realloc(rp->tensors, ncap * sizeof(*nt));
-
-		if (!nt)
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		rp->tensors = nt;
-		*cap = ncap;
-	}
-	if (t->npieces > 2 && (t->npieces & (t->npieces - 1))) {
-		struct wshard_piece *fit = realloc(t->pieces, t->npieces * sizeof(*fit));
-
-		if (fit)
-			t->pieces = fit;
-	}
-	rp->tensors[rp->ntensors++] = *t;
-	memset(t, 0, sizeof(*t));
-	return WSHARD_OK;
-}
-
 /*
  * --dtype: a floating-point output (not an FP8 scale) becomes the target
  * dtype; its pieces keep their source rectangles and produce converted
@@ -200,32 +175,6 @@ static enum wshard_err name_and_shape(const struct wshard_plan *plan,
 	return WSHARD_OK;
 }
 
-/*
- * compressed-tensors' 8-bit schemes (W8A8 INT8 and FP8, vLLM's
- * CompressedTensorsW8A8Int8 and -Fp8) hold a weight's scales in F32 whatever
- * the checkpoint's dtype (llm-compressor writes the model's): true for a
- * scale X.weight_scale beside an 8-bit X.weight of such a checkpoint.
- * The 4-bit pack-quantized scales stay in the model's dtype.
- */
-static bool ct_f32_scale(const struct wshard_plan *plan, const struct member *m,
-			 enum wshard_dtype dt)
-{
-	json_t *q = json_object_get(plan->config->json, "quantization_config");
-	const char *method = json_string_value(json_object_get(q, "quant_method"));
-	const char *name = src_name(plan, m->src);
-	const struct wshard_src_tensor *w;
-	size_t len = strlen(name);
-	char wname[1024];
-
-	if (!m->rule->scale || !m->rule->grouped || dt == WSHARD_F32 || !method ||
-	    strcmp(method, "compressed-tensors") != 0 || len < 13 ||
-	    strcmp(name + len - 13, ".weight_scale") != 0 || len - 6 >= sizeof(wname))
-		return false;
-	snprintf(wname, sizeof(wname), "%.*s", (int)(len - 6), name);
-	w = wshard_catalog_find(plan->cat, wname);
-	return w && (w->info->dtype == WSHARD_I8 || w->info->dtype == WSHARD_F8_E4M3);
-}
-
 /* Builds the group of members [m, m + n) that share an output name. */
 static enum wshard_err build_group(struct wshard_plan *plan,
 				   const struct wshard_rules *rules,
@@ -261,238 +210,18 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 			for (k = 0; k < t->npieces; k++)
 				t->pieces[k].from = t->pieces[k].to = dt;
 			convert_dtype(m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype, t);
-		} else if (!rc && ct_f32_scale(plan, &m[0], dt)) {
+		} else if (!rc && plan_f32_scale(plan, &m[0], dt)) {
 			for (k = 0; k < t->npieces; k++)
 				t->pieces[k].from = t->pieces[k].to = dt;
 			convert_dtype(WSHARD_F32, t);
 		}
 		if (!rc)
-			rc = rank_push(&plan->ranks[r], &caps[r], t, err);
+			rc = plan_rank_push(&plan->ranks[r], &caps[r], t, err);
 		free(t->name);
 		free(t->pieces);
 	}
 	free(g.ranks);
 	return rc;
-}
-
-/* The dtype the engine runs the model in: --dtype when given, else
- * config.json's torch_dtype (or "dtype"); BF16 when it names none of the
- * three. */
-static enum wshard_dtype model_dtype(const struct wshard_plan *plan)
-{
-	static const char *const keys[] = { "torch_dtype", "dtype" };
-	json_t *cfg = plan->config->json;
-	size_t i;
-
-	if (plan->opt.has_dtype)
-		return plan->opt.dtype;
-	for (i = 0; cfg && i < 2; i++) {
-		const char *s = json_string_value(json_object_get(cfg, keys[i]));
-
-		if (!s)
-			continue;
-		if (!strcmp(s, "float16"))
-			return WSHARD_F16;
-		if (!strcmp(s, "float32"))
-			return WSHARD_F32;
-		break;
-	}
-	return WSHARD_BF16;
-}
-
-/* The CONST piece of one element, value in dtype. */
-static struct wshard_piece const_piece(double value, enum wshard_dtype dtype)
-{
-	struct wshard_piece p = { .kind = WSHARD_PIECE_CONST };
-	float f = (float)value;
-
-	if (dtype == WSHARD_F32) {
-		memcpy(p.value, &f, 4);
-		p.value_len = 4;
-	} else {
-		uint32_t u;
-		uint16_t h;
-
-		memcpy(&u, &f, 4);
-		h = dtype == WSHARD_BF16 ? wshard_f32_to_bf16(u) : wshard_f32_to_f16(u);
-		memcpy(p.value, &h, 2);
-		p.value_len = 2;
-	}
-	p.len = p.value_len;
-	p.prov_value = value;
-	return p;
-}
-
-/* Appends the constant tensor name, in dtype, to every rank: a scalar
- * (vector false, n 1) or the vector of the n values. */
-static enum wshard_err push_const(struct wshard_plan *plan, const double *vals, size_t n,
-				  bool vector, enum wshard_dtype dtype, const char *name,
-				  size_t *caps, struct wshard_error *err)
-{
-	enum wshard_err rc = WSHARD_OK;
-	size_t i;
-	int r;
-
-	for (r = 0; r < plan->tp && !rc; r++) {
-		struct wshard_out_tensor t = { .dtype = dtype, .ndim = vector, .shape = { n } };
-
-		t.name = strdup(name);
-		if (!t.name)
-			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		for (i = 0; i < n && !rc; i++) {
-			struct wshard_piece p = const_piece(vals[i], dtype);
-
-			rc = plan_push_piece(&t, &p, err);
-		}
-		if (!rc)
-			rc = rank_push(&plan->ranks[r], &caps[r], &t, err);
-		free(t.name);
-		free(t.pieces);
-	}
-	return rc;
-}
-
-/* Whether extra e belongs in layer cap->n: its "with" tensor is there. */
-static bool layer_has(const struct wshard_plan *plan, const struct rules_extra *e,
-		      const struct rules_capture *cap)
-{
-	char *with;
-	bool has;
-
-	if (!e->with)
-		return true;
-	with = rules_expand(e->with, cap);
-	/* out of memory: kept, as without "with" */
-	has = !with || wshard_catalog_find(plan->cat, with) != NULL;
-	free(with);
-	return has;
-}
-
-/*
- * The attention's KV-cache scales a quantized checkpoint gives vLLM: its
- * quantization method's KV-cache method creates them whether or not the
- * checkpoint holds them.  vLLM's BaseKVCacheMethod (fp8, modelopt, quark)
- * holds k/v/q/prob_scale, scalars of the model's dtype (the rules' "when":
- * "quantized" extras); compressed-tensors' CompressedTensorsKVCacheMethod
- * holds k/v/q_scale as F32 [1] of 1.0 and k/v/q_zero_point as [1] of 0 in
- * the model's dtype; the other methods (GPTQ, AWQ) none.
- */
-enum kv_method { KV_NONE, KV_BASE, KV_COMPRESSED };
-
-static enum kv_method kv_cache_method(const struct wshard_plan *plan)
-{
-	static const char *const base[] = { "fp8", "modelopt", "modelopt_fp4", "quark" };
-	json_t *q = json_object_get(plan->config->json, "quantization_config");
-	const char *method = json_string_value(json_object_get(q, "quant_method"));
-	size_t i;
-
-	if (!json_is_object(q))
-		return KV_NONE;
-	if (!method)		/* as before methods were told apart */
-		return KV_BASE;
-	if (!strcmp(method, "compressed-tensors"))
-		return KV_COMPRESSED;
-	for (i = 0; i < sizeof(base) / sizeof(base[0]); i++)
-		if (!strcmp(method, base[i]))
-			return KV_BASE;
-	return KV_NONE;
-}
-
-/* compressed-tensors' pair for a "when": "quantized" extra X.k_scale (and
- * v, q; its prob_scale has none), in every layer. */
-static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct rules_extra *e,
-				  long maxn, size_t *caps, struct wshard_error *err)
-{
-	static const char *const kinds[] = { ".k_scale", ".v_scale", ".q_scale" };
-	size_t len = strlen(e->name), i;
-	double one = 1.0, zero = 0.0;
-	enum wshard_err rc = WSHARD_OK;
-	long layer;
-
-	for (i = 0; i < 3; i++)
-		if (len > 8 && !strcmp(e->name + len - 8, kinds[i]))
-			break;
-	if (i == 3)
-		return WSHARD_OK;
-	for (layer = 0; layer <= maxn && !rc; layer++) {
-		struct rules_capture cap = { .n = layer, .e = -1 };
-		char *name = rules_expand(e->name, &cap), *zp;
-
-		if (!name)
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		if (!layer_has(plan, e, &cap)) {
-			free(name);
-			continue;
-		}
-		zp = malloc(strlen(name) + 6);
-		if (!zp) {
-			free(name);
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		}
-		/* "X.k_scale" -> "X.k_zero_point" */
-		sprintf(zp, "%.*s_zero_point", (int)(strlen(name) - 6), name);
-		rc = push_const(plan, &one, 1, true, WSHARD_F32, name, caps, err);
-		if (!rc)
-			rc = push_const(plan, &zero, 1, true, model_dtype(plan), zp, caps, err);
-		free(name);
-		free(zp);
-	}
-	return rc;
-}
-
-/* The constant tensors of the rules' "extra" list, one per layer seen. */
-static enum wshard_err build_extras(struct wshard_plan *plan,
-				    const struct wshard_rules *rules,
-				    long nlayers, size_t *caps, struct wshard_error *err)
-{
-	long maxn = nlayers - 1;	/* every layer 0 .. nlayers - 1 was checked */
-	size_t x;
-	long layer;
-
-	for (x = 0; x < rules->nextras; x++) {
-		const struct rules_extra *e = &rules->extras[x];
-		bool per_layer = strstr(e->name, "{n}") != NULL;
-		enum wshard_dtype dtype = e->model_dtype ? model_dtype(plan) : e->dtype;
-		double vals[WSHARD_IMAGE_NORM_MAX] = { e->value };
-		size_t nvals = 1;
-		enum wshard_err rc = WSHARD_OK;
-
-		if (e->option && strcmp(e->option, "attn_scales") == 0 && !plan->opt.attn_scales)
-			continue;
-		if (e->when_quantized) {
-			switch (kv_cache_method(plan)) {
-			case KV_NONE:
-				continue;
-			case KV_COMPRESSED:
-				rc = push_ct_kv(plan, e, maxn, caps, err);
-				if (rc)
-					return rc;
-				continue;
-			case KV_BASE:
-				break;
-			}
-		}
-		if (e->image_norm)
-			rc = plan_image_norm(plan->cat, e->image_norm, vals, &nvals, err);
-		if (rc)
-			return rc;
-		/* nvals 0: an identity image_norm, of which vLLM holds nothing */
-		for (layer = per_layer ? 0 : -1; nvals && layer <= (per_layer ? maxn : -1); layer++) {
-			struct rules_capture cap = { .n = layer, .e = -1 };
-			char *name = rules_expand(e->name, &cap);
-
-			if (!name)
-				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-			rc = layer_has(plan, e, &cap)
-				     ? push_const(plan, vals, nvals, e->image_norm, dtype, name,
-						  caps, err)
-				     : WSHARD_OK;
-			free(name);
-			if (rc)
-				return rc;
-		}
-	}
-	return WSHARD_OK;
 }
 
 void wshard_options_init(struct wshard_options *opt)
@@ -688,7 +417,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		if (rc)
 			goto out;
 	}
-	rc = build_extras(plan, rules, plan_count_layers(plan, rules), caps, err);
+	rc = plan_build_extras(plan, rules, plan_count_layers(plan, rules), caps, err);
 	if (rc)
 		goto out;
 	rc = plan_layout(plan, err);

@@ -10,8 +10,10 @@
  * calls every other file; plan_split.c cuts an item, through plan_view.c
  * for the views; plan_match.c matches sources to rules, through
  * plan_shape.c for their shapes; plan_layout.c, plan_expert.c and
- * plan_image_norm.c answer plan_build.c; and all of them build on
- * plan_piece.c, which calls none of them.  This header is the folder's,
+ * plan_extra.c (the constant tensors, through plan_image_norm.c) answer
+ * plan_build.c; plan_quant.c answers plan_build.c, plan_split.c and
+ * plan_extra.c on quantization; and all of them build on plan_piece.c,
+ * which calls none of them.  This header is the folder's,
  * no one file's.
  *
  * The shared structs are plan_piece.c's: struct member (one matched
@@ -83,6 +85,18 @@ enum wshard_err plan_push_rows(const struct wshard_plan *plan,
 			       uint64_t row0, uint64_t nrows,
 			       struct wshard_error *err);
 
+/* plan_piece.c: appends t to a rank's list, taking its pieces and name
+ * (t is zeroed); *cap is the list's capacity.  Returns WSHARD_OK or
+ * WSHARD_ENOMEM. */
+enum wshard_err plan_rank_push(struct wshard_rank_plan *rp, size_t *cap,
+			       struct wshard_out_tensor *t, struct wshard_error *err);
+
+/* plan_extra.c: every rank's constant tensors of the rules' "extra" list,
+ * one per layer of nlayers where per layer.  Returns WSHARD_OK,
+ * WSHARD_ENOMEM or an image_norm's WSHARD_EINVAL. */
+enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_rules *rules,
+				  long nlayers, size_t *caps, struct wshard_error *err);
+
 /* plan_piece.c: appends len zero bytes.  Returns as plan_push_piece. */
 enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 				struct wshard_error *err);
@@ -93,6 +107,25 @@ enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 enum wshard_err plan_indivisible(const struct wshard_plan *plan,
 				 const struct member *m, int dim,
 				 uint64_t size, struct wshard_error *err);
+
+/* plan_quant.c: the KV-cache method of the checkpoint's quantization
+ * method: none (unquantized, GPTQ, AWQ), vLLM's BaseKVCacheMethod (fp8,
+ * modelopt, quark: "when": "quantized" extras as written) or
+ * compressed-tensors' (F32 [1] scales and zero points). */
+enum kv_method { KV_NONE, KV_BASE, KV_COMPRESSED };
+enum kv_method plan_kv_cache_method(const struct wshard_plan *plan);
+
+/* plan_quant.c: whether m's source, of dtype dt, is a weight scale vLLM
+ * holds in F32 though the checkpoint does not (compressed-tensors' 8-bit
+ * schemes). */
+bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
+		    enum wshard_dtype dt);
+
+/* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL when a column split of m's
+ * source (a group scale or zero point, a packed weight) by --tp would cut a
+ * group of input columns or an int32 word. */
+enum wshard_err plan_check_groups(const struct wshard_plan *plan, const struct member *m,
+				  struct wshard_error *err);
 
 /*
  * A rule's shape as config.json gives it: its expressions name config keys

@@ -5,6 +5,7 @@
  * no other file of the planner: they all build on it.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "wshard.h"
 #include "source/safetensors.h"
@@ -82,4 +83,28 @@ enum wshard_err plan_indivisible(const struct wshard_plan *plan,
 				"tensor '%s': dimension %d (%llu) is not divisible by --tp %d",
 				src_name(plan, m->src), dim, (unsigned long long)size,
 				plan->tp);
+}
+
+/* Appends t to a rank's list (taking its pieces and name). */
+enum wshard_err plan_rank_push(struct wshard_rank_plan *rp, size_t *cap,
+			       struct wshard_out_tensor *t, struct wshard_error *err)
+{
+	if (rp->ntensors == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct wshard_out_tensor *nt = realloc(rp->tensors, ncap * sizeof(*nt));
+
+		if (!nt)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		rp->tensors = nt;
+		*cap = ncap;
+	}
+	if (t->npieces > 2 && (t->npieces & (t->npieces - 1))) {
+		struct wshard_piece *fit = realloc(t->pieces, t->npieces * sizeof(*fit));
+
+		if (fit)
+			t->pieces = fit;
+	}
+	rp->tensors[rp->ntensors++] = *t;
+	memset(t, 0, sizeof(*t));
+	return WSHARD_OK;
 }

@@ -145,55 +145,6 @@ static enum wshard_err check_blocks(const struct wshard_plan *plan,
 }
 
 
-/* A key of quantization_config's weights: at its top (GPTQ, AWQ) or in its
- * first config group's "weights" (compressed-tensors); 0 when absent. */
-static long long quant_key(const struct wshard_plan *plan, const char *top, const char *group)
-{
-	json_t *q = plan->config->json ? json_object_get(plan->config->json,
-							      "quantization_config") : NULL;
-	json_t *groups = json_object_get(q, "config_groups"), *v = json_object_get(q, top);
-	const char *key;
-	json_t *g;
-
-	if (!json_is_integer(v) && json_is_object(groups)) {
-		json_object_foreach(groups, key, g) {
-			v = json_object_get(json_object_get(g, "weights"), group);
-			break;
-		}
-	}
-	return json_is_integer(v) ? json_integer_value(v) : 0;
-}
-
-/*
- * A column split of a group-quantized tensor must give every rank whole
- * groups of input columns (a scale or zero point's dimension 1 counts the
- * groups) and whole int32 words of packed values (a packed weight's
- * dimension 1 counts the words): refused before anything is written,
- * naming the tensor, the dimension and the group or pack.
- */
-static enum wshard_err check_groups(const struct wshard_plan *plan, const struct member *m,
-				    struct wshard_error *err)
-{
-	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	unsigned long long have = t->ndim >= 2 ? t->shape[1] : 0;
-	long long group = quant_key(plan, "group_size", "group_size");
-	long long bits = quant_key(plan, "bits", "num_bits");
-
-	if ((!m->rule->grouped && !m->rule->packed) || t->ndim < 2 || have % (uint64_t)plan->tp == 0)
-		return WSHARD_OK;
-	if (m->rule->packed)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': dimension 1 holds %llu int32 words of %lld packed values; --tp %d would cut a word",
-					t->name, have, bits > 0 && bits <= 32 ? 32 / bits : 8,
-					plan->tp);
-	if (group > 0)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': dimension 1 holds %llu groups of %lld input columns (quantization_config group_size); --tp %d would cut a group",
-					t->name, have, group, plan->tp);
-	return wshard_error_set(err, WSHARD_EINVAL,
-				"tensor '%s': dimension 1 holds %llu groups of input columns; --tp %d would cut a group",
-				t->name, have, plan->tp);
-}
 
 static enum wshard_err set_item_shape(const struct wshard_plan *plan,
 				      struct group_out *g, const char *out,
@@ -305,7 +256,7 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 	else if (kind == RULE_ROW || kind == RULE_COL) {
 		rc = check_blocks(plan, m, kind == RULE_COL, false, err);
 		if (!rc && kind == RULE_COL)
-			rc = check_groups(plan, m, err);
+			rc = plan_check_groups(plan, m, err);
 		if (rc)
 			return rc;
 	}

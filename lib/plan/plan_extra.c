@@ -1,0 +1,207 @@
+/*
+ * plan_extra.c - the constant tensors a rules document's "extra" list adds
+ * (vLLM's attention scales, an image processor's normalisation, a quantized
+ * checkpoint's KV-cache placeholders), which no source tensor holds.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "base/fpconv.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
+#include "rules/rules.h"
+#include "plan_impl.h"
+
+/* The dtype the engine runs the model in: --dtype when given, else
+ * config.json's torch_dtype (or "dtype"); BF16 when it names none of the
+ * three. */
+static enum wshard_dtype model_dtype(const struct wshard_plan *plan)
+{
+	static const char *const keys[] = { "torch_dtype", "dtype" };
+	json_t *cfg = plan->config->json;
+	size_t i;
+
+	if (plan->opt.has_dtype)
+		return plan->opt.dtype;
+	for (i = 0; cfg && i < 2; i++) {
+		const char *s = json_string_value(json_object_get(cfg, keys[i]));
+
+		if (!s)
+			continue;
+		if (!strcmp(s, "float16"))
+			return WSHARD_F16;
+		if (!strcmp(s, "float32"))
+			return WSHARD_F32;
+		break;
+	}
+	return WSHARD_BF16;
+}
+
+/* The CONST piece of one element, value in dtype. */
+static struct wshard_piece const_piece(double value, enum wshard_dtype dtype)
+{
+	struct wshard_piece p = { .kind = WSHARD_PIECE_CONST };
+	float f = (float)value;
+
+	if (dtype == WSHARD_F32) {
+		memcpy(p.value, &f, 4);
+		p.value_len = 4;
+	} else {
+		uint32_t u;
+		uint16_t h;
+
+		memcpy(&u, &f, 4);
+		h = dtype == WSHARD_BF16 ? wshard_f32_to_bf16(u) : wshard_f32_to_f16(u);
+		memcpy(p.value, &h, 2);
+		p.value_len = 2;
+	}
+	p.len = p.value_len;
+	p.prov_value = value;
+	return p;
+}
+
+/* Appends the constant tensor name, in dtype, to every rank: a scalar
+ * (vector false, n 1) or the vector of the n values. */
+static enum wshard_err push_const(struct wshard_plan *plan, const double *vals, size_t n,
+				  bool vector, enum wshard_dtype dtype, const char *name,
+				  size_t *caps, struct wshard_error *err)
+{
+	enum wshard_err rc = WSHARD_OK;
+	size_t i;
+	int r;
+
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_out_tensor t = { .dtype = dtype, .ndim = vector, .shape = { n } };
+
+		t.name = strdup(name);
+		if (!t.name)
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		for (i = 0; i < n && !rc; i++) {
+			struct wshard_piece p = const_piece(vals[i], dtype);
+
+			rc = plan_push_piece(&t, &p, err);
+		}
+		if (!rc)
+			rc = plan_rank_push(&plan->ranks[r], &caps[r], &t, err);
+		free(t.name);
+		free(t.pieces);
+	}
+	return rc;
+}
+
+/* Whether extra e belongs in layer cap->n: its "with" tensor is there. */
+static bool layer_has(const struct wshard_plan *plan, const struct rules_extra *e,
+		      const struct rules_capture *cap)
+{
+	char *with;
+	bool has;
+
+	if (!e->with)
+		return true;
+	with = rules_expand(e->with, cap);
+	/* out of memory: kept, as without "with" */
+	has = !with || wshard_catalog_find(plan->cat, with) != NULL;
+	free(with);
+	return has;
+}
+
+/* compressed-tensors' pair for a "when": "quantized" extra X.k_scale (and
+ * v, q; its prob_scale has none), in every layer. */
+static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct rules_extra *e,
+				  long maxn, size_t *caps, struct wshard_error *err)
+{
+	static const char *const kinds[] = { ".k_scale", ".v_scale", ".q_scale" };
+	size_t len = strlen(e->name), i;
+	double one = 1.0, zero = 0.0;
+	enum wshard_err rc = WSHARD_OK;
+	long layer;
+
+	for (i = 0; i < 3; i++)
+		if (len > 8 && !strcmp(e->name + len - 8, kinds[i]))
+			break;
+	if (i == 3)
+		return WSHARD_OK;
+	for (layer = 0; layer <= maxn && !rc; layer++) {
+		struct rules_capture cap = { .n = layer, .e = -1 };
+		char *name = rules_expand(e->name, &cap), *zp;
+
+		if (!name)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (!layer_has(plan, e, &cap)) {
+			free(name);
+			continue;
+		}
+		zp = malloc(strlen(name) + 6);
+		if (!zp) {
+			free(name);
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		}
+		/* "X.k_scale" -> "X.k_zero_point" */
+		sprintf(zp, "%.*s_zero_point", (int)(strlen(name) - 6), name);
+		rc = push_const(plan, &one, 1, true, WSHARD_F32, name, caps, err);
+		if (!rc)
+			rc = push_const(plan, &zero, 1, true, model_dtype(plan), zp, caps, err);
+		free(name);
+		free(zp);
+	}
+	return rc;
+}
+
+/* The constant tensors of the rules' "extra" list, one per layer seen. */
+enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_rules *rules,
+				  long nlayers, size_t *caps, struct wshard_error *err)
+{
+	long maxn = nlayers - 1;	/* every layer 0 .. nlayers - 1 was checked */
+	size_t x;
+	long layer;
+
+	for (x = 0; x < rules->nextras; x++) {
+		const struct rules_extra *e = &rules->extras[x];
+		bool per_layer = strstr(e->name, "{n}") != NULL;
+		enum wshard_dtype dtype = e->model_dtype ? model_dtype(plan) : e->dtype;
+		double vals[WSHARD_IMAGE_NORM_MAX] = { e->value };
+		size_t nvals = 1;
+		enum wshard_err rc = WSHARD_OK;
+
+		if (e->option && strcmp(e->option, "attn_scales") == 0 && !plan->opt.attn_scales)
+			continue;
+		if (e->when_quantized) {
+			switch (plan_kv_cache_method(plan)) {
+			case KV_NONE:
+				continue;
+			case KV_COMPRESSED:
+				rc = push_ct_kv(plan, e, maxn, caps, err);
+				if (rc)
+					return rc;
+				continue;
+			case KV_BASE:
+				break;
+			}
+		}
+		if (e->image_norm)
+			rc = plan_image_norm(plan->cat, e->image_norm, vals, &nvals, err);
+		if (rc)
+			return rc;
+		/* nvals 0: an identity image_norm, of which vLLM holds nothing */
+		for (layer = per_layer ? 0 : -1; nvals && layer <= (per_layer ? maxn : -1); layer++) {
+			struct rules_capture cap = { .n = layer, .e = -1 };
+			char *name = rules_expand(e->name, &cap);
+
+			if (!name)
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			rc = layer_has(plan, e, &cap)
+				     ? push_const(plan, vals, nvals, e->image_norm, dtype, name,
+						  caps, err)
+				     : WSHARD_OK;
+			free(name);
+			if (rc)
+				return rc;
+		}
+	}
+	return WSHARD_OK;
+}

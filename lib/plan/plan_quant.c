@@ -1,0 +1,121 @@
+/*
+ * plan_quant.c - what the plan needs to know of a quantized checkpoint's
+ * quantization_config beyond its rules: which KV-cache placeholders vLLM's
+ * method adds, which scales it holds in F32, and where a column split would
+ * cut a quantization group or a packed word.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
+#include "rules/rules.h"
+#include "plan_impl.h"
+
+/*
+ * The attention's KV-cache scales a quantized checkpoint gives vLLM: its
+ * quantization method's KV-cache method creates them whether or not the
+ * checkpoint holds them.  vLLM's BaseKVCacheMethod (fp8, modelopt, quark)
+ * holds k/v/q/prob_scale, scalars of the model's dtype (the rules' "when":
+ * "quantized" extras); compressed-tensors' CompressedTensorsKVCacheMethod
+ * holds k/v/q_scale as F32 [1] of 1.0 and k/v/q_zero_point as [1] of 0 in
+ * the model's dtype; the other methods (GPTQ, AWQ) none.
+ */
+enum kv_method plan_kv_cache_method(const struct wshard_plan *plan)
+{
+	static const char *const base[] = { "fp8", "modelopt", "modelopt_fp4", "quark" };
+	json_t *q = json_object_get(plan->config->json, "quantization_config");
+	const char *method = json_string_value(json_object_get(q, "quant_method"));
+	size_t i;
+
+	if (!json_is_object(q))
+		return KV_NONE;
+	if (!method)		/* as before methods were told apart */
+		return KV_BASE;
+	if (!strcmp(method, "compressed-tensors"))
+		return KV_COMPRESSED;
+	for (i = 0; i < sizeof(base) / sizeof(base[0]); i++)
+		if (!strcmp(method, base[i]))
+			return KV_BASE;
+	return KV_NONE;
+}
+
+/*
+ * compressed-tensors' 8-bit schemes (W8A8 INT8 and FP8, vLLM's
+ * CompressedTensorsW8A8Int8 and -Fp8) hold a weight's scales in F32 whatever
+ * the checkpoint's dtype (llm-compressor writes the model's): true for a
+ * scale X.weight_scale beside an 8-bit X.weight of such a checkpoint.
+ * The 4-bit pack-quantized scales stay in the model's dtype.
+ */
+bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
+			 enum wshard_dtype dt)
+{
+	json_t *q = json_object_get(plan->config->json, "quantization_config");
+	const char *method = json_string_value(json_object_get(q, "quant_method"));
+	const char *name = src_name(plan, m->src);
+	const struct wshard_src_tensor *w;
+	size_t len = strlen(name);
+	char wname[1024];
+
+	if (!m->rule->scale || !m->rule->grouped || dt == WSHARD_F32 || !method ||
+	    strcmp(method, "compressed-tensors") != 0 || len < 13 ||
+	    strcmp(name + len - 13, ".weight_scale") != 0 || len - 6 >= sizeof(wname))
+		return false;
+	snprintf(wname, sizeof(wname), "%.*s", (int)(len - 6), name);
+	w = wshard_catalog_find(plan->cat, wname);
+	return w && (w->info->dtype == WSHARD_I8 || w->info->dtype == WSHARD_F8_E4M3);
+}
+
+/* A key of quantization_config's weights: at its top (GPTQ, AWQ) or in its
+ * first config group's "weights" (compressed-tensors); 0 when absent. */
+static long long quant_key(const struct wshard_plan *plan, const char *top, const char *group)
+{
+	json_t *q = plan->config->json ? json_object_get(plan->config->json,
+							      "quantization_config") : NULL;
+	json_t *groups = json_object_get(q, "config_groups"), *v = json_object_get(q, top);
+	const char *key;
+	json_t *g;
+
+	if (!json_is_integer(v) && json_is_object(groups)) {
+		json_object_foreach(groups, key, g) {
+			v = json_object_get(json_object_get(g, "weights"), group);
+			break;
+		}
+	}
+	return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+/*
+ * A column split of a group-quantized tensor must give every rank whole
+ * groups of input columns (a scale or zero point's dimension 1 counts the
+ * groups) and whole int32 words of packed values (a packed weight's
+ * dimension 1 counts the words): refused before anything is written,
+ * naming the tensor, the dimension and the group or pack.
+ */
+enum wshard_err plan_check_groups(const struct wshard_plan *plan, const struct member *m,
+				    struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	unsigned long long have = t->ndim >= 2 ? t->shape[1] : 0;
+	long long group = quant_key(plan, "group_size", "group_size");
+	long long bits = quant_key(plan, "bits", "num_bits");
+
+	if ((!m->rule->grouped && !m->rule->packed) || t->ndim < 2 || have % (uint64_t)plan->tp == 0)
+		return WSHARD_OK;
+	if (m->rule->packed)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': dimension 1 holds %llu int32 words of %lld packed values; --tp %d would cut a word",
+					t->name, have, bits > 0 && bits <= 32 ? 32 / bits : 8,
+					plan->tp);
+	if (group > 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': dimension 1 holds %llu groups of %lld input columns (quantization_config group_size); --tp %d would cut a group",
+					t->name, have, group, plan->tp);
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"tensor '%s': dimension 1 holds %llu groups of input columns; --tp %d would cut a group",
+				t->name, have, plan->tp);
+}
