@@ -74,6 +74,24 @@ def image_prompt(model):
             "multi_modal_data": {"image": Image.fromarray(px)}}
 
 
+def fork_workers():
+    """vLLM's CPU platform starts its workers with spawn
+    (CpuPlatform.check_and_update_config sets VLLM_WORKER_MULTIPROC_METHOD),
+    so each worker imports torch and vLLM again: 12 of a tp 2 start's 40
+    seconds here.  Forked, they inherit this process's imports.  The
+    engine core has run no OpenMP region before the fork (it runs in this
+    process, VLLM_ENABLE_V1_MULTIPROCESSING=0, and computes nothing until
+    the workers exist), which is what makes fork unsafe with libgomp.
+    WSHARD_ENGINE_FORK=0 keeps vLLM's spawn."""
+    from vllm.platforms import cpu
+    orig = cpu.CpuPlatform.check_and_update_config.__func__
+
+    def check_and_update_config(cls, vllm_config):
+        orig(cls, vllm_config)
+        os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "fork"
+    cpu.CpuPlatform.check_and_update_config = classmethod(check_and_update_config)
+
+
 def answers(model, tp, out, **kw):
     import time
     if tp > 1:
@@ -82,6 +100,8 @@ def answers(model, tp, out, **kw):
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         os.environ.setdefault("OMP_NUM_THREADS", "1")
     from vllm import LLM, SamplingParams
+    if tp > 1 and os.environ.get("WSHARD_ENGINE_FORK", "1") == "1":
+        fork_workers()
     t0 = time.perf_counter()
     # A multimodal checkpoint ships a tokenizer: vLLM's processor for its
     # images needs one (the prompts stay token ids).
