@@ -351,6 +351,8 @@ enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 	if (opt->tp < 1 || opt->tp > 4096 || !wshard_target_canonical(opt->target, NULL) ||
 	    opt->max_file_size == 0 || (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype)))
 		return WSHARD_OK;
+	if (plan_check_method(&plan, err))
+		return err ? err->code : WSHARD_EINVAL;
 	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
 		return WSHARD_OK;
 	for (i = 0; i < rules->nrules; i++) {
@@ -405,7 +407,9 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	}
 	for (r = 0; r < opt->tp; r++)
 		plan->ranks[r].rank = r;
-	rc = plan_match_sources(plan, rules, &m, &n, err);
+	rc = plan_check_method(plan, err);
+	if (!rc)
+		rc = plan_match_sources(plan, rules, &m, &n, err);
 	if (!rc)
 		rc = plan_set_views(plan, m, n, err);
 	if (rc)

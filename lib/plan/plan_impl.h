@@ -121,6 +121,11 @@ enum kv_method plan_kv_cache_method(const struct wshard_plan *plan);
 bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
 		    enum wshard_dtype dt);
 
+/* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL naming config.json's
+ * quant_method or compressed-tensors format when wshard does not write its
+ * layout yet (GPTQ, AWQ, NVFP4, ...). */
+enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err);
+
 /* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL when a column split of m's
  * source (a group scale or zero point, a packed weight) by --tp would cut a
  * group of input columns or an int32 word. */

@@ -119,3 +119,50 @@ enum wshard_err plan_check_groups(const struct wshard_plan *plan, const struct m
 				"tensor '%s': dimension 1 holds %llu groups of input columns; --tp %d would cut a group",
 				t->name, have, plan->tp);
 }
+
+/*
+ * Quantization formats whose per-rank layout in vLLM wshard does not write
+ * yet: refused from config.json before any tensor is read, rather than
+ * left to the rules' coverage check (which names tensors, not the format).
+ * GPTQ and AWQ pack along other dimensions than compressed-tensors; of
+ * compressed-tensors' formats, those other than pack-, int- and
+ * float-quantized (nvfp4-pack-quantized, marlin-24, ...).
+ */
+enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err)
+{
+	static const char *const later[] = {
+		"gptq", "awq", "gptq_marlin", "awq_marlin", "bitsandbytes", "gguf",
+	};
+	static const char *const formats[] = {
+		"pack-quantized", "int-quantized", "float-quantized",
+	};
+	json_t *q = plan->config->json ? json_object_get(plan->config->json,
+							      "quantization_config") : NULL;
+	const char *method = json_string_value(json_object_get(q, "quant_method"));
+	json_t *groups = json_object_get(q, "config_groups"), *g;
+	const char *key, *format;
+	size_t i;
+
+	if (!method)
+		return WSHARD_OK;
+	for (i = 0; i < sizeof(later) / sizeof(later[0]); i++)
+		if (!strcmp(method, later[i]))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': quantization_config.quant_method \"%s\" is not supported yet (fp8, mxfp4 and compressed-tensors are)",
+						plan->cat->path, method);
+	if (strcmp(method, "compressed-tensors") != 0)
+		return WSHARD_OK;
+	json_object_foreach(groups, key, g) {
+		format = json_string_value(json_object_get(g, "format"));
+		if (!format)
+			format = json_string_value(json_object_get(q, "format"));
+		for (i = 0; format && i < sizeof(formats) / sizeof(formats[0]); i++)
+			if (!strcmp(format, formats[i]))
+				break;
+		if (format && i == sizeof(formats) / sizeof(formats[0]))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': quantization_config.config_groups.%s has format \"%s\", not supported yet (pack-quantized, int-quantized and float-quantized are)",
+						plan->cat->path, key, format);
+	}
+	return WSHARD_OK;
+}
