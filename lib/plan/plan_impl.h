@@ -108,6 +108,9 @@ enum wshard_err plan_indivisible(const struct wshard_plan *plan,
 				 const struct member *m, int dim,
 				 uint64_t size, struct wshard_error *err);
 
+/* plan_quant.c: config.json's quantization_config object, or NULL. */
+json_t *plan_quant_config(const struct wshard_plan *plan);
+
 /* plan_quant.c: the KV-cache method of the checkpoint's quantization
  * method: none (unquantized, GPTQ, AWQ), vLLM's BaseKVCacheMethod (fp8,
  * modelopt, quark: "when": "quantized" extras as written) or

@@ -16,6 +16,19 @@
 #include "rules/rules.h"
 #include "plan_impl.h"
 
+json_t *plan_quant_config(const struct wshard_plan *plan)
+{
+	json_t *q = json_object_get(plan->config->json, "quantization_config");
+
+	return json_is_object(q) ? q : NULL;
+}
+
+/* quantization_config's quant_method, or NULL. */
+static const char *quant_method(const struct wshard_plan *plan)
+{
+	return json_string_value(json_object_get(plan_quant_config(plan), "quant_method"));
+}
+
 /*
  * The attention's KV-cache scales a quantized checkpoint gives vLLM: its
  * quantization method's KV-cache method creates them whether or not the
@@ -28,11 +41,10 @@
 enum kv_method plan_kv_cache_method(const struct wshard_plan *plan)
 {
 	static const char *const base[] = { "fp8", "modelopt", "modelopt_fp4", "quark" };
-	json_t *q = json_object_get(plan->config->json, "quantization_config");
-	const char *method = json_string_value(json_object_get(q, "quant_method"));
+	const char *method = quant_method(plan);
 	size_t i;
 
-	if (!json_is_object(q))
+	if (!plan_quant_config(plan))
 		return KV_NONE;
 	if (!method)		/* as before methods were told apart */
 		return KV_BASE;
@@ -54,8 +66,7 @@ enum kv_method plan_kv_cache_method(const struct wshard_plan *plan)
 bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
 			 enum wshard_dtype dt)
 {
-	json_t *q = json_object_get(plan->config->json, "quantization_config");
-	const char *method = json_string_value(json_object_get(q, "quant_method"));
+	const char *method = quant_method(plan);
 	const char *name = src_name(plan, m->src);
 	const struct wshard_src_tensor *w;
 	size_t len = strlen(name);
@@ -74,8 +85,7 @@ bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
  * first config group's "weights" (compressed-tensors); 0 when absent. */
 static long long quant_key(const struct wshard_plan *plan, const char *top, const char *group)
 {
-	json_t *q = plan->config->json ? json_object_get(plan->config->json,
-							      "quantization_config") : NULL;
+	json_t *q = plan_quant_config(plan);
 	json_t *groups = json_object_get(q, "config_groups"), *v = json_object_get(q, top);
 	const char *key;
 	json_t *g;
@@ -136,9 +146,8 @@ enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_
 	static const char *const formats[] = {
 		"pack-quantized", "int-quantized", "float-quantized",
 	};
-	json_t *q = plan->config->json ? json_object_get(plan->config->json,
-							      "quantization_config") : NULL;
-	const char *method = json_string_value(json_object_get(q, "quant_method"));
+	json_t *q = plan_quant_config(plan);
+	const char *method = quant_method(plan);
 	json_t *groups = json_object_get(q, "config_groups"), *g;
 	const char *key, *format;
 	size_t i;

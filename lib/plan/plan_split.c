@@ -105,9 +105,7 @@ static enum wshard_err check_blocks(const struct wshard_plan *plan,
 				    struct wshard_error *err)
 {
 	const char *name = src_name(plan, m->src);
-	json_t *q = plan->config->json ? json_object_get(plan->config->json,
-							      "quantization_config") : NULL;
-	json_t *bs = json_object_get(q, "weight_block_size");
+	json_t *bs = json_object_get(plan_quant_config(plan), "weight_block_size");
 	uint64_t block[2] = { 128, 128 }, have, tp = (uint64_t)plan->tp;
 	const struct wshard_src_tensor *w;
 	char wname[1024];
@@ -143,7 +141,6 @@ static enum wshard_err check_blocks(const struct wshard_plan *plan,
 					name);
 	return WSHARD_OK;
 }
-
 
 
 static enum wshard_err set_item_shape(const struct wshard_plan *plan,
