@@ -8,8 +8,14 @@
 #  - X.weight_shape [2] whole; a fused one is its last part's (v, up);
 #  - attn.k/v/q_scale F32 [1] and k/v/q_zero_point [1] added per layer;
 # and a split that would cut a group or an int32 word refused with exit 3,
-# one line naming the tensor, nothing written; so are GPTQ and compressed-
-# tensors' NVFP4, which wshard does not write yet, from config.json.
+# one line naming the tensor, nothing written.  GPTQ and AWQ checkpoints
+# (--gptq, --awq), as vLLM's AutoGPTQ and AutoAWQ methods keep them (the
+# engine suite's llama-gptq* and llama-awq cases byte for byte): X.qweight,
+# X.scales and X.qzeros are [in, out], so a column-parallel layer cuts
+# dimension 1 and its fused parts lie side by side there, a row-parallel
+# one cuts dimension 0 (one group, GPTQ per channel: whole); g_idx goes.
+# Refused from config.json: GPTQ with activation order, formats wshard
+# does not write (bitsandbytes, compressed-tensors' NVFP4).
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
 
@@ -86,6 +92,79 @@ for g in 128 0; do
 done
 echo "   group 128 and per channel at tp 1 and 2: the rank files hold vLLM's layout"
 
+# check_inout OUT SRC TP METHOD: GPTQ's or AWQ's rank files against SRC.
+check_inout() {
+	"$PYTHON" - "$@" <<'PY' || fail "$1: rank files differ from the layout"
+import glob, json, os, struct, sys
+out, src, tp, method = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+
+def read(paths):
+    t = {}
+    for p in paths:
+        d = open(p, "rb").read()
+        n = struct.unpack("<Q", d[:8])[0]
+        for k, v in json.loads(d[8:8 + n]).items():
+            if k != "__metadata__":
+                a, b = v["data_offsets"]
+                t[k] = (v["shape"], d[8 + n + a:8 + n + b])
+    return t
+
+def beside(parts, r, kv=None):
+    # each row: rank r's columns of every part in turn
+    rows = parts[0][0][0]
+    out = b""
+    for i in range(rows):
+        for j, (shape, b) in enumerate(parts):
+            w = len(b) // rows // shape[1]
+            k = shape[1] // tp
+            out += b[(i * shape[1] + r * k) * w:(i * shape[1] + r * k + k) * w]
+    return out
+
+def rows(t, r):
+    shape, b = t
+    if shape[0] == 1:
+        return b
+    k = len(b) // tp
+    return b[r * k:(r + 1) * k]
+
+s = read(glob.glob(os.path.join(src, "*.safetensors")))
+bad = 0
+L = "model.layers.1."
+for r in range(tp):
+    o = read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
+    want = {}
+    for x in ("qweight", "scales", "qzeros"):
+        want[L + "self_attn.qkv_proj." + x] = beside(
+            [s[L + "self_attn.%s_proj.%s" % (p, x)] for p in "qkv"], r)
+        want[L + "mlp.gate_up_proj." + x] = beside(
+            [s[L + "mlp.%s_proj.%s" % (p, x)] for p in ("gate", "up")], r)
+        want[L + "self_attn.o_proj." + x] = rows(s[L + "self_attn.o_proj." + x], r)
+        want[L + "mlp.down_proj." + x] = rows(s[L + "mlp.down_proj." + x], r)
+    for k, v in want.items():
+        if k not in o or o[k][1] != v:
+            print("rank %d: %s %s" % (r, k, "missing" if k not in o else "differs"))
+            bad += 1
+    if [k for k in o if k.endswith(".g_idx")]:
+        print("rank %d: g_idx written" % r)
+        bad += 1
+sys.exit(bad > 0)
+PY
+}
+
+for q in gptq:128 gptq:-1 awq:128; do
+	m=${q%%:*} g=${q#*:}
+	gen "$T/src-$m$g" $S "--$m" "$g"
+	for tp in 1 2; do
+		ncases=$((ncases + 1))
+		o=$T/out-$m$g-tp$tp
+		if expect_exit 0 "$WSHARD" convert -q --tp "$tp" "$T/src-$m$g" "$o"; then
+			check_inout "$o" "$T/src-$m$g" "$tp" "$m"
+			expect_exit 0 "$WSHARD" verify "$o"
+		fi
+	done
+done
+echo "   GPTQ (groups of 128, per channel) and AWQ at tp 1 and 2: vLLM's layout"
+
 # refused NAME TP WANT SRC: exit 3, one line with WANT, no output.
 refused() {
 	ncases=$((ncases + 1))
@@ -103,10 +182,20 @@ gen "$T/src-word" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermediate 7
 	--vocab 256 --w4a16 0
 refused word 2 "down_proj.weight_packed': dimension 1 holds 9 int32 words of 8 packed values; --tp 2 would cut a word" "$T/src-word"
 
-# Formats whose layout wshard does not write yet: refused from config.json.
-gen "$T/src-gptq" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
-	--set-config 'quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128}'
-refused gptq 2 "quantization_config.quant_method \"gptq\" is not supported yet" "$T/src-gptq"
+# GPTQ's o_proj: 256 input rows in groups of 128, 2 groups; AWQ's gate_proj
+# 72 outputs, 9 words of 8: 4.5 a rank at tp 2.
+refused gptq-group 4 "o_proj.qzeros': dimension 0 holds 2 groups of 128 input rows (quantization_config group_size); --tp 4 would cut a group" "$T/src-gptq128"
+gen "$T/src-awqword" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermediate 72 \
+	--vocab 256 --awq 36
+refused awq-word 2 "gate_proj.qweight': dimension 1 holds 9 int32 words of 8 packed values; --tp 2 would cut a word" "$T/src-awqword"
+
+# Settings vLLM refuses and formats wshard does not write: from config.json.
+gen "$T/src-actorder" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--gptq 32 --set-config 'quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 32, "desc_act": true, "sym": true}'
+refused actorder 2 "quantization_config.desc_act is true: vLLM no longer takes GPTQ with activation order" "$T/src-actorder"
+gen "$T/src-bnb" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--set-config 'quantization_config={"quant_method": "bitsandbytes", "load_in_4bit": true}'
+refused bnb 2 "quantization_config.quant_method \"bitsandbytes\" is not supported yet" "$T/src-bnb"
 gen "$T/src-nvfp4" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--set-config 'quantization_config={"quant_method": "compressed-tensors", "config_groups": {"group_0": {"format": "nvfp4-pack-quantized"}}}'
 refused nvfp4 2 "has format \"nvfp4-pack-quantized\", not supported yet" "$T/src-nvfp4"

@@ -57,7 +57,7 @@ static void piece_rows(const struct wshard_plan *plan, const struct wshard_piece
 struct prov {
 	uint64_t r0, r1, c0, c1;
 	uint64_t di_rows, row_dims, dim;
-	bool cols, tr;
+	bool cols, tr, beside;
 };
 
 static void piece_prov(const struct wshard_plan *plan, const struct wshard_piece *p,
@@ -74,6 +74,7 @@ static void piece_prov(const struct wshard_plan *plan, const struct wshard_piece
 	v->cols = p->prov_ncols != 0;
 	v->c0 = p->prov_col0;
 	v->c1 = (uint64_t)p->prov_col0 + p->prov_ncols;
+	v->beside = p->out_stride != 0;
 }
 
 /* a's provenance, when a is a COPY with b's, but for its name */
@@ -249,6 +250,8 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 					    json_range(p->prov_col0, p->prov_col0 + p->prov_ncols));
 		if (o && p->tr_rows)
 			json_object_set_new(o, "transposed", json_true());
+		if (o && p->out_stride)
+			json_object_set_new(o, "beside", json_true());
 		break;
 	}
 	case WSHARD_PIECE_ZERO:
@@ -435,6 +438,10 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		}
 		if (p->tr_rows && !p->di_rows) {
 			put_key(b, d + 1, "transposed", false);
+			put_s(b, "true");
+		}
+		if (p->out_stride) {
+			put_key(b, d + 1, "beside", false);
 			put_s(b, "true");
 		}
 	}

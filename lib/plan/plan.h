@@ -49,7 +49,10 @@ enum wshard_piece_kind {
  * One contiguous run of an output tensor.  A COPY takes a rectangle of
  * the source tensor seen as a matrix of rows x row_bytes (rows = shape[0],
  * 1 for a scalar): rows [row0, row0 + nrows), bytes [col0, col0 + ncols)
- * of each row, written back to back at dst.
+ * of each row, written back to back at dst; or, for the parts of an
+ * operator fused along dimension 1 (GPTQ's and AWQ's [in, out] weights),
+ * each row out_stride bytes after the one before, the other parts' rows
+ * between them.
  */
 struct wshard_piece {
 	/* One byte each (a plan of a giant MoE holds half a million pieces:
@@ -92,6 +95,9 @@ struct wshard_piece {
 	 */
 	uint32_t di_rows;
 	int8_t prov_dim;
+	/* 0: output rows back to back; else the bytes from one output row
+	 * of the piece to the next (a part of a fused output row) */
+	uint32_t out_stride;
 };
 
 struct wshard_out_tensor {

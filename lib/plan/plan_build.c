@@ -45,7 +45,8 @@ static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t)
 		return;
 	in = wshard_dtype_bits(t->dtype) / 8;
 	out = wshard_dtype_bits(to) / 8;
-	t->nbytes = 0;
+	/* whole elements everywhere: every offset scales with them */
+	t->nbytes = t->nbytes / in * out;
 	for (k = 0; k < t->npieces; k++) {
 		struct wshard_piece *p = &t->pieces[k];
 
@@ -53,8 +54,8 @@ static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t)
 		p->to = to;
 		p->out_ncols = (p->tr_rows ? p->tr_rows * p->tr_width : p->ncols) / in * out;
 		p->len = p->len / in * out;
-		p->dst = t->nbytes;
-		t->nbytes += p->len;
+		p->dst = p->dst / in * out;
+		p->out_stride = p->out_stride / in * out;
 	}
 	t->dtype = to;
 }

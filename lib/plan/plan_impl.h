@@ -85,6 +85,19 @@ enum wshard_err plan_push_rows(const struct wshard_plan *plan,
 			       uint64_t row0, uint64_t nrows,
 			       struct wshard_error *err);
 
+/*
+ * plan_piece.c: rows of n sources laid side by side, each output row
+ * holding columns [col0[i], col0[i] + ncols[i]) (elements) of row j of
+ * every src[i] in turn: an operator fused along dimension 1 (GPTQ's and
+ * AWQ's [in, out] weights).  The sources have the same rows, whole-byte
+ * elements.  Returns WSHARD_OK, WSHARD_EINVAL (a row too long) or
+ * WSHARD_ENOMEM.
+ */
+enum wshard_err plan_push_side_by_side(const struct wshard_plan *plan,
+				       struct wshard_out_tensor *t, size_t n,
+				       const uint32_t *src, const uint64_t *col0,
+				       const uint64_t *ncols, struct wshard_error *err);
+
 /* plan_piece.c: appends t to a rank's list, taking its pieces and name
  * (t is zeroed); *cap is the list's capacity.  Returns WSHARD_OK or
  * WSHARD_ENOMEM. */
@@ -125,8 +138,9 @@ bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
 		    enum wshard_dtype dt);
 
 /* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL naming config.json's
- * quant_method or compressed-tensors format when wshard does not write its
- * layout yet (GPTQ, AWQ, NVFP4, ...). */
+ * quant_method, its setting or compressed-tensors format when wshard does
+ * not write its layout (GPTQ with activation order, GPTQ or AWQ experts,
+ * NVFP4, ...). */
 enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err);
 
 /* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL when a column split of m's
@@ -134,6 +148,12 @@ enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_
  * group of input columns or an int32 word. */
 enum wshard_err plan_check_groups(const struct wshard_plan *plan, const struct member *m,
 				  struct wshard_error *err);
+
+/* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL when cutting dimension dim of
+ * m's source, a GPTQ or AWQ [in, out] tensor, into ways parts would cut a
+ * group of inputs or an int32 word. */
+enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct member *m,
+				 int dim, uint64_t ways, struct wshard_error *err);
 
 /*
  * A rule's shape as config.json gives it: its expressions name config keys

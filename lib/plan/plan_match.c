@@ -155,7 +155,7 @@ static long required_layers(const struct wshard_plan *plan, const struct rules_r
  * to the highest layer seen): an engine refuses a checkpoint with a tensor
  * missing, so wshard refuses to write one.  When embeddings are tied the
  * dropped names (lm_head) are not required; a quantized X.weight_packed
- * stands in for its X.weight.
+ * or X.qweight stands in for its X.weight.
  */
 static enum wshard_err check_required(struct wshard_plan *plan,
 				      const struct wshard_rules *rules,
@@ -183,8 +183,10 @@ static enum wshard_err check_required(struct wshard_plan *plan,
 			enum wshard_err rc;
 
 			if (n <= width && (seen_alike(rules, seen, width, j, n) ||
-					   (r->alt && seen_alike(rules, seen, width,
-								 (size_t)r->alt, n))))
+					   (r->alt[0] && seen_alike(rules, seen, width,
+								    (size_t)r->alt[0], n)) ||
+					   (r->alt[1] && seen_alike(rules, seen, width,
+								    (size_t)r->alt[1], n))))
 				continue;
 			rc = rule_applies(plan, r, per_layer ? n : -1, &applies, err);
 			if (rc)

@@ -4,10 +4,12 @@
  * tensor's end, and the error for a split that does not divide.  It calls
  * no other file of the planner: they all build on it.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "wshard.h"
+#include "base/dtype.h"
 #include "source/safetensors.h"
 #include "rules/rules.h"
 #include "rules/expr.h"
@@ -59,6 +61,45 @@ enum wshard_err plan_push_rows(const struct wshard_plan *plan,
 
 	p.len = p.nrows * p.ncols;
 	return plan_push_piece(t, &p, err);
+}
+
+enum wshard_err plan_push_side_by_side(const struct wshard_plan *plan,
+				       struct wshard_out_tensor *t, size_t n,
+				       const uint32_t *src, const uint64_t *col0,
+				       const uint64_t *ncols, struct wshard_error *err)
+{
+	uint64_t rows = src_rows(src_info(plan, src[0])), row = 0, at = 0, base = t->nbytes;
+	enum wshard_err rc = WSHARD_OK;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		row += ncols[i] * (wshard_dtype_bits(src_info(plan, src[i])->dtype) / 8);
+	if (row > UINT32_MAX)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': a fused row of %llu bytes is too long",
+					src_name(plan, src[0]), (unsigned long long)row);
+	for (i = 0; i < n && !rc; i++) {
+		uint64_t es = wshard_dtype_bits(src_info(plan, src[i])->dtype) / 8;
+		struct wshard_piece p = {
+			.kind = WSHARD_PIECE_COPY,
+			.src = src[i],
+			.row0 = 0,
+			.nrows = rows,
+			.col0 = col0[i] * es,
+			.ncols = ncols[i] * es,
+			.prov_col0 = (uint32_t)col0[i],
+			.prov_ncols = (uint32_t)ncols[i],
+			.out_stride = (uint32_t)row,
+		};
+
+		p.len = rows * p.ncols;
+		/* each part starts where its columns do in the first row */
+		t->nbytes = base + at;
+		rc = plan_push_piece(t, &p, err);
+		at += p.ncols;
+	}
+	t->nbytes = base + rows * row;
+	return rc;
 }
 
 enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,

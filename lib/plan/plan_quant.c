@@ -1,12 +1,13 @@
 /*
  * plan_quant.c - what the plan needs to know of a quantized checkpoint's
  * quantization_config beyond its rules: which KV-cache placeholders vLLM's
- * method adds, which scales it holds in F32, and where a column split would
- * cut a quantization group or a packed word.
+ * method adds, which scales it holds in F32, where a split would cut a
+ * quantization group or a packed word, and which methods are refused.
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -130,19 +131,129 @@ enum wshard_err plan_check_groups(const struct wshard_plan *plan, const struct m
 				t->name, have, plan->tp);
 }
 
+/* quant_method is GPTQ's (1), AWQ's (2) or neither (0); vLLM reads the
+ * marlin names as the same configs. */
+static int gptq_or_awq(const char *method)
+{
+	if (method && (!strcmp(method, "gptq") || !strcmp(method, "gptq_marlin")))
+		return 1;
+	if (method && (!strcmp(method, "awq") || !strcmp(method, "awq_marlin")))
+		return 2;
+	return 0;
+}
+
+/*
+ * A cut of GPTQ's or AWQ's [in, out] tensors into ways parts along dim:
+ * dimension 1 (the outputs) must give whole int32 words where it is packed
+ * (the zero points, AWQ's weight); dimension 0 whole groups of inputs (the
+ * scales and zero points count groups) and, for GPTQ's weight, whole words
+ * of packed inputs.  Refused before anything is written, naming the
+ * tensor, the dimension and the group or pack.
+ */
+enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct member *m,
+				 int dim, uint64_t ways, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	const char *name = t->name;
+	size_t len = strlen(name);
+	bool qweight = len >= 8 && !strcmp(name + len - 8, ".qweight");
+	bool awq = gptq_or_awq(quant_method(plan)) == 2;
+	long long group = quant_key(plan, "group_size", "group_size");
+	long long bits = quant_key(plan, "bits", "num_bits");
+	unsigned long long have;
+
+	if (!bits)
+		bits = quant_key(plan, "w_bit", "num_bits");
+	if (t->ndim != 2)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': GPTQ and AWQ tensors have 2 dimensions, not %d",
+					name, t->ndim);
+	have = t->shape[dim];
+	if (have % ways == 0)
+		return WSHARD_OK;
+	if ((dim == 1 && (!qweight || awq)) || (dim == 0 && qweight && !awq))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': dimension %d holds %llu int32 words of %lld packed values; --tp %d would cut a word",
+					name, dim, have, bits > 0 && bits <= 32 ? 32 / bits : 8,
+					plan->tp);
+	if (dim == 0 && !qweight)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': dimension 0 holds %llu groups of %lld input rows (quantization_config group_size); --tp %d would cut a group",
+					name, have, group, plan->tp);
+	return plan_indivisible(plan, m, dim, have, err);
+}
+
 /*
  * Quantization formats whose per-rank layout in vLLM wshard does not write
- * yet: refused from config.json before any tensor is read, rather than
- * left to the rules' coverage check (which names tensors, not the format).
- * GPTQ and AWQ pack along other dimensions than compressed-tensors; of
- * compressed-tensors' formats, those other than pack-, int- and
- * float-quantized (nvfp4-pack-quantized, marlin-24, ...).
+ * (or vLLM does not load): refused from config.json before any tensor is
+ * read, rather than left to the rules' coverage check (which names
+ * tensors, not the format).  GPTQ and AWQ as vLLM 0.32 takes them (GPTQ
+ * 4- or 8-bit symmetric without activation order, AWQ 4-bit GEMM in
+ * groups), on dense layers; of compressed-tensors' formats, pack-, int-
+ * and float-quantized.
  */
+static enum wshard_err check_gptq_awq(const struct wshard_plan *plan, int which,
+				      struct wshard_error *err)
+{
+	static const char *const experts[] = {
+		"num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts",
+	};
+	json_t *q = plan_quant_config(plan);
+	const char *version = json_string_value(json_object_get(q, "version"));
+	const char *what = which == 1 ? "GPTQ" : "AWQ";
+	long long bits = quant_key(plan, "bits", "num_bits");
+	long long group = quant_key(plan, "group_size", "group_size");
+	size_t i;
+
+	if (which == 2 && !bits)
+		bits = quant_key(plan, "w_bit", "num_bits");
+	if (which == 2 && !group)
+		group = quant_key(plan, "q_group_size", "group_size");
+	for (i = 0; i < sizeof(experts) / sizeof(experts[0]); i++) {
+		json_t *v = json_object_get(plan->config->json, experts[i]);
+
+		if (json_is_integer(v) && json_integer_value(v) > 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': %s experts (config.json %s) are not supported yet (dense layers are)",
+						plan->cat->path, what, experts[i]);
+	}
+	if (json_is_true(json_object_get(q, "lm_head")))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': quantization_config.lm_head is true: a quantized %s lm_head is not supported yet",
+					plan->cat->path, what);
+	if (which == 1) {
+		if (bits != 4 && bits != 8)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': quantization_config.bits %lld: vLLM takes GPTQ of 4 or 8 bits",
+						plan->cat->path, bits);
+		if (!json_is_true(json_object_get(q, "sym")))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': quantization_config.sym is not true: vLLM takes symmetric GPTQ only",
+						plan->cat->path);
+		if (json_is_true(json_object_get(q, "desc_act")) && group != -1)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': quantization_config.desc_act is true: vLLM no longer takes GPTQ with activation order",
+						plan->cat->path);
+		return WSHARD_OK;
+	}
+	if (bits != 4)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': quantization_config.bits %lld: vLLM takes AWQ of 4 bits",
+					plan->cat->path, bits);
+	if (version && strcasecmp(version, "gemm") != 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': quantization_config.version \"%s\": AWQ's GEMM layout is supported, not this one",
+					plan->cat->path, version);
+	if (group <= 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': quantization_config.group_size %lld: AWQ per channel is not supported (vLLM holds no scales for its row-parallel layers)",
+					plan->cat->path, group);
+	return WSHARD_OK;
+}
+
 enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err)
 {
-	static const char *const later[] = {
-		"gptq", "awq", "gptq_marlin", "awq_marlin", "bitsandbytes", "gguf",
-	};
+	static const char *const later[] = { "bitsandbytes", "gguf" };
 	static const char *const formats[] = {
 		"pack-quantized", "int-quantized", "float-quantized",
 	};
@@ -154,10 +265,12 @@ enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_
 
 	if (!method)
 		return WSHARD_OK;
+	if (gptq_or_awq(method))
+		return check_gptq_awq(plan, gptq_or_awq(method), err);
 	for (i = 0; i < sizeof(later) / sizeof(later[0]); i++)
 		if (!strcmp(method, later[i]))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': quantization_config.quant_method \"%s\" is not supported yet (fp8, mxfp4 and compressed-tensors are)",
+						"'%s': quantization_config.quant_method \"%s\" is not supported yet (fp8, mxfp4, gptq, awq and compressed-tensors are)",
 						plan->cat->path, method);
 	if (strcmp(method, "compressed-tensors") != 0)
 		return WSHARD_OK;

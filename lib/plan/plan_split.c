@@ -248,9 +248,14 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 	 * is a per-channel scale (one group) beside a column split */
 	if (m->rule->scale && t->end - t->begin == wshard_dtype_bits(t->dtype) / 8)
 		kind = RULE_REPLICATE;
-	else if (kind == RULE_COL && m->rule->grouped && (t->ndim != 2 || t->shape[1] == 1))
+	else if (kind == (m->rule->inout ? RULE_ROW : RULE_COL) && m->rule->grouped &&
+		 (t->ndim != 2 || t->shape[m->rule->inout ? 0 : 1] == 1))
 		kind = RULE_REPLICATE;
-	else if (kind == RULE_ROW || kind == RULE_COL) {
+	else if (m->rule->inout && (kind == RULE_ROW || kind == RULE_COL)) {
+		rc = plan_check_inout(plan, m, kind == RULE_COL ? 1 : 0, (uint64_t)plan->tp, err);
+		if (rc)
+			return rc;
+	} else if (kind == RULE_ROW || kind == RULE_COL) {
 		rc = check_blocks(plan, m, kind == RULE_COL, false, err);
 		if (!rc && kind == RULE_COL)
 			rc = plan_check_groups(plan, m, err);
@@ -355,6 +360,62 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 		ndim = 1;
 	shape[0] = total;
 	return set_item_shape(plan, g, parts[0]->out, shape, ndim, err);
+}
+
+/*
+ * One item of an operator fused along dimension 1 (GPTQ's and AWQ's
+ * [in, out] tensors): each part's columns cut as build_fused cuts rows,
+ * the parts side by side in every row.
+ */
+static enum wshard_err build_beside(const struct wshard_plan *plan,
+				    struct group_out *g, const struct rules_op *op,
+				    const struct member *const *parts,
+				    struct wshard_error *err)
+{
+	const struct wshard_st_tensor *first = src_info(plan, parts[0]->src);
+	uint64_t shape[WSHARD_MAX_DIMS] = { 0 }, c0[OP_MAX_PARTS], nc[OP_MAX_PARTS];
+	uint32_t src[OP_MAX_PARTS];
+	enum wshard_err rc = WSHARD_OK;
+	int p, r;
+
+	for (p = 0; p < op->nparts; p++) {
+		const struct wshard_st_tensor *t = src_info(plan, parts[p]->src);
+
+		if (t->dtype != first->dtype || t->ndim != 2 || t->shape[0] != first->shape[0] ||
+		    wshard_dtype_bits(t->dtype) % 8)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' fused into '%s' differ in dtype or in dimension 0",
+						first->name, t->name, parts[0]->out);
+		src[p] = parts[p]->src;
+		if (op->kind == OP_REPLICATE)
+			continue;
+		/* k and v with fewer kv heads than ranks: a head a rank */
+		rc = plan_check_inout(plan, parts[p], 1,
+				      op->kind == OP_QKV && p > 0 &&
+				      plan->tp > plan->config->num_key_value_heads ?
+				      (uint64_t)plan->config->num_key_value_heads : (uint64_t)plan->tp,
+				      err);
+		if (rc)
+			return rc;
+	}
+	for (r = 0; r < plan->tp && !rc; r++) {
+		uint64_t cols = 0;
+
+		for (p = 0; p < op->nparts && !rc; p++) {
+			rc = part_rows(plan, op, p, parts[p], src_info(plan, src[p])->shape[1], r,
+				       &c0[p], &nc[p], err);
+			cols += nc[p];
+		}
+		if (!rc)
+			rc = plan_push_side_by_side(plan, &g->ranks[r], (size_t)op->nparts, src,
+						    c0, nc, err);
+		if (r == 0)
+			shape[1] = cols;
+	}
+	if (rc)
+		return rc;
+	shape[0] = first->shape[0];
+	return set_item_shape(plan, g, parts[0]->out, shape, 2, err);
 }
 
 /* Names the source tensor a fused output lacks, from the rule for that part. */
@@ -516,5 +577,7 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 	for (p = 0; p < op->nparts; p++)
 		if (!parts[p])
 			return missing_part(plan, rules, &m[0], p, err);
+	if (rule->inout)
+		return build_beside(plan, g, op, parts, err);
 	return build_fused(plan, g, op, parts, off, len, err);
 }

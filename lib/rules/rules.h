@@ -69,8 +69,14 @@ struct rules_rule {
 				 * (one: per channel, whole beside a "col" split) */
 	bool packed;		/* derived weight_packed: dimension 1 holds
 				 * int32 words of packed values */
-	int alt;		/* a ".weight" rule: the derived weight_packed
-				 * rule that stands in for it (0: none) */
+	int alt[2];		/* a ".weight" rule: the derived rules that
+				 * stand in for it, weight_packed and GPTQ's
+				 * or AWQ's qweight (0: none) */
+	bool inout;		/* derived qweight / qzeros / scales of GPTQ
+				 * and AWQ: stored [in, out], dimension 1
+				 * holds the outputs (a "row" split cuts it,
+				 * a fused operator's parts lie side by side
+				 * there), dimension 0 the inputs or groups */
 	char *cond;		/* "if": expression over config.json and n, or NULL */
 	char *reason;		/* skip with "reason": a left-out tensor */
 	bool has_dtype;		/* "dtype": the output's dtype, converted */

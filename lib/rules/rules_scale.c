@@ -38,8 +38,18 @@ static char *dup_or_null(const char *s)
  * copied whole: vLLM's BasevLLMParameter takes each loaded value as it
  * is, so a fused operator keeps the part it loads last, its checkpoint
  * names being read in sorted order.
+ *
+ * GPTQ and AWQ store each weight transposed, [in, out]: X.qweight (int32
+ * words of 4-bit values, packed along the inputs by GPTQ, along the
+ * outputs by AWQ), X.scales and X.qzeros (one row per group of inputs;
+ * the zero points packed along the outputs).  An output split cuts their
+ * dimension 1 and a fused operator's parts lie side by side there; an
+ * input split cuts their dimension 0, a single group (GPTQ per channel)
+ * whole on every rank, as vLLM's marlin_repeat_scales_on_all_ranks does.
+ * vLLM drops GPTQ's X.g_idx (activation order is refused up front).
  */
-enum derive { D_SCALE, D_INPUT, D_BLOCK, D_PACKED, D_ZERO, D_SHAPE };
+enum derive { D_SCALE, D_INPUT, D_BLOCK, D_PACKED, D_ZERO, D_SHAPE,
+	      D_QWEIGHT, D_QZEROS, D_QSCALES, D_GIDX };
 
 static const struct {
 	const char *suffix, *out;
@@ -52,8 +62,19 @@ static const struct {
 	{ ".weight_packed", ".weight_packed", D_PACKED },
 	{ ".weight_zero_point", ".weight_zero_point", D_ZERO },
 	{ ".weight_shape", ".weight_shape", D_SHAPE },
+	{ ".qweight", ".qweight", D_QWEIGHT },
+	{ ".qzeros", ".qzeros", D_QZEROS },
+	{ ".scales", ".scales", D_QSCALES },
+	{ ".g_idx", ".g_idx", D_GIDX },
 };
+
+static bool is_inout(enum derive how)
+{
+	return how == D_QWEIGHT || how == D_QZEROS || how == D_QSCALES;
+}
 #define NDERIVED (sizeof(derived) / sizeof(derived[0]))
+
+#define GIDX_REASON "GPTQ activation order: vLLM drops g_idx"
 
 /* Whether fused part w is the one vLLM loads last: no other single part of
  * its operator sorts after it. */
@@ -78,6 +99,11 @@ static enum rule_kind derived_kind(const struct rules_rule *rules, size_t n,
 	}
 	if (how == D_INPUT && w->kind == RULE_COL)
 		return RULE_REPLICATE;
+	if (how == D_GIDX)
+		return RULE_SKIP;
+	/* [in, out]: the weight's dimensions swapped */
+	if (is_inout(how) && (w->kind == RULE_ROW || w->kind == RULE_COL))
+		return w->kind == RULE_ROW ? RULE_COL : RULE_ROW;
 	return w->kind;
 }
 
@@ -101,6 +127,12 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 		for (k = 0; k < NDERIVED; k++) {
 			struct rules_rule *d = &rules[n + add];
 			enum derive how = derived[k].how;
+
+			/* GPTQ's and AWQ's experts are refused (plan_quant.c) */
+			if ((is_inout(how) || how == D_GIDX) &&
+			    (strstr(w->match, "{e}") || w->rows || w->transpose ||
+			     w->deinterleave))
+				continue;
 			const char *suffix = derived[k].suffix, *out = derived[k].out;
 			size_t sl = strlen(out);
 
@@ -115,10 +147,12 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			if (how == D_SHAPE && d->kind == RULE_REPLICATE)
 				d->op = d->part = d->nparts = 0;
 			d->block = how == D_BLOCK;
-			d->grouped = how == D_SCALE || how == D_ZERO;
+			d->grouped = how == D_SCALE || how == D_ZERO || how == D_QZEROS ||
+				     how == D_QSCALES;
 			d->packed = how == D_PACKED;
-			if (how == D_PACKED)
-				w->alt = (int)(n + add);
+			d->inout = is_inout(how);
+			if (how == D_PACKED || how == D_QWEIGHT)
+				w->alt[how == D_QWEIGHT] = (int)(n + add);
 			d->match = malloc(ml - 7 + strlen(suffix) + 1);
 			d->output = malloc(ol + sl + 1);
 			if (!d->match || !d->output) {
@@ -135,11 +169,11 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			else
 				sprintf(d->output, "%s%s", w->output, out);
 			d->cond = dup_or_null(w->cond);
-			d->reason = dup_or_null(w->reason);
+			d->reason = how == D_GIDX ? strdup(GIDX_REASON) : dup_or_null(w->reason);
 			/* per-channel scales follow their weight's rows (vLLM's
 			 * permute_qk_weight_for_rotary permutes both) */
 			d->deinterleave = dup_or_null(w->deinterleave);
-			if ((w->cond && !d->cond) || (w->reason && !d->reason) ||
+			if ((w->cond && !d->cond) || ((w->reason || how == D_GIDX) && !d->reason) ||
 			    (w->deinterleave && !d->deinterleave))
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			/*

@@ -83,6 +83,34 @@ static void report(struct stream *s, size_t len)
 }
 
 /*
+ * Rows [x, y) of a part of an output fused along dimension 1: each its
+ * own put, out_stride bytes apart (the other parts' rows lie between).
+ */
+static void put_strided(struct stream *s, const struct ref *ref, const struct wshard_piece *p,
+			uint64_t x, uint64_t y, const char *src, uint64_t stride)
+{
+	bool convert = p->from != p->to;
+	uint64_t r;
+
+	if (convert && stream_grow(&s->stage, &s->stage_cap, (size_t)p->out_ncols, &s->local))
+		return;
+	for (r = x; r < y && !s->local.code; r++) {
+		const char *row = src ? src + (r - x) * stride : NULL;
+
+		if (convert && row) {
+			wshard_convert_floats(p->from, p->to, row, s->stage,
+					      p->ncols / (wshard_dtype_bits(p->from) / 8));
+			row = s->stage;
+		}
+		if (s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor,
+				 p->dst + (r - p->row0) * p->out_stride, row,
+				 (size_t)p->out_ncols, &s->local))
+			return;
+		report(s, (size_t)p->out_ncols);
+	}
+}
+
+/*
  * Hands rows [x, y) of piece ref to the sink; rows start at src (stride
  * apart).  Rows that are not contiguous (a column piece) or change dtype
  * are gathered into the stage and put about STAGE_BYTES at a time, so
@@ -99,6 +127,10 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 
 	if (s->local.code || len == 0)
 		return;
+	if (p->out_stride) {
+		put_strided(s, ref, p, x, y, src, stride);
+		return;
+	}
 	if (stride == p->ncols && !convert) {
 		if (!s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor, off, src,
 				  len, &s->local))

@@ -148,6 +148,12 @@ CASES = {
     # weights per channel, activations dynamic per token.
     "llama-w8a8": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-fp8dyn": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # GPTQ (4-bit in groups of 128, per channel) and AWQ (4-bit, groups
+    # of 128, zero points): ckpt_gptq.py.  (vLLM's CPU build refuses 8-bit
+    # GPTQ: "Marlin does not support weight_bits = uint8b128".)
+    "llama-gptq": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-gptqc": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-awq": ("LlamaConfig", "LlamaForCausalLM", {}),
 
     "qwen3_moe-fp8": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                       {"num_key_value_heads": 4, "num_experts": 4,
@@ -702,6 +708,9 @@ def make(arch, out):
         quantize_fp8(out, per_tensor=True)
     elif arch.endswith("-mxfp4"):
         mxfp4(out)
+    elif variant in ("gptq", "gptqc", "awq"):
+        from ckpt_gptq import gptq_awq
+        gptq_awq(out, variant)
 
 
 if __name__ == "__main__":
