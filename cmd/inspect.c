@@ -149,9 +149,10 @@ static void print_rank(const struct inspect_opts *o, const struct wshard_manifes
 
 		if (o->filter && fnmatch(o->filter, t->name, 0) != 0)
 			continue;
-		printf("%-60s %-6s %-18s %12lld  %s\n", t->name, wshard_dtype_name(t->dtype),
+		printf("%-60s %-6s %-18s %12lld  %s%s%s\n", t->name, wshard_dtype_name(t->dtype),
 		       compact_shape(shape, sizeof(shape), t->shape, t->ndim),
-		       (long long)(t->end - t->begin), rk->files[t->file].name);
+		       (long long)(t->end - t->begin), rk->files[t->file].name,
+		       t->quant ? "  quant: " : "", wshard_quant_role_name(t->quant));
 	}
 }
 
@@ -209,6 +210,9 @@ static int inspect_output(const struct inspect_opts *o)
 		       same ? "" : ")");
 	}
 	printf("source: %s\n", m->source_path);
+	if (m->quant_method)
+		printf("quantization: %s%s%s\n", m->quant_method, m->quant_format ? " " : "",
+		       m->quant_format ? m->quant_format : "");
 	if (m->source_repo_id)
 		printf("source repo: %s  revision: %s  commit: %s\n", m->source_repo_id,
 		       m->source_revision, m->source_commit);

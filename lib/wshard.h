@@ -59,6 +59,24 @@ enum wshard_dtype {
 };
 #define WSHARD_MAX_DIMS 8
 
+/* What an output tensor is to its layer's quantization (the manifest's
+ * "quant"): nothing, the quantized weight, or what dequantizes it. */
+enum wshard_quant_role {
+	WSHARD_QUANT_NONE,
+	WSHARD_QUANT_WEIGHT,		/* FP8, INT8, packed 4-bit, FP4 blocks */
+	WSHARD_QUANT_SCALE,		/* weight scales, block scales */
+	WSHARD_QUANT_INPUT_SCALE,	/* static activation scales */
+	WSHARD_QUANT_ZERO_POINT,	/* weight zero points */
+	WSHARD_QUANT_SHAPE,		/* compressed-tensors' weight_shape */
+};
+
+/* The manifest's name of role ("weight", "scale", ...; "" for none). */
+const char *wshard_quant_role_name(enum wshard_quant_role role);
+
+/* The role named name (as wshard_quant_role_name gives it).  Returns 0,
+ * or -1 when no role has that name. */
+int wshard_quant_role_parse(const char *name, enum wshard_quant_role *out_role);
+
 /* Returns the safetensors name of dt ("BF16"), or "?" when out of range. */
 const char *wshard_dtype_name(enum wshard_dtype dt);
 /* Writes "[3, 4]" for shape into buf (cut short to fit); returns buf. */
@@ -370,6 +388,7 @@ struct wshard_manifest_tensor {
 	size_t file;			/* index into the rank's files */
 	uint64_t begin, end;		/* data_offsets within that file */
 	const char *checksum;
+	enum wshard_quant_role quant;	/* "quant", WSHARD_QUANT_NONE if absent */
 };
 struct wshard_manifest_rank {
 	size_t nfiles;
@@ -403,6 +422,9 @@ struct wshard_manifest {
 	struct wshard_manifest_left_out *left_out;
 	struct wshard_options options;	/* those the plan was built with */
 	const char *expert_placement;	/* the ranks' (EP only), else NULL */
+	/* the source's quantization_config ("quantization"): its
+	 * quant_method and compressed-tensors' format, or NULL */
+	const char *quant_method, *quant_format;
 	size_t nranks;			/* rank r is ranks[r] */
 	struct wshard_manifest_rank *ranks;
 	bool has_archives;		/* an "archives" member, even empty */

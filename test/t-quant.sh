@@ -165,6 +165,28 @@ for q in gptq:128 gptq:-1 awq:128; do
 done
 echo "   GPTQ (groups of 128, per channel) and AWQ at tp 1 and 2: vLLM's layout"
 
+# The manifest records each tensor's quantization role and the scheme;
+# inspect shows them; verify finds a role changed in the manifest.
+ncases=$((ncases + 1))
+o=$T/out-gptq128-tp2
+expect_exit 0 "$WSHARD" inspect --rank 1 --filter '*layers.1.mlp*' "$o" &&
+	for want in "quantization: gptq" "down_proj.qweight .* quant: weight" \
+		    "gate_up_proj.scales .* quant: scale" "down_proj.qzeros .* quant: zero_point"; do
+		grep -q "$want" "$T/out" || fail "inspect does not show '$want'"
+	done
+grep -q "layernorm.weight.*quant" "$T/out" && fail "inspect gives a norm a quantization role"
+"$PYTHON" - "$o/wshard.json" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+s = s.replace('"quant": "zero_point"', '"quant": "scale"', 1)
+open(p, "w").write(s)
+PY
+expect_exit 1 "$WSHARD" verify "$o" &&
+	grep -q "qzeros': the source gives it quant \"zero_point\", the manifest \"scale\"" "$T/out" ||
+	fail "verify does not find the changed role: $(head -c 300 "$T/out")"
+echo "   quant roles: in the manifest, shown by inspect, checked by verify"
+
 # refused NAME TP WANT SRC: exit 3, one line with WANT, no output.
 refused() {
 	ncases=$((ncases + 1))

@@ -52,6 +52,36 @@ const char *wshard_dtype_name(enum wshard_dtype dt)
 	return dtypes[dt].name;
 }
 
+static const char *const quant_roles[] = {
+	[WSHARD_QUANT_NONE] = "",
+	[WSHARD_QUANT_WEIGHT] = "weight",
+	[WSHARD_QUANT_SCALE] = "scale",
+	[WSHARD_QUANT_INPUT_SCALE] = "input_scale",
+	[WSHARD_QUANT_ZERO_POINT] = "zero_point",
+	[WSHARD_QUANT_SHAPE] = "shape",
+};
+
+const char *wshard_quant_role_name(enum wshard_quant_role role)
+{
+	if ((unsigned)role >= sizeof(quant_roles) / sizeof(quant_roles[0]))
+		return "";
+	return quant_roles[role];
+}
+
+int wshard_quant_role_parse(const char *name, enum wshard_quant_role *out_role)
+{
+	size_t i;
+
+	*out_role = WSHARD_QUANT_NONE;
+	for (i = 0; name && i < sizeof(quant_roles) / sizeof(quant_roles[0]); i++) {
+		if (!strcmp(name, quant_roles[i])) {
+			*out_role = (enum wshard_quant_role)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 int wshard_dtype_parse(const char *name, enum wshard_dtype *out_dt)
 {
 	int i;

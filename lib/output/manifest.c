@@ -220,6 +220,8 @@ static void fill_tensor(void *arg, struct text *t, size_t i, int extra)
 		"data_offsets", range(ot->begin, ot->end),
 		"checksum", c->ck->tensor[i],
 		"sources", manifest_sources_json(c->plan, ot));
+	if (o && ot->quant)
+		json_object_set_new(o, "quant", json_string(wshard_quant_role_name(ot->quant)));
 
 	text_add_object(t, o, extra, NULL, 0, NULL, NULL);
 	json_decref(o);
@@ -504,6 +506,10 @@ json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode m
 		"files", files, "copied", copied));
 	if (plan->nleft_out)
 		json_object_set_new(doc, "left_out", left_out_json(plan));
+	/* the scheme the tensors' "quant" roles belong to, as the source says it */
+	if (json_is_object(json_object_get(cat->config.json, "quantization_config")))
+		json_object_set(doc, "quantization",
+				json_object_get(cat->config.json, "quantization_config"));
 	json_object_set_new(doc, "validation", json_pack("{s:s}", "mode",
 							 manifest_validate_name(mode)));
 	json_object_set_new(doc, "ranks", json_string(RANKS_MARK));

@@ -491,6 +491,10 @@ int manifest_entry_print(const struct wshard_plan *plan, const struct wshard_out
 	put_range(&b, d + 1, t->begin, t->end);
 	put_key(&b, d + 1, "checksum", false);
 	put_str(&b, checksum);
+	if (t->quant) {
+		put_key(&b, d + 1, "quant", false);
+		put_str(&b, wshard_quant_role_name(t->quant));
+	}
 	put_key(&b, d + 1, "sources", false);
 	put_list_open(&b, t->npieces);
 	for (k = 0; k < t->npieces;) {

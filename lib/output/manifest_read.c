@@ -225,6 +225,9 @@ static bool parse_tensor(const struct wshard_manifest_rank *mr, json_t *x,
 
 	t->name = json_string_value(json_object_get(x, "name"));
 	t->checksum = json_string_value(json_object_get(x, "checksum"));
+	if (json_object_get(x, "quant") &&
+	    wshard_quant_role_parse(json_string_value(json_object_get(x, "quant")), &t->quant) < 0)
+		return false;
 	if (!t->name || !t->checksum || !dtype || wshard_dtype_parse(dtype, &t->dtype) < 0 ||
 	    !file || !json_is_array(shape) || json_array_size(shape) > WSHARD_MAX_DIMS ||
 	    !json_is_array(off) || json_array_size(off) != 2 ||
@@ -434,7 +437,7 @@ enum wshard_err wshard_manifest_open(struct wshard_manifest **out_m, const char 
 {
 	struct manifest_full *mf = calloc(1, sizeof(*mf));
 	struct wshard_manifest *m = &mf->pub;
-	json_t *ranks, *x;
+	json_t *ranks, *x, *q;
 	size_t i;
 	enum wshard_err rc;
 
@@ -455,6 +458,9 @@ enum wshard_err wshard_manifest_open(struct wshard_manifest **out_m, const char 
 	m->rules = json_string_value(json_object_get(mf->doc, "rules"));
 	m->expert_placement = json_string_value(json_object_get(
 		json_object_get(mf->doc, "parallel"), "expert_placement"));
+	q = json_object_get(mf->doc, "quantization");
+	m->quant_method = json_string_value(json_object_get(q, "quant_method"));
+	m->quant_format = json_string_value(json_object_get(q, "format"));
 	ranks = json_object_get(mf->doc, "ranks");
 	if (!json_is_array(ranks) || json_array_size(ranks) == 0) {
 		rc = bad(m, err, "no \"ranks\"");

@@ -103,6 +103,7 @@ struct wshard_piece {
 struct wshard_out_tensor {
 	char *name;
 	enum wshard_dtype dtype;
+	uint8_t quant;			/* enum wshard_quant_role */
 	int ndim;
 	uint64_t shape[WSHARD_MAX_DIMS];
 	uint64_t nbytes;

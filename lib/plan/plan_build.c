@@ -176,6 +176,37 @@ static enum wshard_err name_and_shape(const struct wshard_plan *plan,
 	return WSHARD_OK;
 }
 
+/*
+ * What output name, from source m, is to its layer's quantization: a
+ * derived rule's role; else, in a quantized checkpoint, a tensor of a
+ * quantized dtype is a weight, or a scale when its name says so (MXFP4's
+ * U8 "_scales" beside its "_blocks").
+ */
+static uint8_t quant_role(const struct wshard_plan *plan, const struct member *m)
+{
+	static const char *const scales[] = { "_scale", "_scales", "_scale_inv", ".scale" };
+	enum wshard_dtype dt = src_info(plan, m->src)->dtype;
+	size_t len = strlen(m->out), i, k;
+
+	if (m->rule->qrole || !plan_quant_config(plan))
+		return m->rule->qrole;
+	for (i = 0; i < sizeof(scales) / sizeof(scales[0]); i++) {
+		k = strlen(scales[i]);
+		if (len >= k && !strcmp(m->out + len - k, scales[i]))
+			return WSHARD_QUANT_SCALE;
+	}
+	switch (dt) {
+	case WSHARD_F8_E4M3: case WSHARD_F8_E5M2: case WSHARD_F8_E4M3FNUZ:
+	case WSHARD_F8_E5M2FNUZ: case WSHARD_I8: case WSHARD_U8: case WSHARD_F4:
+	case WSHARD_I32:
+		return WSHARD_QUANT_WEIGHT;
+	case WSHARD_F8_E8M0:
+		return WSHARD_QUANT_SCALE;
+	default:
+		return WSHARD_QUANT_NONE;
+	}
+}
+
 /* Builds the group of members [m, m + n) that share an output name. */
 static enum wshard_err build_group(struct wshard_plan *plan,
 				   const struct wshard_rules *rules,
@@ -216,6 +247,7 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 				t->pieces[k].from = t->pieces[k].to = dt;
 			convert_dtype(WSHARD_F32, t);
 		}
+		t->quant = quant_role(plan, &m[0]);
 		if (!rc)
 			rc = plan_rank_push(&plan->ranks[r], &caps[r], t, err);
 		free(t->name);

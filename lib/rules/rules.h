@@ -61,6 +61,8 @@ struct rules_rule {
 	int nparts;		/* FUSE: consecutive parts the source holds
 				 * ("OP.a+b+c"; more than 1 needs "sizes") */
 	bool scale;		/* derived FP8 scale: one element is kept whole */
+	uint8_t qrole;		/* derived: enum wshard_quant_role of its
+				 * outputs (plan.h) */
 	bool optional;		/* a source need not exist (else: one per layer) */
 	bool block;		/* derived weight_scale_inv: block-wise FP8 scale */
 	bool collapse;		/* derived per-expert input scale: w1's alone */

@@ -68,6 +68,27 @@ static const struct {
 	{ ".g_idx", ".g_idx", D_GIDX },
 };
 
+/* What a derived tensor is to its layer's quantization (plan.h). */
+static uint8_t derived_role(enum derive how)
+{
+	switch (how) {
+	case D_PACKED:
+	case D_QWEIGHT:
+		return WSHARD_QUANT_WEIGHT;
+	case D_INPUT:
+		return WSHARD_QUANT_INPUT_SCALE;
+	case D_ZERO:
+	case D_QZEROS:
+		return WSHARD_QUANT_ZERO_POINT;
+	case D_SHAPE:
+		return WSHARD_QUANT_SHAPE;
+	case D_GIDX:
+		return WSHARD_QUANT_NONE;
+	default:
+		return WSHARD_QUANT_SCALE;
+	}
+}
+
 static bool is_inout(enum derive how)
 {
 	return how == D_QWEIGHT || how == D_QZEROS || how == D_QSCALES;
@@ -151,6 +172,7 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 				     how == D_QSCALES;
 			d->packed = how == D_PACKED;
 			d->inout = is_inout(how);
+			d->qrole = derived_role(how);
 			if (how == D_PACKED || how == D_QWEIGHT)
 				w->alt[how == D_QWEIGHT] = (int)(n + add);
 			d->match = malloc(ml - 7 + strlen(suffix) + 1);

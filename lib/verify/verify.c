@@ -61,6 +61,7 @@ static enum wshard_err take_rank(struct verify *v, size_t r, struct wshard_error
 		t->begin = mt->begin;
 		t->end = mt->end;
 		t->checksum = mt->checksum;
+		t->quant = mt->quant;
 	}
 	return WSHARD_OK;
 }

@@ -101,6 +101,10 @@ static void check_plan(struct verify *v, const struct wshard_plan *plan, int r)
 			     t->name, wshard_dtype_name(t->dtype), a, wshard_dtype_name(m->dtype), b);
 			continue;
 		}
+		if (m->quant != (enum wshard_quant_role)t->quant)
+			verify_diff(v, "rank %d: tensor '%s': the source gives it quant \"%s\", the manifest \"%s\"",
+				    r, t->name, t->quant ? wshard_quant_role_name(t->quant) : "none",
+				    m->quant ? wshard_quant_role_name(m->quant) : "none");
 		if (m->comparable && m->end - m->begin == t->nbytes)
 			vr->from_plan[i] = (long)j;
 	}

@@ -51,6 +51,7 @@ struct vtensor {
 	size_t file;
 	uint64_t begin, end;
 	const char *checksum;		/* as the manifest says */
+	enum wshard_quant_role quant;	/* as the manifest says */
 	char digest[WSHARD_DIGEST_HEX];	/* as computed, "" if not */
 	bool comparable;		/* structure matches: compare its bytes */
 	bool differs;			/* a byte difference was reported */
