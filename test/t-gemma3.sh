@@ -12,9 +12,11 @@
 
 src=$T/gemma-3-4b
 mkdir -p "$src"
-"$PYTHON" - "$src" <<'PY' || fail "writing the sparse checkpoint failed"
-import json, os, struct, sys
+"$PYTHON" - "$src" "$ROOT/test" <<'PY' || fail "writing the sparse checkpoint failed"
+import json, os, sys
 out = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+import st
 cfg = {"architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
        "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144,
        "initializer_range": 0.02, "mm_tokens_per_image": 256, "model_type": "gemma3",
@@ -67,19 +69,7 @@ t[P + "post_layernorm.weight"] = [VH]
 t[P + "post_layernorm.bias"] = [VH]
 t["multi_modal_projector.mm_input_projection_weight"] = [VH, H]
 t["multi_modal_projector.mm_soft_emb_norm.weight"] = [VH]
-hdr, off = {}, 0
-for k, s in t.items():
-    n = 2
-    for d in s:
-        n *= d
-    hdr[k] = {"dtype": "BF16", "shape": s, "data_offsets": [off, off + n]}
-    off += n
-b = json.dumps(hdr).encode()
-b += b" " * (-len(b) % 8)
-with open(os.path.join(out, "model.safetensors"), "wb") as f:
-    f.write(struct.pack("<Q", len(b)))
-    f.write(b)
-    f.truncate(8 + len(b) + off)
+st.write_sparse(os.path.join(out, "model.safetensors"), t)
 PY
 
 # NAME TP SHAPE: rank 0 of the plan at TP holds NAME with SHAPE.

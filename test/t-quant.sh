@@ -23,20 +23,11 @@ S="--layers 2 --hidden 256 --heads 4 --kv-heads 2 --intermediate 512 --vocab 100
 
 # check OUT SRC TP: the rank files against SRC, by the rules above.
 check() {
-	"$PYTHON" - "$1" "$2" "$3" <<'PY' || fail "$1: rank files differ from the layout"
-import glob, json, os, struct, sys
+	"$PYTHON" - "$1" "$2" "$3" "$ROOT/test" <<'PY' || fail "$1: rank files differ from the layout"
+import glob, os, struct, sys
 out, src, tp = sys.argv[1], sys.argv[2], int(sys.argv[3])
-
-def read(paths):
-    t = {}
-    for p in paths:
-        d = open(p, "rb").read()
-        n = struct.unpack("<Q", d[:8])[0]
-        for k, v in json.loads(d[8:8 + n]).items():
-            if k != "__metadata__":
-                a, b = v["data_offsets"]
-                t[k] = (v["dtype"], v["shape"], d[8 + n + a:8 + n + b])
-    return t
+sys.path.insert(0, sys.argv[4])
+from st import read
 
 def cols(t, r):
     dt, shape, b = t
@@ -94,20 +85,14 @@ echo "   group 128 and per channel at tp 1 and 2: the rank files hold vLLM's lay
 
 # check_inout OUT SRC TP METHOD: GPTQ's or AWQ's rank files against SRC.
 check_inout() {
-	"$PYTHON" - "$@" <<'PY' || fail "$1: rank files differ from the layout"
-import glob, json, os, struct, sys
-out, src, tp, method = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+	"$PYTHON" - "$@" "$ROOT/test" <<'PY' || fail "$1: rank files differ from the layout"
+import glob, os, sys
+out, src, tp = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, sys.argv[5])
+import st
 
 def read(paths):
-    t = {}
-    for p in paths:
-        d = open(p, "rb").read()
-        n = struct.unpack("<Q", d[:8])[0]
-        for k, v in json.loads(d[8:8 + n]).items():
-            if k != "__metadata__":
-                a, b = v["data_offsets"]
-                t[k] = (v["shape"], d[8 + n + a:8 + n + b])
-    return t
+    return {k: (shape, b) for k, (dt, shape, b) in st.read(paths).items()}
 
 def beside(parts, r, kv=None):
     # each row: rank r's columns of every part in turn

@@ -75,9 +75,13 @@ void catalog_config_fields(struct wshard_config *c)
 		c->num_experts = field(c, "n_routed_experts");
 	c->moe_intermediate_size = field(c, "moe_intermediate_size");
 	c->shared_expert_intermediate_size = field(c, "shared_expert_intermediate_size");
-	tie = json_object_get(c->text, "tie_word_embeddings");
+	/* a multimodal model's own (top-level) setting wins over its text
+	 * config's: vLLM copies it there (VllmConfig, "In Transformers v5,
+	 * tie_word_embeddings belongs to the config of the class that can see
+	 * both layers") */
+	tie = json_object_get(c->json, "tie_word_embeddings");
 	if (!json_is_boolean(tie))
-		tie = json_object_get(c->json, "tie_word_embeddings");
+		tie = json_object_get(c->text, "tie_word_embeddings");
 	c->tie_word_embeddings = json_is_boolean(tie) ? json_is_true(tie) : -1;
 }
 

@@ -14,9 +14,6 @@ AutoAWQ save them:
   AWQ   qweight [in, out/8] int32, packed along the outputs in AWQ's
         interleaved order; scales [groups, out]; qzeros [groups, out/8]
 """
-import json
-import os
-
 LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
           "down_proj")
 
@@ -86,27 +83,16 @@ def quantize(w, method, bits, group):
 def gptq_awq(out, variant):
     """Rewrites the checkpoint in OUT, shard by shard, as VARIANTS[variant]
     quantizes it, and adds quantization_config to config.json."""
-    from safetensors.torch import load_file, save_file
+    from ckpt_io import rewrite_shards, update_config
     method, bits, group = VARIANTS[variant]
-    idx_path = os.path.join(out, "model.safetensors.index.json")
-    idx = json.load(open(idx_path))
-    for fname in sorted(set(idx["weight_map"].values())):
-        path = os.path.join(out, fname)
-        tensors = load_file(path)
+
+    def shard(tensors):
         for name in list(tensors):
-            if not (name.endswith(".weight") and name.split(".")[-2] in LINEAR):
-                continue
-            base = name[:-len("weight")]
-            parts = quantize(tensors.pop(name), method, bits, group)
-            del idx["weight_map"][name]
-            for suffix, t in parts.items():
-                tensors[base + suffix] = t
-                idx["weight_map"][base + suffix] = fname
-        save_file(tensors, path, metadata={"format": "pt"})
-    with open(idx_path, "w") as f:
-        json.dump(idx, f, indent=2)
-    cfg_path = os.path.join(out, "config.json")
-    cfg = json.load(open(cfg_path))
+            if name.endswith(".weight") and name.split(".")[-2] in LINEAR:
+                base = name[:-len("weight")]
+                for suffix, t in quantize(tensors.pop(name), method, bits, group).items():
+                    tensors[base + suffix] = t
+    rewrite_shards(out, shard)
     if method == "gptq":
         q = {"quant_method": "gptq", "bits": bits, "group_size": group,
              "desc_act": False, "sym": True, "checkpoint_format": "gptq",
@@ -115,6 +101,4 @@ def gptq_awq(out, variant):
         q = {"quant_method": "awq", "bits": bits, "group_size": group,
              "zero_point": True, "version": "gemm",
              "modules_to_not_convert": None}
-    cfg["quantization_config"] = q
-    with open(cfg_path, "w") as f:
-        json.dump(cfg, f, indent=2)
+    update_config(out, lambda cfg: cfg.update(quantization_config=q))

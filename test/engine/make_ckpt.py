@@ -227,6 +227,27 @@ CASES = {
                                          tie_word_embeddings=True))),
     "qwen3_5_vl_moe": ("Qwen3_5MoeConfig", "Qwen3_5MoeForConditionalGeneration",
                        dict(QWEN3_VL, text_config=QWEN3_NEXT)),
+    # Qwen3-VL: a Qwen3 text model (dense, or MoE with its experts stored
+    # fused as transformers writes them) with the same tower, which has
+    # deepstack mergers (taps after blocks 0 and 1).
+    "qwen3_vl": ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration",
+                 dict(QWEN3_VL, vision_config=dict(QWEN3_VL["vision_config"],
+                                                   deepstack_visual_indexes=[0, 1]),
+                      text_config={"rope_parameters": {
+                          "rope_type": "default", "rope_theta": 1000000.0,
+                          "mrope_section": [8, 12, 12], "mrope_interleaved": True}})),
+    "qwen3_vl_moe": ("Qwen3VLMoeConfig", "Qwen3VLMoeForConditionalGeneration",
+                     dict(QWEN3_VL, vision_config=dict(QWEN3_VL["vision_config"],
+                                                       deepstack_visual_indexes=[0, 1]),
+                          # norm_topk_prob: published configs carry it,
+                          # transformers' class does not write it, vLLM reads it
+                          text_config={"num_experts": 4, "num_experts_per_tok": 2,
+                                       "moe_intermediate_size": 64,
+                                       "norm_topk_prob": True,
+                                       "rope_parameters": {
+                                           "rope_type": "default", "rope_theta": 1000000.0,
+                                           "mrope_section": [8, 12, 12],
+                                           "mrope_interleaved": True}})),
     # GLM-4.5: GQA with biases on q/k/v, partial rotary, QK norm, the first
     # layer dense, sigmoid routing with e_score_correction_bias.
     "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM",
@@ -443,26 +464,16 @@ def mxfp4(out):
     quantization_config."""
     import json
     import os
-    from safetensors.torch import load_file, save_file
-    idx_path = os.path.join(out, "model.safetensors.index.json")
-    idx = json.load(open(idx_path))
-    for fname in sorted(set(idx["weight_map"].values())):
-        path = os.path.join(out, fname)
-        tensors = load_file(path)
+    from ckpt_io import rewrite_shards
+
+    def shard(tensors):
         for name in list(tensors):
             if not name.endswith((".experts.gate_up_proj", ".experts.down_proj")):
                 continue
-            w = tensors.pop(name).transpose(1, 2)
-            del idx["weight_map"][name]
-            blocks, scales = pack_mxfp4(w)
+            blocks, scales = pack_mxfp4(tensors.pop(name).transpose(1, 2))
             tensors[name + "_blocks"] = blocks
             tensors[name + "_scales"] = scales
-            idx["weight_map"][name + "_blocks"] = fname
-            idx["weight_map"][name + "_scales"] = fname
-        save_file(tensors, path, metadata={"format": "pt"})
-    idx["weight_map"] = dict(sorted(idx["weight_map"].items()))
-    with open(idx_path, "w") as f:
-        json.dump(idx, f, indent=2)
+    rewrite_shards(out, shard)
     cfg_path = os.path.join(out, "config.json")
     cfg = json.load(open(cfg_path))
     cfg["quantization_config"] = {
@@ -559,6 +570,21 @@ def released_vision_names(out):
     idx["weight_map"] = dict(sorted((rename(k), v) for k, v in idx["weight_map"].items()))
     with open(idx_path, "w") as f:
         json.dump(idx, f, indent=2)
+
+
+def released_fused_experts(out):
+    """Writes the fused experts as Qwen's Qwen3-VL-MoE checkpoints carry
+    them, gate_up_proj [E, H, 2I] and down_proj [E, I, H]: transformers
+    5.19's save_pretrained writes its own [E, 2I, H] and [E, H, I], which
+    vLLM 0.32 (is_fused_checkpoint_transposed) does not load ("The size of
+    tensor a (32) must match the size of tensor b (128)")."""
+    from ckpt_io import rewrite_shards
+
+    def shard(t):
+        for k in t:
+            if k.endswith((".experts.gate_up_proj", ".experts.down_proj")):
+                t[k] = t[k].transpose(-1, -2).contiguous()
+    rewrite_shards(out, shard)
 
 
 def word_level(cfg, special):
@@ -687,8 +713,10 @@ def make(arch, out):
     if arch == "gemma3_mm":
         released_vision_names(out)
         gemma3_processor(out, cfg)
-    if arch.startswith("qwen3_5_vl"):
+    if arch.startswith("qwen3_5_vl") or arch.startswith("qwen3_vl"):
         qwen3_vl_processor(out, cfg)
+    if arch == "qwen3_vl_moe":
+        released_fused_experts(out)
     if arch == "llama4_mm":
         llama4_processor(out, cfg)
     if arch in MTP:

@@ -1,0 +1,36 @@
+"""safetensors files read and written by hand for the t-*.sh scripts (no
+dependency beyond Python's own library): test/st.py."""
+import json
+import struct
+
+
+def read(paths):
+    """{name: (dtype, shape, bytes)} of every tensor in the files paths."""
+    t = {}
+    for p in paths:
+        d = open(p, "rb").read()
+        n = struct.unpack("<Q", d[:8])[0]
+        for k, v in json.loads(d[8:8 + n]).items():
+            if k != "__metadata__":
+                a, b = v["data_offsets"]
+                t[k] = (v["dtype"], v["shape"], d[8 + n + a:8 + n + b])
+    return t
+
+
+def write_sparse(path, shapes, dtype="BF16", width=2):
+    """A file at path holding a tensor of dtype (width bytes an element) for
+    each name: shape of shapes, its data all holes (a full-size checkpoint
+    that takes no disk)."""
+    hdr, off = {}, 0
+    for k, s in shapes.items():
+        n = width
+        for d in s:
+            n *= d
+        hdr[k] = {"dtype": dtype, "shape": s, "data_offsets": [off, off + n]}
+        off += n
+    b = json.dumps(hdr).encode()
+    b += b" " * (-len(b) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(b)))
+        f.write(b)
+        f.truncate(8 + len(b) + off)
