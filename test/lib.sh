@@ -21,6 +21,12 @@ expect_exit() {
 	fi
 	return 0
 }
+# has NAME TP SHAPE: rank 0 of the --dry-run plan saved as $T/plan-TP holds
+# NAME in BF16 with SHAPE ("[a, b]").
+has() {
+	grep -qF "  $1 BF16 $3 " "$T/plan-$2" ||
+		fail "tp $2: $1 is not $3: $(grep -F "  $1 " "$T/plan-$2" | head -n 1)"
+}
 # one_line WHAT: stderr ($T/err) is exactly one line, and not empty.
 one_line() {
 	n=$(grep -c . "$T/err")

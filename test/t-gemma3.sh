@@ -72,11 +72,6 @@ t["multi_modal_projector.mm_soft_emb_norm.weight"] = [VH]
 st.write_sparse(os.path.join(out, "model.safetensors"), t)
 PY
 
-# NAME TP SHAPE: rank 0 of the plan at TP holds NAME with SHAPE.
-has() {
-	grep -qF "  $1 BF16 $3 " "$T/plan-$2" ||
-		fail "tp $2: $1 is not $3: $(grep -F "  $1 " "$T/plan-$2" | head -n 1)"
-}
 # q/k/v rows a rank: 8 heads and 4 kv heads of 256 (the defaults); at
 # tp 8 each kv head is on two ranks
 for tq in 1:4096 2:2048 4:1024 8:768; do

@@ -81,11 +81,6 @@ for m, norm in [("merger.", VH)] + [("deepstack_merger_list.%d." % i, W) for i i
 st.write_sparse(os.path.join(out, "model.safetensors"), t)
 PY
 
-# NAME TP SHAPE: rank 0 of the plan at TP holds NAME with SHAPE.
-has() {
-	grep -qF "  $1 BF16 $3 " "$T/plan-$2" ||
-		fail "tp $2: $1 is not $3: $(grep -F "  $1 " "$T/plan-$2" | head -n 1)"
-}
 L=language_model.model.layers.47
 # q/k/v rows a rank: 32 heads and 4 kv heads of 128; at tp 8 each kv head
 # is on two ranks

@@ -202,7 +202,7 @@ static const char *const archs[] = {
 	"Qwen3ForCausalLM", "GemmaForCausalLM", "Gemma2ForCausalLM",
 	"Gemma3ForCausalLM",
 	"Phi3ForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM",
-	"Qwen3MoeForCausalLM",
+	"Qwen3MoeForCausalLM", "MiniMaxM2ForCausalLM",
 };
 #define NARCHS (sizeof(archs) / sizeof(archs[0]))
 
@@ -223,7 +223,8 @@ static const char *const hybrid_archs[] = {
 /* Multimodal rules: the text model under language_model.model. */
 static const char *const mm_archs[] = {
 	"Gemma3ForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
-	"Qwen3_5MoeForConditionalGeneration",
+	"Qwen3_5MoeForConditionalGeneration", "Qwen3VLForConditionalGeneration",
+	"Qwen3VLMoeForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 
@@ -253,7 +254,9 @@ Test(builtin, every_architecture_loads)
 		cr_assert_eq(find_rule(r, "model.layers.3.self_attn.o_proj.weight", &cap)->kind,
 			     RULE_COL);
 		cr_assert_eq(cap.n, 3);
-		if (strcmp(archs[i], "MixtralForCausalLM") != 0)
+		/* Mixtral and MiniMax-M2 have experts only */
+		if (strcmp(archs[i], "MixtralForCausalLM") != 0 &&
+		    strcmp(archs[i], "MiniMaxM2ForCausalLM") != 0)
 			cr_assert_eq(find_rule(r, "model.layers.0.mlp.down_proj.weight",
 					       &cap)->kind, RULE_COL, "%s", archs[i]);
 		cr_assert_eq(find_rule(r, "model.layers.0.input_layernorm.weight", &cap)->kind,

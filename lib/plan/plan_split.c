@@ -187,6 +187,21 @@ static enum wshard_err split_rows(const struct wshard_plan *plan, struct group_o
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': cannot be split by rows (%s)", t->name,
 					t->ndim < 1 ? "a scalar" : "rows are not whole bytes");
+	if (m->rule->kv_heads && tp > (uint64_t)plan->config->num_key_value_heads) {
+		uint64_t kv = (uint64_t)plan->config->num_key_value_heads;
+
+		rc = plan_check_heads(plan, err);
+		if (rc)
+			return rc;
+		if (rows % kv)
+			return plan_indivisible(plan, m, 0, rows, err);
+		/* rank r holds kv head r / (tp / kv), as vLLM's k and v */
+		shape[0] = rows / kv;
+		for (r = 0; r < plan->tp && !rc; r++)
+			rc = plan_push_rows(plan, &g->ranks[r], m->src,
+					    (uint64_t)r / (tp / kv) * shape[0], shape[0], err);
+		return rc;
+	}
 	if (rows % tp)
 		return plan_indivisible(plan, m, 0, rows, err);
 	shape[0] = rows / tp;

@@ -90,6 +90,9 @@ struct rules_rule {
 				 * cuts the dimension after them */
 	int view;		/* "view": the output's dimensions, the last
 				 * ones merged into one (0: as split) */
+	bool kv_heads;		/* "kv_heads": a "row" split's rows are the kv
+				 * heads': with more ranks than heads, a
+				 * rank's head whole (as q/k/v's k and v) */
 	bool transpose;		/* "transpose": each item's last two
 				 * dimensions swapped (a 3-D "col" split) */
 	int chunks;		/* "chunks": a transposed split's cut

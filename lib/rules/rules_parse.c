@@ -214,7 +214,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 	static const char *const known[] = {
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
 		"if", "reason", "dtype", "from", "rows", "view", "transpose",
-		"chunks", "experts", "deinterleave",
+		"chunks", "experts", "deinterleave", "kv_heads",
 	};
 	const char *key;
 	json_t *val;
@@ -430,6 +430,11 @@ static enum wshard_err parse_view(const struct wshard_rules *r, struct rules_rul
 	if (rule->transpose && (rule->kind != RULE_COL || (rows && json_integer_value(rows) > 2)))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"transpose\" needs \"split\": \"col\" (with \"rows\" 1 or 2)",
+					r->name, rule->match);
+	rule->kv_heads = json_is_true(json_object_get(t, "kv_heads"));
+	if (rule->kv_heads && rule->kind != RULE_ROW)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"kv_heads\" needs \"split\": \"row\"",
 					r->name, rule->match);
 	rule->rows = rows ? (int)json_integer_value(rows) : 0;
 	rule->view = view ? (int)json_integer_value(view) : 0;

@@ -248,6 +248,17 @@ CASES = {
                                            "rope_type": "default", "rope_theta": 1000000.0,
                                            "mrope_section": [8, 12, 12],
                                            "mrope_interleaved": True}})),
+    # MiniMax-M2: q/k RMSNorm over all heads together (vLLM splits its
+    # weight by rank; k_norm by kv head, whole here: one kv head, at tp 2
+    # on both ranks), sigmoid routing with a correction bias, 8 experts;
+    # config.json keys MiniMax ships that transformers' class does not
+    # write but vLLM reads (rotary_dim: half of each head rotated).
+    "minimax_m2": ("MiniMaxM2Config", "MiniMaxM2ForCausalLM",
+                   {"num_local_experts": 8, "num_experts_per_tok": 2,
+                    "num_key_value_heads": 1,
+                    "intermediate_size": 128, "rotary_dim": 32,
+                    "scoring_func": "sigmoid", "use_routing_bias": True,
+                    "use_qk_norm": True, "qk_norm_type": "per_layer"}),
     # GLM-4.5: GQA with biases on q/k/v, partial rotary, QK norm, the first
     # layer dense, sigmoid routing with e_score_correction_bias.
     "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM",
