@@ -34,3 +34,18 @@ def write_sparse(path, shapes, dtype="BF16", width=2):
         f.write(struct.pack("<Q", len(b)))
         f.write(b)
         f.truncate(8 + len(b) + off)
+
+
+def write(path, tensors):
+    """A file at path holding tensors: {name: (dtype, shape, bytes)}."""
+    hdr, off, data = {}, 0, []
+    for k, (dt, s, b) in tensors.items():
+        hdr[k] = {"dtype": dt, "shape": s, "data_offsets": [off, off + len(b)]}
+        off += len(b)
+        data.append(b)
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        f.write(b"".join(data))

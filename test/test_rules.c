@@ -543,7 +543,8 @@ Test(builtin, architectures_list)
 	for (; list[n]; n++)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
-	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM + 4 /* DeepSeek-V4, GPT-OSS, Llama 4 (2) */,
+	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM +
+			5 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash */,
 		     "%zu listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;

@@ -104,6 +104,35 @@ static uint32_t load_f32(enum wshard_dtype dt, const unsigned char *p)
 	return dt == WSHARD_BF16 ? (uint32_t)h << 16 : wshard_f16_to_f32(h);
 }
 
+void wshard_scale_floats(enum wshard_dtype from, enum wshard_dtype to,
+			 const void *src, void *dst, size_t n, float mul)
+{
+	const unsigned char *s = src;
+	unsigned char *d = dst;
+	size_t in = wshard_dtype_bits(from) / 8, out = wshard_dtype_bits(to) / 8, i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t u = load_f32(from, s + i * in);
+		float f;
+		uint16_t h;
+
+		/* rounded to to first, as the copy into vLLM's parameter is */
+		if (to == WSHARD_BF16 && from != WSHARD_BF16)
+			u = (uint32_t)wshard_f32_to_bf16(u) << 16;
+		else if (to == WSHARD_F16 && from != WSHARD_F16)
+			u = wshard_f16_to_f32(wshard_f32_to_f16(u));
+		memcpy(&f, &u, 4);
+		f *= mul;
+		memcpy(&u, &f, 4);
+		if (to == WSHARD_F32) {
+			memcpy(d + i * out, &u, 4);
+			continue;
+		}
+		h = to == WSHARD_BF16 ? wshard_f32_to_bf16(u) : wshard_f32_to_f16(u);
+		memcpy(d + i * out, &h, 2);
+	}
+}
+
 void wshard_convert_floats(enum wshard_dtype from, enum wshard_dtype to,
 			   const void *src, void *dst, size_t n)
 {

@@ -24,5 +24,11 @@ bool wshard_dtype_converts(enum wshard_dtype from, enum wshard_dtype to);
  * pair wshard_dtype_converts accepts. */
 void wshard_convert_floats(enum wshard_dtype from, enum wshard_dtype to,
 			   const void *src, void *dst, size_t n);
+/* The same for F32, F16 and BF16 (from may equal to), each value first
+ * converted to to, then multiplied by mul in F32 and rounded to nearest
+ * even: what PyTorch computes copying into a tensor of dtype to, then
+ * multiplying it by a Python float. */
+void wshard_scale_floats(enum wshard_dtype from, enum wshard_dtype to,
+			 const void *src, void *dst, size_t n, float mul);
 
 #endif /* WSHARD_FPCONV_H */

@@ -58,6 +58,7 @@ struct prov {
 	uint64_t r0, r1, c0, c1;
 	uint64_t di_rows, row_dims, dim;
 	bool cols, tr, beside;
+	float mul;
 };
 
 static void piece_prov(const struct wshard_plan *plan, const struct wshard_piece *p,
@@ -75,6 +76,7 @@ static void piece_prov(const struct wshard_plan *plan, const struct wshard_piece
 	v->c0 = p->prov_col0;
 	v->c1 = (uint64_t)p->prov_col0 + p->prov_ncols;
 	v->beside = p->out_stride != 0;
+	v->mul = p->mul;
 }
 
 /* a's provenance, when a is a COPY with b's, but for its name */
@@ -252,6 +254,8 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 			json_object_set_new(o, "transposed", json_true());
 		if (o && p->out_stride)
 			json_object_set_new(o, "beside", json_true());
+		if (o && p->mul != 0)
+			json_object_set_new(o, "times", json_real(p->mul));
 		break;
 	}
 	case WSHARD_PIECE_ZERO:
@@ -408,8 +412,8 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		      const struct wshard_piece *p, int d, const char *name)
 {
 	put(b, "{", 1);
-	if (p->kind == WSHARD_PIECE_CONST) {
-		b->odd = true;
+	if (p->kind == WSHARD_PIECE_CONST || p->mul != 0) {
+		b->odd = true;	/* a float: jansson writes it */
 	} else if (p->kind == WSHARD_PIECE_ZERO) {
 		put_key(b, d + 1, "zeros", true);
 		put_int(b, p->len);

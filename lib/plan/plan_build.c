@@ -11,6 +11,7 @@
  * files, none of them calls it.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,47 @@ static uint8_t quant_role(const struct wshard_plan *plan, const struct member *m
 	}
 }
 
+/*
+ * A rule's "times_sqrt" [A, B]: every element of t multiplied by
+ * sqrt(A / B), in its output dtype (vLLM's composed weight loaders, LongCat's
+ * MLA LoRA norms: (hidden_size / rank) ** 0.5 in Python, then the BF16
+ * parameter times that float).
+ */
+static enum wshard_err apply_times(const struct wshard_plan *plan, const struct member *m,
+				   struct wshard_out_tensor *t, struct wshard_error *err)
+{
+	enum wshard_dtype dt = src_info(plan, m->src)->dtype;
+	int64_t a, b;
+	enum wshard_err rc;
+	size_t k;
+	float mul;
+
+	rc = expr_eval_dim(plan->config, m->rule->times_sqrt[0], t->name, &a, err);
+	if (!rc)
+		rc = expr_eval_dim(plan->config, m->rule->times_sqrt[1], t->name, &b, err);
+	if (rc)
+		return rc;
+	if (b <= 0 || a < 0 || !wshard_dtype_is_convertible(dt) ||
+	    !wshard_dtype_is_convertible(t->dtype))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"times_sqrt\" needs a F32, F16 or BF16 tensor and %s / %s positive",
+					src_name(plan, m->src), m->rule->times_sqrt[0],
+					m->rule->times_sqrt[1]);
+	mul = (float)pow((double)a / (double)b, 0.5);
+	for (k = 0; k < t->npieces; k++) {
+		struct wshard_piece *p = &t->pieces[k];
+
+		if (p->kind != WSHARD_PIECE_COPY)
+			continue;
+		if (p->from == p->to) {
+			p->from = (uint8_t)dt;
+			p->to = (uint8_t)t->dtype;
+		}
+		p->mul = mul;
+	}
+	return WSHARD_OK;
+}
+
 /* Builds the group of members [m, m + n) that share an output name. */
 static enum wshard_err build_group(struct wshard_plan *plan,
 				   const struct wshard_rules *rules,
@@ -248,6 +290,8 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 			convert_dtype(WSHARD_F32, t);
 		}
 		t->quant = quant_role(plan, &m[0]);
+		if (!rc && m[0].rule->times_sqrt[0])
+			rc = apply_times(plan, &m[0], t, err);
 		if (!rc)
 			rc = plan_rank_push(&plan->ranks[r], &caps[r], t, err);
 		free(t->name);

@@ -84,6 +84,8 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 		v = json_object_get((json_t *)c->defaults, key);
 	if (json_is_integer(v))
 		return (int64_t)json_integer_value(v);
+	if (json_is_boolean(v))		/* LongCat's mla_scale_q_lora: true */
+		return json_is_true(v);
 	if (!x->missing) {
 		x->missing = name;
 		x->missing_len = len;

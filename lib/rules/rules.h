@@ -90,6 +90,8 @@ struct rules_rule {
 				 * cuts the dimension after them */
 	int view;		/* "view": the output's dimensions, the last
 				 * ones merged into one (0: as split) */
+	char *times_sqrt[2];	/* "times_sqrt": [A, B], expressions: every
+				 * element multiplied by sqrt(A / B), or NULL */
 	bool kv_heads;		/* "kv_heads": a "row" split's rows are the kv
 				 * heads': with more ranks than heads, a
 				 * rank's head whole (as q/k/v's k and v) */

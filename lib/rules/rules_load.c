@@ -38,7 +38,7 @@ enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
 				     struct wshard_error *err)
 {
 	const struct wshard_builtin_rule *b;
-	char known[512] = "";
+	char known[WSHARD_ERRMAX] = "";
 	char name[128];
 	size_t i;
 	enum wshard_err rc;

@@ -82,6 +82,17 @@ static void report(struct stream *s, size_t len)
 		s->progress(s->progress_ctx, "writing", all, s->total);
 }
 
+/* One row of piece p, its dtype converted or its values multiplied. */
+static void convert_row(const struct wshard_piece *p, const char *row, char *out)
+{
+	size_t n = (size_t)(p->ncols / (wshard_dtype_bits(p->from) / 8));
+
+	if (p->mul != 0)
+		wshard_scale_floats(p->from, p->to, row, out, n, p->mul);
+	else
+		wshard_convert_floats(p->from, p->to, row, out, n);
+}
+
 /*
  * Rows [x, y) of a part of an output fused along dimension 1: each its
  * own put, out_stride bytes apart (the other parts' rows lie between).
@@ -89,7 +100,7 @@ static void report(struct stream *s, size_t len)
 static void put_strided(struct stream *s, const struct ref *ref, const struct wshard_piece *p,
 			uint64_t x, uint64_t y, const char *src, uint64_t stride)
 {
-	bool convert = p->from != p->to;
+	bool convert = p->from != p->to || p->mul != 0;
 	uint64_t r;
 
 	if (convert && stream_grow(&s->stage, &s->stage_cap, (size_t)p->out_ncols, &s->local))
@@ -98,8 +109,7 @@ static void put_strided(struct stream *s, const struct ref *ref, const struct ws
 		const char *row = src ? src + (r - x) * stride : NULL;
 
 		if (convert && row) {
-			wshard_convert_floats(p->from, p->to, row, s->stage,
-					      p->ncols / (wshard_dtype_bits(p->from) / 8));
+			convert_row(p, row, s->stage);
 			row = s->stage;
 		}
 		if (s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor,
@@ -122,7 +132,7 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 	const struct wshard_piece *p = ref_piece(s, ref);
 	uint64_t off = p->dst + (x - p->row0) * p->out_ncols;
 	size_t len = (size_t)((y - x) * p->out_ncols);
-	bool convert = p->out_ncols != p->ncols || p->from != p->to || p->tr_rows;
+	bool convert = p->out_ncols != p->ncols || p->from != p->to || p->tr_rows || p->mul != 0;
 	uint64_t g, i, r;
 
 	if (s->local.code || len == 0)
@@ -150,9 +160,7 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 			if (p->tr_rows)
 				stream_transpose_row(p, row, s->stage + i * p->out_ncols);
 			else if (convert)
-				wshard_convert_floats(p->from, p->to, row,
-						      s->stage + i * p->out_ncols,
-						      p->ncols / (wshard_dtype_bits(p->from) / 8));
+				convert_row(p, row, s->stage + i * p->out_ncols);
 			else
 				memcpy(s->stage + i * p->ncols, row, p->ncols);
 		}

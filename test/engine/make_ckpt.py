@@ -259,6 +259,17 @@ CASES = {
                     "intermediate_size": 128, "rotary_dim": 32,
                     "scoring_func": "sigmoid", "use_routing_bias": True,
                     "use_qk_norm": True, "qk_norm_type": "per_layer"}),
+    # LongCat-Flash: MLA (as the DeepSeek cases), two attention blocks a
+    # layer, 8 routed experts and 4 zero-computation (identity) experts;
+    # config.json keys Meituan ships that transformers' class does not
+    # write but vLLM reads (mla_scale_q_lora, mla_scale_kv_lora,
+    # zero_expert_type).
+    "longcat_flash": ("LongcatFlashConfig", "LongcatFlashForCausalLM",
+                      dict(MLA, num_hidden_layers=4, head_dim=64,
+                           n_routed_experts=8, moe_topk=2, zero_expert_num=4,
+                           ffn_hidden_size=256, expert_ffn_hidden_size=128,
+                           routed_scaling_factor=2.0, mla_scale_q_lora=True,
+                           mla_scale_kv_lora=True, zero_expert_type="identity")),
     # GLM-4.5: GQA with biases on q/k/v, partial rotary, QK norm, the first
     # layer dense, sigmoid routing with e_score_correction_bias.
     "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM",
@@ -598,6 +609,22 @@ def released_fused_experts(out):
     rewrite_shards(out, shard)
 
 
+def released_zero_experts(out, routed):
+    """Drops the weights transformers 5.19's LongcatFlash class gives its
+    zero-computation experts (mlp.experts.E for E >= n_routed_experts):
+    Meituan's checkpoints have none, and vLLM 0.32 has no parameter for
+    them (KeyError 'layers.0.mlp.experts.10.gate_proj.weight')."""
+    import re
+    from ckpt_io import rewrite_shards
+
+    def shard(t):
+        for k in list(t):
+            m = re.search(r"\.mlp\.experts\.(\d+)\.", k)
+            if m and int(m.group(1)) >= routed:
+                del t[k]
+    rewrite_shards(out, shard)
+
+
 def word_level(cfg, special):
     """A word-level tokenizer for the tiny vocabulary: the special tokens at
     their ids, every other id a word "tN"."""
@@ -728,6 +755,8 @@ def make(arch, out):
         qwen3_vl_processor(out, cfg)
     if arch == "qwen3_vl_moe":
         released_fused_experts(out)
+    if arch == "longcat_flash":
+        released_zero_experts(out, cfg.n_routed_experts)
     if arch == "llama4_mm":
         llama4_processor(out, cfg)
     if arch in MTP:
