@@ -210,6 +210,7 @@ static const char *const archs[] = {
  * (multi-token prediction), so every layer tensor matches it first. */
 static const char *const mtp_archs[] = {
 	"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "Glm4MoeForCausalLM",
+	"DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM",
 };
 #define NMTP (sizeof(mtp_archs) / sizeof(mtp_archs[0]))
 
@@ -297,7 +298,7 @@ Test(builtin, mtp_architectures)
 		struct wshard_rules *r = NULL;
 		struct wshard_error err;
 		struct rules_capture cap;
-		bool f32 = false;
+		bool f32 = false, mla;
 
 		wshard_error_clear(&err);
 		cr_assert_eq(wshard_rules_builtin(&r, mtp_archs[i], &err), WSHARD_OK,
@@ -312,13 +313,20 @@ Test(builtin, mtp_architectures)
 			f32 |= r->rules[j].has_dtype && r->rules[j].dtype == WSHARD_F32 &&
 			       strstr(r->rules[j].match, "e_score_correction_bias");
 		cr_assert(f32, "%s", mtp_archs[i]);
+		mla = strcmp(mtp_archs[i], "Glm4MoeForCausalLM") != 0;
 		for (j = 0; j < r->nextras; j++)
-			cr_assert_not(r->extras[j].when_quantized && i < 2,
+			cr_assert_not(r->extras[j].when_quantized && mla,
 				      "%s: MLA has no quantized attention scales", mtp_archs[i]);
-		if (i < 2) {
+		if (mla) {
 			cr_assert_eq(r->nextras, 4);
-			cr_assert_eq(r->ops[r->nops - 1].kind, OP_REPLICATE);
-			cr_assert_str_eq(r->ops[r->nops - 1].name, "qkv_a");
+			/* q_a/kv_a and the DSA indexer's wk/weights_proj: whole */
+			size_t whole = 0;
+
+			for (j = 0; j < r->nops; j++)
+				whole += (!strcmp(r->ops[j].name, "qkv_a") ||
+					  !strcmp(r->ops[j].name, "wk_weights")) &&
+					 r->ops[j].kind == OP_REPLICATE;
+			cr_assert_eq(whole, 2, "%s", mtp_archs[i]);
 		}
 		wshard_rules_free(r);
 	}

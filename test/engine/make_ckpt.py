@@ -186,11 +186,16 @@ CASES = {
     "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", V3),
     "deepseek_v3-fp8": ("DeepseekV3Config", "DeepseekV3ForCausalLM", V3),
     # DeepSeek-V3.2: V3 plus the sparse-attention indexer (DSA).  vLLM
-    # 0.32's CPU build cannot construct it ("Sparse Attention is not
-    # supported on CPU."), so test/engine/run-deepseek leaves it out.
+    # 0.32's CPU build constructs it only with the hook's MLA backend in
+    # place of sparse attention (run: WSHARD_ORACLE_SPARSE).
     "deepseek_v32": ("DeepseekV32Config", "DeepseekV32ForCausalLM",
                      dict(V3, head_dim=64, index_n_heads=4, index_head_dim=128,
                           index_topk=64)),
+    # GLM-5: MLA with the same indexer and GLM's MoE (sigmoid routing,
+    # correction bias), the first layer dense.
+    "glm_moe_dsa": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM",
+                    dict(V3, head_dim=64, index_n_heads=4, index_head_dim=128,
+                         index_topk=64, intermediate_size=512)),
     # Qwen3-Next: Gated DeltaNet (linear attention) layers and gated full
     # attention (q_proj holds q and its gate, per head) 3:1 as Qwen ships
     # them; 2 key heads and 4 value heads (key_dim 128, value_dim 256) so

@@ -11,6 +11,7 @@ import os
 import sys
 
 _TARGET = "vllm.model_executor.model_loader.base_loader"
+_CPU = "vllm.platforms.cpu"
 
 
 def _patch(module):
@@ -35,9 +36,31 @@ def _patch(module):
     module.process_weights_after_loading = dump_then_process
 
 
+def _patch_sparse(module):
+    """WSHARD_ORACLE_SPARSE: vLLM's CPU platform refuses to build a model
+    with sparse attention (DeepSeek-V3.2's and GLM-5's DSA: "Sparse
+    Attention is not supported on CPU."), though loading its weights does
+    not depend on the kernel.  Its MLA backend stands in, so that the model
+    is built and its state saved; no forward pass is expected to run."""
+    cls = module.CpuPlatform
+    real = cls.get_attn_backend_cls.__func__
+
+    def get_attn_backend_cls(klass, selected_backend, attn_selector_config, *a, **kw):
+        if attn_selector_config.use_sparse:
+            attn_selector_config = attn_selector_config._replace(use_sparse=False) \
+                if hasattr(attn_selector_config, "_replace") else \
+                __import__("dataclasses").replace(attn_selector_config, use_sparse=False)
+        return real(klass, selected_backend, attn_selector_config, *a, **kw)
+
+    cls.get_attn_backend_cls = classmethod(get_attn_backend_cls)
+
+
 class _Finder(importlib.abc.MetaPathFinder):
+    def __init__(self, target, patch):
+        self.target, self.patch = target, patch
+
     def find_spec(self, name, path, target=None):
-        if name != _TARGET:
+        if name != self.target:
             return None
         sys.meta_path.remove(self)
         try:
@@ -50,11 +73,13 @@ class _Finder(importlib.abc.MetaPathFinder):
 
         def exec_and_patch(module):
             exec_module(module)
-            _patch(module)
+            self.patch(module)
 
         spec.loader.exec_module = exec_and_patch
         return spec
 
 
 if os.environ.get("WSHARD_ORACLE_DUMP"):
-    sys.meta_path.insert(0, _Finder())
+    sys.meta_path.insert(0, _Finder(_TARGET, _patch))
+if os.environ.get("WSHARD_ORACLE_SPARSE"):
+    sys.meta_path.insert(0, _Finder(_CPU, _patch_sparse))
