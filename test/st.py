@@ -17,6 +17,17 @@ def read(paths):
     return t
 
 
+def attention_shapes(p, hidden, heads, kv_heads, head_dim):
+    """{name: shape} of a decoder layer's norms and q/k/v/o projections,
+    names under prefix p ("model.layers.3.")."""
+    return {p + "input_layernorm.weight": [hidden],
+            p + "post_attention_layernorm.weight": [hidden],
+            p + "self_attn.q_proj.weight": [heads * head_dim, hidden],
+            p + "self_attn.k_proj.weight": [kv_heads * head_dim, hidden],
+            p + "self_attn.v_proj.weight": [kv_heads * head_dim, hidden],
+            p + "self_attn.o_proj.weight": [hidden, heads * head_dim]}
+
+
 def write_sparse(path, shapes, dtype="BF16", width=2):
     """A file at path holding a tensor of dtype (width bytes an element) for
     each name: shape of shapes, its data all holes (a full-size checkpoint

@@ -49,20 +49,14 @@ done
 	fail "convert (I64 tables): $(head -c 400 "$T/cerr")"
 
 echo "== the layers' tensors, mtp.* left out"
-"$PYTHON" - "$T" <<'EOF' || fail "DeepSeek-V4-Pro layout"
+"$PYTHON" - "$T" "$ROOT/test" <<'EOF' || fail "DeepSeek-V4-Pro layout"
 import glob, json, struct, sys
 T = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+import st
 
 def rank(d, r):
-    t = {}
-    for p in sorted(glob.glob(f"{d}/model-rank-{r}-part-*.safetensors")):
-        raw = open(p, "rb").read()
-        n = struct.unpack("<Q", raw[:8])[0]
-        for k, v in json.loads(raw[8:8 + n]).items():
-            if k != "__metadata__":
-                a, b = v["data_offsets"]
-                t[k] = (v["dtype"], v["shape"], raw[8 + n + a:8 + n + b])
-    return t
+    return st.read(sorted(glob.glob(f"{d}/model-rank-{r}-part-*.safetensors")))
 
 man = json.load(open(f"{T}/o2/wshard.json"))
 left = [x["name"] for x in man["left_out"]]

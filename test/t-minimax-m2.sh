@@ -28,12 +28,7 @@ with open(os.path.join(out, "config.json"), "w") as f:
 t = {"model.embed_tokens.weight": [V, H], "lm_head.weight": [V, H], "model.norm.weight": [H]}
 for n in range(L):
     p = "model.layers.%d." % n
-    t[p + "input_layernorm.weight"] = [H]
-    t[p + "post_attention_layernorm.weight"] = [H]
-    t[p + "self_attn.q_proj.weight"] = [NH * HD, H]
-    t[p + "self_attn.k_proj.weight"] = [KV * HD, H]
-    t[p + "self_attn.v_proj.weight"] = [KV * HD, H]
-    t[p + "self_attn.o_proj.weight"] = [H, NH * HD]
+    t.update(st.attention_shapes(p, H, NH, KV, HD))
     t[p + "self_attn.q_norm.weight"] = [NH * HD]
     t[p + "self_attn.k_norm.weight"] = [KV * HD]
     t[p + "block_sparse_moe.gate.weight"] = [E, H]

@@ -42,12 +42,7 @@ t = {"model.language_model.embed_tokens.weight": [V, H], "lm_head.weight": [V, H
      "model.language_model.norm.weight": [H]}
 for n in range(L):
     p = "model.language_model.layers.%d." % n
-    t[p + "input_layernorm.weight"] = [H]
-    t[p + "post_attention_layernorm.weight"] = [H]
-    t[p + "self_attn.q_proj.weight"] = [NH * HD, H]
-    t[p + "self_attn.k_proj.weight"] = [KV * HD, H]
-    t[p + "self_attn.v_proj.weight"] = [KV * HD, H]
-    t[p + "self_attn.o_proj.weight"] = [H, NH * HD]
+    t.update(st.attention_shapes(p, H, NH, KV, HD))
     t[p + "self_attn.q_norm.weight"] = [HD]
     t[p + "self_attn.k_norm.weight"] = [HD]
     t[p + "mlp.gate.weight"] = [E, H]
