@@ -13,10 +13,6 @@
 # refused (exit 3, one line naming the tensor, no OUT), also at
 # --expert-parallel: vLLM keeps whole experts a rank (gpt_oss.py), which
 # the rules do not write: refused from the plan (exit 3, one line, no OUT)
-expect_exit 3 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/mx" "$T/mx-ep" && {
-	err_has "--expert-parallel" "--expert-parallel is not written for builtin:gpt_oss: vLLM keeps a contiguous block of whole experts a rank"
-	[ ! -e "$T/mx-ep" ] || fail "--expert-parallel left $T/mx-ep behind"
-}
 # gpt-oss-20b/120b's own dimensions, where only tp 1 and 2 split.
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
@@ -25,6 +21,12 @@ need_reference
 
 gen "$T/mx" --arch gpt_oss
 gen "$T/bf" --arch gpt_oss --bf16-experts
+
+# --expert-parallel: refused from the plan (exit 3, one line, no OUT)
+expect_exit 3 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/mx" "$T/mx-ep" && {
+	err_has "--expert-parallel" "--expert-parallel is not written for builtin:gpt_oss: vLLM keeps a contiguous block of whole experts a rank"
+	[ ! -e "$T/mx-ep" ] || fail "--expert-parallel left $T/mx-ep behind"
+}
 
 # check SRC OUT TP: OUT's expert tensors as the table says.
 check() {
