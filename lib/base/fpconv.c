@@ -104,6 +104,19 @@ static uint32_t load_f32(enum wshard_dtype dt, const unsigned char *p)
 	return dt == WSHARD_BF16 ? (uint32_t)h << 16 : wshard_f16_to_f32(h);
 }
 
+/* F32 bits u as to (F32, or F16 / BF16 rounded to nearest even) at p. */
+static void store_f32(enum wshard_dtype to, uint32_t u, unsigned char *p)
+{
+	uint16_t h;
+
+	if (to == WSHARD_F32) {
+		memcpy(p, &u, 4);
+		return;
+	}
+	h = to == WSHARD_BF16 ? wshard_f32_to_bf16(u) : wshard_f32_to_f16(u);
+	memcpy(p, &h, 2);
+}
+
 void wshard_scale_floats(enum wshard_dtype from, enum wshard_dtype to,
 			 const void *src, void *dst, size_t n, float mul)
 {
@@ -114,7 +127,6 @@ void wshard_scale_floats(enum wshard_dtype from, enum wshard_dtype to,
 	for (i = 0; i < n; i++) {
 		uint32_t u = load_f32(from, s + i * in);
 		float f;
-		uint16_t h;
 
 		/* rounded to to first, as the copy into vLLM's parameter is */
 		if (to == WSHARD_BF16 && from != WSHARD_BF16)
@@ -124,12 +136,7 @@ void wshard_scale_floats(enum wshard_dtype from, enum wshard_dtype to,
 		memcpy(&f, &u, 4);
 		f *= mul;
 		memcpy(&u, &f, 4);
-		if (to == WSHARD_F32) {
-			memcpy(d + i * out, &u, 4);
-			continue;
-		}
-		h = to == WSHARD_BF16 ? wshard_f32_to_bf16(u) : wshard_f32_to_f16(u);
-		memcpy(d + i * out, &h, 2);
+		store_f32(to, u, d + i * out);
 	}
 }
 
@@ -146,14 +153,6 @@ void wshard_convert_floats(enum wshard_dtype from, enum wshard_dtype to,
 	}
 	for (i = 0; i < n; i++) {
 		/* F16 and BF16 widen to F32 exactly, so each value is rounded once */
-		uint32_t f = load_f32(from, s + i * in);
-		uint16_t h;
-
-		if (to == WSHARD_F32) {
-			memcpy(d + i * out, &f, 4);
-			continue;
-		}
-		h = to == WSHARD_BF16 ? wshard_f32_to_bf16(f) : wshard_f32_to_f16(f);
-		memcpy(d + i * out, &h, 2);
+		store_f32(to, load_f32(from, s + i * in), d + i * out);
 	}
 }
