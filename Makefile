@@ -101,6 +101,7 @@ LIB_SRC := \
 	lib/rules/rules_load.c \
 	lib/rules/rules_parse.c \
 	lib/rules/rules_scale.c \
+	lib/rules/rules_stage.c \
 	lib/plan/plan_build.c \
 	lib/plan/plan_expert.c \
 	lib/plan/plan_extra.c \
@@ -111,6 +112,7 @@ LIB_SRC := \
 	lib/plan/plan_quant.c \
 	lib/plan/plan_shape.c \
 	lib/plan/plan_split.c \
+	lib/plan/plan_stage.c \
 	lib/plan/plan_view.c \
 	lib/stream/exchange.c \
 	lib/stream/rows.c \

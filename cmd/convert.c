@@ -25,6 +25,11 @@ static const char convert_usage[] =
 	"\n"
 	"options:\n"
 	"  -t, --tp N               tensor-parallel size (required)\n"
+	"      --pp P               pipeline stages (default 1): writes\n"
+	"                           OUT/model-pp-S-tp-R-part-K.safetensors for each\n"
+	"                           stage S, as vLLM's --pipeline-parallel-size P loads\n"
+	"      --pp-layers A,B,...  decoder layers per stage (vLLM's\n"
+	"                           VLLM_PP_LAYER_PARTITION; default: vLLM's split)\n"
 	"      --target NAME        engine layout: vllm@0.32 (default; vllm = newest)\n"
 	"      --expert-parallel    each rank holds whole experts, as vLLM's\n"
 	"                           --enable-expert-parallel (attention stays TP-split)\n"
@@ -65,6 +70,8 @@ struct convert_opts {
 	const char *src;
 	struct wshard_comm *comm;
 	bool have_tp, have_placement, dry_run, json, quiet;
+	const char *pp_layers;		/* --pp-layers as given */
+	int pp_counts[1024];		/* --pp-layers parsed */
 };
 
 enum {
@@ -83,6 +90,8 @@ enum {
 	OPT_REVISION,
 	OPT_EP,
 	OPT_PLACEMENT,
+	OPT_PP,
+	OPT_PP_LAYERS,
 };
 
 static int parse_validate(const char *s, enum wshard_validate_mode *out)
@@ -140,6 +149,13 @@ static int value_option(int c, const char *arg, struct convert_opts *o)
 		if (parse_int(arg, &o->opt.tp) < 0)
 			return usage_error("convert", "--tp needs a positive integer, not '%s'", arg);
 		o->have_tp = true;
+		return 0;
+	case OPT_PP:
+		if (parse_int(arg, &o->opt.pp) < 0)
+			return usage_error("convert", "--pp needs a positive integer, not '%s'", arg);
+		return 0;
+	case OPT_PP_LAYERS:
+		o->pp_layers = arg;
 		return 0;
 	case OPT_TARGET:
 		o->opt.target = arg;
@@ -229,11 +245,36 @@ static int flag_option(int c, char **argv, struct convert_opts *o)
 	return usage_error("convert", "unknown option '%s'", argv[optind - 1]);
 }
 
+/* --pp-layers into o->opt.pp_layers: --pp counts.  Returns 0 or -1. */
+static int parse_pp_layers(struct convert_opts *o)
+{
+	const char *p = o->pp_layers;
+	char *end;
+	long v;
+	int n = 0;
+
+	while (n < o->opt.pp && n < 1024) {
+		v = strtol(p, &end, 10);
+		if (end == p || v < 1 || v > 1000000 || (*end && *end != ','))
+			return -1;
+		o->pp_counts[n++] = (int)v;
+		if (!*end)
+			break;
+		p = end + 1;
+	}
+	if (n != o->opt.pp || *end)
+		return -1;
+	o->opt.pp_layers = o->pp_counts;
+	return 0;
+}
+
 /* Returns 0, -1 after --help, or a usage error's exit code. */
 static int parse_args(int argc, char **argv, struct convert_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "tp", required_argument, NULL, 't' },
+		{ "pp", required_argument, NULL, OPT_PP },
+		{ "pp-layers", required_argument, NULL, OPT_PP_LAYERS },
 		{ "target", required_argument, NULL, OPT_TARGET },
 		{ "expert-parallel", no_argument, NULL, OPT_EP },
 		{ "expert-placement", required_argument, NULL, OPT_PLACEMENT },
@@ -268,6 +309,11 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 	}
 	if (!o->have_tp)
 		return usage_error("convert", "--tp N is required");
+	if (o->pp_layers && parse_pp_layers(o))
+		return usage_error("convert", "--pp-layers needs %d positive integers split by commas (one per --pp stage), not '%s'",
+				   o->opt.pp, o->pp_layers);
+	if (o->opt.pp > 1 && o->run.archive != WSHARD_ARCHIVE_NONE)
+		return usage_error("convert", "--archive is not written with --pp yet");
 	if (o->have_placement && !o->opt.expert_parallel)
 		return usage_error("convert", "--expert-placement needs --expert-parallel");
 	if (o->run.archive_only && o->run.archive == WSHARD_ARCHIVE_NONE)
@@ -317,13 +363,13 @@ static void print_summary(const struct convert_opts *o, const struct wshard_cata
 	wshard_run_timings(&o->run, &t);
 	files = info.nfiles;
 	if (o->json) {
-		printf("{\"out\": \"%s\", \"tp\": %d, \"processes\": %d, \"files\": %llu, "
+		printf("{\"out\": \"%s\", \"tp\": %d, \"pp\": %d, \"processes\": %d, \"files\": %llu, "
 		       "\"bytes_written\": %llu, \"bytes_read\": %llu, \"source_tensor_bytes\": %llu, "
 		       "\"bytes_validated\": %llu, \"validated_by\": \"%s\", \"archive_bytes\": %llu, "
 		       "\"synced\": %s, \"seconds\": %.3f, \"stream_seconds\": %.3f, "
 		       "\"seal_seconds\": %.3f, \"cpu_seconds\": %.3f, \"seal_cpu_seconds\": %.3f, "
 		       "\"write_mb_per_s\": %.1f}\n",
-		       o->run.out_dir, info.tp, o->run.nprocs, (unsigned long long)files,
+		       o->run.out_dir, info.tp, info.pp, o->run.nprocs, (unsigned long long)files,
 		       (unsigned long long)o->run.bytes_written,
 		       (unsigned long long)o->run.bytes_read,
 		       (unsigned long long)src.tensor_bytes,
@@ -335,7 +381,7 @@ static void print_summary(const struct convert_opts *o, const struct wshard_cata
 		return;
 	}
 	printf("wrote %d rank%s, %llu file%s, %s to '%s' in %.2fs (%.0f MB/s)\n",
-	       info.tp, info.tp == 1 ? "" : "s", (unsigned long long)files,
+	       info.tp * info.pp, info.tp * info.pp == 1 ? "" : "s", (unsigned long long)files,
 	       files == 1 ? "" : "s", wshard_format_bytes(o->run.bytes_written, a, sizeof(a)),
 	       o->run.out_dir, secs,
 	       secs > 0 ? (double)o->run.bytes_written / secs / 1e6 : 0.0);

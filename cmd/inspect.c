@@ -12,7 +12,7 @@
 #include "cmd.h"
 
 static const char inspect_usage[] =
-	"usage: wshard inspect [--json] [--filter GLOB] [--rank R] [--revision REV] PATH\n"
+	"usage: wshard inspect [--json] [--filter GLOB] [--stage S] [--rank R] [--revision REV] PATH\n"
 	"\n"
 	"Lists the tensors of a checkpoint (a model directory, one .safetensors file,\n"
 	"or a directory packed in a .tar, .tar.gz, .tar.zst, .tar.xz or .zip): name,\n"
@@ -21,11 +21,15 @@ static const char inspect_usage[] =
 	"same name wins): the summary then names the revision, commit and snapshot.\n"
 	"On a wshard output directory, shows its ranks, parts, bytes and source (with\n"
 	"its repo id and commit when it was one); --rank R lists the tensors of rank R.\n"
+	"An output of pipeline stages (convert --pp) names each rank by stage and\n"
+	"tensor-parallel rank: --stage S shows stage S's ranks, --stage S --rank R lists\n"
+	"the tensors of its rank R.\n"
 	"\n"
 	"options:\n"
 	"      --json          print one JSON document\n"
 	"      --filter GLOB   only tensors whose name matches GLOB (fnmatch)\n"
 	"      --rank R        on a wshard output, list rank R's tensors\n"
+	"      --stage S       on a wshard output of pipeline stages, stage S only\n"
 	"      --revision REV  with a repo id: branch, tag or commit (default main)\n"
 	"  -h, --help          show this help\n"
 	"\n"
@@ -35,7 +39,7 @@ static const char inspect_usage[] =
 struct inspect_opts {
 	bool json;
 	const char *filter;
-	int rank;
+	int rank, stage;
 	const char *revision;
 	const char *path;
 };
@@ -136,7 +140,10 @@ static void print_rank(const struct inspect_opts *o, const struct wshard_manifes
 	char b[32], shape[200];
 	size_t j;
 
-	printf("rank %zu: %zu tensors, %s, %zu part%s, validated by %s\n", r, rk->ntensors,
+	if (m->pp > 1)
+		printf("stage %d ", rk->stage);
+	printf("rank %zu: %zu tensors, %s, %zu part%s, validated by %s\n",
+	       m->pp > 1 ? (size_t)rk->tp_rank : r, rk->ntensors,
 	       wshard_format_bytes(rk->bytes, b, sizeof(b)), rk->nfiles, rk->nfiles == 1 ? "" : "s",
 	       rk->validated_by);
 	for (j = 0; j < rk->nfiles; j++)
@@ -173,6 +180,31 @@ static void print_left_out(const struct wshard_manifest *m)
 	}
 }
 
+/*
+ * The index in m of the rank --stage and --rank name (-1: all), or -2
+ * after a usage error: on an output of stages --rank is a
+ * tensor-parallel rank and needs --stage.
+ */
+static int pick_rank(const struct inspect_opts *o, const struct wshard_manifest *m)
+{
+	if (o->stage >= m->pp) {
+		fprintf(stderr, "wshard: '%s' has no stage %d (pp %d)\n", o->path, o->stage, m->pp);
+		return -2;
+	}
+	if (o->rank < 0)
+		return -1;
+	if (m->pp > 1 && o->stage < 0) {
+		fprintf(stderr, "wshard: '%s' has %d pipeline stages: --rank needs --stage S\n",
+			o->path, m->pp);
+		return -2;
+	}
+	if (o->rank >= m->tp) {
+		fprintf(stderr, "wshard: '%s' has no rank %d (tp %d)\n", o->path, o->rank, m->tp);
+		return -2;
+	}
+	return (o->stage > 0 ? o->stage : 0) * m->tp + o->rank;
+}
+
 static int inspect_output(const struct inspect_opts *o)
 {
 	struct wshard_error err = { 0 };
@@ -180,18 +212,18 @@ static int inspect_output(const struct inspect_opts *o)
 	char *text;
 	size_t i;
 	enum wshard_err rc;
-	int ret;
+	int ret, want;
 
 	/* without the sources, which inspect does not show: a far smaller tree */
 	if (wshard_manifest_open(&m, o->path, &err))
 		return report_error(&err);
-	if (o->rank >= 0 && (size_t)o->rank >= m->nranks) {
-		fprintf(stderr, "wshard: '%s' has no rank %d (tp %d)\n", o->path, o->rank, m->tp);
+	want = pick_rank(o, m);
+	if (want < -1) {
 		wshard_manifest_free(m);
 		return EXIT_USAGE;
 	}
 	if (o->json) {
-		rc = wshard_manifest_json(m, o->rank, o->filter, &text, &err);
+		rc = wshard_manifest_json(m, want, o->filter, &text, &err);
 		ret = print_json(rc, text, &err);
 		wshard_manifest_free(m);
 		return ret;
@@ -209,6 +241,12 @@ static int inspect_output(const struct inspect_opts *o)
 		       m->expert_placement, same ? "" : " (asked: ", same ? "" : asked,
 		       same ? "" : ")");
 	}
+	if (m->pp > 1) {
+		printf("pipeline: %d stages, decoder layers per stage:", m->pp);
+		for (i = 0; i < (size_t)m->pp; i++)
+			printf("%s%d", i ? "," : " ", m->pp_layers[i]);
+		printf("\n");
+	}
 	printf("source: %s\n", m->source_path);
 	if (m->quant_method)
 		printf("quantization: %s%s%s\n", m->quant_method, m->quant_format ? " " : "",
@@ -222,7 +260,7 @@ static int inspect_output(const struct inspect_opts *o)
 		       m->archives[i].name, (unsigned long long)m->archives[i].size,
 		       m->archives[i].checksum);
 	for (i = 0; i < m->nranks; i++)
-		if (o->rank < 0 || (size_t)o->rank == i)
+		if ((want < 0 || (size_t)want == i) && (o->stage < 0 || m->ranks[i].stage == o->stage))
 			print_rank(o, m, i);
 	wshard_manifest_free(m);
 	return EXIT_OK;
@@ -234,11 +272,12 @@ int cmd_inspect(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "filter", required_argument, NULL, 'F' },
 		{ "rank", required_argument, NULL, 'r' },
+		{ "stage", required_argument, NULL, 's' },
 		{ "revision", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct inspect_opts o = { .rank = -1 };
+	struct inspect_opts o = { .rank = -1, .stage = -1 };
 	char manifest[4096];
 	struct stat sb;
 	int c;
@@ -260,6 +299,15 @@ int cmd_inspect(int argc, char **argv)
 			if (*end || !*optarg || v < 0 || v > 1 << 20)
 				return usage_error("inspect", "--rank needs a rank number, not '%s'", optarg);
 			o.rank = (int)v;
+			break;
+		}
+		case 's': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || !*optarg || v < 0 || v > 1 << 20)
+				return usage_error("inspect", "--stage needs a stage number, not '%s'", optarg);
+			o.stage = (int)v;
 			break;
 		}
 		case 'R':
@@ -284,8 +332,8 @@ int cmd_inspect(int argc, char **argv)
 					   o.path);
 		return inspect_output(&o);
 	}
-	if (o.rank >= 0)
-		return usage_error("inspect", "--rank needs a wshard output directory ('%s' has no %s)",
-				   o.path, WSHARD_MANIFEST);
+	if (o.rank >= 0 || o.stage >= 0)
+		return usage_error("inspect", "--%s needs a wshard output directory ('%s' has no %s)",
+				   o.rank >= 0 ? "rank" : "stage", o.path, WSHARD_MANIFEST);
 	return inspect_checkpoint(&o);
 }

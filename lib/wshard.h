@@ -209,6 +209,10 @@ int wshard_placement_parse(const char *name, enum wshard_placement *out_p);
 
 struct wshard_options {
 	int tp;				/* tensor-parallel size, >= 1 */
+	int pp;				/* pipeline stages, >= 1 */
+	/* decoder layers per stage, pp of them (--pp-layers, vLLM's
+	 * VLLM_PP_LAYER_PARTITION), or NULL: vLLM's default split */
+	const int *pp_layers;
 	const char *target;		/* "vllm@0.32"; "vllm" is the newest */
 	bool attn_scales;		/* write attn._k_scale & co. */
 	uint64_t max_file_size;		/* bytes of data per part */
@@ -220,7 +224,7 @@ struct wshard_options {
 	enum wshard_placement placement;	/* as requested (--expert-placement) */
 };
 
-/* Fills opt with the defaults: tp 1, "vllm@0.32", attn scales, 5 GiB
+/* Fills opt with the defaults: tp 1, pp 1, "vllm@0.32", attn scales, 5 GiB
  * parts, 64 MiB of memory, crc64-nvme. */
 void wshard_options_init(struct wshard_options *opt);
 
@@ -228,7 +232,8 @@ void wshard_options_init(struct wshard_options *opt);
 struct wshard_plan;
 /* What a plan holds, as a whole. */
 struct wshard_plan_info {
-	int tp;				/* ranks */
+	int tp;				/* ranks of a stage */
+	int pp;				/* stages */
 	size_t nfiles;			/* rank files, over all ranks */
 };
 
@@ -397,6 +402,7 @@ struct wshard_manifest_rank {
 	struct wshard_manifest_tensor *tensors;
 	uint64_t bytes;			/* tensor data bytes (0 if not given) */
 	const char *validated_by;	/* validation backend, or NULL */
+	int stage, tp_rank;		/* rank = stage * tp + tp_rank */
 };
 struct wshard_manifest_archive {
 	int rank;
@@ -411,6 +417,8 @@ struct wshard_manifest_left_out {
 struct wshard_manifest {
 	char *path;			/* OUT/wshard.json, for messages */
 	int tp;
+	int pp;				/* pipeline stages (1: none) */
+	int *pp_layers;			/* decoder layers per stage, or NULL */
 	const char *architecture, *target, *rules;
 	const char *target_checked;	/* the engine build checked ("vllm==0.32.0") */
 	const char *source_path, *source_realpath;

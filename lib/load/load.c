@@ -77,10 +77,15 @@ static enum wshard_err check_layout(const struct wshard_manifest *m,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': made for %s, loading in %s", m->path,
 					m->target, w->engine);
-	if (w->pp > 1)
+	if ((w->pp > 1 ? w->pp : 1) != m->pp)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': made without pipeline stages, the engine "
-					"runs pipeline-parallel size %d", m->path, w->pp);
+					"'%s': made for %d pipeline stage%s, the engine runs "
+					"pipeline-parallel size %d", m->path, m->pp,
+					m->pp == 1 ? "" : "s", w->pp > 1 ? w->pp : 1);
+	if (m->pp > 1)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': pipeline stages are not read by this loader yet; "
+					"load them with --load-format sharded_state", m->path);
 	if (w->tp != m->tp)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': made for tensor-parallel size %d, the engine "

@@ -354,7 +354,7 @@ static enum wshard_err list_archives(struct convert *cv, json_t *doc, const char
 	json_t *v;
 	int p;
 
-	for (i = 0; list && i < (size_t)cv->plan->tp; i++)
+	for (i = 0; list && i < (size_t)cv->plan->nranks; i++)
 		json_array_append_new(list, json_null());
 	for (p = 0; list && p < cv->nprocs; p++) {
 		json_t *part = json_loadb(all + off, lens[p], 0, NULL);
@@ -380,17 +380,17 @@ enum wshard_err archive_ranks(struct convert *cv, struct manifest_parts *mp,
 	int r;
 
 	if (cv->proc == 0 && !err->code && !(text = manifest_text(mp->doc, mp->text, mp->len,
-								     cv->plan->tp, &text_len)))
+								     cv->plan->nranks, &text_len)))
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory writing the manifest");
 	if (wshard_comm_agree(cv->comm, err) ||
 	    wshard_comm_bcast_bytes(cv->comm, text, text_len, &inner, &inner_len, err))
 		goto out;
-	for (r = cv->proc; r < cv->plan->tp && !err->code; r += cv->nprocs)
+	for (r = cv->proc; r < cv->plan->nranks && !err->code; r += cv->nprocs)
 		pack_rank(cv, r, inner, inner_len, err);
 	if (wshard_comm_agree(cv->comm, err))
 		goto out;
 	mine = json_array();
-	for (r = cv->proc; mine && r < cv->plan->tp; r += cv->nprocs) {
+	for (r = cv->proc; mine && r < cv->plan->nranks; r += cv->nprocs) {
 		char name[64];
 
 		wshard_archive_name(name, sizeof(name), r, cv->run->archive);

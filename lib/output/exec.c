@@ -59,7 +59,7 @@ static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *
 	size_t f;
 	enum wshard_err rc;
 
-	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
+	for (r = cv->proc; r < plan->nranks; r += cv->nprocs) {
 		const struct wshard_rank_plan *rp = &plan->ranks[r];
 		struct rank_out *ro = &cv->ranks[r];
 
@@ -286,7 +286,7 @@ static void discard_ranks(struct convert *cv)
 	size_t f;
 	int r;
 
-	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
+	for (r = cv->proc; r < plan->nranks; r += cv->nprocs) {
 		struct rank_out *ro = &cv->ranks[r];
 
 		archive_discard(cv, r);
@@ -355,7 +355,7 @@ static enum wshard_err convert_setup(struct convert *cv, struct wshard_error *er
 	/* the benchmark's baseline: what convert costs without checksums */
 	cv->no_checksums = wshard_hooks_get()->no_checksums;
 	cv->hot = wshard_checksum_composable(plan->opt.checksum) && !cv->no_checksums;
-	cv->ranks = calloc((size_t)plan->tp, sizeof(*cv->ranks));
+	cv->ranks = calloc((size_t)plan->nranks, sizeof(*cv->ranks));
 	run->state = calloc(1, sizeof(*run->state) + (size_t)cv->nprocs * sizeof(uint64_t));
 	if (!cv->ranks || !run->state)
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
@@ -445,7 +445,7 @@ static void convert_free(struct convert *cv)
 {
 	int r;
 
-	for (r = 0; cv->ranks && r < cv->plan->tp; r++) {
+	for (r = 0; cv->ranks && r < cv->plan->nranks; r++) {
 		free(cv->ranks[r].files);
 		if (cv->ranks[r].left)	/* its lock was initialised with it */
 			pthread_mutex_destroy(&cv->ranks[r].write_lock);
@@ -479,10 +479,10 @@ enum wshard_err wshard_convert(const struct wshard_plan *plan,
 	};
 
 	run->nprocs = cv.nprocs;
-	if (cv.nprocs > plan->tp)
+	if (cv.nprocs > plan->nranks)
 		return wshard_error_set(err, WSHARD_EUSAGE,
-					"%d MPI processes for --tp %d: use at most one process per rank",
-					cv.nprocs, plan->tp);
+					"%d MPI processes for %d ranks: use at most one process per rank",
+					cv.nprocs, plan->nranks);
 	/* before OUT is touched: a source that cannot be streamed within
 	 * --max-memory is refused up front */
 	if (stream_check_budget(plan, err))

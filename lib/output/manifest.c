@@ -344,6 +344,12 @@ static void text_add_rank(struct text *t, const struct wshard_plan *plan, int r,
 			 "bytes", (json_int_t)rp->bytes,
 			 "validated_by", ck->backend,
 			 "files", files, "tensors", TENSORS_MARK);
+	/* with stages, the rank is stage * tp + tp_rank; vLLM's worker of
+	 * that stage and tensor-parallel rank reads it */
+	if (head && plan->opt.pp > 1) {
+		json_object_set_new(head, "stage", json_integer(rp->stage));
+		json_object_set_new(head, "tp_rank", json_integer(rp->tp_rank));
+	}
 	/* a rank entry sits at depth 2: in "ranks", in the document */
 	text_add_object(t, head, 2, TENSORS_MARK_TEXT, rp->ntensors, fill_tensors, &c);
 	json_decref(head);
@@ -446,6 +452,20 @@ static json_t *left_out_json(const struct wshard_plan *plan)
 	return a;
 }
 
+/* The decoder layers of each stage, or null without stages. */
+static json_t *stage_layers_json(const struct wshard_plan *plan)
+{
+	json_t *a;
+	int s;
+
+	if (plan->opt.pp == 1)
+		return json_null();
+	a = json_array();
+	for (s = 0; a && s < plan->opt.pp; s++)
+		json_array_append_new(a, json_integer(plan->stage_layers[s]));
+	return a;
+}
+
 json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode mode, int nprocs,
 		     const uint64_t *proc_read, bool synced)
 {
@@ -486,8 +506,10 @@ json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode m
 		"expert_placement", wshard_placement_name(o->placement)));
 	/* the layout the ranks hold: placement is the one vLLM uses (its
 	 * round_robin falls back to linear without grouped routing) */
-	json_object_set_new(doc, "parallel", json_pack("{s:i,s:b,s:o}",
+	json_object_set_new(doc, "parallel", json_pack("{s:i,s:i,s:o,s:b,s:o}",
 		"tp", plan->tp,
+		"pp", o->pp,
+		"pp_layers", stage_layers_json(plan),
 		"expert_parallel", o->expert_parallel,
 		"expert_placement", o->expert_parallel
 			? json_string(wshard_placement_name(plan->placement)) : json_null()));
@@ -555,7 +577,7 @@ enum wshard_err manifest_write(struct convert *cv, const struct manifest_parts *
 	if (rc)
 		return rc;
 	ranks.cv = mp->text ? NULL : cv;	/* see manifest_gather */
-	rc = print_doc(mp->doc, &ranks, cv->plan->tp, manifest_out, &mo);
+	rc = print_doc(mp->doc, &ranks, cv->plan->nranks, manifest_out, &mo);
 	if (rc == WSHARD_ENOMEM)
 		wshard_error_set(err, rc, "out of memory writing the manifest");
 	if (rc)

@@ -68,12 +68,12 @@ static enum wshard_err manifest_gather_ck(struct convert *cv, struct wshard_erro
 	size_t len = 0, off = 0, *lens = NULL;
 	int r, p;
 
-	for (r = cv->proc; r < plan->tp; r += cv->nprocs)
+	for (r = cv->proc; r < plan->nranks; r += cv->nprocs)
 		len += ck_bytes(plan, r);
 	mine = malloc(len + 1);
 	if (!mine)
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
-	for (r = cv->proc; mine && r < plan->tp; r += cv->nprocs) {
+	for (r = cv->proc; mine && r < plan->nranks; r += cv->nprocs) {
 		ck_pack(plan, r, &cv->ranks[r].ck, mine + off);
 		off += ck_bytes(plan, r);
 	}
@@ -83,7 +83,7 @@ static enum wshard_err manifest_gather_ck(struct convert *cv, struct wshard_erro
 		for (p = 0, off = 0; p < cv->nprocs && !err->code; p++) {
 			size_t end = off + lens[p];
 
-			for (r = p; r < plan->tp && !err->code; r += cv->nprocs) {
+			for (r = p; r < plan->nranks && !err->code; r += cv->nprocs) {
 				if (off + ck_bytes(plan, r) > end)
 					wshard_error_set(err, WSHARD_EIO,
 							 "internal: no checksums for rank %d", r);
@@ -124,7 +124,7 @@ static enum wshard_err own_entries(struct convert *cv, char **out_mine, size_t *
 
 	*out_mine = NULL;
 	*out_len = 0;
-	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
+	for (r = cv->proc; r < plan->nranks; r += cv->nprocs) {
 		size_t len;
 		char *t = manifest_rank_text(plan, r, &cv->ranks[r].ck, &len);
 		char *m = t ? realloc(mine, mine_len + len + 1) : NULL;
@@ -152,22 +152,22 @@ static enum wshard_err index_entries(struct convert *cv, struct manifest_parts *
 	size_t off = 0;
 	int r, p;
 
-	mp->text = calloc((size_t)plan->tp, sizeof(*mp->text));
-	mp->len = calloc((size_t)plan->tp, sizeof(*mp->len));
+	mp->text = calloc((size_t)plan->nranks, sizeof(*mp->text));
+	mp->len = calloc((size_t)plan->nranks, sizeof(*mp->len));
 	if (!mp->text || !mp->len)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory building the manifest");
 	/* process p sent ranks p, p + nprocs, ... in that order */
 	for (p = 0; p < cv->nprocs; p++) {
 		size_t end = off + mp->lens[p];
 
-		for (r = p; r < plan->tp && off < end; r += cv->nprocs) {
+		for (r = p; r < plan->nranks && off < end; r += cv->nprocs) {
 			mp->text[r] = mp->all + off;
 			mp->len[r] = strlen(mp->text[r]);
 			off += mp->len[r] + 1;
 		}
 		off = end;
 	}
-	for (r = 0; r < plan->tp; r++)
+	for (r = 0; r < plan->nranks; r++)
 		if (!mp->text[r])
 			return wshard_error_set(err, WSHARD_EIO,
 						"internal: no manifest entry for rank %d", r);

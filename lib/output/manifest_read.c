@@ -264,6 +264,15 @@ static enum wshard_err parse_rank(struct wshard_manifest *m, size_t r, json_t *r
 		snprintf(what, sizeof(what), "ranks[%zu] is not rank %zu with files and tensors", r, r);
 		return bad(m, err, what);
 	}
+	mr->tp_rank = (int)(r % (size_t)m->tp);
+	mr->stage = (int)(r / (size_t)m->tp);
+	if (m->pp > 1 &&
+	    (json_integer_value(json_object_get(rk, "stage")) != mr->stage ||
+	     json_integer_value(json_object_get(rk, "tp_rank")) != mr->tp_rank)) {
+		snprintf(what, sizeof(what), "ranks[%zu] is not stage %d's tp rank %d", r,
+			 mr->stage, mr->tp_rank);
+		return bad(m, err, what);
+	}
 	mr->bytes = (uint64_t)json_integer_value(json_object_get(rk, "bytes"));
 	mr->validated_by = json_string_value(json_object_get(rk, "validated_by"));
 	rc = parse_files(m, r, files, err);
@@ -282,13 +291,42 @@ static enum wshard_err parse_rank(struct wshard_manifest *m, size_t r, json_t *r
 	return WSHARD_OK;
 }
 
-/* "format", "format_version", "tp", the checksum algorithm and the expert
- * placement. */
+/* "parallel"'s "pp" and "pp_layers" (written since pipeline parallelism;
+ * absent: one stage). */
+static enum wshard_err parse_stages(struct wshard_manifest *m, json_t *par,
+				    struct wshard_error *err)
+{
+	json_t *pp = json_object_get(par, "pp"), *layers = json_object_get(par, "pp_layers");
+	size_t s;
+
+	m->pp = 1;
+	if (!pp || json_integer_value(pp) == 1)
+		return WSHARD_OK;
+	if (json_integer_value(pp) < 1 || json_integer_value(pp) > 1024 ||
+	    json_array_size(layers) != (size_t)json_integer_value(pp))
+		return bad(m, err, "\"parallel\": \"pp\" is not 1 to 1024 with as many \"pp_layers\"");
+	m->pp = (int)json_integer_value(pp);
+	m->pp_layers = calloc((size_t)m->pp, sizeof(int));
+	if (!m->pp_layers)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (s = 0; s < (size_t)m->pp; s++) {
+		json_int_t v = json_integer_value(json_array_get(layers, s));
+
+		if (v < 1 || v > 1000000)
+			return bad(m, err, "\"parallel\": a \"pp_layers\" entry is not a positive layer count");
+		m->pp_layers[s] = (int)v;
+	}
+	return WSHARD_OK;
+}
+
+/* "format", "format_version", "tp", "pp", the checksum algorithm and the
+ * expert placement. */
 static enum wshard_err parse_head(struct wshard_manifest *m, json_t *doc,
 				  struct wshard_error *err)
 {
 	const char *fmt = json_string_value(json_object_get(doc, "format")), *ck;
 	json_t *x;
+	enum wshard_err rc;
 
 	if (!fmt || strcmp(fmt, "wshard"))
 		return bad(m, err, "\"format\" is not \"wshard\"");
@@ -305,6 +343,9 @@ static enum wshard_err parse_head(struct wshard_manifest *m, json_t *doc,
 	if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 4096)
 		return bad(m, err, "\"tp\" is not a positive integer");
 	m->tp = (int)json_integer_value(x);
+	rc = parse_stages(m, json_object_get(doc, "parallel"), err);
+	if (rc)
+		return rc;
 	ck = json_string_value(json_object_get(json_object_get(doc, "options"), "checksum"));
 	if (!ck || wshard_checksum_parse(ck, &m->options.checksum) < 0)
 		return bad(m, err, "\"options\".\"checksum\" names no known algorithm");
@@ -326,6 +367,8 @@ static void parse_options(struct wshard_manifest *m, json_t *doc)
 
 	wshard_options_init(&m->options);
 	m->options.tp = m->tp;
+	m->options.pp = m->pp;
+	m->options.pp_layers = m->pp_layers;
 	if (target)
 		m->options.target = target;
 	m->options.attn_scales = json_is_true(json_object_get(opts, "attn_scales"));
@@ -467,6 +510,10 @@ enum wshard_err wshard_manifest_open(struct wshard_manifest **out_m, const char 
 		goto out;
 	}
 	m->nranks = json_array_size(ranks);
+	if (m->nranks != (size_t)m->tp * (size_t)m->pp) {
+		rc = bad(m, err, "\"ranks\" does not list tp x pp ranks");
+		goto out;
+	}
 	m->ranks = calloc(m->nranks, sizeof(*m->ranks));
 	if (!m->ranks) {
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
@@ -525,6 +572,7 @@ void wshard_manifest_free(struct wshard_manifest *m)
 		free(m->ranks[i].tensors);
 	}
 	free(m->ranks);
+	free(m->pp_layers);
 	free(m->archives);
 	free(m->copied);
 	free(m->left_out);

@@ -53,7 +53,9 @@ static void rank_text(FILE *f, const struct wshard_plan *plan, int r,
 	char shape[160], b[32], name[64];
 	size_t i, k;
 
-	fprintf(f, "rank %d: %zu tensors, %s in %zu file%s\n", r, rp->ntensors,
+	if (plan->opt.pp > 1)
+		fprintf(f, "stage %d, ", rp->stage);
+	fprintf(f, "rank %d: %zu tensors, %s in %zu file%s\n", rp->tp_rank, rp->ntensors,
 		wshard_format_bytes(rp->bytes, b, sizeof(b)), rp->nfiles, rp->nfiles == 1 ? "" : "s");
 	if (archive != WSHARD_ARCHIVE_NONE) {
 		wshard_archive_name(name, sizeof(name), r, archive);
@@ -84,7 +86,7 @@ enum wshard_err wshard_plan_text(const struct wshard_plan *plan,
 	f = open_memstream(&text, &len);
 	if (!f)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	for (r = 0; r < plan->tp; r++)
+	for (r = 0; r < plan->nranks; r++)
 		rank_text(f, plan, r, archive, archive_only);
 	bad = ferror(f);
 	if (fclose(f) != 0 || bad) {
@@ -100,7 +102,8 @@ void wshard_plan_info(const struct wshard_plan *plan, struct wshard_plan_info *o
 	int r;
 
 	out_info->tp = plan->tp;
+	out_info->pp = plan->opt.pp;
 	out_info->nfiles = 0;
-	for (r = 0; r < plan->tp; r++)
+	for (r = 0; r < plan->nranks; r++)
 		out_info->nfiles += plan->ranks[r].nfiles;
 }

@@ -391,7 +391,7 @@ static void *seal_worker(void *arg)
  */
 static size_t seal_threads(struct convert *cv, size_t njobs)
 {
-	size_t n = ((size_t)cv->plan->tp - (size_t)cv->proc + (size_t)cv->nprocs - 1) /
+	size_t n = ((size_t)cv->plan->nranks - (size_t)cv->proc + (size_t)cv->nprocs - 1) /
 		   (size_t)cv->nprocs;
 
 	/* injected faults stop at a fixed point: one thread, parts in order */
@@ -409,7 +409,7 @@ enum wshard_err seal_start(struct convert *cv, struct seal_jobs *j,
 
 	j->cv = cv;
 	pthread_mutex_init(&j->lock, NULL);
-	for (r = cv->proc; r < plan->tp; r += cv->nprocs) {
+	for (r = cv->proc; r < plan->nranks; r += cv->nprocs) {
 		snprintf(cv->ranks[r].ck.backend, sizeof(cv->ranks[r].ck.backend), "%s",
 			 cv->run->validate_backend);
 		n += plan->ranks[r].nfiles;
@@ -421,7 +421,7 @@ enum wshard_err seal_start(struct convert *cv, struct seal_jobs *j,
 	if (!j->rank || !j->part)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	for (f = 0; f < maxparts; f++)
-		for (r = cv->proc; r < plan->tp; r += cv->nprocs)
+		for (r = cv->proc; r < plan->nranks; r += cv->nprocs)
 			if (f < plan->ranks[r].nfiles) {
 				j->rank[j->njobs] = r;
 				j->part[j->njobs] = f;

@@ -117,7 +117,8 @@ struct wshard_out_tensor {
 };
 
 struct wshard_out_file {
-	char *name;			/* model-rank-R-part-P.safetensors */
+	char *name;			/* model-rank-R-part-P.safetensors, or
+					 * model-pp-S-tp-R-part-P.safetensors */
 	char *header;			/* 8-byte length + JSON, padded */
 	size_t header_len;
 	uint64_t size;			/* header_len + data */
@@ -125,7 +126,8 @@ struct wshard_out_file {
 };
 
 struct wshard_rank_plan {
-	int rank;
+	int rank;			/* stage * tp + tp_rank */
+	int stage, tp_rank;
 	size_t ntensors;
 	struct wshard_out_tensor *tensors;	/* in file order: part, then offset */
 	size_t nfiles;
@@ -144,13 +146,16 @@ struct wshard_config;
 
 struct wshard_plan {
 	int tp;
+	/* ranks: pp stages of tp each (opt.pp); rank r is ranks[r] */
+	int nranks;
+	int *stage_layers;		/* decoder layers of each stage (pp > 1) */
 	struct wshard_options opt;
 	const struct wshard_catalog *cat;	/* borrowed */
 	/* the catalog's config.json fields, with the rules' defaults for
 	 * the keys it omits (owned) */
 	struct wshard_config *config;
 	char *rules_name;
-	struct wshard_rank_plan *ranks;	/* tp of them */
+	struct wshard_rank_plan *ranks;	/* nranks of them */
 	/* expert parallelism: the placement vLLM uses (round_robin falls
 	 * back to linear without grouped routing) */
 	enum wshard_placement placement;

@@ -305,6 +305,7 @@ void wshard_options_init(struct wshard_options *opt)
 {
 	memset(opt, 0, sizeof(*opt));
 	opt->tp = 1;
+	opt->pp = 1;
 	opt->target = WSHARD_TARGET_DEFAULT;
 	opt->attn_scales = true;
 	opt->max_file_size = 5ULL << 30;
@@ -369,6 +370,14 @@ static enum wshard_err check_options(const struct wshard_rules *rules,
 	if (opt->tp < 1 || opt->tp > 4096)
 		return wshard_error_set(err, WSHARD_EUSAGE, "--tp %d is out of range (1 to 4096)",
 					opt->tp);
+	if (opt->pp < 1 || opt->pp > 1024 || opt->tp * opt->pp > 65536)
+		return wshard_error_set(err, WSHARD_EUSAGE,
+					"--pp %d is out of range (1 to 1024, at most 65536 ranks in all)",
+					opt->pp);
+	if (opt->pp > 1 && !rules->pp_layers)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--pp is not written for %s: what each pipeline stage of vLLM holds is not checked for it (no \"pipeline\" in its rules)",
+					rules->name);
 	if (!wshard_target_canonical(opt->target, NULL))
 		return wshard_error_set(err, WSHARD_EUSAGE,
 					"unknown target '%s' (known: vllm, vllm@0.32)", opt->target);
@@ -454,6 +463,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	struct wshard_plan *plan;
 	struct member *m = NULL;
 	size_t n = 0, i, j, *caps = NULL;
+	long nlayers;
 	int r;
 	enum wshard_err rc;
 
@@ -465,7 +475,9 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	if (!plan)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	plan->tp = opt->tp;
+	plan->nranks = opt->tp;
 	plan->opt = *opt;
+	plan->opt.pp_layers = NULL;	/* the caller's; stage_layers holds them */
 	plan->opt.target = wshard_target_canonical(opt->target, NULL);
 	plan->cat = cat;
 	plan->config = malloc(sizeof(*plan->config));
@@ -483,7 +495,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		goto out;
 	}
 	for (r = 0; r < opt->tp; r++)
-		plan->ranks[r].rank = r;
+		plan->ranks[r].rank = plan->ranks[r].tp_rank = r;
 	rc = plan_check_method(plan, err);
 	if (!rc)
 		rc = plan_match_sources(plan, rules, &m, &n, err);
@@ -498,10 +510,12 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		if (rc)
 			goto out;
 	}
-	rc = plan_build_extras(plan, rules, plan_count_layers(plan, rules), caps, err);
-	if (rc)
-		goto out;
-	rc = plan_layout(plan, err);
+	nlayers = plan_count_layers(plan, rules);
+	rc = plan_build_extras(plan, rules, nlayers, caps, err);
+	if (!rc)
+		rc = plan_split_stages(plan, rules, nlayers, opt->pp_layers, err);
+	if (!rc)
+		rc = plan_layout(plan, err);
 out:
 	for (i = 0; i < n; i++)
 		free(m[i].out);
@@ -522,7 +536,7 @@ void wshard_plan_free(struct wshard_plan *plan)
 
 	if (!plan)
 		return;
-	for (r = 0; plan->ranks && r < plan->tp; r++) {
+	for (r = 0; plan->ranks && r < plan->nranks; r++) {
 		struct wshard_rank_plan *rp = &plan->ranks[r];
 
 		for (i = 0; i < rp->ntensors; i++) {
@@ -542,6 +556,7 @@ void wshard_plan_free(struct wshard_plan *plan)
 	}
 	free(plan->left_out);
 	free(plan->view_rows);
+	free(plan->stage_layers);
 	free(plan->ranks);
 	free(plan->rules_name);
 	free(plan->config);

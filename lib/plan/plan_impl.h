@@ -174,6 +174,21 @@ enum wshard_err plan_check_shape(const struct wshard_plan *plan,
 				 const struct member *m, struct shape_memo *memo,
 				 struct wshard_error *err);
 
+/* plan_match.c: whether the word embeddings are tied (the rules' "tie"
+ * and config.json's tie_word_embeddings). */
+bool plan_is_tied(const struct wshard_rules *rules, const struct wshard_config *cfg);
+
+/*
+ * plan_stage.c: with --pp P > 1, the tp ranks built so far become P * tp,
+ * stage s's rank t holding rank t's outputs of the decoder layers that
+ * stage runs and the others the rules' "pipeline" gives it; pp_layers:
+ * --pp-layers, or NULL.  Returns
+ * WSHARD_OK, WSHARD_EINVAL (a split that does not fit the layers, an
+ * output the rules give no stage) or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_rules *rules,
+				  long nlayers, const int *pp_layers, struct wshard_error *err);
+
 /* plan_match.c: layers the checkpoint should have: config.json's
  * num_hidden_layers, else the highest seen + 1. */
 long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules);

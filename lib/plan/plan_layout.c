@@ -34,7 +34,8 @@ static int cmp_out(const void *a, const void *b)
  * header entry and data offsets, and the file's name, header and size.
  * st holds a scratch entry per tensor.
  */
-static enum wshard_err layout_part(struct wshard_rank_plan *rp, size_t first, size_t last,
+static enum wshard_err layout_part(const struct wshard_plan *plan, struct wshard_rank_plan *rp,
+				   size_t first, size_t last,
 				   struct wshard_st_tensor *st, struct wshard_error *err)
 {
 	struct wshard_out_file *f = &rp->files[rp->nfiles];
@@ -64,7 +65,12 @@ static enum wshard_err layout_part(struct wshard_rank_plan *rp, size_t first, si
 						(unsigned long long)rp->tensors[k].nbytes,
 						(unsigned long long)(st[k].end - st[k].begin));
 	}
-	snprintf(name, sizeof(name), "model-rank-%d-part-%zu.safetensors", rp->rank, rp->nfiles);
+	if (plan->opt.pp > 1)
+		snprintf(name, sizeof(name), "model-pp-%d-tp-%d-part-%zu.safetensors", rp->stage,
+			 rp->tp_rank, rp->nfiles);
+	else
+		snprintf(name, sizeof(name), "model-rank-%d-part-%zu.safetensors", rp->rank,
+			 rp->nfiles);
 	f->name = strdup(name);
 	if (!f->name)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
@@ -100,7 +106,7 @@ static enum wshard_err layout_rank(struct wshard_plan *plan, struct wshard_rank_
 		bool cut = !t || (i > first && part_bytes + t->nbytes > plan->opt.max_file_size);
 
 		if (cut && i > first) {
-			rc = layout_part(rp, first, i, st, err);
+			rc = layout_part(plan, rp, first, i, st, err);
 			first = i;
 			part_bytes = 0;
 		}
@@ -118,7 +124,7 @@ enum wshard_err plan_layout(struct wshard_plan *plan, struct wshard_error *err)
 	enum wshard_err rc = WSHARD_OK;
 	int r;
 
-	for (r = 0; r < plan->tp && !rc; r++)
+	for (r = 0; r < plan->nranks && !rc; r++)
 		rc = layout_rank(plan, &plan->ranks[r], err);
 	return rc;
 }

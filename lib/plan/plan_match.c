@@ -27,7 +27,7 @@
  * model's depth). */
 #define MAX_LAYERS 100000
 
-static bool is_tied(const struct wshard_rules *rules, const struct wshard_config *cfg)
+bool plan_is_tied(const struct wshard_rules *rules, const struct wshard_config *cfg)
 {
 	if (!rules->tie_source)
 		return false;
@@ -473,7 +473,7 @@ static enum wshard_err start_run(const struct wshard_plan *plan,
 
 	memset(run, 0, sizeof(*run));
 	run->mt.rules = rules;
-	run->mt.tied = is_tied(rules, plan->config);
+	run->mt.tied = plan_is_tied(rules, plan->config);
 	run->np = match_threads(nt);
 	run->members = calloc(nt + 1, sizeof(*run->members));
 	run->uncovered = calloc(nt + 1, sizeof(*run->uncovered));

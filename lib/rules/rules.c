@@ -119,6 +119,10 @@ void wshard_rules_free(struct wshard_rules *r)
 	free(r->tie_source);
 	free(r->tie_output);
 	json_decref(r->defaults);
+	for (i = 0; i < r->npp_stages; i++)
+		free(r->pp_stages[i].pattern);
+	free(r->pp_stages);
+	free(r->pp_layers);
 	free(r->name);
 	free(r);
 }

@@ -135,6 +135,19 @@ struct rules_extra {
 				 * of "value" (plan_image_norm.c) */
 };
 
+/* Which stages of a pipeline hold a tensor outside the decoder layers
+ * (a "pipeline" rules key's "stages" value). */
+enum rules_stage {
+	RULES_STAGE_FIRST,	/* "first" */
+	RULES_STAGE_LAST,	/* "last" */
+	RULES_STAGE_ALL,	/* "all" */
+};
+
+struct rules_stage_rule {
+	char *pattern;		/* an fnmatch pattern of output names */
+	enum rules_stage stage;
+};
+
 struct wshard_rules {
 	char *name;
 	size_t narchs;
@@ -158,6 +171,14 @@ struct wshard_rules {
 	/* "no_expert_parallel": why these rules do not write
 	 * --expert-parallel (convert refuses it), or NULL */
 	char *no_ep;
+	/* "pipeline": what each stage of vLLM's pipeline holds (--pp).
+	 * pp_layers: the prefix of a decoder layer's outputs, with {n} for
+	 * its index ("model.layers.{n}."), or NULL: --pp is not written for
+	 * these rules.  pp_stages: for the other outputs, in order, the
+	 * first matching one decides. */
+	char *pp_layers;
+	size_t npp_stages;
+	struct rules_stage_rule *pp_stages;
 };
 
 /* Placeholder values captured by a match; -1 when absent. */
@@ -219,5 +240,19 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 				   struct wshard_error *err);
 enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 				struct wshard_error *err);
+
+/* The "pipeline" object of rules document r (rules_stage.c).  Returns
+ * WSHARD_OK, WSHARD_EINVAL (the message names r) or WSHARD_ENOMEM. */
+enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
+				     struct wshard_error *err);
+
+/*
+ * Which stages hold output name (rules_stage.c): *out_layer, the decoder
+ * layer it belongs to (name starts with r's pp_layers), or -1 and
+ * *out_stage, the first matching "stages" entry's.  Returns false when
+ * neither matches.
+ */
+bool rules_stage_of(const struct wshard_rules *r, const char *name, long *out_layer,
+		    enum rules_stage *out_stage);
 
 #endif /* WSHARD_RULES_H */

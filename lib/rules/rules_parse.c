@@ -514,7 +514,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	json_object_foreach(root, key, val) {
 		static const char *const known[] = {
 			"name", "comment", "architectures", "tensors", "fused", "extra", "tie",
-			"defaults", "no_expert_parallel",
+			"defaults", "no_expert_parallel", "pipeline",
 		};
 		bool ok = false;
 
@@ -522,7 +522,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))
@@ -570,6 +570,8 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	if (rc)
 		return rc;
 	rc = rules_parse_defaults(r, json_object_get(root, "defaults"), err);
+	if (!rc)
+		rc = rules_parse_pipeline(r, json_object_get(root, "pipeline"), err);
 	if (rc)
 		return rc;
 	return rules_parse_tie(r, json_object_get(root, "tie"), err);

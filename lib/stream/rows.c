@@ -117,7 +117,7 @@ enum wshard_err stream_check_budget(const struct wshard_plan *plan,
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (r = 0; r < plan->tp; r++)
+	for (r = 0; r < plan->nranks; r++)
 		for (i = 0; i < plan->ranks[r].ntensors; i++)
 			for (k = 0; k < plan->ranks[r].tensors[i].npieces; k++) {
 				const struct wshard_piece *p = &plan->ranks[r].tensors[i].pieces[k];

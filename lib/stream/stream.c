@@ -208,7 +208,7 @@ enum wshard_err stream_put_generated(struct stream *s)
 	size_t i, k;
 	int r;
 
-	for (r = s->proc; r < plan->tp; r += s->nprocs) {
+	for (r = s->proc; r < plan->nranks; r += s->nprocs) {
 		for (i = 0; i < plan->ranks[r].ntensors; i++) {
 			const struct wshard_out_tensor *t = &plan->ranks[r].tensors[i];
 

@@ -48,7 +48,7 @@ static enum wshard_err index_refs(struct stream *s, struct wshard_error *err)
 		free(fill);
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
-	for (r = 0; r < plan->tp; r++)
+	for (r = 0; r < plan->nranks; r++)
 		for (i = 0; i < plan->ranks[r].ntensors; i++)
 			for (k = 0; k < plan->ranks[r].tensors[i].npieces; k++) {
 				const struct wshard_piece *p = &plan->ranks[r].tensors[i].pieces[k];
@@ -65,7 +65,7 @@ static enum wshard_err index_refs(struct stream *s, struct wshard_error *err)
 		free(fill);
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
-	for (r = 0; r < plan->tp; r++)
+	for (r = 0; r < plan->nranks; r++)
 		for (i = 0; i < plan->ranks[r].ntensors; i++)
 			for (k = 0; k < plan->ranks[r].tensors[i].npieces; k++) {
 				const struct wshard_piece *p = &plan->ranks[r].tensors[i].pieces[k];
@@ -160,7 +160,7 @@ static enum wshard_err stream_setup(struct stream *s, uint32_t **out_order,
 	int r;
 
 	*out_order = NULL;
-	for (r = s->proc; r < plan->tp; r += s->nprocs)
+	for (r = s->proc; r < plan->nranks; r += s->nprocs)
 		s->total += plan->ranks[r].bytes;
 	if (index_refs(s, err))
 		return err->code;

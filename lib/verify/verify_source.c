@@ -296,7 +296,7 @@ enum wshard_err verify_check_source(struct verify *v, struct wshard_error *err)
 		goto out;
 	}
 	check_parallel(v, plan);
-	for (r = 0; r < v->nranks && r < (size_t)v->tp; r++) {
+	for (r = 0; r < v->nranks && r < (size_t)plan->nranks; r++) {
 		if (!verify_wanted(v, (int)r))
 			continue;
 		v->ranks[r].from_plan = calloc(plan->ranks[r].ntensors + 1, sizeof(long));

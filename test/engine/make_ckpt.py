@@ -85,6 +85,8 @@ DSV4 = dict(num_hidden_layers=4, num_attention_heads=4, head_dim=512,
 # arch -> (config class, model class, config overrides)
 CASES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # five layers: pipeline stages of unequal depth (--pp 2 gives 3 + 2)
+    "llama-l5": ("LlamaConfig", "LlamaForCausalLM", {"num_hidden_layers": 5}),
     "llama-tied": ("LlamaConfig", "LlamaForCausalLM",
                    {"tie_word_embeddings": True}),
     "mistral": ("MistralConfig", "MistralForCausalLM", {}),

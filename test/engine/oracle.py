@@ -27,7 +27,10 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
 
     ref, load and time take --ep PLACEMENT first (linear or round_robin):
     the engine runs with enable_expert_parallel=True and that
-    expert_placement_strategy.
+    expert_placement_strategy.  ref, load and bytes take --pp P first: the
+    engine runs P pipeline stages (pipeline_parallel_size), each worker's
+    state is DUMP/model-pp-S-tp-R.safetensors and wshard's rank files are
+    OUT/model-pp-S-tp-R-part-P.safetensors.
 """
 import glob
 import json
@@ -94,13 +97,14 @@ def fork_workers():
 
 def answers(model, tp, out, **kw):
     import time
-    if tp > 1:
+    if tp * kw.get("pipeline_parallel_size", 1) > 1:
         # vLLM's automatic binding wants a NUMA node per worker; on a small
         # machine let the workers share the cores instead.
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         os.environ.setdefault("OMP_NUM_THREADS", "1")
     from vllm import LLM, SamplingParams
-    if tp > 1 and os.environ.get("WSHARD_ENGINE_FORK", "1") == "1":
+    if tp * kw.get("pipeline_parallel_size", 1) > 1 and \
+            os.environ.get("WSHARD_ENGINE_FORK", "1") == "1":
         fork_workers()
     t0 = time.perf_counter()
     # A multimodal checkpoint ships a tokenizer: vLLM's processor for its
@@ -108,7 +112,8 @@ def answers(model, tp, out, **kw):
     tok = os.path.exists(os.path.join(model, "tokenizer.json"))
     llm = LLM(model=model, tensor_parallel_size=tp, enforce_eager=True,
               skip_tokenizer_init=not tok, dtype="bfloat16", max_model_len=256,
-              seed=0, distributed_executor_backend="uni" if tp == 1 else "mp",
+              seed=0, distributed_executor_backend="uni"
+              if tp * kw.get("pipeline_parallel_size", 1) == 1 else "mp",
               **kw)
     t1 = time.perf_counter()
     sp = SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, logprobs=5,
@@ -128,8 +133,13 @@ def answers(model, tp, out, **kw):
     os._exit(0)  # the engine's atexit hooks may hang; the driver reaps it
 
 
-def rank_files(out, rank):
-    return sorted(glob.glob(os.path.join(out, f"model-rank-{rank}-part-*.safetensors")))
+def rank_name(pp, stage, rank):
+    return f"model-pp-{stage}-tp-{rank}" if pp > 1 else f"model-rank-{rank}"
+
+
+def rank_files(out, rank, pp=1, stage=0):
+    return sorted(glob.glob(os.path.join(
+        out, rank_name(pp, stage, rank) + "-part-*.safetensors")))
 
 
 def read_all(paths):
@@ -151,11 +161,13 @@ def read_all(paths):
     return t
 
 
-def compare_bytes(dump, out, tp):
+def compare_bytes(dump, out, tp, pp=1):
     bad = 0
-    for r in range(tp):
-        ref = read_all([os.path.join(dump, f"model-rank-{r}.safetensors")])
-        got = read_all(rank_files(out, r))
+    for s, r in [(s, r) for s in range(pp) for r in range(tp)]:
+        ref = read_all([os.path.join(dump, rank_name(pp, s, r) + ".safetensors")])
+        got = read_all(rank_files(out, r, pp, s))
+        if pp > 1:
+            r = f"{r} of stage {s}"
         for k in sorted(set(ref) | set(got)):
             if k not in got:
                 print(f"rank {r}: {k}: missing from wshard's output "
@@ -193,9 +205,14 @@ def compare_answers(a, b):
 
 def main(argv):
     ep = {}
-    if len(argv) > 3 and argv[1] == "--ep":
-        ep = {"enable_expert_parallel": True,
-              "expert_placement_strategy": argv[2]}
+    pp = 1
+    while len(argv) > 3 and argv[1] in ("--ep", "--pp"):
+        if argv[1] == "--ep":
+            ep["enable_expert_parallel"] = True
+            ep["expert_placement_strategy"] = argv[2]
+        else:
+            pp = int(argv[2])
+            ep["pipeline_parallel_size"] = pp
         argv = argv[:1] + argv[3:]
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "ref" and len(argv) == 6:
@@ -216,7 +233,7 @@ def main(argv):
         engine_env()
         answers(argv[2], int(argv[3]), argv[5], load_format=argv[4], **ep)
     elif cmd == "bytes" and len(argv) == 5:
-        return compare_bytes(argv[2], argv[3], int(argv[4]))
+        return compare_bytes(argv[2], argv[3], int(argv[4]), pp)
     elif cmd == "answers" and len(argv) == 4:
         return compare_answers(argv[2], argv[3])
     else:

@@ -4,7 +4,8 @@ afresh, so a patch made in the driver would not reach them).  When
 WSHARD_ORACLE_DUMP names a folder, each worker saves its model state as
 vLLM's ShardedStateLoader would load it, just before
 process_weights_after_loading repacks the weights for the CPU kernels:
-DUMP/model-rank-R.safetensors for tensor-parallel rank R."""
+DUMP/model-rank-R.safetensors for tensor-parallel rank R, or
+DUMP/model-pp-S-tp-R.safetensors for stage S of a pipeline."""
 import importlib.abc
 import importlib.util
 import os
@@ -20,7 +21,8 @@ def _patch(module):
 
     def dump_then_process(model, model_config, target_device):
         from safetensors.torch import save_file
-        from vllm.distributed import get_tensor_model_parallel_rank
+        from vllm.distributed import (get_pp_group,
+                                      get_tensor_model_parallel_rank)
         from vllm.model_executor.model_loader.sharded_state_loader import (
             ShardedStateLoader)
         rank = get_tensor_model_parallel_rank()
@@ -28,7 +30,10 @@ def _patch(module):
         state = {k: v.detach().to("cpu").contiguous().clone()
                  for k, v in state.items()}
         os.makedirs(dump, exist_ok=True)
-        path = os.path.join(dump, f"model-rank-{rank}.safetensors")
+        pp = get_pp_group()
+        name = (f"model-pp-{pp.rank_in_group}-tp-{rank}" if pp.world_size > 1
+                else f"model-rank-{rank}")
+        path = os.path.join(dump, name + ".safetensors")
         save_file(state, path + ".tmp", metadata={"format": "pt"})
         os.replace(path + ".tmp", path)
         return real(model, model_config, target_device)

@@ -1,0 +1,211 @@
+/*
+ * plan_stage.c - pipeline parallelism (--pp): which stage holds what.
+ *
+ * vLLM builds, on each stage, only the decoder layers that stage runs
+ * (make_layers over get_pp_indices) and, of the rest, what its model
+ * class makes there (embeddings on the first stage, the final norm and
+ * head on the last, or all of them on every stage: the rules' "pipeline"
+ * says).  Its sharded_state loader then reads, on the worker of stage s
+ * and tensor-parallel rank t, model-pp-s-tp-t-part-*.safetensors.  So the
+ * tp ranks of the plan, cut as they would be without stages, are dealt
+ * out to the stages by those two answers; a tensor on several stages is
+ * planned once per stage and read once from the source.
+ *
+ * Tied word embeddings: the plan holds the one tensor under the rules'
+ * tie output (lm_head.weight), as vLLM's state names it where embedding
+ * and head share it.  Where the head is on the last stage only, vLLM's
+ * first stage still builds the embedding (is_first_rank) and holds it
+ * under its own name (the tie source), the last stage the shared one.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wshard.h"
+#include "source/catalog.h"
+#include "plan_impl.h"
+#include "rules/rules.h"
+
+/*
+ * The layers of each stage, as vLLM 0.32's get_pp_indices gives them:
+ * --pp-layers as given (VLLM_PP_LAYER_PARTITION), else nlayers / pp each
+ * and the remainder one more to each stage before the last, from the one
+ * before the last backwards.
+ */
+static enum wshard_err stage_layers(struct wshard_plan *plan, long nlayers,
+				    const int *pp_layers, struct wshard_error *err)
+{
+	int pp = plan->opt.pp, s;
+	long sum = 0;
+
+	plan->stage_layers = calloc((size_t)pp, sizeof(int));
+	if (!plan->stage_layers)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (pp_layers) {
+		for (s = 0; s < pp; s++) {
+			if (pp_layers[s] < 1)
+				return wshard_error_set(err, WSHARD_EUSAGE,
+							"--pp-layers: stage %d would hold no layer", s);
+			plan->stage_layers[s] = pp_layers[s];
+			sum += pp_layers[s];
+		}
+		if (sum != nlayers)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"--pp-layers adds up to %ld layers; the model has %ld (num_hidden_layers)",
+						sum, nlayers);
+		return WSHARD_OK;
+	}
+	if (nlayers < pp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--pp %d: the model has %ld decoder layers (num_hidden_layers), fewer than the stages",
+					pp, nlayers);
+	for (s = 0; s < pp; s++)
+		plan->stage_layers[s] = (int)(nlayers / pp);
+	for (s = 0; s < (int)(nlayers % pp); s++)
+		plan->stage_layers[pp - 2 - s]++;
+	return WSHARD_OK;
+}
+
+/* Whether stage s holds output name; *out_err set when nothing decides. */
+static bool stage_holds(const struct wshard_plan *plan, const struct wshard_rules *rules,
+			bool tied, const char *name, int s, bool *out_err)
+{
+	enum rules_stage kind = RULES_STAGE_ALL;
+	long layer, first = 0;
+	int k;
+
+	if (!rules_stage_of(rules, name, &layer, &kind)) {
+		*out_err = true;
+		return false;
+	}
+	if (layer >= 0) {
+		for (k = 0; k < s; k++)
+			first += plan->stage_layers[k];
+		return layer >= first && layer < first + plan->stage_layers[s];
+	}
+	switch (kind) {
+	case RULES_STAGE_FIRST:
+		return s == 0;
+	case RULES_STAGE_LAST:
+		/* a tied head on the last stage: its embedding on the first */
+		return s == plan->opt.pp - 1 ||
+		       (s == 0 && tied && strcmp(name, rules->tie_output) == 0);
+	default:
+		return true;
+	}
+}
+
+/* Whether the rules give name to every stage. */
+static bool stage_holds_all(const struct wshard_rules *rules, const char *name)
+{
+	enum rules_stage kind = RULES_STAGE_ALL;
+	long layer;
+
+	return rules_stage_of(rules, name, &layer, &kind) && layer < 0 &&
+	       kind == RULES_STAGE_ALL;
+}
+
+/* A copy of t with its own name and pieces into *out (zeroed on failure). */
+static enum wshard_err copy_tensor(struct wshard_out_tensor *out,
+				   const struct wshard_out_tensor *t, struct wshard_error *err)
+{
+	*out = *t;
+	out->name = strdup(t->name);
+	out->pieces = malloc((t->npieces ? t->npieces : 1) * sizeof(*t->pieces));
+	if (!out->name || !out->pieces) {
+		free(out->name);
+		free(out->pieces);
+		memset(out, 0, sizeof(*out));
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	memcpy(out->pieces, t->pieces, t->npieces * sizeof(*t->pieces));
+	return WSHARD_OK;
+}
+
+/* Deals tensor t of tp rank r out to the stages that hold it: copies to
+ * all but the last, which takes t itself. */
+static enum wshard_err deal(struct wshard_plan *plan, const struct wshard_rules *rules,
+			    bool tied, struct wshard_rank_plan *ranks, size_t *caps, int r,
+			    struct wshard_out_tensor *t, struct wshard_error *err)
+{
+	int s, last = -1, tp = plan->tp;
+	bool bad = false;
+	enum wshard_err rc = WSHARD_OK;
+
+	for (s = 0; s < plan->opt.pp && !bad; s++)
+		if (stage_holds(plan, rules, tied, t->name, s, &bad))
+			last = s;
+	if (bad || last < 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					bad ? "rules '%s' give no pipeline stage for output '%s'"
+					    : "rules '%s': output '%s' is of a layer past num_hidden_layers",
+					rules->name, t->name);
+	for (s = 0; s < last && !rc; s++) {
+		struct wshard_out_tensor c;
+
+		if (!stage_holds(plan, rules, tied, t->name, s, &bad))
+			continue;
+		rc = copy_tensor(&c, t, err);
+		if (!rc && tied && s == 0 && strcmp(t->name, rules->tie_output) == 0 &&
+		    !stage_holds_all(rules, t->name)) {
+			free(c.name);
+			if (!(c.name = strdup(rules->tie_source)))
+				rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		}
+		if (!rc)
+			rc = plan_rank_push(&ranks[s * tp + r], &caps[s * tp + r], &c, err);
+	}
+	if (!rc)
+		rc = plan_rank_push(&ranks[last * tp + r], &caps[last * tp + r], t, err);
+	return rc;
+}
+
+enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_rules *rules,
+				  long nlayers, const int *pp_layers, struct wshard_error *err)
+{
+	int pp = plan->opt.pp, tp = plan->tp, n = pp * tp, r, s;
+	struct wshard_rank_plan *ranks;
+	bool tied = plan_is_tied(rules, plan->config);
+	size_t i, *caps;
+	enum wshard_err rc;
+
+	if (pp == 1)
+		return WSHARD_OK;
+	rc = stage_layers(plan, nlayers, pp_layers, err);
+	if (rc)
+		return rc;
+	ranks = calloc((size_t)n, sizeof(*ranks));
+	caps = calloc((size_t)n, sizeof(*caps));
+	if (!ranks || !caps) {
+		free(ranks);
+		free(caps);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	for (s = 0; s < pp; s++) {
+		for (r = 0; r < tp; r++) {
+			ranks[s * tp + r].rank = s * tp + r;
+			ranks[s * tp + r].stage = s;
+			ranks[s * tp + r].tp_rank = r;
+		}
+	}
+	for (r = 0; r < tp && !rc; r++) {
+		struct wshard_rank_plan *rp = &plan->ranks[r];
+
+		for (i = 0; i < rp->ntensors && !rc; i++)
+			rc = deal(plan, rules, tied, ranks, caps, r, &rp->tensors[i], err);
+	}
+	/* what was not dealt (a failure) is freed with the old ranks; the
+	 * new ones go with the plan either way */
+	for (r = 0; r < tp; r++) {
+		for (i = 0; i < plan->ranks[r].ntensors; i++) {
+			free(plan->ranks[r].tensors[i].name);
+			free(plan->ranks[r].tensors[i].pieces);
+		}
+		free(plan->ranks[r].tensors);
+	}
+	free(plan->ranks);
+	free(caps);
+	plan->ranks = ranks;
+	plan->nranks = n;
+	return rc;
+}

@@ -1,0 +1,106 @@
+/*
+ * rules_stage.c - a rules document's "pipeline" key: which stage of
+ * vLLM's pipeline holds each output.  A decoder layer's outputs belong to
+ * the stage that runs the layer (vLLM's get_pp_indices); the others, the
+ * embeddings, the final norm, the head, are kept by the first stage, the
+ * last or all of them, as the model class builds them (LlamaModel makes
+ * embed_tokens on the first stage only, MixtralModel on every one): the
+ * rules say which, as the engine's own state showed it.
+ */
+#include <fnmatch.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "rules.h"
+
+static const char *const stage_names[] = {
+	[RULES_STAGE_FIRST] = "first", [RULES_STAGE_LAST] = "last",
+	[RULES_STAGE_ALL] = "all",
+};
+
+static int parse_stage(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s && i < sizeof(stage_names) / sizeof(stage_names[0]); i++)
+		if (strcmp(s, stage_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
+				     struct wshard_error *err)
+{
+	json_t *layers = json_object_get(pipeline, "layers");
+	json_t *stages = json_object_get(pipeline, "stages");
+	const char *key, *s = json_string_value(layers);
+	json_t *val, *v;
+	size_t i;
+
+	if (!pipeline)
+		return WSHARD_OK;
+	if (!json_is_object(pipeline) || !s || !strstr(s, "{n}") || !json_is_array(stages) ||
+	    json_object_size(pipeline) != 2)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"pipeline\" is an object of \"layers\" (a name prefix with {n}) and \"stages\" (an array of one-key objects)",
+					r->name);
+	r->pp_layers = strdup(s);
+	r->pp_stages = calloc(json_array_size(stages) + 1, sizeof(*r->pp_stages));
+	if (!r->pp_layers || !r->pp_stages)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	json_array_foreach(stages, i, val) {
+		int st = -1;
+
+		json_object_foreach(val, key, v)
+			st = parse_stage(json_string_value(v));
+		if (!json_is_object(val) || json_object_size(val) != 1 || st < 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': pipeline stages[%zu] is not {\"PATTERN\": \"first\", \"last\" or \"all\"}",
+						r->name, i);
+		json_object_foreach(val, key, v) {
+			r->pp_stages[i].pattern = strdup(key);
+			if (!r->pp_stages[i].pattern)
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		}
+		r->pp_stages[i].stage = (enum rules_stage)st;
+		r->npp_stages = i + 1;
+	}
+	return WSHARD_OK;
+}
+
+/* The layer index of name under prefix pattern p ("model.layers.{n}."),
+ * or -1. */
+static long layer_of(const char *p, const char *name)
+{
+	const char *n = strstr(p, "{n}");
+	size_t pre = (size_t)(n - p);
+	char *end;
+	long v;
+
+	if (strncmp(name, p, pre) != 0 || name[pre] < '0' || name[pre] > '9' ||
+	    (name[pre] == '0' && name[pre + 1] >= '0' && name[pre + 1] <= '9'))
+		return -1;
+	v = strtol(name + pre, &end, 10);
+	return strncmp(end, n + 3, strlen(n + 3)) == 0 ? v : -1;
+}
+
+bool rules_stage_of(const struct wshard_rules *r, const char *name, long *out_layer,
+		    enum rules_stage *out_stage)
+{
+	size_t i;
+
+	*out_layer = layer_of(r->pp_layers, name);
+	if (*out_layer >= 0)
+		return true;
+	for (i = 0; i < r->npp_stages; i++) {
+		if (fnmatch(r->pp_stages[i].pattern, name, 0) == 0) {
+			*out_stage = r->pp_stages[i].stage;
+			return true;
+		}
+	}
+	return false;
+}
