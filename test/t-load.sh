@@ -6,7 +6,7 @@
 #     read piece (1 MiB; 12 MiB) included; the same with xxh3-64 and sha256 sums
 #     (hashed again whole) as with crc64-nvme (pieces' sums joined);
 #  2. refused, the message naming both sides: another tp, engine release or
-#     engine, pipeline stages, expert parallelism, a rank out of range, no
+#     engine, pipeline stages (either way), expert parallelism, a rank out of range, no
 #     wshard.json, a manifest of another format;
 #  3. refused, naming the file and tensor: a flipped data byte (each sum),
 #     a renamed tensor in a header, a truncated file; a tensor given no
@@ -44,6 +44,11 @@ refuse "0.3 is not 0.32" "$O" 1 "loading in vllm==0.3" '{"tp": 2, "engine": "vll
 refuse "engine" "$O" 1 "made for vllm@0.32, loading in sglang==0.32.0" \
 	'{"tp": 2, "engine": "sglang==0.32.0"}'
 refuse "pp 2" "$O" 1 "pipeline-parallel size 2" '{"tp": 2, "pp": 2}'
+"$WSHARD" convert -q --tp 2 --pp 2 "$T/src" "$T/stages" || fail "convert --pp 2 failed"
+refuse "stages, pp 1" "$T/stages" 1 "made for 2 pipeline stages, the engine runs pipeline-parallel size 1" \
+	'{"tp": 2}'
+refuse "stages, pp 2" "$T/stages" 1 "pipeline stages are not read by this loader yet" \
+	'{"tp": 2, "pp": 2}'
 refuse "ep" "$O" 1 "made without expert parallelism, the engine runs with" \
 	'{"tp": 2, "ep": true}'
 refuse "rank 2" "$O" 1 "no rank 2 (2 ranks)" '{"tp": 2, "rank": 2}'
