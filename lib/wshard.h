@@ -464,10 +464,12 @@ struct wshard_load_want {
 	const char *expert_placement;	/* "linear", "round_robin"; NULL: not checked */
 	int rank;			/* the worker's tensor-parallel rank */
 	bool no_checksums;		/* read without checking the tensors' sums */
+	int stage;			/* the worker's pipeline stage (pp > 1) */
 };
 struct wshard_load;
 
-/* Opens out_dir's manifest for rank want->rank and refuses an output made
+/* Opens out_dir's manifest for rank want->rank (of stage want->stage)
+ * and refuses an output made
  * for another engine release or layout, naming both.  Returns WSHARD_OK,
  * WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM. */
 enum wshard_err wshard_load_open(struct wshard_load **out_l, const char *out_dir,

@@ -27,7 +27,8 @@ def load(lib, out, want, skip=None, threads=0):
     """(rc, message, {name: bytes}) of loading want's rank of out."""
     err = Error()
     w = Want(want.get("engine", "vllm==0.32.0").encode(), want["tp"], want.get("pp", 1),
-             want.get("ep", False), None, want.get("rank", 0), want.get("nosum", False))
+             want.get("ep", False), None, want.get("rank", 0), want.get("nosum", False),
+             want.get("stage", 0))
     h = ctypes.c_void_p()
     rc = lib.wshard_load_open(ctypes.byref(h), out.encode(), ctypes.byref(w),
                               ctypes.byref(err))
@@ -76,6 +77,21 @@ def main(argv):
                     bad = [k for k in want if got.get(k) != want[k]] or ["(names)"]
                     sys.exit(f"rank {r}, {threads} threads: {len(bad)} tensors differ, "
                              f"'{bad[0]}' first")
+        return 0
+    if argv[2] == "stage":
+        # every stage's ranks of an output of stages (argv[3]), each equal
+        # to its own files and to the same tensors of the tp-only output
+        # argv[4]'s rank
+        out, plain = argv[3], argv[4]
+        m = json.load(open(out + "/wshard.json"))
+        tp, pp = m["tp"], m["parallel"]["pp"]
+        for s in range(pp):
+            for r in range(tp):
+                rc, msg, got = load(lib, out, {"tp": tp, "pp": pp, "stage": s, "rank": r})
+                whole = file_tensors(plain, r)
+                if rc or got != file_tensors(out, s * tp + r) or not got or \
+                        any(whole.get(k) != v for k, v in got.items()):
+                    sys.exit(f"stage {s} rank {r}: ({rc}) {msg or 'tensors differ'}")
         return 0
     out, code, text, want = argv[3], int(argv[4]), argv[5], json.loads(argv[6])
     rc, msg, _ = load(lib, out, want, skip=want.get("skip"))

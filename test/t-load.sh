@@ -47,8 +47,8 @@ refuse "pp 2" "$O" 1 "pipeline-parallel size 2" '{"tp": 2, "pp": 2}'
 "$WSHARD" convert -q --tp 2 --pp 2 "$T/src" "$T/stages" || fail "convert --pp 2 failed"
 refuse "stages, pp 1" "$T/stages" 1 "made for 2 pipeline stages, the engine runs pipeline-parallel size 1" \
 	'{"tp": 2}'
-refuse "stages, pp 2" "$T/stages" 1 "pipeline stages are not read by this loader yet" \
-	'{"tp": 2, "pp": 2}'
+refuse "stages, stage 2" "$T/stages" 1 "no stage 2 (2 stages)" '{"tp": 2, "pp": 2, "stage": 2}'
+$CHECK stage "$T/stages" "$T/out-crc64-nvme" || fail "stages: a stage's rank loads otherwise"
 refuse "ep" "$O" 1 "made without expert parallelism, the engine runs with" \
 	'{"tp": 2, "ep": true}'
 refuse "rank 2" "$O" 1 "no rank 2 (2 ranks)" '{"tp": 2, "rank": 2}'

@@ -82,10 +82,9 @@ static enum wshard_err check_layout(const struct wshard_manifest *m,
 					"'%s': made for %d pipeline stage%s, the engine runs "
 					"pipeline-parallel size %d", m->path, m->pp,
 					m->pp == 1 ? "" : "s", w->pp > 1 ? w->pp : 1);
-	if (m->pp > 1)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': pipeline stages are not read by this loader yet; "
-					"load them with --load-format sharded_state", m->path);
+	if (w->pp > 1 && (w->stage < 0 || w->stage >= m->pp))
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': no stage %d (%d stages)",
+					m->path, w->stage, m->pp);
 	if (w->tp != m->tp)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': made for tensor-parallel size %d, the engine "
@@ -99,10 +98,11 @@ static enum wshard_err check_layout(const struct wshard_manifest *m,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': experts placed %s, the engine places them %s",
 					m->path, m->expert_placement, w->expert_placement);
-	if (w->rank < 0 || (size_t)w->rank >= m->nranks)
+	if (w->rank < 0 || w->rank >= m->tp ||
+	    (size_t)(m->pp > 1 ? w->stage : 0) * (size_t)m->tp + (size_t)w->rank >= m->nranks)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': no rank %d (%zu ranks)", m->path, w->rank,
-					m->nranks);
+					m->nranks / (size_t)m->pp);
 	return WSHARD_OK;
 }
 
@@ -127,7 +127,7 @@ enum wshard_err wshard_load_open(struct wshard_load **out_l, const char *out_dir
 	if (rc == WSHARD_OK)
 		rc = check_layout(l->m, want, err);
 	if (rc == WSHARD_OK) {
-		l->r = &l->m->ranks[want->rank];
+		l->r = &l->m->ranks[(l->m->pp > 1 ? want->stage * l->m->tp : 0) + want->rank];
 		l->check = !want->no_checksums;
 		l->dest = calloc(l->r->ntensors ? l->r->ntensors : 1, sizeof(*l->dest));
 		l->st = calloc(l->r->nfiles ? l->r->nfiles : 1, sizeof(*l->st));

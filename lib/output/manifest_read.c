@@ -510,10 +510,6 @@ enum wshard_err wshard_manifest_open(struct wshard_manifest **out_m, const char 
 		goto out;
 	}
 	m->nranks = json_array_size(ranks);
-	if (m->nranks != (size_t)m->tp * (size_t)m->pp) {
-		rc = bad(m, err, "\"ranks\" does not list tp x pp ranks");
-		goto out;
-	}
 	m->ranks = calloc(m->nranks, sizeof(*m->ranks));
 	if (!m->ranks) {
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");

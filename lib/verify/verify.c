@@ -86,9 +86,13 @@ static enum wshard_err load_manifest(struct verify *v, struct wshard_error *err)
 		if (rc)
 			return rc;
 	}
-	if ((size_t)v->tp * (size_t)v->m->pp != v->nranks && v->proc == 0)
-		verify_diff(v, "manifest: tp %d x pp %d but %zu ranks listed", v->tp, v->m->pp,
-			    v->nranks);
+	if ((size_t)v->tp * (size_t)v->m->pp != v->nranks && v->proc == 0) {
+		if (v->m->pp > 1)
+			verify_diff(v, "manifest: tp %d x pp %d but %zu ranks listed", v->tp,
+				    v->m->pp, v->nranks);
+		else
+			verify_diff(v, "manifest: tp %d but %zu ranks listed", v->tp, v->nranks);
+	}
 	if (v->opt->rank >= 0 && (size_t)v->opt->rank >= v->nranks)
 		return wshard_error_set(err, WSHARD_EUSAGE, "'%s' has no rank %d (%zu ranks)",
 					v->opt->out_dir, v->opt->rank, v->nranks);

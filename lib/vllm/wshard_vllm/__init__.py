@@ -29,7 +29,7 @@ class Want(ctypes.Structure):
     _fields_ = [("engine", ctypes.c_char_p), ("tp", ctypes.c_int),
                 ("pp", ctypes.c_int), ("expert_parallel", ctypes.c_bool),
                 ("expert_placement", ctypes.c_char_p), ("rank", ctypes.c_int),
-                ("no_checksums", ctypes.c_bool)]
+                ("no_checksums", ctypes.c_bool), ("stage", ctypes.c_int)]
 
 
 def bind(path):
@@ -90,7 +90,7 @@ def load_rank(out_dir, state, want, threads=0):
     w = Want(want.get("engine", "").encode() or None, want["tp"], want.get("pp", 1),
               bool(want.get("expert_parallel")),
               (want.get("expert_placement") or "").encode() or None, want["rank"],
-              not want.get("checksums", True))
+              not want.get("checksums", True), want.get("stage", 0))
     handle = ctypes.c_void_p()
     if lib.wshard_load_open(ctypes.byref(handle), os.fsencode(out_dir),
                             ctypes.byref(w), ctypes.byref(err)) != 0:
@@ -221,6 +221,7 @@ def register():
                     "pp": get_pp_group().world_size, "expert_parallel": ep,
                     "expert_placement": placement if placement == "linear" else None,
                     "rank": get_tensor_model_parallel_rank(),
+                    "stage": get_pp_group().rank_in_group,
                     "checksums": os.environ.get("WSHARD_LOAD_CHECKSUMS", "1") != "0"}
             out = model_config.model_weights or model_config.model
             if not os.path.isdir(out):
