@@ -13,9 +13,10 @@
  *
  * Tied word embeddings: the plan holds the one tensor under the rules'
  * tie output (lm_head.weight), as vLLM's state names it where embedding
- * and head share it.  Where the head is on the last stage only, vLLM's
- * first stage still builds the embedding (is_first_rank) and holds it
- * under its own name (the tie source), the last stage the shared one.
+ * and head share it (sharded_state keeps the smaller of two names).  A
+ * stage that builds the embedding but not the head (Llama's first, where
+ * the head is on the last only) holds it under its own name, the tie
+ * source's.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -68,7 +69,7 @@ static enum wshard_err stage_layers(struct wshard_plan *plan, long nlayers,
 
 /* Whether stage s holds output name; *out_err set when nothing decides. */
 static bool stage_holds(const struct wshard_plan *plan, const struct wshard_rules *rules,
-			bool tied, const char *name, int s, bool *out_err)
+			const char *name, int s, bool *out_err)
 {
 	enum rules_stage kind = RULES_STAGE_ALL;
 	long layer, first = 0;
@@ -87,76 +88,58 @@ static bool stage_holds(const struct wshard_plan *plan, const struct wshard_rule
 	case RULES_STAGE_FIRST:
 		return s == 0;
 	case RULES_STAGE_LAST:
-		/* a tied head on the last stage: its embedding on the first */
-		return s == plan->opt.pp - 1 ||
-		       (s == 0 && tied && strcmp(name, rules->tie_output) == 0);
+		return s == plan->opt.pp - 1;
 	default:
 		return true;
 	}
 }
 
-/* Whether the rules give name to every stage. */
-static bool stage_holds_all(const struct wshard_rules *rules, const char *name)
+/* A copy of t named name, with its own pieces, appended to rp. */
+static enum wshard_err push_copy(struct wshard_rank_plan *rp, size_t *cap,
+				 const struct wshard_out_tensor *t, const char *name,
+				 struct wshard_error *err)
 {
-	enum rules_stage kind = RULES_STAGE_ALL;
-	long layer;
+	struct wshard_out_tensor c = *t;
 
-	return rules_stage_of(rules, name, &layer, &kind) && layer < 0 &&
-	       kind == RULES_STAGE_ALL;
-}
-
-/* A copy of t with its own name and pieces into *out (zeroed on failure). */
-static enum wshard_err copy_tensor(struct wshard_out_tensor *out,
-				   const struct wshard_out_tensor *t, struct wshard_error *err)
-{
-	*out = *t;
-	out->name = strdup(t->name);
-	out->pieces = malloc((t->npieces ? t->npieces : 1) * sizeof(*t->pieces));
-	if (!out->name || !out->pieces) {
-		free(out->name);
-		free(out->pieces);
-		memset(out, 0, sizeof(*out));
+	c.name = strdup(name);
+	c.pieces = malloc((t->npieces ? t->npieces : 1) * sizeof(*t->pieces));
+	if (!c.name || !c.pieces) {
+		free(c.name);
+		free(c.pieces);
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
-	memcpy(out->pieces, t->pieces, t->npieces * sizeof(*t->pieces));
-	return WSHARD_OK;
+	memcpy(c.pieces, t->pieces, t->npieces * sizeof(*t->pieces));
+	return plan_rank_push(rp, cap, &c, err);
 }
 
-/* Deals tensor t of tp rank r out to the stages that hold it: copies to
- * all but the last, which takes t itself. */
+/* Deals tensor t of tp rank r out, a copy to each stage that holds it.
+ * The tied embedding's one tensor goes under the head's name to the
+ * head's stages and under the embedding's own to the embedding's others. */
 static enum wshard_err deal(struct wshard_plan *plan, const struct wshard_rules *rules,
 			    bool tied, struct wshard_rank_plan *ranks, size_t *caps, int r,
-			    struct wshard_out_tensor *t, struct wshard_error *err)
+			    const struct wshard_out_tensor *t, struct wshard_error *err)
 {
-	int s, last = -1, tp = plan->tp;
-	bool bad = false;
+	bool bad = false, is_tie = tied && strcmp(t->name, rules->tie_output) == 0;
+	int s, n = 0, k;
 	enum wshard_err rc = WSHARD_OK;
 
-	for (s = 0; s < plan->opt.pp && !bad; s++)
-		if (stage_holds(plan, rules, tied, t->name, s, &bad))
-			last = s;
-	if (bad || last < 0)
+	for (s = 0; s < plan->opt.pp && !rc && !bad; s++) {
+		const char *name = t->name;
+
+		k = s * plan->tp + r;
+		if (!stage_holds(plan, rules, t->name, s, &bad)) {
+			if (!is_tie || bad || !stage_holds(plan, rules, rules->tie_source, s, &bad))
+				continue;
+			name = rules->tie_source;
+		}
+		rc = push_copy(&ranks[k], &caps[k], t, name, err);
+		n++;
+	}
+	if (!rc && (bad || n == 0))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					bad ? "rules '%s' give no pipeline stage for output '%s'"
 					    : "rules '%s': output '%s' is of a layer past num_hidden_layers",
 					rules->name, t->name);
-	for (s = 0; s < last && !rc; s++) {
-		struct wshard_out_tensor c;
-
-		if (!stage_holds(plan, rules, tied, t->name, s, &bad))
-			continue;
-		rc = copy_tensor(&c, t, err);
-		if (!rc && tied && s == 0 && strcmp(t->name, rules->tie_output) == 0 &&
-		    !stage_holds_all(rules, t->name)) {
-			free(c.name);
-			if (!(c.name = strdup(rules->tie_source)))
-				rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		}
-		if (!rc)
-			rc = plan_rank_push(&ranks[s * tp + r], &caps[s * tp + r], &c, err);
-	}
-	if (!rc)
-		rc = plan_rank_push(&ranks[last * tp + r], &caps[last * tp + r], t, err);
 	return rc;
 }
 
