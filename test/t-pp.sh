@@ -14,7 +14,8 @@
 #     the head on the last stage, the embedding (its own name) on the first.
 # (c) Qwen3-MoE: every stage holds the embedding, norm and head (vLLM's
 #     Qwen3MoeModel builds them on every stage).
-# (d) mpirun -np 3 with tp 2 x pp 2: byte-identical to one process.
+# (d) mpirun -np 3 with tp 2 x pp 2: byte-identical to one process; one
+#     process reads each source byte once (the tensors on every stage too).
 # (e) refusals, nothing written: a --pp-layers of the wrong count (exit 2)
 #     or sum (exit 3), more stages than layers (exit 3), rules with no
 #     "pipeline" key (exit 3), --archive with --pp (exit 2); --pp 1 writes
@@ -126,6 +127,10 @@ stages "qwen3_moe" "$T/q2" "$T/q22" 2 2,1 \
 	"model.embed_tokens.weight=all,model.norm.weight=all,lm_head.weight=all"
 
 # (d)
+$PLAIN "$WSHARD" convert --json --tp 2 --pp 3 "$T/q3" "$T/q23" >"$T/json" 2>"$T/cerr" ||
+	fail "qwen3_moe pp 3: $(head -c 300 "$T/cerr")"
+"$PYTHON" -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(j["bytes_read"] != j["source_tensor_bytes"] or j["pp"] != 3)' \
+	"$T/json" || fail "pp 3: bytes read differ from the source's tensor bytes: $(cat "$T/json")"
 if command -v mpirun >/dev/null 2>&1; then
 	run_mpi 3 "$WSHARD" convert -q --tp 2 --pp 2 "$T/ll" "$T/mpi" >"$T/merr" 2>&1 ||
 		fail "mpirun -np 3 tp 2 pp 2: $(head -c 300 "$T/merr")"
