@@ -15,8 +15,8 @@
  * tie output (lm_head.weight), as vLLM's state names it where embedding
  * and head share it (sharded_state keeps the smaller of two names).  A
  * stage that builds the embedding but not the head (Llama's first, where
- * the head is on the last only) holds it under its own name, the tie
- * source's.
+ * the head is on the last only) holds it under the embedding's own output
+ * name (the tie source's rule's).
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -116,10 +116,10 @@ static enum wshard_err push_copy(struct wshard_rank_plan *rp, size_t *cap,
  * The tied embedding's one tensor goes under the head's name to the
  * head's stages and under the embedding's own to the embedding's others. */
 static enum wshard_err deal(struct wshard_plan *plan, const struct wshard_rules *rules,
-			    bool tied, struct wshard_rank_plan *ranks, size_t *caps, int r,
+			    const char *embed, struct wshard_rank_plan *ranks, size_t *caps, int r,
 			    const struct wshard_out_tensor *t, struct wshard_error *err)
 {
-	bool bad = false, is_tie = tied && strcmp(t->name, rules->tie_output) == 0;
+	bool bad = false, is_tie = embed && strcmp(t->name, rules->tie_output) == 0;
 	int s, n = 0, k;
 	enum wshard_err rc = WSHARD_OK;
 
@@ -128,9 +128,9 @@ static enum wshard_err deal(struct wshard_plan *plan, const struct wshard_rules 
 
 		k = s * plan->tp + r;
 		if (!stage_holds(plan, rules, t->name, s, &bad)) {
-			if (!is_tie || bad || !stage_holds(plan, rules, rules->tie_source, s, &bad))
+			if (!is_tie || bad || !stage_holds(plan, rules, embed, s, &bad))
 				continue;
-			name = rules->tie_source;
+			name = embed;
 		}
 		rc = push_copy(&ranks[k], &caps[k], t, name, err);
 		n++;
@@ -148,7 +148,7 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 {
 	int pp = plan->opt.pp, tp = plan->tp, n = pp * tp, r, s;
 	struct wshard_rank_plan *ranks;
-	bool tied = plan_is_tied(rules, plan->config);
+	const char *embed = NULL;
 	size_t i, *caps;
 	enum wshard_err rc;
 
@@ -157,6 +157,11 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 	rc = stage_layers(plan, nlayers, pp_layers, err);
 	if (rc)
 		return rc;
+	/* tied: the embedding's own output name (the tie source's rule's) */
+	for (i = 0; plan_is_tied(rules, plan->config) && i < rules->nrules && !embed; i++)
+		if (strcmp(rules->rules[i].match, rules->tie_source) == 0)
+			embed = rules->rules[i].output ? rules->rules[i].output
+						       : rules->rules[i].match;
 	ranks = calloc((size_t)n, sizeof(*ranks));
 	caps = calloc((size_t)n, sizeof(*caps));
 	if (!ranks || !caps) {
@@ -175,7 +180,7 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 		struct wshard_rank_plan *rp = &plan->ranks[r];
 
 		for (i = 0; i < rp->ntensors && !rc; i++)
-			rc = deal(plan, rules, tied, ranks, caps, r, &rp->tensors[i], err);
+			rc = deal(plan, rules, embed, ranks, caps, r, &rp->tensors[i], err);
 	}
 	/* what was not dealt (a failure) is freed with the old ranks; the
 	 * new ones go with the plan either way */
