@@ -31,8 +31,6 @@ gen "$T/ll" --arch llama $S --shards 3
 gen "$T/tied" --arch llama $S --tie
 gen "$T/q3" --arch qwen3_moe --layers 3 --hidden 64 --heads 8 --kv-heads 2 --vocab 250 \
 	--experts 4 --head-dim 16 --intermediate 128 --moe-intermediate 32
-gen "$T/gm" --arch gemma --layers 2 --hidden 64 --heads 4 --kv-heads 1 --vocab 250 \
-	--head-dim 16 --intermediate 128
 
 conv() { o=$1; shift; $PLAIN "$WSHARD" convert -q "$@" "$T/$o" >"$T/cerr" 2>&1 ||
 	fail "convert $* $o: $(head -c 400 "$T/cerr")"; }
@@ -146,8 +144,10 @@ expect_exit 3 $PLAIN "$WSHARD" convert --tp 1 --pp 2 --pp-layers 1,3 "$T/ll" "$T
 	one_line "--pp-layers sum" && err_has "--pp-layers sum" "adds up to 4 layers; the model has 5"
 expect_exit 3 $PLAIN "$WSHARD" convert --tp 1 --pp 6 "$T/ll" "$T/no3" &&
 	err_has "--pp 6" "5 decoder layers"
-expect_exit 3 $PLAIN "$WSHARD" convert --tp 1 --pp 2 "$T/gm" "$T/no4" &&
-	one_line "gemma --pp" && err_has "gemma --pp" "--pp is not written for builtin:gemma"
+grep -v '"pipeline"' "$ROOT/lib/rules/llama.json" >"$T/nopp.json"
+expect_exit 3 $PLAIN "$WSHARD" convert --tp 1 --pp 2 --rules "$T/nopp.json" "$T/ll" "$T/no4" &&
+	one_line "rules without pipeline" &&
+	err_has "rules without pipeline" "--pp is not written for $T/nopp.json"
 expect_exit 2 $PLAIN "$WSHARD" convert --tp 1 --pp 2 --archive tar "$T/ll" "$T/no5" &&
 	err_has "--archive --pp" "--archive is not written with --pp"
 expect_exit 2 $PLAIN "$WSHARD" convert --tp 1 --pp 0 "$T/ll" "$T/no6"
