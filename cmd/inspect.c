@@ -266,6 +266,18 @@ static int inspect_output(const struct inspect_opts *o)
 	return EXIT_OK;
 }
 
+/* A rank or stage number, 0 to 2^20, into *out.  Returns 0 or -1. */
+static int parse_index(const char *s, int *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (*end || !*s || v < 0 || v > 1 << 20)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -292,24 +304,14 @@ int cmd_inspect(int argc, char **argv)
 		case 'F':
 			o.filter = optarg;
 			break;
-		case 'r': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || !*optarg || v < 0 || v > 1 << 20)
+		case 'r':
+			if (parse_index(optarg, &o.rank) < 0)
 				return usage_error("inspect", "--rank needs a rank number, not '%s'", optarg);
-			o.rank = (int)v;
 			break;
-		}
-		case 's': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || !*optarg || v < 0 || v > 1 << 20)
+		case 's':
+			if (parse_index(optarg, &o.stage) < 0)
 				return usage_error("inspect", "--stage needs a stage number, not '%s'", optarg);
-			o.stage = (int)v;
 			break;
-		}
 		case 'R':
 			o.revision = optarg;
 			break;

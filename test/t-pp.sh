@@ -41,21 +41,15 @@ conv() { o=$1; shift; $PLAIN "$WSHARD" convert -q "$@" "$T/$o" >"$T/cerr" 2>&1 |
 # for each tensor outside the layers, where it is ("first", "last", "all";
 # "name=stage,..."), the tied embedding renamed on the first stage.
 stages() {
-	"$PYTHON" - "$2" "$3" "$4" "$5" "$6" <<'EOF' || fail "$1: stages differ from the tp output"
-import glob, json, re, struct, sys
-plain, staged, tp = sys.argv[1], sys.argv[2], int(sys.argv[3])
-per = [int(x) for x in sys.argv[4].split(",")]
-where = dict(kv.split("=") for kv in sys.argv[5].split(","))
+	"$PYTHON" - "$ROOT/test" "$2" "$3" "$4" "$5" "$6" <<'EOF' || fail "$1: stages differ from the tp output"
+import glob, json, re, sys
+sys.path.insert(0, sys.argv[1])
+import st
+plain, staged, tp = sys.argv[2], sys.argv[3], int(sys.argv[4])
+per = [int(x) for x in sys.argv[5].split(",")]
+where = dict(kv.split("=") for kv in sys.argv[6].split(","))
 def read(pattern):
-    t = {}
-    for p in sorted(glob.glob(pattern)):
-        raw = open(p, "rb").read()
-        n = struct.unpack("<Q", raw[:8])[0]
-        for k, v in json.loads(raw[8:8 + n]).items():
-            if k != "__metadata__":
-                a, b = v["data_offsets"]
-                t[k] = (v["dtype"], v["shape"], raw[8 + n + a:8 + n + b])
-    return t
+    return st.read(sorted(glob.glob(pattern)))
 m = json.load(open(f"{staged}/wshard.json"))
 assert m["parallel"]["pp"] == len(per) and m["parallel"]["pp_layers"] == per, m["parallel"]
 bad = 0
