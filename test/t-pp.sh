@@ -19,7 +19,8 @@
 # (e) refusals, nothing written: a --pp-layers of the wrong count (exit 2)
 #     or sum (exit 3), more stages than layers (exit 3), rules with no
 #     "pipeline" key (exit 3), --archive with --pp (exit 2); --pp 1 writes
-#     today's model-rank-R names.
+#     today's model-rank-R names; --force replaces an output of stages
+#     with one without, and back.
 # shellcheck disable=SC2086,SC1091
 . "$(dirname "$0")/lib.sh"
 
@@ -149,6 +150,10 @@ for o in no1 no2 no3 no4 no5 no6; do
 	[ -e "$T/$o" ] && fail "$o: a refused convert left '$T/$o' behind"
 done
 ls "$T/ll1" | grep -q "^model-rank-0-part-0.safetensors$" || fail "--pp 1: not model-rank-R names"
+# an output of stages is wshard's own to replace (--force), either way
+conv ll1 --force --tp 1 --pp 2 "$T/ll"
+conv ll1 --force --tp 1 "$T/ll"
+ls "$T/ll1" | grep -q "^model-pp-" && fail "--force: stage files left beside a tp output"
 "$PYTHON" -c 'import json,sys; p=json.load(open(sys.argv[1]))["parallel"]; sys.exit(p["pp"] != 1 or p["pp_layers"] is not None)' \
 	"$T/ll1/wshard.json" || fail "--pp 1: parallel.pp is not 1"
 finish

@@ -17,12 +17,18 @@
 #include "base/fileio.h"
 #include "outdir.h"
 
+/* model-rank-R-part-P.safetensors, or model-pp-S-tp-R-part-P.safetensors
+ * (--pp) */
 static bool is_rank_file(const char *name)
 {
-	unsigned r, p;
+	unsigned s, r, p;
 	int n = -1;
 
-	return sscanf(name, "model-rank-%u-part-%u.safetensors%n", &r, &p, &n) == 2 &&
+	if (sscanf(name, "model-rank-%u-part-%u.safetensors%n", &r, &p, &n) == 2 &&
+	    n == (int)strlen(name))
+		return true;
+	n = -1;
+	return sscanf(name, "model-pp-%u-tp-%u-part-%u.safetensors%n", &s, &r, &p, &n) == 3 &&
 	       n == (int)strlen(name);
 }
 
