@@ -18,7 +18,8 @@
 #     process reads each source byte once (the tensors on every stage too).
 # (e) refusals, nothing written: a --pp-layers of the wrong count (exit 2)
 #     or sum (exit 3), more stages than layers (exit 3), rules with no
-#     "pipeline" key (exit 3), --archive with --pp (exit 2); --pp 1 writes
+#     "pipeline" key or a first stage short of its "first_stage_min"
+#     (exit 3), --archive with --pp (exit 2); --pp 1 writes
 #     today's model-rank-R names; --force replaces an output of stages
 #     with one without, and back.
 # shellcheck disable=SC2086,SC1091
@@ -143,10 +144,16 @@ grep -v '"pipeline"' "$ROOT/lib/rules/llama.json" >"$T/nopp.json"
 expect_exit 3 $PLAIN "$WSHARD" convert --tp 1 --pp 2 --rules "$T/nopp.json" "$T/ll" "$T/no4" &&
 	one_line "rules without pipeline" &&
 	err_has "rules without pipeline" "--pp is not written for $T/nopp.json"
+# a "first_stage_min" (Qwen3-VL's deepstack layers) the split does not meet
+sed 's/"pipeline": {/"pipeline": {"first_stage_min": "intermediate_size", /' \
+	"$ROOT/lib/rules/llama.json" >"$T/min.json"
+expect_exit 3 $PLAIN "$WSHARD" convert --tp 1 --pp 2 --rules "$T/min.json" "$T/ll" "$T/no7" &&
+	one_line "first_stage_min" &&
+	err_has "first_stage_min" "the first stage would hold 3 decoder layers; vLLM wants at least 128 there (intermediate_size)"
 expect_exit 2 $PLAIN "$WSHARD" convert --tp 1 --pp 2 --archive tar "$T/ll" "$T/no5" &&
 	err_has "--archive --pp" "--archive is not written with --pp"
 expect_exit 2 $PLAIN "$WSHARD" convert --tp 1 --pp 0 "$T/ll" "$T/no6"
-for o in no1 no2 no3 no4 no5 no6; do
+for o in no1 no2 no3 no4 no5 no6 no7; do
 	[ -e "$T/$o" ] && fail "$o: a refused convert left '$T/$o' behind"
 done
 ls "$T/ll1" | grep -q "^model-rank-0-part-0.safetensors$" || fail "--pp 1: not model-rank-R names"

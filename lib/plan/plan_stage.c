@@ -26,6 +26,7 @@
 #include "source/catalog.h"
 #include "plan_impl.h"
 #include "rules/rules.h"
+#include "rules/expr.h"
 
 /*
  * The layers of each stage, as vLLM 0.32's get_pp_indices gives them:
@@ -157,6 +158,15 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 	rc = stage_layers(plan, nlayers, pp_layers, err);
 	if (rc)
 		return rc;
+	/* vLLM's Qwen3-VL asserts that every later stage starts past the
+	 * deepstack layers, whose features the first stage carries */
+	if (rules->pp_first_min &&
+	    expr_config_count(plan->config, rules->pp_first_min) > plan->stage_layers[0])
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--pp %d: the first stage would hold %d decoder layers; vLLM wants at least %lld there (%s)",
+					pp, plan->stage_layers[0],
+					(long long)expr_config_count(plan->config, rules->pp_first_min),
+					rules->pp_first_min);
 	/* tied: the embedding's own output name (the tie source's rule's) */
 	for (i = 0; plan_is_tied(rules, plan->config) && i < rules->nrules && !embed; i++)
 		if (strcmp(rules->rules[i].match, rules->tie_source) == 0)

@@ -260,6 +260,20 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 	return WSHARD_OK;
 }
 
+int64_t expr_config_count(const struct wshard_config *cfg, const char *key)
+{
+	char buf[128];
+	json_t *v;
+
+	if (strlen(key) >= sizeof(buf))
+		return -1;
+	strcpy(buf, key);
+	v = config_lookup(cfg, buf);
+	if (json_is_array(v))
+		return (int64_t)json_array_size(v);
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
 bool expr_is_bare_key(const char *s)
 {
 	if (!s || !*s || isdigit((unsigned char)*s))

@@ -34,6 +34,10 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 			       long layer, const char *tensor, bool *out,
 			       struct wshard_error *err);
 
+/* The entries of config key (looked up as in expr_eval_dim) when it is an
+ * array, its value when an integer; -1 when config.json lacks it. */
+int64_t expr_config_count(const struct wshard_config *cfg, const char *key);
+
 /* True when s is one bare config key (for messages that name it). */
 bool expr_is_bare_key(const char *s);
 

@@ -123,6 +123,7 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->pp_stages[i].pattern);
 	free(r->pp_stages);
 	free(r->pp_layers);
+	free(r->pp_first_min);
 	free(r->name);
 	free(r);
 }

@@ -177,6 +177,10 @@ struct wshard_rules {
 	 * these rules.  pp_stages: for the other outputs, in order, the
 	 * first matching one decides. */
 	char *pp_layers;
+	/* "first_stage_min": a config.json key whose entries (an array) or
+	 * value is the fewest decoder layers vLLM lets the first stage hold
+	 * (Qwen3-VL's deepstack layers), or NULL */
+	char *pp_first_min;
 	size_t npp_stages;
 	struct rules_stage_rule *pp_stages;
 };

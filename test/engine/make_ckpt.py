@@ -243,6 +243,14 @@ CASES = {
                       text_config={"rope_parameters": {
                           "rope_type": "default", "rope_theta": 1000000.0,
                           "mrope_section": [8, 12, 12], "mrope_interleaved": True}})),
+    # three layers: pipeline stages (vLLM wants the deepstack layers, 2,
+    # on the first stage: --pp 2 gives 2 + 1)
+    "qwen3_vl-l3": ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration",
+                    dict(QWEN3_VL, vision_config=dict(QWEN3_VL["vision_config"],
+                                                      deepstack_visual_indexes=[0, 1]),
+                         text_config={"num_hidden_layers": 3, "rope_parameters": {
+                             "rope_type": "default", "rope_theta": 1000000.0,
+                             "mrope_section": [8, 12, 12], "mrope_interleaved": True}})),
     "qwen3_vl_moe": ("Qwen3VLMoeConfig", "Qwen3VLMoeForConditionalGeneration",
                      dict(QWEN3_VL, vision_config=dict(QWEN3_VL["vision_config"],
                                                        deepstack_visual_indexes=[0, 1]),
