@@ -66,6 +66,12 @@ static bool target_matches(const char *target, const char *engine)
 	       (eq[2 + rel] == '\0' || eq[2 + rel] == '.');
 }
 
+/* The manifest's index of the worker's rank: its stage's, with stages. */
+static size_t rank_index(const struct wshard_manifest *m, const struct wshard_load_want *w)
+{
+	return (size_t)(m->pp > 1 ? w->stage : 0) * (size_t)m->tp + (size_t)w->rank;
+}
+
 static enum wshard_err check_layout(const struct wshard_manifest *m,
 				    const struct wshard_load_want *w,
 				    struct wshard_error *err)
@@ -98,8 +104,7 @@ static enum wshard_err check_layout(const struct wshard_manifest *m,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': experts placed %s, the engine places them %s",
 					m->path, m->expert_placement, w->expert_placement);
-	if (w->rank < 0 || w->rank >= m->tp ||
-	    (size_t)(m->pp > 1 ? w->stage : 0) * (size_t)m->tp + (size_t)w->rank >= m->nranks)
+	if (w->rank < 0 || w->rank >= m->tp || rank_index(m, w) >= m->nranks)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': no rank %d (%zu ranks)", m->path, w->rank,
 					m->nranks / (size_t)m->pp);
@@ -127,7 +132,7 @@ enum wshard_err wshard_load_open(struct wshard_load **out_l, const char *out_dir
 	if (rc == WSHARD_OK)
 		rc = check_layout(l->m, want, err);
 	if (rc == WSHARD_OK) {
-		l->r = &l->m->ranks[(l->m->pp > 1 ? want->stage * l->m->tp : 0) + want->rank];
+		l->r = &l->m->ranks[rank_index(l->m, want)];
 		l->check = !want->no_checksums;
 		l->dest = calloc(l->r->ntensors ? l->r->ntensors : 1, sizeof(*l->dest));
 		l->st = calloc(l->r->nfiles ? l->r->nfiles : 1, sizeof(*l->st));

@@ -68,24 +68,40 @@ static enum wshard_err stage_layers(struct wshard_plan *plan, long nlayers,
 	return WSHARD_OK;
 }
 
-/* Whether stage s holds output name; *out_err set when nothing decides. */
-static bool stage_holds(const struct wshard_plan *plan, const struct wshard_rules *rules,
-			const char *name, int s, bool *out_err)
-{
-	enum rules_stage kind = RULES_STAGE_ALL;
-	long layer, first = 0;
-	int k;
+/* Where the rules put an output: a decoder layer's stage, or a kind. */
+struct place {
+	int stage;			/* the layer's stage; -1: kind decides */
+	enum rules_stage kind;
+};
 
-	if (!rules_stage_of(rules, name, &layer, &kind)) {
-		*out_err = true;
+/* *out for output name.  Returns false when the rules give it no stage
+ * (*out_past: it is of a layer past the stages' layers). */
+static bool place_of(const struct wshard_plan *plan, const struct wshard_rules *rules,
+		     const char *name, struct place *out, bool *out_past)
+{
+	long layer, first = 0;
+	int s;
+
+	out->stage = -1;
+	out->kind = RULES_STAGE_ALL;
+	*out_past = false;
+	if (!rules_stage_of(rules, name, &layer, &out->kind))
 		return false;
+	for (s = 0; layer >= 0 && s < plan->opt.pp && out->stage < 0; s++) {
+		first += plan->stage_layers[s];
+		if (layer < first)
+			out->stage = s;
 	}
-	if (layer >= 0) {
-		for (k = 0; k < s; k++)
-			first += plan->stage_layers[k];
-		return layer >= first && layer < first + plan->stage_layers[s];
-	}
-	switch (kind) {
+	*out_past = layer >= 0 && out->stage < 0;
+	return !*out_past;
+}
+
+/* Whether stage s holds what is placed at *pl. */
+static bool holds(const struct wshard_plan *plan, const struct place *pl, int s)
+{
+	if (pl->stage >= 0)
+		return s == pl->stage;
+	switch (pl->kind) {
 	case RULES_STAGE_FIRST:
 		return s == 0;
 	case RULES_STAGE_LAST:
@@ -113,35 +129,40 @@ static enum wshard_err push_copy(struct wshard_rank_plan *rp, size_t *cap,
 	return plan_rank_push(rp, cap, &c, err);
 }
 
-/* Deals tensor t of tp rank r out, a copy to each stage that holds it.
- * The tied embedding's one tensor goes under the head's name to the
- * head's stages and under the embedding's own to the embedding's others. */
+/*
+ * Deals tensor t of tp rank r out to each stage that holds it: a copy to
+ * each but the last that holds it under its own name, which takes t
+ * itself (most outputs are on one stage: nothing copied).  The tied
+ * embedding's one tensor goes under the head's name to the head's stages
+ * and under the embedding's own (embed, placed at *epl) to its others.
+ */
 static enum wshard_err deal(struct wshard_plan *plan, const struct wshard_rules *rules,
-			    const char *embed, struct wshard_rank_plan *ranks, size_t *caps, int r,
-			    const struct wshard_out_tensor *t, struct wshard_error *err)
+			    const char *embed, const struct place *epl,
+			    struct wshard_rank_plan *ranks, size_t *caps, int r,
+			    struct wshard_out_tensor *t, struct wshard_error *err)
 {
-	bool bad = false, is_tie = embed && strcmp(t->name, rules->tie_output) == 0;
-	int s, n = 0, k;
+	bool tie = embed && strcmp(t->name, rules->tie_output) == 0, past;
+	struct place pl;
+	int s, own = -1, k;
 	enum wshard_err rc = WSHARD_OK;
 
-	for (s = 0; s < plan->opt.pp && !rc && !bad; s++) {
-		const char *name = t->name;
-
-		k = s * plan->tp + r;
-		if (!stage_holds(plan, rules, t->name, s, &bad)) {
-			if (!is_tie || bad || !stage_holds(plan, rules, embed, s, &bad))
-				continue;
-			name = embed;
-		}
-		rc = push_copy(&ranks[k], &caps[k], t, name, err);
-		n++;
-	}
-	if (!rc && (bad || n == 0))
+	if (!place_of(plan, rules, t->name, &pl, &past))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					bad ? "rules '%s' give no pipeline stage for output '%s'"
-					    : "rules '%s': output '%s' is of a layer past num_hidden_layers",
+					past ? "rules '%s': output '%s' is of a layer past num_hidden_layers"
+					     : "rules '%s' give no pipeline stage for output '%s'",
 					rules->name, t->name);
-	return rc;
+	for (s = 0; s < plan->opt.pp; s++)
+		if (holds(plan, &pl, s))
+			own = s;
+	for (s = 0; s < plan->opt.pp && !rc; s++) {
+		k = s * plan->tp + r;
+		if (s != own && holds(plan, &pl, s))
+			rc = push_copy(&ranks[k], &caps[k], t, t->name, err);
+		else if (s != own && tie && holds(plan, epl, s))
+			rc = push_copy(&ranks[k], &caps[k], t, embed, err);
+	}
+	k = own * plan->tp + r;
+	return rc ? rc : plan_rank_push(&ranks[k], &caps[k], t, err);
 }
 
 enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_rules *rules,
@@ -150,7 +171,10 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 	int pp = plan->opt.pp, tp = plan->tp, n = pp * tp, r, s;
 	struct wshard_rank_plan *ranks;
 	const char *embed = NULL;
+	struct place epl = { -1, RULES_STAGE_ALL };
+	bool past;
 	size_t i, *caps;
+	int64_t first_min;
 	enum wshard_err rc;
 
 	if (pp == 1)
@@ -160,18 +184,21 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 		return rc;
 	/* vLLM's Qwen3-VL asserts that every later stage starts past the
 	 * deepstack layers, whose features the first stage carries */
-	if (rules->pp_first_min &&
-	    expr_config_count(plan->config, rules->pp_first_min) > plan->stage_layers[0])
+	first_min = rules->pp_first_min ? expr_config_count(plan->config, rules->pp_first_min) : 0;
+	if (first_min > plan->stage_layers[0])
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"--pp %d: the first stage would hold %d decoder layers; vLLM wants at least %lld there (%s)",
-					pp, plan->stage_layers[0],
-					(long long)expr_config_count(plan->config, rules->pp_first_min),
+					pp, plan->stage_layers[0], (long long)first_min,
 					rules->pp_first_min);
 	/* tied: the embedding's own output name (the tie source's rule's) */
 	for (i = 0; plan_is_tied(rules, plan->config) && i < rules->nrules && !embed; i++)
 		if (strcmp(rules->rules[i].match, rules->tie_source) == 0)
 			embed = rules->rules[i].output ? rules->rules[i].output
 						       : rules->rules[i].match;
+	if (embed && !place_of(plan, rules, embed, &epl, &past))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"rules '%s' give no pipeline stage for output '%s'",
+					rules->name, embed);
 	ranks = calloc((size_t)n, sizeof(*ranks));
 	caps = calloc((size_t)n, sizeof(*caps));
 	if (!ranks || !caps) {
@@ -190,10 +217,10 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 		struct wshard_rank_plan *rp = &plan->ranks[r];
 
 		for (i = 0; i < rp->ntensors && !rc; i++)
-			rc = deal(plan, rules, embed, ranks, caps, r, &rp->tensors[i], err);
+			rc = deal(plan, rules, embed, &epl, ranks, caps, r, &rp->tensors[i], err);
 	}
-	/* what was not dealt (a failure) is freed with the old ranks; the
-	 * new ones go with the plan either way */
+	/* what was not dealt (a failure) is freed with the old ranks (dealt
+	 * ones were zeroed); the new ones go with the plan either way */
 	for (r = 0; r < tp; r++) {
 		for (i = 0; i < plan->ranks[r].ntensors; i++) {
 			free(plan->ranks[r].tensors[i].name);
