@@ -7,6 +7,8 @@
 #   make engine-test     the engine oracle suite alone: each layout once
 #                        (ENGINE_CASES=ARCH:TP ... for chosen cases)
 #   make engine-test-full  every engine case (tp 1 and 2): when layouts change
+#   make learn-table     rules learned from vLLM for every architecture it
+#                        shares with transformers; the README's table (hours)
 #   make test            run the tests of the current build only
 #   make demo            convert a small generated checkpoint at tp 2
 #   make install         install binary, libwshard.so and man pages (PREFIX, DESTDIR)
@@ -240,6 +242,16 @@ engine-test-full: $(PROGRAM) $(B)/libwshard.so
 		sh test/engine/run all; \
 		rc=$$?; [ $$rc -eq 77 ] || exit $$rc
 
+# scripts/learn-rules for every text decoder both vLLM and transformers
+# provide (LEARN_ARCHS="A B" for some), proven by both oracles; then the
+# README's table.  Not part of check: an hour or more of engine runs.
+learn-table: $(PROGRAM) $(B)/libwshard.so
+	$(Q)test -x build/engine/venv/bin/python || \
+		{ echo "learn-table: run scripts/install-deps --engine first"; exit 1; }
+	$(Q)WSHARD=$(abspath $(PROGRAM)) WSHARD_LIB=$(abspath $(B)/libwshard.so) \
+		build/engine/venv/bin/python scripts/learn-rules --prove --all $(LEARN_ARCHS)
+	$(Q)python3 scripts/learn-rules table --readme README.md
+
 # The GPU round trip's throughput against the device's copy bandwidth
 # (scripts/bench --gpu); CUDA builds only.
 bench-roundtrip: $(B)/bench-roundtrip
@@ -276,7 +288,7 @@ clean:
 	rm -rf wshard
 	[ ! -d build ] || find build -mindepth 1 -maxdepth 1 ! -name engine -exec rm -rf {} +
 
-.PHONY: all test tests check engine-test engine-test-full bench-roundtrip demo install uninstall clean
+.PHONY: all test tests check engine-test engine-test-full learn-table bench-roundtrip demo install uninstall clean
 
 # ---------------------------------------------------------------------------
 # Fuzzing with libFuzzer:  make fuzz [FUZZ_SECONDS=60]
