@@ -10,7 +10,9 @@
 #     the built-in output; it fuses q/k/v, gate/up and the experts' w1/w3,
 #     cuts the embedding by vocabulary, keeps the attention scales as
 #     constants and puts Llama's embedding on the first stage, its norm and
-#     head on the last (Qwen3-MoE's on every stage).
+#     head on the last (Qwen3-MoE's on every stage); tied embeddings
+#     (Llama's, Gemma 3's), which vLLM holds under the head's name, become
+#     a tie with a rule for an untied checkpoint's head.
 # (b) a state holding a tensor transposed, or a value no source holds,
 #     is refused (exit 1) naming the tensor, and no rules are written.
 # shellcheck disable=SC2086,SC1091
@@ -22,7 +24,10 @@ S="--layers 2 --hidden 64 --heads 8 --kv-heads 2 --vocab 250 --intermediate 128 
 --experts 4 --head-dim 16 --moe-intermediate 32 --seed 5"
 
 states() {  # ARCH: $T/ARCH/src and its built-in output at tp 1, 2, 4
-	gen "$T/$1/src" --arch "$1" $S
+	case $1 in
+	*-tied) gen "$T/$1/src" --arch "${1%-tied}" $S --tie ;;
+	*) gen "$T/$1/src" --arch "$1" $S ;;
+	esac
 	for tp in 1 2 4; do
 		$PLAIN "$WSHARD" convert -q --tp $tp "$T/$1/src" "$T/$1/s$tp" 2>"$T/cerr" ||
 			fail "$1: convert --tp $tp: $(cat "$T/cerr")"
@@ -31,7 +36,7 @@ states() {  # ARCH: $T/ARCH/src and its built-in output at tp 1, 2, 4
 		fail "$1: convert --pp 2: $(cat "$T/cerr")"
 }
 
-for a in llama qwen3_moe phi3 gemma3 qwen2_moe; do
+for a in llama llama-tied qwen3_moe phi3 gemma3 qwen2_moe; do
 	states $a
 	WSHARD="$WSHARD" $LEARN explain -o "$T/$a.json" "$T/$a/src" \
 		"$T/$a/s1" "$T/$a/s2" "$T/$a/s4" "$T/$a/pp" >"$T/out" 2>&1 ||
@@ -41,6 +46,8 @@ done
 grep -q '"fuse": "qkv.q"' "$T/llama.json" || fail "llama: no q/k/v fuse learned"
 grep -q '"pipeline": {"layers": "model.layers.{n}.", "stages": \[{"lm_head.weight": "last"}, {"model.embed_tokens.weight": "first"}, {"model.norm.weight": "last"}\]}' \
 	"$T/llama.json" || fail "llama: pipeline stages not learned"
+grep -q '"tie": {"source": "model.embed_tokens.weight", "output": "lm_head.weight", "drop": \["lm_head.weight"\]' \
+	"$T/llama-tied.json" || fail "llama-tied: no tie learned"
 grep -q '"model.embed_tokens.weight": "all"' "$T/qwen3_moe.json" ||
 	fail "qwen3_moe: the embedding is not on every stage"
 grep -q '"match": "model.embed_tokens.weight", "split": "vocab"' "$T/llama.json" ||
