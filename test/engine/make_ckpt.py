@@ -739,7 +739,32 @@ def llama4_processor(out, cfg):
                                  ).save_pretrained(out)
 
 
+# Families whose built-in rules scripts/learn-rules learned from vLLM: case
+# -> architecture.  Their checkpoints are the learner's own (its small
+# config of the class), the one the rules were learned and proven on.
+LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
+           "exaone4": "Exaone4ForCausalLM", "glm4": "Glm4ForCausalLM",
+           "hunyuan_dense": "HunYuanDenseV1ForCausalLM",
+           "hunyuan_moe": "HunYuanMoEV1ForCausalLM",
+           "granite": "GraniteForCausalLM", "cwm": "CwmForCausalLM"}
+
+
+def learned(arch, out):
+    import importlib.machinery
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                        "scripts", "learn-rules")
+    loader = importlib.machinery.SourceFileLoader("learn_rules", path)
+    spec = importlib.util.spec_from_loader("learn_rules", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    mod.make_checkpoint(LEARNED[arch], out, {})
+
+
 def make(arch, out):
+    if arch in LEARNED:
+        return learned(arch, out)
     import torch
     import transformers
     cfg_name, model_name, over = CASES[arch]
@@ -798,8 +823,8 @@ def make(arch, out):
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--list"]:
-        print("\n".join(CASES))
-    elif len(sys.argv) == 3 and sys.argv[1] in CASES:
+        print("\n".join(list(CASES) + list(LEARNED)))
+    elif len(sys.argv) == 3 and (sys.argv[1] in CASES or sys.argv[1] in LEARNED):
         make(sys.argv[1], sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "--into":
         import os
