@@ -229,6 +229,15 @@ static const char *const mm_archs[] = {
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 
+/* Rules learned from vLLM by scripts/learn-rules (Granite and CWM share
+ * Llama's file). */
+static const char *const learned_archs[] = {
+	"GraniteForCausalLM", "CwmForCausalLM", "CohereForCausalLM",
+	"Ernie4_5ForCausalLM", "Exaone4ForCausalLM", "Glm4ForCausalLM",
+	"HunYuanDenseV1ForCausalLM", "HunYuanMoEV1ForCausalLM",
+};
+#define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
+
 Test(builtin, every_architecture_loads)
 {
 	size_t i, j;
@@ -542,6 +551,26 @@ Test(builtin, no_architecture)
 	cr_assert_not_null(strstr(err.msg, "config.json"), "%s", err.msg);
 }
 
+Test(builtin, learned_architectures)
+{
+	struct wshard_error err;
+	size_t i, j;
+
+	for (i = 0; i < NLEARNED; i++) {
+		struct wshard_rules *r = NULL;
+		bool found = false;
+
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, learned_archs[i], &err), WSHARD_OK,
+			     "%s: %s", learned_archs[i], err.msg);
+		for (j = 0; j < r->narchs; j++)
+			found |= !strcmp(r->archs[j], learned_archs[i]);
+		cr_assert(found, "%s not in its own rules", learned_archs[i]);
+		cr_assert_not_null(r->pp_layers, "%s: no pipeline key", learned_archs[i]);
+		wshard_rules_free(r);
+	}
+}
+
 Test(builtin, architectures_list)
 {
 	const char *const *list = wshard_rules_architectures();
@@ -551,7 +580,7 @@ Test(builtin, architectures_list)
 	for (; list[n]; n++)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
-	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM +
+	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM + NLEARNED +
 			5 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash */,
 		     "%zu listed", n);
 	for (i = 0; i < NARCHS; i++) {
