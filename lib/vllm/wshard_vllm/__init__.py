@@ -13,6 +13,7 @@ libwshard.so is found through WSHARD_LIB, else the dynamic loader's path
 (make install puts it in PREFIX/lib).
 """
 import ctypes
+import json
 import os
 
 MAX_DIMS = 8
@@ -186,8 +187,50 @@ def _untied_embedding(model, model_config, state):
     return untied
 
 
+def _source_metadata(out_dir):
+    """{source tensor name: {"dtype": ...}} of a wshard output, from its
+    manifest: the checkpoint's own names for what vLLM reads from a model
+    folder's safetensors headers.  vLLM's GPTQ and AWQ configs take the
+    quantized modules from there when quantization_config does not list
+    them (maybe_update_config), matching a fused layer (gate_up_proj) by
+    the names of its parts (gate_proj, up_proj): the rank files' fused
+    names would make it build those layers unquantized."""
+    with open(os.path.join(out_dir, "wshard.json")) as f:
+        manifest = json.load(f)
+    meta = {}
+    for rank in manifest.get("ranks", []):
+        for t in rank.get("tensors", []):
+            for s in t.get("sources", []):
+                if "tensor" in s:
+                    meta.setdefault(s["tensor"], {"dtype": t["dtype"]})
+    return meta
+
+
+def _patch_params_metadata():
+    """get_safetensors_params_metadata answers from the manifest for a
+    wshard output, whichever loader reads it; the modules that imported
+    the function by name are patched too."""
+    import sys
+    import vllm.transformers_utils.config as config
+    orig = config.get_safetensors_params_metadata
+    if getattr(orig, "_wshard", False):
+        return
+
+    def get_safetensors_params_metadata(model, *args, **kwargs):
+        if os.path.isfile(os.path.join(str(model), "wshard.json")):
+            return _source_metadata(str(model))
+        return orig(model, *args, **kwargs)
+    get_safetensors_params_metadata._wshard = True
+    config.get_safetensors_params_metadata = get_safetensors_params_metadata
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "get_safetensors_params_metadata", None) is orig:
+            mod.get_safetensors_params_metadata = get_safetensors_params_metadata
+
+
 def register():
-    """vLLM's general plugin entry point: registers --load-format wshard."""
+    """vLLM's general plugin entry point: registers --load-format wshard,
+    and reads a wshard output's checkpoint names from its manifest."""
+    _patch_params_metadata()
     from vllm.model_executor.model_loader import register_model_loader
     from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
