@@ -119,6 +119,62 @@ Test(view, block_boundary_refused)
 	fx_close(&f);
 }
 
+/* Every GPT-OSS tensor whole but the gate/up scales, which "chunks" cuts. */
+#define R(m) "{\"match\": \"" m "\", \"split\": \"replicate\"},"
+#define GPTOSS_REST R("lm_head.weight") R("model.embed_tokens.weight") R("model.norm.weight") \
+	R(LN "input_layernorm.weight") R(LN "post_attention_layernorm.weight") \
+	R(LN "mlp.experts.down_proj_bias") R(LN "mlp.experts.down_proj_blocks") \
+	R(LN "mlp.experts.down_proj_scales") R(LN "mlp.experts.gate_up_proj_bias") \
+	R(LN "mlp.experts.gate_up_proj_blocks") R(LN "mlp.router.bias") \
+	R(LN "mlp.router.weight") R(LN "self_attn.sinks") \
+	R(LN "self_attn.q_proj.weight") R(LN "self_attn.k_proj.weight") \
+	R(LN "self_attn.v_proj.weight") R(LN "self_attn.o_proj.weight") \
+	R(LN "self_attn.q_proj.bias") R(LN "self_attn.k_proj.bias") \
+	R(LN "self_attn.v_proj.bias") R(LN "self_attn.o_proj.bias")
+#define LN "model.layers.{n}."
+
+/*
+ * "chunks" without "transpose" (Granite MoE's input_linear [E, 2I, H]):
+ * gate_up_proj_scales [4, 256, 2] U8 as two parts of 128 rows an expert,
+ * each cut by tp 2: rank r's expert e holds rows [64r, 64r + 64) of each
+ * part, bytes [2 * (128c + 64r), +128) of row e, one piece per expert and
+ * part, written [4, 128, 2]; and refused under --expert-parallel.
+ */
+Test(view, chunks_without_transpose)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r, e, c;
+
+	fx_open(&f, "--arch gpt_oss");
+	use_rules(&f, "{\"name\": \"t\", \"architectures\": [\"GptOssForCausalLM\"], \"tensors\": ["
+		  "{\"match\": \"" LN "mlp.experts.gate_up_proj_scales\", \"split\": \"col\", "
+		  "\"chunks\": 2}," GPTOSS_REST "{\"match\": \"unused\", \"split\": \"skip\", "
+		  "\"optional\": true}]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, X "gate_up_proj_scales");
+
+		assert_shape3(t, 4, 128, 2);
+		cr_assert_eq(t->npieces, 8);
+		for (e = 0; e < 4; e++)
+			for (c = 0; c < 2; c++)
+				assert_copy(&f, t, (size_t)(2 * e + c), X "gate_up_proj_scales",
+					    (uint64_t)e, 1, 2 * (128 * (uint64_t)c + 64 * (uint64_t)r),
+					    128, 128 * (uint64_t)(2 * e + c));
+	}
+	fx_close(&f);
+	fx_open(&f, "--arch gpt_oss");
+	use_rules(&f, "{\"name\": \"t\", \"architectures\": [\"GptOssForCausalLM\"], \"tensors\": ["
+		  "{\"match\": \"" LN "mlp.experts.gate_up_proj_scales\", \"split\": \"col\", "
+		  "\"chunks\": 2}," GPTOSS_REST "{\"match\": \"unused\", \"split\": \"skip\", "
+		  "\"optional\": true}]}");
+	f.opt.expert_parallel = true;
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "tensor '" X "gate_up_proj_scales': --expert-parallel cannot place a rule "
+		      "with \"chunks\" and no \"transpose\"");
+	fx_close(&f);
+}
+
 static void parse_fails(const char *rule, const char *want)
 {
 	struct wshard_rules *r = NULL;
@@ -142,7 +198,12 @@ Test(view, rules_keys_checked)
 		    "\"rows\" and \"view\" are integers");
 	parse_fails("{\"match\": \"a\", \"split\": \"firsts\"}", "skip, first)");
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"transpose\": true, \"chunks\": 2}",
-		    "\"chunks\" is an integer from 1 to 64 and needs \"transpose\" with \"rows\": 2");
+		    "\"chunks\" is an integer from 1 to 64 and needs \"split\": \"col\" "
+		    "(\"rows\": 2 with \"transpose\", else 1)");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 2, \"chunks\": 2}",
+		    "\"chunks\" is an integer from 1 to 64");
+	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"chunks\": 2}",
+		    "\"chunks\" is an integer from 1 to 64");
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 2, \"transpose\": true, "
 		    "\"chunks\": 0}", "\"chunks\" is an integer");
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"experts\": true}",

@@ -10,7 +10,8 @@
  * swapped: transposed pieces, copied by transpose.c; with "chunks",
  * Llama 4's gate_up_proj, the cut dimension's parts cut each, two pieces
  * an expert; with "experts" under --expert-parallel, a rank's own experts
- * whole), and a fused part's "deinterleave" (Llama 4's q/k heads,
+ * whole), "chunks" without a transpose (Granite MoE's input_linear
+ * [E, 2I, H], each expert's gate and up rows cut each), and a fused part's "deinterleave" (Llama 4's q/k heads,
  * even rows first: a transposed piece whose elements are rows).
  */
 #include <stdlib.h>
@@ -336,6 +337,60 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 	return rc;
 }
 
+/*
+ * A 3-D or more source [E, A, ...] whose dimension 1 holds "chunks"
+ * equal parts (Granite MoE's input_linear [E, 2I, H]: gate, then up),
+ * each cut by tp: rank r's [E, chunks*A/chunks/tp, ...], each expert its
+ * cut of every part in order (vLLM's granitemoe.py load_weights: chunk(2,
+ * dim=1), w1 and w3 each narrowed by tp).  One piece per expert and part.
+ */
+static enum wshard_err split_cols_chunks(const struct wshard_plan *plan, struct group_out *g,
+					 const struct member *m, uint64_t inner_bytes,
+					 uint64_t *shape, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t tp = (uint64_t)plan->tp, nch = (uint64_t)m->rule->chunks, clen, cut, e, c;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	/* dimension 0 is not known to count the experts a rank would keep */
+	if (plan->opt.expert_parallel)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': --expert-parallel cannot place a rule with \"chunks\" and no \"transpose\"",
+					t->name);
+	if (t->shape[1] % nch)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': dimension 1 (%llu) is not %llu equal \"chunks\"",
+					t->name, (unsigned long long)t->shape[1],
+					(unsigned long long)nch);
+	clen = t->shape[1] / nch;
+	if (clen % tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': dimension 1 holds %llu \"chunks\" of %llu, not divisible by --tp %d",
+					t->name, (unsigned long long)nch, (unsigned long long)clen,
+					plan->tp);
+	cut = clen / tp;
+	shape[1] = nch * cut;
+	for (r = 0; r < plan->tp && !rc; r++)
+		for (e = 0; e < t->shape[0] && !rc; e++)
+			for (c = 0; c < nch && !rc; c++) {
+				struct wshard_piece p = {
+					.kind = WSHARD_PIECE_COPY,
+					.src = m->src,
+					.row0 = e,
+					.nrows = 1,
+					.ncols = cut * inner_bytes,
+					.prov_col0 = c * clen + (uint64_t)r * cut,
+					.prov_ncols = cut,
+				};
+
+				p.col0 = p.prov_col0 * inner_bytes;
+				p.len = p.ncols;
+				rc = plan_push_piece(&g->ranks[r], &p, err);
+			}
+	return rc;
+}
+
 enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out *g,
 				const struct member *m, uint64_t *shape,
 				struct wshard_error *err)
@@ -355,6 +410,12 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 	cols = t->shape[lead];
 	for (d = lead + 1; d < t->ndim; d++)
 		inner *= t->shape[d];
+	if (m->rule->chunks > 1 && (t->ndim < 3 || (inner * bits) % 8))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"chunks\" without \"transpose\" needs 3 or more dimensions of whole-byte rows",
+					t->name);
+	if (m->rule->chunks > 1)
+		return split_cols_chunks(plan, g, m, inner * bits / 8, shape, err);
 	if (cols % tp)
 		return plan_indivisible(plan, m, lead, cols, err);
 	shape[lead] = cols / tp;

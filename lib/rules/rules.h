@@ -97,7 +97,7 @@ struct rules_rule {
 				 * rank's head whole (as q/k/v's k and v) */
 	bool transpose;		/* "transpose": each item's last two
 				 * dimensions swapped (a 3-D "col" split) */
-	int chunks;		/* "chunks": a transposed split's cut
+	int chunks;		/* "chunks": a column split's cut
 				 * dimension holds this many equal parts,
 				 * each cut by tp (0: one) */
 	bool experts;		/* "experts": a transposed split's dimension 0

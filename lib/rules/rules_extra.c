@@ -172,8 +172,9 @@ enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
 }
 
 /*
- * "chunks" (a transposed split's cut dimension holds that many parts,
- * each cut by tp: Llama 4's gate_up_proj, gate then up), "experts" (a
+ * "chunks" (a column split's cut dimension holds that many parts, each
+ * cut by tp: Llama 4's transposed gate_up_proj, gate then up; Granite
+ * MoE's input_linear [E, 2I, H] as it is), "experts" (a
  * transposed split's dimension 0 counts the experts, which
  * --expert-parallel gives whole to the ranks that hold them) and
  * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
@@ -187,9 +188,10 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 	char buf[32];
 
 	if (chunks && (!json_is_integer(chunks) || json_integer_value(chunks) < 1 ||
-		       json_integer_value(chunks) > 64 || !rule->transpose || rule->rows != 2))
+		       json_integer_value(chunks) > 64 || rule->kind != RULE_COL ||
+		       (rule->transpose ? rule->rows != 2 : rule->rows > 1)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"chunks\" is an integer from 1 to 64 and needs \"transpose\" with \"rows\": 2",
+					"'%s': rule '%s': \"chunks\" is an integer from 1 to 64 and needs \"split\": \"col\" (\"rows\": 2 with \"transpose\", else 1)",
 					r->name, rule->match);
 	rule->chunks = chunks ? (int)json_integer_value(chunks) : 0;
 	if (experts && (!json_is_boolean(experts) || !rule->transpose))
