@@ -229,12 +229,15 @@ static const char *const mm_archs[] = {
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 
-/* Rules learned from vLLM by scripts/learn-rules (Granite and CWM share
- * Llama's file). */
+/* Rules learned from vLLM by scripts/learn-rules (Granite, CWM and
+ * Ministral 3 share Llama's file, OLMo 2 and 3 EXAONE 4's, SmolLM3
+ * ERNIE 4.5's). */
 static const char *const learned_archs[] = {
-	"GraniteForCausalLM", "CwmForCausalLM", "CohereForCausalLM",
-	"Ernie4_5ForCausalLM", "Exaone4ForCausalLM", "Glm4ForCausalLM",
-	"HunYuanDenseV1ForCausalLM", "HunYuanMoEV1ForCausalLM",
+	"GraniteForCausalLM", "CwmForCausalLM", "Ministral3ForCausalLM", "CohereForCausalLM",
+	"Ernie4_5ForCausalLM", "SmolLM3ForCausalLM", "Exaone4ForCausalLM", "Olmo2ForCausalLM",
+	"Olmo3ForCausalLM", "Glm4ForCausalLM", "HunYuanDenseV1ForCausalLM",
+	"HunYuanMoEV1ForCausalLM", "GPTNeoXForCausalLM", "GraniteMoeForCausalLM",
+	"NemotronForCausalLM", "OlmoeForCausalLM", "SeedOssForCausalLM", "Starcoder2ForCausalLM",
 };
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 

@@ -746,7 +746,12 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "exaone4": "Exaone4ForCausalLM", "glm4": "Glm4ForCausalLM",
            "hunyuan_dense": "HunYuanDenseV1ForCausalLM",
            "hunyuan_moe": "HunYuanMoEV1ForCausalLM",
-           "granite": "GraniteForCausalLM", "cwm": "CwmForCausalLM"}
+           "granite": "GraniteForCausalLM", "cwm": "CwmForCausalLM",
+           "ministral3": "Ministral3ForCausalLM", "smollm3": "SmolLM3ForCausalLM",
+           "olmo2": "Olmo2ForCausalLM", "olmo3": "Olmo3ForCausalLM",
+           "gpt_neox": "GPTNeoXForCausalLM", "granitemoe": "GraniteMoeForCausalLM",
+           "nemotron": "NemotronForCausalLM", "olmoe": "OlmoeForCausalLM",
+           "seed_oss": "SeedOssForCausalLM", "starcoder2": "Starcoder2ForCausalLM"}
 
 
 def learned(arch, out):
