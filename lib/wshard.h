@@ -33,7 +33,7 @@ enum wshard_err {
 	WSHARD_ENOTCACHED = 10,	/* a repo id not (wholly) in the HuggingFace cache */
 };
 
-#define WSHARD_ERRMAX 1024
+#define WSHARD_ERRMAX 2048
 struct wshard_error {
 	enum wshard_err code;
 	char msg[WSHARD_ERRMAX];	/* lowercase, problem first, subject quoted */

@@ -17,6 +17,7 @@
  *
  * NaN results are compared for NaN-ness and sign only.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -590,4 +591,37 @@ Test(widen, convertible)
 		cr_assert_eq(wshard_dtype_is_convertible((enum wshard_dtype)d),
 			     d == WSHARD_F32 || d == WSHARD_F16 || d == WSHARD_BF16,
 			     "%s", wshard_dtype_name((enum wshard_dtype)d));
+}
+
+/*
+ * -exp(x) from BF16 and F32 (a rule's "neg_exp"): known values exactly
+ * (exp(0) = 1, exp(-inf) = 0, ln 2 rounded) and, for every BF16 input of
+ * A_log's range, the F32 nearest -exp(x) (long double as the reference).
+ */
+Test(neg_exp, bf16_and_f32)
+{
+	static const float xs[] = { 0.0f, -INFINITY, 0.693147182f, -1.0f };
+	static const uint32_t want[] = { 0xbf800000, 0x80000000, 0xc0000000, 0xbebc5ab2 };
+	uint16_t h[2];
+	float out[4], y;
+	uint32_t u, i;
+
+	wshard_neg_exp_floats(WSHARD_F32, xs, out, 4);
+	for (i = 0; i < 4; i++) {
+		memcpy(&u, &out[i], 4);
+		cr_assert_eq(u, want[i], "-exp(%g): %08x, want %08x", (double)xs[i], u, want[i]);
+	}
+	for (i = 0; i < 0x10000; i++) {
+		float x;
+		uint32_t b = i << 16;
+
+		memcpy(&x, &b, 4);
+		if (!(x > -20.0f && x < 20.0f))
+			continue;
+		h[0] = (uint16_t)i;
+		wshard_neg_exp_floats(WSHARD_BF16, h, out, 1);
+		y = (float)-expl((long double)x);
+		cr_assert(!memcmp(&y, &out[0], 4), "-exp(bf16 %04x = %g): %a, want %a", i,
+			  (double)x, (double)out[0], (double)y);
+	}
 }

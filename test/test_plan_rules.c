@@ -73,6 +73,55 @@ Test(ext, rule_dtype)
 }
 
 /*
+ * "neg_exp" (vLLM's Mamba A from A_log): a BF16 [8] row-split in 2, F32
+ * [4] a rank, its piece -exp'd from BF16 to F32, whatever --dtype says;
+ * refused on a column split and beside "times_sqrt".
+ */
+Test(ext, neg_exp)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const struct wshard_out_tensor *t;
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *col = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
+			  "{\"match\": \"a\", \"split\": \"col\", \"neg_exp\": true}]}";
+	const char *times = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
+			    "{\"match\": \"a\", \"split\": \"row\", \"neg_exp\": true, "
+			    "\"times_sqrt\": [\"1\", \"2\"]}]}";
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.A_log:8");
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"x.A_log\", \"output\": \"x.A\", \"split\": \"row\", "
+		  "\"neg_exp\": true}," CATCH_ALL "]}");
+	f.opt.has_dtype = true;
+	f.opt.dtype = WSHARD_F16;
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "x.A");
+		cr_assert_eq(t->dtype, WSHARD_F32);
+		assert_shape(t, 1, 4, 0);
+		cr_assert_eq(t->nbytes, 16);
+		cr_assert_eq(t->npieces, 1);
+		cr_assert_eq(t->pieces[0].from, WSHARD_BF16);
+		cr_assert_eq(t->pieces[0].to, WSHARD_F32);
+		cr_assert_eq(t->pieces[0].neg_exp, 1);
+		cr_assert_eq(t->pieces[0].row0, 4 * (uint64_t)r);
+		cr_assert_eq(t->pieces[0].len, 16);
+		t = get_out(&f, r, "model.norm.weight");
+		cr_assert_eq(t->pieces[0].neg_exp, 0);
+	}
+	fx_close(&f);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, col, strlen(col), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "\"neg_exp\" is true or false, on a \"replicate\" or \"row\" split"),
+			   "%s", err.msg);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, times, strlen(times), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "without \"times_sqrt\""), "%s", err.msg);
+}
+
+/*
  * A tensor of a layer past num_hidden_layers that no rule covers is an
  * error, unless a skip rule with a reason takes it: then it is listed as left out, by name, and written
  * nowhere.

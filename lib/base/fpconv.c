@@ -5,6 +5,7 @@
  * to I32 as torch's copy_ narrows it (the low 32 bits), for the integer
  * tables vLLM holds in I32 (DeepSeek-V4's tid2eid).
  */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -154,5 +155,22 @@ void wshard_convert_floats(enum wshard_dtype from, enum wshard_dtype to,
 	for (i = 0; i < n; i++) {
 		/* F16 and BF16 widen to F32 exactly, so each value is rounded once */
 		store_f32(to, load_f32(from, s + i * in), d + i * out);
+	}
+}
+
+void wshard_neg_exp_floats(enum wshard_dtype from, const void *src, void *dst, size_t n)
+{
+	const unsigned char *s = src;
+	unsigned char *d = dst;
+	size_t in = wshard_dtype_bits(from) / 8, i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t u = load_f32(from, s + i * in);
+		float f;
+
+		memcpy(&f, &u, 4);
+		f = (float)-exp((double)f);
+		memcpy(&u, &f, 4);
+		store_f32(WSHARD_F32, u, d + i * 4);
 	}
 }

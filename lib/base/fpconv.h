@@ -30,5 +30,8 @@ void wshard_convert_floats(enum wshard_dtype from, enum wshard_dtype to,
  * multiplying it by a Python float. */
 void wshard_scale_floats(enum wshard_dtype from, enum wshard_dtype to,
 			 const void *src, void *dst, size_t n, float mul);
+/* n elements x of from (F32, F16 or BF16) at src as F32 -exp(x) at dst:
+ * exp in double, rounded to F32 once (vLLM's Mamba A from A_log). */
+void wshard_neg_exp_floats(enum wshard_dtype from, const void *src, void *dst, size_t n);
 
 #endif /* WSHARD_FPCONV_H */

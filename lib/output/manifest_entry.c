@@ -57,7 +57,7 @@ static void piece_rows(const struct wshard_plan *plan, const struct wshard_piece
 struct prov {
 	uint64_t r0, r1, c0, c1;
 	uint64_t di_rows, row_dims, dim;
-	bool cols, tr, beside;
+	bool cols, tr, beside, neg_exp;
 	float mul;
 };
 
@@ -77,6 +77,7 @@ static void piece_prov(const struct wshard_plan *plan, const struct wshard_piece
 	v->c1 = (uint64_t)p->prov_col0 + p->prov_ncols;
 	v->beside = p->out_stride != 0;
 	v->mul = p->mul;
+	v->neg_exp = p->neg_exp != 0;
 }
 
 /* a's provenance, when a is a COPY with b's, but for its name */
@@ -256,6 +257,8 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 			json_object_set_new(o, "beside", json_true());
 		if (o && p->mul != 0)
 			json_object_set_new(o, "times", json_real(p->mul));
+		if (o && p->neg_exp)
+			json_object_set_new(o, "neg_exp", json_true());
 		break;
 	}
 	case WSHARD_PIECE_ZERO:
@@ -412,7 +415,7 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		      const struct wshard_piece *p, int d, const char *name)
 {
 	put(b, "{", 1);
-	if (p->kind == WSHARD_PIECE_CONST || p->mul != 0) {
+	if (p->kind == WSHARD_PIECE_CONST || p->mul != 0 || p->neg_exp) {
 		b->odd = true;	/* a float: jansson writes it */
 	} else if (p->kind == WSHARD_PIECE_ZERO) {
 		put_key(b, d + 1, "zeros", true);

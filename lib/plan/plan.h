@@ -95,6 +95,9 @@ struct wshard_piece {
 	 */
 	uint32_t di_rows;
 	int8_t prov_dim;
+	/* COPY of F32, F16 or BF16 to F32: 1, each element x written as
+	 * -exp(x) (a rule's "neg_exp"); 0: as it is */
+	uint8_t neg_exp;
 	/* 0: output rows back to back; else the bytes from one output row
 	 * of the piece to the next (a part of a fused output row) */
 	uint32_t out_stride;

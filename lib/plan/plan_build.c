@@ -249,6 +249,34 @@ static enum wshard_err apply_times(const struct wshard_plan *plan, const struct 
 	return WSHARD_OK;
 }
 
+/*
+ * A rule's "neg_exp": every element x of t written as -exp(x), F32: vLLM's
+ * Mamba mixers load A_log into their F32 parameter A as -exp(A_log)
+ * (composed_weight_loader).  exp is computed in double and rounded once;
+ * vLLM's torch.exp (MKL or Sleef on a CPU, CUDA's expf on a GPU) can
+ * differ from it in the last bit.
+ */
+static enum wshard_err apply_neg_exp(const struct wshard_plan *plan, const struct member *m,
+				     struct wshard_out_tensor *t, struct wshard_error *err)
+{
+	enum wshard_dtype dt = src_info(plan, m->src)->dtype;
+	size_t k;
+
+	if (!wshard_dtype_is_convertible(dt))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"neg_exp\" needs a F32, F16 or BF16 tensor, not %s",
+					src_name(plan, m->src), wshard_dtype_name(dt));
+	for (k = 0; k < t->npieces; k++)
+		t->pieces[k].from = t->pieces[k].to = (uint8_t)dt;
+	convert_dtype(WSHARD_F32, t);	/* nothing to do from F32 */
+	for (k = 0; k < t->npieces; k++)
+		if (t->pieces[k].kind == WSHARD_PIECE_COPY) {
+			t->pieces[k].to = WSHARD_F32;
+			t->pieces[k].neg_exp = 1;
+		}
+	return WSHARD_OK;
+}
+
 /* Builds the group of members [m, m + n) that share an output name. */
 static enum wshard_err build_group(struct wshard_plan *plan,
 				   const struct wshard_rules *rules,
@@ -279,8 +307,11 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 
 		if (!rc)
 			rc = name_and_shape(plan, &g, &m[0], nitems, r, t, err);
-		/* a rule's "dtype" wins over --dtype (vLLM's F32 routers) */
-		if (!rc && (m[0].rule->has_dtype || plan->opt.has_dtype) && !m[0].rule->scale) {
+		/* -exp(x) is F32 whatever --dtype says (vLLM's A parameter);
+		 * a rule's "dtype" wins over --dtype (vLLM's F32 routers) */
+		if (!rc && m[0].rule->neg_exp) {
+			rc = apply_neg_exp(plan, &m[0], t, err);
+		} else if (!rc && (m[0].rule->has_dtype || plan->opt.has_dtype) && !m[0].rule->scale) {
 			for (k = 0; k < t->npieces; k++)
 				t->pieces[k].from = t->pieces[k].to = dt;
 			convert_dtype(m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype, t);

@@ -92,6 +92,8 @@ struct rules_rule {
 				 * ones merged into one (0: as split) */
 	char *times_sqrt[2];	/* "times_sqrt": [A, B], expressions: every
 				 * element multiplied by sqrt(A / B), or NULL */
+	bool neg_exp;		/* "neg_exp": every element x written as
+				 * -exp(x), F32 (vLLM's Mamba A from A_log) */
 	bool kv_heads;		/* "kv_heads": a "row" split's rows are the kv
 				 * heads': with more ranks than heads, a
 				 * rank's head whole (as q/k/v's k and v) */

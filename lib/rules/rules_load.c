@@ -63,13 +63,13 @@ enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
 		wshard_rules_free(r);
 	}
 	return wshard_error_set(err, WSHARD_EINVAL,
-				"no built-in rules for architecture '%s' (known: %s); pass --rules FILE",
+				"no built-in rules for architecture '%s': pass --rules FILE (scripts/learn-rules writes one; known: %s)",
 				architecture ? architecture : "(none in config.json)", known);
 }
 
 const char *const *wshard_rules_architectures(void)
 {
-	static const char *list[64];
+	static const char *list[128];
 	static bool done;
 	const struct wshard_builtin_rule *b;
 	size_t n = 0, i;

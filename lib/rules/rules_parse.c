@@ -214,7 +214,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 	static const char *const known[] = {
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
 		"if", "reason", "dtype", "from", "rows", "view", "transpose",
-		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt",
+		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
 	};
 	const char *key;
 	json_t *val;
@@ -444,6 +444,13 @@ static enum wshard_err parse_view(const struct wshard_rules *r, struct rules_rul
 		if (!rule->times_sqrt[i])
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
+	rule->neg_exp = json_is_true(json_object_get(t, "neg_exp"));
+	if (json_object_get(t, "neg_exp") &&
+	    (!json_is_boolean(json_object_get(t, "neg_exp")) || ts ||
+	     (rule->kind != RULE_REPLICATE && rule->kind != RULE_ROW)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"neg_exp\" is true or false, on a \"replicate\" or \"row\" split without \"times_sqrt\"",
+					r->name, rule->match);
 	rule->kv_heads = json_is_true(json_object_get(t, "kv_heads"));
 	if (rule->kv_heads && rule->kind != RULE_ROW)
 		return wshard_error_set(err, WSHARD_EINVAL,

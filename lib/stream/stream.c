@@ -87,7 +87,9 @@ static void convert_row(const struct wshard_piece *p, const char *row, char *out
 {
 	size_t n = (size_t)(p->ncols / (wshard_dtype_bits(p->from) / 8));
 
-	if (p->mul != 0)
+	if (p->neg_exp)
+		wshard_neg_exp_floats(p->from, row, out, n);
+	else if (p->mul != 0)
 		wshard_scale_floats(p->from, p->to, row, out, n, p->mul);
 	else
 		wshard_convert_floats(p->from, p->to, row, out, n);
@@ -100,7 +102,7 @@ static void convert_row(const struct wshard_piece *p, const char *row, char *out
 static void put_strided(struct stream *s, const struct ref *ref, const struct wshard_piece *p,
 			uint64_t x, uint64_t y, const char *src, uint64_t stride)
 {
-	bool convert = p->from != p->to || p->mul != 0;
+	bool convert = p->from != p->to || p->mul != 0 || p->neg_exp;
 	uint64_t r;
 
 	if (convert && stream_grow(&s->stage, &s->stage_cap, (size_t)p->out_ncols, &s->local))
@@ -132,7 +134,8 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 	const struct wshard_piece *p = ref_piece(s, ref);
 	uint64_t off = p->dst + (x - p->row0) * p->out_ncols;
 	size_t len = (size_t)((y - x) * p->out_ncols);
-	bool convert = p->out_ncols != p->ncols || p->from != p->to || p->tr_rows || p->mul != 0;
+	bool convert = p->out_ncols != p->ncols || p->from != p->to || p->tr_rows || p->mul != 0 ||
+		       p->neg_exp;
 	uint64_t g, i, r;
 
 	if (s->local.code || len == 0)

@@ -35,6 +35,7 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
 import glob
 import json
 import os
+import struct
 import sys
 
 PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
@@ -161,8 +162,30 @@ def read_all(paths):
     return t
 
 
+def neg_exp_names(out):
+    """The output tensors the manifest says are -exp of their source
+    (a rule's "neg_exp": vLLM's Mamba A)."""
+    try:
+        m = json.load(open(os.path.join(out, "wshard.json")))
+    except (OSError, ValueError):
+        return set()
+    return {t["name"] for rk in m.get("ranks", []) for t in rk.get("tensors", [])
+            if any(s.get("neg_exp") for s in t.get("sources", []))}
+
+
+def within_ulps(a, b, n=2):
+    """F32 bytes a and b within n units in the last place, element by
+    element: torch.exp is not rounded correctly, wshard's -exp is."""
+    if len(a) != len(b) or len(a) % 4:
+        return False
+    x = struct.unpack(f"<{len(a) // 4}i", a)
+    y = struct.unpack(f"<{len(b) // 4}i", b)
+    return all(abs(u - v) <= n for u, v in zip(x, y))
+
+
 def compare_bytes(dump, out, tp, pp=1):
     bad = 0
+    approx = neg_exp_names(out)
     for s, r in [(s, r) for s in range(pp) for r in range(tp)]:
         ref = read_all([os.path.join(dump, rank_name(pp, s, r) + ".safetensors")])
         got = read_all(rank_files(out, r, pp, s))
@@ -181,7 +204,8 @@ def compare_bytes(dump, out, tp, pp=1):
                 print(f"rank {r}: {k}: vLLM {ref[k][0]} {ref[k][1]}"
                       f", wshard {got[k][0]} {got[k][1]}")
                 bad += 1
-            elif ref[k][2] != got[k][2]:
+            elif ref[k][2] != got[k][2] and not (
+                    k in approx and ref[k][0] == "F32" and within_ulps(ref[k][2], got[k][2])):
                 a, b = ref[k][2], got[k][2]
                 n = sum(x != y for x, y in zip(a, b))
                 print(f"rank {r}: {k}: {n} of {len(a)} bytes differ")

@@ -17,7 +17,7 @@ import json
 import os
 
 MAX_DIMS = 8
-ERRMAX = 1024
+ERRMAX = 2048  # WSHARD_ERRMAX in lib/wshard.h
 
 
 class Error(ctypes.Structure):
