@@ -170,8 +170,8 @@ Test(view, chunks_without_transpose)
 		  "\"optional\": true}]}");
 	f.opt.expert_parallel = true;
 	fx_plan_fails(&f, 2, WSHARD_EINVAL,
-		      "tensor '" X "gate_up_proj_scales': --expert-parallel cannot place a rule "
-		      "with \"chunks\" and no \"transpose\"");
+		      "tensor '" X "gate_up_proj_scales': --expert-parallel needs \"experts\" "
+		      "(and \"transpose\") on a rule with \"chunks\"");
 	fx_close(&f);
 }
 

@@ -161,43 +161,64 @@ enum wshard_err plan_push_deinterleaved(const struct wshard_plan *plan,
 }
 
 /*
- * A 3-D source [E, A, B] whose B holds "chunks" equal parts (Llama 4's
- * gate_up_proj [E, H, 2I]: gate, then up), each cut by tp; each expert's
- * matrix transposed: rank r's [E, chunks*B/chunks/tp, A], each expert its
- * cut of every part in order (vLLM's load_moe_expert_weights: transpose,
- * then chunk(2, dim=-2), w1 and w3 each narrowed by tp).  One piece per
- * expert and part: a piece's rows are written back to back.
+ * The part length and each rank's cut of dimension dim of m's source,
+ * which holds the rule's "chunks" equal parts, each cut by tp; refused
+ * under --expert-parallel (dimension 0 is not known to count the experts
+ * a rank would keep whole: that takes "experts") and when either does not
+ * divide.
  */
-static enum wshard_err split_transposed_chunks(const struct wshard_plan *plan,
-					       struct group_out *g, const struct member *m,
-					       uint64_t *shape, struct wshard_error *err)
+static enum wshard_err chunk_cut(const struct wshard_plan *plan, const struct member *m,
+				 int dim, uint64_t *clen, uint64_t *cut, struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	uint64_t tp = (uint64_t)plan->tp, es = wshard_dtype_bits(t->dtype) / 8;
-	uint64_t nch = (uint64_t)m->rule->chunks, clen, cut, e, c;
-	enum wshard_err rc = WSHARD_OK;
-	int r;
+	uint64_t nch = (uint64_t)m->rule->chunks;
 
-	/* without "experts" dimension 0 is not known to count the experts a
-	 * rank would keep whole */
 	if (plan->opt.expert_parallel)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': --expert-parallel needs \"experts\" on a rule with \"chunks\"",
+					"tensor '%s': --expert-parallel needs \"experts\" (and \"transpose\") on a rule with \"chunks\"",
 					t->name);
-	if (t->shape[2] % nch)
+	if (t->shape[dim] % nch)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': dimension 2 (%llu) is not %llu equal \"chunks\"",
-					t->name, (unsigned long long)t->shape[2],
+					"tensor '%s': dimension %d (%llu) is not %llu equal \"chunks\"",
+					t->name, dim, (unsigned long long)t->shape[dim],
 					(unsigned long long)nch);
-	clen = t->shape[2] / nch;
-	if (clen % tp)
+	*clen = t->shape[dim] / nch;
+	if (*clen % (uint64_t)plan->tp)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': dimension 2 holds %llu \"chunks\" of %llu, not divisible by --tp %d",
-					t->name, (unsigned long long)nch, (unsigned long long)clen,
-					plan->tp);
-	cut = clen / tp;
+					"tensor '%s': dimension %d holds %llu \"chunks\" of %llu, not divisible by --tp %d",
+					t->name, dim, (unsigned long long)nch,
+					(unsigned long long)*clen, plan->tp);
+	*cut = *clen / (uint64_t)plan->tp;
+	return WSHARD_OK;
+}
+
+/*
+ * A source [E, A, B, ...] whose dimension dim holds "chunks" equal parts,
+ * each cut by tp; rank r's expert e holds its cut of every part in order.
+ * dim 2 (Llama 4's gate_up_proj [E, H, 2I]: gate, then up): each expert's
+ * matrix transposed, [E, chunks*B/chunks/tp, A] (vLLM's
+ * load_moe_expert_weights: transpose, then chunk(2, dim=-2), w1 and w3
+ * each narrowed by tp).  dim 1 (Granite MoE's input_linear [E, 2I, H]):
+ * as it is, [E, chunks*A/chunks/tp, ...] (vLLM's granitemoe.py: chunk(2,
+ * dim=1)), inner the bytes of one index of dimension 1.  One piece per
+ * expert and part.
+ */
+static enum wshard_err split_chunks(const struct wshard_plan *plan, struct group_out *g,
+				    const struct member *m, int dim, uint64_t inner,
+				    uint64_t *shape, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t es = wshard_dtype_bits(t->dtype) / 8;
+	uint64_t nch = (uint64_t)m->rule->chunks, clen, cut, e, c;
+	enum wshard_err rc;
+	int r;
+
+	rc = chunk_cut(plan, m, dim, &clen, &cut, err);
+	if (rc)
+		return rc;
 	shape[1] = nch * cut;
-	shape[2] = t->shape[1];
+	if (dim == 2)
+		shape[2] = t->shape[1];
 	for (r = 0; r < plan->tp && !rc; r++)
 		for (e = 0; e < t->shape[0] && !rc; e++)
 			for (c = 0; c < nch && !rc; c++) {
@@ -206,19 +227,25 @@ static enum wshard_err split_transposed_chunks(const struct wshard_plan *plan,
 					.src = m->src,
 					.row0 = e,
 					.nrows = 1,
-					.tr_rows = t->shape[1],
-					.tr_stride = t->shape[2] * es,
-					.tr_width = cut * es,
-					.tr_es = (unsigned)es,
 					.prov_col0 = c * clen + (uint64_t)r * cut,
 					.prov_ncols = cut,
-					.prov_dim = 2,
 				};
 
-				p.col0 = p.prov_col0 * es;
-				p.ncols = (p.tr_rows - 1) * p.tr_stride + p.tr_width;
-				p.out_ncols = p.tr_rows * p.tr_width;
-				p.len = p.out_ncols;
+				if (dim == 2) {
+					p.tr_rows = t->shape[1];
+					p.tr_stride = t->shape[2] * es;
+					p.tr_width = cut * es;
+					p.tr_es = (unsigned)es;
+					p.prov_dim = 2;
+					p.col0 = p.prov_col0 * es;
+					p.ncols = (p.tr_rows - 1) * p.tr_stride + p.tr_width;
+					p.out_ncols = p.tr_rows * p.tr_width;
+					p.len = p.out_ncols;
+				} else {
+					p.col0 = p.prov_col0 * inner;
+					p.ncols = cut * inner;
+					p.len = p.ncols;
+				}
 				rc = plan_push_piece(&g->ranks[r], &p, err);
 			}
 	return rc;
@@ -308,7 +335,7 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 	if (plan->opt.expert_parallel && m->rule->experts)
 		return split_transposed_ep(plan, g, m, dim, shape, err);
 	if (m->rule->chunks > 1)
-		return split_transposed_chunks(plan, g, m, shape, err);
+		return split_chunks(plan, g, m, 2, 0, shape, err);
 	if (t->shape[dim] % tp)
 		return plan_indivisible(plan, m, dim, t->shape[dim], err);
 	cut = t->shape[dim] / tp;
@@ -337,60 +364,6 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 	return rc;
 }
 
-/*
- * A 3-D or more source [E, A, ...] whose dimension 1 holds "chunks"
- * equal parts (Granite MoE's input_linear [E, 2I, H]: gate, then up),
- * each cut by tp: rank r's [E, chunks*A/chunks/tp, ...], each expert its
- * cut of every part in order (vLLM's granitemoe.py load_weights: chunk(2,
- * dim=1), w1 and w3 each narrowed by tp).  One piece per expert and part.
- */
-static enum wshard_err split_cols_chunks(const struct wshard_plan *plan, struct group_out *g,
-					 const struct member *m, uint64_t inner_bytes,
-					 uint64_t *shape, struct wshard_error *err)
-{
-	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	uint64_t tp = (uint64_t)plan->tp, nch = (uint64_t)m->rule->chunks, clen, cut, e, c;
-	enum wshard_err rc = WSHARD_OK;
-	int r;
-
-	/* dimension 0 is not known to count the experts a rank would keep */
-	if (plan->opt.expert_parallel)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': --expert-parallel cannot place a rule with \"chunks\" and no \"transpose\"",
-					t->name);
-	if (t->shape[1] % nch)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': dimension 1 (%llu) is not %llu equal \"chunks\"",
-					t->name, (unsigned long long)t->shape[1],
-					(unsigned long long)nch);
-	clen = t->shape[1] / nch;
-	if (clen % tp)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': dimension 1 holds %llu \"chunks\" of %llu, not divisible by --tp %d",
-					t->name, (unsigned long long)nch, (unsigned long long)clen,
-					plan->tp);
-	cut = clen / tp;
-	shape[1] = nch * cut;
-	for (r = 0; r < plan->tp && !rc; r++)
-		for (e = 0; e < t->shape[0] && !rc; e++)
-			for (c = 0; c < nch && !rc; c++) {
-				struct wshard_piece p = {
-					.kind = WSHARD_PIECE_COPY,
-					.src = m->src,
-					.row0 = e,
-					.nrows = 1,
-					.ncols = cut * inner_bytes,
-					.prov_col0 = c * clen + (uint64_t)r * cut,
-					.prov_ncols = cut,
-				};
-
-				p.col0 = p.prov_col0 * inner_bytes;
-				p.len = p.ncols;
-				rc = plan_push_piece(&g->ranks[r], &p, err);
-			}
-	return rc;
-}
-
 enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out *g,
 				const struct member *m, uint64_t *shape,
 				struct wshard_error *err)
@@ -415,7 +388,7 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 					"tensor '%s': \"chunks\" without \"transpose\" needs 3 or more dimensions of whole-byte rows",
 					t->name);
 	if (m->rule->chunks > 1)
-		return split_cols_chunks(plan, g, m, inner * bits / 8, shape, err);
+		return split_chunks(plan, g, m, 1, inner * bits / 8, shape, err);
 	if (cols % tp)
 		return plan_indivisible(plan, m, lead, cols, err);
 	shape[lead] = cols / tp;
