@@ -121,6 +121,34 @@ Test(ext, neg_exp)
 	cr_assert_not_null(strstr(err.msg, "without \"times_sqrt\""), "%s", err.msg);
 }
 
+/* "tp_divides": each expression divisible by --tp, else refused; a
+ * missing key or a non-string entry is an error. */
+Test(ext, tp_divides)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *num = "{\"name\": \"t\", \"tp_divides\": [2], \"tensors\": []}";
+
+	fx_open(&f, BASE);
+	use_rules(&f, "{\"tp_divides\": [\"num_key_value_heads\", \"3*hidden_size\"], "
+		  "\"tensors\": [" CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	fx_close(&f);
+	fx_open(&f, BASE);
+	use_rules(&f, "{\"tp_divides\": [\"num_key_value_heads\"], \"tensors\": [" CATCH_ALL "]}");
+	fx_plan_fails(&f, 4, WSHARD_EINVAL, "num_key_value_heads=2 is not divisible by --tp 4");
+	fx_close(&f);
+	fx_open(&f, BASE);
+	use_rules(&f, "{\"tp_divides\": [\"n_groups\"], \"tensors\": [" CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "config.json has no integer 'n_groups', needed to check 'tp_divides of t.json'");
+	fx_close(&f);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, num, strlen(num), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "tp_divides[0] is not an expression"), "%s", err.msg);
+}
+
 /*
  * A tensor of a layer past num_hidden_layers that no rule covers is an
  * error, unless a skip rule with a reason takes it: then it is listed as left out, by name, and written

@@ -241,6 +241,11 @@ static const char *const learned_archs[] = {
 };
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 
+/* Learned without a pipeline key (Nemotron-H: vLLM's CPU build saved no
+ * stages of it). */
+static const char *const learned_no_pp[] = { "NemotronHForCausalLM" };
+#define NLEARNED_NO_PP (sizeof(learned_no_pp) / sizeof(learned_no_pp[0]))
+
 Test(builtin, every_architecture_loads)
 {
 	size_t i, j;
@@ -572,6 +577,14 @@ Test(builtin, learned_architectures)
 		cr_assert_not_null(r->pp_layers, "%s: no pipeline key", learned_archs[i]);
 		wshard_rules_free(r);
 	}
+	for (i = 0; i < NLEARNED_NO_PP; i++) {
+		struct wshard_rules *r = NULL;
+
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, learned_no_pp[i], &err), WSHARD_OK,
+			     "%s: %s", learned_no_pp[i], err.msg);
+		wshard_rules_free(r);
+	}
 }
 
 Test(builtin, architectures_list)
@@ -583,7 +596,7 @@ Test(builtin, architectures_list)
 	for (; list[n]; n++)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
-	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM + NLEARNED +
+	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
 			5 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash */,
 		     "%zu listed", n);
 	for (i = 0; i < NARCHS; i++) {

@@ -453,6 +453,29 @@ static enum wshard_err check_bare_split(const struct wshard_plan *plan,
 				expr, (long long)v, plan->tp);
 }
 
+/* The rules' "tp_divides": each expression's value divisible by --tp. */
+static enum wshard_err check_tp_divides(const struct wshard_plan *plan,
+					const struct wshard_rules *rules,
+					struct wshard_error *err)
+{
+	char what[256];
+	enum wshard_err rc;
+	int64_t v;
+	size_t i;
+
+	snprintf(what, sizeof(what), "tp_divides of %s", rules->name);
+	for (i = 0; i < rules->ntp_divides; i++) {
+		rc = expr_eval_dim(plan->config, rules->tp_divides[i], what, &v, err);
+		if (rc)
+			return rc;
+		if (v <= 0 || v % plan->tp)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"%s=%lld is not divisible by --tp %d", rules->tp_divides[i],
+						(long long)v, plan->tp);
+	}
+	return WSHARD_OK;
+}
+
 enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 					 const struct wshard_rules *rules,
 					 const struct wshard_options *opt,
@@ -468,7 +491,7 @@ enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 	if (opt->tp < 1 || opt->tp > 4096 || !wshard_target_canonical(opt->target, NULL) ||
 	    opt->max_file_size == 0 || (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype)))
 		return WSHARD_OK;
-	if (plan_check_method(&plan, err))
+	if (plan_check_method(&plan, err) || check_tp_divides(&plan, rules, err))
 		return err ? err->code : WSHARD_EINVAL;
 	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
 		return WSHARD_OK;
@@ -528,6 +551,8 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	for (r = 0; r < opt->tp; r++)
 		plan->ranks[r].rank = plan->ranks[r].tp_rank = r;
 	rc = plan_check_method(plan, err);
+	if (!rc)
+		rc = check_tp_divides(plan, rules, err);
 	if (!rc)
 		rc = plan_match_sources(plan, rules, &m, &n, err);
 	if (!rc)

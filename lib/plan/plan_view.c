@@ -209,7 +209,7 @@ static enum wshard_err split_chunks(const struct wshard_plan *plan, struct group
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	uint64_t es = wshard_dtype_bits(t->dtype) / 8;
-	uint64_t nch = (uint64_t)m->rule->chunks, clen, cut, e, c;
+	uint64_t nch = (uint64_t)m->rule->chunks, clen = 0, cut = 0, e, c;
 	enum wshard_err rc;
 	int r;
 

@@ -84,6 +84,9 @@ void wshard_rules_free(struct wshard_rules *r)
 	if (!r)
 		return;
 	free(r->no_ep);
+	for (i = 0; i < r->ntp_divides; i++)
+		free(r->tp_divides[i]);
+	free(r->tp_divides);
 	for (i = 0; i < r->narchs; i++)
 		free(r->archs[i]);
 	free(r->archs);

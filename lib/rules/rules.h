@@ -173,6 +173,10 @@ struct wshard_rules {
 	/* "no_expert_parallel": why these rules do not write
 	 * --expert-parallel (convert refuses it), or NULL */
 	char *no_ep;
+	/* "tp_divides": expressions of config.json keys that --tp must
+	 * divide (Mamba-2's n_groups, which vLLM would replicate instead) */
+	size_t ntp_divides;
+	char **tp_divides;
 	/* "pipeline": what each stage of vLLM's pipeline holds (--pp).
 	 * pp_layers: the prefix of a decoder layer's outputs, with {n} for
 	 * its index ("model.layers.{n}."), or NULL: --pp is not written for

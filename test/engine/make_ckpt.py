@@ -751,7 +751,8 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "olmo2": "Olmo2ForCausalLM", "olmo3": "Olmo3ForCausalLM",
            "gpt_neox": "GPTNeoXForCausalLM", "granitemoe": "GraniteMoeForCausalLM",
            "nemotron": "NemotronForCausalLM", "olmoe": "OlmoeForCausalLM",
-           "seed_oss": "SeedOssForCausalLM", "starcoder2": "Starcoder2ForCausalLM"}
+           "seed_oss": "SeedOssForCausalLM", "starcoder2": "Starcoder2ForCausalLM",
+           "nemotron_h": "NemotronHForCausalLM"}
 
 
 def learned(arch, out):
