@@ -1,0 +1,68 @@
+#!/bin/sh
+# Nemotron-H at full size: a checkpoint with the dimensions of
+# nvidia/Nemotron-H-8B-Base-8K (hidden 4096; 52 layers, the published
+# pattern of 24 Mamba-2, 4 attention and 24 MLP layers; Mamba-2 128 heads
+# of 64 in 8 groups of state 128, conv kernel 4; 32 heads and 8 kv heads
+# of 128; MLP 21504; vocabulary 131072) and its tensor names and shapes,
+# written sparse (16 GB of holes), planned with --dry-run at tp 1, 2, 4
+# and 8; tp 16 refused (8 Mamba groups, which vLLM would replicate).
+# shellcheck disable=SC1091
+. "$(dirname "$0")/lib.sh"
+
+src=$T/nemotron-h
+mkdir -p "$src"
+"$PYTHON" - "$src" "$ROOT/test" <<'PY' || fail "writing the sparse checkpoint failed"
+import json, os, sys
+out = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+import st
+H, NH, KV, HD, I, V = 4096, 32, 8, 128, 21504, 131072
+MH, MD, G, N, K = 128, 64, 8, 128, 4
+pattern = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+cfg = {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h",
+       "hidden_size": H, "num_hidden_layers": len(pattern),
+       "hybrid_override_pattern": pattern, "num_attention_heads": NH,
+       "num_key_value_heads": KV, "head_dim": HD, "intermediate_size": I,
+       "mamba_num_heads": MH, "mamba_head_dim": MD, "n_groups": G,
+       "ssm_state_size": N, "conv_kernel": K, "expand": 2, "vocab_size": V,
+       "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+with open(os.path.join(out, "config.json"), "w") as f:
+    json.dump(cfg, f)
+t = {"backbone.embeddings.weight": [V, H], "backbone.norm_f.weight": [H],
+     "lm_head.weight": [V, H]}
+for n, kind in enumerate(pattern):
+    p = "backbone.layers.%d." % n
+    t[p + "norm.weight"] = [H]
+    m = p + "mixer."
+    if kind == "M":
+        conv = MH * MD + 2 * G * N
+        t.update({m + "A_log": [MH], m + "D": [MH], m + "dt_bias": [MH],
+                  m + "conv1d.weight": [conv, 1, K], m + "conv1d.bias": [conv],
+                  m + "in_proj.weight": [2 * MH * MD + 2 * G * N + MH, H],
+                  m + "norm.weight": [MH * MD], m + "out_proj.weight": [H, MH * MD]})
+    elif kind == "-":
+        t.update({m + "up_proj.weight": [I, H], m + "down_proj.weight": [H, I]})
+    else:
+        t.update({m + "q_proj.weight": [NH * HD, H], m + "k_proj.weight": [KV * HD, H],
+                  m + "v_proj.weight": [KV * HD, H], m + "o_proj.weight": [H, NH * HD]})
+st.write_sparse(os.path.join(out, "model.safetensors"), t)
+PY
+
+M=model.layers.0.mixer
+for tp in 1 2 4 8; do
+	expect_exit 0 "$WSHARD" convert --dry-run --tp "$tp" "$src" "$T/dest" || continue
+	cp "$T/out" "$T/plan-$tp"
+	[ -e "$T/dest" ] && fail "tp $tp: --dry-run created OUT"
+	# z, x, B, C and dt each cut: (8192 + 8192 + 1024 + 1024 + 128) / tp
+	has $M.in_proj.weight "$tp" "[$((18560 / tp)), 4096]"
+	has $M.conv1d.weight "$tp" "[$((10240 / tp)), 1, 4]"
+	has $M.out_proj.weight "$tp" "[4096, $((8192 / tp))]"
+	has $M.norm.weight "$tp" "[$((8192 / tp))]"
+	grep -qF "  $M.A F32 [$((128 / tp))] " "$T/plan-$tp" ||
+		fail "tp $tp: A is not F32 [$((128 / tp))]: $(grep -F "  $M.A " "$T/plan-$tp")"
+	has model.layers.7.mixer.qkv_proj.weight "$tp" "[$((6144 / tp)), 4096]"
+	has model.layers.1.mixer.up_proj.weight "$tp" "[$((21504 / tp)), 4096]"
+done
+expect_exit 3 "$WSHARD" convert --dry-run --tp 16 "$src" "$T/dest" &&
+	err_has "tp 16" "n_groups=8 is not divisible by --tp 16" && one_line "tp 16"
+finish
