@@ -150,6 +150,31 @@ for q in gptq:128 gptq:-1 awq:128; do
 done
 echo "   GPTQ (groups of 128, per channel) and AWQ at tp 1 and 2: vLLM's layout"
 
+# A GPTQ config without modules_in_block_to_quantize gets the source's
+# quantized modules (what vLLM would read from the source's headers: its
+# own reading of the output's fused names finds none); every other key as
+# the source has it.  AWQ's config is copied as it is.
+ncases=$((ncases + 1))
+"$PYTHON" - "$T/src-gptq128" "$T/out-gptq128-tp2" "$T/src-awq128" "$T/out-awq128-tp2" <<'PY' ||
+import json, os, sys
+src, out, asrc, aout = sys.argv[1:]
+a = json.load(open(os.path.join(src, "config.json")))
+b = json.load(open(os.path.join(out, "config.json")))
+mods = b["quantization_config"].pop("modules_in_block_to_quantize", None)
+want = sorted({k.rsplit(".", 1)[0] for k in json.load(open(os.path.join(src, "model.safetensors.index.json")))["weight_map"]
+               if k.endswith((".qweight", ".qzeros", ".g_idx"))})
+if "modules_in_block_to_quantize" in a["quantization_config"]:
+    sys.exit("the source already lists them")
+if sorted(mods or []) != want:
+    sys.exit("modules_in_block_to_quantize %s, want %s" % (mods, want[:4]))
+if a != b:
+    sys.exit("config.json changed beyond the modules")
+if open(os.path.join(asrc, "config.json"), "rb").read() != open(os.path.join(aout, "config.json"), "rb").read():
+    sys.exit("AWQ's config.json was changed")
+PY
+	fail "GPTQ's config.json: the quantized modules are not listed as the source has them"
+echo "   GPTQ's config.json lists the source's quantized modules"
+
 # The manifest records each tensor's quantization role and the scheme;
 # inspect shows them; verify finds a role changed in the manifest.
 ncases=$((ncases + 1))

@@ -1,7 +1,8 @@
 /*
  * extras.c - the non-weight files of a checkpoint (config.json, the
  * tokenizer's files, ...), copied into OUT by process 0.  With --dtype,
- * config.json's dtype follows the weights.
+ * config.json's dtype follows the weights; a GPTQ checkpoint's
+ * quantization_config gets the quantized modules it leaves to the loader.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@
 
 #include "wshard.h"
 #include "base/fileio.h"
+#include "base/fpconv.h"
+#include "source/safetensors.h"
 #include "source/catalog.h"
 #include "convert.h"
 
@@ -52,11 +55,70 @@ static char *replace_value(const char *text, const char *key, const char *old,
 }
 
 /*
+ * A GPTQ quantization_config without modules_in_block_to_quantize leaves
+ * vLLM 0.32 (AutoGPTQConfig.maybe_update_config) to take the quantized
+ * modules from the model folder's safetensors headers: in wshard's output
+ * the fused names (qkv_proj, gate_up_proj) match none of their parts'
+ * names, and vLLM would build those layers unquantized.  Returns the list
+ * it would find in the source, as JSON text (every module holding a
+ * tensor that is not F16, BF16 or F32), or NULL when none is needed.
+ */
+static char *gptq_modules(const struct wshard_catalog *cat)
+{
+	json_t *q = json_object_get(cat->config.json, "quantization_config");
+	const char *method = json_string_value(json_object_get(q, "quant_method"));
+	json_t *seen, *list;
+	char *text = NULL, mod[512];
+	size_t i;
+
+	if (!method || (strcmp(method, "gptq") && strcmp(method, "gptq_marlin")) ||
+	    json_object_get(q, "modules_in_block_to_quantize"))
+		return NULL;
+	seen = json_object();
+	list = json_array();
+	for (i = 0; seen && list && i < cat->ntensors; i++) {
+		const struct wshard_st_tensor *t = cat->tensors[i].info;
+		const char *dot = strrchr(t->name, '.');
+
+		if (wshard_dtype_is_convertible(t->dtype) || !dot ||
+		    (size_t)(dot - t->name) >= sizeof(mod))
+			continue;
+		snprintf(mod, sizeof(mod), "%.*s", (int)(dot - t->name), t->name);
+		if (!json_object_get(seen, mod)) {
+			json_object_set_new(seen, mod, json_true());
+			json_array_append_new(list, json_string(mod));
+		}
+	}
+	if (list && json_array_size(list))
+		text = json_dumps(list, JSON_COMPACT);
+	json_decref(seen);
+	json_decref(list);
+	return text;
+}
+
+/* text with "modules_in_block_to_quantize": mods put first in the object
+ * of its first "quantization_config" key; NULL when there is none. */
+static char *add_gptq_modules(const char *text, const char *mods)
+{
+	const char *at = strstr(text, "\"quantization_config\"");
+	const char *brace = at ? strchr(at, '{') : NULL;
+	char *out;
+
+	if (!brace || memchr(at, '}', (size_t)(brace - at)) || memchr(at, ',', (size_t)(brace - at)))
+		return NULL;
+	out = malloc(strlen(text) + strlen(mods) + 64);
+	if (out)
+		sprintf(out, "%.*s\"modules_in_block_to_quantize\": %s, %s",
+			(int)(brace + 1 - text), text, mods, brace + 1);
+	return out;
+}
+
+/*
  * With --dtype, config.json's torch_dtype (and a top-level "dtype", as
  * newer releases write) follows the weights.  The file is edited in place
  * so every other byte stays as the model's authors wrote it.
  */
-static enum wshard_err write_config(struct convert *cv, const char *dst,
+static enum wshard_err write_config(struct convert *cv, const char *dst, const char *mods,
 				    struct wshard_error *err)
 {
 	static const struct { enum wshard_dtype dt; const char *name; } names[] = {
@@ -69,13 +131,22 @@ static enum wshard_err write_config(struct convert *cv, const char *dst,
 	size_t i, len;
 	enum wshard_err rc;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	for (i = 0; cv->plan->opt.has_dtype && i < sizeof(names) / sizeof(names[0]); i++)
 		if (names[i].dt == cv->plan->opt.dtype)
 			want = names[i].name;
 	rc = wshard_catalog_slurp(cv->plan->cat, "config.json", &text, &len, err);
 	if (rc)
 		return rc;
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+	if (mods) {
+		next = add_gptq_modules(text, mods);
+		free(text);
+		if (!next)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"cannot add modules_in_block_to_quantize to '%s/config.json'",
+						cv->plan->cat->dir);
+		text = next;
+	}
+	for (i = 0; want && i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const char *old = json_string_value(json_object_get(cfg, keys[i]));
 
 		if (!old)
@@ -90,7 +161,7 @@ static enum wshard_err write_config(struct convert *cv, const char *dst,
 		free(text);
 		text = next;
 	}
-	if (!json_object_get(cfg, "torch_dtype") && !json_object_get(cfg, "dtype")) {
+	if (want && !json_object_get(cfg, "torch_dtype") && !json_object_get(cfg, "dtype")) {
 		/* none to edit: add torch_dtype after the opening brace */
 		const char *brace = strchr(text, '{');
 
@@ -111,6 +182,7 @@ static enum wshard_err write_config(struct convert *cv, const char *dst,
 enum wshard_err extras_copy(struct convert *cv, struct wshard_error *err)
 {
 	const struct wshard_catalog *cat = cv->plan->cat;
+	char *mods = gptq_modules(cat);
 	size_t i;
 	enum wshard_err rc = WSHARD_OK;
 
@@ -119,14 +191,15 @@ enum wshard_err extras_copy(struct convert *cv, struct wshard_error *err)
 
 		if (!dst)
 			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		else if (cv->plan->opt.has_dtype && !strcmp(cat->extra[i], "config.json"))
-			rc = write_config(cv, dst, err);
+		else if ((cv->plan->opt.has_dtype || mods) && !strcmp(cat->extra[i], "config.json"))
+			rc = write_config(cv, dst, mods, err);
 		else
 			rc = wshard_catalog_copy_extra(cat, i, dst, convert_file_flags(cv), err);
 		free(dst);
 		if (!rc)
 			cv->ncopied = i + 1;
 	}
+	free(mods);
 	return rc;
 }
 

@@ -251,6 +251,10 @@ def main(argv):
         answers(argv[2], int(argv[3]), argv[5], **ep)
     elif cmd == "load" and len(argv) in (5, 6):
         engine_env()
+        if len(argv) == 5 or argv[5] == "sharded_state":
+            # stock vLLM: no general plugin (the wshard plugin would also
+            # answer vLLM's reading of the output's headers)
+            os.environ["VLLM_PLUGINS"] = ""
         answers(argv[2], int(argv[3]), argv[4],
                 load_format=argv[5] if len(argv) == 6 else "sharded_state", **ep)
     elif cmd == "time" and len(argv) == 6:
