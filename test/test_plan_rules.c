@@ -146,7 +146,7 @@ Test(ext, tp_divides)
 	fx_close(&f);
 	wshard_error_clear(&err);
 	cr_assert_eq(wshard_rules_parse(&bad, num, strlen(num), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "tp_divides[0] is not an expression"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "\"tp_divides\" entry 0 is not a non-empty string"), "%s", err.msg);
 }
 
 /*

@@ -30,12 +30,16 @@
 /*
  * --dtype: a floating-point output (not an FP8 scale) becomes the target
  * dtype; its pieces keep their source rectangles and produce converted
- * bytes, so every offset after them moves.
+ * bytes, so every offset after them moves.  t still has its source's
+ * dtype; its pieces are marked with it first, whether or not they convert.
  */
 static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t)
 {
 	unsigned in, out;
 	size_t k;
+
+	for (k = 0; k < t->npieces; k++)
+		t->pieces[k].from = t->pieces[k].to = (uint8_t)t->dtype;
 
 	/* U8: one-byte values vLLM holds as raw uint8, the same bytes */
 	if (to == WSHARD_U8 && wshard_dtype_bits(t->dtype) == 8) {
@@ -266,8 +270,6 @@ static enum wshard_err apply_neg_exp(const struct wshard_plan *plan, const struc
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': \"neg_exp\" needs a F32, F16 or BF16 tensor, not %s",
 					src_name(plan, m->src), wshard_dtype_name(dt));
-	for (k = 0; k < t->npieces; k++)
-		t->pieces[k].from = t->pieces[k].to = (uint8_t)dt;
 	convert_dtype(WSHARD_F32, t);	/* nothing to do from F32 */
 	for (k = 0; k < t->npieces; k++)
 		if (t->pieces[k].kind == WSHARD_PIECE_COPY) {
@@ -285,7 +287,7 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 {
 	struct group_out g = { 0 };
 	enum wshard_dtype dt = src_info(plan, m[0].src)->dtype;
-	size_t k, nitems = 0;
+	size_t nitems = 0;
 	int r;
 	enum wshard_err rc;
 
@@ -312,12 +314,8 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 		if (!rc && m[0].rule->neg_exp) {
 			rc = apply_neg_exp(plan, &m[0], t, err);
 		} else if (!rc && (m[0].rule->has_dtype || plan->opt.has_dtype) && !m[0].rule->scale) {
-			for (k = 0; k < t->npieces; k++)
-				t->pieces[k].from = t->pieces[k].to = dt;
 			convert_dtype(m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype, t);
 		} else if (!rc && plan_f32_scale(plan, &m[0], dt)) {
-			for (k = 0; k < t->npieces; k++)
-				t->pieces[k].from = t->pieces[k].to = dt;
 			convert_dtype(WSHARD_F32, t);
 		}
 		t->quant = quant_role(plan, &m[0]);

@@ -11,8 +11,9 @@
  * Llama 4's gate_up_proj, the cut dimension's parts cut each, two pieces
  * an expert; with "experts" under --expert-parallel, a rank's own experts
  * whole), "chunks" without a transpose (Granite MoE's input_linear
- * [E, 2I, H], each expert's gate and up rows cut each), and a fused part's "deinterleave" (Llama 4's q/k heads,
- * even rows first: a transposed piece whose elements are rows).
+ * [E, 2I, H], each expert's gate and up rows cut each), and a fused
+ * part's "deinterleave" (Llama 4's q/k heads, even rows first: a
+ * transposed piece whose elements are rows).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -250,6 +250,12 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 				   struct wshard_error *err);
 enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 				struct wshard_error *err);
+/* The strings of JSON array val (NULL: none) copied into *out, NULL
+ * terminated, their count in *n: what names the key in r's errors (an
+ * entry that is not a string, or an empty one when nonempty).  Returns
+ * WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM (rules_extra.c). */
+enum wshard_err rules_parse_strings(const struct wshard_rules *r, json_t *val, const char *what,
+				    bool nonempty, char ***out, size_t *n, struct wshard_error *err);
 
 /* The "pipeline" object of rules document r (rules_stage.c).  Returns
  * WSHARD_OK, WSHARD_EINVAL (the message names r) or WSHARD_ENOMEM. */

@@ -119,7 +119,6 @@ enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 				 struct wshard_error *err)
 {
 	json_t *drop;
-	size_t i;
 
 	if (!tie)
 		return WSHARD_OK;
@@ -131,21 +130,30 @@ enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 	r->tie_default = json_is_true(json_object_get(tie, "default"));
 	r->tie_always = json_is_true(json_object_get(tie, "always"));
 	drop = json_object_get(tie, "drop");
-	if (drop && !json_is_array(drop))
-		return wshard_error_set(err, WSHARD_EINVAL, "'%s': tie \"drop\" is not an array",
-					r->name);
-	r->tie_drop = calloc(json_array_size(drop) + 1, sizeof(char *));
-	if (!r->tie_drop)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	for (i = 0; i < json_array_size(drop); i++) {
-		const char *s = json_string_value(json_array_get(drop, i));
+	return rules_parse_strings(r, drop, "tie \"drop\"", false, &r->tie_drop, &r->ntie_drop,
+				   err);
+}
 
-		if (!s)
+enum wshard_err rules_parse_strings(const struct wshard_rules *r, json_t *val, const char *what,
+				    bool nonempty, char ***out, size_t *n, struct wshard_error *err)
+{
+	size_t i;
+
+	if (val && !json_is_array(val))
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s': %s is not an array", r->name,
+					what);
+	*out = calloc(json_array_size(val) + 1, sizeof(char *));
+	if (!*out)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(val); i++) {
+		const char *s = json_string_value(json_array_get(val, i));
+
+		if (!s || (nonempty && !*s))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': tie \"drop\" entry %zu is not a string",
-						r->name, i);
-		r->tie_drop[r->ntie_drop] = strdup(s);
-		if (!r->tie_drop[r->ntie_drop++])
+						"'%s': %s entry %zu is not a%s string", r->name, what,
+						i, nonempty ? " non-empty" : "");
+		(*out)[*n] = strdup(s);
+		if (!(*out)[(*n)++])
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
 	return WSHARD_OK;

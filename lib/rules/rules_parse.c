@@ -505,34 +505,6 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 	return parse_shape(r, rule, json_object_get(t, "shape"), err);
 }
 
-/* "tp_divides": an array of expressions (strings) --tp must divide. */
-static enum wshard_err parse_tp_divides(struct wshard_rules *r, json_t *val,
-					struct wshard_error *err)
-{
-	size_t i;
-
-	if (!val)
-		return WSHARD_OK;
-	if (!json_is_array(val))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"tp_divides\" is not an array of expressions", r->name);
-	r->tp_divides = calloc(json_array_size(val) + 1, sizeof(char *));
-	if (!r->tp_divides)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	for (i = 0; i < json_array_size(val); i++) {
-		const char *s = json_string_value(json_array_get(val, i));
-
-		if (!s || !*s)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': tp_divides[%zu] is not an expression (a string)",
-						r->name, i);
-		r->tp_divides[r->ntp_divides] = strdup(s);
-		if (!r->tp_divides[r->ntp_divides++])
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	}
-	return WSHARD_OK;
-}
-
 static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 				 struct wshard_error *err)
 {
@@ -583,7 +555,10 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 					r->name);
 	if (val && !(r->no_ep = strdup(json_string_value(val))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	rc = parse_tp_divides(r, json_object_get(root, "tp_divides"), err);
+	/* "tp_divides": expressions --tp must divide */
+	val = json_object_get(root, "tp_divides");
+	rc = val ? rules_parse_strings(r, val, "\"tp_divides\"", true, &r->tp_divides,
+				       &r->ntp_divides, err) : WSHARD_OK;
 	if (rc)
 		return rc;
 	rc = parse_ops(r, json_object_get(root, "fused"), err);
