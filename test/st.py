@@ -17,6 +17,15 @@ def read(paths):
     return t
 
 
+def read_header(path):
+    """{name: {"dtype", "shape", "data_offsets"}} of the file at path."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n))
+    h.pop("__metadata__", None)
+    return h
+
+
 def attention_shapes(p, hidden, heads, kv_heads, head_dim):
     """{name: shape} of a decoder layer's norms and q/k/v/o projections,
     names under prefix p ("model.layers.3.")."""

@@ -146,7 +146,7 @@ Test(vl, image_norm_preprocessor)
 	fx_close(&f);
 }
 
-/* "image_norm" takes no "value", "with", "when" or {n}, and is F32. */
+/* "image_norm" takes no "value", "with", "when" or {n}, and is F32 or "model". */
 Test(vl, image_norm_parse)
 {
 	static const char *const bad[] = {

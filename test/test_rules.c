@@ -225,7 +225,7 @@ static const char *const hybrid_archs[] = {
 static const char *const mm_archs[] = {
 	"Gemma3ForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
 	"Qwen3_5MoeForConditionalGeneration", "Qwen3VLForConditionalGeneration",
-	"Qwen3VLMoeForConditionalGeneration",
+	"Qwen3VLMoeForConditionalGeneration", "KimiK25ForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

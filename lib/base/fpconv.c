@@ -83,6 +83,11 @@ bool wshard_dtype_converts(enum wshard_dtype from, enum wshard_dtype to)
 	       wshard_dtype_is_convertible(to);
 }
 
+bool wshard_dtype_int_to_float(enum wshard_dtype from, enum wshard_dtype to)
+{
+	return (from == WSHARD_I32 || from == WSHARD_I64) && wshard_dtype_is_convertible(to);
+}
+
 /* Little-endian I64 to I32: the low four bytes of each element. */
 static void narrow_i64(const unsigned char *s, unsigned char *d, size_t n)
 {
@@ -148,8 +153,28 @@ void wshard_convert_floats(enum wshard_dtype from, enum wshard_dtype to,
 	unsigned char *d = dst;
 	size_t in = wshard_dtype_bits(from) / 8, out = wshard_dtype_bits(to) / 8, i;
 
-	if (from == WSHARD_I64) {
+	if (from == WSHARD_I64 && to == WSHARD_I32) {
 		narrow_i64(s, d, n);
+		return;
+	}
+	if (from == WSHARD_I32 || from == WSHARD_I64) {
+		for (i = 0; i < n; i++) {
+			int32_t v32;
+			int64_t v64;
+			float f;
+			uint32_t u;
+
+			if (from == WSHARD_I32) {
+				memcpy(&v32, s + i * in, 4);
+				v64 = v32;
+			} else {
+				memcpy(&v64, s + i * in, 8);
+			}
+			/* to F32 first, then F16 / BF16: torch's integer copy_ */
+			f = (float)v64;
+			memcpy(&u, &f, 4);
+			store_f32(to, u, d + i * out);
+		}
 		return;
 	}
 	for (i = 0; i < n; i++) {

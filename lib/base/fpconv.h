@@ -20,8 +20,11 @@ bool wshard_dtype_is_convertible(enum wshard_dtype dt);
 /* True when a tensor of dtype from is converted to to: both among F32, F16
  * and BF16 (and different), or I64 to I32 (a rule's "dtype": "I32"). */
 bool wshard_dtype_converts(enum wshard_dtype from, enum wshard_dtype to);
+/* True when from is I32 or I64 and to among F32, F16 and BF16: integers
+ * vLLM holds in a float parameter (compressed-tensors' expert weight_shape). */
+bool wshard_dtype_int_to_float(enum wshard_dtype from, enum wshard_dtype to);
 /* Converts n little-endian elements of from at src into to at dst, for a
- * pair wshard_dtype_converts accepts. */
+ * pair wshard_dtype_converts or wshard_dtype_int_to_float accepts. */
 void wshard_convert_floats(enum wshard_dtype from, enum wshard_dtype to,
 			   const void *src, void *dst, size_t n);
 /* The same for F32, F16 and BF16 (from may equal to), each value first

@@ -32,8 +32,10 @@
  * dtype; its pieces keep their source rectangles and produce converted
  * bytes, so every offset after them moves.  t still has its source's
  * dtype; its pieces are marked with it first, whether or not they convert.
+ * ints: an I32 or I64 source converts to a float dtype too (what vLLM
+ * holds in a float parameter; never for --dtype).
  */
-static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t)
+static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t, bool ints)
 {
 	unsigned in, out;
 	size_t k;
@@ -46,7 +48,8 @@ static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t)
 		t->dtype = to;
 		return;
 	}
-	if (!wshard_dtype_converts(t->dtype, to))
+	if (!wshard_dtype_converts(t->dtype, to) &&
+	    !(ints && wshard_dtype_int_to_float(t->dtype, to)))
 		return;
 	in = wshard_dtype_bits(t->dtype) / 8;
 	out = wshard_dtype_bits(to) / 8;
@@ -270,7 +273,7 @@ static enum wshard_err apply_neg_exp(const struct wshard_plan *plan, const struc
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': \"neg_exp\" needs a F32, F16 or BF16 tensor, not %s",
 					src_name(plan, m->src), wshard_dtype_name(dt));
-	convert_dtype(WSHARD_F32, t);	/* nothing to do from F32 */
+	convert_dtype(WSHARD_F32, t, false);	/* nothing to do from F32 */
 	for (k = 0; k < t->npieces; k++)
 		if (t->pieces[k].kind == WSHARD_PIECE_COPY) {
 			t->pieces[k].to = WSHARD_F32;
@@ -313,10 +316,15 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 		 * a rule's "dtype" wins over --dtype (vLLM's F32 routers) */
 		if (!rc && m[0].rule->neg_exp) {
 			rc = apply_neg_exp(plan, &m[0], t, err);
+		} else if (!rc && m[0].rule->qrole == WSHARD_QUANT_SHAPE && is_stacked(&m[0])) {
+			/* compressed-tensors' experts: vLLM's [E, 2] weight_shape
+			 * is made in the model's dtype (torch.empty), the
+			 * integers copied in */
+			convert_dtype(plan_model_dtype(plan), t, true);
 		} else if (!rc && (m[0].rule->has_dtype || plan->opt.has_dtype) && !m[0].rule->scale) {
-			convert_dtype(m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype, t);
+			convert_dtype(m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype, t, false);
 		} else if (!rc && plan_f32_scale(plan, &m[0], dt)) {
-			convert_dtype(WSHARD_F32, t);
+			convert_dtype(WSHARD_F32, t, false);
 		}
 		t->quant = quant_role(plan, &m[0]);
 		if (!rc && m[0].rule->times_sqrt[0])

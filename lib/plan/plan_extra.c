@@ -17,10 +17,7 @@
 #include "rules/rules.h"
 #include "plan_impl.h"
 
-/* The dtype the engine runs the model in: --dtype when given, else
- * config.json's torch_dtype (or "dtype"); BF16 when it names none of the
- * three. */
-static enum wshard_dtype model_dtype(const struct wshard_plan *plan)
+enum wshard_dtype plan_model_dtype(const struct wshard_plan *plan)
 {
 	static const char *const keys[] = { "torch_dtype", "dtype" };
 	json_t *cfg = plan->config->json;
@@ -145,7 +142,7 @@ static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct rules_e
 		sprintf(zp, "%.*s_zero_point", (int)(strlen(name) - 6), name);
 		rc = push_const(plan, &one, 1, true, WSHARD_F32, name, caps, err);
 		if (!rc)
-			rc = push_const(plan, &zero, 1, true, model_dtype(plan), zp, caps, err);
+			rc = push_const(plan, &zero, 1, true, plan_model_dtype(plan), zp, caps, err);
 		free(name);
 		free(zp);
 	}
@@ -163,7 +160,7 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 	for (x = 0; x < rules->nextras; x++) {
 		const struct rules_extra *e = &rules->extras[x];
 		bool per_layer = strstr(e->name, "{n}") != NULL;
-		enum wshard_dtype dtype = e->model_dtype ? model_dtype(plan) : e->dtype;
+		enum wshard_dtype dtype = e->model_dtype ? plan_model_dtype(plan) : e->dtype;
 		double vals[WSHARD_IMAGE_NORM_MAX] = { e->value };
 		size_t nvals = 1;
 		enum wshard_err rc = WSHARD_OK;

@@ -37,7 +37,9 @@ static enum wshard_err load(const struct wshard_catalog *cat, const char *name,
 	rc = wshard_catalog_slurp(cat, name, &text, &len, err);
 	if (rc)
 		return rc;
-	*out = json_loadb(text, len, 0, &jerr);
+	/* tokenizer_config.json's model_max_length is often 1e30 written as
+	 * an integer, past what jansson holds as one */
+	*out = json_loadb(text, len, JSON_DECODE_INT_AS_REAL, &jerr);
 	free(text);
 	if (!json_is_object(*out)) {
 		json_decref(*out);

@@ -131,6 +131,11 @@ json_t *plan_quant_config(const struct wshard_plan *plan);
 enum kv_method { KV_NONE, KV_BASE, KV_COMPRESSED };
 enum kv_method plan_kv_cache_method(const struct wshard_plan *plan);
 
+/* plan_extra.c: the dtype the engine runs the model in: --dtype when
+ * given, else config.json's torch_dtype (or "dtype"); BF16 when it names
+ * none of F32, F16 and BF16. */
+enum wshard_dtype plan_model_dtype(const struct wshard_plan *plan);
+
 /* plan_quant.c: whether m's source, of dtype dt, is a weight scale vLLM
  * holds in F32 though the checkpoint does not (compressed-tensors' 8-bit
  * schemes). */

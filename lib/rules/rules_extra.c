@@ -21,8 +21,9 @@ static char *dup_or_null(const char *s)
 
 /*
  * "image_norm": "scale" or "shift" makes extra e the per-channel vector of
- * an image processor's normalisation (F32, without "value", "with" or
- * "when"): vLLM builds it from the processor's config, not from weights.
+ * an image processor's normalisation (F32, or "model" for a tower vLLM
+ * casts to the model's dtype, input norm included; without "value", "with"
+ * or "when"): vLLM builds it from the processor's config, not from weights.
  */
 static enum wshard_err parse_image_norm(const struct wshard_rules *r, json_t *x,
 					const char *name, struct rules_extra *e,
@@ -43,9 +44,10 @@ static enum wshard_err parse_image_norm(const struct wshard_rules *r, json_t *x,
 					"'%s': extra '%s': unknown \"image_norm\" (scale, shift)",
 					r->name, name);
 	if (json_object_get(x, "value") || json_object_get(x, "with") ||
-	    json_object_get(x, "when") || strstr(name, "{n}") || (dtype && strcmp(dtype, "F32")))
+	    json_object_get(x, "when") || strstr(name, "{n}") ||
+	    (dtype && strcmp(dtype, "F32") && strcmp(dtype, "model")))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': extra '%s': \"image_norm\" takes no \"value\", \"with\", \"when\" or {n}, and is F32",
+					"'%s': extra '%s': \"image_norm\" takes no \"value\", \"with\", \"when\" or {n}, and is F32 or model",
 					r->name, name);
 	return WSHARD_OK;
 }

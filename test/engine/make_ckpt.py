@@ -317,6 +317,21 @@ CASES = {
     # text model above under text_config; a tiny tower (4 heads of 16,
     # 56x56 tiles of 14x14 patches, pixel shuffle 0.5: 4 tokens a tile);
     # its special tokens inside the tiny vocabulary (llama4_processor).
+    # Kimi-K2.5: the DeepSeek-V3 text model above under language_model.
+    # with MoonViT (4 heads of 16, 14x14 patches, fused wqkv) and its
+    # patch-merging projector, renamed to Moonshot's published names
+    # (released_kimi_k25).
+    "kimi_k25": ("Kimi_K25Config", "Kimi_K25ForConditionalGeneration",
+                 dict(text_config=dict(V3, model_type="deepseek_v3"),
+                      vision_config={"num_attention_heads": 4,
+                                     "num_hidden_layers": 2, "hidden_size": 64,
+                                     "intermediate_size": 128, "patch_size": 14,
+                                     "pos_emb_height": 4, "pos_emb_width": 4},
+                      projection_hidden_size=64, tie_word_embeddings=False,
+                      image_token_id=999, video_token_id=998,
+                      vision_start_token_id=997, vision_end_token_id=996)),
+    # As Moonshot ships it: the routed experts INT4 (int4_experts).
+    "kimi_k25-int4": ("Kimi_K25Config", "Kimi_K25ForConditionalGeneration", None),
     "llama4_mm": ("Llama4Config", "Llama4ForConditionalGeneration",
                   {"text_config": LLAMA4,
                    "vision_config": {"hidden_size": 64,
@@ -739,6 +754,109 @@ def llama4_processor(out, cfg):
                                  ).save_pretrained(out)
 
 
+def released_kimi_k25(out):
+    """Renames what transformers 5.19's Kimi_K25ForConditionalGeneration
+    saves to the names of Moonshot's Kimi-K2.5 checkpoint, the ones vLLM
+    0.32's kimi_k25.py loads: its save_pretrained reverses the load-time
+    "blocks" -> "layers" rename onto the text model too
+    (language_model.model.blocks.N), and leaves the projector's norm and the
+    patch embedding under transformers' own prefixes.  The architecture is
+    the published KimiK25ForConditionalGeneration."""
+    from ckpt_io import rewrite_shards, update_config
+    renames = (("language_model.model.blocks.", "language_model.model.layers."),
+               ("model.mm_projector.", "mm_projector."),
+               ("vision_tower.encoder.patch_embed.", "vision_tower.patch_embed."))
+
+    def rename(n):
+        for a, b in renames:
+            if n.startswith(a):
+                return b + n[len(a):]
+        return n
+
+    def shard(t):
+        for k in list(t):
+            t[rename(k)] = t.pop(k)
+    rewrite_shards(out, shard)
+
+    def cfg(c):
+        c["architectures"] = ["KimiK25ForConditionalGeneration"]
+    update_config(out, cfg)
+
+
+def int4_experts(out):
+    """Quantizes the routed experts' weights as Moonshot ships Kimi-K2.5:
+    compressed-tensors pack-quantized INT4, symmetric, one BF16 scale per
+    32 input columns (each group's largest magnitude over 7.5, minmax as
+    compressed-tensors computes it), eight values an I32 word, and the
+    whole weight's [out, in] as I32 weight_shape; everything else stays
+    BF16, as the published quantization_config's ignore list says (and
+    vLLM never quantizes the tower under compressed-tensors)."""
+    import torch
+    from ckpt_io import rewrite_shards, update_config
+    from compressed_tensors.compressors.pack_quantized.helpers import pack_to_int32
+    q = {"quant_method": "compressed-tensors", "format": "pack-quantized",
+         "quantization_status": "compressed", "kv_cache_scheme": None,
+         "config_groups": {"group_0": {
+             "targets": ["Linear"], "input_activations": None,
+             "output_activations": None,
+             "weights": {"num_bits": 4, "type": "int", "symmetric": True,
+                         "strategy": "group", "group_size": 32, "dynamic": False,
+                         "actorder": None, "observer": "minmax",
+                         "block_structure": None, "observer_kwargs": {}}}},
+         "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*",
+                    "re:.*mlp\\.(gate|up|gate_up|down)_proj.*"]}
+
+    def shard(t):
+        for k in [k for k in t if ".mlp.experts." in k and k.endswith("_proj.weight")]:
+            w = t.pop(k).float()
+            out_, in_ = w.shape
+            g = w.reshape(out_, in_ // 32, 32)
+            scale = (g.abs().amax(dim=2) / 7.5).clamp(min=1e-8).to(torch.bfloat16)
+            qv = torch.round(g / scale.float().unsqueeze(2)).clamp(-8, 7)
+            base = k[:-len("weight")]
+            t[base + "weight_packed"] = pack_to_int32(
+                qv.reshape(out_, in_).to(torch.int8), 4).contiguous()
+            t[base + "weight_scale"] = scale.contiguous()
+            t[base + "weight_shape"] = torch.tensor([out_, in_], dtype=torch.int32)
+    rewrite_shards(out, shard)
+
+    def cfg(c):
+        c["quantization_config"] = q
+        c["text_config"]["quantization_config"] = q
+    update_config(out, cfg)
+
+
+def kimi_k25_processor(out, cfg):
+    """Writes a word-level tokenizer with Kimi's media tokens and the
+    preprocessor_config.json (media_proc_cfg) vLLM's Kimi-K2.5 processor
+    reads: it needs both to build the vision tower.  An image is at most
+    8x8 patches of 14 (4x4 merged: 16 tokens)."""
+    import json
+    import os
+    import transformers
+    from tokenizers import AddedToken
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<|media_begin|>": cfg.vision_start_token_id,
+               "<|media_end|>": cfg.vision_end_token_id,
+               "<|media_content|>": 995,
+               "<|media_pad|>": cfg.image_token_id,
+               "<|kimi_k25_video_placeholder|>": cfg.video_token_id}
+    tk = word_level(cfg, special)
+    tk.add_special_tokens([AddedToken(t, normalized=False)
+                           for t in special if t.startswith("<|")])
+    transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
+        bos_token="<bos>", unk_token="<unk>").save_pretrained(out)
+    media = {"patch_size": 14, "merge_kernel_size": 2,
+             "temporal_merge_kernel_size": 4, "in_patch_limit": 64,
+             "patch_limit_on_one_side": 8, "in_patch_limit_each_frame": 64,
+             "in_patch_limit_video": None, "fixed_output_tokens": None,
+             "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+             "sample_fps": 2.0, "timestamp_mode": "hh:mm:ss.fff"}
+    with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
+        json.dump({"media_proc_cfg": media}, f, indent=2)
+
+
 # Families whose built-in rules scripts/learn-rules learned from vLLM: case
 # -> architecture.  Their checkpoints are the learner's own (its small
 # config of the class), the one the rules were learned and proven on.
@@ -774,6 +892,8 @@ def make(arch, out):
     import torch
     import transformers
     cfg_name, model_name, over = CASES[arch]
+    if over is None:
+        over = CASES[arch.rsplit("-", 1)[0]][2]
     if "text_config" in over:
         # a multimodal config: COMMON is the text model's
         kw = dict(over, text_config=dict(COMMON, **over["text_config"]))
@@ -805,6 +925,11 @@ def make(arch, out):
         released_zero_experts(out, cfg.n_routed_experts)
     if arch == "llama4_mm":
         llama4_processor(out, cfg)
+    if arch.startswith("kimi_k25"):
+        released_kimi_k25(out)
+        kimi_k25_processor(out, cfg)
+    if arch == "kimi_k25-int4":
+        int4_experts(out)
     if arch in MTP:
         add_mtp_layer(out)
     if arch.startswith("deepseek_v4"):

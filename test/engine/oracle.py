@@ -49,6 +49,12 @@ def engine_env():
     # process start costs seconds of imports.
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # The hook (hook/sitecustomize.py) in every engine process: this one,
+    # and through PYTHONPATH those vLLM starts.
+    hook = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hook")
+    os.environ["PYTHONPATH"] = hook + os.pathsep + os.environ.get("PYTHONPATH", "")
+    import runpy
+    runpy.run_path(os.path.join(hook, "sitecustomize.py"))
 
 
 def image_prompt(model):
@@ -67,6 +73,16 @@ def image_prompt(model):
         # Gemma 3 expands its boi token
         size = cfg["vision_config"]["image_size"]
         image = [cfg["boi_token_index"]]
+    elif "KimiK25" in cfg["architectures"][0]:
+        # Kimi-K2.5: one "vision chunk" (an image), its pad token between
+        # the media begin/content and end tokens (make_ckpt.py: 995 is
+        # <|media_content|>); vLLM expands the pad.
+        px = np.random.default_rng(7).integers(0, 256, (56, 56, 3), dtype=np.uint8)
+        return {"prompt_token_ids": [2, 17, cfg["vision_start_token_id"], 995,
+                                     cfg["image_token_id"],
+                                     cfg["vision_end_token_id"], 243, 9],
+                "multi_modal_data": {"vision_chunk": {
+                    "type": "image", "image": Image.fromarray(px), "uuid": None}}}
     else:
         # Qwen3-VL style: the image pad between the vision start and end
         # tokens; its processor sizes the image (make_ckpt.py: 56x56).
@@ -240,14 +256,8 @@ def main(argv):
         argv = argv[:1] + argv[3:]
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "ref" and len(argv) == 6:
-        engine_env()
         os.environ["WSHARD_ORACLE_DUMP"] = os.path.abspath(argv[4])
-        sys.path.insert(0, os.path.join(os.path.dirname(
-            os.path.abspath(__file__)), "hook"))
-        os.environ["PYTHONPATH"] = sys.path[0] + os.pathsep + \
-            os.environ.get("PYTHONPATH", "")
-        import runpy  # the hook in this process too
-        runpy.run_path(os.path.join(sys.path[0], "sitecustomize.py"))
+        engine_env()
         answers(argv[2], int(argv[3]), argv[5], **ep)
     elif cmd == "load" and len(argv) in (5, 6):
         engine_env()

@@ -5,13 +5,16 @@ WSHARD_ORACLE_DUMP names a folder, each worker saves its model state as
 vLLM's ShardedStateLoader would load it, just before
 process_weights_after_loading repacks the weights for the CPU kernels:
 DUMP/model-rank-R.safetensors for tensor-parallel rank R, or
-DUMP/model-pp-S-tp-R.safetensors for stage S of a pipeline."""
+DUMP/model-pp-S-tp-R.safetensors for stage S of a pipeline.  Always:
+_patch_llvmlite."""
 import importlib.abc
 import importlib.util
 import os
 import sys
 
 _TARGET = "vllm.model_executor.model_loader.base_loader"
+# What a worker raises once its state is saved under WSHARD_ORACLE_INT4
+INT4_STOP = "WSHARD_ORACLE_INT4: state saved; the INT4 MoE kernel taken as supported is not run"
 _CPU = "vllm.platforms.cpu"
 
 
@@ -36,6 +39,8 @@ def _patch(module):
         path = os.path.join(dump, name + ".safetensors")
         save_file(state, path + ".tmp", metadata={"format": "pt"})
         os.replace(path + ".tmp", path)
+        if os.environ.get("WSHARD_ORACLE_INT4"):
+            raise RuntimeError(INT4_STOP)
         return real(model, model_config, target_device)
 
     module.process_weights_after_loading = dump_then_process
@@ -58,6 +63,39 @@ def _patch_sparse(module):
         return real(klass, selected_backend, attn_selector_config, *a, **kw)
 
     cls.get_attn_backend_cls = classmethod(get_attn_backend_cls)
+
+
+def _patch_int4(module):
+    """WSHARD_ORACLE_INT4: vLLM 0.32's CPU build has one INT4 MoE kernel
+    (CPUExpertsInt4), for CPUs with AMX tiles, ungrouped-scale schemes
+    (kInt4Static, not Kimi-K2.5's groups of 32) and softmax routing (not
+    DeepSeek-V3's grouped sigmoid); so it builds no compressed-tensors
+    W4A16 MoE layer of Kimi's ("No WNA16 MoE backend supports the
+    deployment configuration"), though loading the experts' weights does
+    not depend on the kernel.  The kernel is taken as supporting every
+    configuration, so that the model is built, loaded and its state saved;
+    then the worker stops (INT4_STOP)."""
+    module.CPUExpertsInt4.is_supported_config = \
+        staticmethod(lambda *a, **kw: (True, None))
+
+
+def _patch_llvmlite(module):
+    """vLLM 0.32's CPU worker looks for Triton kernels in the globals of
+    every imported module (register_triton_kernel_overrides calls vars() on
+    each object that has a __dict__).  llvmlite's ffi.lib answers every
+    attribute name with a function wrapper, __dict__ included, so once numba
+    is imported (vLLM's Kimi-K2.5 image processor imports it) the worker
+    stops: "AttributeError: '_lib_fn_wrapper' object has no attribute
+    'get'".  Dunder names are left to Python again; nothing else changes."""
+    cls = module._lib_wrapper
+    real = cls.__getattr__
+
+    def getattr_(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return real(self, name)
+
+    cls.__getattr__ = getattr_
 
 
 class _Finder(importlib.abc.MetaPathFinder):
@@ -84,7 +122,11 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
+sys.meta_path.insert(0, _Finder("llvmlite.binding.ffi", _patch_llvmlite))
 if os.environ.get("WSHARD_ORACLE_DUMP"):
     sys.meta_path.insert(0, _Finder(_TARGET, _patch))
+if os.environ.get("WSHARD_ORACLE_INT4"):
+    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
+                                    _patch_int4))
 if os.environ.get("WSHARD_ORACLE_SPARSE"):
     sys.meta_path.insert(0, _Finder(_CPU, _patch_sparse))
