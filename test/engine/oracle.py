@@ -40,6 +40,7 @@ import sys
 
 PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
 MAX_TOKENS = 8
+MAX_MODEL_LEN = 256
 
 
 def engine_env():
@@ -112,8 +113,27 @@ def fork_workers():
     cpu.CpuPlatform.check_and_update_config = classmethod(check_and_update_config)
 
 
+def arch_settings(model, kw):
+    """What an architecture needs of the engine's settings, as its users
+    would pass them.  Kimi Linear (KDA beside MLA): vLLM 0.32's CPU platform
+    turns prefix caching off for MLA after its hybrid config has sized the
+    Mamba blocks for it, and then refuses its own setting ("--mamba-block-size
+    can only be set with --enable-prefix-caching"): the size is given as the
+    one it takes without prefix caching, max_model_len.  Its Kimi-K3 model
+    code also imports the CUTLASS GEMM-AR kernel unless
+    VLLM_KIMI_K3_GEMM_AR=0, which a CPU cannot use."""
+    try:
+        arch = json.load(open(os.path.join(model, "config.json")))["architectures"][0]
+    except (OSError, ValueError, KeyError, IndexError):
+        return
+    if arch == "KimiLinearForCausalLM":
+        kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
+        os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
+
+
 def answers(model, tp, out, **kw):
     import time
+    arch_settings(model, kw)
     if tp * kw.get("pipeline_parallel_size", 1) > 1:
         # vLLM's automatic binding wants a NUMA node per worker; on a small
         # machine let the workers share the cores instead.
@@ -128,7 +148,7 @@ def answers(model, tp, out, **kw):
     # images needs one (the prompts stay token ids).
     tok = os.path.exists(os.path.join(model, "tokenizer.json"))
     llm = LLM(model=model, tensor_parallel_size=tp, enforce_eager=True,
-              skip_tokenizer_init=not tok, dtype="bfloat16", max_model_len=256,
+              skip_tokenizer_init=not tok, dtype="bfloat16", max_model_len=MAX_MODEL_LEN,
               seed=0, distributed_executor_backend="uni"
               if tp * kw.get("pipeline_parallel_size", 1) == 1 else "mp",
               **kw)
