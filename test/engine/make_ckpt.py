@@ -870,7 +870,13 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "gpt_neox": "GPTNeoXForCausalLM", "granitemoe": "GraniteMoeForCausalLM",
            "nemotron": "NemotronForCausalLM", "olmoe": "OlmoeForCausalLM",
            "seed_oss": "SeedOssForCausalLM", "starcoder2": "Starcoder2ForCausalLM",
-           "nemotron_h": "NemotronHForCausalLM"}
+           "nemotron_h": "NemotronHForCausalLM",
+           # Nemotron-H's MoE variant (Nemotron 3 Nano's layer kinds): relu^2
+           # routed experts and a shared expert in layer 1
+           "nemotron_h-moe": ("NemotronHForCausalLM", {
+               "layers_block_type": ["linear_attention", "moe", "full_attention", "mlp"],
+               "moe_intermediate_size": 128, "moe_shared_expert_intermediate_size": 128,
+               "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1})}
 
 
 def learned(arch, out):
@@ -883,7 +889,8 @@ def learned(arch, out):
     spec = importlib.util.spec_from_loader("learn_rules", loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
-    mod.make_checkpoint(LEARNED[arch], out, {})
+    name, over = LEARNED[arch] if isinstance(LEARNED[arch], tuple) else (LEARNED[arch], {})
+    mod.make_checkpoint(name, out, over)
 
 
 def make(arch, out):

@@ -13,8 +13,10 @@ import os
 import sys
 
 _TARGET = "vllm.model_executor.model_loader.base_loader"
-# What a worker raises once its state is saved under WSHARD_ORACLE_INT4
-INT4_STOP = "WSHARD_ORACLE_INT4: state saved; the INT4 MoE kernel taken as supported is not run"
+# What a worker raises once its state is saved where a patch below has let
+# vLLM build a layer its CPU build has no kernel for
+LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE")
+LOAD_ONLY_STOP = "wshard oracle: state saved; the kernel taken as supported is not run"
 _CPU = "vllm.platforms.cpu"
 
 
@@ -39,8 +41,8 @@ def _patch(module):
         path = os.path.join(dump, name + ".safetensors")
         save_file(state, path + ".tmp", metadata={"format": "pt"})
         os.replace(path + ".tmp", path)
-        if os.environ.get("WSHARD_ORACLE_INT4"):
-            raise RuntimeError(INT4_STOP)
+        if any(os.environ.get(v) for v in LOAD_ONLY):
+            raise RuntimeError(LOAD_ONLY_STOP)
         return real(model, model_config, target_device)
 
     module.process_weights_after_loading = dump_then_process
@@ -74,9 +76,41 @@ def _patch_int4(module):
     deployment configuration"), though loading the experts' weights does
     not depend on the kernel.  The kernel is taken as supporting every
     configuration, so that the model is built, loaded and its state saved;
-    then the worker stops (INT4_STOP)."""
+    then the worker stops (LOAD_ONLY_STOP)."""
     module.CPUExpertsInt4.is_supported_config = \
         staticmethod(lambda *a, **kw: (True, None))
+
+
+def _patch_nogate(module):
+    """WSHARD_ORACLE_NOGATE: vLLM 0.32 builds no MoE layer without a gated
+    activation (Nemotron-H's relu^2 experts) on a CPU: FusedMoEConfig's
+    __post_init__ ends with "is_act_and_mul=False is supported only for
+    CUDA, XPU and ROCm for now", though loading the experts' weights does
+    not depend on the kernel.  That last check's refusal is passed over (and
+    the unquantized CPU experts are taken as supporting relu^2:
+    _patch_nogate_experts), so that the model is built, loaded and its state
+    saved; then the worker stops (LOAD_ONLY_STOP)."""
+    cls = module.FusedMoEConfig
+    real = cls.__post_init__
+
+    def post_init(self, *a, **kw):
+        try:
+            real(self, *a, **kw)
+        except NotImplementedError as e:
+            if "is_act_and_mul=False" not in str(e):
+                raise
+
+    cls.__post_init__ = post_init
+
+
+def _patch_nogate_experts(module):
+    """WSHARD_ORACLE_NOGATE: vLLM 0.32's unquantized CPU experts take gated
+    activations only (CPUUnquantizedExperts._supports_no_act_and_mul,
+    _supports_activation: "No Unquantized MoE backend supports the
+    deployment configuration"); taken as supporting relu^2, for loading."""
+    cls = module.CPUUnquantizedExperts
+    cls._supports_no_act_and_mul = staticmethod(lambda: True)
+    cls._supports_activation = staticmethod(lambda activation: True)
 
 
 def _patch_llvmlite(module):
@@ -128,5 +162,10 @@ if os.environ.get("WSHARD_ORACLE_DUMP"):
 if os.environ.get("WSHARD_ORACLE_INT4"):
     sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
                                     _patch_int4))
+if os.environ.get("WSHARD_ORACLE_NOGATE"):
+    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.config",
+                                    _patch_nogate))
+    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
+                                    _patch_nogate_experts))
 if os.environ.get("WSHARD_ORACLE_SPARSE"):
     sys.meta_path.insert(0, _Finder(_CPU, _patch_sparse))
