@@ -5,7 +5,8 @@
 # of 64 in 8 groups of state 128, conv kernel 4; 32 heads and 8 kv heads
 # of 128; MLP 21504; vocabulary 131072) and its tensor names and shapes,
 # written sparse (16 GB of holes), planned with --dry-run at tp 1, 2, 4
-# and 8; tp 16 refused (8 Mamba groups, which vLLM would replicate).  Then
+# and 8; tp 16 refused (8 Mamba groups that 16 ranks cannot share, as vLLM
+# refuses them: it replicates only a single group).  Then
 # the MoE variant at the size of nvidia/Nemotron-3-Nano-30B-A3B (hidden
 # 2688; 52 layers, 23 Mamba-2, 23 MoE and 6 attention; 128 relu^2 experts
 # of 1856 and a shared one of 3712; 2 kv heads, replicated past tp 2) at
@@ -68,7 +69,7 @@ for tp in 1 2 4 8; do
 	has model.layers.1.mixer.up_proj.weight "$tp" "[$((21504 / tp)), 4096]"
 done
 expect_exit 3 "$WSHARD" convert --dry-run --tp 16 "$src" "$T/dest" &&
-	err_has "tp 16" "n_groups=8 is not divisible by --tp 16" && one_line "tp 16"
+	err_has "tp 16" "holds n_groups=8 groups, neither 1 nor divisible by --tp 16" && one_line "tp 16"
 
 src=$T/nemotron-3-nano
 mkdir -p "$src"

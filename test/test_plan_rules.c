@@ -258,6 +258,49 @@ Test(ext, unpack_sizes)
 	fx_close(&f);
 }
 
+/*
+ * "groups": a part holding one group is whole on every rank (vLLM's
+ * Mamba-2 B and C with n_groups 1), one whose groups tp divides is cut by
+ * rows, and any other count is refused.
+ */
+Test(ext, part_groups)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *notpart = "{\"fused\": {\"c\": {\"parts\": [\"q\"], \"groups\": {\"k\": 1}}},"
+			      " \"tensors\": []}";
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.c.weight:12,8");
+	use_rules(&f, "{\"fused\": {\"c\": {\"parts\": [\"q\", \"k\", \"v\"],"
+		  " \"sizes\": [4, 4, 4], \"groups\": {\"k\": 1, \"v\": \"num_key_value_heads\"}}},"
+		  "\"tensors\": [{\"match\": \"x.c.weight\", \"unpack\": \"c\"}," CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, "x.c.weight");
+
+		assert_shape(t, 2, 8, 8);
+		cr_assert_eq(t->npieces, 3);
+		assert_copy(&f, t, 0, "x.c.weight", 2 * r, 2, 0, 16, 0);
+		assert_copy(&f, t, 1, "x.c.weight", 4, 4, 0, 16, 32);
+		assert_copy(&f, t, 2, "x.c.weight", 8 + 2 * r, 2, 0, 16, 96);
+	}
+	fx_close(&f);
+
+	/* two groups (num_key_value_heads) on four ranks */
+	fx_open(&f, BASE " --extra-tensor x.c.weight:12,8");
+	use_rules(&f, "{\"fused\": {\"c\": {\"parts\": [\"q\", \"k\", \"v\"],"
+		  " \"sizes\": [4, 4, 4], \"groups\": {\"v\": \"num_key_value_heads\"}}},"
+		  "\"tensors\": [{\"match\": \"x.c.weight\", \"unpack\": \"c\"}," CATCH_ALL "]}");
+	fx_plan_fails(&f, 4, WSHARD_EINVAL, "tensor 'x.c.weight': part 'v' of 'c' holds "
+		      "num_key_value_heads=2 groups, neither 1 nor divisible by --tp 4");
+	fx_close(&f);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, notpart, strlen(notpart), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "\"groups\" entry 'k' is not a part"), "%s", err.msg);
+}
+
 Test(ext, fuse_several_parts)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */

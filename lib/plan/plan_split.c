@@ -86,6 +86,23 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 			return WSHARD_OK;
 		}
 	}
+	if (op->groups[part]) {
+		int64_t g;
+		enum wshard_err rc = expr_eval_dim(c, op->groups[part], src_name(plan, m->src),
+						   &g, err);
+
+		if (rc)
+			return rc;
+		if (g == 1 && tp > 1) {
+			*out_nrows = rows;
+			return WSHARD_OK;
+		}
+		if (g < 1 || (uint64_t)g % tp)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': part '%s' of '%s' holds %s=%lld groups, neither 1 nor divisible by --tp %d",
+						src_name(plan, m->src), op->parts[part], op->name,
+						op->groups[part], (long long)g, plan->tp);
+	}
 	if (rows % tp)
 		return plan_indivisible(plan, m, 0, rows, err);
 	*out_nrows = rows / tp;

@@ -107,6 +107,7 @@ void wshard_rules_free(struct wshard_rules *r)
 		for (j = 0; j < r->ops[i].nparts; j++) {
 			free(r->ops[i].parts[j]);
 			free(r->ops[i].sizes[j]);
+			free(r->ops[i].groups[j]);
 		}
 	}
 	free(r->ops);

@@ -50,6 +50,11 @@ struct rules_op {
 	 * NULL: how a source holding several parts is cut (vLLM's Gated
 	 * DeltaNet conv1d holds q, k and v of unequal sizes). */
 	char *sizes[OP_MAX_PARTS];
+	/* "groups": for a part of an OP_ROWS operator, the number of groups it
+	 * holds, or NULL: cut by rows where tp divides it, whole on every rank
+	 * when it is 1 (vLLM's Mamba-2 replicates a single group of B and C,
+	 * mamba_v2_sharded_weight_loader), refused otherwise. */
+	char *groups[OP_MAX_PARTS];
 };
 
 struct rules_rule {
