@@ -262,6 +262,15 @@ enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 enum wshard_err rules_parse_strings(const struct wshard_rules *r, json_t *val, const char *what,
 				    bool nonempty, char ***out, size_t *n, struct wshard_error *err);
 
+/* A declared operator's "sizes" (one expression or integer per part) and
+ * "groups" (an object of parts: expression or integer) (rules_extra.c).
+ * Return WSHARD_OK, WSHARD_EINVAL (the message names r and op) or
+ * WSHARD_ENOMEM. */
+enum wshard_err rules_parse_sizes(const struct wshard_rules *r, struct rules_op *op,
+				  json_t *sizes, struct wshard_error *err);
+enum wshard_err rules_parse_groups(const struct wshard_rules *r, struct rules_op *op,
+				   json_t *groups, struct wshard_error *err);
+
 /* The "pipeline" object of rules document r (rules_stage.c).  Returns
  * WSHARD_OK, WSHARD_EINVAL (the message names r) or WSHARD_ENOMEM. */
 enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,

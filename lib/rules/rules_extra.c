@@ -1,7 +1,7 @@
 /*
  * rules_extra.c - the parts of a rules document beside its tensor rules:
- * the "extra" constant tensors, the tied embeddings ("tie"), and a
- * rule's "chunks" and "deinterleave".
+ * the "extra" constant tensors, the tied embeddings ("tie"), a rule's
+ * "chunks" and "deinterleave", and a fused operator's "sizes" and "groups".
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -220,5 +220,78 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 	rule->deinterleave = strdup(json_is_string(di) ? json_string_value(di) : buf);
 	if (!rule->deinterleave)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
+/* A copy of JSON string or integer d (an expression over config.json), or
+ * NULL with *bad set when it is neither. */
+static char *expr_copy(json_t *d, bool *bad)
+{
+	char buf[32];
+
+	*bad = false;
+	if (json_is_integer(d)) {
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(d));
+		return strdup(buf);
+	}
+	if (json_is_string(d))
+		return strdup(json_string_value(d));
+	*bad = true;
+	return NULL;
+}
+
+enum wshard_err rules_parse_sizes(const struct wshard_rules *r, struct rules_op *op,
+				  json_t *sizes, struct wshard_error *err)
+{
+	bool bad;
+	int i;
+
+	if (!sizes)
+		return WSHARD_OK;
+	if (!json_is_array(sizes) || json_array_size(sizes) != (size_t)op->nparts)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': fused operator '%s': \"sizes\" needs one expression per part (%d)",
+					r->name, op->name, op->nparts);
+	for (i = 0; i < op->nparts; i++) {
+		op->sizes[i] = expr_copy(json_array_get(sizes, (size_t)i), &bad);
+		if (bad)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': fused operator '%s': size %d is neither a number nor a string",
+						r->name, op->name, i);
+		if (!op->sizes[i])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
+
+enum wshard_err rules_parse_groups(const struct wshard_rules *r, struct rules_op *op,
+				   json_t *groups, struct wshard_error *err)
+{
+	const char *key;
+	json_t *d;
+	bool bad;
+	int i;
+
+	if (!groups)
+		return WSHARD_OK;
+	if (!json_is_object(groups) || op->kind != OP_ROWS)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': fused operator '%s': \"groups\" is an object of parts, for \"split\": \"row\"",
+					r->name, op->name);
+	json_object_foreach(groups, key, d) {
+		for (i = 0; i < op->nparts && strcmp(op->parts[i], key); i++)
+			;
+		if (i == op->nparts || op->groups[i])
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': fused operator '%s': \"groups\" entry '%s' is not a part with a number or expression",
+						r->name, op->name, key);
+		op->groups[i] = expr_copy(d, &bad);
+		if (bad)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': fused operator '%s': \"groups\" entry '%s' is not a part with a number or expression",
+						r->name, op->name, key);
+		if (!op->groups[i])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
 	return WSHARD_OK;
 }

@@ -68,74 +68,6 @@ static enum wshard_err add_op(struct wshard_rules *r, const char *name,
 	return WSHARD_OK;
 }
 
-/* "sizes" of a declared operator: one expression (or integer) per part. */
-static enum wshard_err parse_sizes(const struct wshard_rules *r, struct rules_op *op,
-				   json_t *sizes, struct wshard_error *err)
-{
-	char buf[32];
-	int i;
-
-	if (!sizes)
-		return WSHARD_OK;
-	if (!json_is_array(sizes) || json_array_size(sizes) != (size_t)op->nparts)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': fused operator '%s': \"sizes\" needs one expression per part (%d)",
-					r->name, op->name, op->nparts);
-	for (i = 0; i < op->nparts; i++) {
-		json_t *d = json_array_get(sizes, (size_t)i);
-		const char *v = json_string_value(d);
-
-		if (json_is_integer(d)) {
-			snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(d));
-			v = buf;
-		}
-		if (!v)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': fused operator '%s': size %d is neither a number nor a string",
-						r->name, op->name, i);
-		op->sizes[i] = strdup(v);
-		if (!op->sizes[i])
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	}
-	return WSHARD_OK;
-}
-
-/* "groups" of a declared row-split operator: {"PART": expression or
- * integer, ...}, the number of groups each named part holds. */
-static enum wshard_err parse_groups(const struct wshard_rules *r, struct rules_op *op,
-				    json_t *groups, struct wshard_error *err)
-{
-	const char *key;
-	json_t *d;
-	char buf[32];
-	int i;
-
-	if (!groups)
-		return WSHARD_OK;
-	if (!json_is_object(groups) || op->kind != OP_ROWS)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': fused operator '%s': \"groups\" is an object of parts, for \"split\": \"row\"",
-					r->name, op->name);
-	json_object_foreach(groups, key, d) {
-		const char *v = json_string_value(d);
-
-		for (i = 0; i < op->nparts && strcmp(op->parts[i], key); i++)
-			;
-		if (json_is_integer(d)) {
-			snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(d));
-			v = buf;
-		}
-		if (i == op->nparts || !v)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': fused operator '%s': \"groups\" entry '%s' is not a part with a number or expression",
-						r->name, op->name, key);
-		op->groups[i] = strdup(v);
-		if (!op->groups[i])
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	}
-	return WSHARD_OK;
-}
-
 static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
 				 struct wshard_error *err)
 {
@@ -189,11 +121,11 @@ static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
 		rc = add_op(r, key, split && !strcmp(split, "replicate") ? OP_REPLICATE : OP_ROWS,
 			    names, (int)json_array_size(parts), err);
 		if (!rc)
-			rc = parse_sizes(r, &r->ops[r->nops - 1], json_object_get(val, "sizes"),
-					 err);
+			rc = rules_parse_sizes(r, &r->ops[r->nops - 1],
+					       json_object_get(val, "sizes"), err);
 		if (!rc)
-			rc = parse_groups(r, &r->ops[r->nops - 1], json_object_get(val, "groups"),
-					  err);
+			rc = rules_parse_groups(r, &r->ops[r->nops - 1],
+						json_object_get(val, "groups"), err);
 		if (rc)
 			return rc;
 	}

@@ -871,6 +871,8 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "nemotron": "NemotronForCausalLM", "olmoe": "OlmoeForCausalLM",
            "seed_oss": "SeedOssForCausalLM", "starcoder2": "Starcoder2ForCausalLM",
            "nemotron_h": "NemotronHForCausalLM",
+           "granitemoehybrid": "GraniteMoeHybridForCausalLM",
+           "falcon_h1": "FalconH1ForCausalLM",
            # one Mamba-2 group, which vLLM replicates on every rank
            "nemotron_h-g1": ("NemotronHForCausalLM", {"n_groups": 1}),
            # Nemotron-H's MoE variant (Nemotron 3 Nano's layer kinds): relu^2
