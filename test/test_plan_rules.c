@@ -217,6 +217,32 @@ Test(ext, conditions)
 	fx_close(&f);
 }
 
+/* "A in KEY": the condition holds in the layers whose A the config array
+ * KEY lists (Kimi Linear's KDA layers, numbered from 1: "n+1 in ..."). */
+Test(ext, condition_in)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"model.layers.{n}.x.weight\", \"if\": \"n+1 in cfg.kda\", \"split\": \"row\"},"
+		"{\"match\": \"model.layers.{n}.x.weight\", \"if\": \"n+1 in cfg.full\", \"split\": \"replicate\"},"
+		CATCH_ALL "]}";
+
+	fx_open(&f, BASE " --extra-tensor model.layers.0.x.weight:4,8 --extra-tensor "
+		"model.layers.1.x.weight:4,8 --set-config 'cfg={\"kda\":[1],\"full\":[2]}'");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "model.layers.0.x.weight"), 2, 2, 8);
+	assert_shape(get_out(&f, 1, "model.layers.1.x.weight"), 2, 4, 8);
+	fx_close(&f);
+
+	fx_open(&f, BASE " --extra-tensor model.layers.0.x.weight:4,8 --extra-tensor "
+		"model.layers.1.x.weight:4,8 --set-config 'cfg={\"kda\":[1]}'");
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "config.json has no array 'cfg.full', needed by "
+		      "the condition of 'model.layers.{n}.x.weight'");
+	fx_close(&f);
+}
+
 /*
  * A declared operator's "sizes" cut one source holding several parts:
  * "unpack" (Qwen3-Next's conv1d: q, k, v) and "fuse": "OP.a+b+c" beside

@@ -216,6 +216,42 @@ static int cmp_op(const char **s)
 	return 0;
 }
 
+/*
+ * "A in KEY": whether config key KEY (dotted as in shapes) is an array that
+ * holds the integer a; *s is past "in".  Kimi Linear's KDA layers are
+ * linear_attn_config.kda_layers, numbered from 1: "n+1 in ...".
+ */
+static enum wshard_err in_array(const struct wshard_config *cfg, const char *s, int64_t a,
+				const char *tensor, const char *cond, bool *out,
+				struct wshard_error *err)
+{
+	char key[128];
+	size_t n = 0, i;
+	json_t *v;
+
+	while (*s == ' ')
+		s++;
+	while (s[n] && s[n] != ' ' && n < sizeof(key) - 1)
+		n++;
+	memcpy(key, s, n);
+	key[n] = '\0';
+	for (i = n; s[i] == ' '; i++)
+		;
+	if (!n || s[i] || !expr_is_bare_key(key))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"rule for '%s': malformed condition \"%s\" (\"in\" takes one key)",
+					tensor, cond);
+	v = config_lookup(cfg, key);
+	if (!json_is_array(v))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"config.json has no array '%s', needed by the condition of '%s'",
+					key, tensor);
+	for (i = 0; i < json_array_size(v); i++)
+		*out |= json_is_integer(json_array_get(v, i)) &&
+			json_integer_value(json_array_get(v, i)) == a;
+	return WSHARD_OK;
+}
+
 enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 			       long layer, const char *tensor, bool *out,
 			       struct wshard_error *err)
@@ -236,6 +272,10 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 		return rc;
 	}
 	a = expr_sum(&x);
+	while (*x.s == ' ')
+		x.s++;
+	if (!x.bad && !x.missing && !strncmp(x.s, "in ", 3))
+		return in_array(cfg, x.s + 2, a, tensor, s, out, err);
 	op = cmp_op(&x.s);
 	if (op)
 		b = expr_sum(&x);

@@ -873,6 +873,10 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "nemotron_h": "NemotronHForCausalLM",
            "granitemoehybrid": "GraniteMoeHybridForCausalLM",
            "falcon_h1": "FalconH1ForCausalLM",
+           # Kimi Linear: a KDA layer with a dense MLP, then an MLA layer
+           # with experts 512 wide (256 a rank at tp 2: vLLM pads narrower
+           # ones, which wshard refuses)
+           "kimi_linear": ("KimiLinearForCausalLM", {"moe_intermediate_size": 512}),
            # one Mamba-2 group, which vLLM replicates on every rank
            "nemotron_h-g1": ("NemotronHForCausalLM", {"n_groups": 1}),
            # Nemotron-H's MoE variant (Nemotron 3 Nano's layer kinds): relu^2
