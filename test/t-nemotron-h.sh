@@ -15,42 +15,63 @@
 . "$(dirname "$0")/lib.sh"
 
 src=$T/nemotron-h
-mkdir -p "$src"
-"$PYTHON" - "$src" "$ROOT/test" <<'PY' || fail "writing the sparse checkpoint failed"
+nano=$T/nemotron-3-nano
+mkdir -p "$src" "$nano"
+"$PYTHON" - "$src" "$nano" "$ROOT/test" <<'PY' || fail "writing the sparse checkpoints failed"
 import json, os, sys
-out = sys.argv[1]
-sys.path.insert(0, sys.argv[2])
+sys.path.insert(0, sys.argv[3])
 import st
-H, NH, KV, HD, I, V = 4096, 32, 8, 128, 21504, 131072
-MH, MD, G, N, K = 128, 64, 8, 128, 4
-pattern = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
-cfg = {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h",
-       "hidden_size": H, "num_hidden_layers": len(pattern),
-       "hybrid_override_pattern": pattern, "num_attention_heads": NH,
-       "num_key_value_heads": KV, "head_dim": HD, "intermediate_size": I,
-       "mamba_num_heads": MH, "mamba_head_dim": MD, "n_groups": G,
-       "ssm_state_size": N, "conv_kernel": K, "expand": 2, "vocab_size": V,
-       "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
-with open(os.path.join(out, "config.json"), "w") as f:
-    json.dump(cfg, f)
-t = {"backbone.embeddings.weight": [V, H], "backbone.norm_f.weight": [H],
-     "lm_head.weight": [V, H]}
-for n, kind in enumerate(pattern):
-    p = "backbone.layers.%d." % n
-    t[p + "norm.weight"] = [H]
-    m = p + "mixer."
-    if kind == "M":
-        conv = MH * MD + 2 * G * N
-        t.update({m + "A_log": [MH], m + "D": [MH], m + "dt_bias": [MH],
-                  m + "conv1d.weight": [conv, 1, K], m + "conv1d.bias": [conv],
-                  m + "in_proj.weight": [2 * MH * MD + 2 * G * N + MH, H],
-                  m + "norm.weight": [MH * MD], m + "out_proj.weight": [H, MH * MD]})
-    elif kind == "-":
-        t.update({m + "up_proj.weight": [I, H], m + "down_proj.weight": [H, I]})
-    else:
-        t.update({m + "q_proj.weight": [NH * HD, H], m + "k_proj.weight": [KV * HD, H],
-                  m + "v_proj.weight": [KV * HD, H], m + "o_proj.weight": [H, NH * HD]})
-st.write_sparse(os.path.join(out, "model.safetensors"), t)
+
+
+def nemotron_h(out, H, NH, KV, I, pattern, G=8, MH=128, E=0, SI=0):
+    """A sparse Nemotron-H checkpoint: Mamba-2 (M) heads of 64, state 128,
+    conv kernel 4; attention (*) heads of 128; MLP (-) or relu^2 MoE (E)
+    of E experts of I and a shared expert of SI."""
+    HD, V, MD, N, K = 128, 131072, 64, 128, 4
+    cfg = {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h",
+           "hidden_size": H, "num_hidden_layers": len(pattern),
+           "hybrid_override_pattern": pattern, "num_attention_heads": NH,
+           "num_key_value_heads": KV, "head_dim": HD, "intermediate_size": I,
+           "mamba_num_heads": MH, "mamba_head_dim": MD, "n_groups": G,
+           "ssm_state_size": N, "conv_kernel": K, "expand": 2, "vocab_size": V,
+           "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    if E:
+        cfg.update({"n_routed_experts": E, "num_experts_per_tok": 6, "moe_intermediate_size": I,
+                    "moe_shared_expert_intermediate_size": SI, "n_shared_experts": 1,
+                    "mlp_hidden_act": "relu2"})
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    t = {"backbone.embeddings.weight": [V, H], "backbone.norm_f.weight": [H],
+         "lm_head.weight": [V, H]}
+    for n, kind in enumerate(pattern):
+        p = "backbone.layers.%d." % n
+        t[p + "norm.weight"] = [H]
+        m = p + "mixer."
+        if kind == "M":
+            conv = MH * MD + 2 * G * N
+            t.update({m + "A_log": [MH], m + "D": [MH], m + "dt_bias": [MH],
+                      m + "conv1d.weight": [conv, 1, K], m + "conv1d.bias": [conv],
+                      m + "in_proj.weight": [2 * MH * MD + 2 * G * N + MH, H],
+                      m + "norm.weight": [MH * MD], m + "out_proj.weight": [H, MH * MD]})
+        elif kind == "-":
+            t.update({m + "up_proj.weight": [I, H], m + "down_proj.weight": [H, I]})
+        elif kind == "E":
+            t.update({m + "gate.weight": [E, H], m + "gate.e_score_correction_bias": [E],
+                      m + "shared_experts.up_proj.weight": [SI, H],
+                      m + "shared_experts.down_proj.weight": [H, SI]})
+            for e in range(E):
+                t.update({m + "experts.%d.up_proj.weight" % e: [I, H],
+                          m + "experts.%d.down_proj.weight" % e: [H, I]})
+        else:
+            t.update({m + "q_proj.weight": [NH * HD, H], m + "k_proj.weight": [KV * HD, H],
+                      m + "v_proj.weight": [KV * HD, H], m + "o_proj.weight": [H, NH * HD]})
+    st.write_sparse(os.path.join(out, "model.safetensors"), t)
+
+
+nemotron_h(sys.argv[1], 4096, 32, 8, 21504,
+           "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-")
+nemotron_h(sys.argv[2], 2688, 32, 2, 1856,
+           "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", MH=64, E=128, SI=3712)
 PY
 
 M=model.layers.0.mixer
@@ -71,52 +92,7 @@ done
 expect_exit 3 "$WSHARD" convert --dry-run --tp 16 "$src" "$T/dest" &&
 	err_has "tp 16" "holds n_groups=8 groups, neither 1 nor divisible by --tp 16" && one_line "tp 16"
 
-src=$T/nemotron-3-nano
-mkdir -p "$src"
-"$PYTHON" - "$src" "$ROOT/test" <<'PY' || fail "writing the sparse MoE checkpoint failed"
-import json, os, sys
-out = sys.argv[1]
-sys.path.insert(0, sys.argv[2])
-import st
-H, NH, KV, HD, V = 2688, 32, 2, 128, 131072
-MH, MD, G, N, K = 64, 64, 8, 128, 4
-E, I, SI = 128, 1856, 3712
-pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
-cfg = {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h",
-       "hidden_size": H, "num_hidden_layers": len(pattern),
-       "hybrid_override_pattern": pattern, "num_attention_heads": NH,
-       "num_key_value_heads": KV, "head_dim": HD, "intermediate_size": I,
-       "mamba_num_heads": MH, "mamba_head_dim": MD, "n_groups": G,
-       "ssm_state_size": N, "conv_kernel": K, "expand": 2, "vocab_size": V,
-       "n_routed_experts": E, "num_experts_per_tok": 6, "moe_intermediate_size": I,
-       "moe_shared_expert_intermediate_size": SI, "n_shared_experts": 1,
-       "mlp_hidden_act": "relu2", "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
-with open(os.path.join(out, "config.json"), "w") as f:
-    json.dump(cfg, f)
-t = {"backbone.embeddings.weight": [V, H], "backbone.norm_f.weight": [H],
-     "lm_head.weight": [V, H]}
-for n, kind in enumerate(pattern):
-    p = "backbone.layers.%d." % n
-    t[p + "norm.weight"] = [H]
-    m = p + "mixer."
-    if kind == "M":
-        conv = MH * MD + 2 * G * N
-        t.update({m + "A_log": [MH], m + "D": [MH], m + "dt_bias": [MH],
-                  m + "conv1d.weight": [conv, 1, K], m + "conv1d.bias": [conv],
-                  m + "in_proj.weight": [2 * MH * MD + 2 * G * N + MH, H],
-                  m + "norm.weight": [MH * MD], m + "out_proj.weight": [H, MH * MD]})
-    elif kind == "E":
-        t.update({m + "gate.weight": [E, H], m + "gate.e_score_correction_bias": [E],
-                  m + "shared_experts.up_proj.weight": [SI, H],
-                  m + "shared_experts.down_proj.weight": [H, SI]})
-        for e in range(E):
-            t.update({m + "experts.%d.up_proj.weight" % e: [I, H],
-                      m + "experts.%d.down_proj.weight" % e: [H, I]})
-    else:
-        t.update({m + "q_proj.weight": [NH * HD, H], m + "k_proj.weight": [KV * HD, H],
-                  m + "v_proj.weight": [KV * HD, H], m + "o_proj.weight": [H, NH * HD]})
-st.write_sparse(os.path.join(out, "model.safetensors"), t)
-PY
+src=$nano
 M=model.layers.1.mixer
 expect_exit 0 "$WSHARD" convert --dry-run --tp 8 "$src" "$T/dest" && cp "$T/out" "$T/plan-moe" && {
 	# up_proj alone (relu^2 has no gate): [E, I/8, H]

@@ -281,11 +281,9 @@ enum wshard_err rules_parse_groups(const struct wshard_rules *r, struct rules_op
 	json_object_foreach(groups, key, d) {
 		for (i = 0; i < op->nparts && strcmp(op->parts[i], key); i++)
 			;
-		if (i == op->nparts || op->groups[i])
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': fused operator '%s': \"groups\" entry '%s' is not a part with a number or expression",
-						r->name, op->name, key);
-		op->groups[i] = expr_copy(d, &bad);
+		bad = true;
+		if (i < op->nparts && !op->groups[i])
+			op->groups[i] = expr_copy(d, &bad);
 		if (bad)
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': fused operator '%s': \"groups\" entry '%s' is not a part with a number or expression",
