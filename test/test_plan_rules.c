@@ -243,6 +243,27 @@ Test(ext, condition_in)
 	fx_close(&f);
 }
 
+/* A key longer than the 127 characters a config name may have is no key:
+ * not the config's key it starts with. */
+Test(ext, condition_long_key)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	static char rules[2048], cfg[512];
+	char key[129];
+
+	memset(key, 'a', 128);
+	key[128] = '\0';
+	snprintf(rules, sizeof(rules), "{\"tensors\": [{\"match\": \"model.layers.{n}.x.weight\","
+		 " \"if\": \"%s == 1\", \"split\": \"row\"}," CATCH_ALL "]}", key);
+	key[127] = '\0';
+	snprintf(cfg, sizeof(cfg), BASE " --extra-tensor model.layers.0.x.weight:4,8"
+		 " --set-config %s=1", key);
+	fx_open(&f, cfg);
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~config.json has no integer 'aaaa");
+	fx_close(&f);
+}
+
 /*
  * A declared operator's "sizes" cut one source holding several parts:
  * "unpack" (Qwen3-Next's conv1d: q, k, v) and "fuse": "OP.a+b+c" beside

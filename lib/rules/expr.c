@@ -75,13 +75,14 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 				return val;
 		}
 	}
-	if (len >= sizeof(key))
-		len = sizeof(key) - 1;
-	memcpy(key, name, len);
-	key[len] = '\0';
-	v = config_lookup(c, key);
-	if (!v && c->defaults)
-		v = json_object_get((json_t *)c->defaults, key);
+	v = NULL;
+	if (len < sizeof(key)) {	/* a longer name is no key: missing */
+		memcpy(key, name, len);
+		key[len] = '\0';
+		v = config_lookup(c, key);
+		if (!v && c->defaults)
+			v = json_object_get((json_t *)c->defaults, key);
+	}
 	if (json_is_integer(v))
 		return (int64_t)json_integer_value(v);
 	if (json_is_boolean(v))		/* LongCat's mla_scale_q_lora: true */
