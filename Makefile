@@ -250,7 +250,7 @@ learn-table: $(PROGRAM) $(B)/libwshard.so
 		{ echo "learn-table: run scripts/install-deps --engine first"; exit 1; }
 	$(Q)WSHARD=$(abspath $(PROGRAM)) WSHARD_LIB=$(abspath $(B)/libwshard.so) \
 		build/engine/venv/bin/python scripts/learn-rules --prove --all $(LEARN_ARCHS)
-	$(Q)python3 scripts/learn-rules table --readme README.md
+	$(Q)python3 scripts/learn-rules table --readme README.md --man man/wshard-families.7
 
 # The GPU round trip's throughput against the device's copy bandwidth
 # (scripts/bench --gpu); CUDA builds only.
