@@ -28,8 +28,17 @@ its own process group (oracle.py time), killed after.  Page cache:
         DONTNEED; mincore checks that none of it is left resident
 
 Reports per model, tp and cache the best of the runs (and the spread) of
-vLLM's own "Loading weights took" (the slowest worker's line), of the wall
-time of LLM(), and the bytes of the model's files the load read.
+the weight loading, of the wall time of LLM(), and the bytes of the model's
+files the load read.  Weight loading: the slowest worker's load_weights
+(the hook records each worker's: WSHARD_BENCH_TIMES), since the engine
+serves only once every worker has loaded.  vLLM's own "Loading weights
+took" is worker 0's alone; it is shown as the w0 ratio.  It misleads: the
+workers start loading up to a second apart (model init shares the cores),
+and from one checkpoint the first to start fills the page cache for the
+others, so worker 0's own figure shrinks when it trails, while from rank
+files each worker reads only its own.  The span from the first worker's
+start to the last one's end is in the progress lines; it includes that
+stagger.
 
 Bytes read: through every cold load (none of the model's files resident
 before it), the pages of the model's files in the page cache, by mincore
@@ -278,11 +287,15 @@ def load_once(model, tp, fmt, work, tag, touched=None):
     TOUCHED (a Touched) polled every half second through it."""
     out = os.path.join(work, tag + ".json")
     log = os.path.join(work, tag + ".log")
+    times = os.path.join(work, tag + ".times")
+    import shutil
+    shutil.rmtree(times, ignore_errors=True)
     with open(log, "w") as lf:
         p = subprocess.Popen([sys.executable, os.path.join(HERE, "oracle.py"),
                               "time", model, str(tp), fmt, out],
                              stdout=lf, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+                             start_new_session=True,
+                             env=dict(os.environ, WSHARD_BENCH_TIMES=times))
         t_end = time.monotonic() + 1800
         try:
             while True:
@@ -313,7 +326,14 @@ def load_once(model, tp, fmt, work, tag, touched=None):
     if rc != 0:
         sys.exit("bench: vLLM failed on %s (%s; see %s)" % (model, rc, log))
     took = [float(x) for x in re.findall(r"Loading weights took ([0-9.]+) seconds", text)]
-    return max(took) if took else float("nan"), json.load(open(out))["llm_init_s"]
+    spans = [json.load(open(f)) for f in glob.glob(os.path.join(times, "worker-*.json"))]
+    shutil.rmtree(times, ignore_errors=True)
+    if len(spans) != tp:
+        sys.exit("bench: %d of %d workers recorded their load (%s)" % (len(spans), tp, log))
+    slowest = max(w["end"] - w["start"] for w in spans)
+    span = max(w["end"] for w in spans) - min(w["start"] for w in spans)
+    return (slowest, span, took[0] if took else float("nan"),
+            json.load(open(out))["llm_init_s"])
 
 
 def convert(wshard, src, out, tp):
@@ -413,7 +433,7 @@ def main():
                          % (tp, name, convert(a.wshard, src, out, tp)))
             sides = (("src", src, "auto"), ("out", out, "sharded_state"),
                      ("wsh", out, "wshard"))
-            res = {(s, m): {"w": [], "init": [], "rd": None}
+            res = {(s, m): {"w": [], "w0": [], "init": [], "rd": None}
                    for s, _, _ in sides for m in modes}
             for i in range(a.runs):
                 for m in modes:
@@ -427,9 +447,10 @@ def main():
                         # polled in warm loads too: the same cost for both
                         touched = Touched(files(model))
                         tag = "%s-tp%d-%s-%s-%d" % (name, tp, side, m, i)
-                        w, init = load_once(model, tp, fmt, a.work, tag, touched)
+                        w, span, w0, init = load_once(model, tp, fmt, a.work, tag, touched)
                         r = res[side, m]
                         r["w"].append(w)
+                        r["w0"].append(w0)
                         r["init"].append(init)
                         note = ""
                         total = sum(os.path.getsize(f) for f in files(model))
@@ -446,10 +467,11 @@ def main():
                                 # but for readahead at the edges)
                                 r["rd"] = max(r["rd"] or (0, 0), rd)
                             note = ", read %s GB, %s GB a worker%s" % (gb(rd[0]), gb(rd[1]), note)
-                        print("  %s tp %d %s %-10s run %d: weights %.2f s, LLM() %.2f s%s"
+                        print("  %s tp %d %s %-10s run %d: weights %.2f s (worker 0 %.2f s,"
+                              " first start to last end %.2f s), LLM() %.2f s%s"
                               % (name, tp, m, {"src": "checkpoint", "out": "output",
                                                "wsh": "wshard"}[side],
-                                 i + 1, w, init, note), file=sys.stderr)
+                                 i + 1, w, w0, span, init, note), file=sys.stderr)
             import shutil
             shutil.rmtree(out, ignore_errors=True)
             for m in modes:
@@ -468,7 +490,8 @@ def main():
           "load_format sharded_state (out) and wshard (wsh, the plugin: "
           "read and checksummed by libwshard); every load a fresh engine")
     print("seconds: best of %d runs, +N%% the slowest run over the best; "
-          "weights: vLLM's \"Loading weights took\" (slowest worker)" % a.runs)
+          "weights: the slowest worker's load_weights (vLLM's \"Loading "
+          "weights took\" is worker 0's alone: w0 ratio)" % a.runs)
     print("cold: sync, %s and the model's files evicted (posix_fadvise "
           "DONTNEED), none of them resident before the load (mincore)"
           % ("drop_caches 3" if can_drop else "drop_caches not writable (no root)"))
@@ -480,26 +503,27 @@ def main():
           "+ shared files; checkpoint, every worker get_tensor()s every "
           "tensor of every file (= all)")
     print()
-    hdr = ("%-5s %2s %-5s | %-12s %-12s %-12s %5s %5s | %-12s %-12s %-12s | %8s %8s"
+    hdr = ("%-5s %2s %-5s | %-12s %-12s %-12s %5s %5s %5s | %-12s %-12s %-12s | %8s %8s"
            " | %8s %8s %6s"
            % ("model", "tp", "page", "weights ckpt", "weights out", "weights wsh",
-              "ratio", "ratio", "LLM() ckpt", "LLM() out", "LLM() wsh", "GB ckpt",
+              "ratio", "ratio", "w0", "LLM() ckpt", "LLM() out", "LLM() wsh", "GB ckpt",
               "GB out", "GB/wkr", "GB/wkr", "out/"))
-    hdr2 = ("%-5s %2s %-5s | %-12s %-12s %-12s %5s %5s | %-12s %-12s %-12s | %8s %8s"
+    hdr2 = ("%-5s %2s %-5s | %-12s %-12s %-12s %5s %5s %5s | %-12s %-12s %-12s | %8s %8s"
             " | %8s %8s %6s"
-            % ("", "", "cache", "s", "s", "s", "out/", "wsh/", "s", "s", "s", "all",
+            % ("", "", "cache", "s", "s", "s", "out/", "wsh/", "out/", "s", "s", "s", "all",
                "all", "ckpt", "out", "ckpt"))
     print(hdr)
     print(hdr2)
     print("-" * len(hdr))
     for name, tp, m, s, o, wsh, rs, ro in rows:
-        def ratio(x):
-            return min(x["w"]) / min(s["w"]) if s["w"] and min(s["w"]) > 0 \
-                else float("nan")
-        print("%-5s %2d %-5s | %-12s %-12s %-12s %5.2f %5.2f | %-12s %-12s %-12s"
+        def ratio(x, k="w"):
+            xs, ss = [v for v in x[k] if v == v], [v for v in s[k] if v == v]
+            return min(xs) / min(ss) if xs and ss and min(ss) > 0 else float("nan")
+        print("%-5s %2d %-5s | %-12s %-12s %-12s %5.2f %5.2f %5.2f | %-12s %-12s %-12s"
               " | %8s %8s | %8s %8s %6s"
               % (name, tp, m, best(s["w"]), best(o["w"]), best(wsh["w"]), ratio(o),
-                 ratio(wsh), best(s["init"]), best(o["init"]), best(wsh["init"]),
+                 ratio(wsh), ratio(o, "w0"), best(s["init"]), best(o["init"]),
+                 best(wsh["init"]),
                  gb(rs[0]) if rs else "-", gb(ro[0]) if ro else "-",
                  gb(rs[1]) if rs else "-", gb(ro[1]) if ro else "-",
                  "%.3f" % (ro[1] / rs[1]) if rs and ro and rs[1] else "-"))

@@ -5,7 +5,9 @@ WSHARD_ORACLE_DUMP names a folder, each worker saves its model state as
 vLLM's ShardedStateLoader would load it, just before
 process_weights_after_loading repacks the weights for the CPU kernels:
 DUMP/model-rank-R.safetensors for tensor-parallel rank R, or
-DUMP/model-pp-S-tp-R.safetensors for stage S of a pipeline.  Always:
+DUMP/model-pp-S-tp-R.safetensors for stage S of a pipeline.  When
+WSHARD_BENCH_TIMES names a folder, each worker records there when its
+loader's load_weights began and ended (_patch_times).  Always:
 _patch_llvmlite."""
 import importlib.abc
 import importlib.util
@@ -46,6 +48,41 @@ def _patch(module):
         return real(model, model_config, target_device)
 
     module.process_weights_after_loading = dump_then_process
+
+
+def _patch_times(module):
+    """WSHARD_BENCH_TIMES: each worker writes TIMES/worker-PID.json, its
+    rank and the wall-clock start and end of its loader's load_weights.
+    vLLM logs only worker 0's "Loading weights took"; the engine serves once
+    every worker has loaded, and where workers read one checkpoint through
+    one page cache, the first to start reads for the others, so worker 0's
+    figure alone favours whichever side lets it trail."""
+    import json
+    import time
+    cls = module.BaseModelLoader
+    real = cls.load_model
+    times = os.environ["WSHARD_BENCH_TIMES"]
+
+    def load_model(self, *a, **kw):
+        inner = self.load_weights
+
+        def timed(*wa, **wkw):
+            t0 = time.time()
+            r = inner(*wa, **wkw)
+            t1 = time.time()
+            from vllm.distributed import get_world_group
+            os.makedirs(times, exist_ok=True)
+            with open(os.path.join(times, "worker-%d.json" % os.getpid()), "w") as f:
+                json.dump({"rank": get_world_group().rank, "start": t0, "end": t1}, f)
+            return r
+
+        self.load_weights = timed
+        try:
+            return real(self, *a, **kw)
+        finally:
+            del self.load_weights
+
+    cls.load_model = load_model
 
 
 def _patch_sparse(module):
@@ -159,6 +196,8 @@ class _Finder(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _Finder("llvmlite.binding.ffi", _patch_llvmlite))
 if os.environ.get("WSHARD_ORACLE_DUMP"):
     sys.meta_path.insert(0, _Finder(_TARGET, _patch))
+if os.environ.get("WSHARD_BENCH_TIMES"):
+    sys.meta_path.insert(0, _Finder(_TARGET, _patch_times))
 if os.environ.get("WSHARD_ORACLE_INT4"):
     sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
                                     _patch_int4))
