@@ -6,15 +6,24 @@ plugin's own ctypes bindings (lib/vllm), with numpy buffers for parameters
     load_check.py LIB ok OUT TP             every rank loads; each tensor's
                                             bytes equal those the rank file's
                                             own header points at
+    load_check.py LIB prefetch OUT TP       for every rank: its files evicted
+                                            from the page cache (posix_fadvise
+                                            DONTNEED), then wshard_load_prefetch
+                                            brings all of them back (mincore)
+                                            while the rank loads beside it
     load_check.py LIB refuse OUT CODE TEXT WANT_JSON
                                             rank 0 (or WANT's) is refused
                                             with CODE and TEXT in the message
 """
 import ctypes
+import ctypes.util
 import json
+import mmap
 import os
 import struct
 import sys
+import threading
+import time
 
 import numpy as np
 
@@ -23,8 +32,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
 from wshard_vllm import MAX_DIMS, Error, Want, bind  # noqa: E402  (the plugin's own)
 
 
-def load(lib, out, want, skip=None, threads=0):
-    """(rc, message, {name: bytes}) of loading want's rank of out."""
+def load(lib, out, want, skip=None, threads=0, prefetch=None):
+    """(rc, message, {name: bytes}) of loading want's rank of out; with
+    prefetch a list, wshard_load_prefetch runs on a thread beside it and
+    its code is appended there."""
     err = Error()
     w = Want(want.get("engine", "vllm==0.32.0").encode(), want["tp"], want.get("pp", 1),
              want.get("ep", False), None, want.get("rank", 0), want.get("nosum", False),
@@ -34,6 +45,10 @@ def load(lib, out, want, skip=None, threads=0):
                               ctypes.byref(err))
     if rc:
         return rc, err.msg.decode(), {}
+    if prefetch is not None:
+        t = threading.Thread(target=lambda: prefetch.append(
+            lib.wshard_load_prefetch(h, ctypes.byref(Error()))))
+        t.start()
     bufs = {}
     name, dt = ctypes.c_char_p(), ctypes.c_char_p()
     nd, shape = ctypes.c_int(), (ctypes.c_uint64 * MAX_DIMS)()
@@ -45,6 +60,8 @@ def load(lib, out, want, skip=None, threads=0):
         if name.value.decode() != skip:
             lib.wshard_load_dest(h, i, b.ctypes.data if size else None)
     rc = lib.wshard_load_run(h, threads, ctypes.byref(err))
+    if prefetch is not None:
+        t.join()
     lib.wshard_load_free(h)
     return rc, err.msg.decode(), {k: v.tobytes() for k, v in bufs.items()}
 
@@ -63,6 +80,73 @@ def file_tensors(out, rank):
     return got
 
 
+_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+
+
+def resident(path):
+    """(pages of path in the page cache, pages of path)."""
+    size = os.path.getsize(path)
+    n = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    with open(path, "rb") as f:
+        addr = _libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, f.fileno(), 0)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            raise OSError(ctypes.get_errno(), "mmap " + path)
+        try:
+            vec = ctypes.create_string_buffer(n)
+            if _libc.mincore(addr, size, vec) != 0:
+                raise OSError(ctypes.get_errno(), "mincore " + path)
+        finally:
+            _libc.munmap(addr, size)
+    return sum(b & 1 for b in vec.raw), n
+
+
+def prefetch_check(lib, out, tp):
+    m = json.load(open(out + "/wshard.json"))
+    for r in range(tp):
+        files = [out + "/" + f["name"] for f in m["ranks"][r]["files"]]
+        for f in files:
+            fd = os.open(f, os.O_RDONLY)
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        evicted = all(resident(f)[0] < resident(f)[1] for f in files)
+        codes = []
+        rc, msg, got = load(lib, out, {"tp": tp, "rank": r}, prefetch=codes)
+        if rc or codes != [0] or got != file_tensors(out, r):
+            sys.exit(f"rank {r} with prefetch: load {rc} {msg}, prefetch {codes}")
+        # the load itself read every page too: evict again, prefetch alone
+        if not evicted:
+            print(f"rank {r}: this file system keeps the files in memory "
+                  "(no eviction): prefetch loads, its reading is not checked")
+            continue
+        for f in files:
+            fd = os.open(f, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        err, h = Error(), ctypes.c_void_p()
+        w = Want(b"vllm==0.32.0", tp, 1, False, None, r, False, 0)
+        if lib.wshard_load_open(ctypes.byref(h), out.encode(), ctypes.byref(w),
+                                ctypes.byref(err)) or \
+                lib.wshard_load_prefetch(h, ctypes.byref(err)):
+            sys.exit(f"rank {r}: prefetch failed: {err.msg.decode()}")
+        lib.wshard_load_free(h)
+        t_end = time.monotonic() + 20
+        while True:
+            got = [resident(f) for f in files]
+            if all(a == b for a, b in got) or time.monotonic() > t_end:
+                break
+            time.sleep(0.05)
+        have, total = sum(a for a, _ in got), sum(b for _, b in got)
+        if have != total:
+            sys.exit(f"rank {r}: prefetch left {total - have} of {total} pages unread")
+    return 0
+
+
 def main(argv):
     lib = bind(argv[1])
     if argv[2] == "ok":
@@ -78,6 +162,8 @@ def main(argv):
                     sys.exit(f"rank {r}, {threads} threads: {len(bad)} tensors differ, "
                              f"'{bad[0]}' first")
         return 0
+    if argv[2] == "prefetch":
+        return prefetch_check(lib, argv[3], int(argv[4]))
     if argv[2] == "stage":
         # every stage's ranks of an output of stages (argv[3]), each equal
         # to its own files and to the same tensors of the tp-only output

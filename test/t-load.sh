@@ -32,6 +32,7 @@ for ck in crc64-nvme xxh3-64 sha256; do
 	$CHECK ok "$T/out-$ck" 2 || fail "$ck: the loaded bytes differ"
 done
 O=$T/out-crc64-nvme
+$CHECK prefetch "$O" 2 || fail "prefetch: $O's rank files not read into the page cache"
 
 # refuse LABEL OUT CODE TEXT WANT
 refuse() {

@@ -50,6 +50,7 @@ def bind(path):
     lib.wshard_load_dest.restype = None
     lib.wshard_load_dest.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
                                      ctypes.c_void_p]
+    lib.wshard_load_prefetch.argtypes = [ctypes.c_void_p, ctypes.POINTER(Error)]
     lib.wshard_load_run.argtypes = [ctypes.c_void_p, ctypes.c_int,
                                     ctypes.POINTER(Error)]
     lib.wshard_load_free.restype = None
@@ -82,24 +83,80 @@ def _torch_dtypes():
     return {k: getattr(torch, v) for k, v in names.items() if hasattr(torch, v)}
 
 
+class Rank:
+    """One worker's rank of a wshard output, opened (the layout checked)
+    before it is read, so that its files can be read into the page cache
+    while the engine builds the model (prefetch)."""
+
+    def __init__(self, out_dir, want):
+        self.lib, self.out_dir, self.want = _libwshard(), out_dir, want
+        err = Error()
+        # kept: libwshard holds the strings' pointers
+        self._w = Want(want.get("engine", "").encode() or None, want["tp"],
+                       want.get("pp", 1), bool(want.get("expert_parallel")),
+                       (want.get("expert_placement") or "").encode() or None,
+                       want["rank"], not want.get("checksums", True),
+                       want.get("stage", 0))
+        self.handle = ctypes.c_void_p()
+        self._thread = None
+        if self.lib.wshard_load_open(ctypes.byref(self.handle), os.fsencode(out_dir),
+                                     ctypes.byref(self._w), ctypes.byref(err)) != 0:
+            raise WshardLoadError(err.msg.decode(errors="replace"))
+
+    def size(self):
+        lib, h = self.lib, self.handle
+        name_p, dtype_p = ctypes.c_char_p(), ctypes.c_char_p()
+        ndim, shape = ctypes.c_int(), (ctypes.c_uint64 * MAX_DIMS)()
+        return sum(lib.wshard_load_info(h, i, ctypes.byref(name_p), ctypes.byref(dtype_p),
+                                        ctypes.byref(ndim), ctypes.byref(shape))
+                   for i in range(lib.wshard_load_count(h)))
+
+    def prefetch(self):
+        """Starts reading the rank's files into the page cache on a thread
+        (libwshard queues the reads: ctypes lets go of the GIL), where they
+        fit in 90% of the memory available, as vLLM's own prefetch."""
+        avail = 0
+        try:
+            with open("/proc/meminfo") as f:
+                for line in f:
+                    if line.startswith("MemAvailable:"):
+                        avail = int(line.split()[1]) * 1024
+        except OSError:
+            return False
+        if self.size() > 0.9 * avail:
+            return False
+        import threading
+
+        def run():
+            self.lib.wshard_load_prefetch(self.handle, ctypes.byref(Error()))
+        self._thread = threading.Thread(target=run, name="wshard-prefetch", daemon=True)
+        self._thread.start()
+        return True
+
+    def read(self, state, threads=0):
+        """Reads the rank into state ({name: tensor}, vLLM's filtered
+        state_dict); raises WshardLoadError naming what is wrong.  Returns
+        the number of bytes read."""
+        return _read(self.lib, self.handle, self.out_dir, state, self.want, threads)
+
+    def close(self):
+        if self._thread:
+            self._thread.join()
+            self._thread = None
+        if self.handle:
+            self.lib.wshard_load_free(self.handle)
+            self.handle = ctypes.c_void_p()
+
+
 def load_rank(out_dir, state, want, threads=0):
     """Reads wshard rank want["rank"] of out_dir into state ({name: tensor},
     vLLM's filtered state_dict); raises WshardLoadError naming what is wrong.
     Returns the number of bytes read."""
-    lib = _libwshard()
-    err = Error()
-    w = Want(want.get("engine", "").encode() or None, want["tp"], want.get("pp", 1),
-              bool(want.get("expert_parallel")),
-              (want.get("expert_placement") or "").encode() or None, want["rank"],
-              not want.get("checksums", True), want.get("stage", 0))
-    handle = ctypes.c_void_p()
-    if lib.wshard_load_open(ctypes.byref(handle), os.fsencode(out_dir),
-                            ctypes.byref(w), ctypes.byref(err)) != 0:
-        raise WshardLoadError(err.msg.decode(errors="replace"))
+    rank = Rank(out_dir, want)
     try:
-        return _read(lib, handle, out_dir, state, want, threads)
+        return rank.read(state, threads)
     finally:
-        lib.wshard_load_free(handle)
+        rank.close()
 
 
 def _read(lib, handle, out_dir, state, want, threads):
@@ -238,21 +295,32 @@ def register():
     class WshardModelLoader(BaseModelLoader):
         """Loads each worker's rank of a wshard output (wshard convert)."""
 
+        _rank = None
+
         def download_model(self, model_config):
             pass  # a local wshard output only
 
-        def load_weights(self, model, model_config):
-            import time
+        def load_model(self, vllm_config, model_config, prefix=""):
+            # The rank opened, and its files read into the page cache while
+            # vLLM builds the model (unless WSHARD_LOAD_PREFETCH=0).
+            out = model_config.model_weights or model_config.model
+            if os.environ.get("WSHARD_LOAD_PREFETCH", "1") != "0" and os.path.isdir(out):
+                self._rank = Rank(out, self._want())
+                self._rank.prefetch()
+            try:
+                return super().load_model(vllm_config, model_config, prefix)
+            finally:
+                if self._rank:
+                    self._rank.close()
+                    self._rank = None
 
+        @staticmethod
+        def _want():
             import vllm
             from vllm.config import get_current_vllm_config
             from vllm.distributed import (get_pp_group,
                                           get_tensor_model_parallel_rank,
                                           get_tp_group)
-            from vllm.logger import init_logger
-            from vllm.model_executor.model_loader.sharded_state_loader import (
-                ShardedStateLoader)
-
             par = get_current_vllm_config().parallel_config
             ep = bool(par.enable_expert_parallel)
             # vLLM falls back from round_robin to linear where routing is
@@ -266,15 +334,29 @@ def register():
                     "rank": get_tensor_model_parallel_rank(),
                     "stage": get_pp_group().rank_in_group,
                     "checksums": os.environ.get("WSHARD_LOAD_CHECKSUMS", "1") != "0"}
+            return want
+
+        def load_weights(self, model, model_config):
+            import time
+
+            from vllm.logger import init_logger
+            from vllm.model_executor.model_loader.sharded_state_loader import (
+                ShardedStateLoader)
+
             out = model_config.model_weights or model_config.model
             if not os.path.isdir(out):
                 raise WshardLoadError(f"{out}: --load-format wshard loads a "
                                       "wshard output directory")
+            rank = self._rank or Rank(out, self._want())
+            want = rank.want
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
             untied = _untied_embedding(model, model_config, state)
             t0 = time.perf_counter()
-            n = load_rank(out, state, want,
-                          int(os.environ.get("WSHARD_LOAD_THREADS", "0")))
+            try:
+                n = rank.read(state, int(os.environ.get("WSHARD_LOAD_THREADS", "0")))
+            finally:
+                if rank is not self._rank:
+                    rank.close()
             if untied:
                 untied.embed_tokens.weight.data.copy_(untied.lm_head.weight.data)
             # the line vLLM's own loaders log, for whoever compares them
