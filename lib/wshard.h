@@ -484,12 +484,13 @@ uint64_t wshard_load_info(const struct wshard_load *l, size_t i, const char **ou
 /* Where tensor i's bytes go: host memory of at least its size (NULL for
  * an empty tensor). */
 void wshard_load_dest(struct wshard_load *l, size_t i, void *dst);
-/* Asks the kernel to read the rank's files into the page cache and
- * returns once the reads are queued: an engine calls it on a thread of
- * its own while it builds the model, so that a cold load's reads overlap
- * the model's construction (it only reads l's file list, so it may run
- * beside wshard_load_info, _dest and _run).  Returns WSHARD_OK, WSHARD_EIO
- * (a file cannot be opened) or WSHARD_ENOMEM. */
+/* Has the kernel read the rank's files into the page cache, a few MiB
+ * queued at a time, and returns once the last are queued.  An engine
+ * calls it on a thread of its own while it builds the model, so that a
+ * cold load's reads overlap the model's construction; it reads only l's
+ * file list, so it may run beside wshard_load_info, _dest and _run.
+ * Returns WSHARD_OK, WSHARD_EIO (a file cannot be opened) or
+ * WSHARD_ENOMEM. */
 enum wshard_err wshard_load_prefetch(const struct wshard_load *l, struct wshard_error *err);
 /* Once per l: checks each file's size and header against the manifest,
  * then reads every tensor into its destination with threads (0: one per

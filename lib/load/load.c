@@ -174,9 +174,29 @@ void wshard_load_dest(struct wshard_load *l, size_t i, void *dst)
 /*
  * posix_fadvise WILLNEED reads at most the device's readahead size a call
  * (Linux: max(read_ahead_kb, max_sectors_kb)), the rest of a larger range
- * not at all; 128 KiB, the smallest default, is asked for at a time.
+ * not at all; 128 KiB, the smallest default, is asked for at a time.  The
+ * reads are queued a batch at a time, the next once the one before has
+ * been read (a byte of its last page read waits for it): a whole rank
+ * queued at once would hold the engine's other reads (its Python modules,
+ * from a cold cache) behind it until all of it is in.
  */
 #define PREFETCH_WINDOW (128u << 10)
+#define PREFETCH_BATCH (8u << 20)
+
+static void prefetch_file(int fd, uint64_t size)
+{
+	char byte;
+
+	for (uint64_t b = 0; b < size; b += PREFETCH_BATCH) {
+		uint64_t end = b + PREFETCH_BATCH < size ? b + PREFETCH_BATCH : size;
+
+		for (uint64_t off = b; off < end; off += PREFETCH_WINDOW)
+			(void)posix_fadvise(fd, (off_t)off, PREFETCH_WINDOW,
+					    POSIX_FADV_WILLNEED);
+		if (b)		/* the batch before: read by now */
+			(void)!pread(fd, &byte, 1, (off_t)(b - 1));
+	}
+}
 
 enum wshard_err wshard_load_prefetch(const struct wshard_load *l, struct wshard_error *err)
 {
@@ -196,8 +216,7 @@ enum wshard_err wshard_load_prefetch(const struct wshard_load *l, struct wshard_
 			return WSHARD_EIO;
 		}
 		free(path);
-		for (uint64_t off = 0; off < r->files[f].size; off += PREFETCH_WINDOW)
-			(void)posix_fadvise(fd, (off_t)off, PREFETCH_WINDOW, POSIX_FADV_WILLNEED);
+		prefetch_file(fd, r->files[f].size);
 		close(fd);
 	}
 	return WSHARD_OK;
