@@ -28,17 +28,19 @@ its own process group (oracle.py time), killed after.  Page cache:
         DONTNEED; mincore checks that none of it is left resident
 
 Reports per model, tp and cache the best of the runs (and the spread) of
-the weight loading, of the wall time of LLM(), and the bytes of the model's
-files the load read.  Weight loading: the slowest worker's load_weights
-(the hook records each worker's: WSHARD_BENCH_TIMES), since the engine
-serves only once every worker has loaded.  vLLM's own "Loading weights
-took" is worker 0's alone; it is shown as the w0 ratio.  It misleads: the
-workers start loading up to a second apart (model init shares the cores),
-and from one checkpoint the first to start fills the page cache for the
-others, so worker 0's own figure shrinks when it trails, while from rank
-files each worker reads only its own.  The span from the first worker's
-start to the last one's end is in the progress lines; it includes that
-stagger.
+the load, of the wall time of LLM(), and the bytes of the model's files
+the load read.  Load: the slowest worker's time from the start of its
+loader's load_model to the end of load_weights, the model built and its
+weights loaded (not the kernels' repacking after it, the same either
+way; the hook records each worker's: WSHARD_BENCH_TIMES).  The engine
+serves only once every worker has loaded, and the wshard load format
+starts reading the rank's files while the model is built; the progress
+lines also give the slowest load_weights alone.  vLLM's own "Loading
+weights took" is worker 0's alone; it is shown as the w0 ratio.  It
+misleads: the workers start loading up to a second apart (building the
+model shares the cores), and from one checkpoint the first to start fills
+the page cache for the others, so worker 0's own figure shrinks when it
+trails, while from rank files each worker reads only its own.
 
 Bytes read: through every cold load (none of the model's files resident
 before it), the pages of the model's files in the page cache, by mincore
@@ -330,9 +332,11 @@ def load_once(model, tp, fmt, work, tag, touched=None):
     shutil.rmtree(times, ignore_errors=True)
     if len(spans) != tp:
         sys.exit("bench: %d of %d workers recorded their load (%s)" % (len(spans), tp, log))
-    slowest = max(w["end"] - w["start"] for w in spans)
-    span = max(w["end"] for w in spans) - min(w["start"] for w in spans)
-    return (slowest, span, took[0] if took else float("nan"),
+    # the model built and its weights loaded; not process_weights_after_
+    # loading, the same repacking whichever way the weights came
+    load = max(w["end"] - w["model_start"] for w in spans)
+    weights = max(w["end"] - w["start"] for w in spans)
+    return (load, weights, took[0] if took else float("nan"),
             json.load(open(out))["llm_init_s"])
 
 
@@ -447,7 +451,7 @@ def main():
                         # polled in warm loads too: the same cost for both
                         touched = Touched(files(model))
                         tag = "%s-tp%d-%s-%s-%d" % (name, tp, side, m, i)
-                        w, span, w0, init = load_once(model, tp, fmt, a.work, tag, touched)
+                        w, weights, w0, init = load_once(model, tp, fmt, a.work, tag, touched)
                         r = res[side, m]
                         r["w"].append(w)
                         r["w0"].append(w0)
@@ -467,11 +471,11 @@ def main():
                                 # but for readahead at the edges)
                                 r["rd"] = max(r["rd"] or (0, 0), rd)
                             note = ", read %s GB, %s GB a worker%s" % (gb(rd[0]), gb(rd[1]), note)
-                        print("  %s tp %d %s %-10s run %d: weights %.2f s (worker 0 %.2f s,"
-                              " first start to last end %.2f s), LLM() %.2f s%s"
+                        print("  %s tp %d %s %-10s run %d: load %.2f s (weights %.2f s,"
+                              " worker 0's %.2f s), LLM() %.2f s%s"
                               % (name, tp, m, {"src": "checkpoint", "out": "output",
                                                "wsh": "wshard"}[side],
-                                 i + 1, w, w0, span, init, note), file=sys.stderr)
+                                 i + 1, w, weights, w0, init, note), file=sys.stderr)
             import shutil
             shutil.rmtree(out, ignore_errors=True)
             for m in modes:
@@ -490,8 +494,9 @@ def main():
           "load_format sharded_state (out) and wshard (wsh, the plugin: "
           "read and checksummed by libwshard); every load a fresh engine")
     print("seconds: best of %d runs, +N%% the slowest run over the best; "
-          "weights: the slowest worker's load_weights (vLLM's \"Loading "
-          "weights took\" is worker 0's alone: w0 ratio)" % a.runs)
+          "load: the slowest worker's model built and weights loaded "
+          "(load_model to the end of load_weights; vLLM's \"Loading weights took\" is worker 0's "
+          "alone: w0 ratio)" % a.runs)
     print("cold: sync, %s and the model's files evicted (posix_fadvise "
           "DONTNEED), none of them resident before the load (mincore)"
           % ("drop_caches 3" if can_drop else "drop_caches not writable (no root)"))
@@ -505,7 +510,7 @@ def main():
     print()
     hdr = ("%-5s %2s %-5s | %-12s %-12s %-12s %5s %5s %5s | %-12s %-12s %-12s | %8s %8s"
            " | %8s %8s %6s"
-           % ("model", "tp", "page", "weights ckpt", "weights out", "weights wsh",
+           % ("model", "tp", "page", "load ckpt", "load out", "load wsh",
               "ratio", "ratio", "w0", "LLM() ckpt", "LLM() out", "LLM() wsh", "GB ckpt",
               "GB out", "GB/wkr", "GB/wkr", "out/"))
     hdr2 = ("%-5s %2s %-5s | %-12s %-12s %-12s %5s %5s %5s | %-12s %-12s %-12s | %8s %8s"

@@ -52,11 +52,14 @@ def _patch(module):
 
 def _patch_times(module):
     """WSHARD_BENCH_TIMES: each worker writes TIMES/worker-PID.json, its
-    rank and the wall-clock start and end of its loader's load_weights.
+    rank and the wall-clock start and end of its loader's load_model (the
+    model built, then its weights loaded) and of load_weights within it.
     vLLM logs only worker 0's "Loading weights took"; the engine serves once
     every worker has loaded, and where workers read one checkpoint through
     one page cache, the first to start reads for the others, so worker 0's
-    figure alone favours whichever side lets it trail."""
+    figure alone favours whichever side lets it trail.  The wshard load
+    format starts reading while the model is built: only the time from
+    load_model's start to load_weights' end compares it with the others."""
     import json
     import time
     cls = module.BaseModelLoader
@@ -65,22 +68,27 @@ def _patch_times(module):
 
     def load_model(self, *a, **kw):
         inner = self.load_weights
+        rec = {}
 
         def timed(*wa, **wkw):
-            t0 = time.time()
+            rec["start"] = time.time()
             r = inner(*wa, **wkw)
-            t1 = time.time()
-            from vllm.distributed import get_world_group
-            os.makedirs(times, exist_ok=True)
-            with open(os.path.join(times, "worker-%d.json" % os.getpid()), "w") as f:
-                json.dump({"rank": get_world_group().rank, "start": t0, "end": t1}, f)
+            rec["end"] = time.time()
             return r
 
         self.load_weights = timed
+        rec["model_start"] = time.time()
         try:
-            return real(self, *a, **kw)
+            r = real(self, *a, **kw)
         finally:
             del self.load_weights
+        rec["model_end"] = time.time()
+        from vllm.distributed import get_world_group
+        rec["rank"] = get_world_group().rank
+        os.makedirs(times, exist_ok=True)
+        with open(os.path.join(times, "worker-%d.json" % os.getpid()), "w") as f:
+            json.dump(rec, f)
+        return r
 
     cls.load_model = load_model
 
