@@ -16,9 +16,7 @@ plugin's own ctypes bindings (lib/vllm), with numpy buffers for parameters
                                             with CODE and TEXT in the message
 """
 import ctypes
-import ctypes.util
 import json
-import mmap
 import os
 import struct
 import sys
@@ -30,6 +28,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "lib", "vllm"))
 from wshard_vllm import MAX_DIMS, Error, Want, bind  # noqa: E402  (the plugin's own)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "engine"))
+from bench import page_vector  # noqa: E402  (the engine benchmark's mincore)
 
 
 def load(lib, out, want, skip=None, threads=0, prefetch=None):
@@ -80,29 +80,10 @@ def file_tensors(out, rank):
     return got
 
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-_libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
-                       ctypes.c_int, ctypes.c_int, ctypes.c_long]
-_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-
-
 def resident(path):
     """(pages of path in the page cache, pages of path)."""
-    size = os.path.getsize(path)
-    n = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
-    with open(path, "rb") as f:
-        addr = _libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, f.fileno(), 0)
-        if addr in (None, ctypes.c_void_p(-1).value):
-            raise OSError(ctypes.get_errno(), "mmap " + path)
-        try:
-            vec = ctypes.create_string_buffer(n)
-            if _libc.mincore(addr, size, vec) != 0:
-                raise OSError(ctypes.get_errno(), "mincore " + path)
-        finally:
-            _libc.munmap(addr, size)
-    return sum(b & 1 for b in vec.raw), n
+    vec, _ = page_vector(path)
+    return sum(b & 1 for b in vec), len(vec)
 
 
 def prefetch_check(lib, out, tp):
@@ -114,7 +95,7 @@ def prefetch_check(lib, out, tp):
             os.fsync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             os.close(fd)
-        evicted = all(resident(f)[0] < resident(f)[1] for f in files)
+        evicted = all(have < total for have, total in map(resident, files))
         codes = []
         rc, msg, got = load(lib, out, {"tp": tp, "rank": r}, prefetch=codes)
         if rc or codes != [0] or got != file_tensors(out, r):

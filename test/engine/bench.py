@@ -168,7 +168,7 @@ _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
 PAGE = mmap.PAGESIZE
 
 
-def _mincore(path):
+def page_vector(path):
     """(the page vector of PATH: byte i bit 0 set when page i is in the
     page cache, size), from a mapping of it that touches nothing."""
     size = os.path.getsize(path)
@@ -201,7 +201,7 @@ def _count(raw, size):
 
 def resident(path):
     """Bytes of PATH in the page cache now."""
-    return _count(*_mincore(path))
+    return _count(*page_vector(path))
 
 
 class Touched:
@@ -218,7 +218,7 @@ class Touched:
     def poll(self):
         now = 0
         for f in self.acc:
-            raw, size = _mincore(f)
+            raw, size = page_vector(f)
             self.acc[f] |= int.from_bytes(raw, "little")
             now += _count(raw, size)
         self.low = now if self.low is None else min(self.low, now)

@@ -7,7 +7,8 @@ process_weights_after_loading repacks the weights for the CPU kernels:
 DUMP/model-rank-R.safetensors for tensor-parallel rank R, or
 DUMP/model-pp-S-tp-R.safetensors for stage S of a pipeline.  When
 WSHARD_BENCH_TIMES names a folder, each worker records there when its
-loader's load_weights began and ended (_patch_times).  Always:
+loader's load_model began and its load_weights began and ended
+(_patch_times).  Always:
 _patch_llvmlite."""
 import importlib.abc
 import importlib.util
@@ -52,8 +53,8 @@ def _patch(module):
 
 def _patch_times(module):
     """WSHARD_BENCH_TIMES: each worker writes TIMES/worker-PID.json, its
-    rank and the wall-clock start and end of its loader's load_model (the
-    model built, then its weights loaded) and of load_weights within it.
+    rank, the wall-clock start of its loader's load_model (the model built,
+    then its weights loaded) and the start and end of load_weights within it.
     vLLM logs only worker 0's "Loading weights took"; the engine serves once
     every worker has loaded, and where workers read one checkpoint through
     one page cache, the first to start reads for the others, so worker 0's
@@ -82,7 +83,6 @@ def _patch_times(module):
             r = real(self, *a, **kw)
         finally:
             del self.load_weights
-        rec["model_end"] = time.time()
         from vllm.distributed import get_world_group
         rec["rank"] = get_world_group().rank
         os.makedirs(times, exist_ok=True)
