@@ -176,7 +176,7 @@ all: $(PROGRAM) $(B)/libwshard.so
 # (wshard_load_*) and what it calls, taken from libwshard.a, so that no MPI
 # or CUDA runtime is brought into the engine's processes.
 LOAD_API := wshard_load_open wshard_load_count wshard_load_info wshard_load_dest \
-	wshard_load_prefetch wshard_load_run wshard_load_free
+	wshard_load_bytes wshard_load_prefetch wshard_load_run wshard_load_free
 LOAD_LDLIBS := $(shell $(PKG_CONFIG) --libs jansson libarchive libxxhash 2>/dev/null || \
 	echo -ljansson -larchive -lxxhash) -lm
 $(B)/libwshard.so: $(B)/libwshard.a

@@ -481,6 +481,9 @@ size_t wshard_load_count(const struct wshard_load *l);
  * values); returns its size in bytes.  Strings live as long as l. */
 uint64_t wshard_load_info(const struct wshard_load *l, size_t i, const char **out_name,
 			  const char **out_dtype, int *out_ndim, uint64_t *out_shape);
+/* The bytes of the rank's files, as wshard.json gives them: what a
+ * prefetch puts in the page cache. */
+uint64_t wshard_load_bytes(const struct wshard_load *l);
 /* Where tensor i's bytes go: host memory of at least its size (NULL for
  * an empty tensor). */
 void wshard_load_dest(struct wshard_load *l, size_t i, void *dst);

@@ -198,6 +198,15 @@ static void prefetch_file(int fd, uint64_t size)
 	}
 }
 
+uint64_t wshard_load_bytes(const struct wshard_load *l)
+{
+	uint64_t n = 0;
+
+	for (size_t f = 0; f < l->r->nfiles; f++)
+		n += l->r->files[f].size;
+	return n;
+}
+
 enum wshard_err wshard_load_prefetch(const struct wshard_load *l, struct wshard_error *err)
 {
 	const struct wshard_manifest_rank *r = l->r;

@@ -50,6 +50,8 @@ def bind(path):
     lib.wshard_load_dest.restype = None
     lib.wshard_load_dest.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
                                      ctypes.c_void_p]
+    lib.wshard_load_bytes.restype = ctypes.c_uint64
+    lib.wshard_load_bytes.argtypes = [ctypes.c_void_p]
     lib.wshard_load_prefetch.argtypes = [ctypes.c_void_p, ctypes.POINTER(Error)]
     lib.wshard_load_run.argtypes = [ctypes.c_void_p, ctypes.c_int,
                                     ctypes.POINTER(Error)]
@@ -104,12 +106,8 @@ class Rank:
             raise WshardLoadError(err.msg.decode(errors="replace"))
 
     def size(self):
-        lib, h = self.lib, self.handle
-        name_p, dtype_p = ctypes.c_char_p(), ctypes.c_char_p()
-        ndim, shape = ctypes.c_int(), (ctypes.c_uint64 * MAX_DIMS)()
-        return sum(lib.wshard_load_info(h, i, ctypes.byref(name_p), ctypes.byref(dtype_p),
-                                        ctypes.byref(ndim), ctypes.byref(shape))
-                   for i in range(lib.wshard_load_count(h)))
+        """The bytes of the rank's files (wshard.json's sizes)."""
+        return self.lib.wshard_load_bytes(self.handle)
 
     def prefetch(self):
         """Starts reading the rank's files into the page cache on a thread
