@@ -238,7 +238,7 @@ static const char *const learned_archs[] = {
 	"Olmo3ForCausalLM", "Glm4ForCausalLM", "HunYuanDenseV1ForCausalLM",
 	"HunYuanMoEV1ForCausalLM", "GPTNeoXForCausalLM", "GraniteMoeForCausalLM",
 	"NemotronForCausalLM", "OlmoeForCausalLM", "SeedOssForCausalLM", "Starcoder2ForCausalLM",
-	"FalconH1ForCausalLM",
+	"PhiForCausalLM", "FalconH1ForCausalLM",
 };
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 

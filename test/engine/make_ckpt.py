@@ -870,6 +870,8 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "gpt_neox": "GPTNeoXForCausalLM", "granitemoe": "GraniteMoeForCausalLM",
            "nemotron": "NemotronForCausalLM", "olmoe": "OlmoeForCausalLM",
            "seed_oss": "SeedOssForCausalLM", "starcoder2": "Starcoder2ForCausalLM",
+           # Phi-2 (vLLM: its Transformers backend, lm_head with a bias)
+           "phi": "PhiForCausalLM",
            "nemotron_h": "NemotronHForCausalLM",
            "granitemoehybrid": "GraniteMoeHybridForCausalLM",
            "falcon_h1": "FalconH1ForCausalLM",

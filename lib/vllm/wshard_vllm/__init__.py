@@ -131,6 +131,18 @@ class Rank:
         self._thread.start()
         return True
 
+    def names(self):
+        """The names of the rank's tensors, in file order."""
+        lib, h = self.lib, self.handle
+        name_p, dtype_p = ctypes.c_char_p(), ctypes.c_char_p()
+        ndim, shape = ctypes.c_int(), (ctypes.c_uint64 * MAX_DIMS)()
+        names = []
+        for i in range(lib.wshard_load_count(h)):
+            lib.wshard_load_info(h, i, ctypes.byref(name_p), ctypes.byref(dtype_p),
+                                 ctypes.byref(ndim), ctypes.byref(shape))
+            names.append(name_p.value.decode())
+        return names
+
     def read(self, state, threads=0):
         """Reads the rank into state ({name: tensor}, vLLM's filtered
         state_dict); raises WshardLoadError naming what is wrong.  Returns
@@ -221,6 +233,21 @@ def _read(lib, handle, out_dir, state, want, threads):
     if gpu:
         torch.cuda.synchronize()
     return total
+
+
+def _register_lazy(model, names):
+    """vLLM's Transformers backend (TransformersForCausalLM.load_weights)
+    registers lm_head's bias only as its own load_weights meets the
+    checkpoint's, so the model has no such parameter to read into until
+    then (sharded_state fails on it: KeyError 'lm_head.bias').  A rank that
+    holds lm_head.bias has it registered first, as vLLM would, on the
+    device of the head's weight."""
+    import torch
+    head = getattr(model, "lm_head", None)
+    if ("lm_head.bias" in names and head is not None and
+            getattr(head, "bias", False) is None and hasattr(head, "_register_bias")):
+        with torch.device(head.weight.device):
+            head._register_bias()
 
 
 def _untied_embedding(model, model_config, state):
@@ -347,6 +374,7 @@ def register():
                                       "wshard output directory")
             rank = self._rank or Rank(out, self._want())
             want = rank.want
+            _register_lazy(model, rank.names())
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
             untied = _untied_embedding(model, model_config, state)
             t0 = time.perf_counter()
