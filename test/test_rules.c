@@ -238,14 +238,17 @@ static const char *const learned_archs[] = {
 	"Olmo3ForCausalLM", "Glm4ForCausalLM", "HunYuanDenseV1ForCausalLM",
 	"HunYuanMoEV1ForCausalLM", "GPTNeoXForCausalLM", "GraniteMoeForCausalLM",
 	"NemotronForCausalLM", "OlmoeForCausalLM", "SeedOssForCausalLM", "Starcoder2ForCausalLM",
-	"PhiForCausalLM", "FalconH1ForCausalLM",
+	"PhiForCausalLM", "FalconH1ForCausalLM", "Cohere2ForCausalLM", "GlmForCausalLM",
+	"ApertusForCausalLM", "ExaoneMoeForCausalLM", "ExaoneMoEForCausalLM", "Jais2ForCausalLM",
 };
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 
 /* Learned without a pipeline key (Nemotron-H, Granite 4.0's hybrids:
  * vLLM's CPU build saved no stages of them). */
-static const char *const learned_no_pp[] = { "NemotronHForCausalLM",
-					     "GraniteMoeHybridForCausalLM" };
+static const char *const learned_no_pp[] = {
+	"NemotronHForCausalLM", "GraniteMoeHybridForCausalLM", "Ernie4_5_MoeForCausalLM",
+	"Glm4MoeLiteForCausalLM", "AfmoeForCausalLM",
+};
 #define NLEARNED_NO_PP (sizeof(learned_no_pp) / sizeof(learned_no_pp[0]))
 
 Test(builtin, every_architecture_loads)
