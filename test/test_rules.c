@@ -240,6 +240,8 @@ static const char *const learned_archs[] = {
 	"NemotronForCausalLM", "OlmoeForCausalLM", "SeedOssForCausalLM", "Starcoder2ForCausalLM",
 	"PhiForCausalLM", "FalconH1ForCausalLM", "Cohere2ForCausalLM", "GlmForCausalLM",
 	"ApertusForCausalLM", "ExaoneMoeForCausalLM", "ExaoneMoEForCausalLM", "Jais2ForCausalLM",
+	"OPTForCausalLM", "GPTJForCausalLM", "HyperCLOVAXForCausalLM", "OlmoForCausalLM",
+	"MellumForCausalLM", "VaultGemmaForCausalLM", "ArceeForCausalLM", "FlexOlmoForCausalLM",
 };
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 
