@@ -115,9 +115,10 @@ def prefetch_check(lib, out, tp):
                                 ctypes.byref(err)) or \
                 lib.wshard_load_prefetch(h, ctypes.byref(err)):
             sys.exit(f"rank {r}: prefetch failed: {err.msg.decode()}")
-        if lib.wshard_load_bytes(h) != sum(os.path.getsize(f) for f in files):
+        held = sum(os.path.getsize(f) for f in files)
+        if lib.wshard_load_bytes(h) != held:
             sys.exit(f"rank {r}: wshard_load_bytes {lib.wshard_load_bytes(h)}, "
-                     f"the files hold {sum(os.path.getsize(f) for f in files)}")
+                     f"the files hold {held}")
         lib.wshard_load_free(h)
         t_end = time.monotonic() + 20
         while True:

@@ -133,15 +133,7 @@ class Rank:
 
     def names(self):
         """The names of the rank's tensors, in file order."""
-        lib, h = self.lib, self.handle
-        name_p, dtype_p = ctypes.c_char_p(), ctypes.c_char_p()
-        ndim, shape = ctypes.c_int(), (ctypes.c_uint64 * MAX_DIMS)()
-        names = []
-        for i in range(lib.wshard_load_count(h)):
-            lib.wshard_load_info(h, i, ctypes.byref(name_p), ctypes.byref(dtype_p),
-                                 ctypes.byref(ndim), ctypes.byref(shape))
-            names.append(name_p.value.decode())
-        return names
+        return [name for _, name, _, _, _ in _tensors(self.lib, self.handle)]
 
     def read(self, state, threads=0):
         """Reads the rank into state ({name: tensor}, vLLM's filtered
@@ -169,6 +161,19 @@ def load_rank(out_dir, state, want, threads=0):
         rank.close()
 
 
+def _tensors(lib, handle):
+    """(index, name, dtype, dims, bytes) of each of the rank's tensors, in
+    file order (wshard_load_info)."""
+    name_p, dtype_p = ctypes.c_char_p(), ctypes.c_char_p()
+    ndim, shape = ctypes.c_int(), (ctypes.c_uint64 * MAX_DIMS)()
+    for i in range(lib.wshard_load_count(handle)):
+        size = lib.wshard_load_info(handle, i, ctypes.byref(name_p),
+                                    ctypes.byref(dtype_p), ctypes.byref(ndim),
+                                    ctypes.byref(shape))
+        yield (i, name_p.value.decode(), dtype_p.value.decode(),
+               list(shape[:ndim.value]), size)
+
+
 def _read(lib, handle, out_dir, state, want, threads):
     import torch
     dtypes = _torch_dtypes()
@@ -176,14 +181,7 @@ def _read(lib, handle, out_dir, state, want, threads):
     pool_size = 0
     missing = dict(state)
     total = 0
-    name_p, dtype_p = ctypes.c_char_p(), ctypes.c_char_p()
-    ndim, shape = ctypes.c_int(), (ctypes.c_uint64 * MAX_DIMS)()
-    for i in range(lib.wshard_load_count(handle)):
-        size = lib.wshard_load_info(handle, i, ctypes.byref(name_p),
-                                    ctypes.byref(dtype_p), ctypes.byref(ndim),
-                                    ctypes.byref(shape))
-        name, dt = name_p.value.decode(), dtype_p.value.decode()
-        dims = list(shape[:ndim.value])
+    for i, name, dt, dims, size in _tensors(lib, handle):
         total += size
         if name not in missing:
             raise WshardLoadError(
@@ -235,7 +233,7 @@ def _read(lib, handle, out_dir, state, want, threads):
     return total
 
 
-def _register_lazy(model, names):
+def _register_lazy(model, rank):
     """vLLM's Transformers backend (TransformersForCausalLM.load_weights)
     registers lm_head's bias only as its own load_weights meets the
     checkpoint's, so the model has no such parameter to read into until
@@ -244,8 +242,9 @@ def _register_lazy(model, names):
     device of the head's weight."""
     import torch
     head = getattr(model, "lm_head", None)
-    if ("lm_head.bias" in names and head is not None and
-            getattr(head, "bias", False) is None and hasattr(head, "_register_bias")):
+    # the model first: the rank's names are listed only for such a head
+    if (head is not None and getattr(head, "bias", False) is None and
+            hasattr(head, "_register_bias") and "lm_head.bias" in rank.names()):
         with torch.device(head.weight.device):
             head._register_bias()
 
@@ -374,7 +373,7 @@ def register():
                                       "wshard output directory")
             rank = self._rank or Rank(out, self._want())
             want = rank.want
-            _register_lazy(model, rank.names())
+            _register_lazy(model, rank)
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
             untied = _untied_embedding(model, model_config, state)
             t0 = time.perf_counter()
