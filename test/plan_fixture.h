@@ -268,7 +268,7 @@ static __attribute__((unused)) void check_invariants(const struct fx *f)
 					rb = rows ? s->nbytes / rows : 0;
 					cr_assert_leq(p->row0 + p->nrows, rows, "%s", t->name);
 					cr_assert_leq(p->col0 + p->ncols, rb, "%s", t->name);
-					cr_assert_eq(p->len, p->nrows * p->out_ncols);	/* converted */
+					cr_assert_eq(p->len, p->nrows * (p->out_ncols + p->pad));	/* converted, padded */
 				}
 				at += p->len;
 			}

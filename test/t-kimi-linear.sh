@@ -4,8 +4,9 @@
 # in 20 and MLA in 7 as linear_attn_config numbers them from 1; KDA 32 heads
 # of 128; MLA 32 heads without rope, kv_lora_rank 512; 256 experts of 1024,
 # the first layer dense) and its tensor names and shapes, written sparse,
-# planned with --dry-run at tp 4 and with --expert-parallel; tp 8 refused
-# (vLLM would pad each rank's 128 expert rows to 256).
+# planned with --dry-run at tp 4, at tp 8 (vLLM pads each rank's 128 expert
+# rows to 256: zero rows after w13's gate and up halves, zero columns after
+# w2's) and with --expert-parallel (no padding).
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
 
@@ -89,6 +90,24 @@ expect_exit 0 "$WSHARD" convert --dry-run --tp 4 "$src" "$T/dest" && cp "$T/out"
 }
 expect_exit 0 "$WSHARD" convert --dry-run --tp 4 --expert-parallel "$src" "$T/dest" &&
 	cp "$T/out" "$T/plan-ep" && has $E.w13_weight ep "[64, 2048, 2304]"
-expect_exit 3 "$WSHARD" convert --dry-run --tp 8 "$src" "$T/dest" &&
-	err_has "tp 8" "moe_intermediate_size/256=4 is not divisible by --tp 8" && one_line "tp 8"
+expect_exit 0 "$WSHARD" convert --dry-run --tp 8 "$src" "$T/dest" && cp "$T/out" "$T/plan-8" && {
+	has $E.w13_weight 8 "[256, 512, 2304]"
+	has $E.w2_weight 8 "[256, 2304, 256]"
+	# rank 1's expert 0: its gate rows, 128 zero rows, its up rows, zeros
+	awk '/^rank 1:/ {r = 1} /^rank 2:/ {r = 0}
+	     r && /w13_weight/ {w = 1; next} r && w && /^  [^ ]/ {exit}
+	     r && w && n < 4 {print; n++}' "$T/plan-8" >"$T/w13-8"
+	printf '%s\n' \
+		"    model.layers.1.block_sparse_moe.experts.0.w1.weight rows [128, 256)" \
+		"    zeros 589824 bytes" \
+		"    model.layers.1.block_sparse_moe.experts.0.w3.weight rows [128, 256)" \
+		"    zeros 589824 bytes" | cmp -s - "$T/w13-8" ||
+		fail "tp 8: rank 1's w13 is not gate, zeros, up, zeros: $(cat "$T/w13-8")"
+	grep -qF "experts.0.w2.weight rows [0, 2304) cols [128, 256), each row zero-padded" "$T/plan-8" ||
+		fail "tp 8: w2's columns are not padded"
+}
+expect_exit 0 "$WSHARD" convert --dry-run --tp 8 --expert-parallel "$src" "$T/dest" &&
+	cp "$T/out" "$T/plan-ep8" && has $E.w13_weight ep8 "[32, 2048, 2304]"
+expect_exit 0 "$WSHARD" convert --dry-run --tp 16 "$src" "$T/dest" &&
+	cp "$T/out" "$T/plan-16" && has $E.w2_weight 16 "[256, 2304, 256]"
 finish

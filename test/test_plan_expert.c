@@ -186,3 +186,104 @@ Test(expert_plan, mixtral_one_expert_a_rank)
 	}
 	fx_close(&f);
 }
+
+/* Mixtral's rules with "pad_to": PAD on the experts' w1, w3 and w2. */
+#define MX "model.layers.{n}."
+#define MXR(m) "{\"match\": \"" m "\", \"split\": \"replicate\"},"
+#define MIXTRAL_PADDED(pad)                                                          \
+	"{\"name\": \"t\", \"architectures\": [\"MixtralForCausalLM\"], \"tensors\": ["   \
+	MXR("model.embed_tokens.weight") MXR("lm_head.weight") MXR("model.norm.weight") \
+	MXR(MX "input_layernorm.weight") MXR(MX "post_attention_layernorm.weight")     \
+	MXR(MX "self_attn.q_proj.weight") MXR(MX "self_attn.k_proj.weight")            \
+	MXR(MX "self_attn.v_proj.weight") MXR(MX "self_attn.o_proj.weight")            \
+	MXR(MX "block_sparse_moe.gate.weight")                                         \
+	"{\"match\": \"" MX "block_sparse_moe.experts.{e}.w1.weight\", \"fuse\": \"w13.w1\", " \
+	"\"output\": \"" MX "w13\", \"pad_to\": " pad "},"                                \
+	"{\"match\": \"" MX "block_sparse_moe.experts.{e}.w3.weight\", \"fuse\": \"w13.w3\", " \
+	"\"output\": \"" MX "w13\", \"pad_to\": " pad "},"                                \
+	"{\"match\": \"" MX "block_sparse_moe.experts.{e}.w2.weight\", \"split\": \"col\", " \
+	"\"output\": \"" MX "w2\", \"pad_to\": " pad "}]}"
+
+/*
+ * "pad_to" (Kimi Linear's experts, which vLLM widens to 256 a rank):
+ * Mixtral's experts of intermediate 64 (hidden 64, BF16) at tp 2 with
+ * pad_to 48: rank r's w13 of expert e is w1's rows [32r, 32r + 32), 16
+ * zero rows, w3's rows, 16 zero rows ([4, 96, 64]); its w2 is w2's
+ * columns [32r, 32r + 32) of each row followed by 16 zero columns
+ * ([4, 64, 48]).  Not padded at tp 1, under --expert-parallel, or where
+ * the share is already as wide ("pad_to": 32).
+ */
+Test(expert_plan, pad_to)
+{
+	static struct fx f;
+	const char *args = "--arch mixtral --layers 1 --hidden 64 --heads 8 --kv-heads 2 "
+			   "--vocab 128 --intermediate 64 --experts 4 --dtype BF16";
+	char src[128];
+	const struct wshard_out_tensor *t;
+	int r, e;
+
+	fx_open(&f, args);
+	use_rules(&f, MIXTRAL_PADDED("\"24*2\""));
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "model.layers.0.w13");
+		cr_assert_eq(t->ndim, 3);
+		cr_assert_eq(t->shape[0], 4);
+		cr_assert_eq(t->shape[1], 96);
+		cr_assert_eq(t->shape[2], 64);
+		cr_assert_eq(t->npieces, 16);
+		for (e = 0; e < 4; e++) {
+			uint64_t at = (uint64_t)e * 96 * 128;
+
+			snprintf(src, sizeof(src), "model.layers.0.block_sparse_moe.experts.%d.w1.weight", e);
+			assert_copy(&f, t, 4 * (size_t)e, src, 32 * (uint64_t)r, 32, 0, 128, at);
+			assert_zero(t, 4 * (size_t)e + 1, at + 32 * 128, 16 * 128);
+			snprintf(src, sizeof(src), "model.layers.0.block_sparse_moe.experts.%d.w3.weight", e);
+			assert_copy(&f, t, 4 * (size_t)e + 2, src, 32 * (uint64_t)r, 32, 0, 128,
+				    at + 48 * 128);
+			assert_zero(t, 4 * (size_t)e + 3, at + 80 * 128, 16 * 128);
+		}
+		t = get_out(&f, r, "model.layers.0.w2");
+		cr_assert_eq(t->shape[1], 64);
+		cr_assert_eq(t->shape[2], 48);
+		cr_assert_eq(t->nbytes, 4 * 64 * 48 * 2);
+		cr_assert_eq(t->npieces, 4);
+		for (e = 0; e < 4; e++) {
+			const struct wshard_piece *p = &t->pieces[e];
+
+			cr_assert_eq(p->kind, WSHARD_PIECE_COPY);
+			cr_assert_eq(p->nrows, 64);
+			cr_assert_eq(p->col0, 64 * (uint64_t)r);
+			cr_assert_eq(p->ncols, 64);
+			cr_assert_eq(p->pad, 32);
+			cr_assert_eq(p->len, 64 * 96);
+			cr_assert_eq(p->dst, (uint64_t)e * 64 * 96);
+		}
+	}
+	fx_close(&f);
+
+	/* tp 1, --expert-parallel, a share as wide as pad_to: no padding */
+	for (r = 0; r < 3; r++) {
+		fx_open(&f, args);
+		use_rules(&f, MIXTRAL_PADDED("48"));
+		if (r == 2)
+			use_rules(&f, MIXTRAL_PADDED("32"));
+		f.opt.expert_parallel = r == 1;
+		fx_plan(&f, r == 0 ? 1 : 2);
+		t = get_out(&f, 0, "model.layers.0.w2");
+		cr_assert_eq(t->shape[2], r == 2 ? 32 : 64, "case %d", r);
+		cr_assert_eq(t->pieces[0].pad, 0, "case %d", r);
+		t = get_out(&f, 0, "model.layers.0.w13");
+		cr_assert_eq(t->shape[1], r == 2 ? 64 : 128, "case %d", r);
+		fx_close(&f);
+	}
+
+	/* FP8 experts: their blocks and scales would be padded too */
+	fx_open(&f, "--arch mixtral --layers 1 --hidden 64 --heads 8 --kv-heads 2 "
+		    "--vocab 128 --intermediate 64 --experts 4 --fp8 per-tensor");
+	use_rules(&f, MIXTRAL_PADDED("48"));
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "tensor 'model.layers.0.block_sparse_moe.experts.0.w1.weight': F8_E4M3 padded "
+		      "from 32 to 48 a rank at --tp 2 is not written (only BF16, F16 and F32 are)");
+	fx_close(&f);
+}

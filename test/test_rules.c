@@ -242,6 +242,7 @@ static const char *const learned_archs[] = {
 	"ApertusForCausalLM", "ExaoneMoeForCausalLM", "ExaoneMoEForCausalLM", "Jais2ForCausalLM",
 	"OPTForCausalLM", "GPTJForCausalLM", "HyperCLOVAXForCausalLM", "OlmoForCausalLM",
 	"MellumForCausalLM", "VaultGemmaForCausalLM", "ArceeForCausalLM", "FlexOlmoForCausalLM",
+	"MiniCPM3ForCausalLM", "StableLmForCausalLM",
 };
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 
@@ -249,7 +250,7 @@ static const char *const learned_archs[] = {
  * vLLM's CPU build saved no stages of them). */
 static const char *const learned_no_pp[] = {
 	"NemotronHForCausalLM", "GraniteMoeHybridForCausalLM", "Ernie4_5_MoeForCausalLM",
-	"Glm4MoeLiteForCausalLM", "AfmoeForCausalLM",
+	"Glm4MoeLiteForCausalLM", "AfmoeForCausalLM", "Lfm2ForCausalLM",
 };
 #define NLEARNED_NO_PP (sizeof(learned_no_pp) / sizeof(learned_no_pp[0]))
 

@@ -223,6 +223,19 @@ Test(parse, unknown_key)
 		    "rule 'a': unknown key \"spilt\"");
 }
 
+Test(parse, pad_to)
+{
+	parse_ok(RULES("{\"match\": \"a\", \"split\": \"col\", \"pad_to\": 256}"));
+	parse_ok(RULES("{\"match\": \"a\", \"fuse\": \"gate_up.gate\", \"output\": \"b\", "
+		       "\"pad_to\": \"min_moe_intermediate_per_partition\"}"));
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"pad_to\": 256}"),
+		    "rule 'a': \"pad_to\" is an expression (rows or columns a rank) on a \"fuse\" part");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"col\", \"pad_to\": true}"),
+		    "\"pad_to\" is an expression");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"col\", \"transpose\": true, "
+			  "\"pad_to\": 8}"), "\"pad_to\" is an expression");
+}
+
 Test(parse, rule_without_match)
 {
 	parse_fails(RULES("{\"split\": \"row\"}"), "tensors[0] has no \"match\" string");

@@ -53,10 +53,17 @@ static void piece_rows(const struct wshard_plan *plan, const struct wshard_piece
 	}
 }
 
+/* The zero elements after each row of a padded column piece. */
+static uint64_t pad_elems(const struct wshard_piece *p)
+{
+	return p->pad && p->prov_ncols ? p->pad / (p->out_ncols / p->prov_ncols) : 0;
+}
+
 /* A COPY piece's provenance but its source's name, as printed. */
 struct prov {
 	uint64_t r0, r1, c0, c1;
 	uint64_t di_rows, row_dims, dim;
+	uint64_t pad;
 	bool cols, tr, beside, neg_exp;
 	float mul;
 };
@@ -76,6 +83,7 @@ static void piece_prov(const struct wshard_plan *plan, const struct wshard_piece
 	v->c0 = p->prov_col0;
 	v->c1 = (uint64_t)p->prov_col0 + p->prov_ncols;
 	v->beside = p->out_stride != 0;
+	v->pad = pad_elems(p);
 	v->mul = p->mul;
 	v->neg_exp = p->neg_exp != 0;
 }
@@ -255,6 +263,8 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 			json_object_set_new(o, "transposed", json_true());
 		if (o && p->out_stride)
 			json_object_set_new(o, "beside", json_true());
+		if (o && p->pad)
+			json_object_set_new(o, "pad", json_integer((json_int_t)pad_elems(p)));
 		if (o && p->mul != 0)
 			json_object_set_new(o, "times", json_real(p->mul));
 		if (o && p->neg_exp)
@@ -450,6 +460,10 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		if (p->out_stride) {
 			put_key(b, d + 1, "beside", false);
 			put_s(b, "true");
+		}
+		if (p->pad) {
+			put_key(b, d + 1, "pad", false);
+			put_int(b, pad_elems(p));
 		}
 	}
 	put_nl(b, d);

@@ -32,14 +32,15 @@ static void piece_text(FILE *f, const struct wshard_plan *plan,
 	else if (p->prov_ncols)
 		/* a "rows" view counts merged rows; a transposed piece, cols
 		 * of its prov_dim */
-		fprintf(f, "    %s rows [%llu, %llu)%s cols [%llu, %llu)%s\n",
+		fprintf(f, "    %s rows [%llu, %llu)%s cols [%llu, %llu)%s%s\n",
 			src_name(plan, p->src), (unsigned long long)p->row0,
 			(unsigned long long)(p->row0 + p->nrows),
 			wshard_plan_src_row_dims(plan, p->src) ? " (merged)" : "",
 			(unsigned long long)p->prov_col0,
 			(unsigned long long)(p->prov_col0 + p->prov_ncols),
 			p->tr_rows ? (p->prov_dim == 2 ? " of dimension 2, transposed"
-						       : " transposed") : "");
+						       : " transposed") : "",
+			p->pad ? ", each row zero-padded" : "");
 	else
 		fprintf(f, "    %s rows [%llu, %llu)\n", src_name(plan, p->src),
 			(unsigned long long)p->row0,

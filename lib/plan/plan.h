@@ -101,6 +101,9 @@ struct wshard_piece {
 	/* 0: output rows back to back; else the bytes from one output row
 	 * of the piece to the next (a part of a fused output row) */
 	uint32_t out_stride;
+	/* COPY: zero bytes after each output row's out_ncols (a "col"
+	 * split's "pad_to"); a row of the output is out_ncols + pad */
+	uint32_t pad;
 	/* COPY of F32, F16 or BF16: 0, or each element multiplied by it (a
 	 * rule's "times_sqrt"; from and to set) */
 	float mul;

@@ -64,6 +64,7 @@ static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t, boo
 		p->len = p->len / in * out;
 		p->dst = p->dst / in * out;
 		p->out_stride = p->out_stride / in * out;
+		p->pad = p->pad / in * out;
 	}
 	t->dtype = to;
 }

@@ -114,6 +114,17 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 				struct wshard_error *err);
 
+/*
+ * plan_piece.c: what a rank's share of m's split dimension (share rows
+ * of a fused part, or columns) is padded to: the rule's "pad_to" when
+ * --tp is above 1 and share is narrower, else share.  Zeros follow the
+ * share's bytes; only BF16, F16 and F32 sources are padded (a quantized
+ * expert's blocks and scales would be too).  Returns WSHARD_OK and
+ * *out, or WSHARD_EINVAL naming the tensor.
+ */
+enum wshard_err plan_pad_share(const struct wshard_plan *plan, const struct member *m,
+			       uint64_t share, uint64_t *out, struct wshard_error *err);
+
 /* plan_piece.c: the error for dimension dim (size) of m's source not
  * divisible by --tp, naming the config key of the rule's shape there
  * when it is a bare one, else the tensor.  Returns WSHARD_EINVAL. */

@@ -110,6 +110,28 @@ enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 	return plan_push_piece(t, &p, err);
 }
 
+enum wshard_err plan_pad_share(const struct wshard_plan *plan, const struct member *m,
+			       uint64_t share, uint64_t *out, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	enum wshard_err rc;
+	int64_t to;
+
+	*out = share;
+	if (!m->rule->pad_to || plan->tp == 1)
+		return WSHARD_OK;
+	rc = expr_eval_dim(plan->config, m->rule->pad_to, t->name, &to, err);
+	if (rc || (uint64_t)to <= share)
+		return rc;
+	if (t->dtype != WSHARD_BF16 && t->dtype != WSHARD_F16 && t->dtype != WSHARD_F32)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': %s padded from %llu to %lld a rank at --tp %d is not written (only BF16, F16 and F32 are)",
+					t->name, wshard_dtype_name(t->dtype), (unsigned long long)share,
+					(long long)to, plan->tp);
+	*out = (uint64_t)to;
+	return WSHARD_OK;
+}
+
 enum wshard_err plan_indivisible(const struct wshard_plan *plan,
 				 const struct member *m, int dim,
 				 uint64_t size, struct wshard_error *err)

@@ -320,6 +320,22 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 	return set_item_shape(plan, g, m->out, shape, ndim, err);
 }
 
+/* Zero rows after a rank's *nrows of part m, to its "pad_to"; *nrows
+ * becomes the padded count. */
+static enum wshard_err pad_rows(const struct wshard_plan *plan, struct wshard_out_tensor *t,
+				const struct member *m, uint64_t *nrows,
+				struct wshard_error *err)
+{
+	uint64_t to;
+	enum wshard_err rc = plan_pad_share(plan, m, *nrows, &to, err);
+
+	if (rc || to == *nrows)
+		return rc;
+	rc = plan_push_zeros(t, (to - *nrows) * src_row_bytes(src_info(plan, m->src)), err);
+	*nrows = to;
+	return rc;
+}
+
 /*
  * One item of a fused output: parts[p] is the source of part p and
  * part_off[p] its first row inside that source (non-zero when one source
@@ -380,6 +396,8 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 			else
 				rc = plan_push_rows(plan, &g->ranks[r], parts[p]->src,
 						    part_off[p] + row0, nrows, err);
+			if (!rc && !whole)
+				rc = pad_rows(plan, &g->ranks[r], parts[p], &nrows, err);
 			rank_rows += nrows;
 		}
 		if (rc)

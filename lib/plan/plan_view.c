@@ -370,7 +370,7 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 				struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	uint64_t tp = (uint64_t)plan->tp, cols, inner = 1;
+	uint64_t tp = (uint64_t)plan->tp, cols, inner = 1, padded;
 	uint64_t bits = wshard_dtype_bits(t->dtype);
 	int lead = m->rule->rows > 1 ? m->rule->rows : 1, d, r;
 	enum wshard_err rc = WSHARD_OK;
@@ -397,6 +397,11 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': a column split of %s would cut a byte",
 					t->name, wshard_dtype_name(t->dtype));
+	rc = plan_pad_share(plan, m, shape[lead], &padded, err);
+	if (!rc && (padded - shape[lead]) * inner * bits / 8 > UINT32_MAX)
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "tensor '%s': \"pad_to\" pads each row by too many bytes",
+				      t->name);
 	for (r = 0; r < plan->tp && !rc; r++) {
 		struct wshard_piece p = {
 			.kind = WSHARD_PIECE_COPY,
@@ -406,12 +411,14 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 			.ncols = shape[lead] * inner * bits / 8,
 			.prov_col0 = (uint64_t)r * shape[lead],
 			.prov_ncols = shape[lead],
+			.pad = (uint32_t)((padded - shape[lead]) * inner * bits / 8),
 		};
 
 		p.col0 = (uint64_t)r * p.ncols;
-		p.len = p.nrows * p.ncols;
+		p.len = p.nrows * (p.ncols + p.pad);
 		rc = plan_push_piece(&g->ranks[r], &p, err);
 	}
+	shape[lead] = padded;
 	return rc;
 }
 

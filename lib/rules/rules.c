@@ -96,6 +96,7 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->rules[i].cond);
 		free(r->rules[i].reason);
 		free(r->rules[i].deinterleave);
+		free(r->rules[i].pad_to);
 		free(r->rules[i].times_sqrt[0]);
 		free(r->rules[i].times_sqrt[1]);
 		for (j = 0; j < r->rules[i].nshape; j++)

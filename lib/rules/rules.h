@@ -113,6 +113,11 @@ struct rules_rule {
 	char *deinterleave;	/* "deinterleave": rows per block (an
 				 * expression); within each block even rows
 				 * first, then odd ones; NULL: none */
+	char *pad_to;		/* "pad_to": with --tp above 1, a rank's share
+				 * of a fused part's rows or of a "col" split's
+				 * columns narrower than this (an expression)
+				 * is followed by zeros up to it (vLLM's
+				 * padded expert width); NULL: none */
 	int nshape;		/* -1: no shape check */
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };

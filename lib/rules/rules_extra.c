@@ -188,13 +188,15 @@ enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
  * transposed split's dimension 0 counts the experts, which
  * --expert-parallel gives whole to the ranks that hold them) and
  * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
- * which vLLM reorders even rows first) on a fused part.
+ * which vLLM reorders even rows first) on a fused part; "pad_to" (an
+ * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
+ * a fused part or a plain "col" split.
  */
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err)
 {
 	json_t *chunks = json_object_get(t, "chunks"), *di = json_object_get(t, "deinterleave");
-	json_t *experts = json_object_get(t, "experts");
+	json_t *experts = json_object_get(t, "experts"), *pad = json_object_get(t, "pad_to");
 	char buf[32];
 
 	if (chunks && (!json_is_integer(chunks) || json_integer_value(chunks) < 1 ||
@@ -209,6 +211,19 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 					"'%s': rule '%s': \"experts\" is true or false and needs \"transpose\"",
 					r->name, rule->match);
 	rule->experts = json_is_true(experts);
+	if (pad) {
+		if ((!json_is_string(pad) && !json_is_integer(pad)) ||
+		    (rule->kind != RULE_FUSE && rule->kind != RULE_COL) || rule->transpose ||
+		    rule->chunks > 1 || rule->rows > 1 || rule->nparts > 1)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': \"pad_to\" is an expression (rows or columns a rank) on a \"fuse\" part or a \"col\" split without \"transpose\", \"chunks\" or \"rows\"",
+						r->name, rule->match);
+		if (json_is_integer(pad))
+			snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(pad));
+		rule->pad_to = strdup(json_is_string(pad) ? json_string_value(pad) : buf);
+		if (!rule->pad_to)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
 	if (!di)
 		return WSHARD_OK;
 	if ((!json_is_string(di) && !json_is_integer(di)) || rule->kind != RULE_FUSE)

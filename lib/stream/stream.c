@@ -132,8 +132,10 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		     uint64_t y, const char *src, uint64_t stride)
 {
 	const struct wshard_piece *p = ref_piece(s, ref);
-	uint64_t off = p->dst + (x - p->row0) * p->out_ncols;
-	size_t len = (size_t)((y - x) * p->out_ncols);
+	/* an output row: the piece's bytes, then its padding's zeros */
+	uint64_t orow = p->out_ncols + p->pad;
+	uint64_t off = p->dst + (x - p->row0) * orow;
+	size_t len = (size_t)((y - x) * orow);
 	bool convert = p->out_ncols != p->ncols || p->from != p->to || p->tr_rows || p->mul != 0 ||
 		       p->neg_exp;
 	uint64_t g, i, r;
@@ -144,34 +146,35 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		put_strided(s, ref, p, x, y, src, stride);
 		return;
 	}
-	if (stride == p->ncols && !convert) {
+	if (stride == p->ncols && !convert && !p->pad) {
 		if (!s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor, off, src,
 				  len, &s->local))
 			report(s, len);
 		return;
 	}
-	g = WSHARD_MAX(STAGE_BYTES / p->out_ncols, 1);
+	g = WSHARD_MAX(STAGE_BYTES / orow, 1);
 	g = WSHARD_MIN(g, y - x);
-	if (stream_grow(&s->stage, &s->stage_cap, (size_t)(g * p->out_ncols), &s->local))
+	if (stream_grow(&s->stage, &s->stage_cap, (size_t)(g * orow), &s->local))
 		return;
 	for (r = x; r < y && !s->local.code; r += g) {
 		uint64_t n = WSHARD_MIN(g, y - r);
 
 		for (i = 0; i < n; i++) {
 			const char *row = src + (r - x + i) * stride;
+			char *out = s->stage + i * orow;
 
 			if (p->tr_rows)
-				stream_transpose_row(p, row, s->stage + i * p->out_ncols);
+				stream_transpose_row(p, row, out);
 			else if (convert)
-				convert_row(p, row, s->stage + i * p->out_ncols);
+				convert_row(p, row, out);
 			else
-				memcpy(s->stage + i * p->ncols, row, p->ncols);
+				memcpy(out, row, p->ncols);
+			memset(out + p->out_ncols, 0, p->pad);
 		}
 		if (s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor,
-				 off + (r - x) * p->out_ncols, s->stage,
-				 (size_t)(n * p->out_ncols), &s->local))
+				 off + (r - x) * orow, s->stage, (size_t)(n * orow), &s->local))
 			return;
-		report(s, (size_t)(n * p->out_ncols));
+		report(s, (size_t)(n * orow));
 	}
 }
 

@@ -884,9 +884,18 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "granitemoehybrid": "GraniteMoeHybridForCausalLM",
            "falcon_h1": "FalconH1ForCausalLM",
            # Kimi Linear: a KDA layer with a dense MLP, then an MLA layer
-           # with experts 512 wide (256 a rank at tp 2: vLLM pads narrower
-           # ones, which wshard refuses)
+           # with experts 512 wide (256 a rank at tp 2, not padded)
            "kimi_linear": ("KimiLinearForCausalLM", {"moe_intermediate_size": 512}),
+           # experts 128 wide: 64 a rank at tp 2, which vLLM pads to 256
+           "kimi_linear-pad": ("KimiLinearForCausalLM", {"moe_intermediate_size": 128}),
+           # LFM2 with short-convolution layers (the learner's own config
+           # has attention layers only)
+           "lfm2": ("Lfm2ForCausalLM", {"layer_types": ["conv", "full_attention", "conv",
+                                                       "full_attention"],
+                                        "num_hidden_layers": 4}),
+           "minicpm3": "MiniCPM3ForCausalLM",
+           # StableLM 2's q/k/v biases
+           "stablelm": ("StableLmForCausalLM", {"use_qkv_bias": True}),
            # one Mamba-2 group, which vLLM replicates on every rank
            "nemotron_h-g1": ("NemotronHForCausalLM", {"n_groups": 1}),
            # Nemotron-H's MoE variant (Nemotron 3 Nano's layer kinds): relu^2

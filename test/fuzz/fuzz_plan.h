@@ -48,7 +48,7 @@ static inline void fuzz_check_piece(const struct wshard_catalog *cat,
 		PCHECK(p->row0 <= rows && p->nrows <= rows - p->row0);
 		PCHECK(p->col0 <= row_bytes && p->ncols <= row_bytes - p->col0);
 		PCHECK(p->nrows == 0 || p->out_ncols <= p->len / p->nrows);
-		PCHECK(p->len == p->nrows * p->out_ncols);
+		PCHECK(p->len == p->nrows * (p->out_ncols + p->pad));
 	}
 }
 
