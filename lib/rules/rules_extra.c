@@ -181,63 +181,6 @@ enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
 	return WSHARD_OK;
 }
 
-/*
- * "chunks" (a column split's cut dimension holds that many parts, each
- * cut by tp: Llama 4's transposed gate_up_proj, gate then up; Granite
- * MoE's input_linear [E, 2I, H] as it is), "experts" (a
- * transposed split's dimension 0 counts the experts, which
- * --expert-parallel gives whole to the ranks that hold them) and
- * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
- * which vLLM reorders even rows first) on a fused part; "pad_to" (an
- * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
- * a fused part or a plain "col" split.
- */
-enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
-				   json_t *t, struct wshard_error *err)
-{
-	json_t *chunks = json_object_get(t, "chunks"), *di = json_object_get(t, "deinterleave");
-	json_t *experts = json_object_get(t, "experts"), *pad = json_object_get(t, "pad_to");
-	char buf[32];
-
-	if (chunks && (!json_is_integer(chunks) || json_integer_value(chunks) < 1 ||
-		       json_integer_value(chunks) > 64 || rule->kind != RULE_COL ||
-		       (rule->transpose ? rule->rows != 2 : rule->rows > 1)))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"chunks\" is an integer from 1 to 64 and needs \"split\": \"col\" (\"rows\": 2 with \"transpose\", else 1)",
-					r->name, rule->match);
-	rule->chunks = chunks ? (int)json_integer_value(chunks) : 0;
-	if (experts && (!json_is_boolean(experts) || !rule->transpose))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"experts\" is true or false and needs \"transpose\"",
-					r->name, rule->match);
-	rule->experts = json_is_true(experts);
-	if (pad) {
-		if ((!json_is_string(pad) && !json_is_integer(pad)) ||
-		    (rule->kind != RULE_FUSE && rule->kind != RULE_COL) || rule->transpose ||
-		    rule->chunks > 1 || rule->rows > 1 || rule->nparts > 1)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': rule '%s': \"pad_to\" is an expression (rows or columns a rank) on a \"fuse\" part or a \"col\" split without \"transpose\", \"chunks\" or \"rows\"",
-						r->name, rule->match);
-		if (json_is_integer(pad))
-			snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(pad));
-		rule->pad_to = strdup(json_is_string(pad) ? json_string_value(pad) : buf);
-		if (!rule->pad_to)
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	}
-	if (!di)
-		return WSHARD_OK;
-	if ((!json_is_string(di) && !json_is_integer(di)) || rule->kind != RULE_FUSE)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"deinterleave\" is an expression (rows per block) on a \"fuse\" part",
-					r->name, rule->match);
-	if (json_is_integer(di))
-		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(di));
-	rule->deinterleave = strdup(json_is_string(di) ? json_string_value(di) : buf);
-	if (!rule->deinterleave)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	return WSHARD_OK;
-}
-
 /* A copy of JSON string or integer d (an expression over config.json), or
  * NULL with *bad set when it is neither. */
 static char *expr_copy(json_t *d, bool *bad)
@@ -254,6 +197,53 @@ static char *expr_copy(json_t *d, bool *bad)
 	*bad = true;
 	return NULL;
 }
+
+/*
+ * "chunks" (a column split's cut dimension holds that many parts, each
+ * cut by tp: Llama 4's transposed gate_up_proj, gate then up; Granite
+ * MoE's input_linear [E, 2I, H] as it is), "experts" (a
+ * transposed split's dimension 0 counts the experts, which
+ * --expert-parallel gives whole to the ranks that hold them) and
+ * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
+ * which vLLM reorders even rows first) on a fused part; "pad_to" (an
+ * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
+ * a fused part or a plain "col" split.
+ */
+enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
+				   json_t *t, struct wshard_error *err)
+{
+	json_t *chunks = json_object_get(t, "chunks"), *di = json_object_get(t, "deinterleave");
+	json_t *experts = json_object_get(t, "experts"), *pad = json_object_get(t, "pad_to");
+	bool bad = false;
+
+	if (chunks && (!json_is_integer(chunks) || json_integer_value(chunks) < 1 ||
+		       json_integer_value(chunks) > 64 || rule->kind != RULE_COL ||
+		       (rule->transpose ? rule->rows != 2 : rule->rows > 1)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"chunks\" is an integer from 1 to 64 and needs \"split\": \"col\" (\"rows\": 2 with \"transpose\", else 1)",
+					r->name, rule->match);
+	rule->chunks = chunks ? (int)json_integer_value(chunks) : 0;
+	if (experts && (!json_is_boolean(experts) || !rule->transpose))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"experts\" is true or false and needs \"transpose\"",
+					r->name, rule->match);
+	rule->experts = json_is_true(experts);
+	if (pad && (rule->pad_to = expr_copy(pad, &bad)) == NULL && !bad)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (pad && (bad || (rule->kind != RULE_FUSE && rule->kind != RULE_COL) ||
+		    rule->transpose || rule->chunks > 1 || rule->rows > 1 || rule->nparts > 1))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"pad_to\" is an expression (rows or columns a rank) on a \"fuse\" part or a \"col\" split without \"transpose\", \"chunks\" or \"rows\"",
+					r->name, rule->match);
+	if (di && (rule->deinterleave = expr_copy(di, &bad)) == NULL && !bad)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (di && (bad || rule->kind != RULE_FUSE))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"deinterleave\" is an expression (rows per block) on a \"fuse\" part",
+					r->name, rule->match);
+	return WSHARD_OK;
+}
+
 
 enum wshard_err rules_parse_sizes(const struct wshard_rules *r, struct rules_op *op,
 				  json_t *sizes, struct wshard_error *err)

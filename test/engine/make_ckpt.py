@@ -888,11 +888,7 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "kimi_linear": ("KimiLinearForCausalLM", {"moe_intermediate_size": 512}),
            # experts 128 wide: 64 a rank at tp 2, which vLLM pads to 256
            "kimi_linear-pad": ("KimiLinearForCausalLM", {"moe_intermediate_size": 128}),
-           # LFM2 with short-convolution layers (the learner's own config
-           # has attention layers only)
-           "lfm2": ("Lfm2ForCausalLM", {"layer_types": ["conv", "full_attention", "conv",
-                                                       "full_attention"],
-                                        "num_hidden_layers": 4}),
+           "lfm2": "Lfm2ForCausalLM",
            "minicpm3": "MiniCPM3ForCausalLM",
            # StableLM 2's q/k/v biases
            "stablelm": ("StableLmForCausalLM", {"use_qkv_bias": True}),
