@@ -217,30 +217,106 @@ Test(ext, conditions)
 	fx_close(&f);
 }
 
+/*
+ * Rules for model.layers.{n}.x.weight (layers 0 and 1, [4, 8]): by rows
+ * where condition row holds, whole where whole does, with config.json's
+ * config set so; layer 0 must be cut and layer 1 whole at tp 2, or, with
+ * want_err, planning fails with it.
+ */
+static void layer_conditions(const char *row, const char *whole, const char *config,
+			     const char *want_err)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	char *rules = fmt("{\"tensors\": ["
+		"{\"match\": \"model.layers.{n}.x.weight\", \"if\": \"%s\", \"split\": \"row\"},"
+		"{\"match\": \"model.layers.{n}.x.weight\", \"if\": \"%s\", \"split\": \"replicate\"},"
+		CATCH_ALL "]}", row, whole);
+	char *args = fmt(BASE " --extra-tensor model.layers.0.x.weight:4,8 --extra-tensor "
+			 "model.layers.1.x.weight:4,8 --set-config '%s'", config);
+
+	fx_open(&f, args);
+	use_rules(&f, rules);
+	if (want_err) {
+		fx_plan_fails(&f, 2, WSHARD_EINVAL, want_err);
+	} else {
+		fx_plan(&f, 2);
+		assert_shape(get_out(&f, 1, "model.layers.0.x.weight"), 2, 2, 8);
+		assert_shape(get_out(&f, 1, "model.layers.1.x.weight"), 2, 4, 8);
+	}
+	fx_close(&f);
+	free(rules);
+	free(args);
+}
+
 /* "A in KEY": the condition holds in the layers whose A the config array
  * KEY lists (Kimi Linear's KDA layers, numbered from 1: "n+1 in ..."). */
 Test(ext, condition_in)
 {
+	layer_conditions("n+1 in cfg.kda", "n+1 in cfg.full", "cfg={\"kda\":[1],\"full\":[2]}",
+			 NULL);
+	layer_conditions("n+1 in cfg.kda", "n+1 in cfg.full", "cfg={\"kda\":[1]}",
+			 "config.json has no array 'cfg.full', needed by the condition of "
+			 "'model.layers.{n}.x.weight'");
+}
+
+/* "KEY[i]": element i of a config array, n the layer (MiMo-V2-Flash's
+ * hybrid_layer_pattern[n], a layer's kind); an array one element short
+ * lacks layer 1's. */
+Test(ext, condition_index)
+{
+	layer_conditions("kind[n] == 1", "kind[n] == 0", "kind=[1, 0]", NULL);
+	layer_conditions("kind[n] == 1", "kind[n] == 0", "kind=[1]", "~kind");
+}
+
+/*
+ * A q/k/v operator of its own ("split": "qkv") with "kv_heads": the
+ * Llama fixture's 2 kv heads at tp 4 are each whole on two ranks under
+ * the built-in qkv (k rows [16r/2 ...]: 16 of 32), cut in four (8 rows a
+ * rank) where the operator says 4; an expression naming no key is an
+ * error.
+ */
+Test(ext, qkv_kv_heads)
+{
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	const char *rules = "{\"tensors\": ["
-		"{\"match\": \"model.layers.{n}.x.weight\", \"if\": \"n+1 in cfg.kda\", \"split\": \"row\"},"
-		"{\"match\": \"model.layers.{n}.x.weight\", \"if\": \"n+1 in cfg.full\", \"split\": \"replicate\"},"
-		CATCH_ALL "]}";
+	const char *fmt_rules = "{\"fused\": {\"qkv2\": {\"parts\": [\"q\", \"k\", \"v\"], "
+		"\"split\": \"qkv\", \"kv_heads\": \"%s\"}}, \"tensors\": ["
+		"{\"match\": \"model.layers.{n}.self_attn.q_proj.weight\", \"fuse\": \"qkv2.q\", \"output\": \"model.layers.{n}.qkv\"},"
+		"{\"match\": \"model.layers.{n}.self_attn.k_proj.weight\", \"fuse\": \"qkv2.k\", \"output\": \"model.layers.{n}.qkv\"},"
+		"{\"match\": \"model.layers.{n}.self_attn.v_proj.weight\", \"fuse\": \"qkv2.v\", \"output\": \"model.layers.{n}.qkv\"},"
+		CATCH_NO_QKV "]}";
+	char *rules;
+	const struct wshard_out_tensor *t;
+	int r;
 
-	fx_open(&f, BASE " --extra-tensor model.layers.0.x.weight:4,8 --extra-tensor "
-		"model.layers.1.x.weight:4,8 --set-config 'cfg={\"kda\":[1],\"full\":[2]}'");
+	/* head_dim 8: q 64 rows, k and v 16 (2 heads) */
+	rules = fmt(fmt_rules, "num_key_value_heads");
+	fx_open(&f, BASE);
 	use_rules(&f, rules);
-	fx_plan(&f, 2);
-	assert_shape(get_out(&f, 1, "model.layers.0.x.weight"), 2, 2, 8);
-	assert_shape(get_out(&f, 1, "model.layers.1.x.weight"), 2, 4, 8);
+	fx_plan(&f, 4);
+	for (r = 0; r < 4; r++) {
+		t = get_out(&f, r, "model.layers.0.qkv");
+		cr_assert_eq(t->shape[0], 16 + 8 + 8, "rank %d", r);
+		cr_assert_eq(t->pieces[1].row0, (uint64_t)(r / 2) * 8, "rank %d", r);
+	}
+	fx_close(&f);
+	free(rules);
+
+	rules = fmt(fmt_rules, "swa_kv");
+	fx_open(&f, BASE " --set-config swa_kv=4");
+	use_rules(&f, rules);
+	fx_plan(&f, 4);
+	for (r = 0; r < 4; r++) {
+		t = get_out(&f, r, "model.layers.0.qkv");
+		cr_assert_eq(t->shape[0], 16 + 4 + 4, "rank %d", r);
+		cr_assert_eq(t->pieces[1].row0, (uint64_t)r * 4, "rank %d", r);
+	}
 	fx_close(&f);
 
-	fx_open(&f, BASE " --extra-tensor model.layers.0.x.weight:4,8 --extra-tensor "
-		"model.layers.1.x.weight:4,8 --set-config 'cfg={\"kda\":[1]}'");
+	fx_open(&f, BASE " --set-config swa_kv=3");
 	use_rules(&f, rules);
-	fx_plan_fails(&f, 2, WSHARD_EINVAL, "config.json has no array 'cfg.full', needed by "
-		      "the condition of 'model.layers.{n}.x.weight'");
+	fx_plan_fails(&f, 4, WSHARD_EINVAL, "--tp 4 is not a multiple of swa_kv=3");
 	fx_close(&f);
+	free(rules);
 }
 
 /* A key longer than the 127 characters a config name may have is no key:

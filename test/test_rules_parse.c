@@ -134,7 +134,7 @@ Test(parse, replicated_operator)
 		 " \"tensors\": [{\"match\": \"x\", \"fuse\": \"ab.a\", \"output\": \"y\"}]}");
 	parse_fails("{\"fused\": {\"ab\": {\"parts\": [\"a\"], \"split\": \"col\"}},"
 		    " \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
-		    "fused operator 'ab': \"split\" must be \"row\" or \"replicate\"");
+		    "fused operator 'ab': \"split\" must be \"row\", \"replicate\" or \"qkv\"");
 }
 
 /* "if", "reason" (with a skip only) and "dtype" (a float target). */
@@ -234,6 +234,18 @@ Test(parse, pad_to)
 		    "\"pad_to\" is an expression");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"col\", \"transpose\": true, "
 			  "\"pad_to\": 8}"), "\"pad_to\" is an expression");
+}
+
+Test(parse, qkv_operator)
+{
+	parse_ok("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\"], \"split\": \"qkv\", "
+		 "\"kv_heads\": \"swa_num_key_value_heads\"}}, \"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}");
+	parse_fails("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\"], \"split\": \"qkv\"}}, "
+		    "\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}", "\"split\": \"qkv\" takes three parts");
+	parse_fails("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\"], \"kv_heads\": 2}}, "
+		    "\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}", "which only it takes");
+	parse_fails("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\"], \"split\": \"rows\"}}, "
+		    "\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}", "\"row\", \"replicate\" or \"qkv\"");
 }
 
 Test(parse, rule_without_match)

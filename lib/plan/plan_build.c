@@ -505,9 +505,11 @@ enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 	for (i = 0; i < rules->nrules; i++) {
 		const struct rules_rule *rule = &rules->rules[i];
 
+		/* the first q/k/v operator's rule; one with its own kv heads
+		 * may hold in some layers only ("if"): checked as it is built */
 		if ((rule->kind == RULE_FUSE || rule->kind == RULE_UNPACK) &&
-		    rules->ops[rule->op].kind == OP_QKV)
-			return plan_check_heads(&plan, err);
+		    rules->ops[rule->op].kind == OP_QKV && !rules->ops[rule->op].kv_heads)
+			return plan_check_heads(&plan, NULL, err);
 	}
 	for (i = 0; i < rules->nrules; i++)
 		if (check_bare_split(&plan, &rules->rules[i], err))

@@ -125,6 +125,12 @@ enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 enum wshard_err plan_pad_share(const struct wshard_plan *plan, const struct member *m,
 			       uint64_t share, uint64_t *out, struct wshard_error *err);
 
+/* plan_piece.c: zero rows after a rank's *nrows of fused part m, up to
+ * its "pad_to" (plan_pad_share); *nrows becomes the padded count.
+ * Returns as plan_pad_share, or plan_push_piece's WSHARD_ENOMEM. */
+enum wshard_err plan_pad_rows(const struct wshard_plan *plan, struct wshard_out_tensor *t,
+			      const struct member *m, uint64_t *nrows, struct wshard_error *err);
+
 /* plan_piece.c: the error for dimension dim (size) of m's source not
  * divisible by --tp, naming the config key of the rule's shape there
  * when it is a bare one, else the tensor.  Returns WSHARD_EINVAL. */
@@ -221,8 +227,16 @@ enum wshard_err plan_match_sources(struct wshard_plan *plan,
 				   struct wshard_error *err);
 
 /* plan_split.c: --tp against config.json's head counts, checked once so
- * that the messages name its fields.  Returns WSHARD_OK or WSHARD_EINVAL. */
-enum wshard_err plan_check_heads(const struct wshard_plan *plan, struct wshard_error *err);
+ * that the messages name its fields; the kv heads of q/k/v operator op
+ * (NULL: num_key_value_heads).  Returns WSHARD_OK or WSHARD_EINVAL. */
+enum wshard_err plan_check_heads(const struct wshard_plan *plan, const struct rules_op *op,
+				 struct wshard_error *err);
+
+/* plan_split.c: the kv heads of q/k/v operator op in *out: its
+ * "kv_heads", or num_key_value_heads (op NULL or without one).  Returns
+ * WSHARD_OK or the expression's WSHARD_EINVAL. */
+enum wshard_err plan_op_kv_heads(const struct wshard_plan *plan, const struct rules_op *op,
+				 int64_t *out, struct wshard_error *err);
 
 /*
  * plan_split.c: one item of group g from the n members m[] that produce

@@ -132,6 +132,19 @@ enum wshard_err plan_pad_share(const struct wshard_plan *plan, const struct memb
 	return WSHARD_OK;
 }
 
+enum wshard_err plan_pad_rows(const struct wshard_plan *plan, struct wshard_out_tensor *t,
+			      const struct member *m, uint64_t *nrows, struct wshard_error *err)
+{
+	uint64_t to;
+	enum wshard_err rc = plan_pad_share(plan, m, *nrows, &to, err);
+
+	if (rc || to == *nrows)
+		return rc;
+	rc = plan_push_zeros(t, (to - *nrows) * src_row_bytes(src_info(plan, m->src)), err);
+	*nrows = to;
+	return rc;
+}
+
 enum wshard_err plan_indivisible(const struct wshard_plan *plan,
 				 const struct member *m, int dim,
 				 uint64_t size, struct wshard_error *err)

@@ -22,11 +22,28 @@
 
 #define VOCAB_PAD 64
 
-/* Checks the head counts once, so the messages name config.json's fields. */
-enum wshard_err plan_check_heads(const struct wshard_plan *plan, struct wshard_error *err)
+enum wshard_err plan_op_kv_heads(const struct wshard_plan *plan, const struct rules_op *op,
+				 int64_t *out, struct wshard_error *err)
+{
+	*out = plan->config->num_key_value_heads;
+	if (!op || !op->kv_heads)
+		return WSHARD_OK;
+	return expr_eval_dim(plan->config, op->kv_heads, op->name, out, err);
+}
+
+/* Checks the head counts once, so the messages name config.json's fields
+ * (op's "kv_heads" where it has one). */
+enum wshard_err plan_check_heads(const struct wshard_plan *plan, const struct rules_op *op,
+				 struct wshard_error *err)
 {
 	const struct wshard_config *c = plan->config;
+	const char *kv_name = op && op->kv_heads ? op->kv_heads : "num_key_value_heads";
+	int64_t kv;
 	int tp = plan->tp;
+	enum wshard_err rc = plan_op_kv_heads(plan, op, &kv, err);
+
+	if (rc)
+		return rc;
 
 	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -36,18 +53,16 @@ enum wshard_err plan_check_heads(const struct wshard_plan *plan, struct wshard_e
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"num_attention_heads=%lld is not divisible by --tp %d",
 					(long long)c->num_attention_heads, tp);
-	if (c->num_key_value_heads <= 0)
+	if (kv <= 0)
+		return wshard_error_set(err, WSHARD_EINVAL, "%s=%lld must be positive",
+					kv_name, (long long)kv);
+	if (tp <= kv && kv % tp)
+		return wshard_error_set(err, WSHARD_EINVAL, "%s=%lld is not divisible by --tp %d",
+					kv_name, (long long)kv, tp);
+	if (tp > kv && tp % kv)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"num_key_value_heads=%lld must be positive",
-					(long long)c->num_key_value_heads);
-	if (tp <= c->num_key_value_heads && c->num_key_value_heads % tp)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"num_key_value_heads=%lld is not divisible by --tp %d",
-					(long long)c->num_key_value_heads, tp);
-	if (tp > c->num_key_value_heads && tp % c->num_key_value_heads)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"--tp %d is not a multiple of num_key_value_heads=%lld",
-					tp, (long long)c->num_key_value_heads);
+					"--tp %d is not a multiple of %s=%lld", tp, kv_name,
+					(long long)kv);
 	return WSHARD_OK;
 }
 
@@ -70,15 +85,20 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 		return WSHARD_OK;
 	}
 	if (op->kind == OP_QKV && part > 0) {
-		uint64_t kv = (uint64_t)c->num_key_value_heads;
+		int64_t kvs;
+		enum wshard_err rc = plan_op_kv_heads(plan, op, &kvs, err);
+		uint64_t kv = (uint64_t)kvs;
 
+		if (rc)
+			return rc;
 		if (tp > kv) {
 			uint64_t hd = rows / kv, h = (uint64_t)r / (tp / kv);
 
 			if (rows % kv)
 				return wshard_error_set(err, WSHARD_EINVAL,
-							"tensor '%s': %llu rows do not hold num_key_value_heads=%llu heads",
+							"tensor '%s': %llu rows do not hold %s=%llu heads",
 							src_name(plan, m->src), (unsigned long long)rows,
+							op->kv_heads ? op->kv_heads : "num_key_value_heads",
 							(unsigned long long)kv);
 
 			*out_row0 = h * hd;
@@ -118,7 +138,7 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
  * (quantization_config's weight_block_size, 128 x 128 when absent).
  */
 static enum wshard_err check_blocks(const struct wshard_plan *plan,
-				    const struct member *m, bool cols, bool head_rows,
+				    const struct member *m, bool cols, uint64_t head_kv,
 				    struct wshard_error *err)
 {
 	const char *name = src_name(plan, m->src);
@@ -149,8 +169,7 @@ static enum wshard_err check_blocks(const struct wshard_plan *plan,
 						(unsigned long long)block[1], name);
 		return WSHARD_OK;
 	}
-	have = head_rows ? w->info->shape[0] / (uint64_t)plan->config->num_key_value_heads
-			 : w->info->shape[0] / tp;
+	have = head_kv ? w->info->shape[0] / head_kv : w->info->shape[0] / tp;
 	if (have % block[0])
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': each rank's %llu rows do not fall on the %llu-row blocks of '%s' (quantization_config.weight_block_size)",
@@ -207,7 +226,7 @@ static enum wshard_err split_rows(const struct wshard_plan *plan, struct group_o
 	if (m->rule->kv_heads && tp > (uint64_t)plan->config->num_key_value_heads) {
 		uint64_t kv = (uint64_t)plan->config->num_key_value_heads;
 
-		rc = plan_check_heads(plan, err);
+		rc = plan_check_heads(plan, NULL, err);
 		if (rc)
 			return rc;
 		if (rows % kv)
@@ -288,7 +307,7 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 		if (rc)
 			return rc;
 	} else if (kind == RULE_ROW || kind == RULE_COL) {
-		rc = check_blocks(plan, m, kind == RULE_COL, false, err);
+		rc = check_blocks(plan, m, kind == RULE_COL, 0, err);
 		if (!rc && kind == RULE_COL)
 			rc = plan_check_groups(plan, m, err);
 		if (rc)
@@ -320,22 +339,6 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 	return set_item_shape(plan, g, m->out, shape, ndim, err);
 }
 
-/* Zero rows after a rank's *nrows of part m, to its "pad_to"; *nrows
- * becomes the padded count. */
-static enum wshard_err pad_rows(const struct wshard_plan *plan, struct wshard_out_tensor *t,
-				const struct member *m, uint64_t *nrows,
-				struct wshard_error *err)
-{
-	uint64_t to;
-	enum wshard_err rc = plan_pad_share(plan, m, *nrows, &to, err);
-
-	if (rc || to == *nrows)
-		return rc;
-	rc = plan_push_zeros(t, (to - *nrows) * src_row_bytes(src_info(plan, m->src)), err);
-	*nrows = to;
-	return rc;
-}
-
 /*
  * One item of a fused output: parts[p] is the source of part p and
  * part_off[p] its first row inside that source (non-zero when one source
@@ -350,6 +353,7 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 	const struct wshard_st_tensor *first = src_info(plan, parts[0]->src);
 	uint64_t shape[WSHARD_MAX_DIMS], total = 0;
 	int p, r, ndim = first->ndim, nparts = op->nparts;
+	int64_t kv;
 	bool whole = false;
 	enum wshard_err rc = WSHARD_OK;
 
@@ -369,13 +373,13 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 		if (ndim == 0 || (ndim == 1 && t->shape[0] == 1 && part_len[p] == 1))
 			whole = true;
 	}
-	for (p = 0; p < op->nparts && !whole && op->kind != OP_REPLICATE; p++) {
+	rc = plan_op_kv_heads(plan, op, &kv, err);
+	for (p = 0; p < op->nparts && !whole && op->kind != OP_REPLICATE && !rc; p++)
 		rc = check_blocks(plan, parts[p], false,
-				  op->kind == OP_QKV && p > 0 &&
-				  plan->tp > plan->config->num_key_value_heads, err);
-		if (rc)
-			return rc;
-	}
+				  op->kind == OP_QKV && p > 0 && plan->tp > kv ? (uint64_t)kv : 0,
+				  err);
+	if (rc)
+		return rc;
 	if (whole && parts[0]->rule->collapse)
 		nparts = 1;
 	for (r = 0; r < plan->tp; r++) {
@@ -397,7 +401,7 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 				rc = plan_push_rows(plan, &g->ranks[r], parts[p]->src,
 						    part_off[p] + row0, nrows, err);
 			if (!rc && !whole)
-				rc = pad_rows(plan, &g->ranks[r], parts[p], &nrows, err);
+				rc = plan_pad_rows(plan, &g->ranks[r], parts[p], &nrows, err);
 			rank_rows += nrows;
 		}
 		if (rc)
@@ -425,6 +429,7 @@ static enum wshard_err build_beside(const struct wshard_plan *plan,
 	const struct wshard_st_tensor *first = src_info(plan, parts[0]->src);
 	uint64_t shape[WSHARD_MAX_DIMS] = { 0 }, c0[OP_MAX_PARTS], nc[OP_MAX_PARTS];
 	uint32_t src[OP_MAX_PARTS];
+	int64_t kv;
 	enum wshard_err rc = WSHARD_OK;
 	int p, r;
 
@@ -440,11 +445,11 @@ static enum wshard_err build_beside(const struct wshard_plan *plan,
 		if (op->kind == OP_REPLICATE)
 			continue;
 		/* k and v with fewer kv heads than ranks: a head a rank */
-		rc = plan_check_inout(plan, parts[p], 1,
-				      op->kind == OP_QKV && p > 0 &&
-				      plan->tp > plan->config->num_key_value_heads ?
-				      (uint64_t)plan->config->num_key_value_heads : (uint64_t)plan->tp,
-				      err);
+		rc = plan_op_kv_heads(plan, op, &kv, err);
+		if (!rc)
+			rc = plan_check_inout(plan, parts[p], 1,
+					      op->kind == OP_QKV && p > 0 && plan->tp > kv ?
+					      (uint64_t)kv : (uint64_t)plan->tp, err);
 		if (rc)
 			return rc;
 	}
@@ -546,15 +551,19 @@ static enum wshard_err unpack_parts(const struct wshard_plan *plan,
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	const struct wshard_config *c = plan->config;
 	uint64_t rows = src_rows(t), at = 0;
+	int64_t kv;
 	int p;
+	enum wshard_err rc;
 
 	if (op->sizes[0])
 		return cut_by_sizes(plan, op, m, 0, op->nparts, parts, off, len, err);
+	rc = plan_op_kv_heads(plan, op, &kv, err);
+	if (rc)
+		return rc;
 	for (p = 0; p < op->nparts; p++) {
 		parts[p] = m;
 		if (op->kind == OP_QKV)
-			len[p] = (uint64_t)(p == 0 ? c->num_attention_heads
-						   : c->num_key_value_heads) *
+			len[p] = (uint64_t)(p == 0 ? c->num_attention_heads : kv) *
 				 (uint64_t)c->head_dim;
 		else if (rows % (uint64_t)op->nparts == 0)
 			len[p] = rows / (uint64_t)op->nparts;
@@ -599,7 +608,7 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 		return build_plain(plan, g, &m[0], err);
 	op = &rules->ops[rule->op];
 	if (op->kind == OP_QKV) {
-		rc = plan_check_heads(plan, err);
+		rc = plan_check_heads(plan, op, err);
 		if (rc)
 			return rc;
 	}

@@ -83,6 +83,20 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 		if (!v && c->defaults)
 			v = json_object_get((json_t *)c->defaults, key);
 	}
+	/* "KEY[i]": element i of an array (MiMo-V2-Flash's
+	 * hybrid_layer_pattern[n], a layer's kind); x->s is at the '[' */
+	if (*x->s == '[') {
+		int64_t i;
+
+		x->s++;
+		i = expr_sum(x);
+		while (*x->s == ' ')
+			x->s++;
+		if (*x->s++ != ']')
+			x->bad = true;
+		v = json_is_array(v) && i >= 0 && (size_t)i < json_array_size(v) ?
+			    json_array_get(v, (size_t)i) : NULL;
+	}
 	if (json_is_integer(v))
 		return (int64_t)json_integer_value(v);
 	if (json_is_boolean(v))		/* LongCat's mla_scale_q_lora: true */

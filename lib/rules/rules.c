@@ -105,6 +105,7 @@ void wshard_rules_free(struct wshard_rules *r)
 	free(r->rules);
 	for (i = 0; i < r->nops; i++) {
 		free(r->ops[i].name);
+		free(r->ops[i].kv_heads);
 		for (j = 0; j < r->ops[i].nparts; j++) {
 			free(r->ops[i].parts[j]);
 			free(r->ops[i].sizes[j]);

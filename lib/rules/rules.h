@@ -55,6 +55,10 @@ struct rules_op {
 	 * when it is 1 (vLLM's Mamba-2 replicates a single group of B and C,
 	 * mamba_v2_sharded_weight_loader), refused otherwise. */
 	char *groups[OP_MAX_PARTS];
+	/* "kv_heads" of a q/k/v operator ("split": "qkv"): its k and v
+	 * heads as an expression, or NULL: num_key_value_heads (MiMo-V2-
+	 * Flash's sliding-window layers have twice the full ones'). */
+	char *kv_heads;
 };
 
 struct rules_rule {

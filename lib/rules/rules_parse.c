@@ -92,8 +92,9 @@ static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': \"fused\" is not an object", r->name);
 	json_object_foreach(fused, key, val) {
-		json_t *parts = json_object_get(val, "parts");
+		json_t *parts = json_object_get(val, "parts"), *kv;
 		const char *split = json_string_value(json_object_get(val, "split"));
+		bool qkv;
 		const char *names[OP_MAX_PARTS];
 		size_t j;
 
@@ -114,12 +115,29 @@ static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
 							r->name, key, j);
 		}
 		if (json_object_get(val, "split") &&
-		    (!split || (strcmp(split, "row") && strcmp(split, "replicate"))))
+		    (!split || (strcmp(split, "row") && strcmp(split, "replicate") &&
+				strcmp(split, "qkv"))))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': fused operator '%s': \"split\" must be \"row\" or \"replicate\"",
+						"'%s': fused operator '%s': \"split\" must be \"row\", \"replicate\" or \"qkv\"",
 						r->name, key);
-		rc = add_op(r, key, split && !strcmp(split, "replicate") ? OP_REPLICATE : OP_ROWS,
-			    names, (int)json_array_size(parts), err);
+		qkv = split && !strcmp(split, "qkv");
+		kv = json_object_get(val, "kv_heads");
+		if ((qkv && json_array_size(parts) != 3) ||
+		    (kv && (!qkv || (!json_is_string(kv) && !json_is_integer(kv)))))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': fused operator '%s': \"split\": \"qkv\" takes three parts (q, k, v) and an optional \"kv_heads\" expression, which only it takes",
+						r->name, key);
+		rc = add_op(r, key, qkv ? OP_QKV : split && !strcmp(split, "replicate") ?
+			    OP_REPLICATE : OP_ROWS, names, (int)json_array_size(parts), err);
+		if (!rc && kv) {
+			char buf[32];
+
+			snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(kv));
+			r->ops[r->nops - 1].kv_heads = strdup(json_is_string(kv) ?
+							      json_string_value(kv) : buf);
+			if (!r->ops[r->nops - 1].kv_heads)
+				rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		}
 		if (!rc)
 			rc = rules_parse_sizes(r, &r->ops[r->nops - 1],
 					       json_object_get(val, "sizes"), err);

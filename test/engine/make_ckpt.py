@@ -890,6 +890,10 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "kimi_linear-pad": ("KimiLinearForCausalLM", {"moe_intermediate_size": 128}),
            "lfm2": "Lfm2ForCausalLM",
            "minicpm3": "MiniCPM3ForCausalLM",
+           # MiMo-V2-Flash with one kv head in its full-attention layer, two
+           # in its sliding-window one: at tp 2 the first is whole on both
+           # ranks, the second cut
+           "mimo_v2_flash": ("MiMoV2FlashForCausalLM", {"num_key_value_heads": 1}),
            # StableLM 2's q/k/v biases
            "stablelm": ("StableLmForCausalLM", {"use_qkv_bias": True}),
            # one Mamba-2 group, which vLLM replicates on every rank
