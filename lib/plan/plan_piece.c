@@ -121,7 +121,7 @@ enum wshard_err plan_pad_share(const struct wshard_plan *plan, const struct memb
 	if (!m->rule->pad_to || plan->tp == 1)
 		return WSHARD_OK;
 	rc = expr_eval_dim(plan->config, m->rule->pad_to, t->name, &to, err);
-	if (rc || (uint64_t)to <= share)
+	if (rc || to <= 0 || (uint64_t)to <= share)
 		return rc;
 	if (t->dtype != WSHARD_BF16 && t->dtype != WSHARD_F16 && t->dtype != WSHARD_F32)
 		return wshard_error_set(err, WSHARD_EINVAL,
