@@ -250,7 +250,8 @@ static const char *const learned_archs[] = {
  * vLLM's CPU build saved no stages of them). */
 static const char *const learned_no_pp[] = {
 	"NemotronHForCausalLM", "GraniteMoeHybridForCausalLM", "Ernie4_5_MoeForCausalLM",
-	"Glm4MoeLiteForCausalLM", "AfmoeForCausalLM", "Lfm2ForCausalLM",
+	"Glm4MoeLiteForCausalLM", "AfmoeForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM",
+	"HYV3ForCausalLM",
 };
 #define NLEARNED_NO_PP (sizeof(learned_no_pp) / sizeof(learned_no_pp[0]))
 

@@ -888,7 +888,8 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "kimi_linear": ("KimiLinearForCausalLM", {"moe_intermediate_size": 512}),
            # experts 128 wide: 64 a rank at tp 2, which vLLM pads to 256
            "kimi_linear-pad": ("KimiLinearForCausalLM", {"moe_intermediate_size": 128}),
-           "lfm2": "Lfm2ForCausalLM",
+           "lfm2": "Lfm2ForCausalLM", "lfm2_moe": "Lfm2MoeForCausalLM",
+           "hy_v3": "HYV3ForCausalLM",
            "minicpm3": "MiniCPM3ForCausalLM",
            # MiMo-V2-Flash with one kv head in its full-attention layer, two
            # in its sliding-window one: at tp 2 the first is whole on both
