@@ -92,7 +92,9 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 		i = expr_sum(x);
 		while (*x->s == ' ')
 			x->s++;
-		if (*x->s++ != ']')
+		if (*x->s == ']')
+			x->s++;
+		else
 			x->bad = true;
 		v = json_is_array(v) && i >= 0 && (size_t)i < json_array_size(v) ?
 			    json_array_get(v, (size_t)i) : NULL;
