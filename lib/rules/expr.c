@@ -28,6 +28,28 @@ struct expr {
 
 static int64_t expr_sum(struct expr *x);
 
+/* The sum after the opening bracket at x->s, up to its close (')' of a
+ * parenthesis, ']' of an array index); nested 32 deep at most. */
+static int64_t expr_enclosed(struct expr *x, char close)
+{
+	int64_t v;
+
+	if (++x->depth > 32) {
+		x->bad = true;
+		return 0;
+	}
+	x->s++;
+	v = expr_sum(x);
+	x->depth--;
+	while (*x->s == ' ')
+		x->s++;
+	if (*x->s == close)
+		x->s++;
+	else
+		x->bad = true;
+	return v;
+}
+
 /*
  * The value of config key: a dotted key ("vision_config.hidden_size")
  * walks the nested objects from the top of config.json; a bare one is
@@ -86,16 +108,8 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 	/* "KEY[i]": element i of an array (MiMo-V2-Flash's
 	 * hybrid_layer_pattern[n], a layer's kind); x->s is at the '[' */
 	if (*x->s == '[') {
-		int64_t i;
+		int64_t i = expr_enclosed(x, ']');
 
-		x->s++;
-		i = expr_sum(x);
-		while (*x->s == ' ')
-			x->s++;
-		if (*x->s == ']')
-			x->s++;
-		else
-			x->bad = true;
 		v = json_is_array(v) && i >= 0 && (size_t)i < json_array_size(v) ?
 			    json_array_get(v, (size_t)i) : NULL;
 	}
@@ -117,22 +131,8 @@ static int64_t expr_atom(struct expr *x)
 
 	while (*x->s == ' ')
 		x->s++;
-	if (*x->s == '(') {
-		if (++x->depth > 32) {
-			x->bad = true;
-			return 0;
-		}
-		x->s++;
-		v = expr_sum(x);
-		x->depth--;
-		while (*x->s == ' ')
-			x->s++;
-		if (*x->s == ')')
-			x->s++;
-		else
-			x->bad = true;
-		return v;
-	}
+	if (*x->s == '(')
+		return expr_enclosed(x, ')');
 	start = x->s;
 	if (isdigit((unsigned char)*x->s)) {
 		while (isdigit((unsigned char)*x->s)) {
