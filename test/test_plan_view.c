@@ -5,7 +5,9 @@
  * worked out by hand from test/engine/GPTOSS-LAYOUT.md: w2's blocks cut
  * in dimension 2 as E*H rows ("rows": 2), the blocks' output "view",
  * the down bias on rank 0 alone ("first"), the refusal of a rank
- * boundary inside a 32-value block, and the rules keys' own errors.
+ * boundary inside a 32-value block, and the rules keys' own errors
+ * (with "qkv_groups" and "source_prefix", whose layouts t-qkv-groups.sh
+ * checks).
  */
 #include <criterion/criterion.h>
 
@@ -214,4 +216,41 @@ Test(view, rules_keys_checked)
 		    "\"deinterleave\" is an expression (rows per block) on a \"fuse\" part");
 	parse_fails("{\"match\": \"a\", \"fuse\": \"qkv.q\", \"output\": \"b\", "
 		    "\"deinterleave\": [1]}", "\"deinterleave\" is an expression");
+	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"qkv_groups\": true}",
+		    "\"qkv_groups\" is true or false on an \"unpack\" of a \"split\": \"qkv\" "
+		    "operator without \"sizes\"");
+	parse_fails("{\"match\": \"a\", \"unpack\": \"gate_up\", \"qkv_groups\": true}",
+		    "\"qkv_groups\" is true or false on an \"unpack\"");
+	parse_fails("{\"match\": \"a\", \"unpack\": \"qkv\", \"qkv_groups\": 1}",
+		    "\"qkv_groups\" is true or false");
+}
+
+/* "source_prefix": a name without it is matched with it in front. */
+Test(view, source_prefix)
+{
+	static const char *const bad[] = { "1", "\"\"", "[\"transformer.\"]" };
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	char buf[RULES_NAME_MAX], *doc;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		doc = fmt("{\"name\": \"t\", \"architectures\": [\"X\"], \"source_prefix\": %s, "
+			  "\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}]}", bad[i]);
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_parse(&r, doc, strlen(doc), "t", &err), WSHARD_EINVAL,
+			     "%s", bad[i]);
+		cr_assert_not_null(strstr(err.msg, "\"source_prefix\" is not a string of 1 to 63"),
+				   "%s", err.msg);
+		free(doc);
+	}
+	doc = fmt("{\"name\": \"t\", \"architectures\": [\"X\"], "
+		  "\"source_prefix\": \"transformer.\", "
+		  "\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}]}");
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, doc, strlen(doc), "t", &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_str_eq(rules_source_name(r, "h.0.x", buf), "transformer.h.0.x");
+	cr_assert_str_eq(rules_source_name(r, "transformer.h.0.x", buf), "transformer.h.0.x");
+	wshard_rules_free(r);
+	free(doc);
 }

@@ -417,6 +417,38 @@ Test(builtin, family_details)
 	wshard_rules_free(r);
 }
 
+/*
+ * Falcon and BLOOM: query_key_value unpacked by kv-head group, Falcon's kv
+ * heads an expression of its three config keys; BLOOM's sources matched
+ * with "transformer." in front where they lack it.
+ */
+Test(builtin, qkv_groups)
+{
+	struct wshard_rules *r;
+	struct wshard_error err;
+	struct rules_capture cap;
+	const struct rules_rule *rule;
+	char buf[RULES_NAME_MAX];
+
+	cr_assert_eq(wshard_rules_builtin(&r, "FalconForCausalLM", &err), WSHARD_OK);
+	rule = find_rule(r, "transformer.h.3.self_attention.query_key_value.weight", &cap);
+	cr_assert_not_null(rule);
+	cr_assert_eq(rule->kind, RULE_UNPACK);
+	cr_assert(rule->qkv_groups);
+	cr_assert_eq(r->ops[rule->op].kind, OP_QKV);
+	cr_assert_not_null(strstr(r->ops[rule->op].kv_heads, "num_kv_heads"));
+	cr_assert_null(r->source_prefix);
+	wshard_rules_free(r);
+
+	cr_assert_eq(wshard_rules_builtin(&r, "BloomForCausalLM", &err), WSHARD_OK);
+	rule = find_rule(r, rules_source_name(r, "h.0.self_attention.query_key_value.bias", buf),
+			 &cap);
+	cr_assert_not_null(rule);
+	cr_assert(rule->qkv_groups);
+	cr_assert_str_eq(r->tie_source, "transformer.word_embeddings.weight");
+	wshard_rules_free(r);
+}
+
 Test(builtin, moe_details)
 {
 	struct wshard_rules *r;
@@ -540,9 +572,9 @@ Test(builtin, unknown_architecture)
 	size_t i;
 
 	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_builtin(&r, "FalconForCausalLM", &err), WSHARD_EINVAL);
+	cr_assert_eq(wshard_rules_builtin(&r, "DbrxForCausalLM", &err), WSHARD_EINVAL);
 	cr_assert_null(r);
-	cr_assert_not_null(strstr(err.msg, "'FalconForCausalLM'"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "'DbrxForCausalLM'"), "%s", err.msg);
 	cr_assert_not_null(strstr(err.msg, "--rules"), "%s", err.msg);
 	cr_assert_not_null(strstr(err.msg, "known: "), "%s", err.msg);
 	for (i = 0; i < NARCHS; i++)
@@ -606,7 +638,8 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			7 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear, MiMo-V2-Flash */,
+			9 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			     MiMo-V2-Flash, Falcon, BLOOM */,
 		     "%zu listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;

@@ -265,6 +265,16 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 				const struct member *m, uint64_t *shape,
 				struct wshard_error *err);
 
+/* plan_view.c: rows [row0, row0 + nrows) of q/k/v in vLLM's order (every q
+ * head, every k head, every v head) from a "qkv_groups" source, stored by kv
+ * group [kv, q/kv + 2, head_dim]; one piece a run of adjacent rows.
+ * Returns WSHARD_OK, WSHARD_EINVAL (heads not a multiple of kv) or
+ * WSHARD_ENOMEM. */
+enum wshard_err plan_push_grouped(const struct wshard_plan *plan,
+				  struct wshard_out_tensor *t, const struct member *m,
+				  int64_t kv, uint64_t row0, uint64_t nrows,
+				  struct wshard_error *err);
+
 /* plan_view.c: rows [row0, row0 + nrows) of m's source, whole rows, each
  * block of the rule's "deinterleave" rows even rows first (vLLM's
  * permute_qk_weight_for_rotary).  Returns WSHARD_OK, WSHARD_EINVAL (a cut

@@ -213,6 +213,7 @@ long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules
 	json_t *v = plan->config->text ? json_object_get(plan->config->text,
 							      "num_hidden_layers") : NULL;
 	struct rules_capture cap;
+	char buf[RULES_NAME_MAX];
 	long maxn = -1;
 	size_t i, j;
 
@@ -222,7 +223,9 @@ long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules
 		return (long)json_integer_value(v);
 	for (i = 0; i < plan->cat->ntensors; i++)
 		for (j = 0; j < rules->nrules; j++)
-			if (rules_match(rules->rules[j].match, plan->cat->tensors[i].name, &cap)) {
+			if (rules_match(rules->rules[j].match,
+					rules_source_name(rules, plan->cat->tensors[i].name, buf),
+					&cap)) {
 				if (cap.n > maxn && cap.n < MAX_LAYERS)
 					maxn = cap.n;
 				break;
@@ -292,6 +295,7 @@ static void count_width(const struct wshard_plan *plan, struct matching *mt)
 {
 	const struct wshard_rules *rules = mt->rules;
 	struct rules_capture cap;
+	char buf[RULES_NAME_MAX];
 	size_t i, j;
 
 	mt->width = mt->nlayers;
@@ -299,7 +303,9 @@ static void count_width(const struct wshard_plan *plan, struct matching *mt)
 		if (!bounds_layers(plan, &rules->rules[j]))
 			continue;
 		for (i = 0; i < plan->cat->ntensors; i++)
-			if (rules_match(rules->rules[j].match, plan->cat->tensors[i].name, &cap) &&
+			if (rules_match(rules->rules[j].match,
+					rules_source_name(rules, plan->cat->tensors[i].name, buf),
+					&cap) &&
 			    cap.n >= mt->width && cap.n < MAX_LAYERS)
 				mt->width = cap.n + 1;
 	}
@@ -318,6 +324,8 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 {
 	const struct wshard_rules *rules = mt->rules;
 	const char *name = plan->cat->tensors[i].name;
+	char buf[RULES_NAME_MAX];
+	const char *as = rules_source_name(rules, name, buf);
 	long nlayers = mt->nlayers;
 	size_t j;
 	bool ok = false;
@@ -326,7 +334,7 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 	*out_matched = false;
 	m->out = NULL;
 	for (j = 0; j < rules->nrules && !ok; j++) {
-		if (!rules_match(rules->rules[j].match, name, &m->cap))
+		if (!rules_match(rules->rules[j].match, as, &m->cap))
 			continue;
 		rc = rule_applies_memo(plan, mt, j, m->cap.n, &ok, err);
 		if (rc)
@@ -352,7 +360,7 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 	mt->seen[j * (size_t)(mt->width + 1) + (size_t)(m->cap.n < 0 ? 0 : m->cap.n)] = true;
 	if (m->rule->kind == RULE_SKIP)
 		return WSHARD_OK;
-	if (mt->tied && strcmp(name, rules->tie_source) == 0)
+	if (mt->tied && strcmp(as, rules->tie_source) == 0)
 		m->out = strdup(rules->tie_output);
 	else
 		m->out = rules_expand(m->rule->output, &m->cap);
@@ -393,7 +401,8 @@ static void *match_part(void *arg)
 		return NULL;
 	}
 	for (i = pt->a; i < pt->b && !pt->err.code; i++) {
-		const char *name = plan->cat->tensors[i].name;
+		char buf[RULES_NAME_MAX];
+		const char *name = rules_source_name(rules, plan->cat->tensors[i].name, buf);
 		struct member *m = &pt->m[pt->n];
 		bool matched;
 

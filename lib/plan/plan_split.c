@@ -397,6 +397,9 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 			if (parts[p]->rule->deinterleave && !whole)
 				rc = plan_push_deinterleaved(plan, &g->ranks[r], parts[p],
 							     part_off[p] + row0, nrows, err);
+			else if (parts[p]->rule->qkv_groups && !whole)
+				rc = plan_push_grouped(plan, &g->ranks[r], parts[p], kv,
+						       part_off[p] + row0, nrows, err);
 			else
 				rc = plan_push_rows(plan, &g->ranks[r], parts[p]->src,
 						    part_off[p] + row0, nrows, err);

@@ -13,7 +13,8 @@
  * whole), "chunks" without a transpose (Granite MoE's input_linear
  * [E, 2I, H], each expert's gate and up rows cut each), and a fused
  * part's "deinterleave" (Llama 4's q/k heads, even rows first: a
- * transposed piece whose elements are rows).
+ * transposed piece whose elements are rows), and a q/k/v source
+ * stored by kv head ("qkv_groups": Falcon's and Bloom's query_key_value).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,53 @@ enum wshard_err plan_push_deinterleaved(const struct wshard_plan *plan,
 	p.out_ncols = di * rb;
 	p.len = nrows * rb;
 	return plan_push_piece(t, &p, err);
+}
+
+/*
+ * vLLM regroups such a source before it cuts q, k and v (falcon.py's
+ * load_weights views it as [kv, q/kv + 2, head_dim]; bloom.py's
+ * _repack_qkv as [heads, 3, head_dim], a group a head).  In the
+ * regrouped order q head i lies in group i / (q/kv), k or v head j in
+ * group j.
+ */
+enum wshard_err plan_push_grouped(const struct wshard_plan *plan,
+				  struct wshard_out_tensor *t, const struct member *m,
+				  int64_t kv, uint64_t row0, uint64_t nrows,
+				  struct wshard_error *err)
+{
+	uint64_t hd = (uint64_t)plan->config->head_dim;
+	uint64_t h = (uint64_t)plan->config->num_attention_heads;
+	uint64_t end = row0 + nrows, at = row0, q;
+	enum wshard_err rc = WSHARD_OK;
+
+	if (kv <= 0 || h % (uint64_t)kv || !hd)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"qkv_groups\": num_attention_heads=%llu is not a multiple of its %lld kv heads",
+					src_name(plan, m->src), (unsigned long long)h, (long long)kv);
+	q = h / (uint64_t)kv;
+	while (at < end && !rc) {
+		uint64_t head = at / hd, in = at % hd, src, run;
+
+		if (head < h) {
+			/* a group's q heads lie together */
+			src = (head / q * (q + 2) + head % q) * hd + in;
+			run = (q - head % q) * hd - in;
+		} else {
+			uint64_t j = head - h, slot = q;
+
+			if (j >= (uint64_t)kv) {
+				j -= (uint64_t)kv;
+				slot = q + 1;
+			}
+			src = (j * (q + 2) + slot) * hd + in;
+			run = hd - in;
+		}
+		if (run > end - at)
+			run = end - at;
+		rc = plan_push_rows(plan, t, m->src, src, run, err);
+		at += run;
+	}
+	return rc;
 }
 
 /*

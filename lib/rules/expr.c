@@ -2,7 +2,8 @@
  * expr.c - the evaluator of rule files' shape expressions: a recursive
  * descent over sums of products of atoms (integers, config.json keys,
  * parenthesised sums), with every overflow flagged.  Keys that
- * catalog_read.c normalises (num_key_value_heads, head_dim, num_experts) are
+ * catalog_read.c normalises (hidden_size, num_attention_heads,
+ * num_key_value_heads, head_dim, num_experts) are
  * taken from there, so a config that leaves them implicit still works.
  */
 #include <ctype.h>
@@ -77,6 +78,8 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 {
 	const struct wshard_config *c = x->cfg;
 	static const struct { const char *name; size_t off; } normalized[] = {
+		{ "hidden_size", offsetof(struct wshard_config, hidden_size) },
+		{ "num_attention_heads", offsetof(struct wshard_config, num_attention_heads) },
 		{ "num_key_value_heads", offsetof(struct wshard_config, num_key_value_heads) },
 		{ "head_dim", offsetof(struct wshard_config, head_dim) },
 		{ "num_experts", offsetof(struct wshard_config, num_experts) },

@@ -14,6 +14,21 @@
 #include "wshard.h"
 #include "rules.h"
 
+const char *rules_source_name(const struct wshard_rules *r, const char *name, char *buf)
+{
+	size_t np, nn;
+
+	if (!r->source_prefix)
+		return name;
+	np = strlen(r->source_prefix);
+	nn = strlen(name);
+	if (strncmp(name, r->source_prefix, np) == 0 || np + nn >= RULES_NAME_MAX)
+		return name;
+	memcpy(buf, r->source_prefix, np);
+	memcpy(buf + np, name, nn + 1);
+	return buf;
+}
+
 bool rules_match(const char *pattern, const char *name, struct rules_capture *cap)
 {
 	const char *p = pattern, *s = name;
@@ -84,6 +99,7 @@ void wshard_rules_free(struct wshard_rules *r)
 	if (!r)
 		return;
 	free(r->no_ep);
+	free(r->source_prefix);
 	for (i = 0; i < r->ntp_divides; i++)
 		free(r->tp_divides[i]);
 	free(r->tp_divides);

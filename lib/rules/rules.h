@@ -117,6 +117,10 @@ struct rules_rule {
 	char *deinterleave;	/* "deinterleave": rows per block (an
 				 * expression); within each block even rows
 				 * first, then odd ones; NULL: none */
+	bool qkv_groups;	/* "qkv_groups": an "unpack" q/k/v source's rows
+				 * are kv-head groups, [kv, q/kv + 2,
+				 * head_dim]: each group's q heads, its k
+				 * head, its v head (Falcon, Bloom) */
 	char *pad_to;		/* "pad_to": with --tp above 1, a rank's share
 				 * of a fused part's rows or of a "col" split's
 				 * columns narrower than this (an expression)
@@ -187,6 +191,10 @@ struct wshard_rules {
 	/* "no_expert_parallel": why these rules do not write
 	 * --expert-parallel (convert refuses it), or NULL */
 	char *no_ep;
+	/* "source_prefix": a source name that does not begin with it is
+	 * matched as if it did, as vLLM prefixes it (Bloom's and GPT-2's
+	 * "transformer."), or NULL */
+	char *source_prefix;
 	/* "tp_divides": expressions of config.json keys that --tp must
 	 * divide (Mamba-2's n_groups, which vLLM would replicate instead) */
 	size_t ntp_divides;
@@ -215,6 +223,19 @@ struct rules_capture {
  * a leading zero).  Returns true and fills *cap on a match.
  */
 bool rules_match(const char *pattern, const char *name, struct rules_capture *cap);
+
+/* "source_prefix" holds fewer bytes than this; a name it is put in front
+ * of, fewer than RULES_NAME_MAX. */
+#define RULES_PREFIX_MAX 64
+#define RULES_NAME_MAX 1024
+
+/*
+ * The name rules r match source name by: with r's "source_prefix" in front
+ * where name does not begin with it (written into buf, RULES_NAME_MAX
+ * bytes), else name itself (also where the two would not fit: such a name
+ * matches no prefixed rule).
+ */
+const char *rules_source_name(const struct wshard_rules *r, const char *name, char *buf);
 
 /* Expands pattern with cap into a malloc'd string (NULL: out of memory). */
 char *rules_expand(const char *pattern, const struct rules_capture *cap);

@@ -207,7 +207,8 @@ static char *expr_copy(json_t *d, bool *bad)
  * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
  * which vLLM reorders even rows first) on a fused part; "pad_to" (an
  * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
- * a fused part or a plain "col" split.
+ * a fused part or a plain "col" split; "qkv_groups" (q/k/v heads stored by
+ * kv group: Falcon's query_key_value) on an "unpack" of q/k/v.
  */
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err)
@@ -234,6 +235,13 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 		    rule->transpose || rule->chunks > 1 || rule->rows > 1 || rule->nparts > 1))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"pad_to\" is an expression (rows or columns a rank) on a \"fuse\" part or a \"col\" split without \"transpose\", \"chunks\" or \"rows\"",
+					r->name, rule->match);
+	rule->qkv_groups = json_is_true(json_object_get(t, "qkv_groups"));
+	if (json_object_get(t, "qkv_groups") &&
+	    (!json_is_boolean(json_object_get(t, "qkv_groups")) || rule->kind != RULE_UNPACK ||
+	     r->ops[rule->op].kind != OP_QKV || r->ops[rule->op].sizes[0]))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"qkv_groups\" is true or false on an \"unpack\" of a \"split\": \"qkv\" operator without \"sizes\"",
 					r->name, rule->match);
 	if (di && (rule->deinterleave = expr_copy(di, &bad)) == NULL && !bad)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");

@@ -204,7 +204,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
 		"if", "reason", "dtype", "from", "rows", "view", "transpose",
 		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
-		"pad_to",
+		"pad_to", "qkv_groups",
 	};
 	const char *key;
 	json_t *val;
@@ -512,6 +512,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		static const char *const known[] = {
 			"name", "comment", "architectures", "tensors", "fused", "extra", "tie",
 			"defaults", "no_expert_parallel", "pipeline", "tp_divides",
+			"source_prefix",
 		};
 		bool ok = false;
 
@@ -519,7 +520,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, source_prefix)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))
@@ -544,6 +545,14 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 					"'%s': \"no_expert_parallel\" is not a non-empty string (the reason)",
 					r->name);
 	if (val && !(r->no_ep = strdup(json_string_value(val))))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	val = json_object_get(root, "source_prefix");
+	if (val && (!json_is_string(val) || !json_string_length(val) ||
+		    json_string_length(val) >= RULES_PREFIX_MAX))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"source_prefix\" is not a string of 1 to %d characters",
+					r->name, RULES_PREFIX_MAX - 1);
+	if (val && !(r->source_prefix = strdup(json_string_value(val))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	/* "tp_divides": expressions --tp must divide */
 	val = json_object_get(root, "tp_divides");

@@ -57,8 +57,14 @@ void catalog_config_fields(struct wshard_config *c)
 {
 	json_t *tie;
 
+	/* GPT-2's, GPT-J's and Bloom's names, as transformers' attribute_map
+	 * reads them */
 	c->hidden_size = field(c, "hidden_size");
+	if (c->hidden_size < 0)
+		c->hidden_size = field(c, "n_embd");
 	c->num_attention_heads = field(c, "num_attention_heads");
+	if (c->num_attention_heads < 0)
+		c->num_attention_heads = field(c, "n_head");
 	c->num_key_value_heads = field(c, "num_key_value_heads");
 	if (c->num_key_value_heads < 0)
 		c->num_key_value_heads = c->num_attention_heads;

@@ -895,6 +895,12 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            # in its sliding-window one: at tp 2 the first is whole on both
            # ranks, the second cut
            "mimo_v2_flash": ("MiMoV2FlashForCausalLM", {"num_key_value_heads": 1}),
+           # q/k/v stored by kv-head group: Bloom's a group a head, Falcon-7B's
+           # one group (multi_query), Falcon-40B's new decoder architecture
+           # with two kv heads (at tp 2 a group a rank)
+           "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
+           "falcon-gqa": ("FalconForCausalLM", {"new_decoder_architecture": True,
+                                                "num_kv_heads": 2, "num_attention_heads": 8}),
            # StableLM 2's q/k/v biases
            "stablelm": ("StableLmForCausalLM", {"use_qkv_bias": True}),
            # one Mamba-2 group, which vLLM replicates on every rank
@@ -919,6 +925,21 @@ def learned(arch, out):
     loader.exec_module(mod)
     name, over = LEARNED[arch] if isinstance(LEARNED[arch], tuple) else (LEARNED[arch], {})
     mod.make_checkpoint(name, out, over)
+    if arch == "bloom":
+        hub_bloom_names(out)
+
+
+def hub_bloom_names(out):
+    """Drops "transformer." from every name, as BigScience's BLOOM
+    checkpoints on the Hub (saved from BloomModel) name their tensors: vLLM
+    0.32 adds it back (bloom.py, _add_transformer_prefix)."""
+    from ckpt_io import rewrite_shards
+
+    def strip(tensors):
+        for k in list(tensors):
+            if k.startswith("transformer."):
+                tensors[k[len("transformer."):]] = tensors.pop(k)
+    rewrite_shards(out, strip)
 
 
 def make(arch, out):
