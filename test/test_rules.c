@@ -419,8 +419,8 @@ Test(builtin, family_details)
 
 /*
  * Falcon and BLOOM: query_key_value unpacked by kv-head group, Falcon's kv
- * heads an expression of its three config keys; BLOOM's sources matched
- * with "transformer." in front where they lack it.
+ * heads an expression of its three config keys; BLOOM's (and GPT-2's)
+ * sources matched with "transformer." in front where they lack it.
  */
 Test(builtin, qkv_groups)
 {
@@ -446,6 +446,16 @@ Test(builtin, qkv_groups)
 	cr_assert_not_null(rule);
 	cr_assert(rule->qkv_groups);
 	cr_assert_str_eq(r->tie_source, "transformer.word_embeddings.weight");
+	wshard_rules_free(r);
+
+	/* GPT-2: Conv1D weights transposed after the cut, q/k/v as chunks */
+	cr_assert_eq(wshard_rules_builtin(&r, "GPT2LMHeadModel", &err), WSHARD_OK);
+	rule = find_rule(r, rules_source_name(r, "h.0.attn.c_attn.weight", buf), &cap);
+	cr_assert_not_null(rule);
+	cr_assert(rule->transpose);
+	cr_assert_eq(rule->chunks, 3);
+	cr_assert_eq(rule->rows, 2);
+	cr_assert_eq(find_rule(r, "transformer.h.0.attn.bias", &cap)->kind, RULE_SKIP);
 	wshard_rules_free(r);
 }
 
@@ -638,8 +648,8 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			9 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
-			     MiMo-V2-Flash, Falcon, BLOOM */,
+			10 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2 */,
 		     "%zu listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;

@@ -22,6 +22,14 @@ static const char *src_name(const struct wshard_plan *plan, uint32_t src)
 	return t.name;
 }
 
+static int src_ndim(const struct wshard_plan *plan, uint32_t src)
+{
+	struct wshard_tensor_info t;
+
+	wshard_catalog_tensor(plan->cat, src, &t);
+	return t.ndim;
+}
+
 static void piece_text(FILE *f, const struct wshard_plan *plan,
 		       const struct wshard_piece *p)
 {
@@ -29,6 +37,11 @@ static void piece_text(FILE *f, const struct wshard_plan *plan,
 		fprintf(f, "    zeros %llu bytes\n", (unsigned long long)p->len);
 	else if (p->kind == WSHARD_PIECE_CONST)
 		fprintf(f, "    value %g\n", p->prov_value);
+	else if (p->tr_rows && !p->di_rows && src_ndim(plan, p->src) == 2)
+		/* a transposed matrix is one row: the cut is all there is */
+		fprintf(f, "    %s [%llu, %llu) of dimension %d, transposed\n",
+			src_name(plan, p->src), (unsigned long long)p->prov_col0,
+			(unsigned long long)(p->prov_col0 + p->prov_ncols), p->prov_dim);
 	else if (p->prov_ncols)
 		/* a "rows" view counts merged rows; a transposed piece, cols
 		 * of its prov_dim */

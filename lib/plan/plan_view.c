@@ -107,6 +107,13 @@ enum wshard_err plan_set_views(struct wshard_plan *plan, const struct member *m,
 				return rc;
 			continue;
 		}
+		/* a transposed matrix is one row (an expert of one) */
+		if (m[i].rule->transpose && t->ndim == 2) {
+			rc = set_view_rows(plan, m[i].src, 1, err);
+			if (rc)
+				return rc;
+			continue;
+		}
 		/* a transposed split keeps its rows: "rows" picks its cut */
 		if (m[i].rule->rows < 2 || m[i].rule->kind != RULE_COL || m[i].rule->transpose)
 			continue;
@@ -217,25 +224,28 @@ enum wshard_err plan_push_grouped(const struct wshard_plan *plan,
  * divide.
  */
 static enum wshard_err chunk_cut(const struct wshard_plan *plan, const struct member *m,
-				 int dim, uint64_t *clen, uint64_t *cut, struct wshard_error *err)
+				 const uint64_t *shp, int dim, uint64_t *clen, uint64_t *cut,
+				 struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	uint64_t nch = (uint64_t)m->rule->chunks;
+	/* the dimension as the source counts it (a matrix has no experts) */
+	int sd = dim - (3 - (t->ndim < 3 ? t->ndim : 3));
 
-	if (plan->opt.expert_parallel)
+	if (plan->opt.expert_parallel && t->ndim > 2)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': --expert-parallel needs \"experts\" (and \"transpose\") on a rule with \"chunks\"",
 					t->name);
-	if (t->shape[dim] % nch)
+	if (shp[dim] % nch)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': dimension %d (%llu) is not %llu equal \"chunks\"",
-					t->name, dim, (unsigned long long)t->shape[dim],
+					t->name, sd, (unsigned long long)shp[dim],
 					(unsigned long long)nch);
-	*clen = t->shape[dim] / nch;
+	*clen = shp[dim] / nch;
 	if (*clen % (uint64_t)plan->tp)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': dimension %d holds %llu \"chunks\" of %llu, not divisible by --tp %d",
-					t->name, dim, (unsigned long long)nch,
+					t->name, sd, (unsigned long long)nch,
 					(unsigned long long)*clen, plan->tp);
 	*cut = *clen / (uint64_t)plan->tp;
 	return WSHARD_OK;
@@ -253,8 +263,8 @@ static enum wshard_err chunk_cut(const struct wshard_plan *plan, const struct me
  * expert and part.
  */
 static enum wshard_err split_chunks(const struct wshard_plan *plan, struct group_out *g,
-				    const struct member *m, int dim, uint64_t inner,
-				    uint64_t *shape, struct wshard_error *err)
+				    const struct member *m, const uint64_t *shp, int dim,
+				    uint64_t inner, uint64_t *shape, struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	uint64_t es = wshard_dtype_bits(t->dtype) / 8;
@@ -262,14 +272,14 @@ static enum wshard_err split_chunks(const struct wshard_plan *plan, struct group
 	enum wshard_err rc;
 	int r;
 
-	rc = chunk_cut(plan, m, dim, &clen, &cut, err);
+	rc = chunk_cut(plan, m, shp, dim, &clen, &cut, err);
 	if (rc)
 		return rc;
 	shape[1] = nch * cut;
 	if (dim == 2)
-		shape[2] = t->shape[1];
+		shape[2] = shp[1];
 	for (r = 0; r < plan->tp && !rc; r++)
-		for (e = 0; e < t->shape[0] && !rc; e++)
+		for (e = 0; e < shp[0] && !rc; e++)
 			for (c = 0; c < nch && !rc; c++) {
 				struct wshard_piece p = {
 					.kind = WSHARD_PIECE_COPY,
@@ -281,11 +291,11 @@ static enum wshard_err split_chunks(const struct wshard_plan *plan, struct group
 				};
 
 				if (dim == 2) {
-					p.tr_rows = t->shape[1];
-					p.tr_stride = t->shape[2] * es;
+					p.tr_rows = shp[1];
+					p.tr_stride = shp[2] * es;
 					p.tr_width = cut * es;
 					p.tr_es = (unsigned)es;
-					p.prov_dim = 2;
+					p.prov_dim = t->ndim - 1;
 					p.col0 = p.prov_col0 * es;
 					p.ncols = (p.tr_rows - 1) * p.tr_stride + p.tr_width;
 					p.out_ncols = p.tr_rows * p.tr_width;
@@ -358,6 +368,10 @@ static enum wshard_err split_transposed_ep(const struct wshard_plan *plan,
  * A 3-D source [E, A, B] cut in dimension dim (1 or 2) and each expert's
  * matrix transposed: rank r's [E, B, A/tp] or [E, B/tp, A], one piece
  * a rank whose rows are the experts (a whole expert is in every window).
+ * A 2-D source [A, B] is one expert, [1, A, B], written [B, A/tp] or
+ * [B/tp, A]: GPT-2's Conv1D weights, which transformers keeps input
+ * dimension first (vLLM's gpt2.py transposes them on loading); its one
+ * row is the whole matrix (plan_set_views).
  */
 static enum wshard_err split_transposed(const struct wshard_plan *plan, struct group_out *g,
 					const struct member *m, int dim, uint64_t *shape,
@@ -365,43 +379,53 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	uint64_t tp = (uint64_t)plan->tp, es = wshard_dtype_bits(t->dtype) / 8;
-	uint64_t a, b, stride, cut;
+	uint64_t shp[3], out[3], a, b, stride, cut;
 	enum wshard_err rc = WSHARD_OK;
-	int r;
+	int r, lead;
 
-	if (t->ndim != 3 || !es || wshard_dtype_bits(t->dtype) % 8)
+	if ((t->ndim != 3 && t->ndim != 2) || !es || wshard_dtype_bits(t->dtype) % 8)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': \"transpose\" needs 3 dimensions of whole-byte elements",
+					"tensor '%s': \"transpose\" needs 2 or 3 dimensions of whole-byte elements",
 					t->name);
-	a = t->shape[1];
-	b = t->shape[2];
+	lead = t->ndim - 2;
+	shp[0] = lead ? t->shape[0] : 1;
+	a = shp[1] = t->shape[lead];
+	b = shp[2] = t->shape[lead + 1];
 	stride = b * es;
 	/* a transposed piece counts its sub-rows and their bytes in 32 bits */
 	if (a > UINT32_MAX || stride > UINT32_MAX)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': \"transpose\" of a matrix with over 2^32 rows or 4 GiB rows",
 					t->name);
-	if (plan->opt.expert_parallel && m->rule->experts)
+	if (plan->opt.expert_parallel && m->rule->experts) {
+		if (!lead)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': \"experts\" needs 3 dimensions (experts first)",
+						t->name);
 		return split_transposed_ep(plan, g, m, dim, shape, err);
+	}
+	memcpy(out, shp, sizeof(out));
 	if (m->rule->chunks > 1)
-		return split_chunks(plan, g, m, 2, 0, shape, err);
-	if (t->shape[dim] % tp)
-		return plan_indivisible(plan, m, dim, t->shape[dim], err);
-	cut = t->shape[dim] / tp;
-	shape[1] = dim == 1 ? b : cut;
-	shape[2] = dim == 1 ? cut : a;
-	for (r = 0; r < plan->tp && !rc; r++) {
+		rc = split_chunks(plan, g, m, shp, 2, 0, out, err);
+	else if (shp[dim] % tp)
+		return plan_indivisible(plan, m, dim - 1 + lead, shp[dim], err);
+	cut = shp[dim] / tp;
+	if (m->rule->chunks < 2) {
+		out[1] = dim == 1 ? b : cut;
+		out[2] = dim == 1 ? cut : a;
+	}
+	for (r = 0; r < plan->tp && !rc && m->rule->chunks < 2; r++) {
 		struct wshard_piece p = {
 			.kind = WSHARD_PIECE_COPY,
 			.src = m->src,
-			.nrows = t->shape[0],
+			.nrows = shp[0],
 			.tr_rows = dim == 1 ? cut : a,
 			.tr_stride = stride,
 			.tr_width = dim == 1 ? stride : cut * es,
 			.tr_es = (unsigned)es,
 			.prov_col0 = (uint64_t)r * cut,
 			.prov_ncols = cut,
-			.prov_dim = dim,
+			.prov_dim = dim - 1 + lead,
 		};
 
 		p.col0 = dim == 1 ? (uint64_t)r * cut * stride : (uint64_t)r * cut * es;
@@ -410,6 +434,7 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 		p.len = p.nrows * p.out_ncols;
 		rc = plan_push_piece(&g->ranks[r], &p, err);
 	}
+	memcpy(shape, out + 1 - lead, (size_t)t->ndim * sizeof(uint64_t));
 	return rc;
 }
 
@@ -437,7 +462,7 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 					"tensor '%s': \"chunks\" without \"transpose\" needs 3 or more dimensions of whole-byte rows",
 					t->name);
 	if (m->rule->chunks > 1)
-		return split_chunks(plan, g, m, 1, inner * bits / 8, shape, err);
+		return split_chunks(plan, g, m, t->shape, 1, inner * bits / 8, shape, err);
 	if (cols % tp)
 		return plan_indivisible(plan, m, lead, cols, err);
 	shape[lead] = cols / tp;

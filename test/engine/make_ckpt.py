@@ -899,6 +899,8 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            # one group (multi_query), Falcon-40B's new decoder architecture
            # with two kv heads (at tp 2 a group a rank)
            "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
+           # GPT-2's Conv1D weights (transposed), in the Hub's names
+           "gpt2": "GPT2LMHeadModel",
            "falcon-gqa": ("FalconForCausalLM", {"new_decoder_architecture": True,
                                                 "num_kv_heads": 2, "num_attention_heads": 8}),
            # StableLM 2's q/k/v biases
@@ -927,6 +929,32 @@ def learned(arch, out):
     mod.make_checkpoint(name, out, over)
     if arch == "bloom":
         hub_bloom_names(out)
+    if arch == "gpt2":
+        hub_gpt2(out)
+
+
+def hub_gpt2(out):
+    """Names without "transformer.", and each layer's causal-mask buffers
+    (attn.bias, F32 [1, 1, P, P], and attn.masked_bias), as OpenAI's GPT-2
+    checkpoints on the Hub carry them: vLLM 0.32 adds the prefix and drops
+    the buffers (gpt2.py)."""
+    import json
+    import os
+    import torch
+    from ckpt_io import rewrite_shards
+    cfg = json.load(open(os.path.join(out, "config.json")))
+    p = cfg["n_positions"]
+    state = {"first": True}
+
+    def hub(tensors):
+        for k in list(tensors):
+            if k.startswith("transformer."):
+                tensors[k[len("transformer."):]] = tensors.pop(k)
+        if state.pop("first", False):
+            for n in range(cfg["n_layer"]):
+                tensors[f"h.{n}.attn.bias"] = torch.tril(torch.ones(p, p)).view(1, 1, p, p)
+                tensors[f"h.{n}.attn.masked_bias"] = torch.tensor(-1e4)
+    rewrite_shards(out, hub)
 
 
 def hub_bloom_names(out):
