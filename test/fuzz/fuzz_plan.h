@@ -27,7 +27,10 @@
 		}                                                            \
 	} while (0)
 
-static inline void fuzz_check_piece(const struct wshard_catalog *cat,
+/* A piece's rows are its source's as the plan sees them (a view's: GPT-OSS's
+ * "rows", a transposed matrix's one row), as the stream reads them. */
+static inline void fuzz_check_piece(const struct wshard_plan *plan,
+				    const struct wshard_catalog *cat,
 				    const struct wshard_out_tensor *t,
 				    const struct wshard_piece *p)
 {
@@ -42,8 +45,8 @@ static inline void fuzz_check_piece(const struct wshard_catalog *cat,
 
 		PCHECK(p->src < cat->ntensors);
 		s = &cat->tensors[p->src];
-		rows = s->info->ndim == 0 || s->info->shape[0] == 0 ||
-		       s->nbytes % s->info->shape[0] ? 1 : s->info->shape[0];
+		rows = wshard_plan_src_rows(plan, p->src);
+		PCHECK(rows >= 1 && s->nbytes % rows == 0);
 		row_bytes = s->nbytes / rows;
 		PCHECK(p->row0 <= rows && p->nrows <= rows - p->row0);
 		PCHECK(p->col0 <= row_bytes && p->ncols <= row_bytes - p->col0);
@@ -84,7 +87,7 @@ static inline void fuzz_check_plan(const struct wshard_plan *plan,
 			PCHECK(t->end - t->begin == t->nbytes);
 			PCHECK(rp->files[t->part].header_len + t->end <= rp->files[t->part].size);
 			for (k = 0; k < t->npieces; k++) {
-				fuzz_check_piece(cat, t, &t->pieces[k]);
+				fuzz_check_piece(plan, cat, t, &t->pieces[k]);
 				PCHECK(t->pieces[k].dst == at);
 				at += t->pieces[k].len;
 			}
