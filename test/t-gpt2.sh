@@ -5,8 +5,8 @@
 # converted at tp 1, 2 and 4.  Every rank tensor is compared with what
 # vLLM's gpt2.py loads, worked out here element by element: the source
 # transposed (W.t()), then c_attn's q, k and v each cut by rows
-# (QKVParallelLinear), c_fc by rows, the c_proj weights by columns; the
-# buffers are left out.  A matrix over a read thread's share of
+# (QKVParallelLinear), c_fc by rows, the c_proj weights by columns (and
+# with --dtype bf16, rounded); the buffers are left out.  A matrix over a read thread's share of
 # --max-memory (hidden 1024, 1MiB) and mpirun give the same bytes;
 # --dry-run names the cut of a transposed matrix.
 # shellcheck disable=SC1091
@@ -29,7 +29,10 @@ def rnd(shape, seed):
     n = 1
     for d in shape:
         n *= d
-    return (dt, shape, random.Random(seed).randbytes(n * es))
+    r = random.Random(seed)
+    if dt == "F32":     # numbers, for --dtype to round
+        return (dt, shape, b"".join(struct.pack("<f", r.uniform(-2, 2)) for _ in range(n)))
+    return (dt, shape, r.randbytes(n * es))
 
 
 t = {"wte.weight": rnd([V, H], 1), "wpe.weight": rnd([P, H], 2),
@@ -53,14 +56,22 @@ json.dump({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd":
 PY
 }
 
-# ranks_ok LABEL SRC OUT TP: every rank tensor of OUT as vLLM holds it.
+# ranks_ok LABEL SRC OUT TP [BF16]: every rank tensor of OUT as vLLM holds
+# it (with BF16, an F32 source's elements rounded to BF16, to nearest even).
 ranks_ok() {
 	"$PYTHON" - "$ROOT/test" "$@" >"$T/ranks" 2>&1 <<'PY' || fail "$1: $(cat "$T/ranks")"
-import glob, sys
+import glob, struct, sys
 sys.path.insert(0, sys.argv[1])
 import st
 src = st.read([sys.argv[3] + "/model.safetensors"])
 out, tp = sys.argv[4], int(sys.argv[5])
+bf16 = len(sys.argv) > 6
+
+
+def to_bf16(e):
+    u = struct.unpack("<I", e)[0]
+    u += 0x7FFF + (u >> 16 & 1)
+    return struct.pack("<H", u >> 16 & 0xFFFF)
 
 
 def mat(name):
@@ -102,7 +113,7 @@ for r in range(tp):
             "mlp.c_proj.weight": cols(t(mat("mlp.c_proj.weight")), r)}
     for k, w in want.items():
         dt, shape, b = got["transformer.h.0." + k]
-        flat = b"".join(e for row in w for e in row)
+        flat = b"".join(to_bf16(e) if bf16 else e for row in w for e in row)
         if b != flat or (len(shape) == 2 and shape != [len(w), len(w[0])]):
             bad.append("rank %d: %s %s is not vLLM's" % (r, k, shape))
     if any(".attn.bias" in k or "masked_bias" in k for k in got):
@@ -125,6 +136,13 @@ for dt in BF16 F32; do
 	done
 done
 expect_exit 0 "$WSHARD" verify "$T/out-F32-2"
+# --dtype bf16: each element of a transposed piece rounded on its way
+for tp in 1 2; do
+	o=$T/out-bf16-$tp
+	expect_exit 0 "$WSHARD" convert -q --no-sync --tp "$tp" --dtype bf16 "$T/gpt2-F32" "$o" &&
+		ranks_ok "F32 as BF16, tp $tp" "$T/gpt2-F32" "$o" "$tp" BF16
+	nc=$((nc + 1))
+done
 expect_exit 0 "$WSHARD" convert --dry-run --tp 2 "$T/gpt2-BF16" "$T/dry"
 grep -qF "h.0.mlp.c_proj.weight [0, 64) of dimension 0, transposed" "$T/out" &&
 	grep -qF "h.0.attn.c_attn.weight [32, 48) of dimension 1, transposed" "$T/out" ||
