@@ -448,6 +448,14 @@ Test(builtin, qkv_groups)
 	cr_assert_str_eq(r->tie_source, "transformer.word_embeddings.weight");
 	wshard_rules_free(r);
 
+	/* MiMo-V2-Flash: its multi-token prediction layer left out, named */
+	cr_assert_eq(wshard_rules_builtin(&r, "MiMoV2FlashForCausalLM", &err), WSHARD_OK);
+	rule = find_rule(r, "model.mtp.layers.0.eh_proj.weight", &cap);
+	cr_assert_not_null(rule);
+	cr_assert_eq(rule->kind, RULE_SKIP);
+	cr_assert_not_null(rule->reason);
+	wshard_rules_free(r);
+
 	/* GPT-2: Conv1D weights transposed after the cut, q/k/v as chunks */
 	cr_assert_eq(wshard_rules_builtin(&r, "GPT2LMHeadModel", &err), WSHARD_OK);
 	rule = find_rule(r, rules_source_name(r, "h.0.attn.c_attn.weight", buf), &cap);

@@ -931,6 +931,36 @@ def learned(arch, out):
         hub_bloom_names(out)
     if arch == "gpt2":
         hub_gpt2(out)
+    if arch == "mimo_v2_flash":
+        released_mimo_mtp(out)
+
+
+def released_mimo_mtp(out):
+    """A multi-token prediction layer beside the model, as Xiaomi's
+    MiMo-V2-Flash checkpoints carry it (model.mtp.layers.0.*: enorm, hnorm,
+    eh_proj, attention, dense MLP, final_layernorm); transformers' class
+    has none.  vLLM 0.32's main model skips every "mtp" name (mimo_v2.py)."""
+    import json
+    import os
+    import torch
+    from ckpt_io import rewrite_shards
+    cfg = json.load(open(os.path.join(out, "config.json")))
+    h, i = cfg["hidden_size"], cfg["intermediate_size"]
+    p = "model.mtp.layers.0."
+    g = torch.Generator().manual_seed(5)
+    shapes = {"enorm.weight": [h], "hnorm.weight": [h], "eh_proj.weight": [h, 2 * h],
+              "input_layernorm.weight": [h], "self_attn.q_proj.weight": [h, h],
+              "self_attn.k_proj.weight": [h, h], "self_attn.v_proj.weight": [h, h],
+              "self_attn.o_proj.weight": [h, h], "pre_mlp_layernorm.weight": [h],
+              "mlp.gate_proj.weight": [i, h], "mlp.up_proj.weight": [i, h],
+              "mlp.down_proj.weight": [h, i], "final_layernorm.weight": [h]}
+    state = {"first": True}
+
+    def add(tensors):
+        if state.pop("first", False):
+            for k, s in shapes.items():
+                tensors[p + k] = (torch.randn(s, generator=g) * 0.02).to(torch.bfloat16)
+    rewrite_shards(out, add)
 
 
 def hub_gpt2(out):
