@@ -242,7 +242,8 @@ static const char *const learned_archs[] = {
 	"ApertusForCausalLM", "ExaoneMoeForCausalLM", "ExaoneMoEForCausalLM", "Jais2ForCausalLM",
 	"OPTForCausalLM", "GPTJForCausalLM", "HyperCLOVAXForCausalLM", "OlmoForCausalLM",
 	"MellumForCausalLM", "VaultGemmaForCausalLM", "ArceeForCausalLM", "FlexOlmoForCausalLM",
-	"MiniCPM3ForCausalLM", "StableLmForCausalLM",
+	"MiniCPM3ForCausalLM", "StableLmForCausalLM", "MambaForCausalLM",
+	"FalconMambaForCausalLM",
 };
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 

@@ -883,6 +883,7 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "nemotron_h": "NemotronHForCausalLM",
            "granitemoehybrid": "GraniteMoeHybridForCausalLM",
            "falcon_h1": "FalconH1ForCausalLM", "mamba2": "Mamba2ForCausalLM",
+           "mamba": "MambaForCausalLM", "falcon_mamba": "FalconMambaForCausalLM",
            # Kimi Linear: a KDA layer with a dense MLP, then an MLA layer
            # with experts 512 wide (256 a rank at tp 2, not padded)
            "kimi_linear": ("KimiLinearForCausalLM", {"moe_intermediate_size": 512}),
