@@ -13,40 +13,28 @@
 #include "plan/plan.h"
 #include "archive_out.h"
 
-/* The name of source tensor src of the plan's checkpoint. */
-static const char *src_name(const struct wshard_plan *plan, uint32_t src)
-{
-	struct wshard_tensor_info t;
-
-	wshard_catalog_tensor(plan->cat, src, &t);
-	return t.name;
-}
-
-static int src_ndim(const struct wshard_plan *plan, uint32_t src)
-{
-	struct wshard_tensor_info t;
-
-	wshard_catalog_tensor(plan->cat, src, &t);
-	return t.ndim;
-}
-
 static void piece_text(FILE *f, const struct wshard_plan *plan,
 		       const struct wshard_piece *p)
 {
+	struct wshard_tensor_info t = { 0 };
+
+	/* the source of a COPY piece: its name, and a matrix's rank */
+	if (p->kind == WSHARD_PIECE_COPY)
+		wshard_catalog_tensor(plan->cat, p->src, &t);
 	if (p->kind == WSHARD_PIECE_ZERO)
 		fprintf(f, "    zeros %llu bytes\n", (unsigned long long)p->len);
 	else if (p->kind == WSHARD_PIECE_CONST)
 		fprintf(f, "    value %g\n", p->prov_value);
-	else if (p->tr_rows && !p->di_rows && src_ndim(plan, p->src) == 2)
+	else if (p->tr_rows && !p->di_rows && t.ndim == 2)
 		/* a transposed matrix is one row: the cut is all there is */
 		fprintf(f, "    %s [%llu, %llu) of dimension %d, transposed\n",
-			src_name(plan, p->src), (unsigned long long)p->prov_col0,
+			t.name, (unsigned long long)p->prov_col0,
 			(unsigned long long)(p->prov_col0 + p->prov_ncols), p->prov_dim);
 	else if (p->prov_ncols)
 		/* a "rows" view counts merged rows; a transposed piece, cols
 		 * of its prov_dim */
 		fprintf(f, "    %s rows [%llu, %llu)%s cols [%llu, %llu)%s%s\n",
-			src_name(plan, p->src), (unsigned long long)p->row0,
+			t.name, (unsigned long long)p->row0,
 			(unsigned long long)(p->row0 + p->nrows),
 			wshard_plan_src_row_dims(plan, p->src) ? " (merged)" : "",
 			(unsigned long long)p->prov_col0,
@@ -55,7 +43,7 @@ static void piece_text(FILE *f, const struct wshard_plan *plan,
 						       : " transposed") : "",
 			p->pad ? ", each row zero-padded" : "");
 	else
-		fprintf(f, "    %s rows [%llu, %llu)\n", src_name(plan, p->src),
+		fprintf(f, "    %s rows [%llu, %llu)\n", t.name,
 			(unsigned long long)p->row0,
 			(unsigned long long)(p->row0 + p->nrows));
 }

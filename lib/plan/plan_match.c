@@ -221,15 +221,16 @@ long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules
 		v = json_object_get((json_t *)plan->config->defaults, "num_hidden_layers");
 	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < MAX_LAYERS)
 		return (long)json_integer_value(v);
-	for (i = 0; i < plan->cat->ntensors; i++)
+	for (i = 0; i < plan->cat->ntensors; i++) {
+		const char *as = rules_source_name(rules, plan->cat->tensors[i].name, buf);
+
 		for (j = 0; j < rules->nrules; j++)
-			if (rules_match(rules->rules[j].match,
-					rules_source_name(rules, plan->cat->tensors[i].name, buf),
-					&cap)) {
+			if (rules_match(rules->rules[j].match, as, &cap)) {
 				if (cap.n > maxn && cap.n < MAX_LAYERS)
 					maxn = cap.n;
 				break;
 			}
+	}
 	return maxn + 1;
 }
 
@@ -312,20 +313,19 @@ static void count_width(const struct wshard_plan *plan, struct matching *mt)
 }
 
 /*
- * Matches source tensor i to its rule into *m (*out_matched false when
- * no rule covers it; m->out NULL when the rule skips it or leaves it out,
+ * Matches source tensor i, called as (its name with the rules'
+ * source_prefix where it lacks it), to its rule into *m (*out_matched
+ * false when no rule covers it; m->out NULL when the rule skips it or leaves it out,
  * the second with m->rule->reason).  Returns WSHARD_OK, WSHARD_EINVAL (a
  * layer past num_hidden_layers) or WSHARD_ENOMEM.  Touches only *mt's
  * arrays and *m: threads match with a matching each.
  */
 static enum wshard_err match_one(const struct wshard_plan *plan, struct matching *mt,
-				 size_t i, struct member *m, bool *out_matched,
+				 size_t i, const char *as, struct member *m, bool *out_matched,
 				 struct wshard_error *err)
 {
 	const struct wshard_rules *rules = mt->rules;
 	const char *name = plan->cat->tensors[i].name;
-	char buf[RULES_NAME_MAX];
-	const char *as = rules_source_name(rules, name, buf);
 	long nlayers = mt->nlayers;
 	size_t j;
 	bool ok = false;
@@ -409,7 +409,7 @@ static void *match_part(void *arg)
 		if (pt->mt.tied && strcmp(name, rules->tie_source) != 0 &&
 		    in_list(rules->tie_drop, rules->ntie_drop, name))
 			continue;
-		if (match_one(plan, &pt->mt, i, m, &matched, &pt->err))
+		if (match_one(plan, &pt->mt, i, name, m, &matched, &pt->err))
 			break;
 		if (!matched)
 			pt->un[pt->nun++] = (uint32_t)i;

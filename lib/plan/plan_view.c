@@ -365,56 +365,25 @@ static enum wshard_err split_transposed_ep(const struct wshard_plan *plan,
 }
 
 /*
- * A 3-D source [E, A, B] cut in dimension dim (1 or 2) and each expert's
- * matrix transposed: rank r's [E, B, A/tp] or [E, B/tp, A], one piece
- * a rank whose rows are the experts (a whole expert is in every window).
- * A 2-D source [A, B] is one expert, [1, A, B], written [B, A/tp] or
- * [B/tp, A]: GPT-2's Conv1D weights, which transformers keeps input
- * dimension first (vLLM's gpt2.py transposes them on loading); its one
- * row is the whole matrix (plan_set_views).
+ * The pieces of split_transposed without "chunks": shp the source as
+ * [E, A, B], lead 1 (or 0 for a matrix, E = 1), out its rank shape.
  */
-static enum wshard_err split_transposed(const struct wshard_plan *plan, struct group_out *g,
-					const struct member *m, int dim, uint64_t *shape,
-					struct wshard_error *err)
+static enum wshard_err transposed_cut(const struct wshard_plan *plan, struct group_out *g,
+				      const struct member *m, const uint64_t *shp, int dim,
+				      int lead, uint64_t *out, struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	uint64_t tp = (uint64_t)plan->tp, es = wshard_dtype_bits(t->dtype) / 8;
-	uint64_t shp[3], out[3], a, b, stride, cut;
+	uint64_t a = shp[1], stride = shp[2] * es, cut;
 	enum wshard_err rc = WSHARD_OK;
-	int r, lead;
+	int r;
 
-	if ((t->ndim != 3 && t->ndim != 2) || !es || wshard_dtype_bits(t->dtype) % 8)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': \"transpose\" needs 2 or 3 dimensions of whole-byte elements",
-					t->name);
-	lead = t->ndim - 2;
-	shp[0] = lead ? t->shape[0] : 1;
-	a = shp[1] = t->shape[lead];
-	b = shp[2] = t->shape[lead + 1];
-	stride = b * es;
-	/* a transposed piece counts its sub-rows and their bytes in 32 bits */
-	if (a > UINT32_MAX || stride > UINT32_MAX)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': \"transpose\" of a matrix with over 2^32 rows or 4 GiB rows",
-					t->name);
-	if (plan->opt.expert_parallel && m->rule->experts) {
-		if (!lead)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s': \"experts\" needs 3 dimensions (experts first)",
-						t->name);
-		return split_transposed_ep(plan, g, m, dim, shape, err);
-	}
-	memcpy(out, shp, sizeof(out));
-	if (m->rule->chunks > 1)
-		rc = split_chunks(plan, g, m, shp, 2, 0, out, err);
-	else if (shp[dim] % tp)
+	if (shp[dim] % tp)
 		return plan_indivisible(plan, m, dim - 1 + lead, shp[dim], err);
 	cut = shp[dim] / tp;
-	if (m->rule->chunks < 2) {
-		out[1] = dim == 1 ? b : cut;
-		out[2] = dim == 1 ? cut : a;
-	}
-	for (r = 0; r < plan->tp && !rc && m->rule->chunks < 2; r++) {
+	out[1] = dim == 1 ? shp[2] : cut;
+	out[2] = dim == 1 ? cut : a;
+	for (r = 0; r < plan->tp && !rc; r++) {
 		struct wshard_piece p = {
 			.kind = WSHARD_PIECE_COPY,
 			.src = m->src,
@@ -434,6 +403,51 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 		p.len = p.nrows * p.out_ncols;
 		rc = plan_push_piece(&g->ranks[r], &p, err);
 	}
+	return rc;
+}
+
+/*
+ * A 3-D source [E, A, B] cut in dimension dim (1 or 2) and each expert's
+ * matrix transposed: rank r's [E, B, A/tp] or [E, B/tp, A], one piece
+ * a rank whose rows are the experts (a whole expert is in every window).
+ * A 2-D source [A, B] is one expert, [1, A, B], written [B, A/tp] or
+ * [B/tp, A]: GPT-2's Conv1D weights, which transformers keeps input
+ * dimension first (vLLM's gpt2.py transposes them on loading); its one
+ * row is the whole matrix (plan_set_views).
+ */
+static enum wshard_err split_transposed(const struct wshard_plan *plan, struct group_out *g,
+					const struct member *m, int dim, uint64_t *shape,
+					struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t es = wshard_dtype_bits(t->dtype) / 8;
+	uint64_t shp[3], out[3];
+	enum wshard_err rc;
+	int lead;
+
+	if ((t->ndim != 3 && t->ndim != 2) || !es || wshard_dtype_bits(t->dtype) % 8)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"transpose\" needs 2 or 3 dimensions of whole-byte elements",
+					t->name);
+	lead = t->ndim - 2;
+	shp[0] = lead ? t->shape[0] : 1;
+	shp[1] = t->shape[lead];
+	shp[2] = t->shape[lead + 1];
+	/* a transposed piece counts its sub-rows and their bytes in 32 bits */
+	if (shp[1] > UINT32_MAX || shp[2] * es > UINT32_MAX)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"transpose\" of a matrix with over 2^32 rows or 4 GiB rows",
+					t->name);
+	if (plan->opt.expert_parallel && m->rule->experts) {
+		if (!lead)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': \"experts\" needs 3 dimensions (experts first)",
+						t->name);
+		return split_transposed_ep(plan, g, m, dim, shape, err);
+	}
+	memcpy(out, shp, sizeof(out));
+	rc = m->rule->chunks > 1 ? split_chunks(plan, g, m, shp, 2, 0, out, err)
+				 : transposed_cut(plan, g, m, shp, dim, lead, out, err);
 	memcpy(shape, out + 1 - lead, (size_t)t->ndim * sizeof(uint64_t));
 	return rc;
 }
