@@ -243,7 +243,8 @@ static const char *const learned_archs[] = {
 	"OPTForCausalLM", "GPTJForCausalLM", "HyperCLOVAXForCausalLM", "OlmoForCausalLM",
 	"MellumForCausalLM", "VaultGemmaForCausalLM", "ArceeForCausalLM", "FlexOlmoForCausalLM",
 	"MiniCPM3ForCausalLM", "StableLmForCausalLM", "MambaForCausalLM",
-	"FalconMambaForCausalLM",
+	"FalconMambaForCausalLM", "JambaForCausalLM", "GraniteSWAForCausalLM",
+	"GraniteMoeSWAForCausalLM", "GraniteMoeSharedForCausalLM", "Cohere2MoeForCausalLM",
 };
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 

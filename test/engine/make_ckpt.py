@@ -904,6 +904,23 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "gpt2": "GPT2LMHeadModel",
            "falcon-gqa": ("FalconForCausalLM", {"new_decoder_architecture": True,
                                                 "num_kv_heads": 2, "num_attention_heads": 8}),
+           # Jamba: Mamba and attention layers, dense and expert
+           # feed-forwards, in all four pairings (layers 0-3: Mamba dense,
+           # Mamba experts, attention dense, Mamba experts)
+           "jamba": ("JambaForCausalLM", {"num_hidden_layers": 4,
+                                          "attn_layer_period": 4, "attn_layer_offset": 2,
+                                          "expert_layer_period": 2, "expert_layer_offset": 1}),
+           # Granite with attention sinks and sliding-window layers; its MoE
+           # form with a shared MLP; Granite MoE with a shared MLP
+           "granite_swa": "GraniteSWAForCausalLM",
+           "granitemoe_swa": ("GraniteMoeSWAForCausalLM", {"shared_intermediate_size": 256}),
+           "granitemoe_shared": "GraniteMoeSharedForCausalLM",
+           # Cohere2 MoE: a dense first layer, then layers of experts with a
+           # shared expert
+           "cohere2_moe": ("Cohere2MoeForCausalLM", {
+               "num_hidden_layers": 3, "mlp_layer_types": ["dense", "sparse", "sparse"],
+               "layer_types": ["full_attention", "sliding_attention", "sliding_attention"],
+               "prefix_dense_intermediate_size": 384, "num_shared_experts": 1}),
            # StableLM 2's q/k/v biases
            "stablelm": ("StableLmForCausalLM", {"use_qkv_bias": True}),
            # one Mamba-2 group, which vLLM replicates on every rank
