@@ -38,6 +38,10 @@ one_line() {
 err_has() {
 	grep -qF -- "$2" "$T/err" || fail "$1: stderr does not mention '$2': $(head -c 400 "$T/err")"
 }
+# py_st ARGS... <<'PY': runs the Python program on stdin with ARGS as
+# sys.argv[1:] and test/ on its path (st.py, the safetensors reader and
+# writer the checks share).
+py_st() { PYTHONPATH="$ROOT/test${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" - "$@"; }
 # gen DIR ARGS...: generates a checkpoint with the fixture generator.
 gen() { d=$1; shift; "$PYTHON" "$ROOT/scripts/gen-checkpoint" "$@" "$d" >/dev/null || fail "gen-checkpoint $* failed"; }
 finish() { [ "$fails" -eq 0 ] && exit 0; echo "$fails failure(s)"; exit 1; }

@@ -16,12 +16,11 @@
 # vocabulary 128.
 ckpt() {
 	mkdir -p "$1"
-	"$PYTHON" - "$ROOT/test" "$@" <<'PY' || fail "writing $1 failed"
+	py_st "$@" <<'PY' || fail "writing $1 failed"
 import json, os, random, struct, sys
-sys.path.insert(0, sys.argv[1])
 import st
-out, dt = sys.argv[2], sys.argv[3]
-H, P, V = int(sys.argv[4]) if len(sys.argv) > 4 else 32, 64, 128
+out, dt = sys.argv[1], sys.argv[2]
+H, P, V = int(sys.argv[3]) if len(sys.argv) > 3 else 32, 64, 128
 es = 4 if dt == "F32" else 2
 
 
@@ -59,13 +58,12 @@ PY
 # ranks_ok LABEL SRC OUT TP [BF16]: every rank tensor of OUT as vLLM holds
 # it (with BF16, an F32 source's elements rounded to BF16, to nearest even).
 ranks_ok() {
-	"$PYTHON" - "$ROOT/test" "$@" >"$T/ranks" 2>&1 <<'PY' || fail "$1: $(cat "$T/ranks")"
+	py_st "$@" >"$T/ranks" 2>&1 <<'PY' || fail "$1: $(cat "$T/ranks")"
 import glob, struct, sys
-sys.path.insert(0, sys.argv[1])
 import st
-src = st.read([sys.argv[3] + "/model.safetensors"])
-out, tp = sys.argv[4], int(sys.argv[5])
-bf16 = len(sys.argv) > 6
+src = st.read([sys.argv[2] + "/model.safetensors"])
+out, tp = sys.argv[3], int(sys.argv[4])
+bf16 = len(sys.argv) > 5
 
 
 def to_bf16(e):

@@ -12,10 +12,9 @@
 
 src=$T/kimi-linear
 mkdir -p "$src"
-"$PYTHON" - "$src" "$ROOT/test" <<'PY' || fail "writing the sparse checkpoint failed"
+py_st "$src" <<'PY' || fail "writing the sparse checkpoint failed"
 import json, os, sys
 out = sys.argv[1]
-sys.path.insert(0, sys.argv[2])
 import st
 H, L, NH, I, E, MI, V = 2304, 27, 32, 9216, 256, 1024, 163840
 KH, KD, KL, NOPE, ROPE, VD = 32, 128, 512, 128, 64, 128

@@ -16,12 +16,11 @@
 # ckpt DIR ARCH HEADS KV NEW: a one-layer checkpoint, hidden 32.
 ckpt() {
 	mkdir -p "$1"
-	"$PYTHON" - "$ROOT/test" "$@" <<'PY' || fail "writing $2 failed"
+	py_st "$@" <<'PY' || fail "writing $2 failed"
 import json, os, random, struct, sys
-sys.path.insert(0, sys.argv[1])
 import st
-out, arch = sys.argv[2], sys.argv[3]
-heads, kv, new = int(sys.argv[4]), int(sys.argv[5]), sys.argv[6] == "1"
+out, arch = sys.argv[1], sys.argv[2]
+heads, kv, new = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
 H, V = 32, 128
 hd = H // heads
 
@@ -83,12 +82,11 @@ PY
 # rows_ok LABEL OUT TP HEADS KV NAME: fails unless every rank of OUT holds
 # NAME's rows (elements of a 1-D NAME) in vLLM's order.
 rows_ok() {
-	"$PYTHON" - "$ROOT/test" "$@" >"$T/rows" 2>&1 <<'PY' || fail "$1: $(cat "$T/rows")"
+	py_st "$@" >"$T/rows" 2>&1 <<'PY' || fail "$1: $(cat "$T/rows")"
 import glob, struct, sys
-sys.path.insert(0, sys.argv[1])
 import st
-label, out, name = sys.argv[2], sys.argv[3], sys.argv[7]
-tp, heads, kv = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+label, out, name = sys.argv[1], sys.argv[2], sys.argv[6]
+tp, heads, kv = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 hd = 32 // heads
 qg = heads // kv
 # falcon.py: view(kv, qg + 2, hd), narrow q, k, v, cat
