@@ -198,7 +198,7 @@ $(B)/%.o: %.c
 	$(Q)$(CC) $(CFLAGS) -Ilib -c -o $@ $<
 
 $(B)/%.o: %.cu cuda/validate_sum_host.h cuda/validate_cuda.h cuda/validate_pool.h \
-		cuda/validate_sum.h lib/wshard.h
+		cuda/validate_sum.h cuda/validate_kernel.cuh lib/wshard.h
 	@mkdir -p $(dir $@)
 	@echo '  NVCC   $<'
 	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -c -o $@ $<
@@ -256,7 +256,7 @@ learn-table: $(PROGRAM) $(B)/libwshard.so
 # (scripts/bench --gpu); CUDA builds only.
 bench-roundtrip: $(B)/bench-roundtrip
 
-$(B)/bench-roundtrip: cuda/bench_roundtrip.cu $(B)/libwshard.a
+$(B)/bench-roundtrip: cuda/bench_roundtrip.cu cuda/validate_kernel.cuh $(B)/libwshard.a
 ifeq ($(CUDA),1)
 	@echo '  NVCC   $@'
 	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -Icuda -o $@ $< $(B)/libwshard.a \

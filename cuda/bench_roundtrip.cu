@@ -18,6 +18,8 @@
  *   validator host  the host backend, for scale
  * and the same over tensors of 256 KiB and 16 KiB checked one by one (a
  * checkpoint of many small experts), and CUDA's start in the process.
+ * The checksum kernel alone is timed against a device-to-device copy (the
+ * device memory's bandwidth), so that it is seen not to be the limit.
  * Prints GB/s of payload (bytes checked, 1e9 bytes a second) for each and
  * the ratio of the validator to h2d+d2h.  Best of RUNS.
  */
@@ -30,7 +32,9 @@
 
 extern "C" {
 #include "base/validate.h"
+#include "validate_sum_host.h"
 }
+#include "validate_kernel.cuh"
 
 #define CHUNK ((size_t)8 << 20)
 
@@ -149,6 +153,100 @@ static void row(const char *name, size_t len, double secs, double base)
 		printf("%-34s %8.2f GB/s\n", name, gbs);
 }
 
+/*
+ * The checksum kernel against the device's own memory: a device-to-device
+ * copy (each byte read and written once: its rate counts both) and the
+ * kernel alone over the same bytes (each read once), up to 1 GiB of them;
+ * the kernel's checksum must be the host's.  Where the kernel moves a
+ * good share of the memory's bandwidth, it is not what bounds a round
+ * trip whose copies cross PCIe at a tenth of that.
+ */
+struct kernel_job {
+	const unsigned char *a;
+	unsigned char *b;
+	size_t n;
+	unsigned long long *dsum;
+	unsigned blocks;		/* 0: the copy, else the kernel */
+};
+
+static void kernel_job_run(const struct kernel_job *j)
+{
+	if (!j->blocks) {
+		check(cudaMemcpy(j->b, j->a, j->n, cudaMemcpyDeviceToDevice), "cudaMemcpy");
+		return;
+	}
+	check(cudaMemset(j->dsum, 0, sizeof(*j->dsum)), "cudaMemset");
+	vsum_kernel<<<j->blocks, THREADS>>>((const unsigned long long *)j->a, j->n,
+					    j->dsum);
+	check(cudaGetLastError(), "checksum kernel launch");
+}
+
+/* Seconds for the best of runs of job j on the device, after a warm-up. */
+static double device_seconds(const struct kernel_job *j, int runs)
+{
+	cudaEvent_t t0, t1;
+	float ms, best = -1;
+	int r;
+
+	check(cudaEventCreate(&t0), "cudaEventCreate");
+	check(cudaEventCreate(&t1), "cudaEventCreate");
+	for (r = -1; r < runs; r++) {	/* r = -1: warm-up */
+		check(cudaEventRecord(t0, 0), "cudaEventRecord");
+		kernel_job_run(j);
+		check(cudaEventRecord(t1, 0), "cudaEventRecord");
+		check(cudaEventSynchronize(t1), "cudaEventSynchronize");
+		check(cudaEventElapsedTime(&ms, t0, t1), "cudaEventElapsedTime");
+		if (r >= 0 && (best < 0 || ms < best))
+			best = ms;
+	}
+	cudaEventDestroy(t0);
+	cudaEventDestroy(t1);
+	return best / 1e3;
+}
+
+/*
+ * The checksum kernel against the device's own memory: a device-to-device
+ * copy (each byte read and written once: its rate counts both) and the
+ * kernel alone over the same bytes (each read once), launched as the round
+ * trip launches it, up to 1 GiB of them; the kernel's checksum must be the
+ * host's.  Where the kernel moves a good share of the memory's bandwidth,
+ * it is not what bounds a round trip whose copies cross PCIe at a tenth
+ * of that.
+ */
+static void kernel_rows(const unsigned char *plain, size_t len, int runs)
+{
+	struct kernel_job j;
+	unsigned long long sum;
+	unsigned char *a;
+	double mem, kern;
+	int sms = 0;
+
+	memset(&j, 0, sizeof(j));
+	j.n = len < ((size_t)1 << 30) ? len : (size_t)1 << 30;
+	check(cudaMalloc((void **)&a, j.n), "cudaMalloc");
+	check(cudaMalloc((void **)&j.b, j.n), "cudaMalloc");
+	check(cudaMalloc((void **)&j.dsum, sizeof(*j.dsum)), "cudaMalloc");
+	check(cudaMemcpy(a, plain, j.n, cudaMemcpyHostToDevice), "cudaMemcpy");
+	check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0),
+	      "cudaDeviceGetAttribute");
+	j.a = a;
+	mem = 2.0 * (double)j.n / device_seconds(&j, runs) / 1e9;
+	j.blocks = vsum_blocks(j.n, (sms > 0 ? sms : 1) * BLOCKS_PER_SM);
+	kern = (double)j.n / device_seconds(&j, runs) / 1e9;
+	check(cudaMemcpy(&sum, j.dsum, sizeof(sum), cudaMemcpyDeviceToHost), "cudaMemcpy");
+	if (wshard_vsum_final(sum, j.n) != wshard_validate_sum(plain, j.n)) {
+		fprintf(stderr, "bench-roundtrip: the checksum kernel's sum of %zu "
+			"bytes differs from the host's\n", j.n);
+		exit(1);
+	}
+	printf("%-34s %8.2f GB/s\n", "device memory (d2d copy, r+w)", mem);
+	printf("%-34s %8.2f GB/s   %5.2fx of device memory\n",
+	       "checksum kernel (device memory)", kern, kern / mem);
+	cudaFree(j.dsum);
+	cudaFree(j.b);
+	cudaFree(a);
+}
+
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 4096;
@@ -191,6 +289,7 @@ int main(int argc, char **argv)
 	row("d2h (pinned)", len, best_copy(pinned, back, dev, st, len, D2H, runs), 0);
 	rt = (double)len / best_copy(pinned, back, dev, st, len, BOTH, runs) / 1e9;
 	row("h2d+d2h (pinned, no checks)", len, (double)len / rt / 1e9, 0);
+	kernel_rows(plain, len, runs);
 	row("validator cuda, 8 MiB chunks", len,
 	    best_validator(WSHARD_VALIDATE_GPU, CHUNK, plain, len, len, runs, name,
 			   sizeof(name)), rt);

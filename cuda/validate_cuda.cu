@@ -39,13 +39,9 @@ extern "C" {
 }
 #include "validate_cuda.h"
 #include "validate_pool.h"
-#include "validate_sum.h"
+#include "validate_kernel.cuh"
 
 #define NSLOTS 2
-#define THREADS 256
-#define WARPS (THREADS / 32)
-/* Enough resident blocks per multiprocessor to hide memory latency. */
-#define BLOCKS_PER_SM 8
 /* One check staged in a batch: where, and what to call it in an error. */
 struct entry {
 	size_t off, len;		/* in the slot's stage */
@@ -84,44 +80,6 @@ struct wshard_vcuda {
 
 /* Checks of at most this many bytes (of a chunk) are batched. */
 #define BATCH_MAX(chunk) ((chunk) / 4)
-
-/*
- * Adds the word contributions of the len bytes at words (device memory,
- * 8-byte aligned) to *out.  Each thread sums a strided set of words, each
- * block reduces its threads' sums, and one atomicAdd per block adds it:
- * the order does not matter because the checksum is a wrapping sum.
- */
-__global__ void vsum_kernel(const unsigned long long *__restrict__ words,
-			    size_t len, unsigned long long *out)
-{
-	__shared__ unsigned long long warp_sum[WARPS];
-	size_t nwords = len / 8;
-	size_t stride = (size_t)gridDim.x * blockDim.x;
-	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	unsigned long long acc = 0;
-	int o;
-
-	for (; i < nwords; i += stride)
-		acc += wshard_vsum_word(words[i], i);
-	if (blockIdx.x == 0 && threadIdx.x == 0 && len % 8)
-		acc += wshard_vsum_word(
-			wshard_vsum_tail((const unsigned char *)(words + nwords),
-					 len % 8),
-			nwords);
-
-	for (o = 16; o > 0; o >>= 1)
-		acc += __shfl_down_sync(0xffffffffu, acc, o);
-	if ((threadIdx.x & 31) == 0)
-		warp_sum[threadIdx.x / 32] = acc;
-	__syncthreads();
-	if (threadIdx.x < 32) {
-		acc = threadIdx.x < WARPS ? warp_sum[threadIdx.x] : 0;
-		for (o = 16; o > 0; o >>= 1)
-			acc += __shfl_down_sync(0xffffffffu, acc, o);
-		if (threadIdx.x == 0)
-			atomicAdd(out, acc);
-	}
-}
 
 /* The injected fault: one byte of device memory changed after the copy
  * in, so that both the checksum and the bytes brought back differ. */
@@ -282,14 +240,9 @@ static enum wshard_err queue(struct wshard_vcuda *c, struct slot *s, size_t n,
 {
 	enum wshard_err rc = WSHARD_OK;
 	int dev = c->device;
-	size_t nwords = n / 8;
-	size_t want_blocks = (nwords + THREADS - 1) / THREADS;
-	unsigned blocks;
+	unsigned blocks = vsum_blocks(n, c->max_blocks);
 	cudaError_t e;
 
-	blocks = (unsigned)(want_blocks == 0 ? 1 :
-			    want_blocks < (size_t)c->max_blocks ? want_blocks :
-			    (size_t)c->max_blocks);
 	/* Busy from the first queued call, so that a failure still waits. */
 	s->busy = true;
 	s->n = n;
