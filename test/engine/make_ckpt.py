@@ -915,6 +915,11 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "granite_swa": "GraniteSWAForCausalLM",
            "granitemoe_swa": ("GraniteMoeSWAForCausalLM", {"shared_intermediate_size": 256}),
            "granitemoe_shared": "GraniteMoeSharedForCausalLM",
+           # StarCoder's multi-query attention (q heads cut, k and v whole),
+           # and GPTBigCode without it (vLLM keeps the attention whole)
+           "gpt_bigcode": "GPTBigCodeForCausalLM",
+           "gpt_bigcode-mha": ("GPTBigCodeForCausalLM", {"multi_query": False,
+                                                         "num_key_value_heads": 4}),
            # Cohere2 MoE: a dense first layer, then layers of experts with a
            # shared expert
            "cohere2_moe": ("Cohere2MoeForCausalLM", {
