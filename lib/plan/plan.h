@@ -171,6 +171,10 @@ struct wshard_plan {
 	 * merges leading dimensions into one (0: its own); NULL when no
 	 * rule does */
 	uint64_t *view_rows;
+	/* the rules' "rename_layers": its prefix and name (owned), and the
+	 * first layer renamed (LONG_MAX: none) */
+	char *rename_prefix, *rename_to;
+	long rename_from;
 };
 
 /*

@@ -11,6 +11,7 @@
  * files, none of them calls it.
  */
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -549,6 +550,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
 	config_init(plan->config, cat, rules);
+	plan->rename_from = LONG_MAX;
 	plan->placement = plan_effective_placement(cat, opt);
 	plan->rules_name = strdup(rules->name);
 	plan->ranks = calloc((size_t)opt->tp, sizeof(*plan->ranks));
@@ -560,6 +562,8 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	for (r = 0; r < opt->tp; r++)
 		plan->ranks[r].rank = plan->ranks[r].tp_rank = r;
 	rc = plan_check_method(plan, err);
+	if (!rc)
+		rc = plan_set_rename(plan, rules, err);
 	if (!rc)
 		rc = check_tp_divides(plan, rules, err);
 	if (!rc)
@@ -624,6 +628,8 @@ void wshard_plan_free(struct wshard_plan *plan)
 	free(plan->stage_layers);
 	free(plan->ranks);
 	free(plan->rules_name);
+	free(plan->rename_prefix);
+	free(plan->rename_to);
 	free(plan->config);
 	free(plan);
 }

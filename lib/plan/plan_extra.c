@@ -125,7 +125,7 @@ static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct rules_e
 		return WSHARD_OK;
 	for (layer = 0; layer <= maxn && !rc; layer++) {
 		struct rules_capture cap = { .n = layer, .e = -1 };
-		char *name = rules_expand(e->name, &cap), *zp;
+		char *name = plan_output_name(plan, e->name, &cap), *zp;
 
 		if (!name)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
@@ -187,7 +187,7 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 		/* nvals 0: an identity image_norm, of which vLLM holds nothing */
 		for (layer = per_layer ? 0 : -1; nvals && layer <= (per_layer ? maxn : -1); layer++) {
 			struct rules_capture cap = { .n = layer, .e = -1 };
-			char *name = rules_expand(e->name, &cap);
+			char *name = plan_output_name(plan, e->name, &cap);
 
 			if (!name)
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");

@@ -311,6 +311,23 @@ enum wshard_placement plan_effective_placement(const struct wshard_catalog *cat,
  */
 enum wshard_err plan_layout(struct wshard_plan *plan, struct wshard_error *err);
 
+/*
+ * plan_layout.c: the output name of pattern for capture cap, as
+ * rules_expand gives it, renamed as the rules' "rename_layers" says where
+ * it applies (a malloc'd string, NULL when out of memory).
+ */
+char *plan_output_name(const struct wshard_plan *plan, const char *pattern,
+		       const struct rules_capture *cap);
+
+/*
+ * plan_layout.c: the rules' "rename_layers" for this checkpoint into
+ * plan (the first layer renamed, the prefix and the name).  Returns
+ * WSHARD_OK, WSHARD_EINVAL (a bad expression; --pp where layers are
+ * renamed) or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_set_rename(struct wshard_plan *plan, const struct wshard_rules *rules,
+				struct wshard_error *err);
+
 /* The most channels an "image_norm" extra takes. */
 #define WSHARD_IMAGE_NORM_MAX 8
 

@@ -11,6 +11,7 @@
  * read-ahead (a network one's above all) rewards.  The order is a
  * function of the plan alone, never of the order the source is read in.
  */
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "wshard.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
+#include "rules/expr.h"
 #include "plan_impl.h"
 #include "base/util.h"
 
@@ -127,4 +129,62 @@ enum wshard_err plan_layout(struct wshard_plan *plan, struct wshard_error *err)
 	for (r = 0; r < plan->nranks && !rc; r++)
 		rc = layout_rank(plan, &plan->ranks[r], err);
 	return rc;
+}
+
+char *plan_output_name(const struct wshard_plan *plan, const char *pattern,
+		       const struct rules_capture *cap)
+{
+	struct rules_capture at = *cap;
+	char *name = rules_expand(pattern, cap), *pre, *to, *out = NULL;
+
+	if (!name || !plan->rename_prefix || cap->n < plan->rename_from)
+		return name;
+	pre = rules_expand(plan->rename_prefix, cap);
+	if (pre && strncmp(name, pre, strlen(pre)) != 0) {
+		free(pre);
+		return name;
+	}
+	at.n = cap->n - plan->rename_from;
+	to = pre ? rules_expand(plan->rename_to, &at) : NULL;
+	out = to ? malloc(strlen(to) + strlen(name) - strlen(pre) + 1) : NULL;
+	if (out)
+		sprintf(out, "%s%s", to, name + strlen(pre));
+	free(pre);
+	free(to);
+	free(name);
+	return out;
+}
+
+/*
+ * The rules' "rename_layers" for this checkpoint: the first layer it
+ * renames.  --pp is refused where it renames any: vLLM 0.32 builds no
+ * pipeline stages of such a model (Gemma 4 with kv-shared layers).
+ */
+enum wshard_err plan_set_rename(struct wshard_plan *plan, const struct wshard_rules *rules,
+				struct wshard_error *err)
+{
+	int64_t from, layers;
+	enum wshard_err rc;
+
+	if (!rules->rename_from)
+		return WSHARD_OK;
+	rc = expr_eval_dim(plan->config, rules->rename_from, "rename_layers", &from, err);
+	if (!rc)
+		rc = expr_eval_dim(plan->config, "num_hidden_layers", "rename_layers", &layers,
+				   err);
+	if (rc)
+		return rc;
+	if (from >= layers)
+		return WSHARD_OK;
+	if (plan->opt.pp > 1)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--pp is not written for %s when layers %lld to %lld are held under another name (%s): vLLM builds no pipeline stages of it",
+					rules->name, (long long)from, (long long)layers - 1,
+					rules->rename_to);
+	plan->rename_from = (long)from;
+	plan->rename_prefix = strdup(rules->rename_prefix);
+	plan->rename_to = strdup(rules->rename_to);
+	if (!plan->rename_prefix || !plan->rename_to)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
 }

@@ -363,7 +363,7 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 	if (mt->tied && strcmp(as, rules->tie_source) == 0)
 		m->out = strdup(rules->tie_output);
 	else
-		m->out = rules_expand(m->rule->output, &m->cap);
+		m->out = plan_output_name(plan, m->rule->output, &m->cap);
 	if (!m->out)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	return WSHARD_OK;

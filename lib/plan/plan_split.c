@@ -598,7 +598,7 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 	const struct rules_op *op;
 	enum wshard_err rc;
 	size_t i;
-	int p;
+	int p, k;
 
 	for (i = 1; i < n; i++)
 		if (m[i].rule->kind != RULE_FUSE || rule->kind != RULE_FUSE ||
@@ -628,13 +628,16 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 				return rc;
 			continue;
 		}
-		if (parts[p])
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensors '%s' and '%s' are both part '%s' of '%s'",
-						src_name(plan, parts[p]->src), src_name(plan, m[i].src),
-						op->parts[p], m[i].out);
-		parts[p] = &m[i];
-		len[p] = src_rows(src_info(plan, m[i].src));
+		/* its part, then the one it fills "also" with the same bytes */
+		for (k = 0; k < 2 && p >= 0; k++, p = m[i].rule->also) {
+			if (parts[p])
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"tensors '%s' and '%s' are both part '%s' of '%s'",
+							src_name(plan, parts[p]->src),
+							src_name(plan, m[i].src), op->parts[p], m[i].out);
+			parts[p] = &m[i];
+			len[p] = src_rows(src_info(plan, m[i].src));
+		}
 	}
 	for (p = 0; p < op->nparts; p++)
 		if (!parts[p])

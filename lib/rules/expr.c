@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -74,6 +75,27 @@ static json_t *config_lookup(const struct wshard_config *c, char *key)
 	return v ? json_object_get(v, part) : NULL;
 }
 
+/*
+ * Gemma 4's full-attention kv heads: Google's config.json names them
+ * num_global_key_value_heads, which transformers 5 saves again as each
+ * full layer's num_key_value_heads in per_layer_config (the same value in
+ * every entry that has one).
+ */
+static json_t *per_layer_alias(const struct wshard_config *c, const char *key)
+{
+	char name[] = "per_layer_config";
+	json_t *plc, *layer;
+	const char *k;
+
+	if (strcmp(key, "num_global_key_value_heads") != 0)
+		return NULL;
+	plc = config_lookup(c, name);
+	json_object_foreach(plc, k, layer)
+		if (json_is_integer(json_object_get(layer, "num_key_value_heads")))
+			return json_object_get(layer, "num_key_value_heads");
+	return NULL;
+}
+
 static int64_t config_value(struct expr *x, const char *name, size_t len)
 {
 	const struct wshard_config *c = x->cfg;
@@ -105,6 +127,8 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 		memcpy(key, name, len);
 		key[len] = '\0';
 		v = config_lookup(c, key);
+		if (!v)
+			v = per_layer_alias(c, key);
 		if (!v && c->defaults)
 			v = json_object_get((json_t *)c->defaults, key);
 	}
@@ -272,6 +296,57 @@ static enum wshard_err in_array(const struct wshard_config *cfg, const char *s, 
 	return WSHARD_OK;
 }
 
+/*
+ * "KEY[i] == 'text'" (or "!="): whether element i of config array KEY is
+ * that text, for arrays of strings (Gemma 4's layer_types[n] ==
+ * 'full_attention').  *handled is false, and nothing done, where s quotes
+ * no text.
+ */
+static enum wshard_err text_cond(const struct wshard_config *cfg, const char *s, long layer,
+				 const char *tensor, bool *handled, bool *out,
+				 struct wshard_error *err)
+{
+	struct expr x = { .cfg = cfg, .layer = layer };
+	const char *q = strchr(s, '\''), *open = strchr(s, '['), *end;
+	size_t klen = open ? (size_t)(open - s) : 0;
+	char key[128];
+	int64_t i = 0;
+	int op = 0;
+	json_t *v;
+
+	*handled = q != NULL;
+	if (!q)
+		return WSHARD_OK;
+	end = strchr(q + 1, '\'');
+	if (open && open < q && klen < sizeof(key)) {
+		memcpy(key, s, klen);
+		key[klen] = '\0';
+		x.s = open;
+		i = expr_enclosed(&x, ']');
+		op = cmp_op(&x.s);
+		while (*x.s == ' ')
+			x.s++;
+	}
+	if (!op || (op != 3 && op != 4) || x.bad || x.missing || !expr_is_bare_key(key) ||
+	    x.s != q || !end || end[1])
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"rule for '%s': malformed condition \"%s\" (a quoted text compares as KEY[i] == 'text')",
+					tensor, s);
+	v = config_lookup(cfg, key);
+	if (!json_is_array(v))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"config.json has no array '%s', needed by the condition of '%s'",
+					key, tensor);
+	v = i >= 0 && (size_t)i < json_array_size(v) ? json_array_get(v, (size_t)i) : NULL;
+	if (!json_is_string(v))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"config.json's '%s' has no text at %lld, needed by the condition of '%s'",
+					key, (long long)i, tensor);
+	*out = (strlen(json_string_value(v)) == (size_t)(end - q - 1) &&
+		!strncmp(json_string_value(v), q + 1, (size_t)(end - q - 1))) == (op == 3);
+	return WSHARD_OK;
+}
+
 enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 			       long layer, const char *tensor, bool *out,
 			       struct wshard_error *err)
@@ -279,9 +354,30 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 	struct expr x = { .s = s, .cfg = cfg, .layer = layer };
 	int64_t a, b = 0;
 	int op;
+	bool text;
 	enum wshard_err rc;
 
 	*out = false;
+	if (strstr(s, "&&")) {	/* "A && B": both hold */
+		const char *and = strstr(s, "&&");
+		char *left = strndup(s, (size_t)(and - s));
+		bool l = false;
+
+		while (left && *left && left[strlen(left) - 1] == ' ')
+			left[strlen(left) - 1] = '\0';
+		for (and += 2; *and == ' '; and++)
+			;
+		rc = left ? expr_eval_cond(cfg, left, layer, tensor, &l, err) :
+			    wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		free(left);
+		if (!rc)
+			rc = expr_eval_cond(cfg, and, layer, tensor, out, err);
+		*out = *out && l;
+		return rc;
+	}
+	rc = text_cond(cfg, s, layer, tensor, &text, out, err);
+	if (text)
+		return rc;
 	if (*s == '!') {	/* "!key": the key absent, null or 0 */
 		if (!expr_is_bare_key(s + 1))
 			return wshard_error_set(err, WSHARD_EINVAL,

@@ -100,6 +100,9 @@ void wshard_rules_free(struct wshard_rules *r)
 		return;
 	free(r->no_ep);
 	free(r->source_prefix);
+	free(r->rename_prefix);
+	free(r->rename_to);
+	free(r->rename_from);
 	for (i = 0; i < r->ntp_divides; i++)
 		free(r->tp_divides[i]);
 	free(r->tp_divides);

@@ -69,6 +69,8 @@ struct rules_rule {
 	int part;		/* FUSE: (first) part index */
 	int nparts;		/* FUSE: consecutive parts the source holds
 				 * ("OP.a+b+c"; more than 1 needs "sizes") */
+	int also;		/* FUSE: a further part the source fills with
+				 * the same bytes ("also"), or -1 */
 	bool scale;		/* derived FP8 scale: one element is kept whole */
 	uint8_t qrole;		/* derived: enum wshard_quant_role of its
 				 * outputs (plan.h) */
@@ -195,6 +197,12 @@ struct wshard_rules {
 	 * matched as if it did, as vLLM prefixes it (Bloom's and GPT-2's
 	 * "transformer."), or NULL */
 	char *source_prefix;
+	/* "rename_layers": decoder layers that vLLM holds under another name
+	 * from layer rename_from (an expression) on: an output beginning with
+	 * rename_prefix for layer n >= that begins with rename_to for layer
+	 * n - rename_from instead (Gemma 4's kv-shared layers).  NULL when
+	 * absent. */
+	char *rename_prefix, *rename_to, *rename_from;
 	/* "tp_divides": expressions of config.json keys that --tp must
 	 * divide (Mamba-2's n_groups, which vLLM would replicate instead) */
 	size_t ntp_divides;
@@ -212,6 +220,11 @@ struct wshard_rules {
 	size_t npp_stages;
 	struct rules_stage_rule *pp_stages;
 };
+
+/* "rename_layers" (rules_extra.c): an object of "prefix", "to" and
+ * "from" into r. */
+enum wshard_err rules_parse_rename(struct wshard_rules *r, json_t *val,
+				   struct wshard_error *err);
 
 /* Placeholder values captured by a match; -1 when absent. */
 struct rules_capture {

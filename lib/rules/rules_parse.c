@@ -204,7 +204,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
 		"if", "reason", "dtype", "from", "rows", "view", "transpose",
 		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
-		"pad_to", "qkv_groups",
+		"pad_to", "qkv_groups", "also",
 	};
 	const char *key;
 	json_t *val;
@@ -257,7 +257,8 @@ static int find_part(const struct rules_op *op, const char *name, size_t len)
  * rule needs "output".
  */
 static enum wshard_err parse_fuse(const struct wshard_rules *r, struct rules_rule *rule,
-				  const char *fuse, bool has_output, struct wshard_error *err)
+				  const char *fuse, const char *also, bool has_output,
+				  struct wshard_error *err)
 {
 	const char *dot = strchr(fuse, '.'), *s, *plus;
 	int op = dot ? find_op(r, fuse, (size_t)(dot - fuse)) : -1;
@@ -295,6 +296,14 @@ static enum wshard_err parse_fuse(const struct wshard_rules *r, struct rules_rul
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': a fused part needs \"output\"",
 					r->name, rule->match);
+	if (!also)
+		return WSHARD_OK;
+	rule->also = find_part(&r->ops[op], also, strlen(also));
+	if (rule->also < 0 || rule->nparts > 1 ||
+	    (rule->also >= rule->part && rule->also < rule->part + rule->nparts))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"also\" must name another part of '%s' than \"fuse\"'s one, not \"%s\"",
+					r->name, rule->match, r->ops[op].name, also);
 	return WSHARD_OK;
 }
 
@@ -460,9 +469,11 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 	const char *split = json_string_value(json_object_get(t, "split"));
 	const char *fuse = json_string_value(json_object_get(t, "fuse"));
 	const char *unpack = json_string_value(json_object_get(t, "unpack"));
+	json_t *also = json_object_get(t, "also");
 	enum wshard_err rc;
 
 	rule->nshape = -1;
+	rule->also = -1;
 	if (!json_is_object(t) || !match)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': tensors[%zu] has no \"match\" string", r->name, idx);
@@ -478,10 +489,14 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s' needs exactly one of \"split\", \"fuse\" or \"unpack\"",
 					r->name, match);
+	if (also && (!fuse || !json_is_string(also)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"also\" (a part name) goes only with \"fuse\"",
+					r->name, match);
 	if (split)
 		rc = parse_split(r, rule, split, err);
 	else if (fuse)
-		rc = parse_fuse(r, rule, fuse, output != NULL, err);
+		rc = parse_fuse(r, rule, fuse, json_string_value(also), output != NULL, err);
 	else
 		rc = parse_unpack(r, rule, unpack, err);
 	if (!rc)
@@ -512,7 +527,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		static const char *const known[] = {
 			"name", "comment", "architectures", "tensors", "fused", "extra", "tie",
 			"defaults", "no_expert_parallel", "pipeline", "tp_divides",
-			"source_prefix",
+			"source_prefix", "rename_layers",
 		};
 		bool ok = false;
 
@@ -520,7 +535,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, source_prefix)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, source_prefix, rename_layers)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))
@@ -554,6 +569,9 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 					r->name, RULES_PREFIX_MAX - 1);
 	if (val && !(r->source_prefix = strdup(json_string_value(val))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	rc = rules_parse_rename(r, json_object_get(root, "rename_layers"), err);
+	if (rc)
+		return rc;
 	/* "tp_divides": expressions --tp must divide */
 	val = json_object_get(root, "tp_divides");
 	rc = val ? rules_parse_strings(r, val, "\"tp_divides\"", true, &r->tp_divides,

@@ -920,6 +920,15 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "gpt_bigcode": "GPTBigCodeForCausalLM",
            "gpt_bigcode-mha": ("GPTBigCodeForCausalLM", {"multi_query": False,
                                                          "num_key_value_heads": 4}),
+           # Gemma 4's text model with its released layer kinds: sliding and
+           # full attention, the full layers' k loaded as v too
+           # (attention_k_eq_v, one global kv head: whole on both ranks at
+           # tp 2), the last two layers reading others' caches (kv-shared)
+           "gemma4": ("Gemma4ForCausalLM", {
+               "num_hidden_layers": 4, "attention_k_eq_v": True,
+               "layer_types": ["sliding_attention", "full_attention",
+                               "sliding_attention", "full_attention"],
+               "num_global_key_value_heads": 1, "num_kv_shared_layers": 2}),
            # Cohere2 MoE: a dense first layer, then layers of experts with a
            # shared expert
            "cohere2_moe": ("Cohere2MoeForCausalLM", {

@@ -25,7 +25,8 @@ static const char config_json[] =
 	"{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\",\n"
 	" \"hidden_size\": 64, \"num_attention_heads\": 8, \"num_key_value_heads\": 2,\n"
 	" \"intermediate_size\": 128, \"vocab_size\": 250, \"num_hidden_layers\": 2,\n"
-	" \"tie_word_embeddings\": false}\n";
+	" \"tie_word_embeddings\": false,\n"
+	" \"layer_types\": [\"full_attention\", \"sliding_attention\"], \"num_kv_shared_layers\": 1}\n";
 
 static struct wshard_catalog *catalog;
 
