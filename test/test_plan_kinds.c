@@ -15,8 +15,11 @@
 #include "base/error.h"
 #include "plan_fixture.h"
 #include "rules_test_util.h"
+#include "plan_rules_fixture.h"
 
 TestSuite(kinds, .fini = close_open_fx);
+
+#define KINDS "kinds=[\"sliding\", \"full\"]"
 
 /* Rules text fails to parse with want inside its one-line message. */
 static void rules_fails(struct fx *f, const char *text, const char *want)
@@ -33,68 +36,40 @@ static void rules_fails(struct fx *f, const char *text, const char *want)
 	wshard_rules_free(r);
 }
 
-/* Layer 0 of model.layers.{n}.x.weight [4, 8] cut by rows where row
- * holds, whole where whole holds, config.json set so (or the error). */
-static void two_kinds(const char *row, const char *whole, const char *config,
-		      const char *want_err)
-{
-	static struct fx f;	/* static: outlives an aborted test for fini */
-	char *rules = fmt("{\"tensors\": ["
-		"{\"match\": \"model.layers.{n}.x.weight\", \"if\": \"%s\", \"split\": \"row\"},"
-		"{\"match\": \"model.layers.{n}.x.weight\", \"if\": \"%s\", \"split\": \"replicate\"},"
-		CATCH_ALL "]}", row, whole);
-	char *args = fmt(BASE " --extra-tensor model.layers.0.x.weight:4,8 --extra-tensor "
-			 "model.layers.1.x.weight:4,8 --set-config '%s'", config);
-
-	fx_open(&f, args);
-	use_rules(&f, rules);
-	if (want_err) {
-		fx_plan_fails(&f, 2, WSHARD_EINVAL, want_err);
-	} else {
-		fx_plan(&f, 2);
-		assert_shape(get_out(&f, 1, "model.layers.0.x.weight"), 2, 2, 8);
-		assert_shape(get_out(&f, 1, "model.layers.1.x.weight"), 2, 4, 8);
-	}
-	fx_close(&f);
-	free(rules);
-	free(args);
-}
-
 /* "KEY[i] == 'text'" and "!=": element i of an array of strings. */
 Test(kinds, text_condition)
 {
-	two_kinds("kinds[n] == 'sliding'", "kinds[n] != 'sliding'",
-		  "kinds=[\"sliding\", \"full\"]", NULL);
-	two_kinds("kinds[n] == 'sliding'", "kinds[n] == 'full'",
-		  "kinds=[\"sliding\", \"full\"]", NULL);
-	/* a prefix of the text is not the text */
-	two_kinds("kinds[n] == 'slid'", "kinds[n] == 'full'",
-		  "kinds=[\"sliding\", \"full\"]", "~not covered by rules");
-	two_kinds("kinds[n] == 'sliding'", "kinds[n] == 'full'", "kinds=[\"sliding\"]",
-		  "~config.json's 'kinds' has no text at 1");
-	two_kinds("kinds[n] == 'sliding'", "kinds[n] == 'full'", "kinds=[0, 1]",
-		  "~config.json's 'kinds' has no text at 0");
-	two_kinds("kinds[n] == 'sliding'", "kinds[n] == 'full'", "other=1",
-		  "~config.json has no array 'kinds'");
-	two_kinds("kinds[n] == 'sliding", "kinds[n] == 'full'", "kinds=[\"sliding\", \"full\"]",
-		  "~malformed condition");
-	two_kinds("kinds[n] > 'sliding'", "kinds[n] == 'full'", "kinds=[\"sliding\", \"full\"]",
-		  "~malformed condition");
-	two_kinds("'sliding' == kinds[n]", "kinds[n] == 'full'", "kinds=[\"sliding\", \"full\"]",
-		  "~malformed condition");
+	static const struct { const char *row, *whole, *config, *err; } c[] = {
+		{ "kinds[n] == 'sliding'", "kinds[n] != 'sliding'", KINDS, NULL },
+		{ "kinds[n] == 'sliding'", "kinds[n] == 'full'", KINDS, NULL },
+		/* a prefix of the text is not the text */
+		{ "kinds[n] == 'slid'", "kinds[n] == 'full'", KINDS, "~not covered by rules" },
+		{ "kinds[n] == 'sliding'", "kinds[n] == 'full'", "kinds=[\"sliding\"]",
+		  "~config.json's 'kinds' has no text at 1" },
+		{ "kinds[n] == 'sliding'", "kinds[n] == 'full'", "kinds=[0, 1]",
+		  "~config.json's 'kinds' has no text at 0" },
+		{ "kinds[n] == 'sliding'", "kinds[n] == 'full'", "other=1",
+		  "~config.json has no array 'kinds'" },
+		{ "kinds[n] == 'sliding", "kinds[n] == 'full'", KINDS, "~malformed condition" },
+		{ "kinds[n] > 'sliding'", "kinds[n] == 'full'", KINDS, "~malformed condition" },
+		{ "'sliding' == kinds[n]", "kinds[n] == 'full'", KINDS, "~malformed condition" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		layer_conditions(c[i].row, c[i].whole, c[i].config, c[i].err);
 }
 
 /* "A && B": both hold; either side may be any condition. */
 Test(kinds, and_condition)
 {
-	two_kinds("n < 1 && kinds[n] == 'sliding'", "n >= 1", "kinds=[\"sliding\", \"sliding\"]",
-		  NULL);
-	two_kinds("n < 1 && !off", "n >= 1 && k", "k=1", NULL);
+	layer_conditions("n < 1 && kinds[n] == 'sliding'", "n >= 1", KINDS, NULL);
+	layer_conditions("n < 1 && !off", "n >= 1 && k", "k=1", NULL);
 	/* layer 1 fails the first rule's "&&" on its right, layer 0 the
 	 * second's on its left */
-	two_kinds("n < 2 && kinds[n] == 'sliding'", "n > 0 && kinds[n] == 'full'",
-		  "kinds=[\"sliding\", \"full\"]", NULL);
-	two_kinds("n < 1 && ", "n >= 1", "k=1", "~malformed condition");
+	layer_conditions("n < 2 && kinds[n] == 'sliding'", "n > 0 && kinds[n] == 'full'", KINDS,
+			 NULL);
+	layer_conditions("n < 1 && ", "n >= 1", "k=1", "~malformed condition");
 }
 
 #define QKV_ALSO(v_rule) "{\"fused\": {\"g\": {\"parts\": [\"q\", \"k\", \"v\"], " \
@@ -104,15 +79,6 @@ Test(kinds, and_condition)
 	v_rule CATCH_NO_QKV "]}"
 #define V_SKIP "{\"match\": \"model.layers.{n}.self_attn.v_proj.weight\", " \
 	"\"split\": \"skip\", \"reason\": \"k is v\"},"
-/* CATCH_ALL without q/k/v */
-#define CATCH_NO_QKV REP("model.embed_tokens.weight") REP("lm_head.weight") \
-	REP("model.norm.weight") REP("model.layers.{n}.input_layernorm.weight") \
-	REP("model.layers.{n}.post_attention_layernorm.weight") \
-	REP("model.layers.{n}.self_attn.o_proj.weight") \
-	REP("model.layers.{n}.mlp.gate_proj.weight") \
-	REP("model.layers.{n}.mlp.up_proj.weight") \
-	"{\"match\": \"model.layers.{n}.mlp.down_proj.weight\", \"split\": \"replicate\"}"
-
 /*
  * "also": k_proj fills parts k and v, each rank's v rows the same k rows
  * (Gemma 4's attention_k_eq_v); at tp 4 each of the 2 kv heads is whole
@@ -122,35 +88,28 @@ Test(kinds, and_condition)
 Test(kinds, fuse_also)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	int r;
+	int r, tp;
 
-	fx_open(&f, BASE);
-	use_rules(&f, QKV_ALSO(V_SKIP));
-	fx_plan(&f, 2);
-	for (r = 0; r < 2; r++) {
-		const struct wshard_out_tensor *t = get_out(&f, r, "model.layers.1.qkv");
+	for (tp = 2; tp <= 4; tp += 2) {
+		uint64_t q = 64 / (uint64_t)tp;	/* q rows a rank */
 
-		assert_shape(t, 2, 32 + 8 + 8, 64);
-		assert_copy(&f, t, 0, "model.layers.1.self_attn.q_proj.weight", 32 * r, 32, 0,
-			    128, 0);
-		assert_copy(&f, t, 1, "model.layers.1.self_attn.k_proj.weight", 8 * r, 8, 0,
-			    128, 32 * 128);
-		assert_copy(&f, t, 2, "model.layers.1.self_attn.k_proj.weight", 8 * r, 8, 0,
-			    128, 40 * 128);
+		fx_open(&f, BASE);
+		use_rules(&f, QKV_ALSO(V_SKIP));
+		fx_plan(&f, tp);
+		for (r = 0; r < tp; r++) {
+			const struct wshard_out_tensor *t = get_out(&f, r, "model.layers.1.qkv");
+			uint64_t k0 = 8 * (uint64_t)(r * 2 / tp);	/* its kv head's rows */
+
+			assert_shape(t, 2, q + 8 + 8, 64);
+			assert_copy(&f, t, 0, "model.layers.1.self_attn.q_proj.weight", q * r, q,
+				    0, 128, 0);
+			assert_copy(&f, t, 1, "model.layers.1.self_attn.k_proj.weight", k0, 8, 0,
+				    128, q * 128);
+			assert_copy(&f, t, 2, "model.layers.1.self_attn.k_proj.weight", k0, 8, 0,
+				    128, (q + 8) * 128);
+		}
+		fx_close(&f);
 	}
-	fx_close(&f);
-
-	fx_open(&f, BASE);
-	use_rules(&f, QKV_ALSO(V_SKIP));
-	fx_plan(&f, 4);
-	for (r = 0; r < 4; r++) {
-		const struct wshard_out_tensor *t = get_out(&f, r, "model.layers.0.qkv");
-
-		assert_shape(t, 2, 16 + 8 + 8, 64);
-		assert_copy(&f, t, 2, "model.layers.0.self_attn.k_proj.weight", 8 * (r / 2), 8,
-			    0, 128, 24 * 128);
-	}
-	fx_close(&f);
 
 	fx_open(&f, BASE);
 	use_rules(&f, QKV_ALSO("{\"match\": \"model.layers.{n}.self_attn.v_proj.weight\", "
@@ -159,12 +118,10 @@ Test(kinds, fuse_also)
 	fx_close(&f);
 
 	fx_open(&f, BASE);
-	rules_fails(&f, "{\"fused\": {\"g\": {\"parts\": [\"q\", \"k\", \"v\"], \"split\": \"qkv\"}}, "
-		    "\"tensors\": [{\"match\": \"a\", \"fuse\": \"g.k\", \"also\": \"k\", \"output\": \"o\"}]}",
-		    "\"also\" must name another part");
-	rules_fails(&f, "{\"fused\": {\"g\": {\"parts\": [\"q\", \"k\", \"v\"], \"split\": \"qkv\"}}, "
-		    "\"tensors\": [{\"match\": \"a\", \"fuse\": \"g.k\", \"also\": \"w\", \"output\": \"o\"}]}",
-		    "\"also\" must name another part");
+#define ALSO(part) "{\"fused\": {\"g\": {\"parts\": [\"q\", \"k\", \"v\"], \"split\": \"qkv\"}}, " \
+	"\"tensors\": [{\"match\": \"a\", \"fuse\": \"g.k\", \"also\": \"" part "\", \"output\": \"o\"}]}"
+	rules_fails(&f, ALSO("k"), "\"also\" must name another part");
+	rules_fails(&f, ALSO("w"), "\"also\" must name another part");
 	rules_fails(&f, "{\"tensors\": [{\"match\": \"a\", \"split\": \"row\", \"also\": \"v\"}]}",
 		    "\"also\" (a part name) goes only with \"fuse\"");
 	fx_close(&f);

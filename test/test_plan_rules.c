@@ -13,17 +13,9 @@
 #include "base/error.h"
 #include "plan_fixture.h"
 #include "rules_test_util.h"
+#include "plan_rules_fixture.h"
 
 TestSuite(ext, .fini = close_open_fx);
-
-/* CATCH_ALL without q/k/v, for rules that fuse them. */
-#define CATCH_NO_QKV REP("model.embed_tokens.weight") REP("lm_head.weight") \
-	REP("model.norm.weight") REP("model.layers.{n}.input_layernorm.weight") \
-	REP("model.layers.{n}.post_attention_layernorm.weight") \
-	REP("model.layers.{n}.self_attn.o_proj.weight") \
-	REP("model.layers.{n}.mlp.gate_proj.weight") \
-	REP("model.layers.{n}.mlp.up_proj.weight") \
-	"{\"match\": \"model.layers.{n}.mlp.down_proj.weight\", \"split\": \"replicate\"}"
 
 /* "split": "replicate": both parts whole on every rank, a's rows then b's. */
 Test(ext, fused_replicate)
@@ -215,37 +207,6 @@ Test(ext, conditions)
 	use_rules(&f, rules);
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~tensor 'x.q.weight' is missing");
 	fx_close(&f);
-}
-
-/*
- * Rules for model.layers.{n}.x.weight (layers 0 and 1, [4, 8]): by rows
- * where condition row holds, whole where whole does, with config.json's
- * config set so; layer 0 must be cut and layer 1 whole at tp 2, or, with
- * want_err, planning fails with it.
- */
-static void layer_conditions(const char *row, const char *whole, const char *config,
-			     const char *want_err)
-{
-	static struct fx f;	/* static: outlives an aborted test for fini */
-	char *rules = fmt("{\"tensors\": ["
-		"{\"match\": \"model.layers.{n}.x.weight\", \"if\": \"%s\", \"split\": \"row\"},"
-		"{\"match\": \"model.layers.{n}.x.weight\", \"if\": \"%s\", \"split\": \"replicate\"},"
-		CATCH_ALL "]}", row, whole);
-	char *args = fmt(BASE " --extra-tensor model.layers.0.x.weight:4,8 --extra-tensor "
-			 "model.layers.1.x.weight:4,8 --set-config '%s'", config);
-
-	fx_open(&f, args);
-	use_rules(&f, rules);
-	if (want_err) {
-		fx_plan_fails(&f, 2, WSHARD_EINVAL, want_err);
-	} else {
-		fx_plan(&f, 2);
-		assert_shape(get_out(&f, 1, "model.layers.0.x.weight"), 2, 2, 8);
-		assert_shape(get_out(&f, 1, "model.layers.1.x.weight"), 2, 4, 8);
-	}
-	fx_close(&f);
-	free(rules);
-	free(args);
 }
 
 /* "A in KEY": the condition holds in the layers whose A the config array
