@@ -163,6 +163,8 @@ Test(kinds, rename_layers)
 	use_rules(&f, RENAME("num_hidden_layers"));
 	fx_plan(&f, 2);
 	get_out(&f, 0, "model.layers.1.input_layernorm.weight");
+	use_rules(&f, RENAME("num_hidden_layers - 3"));
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~\"rename_layers\" starts at layer -1");
 	fx_close(&f);
 
 	fx_open(&f, BASE);

@@ -174,6 +174,10 @@ enum wshard_err plan_set_rename(struct wshard_plan *plan, const struct wshard_ru
 				   err);
 	if (rc)
 		return rc;
+	if (from < 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"%s: \"rename_layers\" starts at layer %lld (%s), before the first",
+					rules->name, (long long)from, rules->rename_from);
 	if (from >= layers)
 		return WSHARD_OK;
 	if (plan->opt.pp > 1)
