@@ -260,6 +260,21 @@ static int cmp_op(const char **s)
 	return 0;
 }
 
+/* Config array key for the condition of tensor, or NULL with err set
+ * (WSHARD_EINVAL, naming both) where config.json has no such array. */
+static json_t *cond_array(const struct wshard_config *cfg, char *key, const char *tensor,
+			  struct wshard_error *err)
+{
+	json_t *v = config_lookup(cfg, key);
+
+	if (json_is_array(v))
+		return v;
+	wshard_error_set(err, WSHARD_EINVAL,
+			 "config.json has no array '%s', needed by the condition of '%s'", key,
+			 tensor);
+	return NULL;
+}
+
 /*
  * "A in KEY": whether config key KEY (dotted as in shapes) is an array that
  * holds the integer a; *s is past "in".  Kimi Linear's KDA layers are
@@ -285,11 +300,9 @@ static enum wshard_err in_array(const struct wshard_config *cfg, const char *s, 
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"rule for '%s': malformed condition \"%s\" (\"in\" takes one key)",
 					tensor, cond);
-	v = config_lookup(cfg, key);
-	if (!json_is_array(v))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"config.json has no array '%s', needed by the condition of '%s'",
-					key, tensor);
+	v = cond_array(cfg, key, tensor, err);
+	if (!v)
+		return WSHARD_EINVAL;
 	for (i = 0; i < json_array_size(v); i++)
 		*out |= json_is_integer(json_array_get(v, i)) &&
 			json_integer_value(json_array_get(v, i)) == a;
@@ -332,11 +345,9 @@ static enum wshard_err text_cond(const struct wshard_config *cfg, const char *s,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"rule for '%s': malformed condition \"%s\" (a quoted text compares as KEY[i] == 'text')",
 					tensor, s);
-	v = config_lookup(cfg, key);
-	if (!json_is_array(v))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"config.json has no array '%s', needed by the condition of '%s'",
-					key, tensor);
+	v = cond_array(cfg, key, tensor, err);
+	if (!v)
+		return WSHARD_EINVAL;
 	v = i >= 0 && (size_t)i < json_array_size(v) ? json_array_get(v, (size_t)i) : NULL;
 	if (!json_is_string(v))
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -352,14 +363,14 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 			       struct wshard_error *err)
 {
 	struct expr x = { .s = s, .cfg = cfg, .layer = layer };
+	const char *and = strstr(s, "&&");
 	int64_t a, b = 0;
 	int op;
 	bool text;
 	enum wshard_err rc;
 
 	*out = false;
-	if (strstr(s, "&&")) {	/* "A && B": both hold */
-		const char *and = strstr(s, "&&");
+	if (and) {	/* "A && B": both hold */
 		char *left = strndup(s, (size_t)(and - s));
 		bool l = false;
 
