@@ -13,8 +13,8 @@
 # engine suite's llama-gptq* and llama-awq cases byte for byte): X.qweight,
 # X.scales and X.qzeros are [in, out], so a column-parallel layer cuts
 # dimension 1 and its fused parts lie side by side there, a row-parallel
-# one cuts dimension 0 (one group, GPTQ per channel: whole); g_idx goes.
-# Refused from config.json: GPTQ with activation order, formats wshard
+# one cuts dimension 0 (one group, GPTQ per channel: whole); g_idx goes;
+# experts stack them (check_experts below).  Refused from config.json: GPTQ with activation order, formats wshard
 # does not write (bitsandbytes, compressed-tensors' NVFP4).
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
@@ -150,6 +150,82 @@ for q in gptq:128 gptq:-1 awq:128; do
 done
 echo "   GPTQ (groups of 128, per channel) and AWQ at tp 1 and 2: vLLM's layout"
 
+# GPTQ's and AWQ's experts, stacked as vLLM's AutoGPTQ and AutoAWQ MoE
+# methods hold them (the engine suite's qwen3_moe-gptq* and -awq cases byte
+# for byte): w13_qweight, _scales and _qzeros [E, in, 2 out/N] with each
+# expert's gate and up columns side by side, w2_* [E, in/N, out] cut by
+# input rows (one group, per channel: whole); GPTQ's zero w13_bias
+# [E, 2I/N] and w2_bias [E, H] in the model's dtype; under
+# --expert-parallel each rank's experts whole.
+check_experts() {
+	py_st "$@" <<'PY' || fail "$1: rank files differ from the experts' layout"
+import glob, os, sys
+import st
+out, src, tp, method, ep = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "ep"
+
+def read(paths):
+    return {k: (dt, shape, b) for k, (dt, shape, b) in st.read(paths).items()}
+
+def cut_cols(t, r, n):
+    dt, shape, b = t
+    rows, c = shape
+    w = len(b) // rows // c
+    k = c // n
+    return [b[(i * c + r * k) * w:(i * c + r * k + k) * w] for i in range(rows)]
+
+def cut_rows(t, r, n):
+    dt, shape, b = t
+    if shape[0] == 1:
+        return b
+    k = len(b) // n
+    return b[r * k:(r + 1) * k]
+
+s = read(glob.glob(os.path.join(src, "*.safetensors")))
+E = 1 + max(int(k.split(".")[5]) for k in s if ".mlp.experts." in k)
+bad = 0
+L = "model.layers.1.mlp."
+O = L + "experts.routed_experts."
+for r in range(tp):
+    o = read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
+    mine = range(r * E // tp, (r + 1) * E // tp) if ep else range(E)
+    n, q = (1, 0) if ep else (tp, r)
+    for x in ("qweight", "scales", "qzeros"):
+        gate_up = b"".join(b"".join(g + u for g, u in zip(
+            cut_cols(s[L + "experts.%d.gate_proj.%s" % (e, x)], q, n),
+            cut_cols(s[L + "experts.%d.up_proj.%s" % (e, x)], q, n))) for e in mine)
+        down = b"".join(cut_rows(s[L + "experts.%d.down_proj.%s" % (e, x)], q, n) for e in mine)
+        for name, want in (("w13_" + x, gate_up), ("w2_" + x, down)):
+            if O + name not in o or o[O + name][2] != want:
+                print("rank %d: %s %s" % (r, name, "missing" if O + name not in o else "differs"))
+                bad += 1
+    for name, width in (("w13_bias", o[O + "w13_scales"][1][2]), ("w2_bias", o[O + "w2_scales"][1][2])):
+        want = ("BF16", [len(mine), width], bytes(2 * len(mine) * width))
+        if method == "awq" and O + name in o:
+            print("rank %d: %s written for AWQ" % (r, name))
+            bad += 1
+        elif method == "gptq" and o.get(O + name) != want:
+            print("rank %d: %s is not %s zeros" % (r, name, want[1]))
+            bad += 1
+sys.exit(bad > 0)
+PY
+}
+
+M="--arch qwen3_moe --layers 2 --hidden 256 --heads 4 --kv-heads 2 --intermediate 512 --vocab 1000 --experts 4 --moe-intermediate 256 --shards 2 --seed 7"
+for q in gptq:128 gptq:-1 awq:128; do
+	m=${q%%:*} g=${q#*:}
+	gen "$T/src-moe-$m$g" $M "--$m" "$g"
+	for lay in 1 2 2:ep; do
+		ncases=$((ncases + 1))
+		tp=${lay%:ep} o=$T/out-moe-$m$g-$lay ep=
+		[ "$lay" = 2:ep ] && ep=--expert-parallel
+		if expect_exit 0 "$WSHARD" convert -q --tp "$tp" $ep "$T/src-moe-$m$g" "$o"; then
+			check_experts "$o" "$T/src-moe-$m$g" "$tp" "$m" "${ep:+ep}"
+			expect_exit 0 "$WSHARD" verify "$o"
+		fi
+	done
+done
+echo "   GPTQ (groups of 128, per channel) and AWQ experts at tp 1, 2 and 2 --expert-parallel: vLLM's layout"
+
 # A GPTQ config without modules_in_block_to_quantize gets the source's
 # quantized modules (what vLLM would read from the source's headers: its
 # own reading of the output's fused names finds none); every other key as
@@ -220,6 +296,16 @@ refused gptq-group 4 "o_proj.qzeros': dimension 0 holds 2 groups of 128 input ro
 gen "$T/src-awqword" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermediate 72 \
 	--vocab 256 --awq 36
 refused awq-word 2 "gate_proj.qweight': dimension 1 holds 9 int32 words of 8 packed values; --tp 2 would cut a word" "$T/src-awqword"
+
+# Experts vLLM would take into its MoE WNA16 layout (which repacks them):
+# a hidden size of 64, not a multiple of 128; 128 intermediate rows in
+# groups of 128, 64 a rank at tp 2.
+gen "$T/src-moe-h64" --arch qwen3_moe --layers 1 --hidden 64 --heads 2 --kv-heads 2 \
+	--head-dim 32 --intermediate 128 --vocab 256 --experts 2 --moe-intermediate 128 --gptq 32
+refused moe-hidden 2 "experts.0.gate_proj.qweight': vLLM takes GPTQ experts of hidden size 64, 64 intermediate rows a rank and group_size 32 into its MoE WNA16 layout, which wshard does not write" "$T/src-moe-h64"
+gen "$T/src-moe-share" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-heads 2 \
+	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 128 --awq 128
+refused moe-share 2 "AWQ experts of hidden size 128, 64 intermediate rows a rank and group_size 128 into its MoE WNA16 layout" "$T/src-moe-share"
 
 # Settings vLLM refuses and formats wshard does not write: from config.json.
 gen "$T/src-actorder" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \

@@ -299,7 +299,9 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 	g.ranks = calloc((size_t)plan->tp, sizeof(*g.ranks));
 	if (!g.ranks)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	rc = build_items(plan, rules, &g, m, n, &nitems, err);
+	rc = plan_check_moe_wna16(plan, &m[0], err);
+	if (!rc)
+		rc = build_items(plan, rules, &g, m, n, &nitems, err);
 	/* per-expert per-tensor scales stack to [E], as vLLM's FusedMoE has them */
 	if (is_stacked(&m[0]) && m[0].rule->scale && g.ndim == 1 && g.shape[0] == 1)
 		g.ndim = 0;
@@ -331,6 +333,8 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 		t->quant = quant_role(plan, &m[0]);
 		if (!rc && m[0].rule->times_sqrt[0])
 			rc = apply_times(plan, &m[0], t, err);
+		if (!rc)
+			rc = plan_push_expert_bias(plan, &m[0], t, &plan->ranks[r], &caps[r], err);
 		if (!rc)
 			rc = plan_rank_push(&plan->ranks[r], &caps[r], t, err);
 		free(t->name);

@@ -161,8 +161,7 @@ bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
 
 /* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL naming config.json's
  * quant_method, its setting or compressed-tensors format when wshard does
- * not write its layout (GPTQ with activation order, GPTQ or AWQ experts,
- * NVFP4, ...). */
+ * not write its layout (GPTQ with activation order, NVFP4, ...). */
 enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err);
 
 /* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL when a column split of m's
@@ -176,6 +175,21 @@ enum wshard_err plan_check_groups(const struct wshard_plan *plan, const struct m
  * group of inputs or an int32 word. */
 enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct member *m,
 				 int dim, uint64_t ways, struct wshard_error *err);
+
+/* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL naming m's source when m is
+ * GPTQ's or AWQ's experts (their w13 qweight) that vLLM would load into
+ * its MoE WNA16 layout, not the AutoGPTQ or AutoAWQ MoE layout wshard
+ * writes. */
+enum wshard_err plan_check_moe_wna16(const struct wshard_plan *plan, const struct member *m,
+				     struct wshard_error *err);
+
+/* plan_quant.c: after t, a rank's stacked GPTQ experts' qweight made from
+ * m, the zero w13_bias or w2_bias vLLM keeps beside it, appended to rp
+ * (*cap its capacity); nothing for other tensors.  Returns WSHARD_OK or
+ * WSHARD_ENOMEM. */
+enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const struct member *m,
+				      const struct wshard_out_tensor *t, struct wshard_rank_plan *rp,
+				      size_t *cap, struct wshard_error *err);
 
 /*
  * A rule's shape as config.json gives it: its expressions name config keys

@@ -6,12 +6,14 @@
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include <jansson.h>
 
 #include "wshard.h"
+#include "base/dtype.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
 #include "rules/rules.h"
@@ -189,34 +191,23 @@ enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct me
  * read, rather than left to the rules' coverage check (which names
  * tensors, not the format).  GPTQ and AWQ as vLLM 0.32 takes them (GPTQ
  * 4- or 8-bit symmetric without activation order, AWQ 4-bit GEMM in
- * groups), on dense layers; of compressed-tensors' formats, pack-, int-
- * and float-quantized.
+ * groups), on dense layers and experts (plan_check_moe_wna16 refuses the
+ * experts vLLM would take another layout of); of compressed-tensors'
+ * formats, pack-, int- and float-quantized.
  */
 static enum wshard_err check_gptq_awq(const struct wshard_plan *plan, int which,
 				      struct wshard_error *err)
 {
-	static const char *const experts[] = {
-		"num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts",
-	};
 	json_t *q = plan_quant_config(plan);
 	const char *version = json_string_value(json_object_get(q, "version"));
 	const char *what = which == 1 ? "GPTQ" : "AWQ";
 	long long bits = quant_key(plan, "bits", "num_bits");
 	long long group = quant_key(plan, "group_size", "group_size");
-	size_t i;
 
 	if (which == 2 && !bits)
 		bits = quant_key(plan, "w_bit", "num_bits");
 	if (which == 2 && !group)
 		group = quant_key(plan, "q_group_size", "group_size");
-	for (i = 0; i < sizeof(experts) / sizeof(experts[0]); i++) {
-		json_t *v = json_object_get(plan->config->json, experts[i]);
-
-		if (json_is_integer(v) && json_integer_value(v) > 0)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': %s experts (config.json %s) are not supported yet (dense layers are)",
-						plan->cat->path, what, experts[i]);
-	}
 	if (json_is_true(json_object_get(q, "lm_head")))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': quantization_config.lm_head is true: a quantized %s lm_head is not supported yet",
@@ -287,4 +278,84 @@ enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_
 						plan->cat->path, key, format);
 	}
 	return WSHARD_OK;
+}
+
+/* Whether m is the stacked experts' GPTQ or AWQ qweight of w13 (the fused
+ * gate and up) or w2, as vLLM's AutoGPTQMoEMethod and AutoAWQMoEMethod
+ * hold them: a derived [in, out] rule of an expert's weight. */
+static bool expert_qweight(const struct wshard_plan *plan, const struct member *m)
+{
+	return gptq_or_awq(quant_method(plan)) && m->rule->inout &&
+	       m->rule->qrole == WSHARD_QUANT_WEIGHT && strstr(m->rule->match, "{e}") &&
+	       !strstr(m->rule->output, "{e}");
+}
+
+/*
+ * vLLM takes GPTQ's and AWQ's experts into AutoGPTQMoEMethod's and
+ * AutoAWQMoEMethod's layout only where its Marlin MoE check passes
+ * (check_moe_marlin_supports_config: hidden size a multiple of 128, group
+ * size -1, 32, 64 or 128 dividing each rank's intermediate size); else it
+ * falls back to MoeWNA16Method, which repacks the weights as it loads
+ * them, a layout wshard does not write: refused, naming the tensor.
+ * m is the experts' w13 qweight (a gate or up projection's [in, out]).
+ */
+enum wshard_err plan_check_moe_wna16(const struct wshard_plan *plan, const struct member *m,
+				     struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	int which = gptq_or_awq(quant_method(plan));
+	long long group = quant_key(plan, "group_size", "group_size");
+	long long bits = quant_key(plan, "bits", "num_bits");
+	uint64_t hidden, inter, share, pack;
+
+	if (!expert_qweight(plan, m) || m->rule->kind != RULE_FUSE || t->ndim != 2)
+		return WSHARD_OK;
+	if (which == 2 && !group)
+		group = quant_key(plan, "q_group_size", "group_size");
+	/* 4 or 8 bits (check_gptq_awq); GPTQ packs the inputs (dimension 0),
+	 * AWQ the outputs */
+	pack = bits == 8 ? 4 : 8;
+	hidden = which == 1 ? t->shape[0] * pack : t->shape[0];
+	inter = which == 1 ? t->shape[1] : t->shape[1] * pack;
+	share = plan->opt.expert_parallel ? inter : inter / (uint64_t)plan->tp;
+	if (hidden % 128 == 0 && (group == -1 || group == 32 || group == 64 || group == 128) &&
+	    (group <= 0 || share % (uint64_t)group == 0))
+		return WSHARD_OK;
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"tensor '%s': vLLM takes %s experts of hidden size %llu, %llu intermediate rows a rank and group_size %lld into its MoE WNA16 layout, which wshard does not write (it needs a hidden size that is a multiple of 128 and groups of 32, 64, 128 or -1 that divide each rank's share)",
+				t->name, which == 1 ? "GPTQ" : "AWQ", (unsigned long long)hidden,
+				(unsigned long long)share, group);
+}
+
+/*
+ * vLLM's AutoGPTQMoEMethod registers zero expert biases beside the
+ * stacked qweights, w13_bias [E, 2I/N] and w2_bias [E, H] in the model's
+ * dtype, whether or not the checkpoint has any (it drops them after
+ * loading when none was loaded), so they are in the state sharded_state
+ * loads; AWQ's has none.
+ */
+enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const struct member *m,
+				      const struct wshard_out_tensor *t, struct wshard_rank_plan *rp,
+				      size_t *cap, struct wshard_error *err)
+{
+	size_t len = strlen(t->name);
+	enum wshard_dtype dt = plan_model_dtype(plan);
+	struct wshard_out_tensor b = { .dtype = dt, .ndim = 2 };
+	enum wshard_err rc;
+
+	if (!expert_qweight(plan, m) || gptq_or_awq(quant_method(plan)) != 1 ||
+	    t->ndim != 3 || len < 8 || strcmp(t->name + len - 8, "_qweight") != 0)
+		return WSHARD_OK;
+	b.name = malloc(len - 8 + 6);
+	if (!b.name)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	sprintf(b.name, "%.*s_bias", (int)(len - 8), t->name);
+	b.shape[0] = t->shape[0];
+	b.shape[1] = t->shape[2];
+	rc = plan_push_zeros(&b, b.shape[0] * b.shape[1] * (wshard_dtype_bits(dt) / 8), err);
+	if (!rc)
+		rc = plan_rank_push(rp, cap, &b, err);
+	free(b.name);
+	free(b.pieces);
+	return rc;
 }

@@ -46,6 +46,8 @@ static char *dup_or_null(const char *s)
  * dimension 1 and a fused operator's parts lie side by side there; an
  * input split cuts their dimension 0, a single group (GPTQ per channel)
  * whole on every rank, as vLLM's marlin_repeat_scales_on_all_ranks does.
+ * Experts stack the same per-expert [in, out] tensors (vLLM's AutoGPTQ and
+ * AutoAWQ MoE methods: w13_qweight [E, in, 2 out/N] and so on).
  * vLLM drops GPTQ's X.g_idx (activation order is refused up front).
  */
 enum derive { D_SCALE, D_INPUT, D_BLOCK, D_PACKED, D_ZERO, D_SHAPE,
@@ -149,10 +151,9 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			struct rules_rule *d = &rules[n + add];
 			enum derive how = derived[k].how;
 
-			/* GPTQ's and AWQ's experts are refused (plan_quant.c) */
+			/* GPTQ's and AWQ's experts one a tensor, not viewed */
 			if ((is_inout(how) || how == D_GIDX) &&
-			    (strstr(w->match, "{e}") || w->rows || w->transpose ||
-			     w->deinterleave))
+			    (w->rows || w->transpose || w->deinterleave))
 				continue;
 			const char *suffix = derived[k].suffix, *out = derived[k].out;
 			size_t sl = strlen(out);

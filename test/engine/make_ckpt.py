@@ -157,6 +157,19 @@ CASES = {
     "llama-gptqc": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-awq": ("LlamaConfig", "LlamaForCausalLM", {}),
 
+    # GPTQ and AWQ experts as vLLM's AutoGPTQMoEMethod and AutoAWQMoEMethod
+    # hold them: each expert's I/tp a whole number of groups of 128 at tp 2
+    # (-gptqc: one scale per channel).  vLLM's CPU build has its 4-bit MoE
+    # kernel for CPUs with AMX tiles only (run: WSHARD_ORACLE_INT4).
+    "qwen3_moe-gptq": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                       {"num_experts": 4, "num_experts_per_tok": 2,
+                        "moe_intermediate_size": 256}),
+    "qwen3_moe-gptqc": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                        {"num_experts": 4, "num_experts_per_tok": 2,
+                         "moe_intermediate_size": 256}),
+    "qwen3_moe-awq": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                      {"num_experts": 4, "num_experts_per_tok": 2,
+                       "moe_intermediate_size": 256}),
     "qwen3_moe-fp8": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                       {"num_key_value_heads": 4, "num_experts": 4,
                        "num_experts_per_tok": 2, "moe_intermediate_size": 256}),

@@ -117,8 +117,9 @@ def _patch_int4(module):
     (CPUExpertsInt4), for CPUs with AMX tiles, ungrouped-scale schemes
     (kInt4Static, not Kimi-K2.5's groups of 32) and softmax routing (not
     DeepSeek-V3's grouped sigmoid); so it builds no compressed-tensors
-    W4A16 MoE layer of Kimi's ("No WNA16 MoE backend supports the
-    deployment configuration"), though loading the experts' weights does
+    W4A16 MoE layer of Kimi's, nor GPTQ's or AWQ's experts on a CPU
+    without AMX ("No WNA16 MoE backend supports the deployment
+    configuration"), though loading the experts' weights does
     not depend on the kernel.  The kernel is taken as supporting every
     configuration, so that the model is built, loaded and its state saved;
     then the worker stops (LOAD_ONLY_STOP)."""
