@@ -14,8 +14,10 @@
 # X.scales and X.qzeros are [in, out], so a column-parallel layer cuts
 # dimension 1 and its fused parts lie side by side there, a row-parallel
 # one cuts dimension 0 (one group, GPTQ per channel: whole); g_idx goes;
-# experts stack them (check_experts below).  Refused from config.json: GPTQ with activation order, formats wshard
-# does not write (bitsandbytes, compressed-tensors' NVFP4).
+# experts stack them (check_experts below).  compressed-tensors NVFP4
+# (--nvfp4) as check_nvfp4 says.  Refused from config.json: GPTQ with
+# activation order, formats wshard does not write (bitsandbytes,
+# compressed-tensors' MXFP4).
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
 
@@ -82,6 +84,69 @@ for g in 128 0; do
 	done
 done
 echo "   group 128 and per channel at tp 1 and 2: the rank files hold vLLM's layout"
+
+# compressed-tensors NVFP4 (--nvfp4), as vLLM's CompressedTensorsW4A4Fp4
+# keeps it (the engine suite's llama-nvfp4* cases byte for byte):
+# X.weight_packed U8 [rows, cols/2] and X.weight_scale F8_E4M3
+# [rows, cols/16] cut and fused like the weight; X.weight_global_scale and
+# X.input_global_scale F32 [1] one element per fused part, whole beside a
+# column split.
+check_nvfp4() {
+	py_st "$@" <<'PY' || fail "$1: rank files differ from NVFP4's layout"
+import glob, os, sys
+import st
+out, src, tp, a16 = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "a16"
+s = {k: v for k, v in st.read(glob.glob(os.path.join(src, "*.safetensors"))).items()}
+
+def cols(t, r):
+    dt, (rows, c), b = t
+    w = len(b) // rows // c
+    k = c // tp
+    return b"".join(b[(i * c + r * k) * w:(i * c + r * k + k) * w] for i in range(rows))
+
+def rows(t, r):
+    b = t[2]
+    k = len(b) // tp
+    return b[r * k:(r + 1) * k]
+
+bad = 0
+L = "model.layers.1."
+for r in range(tp):
+    o = st.read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
+    want = {}
+    for x in ("weight_packed", "weight_scale"):
+        want[L + "self_attn.qkv_proj." + x] = b"".join(
+            rows(s[L + "self_attn.%s_proj.%s" % (p, x)], r) for p in "qkv")
+        want[L + "mlp.gate_up_proj." + x] = b"".join(
+            rows(s[L + "mlp.%s_proj.%s" % (p, x)], r) for p in ("gate", "up"))
+        want[L + "self_attn.o_proj." + x] = cols(s[L + "self_attn.o_proj." + x], r)
+    for x in ("weight_global_scale",) + (() if a16 else ("input_global_scale",)):
+        want[L + "self_attn.qkv_proj." + x] = b"".join(
+            s[L + "self_attn.%s_proj.%s" % (p, x)][2] for p in "qkv")
+        want[L + "mlp.down_proj." + x] = s[L + "mlp.down_proj." + x][2]
+    for k, v in want.items():
+        if k not in o or o[k][2] != v:
+            print("rank %d: %s %s" % (r, k, "missing" if k not in o else "differs"))
+            bad += 1
+    if a16 and any(k.endswith("input_global_scale") for k in o):
+        print("rank %d: an input_global_scale without FP4 activations" % r)
+        bad += 1
+sys.exit(bad > 0)
+PY
+}
+
+for v in w4a4 a16; do
+	gen "$T/src-nvfp4-$v" $S --nvfp4 "$v"
+	for tp in 1 2; do
+		ncases=$((ncases + 1))
+		o=$T/out-nvfp4-$v-tp$tp
+		if expect_exit 0 "$WSHARD" convert -q --tp "$tp" "$T/src-nvfp4-$v" "$o"; then
+			check_nvfp4 "$o" "$T/src-nvfp4-$v" "$tp" "$v"
+			expect_exit 0 "$WSHARD" verify "$o"
+		fi
+	done
+done
+echo "   NVFP4 (FP4 activations, and weight-only) at tp 1 and 2: vLLM's layout"
 
 # check_inout OUT SRC TP METHOD: GPTQ's or AWQ's rank files against SRC.
 check_inout() {
@@ -314,9 +379,17 @@ refused actorder 2 "quantization_config.desc_act is true: vLLM no longer takes G
 gen "$T/src-bnb" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--set-config 'quantization_config={"quant_method": "bitsandbytes", "load_in_4bit": true}'
 refused bnb 2 "quantization_config.quant_method \"bitsandbytes\" is not supported yet" "$T/src-bnb"
-gen "$T/src-nvfp4" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
-	--set-config 'quantization_config={"quant_method": "compressed-tensors", "config_groups": {"group_0": {"format": "nvfp4-pack-quantized"}}}'
-refused nvfp4 2 "has format \"nvfp4-pack-quantized\", not supported yet" "$T/src-nvfp4"
+gen "$T/src-mxfp4ct" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--set-config 'quantization_config={"quant_method": "compressed-tensors", "config_groups": {"group_0": {"format": "mxfp4-pack-quantized"}}}'
+refused mxfp4ct 2 "has format \"mxfp4-pack-quantized\", not supported yet" "$T/src-mxfp4ct"
+# NVFP4's down_proj: 96 input columns, 6 groups of 16: 1.5 a rank at tp 4.
+gen "$T/src-nvfp4grp" --layers 1 --hidden 64 --heads 4 --kv-heads 4 --intermediate 96 \
+	--vocab 256 --nvfp4 a16
+refused nvfp4-group 4 "down_proj.weight_scale': dimension 1 holds 6 groups of 16 input columns (quantization_config group_size); --tp 4 would cut a group" "$T/src-nvfp4grp"
+# NVFP4 experts: vLLM's CPU build builds none, so their layout is unchecked.
+gen "$T/src-nvfp4moe" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-heads 2 \
+	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 128 --nvfp4 w4a4
+refused nvfp4-experts 2 "experts.0.gate_proj.weight_packed': NVFP4 experts are not supported yet (dense layers are)" "$T/src-nvfp4moe"
 
 echo "$ncases quantized cases"
 finish

@@ -299,7 +299,7 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 	g.ranks = calloc((size_t)plan->tp, sizeof(*g.ranks));
 	if (!g.ranks)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	rc = plan_check_moe_wna16(plan, &m[0], err);
+	rc = plan_check_experts(plan, &m[0], err);
 	if (!rc)
 		rc = build_items(plan, rules, &g, m, n, &nitems, err);
 	/* per-expert per-tensor scales stack to [E], as vLLM's FusedMoE has them */

@@ -177,11 +177,11 @@ enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct me
 				 int dim, uint64_t ways, struct wshard_error *err);
 
 /* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL naming m's source when m is
- * GPTQ's or AWQ's experts (their w13 qweight) that vLLM would load into
- * its MoE WNA16 layout, not the AutoGPTQ or AutoAWQ MoE layout wshard
- * writes. */
-enum wshard_err plan_check_moe_wna16(const struct wshard_plan *plan, const struct member *m,
-				     struct wshard_error *err);
+ * NVFP4 experts, or GPTQ's or AWQ's experts (their w13 qweight) that vLLM
+ * would load into its MoE WNA16 layout, not the AutoGPTQ or AutoAWQ MoE
+ * layout wshard writes. */
+enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct member *m,
+				   struct wshard_error *err);
 
 /* plan_quant.c: after t, a rank's stacked GPTQ experts' qweight made from
  * m, the zero w13_bias or w2_bias vLLM keeps beside it, appended to rp

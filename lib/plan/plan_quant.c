@@ -119,6 +119,10 @@ enum wshard_err plan_check_groups(const struct wshard_plan *plan, const struct m
 
 	if ((!m->rule->grouped && !m->rule->packed) || t->ndim < 2 || have % (uint64_t)plan->tp == 0)
 		return WSHARD_OK;
+	if (m->rule->packed && t->dtype == WSHARD_U8)	/* NVFP4: two a byte */
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': dimension 1 holds %llu bytes of 2 packed FP4 values; --tp %d would cut a byte",
+					t->name, have, plan->tp);
 	if (m->rule->packed)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': dimension 1 holds %llu int32 words of %lld packed values; --tp %d would cut a word",
@@ -191,7 +195,7 @@ enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct me
  * read, rather than left to the rules' coverage check (which names
  * tensors, not the format).  GPTQ and AWQ as vLLM 0.32 takes them (GPTQ
  * 4- or 8-bit symmetric without activation order, AWQ 4-bit GEMM in
- * groups), on dense layers and experts (plan_check_moe_wna16 refuses the
+ * groups), on dense layers and experts (plan_check_experts refuses the
  * experts vLLM would take another layout of); of compressed-tensors'
  * formats, pack-, int- and float-quantized.
  */
@@ -246,7 +250,7 @@ enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_
 {
 	static const char *const later[] = { "bitsandbytes", "gguf" };
 	static const char *const formats[] = {
-		"pack-quantized", "int-quantized", "float-quantized",
+		"pack-quantized", "int-quantized", "float-quantized", "nvfp4-pack-quantized",
 	};
 	json_t *q = plan_quant_config(plan);
 	const char *method = quant_method(plan);
@@ -274,7 +278,7 @@ enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_
 				break;
 		if (format && i == sizeof(formats) / sizeof(formats[0]))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': quantization_config.config_groups.%s has format \"%s\", not supported yet (pack-quantized, int-quantized and float-quantized are)",
+						"'%s': quantization_config.config_groups.%s has format \"%s\", not supported yet (pack-quantized, int-quantized, float-quantized and nvfp4-pack-quantized are)",
 						plan->cat->path, key, format);
 	}
 	return WSHARD_OK;
@@ -291,7 +295,8 @@ static bool expert_qweight(const struct wshard_plan *plan, const struct member *
 }
 
 /*
- * vLLM takes GPTQ's and AWQ's experts into AutoGPTQMoEMethod's and
+ * NVFP4 experts are refused.  vLLM takes GPTQ's and AWQ's experts into
+ * AutoGPTQMoEMethod's and
  * AutoAWQMoEMethod's layout only where its Marlin MoE check passes
  * (check_moe_marlin_supports_config: hidden size a multiple of 128, group
  * size -1, 32, 64 or 128 dividing each rank's intermediate size); else it
@@ -299,8 +304,8 @@ static bool expert_qweight(const struct wshard_plan *plan, const struct member *
  * them, a layout wshard does not write: refused, naming the tensor.
  * m is the experts' w13 qweight (a gate or up projection's [in, out]).
  */
-enum wshard_err plan_check_moe_wna16(const struct wshard_plan *plan, const struct member *m,
-				     struct wshard_error *err)
+enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct member *m,
+				   struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	int which = gptq_or_awq(quant_method(plan));
@@ -308,6 +313,13 @@ enum wshard_err plan_check_moe_wna16(const struct wshard_plan *plan, const struc
 	long long bits = quant_key(plan, "bits", "num_bits");
 	uint64_t hidden, inter, share, pack;
 
+	/* vLLM's CompressedTensorsW4A4Nvfp4MoEMethod holds w13's global
+	 * scales per part and loads them as no other method does; its CPU
+	 * build builds none, so there is no state to check a layout against */
+	if (m->rule->packed && t->dtype == WSHARD_U8 && strstr(m->rule->match, "{e}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': NVFP4 experts are not supported yet (dense layers are)",
+					t->name);
 	if (!expert_qweight(plan, m) || m->rule->kind != RULE_FUSE || t->ndim != 2)
 		return WSHARD_OK;
 	if (which == 2 && !group)

@@ -29,6 +29,12 @@ static char *dup_or_null(const char *s)
  * name a block scale X.scale: vLLM's mapper renames it X.weight_scale_inv,
  * and so does its derived rule.
  *
+ * compressed-tensors' NVFP4 (nvfp4-pack-quantized, vLLM's
+ * CompressedTensorsW4A4Fp4) packs two FP4 values a byte, X.weight_packed
+ * U8 [rows, cols/2], with an F8_E4M3 X.weight_scale per 16 input columns
+ * and the per-tensor X.weight_global_scale and X.input_global_scale,
+ * which follow the weight as FP8's per-tensor scales do.
+ *
  * compressed-tensors' pack-quantized weights (vLLM's CompressedTensorsWNA16)
  * replace X.weight by X.weight_packed, int32 words of packed values along
  * the input dimension, cut like the weight; X.weight_scale and
@@ -59,6 +65,9 @@ static const struct {
 } derived[] = {
 	{ ".weight_scale", ".weight_scale", D_SCALE },
 	{ ".input_scale", ".input_scale", D_INPUT },
+	/* NVFP4's per-tensor scales, beside its F8_E4M3 group scales */
+	{ ".weight_global_scale", ".weight_global_scale", D_SCALE },
+	{ ".input_global_scale", ".input_global_scale", D_INPUT },
 	{ ".weight_scale_inv", ".weight_scale_inv", D_BLOCK },
 	{ ".scale", ".weight_scale_inv", D_BLOCK },
 	{ ".weight_packed", ".weight_packed", D_PACKED },

@@ -148,6 +148,13 @@ CASES = {
     "llama-w4a16c": ("LlamaConfig", "LlamaForCausalLM", {}),
     # compressed-tensors W8A8 INT8 and FP8 (int- and float-quantized):
     # weights per channel, activations dynamic per token.
+    # compressed-tensors NVFP4 (nvfp4-pack-quantized: FP4 weights two a
+    # byte, F8_E4M3 scales per 16 columns under a global scale), with FP4
+    # activations (-nvfp4) or weight-only (-nvfp4a16).  vLLM's CPU build
+    # has no NVFP4 kernel: the hook gives it vLLM's emulation
+    # (WSHARD_ORACLE_NVFP4).
+    "llama-nvfp4": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-nvfp4a16": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-w8a8": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-fp8dyn": ("LlamaConfig", "LlamaForCausalLM", {}),
     # GPTQ (4-bit in groups of 128, per channel) and AWQ (4-bit, groups
@@ -372,7 +379,9 @@ CT_SCHEMES = {"w4a16": ("W4A16", None, "pack-quantized"),
               "w4a16a": ("W4A16_ASYM", None, "pack-quantized"),
               "w4a16c": ("W4A16", "channel", "pack-quantized"),
               "w8a8": ("W8A8", None, "int-quantized"),
-              "fp8dyn": ("FP8_DYNAMIC", None, "float-quantized")}
+              "fp8dyn": ("FP8_DYNAMIC", None, "float-quantized"),
+              "nvfp4": ("NVFP4", None, "nvfp4-pack-quantized"),
+              "nvfp4a16": ("NVFP4A16", None, "nvfp4-pack-quantized")}
 
 
 def quantize_ct(model, variant):
@@ -388,7 +397,7 @@ def quantize_ct(model, variant):
         QuantizationConfig, QuantizationStatus, apply_quantization_config,
         preset_name_to_scheme)
     from compressed_tensors.quantization.utils import (
-        compute_dynamic_scales_and_zp)
+        compute_dynamic_scales_and_zp, generate_gparam)
     preset, strategy, fmt = CT_SCHEMES[variant]
     scheme = preset_name_to_scheme(preset, ["Linear"])
     if strategy == "channel":
@@ -409,6 +418,19 @@ def quantize_ct(model, variant):
                 from compressed_tensors.quantization.utils import (
                     calculate_qparams)
                 sc, zp = calculate_qparams(lo, hi, s.weights)
+            elif s.weights.strategy == "tensor_group":
+                # NVFP4: the group scales under one global scale from the
+                # weight's range; the activations' global scale (which
+                # llm-compressor calibrates) from a fixed range of +-4
+                w = m.weight.float()
+                gs = generate_gparam(w.min(), w.max())
+                m.weight_global_scale.copy_(gs.reshape(m.weight_global_scale.shape))
+                sc, zp = compute_dynamic_scales_and_zp(m.weight, s.weights, m,
+                                                       global_scale=gs)
+                if hasattr(m, "input_global_scale"):
+                    m.input_global_scale.copy_(generate_gparam(
+                        torch.tensor(-4.0), torch.tensor(4.0)).reshape(
+                            m.input_global_scale.shape))
             else:
                 sc, zp = compute_dynamic_scales_and_zp(m.weight, s.weights, m)
             m.weight_scale.copy_(sc.reshape(m.weight_scale.shape))

@@ -127,6 +127,22 @@ def _patch_int4(module):
         staticmethod(lambda *a, **kw: (True, None))
 
 
+def _patch_nvfp4(module):
+    """WSHARD_ORACLE_NVFP4: vLLM 0.32 registers no NVFP4 linear kernel for
+    its CPU platform (kernels/linear/__init__.py, _POSSIBLE_NVFP4_KERNELS
+    has CUDA's and ROCm's; weight-only NVFP4A16 forces Marlin: "Forced
+    NVFP4 kernel MarlinNvFp4LinearKernel is not supported: Marlin FP4 not
+    available"), though loading the weights does not depend on the kernel.
+    compressed-tensors' NVFP4 scheme takes vLLM's own software emulation
+    (EmulationNvFp4LinearKernel, dequantize then a BF16 matmul: what ROCm
+    runs), so that the model is built, loaded and, for W4A4, run."""
+    from vllm.model_executor.kernels.linear.nvfp4.base import NvFp4LinearLayerConfig
+    from vllm.model_executor.kernels.linear.nvfp4.emulation import (
+        EmulationNvFp4LinearKernel)
+    module.init_nvfp4_linear_kernel = \
+        lambda use_a16=False: EmulationNvFp4LinearKernel(NvFp4LinearLayerConfig())
+
+
 def _patch_nogate(module):
     """WSHARD_ORACLE_NOGATE: vLLM 0.32 builds no MoE layer without a gated
     activation (Nemotron-H's relu^2 experts) on a CPU: FusedMoEConfig's
@@ -210,6 +226,9 @@ if os.environ.get("WSHARD_BENCH_TIMES"):
 if os.environ.get("WSHARD_ORACLE_INT4"):
     sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
                                     _patch_int4))
+if os.environ.get("WSHARD_ORACLE_NVFP4"):
+    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.quantization.compressed_tensors."
+                                    "schemes.compressed_tensors_w4a4_nvfp4", _patch_nvfp4))
 if os.environ.get("WSHARD_ORACLE_NOGATE"):
     sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.config",
                                     _patch_nogate))
