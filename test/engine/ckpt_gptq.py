@@ -15,7 +15,7 @@ AutoAWQ save them:
         interleaved order; scales [groups, out]; qzeros [groups, out/8]
 """
 LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-          "down_proj")
+          "down_proj", "w1", "w2", "w3")  # w1-w3: Mixtral's experts
 
 # variant: (method, bits, group_size)
 VARIANTS = {"gptq": ("gptq", 4, 128), "gptqc": ("gptq", 4, -1),
