@@ -90,13 +90,18 @@ echo "   group 128 and per channel at tp 1 and 2: the rank files hold vLLM's lay
 # X.weight_packed U8 [rows, cols/2] and X.weight_scale F8_E4M3
 # [rows, cols/16] cut and fused like the weight; X.weight_global_scale and
 # X.input_global_scale F32 [1] one element per fused part, whole beside a
-# column split.
+# column split.  ModelOpt's NVFP4 (--nvfp4 modelopt) the same under its
+# names: X.weight, X.weight_scale, X.weight_scale_2, X.input_scale.
 check_nvfp4() {
 	py_st "$@" <<'PY' || fail "$1: rank files differ from NVFP4's layout"
 import glob, os, sys
 import st
-out, src, tp, a16 = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "a16"
+out, src, tp, v = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+a16 = v == "a16"
 s = {k: v for k, v in st.read(glob.glob(os.path.join(src, "*.safetensors"))).items()}
+# ModelOpt's names: X.weight, X.weight_scale_2, X.input_scale (scalars)
+packed, gscale, iscale = (("weight", "weight_scale_2", "input_scale") if v == "modelopt" else
+                          ("weight_packed", "weight_global_scale", "input_global_scale"))
 
 def cols(t, r):
     dt, (rows, c), b = t
@@ -114,13 +119,13 @@ L = "model.layers.1."
 for r in range(tp):
     o = st.read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
     want = {}
-    for x in ("weight_packed", "weight_scale"):
+    for x in (packed, "weight_scale"):
         want[L + "self_attn.qkv_proj." + x] = b"".join(
             rows(s[L + "self_attn.%s_proj.%s" % (p, x)], r) for p in "qkv")
         want[L + "mlp.gate_up_proj." + x] = b"".join(
             rows(s[L + "mlp.%s_proj.%s" % (p, x)], r) for p in ("gate", "up"))
         want[L + "self_attn.o_proj." + x] = cols(s[L + "self_attn.o_proj." + x], r)
-    for x in ("weight_global_scale",) + (() if a16 else ("input_global_scale",)):
+    for x in (gscale,) + (() if a16 else (iscale,)):
         want[L + "self_attn.qkv_proj." + x] = b"".join(
             s[L + "self_attn.%s_proj.%s" % (p, x)][2] for p in "qkv")
         want[L + "mlp.down_proj." + x] = s[L + "mlp.down_proj." + x][2]
@@ -128,14 +133,14 @@ for r in range(tp):
         if k not in o or o[k][2] != v:
             print("rank %d: %s %s" % (r, k, "missing" if k not in o else "differs"))
             bad += 1
-    if a16 and any(k.endswith("input_global_scale") for k in o):
+    if a16 and any(k.endswith(iscale) for k in o):
         print("rank %d: an input_global_scale without FP4 activations" % r)
         bad += 1
 sys.exit(bad > 0)
 PY
 }
 
-for v in w4a4 a16; do
+for v in w4a4 a16 modelopt; do
 	gen "$T/src-nvfp4-$v" $S --nvfp4 "$v"
 	for tp in 1 2; do
 		ncases=$((ncases + 1))
@@ -146,7 +151,7 @@ for v in w4a4 a16; do
 		fi
 	done
 done
-echo "   NVFP4 (FP4 activations, and weight-only) at tp 1 and 2: vLLM's layout"
+echo "   NVFP4 (compressed-tensors' with FP4 activations and weight-only, ModelOpt's) at tp 1 and 2: vLLM's layout"
 
 # check_inout OUT SRC TP METHOD: GPTQ's or AWQ's rank files against SRC.
 check_inout() {
@@ -315,6 +320,26 @@ if open(os.path.join(asrc, "config.json"), "rb").read() != open(os.path.join(aou
 PY
 	fail "GPTQ's config.json: the quantized modules are not listed as the source has them"
 echo "   GPTQ's config.json lists the source's quantized modules"
+
+# ModelOpt's older form, its quantization in hf_quant_config.json alone,
+# is read as config.json's quantization_config (as vLLM does): the KV-cache
+# scales vLLM's ModelOpt method adds are written, the file is copied.
+ncases=$((ncases + 1))
+gen "$T/src-hfq" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--fp8 per-tensor --input-scale --omit-config quantization_config
+echo '{"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": null}}' \
+	>"$T/src-hfq/hf_quant_config.json"
+if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-hfq" "$T/out-hfq" &&
+   expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-hfq"; then
+	for want in "quantization: modelopt" "layers.0.self_attn.attn.k_scale  *BF16  *\[\]" \
+		    "qkv_proj.input_scale  *F32  *\[3\]"; do
+		grep -q "$want" "$T/out" || fail "hf_quant_config.json: inspect does not show '$want'"
+	done
+	cmp -s "$T/src-hfq/hf_quant_config.json" "$T/out-hfq/hf_quant_config.json" ||
+		fail "hf_quant_config.json not copied"
+	grep -q quantization_config "$T/out-hfq/config.json" && fail "config.json changed"
+fi
+echo "   ModelOpt's hf_quant_config.json alone: taken as the quantization"
 
 # The manifest records each tensor's quantization role and the scheme;
 # inspect shows them; verify finds a role changed in the manifest.

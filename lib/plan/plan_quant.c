@@ -32,6 +32,16 @@ static const char *quant_method(const struct wshard_plan *plan)
 	return json_string_value(json_object_get(plan_quant_config(plan), "quant_method"));
 }
 
+bool plan_fp4_weight(const struct wshard_plan *plan, const struct wshard_st_tensor *t)
+{
+	json_t *q = plan_quant_config(plan);
+	const char *method = quant_method(plan);
+	const char *algo = json_string_value(json_object_get(q, "quant_algo"));
+
+	return t->dtype == WSHARD_U8 && method && !strncmp(method, "modelopt", 8) && algo &&
+	       strcasestr(algo, "NVFP4") != NULL;
+}
+
 /*
  * The attention's KV-cache scales a quantized checkpoint gives vLLM: its
  * quantization method's KV-cache method creates them whether or not the
@@ -316,7 +326,8 @@ enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct 
 	/* vLLM's CompressedTensorsW4A4Nvfp4MoEMethod holds w13's global
 	 * scales per part and loads them as no other method does; its CPU
 	 * build builds none, so there is no state to check a layout against */
-	if (m->rule->packed && t->dtype == WSHARD_U8 && strstr(m->rule->match, "{e}"))
+	if (strstr(m->rule->match, "{e}") && t->dtype == WSHARD_U8 &&
+	    (m->rule->packed || plan_fp4_weight(plan, t)))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': NVFP4 experts are not supported yet (dense layers are)",
 					t->name);

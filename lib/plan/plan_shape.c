@@ -43,6 +43,11 @@ enum wshard_err plan_check_shape(const struct wshard_plan *plan,
 	memo->done = true;
 	if (r->nshape == t->ndim && memcmp(want, t->shape, sizeof(uint64_t) * (size_t)t->ndim) == 0)
 		return WSHARD_OK;
+	/* ModelOpt's NVFP4 weight: two values a byte along the inputs */
+	if (r->nshape == t->ndim && t->ndim >= 2 && plan_fp4_weight(plan, t) &&
+	    memcmp(want, t->shape, sizeof(uint64_t) * (size_t)(t->ndim - 1)) == 0 &&
+	    want[t->ndim - 1] == 2 * t->shape[t->ndim - 1])
+		return WSHARD_OK;
 	expr_s[0] = '\0';	/* "shape": [] names no expression */
 	for (i = 0; i < r->nshape; i++)
 		o += (size_t)snprintf(expr_s + o, sizeof(expr_s) - WSHARD_MIN(o, sizeof(expr_s)),

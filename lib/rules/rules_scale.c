@@ -33,7 +33,10 @@ static char *dup_or_null(const char *s)
  * CompressedTensorsW4A4Fp4) packs two FP4 values a byte, X.weight_packed
  * U8 [rows, cols/2], with an F8_E4M3 X.weight_scale per 16 input columns
  * and the per-tensor X.weight_global_scale and X.input_global_scale,
- * which follow the weight as FP8's per-tensor scales do.
+ * which follow the weight as FP8's per-tensor scales do.  ModelOpt's NVFP4
+ * (vLLM's ModelOptNvFp4 methods) keeps the packed bytes as X.weight, with
+ * X.weight_scale per 16 columns and the per-tensor X.weight_scale_2 and
+ * X.input_scale.
  *
  * compressed-tensors' pack-quantized weights (vLLM's CompressedTensorsWNA16)
  * replace X.weight by X.weight_packed, int32 words of packed values along
@@ -65,9 +68,11 @@ static const struct {
 } derived[] = {
 	{ ".weight_scale", ".weight_scale", D_SCALE },
 	{ ".input_scale", ".input_scale", D_INPUT },
-	/* NVFP4's per-tensor scales, beside its F8_E4M3 group scales */
+	/* NVFP4's per-tensor scales, beside its F8_E4M3 group scales:
+	 * compressed-tensors' and ModelOpt's (whose input one is input_scale) */
 	{ ".weight_global_scale", ".weight_global_scale", D_SCALE },
 	{ ".input_global_scale", ".input_global_scale", D_INPUT },
+	{ ".weight_scale_2", ".weight_scale_2", D_SCALE },
 	{ ".weight_scale_inv", ".weight_scale_inv", D_BLOCK },
 	{ ".scale", ".weight_scale_inv", D_BLOCK },
 	{ ".weight_packed", ".weight_packed", D_PACKED },

@@ -106,6 +106,54 @@ static json_t *model_config(json_t *root)
 	return t;
 }
 
+/*
+ * ModelOpt's older checkpoints (NVIDIA's 2024 -FP8 and -FP4 ones) have no
+ * quantization_config in config.json, their quantization in
+ * hf_quant_config.json beside it ({"quantization": {"quant_algo": ...}}),
+ * which vLLM reads as the same: it is taken as config.json's
+ * quantization_config, with quant_method "modelopt".  Only the copy in
+ * memory changes; the files go to OUT as they are.
+ */
+static enum wshard_err modelopt_config(struct wshard_catalog *cat, const char *config,
+				       json_t *root, struct wshard_error *err)
+{
+	struct wshard_error ignored = { 0 };
+	size_t dirlen = strlen(config) - strlen("config.json"), len;
+	char *path, *text = NULL;
+	json_t *hq, *q;
+
+	if (json_object_get(root, "quantization_config") ||
+	    strcmp(config + dirlen, "config.json") != 0)
+		return WSHARD_OK;
+	path = malloc(dirlen + sizeof("hf_quant_config.json"));
+	if (!path)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	sprintf(path, "%.*shf_quant_config.json", (int)dirlen, config);
+	if (catalog_read_small(cat, path, &text, &len, &ignored)) {
+		free(path);	/* none: an unquantized checkpoint */
+		return WSHARD_OK;
+	}
+	hq = json_loadb(text, len, 0, NULL);
+	free(text);
+	q = json_object_get(hq, "quantization");
+	if (!json_is_object(q)) {
+		json_decref(hq);
+		wshard_error_set(err, WSHARD_EINVAL,
+				 "'%s': not a JSON object with a \"quantization\" object", path);
+		free(path);
+		return WSHARD_EINVAL;
+	}
+	free(path);
+	q = json_deep_copy(q);
+	json_decref(hq);
+	if (!q || (!json_object_get(q, "quant_method") &&
+		   json_object_set_new(q, "quant_method", json_string("modelopt"))) ||
+	    json_object_set_new(root, "quantization_config", q)) {
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
+
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err)
 {
@@ -128,6 +176,9 @@ enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path
 	}
 	c->json = root;
 	c->text = model_config(root);
+	rc = modelopt_config(cat, path, root, err);
+	if (rc)
+		return rc;
 	archs = json_object_get(root, "architectures");
 	if (json_is_array(archs) && json_is_string(json_array_get(archs, 0))) {
 		c->architecture = strdup(json_string_value(json_array_get(archs, 0)));

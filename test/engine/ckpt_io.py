@@ -33,3 +33,35 @@ def update_config(out, fn):
     fn(cfg)
     with open(path, "w") as f:
         json.dump(cfg, f, indent=2)
+
+
+def modelopt_nvfp4(out):
+    """Rewrites compressed-tensors' NVFP4 checkpoint in OUT in ModelOpt's
+    NVFP4 layout, as NVIDIA's -FP4 checkpoints carry it (nvidia-modelopt
+    does not install here): the same FP4 bytes and F8_E4M3 group scales,
+    X.weight_packed as X.weight, and the global scales as ModelOpt stores
+    them, X.weight_scale_2 = 1 / X.weight_global_scale and X.input_scale =
+    1 / X.input_global_scale (compressed-tensors keeps the divisors), F32
+    scalars; config.json's quantization_config as ModelOpt writes it, with
+    hf_quant_config.json beside it."""
+    import torch
+    ren = {".weight_packed": ".weight", ".weight_global_scale": ".weight_scale_2",
+           ".input_global_scale": ".input_scale"}
+
+    def shard(tensors):
+        for name in list(tensors):
+            for a, b in ren.items():
+                if name.endswith(a):
+                    t = tensors.pop(name)
+                    if a != ".weight_packed":
+                        t = (1.0 / t.float()).reshape(()).to(torch.float32)
+                    tensors[name[:-len(a)] + b] = t
+    rewrite_shards(out, shard)
+    q = {"quant_algo": "NVFP4", "kv_cache_quant_algo": None, "group_size": 16,
+         "exclude_modules": ["lm_head"]}
+    update_config(out, lambda cfg: cfg.update(quantization_config={
+        "quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+        "ignore": ["lm_head"], "kv_cache_scheme": None,
+        "producer": {"name": "modelopt"}}))
+    with open(os.path.join(out, "hf_quant_config.json"), "w") as f:
+        json.dump({"producer": {"name": "modelopt"}, "quantization": q}, f, indent=2)

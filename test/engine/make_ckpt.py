@@ -155,6 +155,11 @@ CASES = {
     # (WSHARD_ORACLE_NVFP4).
     "llama-nvfp4": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-nvfp4a16": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # ModelOpt's NVFP4 (NVIDIA's -FP4 checkpoints): -nvfp4's quantization
+    # in ModelOpt's names and config (ckpt_io.py, modelopt_nvfp4).
+    "llama-nvfp4mo": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-fp8mo": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-fp8moh": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-w8a8": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-fp8dyn": ("LlamaConfig", "LlamaForCausalLM", {}),
     # GPTQ (4-bit in groups of 128, per channel) and AWQ (4-bit, groups
@@ -389,7 +394,8 @@ CT_SCHEMES = {"w4a16": ("W4A16", None, "pack-quantized"),
               "w8a8": ("W8A8", None, "int-quantized"),
               "fp8dyn": ("FP8_DYNAMIC", None, "float-quantized"),
               "nvfp4": ("NVFP4", None, "nvfp4-pack-quantized"),
-              "nvfp4a16": ("NVFP4A16", None, "nvfp4-pack-quantized")}
+              "nvfp4a16": ("NVFP4A16", None, "nvfp4-pack-quantized"),
+              "nvfp4mo": ("NVFP4", None, "nvfp4-pack-quantized")}
 
 
 def quantize_ct(model, variant):
@@ -1134,8 +1140,29 @@ def make(arch, out):
         quantize_fp8(out)
     elif arch.endswith("-fp8t"):
         quantize_fp8(out, per_tensor=True)
+    elif arch.endswith("-fp8mo") or arch.endswith("-fp8moh"):
+        # ModelOpt's FP8 (NVIDIA's -FP8 checkpoints): per-tensor weight and
+        # activation scales, ModelOpt's quantization_config; -fp8moh in
+        # its older form, hf_quant_config.json alone
+        import json
+        from ckpt_io import update_config
+        quantize_fp8(out, per_tensor=True)
+        q = {"quant_method": "modelopt", "quant_algo": "FP8",
+             "ignore": ["lm_head"], "kv_cache_scheme": None,
+             "producer": {"name": "modelopt"}}
+        if arch.endswith("-fp8moh"):
+            q = None
+            with open(os.path.join(out, "hf_quant_config.json"), "w") as f:
+                json.dump({"producer": {"name": "modelopt"}, "quantization": {
+                    "quant_algo": "FP8", "kv_cache_quant_algo": None,
+                    "exclude_modules": ["lm_head"]}}, f, indent=2)
+        update_config(out, lambda cfg: cfg.pop("quantization_config") if q is None
+                      else cfg.update(quantization_config=q))
     elif arch.endswith("-mxfp4"):
         mxfp4(out)
+    elif variant == "nvfp4mo":
+        from ckpt_io import modelopt_nvfp4
+        modelopt_nvfp4(out)
     elif variant in ("gptq", "gptqc", "awq"):
         from ckpt_gptq import gptq_awq
         gptq_awq(out, variant)

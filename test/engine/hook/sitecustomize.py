@@ -229,6 +229,8 @@ if os.environ.get("WSHARD_ORACLE_INT4"):
 if os.environ.get("WSHARD_ORACLE_NVFP4"):
     sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.quantization.compressed_tensors."
                                     "schemes.compressed_tensors_w4a4_nvfp4", _patch_nvfp4))
+    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.quantization.modelopt",
+                                    _patch_nvfp4))
 if os.environ.get("WSHARD_ORACLE_NOGATE"):
     sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.config",
                                     _patch_nogate))
