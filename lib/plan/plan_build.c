@@ -334,7 +334,8 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 		if (!rc && m[0].rule->times_sqrt[0])
 			rc = apply_times(plan, &m[0], t, err);
 		if (!rc)
-			rc = plan_push_expert_bias(plan, &m[0], t, &plan->ranks[r], &caps[r], err);
+			rc = plan_push_expert_bias(plan, &m[0], t, plan_model_dtype(plan),
+						   &plan->ranks[r], &caps[r], err);
 		if (!rc)
 			rc = plan_rank_push(&plan->ranks[r], &caps[r], t, err);
 		free(t->name);

@@ -188,13 +188,14 @@ bool plan_fp4_weight(const struct wshard_plan *plan, const struct wshard_st_tens
 enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct member *m,
 				   struct wshard_error *err);
 
-/* plan_quant.c: after t, a rank's stacked GPTQ experts' qweight made from
- * m, the zero w13_bias or w2_bias vLLM keeps beside it, appended to rp
- * (*cap its capacity); nothing for other tensors.  Returns WSHARD_OK or
- * WSHARD_ENOMEM. */
+/* plan_quant.c: for t, a rank's stacked GPTQ experts' qweight made from
+ * m, the zero w13_bias or w2_bias vLLM keeps beside it, in dt (the
+ * model's dtype), appended to rp (*cap its capacity); nothing for other
+ * tensors.  Returns WSHARD_OK or WSHARD_ENOMEM. */
 enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const struct member *m,
-				      const struct wshard_out_tensor *t, struct wshard_rank_plan *rp,
-				      size_t *cap, struct wshard_error *err);
+				      const struct wshard_out_tensor *t, enum wshard_dtype dt,
+				      struct wshard_rank_plan *rp, size_t *cap,
+				      struct wshard_error *err);
 
 /*
  * A rule's shape as config.json gives it: its expressions name config keys

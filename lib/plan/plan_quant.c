@@ -358,11 +358,11 @@ enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct 
  * loads; AWQ's has none.
  */
 enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const struct member *m,
-				      const struct wshard_out_tensor *t, struct wshard_rank_plan *rp,
-				      size_t *cap, struct wshard_error *err)
+				      const struct wshard_out_tensor *t, enum wshard_dtype dt,
+				      struct wshard_rank_plan *rp, size_t *cap,
+				      struct wshard_error *err)
 {
 	size_t len = strlen(t->name);
-	enum wshard_dtype dt = plan_model_dtype(plan);
 	struct wshard_out_tensor b = { .dtype = dt, .ndim = 2 };
 	enum wshard_err rc;
 

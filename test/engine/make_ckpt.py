@@ -17,6 +17,10 @@ COMMON = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
               num_attention_heads=4, num_key_value_heads=2, head_dim=64,
               vocab_size=1000, max_position_embeddings=512)
 
+# GPTQ's and AWQ's experts (the -gptq, -gptqc, -awq MoE cases): 256
+# intermediate rows, a whole group of 128 a rank at tp 2.
+WNA16_MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=256)
+
 # Multi-head latent attention (DeepSeek-V2/V3), 4 heads.  vLLM's CPU MLA
 # backend takes kv_lora_rank + qk_rope_head_dim in (320, 512, 576) only
 # ("Head dimension 160 is not supported by MLA." for 128 + 32): 256 + 64.
@@ -173,23 +177,14 @@ CASES = {
     # hold them: each expert's I/tp a whole number of groups of 128 at tp 2
     # (-gptqc: one scale per channel).  vLLM's CPU build has its 4-bit MoE
     # kernel for CPUs with AMX tiles only (run: WSHARD_ORACLE_INT4).
-    "qwen3_moe-gptq": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
-                       {"num_experts": 4, "num_experts_per_tok": 2,
-                        "moe_intermediate_size": 256}),
-    "mixtral-gptq": ("MixtralConfig", "MixtralForCausalLM",
-                     {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    "qwen3_moe-gptq": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", WNA16_MOE),
+    "qwen3_moe-gptqc": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", WNA16_MOE),
+    "qwen3_moe-awq": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", WNA16_MOE),
+    "mixtral-gptq": ("MixtralConfig", "MixtralForCausalLM", None),
     # a shared expert (a dense GPTQ MLP) beside the experts
     "qwen2_moe-gptq": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM",
-                       {"num_experts": 4, "num_experts_per_tok": 2,
-                        "moe_intermediate_size": 256,
-                        "shared_expert_intermediate_size": 256,
-                        "tie_word_embeddings": False}),
-    "qwen3_moe-gptqc": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
-                        {"num_experts": 4, "num_experts_per_tok": 2,
-                         "moe_intermediate_size": 256}),
-    "qwen3_moe-awq": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
-                      {"num_experts": 4, "num_experts_per_tok": 2,
-                       "moe_intermediate_size": 256}),
+                       dict(WNA16_MOE, shared_expert_intermediate_size=256,
+                            tie_word_embeddings=False)),
     "qwen3_moe-fp8": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                       {"num_key_value_heads": 4, "num_experts": 4,
                        "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
