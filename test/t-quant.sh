@@ -153,6 +153,70 @@ for v in w4a4 a16 modelopt; do
 done
 echo "   NVFP4 (compressed-tensors' with FP4 activations and weight-only, ModelOpt's) at tp 1 and 2: vLLM's layout"
 
+# NVFP4 experts, as vLLM's NVFP4 MoE methods stack them (the engine suite's
+# qwen3_moe-nvfp4* cases byte for byte): w13's packed bytes and group
+# scales the rank's gate rows then its up rows, w2's cut by columns; the
+# per-tensor scales [E, 2] for w13 (gate's, up's: the input scales too, not
+# collapsed as FP8's are) and [E] for w2.
+check_nvfp4_experts() {
+	py_st "$@" <<'PY' || fail "$1: rank files differ from NVFP4's experts' layout"
+import glob, os, sys
+import st
+out, src, tp, v = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+s = st.read(glob.glob(os.path.join(src, "*.safetensors")))
+packed, gscale, iscale = (("weight", "weight_scale_2", "input_scale") if v == "modelopt" else
+                          ("weight_packed", "weight_global_scale", "input_global_scale"))
+E = 1 + max(int(k.split(".")[5]) for k in s if ".mlp.experts." in k)
+L = "model.layers.1.mlp."
+O = L + "experts.routed_experts."
+
+def rows(t, r):
+    b = t[2]
+    k = len(b) // tp
+    return b[r * k:(r + 1) * k]
+
+def cols(t, r):
+    dt, (n, c), b = t
+    w = len(b) // n // c
+    k = c // tp
+    return b"".join(b[(i * c + r * k) * w:(i * c + r * k + k) * w] for i in range(n))
+
+bad = 0
+for r in range(tp):
+    o = st.read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
+    x = lambda e, p, n: s[L + "experts.%d.%s_proj.%s" % (e, p, n)]
+    want = {}
+    for n in (packed, "weight_scale"):
+        want["w13_" + n] = b"".join(rows(x(e, "gate", n), r) + rows(x(e, "up", n), r) for e in range(E))
+        want["w2_" + n] = b"".join(cols(x(e, "down", n), r) for e in range(E))
+    for n in (gscale, iscale):
+        want["w13_" + n] = b"".join(x(e, "gate", n)[2] + x(e, "up", n)[2] for e in range(E))
+        want["w2_" + n] = b"".join(x(e, "down", n)[2] for e in range(E))
+    for k, b in want.items():
+        if O + k not in o or o[O + k][2] != b:
+            print("rank %d: %s %s" % (r, k, "missing" if O + k not in o else "differs"))
+            bad += 1
+    if o.get(O + "w13_" + iscale, (0, [0]))[1] != [E, 2]:
+        print("rank %d: w13_%s is not [E, 2]" % (r, iscale))
+        bad += 1
+sys.exit(bad > 0)
+PY
+}
+
+M4="--arch qwen3_moe --layers 2 --hidden 256 --heads 4 --kv-heads 2 --intermediate 512 --vocab 1000 --experts 4 --moe-intermediate 256 --shards 2 --seed 9"
+for v in w4a4 modelopt; do
+	gen "$T/src-nvfp4moe-$v" $M4 --nvfp4 "$v"
+	for tp in 1 2; do
+		ncases=$((ncases + 1))
+		o=$T/out-nvfp4moe-$v-tp$tp
+		if expect_exit 0 "$WSHARD" convert -q --tp "$tp" "$T/src-nvfp4moe-$v" "$o"; then
+			check_nvfp4_experts "$o" "$T/src-nvfp4moe-$v" "$tp" "$v"
+			expect_exit 0 "$WSHARD" verify "$o"
+		fi
+	done
+done
+echo "   NVFP4 experts (compressed-tensors', ModelOpt's) at tp 1 and 2: vLLM's layout"
+
 # check_inout OUT SRC TP METHOD: GPTQ's or AWQ's rank files against SRC.
 check_inout() {
 	"$PYTHON" - "$@" "$ROOT/test" <<'PY' || fail "$1: rank files differ from the layout"
@@ -411,10 +475,6 @@ refused mxfp4ct 2 "has format \"mxfp4-pack-quantized\", not supported yet" "$T/s
 gen "$T/src-nvfp4grp" --layers 1 --hidden 64 --heads 4 --kv-heads 4 --intermediate 96 \
 	--vocab 256 --nvfp4 a16
 refused nvfp4-group 4 "down_proj.weight_scale': dimension 1 holds 6 groups of 16 input columns (quantization_config group_size); --tp 4 would cut a group" "$T/src-nvfp4grp"
-# NVFP4 experts: vLLM's CPU build builds none, so their layout is unchecked.
-gen "$T/src-nvfp4moe" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-heads 2 \
-	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 128 --nvfp4 w4a4
-refused nvfp4-experts 2 "experts.0.gate_proj.weight_packed': NVFP4 experts are not supported yet (dense layers are)" "$T/src-nvfp4moe"
 
 echo "$ncases quantized cases"
 finish

@@ -176,13 +176,17 @@ enum wshard_err plan_check_groups(const struct wshard_plan *plan, const struct m
 enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct member *m,
 				 int dim, uint64_t ways, struct wshard_error *err);
 
+/* plan_quant.c: whether the checkpoint is ModelOpt's NVFP4 (quant_method
+ * modelopt, quant_algo NVFP4). */
+bool plan_modelopt_nvfp4(const struct wshard_plan *plan);
+
 /* plan_quant.c: whether t holds ModelOpt's NVFP4 weight, X.weight of U8
  * bytes of two FP4 values (quant_method modelopt, quant_algo NVFP4), its
  * last dimension half the weight's. */
 bool plan_fp4_weight(const struct wshard_plan *plan, const struct wshard_st_tensor *t);
 
 /* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL naming m's source when m is
- * NVFP4 experts, or GPTQ's or AWQ's experts (their w13 qweight) that vLLM
+ * GPTQ's or AWQ's experts (their w13 qweight) that vLLM
  * would load into its MoE WNA16 layout, not the AutoGPTQ or AutoAWQ MoE
  * layout wshard writes. */
 enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct member *m,

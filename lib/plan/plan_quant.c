@@ -32,14 +32,18 @@ static const char *quant_method(const struct wshard_plan *plan)
 	return json_string_value(json_object_get(plan_quant_config(plan), "quant_method"));
 }
 
-bool plan_fp4_weight(const struct wshard_plan *plan, const struct wshard_st_tensor *t)
+bool plan_modelopt_nvfp4(const struct wshard_plan *plan)
 {
 	json_t *q = plan_quant_config(plan);
 	const char *method = quant_method(plan);
 	const char *algo = json_string_value(json_object_get(q, "quant_algo"));
 
-	return t->dtype == WSHARD_U8 && method && !strncmp(method, "modelopt", 8) && algo &&
-	       strcasestr(algo, "NVFP4") != NULL;
+	return method && !strncmp(method, "modelopt", 8) && algo && strcasestr(algo, "NVFP4");
+}
+
+bool plan_fp4_weight(const struct wshard_plan *plan, const struct wshard_st_tensor *t)
+{
+	return t->dtype == WSHARD_U8 && plan_modelopt_nvfp4(plan);
 }
 
 /*
@@ -305,8 +309,7 @@ static bool expert_qweight(const struct wshard_plan *plan, const struct member *
 }
 
 /*
- * NVFP4 experts are refused.  vLLM takes GPTQ's and AWQ's experts into
- * AutoGPTQMoEMethod's and
+ * vLLM takes GPTQ's and AWQ's experts into AutoGPTQMoEMethod's and
  * AutoAWQMoEMethod's layout only where its Marlin MoE check passes
  * (check_moe_marlin_supports_config: hidden size a multiple of 128, group
  * size -1, 32, 64 or 128 dividing each rank's intermediate size); else it
@@ -323,14 +326,6 @@ enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct 
 	long long bits = quant_key(plan, "bits", "num_bits");
 	uint64_t hidden, inter, share, pack;
 
-	/* vLLM's CompressedTensorsW4A4Nvfp4MoEMethod holds w13's global
-	 * scales per part and loads them as no other method does; its CPU
-	 * build builds none, so there is no state to check a layout against */
-	if (strstr(m->rule->match, "{e}") && t->dtype == WSHARD_U8 &&
-	    (m->rule->packed || plan_fp4_weight(plan, t)))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': NVFP4 experts are not supported yet (dense layers are)",
-					t->name);
 	if (!expert_qweight(plan, m) || m->rule->kind != RULE_FUSE || t->ndim != 2)
 		return WSHARD_OK;
 	if (which == 2 && !group)

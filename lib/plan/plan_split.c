@@ -380,7 +380,9 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 				  err);
 	if (rc)
 		return rc;
-	if (whole && parts[0]->rule->collapse)
+	/* NVFP4 experts keep w1's and w3's input scales apart (ModelOpt's;
+	 * compressed-tensors' input_global_scale is never collapsed) */
+	if (whole && parts[0]->rule->collapse && !plan_modelopt_nvfp4(plan))
 		nparts = 1;
 	for (r = 0; r < plan->tp; r++) {
 		uint64_t rank_rows = 0;

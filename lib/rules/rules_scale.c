@@ -217,8 +217,10 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			/*
 			 * vLLM keeps one input scale per expert for w1 and w3 together
 			 * (they must be equal): the fused per-tensor scale is w1's.
+			 * Not NVFP4's, which it keeps one a part (plan_split.c).
 			 */
-			d->collapse = how == D_INPUT && strstr(w->match, "{e}") && w->kind == RULE_FUSE;
+			d->collapse = how == D_INPUT && strstr(w->match, "{e}") && w->kind == RULE_FUSE &&
+				      !strcmp(suffix, ".input_scale");
 			add++;
 			r->nrules = n + add;
 		}

@@ -57,11 +57,15 @@ def modelopt_nvfp4(out):
                         t = (1.0 / t.float()).reshape(()).to(torch.float32)
                     tensors[name[:-len(a)] + b] = t
     rewrite_shards(out, shard)
+    # a MoE's routers stay unquantized
+    idx = json.load(open(os.path.join(out, "model.safetensors.index.json")))
+    ignore = ["lm_head"] + (["*.mlp.gate"] if any(
+        n.endswith(".mlp.gate.weight") for n in idx["weight_map"]) else [])
     q = {"quant_algo": "NVFP4", "kv_cache_quant_algo": None, "group_size": 16,
-         "exclude_modules": ["lm_head"]}
+         "exclude_modules": ignore}
     update_config(out, lambda cfg: cfg.update(quantization_config={
         "quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
-        "ignore": ["lm_head"], "kv_cache_scheme": None,
+        "ignore": ignore, "kv_cache_scheme": None,
         "producer": {"name": "modelopt"}}))
     with open(os.path.join(out, "hf_quant_config.json"), "w") as f:
         json.dump({"producer": {"name": "modelopt"}, "quantization": q}, f, indent=2)

@@ -163,6 +163,11 @@ CASES = {
     # in ModelOpt's names and config (ckpt_io.py, modelopt_nvfp4).
     "llama-nvfp4mo": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-fp8mo": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # NVFP4 experts, compressed-tensors' (-nvfp4) and ModelOpt's (-nvfp4mo):
+    # vLLM's CPU build builds such a layer only with the hook
+    # (WSHARD_ORACLE_NVFP4_MOE: load and save only).
+    "qwen3_moe-nvfp4": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", WNA16_MOE),
+    "qwen3_moe-nvfp4mo": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", WNA16_MOE),
     "llama-fp8moh": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-w8a8": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-fp8dyn": ("LlamaConfig", "LlamaForCausalLM", {}),
@@ -415,8 +420,27 @@ def quantize_ct(model, variant):
     ignore = ["lm_head"]
     apply_quantization_config(model, QuantizationConfig(
         config_groups={"group_0": scheme}, ignore=ignore))
+    calibrate_ct(model)
+    mc = ModelCompressor.from_pretrained_model(
+        model, quantization_format=fmt)
+    mc.compress_model(model)
+    return mc
+
+
+def calibrate_ct(model, salt=""):
+    """Sets the scales (and zero points, global scales) of every module
+    compressed-tensors' apply_quantization_config prepared in model.
+    NVFP4's activation global scale, which llm-compressor calibrates, is
+    taken from a fixed range that differs from module to module (by its
+    name after salt), so that a part's scale put in another's place
+    shows."""
+    import zlib
+    import torch
+    from compressed_tensors.quantization import QuantizationStatus
+    from compressed_tensors.quantization.utils import (
+        compute_dynamic_scales_and_zp, generate_gparam)
     with torch.no_grad():
-        for _, m in model.named_modules():
+        for n, m in model.named_modules():
             s = getattr(m, "quantization_scheme", None)
             if s is None or s.weights is None:
                 continue
@@ -429,16 +453,16 @@ def quantize_ct(model, variant):
                 sc, zp = calculate_qparams(lo, hi, s.weights)
             elif s.weights.strategy == "tensor_group":
                 # NVFP4: the group scales under one global scale from the
-                # weight's range; the activations' global scale (which
-                # llm-compressor calibrates) from a fixed range of +-4
+                # weight's range
                 w = m.weight.float()
                 gs = generate_gparam(w.min(), w.max())
                 m.weight_global_scale.copy_(gs.reshape(m.weight_global_scale.shape))
                 sc, zp = compute_dynamic_scales_and_zp(m.weight, s.weights, m,
                                                        global_scale=gs)
                 if hasattr(m, "input_global_scale"):
+                    r = 2.0 + zlib.crc32((salt + n).encode()) % 7
                     m.input_global_scale.copy_(generate_gparam(
-                        torch.tensor(-4.0), torch.tensor(4.0)).reshape(
+                        torch.tensor(-r), torch.tensor(r)).reshape(
                             m.input_global_scale.shape))
             else:
                 sc, zp = compute_dynamic_scales_and_zp(m.weight, s.weights, m)
@@ -446,10 +470,42 @@ def quantize_ct(model, variant):
             if hasattr(m, "weight_zero_point"):
                 m.weight_zero_point.copy_(zp.reshape(m.weight_zero_point.shape))
             m.quantization_status = QuantizationStatus.FROZEN
-    mc = ModelCompressor.from_pretrained_model(
-        model, quantization_format=fmt)
-    mc.compress_model(model)
-    return mc
+
+
+def nvfp4_experts(out):
+    """transformers 5 holds a MoE's experts in fused parameters, which
+    compressed-tensors' "Linear" target does not reach: each expert's
+    gate, up and down weight of the checkpoint in OUT is quantized as its
+    own Linear by the same scheme (NVFP4), with compressed-tensors' own
+    compressor, into X.weight_packed, X.weight_scale, X.weight_global_scale
+    and X.input_global_scale.  The routers stay unquantized, as
+    llm-compressor's MoE recipes leave them (ignore "re:.*mlp.gate$")."""
+    import re
+    import torch
+    from compressed_tensors.compressors import ModelCompressor
+    from compressed_tensors.quantization import (
+        QuantizationConfig, apply_quantization_config, preset_name_to_scheme)
+    from ckpt_io import rewrite_shards, update_config
+    update_config(out, lambda cfg: cfg["quantization_config"]["ignore"].append(
+        "re:.*mlp.gate$"))
+
+    def shard(tensors):
+        names = [n for n in tensors
+                 if re.search(r"\.experts\.\d+\.(gate|up|down)_proj\.weight$", n)]
+        for name in names:
+            w = tensors.pop(name)
+            lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=False, dtype=w.dtype)
+            lin.weight.data.copy_(w)
+            box = torch.nn.Module()
+            box.lin = lin
+            apply_quantization_config(box, QuantizationConfig(config_groups={
+                "group_0": preset_name_to_scheme("NVFP4", ["Linear"])}))
+            calibrate_ct(box, salt=name)
+            ModelCompressor.from_pretrained_model(
+                box, quantization_format="nvfp4-pack-quantized").compress_model(box)
+            for k, v in box.state_dict().items():
+                tensors[name[:-len("weight")] + k[len("lin."):]] = v.detach().clone()
+    rewrite_shards(out, shard)
 
 
 def quantize_fp8(out, per_tensor=False, pick=None, ue8m0=False):
@@ -1104,6 +1160,8 @@ def make(arch, out):
     model.save_pretrained(out, max_shard_size="1MB")
     if compressor is not None:
         compressor.update_config(out)
+    if arch.startswith("qwen3_moe-nvfp4"):
+        nvfp4_experts(out)
     if arch == "gemma3_mm":
         released_vision_names(out)
         gemma3_processor(out, cfg)

@@ -18,7 +18,7 @@ import sys
 _TARGET = "vllm.model_executor.model_loader.base_loader"
 # What a worker raises once its state is saved where a patch below has let
 # vLLM build a layer its CPU build has no kernel for
-LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE")
+LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_MOE")
 LOAD_ONLY_STOP = "wshard oracle: state saved; the kernel taken as supported is not run"
 _CPU = "vllm.platforms.cpu"
 
@@ -143,6 +143,18 @@ def _patch_nvfp4(module):
         lambda use_a16=False: EmulationNvFp4LinearKernel(NvFp4LinearLayerConfig())
 
 
+def _patch_nvfp4_moe(module):
+    """WSHARD_ORACLE_NVFP4_MOE: vLLM 0.32's one NVFP4 MoE kernel a CPU
+    could take, its emulation (Nvfp4QuantizationEmulationTritonExperts),
+    is Triton's, which the CPU build lacks ("No NvFp4 MoE backend supports
+    the deployment configuration"), though loading the experts' weights
+    does not depend on the kernel.  It is taken as supported, so that the
+    model is built, loaded and its state saved; then the worker stops
+    (LOAD_ONLY_STOP)."""
+    module.Nvfp4QuantizationEmulationTritonExperts.is_supported_config = \
+        staticmethod(lambda *a, **kw: (True, None))
+
+
 def _patch_nogate(module):
     """WSHARD_ORACLE_NOGATE: vLLM 0.32 builds no MoE layer without a gated
     activation (Nemotron-H's relu^2 experts) on a CPU: FusedMoEConfig's
@@ -231,6 +243,9 @@ if os.environ.get("WSHARD_ORACLE_NVFP4"):
                                     "schemes.compressed_tensors_w4a4_nvfp4", _patch_nvfp4))
     sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.quantization.modelopt",
                                     _patch_nvfp4))
+if os.environ.get("WSHARD_ORACLE_NVFP4_MOE"):
+    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.experts."
+                                    "nvfp4_emulation_moe", _patch_nvfp4_moe))
 if os.environ.get("WSHARD_ORACLE_NOGATE"):
     sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.config",
                                     _patch_nogate))
