@@ -69,3 +69,24 @@ def write(path, tensors):
         f.write(struct.pack("<Q", len(h)))
         f.write(h)
         f.write(b"".join(data))
+
+
+def rank_rows(t, r, n):
+    """The bytes of rank r's 1/n of the rows of t (dtype, shape, bytes), as
+    a row split cuts them; a tensor of one row is whole on every rank."""
+    b = t[2]
+    if t[1] and t[1][0] == 1:
+        return b
+    k = len(b) // n
+    return b[r * k:(r + 1) * k]
+
+
+def rank_cols(t, r, n, split=False):
+    """Rank r's 1/n of the columns of the 2-D t (dtype, shape, bytes), row by
+    row: the rows' bytes joined, or with split a list of each row's."""
+    rows, c = t[1]
+    b = t[2]
+    w = len(b) // rows // c
+    k = c // n
+    out = [b[(i * c + r * k) * w:(i * c + r * k + k) * w] for i in range(rows)]
+    return out if split else b"".join(out)

@@ -72,15 +72,22 @@ PY
 }
 
 ncases=0
+# layout CHECK SRC TP ARG: converts SRC into $T/out-NAME-tpTP (NAME the
+# source's name after "src-") at --tp TP, checks it with CHECK OUT SRC TP
+# ARG and verifies it.
+layout() {
+	o=$T/out-${2##*/src-}-tp$3
+	ncases=$((ncases + 1))
+	if expect_exit 0 "$WSHARD" convert -q --tp "$3" "$2" "$o"; then
+		"$1" "$o" "$2" "$3" "$4"
+		expect_exit 0 "$WSHARD" verify "$o"
+	fi
+}
+
 for g in 128 0; do
 	gen "$T/src-g$g" $S --w4a16 "$g"
 	for tp in 1 2; do
-		ncases=$((ncases + 1))
-		o=$T/out-g$g-tp$tp
-		if expect_exit 0 "$WSHARD" convert -q --tp "$tp" "$T/src-g$g" "$o"; then
-			check "$o" "$T/src-g$g" "$tp"
-			expect_exit 0 "$WSHARD" verify "$o"
-		fi
+		layout check "$T/src-g$g" "$tp" -
 	done
 done
 echo "   group 128 and per channel at tp 1 and 2: the rank files hold vLLM's layout"
@@ -98,22 +105,13 @@ import glob, os, sys
 import st
 out, src, tp, v = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 a16 = v == "a16"
-s = {k: v for k, v in st.read(glob.glob(os.path.join(src, "*.safetensors"))).items()}
+s = st.read(glob.glob(os.path.join(src, "*.safetensors")))
 # ModelOpt's names: X.weight, X.weight_scale_2, X.input_scale (scalars)
 packed, gscale, iscale = (("weight", "weight_scale_2", "input_scale") if v == "modelopt" else
                           ("weight_packed", "weight_global_scale", "input_global_scale"))
 
-def cols(t, r):
-    dt, (rows, c), b = t
-    w = len(b) // rows // c
-    k = c // tp
-    return b"".join(b[(i * c + r * k) * w:(i * c + r * k + k) * w] for i in range(rows))
-
-def rows(t, r):
-    b = t[2]
-    k = len(b) // tp
-    return b[r * k:(r + 1) * k]
-
+rows = lambda t, r: st.rank_rows(t, r, tp)
+cols = lambda t, r: st.rank_cols(t, r, tp)
 bad = 0
 L = "model.layers.1."
 for r in range(tp):
@@ -129,8 +127,8 @@ for r in range(tp):
         want[L + "self_attn.qkv_proj." + x] = b"".join(
             s[L + "self_attn.%s_proj.%s" % (p, x)][2] for p in "qkv")
         want[L + "mlp.down_proj." + x] = s[L + "mlp.down_proj." + x][2]
-    for k, v in want.items():
-        if k not in o or o[k][2] != v:
+    for k, b in want.items():
+        if k not in o or o[k][2] != b:
             print("rank %d: %s %s" % (r, k, "missing" if k not in o else "differs"))
             bad += 1
     if a16 and any(k.endswith(iscale) for k in o):
@@ -143,12 +141,7 @@ PY
 for v in w4a4 a16 modelopt; do
 	gen "$T/src-nvfp4-$v" $S --nvfp4 "$v"
 	for tp in 1 2; do
-		ncases=$((ncases + 1))
-		o=$T/out-nvfp4-$v-tp$tp
-		if expect_exit 0 "$WSHARD" convert -q --tp "$tp" "$T/src-nvfp4-$v" "$o"; then
-			check_nvfp4 "$o" "$T/src-nvfp4-$v" "$tp" "$v"
-			expect_exit 0 "$WSHARD" verify "$o"
-		fi
+		layout check_nvfp4 "$T/src-nvfp4-$v" "$tp" "$v"
 	done
 done
 echo "   NVFP4 (compressed-tensors' with FP4 activations and weight-only, ModelOpt's) at tp 1 and 2: vLLM's layout"
@@ -170,17 +163,8 @@ E = 1 + max(int(k.split(".")[5]) for k in s if ".mlp.experts." in k)
 L = "model.layers.1.mlp."
 O = L + "experts.routed_experts."
 
-def rows(t, r):
-    b = t[2]
-    k = len(b) // tp
-    return b[r * k:(r + 1) * k]
-
-def cols(t, r):
-    dt, (n, c), b = t
-    w = len(b) // n // c
-    k = c // tp
-    return b"".join(b[(i * c + r * k) * w:(i * c + r * k + k) * w] for i in range(n))
-
+rows = lambda t, r: st.rank_rows(t, r, tp)
+cols = lambda t, r: st.rank_cols(t, r, tp)
 bad = 0
 for r in range(tp):
     o = st.read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
@@ -207,12 +191,7 @@ M4="--arch qwen3_moe --layers 2 --hidden 256 --heads 4 --kv-heads 2 --intermedia
 for v in w4a4 modelopt; do
 	gen "$T/src-nvfp4moe-$v" $M4 --nvfp4 "$v"
 	for tp in 1 2; do
-		ncases=$((ncases + 1))
-		o=$T/out-nvfp4moe-$v-tp$tp
-		if expect_exit 0 "$WSHARD" convert -q --tp "$tp" "$T/src-nvfp4moe-$v" "$o"; then
-			check_nvfp4_experts "$o" "$T/src-nvfp4moe-$v" "$tp" "$v"
-			expect_exit 0 "$WSHARD" verify "$o"
-		fi
+		layout check_nvfp4_experts "$T/src-nvfp4moe-$v" "$tp" "$v"
 	done
 done
 echo "   NVFP4 experts (compressed-tensors', ModelOpt's) at tp 1 and 2: vLLM's layout"
@@ -274,12 +253,7 @@ for q in gptq:128 gptq:-1 awq:128; do
 	m=${q%%:*} g=${q#*:}
 	gen "$T/src-$m$g" $S "--$m" "$g"
 	for tp in 1 2; do
-		ncases=$((ncases + 1))
-		o=$T/out-$m$g-tp$tp
-		if expect_exit 0 "$WSHARD" convert -q --tp "$tp" "$T/src-$m$g" "$o"; then
-			check_inout "$o" "$T/src-$m$g" "$tp" "$m"
-			expect_exit 0 "$WSHARD" verify "$o"
-		fi
+		layout check_inout "$T/src-$m$g" "$tp" "$m"
 	done
 done
 echo "   GPTQ (groups of 128, per channel) and AWQ at tp 1 and 2: vLLM's layout"
@@ -297,23 +271,9 @@ import glob, os, sys
 import st
 out, src, tp, method, ep = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "ep"
 
-def read(paths):
-    return {k: (dt, shape, b) for k, (dt, shape, b) in st.read(paths).items()}
-
-def cut_cols(t, r, n):
-    dt, shape, b = t
-    rows, c = shape
-    w = len(b) // rows // c
-    k = c // n
-    return [b[(i * c + r * k) * w:(i * c + r * k + k) * w] for i in range(rows)]
-
-def cut_rows(t, r, n):
-    dt, shape, b = t
-    if shape[0] == 1:
-        return b
-    k = len(b) // n
-    return b[r * k:(r + 1) * k]
-
+read = st.read
+cut_cols = lambda t, r, n: st.rank_cols(t, r, n, split=True)
+cut_rows = st.rank_rows
 s = read(glob.glob(os.path.join(src, "*.safetensors")))
 E = 1 + max(int(k.split(".")[5]) for k in s if ".mlp.experts." in k)
 bad = 0
