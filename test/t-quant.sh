@@ -364,6 +364,8 @@ if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-hfq" "$T/out-hfq" &&
 	grep -q quantization_config "$T/out-hfq/config.json" && fail "config.json changed"
 fi
 echo "   ModelOpt's hf_quant_config.json alone: taken as the quantization"
+gen "$T/src-hfqbad" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256
+echo '{"producer": {"name": "modelopt"}}' >"$T/src-hfqbad/hf_quant_config.json"
 
 # The manifest records each tensor's quantization role and the scheme;
 # inspect shows them; verify finds a role changed in the manifest.
@@ -421,6 +423,7 @@ gen "$T/src-moe-share" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-h
 	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 128 --awq 128
 refused moe-share 2 "AWQ experts of hidden size 128, 64 intermediate rows a rank and group_size 128 into its MoE WNA16 layout" "$T/src-moe-share"
 
+refused hfq-bad 2 "hf_quant_config.json': not a JSON object with a \"quantization\" object" "$T/src-hfqbad"
 # Settings vLLM refuses and formats wshard does not write: from config.json.
 gen "$T/src-actorder" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--gptq 32 --set-config 'quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 32, "desc_act": true, "sym": true}'

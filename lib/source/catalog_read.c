@@ -118,12 +118,14 @@ static enum wshard_err modelopt_config(struct wshard_catalog *cat, const char *c
 				       json_t *root, struct wshard_error *err)
 {
 	struct wshard_error ignored = { 0 };
-	size_t dirlen = strlen(config) - strlen("config.json"), len;
+	size_t n = strlen(config), dirlen, len;
 	char *path, *text = NULL;
 	json_t *hq, *q;
 
-	if (json_object_get(root, "quantization_config") ||
-	    strcmp(config + dirlen, "config.json") != 0)
+	if (json_object_get(root, "quantization_config") || n < strlen("config.json"))
+		return WSHARD_OK;
+	dirlen = n - strlen("config.json");
+	if (strcmp(config + dirlen, "config.json") != 0)
 		return WSHARD_OK;
 	path = malloc(dirlen + sizeof("hf_quant_config.json"));
 	if (!path)
@@ -146,11 +148,14 @@ static enum wshard_err modelopt_config(struct wshard_catalog *cat, const char *c
 	free(path);
 	q = json_deep_copy(q);
 	json_decref(hq);
-	if (!q || (!json_object_get(q, "quant_method") &&
-		   json_object_set_new(q, "quant_method", json_string("modelopt"))) ||
-	    json_object_set_new(root, "quantization_config", q)) {
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (q && !json_object_get(q, "quant_method") &&
+	    json_object_set_new(q, "quant_method", json_string("modelopt"))) {
+		json_decref(q);
+		q = NULL;
 	}
+	/* json_object_set_new takes q, also when it fails */
+	if (!q || json_object_set_new(root, "quantization_config", q))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	return WSHARD_OK;
 }
 
