@@ -99,6 +99,10 @@ echo "   group 128 and per channel at tp 1 and 2: the rank files hold vLLM's lay
 # X.input_global_scale F32 [1] one element per fused part, whole beside a
 # column split.  ModelOpt's NVFP4 (--nvfp4 modelopt) the same under its
 # names: X.weight, X.weight_scale, X.weight_scale_2, X.input_scale.
+# Experts as vLLM's NVFP4 MoE methods stack them (qwen3_moe-nvfp4*):
+# w13's bytes and group scales the rank's gate rows then its up rows, w2's
+# cut by columns; the per-tensor scales [E, 2] for w13 (gate's, up's: the
+# input scales too, not collapsed as FP8's are) and [E] for w2.
 check_nvfp4() {
 	py_st "$@" <<'PY' || fail "$1: rank files differ from NVFP4's layout"
 import glob, os, sys
@@ -109,24 +113,35 @@ s = st.read(glob.glob(os.path.join(src, "*.safetensors")))
 # ModelOpt's names: X.weight, X.weight_scale_2, X.input_scale (scalars)
 packed, gscale, iscale = (("weight", "weight_scale_2", "input_scale") if v == "modelopt" else
                           ("weight_packed", "weight_global_scale", "input_global_scale"))
-
 rows = lambda t, r: st.rank_rows(t, r, tp)
 cols = lambda t, r: st.rank_cols(t, r, tp)
-bad = 0
 L = "model.layers.1."
+E = len({k.split(".")[5] for k in s if k.startswith(L + "mlp.experts.")})
+x = lambda e, p, n: s[L + "mlp.experts.%d.%s_proj.%s" % (e, p, n)]
+O = L + "mlp.experts.routed_experts."
+bad = 0
 for r in range(tp):
     o = st.read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
     want = {}
-    for x in (packed, "weight_scale"):
-        want[L + "self_attn.qkv_proj." + x] = b"".join(
-            rows(s[L + "self_attn.%s_proj.%s" % (p, x)], r) for p in "qkv")
-        want[L + "mlp.gate_up_proj." + x] = b"".join(
-            rows(s[L + "mlp.%s_proj.%s" % (p, x)], r) for p in ("gate", "up"))
-        want[L + "self_attn.o_proj." + x] = cols(s[L + "self_attn.o_proj." + x], r)
-    for x in (gscale,) + (() if a16 else (iscale,)):
-        want[L + "self_attn.qkv_proj." + x] = b"".join(
-            s[L + "self_attn.%s_proj.%s" % (p, x)][2] for p in "qkv")
-        want[L + "mlp.down_proj." + x] = s[L + "mlp.down_proj." + x][2]
+    for n in (packed, "weight_scale"):
+        want[L + "self_attn.qkv_proj." + n] = b"".join(
+            rows(s[L + "self_attn.%s_proj.%s" % (p, n)], r) for p in "qkv")
+        want[L + "self_attn.o_proj." + n] = cols(s[L + "self_attn.o_proj." + n], r)
+        if E:
+            want[O + "w13_" + n] = b"".join(rows(x(e, "gate", n), r) + rows(x(e, "up", n), r)
+                                            for e in range(E))
+            want[O + "w2_" + n] = b"".join(cols(x(e, "down", n), r) for e in range(E))
+        else:
+            want[L + "mlp.gate_up_proj." + n] = b"".join(
+                rows(s[L + "mlp.%s_proj.%s" % (p, n)], r) for p in ("gate", "up"))
+    for n in (gscale,) + (() if a16 else (iscale,)):
+        want[L + "self_attn.qkv_proj." + n] = b"".join(
+            s[L + "self_attn.%s_proj.%s" % (p, n)][2] for p in "qkv")
+        if E:
+            want[O + "w13_" + n] = b"".join(x(e, "gate", n)[2] + x(e, "up", n)[2] for e in range(E))
+            want[O + "w2_" + n] = b"".join(x(e, "down", n)[2] for e in range(E))
+        else:
+            want[L + "mlp.down_proj." + n] = s[L + "mlp.down_proj." + n][2]
     for k, b in want.items():
         if k not in o or o[k][2] != b:
             print("rank %d: %s %s" % (r, k, "missing" if k not in o else "differs"))
@@ -134,53 +149,7 @@ for r in range(tp):
     if a16 and any(k.endswith(iscale) for k in o):
         print("rank %d: an input_global_scale without FP4 activations" % r)
         bad += 1
-sys.exit(bad > 0)
-PY
-}
-
-for v in w4a4 a16 modelopt; do
-	gen "$T/src-nvfp4-$v" $S --nvfp4 "$v"
-	for tp in 1 2; do
-		layout check_nvfp4 "$T/src-nvfp4-$v" "$tp" "$v"
-	done
-done
-echo "   NVFP4 (compressed-tensors' with FP4 activations and weight-only, ModelOpt's) at tp 1 and 2: vLLM's layout"
-
-# NVFP4 experts, as vLLM's NVFP4 MoE methods stack them (the engine suite's
-# qwen3_moe-nvfp4* cases byte for byte): w13's packed bytes and group
-# scales the rank's gate rows then its up rows, w2's cut by columns; the
-# per-tensor scales [E, 2] for w13 (gate's, up's: the input scales too, not
-# collapsed as FP8's are) and [E] for w2.
-check_nvfp4_experts() {
-	py_st "$@" <<'PY' || fail "$1: rank files differ from NVFP4's experts' layout"
-import glob, os, sys
-import st
-out, src, tp, v = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-s = st.read(glob.glob(os.path.join(src, "*.safetensors")))
-packed, gscale, iscale = (("weight", "weight_scale_2", "input_scale") if v == "modelopt" else
-                          ("weight_packed", "weight_global_scale", "input_global_scale"))
-E = 1 + max(int(k.split(".")[5]) for k in s if ".mlp.experts." in k)
-L = "model.layers.1.mlp."
-O = L + "experts.routed_experts."
-
-rows = lambda t, r: st.rank_rows(t, r, tp)
-cols = lambda t, r: st.rank_cols(t, r, tp)
-bad = 0
-for r in range(tp):
-    o = st.read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
-    x = lambda e, p, n: s[L + "experts.%d.%s_proj.%s" % (e, p, n)]
-    want = {}
-    for n in (packed, "weight_scale"):
-        want["w13_" + n] = b"".join(rows(x(e, "gate", n), r) + rows(x(e, "up", n), r) for e in range(E))
-        want["w2_" + n] = b"".join(cols(x(e, "down", n), r) for e in range(E))
-    for n in (gscale, iscale):
-        want["w13_" + n] = b"".join(x(e, "gate", n)[2] + x(e, "up", n)[2] for e in range(E))
-        want["w2_" + n] = b"".join(x(e, "down", n)[2] for e in range(E))
-    for k, b in want.items():
-        if O + k not in o or o[O + k][2] != b:
-            print("rank %d: %s %s" % (r, k, "missing" if O + k not in o else "differs"))
-            bad += 1
-    if o.get(O + "w13_" + iscale, (0, [0]))[1] != [E, 2]:
+    if E and not a16 and o.get(O + "w13_" + iscale, (0, [0]))[1] != [E, 2]:
         print("rank %d: w13_%s is not [E, 2]" % (r, iscale))
         bad += 1
 sys.exit(bad > 0)
@@ -188,13 +157,16 @@ PY
 }
 
 M4="--arch qwen3_moe --layers 2 --hidden 256 --heads 4 --kv-heads 2 --intermediate 512 --vocab 1000 --experts 4 --moe-intermediate 256 --shards 2 --seed 9"
-for v in w4a4 modelopt; do
-	gen "$T/src-nvfp4moe-$v" $M4 --nvfp4 "$v"
+for v in w4a4 a16 modelopt moe:w4a4 moe:modelopt; do
+	case $v in
+	moe:*) v=${v#moe:} src=$T/src-nvfp4moe-$v; gen "$src" $M4 --nvfp4 "$v" ;;
+	*) src=$T/src-nvfp4-$v; gen "$src" $S --nvfp4 "$v" ;;
+	esac
 	for tp in 1 2; do
-		layout check_nvfp4_experts "$T/src-nvfp4moe-$v" "$tp" "$v"
+		layout check_nvfp4 "$src" "$tp" "$v"
 	done
 done
-echo "   NVFP4 experts (compressed-tensors', ModelOpt's) at tp 1 and 2: vLLM's layout"
+echo "   NVFP4 (compressed-tensors' with FP4 activations and weight-only, ModelOpt's; dense and experts) at tp 1 and 2: vLLM's layout"
 
 # check_inout OUT SRC TP METHOD: GPTQ's or AWQ's rank files against SRC.
 check_inout() {

@@ -152,6 +152,8 @@ CASES = {
     "llama-w4a16c": ("LlamaConfig", "LlamaForCausalLM", {}),
     # compressed-tensors W8A8 INT8 and FP8 (int- and float-quantized):
     # weights per channel, activations dynamic per token.
+    "llama-w8a8": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-fp8dyn": ("LlamaConfig", "LlamaForCausalLM", {}),
     # compressed-tensors NVFP4 (nvfp4-pack-quantized: FP4 weights two a
     # byte, F8_E4M3 scales per 16 columns under a global scale), with FP4
     # activations (-nvfp4) or weight-only (-nvfp4a16).  vLLM's CPU build
@@ -162,15 +164,15 @@ CASES = {
     # ModelOpt's NVFP4 (NVIDIA's -FP4 checkpoints): -nvfp4's quantization
     # in ModelOpt's names and config (ckpt_io.py, modelopt_nvfp4).
     "llama-nvfp4mo": ("LlamaConfig", "LlamaForCausalLM", {}),
-    "llama-fp8mo": ("LlamaConfig", "LlamaForCausalLM", {}),
     # NVFP4 experts, compressed-tensors' (-nvfp4) and ModelOpt's (-nvfp4mo):
     # vLLM's CPU build builds such a layer only with the hook
     # (WSHARD_ORACLE_NVFP4_MOE: load and save only).
     "qwen3_moe-nvfp4": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", WNA16_MOE),
     "qwen3_moe-nvfp4mo": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", WNA16_MOE),
+    # ModelOpt's FP8 (per tensor), in config.json or (-fp8moh) in
+    # hf_quant_config.json alone.
+    "llama-fp8mo": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-fp8moh": ("LlamaConfig", "LlamaForCausalLM", {}),
-    "llama-w8a8": ("LlamaConfig", "LlamaForCausalLM", {}),
-    "llama-fp8dyn": ("LlamaConfig", "LlamaForCausalLM", {}),
     # GPTQ (4-bit in groups of 128, per channel) and AWQ (4-bit, groups
     # of 128, zero points): ckpt_gptq.py.  (vLLM's CPU build refuses 8-bit
     # GPTQ: "Marlin does not support weight_bits = uint8b128".)
@@ -405,13 +407,9 @@ def quantize_ct(model, variant):
     range (what llm-compressor's RTN / minmax observer computes), and
     returns the ModelCompressor that packs them: save_pretrained then
     writes pack-quantized tensors, update_config the quantization_config."""
-    import torch
     from compressed_tensors.compressors import ModelCompressor
     from compressed_tensors.quantization import (
-        QuantizationConfig, QuantizationStatus, apply_quantization_config,
-        preset_name_to_scheme)
-    from compressed_tensors.quantization.utils import (
-        compute_dynamic_scales_and_zp, generate_gparam)
+        QuantizationConfig, apply_quantization_config, preset_name_to_scheme)
     preset, strategy, fmt = CT_SCHEMES[variant]
     scheme = preset_name_to_scheme(preset, ["Linear"])
     if strategy == "channel":
