@@ -403,6 +403,17 @@ refused actorder 2 "quantization_config.desc_act is true: vLLM no longer takes G
 gen "$T/src-bnb" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--set-config 'quantization_config={"quant_method": "bitsandbytes", "load_in_4bit": true}'
 refused bnb 2 "quantization_config.quant_method \"bitsandbytes\" is not supported yet" "$T/src-bnb"
+# A method wshard has no layout for (its parameters in vLLM unchecked), and
+# ModelOpt algorithms other than FP8 and NVFP4, or an NVFP4 KV cache.
+gen "$T/src-quark" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "quark"}'
+refused quark 2 "quantization_config.quant_method \"quark\" is not supported yet (fp8, mxfp4, gptq, awq, compressed-tensors and modelopt are)" "$T/src-quark"
+gen "$T/src-momixed" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}'
+refused modelopt-mixed 2 "quantization_config.quant_algo \"MIXED_PRECISION\" is not supported yet (ModelOpt's FP8 and NVFP4 are)" "$T/src-momixed"
+gen "$T/src-mokv" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "NVFP4"}'
+refused modelopt-kv 2 "quantization_config.kv_cache_quant_algo \"NVFP4\" is not supported yet (ModelOpt's FP8 and NVFP4 are, with an FP8 KV cache or none)" "$T/src-mokv"
 gen "$T/src-mxfp4ct" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--set-config 'quantization_config={"quant_method": "compressed-tensors", "config_groups": {"group_0": {"format": "mxfp4-pack-quantized"}}}'
 refused mxfp4ct 2 "has format \"mxfp4-pack-quantized\", not supported yet" "$T/src-mxfp4ct"

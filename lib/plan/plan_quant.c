@@ -260,9 +260,42 @@ static enum wshard_err check_gptq_awq(const struct wshard_plan *plan, int which,
 	return WSHARD_OK;
 }
 
+/*
+ * ModelOpt's quant_algo (and kv_cache_quant_algo): FP8 per tensor and
+ * NVFP4 are the layouts written; vLLM's other ModelOpt configs (MXFP8,
+ * mixed precision, FP8 per channel or in blocks, ...) hold other
+ * parameters, not checked against it, and are refused.
+ */
+static enum wshard_err check_modelopt(const struct wshard_plan *plan, struct wshard_error *err)
+{
+	static const char *const keys[] = { "quant_algo", "kv_cache_quant_algo" };
+	json_t *q = plan_quant_config(plan), *v;
+	const char *algo;
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		v = json_object_get(q, keys[i]);
+		if (!v || json_is_null(v) || (i == 1 && json_is_string(v) &&
+					      !strcasecmp(json_string_value(v), "FP8")))
+			continue;
+		algo = json_string_value(v);
+		if (i == 0 && algo && (!strcasecmp(algo, "FP8") || !strcasecmp(algo, "NVFP4")))
+			continue;
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': quantization_config.%s %s%s%s is not supported yet (ModelOpt's FP8 and NVFP4 are%s)",
+					plan->cat->path, keys[i], algo ? "\"" : "",
+					algo ? algo : "not a string", algo ? "\"" : "",
+					i == 1 ? ", with an FP8 KV cache or none" : "");
+	}
+	return WSHARD_OK;
+}
+
 enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err)
 {
-	static const char *const later[] = { "bitsandbytes", "gguf" };
+	/* besides GPTQ and AWQ: the methods whose layouts wshard writes */
+	static const char *const methods[] = {
+		"fp8", "mxfp4", "compressed-tensors", "modelopt", "modelopt_fp4",
+	};
 	static const char *const formats[] = {
 		"pack-quantized", "int-quantized", "float-quantized", "nvfp4-pack-quantized",
 	};
@@ -276,11 +309,15 @@ enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_
 		return WSHARD_OK;
 	if (gptq_or_awq(method))
 		return check_gptq_awq(plan, gptq_or_awq(method), err);
-	for (i = 0; i < sizeof(later) / sizeof(later[0]); i++)
-		if (!strcmp(method, later[i]))
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': quantization_config.quant_method \"%s\" is not supported yet (fp8, mxfp4, gptq, awq and compressed-tensors are)",
-						plan->cat->path, method);
+	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (!strcmp(method, methods[i]))
+			break;
+	if (i == sizeof(methods) / sizeof(methods[0]))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': quantization_config.quant_method \"%s\" is not supported yet (fp8, mxfp4, gptq, awq, compressed-tensors and modelopt are)",
+					plan->cat->path, method);
+	if (!strncmp(method, "modelopt", 8))
+		return check_modelopt(plan, err);
 	if (strcmp(method, "compressed-tensors") != 0)
 		return WSHARD_OK;
 	json_object_foreach(groups, key, g) {
