@@ -108,7 +108,7 @@ check_nvfp4() {
 import glob, os, sys
 import st
 out, src, tp, v = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-a16 = v == "a16"
+a16, mx = v == "a16", v == "mxfp4"
 s = st.read(glob.glob(os.path.join(src, "*.safetensors")))
 # ModelOpt's names: X.weight, X.weight_scale_2, X.input_scale (scalars)
 packed, gscale, iscale = (("weight", "weight_scale_2", "input_scale") if v == "modelopt" else
@@ -134,7 +134,7 @@ for r in range(tp):
         else:
             want[L + "mlp.gate_up_proj." + n] = b"".join(
                 rows(s[L + "mlp.%s_proj.%s" % (p, n)], r) for p in ("gate", "up"))
-    for n in (gscale,) + (() if a16 else (iscale,)):
+    for n in () if mx else (gscale,) + (() if a16 else (iscale,)):
         want[L + "self_attn.qkv_proj." + n] = b"".join(
             s[L + "self_attn.%s_proj.%s" % (p, n)][2] for p in "qkv")
         if E:
@@ -149,7 +149,10 @@ for r in range(tp):
     if a16 and any(k.endswith(iscale) for k in o):
         print("rank %d: an input_global_scale without FP4 activations" % r)
         bad += 1
-    if E and not a16 and o.get(O + "w13_" + iscale, (0, [0]))[1] != [E, 2]:
+    if mx and any(k.endswith("global_scale") for k in o):
+        print("rank %d: a global scale for MXFP4" % r)
+        bad += 1
+    if E and not a16 and not mx and o.get(O + "w13_" + iscale, (0, [0]))[1] != [E, 2]:
         print("rank %d: w13_%s is not [E, 2]" % (r, iscale))
         bad += 1
 sys.exit(bad > 0)
@@ -157,16 +160,18 @@ PY
 }
 
 M4="--arch qwen3_moe --layers 2 --hidden 256 --heads 4 --kv-heads 2 --intermediate 512 --vocab 1000 --experts 4 --moe-intermediate 256 --shards 2 --seed 9"
-for v in w4a4 a16 modelopt moe:w4a4 moe:modelopt; do
+for v in w4a4 a16 modelopt mxfp4 moe:w4a4 moe:modelopt moe:mxfp4; do
+	q="--nvfp4 ${v#moe:}"
+	[ "${v#moe:}" = mxfp4 ] && q="--mxfp4 a16"
 	case $v in
-	moe:*) v=${v#moe:} src=$T/src-nvfp4moe-$v; gen "$src" $M4 --nvfp4 "$v" ;;
-	*) src=$T/src-nvfp4-$v; gen "$src" $S --nvfp4 "$v" ;;
+	moe:*) v=${v#moe:} src=$T/src-nvfp4moe-$v; gen "$src" $M4 $q ;;
+	*) src=$T/src-nvfp4-$v; gen "$src" $S $q ;;
 	esac
 	for tp in 1 2; do
 		layout check_nvfp4 "$src" "$tp" "$v"
 	done
 done
-echo "   NVFP4 (compressed-tensors' with FP4 activations and weight-only, ModelOpt's; dense and experts) at tp 1 and 2: vLLM's layout"
+echo "   NVFP4 (compressed-tensors' with FP4 activations and weight-only, ModelOpt's) and MXFP4, dense and experts, at tp 1 and 2: vLLM's layout"
 
 # check_inout OUT SRC TP METHOD: GPTQ's or AWQ's rank files against SRC.
 check_inout() {
@@ -414,9 +419,16 @@ refused modelopt-mixed 2 "quantization_config.quant_algo \"MIXED_PRECISION\" is 
 gen "$T/src-mokv" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "NVFP4"}'
 refused modelopt-kv 2 "quantization_config.kv_cache_quant_algo \"NVFP4\" is not supported yet (ModelOpt's FP8 and NVFP4 are, with an FP8 KV cache or none)" "$T/src-mokv"
+gen "$T/src-mxfp4fp8" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--mxfp4 a8fp8
+refused mxfp4-fp8 2 "quantization_config.config_groups.group_0: MXFP4 weights with 8-bit activations are not supported yet" "$T/src-mxfp4fp8"
 gen "$T/src-mxfp4ct" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
-	--set-config 'quantization_config={"quant_method": "compressed-tensors", "config_groups": {"group_0": {"format": "mxfp4-pack-quantized"}}}'
-refused mxfp4ct 2 "has format \"mxfp4-pack-quantized\", not supported yet" "$T/src-mxfp4ct"
+	--set-config 'quantization_config={"quant_method": "compressed-tensors", "config_groups": {"group_0": {"format": "mxfp6-pack-quantized"}}}'
+refused mxfp6ct 2 "has format \"mxfp6-pack-quantized\", not supported yet" "$T/src-mxfp4ct"
+# MXFP4's down_proj: 96 input columns, 3 groups of 32: 1.5 a rank at tp 2.
+gen "$T/src-mxfp4grp" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermediate 96 \
+	--vocab 256 --mxfp4 a4
+refused mxfp4-group 2 "down_proj.weight_scale': dimension 1 holds 3 groups of 32 input columns (quantization_config group_size); --tp 2 would cut a group" "$T/src-mxfp4grp"
 # NVFP4's down_proj: 96 input columns, 6 groups of 16: 1.5 a rank at tp 4.
 gen "$T/src-nvfp4grp" --layers 1 --hidden 64 --heads 4 --kv-heads 4 --intermediate 96 \
 	--vocab 256 --nvfp4 a16

@@ -211,7 +211,9 @@ enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct me
  * 4- or 8-bit symmetric without activation order, AWQ 4-bit GEMM in
  * groups), on dense layers and experts (plan_check_experts refuses the
  * experts vLLM would take another layout of); of compressed-tensors'
- * formats, pack-, int- and float-quantized.
+ * formats, pack-, int- and float-quantized, NVFP4 and MXFP4 (not MXFP4
+ * with FP8 activations); of ModelOpt's, FP8 and NVFP4; fp8 and mxfp4
+ * (GPT-OSS); no other method.
  */
 static enum wshard_err check_gptq_awq(const struct wshard_plan *plan, int which,
 				      struct wshard_error *err)
@@ -298,6 +300,7 @@ enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_
 	};
 	static const char *const formats[] = {
 		"pack-quantized", "int-quantized", "float-quantized", "nvfp4-pack-quantized",
+		"mxfp4-pack-quantized",
 	};
 	json_t *q = plan_quant_config(plan);
 	const char *method = quant_method(plan);
@@ -329,8 +332,16 @@ enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_
 				break;
 		if (format && i == sizeof(formats) / sizeof(formats[0]))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': quantization_config.config_groups.%s has format \"%s\", not supported yet (pack-quantized, int-quantized, float-quantized and nvfp4-pack-quantized are)",
+						"'%s': quantization_config.config_groups.%s has format \"%s\", not supported yet (pack-quantized, int-quantized, float-quantized, nvfp4-pack-quantized and mxfp4-pack-quantized are)",
 						plan->cat->path, key, format);
+		/* vLLM holds MXFP4 experts with FP8 activations as GPT-OSS's
+		 * Mxfp4MoEMethod, not compressed-tensors' MXFP4 experts */
+		if (format && !strcmp(format, "mxfp4-pack-quantized") &&
+		    json_integer_value(json_object_get(json_object_get(g, "input_activations"),
+						       "num_bits")) == 8)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': quantization_config.config_groups.%s: MXFP4 weights with 8-bit activations are not supported yet (with 4-bit activations or none they are)",
+						plan->cat->path, key);
 	}
 	return WSHARD_OK;
 }

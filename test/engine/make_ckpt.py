@@ -164,11 +164,15 @@ CASES = {
     # ModelOpt's NVFP4 (NVIDIA's -FP4 checkpoints): -nvfp4's quantization
     # in ModelOpt's names and config (ckpt_io.py, modelopt_nvfp4).
     "llama-nvfp4mo": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # compressed-tensors' MXFP4 (mxfp4-pack-quantized: FP4 weights two a
+    # byte, an E8M0 scale per 32 input columns, no global scale).
+    "llama-mxfp4a16": ("LlamaConfig", "LlamaForCausalLM", {}),
     # NVFP4 experts, compressed-tensors' (-nvfp4) and ModelOpt's (-nvfp4mo):
     # vLLM's CPU build builds such a layer only with the hook
     # (WSHARD_ORACLE_NVFP4_MOE: load and save only).
     "qwen3_moe-nvfp4": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", WNA16_MOE),
     "qwen3_moe-nvfp4mo": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", WNA16_MOE),
+    "qwen3_moe-mxfp4a16": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", WNA16_MOE),
     # ModelOpt's FP8 (per tensor), in config.json or (-fp8moh) in
     # hf_quant_config.json alone.
     "llama-fp8mo": ("LlamaConfig", "LlamaForCausalLM", {}),
@@ -397,7 +401,8 @@ CT_SCHEMES = {"w4a16": ("W4A16", None, "pack-quantized"),
               "fp8dyn": ("FP8_DYNAMIC", None, "float-quantized"),
               "nvfp4": ("NVFP4", None, "nvfp4-pack-quantized"),
               "nvfp4a16": ("NVFP4A16", None, "nvfp4-pack-quantized"),
-              "nvfp4mo": ("NVFP4", None, "nvfp4-pack-quantized")}
+              "nvfp4mo": ("NVFP4", None, "nvfp4-pack-quantized"),
+              "mxfp4a16": ("MXFP4A16", None, "mxfp4-pack-quantized")}
 
 
 def quantize_ct(model, variant):
@@ -470,13 +475,14 @@ def calibrate_ct(model, salt=""):
             m.quantization_status = QuantizationStatus.FROZEN
 
 
-def nvfp4_experts(out):
+def ct_experts(out, variant):
     """transformers 5 holds a MoE's experts in fused parameters, which
     compressed-tensors' "Linear" target does not reach: each expert's
     gate, up and down weight of the checkpoint in OUT is quantized as its
-    own Linear by the same scheme (NVFP4), with compressed-tensors' own
-    compressor, into X.weight_packed, X.weight_scale, X.weight_global_scale
-    and X.input_global_scale.  The routers stay unquantized, as
+    own Linear by the variant's scheme (CT_SCHEMES: NVFP4 or MXFP4), with
+    compressed-tensors' own compressor, into X.weight_packed,
+    X.weight_scale and, for NVFP4, X.weight_global_scale and
+    X.input_global_scale.  The routers stay unquantized, as
     llm-compressor's MoE recipes leave them (ignore "re:.*mlp.gate$")."""
     import re
     import torch
@@ -484,6 +490,7 @@ def nvfp4_experts(out):
     from compressed_tensors.quantization import (
         QuantizationConfig, apply_quantization_config, preset_name_to_scheme)
     from ckpt_io import rewrite_shards, update_config
+    preset, _, fmt = CT_SCHEMES[variant]
     update_config(out, lambda cfg: cfg["quantization_config"]["ignore"].append(
         "re:.*mlp.gate$"))
 
@@ -497,10 +504,10 @@ def nvfp4_experts(out):
             box = torch.nn.Module()
             box.lin = lin
             apply_quantization_config(box, QuantizationConfig(config_groups={
-                "group_0": preset_name_to_scheme("NVFP4", ["Linear"])}))
+                "group_0": preset_name_to_scheme(preset, ["Linear"])}))
             calibrate_ct(box, salt=name)
             ModelCompressor.from_pretrained_model(
-                box, quantization_format="nvfp4-pack-quantized").compress_model(box)
+                box, quantization_format=fmt).compress_model(box)
             for k, v in box.state_dict().items():
                 tensors[name[:-len("weight")] + k[len("lin."):]] = v.detach().clone()
     rewrite_shards(out, shard)
@@ -1158,8 +1165,8 @@ def make(arch, out):
     model.save_pretrained(out, max_shard_size="1MB")
     if compressor is not None:
         compressor.update_config(out)
-    if arch.startswith("qwen3_moe-nvfp4"):
-        nvfp4_experts(out)
+    if arch.startswith("qwen3_moe-nvfp4") or arch.startswith("qwen3_moe-mxfp4"):
+        ct_experts(out, variant)
     if arch == "gemma3_mm":
         released_vision_names(out)
         gemma3_processor(out, cfg)

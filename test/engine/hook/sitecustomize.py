@@ -18,7 +18,11 @@ import sys
 _TARGET = "vllm.model_executor.model_loader.base_loader"
 # What a worker raises once its state is saved where a patch below has let
 # vLLM build a layer its CPU build has no kernel for
-LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_MOE")
+# (WSHARD_ORACLE_MXFP4_MOE patches nothing: vLLM builds compressed-tensors'
+# MXFP4 experts on a CPU, then repacks them for Marlin, a CUDA op its CPU
+# build lacks: "_C has no attribute 'gptq_marlin_repack'", after the save)
+LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_MOE",
+             "WSHARD_ORACLE_MXFP4_MOE")
 LOAD_ONLY_STOP = "wshard oracle: state saved; the kernel taken as supported is not run"
 _CPU = "vllm.platforms.cpu"
 
@@ -143,6 +147,41 @@ def _patch_nvfp4(module):
         lambda use_a16=False: EmulationNvFp4LinearKernel(NvFp4LinearLayerConfig())
 
 
+def _patch_mxfp4(module):
+    """WSHARD_ORACLE_MXFP4: vLLM 0.32 registers no MXFP4 linear kernel for
+    its CPU platform (_POSSIBLE_MXFP4_KERNELS has CUDA's, ROCm's and XPU's),
+    though loading the weights does not depend on the kernel.
+    compressed-tensors' MXFP4 scheme takes vLLM's own software emulation
+    (EmulationMxfp4LinearKernel) with unquantized activations, as Marlin
+    runs it on GPUs without native FP4 (W4A16): the model is built, loaded
+    and run."""
+    from vllm.model_executor.kernels.linear.mxfp4.base import MxFp4LinearLayerConfig
+    from vllm.model_executor.kernels.linear.mxfp4.emulation import (
+        EmulationMxfp4LinearKernel)
+    module.init_mxfp4_linear_kernel = lambda activation_quant_key=None: \
+        EmulationMxfp4LinearKernel(MxFp4LinearLayerConfig(activation_quant_key=None))
+
+
+def _patch_mxfp4_dequant(module):
+    """WSHARD_ORACLE_MXFP4: the emulation kernel dequantizes with amd-quark,
+    which the engine environment does not install: the same OCP MXFP4
+    decoding in torch (two E2M1 values a byte, the low nibble first, times
+    2^(e - 127) for each 32 values' E8M0 exponent e).  Both engines of a
+    case (the checkpoint and wshard's output) compute with it."""
+    import torch
+    e2m1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
+                         -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+    def dequant_mxfp4(x, scale, float_dtype):
+        lo, hi = (x & 0x0F).long(), (x >> 4).long()
+        v = torch.stack((e2m1[lo], e2m1[hi]), dim=-1).reshape(*x.shape[:-1], -1)
+        s = torch.exp2(scale.float() - 127.0).repeat_interleave(32, dim=-1)
+        return (v * s).to(float_dtype)
+
+    module.dequant_mxfp4 = dequant_mxfp4
+    module.has_quark = lambda: True     # its can_implement asks for amd-quark
+
+
 def _patch_nvfp4_moe(module):
     """WSHARD_ORACLE_NVFP4_MOE: vLLM 0.32's one NVFP4 MoE kernel a CPU
     could take, its emulation (Nvfp4QuantizationEmulationTritonExperts),
@@ -243,6 +282,11 @@ if os.environ.get("WSHARD_ORACLE_NVFP4"):
                                     "schemes.compressed_tensors_w4a4_nvfp4", _patch_nvfp4))
     sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.quantization.modelopt",
                                     _patch_nvfp4))
+if os.environ.get("WSHARD_ORACLE_MXFP4"):
+    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.quantization.compressed_tensors."
+                                    "schemes.compressed_tensors_w4a4_mxfp4", _patch_mxfp4))
+    sys.meta_path.insert(0, _Finder("vllm.model_executor.kernels.linear.mxfp4.emulation",
+                                    _patch_mxfp4_dequant))
 if os.environ.get("WSHARD_ORACLE_NVFP4_MOE"):
     sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.experts."
                                     "nvfp4_emulation_moe", _patch_nvfp4_moe))
