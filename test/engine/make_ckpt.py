@@ -122,6 +122,33 @@ CASES = {
                                      "vision_use_head": False},
                    "mm_tokens_per_image": 4, "boi_token_index": 997,
                    "eoi_token_index": 998, "image_token_index": 999}),
+    # Gemma 4 as released (Gemma4ForConditionalGeneration): the gemma4
+    # case's text model (sliding and full layers, k as v, two kv-shared
+    # layers) under text_config, with its vision tower (2 layers, 4 heads
+    # of 32, 16x16 patches pooled 3x3, clipped linears and standardized
+    # outputs: their bounds and buffers in the checkpoint); no audio tower
+    # (E2B's and E4B's); image and video tokens inside the tiny vocabulary.
+    "gemma4_mm": ("Gemma4Config", "Gemma4ForConditionalGeneration",
+                  {"text_config": {"num_hidden_layers": 4, "attention_k_eq_v": True,
+                                   "layer_types": ["sliding_attention", "full_attention",
+                                                   "sliding_attention", "full_attention"],
+                                   "num_global_key_value_heads": 1,
+                                   "num_kv_shared_layers": 2, "global_head_dim": 128,
+                                   "hidden_size_per_layer_input": 64,
+                                   "vocab_size_per_layer_input": 1000,
+                                   "num_experts": None, "top_k_experts": None,
+                                   "moe_intermediate_size": None},
+                   "vision_config": {"hidden_size": 128, "intermediate_size": 256,
+                                     "num_hidden_layers": 2, "num_attention_heads": 4,
+                                     "num_key_value_heads": 4, "head_dim": 32,
+                                     "patch_size": 16, "position_embedding_size": 1024,
+                                     "pooling_kernel_size": 3,
+                                     "default_output_length": 70,
+                                     "use_clipped_linears": True, "standardize": True},
+                   "audio_config": None,
+                   "boi_token_id": 990, "eoi_token_id": 991, "image_token_id": 992,
+                   "video_token_id": 993, "boa_token_id": 994, "eoa_token_index": 995,
+                   "audio_token_id": 996}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM",
              {"pad_token_id": 0}),
     "mixtral": ("MixtralConfig", "MixtralForCausalLM",
@@ -802,6 +829,37 @@ def gemma3_processor(out, cfg):
                                  ).save_pretrained(out)
 
 
+def gemma4_processor(out, cfg):
+    """Writes a tokenizer and Gemma4Processor for the tiny vocabulary: vLLM's
+    Gemma 4 processor needs both to build the vision tower, and finds the
+    image, video and audio tokens by the tokenizer's names.  Word-level, ids
+    as the config's tokens say; images of 70 soft tokens at most (the
+    processor's smallest)."""
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<start_of_image>": cfg.boi_token_id, "<end_of_image>": cfg.eoi_token_id,
+               "<image_soft_token>": cfg.image_token_id, "<|video|>": cfg.video_token_id,
+               "<start_of_audio>": cfg.boa_token_id, "<end_of_audio>": cfg.eoa_token_index,
+               "<audio_soft_token>": cfg.audio_token_id}
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=word_level(cfg, special), pad_token="<pad>", eos_token="<eos>",
+        bos_token="<bos>", unk_token="<unk>",
+        extra_special_tokens={"boi_token": "<start_of_image>",
+                              "eoi_token": "<end_of_image>",
+                              "image_token": "<image_soft_token>",
+                              "boa_token": "<start_of_audio>",
+                              "eoa_token": "<end_of_audio>",
+                              "audio_token": "<audio_soft_token>"})
+    v = cfg.vision_config
+    kw = dict(patch_size=v.patch_size, max_soft_tokens=70,
+              pooling_kernel_size=v.pooling_kernel_size)
+    transformers.Gemma4Processor(
+        feature_extractor=transformers.Gemma4AudioFeatureExtractor(),
+        image_processor=transformers.Gemma4ImageProcessor(**kw),
+        video_processor=transformers.Gemma4VideoProcessor(**kw),
+        tokenizer=tok, image_seq_length=70).save_pretrained(out)
+
+
 def qwen3_vl_processor(out, cfg):
     """Writes a tokenizer and Qwen3VLProcessor for the tiny vocabulary: vLLM's
     Qwen3-VL processor (Qwen3.5 uses it) needs both to build the vision
@@ -1170,6 +1228,8 @@ def make(arch, out):
     if arch == "gemma3_mm":
         released_vision_names(out)
         gemma3_processor(out, cfg)
+    if arch == "gemma4_mm":
+        gemma4_processor(out, cfg)
     if arch.startswith("qwen3_5_vl") or arch.startswith("qwen3_vl"):
         qwen3_vl_processor(out, cfg)
     if arch == "qwen3_vl_moe":

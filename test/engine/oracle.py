@@ -74,6 +74,11 @@ def image_prompt(model):
         # Gemma 3 expands its boi token
         size = cfg["vision_config"]["image_size"]
         image = [cfg["boi_token_index"]]
+    elif "Gemma4" in cfg["architectures"][0]:
+        # Gemma 4 expands its image token; its processor resizes the image
+        # to whole 3x3 blocks of 16-pixel patches (make_ckpt.py)
+        size = 96
+        image = [cfg["image_token_id"]]
     elif "KimiK25" in cfg["architectures"][0]:
         # Kimi-K2.5: one "vision chunk" (an image), its pad token between
         # the media begin/content and end tokens (make_ckpt.py: 995 is
