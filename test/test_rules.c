@@ -226,6 +226,7 @@ static const char *const mm_archs[] = {
 	"Gemma3ForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
 	"Qwen3_5MoeForConditionalGeneration", "Qwen3VLForConditionalGeneration",
 	"Qwen3VLMoeForConditionalGeneration", "KimiK25ForConditionalGeneration",
+	"Gemma4ForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

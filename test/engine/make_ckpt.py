@@ -1092,6 +1092,16 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
                "layer_types": ["sliding_attention", "full_attention",
                                "sliding_attention", "full_attention"],
                "num_global_key_value_heads": 1, "num_kv_shared_layers": 2}),
+           # Gemma 4's MoE layers (26B-A4B): each layer's router and stacked
+           # experts ([E, 2I, H], [E, H, I]) beside its dense MLP, with k as v
+           # in the full layers; no per-layer embeddings, no kv-shared layers
+           "gemma4-moe": ("Gemma4ForCausalLM", {
+               "num_hidden_layers": 4, "attention_k_eq_v": True,
+               "layer_types": ["sliding_attention", "full_attention",
+                               "sliding_attention", "full_attention"],
+               "num_global_key_value_heads": 1, "enable_moe_block": True,
+               "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 128,
+               "hidden_size_per_layer_input": 0}),
            # Cohere2 MoE: a dense first layer, then layers of experts with a
            # shared expert
            "cohere2_moe": ("Cohere2MoeForCausalLM", {
