@@ -412,6 +412,14 @@ CASES = {
                    "image_token_index": 999, "boi_token_index": 997,
                    "eoi_token_index": 998}),
 }
+# Gemma 4 E2B and E4B: gemma4_mm with an audio tower (2 conformer layers of
+# 64, 4 heads, clipped linears as released), projected from
+# output_proj_dims.
+CASES["gemma4_mm-audio"] = ("Gemma4Config", "Gemma4ForConditionalGeneration", dict(
+    CASES["gemma4_mm"][2], audio_config={
+        "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "subsampling_conv_channels": [16, 8], "output_proj_dims": 96,
+        "use_clipped_linears": True}))
 
 # Linear weights the FP8 variants quantize (the rest stays BF16).
 FP8_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
@@ -1238,7 +1246,7 @@ def make(arch, out):
     if arch == "gemma3_mm":
         released_vision_names(out)
         gemma3_processor(out, cfg)
-    if arch == "gemma4_mm":
+    if arch.startswith("gemma4_mm"):
         gemma4_processor(out, cfg)
     if arch.startswith("qwen3_5_vl") or arch.startswith("qwen3_vl"):
         qwen3_vl_processor(out, cfg)
