@@ -167,4 +167,46 @@ expect_exit 2 "$WSHARD" convert --tp 2 --expert-parallel --expert-placement rr "
 	{ one_line "bad placement"; err_has "bad placement" "'rr' is not linear or round_robin"; }
 expect_exit 3 "$WSHARD" convert --tp 8 --expert-parallel "$T/q3" "$T/x" &&
 	{ one_line "fewer experts"; err_has "fewer experts" "5 experts for 8 ranks"; }
+
+# (g) experts stacked as vLLM holds them, [E, 2I, H] and [E, H, I] (Gemma
+# 4's; a rule's "experts" with "split": "col", no transpose): at tp 2 and
+# 3, rank r's tensors are the source's rows of its experts (5 of them:
+# 3 and 2, or 2, 2 and 1), gate_up's chunks uncut; verify passes.
+gen "$T/g4" --layers 1 --hidden 16 --heads 2 --kv-heads 2 --intermediate 32 --vocab 64 \
+	--extra-tensor model.layers.0.experts.gate_up_proj:5x24x16 \
+	--extra-tensor model.layers.0.experts.down_proj:5x16x12
+cat >"$T/g4.json" <<'EOF2'
+{"name": "stacked-experts", "architectures": ["LlamaForCausalLM"],
+ "tensors": [
+  {"match": "model.layers.{n}.experts.gate_up_proj", "output": "model.layers.{n}.experts.w13_weight", "split": "col", "chunks": 2, "experts": true},
+  {"match": "model.layers.{n}.experts.down_proj", "output": "model.layers.{n}.experts.w2_weight", "split": "col", "rows": 2, "experts": true},
+  {"match": "model.*", "split": "skip"},
+  {"match": "lm_head.*", "split": "skip", "optional": true}]}
+EOF2
+for tp in 2 3; do
+	$PLAIN "$WSHARD" convert -q --tp $tp --expert-parallel --rules "$T/g4.json" "$T/g4" "$T/g4-ep$tp" ||
+		fail "stacked experts at tp $tp: convert failed"
+	py_st "$T/g4" "$T/g4-ep$tp" $tp <<'PY' || fail "stacked experts at tp $tp: not the rank's experts whole"
+import glob, os, sys
+import st
+src, out, tp = sys.argv[1], sys.argv[2], int(sys.argv[3])
+s = st.read(glob.glob(os.path.join(src, "*.safetensors")))
+first = 0
+bad = 0
+for r in range(tp):
+    n = 5 // tp + (1 if r < 5 % tp else 0)  # vLLM's linear placement
+    o = st.read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
+    for a, b in (("gate_up_proj", "w13_weight"), ("down_proj", "w2_weight")):
+        dt, shape, data = s["model.layers.0.experts." + a]
+        per = len(data) // shape[0]
+        got = o.get("model.layers.0.experts." + b)
+        if got is None or got[1] != [n] + shape[1:] or got[2] != data[first * per:(first + n) * per]:
+            print("rank %d: %s %s" % (r, b, "missing" if got is None else got[1]))
+            bad += 1
+    first += n
+sys.exit(bad > 0)
+PY
+	$PLAIN "$WSHARD" verify "$T/g4-ep$tp" >"$T/out" 2>&1 || fail "stacked experts at tp $tp: verify: $(tail -n 2 "$T/out")"
+done
+echo "   experts stacked as vLLM holds them: each rank's whole, at tp 2 and 3"
 finish

@@ -208,8 +208,8 @@ Test(view, rules_keys_checked)
 		    "\"chunks\" is an integer from 1 to 64");
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 2, \"transpose\": true, "
 		    "\"chunks\": 0}", "\"chunks\" is an integer");
-	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"experts\": true}",
-		    "\"experts\" is true or false and needs \"transpose\"");
+	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"experts\": true}",
+		    "\"experts\" is true or false and needs \"transpose\" or \"split\": \"col\"");
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"transpose\": true, "
 		    "\"experts\": 1}", "\"experts\" is true or false");
 	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"deinterleave\": \"head_dim\"}",

@@ -452,6 +452,51 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 	return rc;
 }
 
+/*
+ * --expert-parallel with "experts" on a column split of experts stacked as
+ * vLLM holds them ([E, ...], Gemma 4's): rank r's experts whole, rows of
+ * the source (an expert's rows, where "rows" views several dimensions as
+ * rows) in ascending order of the expert; nothing is cut, so "chunks"
+ * stay in order.  The rank's first dimension is set by the plan's shape.
+ */
+static enum wshard_err split_experts_ep(const struct wshard_plan *plan,
+					struct group_out *g, const struct member *m,
+					struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t rows = wshard_plan_src_rows(plan, m->src), per, width;
+	long ne = (long)t->shape[0], first, step, n, i;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	if (t->ndim < 3 || !ne || rows % (uint64_t)ne)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"experts\" needs 3 dimensions (experts first)",
+					t->name);
+	if (t->shape[0] < (uint64_t)plan->tp)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--expert-parallel: tensor '%s' holds %llu experts for %d ranks (each rank needs one)",
+					t->name, (unsigned long long)t->shape[0], plan->tp);
+	per = rows / (uint64_t)ne;
+	width = (t->end - t->begin) / rows;
+	for (r = 0; r < plan->tp && !rc; r++) {
+		n = wshard_expert_range(ne, plan->tp, r, plan->placement, &first, &step);
+		for (i = 0; i < n && !rc; i += step == 1 ? n : 1) {
+			struct wshard_piece p = {
+				.kind = WSHARD_PIECE_COPY,
+				.src = m->src,
+				.row0 = (uint64_t)(first + i * step) * per,
+				.nrows = (step == 1 ? (uint64_t)n : 1) * per,
+				.ncols = width,
+			};
+
+			p.len = p.nrows * p.ncols;
+			rc = plan_push_piece(&g->ranks[r], &p, err);
+		}
+	}
+	return rc;
+}
+
 enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out *g,
 				const struct member *m, uint64_t *shape,
 				struct wshard_error *err)
@@ -464,6 +509,8 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 
 	if (m->rule->transpose)
 		return split_transposed(plan, g, m, lead, shape, err);
+	if (plan->opt.expert_parallel && m->rule->experts)
+		return split_experts_ep(plan, g, m, err);
 	if (t->ndim < lead + 1)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': a column split needs %d or more dimensions",

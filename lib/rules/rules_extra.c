@@ -224,9 +224,9 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 					"'%s': rule '%s': \"chunks\" is an integer from 1 to 64 and needs \"split\": \"col\" (\"rows\": 2 with \"transpose\", else 1)",
 					r->name, rule->match);
 	rule->chunks = chunks ? (int)json_integer_value(chunks) : 0;
-	if (experts && (!json_is_boolean(experts) || !rule->transpose))
+	if (experts && (!json_is_boolean(experts) || (!rule->transpose && rule->kind != RULE_COL)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"experts\" is true or false and needs \"transpose\"",
+					"'%s': rule '%s': \"experts\" is true or false and needs \"transpose\" or \"split\": \"col\"",
 					r->name, rule->match);
 	rule->experts = json_is_true(experts);
 	if (pad && (rule->pad_to = expr_copy(pad, &bad)) == NULL && !bad)
