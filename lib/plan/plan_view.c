@@ -311,24 +311,17 @@ static enum wshard_err split_chunks(const struct wshard_plan *plan, struct group
 }
 
 /*
- * Expert parallelism on a 3-D source [E, A, B] whose dimension 0 counts
- * the experts ("experts"): rank r keeps its own experts whole, each
- * transposed, [E_r, B, A], in ascending expert order.  That is vLLM
- * 0.32's load_moe_expert_weights under an expert_map: the whole tensor
- * transposed (gate_up_proj chunked into gate and up, which is the
- * transposed matrix's first and second halves of rows), indexed by the
- * rank's global expert ids, and loaded whole (FusedMoE.weight_loader's
- * full_load; the MoE's tp size is 1, so _load_w13 and _load_w2 narrow
- * nothing).  shape[0] stays E: the plan gives each rank its count.
- * Linear placement: one piece a rank; round_robin: one an expert.
+ * The pieces of --expert-parallel with "experts": rank r's experts whole,
+ * in ascending order of their index, one piece a rank for the linear
+ * placement and one an expert for round_robin.  An expert is per source
+ * rows; tmpl gives each piece's columns (a transposed piece's fields too).
  */
-static enum wshard_err split_transposed_ep(const struct wshard_plan *plan,
-					   struct group_out *g, const struct member *m,
-					   int dim, uint64_t *shape, struct wshard_error *err)
+static enum wshard_err push_rank_experts(const struct wshard_plan *plan,
+					 struct group_out *g, const struct member *m,
+					 uint64_t per, const struct wshard_piece *tmpl,
+					 struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	uint64_t es = wshard_dtype_bits(t->dtype) / 8, a = t->shape[1];
-	uint64_t stride = t->shape[2] * es;
 	long ne = (long)t->shape[0], first, step, n, i;
 	enum wshard_err rc = WSHARD_OK;
 	int r;
@@ -338,30 +331,53 @@ static enum wshard_err split_transposed_ep(const struct wshard_plan *plan,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"--expert-parallel: tensor '%s' holds %llu experts for %d ranks (each rank needs one)",
 					t->name, (unsigned long long)t->shape[0], plan->tp);
-	shape[1] = t->shape[2];
-	shape[2] = a;
 	for (r = 0; r < plan->tp && !rc; r++) {
 		n = wshard_expert_range(ne, plan->tp, r, plan->placement, &first, &step);
 		for (i = 0; i < n && !rc; i += step == 1 ? n : 1) {
-			struct wshard_piece p = {
-				.kind = WSHARD_PIECE_COPY,
-				.src = m->src,
-				.row0 = (uint64_t)(first + i * step),
-				.nrows = step == 1 ? (uint64_t)n : 1,
-				.tr_rows = a,
-				.tr_stride = stride,
-				.tr_width = stride,
-				.tr_es = (unsigned)es,
-				.prov_dim = dim,
-			};
+			struct wshard_piece p = *tmpl;
 
-			p.ncols = a * stride;
-			p.out_ncols = a * stride;
-			p.len = p.nrows * p.out_ncols;
+			p.kind = WSHARD_PIECE_COPY;
+			p.src = m->src;
+			p.row0 = (uint64_t)(first + i * step) * per;
+			p.nrows = (step == 1 ? (uint64_t)n : 1) * per;
+			p.len = p.nrows * (p.out_ncols ? p.out_ncols : p.ncols);
 			rc = plan_push_piece(&g->ranks[r], &p, err);
 		}
 	}
 	return rc;
+}
+
+/*
+ * Expert parallelism on a 3-D source [E, A, B] whose dimension 0 counts
+ * the experts ("experts"): rank r keeps its own experts whole, each
+ * transposed, [E_r, B, A], in ascending expert order.  That is vLLM
+ * 0.32's load_moe_expert_weights under an expert_map: the whole tensor
+ * transposed (gate_up_proj chunked into gate and up, which is the
+ * transposed matrix's first and second halves of rows), indexed by the
+ * rank's global expert ids, and loaded whole (FusedMoE.weight_loader's
+ * full_load; the MoE's tp size is 1, so _load_w13 and _load_w2 narrow
+ * nothing).  shape[0] stays E: the plan gives each rank its count.
+ */
+static enum wshard_err split_transposed_ep(const struct wshard_plan *plan,
+					   struct group_out *g, const struct member *m,
+					   int dim, uint64_t *shape, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t es = wshard_dtype_bits(t->dtype) / 8, a = t->shape[1];
+	uint64_t stride = t->shape[2] * es;
+	struct wshard_piece p = {
+		.tr_rows = a,
+		.tr_stride = stride,
+		.tr_width = stride,
+		.tr_es = (unsigned)es,
+		.prov_dim = dim,
+		.ncols = a * stride,
+		.out_ncols = a * stride,
+	};
+
+	shape[1] = t->shape[2];
+	shape[2] = a;
+	return push_rank_experts(plan, g, m, 1, &p, err);
 }
 
 /*
@@ -453,10 +469,9 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 }
 
 /*
- * --expert-parallel with "experts" on a column split of experts stacked as
- * vLLM holds them ([E, ...], Gemma 4's): rank r's experts whole, rows of
- * the source (an expert's rows, where "rows" views several dimensions as
- * rows) in ascending order of the expert; nothing is cut, so "chunks"
+ * "experts" on a column split of experts stacked as vLLM holds them
+ * ([E, ...], Gemma 4's): each expert as the source holds it, its rows (with
+ * "rows", several view rows an expert) whole; nothing is cut, so "chunks"
  * stay in order.  The rank's first dimension is set by the plan's shape.
  */
 static enum wshard_err split_experts_ep(const struct wshard_plan *plan,
@@ -464,37 +479,15 @@ static enum wshard_err split_experts_ep(const struct wshard_plan *plan,
 					struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	uint64_t rows = wshard_plan_src_rows(plan, m->src), per, width;
-	long ne = (long)t->shape[0], first, step, n, i;
-	enum wshard_err rc = WSHARD_OK;
-	int r;
+	uint64_t rows = wshard_plan_src_rows(plan, m->src);
+	struct wshard_piece p = { 0 };
 
-	if (t->ndim < 3 || !ne || rows % (uint64_t)ne)
+	if (t->ndim < 3 || !t->shape[0] || rows % t->shape[0])
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': \"experts\" needs 3 dimensions (experts first)",
 					t->name);
-	if (t->shape[0] < (uint64_t)plan->tp)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"--expert-parallel: tensor '%s' holds %llu experts for %d ranks (each rank needs one)",
-					t->name, (unsigned long long)t->shape[0], plan->tp);
-	per = rows / (uint64_t)ne;
-	width = (t->end - t->begin) / rows;
-	for (r = 0; r < plan->tp && !rc; r++) {
-		n = wshard_expert_range(ne, plan->tp, r, plan->placement, &first, &step);
-		for (i = 0; i < n && !rc; i += step == 1 ? n : 1) {
-			struct wshard_piece p = {
-				.kind = WSHARD_PIECE_COPY,
-				.src = m->src,
-				.row0 = (uint64_t)(first + i * step) * per,
-				.nrows = (step == 1 ? (uint64_t)n : 1) * per,
-				.ncols = width,
-			};
-
-			p.len = p.nrows * p.ncols;
-			rc = plan_push_piece(&g->ranks[r], &p, err);
-		}
-	}
-	return rc;
+	p.ncols = (t->end - t->begin) / rows;
+	return push_rank_experts(plan, g, m, rows / t->shape[0], &p, err);
 }
 
 enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out *g,
