@@ -102,7 +102,11 @@ def _patch_sparse(module):
     with sparse attention (DeepSeek-V3.2's and GLM-5's DSA: "Sparse
     Attention is not supported on CPU."), though loading its weights does
     not depend on the kernel.  Its MLA backend stands in, so that the model
-    is built and its state saved; no forward pass is expected to run."""
+    is built and its state saved; no forward pass is expected to run.
+    The reference one (CPU_MLA) on every CPU: on one with AMX tiles vLLM
+    would pick AMX_MLA, whose implementation takes no topk_indices_buffer
+    ("MLACommonImpl.__init__() got an unexpected keyword argument")."""
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
     cls = module.CpuPlatform
     real = cls.get_attn_backend_cls.__func__
 
@@ -111,6 +115,7 @@ def _patch_sparse(module):
             attn_selector_config = attn_selector_config._replace(use_sparse=False) \
                 if hasattr(attn_selector_config, "_replace") else \
                 __import__("dataclasses").replace(attn_selector_config, use_sparse=False)
+            selected_backend = AttentionBackendEnum.CPU_MLA
         return real(klass, selected_backend, attn_selector_config, *a, **kw)
 
     cls.get_attn_backend_cls = classmethod(get_attn_backend_cls)
