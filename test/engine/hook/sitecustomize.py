@@ -274,31 +274,50 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
-sys.meta_path.insert(0, _Finder("llvmlite.binding.ffi", _patch_llvmlite))
+def _hook(target, patch):
+    """Patches the module target with patch once: when it is imported, or
+    now where it already is (the engine server, oracle.py serve, imported
+    vLLM before a request's environment named its patches, and runs this
+    file again in each request's process)."""
+    key = "_wshard_" + patch.__name__
+    mod = sys.modules.get(target)
+    if mod is not None:
+        if not getattr(mod, key, False):
+            patch(mod)
+            setattr(mod, key, True)
+        return
+    if any(getattr(f, "target", None) == target and
+           getattr(getattr(f, "patch", None), "__name__", None) == patch.__name__
+           for f in sys.meta_path):
+        return
+    sys.meta_path.insert(0, _Finder(target, patch))
+
+
+_hook("llvmlite.binding.ffi", _patch_llvmlite)
 if os.environ.get("WSHARD_ORACLE_DUMP"):
-    sys.meta_path.insert(0, _Finder(_TARGET, _patch))
+    _hook(_TARGET, _patch)
 if os.environ.get("WSHARD_BENCH_TIMES"):
-    sys.meta_path.insert(0, _Finder(_TARGET, _patch_times))
+    _hook(_TARGET, _patch_times)
 if os.environ.get("WSHARD_ORACLE_INT4"):
-    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
-                                    _patch_int4))
+    _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
+          _patch_int4)
 if os.environ.get("WSHARD_ORACLE_NVFP4"):
-    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.quantization.compressed_tensors."
-                                    "schemes.compressed_tensors_w4a4_nvfp4", _patch_nvfp4))
-    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.quantization.modelopt",
-                                    _patch_nvfp4))
+    _hook("vllm.model_executor.layers.quantization.compressed_tensors."
+          "schemes.compressed_tensors_w4a4_nvfp4", _patch_nvfp4)
+    _hook("vllm.model_executor.layers.quantization.modelopt",
+          _patch_nvfp4)
 if os.environ.get("WSHARD_ORACLE_MXFP4"):
-    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.quantization.compressed_tensors."
-                                    "schemes.compressed_tensors_w4a4_mxfp4", _patch_mxfp4))
-    sys.meta_path.insert(0, _Finder("vllm.model_executor.kernels.linear.mxfp4.emulation",
-                                    _patch_mxfp4_dequant))
+    _hook("vllm.model_executor.layers.quantization.compressed_tensors."
+          "schemes.compressed_tensors_w4a4_mxfp4", _patch_mxfp4)
+    _hook("vllm.model_executor.kernels.linear.mxfp4.emulation",
+          _patch_mxfp4_dequant)
 if os.environ.get("WSHARD_ORACLE_NVFP4_MOE"):
-    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.experts."
-                                    "nvfp4_emulation_moe", _patch_nvfp4_moe))
+    _hook("vllm.model_executor.layers.fused_moe.experts."
+          "nvfp4_emulation_moe", _patch_nvfp4_moe)
 if os.environ.get("WSHARD_ORACLE_NOGATE"):
-    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.config",
-                                    _patch_nogate))
-    sys.meta_path.insert(0, _Finder("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
-                                    _patch_nogate_experts))
+    _hook("vllm.model_executor.layers.fused_moe.config",
+          _patch_nogate)
+    _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
+          _patch_nogate_experts)
 if os.environ.get("WSHARD_ORACLE_SPARSE"):
-    sys.meta_path.insert(0, _Finder(_CPU, _patch_sparse))
+    _hook(_CPU, _patch_sparse)
