@@ -419,6 +419,10 @@ refused modelopt-mixed 2 "quantization_config.quant_algo \"MIXED_PRECISION\" is 
 gen "$T/src-mokv" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "NVFP4"}'
 refused modelopt-kv 2 "quantization_config.kv_cache_quant_algo \"NVFP4\" is not supported yet (ModelOpt's FP8 and NVFP4 are, with an FP8 KV cache or none)" "$T/src-mokv"
+# ModelOpt's NVFP4 with no activations quantized: vLLM's W4A16_NVFP4.
+gen "$T/src-mow4a16" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--nvfp4 modelopt --set-config 'quantization_config={"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": null}}}'
+refused modelopt-w4a16 2 "quantization_config: NVFP4 without input_activations in its config_groups is weight-only NVFP4 (vLLM's W4A16_NVFP4), not supported yet" "$T/src-mow4a16"
 gen "$T/src-mxfp4fp8" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--mxfp4 a8fp8
 refused mxfp4-fp8 2 "quantization_config.config_groups.group_0: MXFP4 weights with 8-bit activations are not supported yet" "$T/src-mxfp4fp8"

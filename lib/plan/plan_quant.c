@@ -38,7 +38,7 @@ bool plan_modelopt_nvfp4(const struct wshard_plan *plan)
 	const char *method = quant_method(plan);
 	const char *algo = json_string_value(json_object_get(q, "quant_algo"));
 
-	return method && !strncmp(method, "modelopt", 8) && algo && strcasestr(algo, "NVFP4");
+	return method && !strncmp(method, "modelopt", 8) && algo && !strcasecmp(algo, "NVFP4");
 }
 
 bool plan_fp4_weight(const struct wshard_plan *plan, const struct wshard_st_tensor *t)
@@ -262,6 +262,43 @@ static enum wshard_err check_gptq_awq(const struct wshard_plan *plan, int which,
 	return WSHARD_OK;
 }
 
+/* v is absent, null or one of the n names taken (case aside). */
+static bool algo_taken(json_t *v, const char *const taken[], size_t n)
+{
+	size_t i;
+
+	if (!v || json_is_null(v))
+		return true;
+	for (i = 0; json_is_string(v) && i < n; i++)
+		if (!strcasecmp(json_string_value(v), taken[i]))
+			return true;
+	return false;
+}
+
+/*
+ * vLLM takes ModelOpt's NVFP4 with no input_activations in any of its
+ * config_groups as W4A16_NVFP4 (ModelOptNvFp4Config._from_config), which
+ * holds an input_scale per fused part and its experts' input scales
+ * unset: not the NVFP4 layout written.
+ */
+static enum wshard_err weight_only_nvfp4(const struct wshard_plan *plan, struct wshard_error *err)
+{
+	json_t *groups = json_object_get(plan_quant_config(plan), "config_groups"), *g;
+	const char *key;
+
+	if (!plan_modelopt_nvfp4(plan) || !json_is_object(groups) || !json_object_size(groups))
+		return WSHARD_OK;
+	json_object_foreach(groups, key, g) {
+		json_t *a = json_object_get(g, "input_activations");
+
+		if (!json_is_object(g) || (a && !json_is_null(a)))
+			return WSHARD_OK;
+	}
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"'%s': quantization_config: NVFP4 without input_activations in its config_groups is weight-only NVFP4 (vLLM's W4A16_NVFP4), not supported yet",
+				plan->cat->path);
+}
+
 /*
  * ModelOpt's quant_algo (and kv_cache_quant_algo): FP8 per tensor and
  * NVFP4 are the layouts written; vLLM's other ModelOpt configs (MXFP8,
@@ -270,26 +307,21 @@ static enum wshard_err check_gptq_awq(const struct wshard_plan *plan, int which,
  */
 static enum wshard_err check_modelopt(const struct wshard_plan *plan, struct wshard_error *err)
 {
-	static const char *const keys[] = { "quant_algo", "kv_cache_quant_algo" };
+	static const char *const weights[] = { "FP8", "NVFP4" }, *const kv[] = { "FP8" };
 	json_t *q = plan_quant_config(plan), *v;
-	const char *algo;
-	size_t i;
+	const char *key = "quant_algo", *algo;
 
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		v = json_object_get(q, keys[i]);
-		if (!v || json_is_null(v) || (i == 1 && json_is_string(v) &&
-					      !strcasecmp(json_string_value(v), "FP8")))
-			continue;
-		algo = json_string_value(v);
-		if (i == 0 && algo && (!strcasecmp(algo, "FP8") || !strcasecmp(algo, "NVFP4")))
-			continue;
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': quantization_config.%s %s%s%s is not supported yet (ModelOpt's FP8 and NVFP4 are%s)",
-					plan->cat->path, keys[i], algo ? "\"" : "",
-					algo ? algo : "not a string", algo ? "\"" : "",
-					i == 1 ? ", with an FP8 KV cache or none" : "");
+	if (algo_taken(json_object_get(q, key), weights, 2)) {
+		key = "kv_cache_quant_algo";
+		if (algo_taken(json_object_get(q, key), kv, 1))
+			return weight_only_nvfp4(plan, err);
 	}
-	return WSHARD_OK;
+	v = json_object_get(q, key);
+	algo = json_string_value(v);
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"'%s': quantization_config.%s %s%s%s is not supported yet (ModelOpt's FP8 and NVFP4 are%s)",
+				plan->cat->path, key, algo ? "\"" : "", algo ? algo : "not a string",
+				algo ? "\"" : "", key[0] == 'k' ? ", with an FP8 KV cache or none" : "");
 }
 
 enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err)
