@@ -246,7 +246,7 @@ static const char *const learned_archs[] = {
 	"MiniCPM3ForCausalLM", "StableLmForCausalLM", "MambaForCausalLM",
 	"FalconMambaForCausalLM", "JambaForCausalLM", "GraniteSWAForCausalLM",
 	"GraniteMoeSWAForCausalLM", "GraniteMoeSharedForCausalLM", "Cohere2MoeForCausalLM",
-	"Gemma4ForCausalLM",
+	"Gemma4ForCausalLM", "AXK1ForCausalLM",
 };
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 

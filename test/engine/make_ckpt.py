@@ -1116,6 +1116,9 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
                "num_hidden_layers": 3, "mlp_layer_types": ["dense", "sparse", "sparse"],
                "layer_types": ["full_attention", "sliding_attention", "sliding_attention"],
                "prefix_dense_intermediate_size": 384, "num_shared_experts": 1}),
+           # A.X K1: a dense first layer, then one of experts with a shared
+           # expert (the learner's RELEASED and axk1_released)
+           "axk1": "AXK1ForCausalLM",
            # StableLM 2's q/k/v biases
            "stablelm": ("StableLmForCausalLM", {"use_qkv_bias": True}),
            # one Mamba-2 group, which vLLM replicates on every rank
