@@ -352,11 +352,18 @@ def reap(pid, conn):
     import select
     import signal
     import time
+    import socket
     status = None
     while status is None:
         r, _, _ = select.select([conn], [], [], 0.2)
-        if r and not conn.recv(1, __import__("socket").MSG_PEEK):
-            os.killpg(pid, signal.SIGKILL)
+        if r:
+            try:
+                gone = not conn.recv(1, socket.MSG_PEEK)
+            except OSError:
+                gone = True
+            if gone:
+                # (the request, unreaped until below, is still its group)
+                os.killpg(pid, signal.SIGKILL)
         w, st = os.waitpid(pid, os.WNOHANG)
         if w:
             status = os.waitstatus_to_exitcode(st)
