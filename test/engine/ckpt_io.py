@@ -26,6 +26,18 @@ def rewrite_shards(out, fn):
         json.dump(idx, f, indent=2)
 
 
+def add_to_first_shard(out, new):
+    """Adds the tensors of new (name: torch tensor) to the first shard of
+    the checkpoint in OUT: tensors a released checkpoint holds and
+    transformers' class does not write."""
+    state = {"first": True}
+
+    def add(tensors):
+        if state.pop("first", False):
+            tensors.update(new)
+    rewrite_shards(out, add)
+
+
 def update_config(out, fn):
     """fn(cfg) changes OUT's config.json (a dict) in place; it is saved."""
     path = os.path.join(out, "config.json")

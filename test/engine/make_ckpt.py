@@ -1159,7 +1159,7 @@ def released_mimo_mtp(out):
     import json
     import os
     import torch
-    from ckpt_io import rewrite_shards
+    from ckpt_io import add_to_first_shard
     cfg = json.load(open(os.path.join(out, "config.json")))
     h, i = cfg["hidden_size"], cfg["intermediate_size"]
     p = "model.mtp.layers.0."
@@ -1170,13 +1170,8 @@ def released_mimo_mtp(out):
               "self_attn.o_proj.weight": [h, h], "pre_mlp_layernorm.weight": [h],
               "mlp.gate_proj.weight": [i, h], "mlp.up_proj.weight": [i, h],
               "mlp.down_proj.weight": [h, i], "final_layernorm.weight": [h]}
-    state = {"first": True}
-
-    def add(tensors):
-        if state.pop("first", False):
-            for k, s in shapes.items():
-                tensors[p + k] = (torch.randn(s, generator=g) * 0.02).to(torch.bfloat16)
-    rewrite_shards(out, add)
+    add_to_first_shard(out, {p + k: (torch.randn(s, generator=g) * 0.02).to(torch.bfloat16)
+                             for k, s in shapes.items()})
 
 
 def hub_gpt2(out):
