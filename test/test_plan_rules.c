@@ -437,6 +437,32 @@ Test(ext, extra_with)
 	fx_close(&f);
 }
 
+/* An extra with {i} is added once for each {i} its "with" matches in the
+ * layer, under that index (Zamba2's attention layers of a shared block). */
+Test(ext, extra_with_index)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor model.layers.0.a.0.w:4,8"
+		" --extra-tensor model.layers.0.a.2.w:4,8 --extra-tensor model.layers.1.a.1.w:4,8");
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"model.layers.{n}.a.{i}.w\", \"output\": \"model.layers.{n}.a.{i}.A\","
+		  " \"split\": \"row\", \"optional\": true},"
+		  CATCH_ALL "], \"extra\": [{\"name\": \"model.layers.{n}.d.{i}.s\", \"value\": 1.0,"
+		  " \"with\": \"model.layers.{n}.a.{i}.w\"}]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		assert_shape(get_out(&f, r, "model.layers.0.a.2.A"), 2, 2, 8);
+		cr_assert_not_null(find_out(&f, r, "model.layers.0.d.0.s"));
+		cr_assert_not_null(find_out(&f, r, "model.layers.0.d.2.s"));
+		cr_assert_not_null(find_out(&f, r, "model.layers.1.d.1.s"));
+		cr_assert_null(find_out(&f, r, "model.layers.0.d.1.s"));
+		cr_assert_null(find_out(&f, r, "model.layers.1.d.0.s"));
+	}
+	fx_close(&f);
+}
+
 /*
  * A dotted key names a nested integer of config.json (a multimodal
  * model's vision_config), in shapes and conditions alike; a missing one

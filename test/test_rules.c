@@ -21,7 +21,7 @@
 
 static void match(const char *pattern, const char *name, long n, long e)
 {
-	struct rules_capture cap = { 123, 456 };
+	struct rules_capture cap = { 123, 456, 789 };
 
 	cr_assert(rules_match(pattern, name, &cap), "'%s' does not match '%s'",
 		  pattern, name);
@@ -118,6 +118,24 @@ Test(pattern, braces_that_are_not_placeholders)
 	match("a.{N}", "a.{N}", -1, -1);
 }
 
+/* {i}, an index in a module list, is captured apart from {n} and {e}. */
+Test(pattern, list_index)
+{
+	struct rules_capture cap;
+	char *got;
+
+	cr_assert(rules_match("l.{n}.a.{i}.w", "l.3.a.12.w", &cap));
+	cr_assert_eq(cap.n, 3);
+	cr_assert_eq(cap.e, -1);
+	cr_assert_eq(cap.i, 12);
+	no_match("l.{n}.a.{i}.w", "l.3.a.x.w");
+	no_match("l.{n}.a.{i}.w", "l.3.a.01.w");
+	cap.i = 7;
+	got = rules_expand("l.{n}.a.{i}.A.w", &cap);
+	cr_assert_str_eq(got, "l.3.a.7.A.w");
+	free(got);
+}
+
 /* Numbers too long to be a layer are not matched (no overflow). */
 Test(pattern, huge_number)
 {
@@ -127,7 +145,7 @@ Test(pattern, huge_number)
 
 static void expand(const char *pattern, long n, long e, const char *want)
 {
-	struct rules_capture cap = { n, e };
+	struct rules_capture cap = { n, e, -1 };
 	char *got = rules_expand(pattern, &cap);
 
 	cr_assert_not_null(got);
@@ -251,12 +269,12 @@ static const char *const learned_archs[] = {
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 
 /* Learned without a pipeline key (Nemotron-H, Granite 4.0's hybrids,
- * GPTBigCode: vLLM's CPU build saved no stages of them; Mamba-2: vLLM has
- * none). */
+ * GPTBigCode: vLLM's CPU build saved no stages of them; Mamba-2, Zamba2:
+ * vLLM has none). */
 static const char *const learned_no_pp[] = {
 	"NemotronHForCausalLM", "GraniteMoeHybridForCausalLM", "Ernie4_5_MoeForCausalLM",
 	"Glm4MoeLiteForCausalLM", "AfmoeForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM",
-	"HYV3ForCausalLM", "Mamba2ForCausalLM", "GPTBigCodeForCausalLM",
+	"HYV3ForCausalLM", "Mamba2ForCausalLM", "GPTBigCodeForCausalLM", "Zamba2ForCausalLM",
 };
 #define NLEARNED_NO_PP (sizeof(learned_no_pp) / sizeof(learned_no_pp[0]))
 

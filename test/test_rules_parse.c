@@ -175,6 +175,22 @@ Test(parse, two_of_split_fuse_unpack)
 	parse_fails(RULES("{\"match\": \"a\"}"), want);
 }
 
+/* {i} goes to the output only from the match, in optional rules only, and
+ * an extra's name with {i} needs a "with" with it. */
+Test(parse, list_index)
+{
+	parse_ok("{\"tensors\": [{\"match\": \"l.{n}.a.{i}.0.w\", \"output\": \"l.{n}.a.{i}.A.w\","
+		 " \"split\": \"row\", \"optional\": true}],"
+		 " \"extra\": [{\"name\": \"l.{n}.d.{i}.s\", \"value\": 1, \"with\": \"l.{n}.a.{i}.0.w\"}]}");
+	parse_fails(RULES("{\"match\": \"l.{n}.w\", \"output\": \"l.{n}.{i}.w\", \"split\": \"row\"}"),
+		    "rule 'l.{n}.w': output uses {i} but match does not");
+	parse_fails(RULES("{\"match\": \"l.{n}.a.{i}.w\", \"split\": \"row\"}"),
+		    "rule 'l.{n}.a.{i}.w': a match with {i} must be \"optional\"");
+	parse_fails("{\"tensors\": [{\"match\": \"x\", \"split\": \"row\"}],"
+		    " \"extra\": [{\"name\": \"l.{n}.d.{i}.s\", \"value\": 1, \"with\": \"l.{n}.w\"}]}",
+		    "extra 'l.{n}.d.{i}.s': a name with {i} needs a \"with\" with {n} and {i}");
+}
+
 /* A declared operator's "sizes", a fuse of several parts, an extra's "with". */
 Test(parse, sizes_and_parts)
 {

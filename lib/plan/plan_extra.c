@@ -107,6 +107,56 @@ static bool layer_has(const struct wshard_plan *plan, const struct rules_extra *
 	return has;
 }
 
+static int by_layer_index(const void *a, const void *b)
+{
+	const struct rules_capture *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * Where extra e is written, into *out (malloc'd, *out_n entries): once
+ * without {n}; in each layer 0 .. maxn that holds its "with" tensor; with
+ * {i}, once for each {i} of a source tensor "with" matches in the layer
+ * (Zamba2's shared blocks: an attention layer in vLLM where the block has
+ * an adapter, under the same index).
+ */
+static enum wshard_err extra_sites(const struct wshard_plan *plan, const struct rules_extra *e,
+				   long maxn, struct rules_capture **out, size_t *out_n,
+				   struct wshard_error *err)
+{
+	bool per_layer = strstr(e->name, "{n}") != NULL;
+	bool indexed = strstr(e->name, "{i}") != NULL;
+	size_t n = 0, cap = indexed ? plan->cat->ntensors : (size_t)maxn + 1, t;
+	struct rules_capture *sites = calloc(cap ? cap : 1, sizeof(*sites));
+	long layer;
+
+	if (!sites)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (!per_layer)
+		sites[n++] = (struct rules_capture){ .n = -1, .e = -1, .i = -1 };
+	for (layer = 0; per_layer && !indexed && layer <= maxn; layer++) {
+		struct rules_capture c = { .n = layer, .e = -1, .i = -1 };
+
+		if (layer_has(plan, e, &c))
+			sites[n++] = c;
+	}
+	for (t = 0; per_layer && indexed && t < plan->cat->ntensors; t++) {
+		struct rules_capture c;
+
+		if (rules_match(e->with, plan->cat->tensors[t].name, &c) &&
+		    c.n >= 0 && c.n <= maxn)
+			sites[n++] = c;
+	}
+	if (indexed)
+		qsort(sites, n, sizeof(*sites), by_layer_index);
+	*out = sites;
+	*out_n = n;
+	return WSHARD_OK;
+}
+
 /* compressed-tensors' pair for a "when": "quantized" extra X.k_scale (and
  * v, q; its prob_scale has none), in every layer. */
 static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct rules_extra *e,
@@ -116,26 +166,22 @@ static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct rules_e
 	size_t len = strlen(e->name), i;
 	double one = 1.0, zero = 0.0;
 	enum wshard_err rc = WSHARD_OK;
-	long layer;
+	struct rules_capture *sites = NULL;
+	size_t nsites = 0, s;
 
 	for (i = 0; i < 3; i++)
 		if (len > 8 && !strcmp(e->name + len - 8, kinds[i]))
 			break;
 	if (i == 3)
 		return WSHARD_OK;
-	for (layer = 0; layer <= maxn && !rc; layer++) {
-		struct rules_capture cap = { .n = layer, .e = -1 };
-		char *name = plan_output_name(plan, e->name, &cap), *zp;
+	rc = extra_sites(plan, e, maxn, &sites, &nsites, err);
+	for (s = 0; s < nsites && !rc; s++) {
+		char *name = plan_output_name(plan, e->name, &sites[s]), *zp;
 
-		if (!name)
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		if (!layer_has(plan, e, &cap)) {
-			free(name);
-			continue;
-		}
-		zp = malloc(strlen(name) + 6);
+		zp = name ? malloc(strlen(name) + 6) : NULL;
 		if (!zp) {
 			free(name);
+			free(sites);
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		}
 		/* "X.k_scale" -> "X.k_zero_point" */
@@ -146,6 +192,7 @@ static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct rules_e
 		free(name);
 		free(zp);
 	}
+	free(sites);
 	return rc;
 }
 
@@ -155,11 +202,11 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 {
 	long maxn = nlayers - 1;	/* every layer 0 .. nlayers - 1 was checked */
 	size_t x;
-	long layer;
 
 	for (x = 0; x < rules->nextras; x++) {
 		const struct rules_extra *e = &rules->extras[x];
-		bool per_layer = strstr(e->name, "{n}") != NULL;
+		struct rules_capture *sites = NULL;
+		size_t nsites = 0, s;
 		enum wshard_dtype dtype = e->model_dtype ? plan_model_dtype(plan) : e->dtype;
 		double vals[WSHARD_IMAGE_NORM_MAX] = { e->value };
 		size_t nvals = 1;
@@ -185,20 +232,19 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 		if (rc)
 			return rc;
 		/* nvals 0: an identity image_norm, of which vLLM holds nothing */
-		for (layer = per_layer ? 0 : -1; nvals && layer <= (per_layer ? maxn : -1); layer++) {
-			struct rules_capture cap = { .n = layer, .e = -1 };
-			char *name = plan_output_name(plan, e->name, &cap);
+		if (nvals)
+			rc = extra_sites(plan, e, maxn, &sites, &nsites, err);
+		for (s = 0; s < nsites && !rc; s++) {
+			char *name = plan_output_name(plan, e->name, &sites[s]);
 
-			if (!name)
-				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-			rc = layer_has(plan, e, &cap)
-				     ? push_const(plan, vals, nvals, e->image_norm, dtype, name,
-						  caps, err)
-				     : WSHARD_OK;
+			rc = name ? push_const(plan, vals, nvals, e->image_norm, dtype, name,
+					       caps, err)
+				  : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			free(name);
-			if (rc)
-				return rc;
 		}
+		free(sites);
+		if (rc)
+			return rc;
 	}
 	return WSHARD_OK;
 }

@@ -29,15 +29,21 @@ const char *rules_source_name(const struct wshard_rules *r, const char *name, ch
 	return buf;
 }
 
+/* {n} (a layer), {e} (an expert) or {i} (an index in a module list) */
+static bool is_placeholder(const char *p)
+{
+	return p[0] == '{' && (p[1] == 'n' || p[1] == 'e' || p[1] == 'i') && p[2] == '}';
+}
+
 bool rules_match(const char *pattern, const char *name, struct rules_capture *cap)
 {
 	const char *p = pattern, *s = name;
 
-	cap->n = cap->e = -1;
+	cap->n = cap->e = cap->i = -1;
 	while (*p) {
 		if (p[0] == '*' && p[1] == '\0')
 			return *s != '\0';	/* a trailing "*": any rest */
-		if (p[0] == '{' && (p[1] == 'n' || p[1] == 'e') && p[2] == '}') {
+		if (is_placeholder(p)) {
 			long v = 0;
 			const char *start = s;
 
@@ -47,8 +53,10 @@ bool rules_match(const char *pattern, const char *name, struct rules_capture *ca
 				return false;
 			if (p[1] == 'n')
 				cap->n = v;
-			else
+			else if (p[1] == 'e')
 				cap->e = v;
+			else
+				cap->i = v;
 			p += 3;
 			continue;
 		}
@@ -73,8 +81,8 @@ char *rules_expand(const char *pattern, const struct rules_capture *cap)
 	if (!out)
 		return NULL;
 	while (*p) {
-		if (p[0] == '{' && (p[1] == 'n' || p[1] == 'e') && p[2] == '}') {
-			long v = p[1] == 'n' ? cap->n : cap->e;
+		if (is_placeholder(p)) {
+			long v = p[1] == 'n' ? cap->n : p[1] == 'e' ? cap->e : cap->i;
 
 			o += sprintf(o, "%ld", v < 0 ? 0 : v);
 			p += 3;

@@ -151,7 +151,9 @@ struct rules_extra {
 				 * quantization_config in config.json */
 	char *with;		/* "with": a source name pattern with {n}: only
 				 * in the layers whose source holds it (the
-				 * attention layers of a hybrid model), or NULL */
+				 * attention layers of a hybrid model), or NULL;
+				 * with {i} in name and with, one for each {i}
+				 * of a source it matches in the layer */
 	enum rules_image_norm image_norm;	/* "image_norm": a vector
 				 * from the image processor's config instead
 				 * of "value" (plan_image_norm.c) */
@@ -228,12 +230,12 @@ enum wshard_err rules_parse_rename(struct wshard_rules *r, json_t *val,
 
 /* Placeholder values captured by a match; -1 when absent. */
 struct rules_capture {
-	long n, e;
+	long n, e, i;
 };
 
 /*
- * Matches name against pattern ({n} and {e} match decimal numbers without
- * a leading zero).  Returns true and fills *cap on a match.
+ * Matches name against pattern ({n}, {e} and {i} match decimal numbers
+ * without a leading zero).  Returns true and fills *cap on a match.
  */
 bool rules_match(const char *pattern, const char *name, struct rules_capture *cap);
 

@@ -109,6 +109,10 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': extra '%s': \"with\" must be a tensor name with {n}, for a name with {n}",
 						r->name, name);
+		if (strstr(name, "{i}") && (!e->with || !strstr(e->with, "{i}")))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': a name with {i} needs a \"with\" with {n} and {i}",
+						r->name, name);
 		if (e->option && strcmp(e->option, "attn_scales") != 0)
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': extra '%s': unknown option \"%s\" (attn_scales)",

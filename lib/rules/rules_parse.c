@@ -320,10 +320,20 @@ static enum wshard_err parse_unpack(const struct wshard_rules *r, struct rules_r
 	return WSHARD_OK;
 }
 
-/* The output may use {e} and {n} only where the match captures them. */
+/* The output may use {e}, {n} and {i} only where the match captures them;
+ * a rule with {i} is optional: how many entries a module list has, only
+ * the checkpoint says. */
 static enum wshard_err check_captures(const struct wshard_rules *r,
 				      const struct rules_rule *rule, struct wshard_error *err)
 {
+	if (strstr(rule->output, "{i}") && !strstr(rule->match, "{i}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': output uses {i} but match does not",
+					r->name, rule->match);
+	if (strstr(rule->match, "{i}") && !rule->optional && rule->kind != RULE_SKIP)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': a match with {i} must be \"optional\"",
+					r->name, rule->match);
 	if (strstr(rule->output, "{e}") && !strstr(rule->match, "{e}"))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': output uses {e} but match does not",

@@ -1119,6 +1119,14 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            # A.X K1: a dense first layer, then one of experts with a shared
            # expert (the learner's RELEASED and axk1_released)
            "axk1": "AXK1ForCausalLM",
+           # Zamba2: Mamba-2 layers and hybrid ones (the learner's RELEASED:
+           # one shared block, two hybrid layers); -m2 two shared blocks
+           # taken in turn by three hybrid layers, as Zamba2-2.7B has them
+           "zamba2": "Zamba2ForCausalLM",
+           "zamba2-m2": ("Zamba2ForCausalLM", {
+               "num_hidden_layers": 6, "num_mem_blocks": 2,
+               "layers_block_type": ["linear_attention", "hybrid", "hybrid",
+                                     "linear_attention", "hybrid", "linear_attention"]}),
            # StableLM 2's q/k/v biases
            "stablelm": ("StableLmForCausalLM", {"use_qkv_bias": True}),
            # one Mamba-2 group, which vLLM replicates on every rank
