@@ -269,12 +269,13 @@ static const char *const learned_archs[] = {
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 
 /* Learned without a pipeline key (Nemotron-H, Granite 4.0's hybrids,
- * GPTBigCode: vLLM's CPU build saved no stages of them; Mamba-2, Zamba2:
- * vLLM has none). */
+ * GPTBigCode: vLLM's CPU build saved no stages of them; Mamba-2, Zamba2,
+ * Gemma 3n: vLLM has none). */
 static const char *const learned_no_pp[] = {
 	"NemotronHForCausalLM", "GraniteMoeHybridForCausalLM", "Ernie4_5_MoeForCausalLM",
 	"Glm4MoeLiteForCausalLM", "AfmoeForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM",
 	"HYV3ForCausalLM", "Mamba2ForCausalLM", "GPTBigCodeForCausalLM", "Zamba2ForCausalLM",
+	"Gemma3nForCausalLM",
 };
 #define NLEARNED_NO_PP (sizeof(learned_no_pp) / sizeof(learned_no_pp[0]))
 

@@ -1119,6 +1119,10 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            # A.X K1: a dense first layer, then one of experts with a shared
            # expert (the learner's RELEASED and axk1_released)
            "axk1": "AXK1ForCausalLM",
+           # Gemma 3n's text model: sliding and full layers, the last two
+           # kv-shared, with the k/v google ships there (the learner's
+           # RELEASED and gemma3n_released)
+           "gemma3n": "Gemma3nForCausalLM",
            # Zamba2: Mamba-2 layers and hybrid ones (the learner's RELEASED:
            # one shared block, two hybrid layers); -m2 two shared blocks
            # taken in turn by three hybrid layers, as Zamba2-2.7B has them
