@@ -1123,6 +1123,13 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            # kv-shared, with the k/v google ships there (the learner's
            # RELEASED and gemma3n_released)
            "gemma3n": "Gemma3nForCausalLM",
+           # Hunyuan 4: MLA with DSA (an indexer every other layer), hyper-
+           # connections, a dense MLP layer then experts (the learner's
+           # RELEASED, with the names hyv4_released gives)
+           "hy_v4": "HYV4ForCausalLM",
+           # ... with dense MLA in every layer (no indexer), which vLLM's
+           # CPU build runs: answers too
+           "hy_v4-mla": ("HYV4ForCausalLM", {"layer_types": ["full_attention"] * 4}),
            # Zamba2: Mamba-2 layers and hybrid ones (the learner's RELEASED:
            # one shared block, two hybrid layers); -m2 two shared blocks
            # taken in turn by three hybrid layers, as Zamba2-2.7B has them
