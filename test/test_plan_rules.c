@@ -464,6 +464,33 @@ Test(ext, extra_with_index)
 }
 
 /*
+ * "A && B" reads B only where A holds: a tower's rules guarded by its
+ * config ("audio_config.num_hidden_layers && n < ...") are not required,
+ * and not an error, in a model without it (audio_config null, as Gemma 4
+ * 31B ships it); with it they are.
+ */
+Test(ext, and_guards_absent_key)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"a.layers.{n}.w\", \"split\": \"replicate\","
+		" \"if\": \"audio_config.num_hidden_layers && n < audio_config.num_hidden_layers\"},"
+		"{\"match\": \"a.proj\", \"split\": \"replicate\", \"if\": \"audio_config.num_hidden_layers\"},"
+		CATCH_ALL "]}";
+
+	fx_open(&f, BASE " --set-config 'audio_config=null'");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	cr_assert_null(find_out(&f, 0, "a.proj"));
+	fx_close(&f);
+
+	fx_open(&f, BASE " --set-config 'audio_config={\"num_hidden_layers\":1}'");
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~tensor 'a.layers.0.w' is missing");
+	fx_close(&f);
+}
+
+/*
  * A dotted key names a nested integer of config.json (a multimodal
  * model's vision_config), in shapes and conditions alike; a missing one
  * is named whole.

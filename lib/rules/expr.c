@@ -370,7 +370,9 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 	enum wshard_err rc;
 
 	*out = false;
-	if (and) {	/* "A && B": both hold */
+	if (and) {	/* "A && B": both hold; B is not read where A fails
+			 * ("audio_config.num_hidden_layers && n < ...": a
+			 * model without the tower) */
 		char *left = strndup(s, (size_t)(and - s));
 		bool l = false;
 
@@ -381,9 +383,8 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 		rc = left ? expr_eval_cond(cfg, left, layer, tensor, &l, err) :
 			    wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		free(left);
-		if (!rc)
+		if (!rc && l)
 			rc = expr_eval_cond(cfg, and, layer, tensor, out, err);
-		*out = *out && l;
 		return rc;
 	}
 	rc = text_cond(cfg, s, layer, tensor, &text, out, err);
