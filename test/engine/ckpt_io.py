@@ -26,6 +26,18 @@ def rewrite_shards(out, fn):
         json.dump(idx, f, indent=2)
 
 
+def rename_tensors(out, rename):
+    """Renames the tensors of the checkpoint in OUT: rename(name) gives
+    each one's new name (the same where it keeps it), as a Hub checkpoint
+    names what transformers' save_pretrained writes otherwise."""
+    def shard(tensors):
+        for name in list(tensors):
+            new = rename(name)
+            if new != name:
+                tensors[new] = tensors.pop(name)
+    rewrite_shards(out, shard)
+
+
 def add_to_first_shard(out, new):
     """Adds the tensors of new (name: torch tensor) to the first shard of
     the checkpoint in OUT: tensors a released checkpoint holds and

@@ -1163,7 +1163,7 @@ def learned(arch, out):
     name, over = LEARNED[arch] if isinstance(LEARNED[arch], tuple) else (LEARNED[arch], {})
     mod.make_checkpoint(name, out, over)
     if arch == "bloom":
-        hub_bloom_names(out)
+        hub_without_transformer(out)
     if arch == "gpt2":
         hub_gpt2(out)
     if arch == "mimo_v2_flash":
@@ -1201,33 +1201,22 @@ def hub_gpt2(out):
     import json
     import os
     import torch
-    from ckpt_io import rewrite_shards
+    from ckpt_io import add_to_first_shard
     cfg = json.load(open(os.path.join(out, "config.json")))
     p = cfg["n_positions"]
-    state = {"first": True}
-
-    def hub(tensors):
-        for k in list(tensors):
-            if k.startswith("transformer."):
-                tensors[k[len("transformer."):]] = tensors.pop(k)
-        if state.pop("first", False):
-            for n in range(cfg["n_layer"]):
-                tensors[f"h.{n}.attn.bias"] = torch.tril(torch.ones(p, p)).view(1, 1, p, p)
-                tensors[f"h.{n}.attn.masked_bias"] = torch.tensor(-1e4)
-    rewrite_shards(out, hub)
+    hub_without_transformer(out)
+    add_to_first_shard(out, {k: v for n in range(cfg["n_layer"]) for k, v in (
+        (f"h.{n}.attn.bias", torch.tril(torch.ones(p, p)).view(1, 1, p, p)),
+        (f"h.{n}.attn.masked_bias", torch.tensor(-1e4)))})
 
 
-def hub_bloom_names(out):
+def hub_without_transformer(out):
     """Drops "transformer." from every name, as BigScience's BLOOM
-    checkpoints on the Hub (saved from BloomModel) name their tensors: vLLM
-    0.32 adds it back (bloom.py, _add_transformer_prefix)."""
-    from ckpt_io import rewrite_shards
-
-    def strip(tensors):
-        for k in list(tensors):
-            if k.startswith("transformer."):
-                tensors[k[len("transformer."):]] = tensors.pop(k)
-    rewrite_shards(out, strip)
+    checkpoints (saved from BloomModel) and OpenAI's GPT-2 ones on the Hub
+    name their tensors: vLLM 0.32 adds it back (bloom.py,
+    _add_transformer_prefix; gpt2.py)."""
+    from ckpt_io import rename_tensors
+    rename_tensors(out, lambda k: k[len("transformer."):] if k.startswith("transformer.") else k)
 
 
 def make(arch, out):
