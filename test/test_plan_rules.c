@@ -464,6 +464,53 @@ Test(ext, extra_with_index)
 }
 
 /*
+ * An extra with "each" is added once for each {i} below its count for
+ * which its condition (of i, n and config keys, % included) holds, in the
+ * layers "with" allows (HRM-Text's attention layer per recurrence step);
+ * a default may name the key that stands in (a count config.json lacks).
+ */
+Test(ext, extra_each)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"defaults\": {\"steps\": \"num_hidden_layers\"}, \"tensors\": ["
+		"{\"match\": \"model.layers.{n}.x.weight\", \"split\": \"row\", \"optional\": true},"
+		CATCH_ALL "], \"extra\": [{\"name\": \"model.layers.{n}.a.{i}.s\", \"value\": 1.0,"
+		" \"with\": \"model.layers.{n}.x.weight\","
+		" \"each\": {\"count\": \"steps*3\", \"if\": \"i % 3 != n + 1\"}},"
+		" {\"name\": \"h.{i}\", \"value\": 2.0, \"each\": {\"count\": 2}}]}";
+	char name[64];
+	int r, n, i;
+
+	fx_open(&f, BASE " --extra-tensor model.layers.0.x.weight:4,8"
+		" --extra-tensor model.layers.1.x.weight:4,8");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		for (n = 0; n < 2; n++)
+			for (i = 0; i < 7; i++) {
+				snprintf(name, sizeof(name), "model.layers.%d.a.%d.s", n, i);
+				if (i < 6 && i % 3 != n + 1)
+					cr_assert_not_null(find_out(&f, r, name), "%s", name);
+				else
+					cr_assert_null(find_out(&f, r, name), "%s", name);
+			}
+		cr_assert_not_null(find_out(&f, r, "h.1"));
+		cr_assert_null(find_out(&f, r, "h.2"));
+	}
+	fx_close(&f);
+
+	/* only layer 1 has the source "with" names */
+	fx_open(&f, BASE " --extra-tensor model.layers.1.x.weight:4,8 --set-config 'steps=1'");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	cr_assert_null(find_out(&f, 0, "model.layers.0.a.0.s"));
+	cr_assert_not_null(find_out(&f, 0, "model.layers.1.a.0.s"));
+	cr_assert_null(find_out(&f, 0, "model.layers.1.a.2.s"));
+	cr_assert_null(find_out(&f, 0, "model.layers.1.a.3.s"));
+	fx_close(&f);
+}
+
+/*
  * "A && B" reads B only where A holds: a tower's rules guarded by its
  * config ("audio_config.num_hidden_layers && n < ...") are not required,
  * and not an error, in a model without it (audio_config null, as Gemma 4
@@ -588,6 +635,7 @@ Test(ext, defaults)
 	cr_assert_eq(wshard_rules_parse(&bad, "{\"defaults\": {\"a\": 1.5}, \"tensors\": "
 					"[{\"match\": \"x\", \"split\": \"skip\"}]}", 70, "d.json", &err),
 		     WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "defaults \"a\" is not an integer"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "defaults \"a\" is neither an integer nor a config key"),
+			   "%s", err.msg);
 	wshard_rules_free(bad);
 }

@@ -275,7 +275,7 @@ static const char *const learned_no_pp[] = {
 	"NemotronHForCausalLM", "GraniteMoeHybridForCausalLM", "Ernie4_5_MoeForCausalLM",
 	"Glm4MoeLiteForCausalLM", "AfmoeForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM",
 	"HYV3ForCausalLM", "Mamba2ForCausalLM", "GPTBigCodeForCausalLM", "Zamba2ForCausalLM",
-	"Gemma3nForCausalLM",
+	"Gemma3nForCausalLM", "HrmTextForCausalLM",
 };
 #define NLEARNED_NO_PP (sizeof(learned_no_pp) / sizeof(learned_no_pp[0]))
 

@@ -188,7 +188,16 @@ Test(parse, list_index)
 		    "rule 'l.{n}.a.{i}.w': a match with {i} must be \"optional\"");
 	parse_fails("{\"tensors\": [{\"match\": \"x\", \"split\": \"row\"}],"
 		    " \"extra\": [{\"name\": \"l.{n}.d.{i}.s\", \"value\": 1, \"with\": \"l.{n}.w\"}]}",
-		    "extra 'l.{n}.d.{i}.s': a name with {i} needs a \"with\" with {n} and {i}");
+		    "extra 'l.{n}.d.{i}.s': a name with {i} needs \"each\", or a \"with\" with {n} and {i}");
+	parse_ok("{\"tensors\": [{\"match\": \"x\", \"split\": \"row\"}],"
+		 " \"extra\": [{\"name\": \"l.{n}.d.{i}.s\", \"value\": 1, \"with\": \"l.{n}.w\","
+		 " \"each\": {\"count\": \"a*b\", \"if\": \"i % 2\"}}]}");
+	parse_fails("{\"tensors\": [{\"match\": \"x\", \"split\": \"row\"}],"
+		    " \"extra\": [{\"name\": \"l.{n}.s\", \"value\": 1, \"each\": {\"count\": 2}}]}",
+		    "extra 'l.{n}.s': \"each\" is {\"count\": EXPR, \"if\": COND}, for a name with {i}");
+	parse_fails("{\"tensors\": [{\"match\": \"x\", \"split\": \"row\"}],"
+		    " \"extra\": [{\"name\": \"l.{n}.{i}.s\", \"value\": 1, \"each\": {\"if\": \"i\"}}]}",
+		    "\"each\" is {\"count\": EXPR");
 }
 
 /* A declared operator's "sizes", a fuse of several parts, an extra's "with". */

@@ -14,6 +14,7 @@
 #include "base/fpconv.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
+#include "rules/expr.h"
 #include "rules/rules.h"
 #include "plan_impl.h"
 
@@ -116,6 +117,44 @@ static int by_layer_index(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
+/* Sites *out (*n of them, one per layer or one without) made one per
+ * {i} of extra e's "each" for which its condition holds. */
+static enum wshard_err each_sites(const struct wshard_plan *plan, const struct rules_extra *e,
+				  struct rules_capture **out, size_t *n, struct wshard_error *err)
+{
+	struct rules_capture *sites = NULL;
+	size_t m = 0, s;
+	int64_t count, i;
+	enum wshard_err rc;
+
+	rc = expr_eval_dim(plan->config, e->each_count, e->name, &count, err);
+	if (!rc && (count < 0 || count > 1 << 20))
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "extra '%s': \"each\" count %s is %lld, not 0 to 2^20",
+				      e->name, e->each_count, (long long)count);
+	if (!rc && count && *n)
+		sites = calloc(*n * (size_t)count, sizeof(*sites));
+	if (!rc && count && *n && !sites)
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (s = 0; s < *n && !rc; s++) {
+		for (i = 0; i < count && !rc; i++) {
+			bool ok = true;
+
+			if (e->each_if)
+				rc = expr_eval_cond(plan->config, e->each_if, (*out)[s].n, (long)i,
+						    e->name, &ok, err);
+			if (ok && !rc) {
+				sites[m] = (*out)[s];
+				sites[m++].i = (long)i;
+			}
+		}
+	}
+	free(*out);
+	*out = sites;
+	*n = rc ? 0 : m;
+	return rc;
+}
+
 /*
  * Where extra e is written, into *out (malloc'd, *out_n entries): once
  * without {n}; in each layer 0 .. maxn that holds its "with" tensor; with
@@ -128,13 +167,15 @@ static enum wshard_err extra_sites(const struct wshard_plan *plan, const struct 
 				   struct wshard_error *err)
 {
 	bool per_layer = strstr(e->name, "{n}") != NULL;
-	bool indexed = strstr(e->name, "{i}") != NULL;
+	bool indexed = strstr(e->name, "{i}") != NULL && !e->each_count;
 	size_t n = 0, cap = indexed ? plan->cat->ntensors : (size_t)maxn + 1, t;
 	struct rules_capture *sites = calloc(cap ? cap : 1, sizeof(*sites));
 	long layer;
 
 	if (!sites)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	*out = sites;
+	*out_n = 0;
 	if (!per_layer)
 		sites[n++] = (struct rules_capture){ .n = -1, .e = -1, .i = -1 };
 	for (layer = 0; per_layer && !indexed && layer <= maxn; layer++) {
@@ -152,9 +193,8 @@ static enum wshard_err extra_sites(const struct wshard_plan *plan, const struct 
 	}
 	if (indexed)
 		qsort(sites, n, sizeof(*sites), by_layer_index);
-	*out = sites;
 	*out_n = n;
-	return WSHARD_OK;
+	return e->each_count ? each_sites(plan, e, out, out_n, err) : WSHARD_OK;
 }
 
 /* compressed-tensors' pair for a "when": "quantized" extra X.k_scale (and

@@ -96,7 +96,7 @@ static enum wshard_err rule_applies(const struct wshard_plan *plan,
 	*out = true;
 	if (!r->cond)
 		return WSHARD_OK;
-	return expr_eval_cond(plan->config, r->cond, n, r->match, out, err);
+	return expr_eval_cond(plan->config, r->cond, n, -1, r->match, out, err);
 }
 
 /*

@@ -1,7 +1,7 @@
 /*
  * expr.c - the evaluator of rule files' shape expressions: a recursive
  * descent over sums of products of atoms (integers, config.json keys,
- * parenthesised sums), with every overflow flagged.  Keys that
+ * parenthesised sums; + - * / %), with every overflow flagged.  Keys that
  * catalog_read.c normalises (hidden_size, num_attention_heads,
  * num_key_value_heads, head_dim, num_experts) are
  * taken from there, so a config that leaves them implicit still works.
@@ -25,6 +25,7 @@ struct expr {
 	size_t missing_len;
 	int depth;			/* parentheses open */
 	long layer;			/* the value of n; -1: n is a key */
+	long index;			/* the value of i; -1: i is a key */
 	bool bad;
 };
 
@@ -112,6 +113,8 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 
 	if (x->layer >= 0 && len == 1 && *name == 'n')
 		return x->layer;
+	if (x->index >= 0 && len == 1 && *name == 'i')
+		return x->index;
 
 	for (i = 0; i < sizeof(normalized) / sizeof(normalized[0]); i++) {
 		if (strlen(normalized[i].name) == len &&
@@ -131,6 +134,11 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 			v = per_layer_alias(c, key);
 		if (!v && c->defaults)
 			v = json_object_get((json_t *)c->defaults, key);
+		if (json_is_string(v) && strlen(json_string_value(v)) < sizeof(key)) {
+			/* a default that names another key */
+			strcpy(key, json_string_value(v));
+			v = config_lookup(c, key);
+		}
 	}
 	/* "KEY[i]": element i of an array (MiMo-V2-Flash's
 	 * hybrid_layer_pattern[n], a layer's kind); x->s is at the '[' */
@@ -199,6 +207,12 @@ static int64_t expr_product(struct expr *x)
 			x->s++;
 			d = expr_atom(x);
 			v = d && !(v == INT64_MIN && d == -1) ? v / d : 0;
+		} else if (*x->s == '%') {
+			int64_t d;
+
+			x->s++;
+			d = expr_atom(x);
+			v = d && d != -1 ? v % d : 0;
 		} else {
 			return v;
 		}
@@ -230,7 +244,7 @@ enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
 			      const char *tensor, int64_t *out,
 			      struct wshard_error *err)
 {
-	struct expr x = { .s = s, .cfg = cfg, .layer = -1 };
+	struct expr x = { .s = s, .cfg = cfg, .layer = -1, .index = -1 };
 
 	*out = expr_sum(&x);
 	if (x.bad || *x.s)
@@ -316,10 +330,10 @@ static enum wshard_err in_array(const struct wshard_config *cfg, const char *s, 
  * no text.
  */
 static enum wshard_err text_cond(const struct wshard_config *cfg, const char *s, long layer,
-				 const char *tensor, bool *handled, bool *out,
+				 long index, const char *tensor, bool *handled, bool *out,
 				 struct wshard_error *err)
 {
-	struct expr x = { .cfg = cfg, .layer = layer };
+	struct expr x = { .cfg = cfg, .layer = layer, .index = index };
 	const char *q = strchr(s, '\''), *open = strchr(s, '['), *end;
 	size_t klen = open ? (size_t)(open - s) : 0;
 	char key[128];
@@ -359,10 +373,10 @@ static enum wshard_err text_cond(const struct wshard_config *cfg, const char *s,
 }
 
 enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
-			       long layer, const char *tensor, bool *out,
+			       long layer, long index, const char *tensor, bool *out,
 			       struct wshard_error *err)
 {
-	struct expr x = { .s = s, .cfg = cfg, .layer = layer };
+	struct expr x = { .s = s, .cfg = cfg, .layer = layer, .index = index };
 	const char *and = strstr(s, "&&");
 	int64_t a, b = 0;
 	int op;
@@ -380,14 +394,14 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 			left[strlen(left) - 1] = '\0';
 		for (and += 2; *and == ' '; and++)
 			;
-		rc = left ? expr_eval_cond(cfg, left, layer, tensor, &l, err) :
+		rc = left ? expr_eval_cond(cfg, left, layer, index, tensor, &l, err) :
 			    wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		free(left);
 		if (!rc && l)
-			rc = expr_eval_cond(cfg, and, layer, tensor, out, err);
+			rc = expr_eval_cond(cfg, and, layer, index, tensor, out, err);
 		return rc;
 	}
-	rc = text_cond(cfg, s, layer, tensor, &text, out, err);
+	rc = text_cond(cfg, s, layer, index, tensor, &text, out, err);
 	if (text)
 		return rc;
 	if (*s == '!') {	/* "!key": the key absent, null or 0 */
@@ -395,7 +409,7 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"rule for '%s': malformed condition \"%s\" (\"!\" takes one key)",
 						tensor, s);
-		rc = expr_eval_cond(cfg, s + 1, layer, tensor, out, err);
+		rc = expr_eval_cond(cfg, s + 1, layer, index, tensor, out, err);
 		*out = !*out;
 		return rc;
 	}

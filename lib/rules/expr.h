@@ -13,7 +13,7 @@
 #include "source/catalog.h"
 
 /*
- * Evaluates the expression s (integers, config.json keys, + - * /,
+ * Evaluates the expression s (integers, config.json keys, + - * / %,
  * parentheses) against cfg: a bare key from the text model's config
  * (cfg->text) or the top, a dotted key ("vision_config.hidden_size")
  * through the nested objects from the top; for a rule of tensor (named in messages).
@@ -26,12 +26,13 @@ enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
 
 /*
  * Evaluates the condition s of a rule: an expression as above, or two
- * joined by one of >= > <= < == !=; n stands for layer (when layer >= 0).
- * A bare expression is true when non-zero; a bare config key that is
- * absent or null is false.  Returns WSHARD_OK and *out, or WSHARD_EINVAL.
+ * joined by one of >= > <= < == !=; n stands for layer (when layer >= 0)
+ * and i for index (when index >= 0: an extra's "each").  A bare
+ * expression is true when non-zero; a bare config key that is absent or
+ * null is false.  Returns WSHARD_OK and *out, or WSHARD_EINVAL.
  */
 enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
-			       long layer, const char *tensor, bool *out,
+			       long layer, long index, const char *tensor, bool *out,
 			       struct wshard_error *err);
 
 /* The entries of config key (looked up as in expr_eval_dim) when it is an

@@ -144,6 +144,8 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->extras[i].name);
 		free(r->extras[i].option);
 		free(r->extras[i].with);
+		free(r->extras[i].each_count);
+		free(r->extras[i].each_if);
 	}
 	free(r->extras);
 	for (i = 0; i < r->ntie_drop; i++)

@@ -154,6 +154,12 @@ struct rules_extra {
 				 * attention layers of a hybrid model), or NULL;
 				 * with {i} in name and with, one for each {i}
 				 * of a source it matches in the layer */
+	char *each_count;	/* "each": {"count", "if"}: one per value of {i}
+				 * from 0 to count - 1 (an expression over
+				 * config.json) for which the condition "if"
+				 * (with i, and n in a layer; NULL: always)
+				 * holds: HRM-Text's attention per step */
+	char *each_if;
 	enum rules_image_norm image_norm;	/* "image_norm": a vector
 				 * from the image processor's config instead
 				 * of "value" (plan_image_norm.c) */

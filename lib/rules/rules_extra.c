@@ -12,6 +12,7 @@
 
 #include "wshard.h"
 #include "base/dtype.h"
+#include "expr.h"
 #include "rules.h"
 
 static char *dup_or_null(const char *s)
@@ -49,6 +50,33 @@ static enum wshard_err parse_image_norm(const struct wshard_rules *r, json_t *x,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': extra '%s': \"image_norm\" takes no \"value\", \"with\", \"when\" or {n}, and is F32 or model",
 					r->name, name);
+	return WSHARD_OK;
+}
+
+/* "each": {"count": EXPR, "if": COND}: extra e is written once for each
+ * {i} from 0 to count - 1 for which COND holds (HRM-Text's recurrence
+ * steps, a vLLM attention layer each). */
+static enum wshard_err parse_each(const struct wshard_rules *r, json_t *x, const char *name,
+				  struct rules_extra *e, struct wshard_error *err)
+{
+	json_t *each = json_object_get(x, "each");
+	json_t *count = json_object_get(each, "count"), *cond = json_object_get(each, "if");
+	char buf[32];
+
+	if (!each)
+		return WSHARD_OK;
+	if (!json_is_object(each) || !(json_is_string(count) || json_is_integer(count)) ||
+	    (cond && !json_is_string(cond)) || !strstr(name, "{i}") ||
+	    (e->with && strstr(e->with, "{i}")))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': extra '%s': \"each\" is {\"count\": EXPR, \"if\": COND}, for a name with {i} and a \"with\" without",
+					r->name, name);
+	if (json_is_integer(count))
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(count));
+	e->each_count = strdup(json_is_string(count) ? json_string_value(count) : buf);
+	e->each_if = dup_or_null(json_string_value(cond));
+	if (!e->each_count || (cond && !e->each_if))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	return WSHARD_OK;
 }
 
@@ -109,9 +137,12 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': extra '%s': \"with\" must be a tensor name with {n}, for a name with {n}",
 						r->name, name);
-		if (strstr(name, "{i}") && (!e->with || !strstr(e->with, "{i}")))
+		rc = parse_each(r, x, name, e, err);
+		if (rc)
+			return rc;
+		if (strstr(name, "{i}") && !e->each_count && (!e->with || !strstr(e->with, "{i}")))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': extra '%s': a name with {i} needs a \"with\" with {n} and {i}",
+						"'%s': extra '%s': a name with {i} needs \"each\", or a \"with\" with {n} and {i}",
 						r->name, name);
 		if (e->option && strcmp(e->option, "attn_scales") != 0)
 			return wshard_error_set(err, WSHARD_EINVAL,
@@ -177,9 +208,11 @@ enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': \"defaults\" is not an object", r->name);
 	json_object_foreach(defaults, key, val) {
-		if (!json_is_integer(val))
+		if (!json_is_integer(val) &&
+		    !(json_is_string(val) && expr_is_bare_key(json_string_value(val))))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': defaults \"%s\" is not an integer", r->name, key);
+						"'%s': defaults \"%s\" is neither an integer nor a config key",
+						r->name, key);
 	}
 	r->defaults = json_incref(defaults);
 	return WSHARD_OK;

@@ -1138,6 +1138,11 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
                "num_hidden_layers": 6, "num_mem_blocks": 2,
                "layers_block_type": ["linear_attention", "hybrid", "hybrid",
                                      "linear_attention", "hybrid", "linear_attention"]}),
+           # HRM-Text: two stacks of three layers (H, L) in 3 H cycles of
+           # 2 L cycles (the learner's defaults are 2 and 3): vLLM's attention
+           # per recurrence step, L at steps 0, 1, 3, 4, 6, 7, H at 2, 5, 8
+           "hrm_text": ("HrmTextForCausalLM", {"H_cycles": 3, "L_cycles": 2,
+                                               "num_hidden_layers": 3}),
            # StableLM 2's q/k/v biases
            "stablelm": ("StableLmForCausalLM", {"use_qkv_bias": True}),
            # one Mamba-2 group, which vLLM replicates on every rank
