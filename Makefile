@@ -114,6 +114,7 @@ LIB_SRC := \
 	lib/plan/plan_quant.c \
 	lib/plan/plan_shape.c \
 	lib/plan/plan_split.c \
+	lib/plan/plan_unstack.c \
 	lib/plan/plan_stage.c \
 	lib/plan/plan_view.c \
 	lib/stream/exchange.c \

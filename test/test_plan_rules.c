@@ -511,6 +511,48 @@ Test(ext, extra_each)
 }
 
 /*
+ * "experts_in_rows": a source holding its experts one after another by
+ * rows (DBRX's [E*I, H]) is read as E views NAME.E, which the rules match
+ * with {e} (here fused, each expert's rows cut); the source itself needs
+ * no rule.  Rows that are no whole number of experts are refused; a plan
+ * of other rules on the same catalog sees the source again, not the views.
+ */
+Test(ext, experts_in_rows)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"experts_in_rows\": [{\"match\": \"x.w\", \"experts\": \"n_e\"},"
+		" {\"match\": \"x.v\", \"experts\": 4}], \"tensors\": ["
+		"{\"match\": \"x.w.{e}\", \"fuse\": \"w13.w1\", \"output\": \"x.w13\"},"
+		"{\"match\": \"x.v.{e}\", \"fuse\": \"w13.w3\", \"output\": \"x.w13\"},"
+		CATCH_ALL "]}";
+	const struct wshard_out_tensor *t;
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.w:24,8 --extra-tensor x.v:24,8 --set-config 'n_e=4'");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "x.w13");
+		assert_shape(t, 3, 4, 6);
+		cr_assert_eq(t->shape[2], 8);
+		cr_assert_eq(t->npieces, 8);
+		/* expert 2: its w1 rows, then its v1 rows, of rank r's half */
+		assert_copy(&f, t, 4, "x.w.2", 3 * (uint64_t)r, 3, 0, 16, 4 * 48);
+		assert_copy(&f, t, 5, "x.v.2", 3 * (uint64_t)r, 3, 0, 16, 5 * 48);
+	}
+	cr_assert_null(find_out(&f, 0, "x.w"));
+	use_rules(&f, "{\"tensors\": [" CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~not covered by rules");
+	fx_close(&f);
+
+	fx_open(&f, BASE " --extra-tensor x.w:25,8 --extra-tensor x.v:24,8 --set-config 'n_e=4'");
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "tensor 'x.w': 25 rows cannot hold 4 experts (experts_in_rows: n_e)");
+	fx_close(&f);
+}
+
+/*
  * "A && B" reads B only where A holds: a tower's rules guarded by its
  * config ("audio_config.num_hidden_layers && n < ...") are not required,
  * and not an error, in a model without it (audio_config null, as Gemma 4
@@ -619,6 +661,18 @@ Test(ext, defaults)
 	/* 8 heads of 64/8 rows (hidden_size is config.json's), 2 kv heads */
 	assert_shape(get_out(&f, 1, "model.layers.0.self_attn.qkv_proj.weight"), 2, 48, 64);
 	assert_shape(get_out(&f, 1, "v.w"), 2, 4, 4);
+	/* a default may name the key that stands in, dotted or not (DBRX's
+	 * n_heads and attn_config.kv_n_heads) */
+	fx_close(&f);
+	fx_open(&f, BASE " --extra-tensor v.w:8,4 --omit-config num_attention_heads "
+		"--omit-config num_key_value_heads --set-config 'n_h=8' "
+		"--set-config 'attn={\"kv\":2}' --set-config 'layers_n=2'");
+	snprintf(rules, sizeof(rules), "{\"defaults\": {\"num_attention_heads\": \"n_h\","
+		 " \"num_key_value_heads\": \"attn.kv\", \"x_rows\": \"n_h\", \"vision_config.depth\": 4,"
+		 " \"num_hidden_layers\": \"layers_n\"}, \"tensors\": [%s" CATCH_NO_QKV "]}", qkv);
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "model.layers.0.self_attn.qkv_proj.weight"), 2, 48, 64);
 	snprintf(rules, sizeof(rules), "{\"tensors\": [%s" CATCH_NO_QKV "]}", qkv);
 	use_rules(&f, rules);
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~config.json has no integer 'x_rows'");

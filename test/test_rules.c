@@ -614,9 +614,9 @@ Test(builtin, unknown_architecture)
 	size_t i;
 
 	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_builtin(&r, "DbrxForCausalLM", &err), WSHARD_EINVAL);
+	cr_assert_eq(wshard_rules_builtin(&r, "OlmoHybridForCausalLM", &err), WSHARD_EINVAL);
 	cr_assert_null(r);
-	cr_assert_not_null(strstr(err.msg, "'DbrxForCausalLM'"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "'OlmoHybridForCausalLM'"), "%s", err.msg);
 	cr_assert_not_null(strstr(err.msg, "--rules"), "%s", err.msg);
 	cr_assert_not_null(strstr(err.msg, "known: "), "%s", err.msg);
 	for (i = 0; i < NARCHS; i++)
@@ -680,8 +680,8 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			10 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
-			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2 */,
+			11 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX */,
 		     "%zu listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;

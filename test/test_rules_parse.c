@@ -200,6 +200,22 @@ Test(parse, list_index)
 		    "\"each\" is {\"count\": EXPR");
 }
 
+/* "experts_in_rows": a source name ({n} at most) and its experts. */
+Test(parse, experts_in_rows)
+{
+	parse_ok("{\"experts_in_rows\": [{\"match\": \"l.{n}.w1\", \"experts\": \"a.b\"},"
+		 " {\"match\": \"w2\", \"experts\": 8}],"
+		 " \"tensors\": [{\"match\": \"l.{n}.w1.{e}\", \"split\": \"row\"}]}");
+	parse_fails("{\"experts_in_rows\": [{\"match\": \"l.{n}.w.{e}\", \"experts\": 2}],"
+		    " \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "experts_in_rows[0] needs a \"match\" (a tensor name, {n} at most)");
+	parse_fails("{\"experts_in_rows\": [{\"match\": \"w\"}],"
+		    " \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "experts_in_rows 'w' needs \"experts\", an integer or an expression");
+	parse_fails("{\"experts_in_rows\": {}, \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "\"experts_in_rows\" is not an array");
+}
+
 /* A declared operator's "sizes", a fuse of several parts, an extra's "with". */
 Test(parse, sizes_and_parts)
 {

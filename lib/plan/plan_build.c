@@ -566,7 +566,9 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	}
 	for (r = 0; r < opt->tp; r++)
 		plan->ranks[r].rank = plan->ranks[r].tp_rank = r;
-	rc = plan_check_method(plan, err);
+	rc = plan_unstack(plan, rules, err);
+	if (!rc)
+		rc = plan_check_method(plan, err);
 	if (!rc)
 		rc = plan_set_rename(plan, rules, err);
 	if (!rc)

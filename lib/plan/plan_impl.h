@@ -240,6 +240,16 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules);
 
 /*
+ * plan_unstack.c: the catalog's tensors that the rules' "experts_in_rows"
+ * name, each read as its experts NAME.E (views of its rows, added to the
+ * catalog and marked unstacked; an earlier plan's views dropped first).
+ * Returns WSHARD_OK, WSHARD_EINVAL (rows that are no whole number of
+ * experts, a view's name taken) or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_unstack(struct wshard_plan *plan, const struct wshard_rules *rules,
+			     struct wshard_error *err);
+
+/*
  * plan_match.c: every source tensor matched to its rule, checked
  * (uncovered tensors, required ones missing, shapes against config.json)
  * and sorted by output name into *out_members (*out_n of them, each

@@ -210,17 +210,17 @@ static enum wshard_err check_required(struct wshard_plan *plan,
 /* Layers the checkpoint should have: config.json, else the highest seen + 1. */
 long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules)
 {
-	json_t *v = plan->config->text ? json_object_get(plan->config->text,
-							      "num_hidden_layers") : NULL;
+	struct wshard_error ignored = { 0 };
 	struct rules_capture cap;
 	char buf[RULES_NAME_MAX];
 	long maxn = -1;
 	size_t i, j;
+	int64_t v;
 
-	if (!v && plan->cat->has_config && plan->config->defaults)
-		v = json_object_get((json_t *)plan->config->defaults, "num_hidden_layers");
-	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < MAX_LAYERS)
-		return (long)json_integer_value(v);
+	/* config.json's, or the rules' default (DBRX's names n_layers) */
+	if (!expr_eval_dim(plan->config, "num_hidden_layers", "num_hidden_layers", &v, &ignored) &&
+	    v > 0 && v < MAX_LAYERS)
+		return (long)v;
 	for (i = 0; i < plan->cat->ntensors; i++) {
 		const char *as = rules_source_name(rules, plan->cat->tensors[i].name, buf);
 
@@ -408,6 +408,8 @@ static void *match_part(void *arg)
 
 		if (pt->mt.tied && strcmp(name, rules->tie_source) != 0 &&
 		    in_list(rules->tie_drop, rules->ntie_drop, name))
+			continue;
+		if (plan->cat->tensors[i].unstacked)	/* its experts' views are */
 			continue;
 		if (match_one(plan, &pt->mt, i, name, m, &matched, &pt->err))
 			break;

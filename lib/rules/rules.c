@@ -111,6 +111,11 @@ void wshard_rules_free(struct wshard_rules *r)
 	free(r->rename_prefix);
 	free(r->rename_to);
 	free(r->rename_from);
+	for (i = 0; i < r->nunstack; i++) {
+		free(r->unstack[i].match);
+		free(r->unstack[i].count);
+	}
+	free(r->unstack);
 	for (i = 0; i < r->ntp_divides; i++)
 		free(r->tp_divides[i]);
 	free(r->tp_divides);

@@ -178,6 +178,16 @@ struct rules_stage_rule {
 	enum rules_stage stage;
 };
 
+/* One entry of "experts_in_rows": a source tensor that match names (as a
+ * rule's match: {n}, a trailing *) holds count (an expression) experts
+ * one after another by rows, DBRX's ffn.experts.mlp.w1 [E*I, H]; the plan
+ * reads it as count tensors NAME.E, E from 0, a share of its rows each
+ * (plan_unstack.c), which rules then match with {e}. */
+struct rules_unstack {
+	char *match;
+	char *count;
+};
+
 struct wshard_rules {
 	char *name;
 	size_t narchs;
@@ -211,6 +221,8 @@ struct wshard_rules {
 	 * n - rename_from instead (Gemma 4's kv-shared layers).  NULL when
 	 * absent. */
 	char *rename_prefix, *rename_to, *rename_from;
+	size_t nunstack;
+	struct rules_unstack *unstack;	/* "experts_in_rows" */
 	/* "tp_divides": expressions of config.json keys that --tp must
 	 * divide (Mamba-2's n_groups, which vLLM would replicate instead) */
 	size_t ntp_divides;
@@ -228,6 +240,10 @@ struct wshard_rules {
 	size_t npp_stages;
 	struct rules_stage_rule *pp_stages;
 };
+
+/* "experts_in_rows" (rules_extra.c): an array of {"match", "experts"}. */
+enum wshard_err rules_parse_unstack(struct wshard_rules *r, json_t *val,
+				    struct wshard_error *err);
 
 /* "rename_layers" (rules_extra.c): an object of "prefix", "to" and
  * "from" into r. */

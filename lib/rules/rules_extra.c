@@ -152,6 +152,44 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 	return WSHARD_OK;
 }
 
+static char *expr_copy(json_t *d, bool *bad);
+
+enum wshard_err rules_parse_unstack(struct wshard_rules *r, json_t *val,
+				    struct wshard_error *err)
+{
+	size_t i;
+
+	if (!val)
+		return WSHARD_OK;
+	if (!json_is_array(val))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"experts_in_rows\" is not an array", r->name);
+	r->unstack = calloc(json_array_size(val) + 1, sizeof(*r->unstack));
+	if (!r->unstack)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(val); i++) {
+		json_t *x = json_array_get(val, i), *n = json_object_get(x, "experts");
+		const char *match = json_string_value(json_object_get(x, "match"));
+		struct rules_unstack *u = &r->unstack[r->nunstack++];
+		bool bad;
+
+		if (!match || !*match || strchr(match, '{') != strrchr(match, '{') ||
+		    (strchr(match, '{') && !strstr(match, "{n}")))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': experts_in_rows[%zu] needs a \"match\" (a tensor name, {n} at most)",
+						r->name, i);
+		u->match = strdup(match);
+		u->count = expr_copy(n, &bad);
+		if (bad)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': experts_in_rows '%s' needs \"experts\", an integer or an expression",
+						r->name, match);
+		if (!u->match || !u->count)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
+
 enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 				 struct wshard_error *err)
 {

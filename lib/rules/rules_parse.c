@@ -535,17 +535,16 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		return wshard_error_set(err, WSHARD_EINVAL, "'%s': not a JSON object", r->name);
 	json_object_foreach(root, key, val) {
 		static const char *const known[] = {
-			"name", "comment", "architectures", "tensors", "fused", "extra", "tie",
-			"defaults", "no_expert_parallel", "pipeline", "tp_divides",
-			"source_prefix", "rename_layers",
-		};
+			"name", "comment", "architectures", "tensors", "fused", "extra", "tie", "defaults",
+			"no_expert_parallel", "pipeline", "tp_divides", "source_prefix",
+			"rename_layers", "experts_in_rows" };
 		bool ok = false;
 
 		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, source_prefix, rename_layers)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, source_prefix, rename_layers, experts_in_rows)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))
@@ -580,6 +579,8 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	if (val && !(r->source_prefix = strdup(json_string_value(val))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	rc = rules_parse_rename(r, json_object_get(root, "rename_layers"), err);
+	if (!rc)
+		rc = rules_parse_unstack(r, json_object_get(root, "experts_in_rows"), err);
 	if (rc)
 		return rc;
 	/* "tp_divides": expressions --tp must divide */

@@ -52,6 +52,9 @@ void wshard_catalog_free(struct wshard_catalog *cat)
 	}
 	free(cat->files);
 	free(cat->tensors);
+	for (i = 0; i < cat->nviews; i++)
+		free(cat->views[i].name);
+	free(cat->views);
 	for (i = 0; i < cat->nignored; i++)
 		free(cat->ignored[i]);
 	free(cat->ignored);

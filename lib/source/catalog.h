@@ -62,6 +62,8 @@ struct wshard_src_tensor {
 	const struct wshard_st_tensor *info;
 	uint64_t offset;		/* absolute offset of the data in the file */
 	uint64_t nbytes;
+	bool unstacked;			/* read as views (one per expert): no
+					 * rule matches it itself */
 };
 
 struct wshard_catalog {
@@ -81,6 +83,10 @@ struct wshard_catalog {
 	char **ignored;		/* .safetensors files the index does not use */
 	size_t nextra;
 	char **extra;		/* non-weight files to copy, sorted */
+	size_t nviews;
+	struct wshard_st_tensor *views;	/* the experts of the tensors a plan's
+					 * rules read by rows ("experts_in_rows",
+					 * plan_unstack.c), entries of tensors too */
 };
 
 /*

@@ -43,13 +43,42 @@ static int64_t cfg_int(json_t *cfg, const char *key)
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
 }
 
-/* config key from c->text, else from the rules' defaults; -1 when neither. */
+/* The integer a default that names another key stands for: that key in
+ * c->text, or dotted from the top (DBRX's "attn_config.kv_n_heads"); -1
+ * when there is none. */
+static int64_t named_default(const struct wshard_config *c, const char *name)
+{
+	json_t *v = json_object_get(c->text, name);
+	const char *dot;
+
+	if (!v) {
+		v = c->json;
+		while (v && (dot = strchr(name, '.')) != NULL) {
+			char part[128];
+
+			if ((size_t)(dot - name) >= sizeof(part))
+				return -1;
+			memcpy(part, name, (size_t)(dot - name));
+			part[dot - name] = '\0';
+			v = json_object_get(v, part);
+			name = dot + 1;
+		}
+		v = json_object_get(v, name);
+	}
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+/* config key from c->text, else from the rules' defaults (an integer, or
+ * the name of the key that stands in); -1 when neither. */
 static int64_t field(const struct wshard_config *c, const char *key)
 {
 	int64_t v = cfg_int(c->text, key);
+	json_t *d = c->defaults ? json_object_get((json_t *)c->defaults, key) : NULL;
 
-	if (v < 0 && c->defaults)
-		v = cfg_int((json_t *)c->defaults, key);
+	if (v < 0 && json_is_string(d))
+		v = named_default(c, json_string_value(d));
+	else if (v < 0 && json_is_integer(d))
+		v = (int64_t)json_integer_value(d);
 	return v;
 }
 

@@ -1138,6 +1138,10 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
                "num_hidden_layers": 6, "num_mem_blocks": 2,
                "layers_block_type": ["linear_attention", "hybrid", "hybrid",
                                      "linear_attention", "hybrid", "linear_attention"]}),
+           # DBRX: its experts stored one after another by rows (w1, v1,
+           # w2 [E*I, H]), 4 of them (the learner's RELEASED); vLLM's own
+           # loader needs the hook's fix (hook/sitecustomize.py, _patch_dbrx)
+           "dbrx": "DbrxForCausalLM",
            # HRM-Text: two stacks of three layers (H, L) in 3 H cycles of
            # 2 L cycles (the learner's defaults are 2 and 3): vLLM's attention
            # per recurrence step, L at steps 0, 1, 3, 4, 6, 7, H at 2, 5, 8

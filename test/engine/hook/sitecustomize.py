@@ -250,6 +250,25 @@ def _patch_llvmlite(module):
     cls.__getattr__ = getattr_
 
 
+def _patch_dbrx(module):
+    """vLLM 0.32 loads no DBRX checkpoint: DbrxModel.load_weights maps the
+    experts (ffn.experts.mlp.w1, v1, w2) to ffn.experts.w13_weight and
+    w2_weight, where its MoE refactor (vllm-project/vllm#41184) has put
+    them under ffn.experts.routed_experts: "KeyError:
+    'blocks.0.ffn.experts.w13_weight'" (vllm-project/vllm#49004, open; the
+    fix of #49362 adds the prefix).  Here the names are given the prefix
+    before its mapping, which then names the parameters that exist; the
+    weights are loaded as its weight_loader loads them."""
+    cls = module.DbrxModel
+    real = cls.load_weights
+
+    def load_weights(self, weights):
+        return real(self, ((n.replace(".ffn.experts.mlp.", ".ffn.experts.routed_experts.mlp."), w)
+                           for n, w in weights))
+
+    cls.load_weights = load_weights
+
+
 class _Finder(importlib.abc.MetaPathFinder):
     def __init__(self, target, patch):
         self.target, self.patch = target, patch
@@ -294,6 +313,7 @@ def _hook(target, patch):
 
 
 _hook("llvmlite.binding.ffi", _patch_llvmlite)
+_hook("vllm.model_executor.models.dbrx", _patch_dbrx)
 if os.environ.get("WSHARD_ORACLE_DUMP"):
     _hook(_TARGET, _patch)
 if os.environ.get("WSHARD_BENCH_TIMES"):

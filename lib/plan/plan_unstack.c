@@ -1,0 +1,151 @@
+/*
+ * plan_unstack.c - the rules' "experts_in_rows": a source tensor that
+ * holds a model's experts one after another by rows (DBRX's
+ * ffn.experts.mlp.w1, v1 and w2, [E*I, H] each) is read as E tensors
+ * NAME.0 .. NAME.E-1, each a view of its own rows ([I, H]), which the
+ * rules then match with {e} as they match checkpoints that store one
+ * tensor an expert.  A view is a catalog entry like any other (the same
+ * file, an offset into the tensor), so every split, fuse, transpose and
+ * expert placement reads it unchanged, and the manifest names it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wshard.h"
+#include "base/util.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
+#include "rules/expr.h"
+#include "rules/rules.h"
+#include "plan_impl.h"
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct wshard_src_tensor *)a)->name,
+		      ((const struct wshard_src_tensor *)b)->name);
+}
+
+/* The views of an earlier plan of the same catalog, gone. */
+static void drop_views(struct wshard_catalog *cat)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < cat->ntensors; i++) {
+		const struct wshard_st_tensor *t = cat->tensors[i].info;
+
+		if (cat->nviews && t >= cat->views && t < cat->views + cat->nviews)
+			continue;
+		cat->tensors[n] = cat->tensors[i];
+		cat->tensors[n++].unstacked = false;
+	}
+	cat->ntensors = n;
+	for (i = 0; i < cat->nviews; i++)
+		free(cat->views[i].name);
+	free(cat->views);
+	cat->views = NULL;
+	cat->nviews = 0;
+}
+
+/* The experts source i holds by the rules' "experts_in_rows" (0: it is
+ * none of theirs), checked against its rows. */
+static enum wshard_err count_experts(const struct wshard_plan *plan,
+				     const struct wshard_rules *rules, size_t i,
+				     int64_t *out, struct wshard_error *err)
+{
+	const struct wshard_src_tensor *t = &plan->cat->tensors[i];
+	struct rules_capture cap;
+	size_t u;
+	enum wshard_err rc;
+
+	*out = 0;
+	for (u = 0; u < rules->nunstack; u++) {
+		if (!rules_match(rules->unstack[u].match, t->name, &cap))
+			continue;
+		rc = expr_eval_dim(plan->config, rules->unstack[u].count, t->name, out, err);
+		if (rc)
+			return rc;
+		if (*out < 1 || t->info->ndim < 1 || t->info->shape[0] % (uint64_t)*out)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': %llu rows cannot hold %lld experts (experts_in_rows: %s)",
+						t->name,
+						(unsigned long long)(t->info->ndim ? t->info->shape[0] : 0),
+						(long long)*out, rules->unstack[u].count);
+		return WSHARD_OK;
+	}
+	return WSHARD_OK;
+}
+
+enum wshard_err plan_unstack(struct wshard_plan *plan, const struct wshard_rules *rules,
+			     struct wshard_error *err)
+{
+	/* the catalog is the source as the rules read it: its views are its
+	 * own, made anew for each plan */
+	struct wshard_catalog *cat = (struct wshard_catalog *)plan->cat;
+	struct wshard_src_tensor *grown;
+	size_t i, total = 0, n0, k = 0;
+	int64_t ne;
+	enum wshard_err rc;
+
+	drop_views(cat);
+	n0 = cat->ntensors;
+	for (i = 0; i < n0; i++) {
+		rc = count_experts(plan, rules, i, &ne, err);
+		if (rc)
+			return rc;
+		total += (size_t)ne;
+	}
+	if (!total)
+		return WSHARD_OK;
+	cat->views = calloc(total, sizeof(*cat->views));
+	grown = realloc(cat->tensors, (n0 + total) * sizeof(*grown));
+	if (!cat->views || !grown) {
+		free(cat->views);
+		cat->views = NULL;
+		if (grown)
+			cat->tensors = grown;
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	cat->tensors = grown;
+	for (i = 0; i < n0; i++) {
+		struct wshard_src_tensor *t = &cat->tensors[i];
+		uint64_t each;
+		int64_t e;
+
+		count_experts(plan, rules, i, &ne, err);
+		if (!ne)
+			continue;
+		t->unstacked = true;
+		each = t->nbytes / (uint64_t)ne;
+		for (e = 0; e < ne; e++, k++) {
+			struct wshard_st_tensor *v = &cat->views[k];
+			size_t len = strlen(t->name) + 24;
+
+			*v = *t->info;
+			v->name = malloc(len);
+			if (!v->name) {
+				cat->nviews = k;
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			}
+			snprintf(v->name, len, "%s.%lld", t->name, (long long)e);
+			v->shape[0] /= (uint64_t)ne;
+			v->begin = t->info->begin + (uint64_t)e * each;
+			v->end = v->begin + each;
+			cat->tensors[cat->ntensors++] = (struct wshard_src_tensor){
+				.name = v->name,
+				.file = t->file,
+				.info = v,
+				.offset = t->offset + (uint64_t)e * each,
+				.nbytes = each,
+			};
+			cat->nviews = k + 1;
+		}
+	}
+	wshard_sort(cat->tensors, cat->ntensors, sizeof(*cat->tensors), by_name);
+	for (i = 1; i < cat->ntensors; i++)
+		if (!strcmp(cat->tensors[i - 1].name, cat->tensors[i].name))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': an expert of another tensor (experts_in_rows) has its name",
+						cat->tensors[i].name);
+	return WSHARD_OK;
+}
