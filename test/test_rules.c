@@ -264,7 +264,7 @@ static const char *const learned_archs[] = {
 	"MiniCPM3ForCausalLM", "StableLmForCausalLM", "MambaForCausalLM",
 	"FalconMambaForCausalLM", "JambaForCausalLM", "GraniteSWAForCausalLM",
 	"GraniteMoeSWAForCausalLM", "GraniteMoeSharedForCausalLM", "Cohere2MoeForCausalLM",
-	"Gemma4ForCausalLM", "AXK1ForCausalLM", "HYV4ForCausalLM",
+	"Gemma4ForCausalLM", "AXK1ForCausalLM", "HYV4ForCausalLM", "LagunaForCausalLM",
 };
 #define NLEARNED (sizeof(learned_archs) / sizeof(learned_archs[0]))
 

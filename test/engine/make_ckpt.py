@@ -1142,6 +1142,15 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            # w2 [E*I, H]), 4 of them (the learner's RELEASED); vLLM's own
            # loader needs the hook's fix (hook/sitecustomize.py, _patch_dbrx)
            "dbrx": "DbrxForCausalLM",
+           # poolside's Laguna: a dense first layer, then experts with a
+           # shared expert and the routing bias; heads per layer, the second
+           # layer with more (6 and 4 q heads of 2 kv heads), one sliding
+           # layer.  vLLM's own loader leaves the routing bias zero: the
+           # hook's fix (hook/sitecustomize.py, _patch_laguna) loads it.
+           "laguna": ("LagunaForCausalLM", {
+               "num_hidden_layers": 3, "mlp_layer_types": ["dense", "sparse", "sparse"],
+               "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+               "num_attention_heads_per_layer": [4, 6, 4]}),
            # HRM-Text: two stacks of three layers (H, L) in 3 H cycles of
            # 2 L cycles (the learner's defaults are 2 and 3): vLLM's attention
            # per recurrence step, L at steps 0, 1, 3, 4, 6, 7, H at 2, 5, 8

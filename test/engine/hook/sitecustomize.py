@@ -269,6 +269,39 @@ def _patch_dbrx(module):
     cls.load_weights = load_weights
 
 
+def _patch_laguna(module):
+    """vLLM 0.32 drops Laguna's routing bias: LagunaMoE hands its
+    e_score_correction_bias parameter to the experts, where it is held as
+    mlp.experts.routed_experts.e_score_correction_bias, but the experts'
+    load_weights (MoERunner's, RoutedExperts') loads expert weights only,
+    and LagunaModel.load_weights passes over names ending in _bias that
+    nothing loads: every MoE layer routes with zeros there, unseen.  Here
+    the checkpoint's mlp.experts.e_score_correction_bias is copied into
+    that parameter (cast to its F32), the rest loaded as vLLM loads it."""
+    cls = module.LagunaModel
+    real = cls.load_weights
+    old, new = ".mlp.experts.e_score_correction_bias", \
+        ".mlp.experts.routed_experts.e_score_correction_bias"
+
+    def load_weights(self, weights):
+        params = dict(self.named_parameters())
+        done = set()
+
+        def rest():
+            for n, w in weights:
+                key = n[:-len(old)] + new if n.endswith(old) else None
+                if key in params:
+                    params[key].data.copy_(w)
+                    done.add(key)
+                else:
+                    yield n, w
+
+        loaded = set(real(self, rest()))
+        return loaded | done
+
+    cls.load_weights = load_weights
+
+
 class _Finder(importlib.abc.MetaPathFinder):
     def __init__(self, target, patch):
         self.target, self.patch = target, patch
@@ -314,6 +347,7 @@ def _hook(target, patch):
 
 _hook("llvmlite.binding.ffi", _patch_llvmlite)
 _hook("vllm.model_executor.models.dbrx", _patch_dbrx)
+_hook("vllm.model_executor.models.laguna", _patch_laguna)
 if os.environ.get("WSHARD_ORACLE_DUMP"):
     _hook(_TARGET, _patch)
 if os.environ.get("WSHARD_BENCH_TIMES"):
