@@ -31,6 +31,8 @@ static void drop_views(struct wshard_catalog *cat)
 {
 	size_t i, n = 0;
 
+	if (!cat->nviews)	/* no tensor is marked unstacked either */
+		return;
 	for (i = 0; i < cat->ntensors; i++) {
 		const struct wshard_st_tensor *t = cat->tensors[i].info;
 
@@ -84,40 +86,44 @@ enum wshard_err plan_unstack(struct wshard_plan *plan, const struct wshard_rules
 	struct wshard_catalog *cat = (struct wshard_catalog *)plan->cat;
 	struct wshard_src_tensor *grown;
 	size_t i, total = 0, n0, k = 0;
-	int64_t ne;
-	enum wshard_err rc;
+	int64_t *ne;
+	enum wshard_err rc = WSHARD_OK;
 
 	drop_views(cat);
-	n0 = cat->ntensors;
-	for (i = 0; i < n0; i++) {
-		rc = count_experts(plan, rules, i, &ne, err);
-		if (rc)
-			return rc;
-		total += (size_t)ne;
-	}
-	if (!total)
+	if (!rules->nunstack)
 		return WSHARD_OK;
+	n0 = cat->ntensors;
+	ne = calloc(n0 + 1, sizeof(*ne));
+	if (!ne)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < n0 && !rc; i++) {
+		rc = count_experts(plan, rules, i, &ne[i], err);
+		total += (size_t)ne[i];
+	}
+	if (rc || !total) {
+		free(ne);
+		return rc;
+	}
 	cat->views = calloc(total, sizeof(*cat->views));
 	grown = realloc(cat->tensors, (n0 + total) * sizeof(*grown));
+	if (grown)
+		cat->tensors = grown;
 	if (!cat->views || !grown) {
 		free(cat->views);
 		cat->views = NULL;
-		if (grown)
-			cat->tensors = grown;
+		free(ne);
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
-	cat->tensors = grown;
 	for (i = 0; i < n0; i++) {
 		struct wshard_src_tensor *t = &cat->tensors[i];
 		uint64_t each;
 		int64_t e;
 
-		count_experts(plan, rules, i, &ne, err);
-		if (!ne)
+		if (!ne[i])
 			continue;
 		t->unstacked = true;
-		each = t->nbytes / (uint64_t)ne;
-		for (e = 0; e < ne; e++, k++) {
+		each = t->nbytes / (uint64_t)ne[i];
+		for (e = 0; e < ne[i]; e++, k++) {
 			struct wshard_st_tensor *v = &cat->views[k];
 			size_t len = strlen(t->name) + 24;
 
@@ -125,10 +131,11 @@ enum wshard_err plan_unstack(struct wshard_plan *plan, const struct wshard_rules
 			v->name = malloc(len);
 			if (!v->name) {
 				cat->nviews = k;
+				free(ne);
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			}
 			snprintf(v->name, len, "%s.%lld", t->name, (long long)e);
-			v->shape[0] /= (uint64_t)ne;
+			v->shape[0] /= (uint64_t)ne[i];
 			v->begin = t->info->begin + (uint64_t)e * each;
 			v->end = v->begin + each;
 			cat->tensors[cat->ntensors++] = (struct wshard_src_tensor){
@@ -141,6 +148,7 @@ enum wshard_err plan_unstack(struct wshard_plan *plan, const struct wshard_rules
 			cat->nviews = k + 1;
 		}
 	}
+	free(ne);
 	wshard_sort(cat->tensors, cat->ntensors, sizeof(*cat->tensors), by_name);
 	for (i = 1; i < cat->ntensors; i++)
 		if (!strcmp(cat->tensors[i - 1].name, cat->tensors[i].name))

@@ -54,29 +54,6 @@ static int64_t expr_enclosed(struct expr *x, char close)
 }
 
 /*
- * The value of config key: a dotted key ("vision_config.hidden_size")
- * walks the nested objects from the top of config.json; a bare one is
- * looked up in the text model's config (text_config in a multimodal
- * config.json), then at the top.
- */
-static json_t *config_lookup(const struct wshard_config *c, char *key)
-{
-	json_t *v = c->text ? json_object_get(c->text, key) : NULL;
-	char *dot, *part = key;
-
-	if (v || !strchr(key, '.'))
-		return v ? v : (c->json ? json_object_get(c->json, key) : NULL);
-	v = c->json;
-	while (v && (dot = strchr(part, '.')) != NULL) {
-		*dot = '\0';
-		v = json_object_get(v, part);
-		*dot = '.';
-		part = dot + 1;
-	}
-	return v ? json_object_get(v, part) : NULL;
-}
-
-/*
  * Gemma 4's full-attention kv heads: Google's config.json names them
  * num_global_key_value_heads, which transformers 5 saves again as each
  * full layer's num_key_value_heads in per_layer_config (the same value in
@@ -84,13 +61,12 @@ static json_t *config_lookup(const struct wshard_config *c, char *key)
  */
 static json_t *per_layer_alias(const struct wshard_config *c, const char *key)
 {
-	char name[] = "per_layer_config";
 	json_t *plc, *layer;
 	const char *k;
 
 	if (strcmp(key, "num_global_key_value_heads") != 0)
 		return NULL;
-	plc = config_lookup(c, name);
+	plc = catalog_config_key(c, "per_layer_config");
 	json_object_foreach(plc, k, layer)
 		if (json_is_integer(json_object_get(layer, "num_key_value_heads")))
 			return json_object_get(layer, "num_key_value_heads");
@@ -129,16 +105,13 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 	if (len < sizeof(key)) {	/* a longer name is no key: missing */
 		memcpy(key, name, len);
 		key[len] = '\0';
-		v = config_lookup(c, key);
+		v = catalog_config_key(c, key);
 		if (!v)
 			v = per_layer_alias(c, key);
 		if (!v && c->defaults)
 			v = json_object_get((json_t *)c->defaults, key);
-		if (json_is_string(v) && strlen(json_string_value(v)) < sizeof(key)) {
-			/* a default that names another key */
-			strcpy(key, json_string_value(v));
-			v = config_lookup(c, key);
-		}
+		if (json_is_string(v))	/* a default that names another key */
+			v = catalog_config_key(c, json_string_value(v));
 	}
 	/* "KEY[i]": element i of an array (MiMo-V2-Flash's
 	 * hybrid_layer_pattern[n], a layer's kind); x->s is at the '[' */
@@ -279,7 +252,7 @@ static int cmp_op(const char **s)
 static json_t *cond_array(const struct wshard_config *cfg, char *key, const char *tensor,
 			  struct wshard_error *err)
 {
-	json_t *v = config_lookup(cfg, key);
+	json_t *v = catalog_config_key(cfg, key);
 
 	if (json_is_array(v))
 		return v;
@@ -450,7 +423,7 @@ int64_t expr_config_count(const struct wshard_config *cfg, const char *key)
 	if (strlen(key) >= sizeof(buf))
 		return -1;
 	strcpy(buf, key);
-	v = config_lookup(cfg, buf);
+	v = catalog_config_key(cfg, buf);
 	if (json_is_array(v))
 		return (int64_t)json_array_size(v);
 	return json_is_integer(v) ? json_integer_value(v) : -1;

@@ -138,6 +138,16 @@ enum wshard_err catalog_read_small(const struct wshard_catalog *cat, const char 
  * its own copy so; the catalog's has no defaults.
  */
 void catalog_config_fields(struct wshard_config *c);
+
+/*
+ * config.json's value of key (NULL when absent): a bare key from the text
+ * model's config (c->text: text_config in a multimodal config.json), else
+ * from the top; a dotted one ("vision_config.hidden_size") through the
+ * nested objects from the top (a json_t *).  For the rules' expressions
+ * and defaults.
+ */
+void *catalog_config_key(const struct wshard_config *c, const char *key);
+
 /* One member of an index's weight_map: a tensor's name and its file
  * (NULL when the value is no string). */
 struct index_entry {

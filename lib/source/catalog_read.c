@@ -36,36 +36,34 @@ enum wshard_err catalog_read_small(const struct wshard_catalog *cat, const char 
 	return wshard_read_file(path, JSON_MAX, out, len, err);
 }
 
-static int64_t cfg_int(json_t *cfg, const char *key)
+static int64_t cfg_int_value(json_t *v)
 {
-	json_t *v = json_object_get(cfg, key);
-
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
 }
 
-/* The integer a default that names another key stands for: that key in
- * c->text, or dotted from the top (DBRX's "attn_config.kv_n_heads"); -1
- * when there is none. */
-static int64_t named_default(const struct wshard_config *c, const char *name)
+static int64_t cfg_int(json_t *cfg, const char *key)
 {
-	json_t *v = json_object_get(c->text, name);
+	return cfg_int_value(json_object_get(cfg, key));
+}
+
+void *catalog_config_key(const struct wshard_config *c, const char *key)
+{
+	json_t *v = c->text ? json_object_get(c->text, key) : NULL;
 	const char *dot;
+	char part[128];
 
-	if (!v) {
-		v = c->json;
-		while (v && (dot = strchr(name, '.')) != NULL) {
-			char part[128];
-
-			if ((size_t)(dot - name) >= sizeof(part))
-				return -1;
-			memcpy(part, name, (size_t)(dot - name));
-			part[dot - name] = '\0';
-			v = json_object_get(v, part);
-			name = dot + 1;
-		}
-		v = json_object_get(v, name);
+	if (v || !strchr(key, '.'))
+		return v ? v : (c->json ? json_object_get(c->json, key) : NULL);
+	v = c->json;
+	while (v && (dot = strchr(key, '.')) != NULL) {
+		if ((size_t)(dot - key) >= sizeof(part))
+			return NULL;
+		memcpy(part, key, (size_t)(dot - key));
+		part[dot - key] = '\0';
+		v = json_object_get(v, part);
+		key = dot + 1;
 	}
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+	return v ? json_object_get(v, key) : NULL;
 }
 
 /* config key from c->text, else from the rules' defaults (an integer, or
@@ -75,8 +73,8 @@ static int64_t field(const struct wshard_config *c, const char *key)
 	int64_t v = cfg_int(c->text, key);
 	json_t *d = c->defaults ? json_object_get((json_t *)c->defaults, key) : NULL;
 
-	if (v < 0 && json_is_string(d))
-		v = named_default(c, json_string_value(d));
+	if (v < 0 && json_is_string(d))	/* the name of the key that stands in */
+		v = cfg_int_value(catalog_config_key(c, json_string_value(d)));
 	else if (v < 0 && json_is_integer(d))
 		v = (int64_t)json_integer_value(d);
 	return v;
