@@ -178,7 +178,8 @@ void wshard_catalog_free(struct wshard_catalog *cat);
 struct wshard_rules;
 
 /* Loads the built-in rules of a config.json architecture.  Returns
- * WSHARD_OK, WSHARD_EINVAL (unknown: the known listed) or WSHARD_ENOMEM. */
+ * WSHARD_OK, WSHARD_EINVAL (unknown: the message counts the known and
+ * names those that begin as architecture does) or WSHARD_ENOMEM. */
 enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
 				     const char *architecture, struct wshard_error *err);
 

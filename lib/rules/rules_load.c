@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "wshard.h"
 #include "base/fileio.h"
@@ -38,12 +39,15 @@ enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
 				     struct wshard_error *err)
 {
 	const struct wshard_builtin_rule *b;
-	char known[WSHARD_ERRMAX] = "";
+	char like[1024] = "";
 	char name[128];
-	size_t i;
+	size_t i, nknown = 0;
 	enum wshard_err rc;
 
 	*out_rules = NULL;
+	if (!architecture)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"config.json names no architecture (\"architectures\": [\"LlamaForCausalLM\"], for one): add it, or pass --rules FILE");
 	for (b = wshard_builtin_rules; b->name; b++) {
 		struct wshard_rules *r;
 
@@ -52,24 +56,28 @@ enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
 		if (rc)
 			return rc;
 		for (i = 0; i < r->narchs; i++) {
-			if (architecture && strcmp(r->archs[i], architecture) == 0) {
+			if (strcmp(r->archs[i], architecture) == 0) {
 				*out_rules = r;
 				return WSHARD_OK;
 			}
-			if (strlen(known) + strlen(r->archs[i]) + 3 < sizeof(known))
-				sprintf(known + strlen(known), "%s%s", *known ? ", " : "",
+			nknown++;
+			/* the whole list would not fit one line: the names that
+			 * begin as this one does (its family, mostly) */
+			if (strncasecmp(r->archs[i], architecture, 4) == 0 &&
+			    strlen(like) + strlen(r->archs[i]) + 3 < sizeof(like))
+				sprintf(like + strlen(like), "%s%s", *like ? ", " : "",
 					r->archs[i]);
 		}
 		wshard_rules_free(r);
 	}
 	return wshard_error_set(err, WSHARD_EINVAL,
-				"no built-in rules for architecture '%s': pass --rules FILE (scripts/learn-rules writes one; known: %s)",
-				architecture ? architecture : "(none in config.json)", known);
+				"no built-in rules for architecture '%s': pass --rules FILE (scripts/learn-rules writes one; wshard-families(7) lists the %zu built in%s%s)",
+				architecture, nknown, *like ? ", among them " : "", like);
 }
 
 const char *const *wshard_rules_architectures(void)
 {
-	static const char *list[128];
+	static const char *list[512];
 	static bool done;
 	const struct wshard_builtin_rule *b;
 	size_t n = 0, i;

@@ -57,6 +57,14 @@ QWEN3_VL = {"vision_config": {"depth": 2, "hidden_size": 64,
             "image_token_id": 999, "video_token_id": 998,
             "vision_start_token_id": 997, "vision_end_token_id": 996}
 
+# Qwen2-VL and Qwen2.5-VL's text model: Qwen2's, with mrope over 64-wide
+# heads; the image tokens as QWEN3_VL's.
+QWEN2_VL = dict({k: v for k, v in QWEN3_VL.items() if k != "vision_config"},
+                text_config={"bos_token_id": 2, "eos_token_id": 1,
+                             "rope_parameters": {
+                                 "rope_type": "default", "rope_theta": 1000000.0,
+                                 "mrope_section": [8, 12, 12]}})
+
 GPT_OSS = {"intermediate_size": 256, "num_local_experts": 4,
            "num_experts_per_tok": 2, "sliding_window": 128,
            "rope_parameters": {"rope_type": "yarn", "rope_theta": 150000.0,
@@ -309,6 +317,33 @@ CASES = {
                       text_config={"rope_parameters": {
                           "rope_type": "default", "rope_theta": 1000000.0,
                           "mrope_section": [8, 12, 12], "mrope_interleaved": True}})),
+    # Qwen2.5-VL: a Qwen2 text model (qkv biases, mrope) and a tower of
+    # RMS-normed blocks with gated MLPs, windowed attention but in the
+    # fullatt_block_indexes; Qwen2-VL: LayerNorm blocks with fc1/fc2 MLPs.
+    "qwen2_5_vl": ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration",
+                   dict(QWEN2_VL, vision_config=dict(
+                       QWEN3_VL["vision_config"], depth=4, window_size=56,
+                       fullatt_block_indexes=[1, 3])),),
+    # (tied, as the 2B ships)
+    "qwen2_vl": ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration",
+                 dict(QWEN2_VL, tie_word_embeddings=True,
+                      text_config=dict(QWEN2_VL["text_config"],
+                                       tie_word_embeddings=True),
+                      vision_config={"depth": 2, "embed_dim": 64,
+                                     "num_heads": 4, "mlp_ratio": 2,
+                                     "hidden_size": 256, "patch_size": 14})),
+    # Mistral 3 (Mistral Small 3.1): a Mistral text model, a Pixtral
+    # vision tower (2D rope, gated MLP; 3 layers, the text model 2) and a
+    # patch-merging projector; 56x56 images of 14-pixel patches, merged 2x2
+    # (image tokens 10-12).
+    "mistral3": ("Mistral3Config", "Mistral3ForConditionalGeneration",
+                 dict(image_token_index=10, spatial_merge_size=2,
+                      tie_word_embeddings=False,
+                      vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                     "num_hidden_layers": 3,
+                                     "num_attention_heads": 4, "head_dim": 16,
+                                     "image_size": 56, "patch_size": 14},
+                      text_config={"model_type": "mistral"})),
     # three layers: pipeline stages (vLLM wants the deepstack layers, 2,
     # on the first stage: --pp 2 gives 2 + 1)
     "qwen3_vl-l3": ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration",
@@ -868,7 +903,8 @@ def gemma4_processor(out, cfg):
         tokenizer=tok, image_seq_length=70).save_pretrained(out)
 
 
-def qwen3_vl_processor(out, cfg):
+def qwen3_vl_processor(out, cfg, processor="Qwen3VLProcessor",
+                       video="Qwen3VLVideoProcessor"):
     """Writes a tokenizer and Qwen3VLProcessor for the tiny vocabulary: vLLM's
     Qwen3-VL processor (Qwen3.5 uses it) needs both to build the vision
     tower, and finds the image by the config's token ids.  Word-level; the
@@ -891,11 +927,35 @@ def qwen3_vl_processor(out, cfg):
     ip = transformers.Qwen2VLImageProcessor(
         size={"shortest_edge": px, "longest_edge": px}, patch_size=14,
         merge_size=2, temporal_patch_size=2)
-    vp = transformers.Qwen3VLVideoProcessor(
+    vp = getattr(transformers, video)(
         size={"shortest_edge": px, "longest_edge": 2 * px}, patch_size=14,
         merge_size=2, temporal_patch_size=2)
-    transformers.Qwen3VLProcessor(image_processor=ip, tokenizer=tok,
-                                  video_processor=vp).save_pretrained(out)
+    getattr(transformers, processor)(image_processor=ip, tokenizer=tok,
+                                     video_processor=vp).save_pretrained(out)
+
+
+def pixtral_processor(out, cfg):
+    """Writes a word-level tokenizer and PixtralProcessor for the tiny
+    vocabulary: vLLM's Mistral 3 processor needs both to build the vision
+    tower, and lays out each image as rows of [IMG] tokens ended by
+    [IMG_BREAK], the last by [IMG_END] (ids 10-12, as Mistral's)."""
+    import transformers
+    from tokenizers import AddedToken
+    special = {"<unk>": 0, "<s>": 1, "</s>": 2, "<pad>": 3,
+               "[IMG]": cfg.image_token_index, "[IMG_BREAK]": 11, "[IMG_END]": 12}
+    tk = word_level(cfg, special)
+    tk.add_special_tokens([AddedToken(t, normalized=False)
+                           for t in special if t.startswith("[")])
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="</s>",
+        bos_token="<s>", unk_token="<unk>")
+    v = cfg.vision_config
+    ip = transformers.PixtralImageProcessor(
+        size={"longest_edge": v.image_size}, patch_size=v.patch_size)
+    transformers.PixtralProcessor(
+        image_processor=ip, tokenizer=tok, patch_size=v.patch_size,
+        spatial_merge_size=cfg.spatial_merge_size, image_token="[IMG]",
+        image_break_token="[IMG_BREAK]", image_end_token="[IMG_END]").save_pretrained(out)
 
 
 def llama4_processor(out, cfg):
@@ -1274,12 +1334,17 @@ def make(arch, out):
         gemma4_processor(out, cfg)
     if arch.startswith("qwen3_5_vl") or arch.startswith("qwen3_vl"):
         qwen3_vl_processor(out, cfg)
+    if arch.startswith("qwen2_5_vl") or arch.startswith("qwen2_vl"):
+        qwen3_vl_processor(out, cfg, "Qwen2_5_VLProcessor" if arch.startswith(
+            "qwen2_5") else "Qwen2VLProcessor", "Qwen2VLVideoProcessor")
     if arch == "qwen3_vl_moe":
         released_fused_experts(out)
     if arch == "longcat_flash":
         released_zero_experts(out, cfg.n_routed_experts)
     if arch == "llama4_mm":
         llama4_processor(out, cfg)
+    if arch.startswith("mistral3"):
+        pixtral_processor(out, cfg)
     if arch.startswith("kimi_k25"):
         released_kimi_k25(out)
         kimi_k25_processor(out, cfg)

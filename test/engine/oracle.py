@@ -81,6 +81,10 @@ def image_prompt(model):
         # Llama 4 expands its image token
         size = cfg["vision_config"]["image_size"]
         image = [cfg["image_token_index"]]
+    elif "Mistral3" in cfg["architectures"][0]:
+        # Mistral 3 expands its [IMG] token into rows of them
+        size = cfg["vision_config"]["image_size"]
+        image = [cfg["image_token_index"]]
     elif "boi_token_index" in cfg:
         # Gemma 3 expands its boi token
         size = cfg["vision_config"]["image_size"]
