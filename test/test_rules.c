@@ -246,6 +246,7 @@ static const char *const mm_archs[] = {
 	"Qwen3VLMoeForConditionalGeneration", "KimiK25ForConditionalGeneration",
 	"Gemma4ForConditionalGeneration", "Qwen2VLForConditionalGeneration",
 	"Qwen2_5_VLForConditionalGeneration", "Mistral3ForConditionalGeneration",
+	"Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

@@ -65,6 +65,20 @@ QWEN2_VL = dict({k: v for k, v in QWEN3_VL.items() if k != "vision_config"},
                                  "rope_type": "default", "rope_theta": 1000000.0,
                                  "mrope_section": [8, 12, 12]}})
 
+GLM4V = {"vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 128,
+                           "num_heads": 4, "patch_size": 14, "image_size": 56,
+                           "out_hidden_size": 256},
+         "image_token_id": 999, "video_token_id": 998,
+         "image_start_token_id": 997, "image_end_token_id": 996,
+         "video_start_token_id": 995, "video_end_token_id": 994}
+# attention_bias, use_qk_norm: published configs carry them, transformers'
+# classes do not write them, vLLM reads them (without, it drops the biases).
+GLM4V_TEXT = {"bos_token_id": 2, "eos_token_id": 1, "partial_rotary_factor": 0.5,
+              "attention_bias": True, "use_qk_norm": False,
+              "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                  "partial_rotary_factor": 0.5,
+                                  "mrope_section": [4, 6, 6]}}
+
 GPT_OSS = {"intermediate_size": 256, "num_local_experts": 4,
            "num_experts_per_tok": 2, "sliding_window": 128,
            "rope_parameters": {"rope_type": "yarn", "rope_theta": 150000.0,
@@ -344,6 +358,19 @@ CASES = {
                                      "num_attention_heads": 4, "head_dim": 16,
                                      "image_size": 56, "patch_size": 14},
                       text_config={"model_type": "mistral"})),
+    # GLM-4.1V and GLM-4.5V: a GLM-4 text model (dense, or GLM-4.5's MoE;
+    # mrope over half of each head; the MoE one a dense layer, then two, so
+    # that two pipeline stages each have an MoE layer, as vLLM requires) and
+    # a tower of RMS-normed blocks, the merger a gated MLP after a
+    # downsampling convolution.
+    "glm4v": ("Glm4vConfig", "Glm4vForConditionalGeneration",
+              dict(GLM4V, text_config=GLM4V_TEXT)),
+    "glm4v_moe": ("Glm4vMoeConfig", "Glm4vMoeForConditionalGeneration",
+                  dict(GLM4V, text_config=dict(
+                      GLM4V_TEXT, num_hidden_layers=3,
+                      n_routed_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=128, n_shared_experts=1,
+                      first_k_dense_replace=1))),
     # three layers: pipeline stages (vLLM wants the deepstack layers, 2,
     # on the first stage: --pp 2 gives 2 + 1)
     "qwen3_vl-l3": ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration",
@@ -934,6 +961,33 @@ def qwen3_vl_processor(out, cfg, processor="Qwen3VLProcessor",
                                      video_processor=vp).save_pretrained(out)
 
 
+def glm4v_processor(out, cfg):
+    """Writes a word-level tokenizer and Glm4vProcessor for the tiny
+    vocabulary: vLLM's GLM-4.1V processor needs both to build the tower,
+    and finds the image and video tokens by their names.  56x56 images (4x4
+    patches of 14, merged 2x2: 4 image tokens)."""
+    import transformers
+    from tokenizers import AddedToken
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<|image|>": cfg.image_token_id, "<|video|>": cfg.video_token_id,
+               "<|begin_of_image|>": cfg.image_start_token_id,
+               "<|end_of_image|>": cfg.image_end_token_id,
+               "<|begin_of_video|>": cfg.video_start_token_id,
+               "<|end_of_video|>": cfg.video_end_token_id}
+    tk = word_level(cfg, special)
+    tk.add_special_tokens([AddedToken(t, normalized=False)
+                           for t in special if t.startswith("<|")])
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
+        bos_token="<bos>", unk_token="<unk>")
+    px = 56 * 56
+    kw = dict(size={"shortest_edge": px, "longest_edge": px}, patch_size=14,
+              merge_size=2, temporal_patch_size=2)
+    transformers.Glm4vProcessor(
+        image_processor=transformers.Glm4vImageProcessor(**kw), tokenizer=tok,
+        video_processor=transformers.Glm4vVideoProcessor(**kw)).save_pretrained(out)
+
+
 def pixtral_processor(out, cfg):
     """Writes a word-level tokenizer and PixtralProcessor for the tiny
     vocabulary: vLLM's Mistral 3 processor needs both to build the vision
@@ -1345,6 +1399,8 @@ def make(arch, out):
         llama4_processor(out, cfg)
     if arch.startswith("mistral3"):
         pixtral_processor(out, cfg)
+    if arch.startswith("glm4v"):
+        glm4v_processor(out, cfg)
     if arch.startswith("kimi_k25"):
         released_kimi_k25(out)
         kimi_k25_processor(out, cfg)

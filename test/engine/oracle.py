@@ -85,6 +85,11 @@ def image_prompt(model):
         # Mistral 3 expands its [IMG] token into rows of them
         size = cfg["vision_config"]["image_size"]
         image = [cfg["image_token_index"]]
+    elif "Glm4v" in cfg["architectures"][0]:
+        # GLM-4.1V: the image pad between its begin and end tokens
+        size = 56
+        image = [cfg["image_start_token_id"], cfg["image_token_id"],
+                 cfg["image_end_token_id"]]
     elif "boi_token_index" in cfg:
         # Gemma 3 expands its boi token
         size = cfg["vision_config"]["image_size"]
