@@ -247,6 +247,7 @@ static const char *const mm_archs[] = {
 	"Gemma4ForConditionalGeneration", "Qwen2VLForConditionalGeneration",
 	"Qwen2_5_VLForConditionalGeneration", "Mistral3ForConditionalGeneration",
 	"Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration",
+	"LlavaForConditionalGeneration", "InternVLForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

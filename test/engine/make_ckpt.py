@@ -371,6 +371,28 @@ CASES = {
                       n_routed_experts=4, num_experts_per_tok=2,
                       moe_intermediate_size=128, n_shared_experts=1,
                       first_k_dense_replace=1))),
+    # LLaVA 1.5: a Llama text model, a CLIP tower (3 layers; vLLM builds
+    # those up to vision_feature_layer -2, so the last is left out) and a
+    # two-layer projector; 56x56 images, 16 image tokens.
+    "llava": ("LlavaConfig", "LlavaForConditionalGeneration",
+              dict(image_token_index=999, image_seq_length=16,
+                   vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                  "num_hidden_layers": 3, "num_attention_heads": 4,
+                                  "image_size": 56, "patch_size": 14,
+                                  "projection_dim": 64},
+                   text_config={"model_type": "llama"})),
+    # InternVL 3 in transformers' format (OpenGVLab's -hf checkpoints): a
+    # Qwen2 text model, an InternViT-300M-like tower (q/k/v biases, layer
+    # scales; 3 layers) and a pixel-shuffling projector; 56x56 images, 4
+    # image tokens.
+    "internvl": ("InternVLConfig", "InternVLForConditionalGeneration",
+                 dict(image_token_id=999, image_seq_length=4,
+                      tie_word_embeddings=False,
+                      vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                     "num_hidden_layers": 3, "num_attention_heads": 4,
+                                     "attention_bias": True,
+                                     "image_size": [56, 56], "patch_size": [14, 14]},
+                      text_config={"model_type": "qwen2", "tie_word_embeddings": False})),
     # three layers: pipeline stages (vLLM wants the deepstack layers, 2,
     # on the first stage: --pp 2 gives 2 + 1)
     "qwen3_vl-l3": ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration",
@@ -803,8 +825,9 @@ def add_mtp_layer(out):
 
 def released_vision_names(out):
     """Renames transformers 5.19's vision tower tensors (vision_tower.X, as
-    its save_pretrained writes them) to the names Google's Gemma 3
-    checkpoints carry (vision_tower.vision_model.X): vLLM 0.32 loads only
+    its save_pretrained writes them) to the names Google's Gemma 3 and
+    llava-hf's LLaVA checkpoints carry (vision_tower.vision_model.X): vLLM
+    0.32 loads only
     those ("There is no module or parameter named 'vision_tower.embeddings'
     in Gemma3ForConditionalGeneration")."""
     import json
@@ -986,6 +1009,56 @@ def glm4v_processor(out, cfg):
     transformers.Glm4vProcessor(
         image_processor=transformers.Glm4vImageProcessor(**kw), tokenizer=tok,
         video_processor=transformers.Glm4vVideoProcessor(**kw)).save_pretrained(out)
+
+
+def llava_processor(out, cfg):
+    """Writes a word-level tokenizer and LlavaProcessor for the tiny
+    vocabulary: vLLM's LLaVA processor needs both to build the tower.  The
+    CLIP processor makes every image 56x56 (16 patches and the class
+    token, which the default feature selection drops)."""
+    import transformers
+    from tokenizers import AddedToken
+    special = {"<unk>": 0, "<s>": 1, "</s>": 2, "<pad>": 3,
+               "<image>": cfg.image_token_index}
+    tk = word_level(cfg, special)
+    tk.add_special_tokens([AddedToken("<image>", normalized=False)])
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="</s>",
+        bos_token="<s>", unk_token="<unk>")
+    v = cfg.vision_config
+    ip = transformers.CLIPImageProcessor(
+        size={"shortest_edge": v.image_size},
+        crop_size={"height": v.image_size, "width": v.image_size})
+    transformers.LlavaProcessor(
+        image_processor=ip, tokenizer=tok, patch_size=v.patch_size,
+        vision_feature_select_strategy=cfg.vision_feature_select_strategy,
+        image_token="<image>", num_additional_image_tokens=1).save_pretrained(out)
+
+
+def internvl_processor(out, cfg):
+    """Writes a word-level tokenizer and InternVLProcessor for the tiny
+    vocabulary: vLLM's InternVL processor needs both, and finds the image
+    tokens by the tokenizer's named special tokens.  One 56x56 tile an
+    image (no thumbnail), 4 image tokens."""
+    import transformers
+    from tokenizers import AddedToken
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<img>": 997, "</img>": 996, "<IMG_CONTEXT>": cfg.image_token_id,
+               "<video>": 995}
+    tk = word_level(cfg, special)
+    tk.add_special_tokens([AddedToken(t, normalized=False) for t in special
+                           if t not in ("<pad>", "<eos>", "<bos>", "<unk>")])
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
+        bos_token="<bos>", unk_token="<unk>",
+        extra_special_tokens={"start_image_token": "<img>", "end_image_token": "</img>",
+                              "context_image_token": "<IMG_CONTEXT>",
+                              "video_token": "<video>"})
+    ip = transformers.GotOcr2ImageProcessor(
+        size={"height": 56, "width": 56}, crop_to_patches=False, max_patches=1)
+    vp = transformers.InternVLVideoProcessor(size={"height": 56, "width": 56})
+    transformers.InternVLProcessor(image_processor=ip, tokenizer=tok, video_processor=vp,
+                                   image_seq_length=cfg.image_seq_length).save_pretrained(out)
 
 
 def pixtral_processor(out, cfg):
@@ -1401,6 +1474,11 @@ def make(arch, out):
         pixtral_processor(out, cfg)
     if arch.startswith("glm4v"):
         glm4v_processor(out, cfg)
+    if arch.startswith("llava"):
+        released_vision_names(out)
+        llava_processor(out, cfg)
+    if arch.startswith("internvl"):
+        internvl_processor(out, cfg)
     if arch.startswith("kimi_k25"):
         released_kimi_k25(out)
         kimi_k25_processor(out, cfg)

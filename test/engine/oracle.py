@@ -81,10 +81,11 @@ def image_prompt(model):
         # Llama 4 expands its image token
         size = cfg["vision_config"]["image_size"]
         image = [cfg["image_token_index"]]
-    elif "Mistral3" in cfg["architectures"][0]:
-        # Mistral 3 expands its [IMG] token into rows of them
-        size = cfg["vision_config"]["image_size"]
-        image = [cfg["image_token_index"]]
+    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL")):
+        # one image token, which vLLM expands (Mistral 3 into rows of
+        # [IMG], InternVL between <img> and </img>); 56x56 (make_ckpt.py)
+        size = 56
+        image = [cfg.get("image_token_index", cfg.get("image_token_id"))]
     elif "Glm4v" in cfg["architectures"][0]:
         # GLM-4.1V: the image pad between its begin and end tokens
         size = 56
