@@ -248,6 +248,7 @@ static const char *const mm_archs[] = {
 	"Qwen2_5_VLForConditionalGeneration", "Mistral3ForConditionalGeneration",
 	"Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration",
 	"LlavaForConditionalGeneration", "InternVLForConditionalGeneration",
+	"LlavaNextForConditionalGeneration", "Cohere2VisionForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

@@ -393,6 +393,28 @@ CASES = {
                                      "attention_bias": True,
                                      "image_size": [56, 56], "patch_size": [14, 14]},
                       text_config={"model_type": "qwen2", "tie_word_embeddings": False})),
+    # LLaVA-NeXT: LLaVA 1.5's CLIP tower and projector, a Mistral text
+    # model and the image_newline row; one 56x56 grid cell (anyres).
+    "llava_next": ("LlavaNextConfig", "LlavaNextForConditionalGeneration",
+                   dict(image_token_index=999, image_grid_pinpoints=[[56, 56]],
+                        vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                       "num_hidden_layers": 3, "num_attention_heads": 4,
+                                       "image_size": 56, "patch_size": 14,
+                                       "projection_dim": 64},
+                        text_config={"model_type": "mistral"})),
+    # Command A Vision: a Cohere2 text model, a SigLIP tower and a
+    # pixel-shuffling SwiGLU projector; 64x64 images of 16-pixel patches,
+    # downsampled 2x2 (4 image tokens).
+    "cohere2_vision": ("Cohere2VisionConfig", "Cohere2VisionForConditionalGeneration",
+                       dict(image_token_id=999, alignment_intermediate_size=256,
+                            tie_word_embeddings=True,
+                            vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                           "num_hidden_layers": 2,
+                                           "num_attention_heads": 4,
+                                           "image_size": 64, "patch_size": 16,
+                                           "vision_use_head": False},
+                            text_config={"model_type": "cohere2",
+                                         "tie_word_embeddings": True})),
     # three layers: pipeline stages (vLLM wants the deepstack layers, 2,
     # on the first stage: --pp 2 gives 2 + 1)
     "qwen3_vl-l3": ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration",
@@ -823,11 +845,11 @@ def add_mtp_layer(out):
         json.dump(cfg, f, indent=2)
 
 
-def released_vision_names(out):
+def released_vision_names(out, tower="vision_tower."):
     """Renames transformers 5.19's vision tower tensors (vision_tower.X, as
-    its save_pretrained writes them) to the names Google's Gemma 3 and
-    llava-hf's LLaVA checkpoints carry (vision_tower.vision_model.X): vLLM
-    0.32 loads only
+    its save_pretrained writes them) to the names Google's Gemma 3,
+    llava-hf's LLaVA and Cohere's Command A Vision (under model.)
+    checkpoints carry (vision_tower.vision_model.X): vLLM 0.32 loads only
     those ("There is no module or parameter named 'vision_tower.embeddings'
     in Gemma3ForConditionalGeneration")."""
     import json
@@ -837,8 +859,8 @@ def released_vision_names(out):
     idx = json.load(open(idx_path))
 
     def rename(n):
-        if n.startswith("vision_tower.") and not n.startswith("vision_tower.vision_model."):
-            return "vision_tower.vision_model." + n[len("vision_tower."):]
+        if n.startswith(tower) and not n.startswith(tower + "vision_model."):
+            return tower + "vision_model." + n[len(tower):]
         return n
     for fname in sorted(set(idx["weight_map"].values())):
         path = os.path.join(out, fname)
@@ -1012,10 +1034,11 @@ def glm4v_processor(out, cfg):
 
 
 def llava_processor(out, cfg):
-    """Writes a word-level tokenizer and LlavaProcessor for the tiny
-    vocabulary: vLLM's LLaVA processor needs both to build the tower.  The
-    CLIP processor makes every image 56x56 (16 patches and the class
-    token, which the default feature selection drops)."""
+    """Writes a word-level tokenizer and LlavaProcessor (LLaVA-NeXT's, with
+    its grid, for llava_next) for the tiny vocabulary: vLLM's LLaVA
+    processor needs both to build the tower.  The CLIP processor makes
+    every image 56x56 (16 patches and the class token, which the default
+    feature selection drops)."""
     import transformers
     from tokenizers import AddedToken
     special = {"<unk>": 0, "<s>": 1, "</s>": 2, "<pad>": 3,
@@ -1026,10 +1049,16 @@ def llava_processor(out, cfg):
         tokenizer_object=tk, pad_token="<pad>", eos_token="</s>",
         bos_token="<s>", unk_token="<unk>")
     v = cfg.vision_config
-    ip = transformers.CLIPImageProcessor(
-        size={"shortest_edge": v.image_size},
-        crop_size={"height": v.image_size, "width": v.image_size})
-    transformers.LlavaProcessor(
+    kw = dict(size={"shortest_edge": v.image_size},
+              crop_size={"height": v.image_size, "width": v.image_size})
+    if hasattr(cfg, "image_grid_pinpoints"):
+        ip = transformers.LlavaNextImageProcessor(
+            image_grid_pinpoints=cfg.image_grid_pinpoints, **kw)
+        proc = transformers.LlavaNextProcessor
+    else:
+        ip = transformers.CLIPImageProcessor(**kw)
+        proc = transformers.LlavaProcessor
+    proc(
         image_processor=ip, tokenizer=tok, patch_size=v.patch_size,
         vision_feature_select_strategy=cfg.vision_feature_select_strategy,
         image_token="<image>", num_additional_image_tokens=1).save_pretrained(out)
@@ -1059,6 +1088,35 @@ def internvl_processor(out, cfg):
     vp = transformers.InternVLVideoProcessor(size={"height": 56, "width": 56})
     transformers.InternVLProcessor(image_processor=ip, tokenizer=tok, video_processor=vp,
                                    image_seq_length=cfg.image_seq_length).save_pretrained(out)
+
+
+def cohere2_vision_processor(out, cfg):
+    """Writes a word-level tokenizer and Cohere2VisionProcessor for the tiny
+    vocabulary: vLLM's processor needs both, and lays out each image by the
+    tokenizer's named image tokens.  One 64x64 tile an image."""
+    import transformers
+    from tokenizers import AddedToken
+    special = {"<PAD>": 0, "<EOS_TOKEN>": 1, "<BOS_TOKEN>": 2, "<UNK>": 3,
+               "<|START_OF_IMG|>": 997, "<|END_OF_IMG|>": 996,
+               "<|IMG_PATCH|>": cfg.image_token_id, "<|IMG_LINE_BREAK|>": 995}
+    tk = word_level(cfg, special)
+    tk.add_special_tokens([AddedToken(t, normalized=False) for t in special
+                           if t.startswith("<|")])
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<PAD>", eos_token="<EOS_TOKEN>",
+        bos_token="<BOS_TOKEN>", unk_token="<UNK>",
+        extra_special_tokens={"boi_token": "<|START_OF_IMG|>",
+                              "eoi_token": "<|END_OF_IMG|>",
+                              "image_token": "<|IMG_PATCH|>",
+                              "img_line_break_token": "<|IMG_LINE_BREAK|>"})
+    v = cfg.vision_config
+    # its patch_size counts a tile's image tokens a side (vLLM: patch_size**2
+    # a tile): the tower's patches, downsampled
+    ip = transformers.Cohere2VisionImageProcessor(
+        size={"height": v.image_size, "width": v.image_size},
+        patch_size=v.image_size // v.patch_size // cfg.downsample_factor,
+        crop_to_patches=False, max_patches=1)
+    transformers.Cohere2VisionProcessor(image_processor=ip, tokenizer=tok).save_pretrained(out)
 
 
 def pixtral_processor(out, cfg):
@@ -1479,6 +1537,9 @@ def make(arch, out):
         llava_processor(out, cfg)
     if arch.startswith("internvl"):
         internvl_processor(out, cfg)
+    if arch.startswith("cohere2_vision"):
+        released_vision_names(out, "model.vision_tower.")
+        cohere2_vision_processor(out, cfg)
     if arch.startswith("kimi_k25"):
         released_kimi_k25(out)
         kimi_k25_processor(out, cfg)

@@ -81,10 +81,13 @@ def image_prompt(model):
         # Llama 4 expands its image token
         size = cfg["vision_config"]["image_size"]
         image = [cfg["image_token_index"]]
-    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL")):
+    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL",
+                                                    "Cohere2Vision")):
         # one image token, which vLLM expands (Mistral 3 into rows of
-        # [IMG], InternVL between <img> and </img>); 56x56 (make_ckpt.py)
-        size = 56
+        # [IMG], InternVL between <img> and </img>); 56x56, Command A
+        # Vision's 64x64 (make_ckpt.py)
+        size = cfg["vision_config"]["image_size"] if "Cohere2Vision" in \
+            cfg["architectures"][0] else 56
         image = [cfg.get("image_token_index", cfg.get("image_token_id"))]
     elif "Glm4v" in cfg["architectures"][0]:
         # GLM-4.1V: the image pad between its begin and end tokens
