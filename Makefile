@@ -103,6 +103,7 @@ LIB_SRC := \
 	lib/rules/rules_load.c \
 	lib/rules/rules_parse.c \
 	lib/rules/rules_scale.c \
+	lib/rules/rules_source.c \
 	lib/rules/rules_stage.c \
 	lib/plan/plan_build.c \
 	lib/plan/plan_expert.c \

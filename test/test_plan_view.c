@@ -254,3 +254,43 @@ Test(view, source_prefix)
 	wshard_rules_free(r);
 	free(doc);
 }
+
+/* "source_renames": the first prefix a name begins with is replaced. */
+Test(view, source_renames)
+{
+	static const char *const bad[] = {
+		"1", "[]", "[\"model.\"]", "[{\"from\": \"model.\"}]",
+		"[{\"from\": \"\", \"to\": \"x.\"}]",
+		"[{\"from\": \"a.\", \"to\": \"b.\", \"also\": \"c.\"}]",
+	};
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	char buf[RULES_NAME_MAX], *doc;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		doc = fmt("{\"name\": \"t\", \"architectures\": [\"X\"], \"source_renames\": %s, "
+			  "\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}]}", bad[i]);
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_parse(&r, doc, strlen(doc), "t", &err), WSHARD_EINVAL,
+			     "%s", bad[i]);
+		cr_assert_not_null(strstr(err.msg, "\"source_renames\""), "%s", err.msg);
+		cr_assert_null(strchr(err.msg, '\n'));
+		free(doc);
+	}
+	/* Qwen2.5-VL saved by transformers 4.52+, read as Qwen ships it; the
+	 * longer prefix first, and source_prefix only where none applies */
+	doc = fmt("{\"name\": \"t\", \"architectures\": [\"X\"], \"source_prefix\": \"p.\", "
+		  "\"source_renames\": [{\"from\": \"model.language_model.\", \"to\": \"model.\"}, "
+		  "{\"from\": \"model.visual.\", \"to\": \"visual.\"}], "
+		  "\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}]}");
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, doc, strlen(doc), "t", &err), WSHARD_OK, "%s", err.msg);
+	cr_assert_str_eq(rules_source_name(r, "model.language_model.layers.0.x", buf),
+			 "model.layers.0.x");
+	cr_assert_str_eq(rules_source_name(r, "model.visual.blocks.0.x", buf), "visual.blocks.0.x");
+	cr_assert_str_eq(rules_source_name(r, "model.layers.0.x", buf), "p.model.layers.0.x");
+	cr_assert_str_eq(rules_source_name(r, "p.lm_head.weight", buf), "p.lm_head.weight");
+	wshard_rules_free(r);
+	free(doc);
+}

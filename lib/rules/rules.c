@@ -14,21 +14,6 @@
 #include "wshard.h"
 #include "rules.h"
 
-const char *rules_source_name(const struct wshard_rules *r, const char *name, char *buf)
-{
-	size_t np, nn;
-
-	if (!r->source_prefix)
-		return name;
-	np = strlen(r->source_prefix);
-	nn = strlen(name);
-	if (strncmp(name, r->source_prefix, np) == 0 || np + nn >= RULES_NAME_MAX)
-		return name;
-	memcpy(buf, r->source_prefix, np);
-	memcpy(buf + np, name, nn + 1);
-	return buf;
-}
-
 /* {n} (a layer), {e} (an expert) or {i} (an index in a module list) */
 static bool is_placeholder(const char *p)
 {
@@ -108,6 +93,12 @@ void wshard_rules_free(struct wshard_rules *r)
 		return;
 	free(r->no_ep);
 	free(r->source_prefix);
+	for (i = 0; i < r->nsrc_renames; i++) {
+		free(r->src_from[i]);
+		free(r->src_to[i]);
+	}
+	free(r->src_from);
+	free(r->src_to);
 	free(r->rename_prefix);
 	free(r->rename_to);
 	free(r->rename_from);

@@ -215,6 +215,11 @@ struct wshard_rules {
 	 * matched as if it did, as vLLM prefixes it (Bloom's and GPT-2's
 	 * "transformer."), or NULL */
 	char *source_prefix;
+	/* "source_renames": a source name beginning with src_from[i] (the
+	 * first such i) is matched with src_to[i] in its place, as vLLM's
+	 * hf_to_vllm_mapper renames it; before source_prefix */
+	char **src_from, **src_to;
+	size_t nsrc_renames;
 	/* "rename_layers": decoder layers that vLLM holds under another name
 	 * from layer rename_from (an expression) on: an output beginning with
 	 * rename_prefix for layer n >= that begins with rename_to for layer
@@ -267,12 +272,17 @@ bool rules_match(const char *pattern, const char *name, struct rules_capture *ca
 #define RULES_NAME_MAX 1024
 
 /*
- * The name rules r match source name by: with r's "source_prefix" in front
- * where name does not begin with it (written into buf, RULES_NAME_MAX
- * bytes), else name itself (also where the two would not fit: such a name
- * matches no prefixed rule).
+ * The name rules r match source name by (rules_source.c): with the prefix
+ * of r's first "source_renames" entry it begins with replaced, else with
+ * r's "source_prefix" in front where name does not begin with it (written
+ * into buf, RULES_NAME_MAX bytes), else name itself (also where the result
+ * would not fit: such a name matches no rule written for it).
  */
 const char *rules_source_name(const struct wshard_rules *r, const char *name, char *buf);
+
+/* Parses root's "source_prefix" and "source_renames" into r. */
+enum wshard_err rules_parse_source(struct wshard_rules *r, json_t *root,
+				   struct wshard_error *err);
 
 /* Expands pattern with cap into a malloc'd string (NULL: out of memory). */
 char *rules_expand(const char *pattern, const struct rules_capture *cap);

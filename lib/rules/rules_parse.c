@@ -536,7 +536,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	json_object_foreach(root, key, val) {
 		static const char *const known[] = {
 			"name", "comment", "architectures", "tensors", "fused", "extra", "tie", "defaults",
-			"no_expert_parallel", "pipeline", "tp_divides", "source_prefix",
+			"no_expert_parallel", "pipeline", "tp_divides", "source_prefix", "source_renames",
 			"rename_layers", "experts_in_rows" };
 		bool ok = false;
 
@@ -544,7 +544,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, source_prefix, rename_layers, experts_in_rows)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, source_prefix, source_renames, rename_layers, experts_in_rows)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))
@@ -570,15 +570,9 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 					r->name);
 	if (val && !(r->no_ep = strdup(json_string_value(val))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	val = json_object_get(root, "source_prefix");
-	if (val && (!json_is_string(val) || !json_string_length(val) ||
-		    json_string_length(val) >= RULES_PREFIX_MAX))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"source_prefix\" is not a string of 1 to %d characters",
-					r->name, RULES_PREFIX_MAX - 1);
-	if (val && !(r->source_prefix = strdup(json_string_value(val))))
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	rc = rules_parse_rename(r, json_object_get(root, "rename_layers"), err);
+	rc = rules_parse_source(r, root, err);
+	if (!rc)
+		rc = rules_parse_rename(r, json_object_get(root, "rename_layers"), err);
 	if (!rc)
 		rc = rules_parse_unstack(r, json_object_get(root, "experts_in_rows"), err);
 	if (rc)

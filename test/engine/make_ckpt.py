@@ -415,6 +415,11 @@ CASES = {
                                            "vision_use_head": False},
                             text_config={"model_type": "cohere2",
                                          "tie_word_embeddings": True})),
+    # The names transformers 4.52 to 4.57 save these under (fine-tunes of
+    # Qwen's and llava-hf's releases): model.language_model., model.visual.,
+    # model.vision_tower., model.multi_modal_projector., lm_head.
+    "qwen2_5_vl-tf452": ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration", None),
+    "llava-tf452": ("LlavaConfig", "LlavaForConditionalGeneration", None),
     # three layers: pipeline stages (vLLM wants the deepstack layers, 2,
     # on the first stage: --pp 2 gives 2 + 1)
     "qwen3_vl-l3": ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration",
@@ -1090,6 +1095,24 @@ def internvl_processor(out, cfg):
                                    image_seq_length=cfg.image_seq_length).save_pretrained(out)
 
 
+def tf452_names(out):
+    """Renames a Qwen2.5-VL's or LLaVA's tensors from their releases' names
+    to those transformers 4.52 to 4.57 save (vLLM reads both)."""
+    from ckpt_io import rename_tensors
+    pairs = (("language_model.model.", "model.language_model."),
+             ("language_model.lm_head.", "lm_head."),
+             ("vision_tower.", "model.vision_tower."),
+             ("multi_modal_projector.", "model.multi_modal_projector."),
+             ("model.", "model.language_model."), ("visual.", "model.visual."))
+
+    def rename(k):
+        for a, b in pairs:
+            if k.startswith(a):
+                return b + k[len(a):]
+        return k
+    rename_tensors(out, rename)
+
+
 def cohere2_vision_processor(out, cfg):
     """Writes a word-level tokenizer and Cohere2VisionProcessor for the tiny
     vocabulary: vLLM's processor needs both, and lays out each image by the
@@ -1537,6 +1560,8 @@ def make(arch, out):
         llava_processor(out, cfg)
     if arch.startswith("internvl"):
         internvl_processor(out, cfg)
+    if arch.endswith("-tf452"):
+        tf452_names(out)
     if arch.startswith("cohere2_vision"):
         released_vision_names(out, "model.vision_tower.")
         cohere2_vision_processor(out, cfg)
