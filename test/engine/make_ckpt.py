@@ -65,6 +65,12 @@ QWEN2_VL = dict({k: v for k, v in QWEN3_VL.items() if k != "vision_config"},
                                  "rope_type": "default", "rope_theta": 1000000.0,
                                  "mrope_section": [8, 12, 12]}})
 
+# LLaVA's and LLaVA-NeXT's CLIP tower: 3 layers (vLLM builds those up to
+# vision_feature_layer -2), 56x56 images of 14-pixel patches.
+CLIP_TOWER = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3,
+              "num_attention_heads": 4, "image_size": 56, "patch_size": 14,
+              "projection_dim": 64}
+
 GLM4V = {"vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 128,
                            "num_heads": 4, "patch_size": 14, "image_size": 56,
                            "out_hidden_size": 256},
@@ -376,10 +382,7 @@ CASES = {
     # two-layer projector; 56x56 images, 16 image tokens.
     "llava": ("LlavaConfig", "LlavaForConditionalGeneration",
               dict(image_token_index=999, image_seq_length=16,
-                   vision_config={"hidden_size": 64, "intermediate_size": 128,
-                                  "num_hidden_layers": 3, "num_attention_heads": 4,
-                                  "image_size": 56, "patch_size": 14,
-                                  "projection_dim": 64},
+                   vision_config=CLIP_TOWER,
                    text_config={"model_type": "llama"})),
     # InternVL 3 in transformers' format (OpenGVLab's -hf checkpoints): a
     # Qwen2 text model, an InternViT-300M-like tower (q/k/v biases, layer
@@ -397,10 +400,7 @@ CASES = {
     # model and the image_newline row; one 56x56 grid cell (anyres).
     "llava_next": ("LlavaNextConfig", "LlavaNextForConditionalGeneration",
                    dict(image_token_index=999, image_grid_pinpoints=[[56, 56]],
-                        vision_config={"hidden_size": 64, "intermediate_size": 128,
-                                       "num_hidden_layers": 3, "num_attention_heads": 4,
-                                       "image_size": 56, "patch_size": 14,
-                                       "projection_dim": 64},
+                        vision_config=CLIP_TOWER,
                         text_config={"model_type": "mistral"})),
     # Command A Vision: a Cohere2 text model, a SigLIP tower and a
     # pixel-shuffling SwiGLU projector; 64x64 images of 16-pixel patches,
@@ -921,6 +921,20 @@ def word_level(cfg, special):
     return tk
 
 
+def word_tokenizer(cfg, special, pad, eos, bos, unk, **kw):
+    """A fast tokenizer of word_level's vocabulary whose special tokens
+    other than pad, eos, bos and unk (a processor's image tokens) are added
+    as special: kept whole in text."""
+    import transformers
+    from tokenizers import AddedToken
+    tk = word_level(cfg, special)
+    tk.add_special_tokens([AddedToken(t, normalized=False) for t in special
+                           if t not in (pad, eos, bos, unk)])
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token=pad, eos_token=eos, bos_token=bos,
+        unk_token=unk, **kw)
+
+
 def gemma3_processor(out, cfg):
     """Writes a tokenizer and Gemma3Processor for the tiny vocabulary: vLLM's
     Gemma 3 processor needs both to build the vision tower (with
@@ -988,18 +1002,12 @@ def qwen3_vl_processor(out, cfg, processor="Qwen3VLProcessor",
     image processor's pixel bounds make every image 56x56 (4x4 patches of
     14, merged 2x2: 4 image tokens)."""
     import transformers
-    from tokenizers import AddedToken
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
                "<|vision_start|>": cfg.vision_start_token_id,
                "<|vision_end|>": cfg.vision_end_token_id,
                "<|image_pad|>": cfg.image_token_id,
                "<|video_pad|>": cfg.video_token_id}
-    tk = word_level(cfg, special)
-    tk.add_special_tokens([AddedToken(t, normalized=False)
-                           for t in special if t.startswith("<|")])
-    tok = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
-        bos_token="<bos>", unk_token="<unk>")
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
     px = 56 * 56
     ip = transformers.Qwen2VLImageProcessor(
         size={"shortest_edge": px, "longest_edge": px}, patch_size=14,
@@ -1017,19 +1025,13 @@ def glm4v_processor(out, cfg):
     and finds the image and video tokens by their names.  56x56 images (4x4
     patches of 14, merged 2x2: 4 image tokens)."""
     import transformers
-    from tokenizers import AddedToken
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
                "<|image|>": cfg.image_token_id, "<|video|>": cfg.video_token_id,
                "<|begin_of_image|>": cfg.image_start_token_id,
                "<|end_of_image|>": cfg.image_end_token_id,
                "<|begin_of_video|>": cfg.video_start_token_id,
                "<|end_of_video|>": cfg.video_end_token_id}
-    tk = word_level(cfg, special)
-    tk.add_special_tokens([AddedToken(t, normalized=False)
-                           for t in special if t.startswith("<|")])
-    tok = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
-        bos_token="<bos>", unk_token="<unk>")
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
     px = 56 * 56
     kw = dict(size={"shortest_edge": px, "longest_edge": px}, patch_size=14,
               merge_size=2, temporal_patch_size=2)
@@ -1045,14 +1047,9 @@ def llava_processor(out, cfg):
     every image 56x56 (16 patches and the class token, which the default
     feature selection drops)."""
     import transformers
-    from tokenizers import AddedToken
     special = {"<unk>": 0, "<s>": 1, "</s>": 2, "<pad>": 3,
                "<image>": cfg.image_token_index}
-    tk = word_level(cfg, special)
-    tk.add_special_tokens([AddedToken("<image>", normalized=False)])
-    tok = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tk, pad_token="<pad>", eos_token="</s>",
-        bos_token="<s>", unk_token="<unk>")
+    tok = word_tokenizer(cfg, special, "<pad>", "</s>", "<s>", "<unk>")
     v = cfg.vision_config
     kw = dict(size={"shortest_edge": v.image_size},
               crop_size={"height": v.image_size, "width": v.image_size})
@@ -1075,16 +1072,11 @@ def internvl_processor(out, cfg):
     tokens by the tokenizer's named special tokens.  One 56x56 tile an
     image (no thumbnail), 4 image tokens."""
     import transformers
-    from tokenizers import AddedToken
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
                "<img>": 997, "</img>": 996, "<IMG_CONTEXT>": cfg.image_token_id,
                "<video>": 995}
-    tk = word_level(cfg, special)
-    tk.add_special_tokens([AddedToken(t, normalized=False) for t in special
-                           if t not in ("<pad>", "<eos>", "<bos>", "<unk>")])
-    tok = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
-        bos_token="<bos>", unk_token="<unk>",
+    tok = word_tokenizer(
+        cfg, special, "<pad>", "<eos>", "<bos>", "<unk>",
         extra_special_tokens={"start_image_token": "<img>", "end_image_token": "</img>",
                               "context_image_token": "<IMG_CONTEXT>",
                               "video_token": "<video>"})
@@ -1118,16 +1110,11 @@ def cohere2_vision_processor(out, cfg):
     vocabulary: vLLM's processor needs both, and lays out each image by the
     tokenizer's named image tokens.  One 64x64 tile an image."""
     import transformers
-    from tokenizers import AddedToken
     special = {"<PAD>": 0, "<EOS_TOKEN>": 1, "<BOS_TOKEN>": 2, "<UNK>": 3,
                "<|START_OF_IMG|>": 997, "<|END_OF_IMG|>": 996,
                "<|IMG_PATCH|>": cfg.image_token_id, "<|IMG_LINE_BREAK|>": 995}
-    tk = word_level(cfg, special)
-    tk.add_special_tokens([AddedToken(t, normalized=False) for t in special
-                           if t.startswith("<|")])
-    tok = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tk, pad_token="<PAD>", eos_token="<EOS_TOKEN>",
-        bos_token="<BOS_TOKEN>", unk_token="<UNK>",
+    tok = word_tokenizer(
+        cfg, special, "<PAD>", "<EOS_TOKEN>", "<BOS_TOKEN>", "<UNK>",
         extra_special_tokens={"boi_token": "<|START_OF_IMG|>",
                               "eoi_token": "<|END_OF_IMG|>",
                               "image_token": "<|IMG_PATCH|>",
@@ -1148,15 +1135,9 @@ def pixtral_processor(out, cfg):
     tower, and lays out each image as rows of [IMG] tokens ended by
     [IMG_BREAK], the last by [IMG_END] (ids 10-12, as Mistral's)."""
     import transformers
-    from tokenizers import AddedToken
     special = {"<unk>": 0, "<s>": 1, "</s>": 2, "<pad>": 3,
                "[IMG]": cfg.image_token_index, "[IMG_BREAK]": 11, "[IMG_END]": 12}
-    tk = word_level(cfg, special)
-    tk.add_special_tokens([AddedToken(t, normalized=False)
-                           for t in special if t.startswith("[")])
-    tok = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tk, pad_token="<pad>", eos_token="</s>",
-        bos_token="<s>", unk_token="<unk>")
+    tok = word_tokenizer(cfg, special, "<pad>", "</s>", "<s>", "<unk>")
     v = cfg.vision_config
     ip = transformers.PixtralImageProcessor(
         size={"longest_edge": v.image_size}, patch_size=v.patch_size)
