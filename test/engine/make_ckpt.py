@@ -402,6 +402,18 @@ CASES = {
                    dict(image_token_index=999, image_grid_pinpoints=[[56, 56]],
                         vision_config=CLIP_TOWER,
                         text_config={"model_type": "mistral"})),
+    # LLaVA-OneVision: a Qwen2 text model, a SigLIP tower (without its
+    # pooling head), LLaVA's projector and image_newline; one 56x56 grid
+    # cell (anyres), 16 image tokens a cell.
+    "llava_onevision": ("LlavaOnevisionConfig", "LlavaOnevisionForConditionalGeneration",
+                        dict(image_token_index=999, video_token_index=998,
+                             image_grid_pinpoints=[[56, 56]],
+                             vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                            "num_hidden_layers": 2,
+                                            "num_attention_heads": 4,
+                                            "image_size": 56, "patch_size": 14,
+                                            "vision_use_head": False},
+                             text_config={"model_type": "qwen2"})),
     # Command A Vision: a Cohere2 text model, a SigLIP tower and a
     # pixel-shuffling SwiGLU projector; 64x64 images of 16-pixel patches,
     # downsampled 2x2 (4 image tokens).
@@ -1049,10 +1061,22 @@ def llava_processor(out, cfg):
     import transformers
     special = {"<unk>": 0, "<s>": 1, "</s>": 2, "<pad>": 3,
                "<image>": cfg.image_token_index}
+    if hasattr(cfg, "video_token_index"):
+        special["<video>"] = cfg.video_token_index
     tok = word_tokenizer(cfg, special, "<pad>", "</s>", "<s>", "<unk>")
     v = cfg.vision_config
     kw = dict(size={"shortest_edge": v.image_size},
               crop_size={"height": v.image_size, "width": v.image_size})
+    if hasattr(cfg, "video_token_index"):
+        kw = dict(size={"height": v.image_size, "width": v.image_size})
+        transformers.LlavaOnevisionProcessor(
+            image_processor=transformers.LlavaOnevisionImageProcessor(
+                image_grid_pinpoints=cfg.image_grid_pinpoints, **kw),
+            video_processor=transformers.LlavaOnevisionVideoProcessor(**kw),
+            tokenizer=tok, num_image_tokens=(v.image_size // v.patch_size) ** 2,
+            vision_feature_select_strategy=cfg.vision_feature_select_strategy,
+            image_token="<image>", video_token="<video>").save_pretrained(out)
+        return
     if hasattr(cfg, "image_grid_pinpoints"):
         ip = transformers.LlavaNextImageProcessor(
             image_grid_pinpoints=cfg.image_grid_pinpoints, **kw)
