@@ -428,10 +428,11 @@ CASES = {
                             text_config={"model_type": "cohere2",
                                          "tie_word_embeddings": True})),
     # The names transformers 4.52 to 4.57 save these under (fine-tunes of
-    # Qwen's and llava-hf's releases): model.language_model., model.visual.,
+    # Qwen's, llava-hf's and Google's releases): model.language_model., model.visual.,
     # model.vision_tower., model.multi_modal_projector., lm_head.
     "qwen2_5_vl-tf452": ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration", None),
     "llava-tf452": ("LlavaConfig", "LlavaForConditionalGeneration", None),
+    "gemma3_mm-tf452": ("Gemma3Config", "Gemma3ForConditionalGeneration", None),
     # three layers: pipeline stages (vLLM wants the deepstack layers, 2,
     # on the first stage: --pp 2 gives 2 + 1)
     "qwen3_vl-l3": ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration",
@@ -1112,7 +1113,7 @@ def internvl_processor(out, cfg):
 
 
 def tf452_names(out):
-    """Renames a Qwen2.5-VL's or LLaVA's tensors from their releases' names
+    """Renames a Qwen2.5-VL's, LLaVA's or Gemma 3's tensors from their releases' names
     to those transformers 4.52 to 4.57 save (vLLM reads both)."""
     from ckpt_io import rename_tensors
     pairs = (("language_model.model.", "model.language_model."),
@@ -1540,7 +1541,7 @@ def make(arch, out):
         compressor.update_config(out)
     if arch.startswith("qwen3_moe-nvfp4") or arch.startswith("qwen3_moe-mxfp4"):
         ct_experts(out, variant)
-    if arch == "gemma3_mm":
+    if arch.startswith("gemma3_mm"):
         released_vision_names(out)
         gemma3_processor(out, cfg)
     if arch.startswith("gemma4_mm"):
