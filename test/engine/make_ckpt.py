@@ -433,6 +433,16 @@ CASES = {
     "qwen2_5_vl-tf452": ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration", None),
     "llava-tf452": ("LlavaConfig", "LlavaForConditionalGeneration", None),
     "gemma3_mm-tf452": ("Gemma3Config", "Gemma3ForConditionalGeneration", None),
+    # Pixtral 12B as mistral-community ships it: LLaVA with a Pixtral tower
+    # (Mistral 3's, 3 layers; vision_feature_layer -1) and a Mistral text model.
+    "llava-pixtral": ("LlavaConfig", "LlavaForConditionalGeneration",
+                      dict(image_token_index=10, vision_feature_layer=-1,
+                           vision_feature_select_strategy="full",
+                           vision_config={"model_type": "pixtral", "hidden_size": 64,
+                                          "intermediate_size": 128, "num_hidden_layers": 3,
+                                          "num_attention_heads": 4, "head_dim": 16,
+                                          "image_size": 56, "patch_size": 14},
+                           text_config={"model_type": "mistral"})),
     # three layers: pipeline stages (vLLM wants the deepstack layers, 2,
     # on the first stage: --pp 2 gives 2 + 1)
     "qwen3_vl-l3": ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration",
@@ -1168,7 +1178,7 @@ def pixtral_processor(out, cfg):
         size={"longest_edge": v.image_size}, patch_size=v.patch_size)
     transformers.PixtralProcessor(
         image_processor=ip, tokenizer=tok, patch_size=v.patch_size,
-        spatial_merge_size=cfg.spatial_merge_size, image_token="[IMG]",
+        spatial_merge_size=getattr(cfg, "spatial_merge_size", 1), image_token="[IMG]",
         image_break_token="[IMG_BREAK]", image_end_token="[IMG_END]").save_pretrained(out)
 
 
@@ -1561,7 +1571,9 @@ def make(arch, out):
         pixtral_processor(out, cfg)
     if arch.startswith("glm4v"):
         glm4v_processor(out, cfg)
-    if arch.startswith("llava"):
+    if arch == "llava-pixtral":
+        pixtral_processor(out, cfg)
+    elif arch.startswith("llava"):
         released_vision_names(out)
         llava_processor(out, cfg)
     if arch.startswith("internvl"):
