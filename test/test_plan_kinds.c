@@ -60,6 +60,51 @@ Test(kinds, text_condition)
 		layer_conditions(c[i].row, c[i].whole, c[i].config, c[i].err);
 }
 
+/* "KEY == 'text'" and "!=": a config key's text; one absent, or not a
+ * text, equals none. */
+Test(kinds, scalar_text_condition)
+{
+	static const struct { const char *row, *whole, *config, *err; } c[] = {
+		{ "n < 1 && kind == 'full'", "n >= 1 && kind != 'ful'", "kind=\"full\"", NULL },
+		{ "n < 1 && v.kind == 'clip'", "n >= 1 && v.kind != 'clip_vision'",
+		  "v={\"kind\": \"clip\"}", NULL },
+		{ "n < 1 && kind != 'full'", "n >= 1 && kind != 'full'", "other=1", NULL },
+		{ "n < 1 && kind != 'full'", "n >= 1 && kind != '1'", "kind=1", NULL },
+		{ "n < 1 && kind == 'full'", "n >= 1", "other=1", "~not covered by rules" },
+		{ "kind === 'full'", "n >= 1", "kind=\"full\"", "~malformed condition" },
+		{ "kind == full'", "n >= 1", "kind=\"full\"", "~malformed condition" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		layer_conditions(c[i].row, c[i].whole, c[i].config, c[i].err);
+}
+
+/* "tie"'s "output_if": the tied embedding is named by the head or by
+ * itself as a config key's text says (PaliGemma's Gemma or Gemma 2). */
+Test(kinds, tie_output_if)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	static const char *const kinds[] = { "a", "b" };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		char *args = fmt(BASE " --set-config 'kind=\"%s\"'", kinds[i]);
+
+		fx_open(&f, args);
+		use_rules(&f, "{\"tie\": {\"source\": \"model.embed_tokens.weight\", "
+			  "\"output\": \"lm_head.weight\", \"output_if\": {\"if\": \"kind == 'b'\", "
+			  "\"output\": \"model.embed_tokens.weight\"}, \"drop\": [\"lm_head.weight\"], "
+			  "\"always\": true}, \"tensors\": [" CATCH_ALL "]}");
+		fx_plan(&f, 2);
+		cr_assert_eq(find_out(&f, 0, "lm_head.weight") != NULL, i == 0, "kind %s", kinds[i]);
+		cr_assert_eq(find_out(&f, 0, "model.embed_tokens.weight") != NULL, i == 1,
+			     "kind %s", kinds[i]);
+		fx_close(&f);
+		free(args);
+	}
+}
+
 /* "A && B": both hold; either side may be any condition. */
 Test(kinds, and_condition)
 {

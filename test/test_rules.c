@@ -249,7 +249,7 @@ static const char *const mm_archs[] = {
 	"Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration",
 	"LlavaForConditionalGeneration", "InternVLForConditionalGeneration",
 	"LlavaNextForConditionalGeneration", "Cohere2VisionForConditionalGeneration",
-	"LlavaOnevisionForConditionalGeneration",
+	"LlavaOnevisionForConditionalGeneration", "PaliGemmaForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

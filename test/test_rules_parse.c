@@ -341,6 +341,9 @@ Test(parse, bad_tie)
 	snprintf(text, sizeof(text), base, "{\"source\": \"e\"}");
 	parse_fails(text, "\"tie\" needs \"source\" and \"output\"");
 	snprintf(text, sizeof(text), base,
+		 "{\"source\": \"e\", \"output\": \"h\", \"output_if\": {\"if\": \"k\"}}");
+	parse_fails(text, "\"output_if\" needs \"if\" and \"output\"");
+	snprintf(text, sizeof(text), base,
 		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": \"h\"}");
 	parse_fails(text, "tie \"drop\" is not an array");
 	snprintf(text, sizeof(text), base,

@@ -361,7 +361,7 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 	if (m->rule->kind == RULE_SKIP)
 		return WSHARD_OK;
 	if (mt->tied && strcmp(as, rules->tie_source) == 0)
-		m->out = strdup(rules->tie_output);
+		m->out = strdup(rules_tie_output(rules, plan->config));
 	else
 		m->out = plan_output_name(plan, m->rule->output, &m->cap);
 	if (!m->out)

@@ -141,7 +141,7 @@ static enum wshard_err deal(struct wshard_plan *plan, const struct wshard_rules 
 			    struct wshard_rank_plan *ranks, size_t *caps, int r,
 			    struct wshard_out_tensor *t, struct wshard_error *err)
 {
-	bool tie = embed && strcmp(t->name, rules->tie_output) == 0, past;
+	bool tie = embed && strcmp(t->name, rules_tie_output(rules, plan->config)) == 0, past;
 	struct place pl;
 	int s, own = -1, k;
 	enum wshard_err rc = WSHARD_OK;

@@ -297,10 +297,11 @@ static enum wshard_err in_array(const struct wshard_config *cfg, const char *s, 
 }
 
 /*
- * "KEY[i] == 'text'" (or "!="): whether element i of config array KEY is
- * that text, for arrays of strings (Gemma 4's layer_types[n] ==
- * 'full_attention').  *handled is false, and nothing done, where s quotes
- * no text.
+ * "KEY == 'text'" (or "!="): whether config key KEY is that text (LLaVA's
+ * vision_config.model_type == 'pixtral'; absent or not a text: not equal),
+ * and "KEY[i] == 'text'": element i of config array KEY, for arrays of
+ * strings (Gemma 4's layer_types[n] == 'full_attention').  *handled is
+ * false, and nothing done, where s quotes no text.
  */
 static enum wshard_err text_cond(const struct wshard_config *cfg, const char *s, long layer,
 				 long index, const char *tensor, bool *handled, bool *out,
@@ -308,9 +309,9 @@ static enum wshard_err text_cond(const struct wshard_config *cfg, const char *s,
 {
 	struct expr x = { .cfg = cfg, .layer = layer, .index = index };
 	const char *q = strchr(s, '\''), *open = strchr(s, '['), *end;
-	size_t klen = open ? (size_t)(open - s) : 0;
+	size_t klen;
 	char key[128];
-	int64_t i = 0;
+	int64_t i = -1;
 	int op = 0;
 	json_t *v;
 
@@ -318,11 +319,17 @@ static enum wshard_err text_cond(const struct wshard_config *cfg, const char *s,
 	if (!q)
 		return WSHARD_OK;
 	end = strchr(q + 1, '\'');
-	if (open && open < q && klen < sizeof(key)) {
+	if (!open || open > q)
+		open = NULL;
+	x.s = s;
+	while (*x.s && *x.s != ' ' && *x.s != '=' && *x.s != '!' && *x.s != '[')
+		x.s++;
+	klen = (size_t)(x.s - s);
+	if (klen && klen < sizeof(key)) {
 		memcpy(key, s, klen);
 		key[klen] = '\0';
-		x.s = open;
-		i = expr_enclosed(&x, ']');
+		if (open && x.s == open)
+			i = expr_enclosed(&x, ']');
 		op = cmp_op(&x.s);
 		while (*x.s == ' ')
 			x.s++;
@@ -330,17 +337,21 @@ static enum wshard_err text_cond(const struct wshard_config *cfg, const char *s,
 	if (!op || (op != 3 && op != 4) || x.bad || x.missing || !expr_is_bare_key(key) ||
 	    x.s != q || !end || end[1])
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"rule for '%s': malformed condition \"%s\" (a quoted text compares as KEY[i] == 'text')",
+					"rule for '%s': malformed condition \"%s\" (a quoted text compares as KEY == 'text' or KEY[i] == 'text')",
 					tensor, s);
-	v = cond_array(cfg, key, tensor, err);
-	if (!v)
-		return WSHARD_EINVAL;
-	v = i >= 0 && (size_t)i < json_array_size(v) ? json_array_get(v, (size_t)i) : NULL;
-	if (!json_is_string(v))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"config.json's '%s' has no text at %lld, needed by the condition of '%s'",
-					key, (long long)i, tensor);
-	*out = (strlen(json_string_value(v)) == (size_t)(end - q - 1) &&
+	if (open) {
+		v = cond_array(cfg, key, tensor, err);
+		if (!v)
+			return WSHARD_EINVAL;
+		v = i >= 0 && (size_t)i < json_array_size(v) ? json_array_get(v, (size_t)i) : NULL;
+		if (!json_is_string(v))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"config.json's '%s' has no text at %lld, needed by the condition of '%s'",
+						key, (long long)i, tensor);
+	} else {
+		v = catalog_config_key(cfg, key);
+	}
+	*out = (json_is_string(v) && strlen(json_string_value(v)) == (size_t)(end - q - 1) &&
 		!strncmp(json_string_value(v), q + 1, (size_t)(end - q - 1))) == (op == 3);
 	return WSHARD_OK;
 }

@@ -27,7 +27,10 @@ enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
 /*
  * Evaluates the condition s of a rule: an expression as above, or two
  * joined by one of >= > <= < == !=; n stands for layer (when layer >= 0)
- * and i for index (when index >= 0: an extra's "each").  A bare
+ * and i for index (when index >= 0: an extra's "each").  A config key
+ * (or KEY[i] of an array) compares with a quoted text by == and !=
+ * ("vision_config.model_type == 'pixtral'"); one that is absent or no
+ * text equals none.  A bare
  * expression is true when non-zero; a bare config key that is absent or
  * null is false.  Returns WSHARD_OK and *out, or WSHARD_EINVAL.
  */

@@ -149,6 +149,8 @@ void wshard_rules_free(struct wshard_rules *r)
 	free(r->tie_drop);
 	free(r->tie_source);
 	free(r->tie_output);
+	free(r->tie_output_if);
+	free(r->tie_output_alt);
 	json_decref(r->defaults);
 	for (i = 0; i < r->npp_stages; i++)
 		free(r->pp_stages[i].pattern);

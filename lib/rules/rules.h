@@ -201,6 +201,8 @@ struct wshard_rules {
 	/* Tied embeddings. */
 	char *tie_source;	/* the tensor that feeds the tied output */
 	char *tie_output;	/* the name written */
+	char *tie_output_if;	/* where this holds (or NULL), ... */
+	char *tie_output_alt;	/* ... this name instead */
 	size_t ntie_drop;
 	char **tie_drop;	/* source names skipped when tied */
 	bool tie_default;	/* when config.json does not say */
@@ -332,6 +334,13 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 				   struct wshard_error *err);
 enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 				struct wshard_error *err);
+
+/* The name the tied embedding is written under for config cfg: "tie"'s
+ * "output_if" name where its condition holds (PaliGemma 2's Gemma 2 text
+ * model names it as the embedding, PaliGemma's Gemma as the head), else
+ * "output".  A condition that cannot be evaluated does not hold. */
+struct wshard_config;
+const char *rules_tie_output(const struct wshard_rules *r, const struct wshard_config *cfg);
 /* The strings of JSON array val (NULL: none) copied into *out, NULL
  * terminated, their count in *n: what names the key in r's errors (an
  * entry that is not a string, or an empty one when nonempty).  Returns

@@ -202,11 +202,32 @@ enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 	if (!r->tie_source || !r->tie_output)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': \"tie\" needs \"source\" and \"output\" names", r->name);
+	if (json_object_get(tie, "output_if")) {
+		json_t *alt = json_object_get(tie, "output_if");
+
+		r->tie_output_if = dup_or_null(json_string_value(json_object_get(alt, "if")));
+		r->tie_output_alt = dup_or_null(json_string_value(json_object_get(alt, "output")));
+		if (!r->tie_output_if || !r->tie_output_alt)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': \"tie\"'s \"output_if\" needs \"if\" and \"output\"",
+						r->name);
+	}
 	r->tie_default = json_is_true(json_object_get(tie, "default"));
 	r->tie_always = json_is_true(json_object_get(tie, "always"));
 	drop = json_object_get(tie, "drop");
 	return rules_parse_strings(r, drop, "tie \"drop\"", false, &r->tie_drop, &r->ntie_drop,
 				   err);
+}
+
+const char *rules_tie_output(const struct wshard_rules *r, const struct wshard_config *cfg)
+{
+	struct wshard_error ignored = { 0 };
+	bool alt = false;
+
+	if (r->tie_output_if &&
+	    expr_eval_cond(cfg, r->tie_output_if, -1, -1, r->tie_source, &alt, &ignored))
+		alt = false;
+	return alt ? r->tie_output_alt : r->tie_output;
 }
 
 enum wshard_err rules_parse_strings(const struct wshard_rules *r, json_t *val, const char *what,

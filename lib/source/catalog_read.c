@@ -121,14 +121,15 @@ void catalog_config_fields(struct wshard_config *c)
 /*
  * The object holding the text model's config: a multimodal config.json
  * (Gemma 3's Gemma3ForConditionalGeneration) nests it under text_config
- * and has no hidden_size of its own, as transformers' get_text_config()
- * finds it; otherwise the file itself.
+ * and has no layers of its own, as transformers' get_text_config() finds
+ * it (PaliGemma's has a hidden_size beside it, the projector's width);
+ * otherwise the file itself.
  */
 static json_t *model_config(json_t *root)
 {
 	json_t *t = json_object_get(root, "text_config");
 
-	if (json_object_get(root, "hidden_size") || !json_is_object(t))
+	if (json_object_get(root, "num_hidden_layers") || !json_is_object(t))
 		return root;
 	return t;
 }

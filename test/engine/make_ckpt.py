@@ -384,6 +384,40 @@ CASES = {
               dict(image_token_index=999, image_seq_length=16,
                    vision_config=CLIP_TOWER,
                    text_config={"model_type": "llama"})),
+    # LLaVA-Interleave (llava-hf/llava-interleave-qwen-*): a Qwen2 text
+    # model, a SigLIP tower (3 layers, all of them used: vision_feature_layer
+    # -1, "full" features) and LLaVA's projector; 56x56 images, 16 tokens.
+    "llava-siglip": ("LlavaConfig", "LlavaForConditionalGeneration",
+                     dict(image_token_index=999, vision_feature_layer=-1,
+                          vision_feature_select_strategy="full",
+                          vision_config={"model_type": "siglip_vision_model",
+                                         "hidden_size": 64, "intermediate_size": 128,
+                                         "num_hidden_layers": 3, "num_attention_heads": 4,
+                                         "image_size": 56, "patch_size": 14},
+                          text_config={"model_type": "qwen2"})),
+    # PaliGemma (google/paligemma-3b-*): a Gemma text model, a SigLIP tower
+    # (3 layers, all used, with its last norm) and one linear projector;
+    # 56x56 images, 16 image tokens before the prompt.  -gemma2:
+    # PaliGemma 2's Gemma 2 text model.
+    "paligemma": ("PaliGemmaConfig", "PaliGemmaForConditionalGeneration",
+                  dict(image_token_index=999, projection_dim=256, hidden_size=256,
+                       vocab_size=1000,
+                       vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                      "num_hidden_layers": 3, "num_attention_heads": 4,
+                                      "image_size": 56, "patch_size": 14,
+                                      "vision_use_head": False},
+                       text_config={"model_type": "gemma"})),
+    "paligemma-gemma2": ("PaliGemmaConfig", "PaliGemmaForConditionalGeneration",
+                         dict(image_token_index=999, projection_dim=256, hidden_size=256,
+                              vocab_size=1000,
+                              vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                             "num_hidden_layers": 3,
+                                             "num_attention_heads": 4,
+                                             "image_size": 56, "patch_size": 14,
+                                             "vision_use_head": False},
+                              text_config={"model_type": "gemma2",
+                                           "query_pre_attn_scalar": 64,
+                                           "sliding_window": 64})),
     # InternVL 3 in transformers' format (OpenGVLab's -hf checkpoints): a
     # Qwen2 text model, an InternViT-300M-like tower (q/k/v biases, layer
     # scales; 3 layers) and a pixel-shuffling projector; 56x56 images, 4
@@ -880,23 +914,13 @@ def released_vision_names(out, tower="vision_tower."):
     checkpoints carry (vision_tower.vision_model.X): vLLM 0.32 loads only
     those ("There is no module or parameter named 'vision_tower.embeddings'
     in Gemma3ForConditionalGeneration")."""
-    import json
-    import os
-    from safetensors.torch import load_file, save_file
-    idx_path = os.path.join(out, "model.safetensors.index.json")
-    idx = json.load(open(idx_path))
+    from ckpt_io import rename_tensors
 
     def rename(n):
         if n.startswith(tower) and not n.startswith(tower + "vision_model."):
             return tower + "vision_model." + n[len(tower):]
         return n
-    for fname in sorted(set(idx["weight_map"].values())):
-        path = os.path.join(out, fname)
-        t = load_file(path)
-        save_file({rename(k): v for k, v in t.items()}, path, metadata={"format": "pt"})
-    idx["weight_map"] = dict(sorted((rename(k), v) for k, v in idx["weight_map"].items()))
-    with open(idx_path, "w") as f:
-        json.dump(idx, f, indent=2)
+    rename_tensors(out, rename)
 
 
 def released_fused_experts(out):
@@ -1092,13 +1116,39 @@ def llava_processor(out, cfg):
         ip = transformers.LlavaNextImageProcessor(
             image_grid_pinpoints=cfg.image_grid_pinpoints, **kw)
         proc = transformers.LlavaNextProcessor
+    elif v.model_type == "siglip_vision_model":  # no class token
+        ip = transformers.SiglipImageProcessor(
+            size={"height": v.image_size, "width": v.image_size})
+        proc = transformers.LlavaProcessor
     else:
         ip = transformers.CLIPImageProcessor(**kw)
         proc = transformers.LlavaProcessor
     proc(
         image_processor=ip, tokenizer=tok, patch_size=v.patch_size,
         vision_feature_select_strategy=cfg.vision_feature_select_strategy,
-        image_token="<image>", num_additional_image_tokens=1).save_pretrained(out)
+        image_token="<image>",
+        num_additional_image_tokens=int(v.model_type == "clip_vision_model")
+    ).save_pretrained(out)
+
+
+def paligemma_processor(out, cfg):
+    """Writes a word-level tokenizer (bos added, as PaliGemma's; the newline
+    that ends its prompts a token) and PaliGemmaProcessor for the tiny
+    vocabulary: vLLM's PaliGemma processor inserts the image tokens and a
+    bos after the prompt's bos.  The
+    processor adds its 1,152 location and segmentation tokens past the
+    vocabulary; no prompt uses them."""
+    import transformers
+    tok = word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+                               "\n": 4, "<image>": cfg.image_token_index},
+                         "<pad>", "<eos>", "<bos>", "<unk>",
+                         extra_special_tokens={"image_token": "<image>"})
+    tok.add_bos_token = True
+    size = cfg.vision_config.image_size
+    transformers.PaliGemmaProcessor(
+        image_processor=transformers.SiglipImageProcessor(
+            size={"height": size, "width": size}, image_seq_length=16),
+        tokenizer=tok).save_pretrained(out)
 
 
 def internvl_processor(out, cfg):
@@ -1578,6 +1628,9 @@ def make(arch, out):
         llava_processor(out, cfg)
     if arch.startswith("internvl"):
         internvl_processor(out, cfg)
+    if arch.startswith("paligemma"):
+        released_vision_names(out)
+        paligemma_processor(out, cfg)
     if arch.endswith("-tf452"):
         tf452_names(out)
     if arch.startswith("cohere2_vision"):

@@ -89,6 +89,11 @@ def image_prompt(model):
         size = cfg["vision_config"]["image_size"] if "Cohere2Vision" in \
             cfg["architectures"][0] else 56
         image = [cfg.get("image_token_index", cfg.get("image_token_id"))]
+    elif "PaliGemma" in cfg["architectures"][0]:
+        # PaliGemma: no image token in the prompt; vLLM inserts the image's
+        # tokens and a bos after the prompt's bos
+        size = cfg["vision_config"]["image_size"]
+        image = []
     elif "Glm4v" in cfg["architectures"][0]:
         # GLM-4.1V: the image pad between its begin and end tokens
         size = 56
