@@ -115,6 +115,14 @@ DSV4 = dict(num_hidden_layers=4, num_attention_heads=4, head_dim=512,
             mlp_layer_types=["hash_moe", "hash_moe", "moe", "moe"])
 
 # arch -> (config class, model class, config overrides)
+# PaliGemma's tower (SigLIP, 3 layers, no pooling head) and projector.
+PALIGEMMA = dict(image_token_index=999, projection_dim=256, hidden_size=256,
+                 vocab_size=1000,
+                 vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                "num_hidden_layers": 3, "num_attention_heads": 4,
+                                "image_size": 56, "patch_size": 14,
+                                "vision_use_head": False})
+
 CASES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     # five layers: pipeline stages of unequal depth (--pp 2 gives 3 + 2)
@@ -400,24 +408,11 @@ CASES = {
     # 56x56 images, 16 image tokens before the prompt.  -gemma2:
     # PaliGemma 2's Gemma 2 text model.
     "paligemma": ("PaliGemmaConfig", "PaliGemmaForConditionalGeneration",
-                  dict(image_token_index=999, projection_dim=256, hidden_size=256,
-                       vocab_size=1000,
-                       vision_config={"hidden_size": 64, "intermediate_size": 128,
-                                      "num_hidden_layers": 3, "num_attention_heads": 4,
-                                      "image_size": 56, "patch_size": 14,
-                                      "vision_use_head": False},
-                       text_config={"model_type": "gemma"})),
+                  dict(PALIGEMMA, text_config={"model_type": "gemma"})),
     "paligemma-gemma2": ("PaliGemmaConfig", "PaliGemmaForConditionalGeneration",
-                         dict(image_token_index=999, projection_dim=256, hidden_size=256,
-                              vocab_size=1000,
-                              vision_config={"hidden_size": 64, "intermediate_size": 128,
-                                             "num_hidden_layers": 3,
-                                             "num_attention_heads": 4,
-                                             "image_size": 56, "patch_size": 14,
-                                             "vision_use_head": False},
-                              text_config={"model_type": "gemma2",
-                                           "query_pre_attn_scalar": 64,
-                                           "sliding_window": 64})),
+                         dict(PALIGEMMA, text_config={"model_type": "gemma2",
+                                                      "query_pre_attn_scalar": 64,
+                                                      "sliding_window": 64})),
     # InternVL 3 in transformers' format (OpenGVLab's -hf checkpoints): a
     # Qwen2 text model, an InternViT-300M-like tower (q/k/v biases, layer
     # scales; 3 layers) and a pixel-shuffling projector; 56x56 images, 4
