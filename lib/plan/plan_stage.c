@@ -129,19 +129,28 @@ static enum wshard_err push_copy(struct wshard_rank_plan *rp, size_t *cap,
 	return plan_rank_push(rp, cap, &c, err);
 }
 
+/* The tied embedding's two names when a pipeline splits it: embed is NULL
+ * when the embeddings are not tied. */
+struct tied {
+	const char *head;	/* the tie's output, for this config */
+	const char *embed;	/* the embedding's own output name */
+	struct place pl;	/* where embed is built */
+};
+
 /*
  * Deals tensor t of tp rank r out to each stage that holds it: a copy to
  * each but the last that holds it under its own name, which takes t
  * itself (most outputs are on one stage: nothing copied).  The tied
- * embedding's one tensor goes under the head's name to the head's stages
- * and under the embedding's own (embed, placed at *epl) to its others.
+ * embedding's one tensor goes under the head's name (tied->head) to the
+ * head's stages and under the embedding's own (tied->embed, placed at
+ * tied->pl) to its others.
  */
 static enum wshard_err deal(struct wshard_plan *plan, const struct wshard_rules *rules,
-			    const char *embed, const struct place *epl,
-			    struct wshard_rank_plan *ranks, size_t *caps, int r,
-			    struct wshard_out_tensor *t, struct wshard_error *err)
+			    const struct tied *tied, struct wshard_rank_plan *ranks,
+			    size_t *caps, int r, struct wshard_out_tensor *t,
+			    struct wshard_error *err)
 {
-	bool tie = embed && strcmp(t->name, rules_tie_output(rules, plan->config)) == 0, past;
+	bool tie = tied->embed && strcmp(t->name, tied->head) == 0, past;
 	struct place pl;
 	int s, own = -1, k;
 	enum wshard_err rc = WSHARD_OK;
@@ -158,8 +167,8 @@ static enum wshard_err deal(struct wshard_plan *plan, const struct wshard_rules 
 		k = s * plan->tp + r;
 		if (s != own && holds(plan, &pl, s))
 			rc = push_copy(&ranks[k], &caps[k], t, t->name, err);
-		else if (s != own && tie && holds(plan, epl, s))
-			rc = push_copy(&ranks[k], &caps[k], t, embed, err);
+		else if (s != own && tie && holds(plan, &tied->pl, s))
+			rc = push_copy(&ranks[k], &caps[k], t, tied->embed, err);
 	}
 	k = own * plan->tp + r;
 	return rc ? rc : plan_rank_push(&ranks[k], &caps[k], t, err);
@@ -170,8 +179,7 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 {
 	int pp = plan->opt.pp, tp = plan->tp, n = pp * tp, r, s;
 	struct wshard_rank_plan *ranks;
-	const char *embed = NULL;
-	struct place epl = { -1, RULES_STAGE_ALL };
+	struct tied tied = { NULL, NULL, { -1, RULES_STAGE_ALL } };
 	bool past;
 	size_t i, *caps;
 	int64_t first_min;
@@ -191,14 +199,16 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 					pp, plan->stage_layers[0], (long long)first_min,
 					rules->pp_first_min);
 	/* tied: the embedding's own output name (the tie source's rule's) */
-	for (i = 0; plan_is_tied(rules, plan->config) && i < rules->nrules && !embed; i++)
+	for (i = 0; plan_is_tied(rules, plan->config) && i < rules->nrules && !tied.embed; i++)
 		if (strcmp(rules->rules[i].match, rules->tie_source) == 0)
-			embed = rules->rules[i].output ? rules->rules[i].output
-						       : rules->rules[i].match;
-	if (embed && !place_of(plan, rules, embed, &epl, &past))
+			tied.embed = rules->rules[i].output ? rules->rules[i].output
+							    : rules->rules[i].match;
+	if (tied.embed && !place_of(plan, rules, tied.embed, &tied.pl, &past))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"rules '%s' give no pipeline stage for output '%s'",
-					rules->name, embed);
+					rules->name, tied.embed);
+	if (tied.embed)
+		tied.head = rules_tie_output(rules, plan->config);
 	ranks = calloc((size_t)n, sizeof(*ranks));
 	caps = calloc((size_t)n, sizeof(*caps));
 	if (!ranks || !caps) {
@@ -217,7 +227,7 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 		struct wshard_rank_plan *rp = &plan->ranks[r];
 
 		for (i = 0; i < rp->ntensors && !rc; i++)
-			rc = deal(plan, rules, embed, &epl, ranks, caps, r, &rp->tensors[i], err);
+			rc = deal(plan, rules, &tied, ranks, caps, r, &rp->tensors[i], err);
 	}
 	/* what was not dealt (a failure) is freed with the old ranks (dealt
 	 * ones were zeroed); the new ones go with the plan either way */

@@ -21,6 +21,8 @@
 
 #include "wshard.h"
 
+struct wshard_config;
+
 enum rule_kind {
 	RULE_ROW,		/* dimension 0 split by tp */
 	RULE_COL,		/* dimension 1 split by tp */
@@ -339,7 +341,6 @@ enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
  * "output_if" name where its condition holds (PaliGemma 2's Gemma 2 text
  * model names it as the embedding, PaliGemma's Gemma as the head), else
  * "output".  A condition that cannot be evaluated does not hold. */
-struct wshard_config;
 const char *rules_tie_output(const struct wshard_rules *r, const struct wshard_config *cfg);
 /* The strings of JSON array val (NULL: none) copied into *out, NULL
  * terminated, their count in *n: what names the key in r's errors (an
