@@ -69,6 +69,17 @@ def engine_env():
     runpy.run_path(os.path.join(hook, "sitecustomize.py"))
 
 
+def eager():
+    """vLLM 0.32 compiles its sampler's logprobs gather with torch.compile
+    (v1/sample/sampler.py, gather_logprobs): dynamo and inductor take 5 s of
+    each start's first step, on a model whose whole generation takes a
+    tenth of a second.  The oracle's runs take it eagerly, the reference
+    and wshard's output alike (answers checked equal both ways)."""
+    os.environ["TORCHDYNAMO_DISABLE"] = "1"
+    import torch._dynamo
+    torch._dynamo.config.disable = True
+
+
 def image_prompt(model):
     """A prompt with one image (fixed pseudo-random pixels, the size of the
     vision config), for a multimodal checkpoint: its answers depend on every
@@ -365,6 +376,24 @@ def serve(path):
     engine_env()
     import torch  # noqa: F401  (the imports every request shares)
     from vllm import LLM, SamplingParams  # noqa: F401
+    import importlib
+    # what every start imports past vllm.LLM (its engine core, executors,
+    # CPU worker, loaders and sampler): 3 s a start, once here
+    for m in ("vllm.v1.engine.core", "vllm.v1.engine.llm_engine",
+              "vllm.v1.executor.uniproc_executor", "vllm.v1.executor.multiproc_executor",
+              "vllm.v1.worker.cpu_worker", "vllm.v1.worker.cpu_model_runner",
+              "vllm.model_executor.model_loader", "vllm.model_executor.layers.fused_moe",
+              "vllm.model_executor.models.registry", "vllm.v1.sample.sampler"):
+        try:
+            importlib.import_module(m)
+        except ImportError:
+            pass  # another vLLM: its starts import what it has
+    import gc
+    # what is imported by now lives as long as the server: out of the
+    # collector's sight, the collections vLLM runs in each start (five,
+    # 1.5 s in all) no longer walk it
+    gc.collect()
+    gc.freeze()
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path + ".tmp")
     srv.listen(1)
@@ -506,9 +535,11 @@ def main(argv):
     if cmd == "ref" and len(argv) == 6:
         os.environ["WSHARD_ORACLE_DUMP"] = os.path.abspath(argv[4])
         engine_env()
+        eager()
         answers(argv[2], int(argv[3]), argv[5], **ep)
     elif cmd == "load" and len(argv) in (5, 6):
         engine_env()
+        eager()
         if len(argv) == 5 or argv[5] == "sharded_state":
             # stock vLLM: no general plugin (the wshard plugin would also
             # answer vLLM's reading of the output's headers)

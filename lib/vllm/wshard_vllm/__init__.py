@@ -303,8 +303,10 @@ def _patch_params_metadata():
         return orig(model, *args, **kwargs)
     get_safetensors_params_metadata._wshard = True
     config.get_safetensors_params_metadata = get_safetensors_params_metadata
+    # (a module's own names only: getattr on transformers' lazy module
+    # would import every model of it, seconds of each vLLM start)
     for mod in list(sys.modules.values()):
-        if getattr(mod, "get_safetensors_params_metadata", None) is orig:
+        if getattr(mod, "__dict__", {}).get("get_safetensors_params_metadata") is orig:
             mod.get_safetensors_params_metadata = get_safetensors_params_metadata
 
 
