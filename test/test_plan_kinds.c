@@ -105,6 +105,34 @@ Test(kinds, tie_output_if)
 	}
 }
 
+/* "tie"'s "if": tied as the condition says, whatever the top level's
+ * tie_word_embeddings (Idefics3 ties by text_config's); an absent key is
+ * false. */
+Test(kinds, tie_if)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	static const struct { const char *set; bool tied; } c[] = {
+		{ "--set-config tie_word_embeddings=false --set-config 't={\"tie\": true}'", true },
+		{ "--set-config tie_word_embeddings=true --set-config 't={\"tie\": false}'", false },
+		{ "--set-config tie_word_embeddings=true", false },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char *args = fmt(BASE " %s", c[i].set);
+
+		fx_open(&f, args);
+		use_rules(&f, "{\"tie\": {\"source\": \"model.embed_tokens.weight\", "
+			  "\"output\": \"lm_head.weight\", \"if\": \"t.tie\", "
+			  "\"drop\": [\"lm_head.weight\"]}, \"tensors\": [" CATCH_ALL "]}");
+		fx_plan(&f, 2);
+		cr_assert_eq(find_out(&f, 0, "model.embed_tokens.weight") == NULL, c[i].tied,
+			     "%s", c[i].set);
+		fx_close(&f);
+		free(args);
+	}
+}
+
 /* "A && B": both hold; either side may be any condition. */
 Test(kinds, and_condition)
 {

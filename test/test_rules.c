@@ -250,6 +250,7 @@ static const char *const mm_archs[] = {
 	"LlavaForConditionalGeneration", "InternVLForConditionalGeneration",
 	"LlavaNextForConditionalGeneration", "Cohere2VisionForConditionalGeneration",
 	"LlavaOnevisionForConditionalGeneration", "PaliGemmaForConditionalGeneration",
+	"Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

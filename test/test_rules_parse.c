@@ -343,6 +343,8 @@ Test(parse, bad_tie)
 	snprintf(text, sizeof(text), base,
 		 "{\"source\": \"e\", \"output\": \"h\", \"output_if\": {\"if\": \"k\"}}");
 	parse_fails(text, "\"output_if\" needs \"if\" and \"output\"");
+	snprintf(text, sizeof(text), base, "{\"source\": \"e\", \"output\": \"h\", \"if\": 1}");
+	parse_fails(text, "\"tie\"'s \"if\" is not a condition");
 	snprintf(text, sizeof(text), base,
 		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": \"h\"}");
 	parse_fails(text, "tie \"drop\" is not an array");

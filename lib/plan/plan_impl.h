@@ -220,10 +220,6 @@ enum wshard_err plan_check_shape(const struct wshard_plan *plan,
 				 const struct member *m, struct shape_memo *memo,
 				 struct wshard_error *err);
 
-/* plan_match.c: whether the word embeddings are tied (the rules' "tie"
- * and config.json's tie_word_embeddings). */
-bool plan_is_tied(const struct wshard_rules *rules, const struct wshard_config *cfg);
-
 /*
  * plan_stage.c: with --pp P > 1, the tp ranks built so far become P * tp,
  * stage s's rank t holding rank t's outputs of the decoder layers that

@@ -27,17 +27,6 @@
  * model's depth). */
 #define MAX_LAYERS 100000
 
-bool plan_is_tied(const struct wshard_rules *rules, const struct wshard_config *cfg)
-{
-	if (!rules->tie_source)
-		return false;
-	if (rules->tie_always)
-		return true;
-	if (cfg->tie_word_embeddings >= 0)
-		return cfg->tie_word_embeddings == 1;
-	return rules->tie_default;
-}
-
 static bool in_list(char *const *list, size_t n, const char *s)
 {
 	size_t i;
@@ -484,7 +473,7 @@ static enum wshard_err start_run(const struct wshard_plan *plan,
 
 	memset(run, 0, sizeof(*run));
 	run->mt.rules = rules;
-	run->mt.tied = plan_is_tied(rules, plan->config);
+	run->mt.tied = rules_is_tied(rules, plan->config);
 	run->np = match_threads(nt);
 	run->members = calloc(nt + 1, sizeof(*run->members));
 	run->uncovered = calloc(nt + 1, sizeof(*run->uncovered));

@@ -199,7 +199,7 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 					pp, plan->stage_layers[0], (long long)first_min,
 					rules->pp_first_min);
 	/* tied: the embedding's own output name (the tie source's rule's) */
-	for (i = 0; plan_is_tied(rules, plan->config) && i < rules->nrules && !tied.embed; i++)
+	for (i = 0; rules_is_tied(rules, plan->config) && i < rules->nrules && !tied.embed; i++)
 		if (strcmp(rules->rules[i].match, rules->tie_source) == 0)
 			tied.embed = rules->rules[i].output ? rules->rules[i].output
 							    : rules->rules[i].match;

@@ -150,6 +150,7 @@ void wshard_rules_free(struct wshard_rules *r)
 	free(r->tie_source);
 	free(r->tie_output);
 	free(r->tie_output_if);
+	free(r->tie_if);
 	free(r->tie_output_alt);
 	json_decref(r->defaults);
 	for (i = 0; i < r->npp_stages; i++)

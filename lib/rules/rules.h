@@ -205,6 +205,8 @@ struct wshard_rules {
 	char *tie_output;	/* the name written */
 	char *tie_output_if;	/* where this holds (or NULL), ... */
 	char *tie_output_alt;	/* ... this name instead */
+	char *tie_if;		/* tied where this holds (or NULL: config.json's
+				 * tie_word_embeddings, else tie_default) */
 	size_t ntie_drop;
 	char **tie_drop;	/* source names skipped when tied */
 	bool tie_default;	/* when config.json does not say */
@@ -342,6 +344,13 @@ enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
  * model names it as the embedding, PaliGemma's Gemma as the head), else
  * "output".  A condition that cannot be evaluated does not hold. */
 const char *rules_tie_output(const struct wshard_rules *r, const struct wshard_config *cfg);
+/* Whether r ties its head to its embedding for config cfg: always where
+ * "tie" says "always"; else where "tie"'s "if" holds, when it has one
+ * (Idefics3's vLLM model ties by text_config's setting, where
+ * tie_word_embeddings is read from the top level first); else as
+ * config.json's tie_word_embeddings says; else by "default".  An "if"
+ * that cannot be evaluated does not hold. */
+bool rules_is_tied(const struct wshard_rules *r, const struct wshard_config *cfg);
 /* The strings of JSON array val (NULL: none) copied into *out, NULL
  * terminated, their count in *n: what names the key in r's errors (an
  * entry that is not a string, or an empty one when nonempty).  Returns

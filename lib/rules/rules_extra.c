@@ -212,6 +212,10 @@ enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 						"'%s': \"tie\"'s \"output_if\" needs \"if\" and \"output\"",
 						r->name);
 	}
+	if (json_object_get(tie, "if") &&
+	    !(r->tie_if = dup_or_null(json_string_value(json_object_get(tie, "if")))))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"tie\"'s \"if\" is not a condition", r->name);
 	r->tie_default = json_is_true(json_object_get(tie, "default"));
 	r->tie_always = json_is_true(json_object_get(tie, "always"));
 	drop = json_object_get(tie, "drop");
@@ -228,6 +232,23 @@ const char *rules_tie_output(const struct wshard_rules *r, const struct wshard_c
 	    expr_eval_cond(cfg, r->tie_output_if, -1, -1, r->tie_source, &alt, &ignored))
 		alt = false;
 	return alt ? r->tie_output_alt : r->tie_output;
+}
+
+bool rules_is_tied(const struct wshard_rules *r, const struct wshard_config *cfg)
+{
+	struct wshard_error err = { 0 };
+	bool holds = false;
+
+	if (!r->tie_source)
+		return false;
+	if (r->tie_always)
+		return true;
+	if (r->tie_if)
+		return expr_eval_cond(cfg, r->tie_if, -1, -1, r->tie_source, &holds, &err) ==
+		       WSHARD_OK && holds;
+	if (cfg->tie_word_embeddings >= 0)
+		return cfg->tie_word_embeddings == 1;
+	return r->tie_default;
 }
 
 enum wshard_err rules_parse_strings(const struct wshard_rules *r, json_t *val, const char *what,

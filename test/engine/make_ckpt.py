@@ -413,6 +413,30 @@ CASES = {
                          dict(PALIGEMMA, text_config={"model_type": "gemma2",
                                                       "query_pre_attn_scalar": 64,
                                                       "sliding_window": 64})),
+    # Idefics3 (HuggingFaceM4/Idefics3-8B-Llama3): a Llama text model, a
+    # SigLIP-like tower (3 layers, all used, with its last norm) and a
+    # pixel-shuffling connector; 56x56 images, one tile, 4 image tokens.
+    # A head of its own, as the 8B's config says at both levels (vLLM ties
+    # by the text config's alone)
+    "idefics3": ("Idefics3Config", "Idefics3ForConditionalGeneration",
+                 dict(image_token_id=999, scale_factor=2, pad_token_id=0,
+                      tie_word_embeddings=False,
+                      vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                     "num_hidden_layers": 3, "num_attention_heads": 4,
+                                     "image_size": 56, "patch_size": 14},
+                      text_config={"model_type": "llama", "pad_token_id": 0,
+                                   "tie_word_embeddings": False})),
+    # SmolVLM (HuggingFaceTB/SmolVLM-*, SmolVLM2): Idefics3's layout under
+    # its own classes and processor.  Its text config ties the head, its
+    # own does not (transformers then saves a head of its own): vLLM ties
+    # by the text config's, dropping that head
+    "smolvlm": ("SmolVLMConfig", "SmolVLMForConditionalGeneration",
+                dict(image_token_id=999, scale_factor=2, pad_token_id=0,
+                     vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                    "num_hidden_layers": 3, "num_attention_heads": 4,
+                                    "image_size": 56, "patch_size": 14},
+                     text_config={"model_type": "llama", "pad_token_id": 0,
+                                  "tie_word_embeddings": True})),
     # InternVL 3 in transformers' format (OpenGVLab's -hf checkpoints): a
     # Qwen2 text model, an InternViT-300M-like tower (q/k/v biases, layer
     # scales; 3 layers) and a pixel-shuffling projector; 56x56 images, 4
@@ -1146,6 +1170,37 @@ def paligemma_processor(out, cfg):
         tokenizer=tok).save_pretrained(out)
 
 
+def idefics3_processor(out, cfg, smol=False):
+    """Writes a word-level tokenizer holding Idefics3's image tokens and
+    Idefics3Processor (smol: SmolVLMProcessor) for the tiny vocabulary (which would add them past it
+    otherwise): one 56x56 tile an image, no splitting, so that vLLM
+    expands the image token into <fake_token_around_image><global-img>,
+    the image's 4 tokens and <fake_token_around_image>."""
+    import transformers
+    tok = word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+                               "\n": 4, "<fake_token_around_image>": 996,
+                               "<global-img>": 997, "<end_of_utterance>": 998,
+                               "<image>": cfg.image_token_id},
+                         "<pad>", "<eos>", "<bos>", "<unk>")
+    size = cfg.vision_config.image_size
+    ip = transformers.Idefics3ImageProcessor(
+        size={"longest_edge": size}, max_image_size={"longest_edge": size},
+        do_image_splitting=False)
+    seq = (size // cfg.vision_config.patch_size) ** 2 // cfg.scale_factor ** 2
+    if smol:
+        # SmolVLM's processor: Idefics3's tokens, and a video processor
+        ip = transformers.SmolVLMImageProcessor(
+            size={"longest_edge": size}, max_image_size={"longest_edge": size},
+            do_image_splitting=False)
+        vp = transformers.SmolVLMVideoProcessor(
+            size={"longest_edge": size}, max_image_size={"longest_edge": size})
+        transformers.SmolVLMProcessor(image_processor=ip, tokenizer=tok, video_processor=vp,
+                                      image_seq_len=seq).save_pretrained(out)
+        return
+    transformers.Idefics3Processor(image_processor=ip, tokenizer=tok,
+                                   image_seq_len=seq).save_pretrained(out)
+
+
 def internvl_processor(out, cfg):
     """Writes a word-level tokenizer and InternVLProcessor for the tiny
     vocabulary: vLLM's InternVL processor needs both, and finds the image
@@ -1623,6 +1678,8 @@ def make(arch, out):
         llava_processor(out, cfg)
     if arch.startswith("internvl"):
         internvl_processor(out, cfg)
+    if arch.startswith("idefics3") or arch.startswith("smolvlm"):
+        idefics3_processor(out, cfg, arch.startswith("smolvlm"))
     if arch.startswith("paligemma"):
         released_vision_names(out)
         paligemma_processor(out, cfg)

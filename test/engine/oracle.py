@@ -93,10 +93,11 @@ def image_prompt(model):
         size = cfg["vision_config"]["image_size"]
         image = [cfg["image_token_index"]]
     elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL",
-                                                    "Cohere2Vision")):
+                                                    "Cohere2Vision", "Idefics3", "SmolVLM")):
         # one image token, which vLLM expands (Mistral 3 into rows of
-        # [IMG], InternVL between <img> and </img>); 56x56, Command A
-        # Vision's 64x64 (make_ckpt.py)
+        # [IMG], InternVL between <img> and </img>, Idefics3 between
+        # <fake_token_around_image>s); 56x56, Command A Vision's 64x64
+        # (make_ckpt.py)
         size = cfg["vision_config"]["image_size"] if "Cohere2Vision" in \
             cfg["architectures"][0] else 56
         image = [cfg.get("image_token_index", cfg.get("image_token_id"))]
