@@ -123,6 +123,12 @@ PALIGEMMA = dict(image_token_index=999, projection_dim=256, hidden_size=256,
                                 "image_size": 56, "patch_size": 14,
                                 "vision_use_head": False})
 
+# Idefics3's and SmolVLM's tower (SigLIP-like, 3 layers) and connector.
+IDEFICS3 = dict(image_token_id=999, scale_factor=2, pad_token_id=0,
+                vision_config={"hidden_size": 64, "intermediate_size": 128,
+                               "num_hidden_layers": 3, "num_attention_heads": 4,
+                               "image_size": 56, "patch_size": 14})
+
 CASES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     # five layers: pipeline stages of unequal depth (--pp 2 gives 3 + 2)
@@ -419,11 +425,7 @@ CASES = {
     # A head of its own, as the 8B's config says at both levels (vLLM ties
     # by the text config's alone)
     "idefics3": ("Idefics3Config", "Idefics3ForConditionalGeneration",
-                 dict(image_token_id=999, scale_factor=2, pad_token_id=0,
-                      tie_word_embeddings=False,
-                      vision_config={"hidden_size": 64, "intermediate_size": 128,
-                                     "num_hidden_layers": 3, "num_attention_heads": 4,
-                                     "image_size": 56, "patch_size": 14},
+                 dict(IDEFICS3, tie_word_embeddings=False,
                       text_config={"model_type": "llama", "pad_token_id": 0,
                                    "tie_word_embeddings": False})),
     # SmolVLM (HuggingFaceTB/SmolVLM-*, SmolVLM2): Idefics3's layout under
@@ -431,12 +433,8 @@ CASES = {
     # own does not (transformers then saves a head of its own): vLLM ties
     # by the text config's, dropping that head
     "smolvlm": ("SmolVLMConfig", "SmolVLMForConditionalGeneration",
-                dict(image_token_id=999, scale_factor=2, pad_token_id=0,
-                     vision_config={"hidden_size": 64, "intermediate_size": 128,
-                                    "num_hidden_layers": 3, "num_attention_heads": 4,
-                                    "image_size": 56, "patch_size": 14},
-                     text_config={"model_type": "llama", "pad_token_id": 0,
-                                  "tie_word_embeddings": True})),
+                dict(IDEFICS3, text_config={"model_type": "llama", "pad_token_id": 0,
+                                            "tie_word_embeddings": True})),
     # InternVL 3 in transformers' format (OpenGVLab's -hf checkpoints): a
     # Qwen2 text model, an InternViT-300M-like tower (q/k/v biases, layer
     # scales; 3 layers) and a pixel-shuffling projector; 56x56 images, 4
