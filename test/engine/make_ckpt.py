@@ -1170,33 +1170,27 @@ def paligemma_processor(out, cfg):
 
 def idefics3_processor(out, cfg, smol=False):
     """Writes a word-level tokenizer holding Idefics3's image tokens and
-    Idefics3Processor (smol: SmolVLMProcessor) for the tiny vocabulary (which would add them past it
-    otherwise): one 56x56 tile an image, no splitting, so that vLLM
-    expands the image token into <fake_token_around_image><global-img>,
-    the image's 4 tokens and <fake_token_around_image>."""
+    Idefics3Processor (smol: SmolVLMProcessor, with its video processor)
+    for the tiny vocabulary (which would add them past it otherwise): one
+    56x56 tile an image, no splitting, so that vLLM expands the image token
+    into <fake_token_around_image><global-img>, the image's 4 tokens and
+    <fake_token_around_image>."""
     import transformers
     tok = word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
                                "\n": 4, "<fake_token_around_image>": 996,
                                "<global-img>": 997, "<end_of_utterance>": 998,
                                "<image>": cfg.image_token_id},
                          "<pad>", "<eos>", "<bos>", "<unk>")
-    size = cfg.vision_config.image_size
-    ip = transformers.Idefics3ImageProcessor(
-        size={"longest_edge": size}, max_image_size={"longest_edge": size},
-        do_image_splitting=False)
-    seq = (size // cfg.vision_config.patch_size) ** 2 // cfg.scale_factor ** 2
-    if smol:
-        # SmolVLM's processor: Idefics3's tokens, and a video processor
-        ip = transformers.SmolVLMImageProcessor(
-            size={"longest_edge": size}, max_image_size={"longest_edge": size},
-            do_image_splitting=False)
-        vp = transformers.SmolVLMVideoProcessor(
-            size={"longest_edge": size}, max_image_size={"longest_edge": size})
-        transformers.SmolVLMProcessor(image_processor=ip, tokenizer=tok, video_processor=vp,
-                                      image_seq_len=seq).save_pretrained(out)
-        return
-    transformers.Idefics3Processor(image_processor=ip, tokenizer=tok,
-                                   image_seq_len=seq).save_pretrained(out)
+    size = {"longest_edge": cfg.vision_config.image_size}
+    seq = (cfg.vision_config.image_size // cfg.vision_config.patch_size) ** 2 // \
+        cfg.scale_factor ** 2
+    kind = "SmolVLM" if smol else "Idefics3"
+    ip = getattr(transformers, kind + "ImageProcessor")(
+        size=size, max_image_size=size, do_image_splitting=False)
+    more = {"video_processor": transformers.SmolVLMVideoProcessor(
+        size=size, max_image_size=size)} if smol else {}
+    getattr(transformers, kind + "Processor")(image_processor=ip, tokenizer=tok,
+                                             image_seq_len=seq, **more).save_pretrained(out)
 
 
 def internvl_processor(out, cfg):
