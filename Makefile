@@ -99,6 +99,7 @@ LIB_SRC := \
 	lib/source/st_read.c \
 	lib/rules/expr.c \
 	lib/rules/rules.c \
+	lib/rules/rules_block.c \
 	lib/rules/rules_extra.c \
 	lib/rules/rules_load.c \
 	lib/rules/rules_parse.c \
@@ -155,7 +156,7 @@ CMD_SRC := \
 	cmd/verify.c \
 	cmd/wshard.c
 
-RULE_FILES := $(sort $(wildcard lib/rules/*.json))
+RULE_FILES := $(sort $(wildcard lib/rules/*.json)) $(sort $(wildcard lib/rules/blocks/*.json))
 
 TEST_SUITES := $(patsubst test/%.c,%,$(sort $(wildcard test/test_*.c)))
 
@@ -205,7 +206,7 @@ $(B)/%.o: %.cu cuda/validate_sum_host.h cuda/validate_cuda.h cuda/validate_pool.
 	@echo '  NVCC   $<'
 	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -c -o $@ $<
 
-# The built-in rule files, embedded as C strings.
+# The built-in rule files and blocks, embedded as C strings.
 $(B)/lib/rules/rules_builtin.c: $(RULE_FILES) scripts/embed-rules
 	@mkdir -p $(dir $@)
 	@echo '  EMBED  $@'

@@ -370,6 +370,53 @@ Test(parse, document_shape)
 		    "architectures[0] is not a string");
 }
 
+/* {"use": BLOCK}: the built-in block's rules, prefixed and conditioned
+ * as the use says, where the use stands; its operators declared. */
+Test(parse, use_block)
+{
+	const char *text = RULES("{\"match\": \"a\", \"split\": \"row\"},"
+				 "{\"use\": \"clip_layer\", \"prefix\": \"v.layers.{n}.\","
+				 " \"output_prefix\": \"w.layers.{n}.\", \"if\": \"n < 3\"},"
+				 "{\"use\": \"llama_layer\", \"prefix\": \"m.layers.{n}.\"},"
+				 "{\"match\": \"z\", \"split\": \"col\"}");
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	size_t i;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err), WSHARD_OK,
+		     "%s", err.msg);
+	cr_assert_str_eq(r->rules[0].match, "a");
+	cr_assert_str_eq(r->rules[1].match, "v.layers.{n}.layer_norm1.weight");
+	cr_assert_str_eq(r->rules[1].output, "w.layers.{n}.layer_norm1.weight");
+	cr_assert_str_eq(r->rules[1].cond, "n < 3");
+	for (i = 1; i < 17; i++)
+		cr_assert_eq(strncmp(r->rules[i].match, "v.layers.{n}.", 13), 0, "%s",
+			     r->rules[i].match);
+	cr_assert_str_eq(r->rules[5].match, "v.layers.{n}.self_attn.q_proj.weight");
+	cr_assert_str_eq(r->rules[5].output, "w.layers.{n}.self_attn.qkv_proj.weight");
+	cr_assert_eq(r->rules[5].kind, RULE_FUSE);
+	cr_assert_str_eq(r->ops[r->rules[5].op].name, "vision_qkv");
+	cr_assert_str_eq(r->rules[17].match, "m.layers.{n}.input_layernorm.weight");
+	cr_assert_null(r->rules[17].cond);
+	cr_assert_str_eq(r->rules[19].output, "m.layers.{n}.self_attn.qkv_proj.weight");
+	cr_assert_str_eq(r->rules[27].match, "z");
+	wshard_rules_free(r);
+	/* an operator of the block's name declared alike is the same one */
+	parse_ok("{\"fused\": {\"vision_qkv\": {\"parts\": [\"q\", \"k\", \"v\"]}}, \"tensors\": "
+		 "[{\"use\": \"clip_layer\"}]}");
+	parse_fails("{\"fused\": {\"vision_qkv\": {\"parts\": [\"q\", \"kv\"]}}, \"tensors\": "
+		    "[{\"use\": \"clip_layer\"}]}", "\"fused\" \"vision_qkv\" differs from block \"clip_layer\"'s");
+	parse_fails(RULES("{\"use\": \"siglip\"}"), "tensors[0]: no block \"siglip\" (built in: clip_layer, llama_layer");
+	parse_fails(RULES("{\"use\": 1}"), "tensors[0]: \"use\" is the name of a block");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\"}, {\"use\": \"llama_layer\", \"split\": \"row\"}"),
+		    "tensors[1]: a \"use\" takes \"prefix\", \"output_prefix\" and \"if\" (strings) and \"comment\", not \"split\"");
+	parse_fails(RULES("{\"use\": \"llama_layer\", \"prefix\": 2}"), "not \"prefix\"");
+	/* what the block's rules say is checked as if written out */
+	parse_fails(RULES("{\"use\": \"llama_layer\", \"prefix\": \"l.\", \"output_prefix\": \"l.{n}.\"}"),
+		    "rule 'l.input_layernorm.weight': output uses {n} but match does not");
+}
+
 /* "no_expert_parallel": a reason, kept for the plan to refuse with. */
 Test(parse, no_expert_parallel)
 {

@@ -583,9 +583,12 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 				       &r->ntp_divides, err) : WSHARD_OK;
 	if (rc)
 		return rc;
-	rc = parse_ops(r, json_object_get(root, "fused"), err);
+	rc = rules_expand_uses(r->name, root, err);
+	if (!rc)
+		rc = parse_ops(r, json_object_get(root, "fused"), err);
 	if (rc)
 		return rc;
+	tensors = json_object_get(root, "tensors");
 	if (!json_is_array(tensors) || json_array_size(tensors) == 0)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': \"tensors\" must be a non-empty array of rules", r->name);
