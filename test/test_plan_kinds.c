@@ -248,3 +248,57 @@ Test(kinds, rename_layers)
 		    "\"to\": \"m.{n}.\"}, \"tensors\": [" CATCH_ALL "]}", "\"rename_layers\" is not");
 	fx_close(&f);
 }
+
+#define QKV4_PAD(pad) "{\"fused\": {\"g\": {\"parts\": [\"q\", \"k\", \"v\", \"x\"], \"split\": \"qkv\"}, " \
+	"\"h\": {\"parts\": [\"a\", \"b\"], \"split\": \"replicate\"}}, \"tensors\": [" \
+	"{\"match\": \"model.layers.{n}.self_attn.q_proj.weight\", \"fuse\": \"g.q\", \"output\": \"model.layers.{n}.qkv\"}," \
+	"{\"match\": \"model.layers.{n}.self_attn.k_proj.weight\", \"fuse\": \"g.k\", \"output\": \"model.layers.{n}.qkv\"}," \
+	"{\"match\": \"model.layers.{n}.self_attn.v_proj.weight\", \"fuse\": \"g.v\", \"output\": \"model.layers.{n}.qkv\"}," \
+	"{\"match\": \"model.layers.{n}.self_attn.o_proj.weight\", \"fuse\": \"g.x\", \"output\": \"model.layers.{n}.qkv\"}," \
+	"{\"match\": \"model.layers.{n}.mlp.gate_proj.weight\", \"fuse\": \"h.a\", \"output\": \"model.layers.{n}.ab\"}," \
+	"{\"match\": \"model.layers.{n}.mlp.up_proj.weight\", \"fuse\": \"h.b\", \"output\": \"model.layers.{n}.ab\", \"pad_to\": " pad "}," \
+	REP("model.embed_tokens.weight") REP("lm_head.weight") REP("model.norm.weight") \
+	REP("model.layers.{n}.input_layernorm.weight") REP("model.layers.{n}.post_attention_layernorm.weight") \
+	"{\"match\": \"model.layers.{n}.mlp.down_proj.weight\", \"split\": \"replicate\"}]}"
+
+/*
+ * Qwen4-Exp's two fused projections: a q/k/v operator's fourth part is
+ * whole on every rank after q, k and v (o_proj [64, 64] standing for the
+ * QSA indexer's); the part of a replicated operator with "pad_to" is
+ * followed by zero rows up to it at every tp, 1 included (up_proj's 128
+ * rows padded to 136, as vLLM pads its hyper-connection projection).
+ */
+Test(kinds, qkv_fourth_part_and_replicated_pad)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r, tp;
+
+	for (tp = 1; tp <= 4; tp *= 2) {
+		uint64_t q = 64 / (uint64_t)tp;
+
+		fx_open(&f, BASE);
+		use_rules(&f, QKV4_PAD("\"128 + 8\""));
+		fx_plan(&f, tp);
+		for (r = 0; r < tp; r++) {
+			const struct wshard_out_tensor *t = get_out(&f, r, "model.layers.1.qkv");
+			uint64_t kv = tp > 2 ? 8 : 16 / (uint64_t)tp;
+			uint64_t k0 = tp > 2 ? 8 * (uint64_t)(r * 2 / tp) : kv * (uint64_t)r;
+
+			assert_shape(t, 2, q + 2 * kv + 64, 64);
+			assert_copy(&f, t, 0, "model.layers.1.self_attn.q_proj.weight", q * r, q, 0, 128, 0);
+			assert_copy(&f, t, 1, "model.layers.1.self_attn.k_proj.weight", k0, kv, 0, 128,
+				    q * 128);
+			assert_copy(&f, t, 2, "model.layers.1.self_attn.v_proj.weight", k0, kv, 0, 128,
+				    (q + kv) * 128);
+			assert_copy(&f, t, 3, "model.layers.1.self_attn.o_proj.weight", 0, 64, 0, 128,
+				    (q + 2 * kv) * 128);
+			t = get_out(&f, r, "model.layers.1.ab");
+			assert_shape(t, 2, 128 + 136, 64);
+			assert_copy(&f, t, 0, "model.layers.1.mlp.gate_proj.weight", 0, 128, 0, 128, 0);
+			assert_copy(&f, t, 1, "model.layers.1.mlp.up_proj.weight", 0, 128, 0, 128,
+				    128 * 128);
+			assert_zero(t, 2, 256 * 128, 8 * 128);
+		}
+		fx_close(&f);
+	}
+}

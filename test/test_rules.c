@@ -236,6 +236,7 @@ static const char *const mtp_archs[] = {
  * leaving out mtp.* (tested in builtin.hybrid_architectures). */
 static const char *const hybrid_archs[] = {
 	"Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+	"Qwen4ExpForCausalLM",
 };
 #define NHYBRID (sizeof(hybrid_archs) / sizeof(hybrid_archs[0]))
 

@@ -283,6 +283,11 @@ Test(parse, qkv_operator)
 		 "\"kv_heads\": \"swa_num_key_value_heads\"}}, \"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}");
 	parse_fails("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\"], \"split\": \"qkv\"}}, "
 		    "\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}", "\"split\": \"qkv\" takes three parts");
+	/* a fourth part, whole on every rank (Qwen4Exp's QSA indexer) */
+	parse_ok("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\", \"i\"], \"split\": \"qkv\"}}, "
+		 "\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}");
+	parse_fails("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\", \"i\", \"j\"], \"split\": \"qkv\"}}, "
+		    "\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}", "a fourth is whole on every rank");
 	parse_fails("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\"], \"kv_heads\": 2}}, "
 		    "\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}", "which only it takes");
 	parse_fails("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\"], \"split\": \"rows\"}}, "

@@ -117,7 +117,8 @@ enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 /*
  * plan_piece.c: what a rank's share of m's split dimension (share rows
  * of a fused part, or columns) is padded to: the rule's "pad_to" when
- * --tp is above 1 and share is narrower, else share.  Zeros follow the
+ * --tp is above 1 (or the part's operator is replicated) and share is
+ * narrower, else share.  Zeros follow the
  * share's bytes; only BF16, F16 and F32 sources are padded (a quantized
  * expert's blocks and scales would be too).  Returns WSHARD_OK and
  * *out, or WSHARD_EINVAL naming the tensor.

@@ -118,7 +118,7 @@ enum wshard_err plan_pad_share(const struct wshard_plan *plan, const struct memb
 	int64_t to;
 
 	*out = share;
-	if (!m->rule->pad_to || plan->tp == 1)
+	if (!m->rule->pad_to || (plan->tp == 1 && !m->rule->pad_always))
 		return WSHARD_OK;
 	rc = expr_eval_dim(plan->config, m->rule->pad_to, t->name, &to, err);
 	if (rc || to <= 0 || (uint64_t)to <= share)

@@ -67,8 +67,8 @@ enum wshard_err plan_check_heads(const struct wshard_plan *plan, const struct ru
 }
 
 /*
- * Rows of one fused part that rank r holds.  part_rows is the part's row
- * count; for q/k/v the head geometry of config.json decides.
+ * Rows of one fused part that rank r holds (rows: the part's); for q/k/v
+ * the heads of config.json decide, and a fourth part is whole on each.
  */
 static enum wshard_err part_rows(const struct wshard_plan *plan,
 				 const struct rules_op *op, int part,
@@ -80,7 +80,7 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 	uint64_t tp = (uint64_t)plan->tp;
 
 	*out_row0 = *out_nrows = 0;
-	if (op->kind == OP_REPLICATE) {
+	if (op->kind == OP_REPLICATE || (op->kind == OP_QKV && part == 3)) {
 		*out_nrows = rows;
 		return WSHARD_OK;
 	}

@@ -130,6 +130,8 @@ struct rules_rule {
 				 * columns narrower than this (an expression)
 				 * is followed by zeros up to it (vLLM's
 				 * padded expert width); NULL: none */
+	bool pad_always;	/* "pad_to" on a part of a "replicate"
+				 * operator: padded at tp 1 too */
 	int nshape;		/* -1: no shape check */
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };

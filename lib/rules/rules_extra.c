@@ -324,7 +324,8 @@ static char *expr_copy(json_t *d, bool *bad)
  * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
  * which vLLM reorders even rows first) on a fused part; "pad_to" (an
  * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
- * a fused part or a plain "col" split; "qkv_groups" (q/k/v heads stored by
+ * a fused part (of a replicated operator: at every tp) or a plain "col"
+ * split; "qkv_groups" (q/k/v heads stored by
  * kv group: Falcon's query_key_value) on an "unpack" of q/k/v.
  */
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
@@ -353,6 +354,10 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"pad_to\" is an expression (rows or columns a rank) on a \"fuse\" part or a \"col\" split without \"transpose\", \"chunks\" or \"rows\"",
 					r->name, rule->match);
+	/* every rank holds a replicated operator's parts whole at any tp, so
+	 * their padding is the same at tp 1 (Qwen4Exp's hyper-connection
+	 * projections, padded to 16 rows together) */
+	rule->pad_always = pad && rule->kind == RULE_FUSE && r->ops[rule->op].kind == OP_REPLICATE;
 	rule->qkv_groups = json_is_true(json_object_get(t, "qkv_groups"));
 	if (json_object_get(t, "qkv_groups") &&
 	    (!json_is_boolean(json_object_get(t, "qkv_groups")) || rule->kind != RULE_UNPACK ||

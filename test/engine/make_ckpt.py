@@ -1506,6 +1506,16 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            # ... with dense MLA in every layer (no indexer), which vLLM's
            # CPU build runs: answers too
            "hy_v4-mla": ("HYV4ForCausalLM", {"layer_types": ["full_attention"] * 4}),
+           # Qwen4-Exp: Gated DeltaNet layers and QSA ones (the indexer's
+           # q/k projection fused after q/k/v), each wrapped in hyper-
+           # connections (4 streams, their down projection padded to 48
+           # rows), MoE with a gated shared expert; QSA in both stages of two
+           "qwen4_exp": ("Qwen4ExpForCausalLM", {
+               "num_hidden_layers": 4,
+               "layer_types": ["linear_attention", "indexed_attention",
+                               "linear_attention", "indexed_attention"],
+               "indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 64,
+               "indexer_budget": 64, "indexer_compress_ratio": 4}),
            # Zamba2: Mamba-2 layers and hybrid ones (the learner's RELEASED:
            # one shared block, two hybrid layers); -m2 two shared blocks
            # taken in turn by three hybrid layers, as Zamba2-2.7B has them

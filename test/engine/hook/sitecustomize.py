@@ -302,6 +302,29 @@ def _patch_laguna(module):
     cls.load_weights = load_weights
 
 
+def _patch_qwen4exp_qsa(module):
+    """WSHARD_ORACLE_QWEN4EXP: vLLM 0.32 builds Qwen4Exp's QSA attention only
+    where FlashAttention is ("Qwen4Exp QSA requires FlashAttention"), though
+    loading its weights does not depend on the kernel.  Said to be there, so
+    that the model is built and its state saved; no forward pass runs."""
+    module.is_flash_attn_varlen_func_available = lambda: True
+
+
+def _patch_qwen4exp_ple(module):
+    """WSHARD_ORACLE_QWEN4EXP: Qwen4Exp's n-gram (PLE) embedding is kept in
+    pinned host memory and read by the GPU through a UVA view; without a GPU
+    it is kept in plain host memory and read there (the same values)."""
+    import torch
+    module.get_accelerator_view_from_cpu_tensor = lambda t: t.data
+    if not hasattr(module.triton, "next_power_of_2"):
+        # vLLM's stand-in for Triton on the CPU lacks the helper
+        module.triton.next_power_of_2 = lambda n: 1 << max(int(n) - 1, 0).bit_length()
+    for cls in vars(module).values():
+        if isinstance(cls, type) and "allocate_embedding_weight" in vars(cls):
+            cls.allocate_embedding_weight = (
+                lambda self, n, d, dtype: torch.empty(n, d, dtype=dtype, device="cpu"))
+
+
 class _Finder(importlib.abc.MetaPathFinder):
     def __init__(self, target, patch):
         self.target, self.patch = target, patch
@@ -375,3 +398,6 @@ if os.environ.get("WSHARD_ORACLE_NOGATE"):
           _patch_nogate_experts)
 if os.environ.get("WSHARD_ORACLE_SPARSE"):
     _hook(_CPU, _patch_sparse)
+if os.environ.get("WSHARD_ORACLE_QWEN4EXP"):
+    _hook("vllm.models.qwen4_exp.nvidia.qsa", _patch_qwen4exp_qsa)
+    _hook("vllm.models.qwen4_exp.common.ngram_embedding", _patch_qwen4exp_ple)
