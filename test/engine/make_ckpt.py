@@ -50,6 +50,22 @@ QWEN3_NEXT = dict(num_hidden_layers=4,
                   moe_intermediate_size=128,
                   shared_expert_intermediate_size=256)
 
+# Qwen4-Exp's text model: Gated DeltaNet and QSA layers (the indexer of 2
+# heads of 64, with its own kv head) alternating, hyper-connections of 4
+# streams (their down projection 32 rows, with block_inject 36, padded to
+# 48 in vLLM), MoE with a gated shared expert; a vocabulary of 1000.
+QWEN4_EXP = dict(vocab_size=1000, hidden_size=256, num_hidden_layers=4,
+                 layer_types=["linear_attention", "indexed_attention"] * 2,
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                 linear_num_key_heads=2, linear_num_value_heads=4,
+                 linear_key_head_dim=64, linear_value_head_dim=64,
+                 num_experts=4, num_experts_per_tok=2, moe_intermediate_size=128,
+                 shared_expert_intermediate_size=256, hc_count=4, hc_lowrank=32,
+                 indexer_n_heads=2, indexer_kv_heads=1, indexer_head_dim=64,
+                 indexer_budget=64, indexer_compress_ratio=4,
+                 output_gate_type="silu", max_position_embeddings=512,
+                 bos_token_id=1, eos_token_id=2)
+
 QWEN3_VL = {"vision_config": {"depth": 2, "hidden_size": 64,
                               "intermediate_size": 128, "num_heads": 4,
                               "patch_size": 14, "out_hidden_size": 256,
@@ -342,6 +358,12 @@ CASES = {
                                          tie_word_embeddings=True))),
     "qwen3_5_vl_moe": ("Qwen3_5MoeConfig", "Qwen3_5MoeForConditionalGeneration",
                        dict(QWEN3_VL, text_config=QWEN3_NEXT)),
+    # Qwen4-Exp with the Qwen3-VL tower: transformers' has no deepstack
+    # mergers, vLLM's reads deepstack_visual_indexes (none)
+    "qwen4_exp_vl": ("Qwen4ExpConfig", "Qwen4ExpForConditionalGeneration",
+                     dict(QWEN3_VL, text_config=QWEN4_EXP,
+                          vision_config=dict(QWEN3_VL["vision_config"],
+                                             deepstack_visual_indexes=[]))),
     # Qwen3-VL: a Qwen3 text model (dense, or MoE with its experts stored
     # fused as transformers writes them) with the same tower, which has
     # deepstack mergers (taps after blocks 0 and 1).
@@ -1658,7 +1680,7 @@ def make(arch, out):
         gemma3_processor(out, cfg)
     if arch.startswith("gemma4_mm"):
         gemma4_processor(out, cfg)
-    if arch.startswith("qwen3_5_vl") or arch.startswith("qwen3_vl"):
+    if arch.startswith(("qwen3_5_vl", "qwen3_vl", "qwen4_exp_vl")):
         qwen3_vl_processor(out, cfg)
     if arch.startswith("qwen2_5_vl") or arch.startswith("qwen2_vl"):
         qwen3_vl_processor(out, cfg, "Qwen2_5_VLProcessor" if arch.startswith(
