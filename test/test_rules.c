@@ -252,7 +252,7 @@ static const char *const mm_archs[] = {
 	"LlavaNextForConditionalGeneration", "Cohere2VisionForConditionalGeneration",
 	"LlavaOnevisionForConditionalGeneration", "PaliGemmaForConditionalGeneration",
 	"Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration",
-	"Qwen4ExpForConditionalGeneration",
+	"Qwen4ExpForConditionalGeneration", "Lfm2VlForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

@@ -364,6 +364,19 @@ CASES = {
                      dict(QWEN3_VL, text_config=QWEN4_EXP,
                           vision_config=dict(QWEN3_VL["vision_config"],
                                              deepstack_visual_indexes=[]))),
+    # LFM2-VL: an LFM2 text model (a short-convolution layer, then an
+    # attention one; block_dim and conv_dim as Liquid AI's configs carry
+    # them, which transformers keeps) and a tiny SigLIP2 (NaFlex) tower of 16-pixel patches,
+    # 64 positions; the projector with its layer norm and biases
+    "lfm2_vl": ("Lfm2VlConfig", "Lfm2VlForConditionalGeneration",
+                dict(image_token_id=999, projector_hidden_size=128, downsample_factor=2,
+                     text_config={"model_type": "lfm2", "layer_types": ["conv", "full_attention"],
+                                  "block_dim": 256, "conv_dim": 256, "pad_token_id": 0,
+                                  "bos_token_id": 1, "eos_token_id": 2},
+                     vision_config={"model_type": "siglip2_vision_model", "hidden_size": 64,
+                                    "intermediate_size": 128, "num_hidden_layers": 2,
+                                    "num_attention_heads": 4, "patch_size": 16,
+                                    "num_patches": 64, "vision_use_head": False})),
     # Qwen3-VL: a Qwen3 text model (dense, or MoE with its experts stored
     # fused as transformers writes them) with the same tower, which has
     # deepstack mergers (taps after blocks 0 and 1).
@@ -949,8 +962,8 @@ def add_mtp_layer(out):
 def released_vision_names(out, tower="vision_tower."):
     """Renames transformers 5.19's vision tower tensors (vision_tower.X, as
     its save_pretrained writes them) to the names Google's Gemma 3,
-    llava-hf's LLaVA and Cohere's Command A Vision (under model.)
-    checkpoints carry (vision_tower.vision_model.X): vLLM 0.32 loads only
+    llava-hf's LLaVA, Cohere's Command A Vision and Liquid AI's LFM2-VL
+    (under model.) checkpoints carry (vision_tower.vision_model.X): vLLM 0.32 loads only
     those ("There is no module or parameter named 'vision_tower.embeddings'
     in Gemma3ForConditionalGeneration")."""
     from ckpt_io import rename_tensors
@@ -1188,6 +1201,22 @@ def paligemma_processor(out, cfg):
         image_processor=transformers.SiglipImageProcessor(
             size={"height": size, "width": size}, image_seq_length=16),
         tokenizer=tok).save_pretrained(out)
+
+
+def lfm2_vl_processor(out, cfg):
+    """Writes a word-level tokenizer holding LFM2-VL's image tokens and
+    Lfm2VlProcessor for the tiny vocabulary: images not split into tiles, at
+    most 64 patches of 16 (the tower's positions), 4 to 16 image tokens."""
+    import transformers
+    tok = word_tokenizer(cfg, {"<pad>": 0, "<bos>": 1, "<eos>": 2, "<unk>": 3,
+                               "<|img_thumbnail|>": 996, "<|image_end|>": 997,
+                               "<|image_start|>": 998, "<image>": cfg.image_token_id},
+                         "<pad>", "<eos>", "<bos>", "<unk>")
+    ip = transformers.Lfm2VlImageProcessor(
+        do_image_splitting=False, min_image_tokens=4, max_image_tokens=16,
+        encoder_patch_size=16, tile_size=64, size={"height": 64, "width": 64},
+        downsample_factor=2)
+    transformers.Lfm2VlProcessor(image_processor=ip, tokenizer=tok).save_pretrained(out)
 
 
 def idefics3_processor(out, cfg, smol=False):
@@ -1702,6 +1731,9 @@ def make(arch, out):
         llava_processor(out, cfg)
     if arch.startswith("internvl"):
         internvl_processor(out, cfg)
+    if arch.startswith("lfm2_vl"):
+        released_vision_names(out, "model.vision_tower.")
+        lfm2_vl_processor(out, cfg)
     if arch.startswith("idefics3") or arch.startswith("smolvlm"):
         idefics3_processor(out, cfg, arch.startswith("smolvlm"))
     if arch.startswith("paligemma"):

@@ -93,13 +93,15 @@ def image_prompt(model):
         size = cfg["vision_config"]["image_size"]
         image = [cfg["image_token_index"]]
     elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL",
-                                                    "Cohere2Vision", "Idefics3", "SmolVLM")):
+                                                    "Cohere2Vision", "Idefics3", "SmolVLM",
+                                                    "Lfm2Vl")):
         # one image token, which vLLM expands (Mistral 3 into rows of
         # [IMG], InternVL between <img> and </img>, Idefics3 between
-        # <fake_token_around_image>s); 56x56, Command A Vision's 64x64
+        # <fake_token_around_image>s, LFM2-VL between <|image_start|> and
+        # <|image_end|>); 56x56, Command A Vision's and LFM2-VL's 64x64
         # (make_ckpt.py)
         size = cfg["vision_config"]["image_size"] if "Cohere2Vision" in \
-            cfg["architectures"][0] else 56
+            cfg["architectures"][0] else 64 if "Lfm2Vl" in cfg["architectures"][0] else 56
         image = [cfg.get("image_token_index", cfg.get("image_token_id"))]
     elif "PaliGemma" in cfg["architectures"][0]:
         # PaliGemma: no image token in the prompt; vLLM inserts the image's
