@@ -417,6 +417,7 @@ Test(parse, use_block)
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\"}, {\"use\": \"llama_layer\", \"split\": \"row\"}"),
 		    "tensors[1]: a \"use\" takes \"prefix\", \"output_prefix\" and \"if\" (strings) and \"comment\", not \"split\"");
 	parse_fails(RULES("{\"use\": \"llama_layer\", \"prefix\": 2}"), "not \"prefix\"");
+	parse_fails("{\"fused\": 3, \"tensors\": [{\"use\": \"clip_layer\"}]}", "\"fused\" is not an object");
 	/* what the block's rules say is checked as if written out */
 	parse_fails(RULES("{\"use\": \"llama_layer\", \"prefix\": \"l.\", \"output_prefix\": \"l.{n}.\"}"),
 		    "rule 'l.input_layernorm.weight': output uses {n} but match does not");

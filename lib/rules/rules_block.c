@@ -90,7 +90,8 @@ static enum wshard_err merge_fused(const char *rules, json_t *root, json_t *bloc
 	const char *key;
 	json_t *val;
 
-	if (!theirs)
+	/* a "fused" that is not an object: parse_ops says so */
+	if (!theirs || (mine && !json_is_object(mine)))
 		return WSHARD_OK;
 	if (!mine) {
 		mine = json_object();
@@ -146,10 +147,10 @@ static enum wshard_err expand_use(const char *rules, json_t *root, json_t *use, 
 		json_t *t = json_deep_copy(json_array_get(json_object_get(block, "tensors"), i));
 
 		if (!t || !json_string_value(json_object_get(t, "match")) ||
-		    json_object_get(t, "use") || json_object_get(t, "from")) {
+		    json_object_get(t, "use")) {
 			json_decref(t);
 			rc = wshard_error_set(err, WSHARD_EINVAL,
-					      "block \"%s\": tensors[%zu] has no \"match\", or a \"use\" or \"from\"",
+					      "block \"%s\": tensors[%zu] has no \"match\", or a \"use\"",
 					      name, i);
 			break;
 		}
