@@ -107,6 +107,7 @@ LIB_SRC := \
 	lib/rules/rules_source.c \
 	lib/rules/rules_stage.c \
 	lib/plan/plan_build.c \
+	lib/plan/plan_concat.c \
 	lib/plan/plan_expert.c \
 	lib/plan/plan_extra.c \
 	lib/plan/plan_image_norm.c \

@@ -2,8 +2,9 @@
  * test_plan_kinds.c - rules for models whose layers are of several kinds
  * (Gemma 4's): conditions that compare a config array's text ("KEY[n] ==
  * 'text'") and join two conditions ("A && B"), a fused part whose source
- * also fills another part ("also": k loaded as v), and layers vLLM holds
- * under another name ("rename_layers").
+ * also fills another part ("also": k loaded as v), layers vLLM holds
+ * under another name ("rename_layers"), one tensor stored in row pieces
+ * ("concat") and a pipeline vLLM refuses for a config key ("none_with").
  *
  * Checkpoints come from scripts/gen-checkpoint (a Llama: 2 layers, 8
  * heads of 8, 2 kv heads, BF16 rows of 128 bytes); the rules are parsed
@@ -301,4 +302,106 @@ Test(kinds, qkv_fourth_part_and_replicated_pad)
 		}
 		fx_close(&f);
 	}
+}
+
+#define CONCAT(split, extra) "{\"tensors\": [{\"match\": \"x.p.{e}\", \"output\": \"x.w\", " \
+	"\"split\": \"" split "\", \"concat\": true" extra "}, " CATCH_ALL "]}"
+#define PIECES BASE " --extra-tensor x.p.0:40,8 --extra-tensor x.p.1:40,8 --extra-tensor x.p.2:30,8"
+
+/*
+ * "concat": x.p.0, x.p.1, x.p.2 (40, 40 and 30 rows of 16 bytes) are one
+ * tensor of 110 rows stored in pieces (Qwen4-Exp's n-gram embedding);
+ * split by vocabulary (padded to 128 rows) or rows, a rank's share starts
+ * in one piece and ends in another.  A missing piece, rows tp does not
+ * divide and "concat" on what it cannot mean are refused.
+ */
+Test(kinds, concat_pieces)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const struct wshard_out_tensor *t;
+
+	fx_open(&f, PIECES);
+	use_rules(&f, CONCAT("vocab", ""));
+	fx_plan(&f, 2);
+	t = get_out(&f, 0, "x.w");
+	assert_shape(t, 2, 64, 8);
+	cr_assert_eq(t->npieces, 2);
+	assert_copy(&f, t, 0, "x.p.0", 0, 40, 0, 16, 0);
+	assert_copy(&f, t, 1, "x.p.1", 0, 24, 0, 16, 40 * 16);
+	t = get_out(&f, 1, "x.w");
+	cr_assert_eq(t->npieces, 3);
+	assert_copy(&f, t, 0, "x.p.1", 24, 16, 0, 16, 0);
+	assert_copy(&f, t, 1, "x.p.2", 0, 30, 0, 16, 16 * 16);
+	assert_zero(t, 2, 46 * 16, 18 * 16);
+	cr_assert_null(find_out(&f, 0, "x.p.0"));
+	fx_plan(&f, 4);
+	t = get_out(&f, 3, "x.w");
+	assert_shape(t, 2, 32, 8);
+	assert_copy(&f, t, 0, "x.p.2", 16, 14, 0, 16, 0);
+	assert_zero(t, 1, 14 * 16, 18 * 16);
+
+	use_rules(&f, CONCAT("row", ""));
+	fx_plan(&f, 2);
+	t = get_out(&f, 1, "x.w");
+	assert_shape(t, 2, 55, 8);
+	assert_copy(&f, t, 0, "x.p.1", 15, 25, 0, 16, 0);
+	assert_copy(&f, t, 1, "x.p.2", 0, 30, 0, 16, 25 * 16);
+	fx_plan_fails(&f, 4, WSHARD_EINVAL,
+		      "output 'x.w': its 110 rows (from 'x.p.0' on) are not divisible by --tp 4");
+	use_rules(&f, CONCAT("replicate", ""));
+	fx_plan(&f, 2);
+	t = get_out(&f, 1, "x.w");
+	assert_shape(t, 2, 110, 8);
+	assert_copy(&f, t, 2, "x.p.2", 0, 30, 0, 16, 80 * 16);
+
+	rules_fails(&f, CONCAT("col", ""), "\"concat\" is true or false on a \"row\"");
+	rules_fails(&f, "{\"tensors\": [{\"match\": \"x.p.{e}\", \"output\": \"x.{e}\", "
+		    "\"split\": \"row\", \"concat\": true}]}", "\"concat\" is true or false");
+	rules_fails(&f, "{\"tensors\": [{\"match\": \"x.p.{e}\", \"output\": \"x.w\", "
+		    "\"split\": \"row\", \"concat\": 1}]}", "\"concat\" is true or false");
+	fx_close(&f);
+
+	fx_open(&f, BASE " --extra-tensor x.p.0:40,8 --extra-tensor x.p.2:30,8");
+	use_rules(&f, CONCAT("vocab", ""));
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "output 'x.w': piece 1 of its rows is missing (next is 'x.p.2')");
+	fx_close(&f);
+
+	fx_open(&f, BASE " --extra-tensor x.p.0:40,8 --extra-tensor x.p.1:40,4");
+	use_rules(&f, CONCAT("vocab", ""));
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~concatenated into 'x.w' differ in dtype or beyond");
+	fx_close(&f);
+}
+
+#define NONE_WITH "{\"pipeline\": {\"none_with\": \"ple\", \"layers\": \"model.layers.{n}.\", " \
+	"\"stages\": [{\"*\": \"all\"}]}, \"tensors\": [" CATCH_ALL "]}"
+
+/* A pipeline's "none_with": --pp is refused where config.json's key has
+ * entries, planned where it is absent or empty. */
+Test(kinds, pipeline_none_with)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_error err;
+
+	fx_open(&f, BASE " --set-config 'ple=[1]'");
+	use_rules(&f, NONE_WITH);
+	f.opt.pp = 2;
+	fx_plan_fails(&f, 1, WSHARD_EINVAL,
+		      "--pp 2: vLLM runs no pipeline for this checkpoint (config.json's ple is set; rules 't.json')");
+	f.opt.pp = 1;
+	fx_plan(&f, 1);
+	fx_close(&f);
+
+	fx_open(&f, BASE " --set-config 'ple=[]'");
+	use_rules(&f, NONE_WITH);
+	f.opt.pp = 2;
+	f.opt.tp = 1;
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
+		     err.msg);
+	cr_assert_eq(f.plan->nranks, 2);
+	f.opt.pp = 1;
+	fx_close(&f);
+	rules_fails(&f, "{\"pipeline\": {\"none_with\": 1, \"layers\": \"m.{n}.\", \"stages\": []}, "
+		    "\"tensors\": [" CATCH_ALL "]}", "optionally \"first_stage_min\" and \"none_with\"");
 }

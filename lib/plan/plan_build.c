@@ -73,7 +73,8 @@ static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t, boo
 /* True when the group's members are experts stacked into one output. */
 static bool is_stacked(const struct member *m)
 {
-	return strstr(m->rule->match, "{e}") && !strstr(m->rule->output, "{e}");
+	return strstr(m->rule->match, "{e}") && !strstr(m->rule->output, "{e}") &&
+	       !m->rule->concat;
 }
 
 /*
@@ -117,6 +118,10 @@ static enum wshard_err build_items(const struct wshard_plan *plan,
 	size_t i, j, nitems = 0;
 	enum wshard_err rc = WSHARD_OK;
 
+	/* the pieces of one tensor by rows: one item of all of them */
+	*out_nitems = 1;
+	if (m[0].rule->concat)
+		return plan_split_concat(plan, g, m, n, err);
 	for (i = 0; i < n && !rc; i = j) {
 		for (j = i + 1; j < n && stacked && m[j].cap.e == m[i].cap.e; j++)
 			;

@@ -8,7 +8,7 @@
  *
  * The calls run one way: plan_build.c, the driver (wshard_plan_build),
  * calls every other file; plan_split.c cuts an item, through plan_view.c
- * for the views; plan_match.c matches sources to rules, through
+ * for the views, and plan_concat.c the pieces of a "concat" rule; plan_match.c matches sources to rules, through
  * plan_shape.c for their shapes; plan_layout.c, plan_expert.c and
  * plan_extra.c (the constant tensors, through plan_image_norm.c) answer
  * plan_build.c; plan_quant.c answers plan_build.c, plan_split.c and
@@ -278,6 +278,16 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 				const struct wshard_rules *rules,
 				struct group_out *g, const struct member *m,
 				size_t n, struct wshard_error *err);
+
+/*
+ * plan_concat.c: the output of the n members m[] of a "concat" rule, the
+ * row pieces {e} = 0 .. n-1 of one tensor, split as the rule says ("row",
+ * "vocab" or "replicate") over their rows together; g's shape is a
+ * rank's.  Returns WSHARD_OK, WSHARD_EINVAL (a piece missing or unlike
+ * the first, rows indivisible by --tp) or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_split_concat(const struct wshard_plan *plan, struct group_out *g,
+				  const struct member *m, size_t n, struct wshard_error *err);
 
 /* plan_view.c: plan->view_rows for the n members m[] whose rule has
  * "rows" (leading dimensions merged into the rows of a "col" split).

@@ -158,6 +158,7 @@ void wshard_rules_free(struct wshard_rules *r)
 	free(r->pp_stages);
 	free(r->pp_layers);
 	free(r->pp_first_min);
+	free(r->pp_none_with);
 	free(r->name);
 	free(r);
 }

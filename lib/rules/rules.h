@@ -132,6 +132,9 @@ struct rules_rule {
 				 * padded expert width); NULL: none */
 	bool pad_always;	/* "pad_to" on a part of a "replicate"
 				 * operator: padded at tp 1 too */
+	bool concat;		/* "concat": the sources {e} matches are
+				 * row pieces of one tensor, {e} from 0,
+				 * split together (plan_concat.c) */
 	int nshape;		/* -1: no shape check */
 	char *shape[WSHARD_MAX_DIMS];	/* expressions over config keys */
 };
@@ -250,6 +253,10 @@ struct wshard_rules {
 	 * value is the fewest decoder layers vLLM lets the first stage hold
 	 * (Qwen3-VL's deepstack layers), or NULL */
 	char *pp_first_min;
+	/* "none_with": a config.json key that, where it has entries (an
+	 * array) or a value above 0, makes vLLM refuse a pipeline (Qwen4-Exp's
+	 * ple_layer_ids), or NULL */
+	char *pp_none_with;
 	size_t npp_stages;
 	struct rules_stage_rule *pp_stages;
 };

@@ -326,7 +326,9 @@ static char *expr_copy(json_t *d, bool *bad)
  * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
  * a fused part (of a replicated operator: at every tp) or a plain "col"
  * split; "qkv_groups" (q/k/v heads stored by
- * kv group: Falcon's query_key_value) on an "unpack" of q/k/v.
+ * kv group: Falcon's query_key_value) on an "unpack" of q/k/v; "concat"
+ * (the sources {e} matches are row pieces of one tensor: Qwen4-Exp's
+ * ngram_embedding.shard_{e}) on a "row", "vocab" or "replicate" split.
  */
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err)
@@ -364,6 +366,14 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 	     r->ops[rule->op].kind != OP_QKV || r->ops[rule->op].sizes[0]))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"qkv_groups\" is true or false on an \"unpack\" of a \"split\": \"qkv\" operator without \"sizes\"",
+					r->name, rule->match);
+	rule->concat = json_is_true(json_object_get(t, "concat"));
+	if (json_object_get(t, "concat") &&
+	    (!json_is_boolean(json_object_get(t, "concat")) || !strstr(rule->match, "{e}") ||
+	     (rule->output && strstr(rule->output, "{e}")) || rule->view || rule->rows ||
+	     (rule->kind != RULE_ROW && rule->kind != RULE_VOCAB && rule->kind != RULE_REPLICATE)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"concat\" is true or false on a \"row\", \"vocab\" or \"replicate\" split whose match has {e} and output none, without \"rows\" or \"view\"",
 					r->name, rule->match);
 	if (di && (rule->deinterleave = expr_copy(di, &bad)) == NULL && !bad)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");

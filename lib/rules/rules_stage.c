@@ -38,6 +38,7 @@ enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
 	json_t *layers = json_object_get(pipeline, "layers");
 	json_t *stages = json_object_get(pipeline, "stages");
 	json_t *first_min = json_object_get(pipeline, "first_stage_min");
+	json_t *none_with = json_object_get(pipeline, "none_with");
 	const char *key, *s = json_string_value(layers);
 	json_t *val, *v;
 	size_t i;
@@ -45,12 +46,14 @@ enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
 	if (!pipeline)
 		return WSHARD_OK;
 	if (!json_is_object(pipeline) || !s || !strstr(s, "{n}") || !json_is_array(stages) ||
-	    (first_min && !json_is_string(first_min)) ||
-	    json_object_size(pipeline) != 2 + (first_min != NULL))
+	    (first_min && !json_is_string(first_min)) || (none_with && !json_is_string(none_with)) ||
+	    json_object_size(pipeline) != (size_t)(2 + (first_min != NULL) + (none_with != NULL)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"pipeline\" is an object of \"layers\" (a name prefix with {n}), \"stages\" (an array of one-key objects) and optionally \"first_stage_min\" (a config key)",
+					"'%s': \"pipeline\" is an object of \"layers\" (a name prefix with {n}), \"stages\" (an array of one-key objects) and optionally \"first_stage_min\" and \"none_with\" (config keys)",
 					r->name);
 	if (first_min && !(r->pp_first_min = strdup(json_string_value(first_min))))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (none_with && !(r->pp_none_with = strdup(json_string_value(none_with))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	r->pp_layers = strdup(s);
 	r->pp_stages = calloc(json_array_size(stages) + 1, sizeof(*r->pp_stages));

@@ -364,6 +364,14 @@ CASES = {
                      dict(QWEN3_VL, text_config=QWEN4_EXP,
                           vision_config=dict(QWEN3_VL["vision_config"],
                                              deepstack_visual_indexes=[]))),
+    # ... its text model with an n-gram PLE layer, the embedding in 3 pieces
+    "qwen4_exp_vl-ple": ("Qwen4ExpConfig", "Qwen4ExpForConditionalGeneration",
+                         dict(QWEN3_VL,
+                              text_config=dict(QWEN4_EXP, ple_layer_ids=[3],
+                                               ngram_vocab_size_base=1000,
+                                               split_ngram_parts=3, heads_per_ngram=2),
+                              vision_config=dict(QWEN3_VL["vision_config"],
+                                                 deepstack_visual_indexes=[]))),
     # LFM2-VL: an LFM2 text model (a short-convolution layer, then an
     # attention one; block_dim and conv_dim as Liquid AI's configs carry
     # them, which transformers keeps) and a tiny SigLIP2 (NaFlex) tower of 16-pixel patches,
@@ -1567,6 +1575,15 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
                                "linear_attention", "indexed_attention"],
                "indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 64,
                "indexer_budget": 64, "indexer_compress_ratio": 4}),
+           # ... with n-gram PLE layers (1 and 3) whose embedding is stored
+           # in 3 row pieces: a rank's rows span two of them at tp 2
+           "qwen4_exp-ple": ("Qwen4ExpForCausalLM", {
+               "num_hidden_layers": 4,
+               "layer_types": ["linear_attention", "indexed_attention",
+                               "linear_attention", "indexed_attention"],
+               "indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 64,
+               "indexer_budget": 64, "indexer_compress_ratio": 4,
+               "ple_layer_ids": [1, 3], "split_ngram_parts": 3, "heads_per_ngram": 2}),
            # Zamba2: Mamba-2 layers and hybrid ones (the learner's RELEASED:
            # one shared block, two hybrid layers); -m2 two shared blocks
            # taken in turn by three hybrid layers, as Zamba2-2.7B has them
