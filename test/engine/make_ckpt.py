@@ -496,6 +496,14 @@ CASES = {
                    dict(image_token_index=999, image_grid_pinpoints=[[56, 56]],
                         vision_config=CLIP_TOWER,
                         text_config={"model_type": "mistral"})),
+    # LLaVA-NeXT-Video: LLaVA-NeXT's model for videos (vLLM's takes no
+    # images: it drops image_newline), frames pooled by 2; 7-pixel patches
+    # (vLLM's pooler divides by image_size // patch_size ** 2, 0 for 14)
+    "llava_next_video": ("LlavaNextVideoConfig", "LlavaNextVideoForConditionalGeneration",
+                         dict(image_token_index=999, video_token_index=998,
+                              image_grid_pinpoints=[[56, 56]], spatial_pool_stride=2,
+                              vision_config=dict(CLIP_TOWER, patch_size=7),
+                              text_config={"model_type": "mistral"})),
     # LLaVA-OneVision: a Qwen2 text model, a SigLIP tower (without its
     # pooling head), LLaVA's projector and image_newline; one 56x56 grid
     # cell (anyres), 16 image tokens a cell.
@@ -1162,6 +1170,16 @@ def llava_processor(out, cfg):
     v = cfg.vision_config
     kw = dict(size={"shortest_edge": v.image_size},
               crop_size={"height": v.image_size, "width": v.image_size})
+    if cfg.model_type == "llava_next_video":
+        transformers.LlavaNextVideoProcessor(
+            image_processor=transformers.LlavaNextImageProcessor(
+                image_grid_pinpoints=cfg.image_grid_pinpoints, **kw),
+            video_processor=transformers.LlavaNextVideoVideoProcessor(**kw),
+            tokenizer=tok, patch_size=v.patch_size,
+            vision_feature_select_strategy=cfg.vision_feature_select_strategy,
+            image_token="<image>", video_token="<video>",
+            num_additional_image_tokens=1).save_pretrained(out)
+        return
     if hasattr(cfg, "video_token_index"):
         kw = dict(size={"height": v.image_size, "width": v.image_size})
         transformers.LlavaOnevisionProcessor(

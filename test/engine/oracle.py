@@ -88,6 +88,12 @@ def image_prompt(model):
     import numpy as np
     from PIL import Image
     cfg = json.load(open(os.path.join(model, "config.json")))
+    if "LlavaNextVideo" in cfg["architectures"][0]:
+        # LLaVA-NeXT-Video takes videos only: four 56x56 frames at its
+        # video token, which vLLM expands
+        px = np.random.default_rng(7).integers(0, 256, (4, 56, 56, 3), dtype=np.uint8)
+        return {"prompt_token_ids": [2, 17, cfg["video_token_index"], 243, 9],
+                "multi_modal_data": {"video": px}}
     if "Llama4" in cfg["architectures"][0]:
         # Llama 4 expands its image token
         size = cfg["vision_config"]["image_size"]
