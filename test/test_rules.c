@@ -253,7 +253,7 @@ static const char *const mm_archs[] = {
 	"LlavaOnevisionForConditionalGeneration", "PaliGemmaForConditionalGeneration",
 	"Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration",
 	"Qwen4ExpForConditionalGeneration", "Lfm2VlForConditionalGeneration",
-	"LlavaNextVideoForConditionalGeneration",
+	"LlavaNextVideoForConditionalGeneration", "GlmOcrForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

@@ -434,6 +434,14 @@ CASES = {
                       n_routed_experts=4, num_experts_per_tok=2,
                       moe_intermediate_size=128, n_shared_experts=1,
                       first_k_dense_replace=1))),
+    # GLM-OCR: GLM-4.1V's layout with a GLM text model without q/k/v
+    # biases (and an MTP layer after its last), a tower with q/k norms and
+    # biased MLPs, no position embedding;
+    # transformers sizes the merger out_hidden_size * in_channels wide, vLLM
+    # as the text MLP: both 768, as in the release (1536 * 3 = 4608)
+    "glm_ocr": ("GlmOcrConfig", "GlmOcrForConditionalGeneration",
+                dict(GLM4V, text_config=dict(GLM4V_TEXT, intermediate_size=768,
+                                             attention_bias=False))),
     # LLaVA 1.5: a Llama text model, a CLIP tower (3 layers; vLLM builds
     # those up to vision_feature_layer -2, so the last is left out) and a
     # two-layer projector; 56x56 images, 16 image tokens.
@@ -913,14 +921,16 @@ def mxfp4(out):
         json.dump(cfg, f, indent=2)
 
 
-def add_mtp_layer(out):
+def add_mtp_layer(out, model="model."):
     """Appends DeepSeek's multi-token-prediction layer model.layers.{L}
     (L = num_hidden_layers), which transformers' class neither builds nor
     writes: a full decoder layer (a copy of the last, perturbed) plus
     embed_tokens, enorm, hnorm, eh_proj and shared_head.{norm,head}, the
     names DeepSeek-V3's checkpoint uses, in a shard of its own listed in the
     index; config.json gains num_nextn_predict_layers: 1.  The routers'
-    e_score_correction_bias become F32, as in DeepSeek's checkpoint."""
+    e_score_correction_bias become F32, as in DeepSeek's checkpoint.  With
+    model "model.language_model." the text model's (GLM-OCR's layer 16),
+    the key in config.json's text_config."""
     import json
     import os
     import torch
@@ -928,7 +938,8 @@ def add_mtp_layer(out):
     idx_path = os.path.join(out, "model.safetensors.index.json")
     idx = json.load(open(idx_path))
     cfg_path = os.path.join(out, "config.json")
-    cfg = json.load(open(cfg_path))
+    top = json.load(open(cfg_path))
+    cfg = top.get("text_config", top) if model != "model." else top
     n, h, v = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["vocab_size"]
     src = {}
     for fname in sorted(set(idx["weight_map"].values())):
@@ -949,12 +960,12 @@ def add_mtp_layer(out):
             save_file(t, path, metadata={"format": "pt"})
             src.update(t)
     new = {}
-    last = f"model.layers.{n - 1}."
+    last = f"{model}layers.{n - 1}."
     for name, t in src.items():
         if name.startswith(last):
-            new[f"model.layers.{n}." + name[len(last):]] = rnd(t.shape, t)
-    pre = f"model.layers.{n}."
-    emb = src["model.embed_tokens.weight"]
+            new[f"{model}layers.{n}." + name[len(last):]] = rnd(t.shape, t)
+    pre = f"{model}layers.{n}."
+    emb = src[f"{model}embed_tokens.weight"]
     one = torch.ones(h, dtype=emb.dtype)
     new[pre + "embed_tokens.weight"] = rnd(emb.shape, emb)
     new[pre + "enorm.weight"] = rnd([h], one)
@@ -972,7 +983,7 @@ def add_mtp_layer(out):
         json.dump(idx, f, indent=2)
     cfg["num_nextn_predict_layers"] = 1
     with open(cfg_path, "w") as f:
-        json.dump(cfg, f, indent=2)
+        json.dump(top, f, indent=2)
 
 
 def released_vision_names(out, tower="vision_tower."):
@@ -1757,7 +1768,7 @@ def make(arch, out):
         llama4_processor(out, cfg)
     if arch.startswith("mistral3"):
         pixtral_processor(out, cfg)
-    if arch.startswith("glm4v"):
+    if arch.startswith(("glm4v", "glm_ocr")):
         glm4v_processor(out, cfg)
     if arch == "llava-pixtral":
         pixtral_processor(out, cfg)
@@ -1786,6 +1797,9 @@ def make(arch, out):
         int4_experts(out)
     if arch in MTP:
         add_mtp_layer(out)
+    if arch == "glm_ocr":
+        # GLM-OCR ships its MTP layer as the text model's layer 16
+        add_mtp_layer(out, "model.language_model.")
     if arch.startswith("deepseek_v4"):
         from ckpt_dsv4 import deepseek_v4_native
         deepseek_v4_native(out)

@@ -114,8 +114,8 @@ def image_prompt(model):
         # tokens and a bos after the prompt's bos
         size = cfg["vision_config"]["image_size"]
         image = []
-    elif "Glm4v" in cfg["architectures"][0]:
-        # GLM-4.1V: the image pad between its begin and end tokens
+    elif any(a in cfg["architectures"][0] for a in ("Glm4v", "GlmOcr")):
+        # GLM-4.1V and GLM-OCR: the image pad between its begin and end tokens
         size = 56
         image = [cfg["image_start_token_id"], cfg["image_token_id"],
                  cfg["image_end_token_id"]]
