@@ -254,6 +254,7 @@ static const char *const mm_archs[] = {
 	"Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration",
 	"Qwen4ExpForConditionalGeneration", "Lfm2VlForConditionalGeneration",
 	"LlavaNextVideoForConditionalGeneration", "GlmOcrForConditionalGeneration",
+	"QianfanOCRForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

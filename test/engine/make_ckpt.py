@@ -498,6 +498,22 @@ CASES = {
                                      "attention_bias": True,
                                      "image_size": [56, 56], "patch_size": [14, 14]},
                       text_config={"model_type": "qwen2", "tie_word_embeddings": False})),
+    # Qianfan-OCR: InternVL's original layout (vision_model., mlp1.,
+    # language_model.; vLLM's InternVLChatModel) with a Qwen3 text model,
+    # an InternViT tower of 3 layers and the pixel-shuffling projector;
+    # the released config's InternVL keys beside transformers' (vLLM reads
+    # those).  One 56x56 tile an image, 4 image tokens.
+    "qianfan_ocr": ("QianfanOCRConfig", "QianfanOCRForConditionalGeneration",
+                    dict(image_token_id=999, image_seq_length=4, tie_word_embeddings=False,
+                         select_layer=-1, force_image_size=56, ps_version="v2",
+                         downsample_ratio=0.5, min_dynamic_patch=1, max_dynamic_patch=1,
+                         dynamic_image_size=False, use_thumbnail=False,
+                         vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                        "num_hidden_layers": 3, "num_attention_heads": 4,
+                                        "image_size": 56, "patch_size": 14,
+                                        "qkv_bias": True, "qk_normalization": False,
+                                        "norm_type": "layer_norm", "initializer_factor": 0.1},
+                         text_config={"model_type": "qwen3", "tie_word_embeddings": False})),
     # LLaVA-NeXT: LLaVA 1.5's CLIP tower and projector, a Mistral text
     # model and the image_newline row; one 56x56 grid cell (anyres).
     "llava_next": ("LlavaNextConfig", "LlavaNextForConditionalGeneration",
@@ -1285,11 +1301,12 @@ def internvl_processor(out, cfg):
     """Writes a word-level tokenizer and InternVLProcessor for the tiny
     vocabulary: vLLM's InternVL processor needs both, and finds the image
     tokens by the tokenizer's named special tokens.  One 56x56 tile an
-    image (no thumbnail), 4 image tokens."""
+    image (no thumbnail), 4 image tokens.  The original layout's
+    processor (vLLM's own, for Qianfan-OCR) replaces an <image> token."""
     import transformers
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
                "<img>": 997, "</img>": 996, "<IMG_CONTEXT>": cfg.image_token_id,
-               "<video>": 995}
+               "<video>": 995, "<image>": 994}
     tok = word_tokenizer(
         cfg, special, "<pad>", "<eos>", "<bos>", "<unk>",
         extra_special_tokens={"start_image_token": "<img>", "end_image_token": "</img>",
@@ -1318,6 +1335,27 @@ def tf452_names(out):
                 return b + k[len(a):]
         return k
     rename_tensors(out, rename)
+
+
+def released_qianfan_ocr(out):
+    """transformers 5.19 saves Qianfan-OCR by reversing its conversion map,
+    whose "encoder.layers." to "layers." renaming (the tower's) then also
+    moves the text model's layers under language_model.model.encoder.; the
+    release (and vLLM) has them at language_model.model.layers.  Its
+    config writes the tower's image and patch sizes as pairs, the
+    release's (which vLLM's own config class reads) as integers."""
+    import json
+    import os
+    from ckpt_io import rename_tensors
+    pre = "language_model.model.encoder.layers."
+    rename_tensors(out, lambda k: "language_model.model.layers." + k[len(pre):]
+                   if k.startswith(pre) else k)
+    path = os.path.join(out, "config.json")
+    cfg = json.load(open(path))
+    for k in ("image_size", "patch_size"):
+        cfg["vision_config"][k] = cfg["vision_config"][k][0]
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2)
 
 
 def cohere2_vision_processor(out, cfg):
@@ -1775,7 +1813,9 @@ def make(arch, out):
     elif arch.startswith("llava"):
         released_vision_names(out)
         llava_processor(out, cfg)
-    if arch.startswith("internvl"):
+    if arch.startswith("qianfan_ocr"):
+        released_qianfan_ocr(out)
+    if arch.startswith(("internvl", "qianfan_ocr")):
         internvl_processor(out, cfg)
     if arch.startswith("lfm2_vl"):
         released_vision_names(out, "model.vision_tower.")

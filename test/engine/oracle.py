@@ -98,7 +98,7 @@ def image_prompt(model):
         # Llama 4 expands its image token
         size = cfg["vision_config"]["image_size"]
         image = [cfg["image_token_index"]]
-    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL",
+    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL", "QianfanOCR",
                                                     "Cohere2Vision", "Idefics3", "SmolVLM",
                                                     "Lfm2Vl")):
         # one image token, which vLLM expands (Mistral 3 into rows of
@@ -109,6 +109,10 @@ def image_prompt(model):
         size = cfg["vision_config"]["image_size"] if "Cohere2Vision" in \
             cfg["architectures"][0] else 64 if "Lfm2Vl" in cfg["architectures"][0] else 56
         image = [cfg.get("image_token_index", cfg.get("image_token_id"))]
+        if "QianfanOCR" in cfg["architectures"][0]:
+            # InternVL's original layout: vLLM replaces an <image> token
+            # (make_ckpt.py's tokenizer: 994)
+            image = [994]
     elif "PaliGemma" in cfg["architectures"][0]:
         # PaliGemma: no image token in the prompt; vLLM inserts the image's
         # tokens and a bos after the prompt's bos
