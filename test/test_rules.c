@@ -254,7 +254,7 @@ static const char *const mm_archs[] = {
 	"Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration",
 	"Qwen4ExpForConditionalGeneration", "Lfm2VlForConditionalGeneration",
 	"LlavaNextVideoForConditionalGeneration", "GlmOcrForConditionalGeneration",
-	"QianfanOCRForConditionalGeneration",
+	"QianfanOCRForConditionalGeneration", "Exaone4_5_ForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

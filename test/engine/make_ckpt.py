@@ -401,6 +401,15 @@ CASES = {
                    dict(QWEN2_VL, vision_config=dict(
                        QWEN3_VL["vision_config"], depth=4, window_size=56,
                        fullatt_block_indexes=[1, 3])),),
+    # EXAONE 4.5: an EXAONE 4 text model (mrope) and Qwen2.5-VL's tower
+    # with grouped kv heads (4 heads, 2 kv heads), the image pad between
+    # <vision> and </vision>
+    "exaone4_5": ("Exaone4_5_Config", "Exaone4_5_ForConditionalGeneration",
+                  dict(image_token_id=999, video_token_id=998,
+                       vision_config=dict(QWEN3_VL["vision_config"], depth=4,
+                                          window_size=56, fullatt_block_indexes=[1, 3],
+                                          num_key_value_heads=2),
+                       text_config=dict(QWEN2_VL["text_config"], model_type="exaone4"))),
     # (tied, as the 2B ships)
     "qwen2_vl": ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration",
                  dict(QWEN2_VL, tie_word_embeddings=True,
@@ -1161,6 +1170,25 @@ def qwen3_vl_processor(out, cfg, processor="Qwen3VLProcessor",
                                      video_processor=vp).save_pretrained(out)
 
 
+def exaone4_5_processor(out, cfg):
+    """Writes a word-level tokenizer and EXAONE 4.5's processor (Qwen2-VL's
+    image and video processors) for the tiny vocabulary: vLLM replaces
+    <vision><|image_pad|></vision>.  56x56 images, 4 image tokens."""
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<vision>": 997, "</vision>": 996,
+               "<|image_pad|>": cfg.image_token_id, "<|video_pad|>": cfg.video_token_id}
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    px = 56 * 56
+    kw = dict(patch_size=14, merge_size=2, temporal_patch_size=2)
+    transformers.Exaone4_5_Processor(
+        image_processor=transformers.Qwen2VLImageProcessor(
+            size={"shortest_edge": px, "longest_edge": px}, **kw),
+        video_processor=transformers.Qwen2VLVideoProcessor(
+            size={"shortest_edge": px, "longest_edge": 2 * px}, **kw),
+        tokenizer=tok).save_pretrained(out)
+
+
 def glm4v_processor(out, cfg):
     """Writes a word-level tokenizer and Glm4vProcessor for the tiny
     vocabulary: vLLM's GLM-4.1V processor needs both to build the tower,
@@ -1806,6 +1834,8 @@ def make(arch, out):
         llama4_processor(out, cfg)
     if arch.startswith("mistral3"):
         pixtral_processor(out, cfg)
+    if arch.startswith("exaone4_5"):
+        exaone4_5_processor(out, cfg)
     if arch.startswith(("glm4v", "glm_ocr")):
         glm4v_processor(out, cfg)
     if arch == "llava-pixtral":

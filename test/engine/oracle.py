@@ -118,6 +118,11 @@ def image_prompt(model):
         # tokens and a bos after the prompt's bos
         size = cfg["vision_config"]["image_size"]
         image = []
+    elif "Exaone4_5" in cfg["architectures"][0]:
+        # EXAONE 4.5: the image pad between <vision> and </vision>
+        # (make_ckpt.py's tokenizer: 997, 996)
+        size = 56
+        image = [997, cfg["image_token_id"], 996]
     elif any(a in cfg["architectures"][0] for a in ("Glm4v", "GlmOcr")):
         # GLM-4.1V and GLM-OCR: the image pad between its begin and end tokens
         size = 56
