@@ -523,6 +523,22 @@ CASES = {
                                         "qkv_bias": True, "qk_normalization": False,
                                         "norm_type": "layer_norm", "initializer_factor": 0.1},
                          text_config={"model_type": "qwen3", "tie_word_embeddings": False})),
+    # BLIP-2: an OPT text model, a BLIP vision tower (2 layers; 56x56
+    # images of 14-pixel patches), the Q-Former (2 layers, cross-attention
+    # in each) and its 4 query tokens
+    "blip2": ("Blip2Config", "Blip2ForConditionalGeneration",
+              dict(num_query_tokens=4, image_token_index=999,
+                   vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                  "num_hidden_layers": 2, "num_attention_heads": 4,
+                                  "image_size": 56, "patch_size": 14},
+                   qformer_config={"hidden_size": 64, "intermediate_size": 128,
+                                   "num_hidden_layers": 2, "num_attention_heads": 4,
+                                   "encoder_hidden_size": 64, "cross_attention_frequency": 1},
+                   text_config={"model_type": "opt", "hidden_size": 256, "ffn_dim": 512,
+                                "num_hidden_layers": 2, "num_attention_heads": 4,
+                                "word_embed_proj_dim": 256, "vocab_size": 1000,
+                                "max_position_embeddings": 512,
+                                "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0})),
     # LLaVA-NeXT: LLaVA 1.5's CLIP tower and projector, a Mistral text
     # model and the image_newline row; one 56x56 grid cell (anyres).
     "llava_next": ("LlavaNextConfig", "LlavaNextForConditionalGeneration",
@@ -1168,6 +1184,18 @@ def qwen3_vl_processor(out, cfg, processor="Qwen3VLProcessor",
         merge_size=2, temporal_patch_size=2)
     getattr(transformers, processor)(image_processor=ip, tokenizer=tok,
                                      video_processor=vp).save_pretrained(out)
+
+
+def blip2_processor(out, cfg):
+    """Writes a word-level tokenizer (with BLIP-2's <image> token, which
+    vLLM inserts num_query_tokens times at the prompt's start) and
+    Blip2Processor for the tiny vocabulary; 56x56 images."""
+    import transformers
+    special = {"<pad>": 0, "</s>": 1, "<s>": 2, "<unk>": 3, "<image>": cfg.image_token_index}
+    tok = word_tokenizer(cfg, special, "<pad>", "</s>", "<s>", "<unk>")
+    transformers.Blip2Processor(
+        image_processor=transformers.BlipImageProcessor(size={"height": 56, "width": 56}),
+        tokenizer=tok, num_query_tokens=cfg.num_query_tokens).save_pretrained(out)
 
 
 def exaone4_5_processor(out, cfg):
@@ -1834,6 +1862,8 @@ def make(arch, out):
         llama4_processor(out, cfg)
     if arch.startswith("mistral3"):
         pixtral_processor(out, cfg)
+    if arch.startswith("blip2"):
+        blip2_processor(out, cfg)
     if arch.startswith("exaone4_5"):
         exaone4_5_processor(out, cfg)
     if arch.startswith(("glm4v", "glm_ocr")):

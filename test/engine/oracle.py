@@ -113,9 +113,10 @@ def image_prompt(model):
             # InternVL's original layout: vLLM replaces an <image> token
             # (make_ckpt.py's tokenizer: 994)
             image = [994]
-    elif "PaliGemma" in cfg["architectures"][0]:
+    elif any(a in cfg["architectures"][0] for a in ("PaliGemma", "Blip2")):
         # PaliGemma: no image token in the prompt; vLLM inserts the image's
-        # tokens and a bos after the prompt's bos
+        # tokens and a bos after the prompt's bos (BLIP-2: its query
+        # tokens' places before the prompt)
         size = cfg["vision_config"]["image_size"]
         image = []
     elif "Exaone4_5" in cfg["architectures"][0]:
