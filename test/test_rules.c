@@ -255,7 +255,7 @@ static const char *const mm_archs[] = {
 	"Qwen4ExpForConditionalGeneration", "Lfm2VlForConditionalGeneration",
 	"LlavaNextVideoForConditionalGeneration", "GlmOcrForConditionalGeneration",
 	"QianfanOCRForConditionalGeneration", "Exaone4_5_ForConditionalGeneration",
-	"Blip2ForConditionalGeneration",
+	"Blip2ForConditionalGeneration", "Qwen2AudioForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

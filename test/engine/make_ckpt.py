@@ -539,6 +539,15 @@ CASES = {
                                 "word_embed_proj_dim": 256, "vocab_size": 1000,
                                 "max_position_embeddings": 512,
                                 "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0})),
+    # Qwen2-Audio: a Qwen2 text model and a Whisper-like audio encoder of
+    # 2 layers over 128 mel bins, its projector one linear layer
+    "qwen2_audio": ("Qwen2AudioConfig", "Qwen2AudioForConditionalGeneration",
+                    dict(audio_token_index=999,
+                         audio_config={"d_model": 64, "encoder_layers": 2,
+                                       "encoder_attention_heads": 4, "encoder_ffn_dim": 128,
+                                       "num_mel_bins": 128, "max_source_positions": 1500},
+                         text_config={"model_type": "qwen2", "bos_token_id": 2,
+                                      "eos_token_id": 1})),
     # LLaVA-NeXT: LLaVA 1.5's CLIP tower and projector, a Mistral text
     # model and the image_newline row; one 56x56 grid cell (anyres).
     "llava_next": ("LlavaNextConfig", "LlavaNextForConditionalGeneration",
@@ -1184,6 +1193,29 @@ def qwen3_vl_processor(out, cfg, processor="Qwen3VLProcessor",
         merge_size=2, temporal_patch_size=2)
     getattr(transformers, processor)(image_processor=ip, tokenizer=tok,
                                      video_processor=vp).save_pretrained(out)
+
+
+def released_qwen2_audio(out):
+    """transformers 5.19 saves Qwen2-Audio's text model under
+    language_model.model.model.; the release (and vLLM) has it at
+    language_model.model."""
+    from ckpt_io import rename_tensors
+    pre = "language_model.model.model."
+    rename_tensors(out, lambda k: "language_model.model." + k[len(pre):]
+                   if k.startswith(pre) else k)
+
+
+def qwen2_audio_processor(out, cfg):
+    """Writes a word-level tokenizer with Qwen2-Audio's audio tokens and
+    Qwen2AudioProcessor (Whisper's feature extractor, 128 mel bins): vLLM
+    replaces <|AUDIO|> by the audio's frames."""
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3, "<|audio_bos|>": 997,
+               "<|audio_eos|>": 996, "<|AUDIO|>": cfg.audio_token_index}
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    transformers.Qwen2AudioProcessor(
+        feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128),
+        tokenizer=tok).save_pretrained(out)
 
 
 def blip2_processor(out, cfg):
@@ -1862,6 +1894,9 @@ def make(arch, out):
         llama4_processor(out, cfg)
     if arch.startswith("mistral3"):
         pixtral_processor(out, cfg)
+    if arch.startswith("qwen2_audio"):
+        released_qwen2_audio(out)
+        qwen2_audio_processor(out, cfg)
     if arch.startswith("blip2"):
         blip2_processor(out, cfg)
     if arch.startswith("exaone4_5"):

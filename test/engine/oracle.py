@@ -88,6 +88,13 @@ def image_prompt(model):
     import numpy as np
     from PIL import Image
     cfg = json.load(open(os.path.join(model, "config.json")))
+    if "Qwen2Audio" in cfg["architectures"][0]:
+        # Qwen2-Audio: one second of fixed pseudo-random sound at 16 kHz
+        # between <|audio_bos|> and <|audio_eos|> (make_ckpt.py: 997, 996),
+        # its <|AUDIO|> token expanded by vLLM
+        wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
+        return {"prompt_token_ids": [2, 17, 997, cfg["audio_token_index"], 996, 243, 9],
+                "multi_modal_data": {"audio": (wav, 16000)}}
     if "LlavaNextVideo" in cfg["architectures"][0]:
         # LLaVA-NeXT-Video takes videos only: four 56x56 frames at its
         # video token, which vLLM expands
