@@ -548,6 +548,24 @@ CASES = {
                                        "num_mel_bins": 128, "max_source_positions": 1500},
                          text_config={"model_type": "qwen2", "bos_token_id": 2,
                                       "eos_token_id": 1})),
+    # PaddleOCR-VL: an ERNIE 4.5 text model (tied), a SigLIP-like NaViT
+    # tower of 2 layers (14-pixel patches, merged 2x2) and its projector
+    # (mlp_AR); 56x56 images, 4 image tokens between the vision start and
+    # end tokens
+    "paddleocr_vl": ("PaddleOCRVLConfig", "PaddleOCRVLForConditionalGeneration",
+                     dict(image_token_id=999, video_token_id=998,
+                          vision_start_token_id=997, vision_end_token_id=996,
+                          vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                         "num_hidden_layers": 2, "num_attention_heads": 4,
+                                         "image_size": 56, "patch_size": 14},
+                          text_config={"hidden_size": 256, "intermediate_size": 512,
+                                       "num_hidden_layers": 2, "num_attention_heads": 4,
+                                       "num_key_value_heads": 2, "head_dim": 64,
+                                       "vocab_size": 1000, "bos_token_id": 2,
+                                       "eos_token_id": 1, "pad_token_id": 0,
+                                       "rope_parameters": {"rope_type": "default",
+                                                           "rope_theta": 500000.0,
+                                                           "mrope_section": [8, 12, 12]}})),
     # LLaVA-NeXT: LLaVA 1.5's CLIP tower and projector, a Mistral text
     # model and the image_newline row; one 56x56 grid cell (anyres).
     "llava_next": ("LlavaNextConfig", "LlavaNextForConditionalGeneration",
@@ -1215,6 +1233,25 @@ def qwen2_audio_processor(out, cfg):
     tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
     transformers.Qwen2AudioProcessor(
         feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128),
+        tokenizer=tok).save_pretrained(out)
+
+
+def paddleocr_vl_processor(out, cfg):
+    """Writes a word-level tokenizer (its image token named, as
+    PaddleOCRVLProcessor reads it) and PaddleOCRVLProcessor for the tiny
+    vocabulary; 56x56 images (4x4 patches of 14, merged 2x2: 4 tokens)."""
+    import transformers
+    special = {"<pad>": 0, "</s>": 1, "<s>": 2, "<unk>": 3,
+               "<|IMAGE_START|>": cfg.vision_start_token_id,
+               "<|IMAGE_END|>": cfg.vision_end_token_id,
+               "<|IMAGE_PLACEHOLDER|>": cfg.image_token_id,
+               "<|video_pad|>": cfg.video_token_id}
+    tok = word_tokenizer(cfg, special, "<pad>", "</s>", "<s>", "<unk>",
+                         extra_special_tokens={"image_token": "<|IMAGE_PLACEHOLDER|>"})
+    px = 56 * 56
+    transformers.PaddleOCRVLProcessor(
+        image_processor=transformers.PaddleOCRVLImageProcessor(
+            size={"shortest_edge": px, "longest_edge": px}),
         tokenizer=tok).save_pretrained(out)
 
 
@@ -1897,6 +1934,8 @@ def make(arch, out):
     if arch.startswith("qwen2_audio"):
         released_qwen2_audio(out)
         qwen2_audio_processor(out, cfg)
+    if arch.startswith("paddleocr_vl"):
+        paddleocr_vl_processor(out, cfg)
     if arch.startswith("blip2"):
         blip2_processor(out, cfg)
     if arch.startswith("exaone4_5"):
