@@ -14,10 +14,9 @@
 #include "source/catalog.h"
 #include "plan_impl.h"
 
-/* vLLM's VocabParallelEmbedding pads the rows to a multiple of 64. */
-#define CONCAT_VOCAB_PAD 64
-
-/* The rows of m[i] and its row bytes; the same beyond dimension 0 for all. */
+/* The rows of the pieces m[0..n) together to *out_total, each piece
+ * checked: the rule's own, {e} counting from 0, the dtype and dimensions
+ * past the first of m[0]'s. */
 static enum wshard_err check_pieces(const struct wshard_plan *plan, const struct member *m,
 				    size_t n, uint64_t *out_total, struct wshard_error *err)
 {
@@ -46,6 +45,17 @@ static enum wshard_err check_pieces(const struct wshard_plan *plan, const struct
 		*out_total += t->shape[0];
 	}
 	return WSHARD_OK;
+}
+
+/* The data bytes of the pieces m[0..n). */
+static uint64_t concat_bytes(const struct wshard_plan *plan, const struct member *m,
+				  size_t n)
+{
+	uint64_t bytes = 0;
+
+	while (n--)
+		bytes += src_info(plan, m[n].src)->end - src_info(plan, m[n].src)->begin;
+	return bytes;
 }
 
 /* Rows [lo, hi) of the concatenation of m[0..n) to t, zeros past its end. */
@@ -82,12 +92,12 @@ enum wshard_err plan_split_concat(const struct wshard_plan *plan, struct group_o
 	rc = check_pieces(plan, m, n, &total, err);
 	if (rc)
 		return rc;
-	row_bytes = first->shape[0] ? (first->end - first->begin) / first->shape[0] : 0;
+	row_bytes = total ? concat_bytes(plan, m, n) / total : 0;
 	if (m[0].rule->kind == RULE_REPLICATE) {
 		padded = per = total;
 	} else {
 		padded = m[0].rule->kind == RULE_VOCAB ?
-				 (total + CONCAT_VOCAB_PAD - 1) / CONCAT_VOCAB_PAD * CONCAT_VOCAB_PAD :
+				 (total + VOCAB_PAD - 1) / VOCAB_PAD * VOCAB_PAD :
 				 total;
 		if (padded % tp)
 			return wshard_error_set(err, WSHARD_EINVAL,

@@ -8,7 +8,8 @@
  *
  * The calls run one way: plan_build.c, the driver (wshard_plan_build),
  * calls every other file; plan_split.c cuts an item, through plan_view.c
- * for the views, and plan_concat.c the pieces of a "concat" rule; plan_match.c matches sources to rules, through
+ * for the views, and plan_concat.c the pieces of a "concat" rule;
+ * plan_match.c matches sources to rules, through
  * plan_shape.c for their shapes; plan_layout.c, plan_expert.c and
  * plan_extra.c (the constant tensors, through plan_image_norm.c) answer
  * plan_build.c; plan_quant.c answers plan_build.c, plan_split.c and
@@ -33,6 +34,10 @@
 #include "plan.h"
 #include "source/safetensors.h"
 #include "rules/rules.h"
+
+/* A "vocab" split pads the rows to a multiple of this, as vLLM's
+ * VocabParallelEmbedding does (plan_split.c, plan_concat.c). */
+#define VOCAB_PAD 64
 
 /* A source tensor matched by a rule: one member of an output group. */
 struct member {

@@ -20,8 +20,6 @@
 #include "rules/expr.h"
 #include "plan_impl.h"
 
-#define VOCAB_PAD 64
-
 enum wshard_err plan_op_kv_heads(const struct wshard_plan *plan, const struct rules_op *op,
 				 int64_t *out, struct wshard_error *err)
 {
