@@ -256,7 +256,7 @@ static const char *const mm_archs[] = {
 	"LlavaNextVideoForConditionalGeneration", "GlmOcrForConditionalGeneration",
 	"QianfanOCRForConditionalGeneration", "Exaone4_5_ForConditionalGeneration",
 	"Blip2ForConditionalGeneration", "Qwen2AudioForConditionalGeneration",
-	"PaddleOCRVLForConditionalGeneration",
+	"PaddleOCRVLForConditionalGeneration", "AudioFlamingo3ForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

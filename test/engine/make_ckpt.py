@@ -566,6 +566,15 @@ CASES = {
                                        "rope_parameters": {"rope_type": "default",
                                                            "rope_theta": 500000.0,
                                                            "mrope_section": [8, 12, 12]}})),
+    # Audio Flamingo 3: Qwen2-Audio's encoder (2 layers, 128 mel bins),
+    # a two-layer projector and a Qwen2 text model
+    "audioflamingo3": ("AudioFlamingo3Config", "AudioFlamingo3ForConditionalGeneration",
+                       dict(audio_token_id=999,
+                            audio_config={"hidden_size": 64, "num_hidden_layers": 2,
+                                          "num_attention_heads": 4, "intermediate_size": 128,
+                                          "num_mel_bins": 128, "max_source_positions": 1500},
+                            text_config={"model_type": "qwen2", "bos_token_id": 2,
+                                         "eos_token_id": 1})),
     # LLaVA-NeXT: LLaVA 1.5's CLIP tower and projector, a Mistral text
     # model and the image_newline row; one 56x56 grid cell (anyres).
     "llava_next": ("LlavaNextConfig", "LlavaNextForConditionalGeneration",
@@ -1214,9 +1223,9 @@ def qwen3_vl_processor(out, cfg, processor="Qwen3VLProcessor",
 
 
 def released_qwen2_audio(out):
-    """transformers 5.19 saves Qwen2-Audio's text model under
-    language_model.model.model.; the release (and vLLM) has it at
-    language_model.model."""
+    """transformers 5.19 saves Qwen2-Audio's (and Audio Flamingo 3's) text
+    model under language_model.model.model.; the release (and vLLM) has it
+    at language_model.model."""
     from ckpt_io import rename_tensors
     pre = "language_model.model.model."
     rename_tensors(out, lambda k: "language_model.model." + k[len(pre):]
@@ -1252,6 +1261,18 @@ def paddleocr_vl_processor(out, cfg):
     transformers.PaddleOCRVLProcessor(
         image_processor=transformers.PaddleOCRVLImageProcessor(
             size={"shortest_edge": px, "longest_edge": px}),
+        tokenizer=tok).save_pretrained(out)
+
+
+def audioflamingo3_processor(out, cfg):
+    """Writes a word-level tokenizer with Audio Flamingo 3's <sound> token
+    and its processor (Whisper's feature extractor, 128 mel bins): vLLM
+    replaces <sound> by the audio's frames."""
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3, "<sound>": cfg.audio_token_id}
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    transformers.AudioFlamingo3Processor(
+        feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128),
         tokenizer=tok).save_pretrained(out)
 
 
@@ -1936,6 +1957,9 @@ def make(arch, out):
         qwen2_audio_processor(out, cfg)
     if arch.startswith("paddleocr_vl"):
         paddleocr_vl_processor(out, cfg)
+    if arch.startswith("audioflamingo3"):
+        released_qwen2_audio(out)
+        audioflamingo3_processor(out, cfg)
     if arch.startswith("blip2"):
         blip2_processor(out, cfg)
     if arch.startswith("exaone4_5"):

@@ -95,6 +95,11 @@ def image_prompt(model):
         wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
         return {"prompt_token_ids": [2, 17, 997, cfg["audio_token_index"], 996, 243, 9],
                 "multi_modal_data": {"audio": (wav, 16000)}}
+    if "AudioFlamingo3" in cfg["architectures"][0]:
+        # Audio Flamingo 3: the same second of sound at its <sound> token
+        wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
+        return {"prompt_token_ids": [2, 17, cfg["audio_token_id"], 243, 9],
+                "multi_modal_data": {"audio": (wav, 16000)}}
     if "LlavaNextVideo" in cfg["architectures"][0]:
         # LLaVA-NeXT-Video takes videos only: four 56x56 frames at its
         # video token, which vLLM expands
