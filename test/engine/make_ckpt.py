@@ -81,6 +81,16 @@ QWEN2_VL = dict({k: v for k, v in QWEN3_VL.items() if k != "vision_config"},
                                  "rope_type": "default", "rope_theta": 1000000.0,
                                  "mrope_section": [8, 12, 12]}})
 
+# Qwen2-Audio's and Audio Flamingo 3's Whisper-like encoder (2 layers over
+# 128 mel bins) in Audio Flamingo 3's config keys, Qwen2-Audio's named by
+# QWEN2_AUDIO_KEYS; their Qwen2 text model.
+AUDIO_ENCODER = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "intermediate_size": 128, "num_mel_bins": 128, "max_source_positions": 1500}
+QWEN2_AUDIO_KEYS = {"hidden_size": "d_model", "num_hidden_layers": "encoder_layers",
+                    "num_attention_heads": "encoder_attention_heads",
+                    "intermediate_size": "encoder_ffn_dim"}
+AUDIO_TEXT = {"model_type": "qwen2", "bos_token_id": 2, "eos_token_id": 1}
+
 # LLaVA's and LLaVA-NeXT's CLIP tower: 3 layers (vLLM builds those up to
 # vision_feature_layer -2), 56x56 images of 14-pixel patches.
 CLIP_TOWER = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3,
@@ -542,12 +552,9 @@ CASES = {
     # Qwen2-Audio: a Qwen2 text model and a Whisper-like audio encoder of
     # 2 layers over 128 mel bins, its projector one linear layer
     "qwen2_audio": ("Qwen2AudioConfig", "Qwen2AudioForConditionalGeneration",
-                    dict(audio_token_index=999,
-                         audio_config={"d_model": 64, "encoder_layers": 2,
-                                       "encoder_attention_heads": 4, "encoder_ffn_dim": 128,
-                                       "num_mel_bins": 128, "max_source_positions": 1500},
-                         text_config={"model_type": "qwen2", "bos_token_id": 2,
-                                      "eos_token_id": 1})),
+                    dict(audio_token_index=999, text_config=AUDIO_TEXT,
+                         audio_config={QWEN2_AUDIO_KEYS.get(k, k): v
+                                       for k, v in AUDIO_ENCODER.items()})),
     # PaddleOCR-VL: an ERNIE 4.5 text model (tied), a SigLIP-like NaViT
     # tower of 2 layers (14-pixel patches, merged 2x2) and its projector
     # (mlp_AR); 56x56 images, 4 image tokens between the vision start and
@@ -569,12 +576,8 @@ CASES = {
     # Audio Flamingo 3: Qwen2-Audio's encoder (2 layers, 128 mel bins),
     # a two-layer projector and a Qwen2 text model
     "audioflamingo3": ("AudioFlamingo3Config", "AudioFlamingo3ForConditionalGeneration",
-                       dict(audio_token_id=999,
-                            audio_config={"hidden_size": 64, "num_hidden_layers": 2,
-                                          "num_attention_heads": 4, "intermediate_size": 128,
-                                          "num_mel_bins": 128, "max_source_positions": 1500},
-                            text_config={"model_type": "qwen2", "bos_token_id": 2,
-                                         "eos_token_id": 1})),
+                       dict(audio_token_id=999, audio_config=AUDIO_ENCODER,
+                            text_config=AUDIO_TEXT)),
     # LLaVA-NeXT: LLaVA 1.5's CLIP tower and projector, a Mistral text
     # model and the image_newline row; one 56x56 grid cell (anyres).
     "llava_next": ("LlavaNextConfig", "LlavaNextForConditionalGeneration",
