@@ -335,6 +335,7 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 {
 	json_t *chunks = json_object_get(t, "chunks"), *di = json_object_get(t, "deinterleave");
 	json_t *experts = json_object_get(t, "experts"), *pad = json_object_get(t, "pad_to");
+	json_t *concat = json_object_get(t, "concat");
 	bool bad = false;
 
 	if (chunks && (!json_is_integer(chunks) || json_integer_value(chunks) < 1 ||
@@ -367,10 +368,10 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"qkv_groups\" is true or false on an \"unpack\" of a \"split\": \"qkv\" operator without \"sizes\"",
 					r->name, rule->match);
-	rule->concat = json_is_true(json_object_get(t, "concat"));
-	if (json_object_get(t, "concat") &&
-	    (!json_is_boolean(json_object_get(t, "concat")) || !strstr(rule->match, "{e}") ||
-	     (rule->output && strstr(rule->output, "{e}")) || rule->view || rule->rows ||
+	rule->concat = json_is_true(concat);
+	if (concat &&
+	    (!json_is_boolean(concat) || !strstr(rule->match, "{e}") ||
+	     strstr(rule->output, "{e}") || rule->view || rule->rows ||
 	     (rule->kind != RULE_ROW && rule->kind != RULE_VOCAB && rule->kind != RULE_REPLICATE)))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"concat\" is true or false on a \"row\", \"vocab\" or \"replicate\" split whose match has {e} and output none, without \"rows\" or \"view\"",

@@ -38,6 +38,12 @@ def rename_tensors(out, rename):
     rewrite_shards(out, shard)
 
 
+def rename_prefix(out, old, new):
+    """Renames the tensors of OUT whose names start with old to start with
+    new instead."""
+    rename_tensors(out, lambda k: new + k[len(old):] if k.startswith(old) else k)
+
+
 def add_to_first_shard(out, new):
     """Adds the tensors of new (name: torch tensor) to the first shard of
     the checkpoint in OUT: tensors a released checkpoint holds and

@@ -1229,23 +1229,27 @@ def released_qwen2_audio(out):
     """transformers 5.19 saves Qwen2-Audio's (and Audio Flamingo 3's) text
     model under language_model.model.model.; the release (and vLLM) has it
     at language_model.model."""
-    from ckpt_io import rename_tensors
-    pre = "language_model.model.model."
-    rename_tensors(out, lambda k: "language_model.model." + k[len(pre):]
-                   if k.startswith(pre) else k)
+    from ckpt_io import rename_prefix
+    rename_prefix(out, "language_model.model.model.", "language_model.model.")
 
 
-def qwen2_audio_processor(out, cfg):
-    """Writes a word-level tokenizer with Qwen2-Audio's audio tokens and
-    Qwen2AudioProcessor (Whisper's feature extractor, 128 mel bins): vLLM
-    replaces <|AUDIO|> by the audio's frames."""
+def audio_processor(out, cfg):
+    """Writes a word-level tokenizer with the audio tokens and the
+    processor (Whisper's feature extractor, 128 mel bins) of Qwen2-Audio
+    (<|AUDIO|> between <|audio_bos|> and <|audio_eos|>) or Audio Flamingo 3
+    (<sound>): vLLM replaces that token by the audio's frames."""
     import transformers
-    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3, "<|audio_bos|>": 997,
-               "<|audio_eos|>": 996, "<|AUDIO|>": cfg.audio_token_index}
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
+    if cfg.model_type == "qwen2_audio":
+        special.update({"<|audio_bos|>": 997, "<|audio_eos|>": 996,
+                        "<|AUDIO|>": cfg.audio_token_index})
+        processor = transformers.Qwen2AudioProcessor
+    else:
+        special["<sound>"] = cfg.audio_token_id
+        processor = transformers.AudioFlamingo3Processor
     tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
-    transformers.Qwen2AudioProcessor(
-        feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128),
-        tokenizer=tok).save_pretrained(out)
+    processor(feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128),
+              tokenizer=tok).save_pretrained(out)
 
 
 def paddleocr_vl_processor(out, cfg):
@@ -1264,18 +1268,6 @@ def paddleocr_vl_processor(out, cfg):
     transformers.PaddleOCRVLProcessor(
         image_processor=transformers.PaddleOCRVLImageProcessor(
             size={"shortest_edge": px, "longest_edge": px}),
-        tokenizer=tok).save_pretrained(out)
-
-
-def audioflamingo3_processor(out, cfg):
-    """Writes a word-level tokenizer with Audio Flamingo 3's <sound> token
-    and its processor (Whisper's feature extractor, 128 mel bins): vLLM
-    replaces <sound> by the audio's frames."""
-    import transformers
-    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3, "<sound>": cfg.audio_token_id}
-    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
-    transformers.AudioFlamingo3Processor(
-        feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128),
         tokenizer=tok).save_pretrained(out)
 
 
@@ -1493,18 +1485,13 @@ def released_qianfan_ocr(out):
     release (and vLLM) has them at language_model.model.layers.  Its
     config writes the tower's image and patch sizes as pairs, the
     release's (which vLLM's own config class reads) as integers."""
-    import json
-    import os
-    from ckpt_io import rename_tensors
-    pre = "language_model.model.encoder.layers."
-    rename_tensors(out, lambda k: "language_model.model.layers." + k[len(pre):]
-                   if k.startswith(pre) else k)
-    path = os.path.join(out, "config.json")
-    cfg = json.load(open(path))
-    for k in ("image_size", "patch_size"):
-        cfg["vision_config"][k] = cfg["vision_config"][k][0]
-    with open(path, "w") as f:
-        json.dump(cfg, f, indent=2)
+    from ckpt_io import rename_prefix, update_config
+
+    def integers(cfg):
+        for k in ("image_size", "patch_size"):
+            cfg["vision_config"][k] = cfg["vision_config"][k][0]
+    rename_prefix(out, "language_model.model.encoder.layers.", "language_model.model.layers.")
+    update_config(out, integers)
 
 
 def cohere2_vision_processor(out, cfg):
@@ -1903,8 +1890,8 @@ def hub_without_transformer(out):
     checkpoints (saved from BloomModel) and OpenAI's GPT-2 ones on the Hub
     name their tensors: vLLM 0.32 adds it back (bloom.py,
     _add_transformer_prefix; gpt2.py)."""
-    from ckpt_io import rename_tensors
-    rename_tensors(out, lambda k: k[len("transformer."):] if k.startswith("transformer.") else k)
+    from ckpt_io import rename_prefix
+    rename_prefix(out, "transformer.", "")
 
 
 def make(arch, out):
@@ -1955,14 +1942,11 @@ def make(arch, out):
         llama4_processor(out, cfg)
     if arch.startswith("mistral3"):
         pixtral_processor(out, cfg)
-    if arch.startswith("qwen2_audio"):
+    if arch.startswith(("qwen2_audio", "audioflamingo3")):
         released_qwen2_audio(out)
-        qwen2_audio_processor(out, cfg)
+        audio_processor(out, cfg)
     if arch.startswith("paddleocr_vl"):
         paddleocr_vl_processor(out, cfg)
-    if arch.startswith("audioflamingo3"):
-        released_qwen2_audio(out)
-        audioflamingo3_processor(out, cfg)
     if arch.startswith("blip2"):
         blip2_processor(out, cfg)
     if arch.startswith("exaone4_5"):

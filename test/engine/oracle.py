@@ -88,17 +88,15 @@ def image_prompt(model):
     import numpy as np
     from PIL import Image
     cfg = json.load(open(os.path.join(model, "config.json")))
-    if "Qwen2Audio" in cfg["architectures"][0]:
-        # Qwen2-Audio: one second of fixed pseudo-random sound at 16 kHz
-        # between <|audio_bos|> and <|audio_eos|> (make_ckpt.py: 997, 996),
-        # its <|AUDIO|> token expanded by vLLM
+    if any(a in cfg["architectures"][0] for a in ("Qwen2Audio", "AudioFlamingo3")):
+        # one second of fixed pseudo-random sound at 16 kHz at the audio
+        # token, which vLLM expands: Qwen2-Audio's <|AUDIO|> between
+        # <|audio_bos|> and <|audio_eos|> (make_ckpt.py: 997, 996), Audio
+        # Flamingo 3's <sound> alone
         wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
-        return {"prompt_token_ids": [2, 17, 997, cfg["audio_token_index"], 996, 243, 9],
-                "multi_modal_data": {"audio": (wav, 16000)}}
-    if "AudioFlamingo3" in cfg["architectures"][0]:
-        # Audio Flamingo 3: the same second of sound at its <sound> token
-        wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
-        return {"prompt_token_ids": [2, 17, cfg["audio_token_id"], 243, 9],
+        audio = ([997, cfg["audio_token_index"], 996] if "audio_token_index" in cfg
+                 else [cfg["audio_token_id"]])
+        return {"prompt_token_ids": [2, 17] + audio + [243, 9],
                 "multi_modal_data": {"audio": (wav, 16000)}}
     if "LlavaNextVideo" in cfg["architectures"][0]:
         # LLaVA-NeXT-Video takes videos only: four 56x56 frames at its
