@@ -69,6 +69,32 @@ Test(vl, deeper_tower)
 	fx_close(&f);
 }
 
+/*
+ * A condition reads --tp as "tp", and a dotted key config.json holds under
+ * thinker_config (Qwen3-ASR's): the encoder's heads divisible by tp cut
+ * the tensor, otherwise it is whole (vLLM's disable_tp); a block's own
+ * condition joins its use's.
+ */
+Test(vl, tp_in_conditions)
+{
+	static struct fx f;
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"a.layers.{n}.w\", \"split\": \"row\","
+		" \"if\": \"n < audio_config.layers && audio_config.heads % tp == 0\"},"
+		"{\"match\": \"a.layers.{n}.w\", \"split\": \"replicate\","
+		" \"if\": \"n < audio_config.layers && audio_config.heads % tp != 0\"},"
+		CATCH_ALL "]}";
+
+	fx_open(&f, BASE " --extra-tensor a.layers.0.w:12,8 "
+		"--set-config 'thinker_config={\"audio_config\":{\"heads\":6,\"layers\":1}}'");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "a.layers.0.w"), 2, 6, 8);
+	fx_plan(&f, 4);
+	assert_shape(get_out(&f, 3, "a.layers.0.w"), 2, 12, 8);
+	fx_close(&f);
+}
+
 #define NORM_RULES "{\"tensors\": [" CATCH_ALL "], \"extra\": [" \
 	"{\"name\": \"v.input_norm.weight\", \"image_norm\": \"scale\"}," \
 	"{\"name\": \"v.input_norm.bias\", \"image_norm\": \"shift\"}]}"

@@ -257,6 +257,7 @@ static const char *const mm_archs[] = {
 	"QianfanOCRForConditionalGeneration", "Exaone4_5_ForConditionalGeneration",
 	"Blip2ForConditionalGeneration", "Qwen2AudioForConditionalGeneration",
 	"PaddleOCRVLForConditionalGeneration", "AudioFlamingo3ForConditionalGeneration",
+	"Qwen3ASRForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

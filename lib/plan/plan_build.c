@@ -396,13 +396,14 @@ const char *wshard_target_canonical(const char *target, const char **out_checked
 
 /*
  * *out: the catalog's config, with the fields config.json omits taken
- * from the rules' "defaults" (the model class's own), as the plan and its
- * checks read it.
+ * from the rules' "defaults" (the model class's own) and the rules' tp,
+ * as the plan for --tp tp and its checks read it.
  */
 static void config_init(struct wshard_config *out, const struct wshard_catalog *cat,
-			const struct wshard_rules *rules)
+			const struct wshard_rules *rules, int tp)
 {
 	*out = cat->config;
+	out->tp = tp;
 	if (cat->has_config && rules->defaults) {
 		out->defaults = rules->defaults;
 		catalog_config_fields(out);
@@ -504,7 +505,7 @@ enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 	const struct wshard_config *c = &cfg;
 	size_t i;
 
-	config_init(&cfg, cat, rules);
+	config_init(&cfg, cat, rules, opt->tp);
 	/* what wshard_plan_build refuses first stays its to refuse */
 	if (opt->tp < 1 || opt->tp > 4096 || !wshard_target_canonical(opt->target, NULL) ||
 	    opt->max_file_size == 0 || (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype)))
@@ -559,7 +560,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		free(plan);
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
-	config_init(plan->config, cat, rules);
+	config_init(plan->config, cat, rules, opt->tp);
 	plan->rename_from = LONG_MAX;
 	plan->placement = plan_effective_placement(cat, opt);
 	plan->rules_name = strdup(rules->name);

@@ -91,6 +91,8 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 		return x->layer;
 	if (x->index >= 0 && len == 1 && *name == 'i')
 		return x->index;
+	if (c->tp > 0 && len == 2 && strncmp(name, "tp", 2) == 0)
+		return c->tp;
 
 	for (i = 0; i < sizeof(normalized) / sizeof(normalized[0]); i++) {
 		if (strlen(normalized[i].name) == len &&

@@ -26,8 +26,9 @@ enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
 
 /*
  * Evaluates the condition s of a rule: an expression as above, or two
- * joined by one of >= > <= < == !=; n stands for layer (when layer >= 0)
- * and i for index (when index >= 0: an extra's "each").  A config key
+ * joined by one of >= > <= < == !=; n stands for layer (when layer >= 0),
+ * i for index (when index >= 0: an extra's "each") and tp for cfg->tp
+ * (when a plan's).  A config key
  * (or KEY[i] of an array) compares with a quoted text by == and !=
  * ("vision_config.model_type == 'pixtral'"); one that is absent or no
  * text equals none.  A bare

@@ -75,7 +75,7 @@ static int set_cond(json_t *t, const char *cond)
 		return json_object_set_new(t, "if", json_string(cond));
 	if (!(s = malloc(strlen(cond) + strlen(own) + 11)))
 		return -1;
-	sprintf(s, "(%s) && (%s)", cond, own);
+	sprintf(s, "%s && %s", cond, own);
 	rc = json_object_set_new(t, "if", json_string(s));
 	free(s);
 	return rc;

@@ -44,6 +44,8 @@ struct wshard_config {
 					 * config there); borrowed from json */
 	const void *defaults;		/* json_t * of the rules' "defaults"
 					 * (borrowed), or NULL */
+	int64_t tp;			/* --tp of the plan that reads it (the
+					 * rules' "tp"), 0 outside a plan */
 };
 
 struct wshard_src_file {
@@ -143,8 +145,8 @@ void catalog_config_fields(struct wshard_config *c);
  * config.json's value of key (NULL when absent): a bare key from the text
  * model's config (c->text: text_config in a multimodal config.json), else
  * from the top; a dotted one ("vision_config.hidden_size") through the
- * nested objects from the top (a json_t *).  For the rules' expressions
- * and defaults.
+ * nested objects from the top; either, where the top lacks it, from
+ * thinker_config (a json_t *).  For the rules' expressions and defaults.
  */
 void *catalog_config_key(const struct wshard_config *c, const char *key);
 

@@ -46,15 +46,12 @@ static int64_t cfg_int(json_t *cfg, const char *key)
 	return cfg_int_value(json_object_get(cfg, key));
 }
 
-void *catalog_config_key(const struct wshard_config *c, const char *key)
+/* key through the nested objects from obj ("vision_config.hidden_size"). */
+static json_t *nested_key(json_t *v, const char *key)
 {
-	json_t *v = c->text ? json_object_get(c->text, key) : NULL;
 	const char *dot;
 	char part[128];
 
-	if (v || !strchr(key, '.'))
-		return v ? v : (c->json ? json_object_get(c->json, key) : NULL);
-	v = c->json;
 	while (v && (dot = strchr(key, '.')) != NULL) {
 		if ((size_t)(dot - key) >= sizeof(part))
 			return NULL;
@@ -64,6 +61,21 @@ void *catalog_config_key(const struct wshard_config *c, const char *key)
 		key = dot + 1;
 	}
 	return v ? json_object_get(v, key) : NULL;
+}
+
+void *catalog_config_key(const struct wshard_config *c, const char *key)
+{
+	json_t *v = c->text ? json_object_get(c->text, key) : NULL;
+
+	if (!v && !strchr(key, '.'))
+		v = c->json ? json_object_get(c->json, key) : NULL;
+	else if (!v)
+		v = nested_key(c->json, key);
+	/* Qwen's omni and ASR releases hold the model under thinker_config
+	 * (its talker is not served): read there what the top lacks */
+	if (!v && c->json)
+		v = nested_key(json_object_get(c->json, "thinker_config"), key);
+	return v;
 }
 
 /* config key from c->text, else from the rules' defaults (an integer, or
@@ -121,14 +133,17 @@ void catalog_config_fields(struct wshard_config *c)
 /*
  * The object holding the text model's config: a multimodal config.json
  * (Gemma 3's Gemma3ForConditionalGeneration) nests it under text_config
- * and has no layers of its own, as transformers' get_text_config() finds
- * it (PaliGemma's has a hidden_size beside it, the projector's width);
- * otherwise the file itself.
+ * (Qwen's omni and ASR models under thinker_config's) and has no layers
+ * of its own, as transformers' get_text_config() finds it (PaliGemma's
+ * has a hidden_size beside it, the projector's width); otherwise the file
+ * itself.
  */
 static json_t *model_config(json_t *root)
 {
 	json_t *t = json_object_get(root, "text_config");
 
+	if (!json_is_object(t))
+		t = json_object_get(json_object_get(root, "thinker_config"), "text_config");
 	if (json_object_get(root, "num_hidden_layers") || !json_is_object(t))
 		return root;
 	return t;

@@ -575,6 +575,18 @@ CASES = {
                                                            "mrope_section": [8, 12, 12]}})),
     # Audio Flamingo 3: Qwen2-Audio's encoder (2 layers, 128 mel bins),
     # a two-layer projector and a Qwen2 text model
+    # Qwen3-ASR: a Qwen3 text model (untied) and Qwen3-Omni's audio encoder
+    # (3 stride-2 convolutions over 128 mel bins, 2 layers of 6 heads: cut
+    # at tp 2, whole at tp 4), its projector inside; as Qwen releases it
+    # (thinker.*, thinker_config), -hf as transformers saves it (tied)
+    "qwen3_asr": ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration",
+                  dict(audio_token_id=999, pad_token_id=0, eos_token_id=1,
+                       tie_word_embeddings=False,
+                       audio_config={"d_model": 96, "encoder_layers": 2,
+                                     "encoder_attention_heads": 6, "encoder_ffn_dim": 128,
+                                     "num_mel_bins": 128, "output_dim": 256,
+                                     "downsample_hidden_size": 32},
+                       text_config={"tie_word_embeddings": False})),
     "audioflamingo3": ("AudioFlamingo3Config", "AudioFlamingo3ForConditionalGeneration",
                        dict(audio_token_id=999, audio_config=AUDIO_ENCODER,
                             text_config=AUDIO_TEXT)),
@@ -739,6 +751,10 @@ CASES = {
 # Gemma 4 E2B and E4B: gemma4_mm with an audio tower (2 conformer layers of
 # 64, 4 heads, clipped linears as released), projected from
 # output_proj_dims.
+# Qwen3-ASR as transformers saves it (the -hf repositories): tied, the
+# projector beside the encoder
+CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
+    CASES["qwen3_asr"][2], tie_word_embeddings=True, text_config={"tie_word_embeddings": True}))
 CASES["gemma4_mm-audio"] = ("Gemma4Config", "Gemma4ForConditionalGeneration", dict(
     CASES["gemma4_mm"][2], audio_config={
         "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -1233,21 +1249,55 @@ def released_qwen2_audio(out):
     rename_prefix(out, "language_model.model.model.", "language_model.model.")
 
 
+def released_qwen3_asr(out):
+    """Qwen's Qwen3-ASR releases hold the model as its thinker: the text
+    model under thinker.model., the head thinker.lm_head, the encoder
+    thinker.audio_tower. with the projector inside (proj1, proj2), and
+    config.json's audio_config, text_config and audio_token_id under
+    thinker_config; transformers 5.19 saves its own conversion (the -hf
+    repositories)."""
+    from ckpt_io import rename_tensors, update_config
+    ren = {"model.language_model.": "thinker.model.",
+           "model.audio_tower.": "thinker.audio_tower.",
+           "model.multi_modal_projector.linear_1.": "thinker.audio_tower.proj1.",
+           "model.multi_modal_projector.linear_2.": "thinker.audio_tower.proj2.",
+           "lm_head.": "thinker.lm_head."}
+
+    def rename(k):
+        old = next((o for o in ren if k.startswith(o)), None)
+        return ren[old] + k[len(old):] if old else k
+
+    def thinker(cfg):
+        cfg["thinker_config"] = {k: cfg.pop(k) for k in
+                                 ("audio_config", "text_config", "audio_token_id")}
+    rename_tensors(out, rename)
+    update_config(out, thinker)
+
+
 def audio_processor(out, cfg):
     """Writes a word-level tokenizer with the audio tokens and the
     processor (Whisper's feature extractor, 128 mel bins) of Qwen2-Audio
-    (<|AUDIO|> between <|audio_bos|> and <|audio_eos|>) or Audio Flamingo 3
-    (<sound>): vLLM replaces that token by the audio's frames."""
+    (<|AUDIO|> between <|audio_bos|> and <|audio_eos|>), Qwen3-ASR
+    (<|audio_pad|> between <|audio_start|> and <|audio_end|>) or Audio
+    Flamingo 3 (<sound>): vLLM replaces that token by the audio's frames."""
     import transformers
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
+    extra = {}
     if cfg.model_type == "qwen2_audio":
         special.update({"<|audio_bos|>": 997, "<|audio_eos|>": 996,
                         "<|AUDIO|>": cfg.audio_token_index})
         processor = transformers.Qwen2AudioProcessor
+    elif cfg.model_type == "qwen3_asr":
+        special.update({"<|audio_start|>": 997, "<|audio_end|>": 996,
+                        "<|audio_pad|>": cfg.audio_token_id})
+        extra = {"extra_special_tokens": {"audio_token": "<|audio_pad|>",
+                                          "audio_bos_token": "<|audio_start|>",
+                                          "audio_eos_token": "<|audio_end|>"}}
+        processor = transformers.Qwen3ASRProcessor
     else:
         special["<sound>"] = cfg.audio_token_id
         processor = transformers.AudioFlamingo3Processor
-    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>", **extra)
     processor(feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128),
               tokenizer=tok).save_pretrained(out)
 
@@ -1945,6 +1995,10 @@ def make(arch, out):
     if arch.startswith(("qwen2_audio", "audioflamingo3")):
         released_qwen2_audio(out)
         audio_processor(out, cfg)
+    if arch.startswith("qwen3_asr"):
+        audio_processor(out, cfg)
+        if arch == "qwen3_asr":
+            released_qwen3_asr(out)
     if arch.startswith("paddleocr_vl"):
         paddleocr_vl_processor(out, cfg)
     if arch.startswith("blip2"):
