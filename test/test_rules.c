@@ -257,7 +257,7 @@ static const char *const mm_archs[] = {
 	"QianfanOCRForConditionalGeneration", "Exaone4_5_ForConditionalGeneration",
 	"Blip2ForConditionalGeneration", "Qwen2AudioForConditionalGeneration",
 	"PaddleOCRVLForConditionalGeneration", "AudioFlamingo3ForConditionalGeneration",
-	"Qwen3ASRForConditionalGeneration",
+	"Qwen3ASRForConditionalGeneration", "Qwen3OmniMoeForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

@@ -751,6 +751,24 @@ CASES = {
 # Gemma 4 E2B and E4B: gemma4_mm with an audio tower (2 conformer layers of
 # 64, 4 heads, clipped linears as released), projected from
 # output_proj_dims.
+# Qwen3-Omni: its thinker (a Qwen3-MoE text model of 4 experts, Qwen3-ASR's
+# audio encoder, a Qwen3-VL-like tower of 2 blocks with one deepstack
+# merger); transformers writes no talker where enable_audio_output is off
+CASES["qwen3_omni_moe"] = ("Qwen3OmniMoeConfig", "Qwen3OmniMoeForConditionalGeneration", dict(
+    enable_audio_output=False, thinker_config=dict(
+        audio_token_id=999, image_token_id=998, video_token_id=997,
+        vision_start_token_id=996, vision_end_token_id=995,
+        audio_start_token_id=994, audio_end_token_id=993,
+        audio_config=CASES["qwen3_asr"][2]["audio_config"],
+        vision_config={"depth": 2, "hidden_size": 64, "intermediate_size": 128,
+                       "num_heads": 4, "patch_size": 14, "out_hidden_size": 256,
+                       "deepstack_visual_indexes": [0], "num_position_embeddings": 16,
+                       "spatial_merge_size": 2, "temporal_patch_size": 2},
+        text_config=dict(COMMON, num_experts=4, num_experts_per_tok=2,
+                         moe_intermediate_size=128, bos_token_id=2, eos_token_id=1,
+                         pad_token_id=0, tie_word_embeddings=False,
+                         rope_scaling={"rope_type": "default", "mrope_section": [8, 12, 12],
+                                       "interleaved": True}))))
 # Qwen3-ASR as transformers saves it (the -hf repositories): tied, the
 # projector beside the encoder
 CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
@@ -1272,6 +1290,53 @@ def released_qwen3_asr(out):
                                  ("audio_config", "text_config", "audio_token_id")}
     rename_tensors(out, rename)
     update_config(out, thinker)
+
+
+def released_qwen3_omni(out):
+    """Qwen's Qwen3-Omni releases carry the talker and code2wav beside the
+    thinker (one stand-in tensor each here), and the vision tower's
+    image_size and apply_vit_abs_pos_embed, which vLLM's tower reads and
+    transformers' config class does not write."""
+    import torch
+    from ckpt_io import add_to_first_shard, update_config
+
+    def vision(cfg):
+        cfg["enable_audio_output"] = True
+        cfg["thinker_config"]["vision_config"].update(image_size=56, apply_vit_abs_pos_embed=True)
+    add_to_first_shard(out, {
+        "talker.model.layers.0.mlp.gate.weight": torch.zeros(4, 64, dtype=torch.bfloat16),
+        "code2wav.pre_transformer.norm.weight": torch.ones(64, dtype=torch.bfloat16)})
+    update_config(out, vision)
+
+
+def omni_processor(out, tc):
+    """Writes a word-level tokenizer with Qwen3-Omni's image, video and
+    audio tokens (named as its processor reads them) and
+    Qwen3OmniMoeProcessor: 56x56 images (4 tokens), Whisper's feature
+    extractor (128 mel bins)."""
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<|vision_start|>": tc.vision_start_token_id,
+               "<|vision_end|>": tc.vision_end_token_id,
+               "<|image_pad|>": tc.image_token_id, "<|video_pad|>": tc.video_token_id,
+               "<|audio_start|>": tc.audio_start_token_id,
+               "<|audio_end|>": tc.audio_end_token_id, "<|audio_pad|>": tc.audio_token_id}
+    tok = word_tokenizer(tc, special, "<pad>", "<eos>", "<bos>", "<unk>", extra_special_tokens={
+        "image_token": "<|image_pad|>", "video_token": "<|video_pad|>",
+        "audio_token": "<|audio_pad|>", "vision_bos_token": "<|vision_start|>",
+        "vision_eos_token": "<|vision_end|>", "audio_bos_token": "<|audio_start|>",
+        "audio_eos_token": "<|audio_end|>"})
+    px = 56 * 56
+    ip = transformers.Qwen2VLImageProcessor(
+        size={"shortest_edge": px, "longest_edge": px}, patch_size=14,
+        merge_size=2, temporal_patch_size=2)
+    vp = transformers.Qwen2VLVideoProcessor(
+        size={"shortest_edge": px, "longest_edge": 2 * px}, patch_size=14,
+        merge_size=2, temporal_patch_size=2)
+    transformers.Qwen3OmniMoeProcessor(
+        image_processor=ip, video_processor=vp, tokenizer=tok,
+        feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128)
+    ).save_pretrained(out)
 
 
 def audio_processor(out, cfg):
@@ -1952,7 +2017,9 @@ def make(arch, out):
     cfg_name, model_name, over = CASES[arch]
     if over is None:
         over = CASES[arch.rsplit("-", 1)[0]][2]
-    if "text_config" in over:
+    if "thinker_config" in over:
+        kw = dict(over)		# Qwen3-Omni's: the case gives it whole
+    elif "text_config" in over:
         # a multimodal config: COMMON is the text model's
         kw = dict(over, text_config=dict(COMMON, **over["text_config"]))
     else:
@@ -1995,6 +2062,9 @@ def make(arch, out):
     if arch.startswith(("qwen2_audio", "audioflamingo3")):
         released_qwen2_audio(out)
         audio_processor(out, cfg)
+    if arch.startswith("qwen3_omni_moe"):
+        omni_processor(out, cfg.thinker_config)
+        released_qwen3_omni(out)
     if arch.startswith("qwen3_asr"):
         audio_processor(out, cfg)
         if arch == "qwen3_asr":
