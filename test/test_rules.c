@@ -258,6 +258,7 @@ static const char *const mm_archs[] = {
 	"Blip2ForConditionalGeneration", "Qwen2AudioForConditionalGeneration",
 	"PaddleOCRVLForConditionalGeneration", "AudioFlamingo3ForConditionalGeneration",
 	"Qwen3ASRForConditionalGeneration", "Qwen3OmniMoeForConditionalGeneration",
+	"Qwen2_5OmniModel", "Qwen2_5OmniForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

@@ -769,6 +769,23 @@ CASES["qwen3_omni_moe"] = ("Qwen3OmniMoeConfig", "Qwen3OmniMoeForConditionalGene
                          pad_token_id=0, tie_word_embeddings=False,
                          rope_scaling={"rope_type": "default", "mrope_section": [8, 12, 12],
                                        "interleaved": True}))))
+# Qwen2.5-Omni: its thinker (a Qwen2 text model, untied as the 7B's, a
+# Whisper-like audio encoder of 2 layers, a Qwen2.5-VL tower of 2 blocks,
+# the second full attention)
+CASES["qwen2_5_omni"] = ("Qwen2_5OmniConfig", "Qwen2_5OmniForConditionalGeneration", dict(
+    enable_audio_output=False, thinker_config=dict(
+        audio_token_index=999, image_token_index=998, video_token_index=997,
+        vision_start_token_id=996, vision_end_token_id=995,
+        audio_start_token_id=994, audio_end_token_id=993,
+        audio_config={"d_model": 64, "encoder_layers": 2, "encoder_attention_heads": 4,
+                      "encoder_ffn_dim": 128, "num_mel_bins": 128, "output_dim": 256},
+        vision_config={"depth": 2, "hidden_size": 64, "intermediate_size": 128,
+                       "num_heads": 4, "patch_size": 14, "out_hidden_size": 256,
+                       "spatial_merge_size": 2, "temporal_patch_size": 2,
+                       "fullatt_block_indexes": [1], "window_size": 112},
+        text_config=dict(COMMON, bos_token_id=2, eos_token_id=1, pad_token_id=0,
+                         tie_word_embeddings=False,
+                         rope_scaling={"rope_type": "default", "mrope_section": [8, 12, 12]}))))
 # Qwen3-ASR as transformers saves it (the -hf repositories): tied, the
 # projector beside the encoder
 CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
@@ -1309,23 +1326,50 @@ def released_qwen3_omni(out):
     update_config(out, vision)
 
 
+def released_qwen2_5_omni(out):
+    """Qwen's Qwen2.5-Omni releases carry the talker and token2wav beside
+    the thinker (one stand-in tensor each here), and name the architecture
+    Qwen2_5OmniModel."""
+    import torch
+    from ckpt_io import add_to_first_shard, update_config
+
+    def audio_output(cfg):
+        cfg["enable_audio_output"] = True
+        cfg["architectures"] = ["Qwen2_5OmniModel"]
+    add_to_first_shard(out, {
+        "talker.model.norm.weight": torch.ones(64, dtype=torch.bfloat16),
+        "token2wav.code2wav_dit_model.norm_out.weight": torch.ones(64, dtype=torch.bfloat16)})
+    update_config(out, audio_output)
+
+
 def omni_processor(out, tc):
-    """Writes a word-level tokenizer with Qwen3-Omni's image, video and
-    audio tokens (named as its processor reads them) and
-    Qwen3OmniMoeProcessor: 56x56 images (4 tokens), Whisper's feature
-    extractor (128 mel bins)."""
+    """Writes a word-level tokenizer with the image, video and audio tokens
+    of Qwen3-Omni or Qwen2.5-Omni (named as its processor reads them) and
+    that processor: 56x56 images (4 tokens), Whisper's feature extractor
+    (128 mel bins)."""
     import transformers
-    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
-               "<|vision_start|>": tc.vision_start_token_id,
-               "<|vision_end|>": tc.vision_end_token_id,
-               "<|image_pad|>": tc.image_token_id, "<|video_pad|>": tc.video_token_id,
-               "<|audio_start|>": tc.audio_start_token_id,
-               "<|audio_end|>": tc.audio_end_token_id, "<|audio_pad|>": tc.audio_token_id}
-    tok = word_tokenizer(tc, special, "<pad>", "<eos>", "<bos>", "<unk>", extra_special_tokens={
-        "image_token": "<|image_pad|>", "video_token": "<|video_pad|>",
-        "audio_token": "<|audio_pad|>", "vision_bos_token": "<|vision_start|>",
-        "vision_eos_token": "<|vision_end|>", "audio_bos_token": "<|audio_start|>",
-        "audio_eos_token": "<|audio_end|>"})
+    if tc.model_type.startswith("qwen2_5"):
+        names = {"image_token": ("<|IMAGE|>", tc.image_token_index),
+                 "video_token": ("<|VIDEO|>", tc.video_token_index),
+                 "audio_token": ("<|AUDIO|>", tc.audio_token_index),
+                 "vision_bos_token": ("<|vision_bos|>", tc.vision_start_token_id),
+                 "vision_eos_token": ("<|vision_eos|>", tc.vision_end_token_id),
+                 "audio_bos_token": ("<|audio_bos|>", tc.audio_start_token_id),
+                 "audio_eos_token": ("<|audio_eos|>", tc.audio_end_token_id)}
+        processor = transformers.Qwen2_5OmniProcessor
+    else:
+        names = {"image_token": ("<|image_pad|>", tc.image_token_id),
+                 "video_token": ("<|video_pad|>", tc.video_token_id),
+                 "audio_token": ("<|audio_pad|>", tc.audio_token_id),
+                 "vision_bos_token": ("<|vision_start|>", tc.vision_start_token_id),
+                 "vision_eos_token": ("<|vision_end|>", tc.vision_end_token_id),
+                 "audio_bos_token": ("<|audio_start|>", tc.audio_start_token_id),
+                 "audio_eos_token": ("<|audio_end|>", tc.audio_end_token_id)}
+        processor = transformers.Qwen3OmniMoeProcessor
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
+    special.update(names.values())
+    tok = word_tokenizer(tc, special, "<pad>", "<eos>", "<bos>", "<unk>",
+                         extra_special_tokens={k: v[0] for k, v in names.items()})
     px = 56 * 56
     ip = transformers.Qwen2VLImageProcessor(
         size={"shortest_edge": px, "longest_edge": px}, patch_size=14,
@@ -1333,7 +1377,7 @@ def omni_processor(out, tc):
     vp = transformers.Qwen2VLVideoProcessor(
         size={"shortest_edge": px, "longest_edge": 2 * px}, patch_size=14,
         merge_size=2, temporal_patch_size=2)
-    transformers.Qwen3OmniMoeProcessor(
+    processor(
         image_processor=ip, video_processor=vp, tokenizer=tok,
         feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128)
     ).save_pretrained(out)
@@ -2065,6 +2109,9 @@ def make(arch, out):
     if arch.startswith("qwen3_omni_moe"):
         omni_processor(out, cfg.thinker_config)
         released_qwen3_omni(out)
+    if arch.startswith("qwen2_5_omni"):
+        omni_processor(out, cfg.thinker_config)
+        released_qwen2_5_omni(out)
     if arch.startswith("qwen3_asr"):
         audio_processor(out, cfg)
         if arch == "qwen3_asr":

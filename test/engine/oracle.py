@@ -101,16 +101,18 @@ def image_prompt(model):
                  else [cfg["audio_token_id"]])
         return {"prompt_token_ids": [2, 17] + audio + [243, 9],
                 "multi_modal_data": {"audio": (wav, 16000)}}
-    if "Qwen3OmniMoe" in cfg["architectures"][0]:
-        # Qwen3-Omni: a 56x56 image between the vision start and end tokens
-        # and a second of sound between the audio start and end tokens
-        # (make_ckpt.py), each pad expanded by vLLM
+    if any(a in cfg["architectures"][0] for a in ("Qwen3OmniMoe", "Qwen2_5Omni")):
+        # Qwen3-Omni and Qwen2.5-Omni: a 56x56 image between the vision
+        # start and end tokens and a second of sound between the audio
+        # start and end tokens (make_ckpt.py), each pad expanded by vLLM
         tc = cfg["thinker_config"]
         px = np.random.default_rng(7).integers(0, 256, (56, 56, 3), dtype=np.uint8)
         wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
-        return {"prompt_token_ids": [2, 17, tc["vision_start_token_id"], tc["image_token_id"],
+        image = tc.get("image_token_id", tc.get("image_token_index"))
+        audio = tc.get("audio_token_id", tc.get("audio_token_index"))
+        return {"prompt_token_ids": [2, 17, tc["vision_start_token_id"], image,
                                      tc["vision_end_token_id"], tc["audio_start_token_id"],
-                                     tc["audio_token_id"], tc["audio_end_token_id"], 243, 9],
+                                     audio, tc["audio_end_token_id"], 243, 9],
                 "multi_modal_data": {"image": Image.fromarray(px), "audio": (wav, 16000)}}
     if "LlavaNextVideo" in cfg["architectures"][0]:
         # LLaVA-NeXT-Video takes videos only: four 56x56 frames at its
