@@ -259,6 +259,7 @@ static const char *const mm_archs[] = {
 	"PaddleOCRVLForConditionalGeneration", "AudioFlamingo3ForConditionalGeneration",
 	"Qwen3ASRForConditionalGeneration", "Qwen3OmniMoeForConditionalGeneration",
 	"Qwen2_5OmniModel", "Qwen2_5OmniForConditionalGeneration",
+	"MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

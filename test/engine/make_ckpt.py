@@ -786,6 +786,22 @@ CASES["qwen2_5_omni"] = ("Qwen2_5OmniConfig", "Qwen2_5OmniForConditionalGenerati
         text_config=dict(COMMON, bos_token_id=2, eos_token_id=1, pad_token_id=0,
                          tie_word_embeddings=False,
                          rope_scaling={"rope_type": "default", "mrope_section": [8, 12, 12]}))))
+# MiniCPM-V 4.6: a Qwen3.5 text model (Gated DeltaNet and full attention,
+# dense MLP), an Idefics2 tower of 3 layers (56x56 images of 14-pixel
+# patches), its window-attention vit_merger and one merger MLP
+CASES["minicpmv4_6"] = ("MiniCPMV4_6Config", "MiniCPMV4_6ForConditionalGeneration", dict(
+    image_token_id=999, video_token_id=998, image_size=56,
+    vision_config={"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3,
+                   "num_attention_heads": 4, "image_size": 56, "patch_size": 14},
+    text_config=dict(COMMON, model_type="qwen3_5_text", bos_token_id=2, eos_token_id=1,
+                     pad_token_id=0, **{k: v for k, v in QWEN3_NEXT.items()
+                                        if "expert" not in k and k != "moe_intermediate_size"})))
+# ... as released with drop_vision_last_layer: vLLM builds 2 tower layers
+CASES["minicpmv4_6-drop"] = ("MiniCPMV4_6Config", "MiniCPMV4_6ForConditionalGeneration", dict(
+    CASES["minicpmv4_6"][2], drop_vision_last_layer=True))
+# MiniCPM-V 4.7: 4.6's model under its own config (no drop_vision_last_layer)
+CASES["minicpmv4_7"] = ("MiniCPMV4_7Config", "MiniCPMV4_7ForConditionalGeneration",
+                        CASES["minicpmv4_6"][2])
 # Qwen3-ASR as transformers saves it (the -hf repositories): tied, the
 # projector beside the encoder
 CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
@@ -1381,6 +1397,30 @@ def omni_processor(out, tc):
         image_processor=ip, video_processor=vp, tokenizer=tok,
         feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128)
     ).save_pretrained(out)
+
+
+def minicpmv_processor(out, cfg):
+    """Writes a word-level tokenizer with MiniCPM-V 4.6's (and 4.7's) image
+    tokens (named as its processor reads them) and its processor: one 56x56
+    slice an image, no image id, merged 16x into one image token."""
+    import transformers
+    names = {"image_token": ("<|image_pad|>", cfg.image_token_id),
+             "video_token": ("<|video_pad|>", cfg.video_token_id),
+             "image_start_token": ("<image>", 997), "image_end_token": ("</image>", 996),
+             "slice_start_token": ("<slice>", 995), "slice_end_token": ("</slice>", 994),
+             "image_id_start_token": ("<image_id>", 993),
+             "image_id_end_token": ("</image_id>", 992)}
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
+    special.update(names.values())
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>",
+                         extra_special_tokens={k: v[0] for k, v in names.items()})
+    kw = dict(scale_resolution=56, slice_mode=False, use_image_id=False)
+    processor = transformers.MiniCPMV4_7Processor if cfg.model_type == "minicpmv4_7" \
+        else transformers.MiniCPMV4_6Processor
+    processor(
+        image_processor=transformers.MiniCPMV4_6ImageProcessor(**kw),
+        video_processor=transformers.MiniCPMV4_6VideoProcessor(),
+        tokenizer=tok).save_pretrained(out)
 
 
 def audio_processor(out, cfg):
@@ -2109,6 +2149,8 @@ def make(arch, out):
     if arch.startswith("qwen3_omni_moe"):
         omni_processor(out, cfg.thinker_config)
         released_qwen3_omni(out)
+    if arch.startswith(("minicpmv4_6", "minicpmv4_7")):
+        minicpmv_processor(out, cfg)
     if arch.startswith("qwen2_5_omni"):
         omni_processor(out, cfg.thinker_config)
         released_qwen2_5_omni(out)

@@ -145,6 +145,11 @@ def image_prompt(model):
         # tokens' places before the prompt)
         size = cfg["vision_config"]["image_size"]
         image = []
+    elif "MiniCPMV4" in cfg["architectures"][0]:
+        # MiniCPM-V 4.6: its image pad, which vLLM expands between <image>
+        # and </image> (make_ckpt.py: one 56x56 slice)
+        size = 56
+        image = [cfg["image_token_id"]]
     elif "Exaone4_5" in cfg["architectures"][0]:
         # EXAONE 4.5: the image pad between <vision> and </vision>
         # (make_ckpt.py's tokenizer: 997, 996)
