@@ -802,6 +802,16 @@ CASES["minicpmv4_6-drop"] = ("MiniCPMV4_6Config", "MiniCPMV4_6ForConditionalGene
 # MiniCPM-V 4.7: 4.6's model under its own config (no drop_vision_last_layer)
 CASES["minicpmv4_7"] = ("MiniCPMV4_7Config", "MiniCPMV4_7ForConditionalGeneration",
                         CASES["minicpmv4_6"][2])
+# Gemma 4 Unified: gemma4_mm's text model (without per-layer inputs), no
+# towers: the encoder-free vision embedder (48-pixel model patches) and the
+# audio embedder
+CASES["gemma4_unified"] = ("Gemma4UnifiedConfig", "Gemma4UnifiedForConditionalGeneration", dict(
+    {k: v for k, v in CASES["gemma4_mm"][2].items() if not k.endswith("_config")},
+    text_config={k: v for k, v in CASES["gemma4_mm"][2]["text_config"].items()
+                 if not k.endswith("per_layer_input")},
+    vision_config={"patch_size": 16, "pooling_kernel_size": 3, "mm_embed_dim": 128,
+                   "mm_posemb_size": 64, "output_proj_dims": 128},
+    audio_config={"audio_embed_dim": 64}))
 # Qwen3-ASR as transformers saves it (the -hf repositories): tied, the
 # projector beside the encoder
 CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
@@ -1236,9 +1246,21 @@ def gemma3_processor(out, cfg):
                                  ).save_pretrained(out)
 
 
+def released_gemma4_unified(out):
+    """Gemma 4 Unified's released config gives its vision config
+    num_soft_tokens (the image's soft tokens), which vLLM reads and
+    transformers' config class does not write."""
+    from ckpt_io import update_config
+
+    def soft_tokens(cfg):
+        cfg["vision_config"]["num_soft_tokens"] = 70
+    update_config(out, soft_tokens)
+
+
 def gemma4_processor(out, cfg):
-    """Writes a tokenizer and Gemma4Processor for the tiny vocabulary: vLLM's
-    Gemma 4 processor needs both to build the vision tower, and finds the
+    """Writes a tokenizer and Gemma4Processor (Gemma 4 Unified's own) for the
+    tiny vocabulary: vLLM's Gemma 4 processor needs both to build the vision
+    tower (the unified model's embedder), and finds the
     image, video and audio tokens by the tokenizer's names.  Word-level, ids
     as the config's tokens say; images of 70 soft tokens at most (the
     processor's smallest)."""
@@ -1260,10 +1282,11 @@ def gemma4_processor(out, cfg):
     v = cfg.vision_config
     kw = dict(patch_size=v.patch_size, max_soft_tokens=70,
               pooling_kernel_size=v.pooling_kernel_size)
-    transformers.Gemma4Processor(
-        feature_extractor=transformers.Gemma4AudioFeatureExtractor(),
-        image_processor=transformers.Gemma4ImageProcessor(**kw),
-        video_processor=transformers.Gemma4VideoProcessor(**kw),
+    kind = "Gemma4Unified" if cfg.model_type == "gemma4_unified" else "Gemma4"
+    getattr(transformers, kind + "Processor")(
+        feature_extractor=getattr(transformers, kind + "AudioFeatureExtractor")(),
+        image_processor=getattr(transformers, kind + "ImageProcessor")(**kw),
+        video_processor=getattr(transformers, kind + "VideoProcessor")(**kw),
         tokenizer=tok, image_seq_length=70).save_pretrained(out)
 
 
@@ -2130,6 +2153,9 @@ def make(arch, out):
         gemma3_processor(out, cfg)
     if arch.startswith("gemma4_mm"):
         gemma4_processor(out, cfg)
+    if arch.startswith("gemma4_unified"):
+        gemma4_processor(out, cfg)
+        released_gemma4_unified(out)
     if arch.startswith(("qwen3_5_vl", "qwen3_vl", "qwen4_exp_vl")):
         qwen3_vl_processor(out, cfg)
     if arch.startswith("qwen2_5_vl") or arch.startswith("qwen2_vl"):
