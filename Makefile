@@ -110,6 +110,7 @@ LIB_SRC := \
 	lib/plan/plan_concat.c \
 	lib/plan/plan_expert.c \
 	lib/plan/plan_extra.c \
+	lib/plan/plan_fuse.c \
 	lib/plan/plan_image_norm.c \
 	lib/plan/plan_layout.c \
 	lib/plan/plan_match.c \

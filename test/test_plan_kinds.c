@@ -373,6 +373,42 @@ Test(kinds, concat_pieces)
 	fx_close(&f);
 }
 
+#define ZERO_K(extra) "{\"fused\": {\"qkvb\": {\"parts\": [\"q\", \"k\", \"v\"]" extra "}}, " \
+	"\"tensors\": [{\"match\": \"a.q.b\", \"fuse\": \"qkvb.q\", \"output\": \"a.qkv.b\"}, " \
+	"{\"match\": \"a.v.b\", \"fuse\": \"qkvb.v\", \"output\": \"a.qkv.b\"}, " CATCH_ALL "]}"
+
+/*
+ * A fused operator's "zero" parts: k's bias, which the checkpoint lacks
+ * (Whisper-like encoders), is zeros of its "sizes" rows, cut as q's and
+ * v's are; a missing part that is not "zero" is still an error.
+ */
+Test(kinds, zero_parts)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const struct wshard_out_tensor *t;
+
+	fx_open(&f, BASE " --extra-tensor a.q.b:8 --extra-tensor a.v.b:8");
+	use_rules(&f, ZERO_K(", \"sizes\": [8, 8, 8], \"zero\": [\"k\"]"));
+	fx_plan(&f, 2);
+	t = get_out(&f, 1, "a.qkv.b");
+	assert_shape(t, 1, 12, 0);
+	cr_assert_eq(t->npieces, 3);
+	assert_copy(&f, t, 0, "a.q.b", 4, 4, 0, 2, 0);
+	assert_zero(t, 1, 8, 8);
+	assert_copy(&f, t, 2, "a.v.b", 4, 4, 0, 2, 16);
+	fx_plan(&f, 1);
+	assert_zero(get_out(&f, 0, "a.qkv.b"), 1, 16, 16);
+
+	use_rules(&f, ZERO_K(", \"sizes\": [8, 8, 8]"));
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "output 'a.qkv.b' is missing part 'k' of 'qkvb' (from 'a.q.b' and its siblings)");
+	rules_fails(&f, ZERO_K(", \"zero\": [\"k\"]"), "\"zero\" is an array of parts, with \"sizes\"");
+	rules_fails(&f, ZERO_K(", \"sizes\": [8, 8, 8], \"zero\": [\"x\"]"),
+		    "\"zero\" entry 0 is not one of its parts");
+	rules_fails(&f, ZERO_K(", \"sizes\": [8, 8, 8], \"zero\": \"k\""),
+		    "\"zero\" is an array of parts");
+	fx_close(&f);
+}
+
 #define NONE_WITH "{\"pipeline\": {\"none_with\": \"ple\", \"layers\": \"model.layers.{n}.\", " \
 	"\"stages\": [{\"*\": \"all\"}]}, \"tensors\": [" CATCH_ALL "]}"
 

@@ -260,7 +260,7 @@ static const char *const mm_archs[] = {
 	"Qwen3ASRForConditionalGeneration", "Qwen3OmniMoeForConditionalGeneration",
 	"Qwen2_5OmniModel", "Qwen2_5OmniForConditionalGeneration",
 	"MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration",
-	"Gemma4UnifiedForConditionalGeneration",
+	"Gemma4UnifiedForConditionalGeneration", "GlmAsrForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

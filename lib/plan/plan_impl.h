@@ -275,6 +275,23 @@ enum wshard_err plan_op_kv_heads(const struct wshard_plan *plan, const struct ru
 				 int64_t *out, struct wshard_error *err);
 
 /*
+ * plan_fuse.c: parts[p], off[p] and len[p] of each part of the fused
+ * operator of the n members m of one item (FUSE), or of its one source
+ * (UNPACK): the member that fills it, its first row there and its rows;
+ * parts[p] NULL for a "zero" part the checkpoint lacks (len[p] its rows).
+ * Returns WSHARD_OK or WSHARD_EINVAL (a part missing or filled twice).
+ */
+enum wshard_err plan_fused_parts(const struct wshard_plan *plan,
+				 const struct wshard_rules *rules,
+				 const struct member *m, size_t n,
+				 const struct member **parts, uint64_t *off,
+				 uint64_t *len, struct wshard_error *err);
+
+/* plan_fuse.c: the first part of parts (op's) with a source. */
+const struct member *plan_first_part(const struct rules_op *op,
+				     const struct member *const *parts);
+
+/*
  * plan_split.c: one item of group g from the n members m[] that produce
  * it (the parts of a fused operator, or one source), appended to every
  * rank's tensor.  Returns WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM.

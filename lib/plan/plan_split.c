@@ -340,7 +340,8 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 /*
  * One item of a fused output: parts[p] is the source of part p and
  * part_off[p] its first row inside that source (non-zero when one source
- * packs every part).
+ * packs every part); NULL for a "zero" part, part_len[p] rows of zeros
+ * cut as a source of them would be.
  */
 static enum wshard_err build_fused(const struct wshard_plan *plan,
 				   struct group_out *g, const struct rules_op *op,
@@ -348,7 +349,8 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 				   const uint64_t *part_off, const uint64_t *part_len,
 				   struct wshard_error *err)
 {
-	const struct wshard_st_tensor *first = src_info(plan, parts[0]->src);
+	const struct member *m0 = plan_first_part(op, parts);
+	const struct wshard_st_tensor *first = src_info(plan, m0->src);
 	uint64_t shape[WSHARD_MAX_DIMS], total = 0;
 	int p, r, ndim = first->ndim, nparts = op->nparts;
 	int64_t kv;
@@ -356,31 +358,35 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 	enum wshard_err rc = WSHARD_OK;
 
 	for (p = 0; p < op->nparts; p++) {
-		const struct wshard_st_tensor *t = src_info(plan, parts[p]->src);
+		const struct wshard_st_tensor *t;
+
+		if (!parts[p])		/* a "zero" part: the first's kind */
+			continue;
+		t = src_info(plan, parts[p]->src);
 
 		if (t->dtype != first->dtype)
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"tensors '%s' and '%s' fused into '%s' have different dtypes",
-						first->name, t->name, parts[0]->out);
+						first->name, t->name, m0->out);
 		if (t->ndim != ndim || (ndim > 1 && memcmp(t->shape + 1, first->shape + 1,
 							   sizeof(uint64_t) * (size_t)(ndim - 1))))
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"tensors '%s' and '%s' fused into '%s' differ beyond dimension 0",
-						first->name, t->name, parts[0]->out);
+						first->name, t->name, m0->out);
 		/* Per-tensor scales (a scalar or one element) are kept whole. */
 		if (ndim == 0 || (ndim == 1 && t->shape[0] == 1 && part_len[p] == 1))
 			whole = true;
 	}
 	rc = plan_op_kv_heads(plan, op, &kv, err);
 	for (p = 0; p < op->nparts && !whole && op->kind != OP_REPLICATE && !rc; p++)
-		rc = check_blocks(plan, parts[p], false,
+		rc = !parts[p] ? WSHARD_OK : check_blocks(plan, parts[p], false,
 				  op->kind == OP_QKV && p > 0 && plan->tp > kv ? (uint64_t)kv : 0,
 				  err);
 	if (rc)
 		return rc;
 	/* NVFP4 experts keep w1's and w3's input scales apart (ModelOpt's;
 	 * compressed-tensors' input_global_scale is never collapsed) */
-	if (whole && parts[0]->rule->collapse && !plan_modelopt_nvfp4(plan))
+	if (whole && m0->rule->collapse && !plan_modelopt_nvfp4(plan))
 		nparts = 1;
 	for (r = 0; r < plan->tp; r++) {
 		uint64_t rank_rows = 0;
@@ -389,12 +395,15 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 			uint64_t row0 = 0, nrows = 1;
 
 			if (!whole) {
-				rc = part_rows(plan, op, p, parts[p], part_len[p], r,
-					       &row0, &nrows, err);
+				rc = part_rows(plan, op, p, parts[p] ? parts[p] : m0,
+					       part_len[p], r, &row0, &nrows, err);
 				if (rc)
 					return rc;
 			}
-			if (parts[p]->rule->deinterleave && !whole)
+			if (!parts[p])
+				rc = plan_push_zeros(&g->ranks[r], nrows * src_row_bytes(first),
+						     err);
+			else if (parts[p]->rule->deinterleave && !whole)
 				rc = plan_push_deinterleaved(plan, &g->ranks[r], parts[p],
 							     part_off[p] + row0, nrows, err);
 			else if (parts[p]->rule->qkv_groups && !whole)
@@ -403,7 +412,7 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 			else
 				rc = plan_push_rows(plan, &g->ranks[r], parts[p]->src,
 						    part_off[p] + row0, nrows, err);
-			if (!rc && !whole)
+			if (!rc && !whole && parts[p])
 				rc = plan_pad_rows(plan, &g->ranks[r], parts[p], &nrows, err);
 			rank_rows += nrows;
 		}
@@ -416,7 +425,7 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 	if (ndim == 0)
 		ndim = 1;
 	shape[0] = total;
-	return set_item_shape(plan, g, parts[0]->out, shape, ndim, err);
+	return set_item_shape(plan, g, m0->out, shape, ndim, err);
 }
 
 /*
@@ -476,116 +485,6 @@ static enum wshard_err build_beside(const struct wshard_plan *plan,
 	return set_item_shape(plan, g, parts[0]->out, shape, 2, err);
 }
 
-/* Names the source tensor a fused output lacks, from the rule for that part. */
-static enum wshard_err missing_part(const struct wshard_plan *plan,
-				    const struct wshard_rules *rules,
-				    const struct member *m, int part,
-				    struct wshard_error *err)
-{
-	const struct rules_op *op = &rules->ops[m->rule->op];
-	size_t i;
-
-	for (i = 0; i < rules->nrules; i++) {
-		const struct rules_rule *r = &rules->rules[i];
-		char *want;
-
-		if (r->kind != RULE_FUSE || r->op != m->rule->op || part < r->part ||
-		    part >= r->part + (r->nparts > 1 ? r->nparts : 1) ||
-		    strcmp(r->output, m->rule->output) != 0)
-			continue;
-		want = rules_expand(r->match, &m->cap);
-		if (!want)
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		wshard_error_set(err, WSHARD_EINVAL,
-				 "tensor '%s' is missing: '%s' needs it as part '%s' of '%s'",
-				 want, m->out, op->parts[part], op->name);
-		free(want);
-		return WSHARD_EINVAL;
-	}
-	return wshard_error_set(err, WSHARD_EINVAL,
-				"output '%s' is missing part '%s' of '%s' (from '%s' and its siblings)",
-				m->out, op->parts[part], op->name, src_name(plan, m->src));
-}
-
-/*
- * Cuts source m, which holds parts first .. first+count-1 of op stacked by
- * rows, by the operator's "sizes": parts[p], off[p] and len[p] for each.
- */
-static enum wshard_err cut_by_sizes(const struct wshard_plan *plan,
-				    const struct rules_op *op, const struct member *m,
-				    int first, int count, const struct member **parts,
-				    uint64_t *off, uint64_t *len, struct wshard_error *err)
-{
-	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	uint64_t at = 0;
-	int p;
-
-	for (p = first; p < first + count; p++) {
-		int64_t v;
-		enum wshard_err rc = expr_eval_dim(plan->config, op->sizes[p],
-						   t->name, &v, err);
-
-		if (rc)
-			return rc;
-		if (parts[p])
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensors '%s' and '%s' are both part '%s' of '%s'",
-						src_name(plan, parts[p]->src), t->name,
-						op->parts[p], m->out);
-		parts[p] = m;
-		off[p] = at;
-		len[p] = v > 0 ? (uint64_t)v : 0;
-		at += len[p];
-	}
-	if (at != src_rows(t))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s' has %llu rows but the sizes of its parts of '%s' add up to %llu",
-					t->name, (unsigned long long)src_rows(t), op->name,
-					(unsigned long long)at);
-	return WSHARD_OK;
-}
-
-/* The parts of an UNPACK source: q/k/v by heads, by "sizes", or equal. */
-static enum wshard_err unpack_parts(const struct wshard_plan *plan,
-				    const struct rules_op *op, const struct member *m,
-				    const struct member **parts, uint64_t *off,
-				    uint64_t *len, struct wshard_error *err)
-{
-	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	const struct wshard_config *c = plan->config;
-	uint64_t rows = src_rows(t), at = 0;
-	int64_t kv;
-	int p;
-	enum wshard_err rc;
-
-	if (op->sizes[0])
-		return cut_by_sizes(plan, op, m, 0, op->nparts, parts, off, len, err);
-	rc = plan_op_kv_heads(plan, op, &kv, err);
-	if (rc)
-		return rc;
-	for (p = 0; p < op->nparts; p++) {
-		parts[p] = m;
-		if (op->kind == OP_QKV)
-			len[p] = (uint64_t)(p == 0 ? c->num_attention_heads : kv) *
-				 (uint64_t)c->head_dim;
-		else if (rows % (uint64_t)op->nparts == 0)
-			len[p] = rows / (uint64_t)op->nparts;
-		else
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s': %llu rows cannot be cut into the %d parts of '%s'",
-						t->name, (unsigned long long)rows, op->nparts,
-						op->name);
-		off[p] = at;
-		at += len[p];
-	}
-	if (at != rows)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s' has %llu rows but config.json's heads give q+k+v = %llu",
-					t->name, (unsigned long long)rows,
-					(unsigned long long)at);
-	return WSHARD_OK;
-}
-
 /* The parts of one item from its members (FUSE) or its one source (UNPACK). */
 enum wshard_err plan_build_item(const struct wshard_plan *plan,
 				const struct wshard_rules *rules,
@@ -598,7 +497,6 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 	const struct rules_op *op;
 	enum wshard_err rc;
 	size_t i;
-	int p, k;
 
 	for (i = 1; i < n; i++)
 		if (m[i].rule->kind != RULE_FUSE || rule->kind != RULE_FUSE ||
@@ -615,33 +513,9 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 		if (rc)
 			return rc;
 	}
-	if (rule->kind == RULE_UNPACK) {
-		rc = unpack_parts(plan, op, &m[0], parts, off, len, err);
-		return rc ? rc : build_fused(plan, g, op, parts, off, len, err);
-	}
-	for (i = 0; i < n; i++) {
-		p = m[i].rule->part;
-		if (m[i].rule->nparts > 1) {
-			rc = cut_by_sizes(plan, op, &m[i], p, m[i].rule->nparts, parts,
-					  off, len, err);
-			if (rc)
-				return rc;
-			continue;
-		}
-		/* its part, then the one it fills "also" with the same bytes */
-		for (k = 0; k < 2 && p >= 0; k++, p = m[i].rule->also) {
-			if (parts[p])
-				return wshard_error_set(err, WSHARD_EINVAL,
-							"tensors '%s' and '%s' are both part '%s' of '%s'",
-							src_name(plan, parts[p]->src),
-							src_name(plan, m[i].src), op->parts[p], m[i].out);
-			parts[p] = &m[i];
-			len[p] = src_rows(src_info(plan, m[i].src));
-		}
-	}
-	for (p = 0; p < op->nparts; p++)
-		if (!parts[p])
-			return missing_part(plan, rules, &m[0], p, err);
+	rc = plan_fused_parts(plan, rules, m, n, parts, off, len, err);
+	if (rc)
+		return rc;
 	if (rule->inout)
 		return build_beside(plan, g, op, parts, err);
 	return build_fused(plan, g, op, parts, off, len, err);

@@ -108,6 +108,8 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 		memcpy(key, name, len);
 		key[len] = '\0';
 		v = catalog_config_key(c, key);
+		if (json_is_null(v))	/* null stands for the default */
+			v = NULL;
 		if (!v)
 			v = per_layer_alias(c, key);
 		if (!v && c->defaults)

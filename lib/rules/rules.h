@@ -61,6 +61,10 @@ struct rules_op {
 	 * heads as an expression, or NULL: num_key_value_heads (MiMo-V2-
 	 * Flash's sliding-window layers have twice the full ones'). */
 	char *kv_heads;
+	/* "zero": a part a checkpoint may lack (no source tensor), written as
+	 * zeros of its "sizes" rows (vLLM's Whisper-like encoders make a zero
+	 * bias for k_proj, which has none). */
+	bool zero[OP_MAX_PARTS];
 };
 
 struct rules_rule {
@@ -376,14 +380,12 @@ bool rules_is_tied(const struct wshard_rules *r, const struct wshard_config *cfg
 enum wshard_err rules_parse_strings(const struct wshard_rules *r, json_t *val, const char *what,
 				    bool nonempty, char ***out, size_t *n, struct wshard_error *err);
 
-/* A declared operator's "sizes" (one expression or integer per part) and
- * "groups" (an object of parts: expression or integer) (rules_extra.c).
- * Return WSHARD_OK, WSHARD_EINVAL (the message names r and op) or
- * WSHARD_ENOMEM. */
-enum wshard_err rules_parse_sizes(const struct wshard_rules *r, struct rules_op *op,
-				  json_t *sizes, struct wshard_error *err);
-enum wshard_err rules_parse_groups(const struct wshard_rules *r, struct rules_op *op,
-				   json_t *groups, struct wshard_error *err);
+/* A declared operator's "sizes" (one expression or integer per part),
+ * "groups" (an object of parts: expression or integer) and "zero" (an
+ * array of parts), from its object val (rules_extra.c).  Returns
+ * WSHARD_OK, WSHARD_EINVAL (the message names r and op) or WSHARD_ENOMEM. */
+enum wshard_err rules_parse_op_keys(const struct wshard_rules *r, struct rules_op *op,
+				    json_t *val, struct wshard_error *err);
 
 /* The "pipeline" object of rules document r (rules_stage.c).  Returns
  * WSHARD_OK, WSHARD_EINVAL (the message names r) or WSHARD_ENOMEM. */

@@ -1,7 +1,8 @@
 /*
  * rules_extra.c - the parts of a rules document beside its tensor rules:
  * the "extra" constant tensors, the tied embeddings ("tie"), a rule's
- * "chunks" and "deinterleave", and a fused operator's "sizes" and "groups".
+ * "chunks" and "deinterleave", and a fused operator's "sizes", "groups"
+ * and "zero".
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -386,8 +387,8 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 }
 
 
-enum wshard_err rules_parse_sizes(const struct wshard_rules *r, struct rules_op *op,
-				  json_t *sizes, struct wshard_error *err)
+static enum wshard_err parse_sizes(const struct wshard_rules *r, struct rules_op *op,
+				   json_t *sizes, struct wshard_error *err)
 {
 	bool bad;
 	int i;
@@ -410,8 +411,8 @@ enum wshard_err rules_parse_sizes(const struct wshard_rules *r, struct rules_op 
 	return WSHARD_OK;
 }
 
-enum wshard_err rules_parse_groups(const struct wshard_rules *r, struct rules_op *op,
-				   json_t *groups, struct wshard_error *err)
+static enum wshard_err parse_groups(const struct wshard_rules *r, struct rules_op *op,
+				    json_t *groups, struct wshard_error *err)
 {
 	const char *key;
 	json_t *d;
@@ -438,6 +439,43 @@ enum wshard_err rules_parse_groups(const struct wshard_rules *r, struct rules_op
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
 	return WSHARD_OK;
+}
+
+/* "zero": the parts a checkpoint may lack, zeros of their "sizes" then. */
+static enum wshard_err parse_zero(const struct wshard_rules *r, struct rules_op *op,
+				  json_t *zero, struct wshard_error *err)
+{
+	size_t j;
+	int i;
+
+	if (!zero)
+		return WSHARD_OK;
+	if (!json_is_array(zero) || !op->sizes[0] || op->kind == OP_QKV)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': fused operator '%s': \"zero\" is an array of parts, with \"sizes\", not for \"split\": \"qkv\"",
+					r->name, op->name);
+	for (j = 0; j < json_array_size(zero); j++) {
+		const char *name = json_string_value(json_array_get(zero, j));
+
+		for (i = 0; name && i < op->nparts && strcmp(op->parts[i], name); i++)
+			;
+		if (!name || i == op->nparts)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': fused operator '%s': \"zero\" entry %zu is not one of its parts",
+						r->name, op->name, j);
+		op->zero[i] = true;
+	}
+	return WSHARD_OK;
+}
+
+enum wshard_err rules_parse_op_keys(const struct wshard_rules *r, struct rules_op *op,
+				    json_t *val, struct wshard_error *err)
+{
+	enum wshard_err rc = parse_sizes(r, op, json_object_get(val, "sizes"), err);
+
+	if (!rc)
+		rc = parse_groups(r, op, json_object_get(val, "groups"), err);
+	return rc ? rc : parse_zero(r, op, json_object_get(val, "zero"), err);
 }
 
 enum wshard_err rules_parse_rename(struct wshard_rules *r, json_t *val,

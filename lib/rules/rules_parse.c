@@ -139,11 +139,7 @@ static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
 				rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		}
 		if (!rc)
-			rc = rules_parse_sizes(r, &r->ops[r->nops - 1],
-					       json_object_get(val, "sizes"), err);
-		if (!rc)
-			rc = rules_parse_groups(r, &r->ops[r->nops - 1],
-						json_object_get(val, "groups"), err);
+			rc = rules_parse_op_keys(r, &r->ops[r->nops - 1], val, err);
 		if (rc)
 			return rc;
 	}

@@ -812,6 +812,15 @@ CASES["gemma4_unified"] = ("Gemma4UnifiedConfig", "Gemma4UnifiedForConditionalGe
     vision_config={"patch_size": 16, "pooling_kernel_size": 3, "mm_embed_dim": 128,
                    "mm_posemb_size": 64, "output_proj_dims": 128},
     audio_config={"audio_embed_dim": 64}))
+# GLM-ASR: a Llama text model (tied), the rotary Whisper-like encoder (2
+# layers over 128 mel bins; no k_proj bias, num_key_value_heads null as
+# released) and its two-layer projector
+CASES["glmasr"] = ("GlmAsrConfig", "GlmAsrForConditionalGeneration", dict(
+    audio_token_id=999,
+    audio_config={"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                  "num_attention_heads": 4, "num_mel_bins": 128},
+    text_config={"model_type": "llama", "bos_token_id": 2, "eos_token_id": 1,
+                 "pad_token_id": 0}))
 # Qwen3-ASR as transformers saves it (the -hf repositories): tied, the
 # projector beside the encoder
 CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
@@ -1316,9 +1325,9 @@ def qwen3_vl_processor(out, cfg, processor="Qwen3VLProcessor",
 
 
 def released_qwen2_audio(out):
-    """transformers 5.19 saves Qwen2-Audio's (and Audio Flamingo 3's) text
-    model under language_model.model.model.; the release (and vLLM) has it
-    at language_model.model."""
+    """transformers 5.19 saves Qwen2-Audio's (and Audio Flamingo 3's and
+    GLM-ASR's) text model under language_model.model.model.; the release
+    (and vLLM) has it at language_model.model."""
     from ckpt_io import rename_prefix
     rename_prefix(out, "language_model.model.model.", "language_model.model.")
 
@@ -1450,7 +1459,8 @@ def audio_processor(out, cfg):
     """Writes a word-level tokenizer with the audio tokens and the
     processor (Whisper's feature extractor, 128 mel bins) of Qwen2-Audio
     (<|AUDIO|> between <|audio_bos|> and <|audio_eos|>), Qwen3-ASR
-    (<|audio_pad|> between <|audio_start|> and <|audio_end|>) or Audio
+    (<|audio_pad|> between <|audio_start|> and <|audio_end|>), GLM-ASR
+    (<|pad|> between <|begin_of_audio|> and <|end_of_audio|>) or Audio
     Flamingo 3 (<sound>): vLLM replaces that token by the audio's frames."""
     import transformers
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
@@ -1459,6 +1469,14 @@ def audio_processor(out, cfg):
         special.update({"<|audio_bos|>": 997, "<|audio_eos|>": 996,
                         "<|AUDIO|>": cfg.audio_token_index})
         processor = transformers.Qwen2AudioProcessor
+    elif cfg.model_type == "glmasr":
+        special.update({"<|begin_of_audio|>": 997, "<|end_of_audio|>": 996,
+                        "<|pad|>": cfg.audio_token_id})
+        tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+        transformers.GlmAsrProcessor(
+            feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128),
+            tokenizer=tok).save_pretrained(out)
+        return
     elif cfg.model_type == "qwen3_asr":
         special.update({"<|audio_start|>": 997, "<|audio_end|>": 996,
                         "<|audio_pad|>": cfg.audio_token_id})
@@ -2169,7 +2187,7 @@ def make(arch, out):
         llama4_processor(out, cfg)
     if arch.startswith("mistral3"):
         pixtral_processor(out, cfg)
-    if arch.startswith(("qwen2_audio", "audioflamingo3")):
+    if arch.startswith(("qwen2_audio", "audioflamingo3", "glmasr")):
         released_qwen2_audio(out)
         audio_processor(out, cfg)
     if arch.startswith("qwen3_omni_moe"):

@@ -88,16 +88,19 @@ def image_prompt(model):
     import numpy as np
     from PIL import Image
     cfg = json.load(open(os.path.join(model, "config.json")))
-    if any(a in cfg["architectures"][0] for a in ("Qwen2Audio", "AudioFlamingo3", "Qwen3ASR")):
+    if any(a in cfg["architectures"][0] for a in ("Qwen2Audio", "AudioFlamingo3", "Qwen3ASR",
+                                                  "GlmAsr")):
         # one second of fixed pseudo-random sound at 16 kHz at the audio
         # token, which vLLM expands: Qwen2-Audio's <|AUDIO|> between
         # <|audio_bos|> and <|audio_eos|> (make_ckpt.py: 997, 996), Qwen3-ASR's
-        # <|audio_pad|> between <|audio_start|> and <|audio_end|> (the same),
+        # <|audio_pad|> between <|audio_start|> and <|audio_end|> and GLM-ASR's
+        # <|pad|> between <|begin_of_audio|> and <|end_of_audio|> (the same),
         # Audio Flamingo 3's <sound> alone
         wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
         tc = cfg.get("thinker_config", cfg)
         audio = ([997, cfg["audio_token_index"], 996] if "audio_token_index" in cfg
-                 else [997, tc["audio_token_id"], 996] if "Qwen3ASR" in cfg["architectures"][0]
+                 else [997, tc["audio_token_id"], 996] if any(
+                     a in cfg["architectures"][0] for a in ("Qwen3ASR", "GlmAsr"))
                  else [cfg["audio_token_id"]])
         return {"prompt_token_ids": [2, 17] + audio + [243, 9],
                 "multi_modal_data": {"audio": (wav, 16000)}}
