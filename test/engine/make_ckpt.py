@@ -821,6 +821,14 @@ CASES["glmasr"] = ("GlmAsrConfig", "GlmAsrForConditionalGeneration", dict(
                   "num_attention_heads": 4, "num_mel_bins": 128},
     text_config={"model_type": "llama", "bos_token_id": 2, "eos_token_id": 1,
                  "pad_token_id": 0}))
+# Whisper: encoder and decoder of 2 layers each (4 heads of 64: vLLM's CPU
+# attention takes no head of 16), 80 mel bins
+CASES["whisper"] = ("WhisperConfig", "WhisperForConditionalGeneration", dict(
+    vocab_size=1000, num_mel_bins=80, encoder_layers=2, encoder_attention_heads=4,
+    decoder_layers=2, decoder_attention_heads=4, d_model=256, encoder_ffn_dim=512,
+    decoder_ffn_dim=512, max_source_positions=1500, max_target_positions=448,
+    decoder_start_token_id=2, pad_token_id=0, bos_token_id=2, eos_token_id=1,
+    begin_suppress_tokens=None, suppress_tokens=None))
 # Qwen3-ASR as transformers saves it (the -hf repositories): tied, the
 # projector beside the encoder
 CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
@@ -1205,7 +1213,7 @@ def word_level(cfg, special):
     from tokenizers import Tokenizer, models, pre_tokenizers
     vocab = dict(special)
     used = set(vocab.values())
-    for i in range(cfg.text_config.vocab_size):
+    for i in range(cfg.get_text_config().vocab_size):
         if i not in used:
             vocab["t%d" % i] = i
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
@@ -1461,7 +1469,8 @@ def audio_processor(out, cfg):
     (<|AUDIO|> between <|audio_bos|> and <|audio_eos|>), Qwen3-ASR
     (<|audio_pad|> between <|audio_start|> and <|audio_end|>), GLM-ASR
     (<|pad|> between <|begin_of_audio|> and <|end_of_audio|>) or Audio
-    Flamingo 3 (<sound>): vLLM replaces that token by the audio's frames."""
+    Flamingo 3 (<sound>): vLLM replaces that token by the audio's frames;
+    Whisper's (80 mel bins) takes the sound as its encoder's prompt."""
     import transformers
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
     extra = {}
@@ -1469,6 +1478,12 @@ def audio_processor(out, cfg):
         special.update({"<|audio_bos|>": 997, "<|audio_eos|>": 996,
                         "<|AUDIO|>": cfg.audio_token_index})
         processor = transformers.Qwen2AudioProcessor
+    elif cfg.model_type == "whisper":
+        tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+        transformers.WhisperProcessor(
+            feature_extractor=transformers.WhisperFeatureExtractor(feature_size=80),
+            tokenizer=tok).save_pretrained(out)
+        return
     elif cfg.model_type == "glmasr":
         special.update({"<|begin_of_audio|>": 997, "<|end_of_audio|>": 996,
                         "<|pad|>": cfg.audio_token_id})
@@ -2142,8 +2157,8 @@ def make(arch, out):
     cfg_name, model_name, over = CASES[arch]
     if over is None:
         over = CASES[arch.rsplit("-", 1)[0]][2]
-    if "thinker_config" in over:
-        kw = dict(over)		# Qwen3-Omni's: the case gives it whole
+    if "thinker_config" in over or "encoder_layers" in over:
+        kw = dict(over)		# Qwen's omni models', Whisper's: the case gives it whole
     elif "text_config" in over:
         # a multimodal config: COMMON is the text model's
         kw = dict(over, text_config=dict(COMMON, **over["text_config"]))
@@ -2198,7 +2213,7 @@ def make(arch, out):
     if arch.startswith("qwen2_5_omni"):
         omni_processor(out, cfg.thinker_config)
         released_qwen2_5_omni(out)
-    if arch.startswith("qwen3_asr"):
+    if arch.startswith(("qwen3_asr", "whisper")):
         audio_processor(out, cfg)
         if arch == "qwen3_asr":
             released_qwen3_asr(out)

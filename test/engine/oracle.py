@@ -193,6 +193,24 @@ def image_prompt(model):
             "multi_modal_data": {"image": Image.fromarray(px)}}
 
 
+def is_whisper(model):
+    cfg = json.load(open(os.path.join(model, "config.json")))
+    return cfg.get("architectures", [""])[0] == "WhisperForConditionalGeneration"
+
+
+def whisper_prompts():
+    """Whisper generates only from sound: each prompt's tokens are the
+    decoder's, a second of fixed pseudo-random sound (another for each) the
+    encoder's, so every answer runs through both."""
+    import numpy as np
+    out = []
+    for i, p in enumerate(PROMPTS):
+        wav = np.random.default_rng(7 + i).uniform(-0.5, 0.5, 16000).astype(np.float32)
+        out.append({"encoder_prompt": {"prompt": "", "multi_modal_data": {"audio": (wav, 16000)}},
+                    "decoder_prompt": {"prompt_token_ids": p}})
+    return out
+
+
 def fork_workers():
     """vLLM's CPU platform starts its workers with spawn
     (CpuPlatform.check_and_update_config sets VLLM_WORKER_MULTIPROC_METHOD),
@@ -257,7 +275,9 @@ def answers(model, tp, out, **kw):
     sp = SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, logprobs=5,
                         detokenize=False)
     prompts = [{"prompt_token_ids": p} for p in PROMPTS]
-    if tok:
+    if is_whisper(model):
+        prompts = whisper_prompts()
+    elif tok:
         prompts.append(image_prompt(model))
     res = llm.generate(prompts, sp, use_tqdm=False)
     got = []
