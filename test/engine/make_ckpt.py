@@ -829,6 +829,24 @@ CASES["whisper"] = ("WhisperConfig", "WhisperForConditionalGeneration", dict(
     decoder_ffn_dim=512, max_source_positions=1500, max_target_positions=448,
     decoder_start_token_id=2, pad_token_id=0, bos_token_id=2, eos_token_id=1,
     begin_suppress_tokens=None, suppress_tokens=None))
+# Granite 4 Vision: a Granite text model of 4 layers, a SigLIP tower of 4
+# layers (56x56 images, one grid cell), two deepstack and four spatial
+# window Q-Former projectors, downsampled by 2; each Q-Former as vLLM builds
+# it whatever the config says (1 layer, heads of 64, 3072 wide)
+CASES["granite4_vision"] = ("Granite4VisionConfig", "Granite4VisionForConditionalGeneration", dict(
+    image_token_index=999, image_grid_pinpoints=[[56, 56]], downsample_rate="1/2",
+    vision_feature_select_strategy="full",
+    vision_feature_layer=-1, deepstack_layer_map=[[-3, 1], [-1, 2]], spatial_vision_layer=-1,
+    spatial_target_layers=[0, 1, 2, 3],
+    vision_config={"model_type": "siglip_vision_model", "hidden_size": 64,
+                   "intermediate_size": 128, "num_hidden_layers": 4,
+                   "num_attention_heads": 4, "image_size": 56, "patch_size": 14},
+    qformer_config={"num_hidden_layers": 1, "intermediate_size": 3072,
+                    "cross_attention_frequency": 1, "max_position_embeddings": 2048,
+                    "use_qformer_text_input": False, "hidden_size": 64,
+                    "num_attention_heads": 1, "encoder_hidden_size": 64},
+    text_config={"num_hidden_layers": 4, "bos_token_id": 2, "eos_token_id": 1,
+                 "pad_token_id": 0}))
 # Qwen3-ASR as transformers saves it (the -hf repositories): tied, the
 # projector beside the encoder
 CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
@@ -1578,6 +1596,24 @@ def glm4v_processor(out, cfg):
         video_processor=transformers.Glm4vVideoProcessor(**kw)).save_pretrained(out)
 
 
+def granite4_vision_processor(out, cfg):
+    """Writes a word-level tokenizer and Granite4VisionProcessor (LLaVA-NeXT's
+    image processor, one 56x56 grid cell) for the tiny vocabulary."""
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<image>": cfg.image_token_index}
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    v = cfg.vision_config
+    transformers.Granite4VisionProcessor(
+        image_processor=transformers.LlavaNextImageProcessor(
+            image_grid_pinpoints=cfg.image_grid_pinpoints,
+            size={"shortest_edge": v.image_size},
+            crop_size={"height": v.image_size, "width": v.image_size}),
+        tokenizer=tok, patch_size=v.patch_size,
+        vision_feature_select_strategy=cfg.vision_feature_select_strategy,
+        downsample_rate=cfg.downsample_rate).save_pretrained(out)
+
+
 def llava_processor(out, cfg):
     """Writes a word-level tokenizer and LlavaProcessor (LLaVA-NeXT's, with
     its grid, for llava_next) for the tiny vocabulary: vLLM's LLaVA
@@ -2208,6 +2244,9 @@ def make(arch, out):
     if arch.startswith("qwen3_omni_moe"):
         omni_processor(out, cfg.thinker_config)
         released_qwen3_omni(out)
+    if arch.startswith("granite4_vision"):
+        released_vision_names(out, "model.vision_tower.")
+        granite4_vision_processor(out, cfg)
     if arch.startswith(("minicpmv4_6", "minicpmv4_7")):
         minicpmv_processor(out, cfg)
     if arch.startswith("qwen2_5_omni"):

@@ -129,7 +129,7 @@ def image_prompt(model):
         image = [cfg["image_token_index"]]
     elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL", "QianfanOCR",
                                                     "Cohere2Vision", "Idefics3", "SmolVLM",
-                                                    "Lfm2Vl")):
+                                                    "Lfm2Vl", "Granite4Vision")):
         # one image token, which vLLM expands (Mistral 3 into rows of
         # [IMG], InternVL between <img> and </img>, Idefics3 between
         # <fake_token_around_image>s, LFM2-VL between <|image_start|> and
