@@ -1422,24 +1422,18 @@ def omni_processor(out, tc):
     that processor: 56x56 images (4 tokens), Whisper's feature extractor
     (128 mel bins)."""
     import transformers
-    if tc.model_type.startswith("qwen2_5"):
-        names = {"image_token": ("<|IMAGE|>", tc.image_token_index),
-                 "video_token": ("<|VIDEO|>", tc.video_token_index),
-                 "audio_token": ("<|AUDIO|>", tc.audio_token_index),
-                 "vision_bos_token": ("<|vision_bos|>", tc.vision_start_token_id),
-                 "vision_eos_token": ("<|vision_eos|>", tc.vision_end_token_id),
-                 "audio_bos_token": ("<|audio_bos|>", tc.audio_start_token_id),
-                 "audio_eos_token": ("<|audio_eos|>", tc.audio_end_token_id)}
-        processor = transformers.Qwen2_5OmniProcessor
-    else:
-        names = {"image_token": ("<|image_pad|>", tc.image_token_id),
-                 "video_token": ("<|video_pad|>", tc.video_token_id),
-                 "audio_token": ("<|audio_pad|>", tc.audio_token_id),
-                 "vision_bos_token": ("<|vision_start|>", tc.vision_start_token_id),
-                 "vision_eos_token": ("<|vision_end|>", tc.vision_end_token_id),
-                 "audio_bos_token": ("<|audio_start|>", tc.audio_start_token_id),
-                 "audio_eos_token": ("<|audio_end|>", tc.audio_end_token_id)}
-        processor = transformers.Qwen3OmniMoeProcessor
+    q25 = tc.model_type.startswith("qwen2_5")
+    pads = ("<|IMAGE|>", "<|VIDEO|>", "<|AUDIO|>") if q25 else \
+        ("<|image_pad|>", "<|video_pad|>", "<|audio_pad|>")
+    marks = ("<|vision_bos|>", "<|vision_eos|>", "<|audio_bos|>", "<|audio_eos|>") if q25 else \
+        ("<|vision_start|>", "<|vision_end|>", "<|audio_start|>", "<|audio_end|>")
+    names = {k + "_token": (pad, getattr(tc, k + ("_token_index" if q25 else "_token_id")))
+             for k, pad in zip(("image", "video", "audio"), pads)}
+    names.update(zip(("vision_bos_token", "vision_eos_token", "audio_bos_token",
+                      "audio_eos_token"),
+                     zip(marks, (tc.vision_start_token_id, tc.vision_end_token_id,
+                                 tc.audio_start_token_id, tc.audio_end_token_id))))
+    processor = transformers.Qwen2_5OmniProcessor if q25 else transformers.Qwen3OmniMoeProcessor
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
     special.update(names.values())
     tok = word_tokenizer(tc, special, "<pad>", "<eos>", "<bos>", "<unk>",
