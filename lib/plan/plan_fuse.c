@@ -18,6 +18,15 @@
 #include "rules/expr.h"
 #include "plan_impl.h"
 
+enum wshard_err plan_op_kv_heads(const struct wshard_plan *plan, const struct rules_op *op,
+				 int64_t *out, struct wshard_error *err)
+{
+	*out = plan->config->num_key_value_heads;
+	if (!op || !op->kv_heads)
+		return WSHARD_OK;
+	return expr_eval_dim(plan->config, op->kv_heads, op->name, out, err);
+}
+
 /* Names the source tensor a fused output lacks, from the rule for that part. */
 static enum wshard_err missing_part(const struct wshard_plan *plan,
 				    const struct wshard_rules *rules,

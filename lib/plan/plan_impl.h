@@ -268,7 +268,7 @@ enum wshard_err plan_match_sources(struct wshard_plan *plan,
 enum wshard_err plan_check_heads(const struct wshard_plan *plan, const struct rules_op *op,
 				 struct wshard_error *err);
 
-/* plan_split.c: the kv heads of q/k/v operator op in *out: its
+/* plan_fuse.c: the kv heads of q/k/v operator op in *out: its
  * "kv_heads", or num_key_value_heads (op NULL or without one).  Returns
  * WSHARD_OK or the expression's WSHARD_EINVAL. */
 enum wshard_err plan_op_kv_heads(const struct wshard_plan *plan, const struct rules_op *op,

@@ -20,15 +20,6 @@
 #include "rules/expr.h"
 #include "plan_impl.h"
 
-enum wshard_err plan_op_kv_heads(const struct wshard_plan *plan, const struct rules_op *op,
-				 int64_t *out, struct wshard_error *err)
-{
-	*out = plan->config->num_key_value_heads;
-	if (!op || !op->kv_heads)
-		return WSHARD_OK;
-	return expr_eval_dim(plan->config, op->kv_heads, op->name, out, err);
-}
-
 /* Checks the head counts once, so the messages name config.json's fields
  * (op's "kv_heads" where it has one). */
 enum wshard_err plan_check_heads(const struct wshard_plan *plan, const struct rules_op *op,
