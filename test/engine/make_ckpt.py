@@ -847,6 +847,9 @@ CASES["granite4_vision"] = ("Granite4VisionConfig", "Granite4VisionForConditiona
                     "num_attention_heads": 1, "encoder_hidden_size": 64},
     text_config={"num_hidden_layers": 4, "bos_token_id": 2, "eos_token_id": 1,
                  "pad_token_id": 0}))
+# InternVL 3.5: InternVL 3's tower and projector with a Qwen3 text model
+CASES["internvl-qwen3"] = ("InternVLConfig", "InternVLForConditionalGeneration", dict(
+    CASES["internvl"][2], text_config={"model_type": "qwen3", "tie_word_embeddings": False}))
 # Qwen3-ASR as transformers saves it (the -hf repositories): tied, the
 # projector beside the encoder
 CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
