@@ -1488,25 +1488,17 @@ def audio_processor(out, cfg):
     Whisper's (80 mel bins) takes the sound as its encoder's prompt."""
     import transformers
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
-    extra = {}
+    extra, mel = {}, 128
     if cfg.model_type == "qwen2_audio":
         special.update({"<|audio_bos|>": 997, "<|audio_eos|>": 996,
                         "<|AUDIO|>": cfg.audio_token_index})
         processor = transformers.Qwen2AudioProcessor
     elif cfg.model_type == "whisper":
-        tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
-        transformers.WhisperProcessor(
-            feature_extractor=transformers.WhisperFeatureExtractor(feature_size=80),
-            tokenizer=tok).save_pretrained(out)
-        return
+        processor, mel = transformers.WhisperProcessor, 80
     elif cfg.model_type == "glmasr":
         special.update({"<|begin_of_audio|>": 997, "<|end_of_audio|>": 996,
                         "<|pad|>": cfg.audio_token_id})
-        tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
-        transformers.GlmAsrProcessor(
-            feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128),
-            tokenizer=tok).save_pretrained(out)
-        return
+        processor = transformers.GlmAsrProcessor
     elif cfg.model_type == "qwen3_asr":
         special.update({"<|audio_start|>": 997, "<|audio_end|>": 996,
                         "<|audio_pad|>": cfg.audio_token_id})
@@ -1518,7 +1510,7 @@ def audio_processor(out, cfg):
         special["<sound>"] = cfg.audio_token_id
         processor = transformers.AudioFlamingo3Processor
     tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>", **extra)
-    processor(feature_extractor=transformers.WhisperFeatureExtractor(feature_size=128),
+    processor(feature_extractor=transformers.WhisperFeatureExtractor(feature_size=mel),
               tokenizer=tok).save_pretrained(out)
 
 
