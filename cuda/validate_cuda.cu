@@ -1,25 +1,30 @@
 /*
  * validate_cuda.cu - the CUDA backend of the round trip.
  *
- * Each chunk is copied into pinned staging memory, sent to the device,
- * checksummed there by a kernel, and copied back into a second pinned
- * buffer; the host then compares the returned bytes with the original and
- * the device's checksum with its own.  Two slots, each with its own
- * stream and buffers, alternate: while the device copies and checksums
- * chunk k, the host compares chunk k-1's result and stages chunk k+1.
- * The host's share (staging with its checksum, and the comparison) is the
- * round trip's bottleneck: one core moves a few GB/s where the copy
- * engines move tens, so it is split over a few threads (validate_pool.cu).
+ * A check's bytes are copied into a slot's pinned staging buffer, summed
+ * on the way, and the slot goes to the device once full (or at a flush):
+ * copied in, checksummed there by a kernel, and copied back into a second
+ * pinned buffer, all queued on the slot's stream.  A thread of the
+ * validator's own (the completer) waits for each slot in turn, compares
+ * the bytes that came back with the staged ones and the device's checksum
+ * with the host's, and frees the slot for the next bytes.  So a check
+ * returns once its bytes are staged: while the caller writes them, the
+ * copies, the kernel and the comparison of earlier ones go on beside it,
+ * NSLOTS slots deep.  A difference is reported by a later check or by the
+ * flush, naming the check it is in; nothing counts as validated before a
+ * flush succeeds.
  *
- * A checkpoint of many small tensors (hundreds of experts) would pay the
- * device's latency once per tensor (a synchronisation, five queued calls)
- * for a few hundred KiB each.  Small checks are batched instead: each is
- * staged at the next 8-byte boundary of a slot's buffer (zero padding adds
- * nothing to the sum) with its name and offset, and the slot goes through
- * the device once full, or at wshard_vcuda_flush.  The comparison of a
- * batch is against the staged copy, since the callers' buffers are gone
- * by then; the device's checksum against the host's, taken from the
- * callers' bytes, covers the staging copy itself.
+ * Every check is staged at the next 64-byte boundary of the slot being
+ * filled (zero padding adds nothing to the sum; the staging copy's
+ * stores go around the cache) with its name and offset,
+ * so that many small tensors share one trip to the device, and a large
+ * one spans as many slots as it needs.  The comparison is against the
+ * staged copy, since the callers' buffers are gone by then; the device's
+ * checksum against the host's, taken from the callers' bytes, covers the
+ * staging copy itself.  Staging and comparing are the host's share and
+ * the round trip's bottleneck (a core moves a few GB/s where the copy
+ * engines move tens): large pieces of either are split over a few
+ * threads (validate_pool.cu).
  *
  * Called from validate_host.c through the plain C functions of
  * validate_cuda.h; nothing here prints or exits.
@@ -41,11 +46,12 @@ extern "C" {
 #include "validate_pool.h"
 #include "validate_kernel.cuh"
 
-#define NSLOTS 2
-/* One check staged in a batch: where, and what to call it in an error. */
+/* Slots in flight: staged, on the device, or being compared. */
+#define NSLOTS 4
+/* One check (or the part of one) staged in a slot: where, and its name. */
 struct entry {
 	size_t off, len;		/* in the slot's stage */
-	uint64_t base;			/* the check's base */
+	uint64_t base;			/* the check's base, plus the part's offset */
 	size_t what;			/* offset of its name in the slot's names */
 };
 
@@ -56,15 +62,12 @@ struct slot {
 	unsigned long long *dsum;	/* device: sum of word contributions */
 	unsigned long long *hsum;	/* pinned: that sum, copied back */
 	cudaStream_t stream;
-	bool busy;			/* holds a chunk not yet compared */
-	size_t off, n;			/* the chunk, in the check's buffer */
-	uint64_t want;			/* the host's checksum of it */
-	/* a batch of small checks (nent > 0): compared against stage */
+	size_t n;			/* bytes staged */
+	uint64_t sum;			/* word contributions staged so far */
 	struct entry *ent;
 	size_t nent, ent_cap;
 	char *names;
 	size_t names_len, names_cap;
-	uint64_t batch_sum;		/* word contributions staged so far */
 	size_t fault;			/* stage offset to damage, or SIZE_MAX */
 };
 
@@ -73,13 +76,23 @@ struct wshard_vcuda {
 	int max_blocks;
 	size_t chunk;
 	struct slot slot[NSLOTS];
-	struct pool pool;
-	struct slot *filling;		/* the batch being staged, or NULL */
-	int next;			/* the slot the next batch takes */
+	struct pool stage_pool;		/* the caller's helpers */
+	struct pool compare_pool;	/* the completer's */
+	/*
+	 * Slot k % NSLOTS is the k-th sent; the caller fills slot
+	 * sent % NSLOTS once sent - done < NSLOTS.  Under lock: sent, done,
+	 * quit and the first failure.
+	 */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned long sent, done;
+	bool filling;			/* slot sent % NSLOTS holds bytes */
+	bool quit;
+	bool failed;
+	struct wshard_error first;	/* the first failure, once failed */
+	pthread_t completer;
+	bool completer_running;
 };
-
-/* Checks of at most this many bytes (of a chunk) are batched. */
-#define BATCH_MAX(chunk) ((chunk) / 4)
 
 /* The injected fault: one byte of device memory changed after the copy
  * in, so that both the checksum and the bytes brought back differ. */
@@ -176,6 +189,8 @@ extern "C" void wshard_vcuda_warm_wait(void)
 	warm_running = false;
 }
 
+static void *complete_main(void *arg);
+
 extern "C" enum wshard_err wshard_vcuda_open(struct wshard_vcuda **out_c,
 					     int local_rank, size_t chunk_bytes,
 					     char *backend, size_t backend_len,
@@ -210,17 +225,27 @@ extern "C" enum wshard_err wshard_vcuda_open(struct wshard_vcuda **out_c,
 		return wshard_error_set(err, WSHARD_ENOMEM,
 					"out of memory for the CUDA validator");
 	c->device = dev;
-	c->chunk = chunk_bytes;
+	/* whole words, so that a slot's sum is the kernel's */
+	c->chunk = chunk_bytes >= 16 ? chunk_bytes & ~(size_t)7 : 16;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	pool_open(&c->stage_pool);
+	pool_open(&c->compare_pool);
 	if (FAILED(cudaDeviceGetAttribute, &sms,
 		   cudaDevAttrMultiProcessorCount, dev))
 		goto out;
 	c->max_blocks = (sms > 0 ? sms : 1) * BLOCKS_PER_SM;
-	pool_open(&c->pool);
 	for (i = 0; i < NSLOTS; i++) {
-		rc = open_slot(&c->slot[i], dev, chunk_bytes, err);
+		rc = open_slot(&c->slot[i], dev, c->chunk, err);
 		if (rc != WSHARD_OK)
 			goto out;
 	}
+	if (pthread_create(&c->completer, NULL, complete_main, c) != 0) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM,
+				      "cannot start the CUDA validator's thread");
+		goto out;
+	}
+	c->completer_running = true;
 	if (backend && backend_len)
 		snprintf(backend, backend_len, "cuda:%d (%s)", dev, prop.name);
 
@@ -235,24 +260,21 @@ out:
 
 /* Queues slot s's round trip of its n staged bytes: copy in, damage at
  * s->fault if set, checksum, both copied back. */
-static enum wshard_err queue(struct wshard_vcuda *c, struct slot *s, size_t n,
+static enum wshard_err queue(struct wshard_vcuda *c, struct slot *s,
 			     struct wshard_error *err)
 {
 	enum wshard_err rc = WSHARD_OK;
 	int dev = c->device;
+	size_t n = s->n;
 	unsigned blocks = vsum_blocks(n, c->max_blocks);
 	cudaError_t e;
 
-	/* Busy from the first queued call, so that a failure still waits. */
-	s->busy = true;
-	s->n = n;
 	if (FAILED(cudaMemsetAsync, s->dsum, 0, sizeof(*s->dsum), s->stream) ||
 	    FAILED(cudaMemcpyAsync, s->dbuf, s->stage, n,
 		   cudaMemcpyHostToDevice, s->stream))
 		return rc;
 	if (s->fault < n)
 		flip_kernel<<<1, 1, 0, s->stream>>>(s->dbuf + s->fault);
-	s->fault = SIZE_MAX;
 	vsum_kernel<<<blocks, THREADS, 0, s->stream>>>(
 		(const unsigned long long *)s->dbuf, n, s->dsum);
 	e = cudaGetLastError();
@@ -266,30 +288,7 @@ static enum wshard_err queue(struct wshard_vcuda *c, struct slot *s, size_t n,
 	return WSHARD_OK;
 }
 
-/* Stages n bytes at src in slot s, summing them on the way, and queues
- * their round trip; damages the device copy at fault_off of the check's
- * buffer if that falls in this chunk. */
-static enum wshard_err launch(struct wshard_vcuda *c, struct slot *s,
-			      const unsigned char *src, size_t n,
-			      uint64_t fault_off, struct wshard_error *err)
-{
-	struct stage_job job;
-	uint64_t sum = 0;
-	int p, nparts;
-
-	job.dst = s->stage;
-	job.src = src;
-	job.n = n;
-	nparts = pool_run(&c->pool, stage_part, &job, n);
-	for (p = 0; p < nparts; p++)
-		sum += job.sum[p];
-	s->want = wshard_vsum_final(sum, n);
-	s->fault = fault_off >= s->off && fault_off - s->off < n ?
-		   (size_t)(fault_off - s->off) : SIZE_MAX;
-	return queue(c, s, n, err);
-}
-
-/* The entry of a batch (nent of them) that holds stage byte at: the last
+/* The entry of a slot (nent of them) that holds stage byte at: the last
  * that starts at or before it. */
 static const struct entry *entry_at(const struct entry *ent, size_t nent, size_t at)
 {
@@ -306,41 +305,29 @@ static const struct entry *entry_at(const struct entry *ent, size_t nent, size_t
 	return &ent[lo];
 }
 
-/* Waits for slot s and compares its chunk of buf, or its batch with
- * what it staged. */
+/* On the completer: waits for slot s's round trip and compares what came
+ * back with what was staged, and the device's checksum with the host's. */
 static enum wshard_err finish(struct wshard_vcuda *c, struct slot *s,
-			      const unsigned char *buf, const char *what,
-			      uint64_t base, struct wshard_error *err)
+			      struct wshard_error *err)
 {
 	enum wshard_err rc = WSHARD_OK;
 	int dev = c->device;
 	struct compare_job job;
-	size_t nent = s->nent;
-	uint64_t got;
+	const struct entry *en;
+	uint64_t got, want;
 	int p, nparts;
 	cudaError_t e;
 
-	if (!s->busy)
-		return WSHARD_OK;
-	s->busy = false;
-	s->nent = 0;
-	s->names_len = 0;
 	if (FAILED(cudaStreamSynchronize, s->stream))
 		return rc;
-	job.orig = nent ? s->stage : buf + s->off;
+	job.orig = s->stage;
 	job.ret = s->ret;
 	job.n = s->n;
-	nparts = pool_run(&c->pool, compare_part, &job, s->n);
+	nparts = pool_run(&c->compare_pool, compare_part, &job, s->n);
 	for (p = 0; p < nparts; p++) {
-		const struct entry *en;
-
 		if (job.diff[p] == SIZE_MAX)
 			continue;
-		if (!nent)
-			return wshard_error_set(err, WSHARD_EVALIDATE,
-						"round trip changed byte %" PRIu64 " of %s",
-						base + s->off + job.diff[p], what);
-		en = entry_at(s->ent, nent, job.diff[p]);
+		en = entry_at(s->ent, s->nent, job.diff[p]);
 		if (job.diff[p] - en->off >= en->len)
 			return wshard_error_set(err, WSHARD_EVALIDATE,
 						"round trip changed padding byte %zu after %s",
@@ -351,31 +338,119 @@ static enum wshard_err finish(struct wshard_vcuda *c, struct slot *s,
 					s->names + en->what);
 	}
 	got = wshard_vsum_final(*s->hsum, s->n);
-	if (got != s->want && nent)
-		return wshard_error_set(err, WSHARD_EVALIDATE,
-					"round trip changed the checksum of %zu checks from %s on: "
-					"%016" PRIx64 ", expected %016" PRIx64,
-					nent, s->names, got, s->want);
-	if (got != s->want)
+	want = wshard_vsum_final(s->sum, s->n);
+	if (got == want)
+		return WSHARD_OK;
+	en = s->ent;
+	if (s->nent == 1)
 		return wshard_error_set(err, WSHARD_EVALIDATE,
 					"round trip changed the checksum of bytes %" PRIu64
 					"-%" PRIu64 " of %s: %016" PRIx64 ", expected %016" PRIx64,
-					base + s->off, base + s->off + s->n, what,
-					got, s->want);
-	return WSHARD_OK;
+					en->base, en->base + en->len, s->names, got, want);
+	return wshard_error_set(err, WSHARD_EVALIDATE,
+				"round trip changed the checksum of %zu checks from %s on: "
+				"%016" PRIx64 ", expected %016" PRIx64,
+				s->nent, s->names, got, want);
 }
 
-/* Sends the batch being staged on its way; the next takes the other slot. */
-static enum wshard_err send_batch(struct wshard_vcuda *c, struct wshard_error *err)
+/*
+ * The completer: each slot sent, in turn, waited for and compared (once
+ * something failed, only waited for), then handed back empty.
+ */
+static void *complete_main(void *arg)
 {
-	struct slot *s = c->filling;
+	struct wshard_vcuda *c = (struct wshard_vcuda *)arg;
+	struct wshard_error e;
+	enum wshard_err rc;
+	struct slot *s;
+	bool failed;
 
-	if (!s)
+	cudaSetDevice(c->device);
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		while (c->done == c->sent && !c->quit)
+			pthread_cond_wait(&c->cond, &c->lock);
+		if (c->done == c->sent)
+			break;
+		s = &c->slot[c->done % NSLOTS];
+		failed = c->failed;
+		pthread_mutex_unlock(&c->lock);
+		memset(&e, 0, sizeof(e));
+		if (failed) {
+			cudaStreamSynchronize(s->stream);
+			rc = WSHARD_OK;
+		} else
+			rc = finish(c, s, &e);
+		s->n = 0;
+		s->sum = 0;
+		s->nent = 0;
+		s->names_len = 0;
+		s->fault = SIZE_MAX;
+		pthread_mutex_lock(&c->lock);
+		if (rc != WSHARD_OK && !c->failed) {
+			c->failed = true;
+			c->first = e;
+		}
+		c->done++;
+		pthread_cond_broadcast(&c->cond);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* The first failure, if any, into *err (under c->lock). */
+static enum wshard_err failure(struct wshard_vcuda *c, struct wshard_error *err)
+{
+	if (!c->failed)
 		return WSHARD_OK;
-	c->filling = NULL;
-	c->next = (c->next + 1) % NSLOTS;
-	s->want = wshard_vsum_final(s->batch_sum, s->n);
-	return queue(c, s, s->n, err);
+	*err = c->first;
+	return c->first.code;
+}
+
+/*
+ * The slot to stage into: the one being filled, else the next once the
+ * completer has handed it back.  NULL (and *err set) once a round trip
+ * failed.
+ */
+static struct slot *fill_slot(struct wshard_vcuda *c, struct wshard_error *err)
+{
+	struct slot *s = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->failed && c->sent - c->done >= NSLOTS)
+		pthread_cond_wait(&c->cond, &c->lock);
+	if (failure(c, err) == WSHARD_OK) {
+		s = &c->slot[c->sent % NSLOTS];
+		c->filling = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return s;
+}
+
+/* Sends the slot being filled to the device and on to the completer. */
+static enum wshard_err send_slot(struct wshard_vcuda *c, struct wshard_error *err)
+{
+	struct slot *s = &c->slot[c->sent % NSLOTS];
+	enum wshard_err rc;
+
+	if (!c->filling)
+		return WSHARD_OK;
+	if (s->n == 0) {
+		c->filling = false;
+		return WSHARD_OK;
+	}
+	rc = queue(c, s, err);
+	/* the completer waits for what was queued even after a failure */
+	pthread_mutex_lock(&c->lock);
+	c->filling = false;
+	c->sent++;
+	if (rc != WSHARD_OK && !c->failed) {
+		c->failed = true;
+		c->first = *err;
+	}
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 /* Grows an array of *cap elements of size es to hold need. */
@@ -397,87 +472,58 @@ static bool grow(void **p, size_t *cap, size_t need, size_t es)
 }
 
 /*
- * Stages a small check in the batch being filled (starting one when
- * none is, once the slot's previous batch is compared, and sending the
- * batch when the check does not fit).
+ * Stages n bytes at src (bytes [off, off + n) of the check) at stage
+ * offset at of slot s, summing them on the way, large pieces over the
+ * stage pool's threads.
  */
-static enum wshard_err batch_check(struct wshard_vcuda *c, const unsigned char *buf,
-				   size_t len, const char *what, uint64_t base,
-				   uint64_t fault_off, struct wshard_error *err)
+static enum wshard_err stage(struct wshard_vcuda *c, struct slot *s, size_t at,
+			     const unsigned char *src, size_t n, const char *what,
+			     uint64_t base, struct wshard_error *err)
 {
-	enum wshard_err rc;
-	struct slot *s = c->filling;
-	size_t at = s ? (s->n + 7) & ~(size_t)7 : 0;
 	size_t wlen = strlen(what) + 1;
+	struct stage_job job;
 	struct entry *en;
+	int p, nparts;
 
-	if (s && at + len > c->chunk) {
-		rc = send_batch(c, err);
-		if (rc != WSHARD_OK)
-			return rc;
-		s = NULL;
-	}
-	if (!s) {
-		s = &c->slot[c->next];
-		rc = finish(c, s, NULL, NULL, 0, err);
-		if (rc != WSHARD_OK)
-			return rc;
-		s->n = 0;
-		s->off = 0;
-		s->batch_sum = 0;
-		s->fault = SIZE_MAX;
-		c->filling = s;
-		at = 0;
-	}
 	if (!grow((void **)&s->ent, &s->ent_cap, s->nent + 1, sizeof(*s->ent)) ||
 	    !grow((void **)&s->names, &s->names_cap, s->names_len + wlen, 1))
 		return wshard_error_set(err, WSHARD_ENOMEM,
-					"out of memory for the CUDA validator's batch");
+					"out of memory for the CUDA validator's slot");
 	memset(s->stage + s->n, 0, at - s->n);
-	s->batch_sum += wshard_validate_copy_sum_at(s->stage + at, buf, len, at / 8);
-	if (fault_off < len)
-		s->fault = at + (size_t)fault_off;
+	job.dst = s->stage + at;
+	job.src = src;
+	job.n = n;
+	job.word0 = at / 8;
+	nparts = pool_run(&c->stage_pool, stage_part, &job, n);
+	for (p = 0; p < nparts; p++)
+		s->sum += job.sum[p];
 	en = &s->ent[s->nent++];
 	en->off = at;
-	en->len = len;
+	en->len = n;
 	en->base = base;
 	en->what = s->names_len;
 	memcpy(s->names + s->names_len, what, wlen);
 	s->names_len += wlen;
-	s->n = at + len;
+	s->n = at + n;
 	return WSHARD_OK;
-}
-
-/* Queued calls of every slot done, and the slots idle. */
-static void drain(struct wshard_vcuda *c)
-{
-	int j;
-
-	c->filling = NULL;
-	for (j = 0; j < NSLOTS; j++) {
-		if (c->slot[j].busy)
-			cudaStreamSynchronize(c->slot[j].stream);
-		c->slot[j].busy = false;
-		c->slot[j].nent = 0;
-		c->slot[j].names_len = 0;
-	}
 }
 
 extern "C" enum wshard_err wshard_vcuda_flush(struct wshard_vcuda *c,
 					      struct wshard_error *err)
 {
 	enum wshard_err rc = WSHARD_OK;
-	int dev = c->device, j;
+	int dev = c->device;
 	cudaError_t e;
 
 	if (FAILED(cudaSetDevice, dev))
 		return rc;
-	rc = send_batch(c, err);
-	/* the older batch first: it is the other slot, or the next one */
-	for (j = 0; j < NSLOTS && rc == WSHARD_OK; j++)
-		rc = finish(c, &c->slot[(c->next + j) % NSLOTS], NULL, NULL, 0, err);
-	if (rc != WSHARD_OK)
-		drain(c);
+	rc = send_slot(c, err);
+	pthread_mutex_lock(&c->lock);
+	while (c->done != c->sent)
+		pthread_cond_wait(&c->cond, &c->lock);
+	if (rc == WSHARD_OK)
+		rc = failure(c, err);
+	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
 
@@ -490,45 +536,46 @@ extern "C" enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c,
 	const unsigned char *p = (const unsigned char *)buf;
 	enum wshard_err rc = WSHARD_OK;
 	int dev = c->device;
-	size_t off, n, k = 0, j;
+	size_t off = 0, at, n;
+	struct slot *s;
 	cudaError_t e;
 
+	if (len == 0)
+		return WSHARD_OK;
 	if (FAILED(cudaSetDevice, dev))
 		return rc;
-	if (len <= BATCH_MAX(c->chunk)) {
-		rc = batch_check(c, p, len, what, base, fault_off, err);
+	do {
+		s = fill_slot(c, err);
+		if (!s)
+			return err->code;
+		at = (s->n + 63) & ~(size_t)63;
+		if (at >= c->chunk) {
+			rc = send_slot(c, err);
+			if (rc != WSHARD_OK)
+				return rc;
+			continue;
+		}
+		n = len - off < c->chunk - at ? len - off : c->chunk - at;
+		/* a piece of a check that would fit a slot of its own starts one */
+		if (at && n < len - off && len - off <= c->chunk) {
+			rc = send_slot(c, err);
+			if (rc != WSHARD_OK)
+				return rc;
+			continue;
+		}
+		if (fault_off >= off && fault_off - off < n)
+			s->fault = at + (size_t)(fault_off - off);
+		rc = stage(c, s, at, p + off, n, what, base + off, err);
 		if (rc != WSHARD_OK)
-			drain(c);
-		return rc;
-	}
-	/* A large check has both slots to itself. */
-	rc = wshard_vcuda_flush(c, err);
-	if (rc != WSHARD_OK)
-		return rc;
-	/* Slot k % 2 takes chunk k once chunk k - 2 in it is compared. */
-	for (off = 0; off < len; off += n, k++) {
-		struct slot *s = &c->slot[k % NSLOTS];
-
-		n = len - off < c->chunk ? len - off : c->chunk;
-		rc = finish(c, s, p, what, base, err);
-		if (rc != WSHARD_OK)
-			goto out;
-		s->off = off;
-		rc = launch(c, s, p + off, n, fault_off, err);
-		if (rc != WSHARD_OK)
-			goto out;
-	}
-	/* The last two chunks, oldest first. */
-	for (j = 0; j < NSLOTS; j++) {
-		rc = finish(c, &c->slot[(k + j) % NSLOTS], p, what, base, err);
-		if (rc != WSHARD_OK)
-			goto out;
-	}
-
-out:
-	/* Leave no copy in flight into buffers the next check reuses. */
-	drain(c);
-	return rc;
+			return rc;
+		off += n;
+		if (s->n == c->chunk) {
+			rc = send_slot(c, err);
+			if (rc != WSHARD_OK)
+				return rc;
+		}
+	} while (off < len);
+	return WSHARD_OK;
 }
 
 extern "C" void wshard_vcuda_close(struct wshard_vcuda *c)
@@ -538,6 +585,13 @@ extern "C" void wshard_vcuda_close(struct wshard_vcuda *c)
 	if (!c)
 		return;
 	cudaSetDevice(c->device);
+	if (c->completer_running) {
+		pthread_mutex_lock(&c->lock);
+		c->quit = true;
+		pthread_cond_broadcast(&c->cond);
+		pthread_mutex_unlock(&c->lock);
+		pthread_join(c->completer, NULL);
+	}
 	for (i = 0; i < NSLOTS; i++) {
 		struct slot *s = &c->slot[i];
 
@@ -553,6 +607,9 @@ extern "C" void wshard_vcuda_close(struct wshard_vcuda *c)
 		if (s->stream)
 			cudaStreamDestroy(s->stream);
 	}
-	pool_close(&c->pool);
+	pool_close(&c->stage_pool);
+	pool_close(&c->compare_pool);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
 	free(c);
 }

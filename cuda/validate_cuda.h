@@ -18,9 +18,10 @@ extern "C" {
 struct wshard_vcuda;
 
 /*
- * Opens device local_rank modulo the visible devices, with pinned staging
- * and return buffers and device buffers of chunk_bytes each, two of every
- * kind, and two streams.  backend (size backend_len) receives
+ * Opens device local_rank modulo the visible devices, with four slots of
+ * pinned staging and return buffers and device buffers of chunk_bytes
+ * each, a stream each, and the thread that compares what comes back.
+ * backend (size backend_len) receives
  * "cuda:N (device name)".  Returns WSHARD_OK; WSHARD_ENODEV when there is
  * no driver or no device ("no CUDA driver: ...", "no CUDA device
  * visible"); WSHARD_EIO when a CUDA call fails on a present device (the
@@ -37,24 +38,22 @@ void wshard_vcuda_warm(int local_rank);
 void wshard_vcuda_warm_wait(void);
 
 /*
- * Round-trips len bytes of buf through the device, as
- * wshard_validator_check: a small check (a quarter of a chunk at most)
- * is staged in a batch and its result may come from a later check or
- * from wshard_vcuda_flush.  fault_off, when below len, is the offset in
- * buf of a byte to damage in device memory after the copy in (fault
- * injection for tests; UINT64_MAX for none).  Returns WSHARD_OK,
- * WSHARD_EVALIDATE or WSHARD_EIO.
+ * Stages len bytes of buf for their round trip through the device, as
+ * wshard_validator_check, and returns: the result comes from a later
+ * check or from wshard_vcuda_flush (a difference names the check it is
+ * in).  fault_off, when below len, is the offset in buf of a byte to
+ * damage in device memory after the copy in (fault injection for tests;
+ * UINT64_MAX for none).  Returns WSHARD_OK, WSHARD_EVALIDATE,
+ * WSHARD_ENOMEM or WSHARD_EIO.
  */
 enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c, const void *buf,
 				   size_t len, const char *what, uint64_t base,
 				   uint64_t fault_off, struct wshard_error *err);
 
 /*
- * Round-trips what checks of at most a quarter of a chunk left staged (a
- * batch of them goes through the device once full, so such a check may
- * return WSHARD_OK before its bytes went) and compares every batch still
- * in flight.  An error names the check the difference is in.  Returns
- * WSHARD_OK, WSHARD_EVALIDATE or WSHARD_EIO.
+ * Sends what is staged, waits for every round trip in flight and returns
+ * the first difference or failure among them.  Returns WSHARD_OK,
+ * WSHARD_EVALIDATE or WSHARD_EIO.
  */
 enum wshard_err wshard_vcuda_flush(struct wshard_vcuda *c, struct wshard_error *err);
 

@@ -45,10 +45,37 @@ static void *pool_thread(void *arg)
 }
 
 /* Below this many bytes a job is not split: waking threads costs more. */
-#define POOL_MIN ((size_t)1 << 20)
+#define POOL_MIN ((size_t)2 << 20)
+
+/* Starts the pool's threads: half the online CPUs, MAX_PARTS at most. */
+static void pool_start(struct pool *pl)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int want = cpus >= 2 * MAX_PARTS ? MAX_PARTS : cpus >= 2 ? (int)(cpus / 2) : 1;
+	int i;
+
+	pl->started = true;
+	for (i = 1; i < want; i++) {
+		struct pool_start *st = (struct pool_start *)malloc(sizeof(*st));
+
+		if (!st)
+			break;
+		st->pool = pl;
+		st->part = i;
+		if (pthread_create(&pl->thread[pl->nthreads], NULL, pool_thread,
+				   st) != 0) {
+			free(st);
+			break;
+		}
+		pl->nthreads++;
+	}
+	pl->nparts = pl->nthreads + 1;
+}
 
 int pool_run(struct pool *pl, part_fn fn, void *arg, size_t n)
 {
+	if (n >= POOL_MIN && !pl->started)
+		pool_start(pl);
 	if (pl->nthreads == 0 || n < POOL_MIN) {
 		fn(arg, 0, 1);
 		return 1;
@@ -70,29 +97,11 @@ int pool_run(struct pool *pl, part_fn fn, void *arg, size_t n)
 
 void pool_open(struct pool *pl)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int want = cpus >= 2 * MAX_PARTS ? MAX_PARTS : cpus >= 2 ? (int)(cpus / 2) : 1;
-	int i;
-
 	pthread_mutex_init(&pl->lock, NULL);
 	pthread_cond_init(&pl->go, NULL);
 	pthread_cond_init(&pl->done, NULL);
 	pl->ready = true;
-	for (i = 1; i < want; i++) {
-		struct pool_start *st = (struct pool_start *)malloc(sizeof(*st));
-
-		if (!st)
-			break;
-		st->pool = pl;
-		st->part = i;
-		if (pthread_create(&pl->thread[pl->nthreads], NULL, pool_thread,
-				   st) != 0) {
-			free(st);
-			break;
-		}
-		pl->nthreads++;
-	}
-	pl->nparts = pl->nthreads + 1;
+	pl->nparts = 1;
 }
 
 void pool_close(struct pool *pl)
@@ -112,10 +121,11 @@ void pool_close(struct pool *pl)
 	pthread_cond_destroy(&pl->done);
 }
 
-/* Part p of n bytes, in whole 8-byte words but for the last part's tail. */
+/* Part p of n bytes, in whole 64-byte lines but for the last part's tail
+ * (an aligned destination stays aligned). */
 static void part_range(size_t n, int p, int nparts, size_t *lo, size_t *hi)
 {
-	size_t words = n / 8, per = words / (size_t)nparts;
+	size_t words = n / 8, per = words / (size_t)nparts / 8 * 8;
 
 	*lo = 8 * per * (size_t)p;
 	*hi = p == nparts - 1 ? n : 8 * per * (size_t)(p + 1);
@@ -128,7 +138,7 @@ void stage_part(void *arg, int p, int nparts)
 
 	part_range(j->n, p, nparts, &lo, &hi);
 	j->sum[p] = wshard_validate_copy_sum_at(j->dst + lo, j->src + lo,
-						hi - lo, lo / 8);
+						hi - lo, j->word0 + lo / 8);
 }
 
 void compare_part(void *arg, int p, int nparts)

@@ -16,7 +16,7 @@
  * not cores, bounds the host's share beyond a few, and under mpirun
  * every process of a node has its own.
  */
-#define MAX_PARTS 4
+#define MAX_PARTS 8
 
 /* What the pool's threads do to one chunk: part p of nparts. */
 typedef void (*part_fn)(void *arg, int p, int nparts);
@@ -37,6 +37,7 @@ struct pool {
 	part_fn fn;
 	void *arg;
 	bool ready;			/* lock and conditions initialised */
+	bool started;			/* threads started (at the first large job) */
 };
 
 /*
@@ -46,8 +47,10 @@ struct pool {
 int pool_run(struct pool *pl, part_fn fn, void *arg, size_t n);
 
 /*
- * Half the online CPUs, 1 to MAX_PARTS parts; a thread that cannot be
- * started leaves fewer parts, which only costs speed.
+ * Half the online CPUs, 1 to MAX_PARTS parts, their threads started by
+ * the first job large enough to split (a validator that only sees small
+ * ones keeps none); a thread that cannot be started leaves fewer parts,
+ * which only costs speed.
  */
 void pool_open(struct pool *pl);
 
@@ -59,6 +62,7 @@ struct stage_job {
 	unsigned char *dst;
 	const unsigned char *src;
 	size_t n;
+	uint64_t word0;			/* dst's word index in its slot */
 	uint64_t sum[MAX_PARTS];
 };
 

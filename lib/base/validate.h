@@ -3,10 +3,11 @@
  * to device memory and back: the interface the library calls, which
  * cuda/ implements with two backends:
  *
- *   cuda (cuda/validate_cuda.cu): host -> device from pinned staging
- *       memory, a checksum kernel on the device, device -> host into a
- *       second buffer, then compare bytes and checksums; two streams so
- *       that copies and the kernel of consecutive chunks overlap.
+ *   cuda (cuda/validate_cuda.cu): bytes staged in pinned slots, each
+ *       slot sent host -> device, checksummed by a kernel there, sent
+ *       back into a second buffer and compared (bytes and checksums) by
+ *       a thread of the validator's own, four slots in flight, so that a
+ *       check returns once its bytes are staged.
  *   host (cuda/validate_host.c): the same steps with ordinary host memory
  *       standing in for the device, so the path is tested without a GPU.
  *
@@ -72,12 +73,11 @@ const char *wshard_validator_backend(const struct wshard_validator *v);
  * checksum difference).  Returns WSHARD_OK, WSHARD_EVALIDATE or WSHARD_EIO
  * (a CUDA call failed: the message names it).
  *
- * The GPU backend batches checks of at most a quarter of chunk_bytes (one
- * trip to the device for many small tensors): their bytes are copied
- * before check returns, so buf may be reused, but a difference in them
- * may be reported by a later check, naming the earlier what, or by
- * wshard_validator_flush, which must succeed before the bytes count as
- * validated.
+ * The GPU backend returns once the bytes are staged (copied, so buf may
+ * be reused) and checks them in the background, many small checks in one
+ * trip to the device: a difference may be reported by a later check,
+ * naming the earlier what, or by wshard_validator_flush, which must
+ * succeed before the bytes count as validated.
  */
 enum wshard_err wshard_validator_check(struct wshard_validator *v,
 				       const void *buf, size_t len,
@@ -85,9 +85,9 @@ enum wshard_err wshard_validator_check(struct wshard_validator *v,
 				       struct wshard_error *err);
 
 /*
- * Round-trips whatever earlier checks left batched and reports the first
- * difference among them (as wshard_validator_check).  The host backend
- * batches nothing.  Returns WSHARD_OK, WSHARD_EVALIDATE or WSHARD_EIO.
+ * Round-trips whatever earlier checks left staged, waits for every trip
+ * in flight and reports the first difference among them (as
+ * wshard_validator_check).  The host backend keeps nothing for later.  Returns WSHARD_OK, WSHARD_EVALIDATE or WSHARD_EIO.
  */
 enum wshard_err wshard_validator_flush(struct wshard_validator *v,
 				       struct wshard_error *err);

@@ -109,10 +109,9 @@ struct convert {
 	} what[STREAM_SLOTS];
 	size_t block;			/* bytes validated and written at a time */
 	/*
-	 * The GPU round trip takes a whole piece in one call, in chunks of
-	 * gpu_chunk bytes: in SEAL_BLOCK calls, each waiting for its copies
-	 * and kernel, the GPU's latency would decide the time.  0: the host
-	 * backend (or none), which goes block by block.
+	 * The GPU validators' slot size (0: the host backend, or none).  Both
+	 * take the bytes block by block as they are written; the GPU's stages
+	 * them into slots of gpu_chunk bytes, each one trip to the device.
 	 */
 	size_t gpu_chunk;
 	bool hot;			/* checksums computed as written */
@@ -169,13 +168,12 @@ void gather_free(struct convert *cv);
 bool gather_wants(struct convert *cv, int rank, size_t tensor);
 
 /*
- * Copies len bytes at buf to offset off of a gathered tensor; the piece
- * that completes it validates the tensor with v (unless NULL) and writes
- * it, and *out_written is then its size (else 0).  Returns WSHARD_OK, the
- * validation's error or the write's.
+ * Copies len bytes at buf to offset off of a gathered tensor (validated
+ * and checksummed already, as they came); the piece that completes it
+ * writes it, and *out_written is then its size (else 0).  Returns
+ * WSHARD_OK or the write's error.
  */
-enum wshard_err gather_put(struct convert *cv, struct wshard_validator *v, int rank,
-			   size_t tensor, uint64_t off, const void *buf, size_t len,
+enum wshard_err gather_put(struct convert *cv, int rank, size_t tensor, uint64_t off, const void *buf, size_t len,
 			   uint64_t *out_written, struct wshard_error *err);
 
 /* ------------------------------------------------------------------ */

@@ -110,6 +110,8 @@ static enum wshard_err open_rank_files(struct convert *cv, struct wshard_error *
  * checksum) from the cache the write left them in: each is read from
  * memory once.  (Writing first, the kernel's copy pays for the read; in
  * the other order the validator did, and the copy gained less than that.)
+ * The GPU's validator only stages a block and returns; its trips to the
+ * device go on beside the writes, and the last is waited for at sealing.
  * Both stream threads write into every rank file, one at a time.  The
  * stream puts pieces whose file is free first (write_busy), and a thread
  * that finds the file taken all the same checks the blocks it has yet
@@ -133,9 +135,9 @@ static void add_crc(struct rank_out *ro, const struct wshard_out_tensor *t, size
 }
 
 /*
- * A piece of a gathered tensor: checksummed (and on the host validated)
- * now, copied into the tensor's buffer, written with the piece that
- * completes it (gather_put), which sets *out_written.
+ * A piece of a gathered tensor: validated and checksummed now, copied
+ * into the tensor's buffer, written with the piece that completes it
+ * (gather_put), which sets *out_written.
  */
 static inline enum wshard_err put_gathered(struct convert *cv, struct wshard_validator *v,
 					   unsigned slot, int rank, size_t tensor,
@@ -147,20 +149,16 @@ static inline enum wshard_err put_gathered(struct convert *cv, struct wshard_val
 	size_t done, n;
 	enum wshard_err rc = WSHARD_OK;
 
-	/* the GPU takes the whole tensor once gathered (gather_put): a
-	 * round trip per piece of a few KiB costs the GPU's latency */
 	for (done = 0; done < len && !rc; done += n) {
 		n = WSHARD_MIN(len - done, cv->block);
-		rc = seal_check_block(cv, cv->gpu_chunk ? NULL : v, slot, p + done, n,
-				      off + done, &raw, err);
+		rc = seal_check_block(cv, v, slot, p + done, n, off + done, &raw, err);
 	}
 	/* the CRC first: the piece that completes the tensor may be
 	 * another thread's, and sealing reads the CRC once it is */
 	if (!rc && cv->hot)
 		add_crc(&cv->ranks[rank], t, tensor, raw, off, len);
 	if (!rc)
-		rc = gather_put(cv, cv->gpu_chunk ? v : NULL, rank, tensor, off, p, len,
-				out_written, err);
+		rc = gather_put(cv, rank, tensor, off, p, len, out_written, err);
 	return rc;
 }
 
@@ -181,12 +179,6 @@ static inline enum wshard_err put_direct(struct convert *cv, struct wshard_valid
 	size_t done, n, m, checked = 0;
 	enum wshard_err rc = WSHARD_OK;
 
-	/* the GPU: the whole piece in one round trip; the blocks only sum */
-	if (v && cv->gpu_chunk) {
-		if (wshard_validator_check(v, p, len, cv->what[slot].text, off, err))
-			rc = err->code;
-		v = NULL;
-	}
 	/* checked: bytes of the piece checked so far, never fewer than written */
 	for (done = 0; done < len && !rc; done += n) {
 		n = WSHARD_MIN(len - done, cv->block);

@@ -6,10 +6,9 @@
  * Written piece by piece, such a tensor costs one system call per few
  * KiB, and each write that starts or ends inside a file block makes the
  * kernel zero the rest of that block first (at 100k tensors that zeroing
- * was the largest single cost of a convert).  Pieces are checksummed,
- * and on the host validated, as they come (write_put); the GPU validates
- * the whole tensor before its write (a round trip per piece of a few KiB
- * would cost its latency each time).  Tensors are gathered while their buffers fit half of
+ * was the largest single cost of a convert).  Pieces are checksummed
+ * and validated as they come (write_put; the GPU's validator stages many
+ * into one trip to the device).  Tensors are gathered while their buffers fit half of
  * --max-memory; the others are written as before.  Written tensors'
  * buffers are kept for the next tensors of the same size (one MoE
  * layer's are the next one's): fresh ones would cost a page fault per
@@ -151,8 +150,7 @@ bool gather_wants(struct convert *cv, int rank, size_t tensor)
 	return st == GATHER_YES;
 }
 
-enum wshard_err gather_put(struct convert *cv, struct wshard_validator *v, int rank,
-			   size_t tensor, uint64_t off, const void *buf, size_t len,
+enum wshard_err gather_put(struct convert *cv, int rank, size_t tensor, uint64_t off, const void *buf, size_t len,
 			   uint64_t *out_written, struct wshard_error *err)
 {
 	const struct wshard_rank_plan *rp = &cv->plan->ranks[rank];
@@ -166,20 +164,10 @@ enum wshard_err gather_put(struct convert *cv, struct wshard_validator *v, int r
 	/* the thread whose piece completes the tensor writes it */
 	if (__atomic_sub_fetch(&ro->gleft[tensor], len, __ATOMIC_ACQ_REL) != 0)
 		return WSHARD_OK;
-	rc = WSHARD_OK;
-	if (v) {
-		char what[WSHARD_ERRMAX / 2];
-
-		seal_label(what, sizeof(what), rank, t->name);
-		if (wshard_validator_check(v, data, t->nbytes, what, 0, err))
-			rc = err->code;
-	}
-	if (rc == WSHARD_OK) {
-		pthread_mutex_lock(&ro->write_lock);
-		rc = wshard_file_pwrite(ro->files[t->part], data, t->nbytes,
-					rp->files[t->part].header_len + t->begin, err);
-		pthread_mutex_unlock(&ro->write_lock);
-	}
+	pthread_mutex_lock(&ro->write_lock);
+	rc = wshard_file_pwrite(ro->files[t->part], data, t->nbytes,
+				rp->files[t->part].header_len + t->begin, err);
+	pthread_mutex_unlock(&ro->write_lock);
 	pthread_mutex_lock(&cv->gather_lock);
 	ro->gbuf[tensor] = NULL;
 	give(cv, data, t->nbytes);

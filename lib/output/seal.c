@@ -286,13 +286,13 @@ size_t seal_chunk(const struct wshard_plan *plan)
 }
 
 /*
- * The GPU validators' chunk: 1/32 of --max-memory (each holds four
- * pinned buffers of it, and each stream thread has one), within
- * [SEAL_BLOCK, 8 MiB].
+ * The GPU validators' slot: 1/64 of --max-memory (each holds eight
+ * pinned buffers of it, four slots in flight, and each stream thread has
+ * one), within [SEAL_BLOCK, 8 MiB].
  */
 static size_t gpu_chunk(const struct wshard_plan *plan)
 {
-	return (size_t)WSHARD_MIN(WSHARD_MAX(plan->opt.max_memory / 32, SEAL_BLOCK),
+	return (size_t)WSHARD_MIN(WSHARD_MAX(plan->opt.max_memory / 64, SEAL_BLOCK),
 				  (size_t)8 << 20);
 }
 
