@@ -66,6 +66,8 @@ NVCCFLAGS += $(NVCC_GENCODE) -MMD -MP -Xcompiler -Wall,-Wextra
 CFLAGS += -DWSHARD_CUDA=1
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/targets/x86_64-linux/lib))
 LDLIBS += -L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt -lstdc++
+# the suites that read device memory back (test_load.c)
+TEST_CUDA_INC := -I$(CUDA_HOME)/include
 endif
 
 ifeq ($(V),1)
@@ -144,10 +146,13 @@ LIB_SRC := \
 	lib/verify/verify_files.c \
 	lib/verify/verify_source.c \
 	lib/load/load.c \
+	lib/load/load_device.c \
+	cuda/load_host.c \
 	cuda/validate_host.c \
 	cuda/validate_sum_host.c
 
 CUDA_SRC := \
+	cuda/load_cuda.cu \
 	cuda/validate_cuda.cu \
 	cuda/validate_pool.cu
 
@@ -179,11 +184,19 @@ all: $(PROGRAM) $(B)/libwshard.so
 
 # libwshard.so, which the vLLM plugin (lib/vllm) loads: the loading API
 # (wshard_load_*) and what it calls, taken from libwshard.a, so that no MPI
-# or CUDA runtime is brought into the engine's processes.
+# is brought into the engine's processes.  A CUDA build links the CUDA
+# runtime in statically for the device destinations, its symbols hidden
+# (--exclude-libs): the engine's own libcudart neither takes its calls
+# nor gives it its own; both use the device's primary context.
 LOAD_API := wshard_load_open wshard_load_count wshard_load_info wshard_load_dest \
+	wshard_load_dest_device wshard_load_has_device \
 	wshard_load_bytes wshard_load_prefetch wshard_load_run wshard_load_free
 LOAD_LDLIBS := $(shell $(PKG_CONFIG) --libs jansson libarchive libxxhash 2>/dev/null || \
 	echo -ljansson -larchive -lxxhash) -lm
+ifeq ($(CUDA),1)
+LOAD_LDLIBS += -Wl,--exclude-libs,libcudart_static.a \
+	-L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt -lstdc++
+endif
 $(B)/libwshard.so: $(B)/libwshard.a
 	@echo '  LINK   $@'
 	$(Q)$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -Wl,--as-needed -Wl,-soname,libwshard.so \
@@ -203,7 +216,7 @@ $(B)/%.o: %.c
 	$(Q)$(CC) $(CFLAGS) -Ilib -c -o $@ $<
 
 $(B)/%.o: %.cu cuda/validate_sum_host.h cuda/validate_cuda.h cuda/validate_pool.h \
-		cuda/validate_sum.h cuda/validate_kernel.cuh lib/wshard.h
+		cuda/validate_sum.h cuda/validate_kernel.cuh cuda/load_cuda.h lib/wshard.h lib/base/devload.h
 	@mkdir -p $(dir $@)
 	@echo '  NVCC   $<'
 	$(Q)$(NVCC) $(NVCCFLAGS) -Ilib -c -o $@ $<
@@ -221,7 +234,7 @@ $(B)/lib/rules/rules_builtin.o: $(B)/lib/rules/rules_builtin.c
 $(B)/test/%: test/%.c $(B)/libwshard.a
 	@mkdir -p $(dir $@)
 	@echo '  CC     $@'
-	$(Q)$(CC) $(CFLAGS) -Ilib -Icuda -o $@ $< $(B)/libwshard.a $(LDFLAGS) $(LDLIBS) -lcriterion
+	$(Q)$(CC) $(CFLAGS) -Ilib -Icuda $(TEST_CUDA_INC) -o $@ $< $(B)/libwshard.a $(LDFLAGS) $(LDLIBS) -lcriterion
 
 tests: $(TEST_BIN) $(PROGRAM) $(B)/libwshard.so
 

@@ -488,6 +488,18 @@ uint64_t wshard_load_bytes(const struct wshard_load *l);
 /* Where tensor i's bytes go: host memory of at least its size (NULL for
  * an empty tensor). */
 void wshard_load_dest(struct wshard_load *l, size_t i, void *dst);
+/* Where tensor i's bytes go in device memory instead: device_ptr, at
+ * least its size (NULL for an empty tensor), on CUDA device device (an
+ * index among the visible ones, as torch's device.index; every device
+ * destination of l on the same one).  A pointer of the device's primary
+ * context (PyTorch's, cudaMalloc's) is valid.  wshard_load_run stages
+ * the bytes in pinned host memory and copies them; a build without CUDA
+ * fails there (see wshard_load_has_device). */
+void wshard_load_dest_device(struct wshard_load *l, size_t i, int device,
+			     void *device_ptr);
+/* Returns 1 when wshard_load_dest_device can be used: libwshard was built
+ * with CUDA and the CUDA runtime sees a device; else 0. */
+int wshard_load_has_device(void);
 /* Has the kernel read the rank's files into the page cache, a few MiB
  * queued at a time, and returns once the last are queued.  An engine
  * calls it on a thread of its own while it builds the model, so that a
@@ -498,12 +510,18 @@ void wshard_load_dest(struct wshard_load *l, size_t i, void *dst);
 enum wshard_err wshard_load_prefetch(const struct wshard_load *l, struct wshard_error *err);
 /* Once per l: checks each file's size and header against the manifest,
  * then reads every tensor into its destination with threads (0: one per
- * CPU, 8 at most) and checks it against its checksum (unless
- * want->no_checksums).  A failure names the file and tensor; the
+ * CPU, 8 at most, 16 with device destinations) and checks it against its
+ * checksum (unless want->no_checksums).  Device destinations are read by
+ * the same threads into a few pinned buffers each (kept for the
+ * process's later runs) and copied from there while the threads read
+ * on; no copy is running when it returns, whatever it returns.  A
+ * failure names the file and tensor (and the CUDA call); the
  * destinations' contents are then undefined.  Returns WSHARD_OK,
  * WSHARD_EMISMATCH (a size, header or checksum differs), WSHARD_EINVAL,
- * WSHARD_EUSAGE (a destination missing, or a
- * second run), WSHARD_EIO or WSHARD_ENOMEM. */
+ * WSHARD_EUSAGE (a destination missing, device destinations on two
+ * devices, or a second run), WSHARD_ENODEV (a device destination, and a
+ * build without CUDA or no usable device), WSHARD_EIO (a CUDA call too)
+ * or WSHARD_ENOMEM. */
 enum wshard_err wshard_load_run(struct wshard_load *l, int threads,
 				struct wshard_error *err);
 /* Closes the files and frees l; accepts NULL. */

@@ -10,7 +10,11 @@
 #     wshard.json, a manifest of another format;
 #  3. refused, naming the file and tensor: a flipped data byte (each sum),
 #     a renamed tensor in a header, a truncated file; a tensor given no
-#     memory; with no_checksums the flipped byte goes through unseen.
+#     memory; with no_checksums the flipped byte goes through unseen;
+#  4. libwshard.so exports the device destinations; a CUDA build links the
+#     CUDA runtime in, statically and hidden (no cuda* symbol exported,
+#     no libcudart.so needed), so that the engine's own is not replaced.
+#     (The device path itself: test/test_load.c.)
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
 
@@ -92,4 +96,20 @@ cp -r "$O" "$T/short"
 truncate -s -1 "$T/short/$F0"
 refuse "truncated" "$T/short" 1 "$F0': tensor 'model.norm.weight': data_offsets" '{"tp": 2}'
 refuse "no memory" "$O" 2 "tensor '$E': no memory given" "{\"tp\": 2, \"skip\": \"$E\"}"
+
+if command -v nm >/dev/null 2>&1 && nm -D --defined-only "$LIB" >"$T/dyn" 2>/dev/null; then
+	for s in wshard_load_dest_device wshard_load_has_device; do
+		grep -q " T $s\$" "$T/dyn" || fail "$LIB does not export $s"
+	done
+	if grep -E ' (cuda|__cuda)[A-Za-z_]*$' "$T/dyn" >"$T/cudasyms"; then
+		fail "$LIB exports CUDA runtime symbols: $(head -n 3 "$T/cudasyms" | tr '\n' ' ')"
+	fi
+	if [ "${CUDA:-0}" = 1 ]; then
+		nm "$LIB" | grep -q ' cudaMemcpyAsync$' ||
+			fail "$LIB (a CUDA build) has no CUDA runtime linked in"
+	fi
+fi
+if command -v ldd >/dev/null 2>&1 && ldd "$LIB" 2>/dev/null | grep -q libcudart; then
+	fail "$LIB links the CUDA runtime dynamically"
+fi
 finish

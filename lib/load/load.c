@@ -10,7 +10,8 @@
  * right after its read, while it is still in the core's cache (a piece of
  * 1 MiB: 4 and 8 MiB left the sums a second trip through memory), and the
  * pieces' sums are joined; the other algorithms hash each tensor again
- * once it is whole.
+ * once it is whole.  Destinations in device memory go through pinned
+ * staging buffers (load_device.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,36 +22,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/devload.h"
 #include "base/dtype.h"
 #include "base/fileio.h"
 #include "base/hash.h"
 #include "base/util.h"
 #include "source/safetensors.h"
-
-#define PIECE (1u << 20)
-#define MAX_THREADS 16
-
-struct piece {
-	size_t tensor;
-	uint64_t off, len;		/* within the tensor */
-	struct wshard_hash h;		/* composable checksums only */
-};
-
-struct wshard_load {
-	struct wshard_manifest *m;
-	const struct wshard_manifest_rank *r;
-	char *dir;
-	void **dest;			/* one a tensor; NULL until set */
-	bool check;			/* the checksums (want->no_checksums off) */
-	struct wshard_st **st;		/* one a file of the rank */
-	struct piece *pieces;
-	size_t npieces;
-	/* while running */
-	atomic_size_t next;
-	atomic_bool stop;
-	pthread_mutex_t lock;
-	struct wshard_error first;	/* the first failure, under lock */
-};
+#include "load_internal.h"
 
 /* "vllm==0.32.0" loads an output made for "vllm@0.32" (or "vllm@0.32.0"):
  * the same engine, and the target's release a prefix of the version that
@@ -137,9 +115,12 @@ enum wshard_err wshard_load_open(struct wshard_load **out_l, const char *out_dir
 		l->r = &l->m->ranks[rank_index(l->m, want)];
 		l->check = !want->no_checksums;
 		l->dest = calloc(l->r->ntensors ? l->r->ntensors : 1, sizeof(*l->dest));
+		l->device = malloc((l->r->ntensors ? l->r->ntensors : 1) * sizeof(*l->device));
 		l->st = calloc(l->r->nfiles ? l->r->nfiles : 1, sizeof(*l->st));
-		if (!l->dest || !l->st)
+		if (!l->dest || !l->device || !l->st)
 			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		for (size_t i = 0; l->device && i < l->r->ntensors; i++)
+			l->device[i] = -1;
 	}
 	if (rc != WSHARD_OK) {
 		wshard_load_free(l);
@@ -169,6 +150,19 @@ uint64_t wshard_load_info(const struct wshard_load *l, size_t i, const char **ou
 void wshard_load_dest(struct wshard_load *l, size_t i, void *dst)
 {
 	l->dest[i] = dst;
+	l->device[i] = -1;
+}
+
+void wshard_load_dest_device(struct wshard_load *l, size_t i, int device,
+			     void *device_ptr)
+{
+	l->dest[i] = device_ptr;
+	l->device[i] = device < 0 ? 0 : device;
+}
+
+int wshard_load_has_device(void)
+{
+	return wshard_devload_usable() ? 1 : 0;
 }
 
 /*
@@ -305,7 +299,7 @@ static enum wshard_err cut_pieces(struct wshard_load *l, struct wshard_error *er
 	return WSHARD_OK;
 }
 
-static void fail(struct wshard_load *l, const struct wshard_error *e)
+void wshard_load_fail(struct wshard_load *l, const struct wshard_error *e)
 {
 	pthread_mutex_lock(&l->lock);
 	if (l->first.code == WSHARD_OK)
@@ -314,9 +308,23 @@ static void fail(struct wshard_load *l, const struct wshard_error *e)
 	atomic_store(&l->stop, true);
 }
 
-static bool composable(const struct wshard_load *l)
+enum wshard_err wshard_load_read_piece(struct wshard_load *l, size_t k, void *buf,
+				       struct wshard_error *err)
 {
-	return l->m->options.checksum == WSHARD_CK_CRC64;
+	struct piece *p = &l->pieces[k];
+	const struct wshard_manifest_tensor *t = &l->r->tensors[p->tensor];
+	const struct wshard_st *st = l->st[t->file];
+	enum wshard_err rc;
+
+	rc = wshard_pread_full(st->fd, buf, p->len,
+			       st->base + st->data_start + t->begin + p->off,
+			       st->path, err);
+	if (rc != WSHARD_OK || !l->check || !wshard_load_composable(l))
+		return rc;
+	if (wshard_hash_init(&p->h, l->m->options.checksum) != WSHARD_OK)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	wshard_hash_update(&p->h, buf, p->len);
+	return WSHARD_OK;
 }
 
 static void *read_pieces(void *arg)
@@ -326,24 +334,12 @@ static void *read_pieces(void *arg)
 	size_t k;
 
 	while (!atomic_load(&l->stop) && (k = atomic_fetch_add(&l->next, 1)) < l->npieces) {
-		struct piece *p = &l->pieces[k];
-		const struct wshard_manifest_tensor *t = &l->r->tensors[p->tensor];
-		const struct wshard_st *st = l->st[t->file];
-		char *dst = (char *)l->dest[p->tensor] + p->off;
+		const struct piece *p = &l->pieces[k];
 
-		if (wshard_pread_full(st->fd, dst, p->len,
-				      st->base + st->data_start + t->begin + p->off,
-				      st->path, &e) != WSHARD_OK) {
-			fail(l, &e);
+		if (wshard_load_read_piece(l, k, (char *)l->dest[p->tensor] + p->off,
+					   &e) != WSHARD_OK) {
+			wshard_load_fail(l, &e);
 			break;
-		}
-		if (l->check && composable(l)) {
-			if (wshard_hash_init(&p->h, l->m->options.checksum) != WSHARD_OK) {
-				wshard_error_set(&e, WSHARD_ENOMEM, "out of memory");
-				fail(l, &e);
-				break;
-			}
-			wshard_hash_update(&p->h, dst, p->len);
 		}
 	}
 	return NULL;
@@ -358,7 +354,12 @@ static enum wshard_err digest(struct wshard_load *l, size_t i, size_t first,
 
 	if (wshard_hash_init(&h, l->m->options.checksum) != WSHARD_OK)
 		return WSHARD_ENOMEM;
-	if (!composable(l))
+	if (l->hex && l->device[i] >= 0) {	/* hashed as it was staged */
+		wshard_hash_release(&h);
+		memcpy(hex, l->hex[i], WSHARD_DIGEST_HEX);
+		return WSHARD_OK;
+	}
+	if (!wshard_load_composable(l))
 		wshard_hash_update(&h, l->dest[i], t->end - t->begin);
 	else
 		for (size_t k = first; k < l->npieces && l->pieces[k].tensor == i; k++)
@@ -383,7 +384,7 @@ static void *check_tensors(void *arg)
 			continue;
 		if (digest(l, p->tensor, k, hex) != WSHARD_OK) {
 			wshard_error_set(&e, WSHARD_ENOMEM, "out of memory");
-			fail(l, &e);
+			wshard_load_fail(l, &e);
 		} else if (strcmp(hex, t->checksum) != 0) {
 			wshard_error_set(&e, WSHARD_EMISMATCH,
 					 "'%s': tensor '%s' does not match its checksum "
@@ -391,19 +392,19 @@ static void *check_tensors(void *arg)
 					 l->st[t->file]->path, t->name,
 					 wshard_checksum_name(l->m->options.checksum), hex,
 					 t->checksum);
-			fail(l, &e);
+			wshard_load_fail(l, &e);
 		}
 	}
 	return NULL;
 }
 
-/* Runs fn on nthreads threads (the caller's among them) from piece 0. */
-static void run_threads(struct wshard_load *l, int nthreads, void *(*fn)(void *))
+void wshard_load_threads(struct wshard_load *l, int nthreads, void *(*fn)(void *))
 {
 	pthread_t tid[MAX_THREADS];
 	int started = 0;
 
 	atomic_store(&l->next, 0);
+	atomic_store(&l->thread_ids, 0);
 	for (int i = 1; i < nthreads; i++)
 		if (pthread_create(&tid[started], NULL, fn, l) == 0)
 			started++;
@@ -415,10 +416,15 @@ static void run_threads(struct wshard_load *l, int nthreads, void *(*fn)(void *)
 enum wshard_err wshard_load_run(struct wshard_load *l, int threads,
 				struct wshard_error *err)
 {
+	bool on_device = false;
 	enum wshard_err rc;
 
+	for (size_t i = 0; i < l->r->ntensors && !on_device; i++)
+		on_device = l->device[i] >= 0;
+	/* for a device the copy engine waits on the threads' reads: a
+	 * thread a core (16 at most) */
 	if (threads <= 0)
-		threads = wshard_cpu_threads(8);
+		threads = wshard_cpu_threads(on_device ? MAX_THREADS : 8);
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
 	if (l->pieces)
@@ -429,11 +435,16 @@ enum wshard_err wshard_load_run(struct wshard_load *l, int threads,
 		rc = cut_pieces(l, err);
 	if (rc != WSHARD_OK)
 		return rc;
-	run_threads(l, threads, read_pieces);
-	if (l->first.code == WSHARD_OK && l->check)
-		run_threads(l, threads, check_tensors);
+	if (on_device)
+		rc = wshard_load_device_run(l, threads, err);
+	else
+		wshard_load_threads(l, threads, read_pieces);
+	if (rc == WSHARD_OK && l->first.code == WSHARD_OK && l->check)
+		wshard_load_threads(l, threads, check_tensors);
 	for (size_t k = 0; k < l->npieces; k++)
 		wshard_hash_release(&l->pieces[k].h);
+	if (rc != WSHARD_OK)
+		return rc;
 	if (l->first.code != WSHARD_OK) {
 		*err = l->first;
 		return l->first.code;
@@ -450,7 +461,10 @@ void wshard_load_free(struct wshard_load *l)
 			wshard_st_free(l->st[f]);
 	free(l->st);
 	free(l->pieces);
+	free(l->jobs);
+	free(l->hex);
 	free(l->dest);
+	free(l->device);
 	wshard_manifest_free(l->m);
 	pthread_mutex_destroy(&l->lock);
 	free(l->dir);

@@ -4,10 +4,12 @@ Each worker opens wshard.json through libwshard, which refuses an output
 made for another engine release or layout, then hands libwshard the memory
 of every parameter: libwshard reads the rank's files into it with several
 threads and checks each tensor against its checksum, so a damaged file
-stops the load with one line naming the file and tensor.  Parameters the
-file cannot be read into directly (another dtype, a padded shape, GPU
-memory) are read into host buffers first and copied as vLLM's sharded_state
-loader copies them.
+stops the load with one line naming the file and tensor.  GPU parameters
+libwshard copies itself, through a few pinned buffers a thread, while its
+threads read on (a libwshard built with CUDA, a device present).
+Parameters the file cannot be read into directly (another dtype, a
+strided view, GPU memory without libwshard's CUDA) are read into host
+buffers first and copied as vLLM's sharded_state loader copies them.
 
 libwshard.so is found through WSHARD_LIB, else the dynamic loader's path
 (make install puts it in PREFIX/lib).
@@ -57,7 +59,26 @@ def bind(path):
                                     ctypes.POINTER(Error)]
     lib.wshard_load_free.restype = None
     lib.wshard_load_free.argtypes = [ctypes.c_void_p]
+    try:  # (a libwshard older than the device destinations has neither)
+        lib.wshard_load_dest_device.restype = None
+        lib.wshard_load_dest_device.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
+                                                ctypes.c_int, ctypes.c_void_p]
+        lib.wshard_load_has_device.restype = ctypes.c_int
+        lib.wshard_load_has_device.argtypes = []
+    except AttributeError:
+        pass
     return lib
+
+
+def _has_device(lib):
+    """Whether lib copies into GPU memory itself: built with CUDA, and its
+    CUDA runtime sees a device (asked once)."""
+    if not hasattr(lib, "_wshard_device"):
+        try:
+            lib._wshard_device = bool(lib.wshard_load_has_device())
+        except AttributeError:
+            lib._wshard_device = False
+    return lib._wshard_device
 
 
 _lib = None
@@ -181,6 +202,7 @@ def _read(lib, handle, out_dir, state, want, threads):
     pool_size = 0
     missing = dict(state)
     total = 0
+    device = None  # the GPU libwshard copies into (one a load)
     for i, name, dt, dims, size in _tensors(lib, handle):
         total += size
         if name not in missing:
@@ -198,10 +220,19 @@ def _read(lib, handle, out_dir, state, want, threads):
             raise WshardLoadError(
                 f"{out_dir}: tensor '{name}' is {dt} {dims}, the model's "
                 f"parameter {data.dtype} {list(data.shape)}")
-        if (data.device.type == "cpu" and data.is_contiguous() and
-                dtypes.get(dt) == data.dtype):
+        direct = data.is_contiguous() and dtypes.get(dt) == data.dtype
+        if direct and data.device.type == "cpu":
             lib.wshard_load_dest(handle, i, data.data_ptr() or None)
             continue
+        if direct and data.device.type == "cuda" and _has_device(lib):
+            index = data.device.index
+            if index is None:
+                index = torch.cuda.current_device()
+            if device is None:
+                device = index
+            if index == device:
+                lib.wshard_load_dest_device(handle, i, index, data.data_ptr() or None)
+                continue
         if dt not in dtypes:
             raise WshardLoadError(f"{out_dir}: tensor '{name}': {dt} has no "
                                   f"torch dtype to copy into {data.dtype}")
@@ -212,7 +243,9 @@ def _read(lib, handle, out_dir, state, want, threads):
                               f"{len(missing)} of the model's tensors, "
                               f"'{sorted(missing)[0]}' first")
     # The tensors not read in place (another dtype, a strided view, GPU
-    # memory) go through one host buffer, pinned for a GPU.
+    # memory libwshard does not copy into) go through one host buffer,
+    # pinned for a GPU.  libwshard's own copies are complete when
+    # wshard_load_run returns.
     gpu = any(d.device.type == "cuda" for _, d, _, _, _ in staged)
     pool = torch.empty(pool_size, dtype=torch.uint8, pin_memory=gpu)
     views = []
