@@ -408,6 +408,31 @@ static enum wshard_err failure(struct wshard_vcuda *c, struct wshard_error *err)
 }
 
 /*
+ * After a failure is reported: waits for what is in flight, drops what
+ * was being staged, and leaves the validator as opened (a caller may go
+ * on with other bytes).  Returns rc.
+ */
+static enum wshard_err recover(struct wshard_vcuda *c, enum wshard_err rc)
+{
+	struct slot *s = &c->slot[c->sent % NSLOTS];
+
+	pthread_mutex_lock(&c->lock);
+	while (c->done != c->sent)
+		pthread_cond_wait(&c->cond, &c->lock);
+	c->failed = false;
+	pthread_mutex_unlock(&c->lock);
+	if (c->filling) {
+		s->n = 0;
+		s->sum = 0;
+		s->nent = 0;
+		s->names_len = 0;
+		s->fault = SIZE_MAX;
+		c->filling = false;
+	}
+	return rc;
+}
+
+/*
  * The slot to stage into: the one being filled, else the next once the
  * completer has handed it back.  NULL (and *err set) once a round trip
  * failed.
@@ -524,7 +549,7 @@ extern "C" enum wshard_err wshard_vcuda_flush(struct wshard_vcuda *c,
 	if (rc == WSHARD_OK)
 		rc = failure(c, err);
 	pthread_mutex_unlock(&c->lock);
-	return rc;
+	return rc == WSHARD_OK ? rc : recover(c, rc);
 }
 
 extern "C" enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c,
@@ -547,12 +572,12 @@ extern "C" enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c,
 	do {
 		s = fill_slot(c, err);
 		if (!s)
-			return err->code;
+			return recover(c, err->code);
 		at = (s->n + 63) & ~(size_t)63;
 		if (at >= c->chunk) {
 			rc = send_slot(c, err);
 			if (rc != WSHARD_OK)
-				return rc;
+				return recover(c, rc);
 			continue;
 		}
 		n = len - off < c->chunk - at ? len - off : c->chunk - at;
@@ -560,19 +585,19 @@ extern "C" enum wshard_err wshard_vcuda_check(struct wshard_vcuda *c,
 		if (at && n < len - off && len - off <= c->chunk) {
 			rc = send_slot(c, err);
 			if (rc != WSHARD_OK)
-				return rc;
+				return recover(c, rc);
 			continue;
 		}
 		if (fault_off >= off && fault_off - off < n)
 			s->fault = at + (size_t)(fault_off - off);
 		rc = stage(c, s, at, p + off, n, what, base + off, err);
 		if (rc != WSHARD_OK)
-			return rc;
+			return recover(c, rc);
 		off += n;
 		if (s->n == c->chunk) {
 			rc = send_slot(c, err);
 			if (rc != WSHARD_OK)
-				return rc;
+				return recover(c, rc);
 		}
 	} while (off < len);
 	return WSHARD_OK;
