@@ -147,6 +147,7 @@ LIB_SRC := \
 	lib/verify/verify_source.c \
 	lib/load/load.c \
 	lib/load/load_device.c \
+	lib/load/load_piece.c \
 	cuda/load_host.c \
 	cuda/validate_host.c \
 	cuda/validate_sum_host.c

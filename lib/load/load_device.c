@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "base/devload.h"
-#include "load_internal.h"
+#include "load_piece.h"
 
 #define SLOT_BYTES ((size_t)4 << 20)
 /* one being read into, two whose copies may still run */

@@ -1,10 +1,11 @@
 /*
- * load_internal.h - what the loader's files share: the load itself
- * (owned by load.c) and the pieces it is read in.  load_device.c reads
- * the pieces bound for device memory.  Not part of the API.
+ * load_piece.h - what the loader's files share: the load itself (opened
+ * and run by load.c) and the pieces it is read in (read by load_piece.c,
+ * for host destinations by load.c's threads, for device memory by
+ * load_device.c's).  Not part of the API.
  */
-#ifndef WSHARD_LOAD_INTERNAL_H
-#define WSHARD_LOAD_INTERNAL_H
+#ifndef WSHARD_LOAD_PIECE_H
+#define WSHARD_LOAD_PIECE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -84,4 +85,4 @@ enum wshard_err wshard_load_read_piece(struct wshard_load *l, size_t k, void *bu
 enum wshard_err wshard_load_device_run(struct wshard_load *l, int nthreads,
 				       struct wshard_error *err);
 
-#endif /* WSHARD_LOAD_INTERNAL_H */
+#endif /* WSHARD_LOAD_PIECE_H */
