@@ -627,7 +627,8 @@ Test(builtin, hybrid_architectures)
 Test(builtin, unknown_architecture)
 {
 	static const char *const olmo[] = { "OlmoForCausalLM", "Olmo2ForCausalLM",
-					    "Olmo3ForCausalLM", "OlmoeForCausalLM" };
+					    "Olmo3ForCausalLM", "OlmoeForCausalLM",
+					    "OlmoHybridForCausalLM" };
 	const char *const *list = wshard_rules_architectures();
 	struct wshard_rules *r = (void *)1;
 	struct wshard_error err;
@@ -637,9 +638,9 @@ Test(builtin, unknown_architecture)
 	while (list[n])
 		n++;
 	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_builtin(&r, "OlmoHybridForCausalLM", &err), WSHARD_EINVAL);
+	cr_assert_eq(wshard_rules_builtin(&r, "Olmo4ForCausalLM", &err), WSHARD_EINVAL);
 	cr_assert_null(r);
-	cr_assert_not_null(strstr(err.msg, "'OlmoHybridForCausalLM'"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "'Olmo4ForCausalLM'"), "%s", err.msg);
 	cr_assert_not_null(strstr(err.msg, "--rules"), "%s", err.msg);
 	/* not all hundred-odd names: the count, and those of its family */
 	snprintf(count, sizeof(count), "the %zu built in", n);
@@ -706,8 +707,9 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			12 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
-			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper */,
+			13 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
+			      OLMo Hybrid */,
 		     "%zu listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;

@@ -338,6 +338,17 @@ CASES = {
     # that the fused projections' parts differ in size; MoE in every layer
     # with a gated shared expert.
     "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", QWEN3_NEXT),
+    # OLMo Hybrid: Gated DeltaNet layers (q/k/v/gate projections, three
+    # short convolutions, a and b projections) and OLMo's full attention
+    # (q/k norms over all heads) 3:1; 2 key heads and 4 value heads of
+    # different widths so that the fused parts differ in size.
+    "olmo_hybrid": ("OlmoHybridConfig", "OlmoHybridForCausalLM",
+                    dict(num_hidden_layers=4,
+                         layer_types=["linear_attention"] * 3 + ["full_attention"],
+                         num_attention_heads=4, num_key_value_heads=2,
+                         linear_num_key_heads=2, linear_num_value_heads=4,
+                         linear_key_head_dim=32, linear_value_head_dim=64,
+                         pad_token_id=0, eos_token_id=2)),
     # DeepSeek-V4 as DeepSeek ships it (ckpt_dsv4.py: deepseek_v4_native).
     "deepseek_v4": ("DeepseekV4Config", "DeepseekV4ForCausalLM", DSV4),
     # DeepSeek-V4 with FP8 128x128 blocks as V4-Flash-Base ships them
@@ -2174,6 +2185,32 @@ def hub_without_transformer(out):
     rename_prefix(out, "transformer.", "")
 
 
+def olmo_hybrid_released(out, cfg):
+    """OLMo Hybrid as vLLM loads it: transformers 5.19 saves its norms
+    under OLMo-core's names (attention_layer_norm, feedforward_layer_norm)
+    and cuts its fused convolution into three equal thirds, where q and k
+    are key_dim wide and v value_dim: the names vLLM's layers carry, and
+    the three convolutions at their own widths."""
+    import torch
+    from ckpt_io import rewrite_shards
+    key = cfg.linear_num_key_heads * cfg.linear_key_head_dim
+    value = cfg.linear_num_value_heads * cfg.linear_value_head_dim
+
+    def shard(tensors):
+        for name in list(tensors):
+            for old, new in (("attention_layer_norm", "input_layernorm"),
+                             ("feedforward_layer_norm", "post_attention_layernorm")):
+                if old in name:
+                    tensors[name.replace(old, new)] = tensors.pop(name)
+        for name in [n for n in tensors if n.endswith(".q_conv1d.weight")]:
+            p = name[:-len("q_conv1d.weight")]
+            parts = [tensors.pop(p + c + "_conv1d.weight") for c in "qkv"]
+            q, k, v = torch.cat(parts).split([key, key, value])
+            for c, t in zip("qkv", (q, k, v)):
+                tensors[p + c + "_conv1d.weight"] = t.contiguous()
+    rewrite_shards(out, shard)
+
+
 def make(arch, out):
     if arch in LEARNED:
         return learned(arch, out)
@@ -2223,6 +2260,8 @@ def make(arch, out):
         released_fused_experts(out)
     if arch == "longcat_flash":
         released_zero_experts(out, cfg.n_routed_experts)
+    if arch.startswith("olmo_hybrid"):
+        olmo_hybrid_released(out, cfg)
     if arch == "llama4_mm":
         llama4_processor(out, cfg)
     if arch.startswith("mistral3"):

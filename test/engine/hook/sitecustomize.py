@@ -22,7 +22,7 @@ _TARGET = "vllm.model_executor.model_loader.base_loader"
 # MXFP4 experts on a CPU, then repacks them for Marlin, a CUDA op its CPU
 # build lacks: "_C has no attribute 'gptq_marlin_repack'", after the save)
 LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_MOE",
-             "WSHARD_ORACLE_MXFP4_MOE")
+             "WSHARD_ORACLE_MXFP4_MOE", "WSHARD_ORACLE_OLMO_GDN")
 LOAD_ONLY_STOP = "wshard oracle: state saved; the kernel taken as supported is not run"
 _CPU = "vllm.platforms.cpu"
 
@@ -325,6 +325,32 @@ def _patch_qwen4exp_ple(module):
                 lambda self, n, d, dtype: torch.empty(n, d, dtype=dtype, device="cpu"))
 
 
+def _patch_olmo_gdn(module):
+    """WSHARD_ORACLE_OLMO_GDN: vLLM 0.32's OLMo Hybrid Gated DeltaNet hands
+    Triton an allocator when it is built, which the CPU build's stand-in for
+    Triton lacks ("no attribute 'set_allocator'"), and its recurrence has
+    no CPU kernel (Qwen's has): the allocator is skipped, so that the model
+    is built and its state saved; no forward pass runs.  Its fused conv1d's
+    loader reads the part (q, k or v) only from an argument vLLM's
+    AutoWeightsLoader never passes (it hands the part over as the tensor's
+    shard_id): "list indices must be integers or slices, not NoneType" on
+    every checkpoint.  The loader takes it from the tensor where the
+    argument is missing; what it does with it is vLLM's own."""
+    module.set_triton_allocator = lambda device: None
+    real = module._make_fused_conv1d_weight_loader
+
+    def make_loader(dims, tp_size, tp_rank):
+        inner = real(dims, tp_size, tp_rank)
+
+        def weight_loader(param, loaded_weight, loaded_shard_id=None):
+            if loaded_shard_id is None:
+                loaded_shard_id = getattr(loaded_weight, "shard_id", None)
+            return inner(param, loaded_weight, loaded_shard_id)
+        return weight_loader
+
+    module._make_fused_conv1d_weight_loader = make_loader
+
+
 class _Finder(importlib.abc.MetaPathFinder):
     def __init__(self, target, patch):
         self.target, self.patch = target, patch
@@ -398,6 +424,8 @@ if os.environ.get("WSHARD_ORACLE_NOGATE"):
           _patch_nogate_experts)
 if os.environ.get("WSHARD_ORACLE_SPARSE"):
     _hook(_CPU, _patch_sparse)
+if os.environ.get("WSHARD_ORACLE_OLMO_GDN"):
+    _hook("vllm.model_executor.layers.mamba.gdn.olmo_gdn_linear_attn", _patch_olmo_gdn)
 if os.environ.get("WSHARD_ORACLE_QWEN4EXP"):
     _hook("vllm.models.qwen4_exp.nvidia.qsa", _patch_qwen4exp_qsa)
     _hook("vllm.models.qwen4_exp.common.ngram_embedding", _patch_qwen4exp_ple)
