@@ -338,6 +338,12 @@ CASES = {
     # that the fused projections' parts differ in size; MoE in every layer
     # with a gated shared expert.
     "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", QWEN3_NEXT),
+    # Phi-3.5-MoE: Mixtral's experts (w1, w2, w3) under Phi's LayerNorms
+    # (with biases), q/k/v/o and lm_head biases as the release has them
+    # (vLLM builds them always), named PhiMoEForCausalLM as released.
+    "phimoe": ("PhimoeConfig", "PhimoeForCausalLM",
+               dict(num_local_experts=4, num_experts_per_tok=2,
+                    attention_bias=True, lm_head_bias=True)),
     # OLMo Hybrid: Gated DeltaNet layers (q/k/v/gate projections, three
     # short convolutions, a and b projections) and OLMo's full attention
     # (q/k norms over all heads) 3:1; 2 key heads and 4 value heads of
@@ -2262,6 +2268,9 @@ def make(arch, out):
         released_zero_experts(out, cfg.n_routed_experts)
     if arch.startswith("olmo_hybrid"):
         olmo_hybrid_released(out, cfg)
+    if arch == "phimoe":
+        from ckpt_io import update_config
+        update_config(out, lambda c: c.update(architectures=["PhiMoEForCausalLM"]))
     if arch == "llama4_mm":
         llama4_processor(out, cfg)
     if arch.startswith("mistral3"):
