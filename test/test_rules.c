@@ -261,7 +261,7 @@ static const char *const mm_archs[] = {
 	"Qwen2_5OmniModel", "Qwen2_5OmniForConditionalGeneration",
 	"MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration",
 	"Gemma4UnifiedForConditionalGeneration", "GlmAsrForConditionalGeneration",
-	"Granite4VisionForConditionalGeneration",
+	"Granite4VisionForConditionalGeneration", "AriaForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

@@ -515,6 +515,19 @@ CASES = {
                  dict(IDEFICS3, tie_word_embeddings=False,
                       text_config={"model_type": "llama", "pad_token_id": 0,
                                    "tie_word_embeddings": False})),
+    # Aria (rhymes-ai/Aria): a Llama text model whose MLP is MoE (experts
+    # stacked and transposed in fc1/fc2, a shared expert, router_weight),
+    # an Idefics3 tower without its last norm, and a projector (queries,
+    # cross attention, an MLP vLLM splits); images resized to 980x980
+    # (its processor takes 490 or 980): 4900 patches, 256 queries.
+    "aria": ("AriaConfig", "AriaForConditionalGeneration",
+             dict(image_token_index=999,
+                  vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                 "num_hidden_layers": 2, "num_attention_heads": 4,
+                                 "image_size": 490, "patch_size": 14},
+                  text_config={"model_type": "aria_text", "moe_num_experts": 4,
+                               "moe_topk": 2, "moe_num_shared_experts": 1,
+                               "pad_token_id": 0})),
     # SmolVLM (HuggingFaceTB/SmolVLM-*, SmolVLM2): Idefics3's layout under
     # its own classes and processor.  Its text config ties the head, its
     # own does not (transformers then saves a head of its own): vLLM ties
@@ -1735,6 +1748,24 @@ def idefics3_processor(out, cfg, smol=False):
                                              image_seq_len=seq, **more).save_pretrained(out)
 
 
+def aria_processor(out, cfg):
+    """Writes a word-level tokenizer holding Aria's image tokens and
+    AriaProcessor for the tiny vocabulary: one image, not split, resized
+    to 980x980 (the processor's default wins over its image processor's),
+    4900 patches and 256 image tokens, which vLLM puts at <|img|> between
+    <|fim_prefix|> and <|fim_suffix|>."""
+    import transformers
+    tok = word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+                               "<|fim_prefix|>": 997, "<|fim_suffix|>": 996,
+                               "<|img|>": cfg.image_token_index},
+                         "<pad>", "<eos>", "<bos>", "<unk>",
+                         extra_special_tokens={"image_token": "<|img|>"})
+    ip = transformers.AriaImageProcessor(max_image_size=490, min_image_size=490,
+                                         split_image=False)
+    transformers.AriaProcessor(image_processor=ip, tokenizer=tok,
+                               size_conversion={490: 128, 980: 256}).save_pretrained(out)
+
+
 def internvl_processor(out, cfg):
     """Writes a word-level tokenizer and InternVLProcessor for the tiny
     vocabulary: vLLM's InternVL processor needs both, and finds the image
@@ -2313,6 +2344,8 @@ def make(arch, out):
     if arch.startswith("lfm2_vl"):
         released_vision_names(out, "model.vision_tower.")
         lfm2_vl_processor(out, cfg)
+    if arch == "aria":
+        aria_processor(out, cfg)
     if arch.startswith("idefics3") or arch.startswith("smolvlm"):
         idefics3_processor(out, cfg, arch.startswith("smolvlm"))
     if arch.startswith("paligemma"):

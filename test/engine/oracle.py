@@ -148,6 +148,11 @@ def image_prompt(model):
         # tokens' places before the prompt)
         size = cfg["vision_config"]["image_size"]
         image = []
+    elif "Aria" in cfg["architectures"][0]:
+        # Aria: its image token between <|fim_prefix|> and <|fim_suffix|>
+        # (make_ckpt.py: 997, 996), expanded by vLLM; 490x490
+        size = 490
+        image = [997, cfg["image_token_index"], 996]
     elif "MiniCPMV4" in cfg["architectures"][0]:
         # MiniCPM-V 4.6: its image pad, which vLLM expands between <image>
         # and </image> (make_ckpt.py: one 56x56 slice)
@@ -245,6 +250,10 @@ def arch_settings(model, kw):
     if arch == "KimiLinearForCausalLM":
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
         os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
+    if arch == "AriaForConditionalGeneration":
+        # its processor takes images of 490 or 980 pixels only: the test's
+        # is 256 tokens, past the default length
+        kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
 
 
 def answers(model, tp, out, **kw):
@@ -267,7 +276,8 @@ def answers(model, tp, out, **kw):
     # images needs one (the prompts stay token ids).
     tok = os.path.exists(os.path.join(model, "tokenizer.json"))
     llm = LLM(model=model, tensor_parallel_size=tp, enforce_eager=True,
-              skip_tokenizer_init=not tok, dtype="bfloat16", max_model_len=MAX_MODEL_LEN,
+              skip_tokenizer_init=not tok, dtype="bfloat16",
+              max_model_len=kw.pop("max_model_len", MAX_MODEL_LEN),
               seed=0, distributed_executor_backend="uni"
               if tp * kw.get("pipeline_parallel_size", 1) == 1 else "mp",
               **kw)
