@@ -353,6 +353,16 @@ static enum wshard_err finish(struct wshard_vcuda *c, struct slot *s,
 				s->nent, s->names, got, want);
 }
 
+/* Slot s holds nothing: ready to be staged into. */
+static void empty_slot(struct slot *s)
+{
+	s->n = 0;
+	s->sum = 0;
+	s->nent = 0;
+	s->names_len = 0;
+	s->fault = SIZE_MAX;
+}
+
 /*
  * The completer: each slot sent, in turn, waited for and compared (once
  * something failed, only waited for), then handed back empty.
@@ -381,11 +391,7 @@ static void *complete_main(void *arg)
 			rc = WSHARD_OK;
 		} else
 			rc = finish(c, s, &e);
-		s->n = 0;
-		s->sum = 0;
-		s->nent = 0;
-		s->names_len = 0;
-		s->fault = SIZE_MAX;
+		empty_slot(s);
 		pthread_mutex_lock(&c->lock);
 		if (rc != WSHARD_OK && !c->failed) {
 			c->failed = true;
@@ -422,11 +428,7 @@ static enum wshard_err recover(struct wshard_vcuda *c, enum wshard_err rc)
 	c->failed = false;
 	pthread_mutex_unlock(&c->lock);
 	if (c->filling) {
-		s->n = 0;
-		s->sum = 0;
-		s->nent = 0;
-		s->names_len = 0;
-		s->fault = SIZE_MAX;
+		empty_slot(s);
 		c->filling = false;
 	}
 	return rc;

@@ -20,7 +20,6 @@
 #include "wshard.h"
 #include "base/util.h"
 #include "convert.h"
-#include "base/validate.h"
 
 /* Pieces at most this large on average make a tensor worth gathering. */
 #define GATHER_PIECE_MAX ((uint64_t)64 << 10)
