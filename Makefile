@@ -134,6 +134,7 @@ LIB_SRC := \
 	lib/output/exec.c \
 	lib/output/extras.c \
 	lib/output/gather.c \
+	lib/output/late.c \
 	lib/output/manifest.c \
 	lib/output/manifest_entry.c \
 	lib/output/manifest_parts.c \

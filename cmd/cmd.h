@@ -41,8 +41,8 @@ int parse_int(const char *s, int *out);
 /*
  * Sets the library's test and benchmark hooks (struct wshard_hooks) from
  * WSHARD_FAULT, WSHARD_FAULT_PROCESS, WSHARD_TEST_HOLD,
- * WSHARD_BENCH_NO_CHECKSUMS, WSHARD_INJECT_VALIDATE and
- * WSHARD_STREAM_THREADS (test/ and scripts/bench set them).
+ * WSHARD_BENCH_NO_CHECKSUMS, WSHARD_INJECT_VALIDATE, WSHARD_VALIDATE_LATE
+ * and WSHARD_STREAM_THREADS (test/ and scripts/bench set them).
  */
 void hooks_from_env(void);
 

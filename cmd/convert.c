@@ -365,7 +365,8 @@ static void print_summary(const struct convert_opts *o, const struct wshard_cata
 	if (o->json) {
 		printf("{\"out\": \"%s\", \"tp\": %d, \"pp\": %d, \"processes\": %d, \"files\": %llu, "
 		       "\"bytes_written\": %llu, \"bytes_read\": %llu, \"source_tensor_bytes\": %llu, "
-		       "\"bytes_validated\": %llu, \"validated_by\": \"%s\", \"archive_bytes\": %llu, "
+		       "\"bytes_validated\": %llu, \"bytes_validated_late\": %llu, "
+		       "\"validated_by\": \"%s\", \"archive_bytes\": %llu, "
 		       "\"synced\": %s, \"seconds\": %.3f, \"stream_seconds\": %.3f, "
 		       "\"seal_seconds\": %.3f, \"cpu_seconds\": %.3f, \"seal_cpu_seconds\": %.3f, "
 		       "\"write_mb_per_s\": %.1f}\n",
@@ -373,7 +374,8 @@ static void print_summary(const struct convert_opts *o, const struct wshard_cata
 		       (unsigned long long)o->run.bytes_written,
 		       (unsigned long long)o->run.bytes_read,
 		       (unsigned long long)src.tensor_bytes,
-		       (unsigned long long)o->run.bytes_validated, o->run.validate_backend,
+		       (unsigned long long)o->run.bytes_validated,
+		       (unsigned long long)o->run.bytes_validated_late, o->run.validate_backend,
 		       (unsigned long long)o->run.archive_bytes,
 		       o->run.no_sync ? "false" : "true", secs, t.stream_seconds,
 		       t.seal_seconds, process_cpu_seconds(), t.seal_cpu_seconds,

@@ -120,6 +120,7 @@ void hooks_from_env(void)
 	h.hold = getenv("WSHARD_TEST_HOLD");
 	h.no_checksums = getenv("WSHARD_BENCH_NO_CHECKSUMS") != NULL;
 	h.inject_validate = getenv("WSHARD_INJECT_VALIDATE");
+	h.validate_late = getenv("WSHARD_VALIDATE_LATE");
 	if (getenv("WSHARD_STREAM_THREADS"))
 		h.stream_threads = atoi(getenv("WSHARD_STREAM_THREADS"));
 	wshard_hooks_set(&h);

@@ -163,7 +163,7 @@ static enum wshard_err open_slot(struct slot *s, int dev, size_t chunk,
  * wshard_vcuda_open meets them again and reports them.
  */
 static pthread_t warm_thread;
-static bool warm_running;
+static bool warm_running, warm_over;	/* warm_over: atomic */
 
 static void *warm_main(void *arg)
 {
@@ -172,6 +172,7 @@ static void *warm_main(void *arg)
 	if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0 &&
 	    cudaSetDevice((local_rank < 0 ? 0 : local_rank) % count) == cudaSuccess)
 		cudaFree(0);	/* creates the primary context */
+	__atomic_store_n(&warm_over, true, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -187,6 +188,11 @@ extern "C" void wshard_vcuda_warm_wait(void)
 	if (warm_running)
 		pthread_join(warm_thread, NULL);
 	warm_running = false;
+}
+
+extern "C" bool wshard_vcuda_warm_done(void)
+{
+	return !warm_running || __atomic_load_n(&warm_over, __ATOMIC_ACQUIRE);
 }
 
 static void *complete_main(void *arg);

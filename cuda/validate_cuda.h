@@ -6,6 +6,7 @@
 #ifndef WSHARD_VALIDATE_CUDA_H
 #define WSHARD_VALIDATE_CUDA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,9 +34,11 @@ enum wshard_err wshard_vcuda_open(struct wshard_vcuda **out_c, int local_rank,
 
 /* Starts the CUDA runtime and device local_rank's primary context in a
  * background thread (once per process); wshard_vcuda_warm_wait, which
- * wshard_vcuda_open calls, joins it. */
+ * wshard_vcuda_open calls, joins it; wshard_vcuda_warm_done says whether
+ * that would return at once. */
 void wshard_vcuda_warm(int local_rank);
 void wshard_vcuda_warm_wait(void);
+bool wshard_vcuda_warm_done(void);
 
 /*
  * Stages len bytes of buf for their round trip through the device, as

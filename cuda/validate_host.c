@@ -146,6 +146,15 @@ void wshard_validator_warm_wait(void)
 #endif
 }
 
+bool wshard_validator_warm_done(void)
+{
+#ifdef WSHARD_CUDA
+	return wshard_vcuda_warm_done();
+#else
+	return true;
+#endif
+}
+
 enum wshard_err wshard_validator_open(struct wshard_validator **out_v,
 				      enum wshard_validate_mode mode,
 				      int local_rank, size_t chunk_bytes,

@@ -320,6 +320,8 @@ struct wshard_run {
 	uint64_t bytes_read;		/* summed over processes */
 	uint64_t bytes_written;		/* summed over processes */
 	uint64_t bytes_validated;
+	/* of them, written before the validator was ready and read back */
+	uint64_t bytes_validated_late;
 	char validate_backend[128];	/* "host", "cuda:0 (...)", "off" */
 	char notice[256];		/* e.g. the auto fall-back reason */
 	int nprocs;
@@ -538,6 +540,8 @@ struct wshard_hooks {
 	const char *hold;		/* convert waits while this path exists */
 	bool no_checksums;		/* none computed (benchmark baseline) */
 	const char *inject_validate;	/* validator flips the byte at this offset */
+	/* checks wait until this many bytes are written, then read them back */
+	const char *validate_late;
 	int stream_threads;		/* 1 to 8; 0: one per online CPU */
 };
 

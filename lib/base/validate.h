@@ -61,6 +61,13 @@ void wshard_validator_warm(enum wshard_validate_mode mode, int local_rank);
 /* Waits for what wshard_validator_warm started, if anything. */
 void wshard_validator_warm_wait(void);
 
+/*
+ * Whether wshard_validator_warm_wait would return at once: nothing was
+ * started, or CUDA's start is over (well or not).  For the thread that
+ * called wshard_validator_warm.
+ */
+bool wshard_validator_warm_done(void);
+
 /* "host" or "cuda:N (device name)". */
 const char *wshard_validator_backend(const struct wshard_validator *v);
 

@@ -9,7 +9,8 @@
  * non-weight files; the rank archives (--archive); and wshard.json,
  * written last, so that a failed run leaves no manifest.  exec.c drives
  * it and writes the stream's pieces, gather.c assembles tensors of many
- * small pieces, seal.c validates, checksums and commits, extras.c copies
+ * small pieces, seal.c validates, checksums and commits (late.c checks
+ * what was written before the validator was ready), extras.c copies
  * the non-weight files, archive_out.c packs the archives, and
  * manifest_parts.c and manifest.c gather and print wshard.json
  * (manifest.h, beside the reader manifest_read.c, which verify, inspect
@@ -41,6 +42,7 @@
 #include "stream/stream.h"
 
 struct wshard_validator;
+struct late;
 
 /* Checksums of one rank's output, filled by convert. */
 struct manifest_rank_ck {
@@ -139,6 +141,7 @@ struct convert {
 	uint64_t kept_bytes;
 	bool stream_over, stream_ok;	/* under seal_lock (stream_over also atomic) */
 	int lock_fd;
+	struct late *late;		/* late.c's; NULL: every write checked as made */
 };
 
 /* How every output file is written: synced before its rename, or not. */
@@ -237,6 +240,13 @@ enum wshard_err seal_check_block(struct convert *cv, struct wshard_validator *v,
 void seal_tensor_done(struct convert *cv);
 
 /*
+ * Waits until every byte of tensor i of rank r is in its file.  Returns
+ * WSHARD_OK, or an error once the stream has ended without it.
+ */
+enum wshard_err seal_wait_tensor(struct convert *cv, int r, size_t i,
+				 struct wshard_error *err);
+
+/*
  * Starts the sealing threads; they wait for the stream's tensors.  j must
  * be zeroed, and seal_finish called afterwards whatever this returns.
  * Returns WSHARD_OK or WSHARD_ENOMEM.
@@ -321,5 +331,53 @@ void archive_discard(struct convert *cv, int r);
  * Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM. */
 enum wshard_err manifest_write(struct convert *cv, const struct manifest_parts *mp,
 			       struct wshard_error *err);
+
+/* ------------------------------------------------------------------ */
+/* late.c: the first writes checked once the validator is ready        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Whether the run's validator is not ready to open (CUDA still starting,
+ * or the test hook validate_late): then late_start in place of
+ * seal_open_validator.
+ */
+bool late_wanted(const struct convert *cv);
+
+/*
+ * Starts the thread that opens the run's validator once it can and then
+ * checks what was written meanwhile.  Returns WSHARD_OK, WSHARD_ENOMEM
+ * or WSHARD_EUSAGE (a bad hook); late_free in any case.
+ */
+enum wshard_err late_start(struct convert *cv, struct wshard_error *err);
+
+/* Whether writes are to go unchecked and be recorded (late_record). */
+bool late_deferring(struct convert *cv);
+
+/* The validator could not be opened, or a late check failed: its error. */
+enum wshard_err late_failed(struct convert *cv, struct wshard_error *err);
+
+/*
+ * Records len bytes at offset off of tensor (of rank, written unchecked
+ * into its file, or gathered: in the file once the tensor is complete),
+ * and sets *out_recorded; false when the validator became ready since
+ * late_deferring: the caller checks them itself.  Returns WSHARD_OK, or
+ * WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err late_record(struct convert *cv, int rank, size_t tensor, uint64_t off,
+			    uint64_t len, bool gathered, bool *out_recorded,
+			    struct wshard_error *err);
+
+/*
+ * Once the stream is over: waits for the late checks (drop: for the
+ * thread only, the run has failed) and gives their first error; sets
+ * run->bytes_validated_late.  Returns WSHARD_OK or that error.
+ */
+enum wshard_err late_end(struct convert *cv, bool drop, struct wshard_error *err);
+
+/* Bytes the late checks took through the run's validator. */
+uint64_t late_checked(const struct convert *cv);
+
+/* Ends (as late_end with drop) and frees what late_start made; accepts none. */
+void late_free(struct convert *cv);
 
 #endif /* WSHARD_CONVERT_H */

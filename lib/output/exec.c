@@ -227,29 +227,76 @@ static inline void put_done(struct convert *cv, int rank, size_t tensor, uint64_
 	}
 }
 
-static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tensor,
-				 uint64_t off, const void *buf, size_t len,
-				 struct wshard_error *err)
+/*
+ * The validator of stream thread slot, its messages naming tensor of
+ * rank.  Returns WSHARD_OK or the validator's error.
+ */
+static enum wshard_err slot_validator(struct convert *cv, unsigned slot, int rank,
+				      size_t tensor, struct wshard_validator **out_v,
+				      struct wshard_error *err)
 {
-	struct convert *cv = ctx;
 	const struct wshard_out_tensor *t = &cv->plan->ranks[rank].tensors[tensor];
 	struct wshard_validator *v;
-	uint64_t written = len;		/* bytes of the tensor now in its file */
-	enum wshard_err rc;
 
-	if (wshard_fault_hit("kill-write"))
-		raise(SIGKILL);
-	rc = seal_slot_validator(cv, slot, &v, err);
+	if (seal_slot_validator(cv, slot, &v, err))
+		return err->code;
 	if (v && (cv->what[slot].rank != rank || cv->what[slot].tensor != tensor ||
 		  !cv->what[slot].text[0])) {
 		seal_label(cv->what[slot].text, sizeof(cv->what[slot].text), rank, t->name);
 		cv->what[slot].rank = rank;
 		cv->what[slot].tensor = tensor;
 	}
-	if (!rc && len && gather_wants(cv, rank, tensor))
+	*out_v = v;
+	return WSHARD_OK;
+}
+
+/*
+ * A piece written unchecked while the validator was not ready (late.c):
+ * recorded for the late checks, or, if the validator became ready
+ * meanwhile, checked now from buf.
+ */
+static enum wshard_err put_late(struct convert *cv, unsigned slot, int rank, size_t tensor,
+				uint64_t off, const char *p, size_t len, bool gathered,
+				struct wshard_error *err)
+{
+	struct wshard_validator *v;
+	bool recorded;
+	size_t done, n;
+
+	if (late_record(cv, rank, tensor, off, len, gathered, &recorded, err) || recorded)
+		return err->code;
+	if (late_failed(cv, err) || slot_validator(cv, slot, rank, tensor, &v, err))
+		return err->code;
+	for (done = 0; v && done < len; done += n) {
+		n = WSHARD_MIN(len - done, cv->block);
+		if (wshard_validator_check(v, p + done, n, cv->what[slot].text, off + done, err))
+			return err->code;
+	}
+	return WSHARD_OK;
+}
+
+static enum wshard_err write_put(void *ctx, unsigned slot, int rank, size_t tensor,
+				 uint64_t off, const void *buf, size_t len,
+				 struct wshard_error *err)
+{
+	struct convert *cv = ctx;
+	struct wshard_validator *v = NULL;
+	uint64_t written = len;		/* bytes of the tensor now in its file */
+	bool late = late_deferring(cv), gathered;
+	enum wshard_err rc = WSHARD_OK;
+
+	if (wshard_fault_hit("kill-write"))
+		raise(SIGKILL);
+	/* once recording stops, a validator that could not open is seen */
+	if (!late && (late_failed(cv, err) || slot_validator(cv, slot, rank, tensor, &v, err)))
+		return err->code;
+	gathered = len && gather_wants(cv, rank, tensor);
+	if (gathered)
 		rc = put_gathered(cv, v, slot, rank, tensor, off, buf, len, &written, err);
-	else if (!rc)
+	else
 		rc = put_direct(cv, v, slot, rank, tensor, off, buf, len, err);
+	if (!rc && late)
+		rc = put_late(cv, slot, rank, tensor, off, buf, len, gathered, err);
 	if (!rc && written)
 		put_done(cv, rank, tensor, written);
 	return rc;
@@ -351,7 +398,9 @@ static enum wshard_err convert_setup(struct convert *cv, struct wshard_error *er
 	run->state = calloc(1, sizeof(*run->state) + (size_t)cv->nprocs * sizeof(uint64_t));
 	if (!cv->ranks || !run->state)
 		wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	if (!err->code)
+	if (!err->code && late_wanted(cv))
+		late_start(cv, err);
+	else if (!err->code)
 		seal_open_validator(cv, err);
 	if (cv->proc == 0 && !err->code)
 		outdir_prepare(run->out_dir, plan->cat->extra, plan->cat->nextra, run->force,
@@ -372,7 +421,7 @@ static enum wshard_err convert_stream(struct convert *cv, struct wshard_error *e
 	};
 	struct seal_jobs jobs = { 0 };
 	struct stream_stats stats;
-	uint64_t totals[3];
+	uint64_t totals[4];
 	double t0, t1;
 	enum wshard_err rc;
 
@@ -393,11 +442,13 @@ static enum wshard_err convert_stream(struct convert *cv, struct wshard_error *e
 	totals[0] = stats.bytes_read;
 	totals[1] = stats.bytes_put;
 	totals[2] = run->bytes_validated;
-	if (wshard_comm_sum_u64(cv->comm, totals, 3, err))
+	totals[3] = run->bytes_validated_late;
+	if (wshard_comm_sum_u64(cv->comm, totals, 4, err))
 		return err->code;
 	run->bytes_read = totals[0];
 	run->bytes_written = totals[1];
 	run->bytes_validated = totals[2];
+	run->bytes_validated_late = totals[3];
 	return WSHARD_OK;
 }
 
@@ -492,6 +543,7 @@ out:
 		extras_discard(&cv);
 	}
 	outdir_unlock(run->out_dir, &cv.lock_fd);
+	late_free(&cv);		/* its thread uses cv.v */
 	wshard_validator_close(cv.v);
 	convert_free(&cv);
 	return err->code;

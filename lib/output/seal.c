@@ -126,9 +126,8 @@ static enum wshard_err wait_for(struct convert *cv, int r, uint64_t *left,
 	return wshard_error_set(err, WSHARD_EIO, "sealing stopped: the stream failed");
 }
 
-/* Waits until every byte of tensor i of rank r is written (wait_for). */
-static enum wshard_err wait_tensor(struct convert *cv, int r, size_t i,
-				   struct wshard_error *err)
+enum wshard_err seal_wait_tensor(struct convert *cv, int r, size_t i,
+				 struct wshard_error *err)
 {
 	return wait_for(cv, r, &cv->ranks[r].left[i], &cv->ranks[r].awaited[i],
 			"bytes of tensor", cv->plan->ranks[r].tensors[i].name, err);
@@ -229,7 +228,7 @@ static enum wshard_err read_back_part(struct convert *cv, int r, size_t part, ch
 		const struct wshard_out_tensor *t = &rp->tensors[i];
 		uint64_t done = 0;
 
-		rc = wait_tensor(cv, r, i, err);
+		rc = seal_wait_tensor(cv, r, i, err);
 		if (rc)
 			goto out;
 		rc = wshard_hash_init(&th, algo);
@@ -410,8 +409,6 @@ enum wshard_err seal_start(struct convert *cv, struct seal_jobs *j,
 	j->cv = cv;
 	pthread_mutex_init(&j->lock, NULL);
 	for (r = cv->proc; r < plan->nranks; r += cv->nprocs) {
-		snprintf(cv->ranks[r].ck.backend, sizeof(cv->ranks[r].ck.backend), "%s",
-			 cv->run->validate_backend);
 		n += plan->ranks[r].nfiles;
 		maxparts = WSHARD_MAX(maxparts, plan->ranks[r].nfiles);
 		cv->seal_total += plan->ranks[r].bytes;
@@ -440,6 +437,7 @@ enum wshard_err seal_finish(struct convert *cv, struct seal_jobs *j, bool stream
 			    struct wshard_error *err)
 {
 	size_t i;
+	int r;
 
 	pthread_mutex_lock(&cv->seal_lock);
 	cv->stream_ok = stream_ok;
@@ -449,7 +447,12 @@ enum wshard_err seal_finish(struct convert *cv, struct seal_jobs *j, bool stream
 	for (i = 0; i < j->nthreads; i++)
 		pthread_join(j->tid[i], NULL);
 	pthread_mutex_destroy(&j->lock);
-	cv->run->bytes_validated = close_validators(cv, &j->err);
+	/* the late checks' thread opened the validator: its backend is known now */
+	late_end(cv, !stream_ok, &j->err);
+	for (r = cv->proc; r < cv->plan->nranks; r += cv->nprocs)
+		snprintf(cv->ranks[r].ck.backend, sizeof(cv->ranks[r].ck.backend), "%s",
+			 cv->run->validate_backend);
+	cv->run->bytes_validated = close_validators(cv, &j->err) + late_checked(cv);
 	cv->run->state->timings.seal_cpu_seconds = j->cpu_seconds;
 	free(j->rank);
 	free(j->part);
