@@ -511,8 +511,8 @@ int wshard_load_has_device(void);
  * WSHARD_ENOMEM. */
 enum wshard_err wshard_load_prefetch(const struct wshard_load *l, struct wshard_error *err);
 /* Once per l: checks each file's size and header against the manifest,
- * then reads every tensor into its destination with threads (0: one per
- * CPU, 8 at most, 16 with device destinations) and checks it against its
+ * then reads every tensor into its destination with threads (0: 8, or
+ * with device destinations one per CPU, 8 to 16) and checks it against its
  * checksum (unless want->no_checksums).  Device destinations are read by
  * the same threads into a few pinned buffers each (kept for the
  * process's later runs) and copied from there while the threads read

@@ -378,10 +378,15 @@ enum wshard_err wshard_load_run(struct wshard_load *l, int threads,
 
 	for (size_t i = 0; i < l->r->ntensors && !on_device; i++)
 		on_device = l->device[i] >= 0;
-	/* for a device the copy engine waits on the threads' reads: a
-	 * thread a core (16 at most) */
+	/*
+	 * For a device the copy engine waits on the threads' reads: a thread
+	 * a core (16 at most).  Never fewer than 8, even on fewer cores:
+	 * from a cold page cache the threads wait on the storage, which
+	 * needs reads in flight; from a warm one the extra threads cost
+	 * nothing measurable.
+	 */
 	if (threads <= 0)
-		threads = wshard_cpu_threads(on_device ? MAX_THREADS : 8);
+		threads = WSHARD_MAX(8, wshard_cpu_threads(on_device ? MAX_THREADS : 8));
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
 	if (l->pieces)
