@@ -423,7 +423,7 @@ Test(kinds, pipeline_none_with)
 	use_rules(&f, NONE_WITH);
 	f.opt.pp = 2;
 	fx_plan_fails(&f, 1, WSHARD_EINVAL,
-		      "--pp 2: vLLM runs no pipeline for this checkpoint (config.json's ple is set; rules 't.json')");
+		      "--pp 2: no pipeline is written for this checkpoint (config.json's ple is set; rules 't.json')");
 	f.opt.pp = 1;
 	fx_plan(&f, 1);
 	fx_close(&f);

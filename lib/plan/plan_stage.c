@@ -189,7 +189,7 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 		return WSHARD_OK;
 	if (rules->pp_none_with && expr_config_count(plan->config, rules->pp_none_with) > 0)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"--pp %d: vLLM runs no pipeline for this checkpoint (config.json's %s is set; rules '%s')",
+					"--pp %d: no pipeline is written for this checkpoint (config.json's %s is set; rules '%s')",
 					pp, rules->pp_none_with, rules->name);
 	rc = stage_layers(plan, nlayers, pp_layers, err);
 	if (rc)

@@ -880,6 +880,11 @@ CASES["granite4_vision"] = ("Granite4VisionConfig", "Granite4VisionForConditiona
 # InternVL 3.5: InternVL 3's tower and projector with a Qwen3 text model
 CASES["internvl-qwen3"] = ("InternVLConfig", "InternVLForConditionalGeneration", dict(
     CASES["internvl"][2], text_config={"model_type": "qwen3", "tie_word_embeddings": False}))
+# InternVL 3.5's MoE sizes (InternVL3_5-30B-A3B-HF): a Qwen3-MoE text model
+CASES["internvl-qwen3moe"] = ("InternVLConfig", "InternVLForConditionalGeneration", dict(
+    CASES["internvl"][2], text_config={"model_type": "qwen3_moe", "tie_word_embeddings": False,
+                                       "num_experts": 8, "num_experts_per_tok": 2,
+                                       "moe_intermediate_size": 128}))
 # Qwen3-ASR as transformers saves it (the -hf repositories): tied, the
 # projector beside the encoder
 CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
