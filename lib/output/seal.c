@@ -437,7 +437,6 @@ enum wshard_err seal_finish(struct convert *cv, struct seal_jobs *j, bool stream
 			    struct wshard_error *err)
 {
 	size_t i;
-	int r;
 
 	pthread_mutex_lock(&cv->seal_lock);
 	cv->stream_ok = stream_ok;
@@ -447,12 +446,7 @@ enum wshard_err seal_finish(struct convert *cv, struct seal_jobs *j, bool stream
 	for (i = 0; i < j->nthreads; i++)
 		pthread_join(j->tid[i], NULL);
 	pthread_mutex_destroy(&j->lock);
-	/* the late checks' thread opened the validator: its backend is known now */
-	late_end(cv, !stream_ok, &j->err);
-	for (r = cv->proc; r < cv->plan->nranks; r += cv->nprocs)
-		snprintf(cv->ranks[r].ck.backend, sizeof(cv->ranks[r].ck.backend), "%s",
-			 cv->run->validate_backend);
-	cv->run->bytes_validated = close_validators(cv, &j->err) + late_checked(cv);
+	cv->run->bytes_validated = close_validators(cv, &j->err);
 	cv->run->state->timings.seal_cpu_seconds = j->cpu_seconds;
 	free(j->rank);
 	free(j->part);
