@@ -14,7 +14,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -77,19 +76,11 @@ struct wshard_validator {
 static enum wshard_err inject_from_hooks(struct wshard_validator *v,
 					 struct wshard_error *err)
 {
-	const char *s = wshard_hooks_get()->inject_validate;
-	char *end;
-	unsigned long long n;
+	uint64_t n;
 
-	if (!s || !*s)
-		return WSHARD_OK;
-	errno = 0;
-	n = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end || errno)
-		return wshard_error_set(err, WSHARD_EUSAGE,
-					"invalid %s '%s': not a byte offset",
-					INJECT_ENV, s);
-	v->fault_armed = true;
+	if (wshard_hook_bytes(wshard_hooks_get()->inject_validate, INJECT_ENV, &n,
+			      &v->fault_armed, err))
+		return err->code;
 	v->fault_at = v->streamed + n;
 	return WSHARD_OK;
 }

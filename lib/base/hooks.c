@@ -4,7 +4,9 @@
  * points they name.  The library itself reads no environment variable
  * for them.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "wshard.h"
@@ -47,4 +49,23 @@ bool wshard_fault_hit(const char *point)
 	if (nfired < 16)
 		snprintf(fired[nfired++], sizeof(fired[0]), "%s", point);
 	return true;
+}
+
+enum wshard_err wshard_hook_bytes(const char *s, const char *env, uint64_t *out,
+				  bool *out_set, struct wshard_error *err)
+{
+	char *end;
+	unsigned long long n;
+
+	*out = 0;
+	*out_set = s && *s;
+	if (!*out_set)
+		return WSHARD_OK;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end || errno)
+		return wshard_error_set(err, WSHARD_EUSAGE, "invalid %s '%s': not a number of bytes",
+					env, s);
+	*out = n;
+	return WSHARD_OK;
 }

@@ -63,25 +63,6 @@ struct late {
 	struct wshard_error err;
 };
 
-/* The hook's byte count: 0 when unset. */
-static enum wshard_err late_want(uint64_t *out, struct wshard_error *err)
-{
-	const char *s = wshard_hooks_get()->validate_late;
-	char *end;
-	unsigned long long n;
-
-	*out = 0;
-	if (!s || !*s)
-		return WSHARD_OK;
-	errno = 0;
-	n = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end || errno)
-		return wshard_error_set(err, WSHARD_EUSAGE, "invalid %s '%s': not a byte count",
-					LATE_ENV, s);
-	*out = n;
-	return WSHARD_OK;
-}
-
 bool late_wanted(const struct convert *cv)
 {
 	enum wshard_validate_mode mode = cv->run->validate;
@@ -194,6 +175,7 @@ enum wshard_err late_start(struct convert *cv, struct wshard_error *err)
 {
 	const struct wshard_plan *plan = cv->plan;
 	struct late *l;
+	bool set;
 	size_t i;
 	int r;
 
@@ -203,7 +185,7 @@ enum wshard_err late_start(struct convert *cv, struct wshard_error *err)
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
 	l->on = true;
-	if (late_want(&l->want, err))
+	if (wshard_hook_bytes(wshard_hooks_get()->validate_late, LATE_ENV, &l->want, &set, err))
 		return err->code;
 	l->first_fd = calloc((size_t)plan->nranks, sizeof(*l->first_fd));
 	for (r = 0; l->first_fd && r < plan->nranks; r++) {
