@@ -224,6 +224,12 @@ static const char *const archs[] = {
 };
 #define NARCHS (sizeof(archs) / sizeof(archs[0]))
 
+/* Embedding models saved headless: names without "model.", no LM head. */
+static const char *const embed_archs[] = {
+	"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model",
+};
+#define NEMBED (sizeof(embed_archs) / sizeof(embed_archs[0]))
+
 /* Rules whose first rule leaves out the layers past num_hidden_layers
  * (multi-token prediction), so every layer tensor matches it first. */
 static const char *const mtp_archs[] = {
@@ -706,7 +712,7 @@ Test(builtin, architectures_list)
 	for (; list[n]; n++)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
-	cr_assert_eq(n, NARCHS + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
+	cr_assert_eq(n, NARCHS + NEMBED + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
 			14 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE */,
@@ -722,6 +728,29 @@ Test(builtin, architectures_list)
 	cr_assert_eq(wshard_rules_architectures(), list);
 }
 
+
+/*
+ * The embedding models' rules read headless names as vLLM's pooling
+ * adapter does (model. put in front), and write no LM head.
+ */
+Test(builtin, embedding_architectures)
+{
+	struct wshard_error err;
+	size_t i, k;
+
+	for (i = 0; i < NEMBED; i++) {
+		struct wshard_rules *r = NULL;
+
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, embed_archs[i], &err), WSHARD_OK,
+			     "%s: %s", embed_archs[i], err.msg);
+		cr_assert_str_eq(r->source_prefix, "model.", "%s", embed_archs[i]);
+		for (k = 0; k < r->nrules; k++)
+			cr_assert(!r->rules[k].match || !strstr(r->rules[k].match, "lm_head"),
+				  "%s: a rule for %s", embed_archs[i], r->rules[k].match);
+		wshard_rules_free(r);
+	}
+}
 
 /*
  * Gemma 3 with its vision tower: the text model's rules under

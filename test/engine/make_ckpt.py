@@ -162,6 +162,12 @@ CASES = {
     "llama-tied": ("LlamaConfig", "LlamaForCausalLM",
                    {"tie_word_embeddings": True}),
     "mistral": ("MistralConfig", "MistralForCausalLM", {}),
+    # Embedding models: the decoder without its head, saved as LlamaModel
+    # and MistralModel (names without model.), served with runner pooling
+    "llama_model": ("LlamaConfig", "LlamaModel", {}),
+    "mistral_model": ("MistralConfig", "MistralModel", {}),
+    "qwen2_model": ("Qwen2Config", "Qwen2Model", {}),
+    "gemma2_model": ("Gemma2Config", "Gemma2Model", {}),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM",
               {"tie_word_embeddings": False}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM",
@@ -1263,6 +1269,10 @@ def released_zero_experts(out, routed):
     rewrite_shards(out, shard)
 
 
+# Embedding models: served with vLLM's runner "pooling" (oracle.py's POOLING)
+POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model")
+
+
 def word_level(cfg, special):
     """A word-level tokenizer for the tiny vocabulary: the special tokens at
     their ids, every other id a word "tN"."""
@@ -2281,6 +2291,10 @@ def make(arch, out):
     variant = arch.rsplit("-", 1)[-1]
     compressor = quantize_ct(model, variant) if variant in CT_SCHEMES else None
     model.save_pretrained(out, max_shard_size="1MB")
+    if model_name in POOLING:
+        # vLLM's pooling runner tokenizes even token-id prompts' outputs
+        word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3},
+                       "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
     if compressor is not None:
         compressor.update_config(out)
     if arch.startswith("qwen3_moe-nvfp4") or arch.startswith("qwen3_moe-mxfp4"):

@@ -10,7 +10,8 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
         process_weights_after_loading repacks the weights for the CPU
         kernels) to DUMP/model-rank-R.safetensors.  Then generates greedily
         from fixed token-id prompts and writes tokens and top-5 logprobs to
-        ANSWERS (JSON).
+        ANSWERS (JSON); for an embedding model (POOLING, runner "pooling"),
+        each prompt's embedding.
     oracle.py load OUT TP ANSWERS [FORMAT]
         Loads wshard's output OUT with load_format=FORMAT (sharded_state, or wshard: the plugin of lib/vllm) and writes
         the answers for the same prompts.
@@ -50,6 +51,9 @@ import struct
 import sys
 
 PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
+# Embedding models (vLLM's runner "pooling"): the answers are the prompts'
+# embeddings, not generated tokens.
+POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model"}
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
@@ -234,6 +238,13 @@ def fork_workers():
     cpu.CpuPlatform.check_and_update_config = classmethod(check_and_update_config)
 
 
+def architecture(model):
+    try:
+        return json.load(open(os.path.join(model, "config.json")))["architectures"][0]
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+
+
 def arch_settings(model, kw):
     """What an architecture needs of the engine's settings, as its users
     would pass them.  Kimi Linear (KDA beside MLA): vLLM 0.32's CPU platform
@@ -243,10 +254,9 @@ def arch_settings(model, kw):
     one it takes without prefix caching, max_model_len.  Its Kimi-K3 model
     code also imports the CUTLASS GEMM-AR kernel unless
     VLLM_KIMI_K3_GEMM_AR=0, which a CPU cannot use."""
-    try:
-        arch = json.load(open(os.path.join(model, "config.json")))["architectures"][0]
-    except (OSError, ValueError, KeyError, IndexError):
-        return
+    arch = architecture(model)
+    if arch in POOLING:
+        kw.setdefault("runner", "pooling")
     if arch == "KimiLinearForCausalLM":
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
         os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
@@ -287,10 +297,15 @@ def answers(model, tp, out, **kw):
     prompts = [{"prompt_token_ids": p} for p in PROMPTS]
     if is_whisper(model):
         prompts = whisper_prompts()
-    elif tok:
+    elif tok and kw.get("runner") != "pooling":
         prompts.append(image_prompt(model))
-    res = llm.generate(prompts, sp, use_tqdm=False)
     got = []
+    if kw.get("runner") == "pooling":
+        for r in llm.embed(prompts, use_tqdm=False):
+            got.append({"embedding": [round(x, 6) for x in r.outputs.embedding]})
+        res = []
+    else:
+        res = llm.generate(prompts, sp, use_tqdm=False)
     for r in res:
         c = r.outputs[0]
         lps = [{str(t): round(lp.logprob, 6) for t, lp in sorted(d.items())}
@@ -386,6 +401,8 @@ def compare_bytes(dump, out, tp, pp=1):
 # kernels do not always sum in the same order from one start to the next,
 # and a bf16 logit near 8 moves by 0.0625 when its last bit does.
 NOISE = 0.07
+# an embedding's elements (normalised, BF16 hidden states): two starts' rounding
+EMBED_NOISE = 0.002
 
 
 def near(p, q):
@@ -431,11 +448,20 @@ def compare_answers(a, b):
     x = json.load(open(a))["answers"]
     y = json.load(open(b))["answers"]
     if x == y:
-        print(f"answers identical ({len(x)} prompts x {MAX_TOKENS} tokens)")
+        what = "embeddings" if x and "embedding" in x[0] else f"x {MAX_TOKENS} tokens"
+        print(f"answers identical ({len(x)} prompts {what})")
         return 0
     bad = len(x) != len(y)
     for i, (p, q) in enumerate(zip(x, y)):
         if p == q:
+            continue
+        if "embedding" in p:
+            d = max((abs(s - t) for s, t in zip(p["embedding"], q["embedding"])), default=1)
+            if len(p["embedding"]) != len(q["embedding"]) or d > EMBED_NOISE:
+                bad = True
+                print(f"prompt {i}: embeddings differ by up to {d}")
+            else:
+                print(f"prompt {i}: embedding the same but for rounding (within {d})")
             continue
         why, note = compare_prompt(p, q)
         if why:
