@@ -230,6 +230,13 @@ static const char *const embed_archs[] = {
 };
 #define NEMBED (sizeof(embed_archs) / sizeof(embed_archs[0]))
 
+/* Classifiers and reward models: a score head in place of the LM head. */
+static const char *const cls_archs[] = {
+	"LlamaForSequenceClassification", "MistralForSequenceClassification",
+	"Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
+};
+#define NCLS (sizeof(cls_archs) / sizeof(cls_archs[0]))
+
 /* Rules whose first rule leaves out the layers past num_hidden_layers
  * (multi-token prediction), so every layer tensor matches it first. */
 static const char *const mtp_archs[] = {
@@ -712,7 +719,7 @@ Test(builtin, architectures_list)
 	for (; list[n]; n++)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
-	cr_assert_eq(n, NARCHS + NEMBED + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
+	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
 			14 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE */,
@@ -731,7 +738,8 @@ Test(builtin, architectures_list)
 
 /*
  * The embedding models' rules read headless names as vLLM's pooling
- * adapter does (model. put in front), and write no LM head.
+ * adapter does (model. put in front), and write no LM head; the
+ * classifiers' write their score head and no LM head.
  */
 Test(builtin, embedding_architectures)
 {
@@ -748,6 +756,22 @@ Test(builtin, embedding_architectures)
 		for (k = 0; k < r->nrules; k++)
 			cr_assert(!r->rules[k].match || !strstr(r->rules[k].match, "lm_head"),
 				  "%s: a rule for %s", embed_archs[i], r->rules[k].match);
+		wshard_rules_free(r);
+	}
+	for (i = 0; i < NCLS; i++) {
+		struct wshard_rules *r = NULL;
+		bool score = false;
+
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, cls_archs[i], &err), WSHARD_OK,
+			     "%s: %s", cls_archs[i], err.msg);
+		for (k = 0; k < r->nrules; k++) {
+			const char *m = r->rules[k].match;
+
+			cr_assert(!m || !strstr(m, "lm_head"), "%s: a rule for %s", cls_archs[i], m);
+			score |= m && !strcmp(m, "score.weight");
+		}
+		cr_assert(score, "%s: no rule for score.weight", cls_archs[i]);
 		wshard_rules_free(r);
 	}
 }

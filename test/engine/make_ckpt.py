@@ -168,6 +168,12 @@ CASES = {
     "mistral_model": ("MistralConfig", "MistralModel", {}),
     "qwen2_model": ("Qwen2Config", "Qwen2Model", {}),
     "gemma2_model": ("Gemma2Config", "Gemma2Model", {}),
+    # Classifiers and reward models: a score head in place of the LM head
+    # (one label: a reward model; three: a classifier)
+    "llama_cls": ("LlamaConfig", "LlamaForSequenceClassification", {"num_labels": 1}),
+    "mistral_cls": ("MistralConfig", "MistralForSequenceClassification", {"num_labels": 3}),
+    "qwen2_cls": ("Qwen2Config", "Qwen2ForSequenceClassification", {"num_labels": 3}),
+    "qwen3_cls": ("Qwen3Config", "Qwen3ForSequenceClassification", {"num_labels": 3}),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM",
               {"tie_word_embeddings": False}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM",
@@ -1269,8 +1275,11 @@ def released_zero_experts(out, routed):
     rewrite_shards(out, shard)
 
 
-# Embedding models: served with vLLM's runner "pooling" (oracle.py's POOLING)
-POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model")
+# Embedding models and classifiers: served with vLLM's runner "pooling"
+# (oracle.py's POOLING)
+POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model",
+           "LlamaForSequenceClassification", "MistralForSequenceClassification",
+           "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification")
 
 
 def word_level(cfg, special):

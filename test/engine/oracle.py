@@ -10,8 +10,8 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
         process_weights_after_loading repacks the weights for the CPU
         kernels) to DUMP/model-rank-R.safetensors.  Then generates greedily
         from fixed token-id prompts and writes tokens and top-5 logprobs to
-        ANSWERS (JSON); for an embedding model (POOLING, runner "pooling"),
-        each prompt's embedding.
+        ANSWERS (JSON); for an embedding model or a classifier (POOLING,
+        runner "pooling"), each prompt's embedding or class probabilities.
     oracle.py load OUT TP ANSWERS [FORMAT]
         Loads wshard's output OUT with load_format=FORMAT (sharded_state, or wshard: the plugin of lib/vllm) and writes
         the answers for the same prompts.
@@ -51,9 +51,11 @@ import struct
 import sys
 
 PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
-# Embedding models (vLLM's runner "pooling"): the answers are the prompts'
-# embeddings, not generated tokens.
-POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model"}
+# Embedding models and classifiers (vLLM's runner "pooling"): the answers
+# are the prompts' embeddings or class probabilities, not generated tokens.
+POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model",
+           "LlamaForSequenceClassification", "MistralForSequenceClassification",
+           "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification"}
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
@@ -300,9 +302,13 @@ def answers(model, tp, out, **kw):
     elif tok and kw.get("runner") != "pooling":
         prompts.append(image_prompt(model))
     got = []
-    if kw.get("runner") == "pooling":
+    if kw.get("runner") == "pooling" and architecture(model).endswith("Classification"):
+        for r in llm.classify(prompts, use_tqdm=False):
+            got.append({"pooled": [round(x, 6) for x in r.outputs.probs]})
+        res = []
+    elif kw.get("runner") == "pooling":
         for r in llm.embed(prompts, use_tqdm=False):
-            got.append({"embedding": [round(x, 6) for x in r.outputs.embedding]})
+            got.append({"pooled": [round(x, 6) for x in r.outputs.embedding]})
         res = []
     else:
         res = llm.generate(prompts, sp, use_tqdm=False)
@@ -401,7 +407,8 @@ def compare_bytes(dump, out, tp, pp=1):
 # kernels do not always sum in the same order from one start to the next,
 # and a bf16 logit near 8 moves by 0.0625 when its last bit does.
 NOISE = 0.07
-# an embedding's elements (normalised, BF16 hidden states): two starts' rounding
+# a pooled output's elements (an embedding, normalised; class probabilities):
+# two starts' rounding
 EMBED_NOISE = 0.002
 
 
@@ -448,20 +455,20 @@ def compare_answers(a, b):
     x = json.load(open(a))["answers"]
     y = json.load(open(b))["answers"]
     if x == y:
-        what = "embeddings" if x and "embedding" in x[0] else f"x {MAX_TOKENS} tokens"
+        what = "pooled outputs" if x and "pooled" in x[0] else f"x {MAX_TOKENS} tokens"
         print(f"answers identical ({len(x)} prompts {what})")
         return 0
     bad = len(x) != len(y)
     for i, (p, q) in enumerate(zip(x, y)):
         if p == q:
             continue
-        if "embedding" in p:
-            d = max((abs(s - t) for s, t in zip(p["embedding"], q["embedding"])), default=1)
-            if len(p["embedding"]) != len(q["embedding"]) or d > EMBED_NOISE:
+        if "pooled" in p:
+            d = max((abs(s - t) for s, t in zip(p["pooled"], q["pooled"])), default=1)
+            if len(p["pooled"]) != len(q["pooled"]) or d > EMBED_NOISE:
                 bad = True
-                print(f"prompt {i}: embeddings differ by up to {d}")
+                print(f"prompt {i}: pooled outputs differ by up to {d}")
             else:
-                print(f"prompt {i}: embedding the same but for rounding (within {d})")
+                print(f"prompt {i}: pooled output the same but for rounding (within {d})")
             continue
         why, note = compare_prompt(p, q)
         if why:
