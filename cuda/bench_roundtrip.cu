@@ -247,6 +247,43 @@ static void kernel_rows(const unsigned char *plain, size_t len, int runs)
 	cudaFree(a);
 }
 
+/*
+ * What a convert pays once, beside its stream: a stream thread's validator
+ * opened and closed (convert's default 1 MiB slots), then, with this
+ * program's buffers freed, the context's teardown that exit would do.
+ */
+static void fixed_costs(unsigned char *pinned, unsigned char *back, unsigned char **dev,
+			cudaStream_t *st, unsigned char *plain)
+{
+	struct wshard_validator *v;
+	struct wshard_error err;
+	double t0, t1;
+	int i, n = 8;
+
+	t0 = now();
+	for (i = 0; i < n; i++) {
+		if (wshard_validator_open(&v, WSHARD_VALIDATE_GPU, 0, (size_t)1 << 20, NULL, 0,
+					  &err) != WSHARD_OK) {
+			fprintf(stderr, "bench-roundtrip: %s\n", err.msg);
+			exit(1);
+		}
+		wshard_validator_close(v);
+	}
+	printf("validator open and close, 1 MiB slots: %.1f ms each\n", (now() - t0) / n * 1e3);
+	t0 = now();
+	check(cudaFreeHost(pinned), "cudaFreeHost");
+	check(cudaFreeHost(back), "cudaFreeHost");
+	check(cudaFree(dev[0]), "cudaFree");
+	check(cudaFree(dev[1]), "cudaFree");
+	check(cudaStreamDestroy(st[0]), "cudaStreamDestroy");
+	check(cudaStreamDestroy(st[1]), "cudaStreamDestroy");
+	free(plain);
+	t1 = now();
+	check(cudaDeviceReset(), "cudaDeviceReset");
+	printf("buffers freed %.3f s; context teardown (cudaDeviceReset) %.3f s\n", t1 - t0,
+	       now() - t1);
+}
+
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 4096;
@@ -311,5 +348,6 @@ int main(int argc, char **argv)
 	row("validator host, 256 KiB tensors", small,
 	    best_validator(WSHARD_VALIDATE_HOST, 0, plain, small, (size_t)256 << 10,
 			   runs, NULL, 0), rt);
+	fixed_costs(pinned, back, dev, st, plain);
 	return 0;
 }
