@@ -368,14 +368,13 @@ enum wshard_err late_record(struct convert *cv, int rank, size_t tensor, uint64_
 			    struct wshard_error *err);
 
 /*
- * Once the stream is over: waits for the late checks (drop: for the
- * thread only, the run has failed) and gives their first error; sets
- * run->bytes_validated_late.  Returns WSHARD_OK or that error.
+ * Once the stream is over and seal_finish has counted the stream
+ * threads' checks: waits for the late checks (drop: for the thread only,
+ * the run has failed), adds their bytes to run->bytes_validated, sets
+ * run->bytes_validated_late and gives their first error.  Returns
+ * WSHARD_OK or that error.
  */
 enum wshard_err late_end(struct convert *cv, bool drop, struct wshard_error *err);
-
-/* Bytes the late checks took through the run's validator. */
-uint64_t late_checked(const struct convert *cv);
 
 /* Ends (as late_end with drop) and frees what late_start made; accepts none. */
 void late_free(struct convert *cv);

@@ -434,7 +434,6 @@ static enum wshard_err convert_stream(struct convert *cv, struct wshard_error *e
 	seal_finish(cv, &jobs, rc == WSHARD_OK, err);
 	/* after the sealing threads: a late check may wait for a tensor */
 	late_end(cv, err->code != WSHARD_OK, err);
-	run->bytes_validated += late_checked(cv);
 	/* the validator (opened late, maybe) is known now */
 	for (int r = cv->proc; r < cv->plan->nranks; r += cv->nprocs)
 		snprintf(cv->ranks[r].ck.backend, sizeof(cv->ranks[r].ck.backend), "%s",

@@ -240,13 +240,9 @@ static enum wshard_err add_range(struct convert *cv, struct late *l, int rank, s
 						strerror(errno));
 	}
 	l->bytes += len;
+	/* a gathered tensor's range stays its own: it waits for the tensor */
 	if (g && g->rank == rank && g->part == t->part && g->pos + g->len == t->begin + off &&
-	    !g->gathered && !gathered) {
-		g->len += len;
-		return WSHARD_OK;
-	}
-	if (g && gathered && g->gathered && g->rank == rank && g->tensor == tensor &&
-	    g->pos + g->len == t->begin + off) {
+	    g->gathered == gathered && (!gathered || g->tensor == tensor)) {
 		g->len += len;
 		return WSHARD_OK;
 	}
@@ -297,16 +293,13 @@ enum wshard_err late_end(struct convert *cv, bool drop, struct wshard_error *err
 		pthread_mutex_unlock(&l->lock);
 		pthread_join(l->tid, NULL);
 		l->joined = true;
-		cv->run->bytes_validated_late = l->bytes;	/* then summed over processes */
+		/* after seal_finish's count; both then summed over processes */
+		cv->run->bytes_validated += l->checked;
+		cv->run->bytes_validated_late = l->bytes;
 	}
 	if (!drop && l->err.code && !err->code)
 		*err = l->err;
 	return err->code;
-}
-
-uint64_t late_checked(const struct convert *cv)
-{
-	return cv->late ? cv->late->checked : 0;
 }
 
 void late_free(struct convert *cv)
