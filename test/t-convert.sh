@@ -188,5 +188,31 @@ EOF
 	done
 fi
 
+# An "arange" extra (BERT's position_ids buffer): I64 [1, N] of 0 .. N - 1
+# on every rank, N from config.json; verify re-derives it.
+gen "$T/src-ar" $S
+py_st "$ROOT/lib/rules/llama.json" "$T/ar.json" <<'EOF' || fail "arange: rules not written"
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["extra"].append({"name": "model.position_ids", "arange": "max_position_embeddings + 3"})
+json.dump(r, open(sys.argv[2], "w"))
+EOF
+if "$WSHARD" convert --tp 2 --rules "$T/ar.json" "$T/src-ar" "$T/ar-out" >/dev/null 2>"$T/aerr" &&
+	"$WSHARD" verify "$T/ar-out" >/dev/null 2>>"$T/aerr"; then
+	py_st "$T/src-ar/config.json" "$T"/ar-out/model-rank-*.safetensors <<'EOF' ||
+import json, struct, sys
+import st
+n = json.load(open(sys.argv[1]))["max_position_embeddings"] + 3
+want = ("I64", [1, n], struct.pack("<%dq" % n, *range(n)))
+for p in sys.argv[2:]:
+    got = st.read([p]).get("model.position_ids")
+    if got != want:
+        sys.exit("%s: position_ids %r" % (p, got and got[:2]))
+EOF
+		fail "arange: the output's position_ids are not 0 .. N - 1"
+else
+	fail "arange: convert or verify failed: $(head -c 300 "$T/aerr")"
+fi
+
 echo "$ncases conversions checked against the reference"
 finish

@@ -3,8 +3,8 @@
  * its text model: a vision tower deeper than the text model (its rules
  * bound their own layers by condition), and the "image_norm" extras,
  * vLLM's on-device image normalisation computed from the checkpoint's
- * processor config; and the built-in rules of Qwen3.5's multimodal
- * models that use both.
+ * processor config; the "arange" extra, BERT's position_ids buffer; and
+ * the built-in rules of Qwen3.5's multimodal models that use both.
  *
  * Checkpoints come from scripts/gen-checkpoint (a Llama with extra
  * tensors); the rules are parsed from text.
@@ -184,7 +184,7 @@ Test(vl, image_norm_parse)
 	};
 	static const char *const want[] = {
 		"unknown \"image_norm\"", "takes no \"value\"", "takes no \"value\"",
-		"takes no \"value\"", "needs a numeric \"value\" or \"image_norm\"",
+		"takes no \"value\"", "needs a numeric \"value\", \"image_norm\" or",
 	};
 	size_t i;
 
@@ -201,6 +201,37 @@ Test(vl, image_norm_parse)
 		wshard_rules_free(r);
 		free(text);
 	}
+}
+
+/*
+ * "arange": an I64 [1, N] of 0 .. N - 1 on every rank, one generated
+ * piece (BERT's position_ids buffer), N from config.json; an N below 1
+ * is refused naming the extra.
+ */
+Test(vl, arange)
+{
+	static struct fx f;
+	const struct wshard_out_tensor *t;
+	int r;
+
+	fx_open(&f, BASE " --set-config max_position_embeddings=40");
+	use_rules(&f, "{\"tensors\": [" CATCH_ALL "], \"extra\": ["
+		  "{\"name\": \"e.position_ids\", \"arange\": \"max_position_embeddings\"}]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "e.position_ids");
+		cr_assert_eq(t->dtype, WSHARD_I64);
+		assert_shape(t, 2, 1, 40);
+		cr_assert_eq(t->npieces, 1);
+		cr_assert_eq(t->pieces[0].kind, WSHARD_PIECE_ARANGE);
+		cr_assert_eq(t->pieces[0].len, 40 * 8);
+		cr_assert_eq(t->pieces[0].prov_value, 0.0);
+	}
+	use_rules(&f, "{\"tensors\": [" CATCH_ALL "], \"extra\": ["
+		  "{\"name\": \"e.position_ids\", \"arange\": \"max_position_embeddings - 40\"}]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "~extra 'e.position_ids': \"arange\" max_position_embeddings - 40 is 0, not 1 to 2^24");
+	fx_close(&f);
 }
 
 /*

@@ -237,6 +237,14 @@ static const char *const cls_archs[] = {
 };
 #define NCLS (sizeof(cls_archs) / sizeof(cls_archs[0]))
 
+/* Encoder-only models (BERT, RoBERTa, XLM-R): embedding models saved
+ * headless, and classifiers under bert. or roberta. */
+static const char *const encoder_archs[] = {
+	"BertModel", "RobertaModel", "XLMRobertaModel", "BertForSequenceClassification",
+	"RobertaForSequenceClassification", "XLMRobertaForSequenceClassification",
+};
+#define NENCODER (sizeof(encoder_archs) / sizeof(encoder_archs[0]))
+
 /* Rules whose first rule leaves out the layers past num_hidden_layers
  * (multi-token prediction), so every layer tensor matches it first. */
 static const char *const mtp_archs[] = {
@@ -719,7 +727,7 @@ Test(builtin, architectures_list)
 	for (; list[n]; n++)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
-	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
+	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
 			14 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE */,
@@ -772,6 +780,21 @@ Test(builtin, embedding_architectures)
 			score |= m && !strcmp(m, "score.weight");
 		}
 		cr_assert(score, "%s: no rule for score.weight", cls_archs[i]);
+		wshard_rules_free(r);
+	}
+	/* the encoders write vLLM's position_ids buffer, and no pipeline */
+	for (i = 0; i < NENCODER; i++) {
+		struct wshard_rules *r = NULL;
+		bool arange = false;
+
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, encoder_archs[i], &err), WSHARD_OK,
+			     "%s: %s", encoder_archs[i], err.msg);
+		for (k = 0; k < r->nextras; k++)
+			arange |= r->extras[k].arange && strstr(r->extras[k].name,
+								".embeddings.position_ids");
+		cr_assert(arange, "%s: no position_ids", encoder_archs[i]);
+		cr_assert_null(r->pp_layers, "%s: a pipeline", encoder_archs[i]);
 		wshard_rules_free(r);
 	}
 }

@@ -327,7 +327,19 @@ Test(parse, bad_extra)
 		 "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"F99\"}]");
 	parse_fails(text, "extra 's': dtype must be F32, F16, BF16 or model");
 	snprintf(text, sizeof(text), base, "[{\"name\": \"s\", \"value\": \"1\"}]");
-	parse_fails(text, "extra 's' needs a numeric \"value\" or \"image_norm\"");
+	parse_fails(text, "extra 's' needs a numeric \"value\", \"image_norm\" or \"arange\"");
+	/* "arange": an expression, alone, I64, once (no {n}) */
+	snprintf(text, sizeof(text), base, "[{\"name\": \"p\", \"arange\": [512]}]");
+	parse_fails(text, "extra 'p': \"arange\" is an expression, with no");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"p\", \"arange\": 512, \"value\": 1}]");
+	parse_fails(text, "extra 'p': \"arange\" is an expression, with no");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"l.{n}.p\", \"arange\": \"max_position_embeddings\"}]");
+	parse_fails(text, "extra 'l.{n}.p': \"arange\" is an expression, with no");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"p\", \"arange\": 512, \"dtype\": \"I32\"}]");
+	parse_fails(text, "and is I64");
 	snprintf(text, sizeof(text), base, "[{\"value\": 1}]");
 	parse_fails(text, "extra[0] needs \"name\"");
 	snprintf(text, sizeof(text), base, "{\"name\": \"s\"}");
@@ -412,7 +424,7 @@ Test(parse, use_block)
 		 "[{\"use\": \"clip_layer\"}]}");
 	parse_fails("{\"fused\": {\"vision_qkv\": {\"parts\": [\"q\", \"kv\"]}}, \"tensors\": "
 		    "[{\"use\": \"clip_layer\"}]}", "\"fused\" \"vision_qkv\" differs from block \"clip_layer\"'s");
-	parse_fails(RULES("{\"use\": \"siglip\"}"), "tensors[0]: no block \"siglip\" (built in: clip_layer, ");
+	parse_fails(RULES("{\"use\": \"siglip\"}"), "tensors[0]: no block \"siglip\" (built in: bert_encoder, clip_layer, ");
 	parse_fails(RULES("{\"use\": 1}"), "tensors[0]: \"use\" is the name of a block");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\"}, {\"use\": \"llama_layer\", \"split\": \"row\"}"),
 		    "tensors[1]: a \"use\" takes \"prefix\", \"output_prefix\" and \"if\" (strings) and \"comment\", not \"split\"");

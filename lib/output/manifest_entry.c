@@ -277,6 +277,10 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 	case WSHARD_PIECE_CONST:
 		o = json_pack("{s:f}", "value", p->prov_value);
 		break;
+	case WSHARD_PIECE_ARANGE:
+		o = json_pack("{s:[I,I]}", "arange", (json_int_t)p->prov_value,
+			      (json_int_t)p->prov_value + (json_int_t)(p->len / 8));
+		break;
 	}
 	return o;
 }
@@ -425,8 +429,9 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		      const struct wshard_piece *p, int d, const char *name)
 {
 	put(b, "{", 1);
-	if (p->kind == WSHARD_PIECE_CONST || p->mul != 0 || p->neg_exp) {
-		b->odd = true;	/* a float: jansson writes it */
+	if (p->kind == WSHARD_PIECE_CONST || p->kind == WSHARD_PIECE_ARANGE || p->mul != 0 ||
+	    p->neg_exp) {
+		b->odd = true;	/* a float or a rare kind: jansson writes it */
 	} else if (p->kind == WSHARD_PIECE_ZERO) {
 		put_key(b, d + 1, "zeros", true);
 		put_int(b, p->len);

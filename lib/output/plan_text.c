@@ -25,6 +25,9 @@ static void piece_text(FILE *f, const struct wshard_plan *plan,
 		fprintf(f, "    zeros %llu bytes\n", (unsigned long long)p->len);
 	else if (p->kind == WSHARD_PIECE_CONST)
 		fprintf(f, "    value %g\n", p->prov_value);
+	else if (p->kind == WSHARD_PIECE_ARANGE)
+		fprintf(f, "    arange [%.0f, %.0f)\n", p->prov_value,
+			p->prov_value + (double)(p->len / 8));
 	else if (p->tr_rows && !p->di_rows && t.ndim == 2)
 		/* a transposed matrix is one row: the cut is all there is */
 		fprintf(f, "    %s [%llu, %llu) of dimension %d, transposed\n",

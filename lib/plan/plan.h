@@ -43,6 +43,8 @@ enum wshard_piece_kind {
 	WSHARD_PIECE_COPY,	/* bytes of a source tensor */
 	WSHARD_PIECE_ZERO,	/* zero bytes (vocab padding) */
 	WSHARD_PIECE_CONST,	/* one element repeated (scales of 1.0) */
+	WSHARD_PIECE_ARANGE,	/* I64 elements prov_value, prov_value + 1, ...
+				 * (len / 8 of them: a position_ids buffer) */
 };
 
 /*

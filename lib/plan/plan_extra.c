@@ -92,6 +92,39 @@ static enum wshard_err push_const(struct wshard_plan *plan, const double *vals, 
 	return rc;
 }
 
+/* Appends extra e's "arange" tensor, I64 [1, n] of 0 .. n - 1, to every rank. */
+static enum wshard_err push_arange(struct wshard_plan *plan, const struct rules_extra *e,
+				   size_t *caps, struct wshard_error *err)
+{
+	const struct rules_capture top = { .n = -1, .e = -1, .i = -1 };
+	enum wshard_err rc;
+	int64_t n;
+	int r;
+
+	rc = expr_eval_dim(plan->config, e->arange, e->name, &n, err);
+	if (!rc && (n < 1 || n > 1 << 24))
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "extra '%s': \"arange\" %s is %lld, not 1 to 2^24",
+				      e->name, e->arange, (long long)n);
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_out_tensor t = {
+			.dtype = WSHARD_I64, .ndim = 2, .shape = { 1, (uint64_t)n },
+		};
+		struct wshard_piece p = {
+			.kind = WSHARD_PIECE_ARANGE, .len = (uint64_t)n * 8, .value_len = 8,
+		};
+
+		t.name = plan_output_name(plan, e->name, &top);
+		rc = t.name ? plan_push_piece(&t, &p, err)
+			    : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (!rc)
+			rc = plan_rank_push(&plan->ranks[r], &caps[r], &t, err);
+		free(t.name);
+		free(t.pieces);
+	}
+	return rc;
+}
+
 /* Whether extra e belongs in layer cap->n: its "with" tensor is there. */
 static bool layer_has(const struct wshard_plan *plan, const struct rules_extra *e,
 		      const struct rules_capture *cap)
@@ -254,6 +287,12 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 
 		if (e->option && strcmp(e->option, "attn_scales") == 0 && !plan->opt.attn_scales)
 			continue;
+		if (e->arange) {
+			rc = push_arange(plan, e, caps, err);
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (e->when_quantized) {
 			switch (plan_kv_cache_method(plan)) {
 			case KV_NONE:

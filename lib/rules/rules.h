@@ -174,6 +174,9 @@ struct rules_extra {
 	enum rules_image_norm image_norm;	/* "image_norm": a vector
 				 * from the image processor's config instead
 				 * of "value" (plan_image_norm.c) */
+	char *arange;		/* "arange": EXPR over config.json: an I64
+				 * [1, EXPR] of 0 .. EXPR - 1 instead of
+				 * "value" (BERT's position_ids buffer) */
 };
 
 /* Which stages of a pipeline hold a tensor outside the decoder layers

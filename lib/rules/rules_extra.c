@@ -54,6 +54,39 @@ static enum wshard_err parse_image_norm(const struct wshard_rules *r, json_t *x,
 	return WSHARD_OK;
 }
 
+/*
+ * "arange": EXPR (a config.json expression) makes extra e the I64 tensor
+ * [1, EXPR] of 0 .. EXPR - 1, as torch.arange(EXPR).unsqueeze(0): the
+ * position_ids buffer vLLM's BERT and RoBERTa embeddings keep in their
+ * state (whole on every rank).
+ */
+static enum wshard_err parse_arange(const struct wshard_rules *r, json_t *x,
+				    const char *name, struct rules_extra *e,
+				    struct wshard_error *err)
+{
+	json_t *v = json_object_get(x, "arange");
+	const char *dtype = json_string_value(json_object_get(x, "dtype"));
+	char buf[32];
+
+	if (!v)
+		return WSHARD_OK;
+	if (!(json_is_string(v) || json_is_integer(v)) || json_object_get(x, "value") ||
+	    json_object_get(x, "image_norm") || json_object_get(x, "with") ||
+	    json_object_get(x, "when") || json_object_get(x, "each") ||
+	    json_object_get(x, "option") || strstr(name, "{n}") || strstr(name, "{i}") ||
+	    (dtype && strcmp(dtype, "I64")))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': extra '%s': \"arange\" is an expression, with no \"value\", \"image_norm\", \"with\", \"when\", \"each\", \"option\" or {n}, and is I64",
+					r->name, name);
+	if (json_is_integer(v))
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+	e->arange = strdup(json_is_string(v) ? json_string_value(v) : buf);
+	if (!e->arange)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	e->dtype = WSHARD_I64;
+	return WSHARD_OK;
+}
+
 /* "each": {"count": EXPR, "if": COND}: extra e is written once for each
  * {i} from 0 to count - 1 for which COND holds (HRM-Text's recurrence
  * steps, a vLLM attention layer each). */
@@ -107,15 +140,19 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': extra[%zu] needs \"name\"", r->name, i);
 		rc = parse_image_norm(r, x, name, e, err);
+		if (!rc)
+			rc = parse_arange(r, x, name, e, err);
 		if (rc)
 			return rc;
-		if (!e->image_norm && !json_is_number(value))
+		if (!e->image_norm && !e->arange && !json_is_number(value))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': extra '%s' needs a numeric \"value\" or \"image_norm\"",
+						"'%s': extra '%s' needs a numeric \"value\", \"image_norm\" or \"arange\"",
 						r->name, name);
 		e->model_dtype = dtype && strcmp(dtype, "model") == 0;
 		if (e->model_dtype)
 			e->dtype = WSHARD_BF16;	/* resolved by the plan */
+		else if (e->arange)
+			;	/* I64, parse_arange */
 		else if (wshard_dtype_parse(dtype ? dtype : "F32", &e->dtype) < 0 ||
 		    (e->dtype != WSHARD_F32 && e->dtype != WSHARD_F16 &&
 		     e->dtype != WSHARD_BF16))

@@ -206,6 +206,24 @@ void stream_put_tile(struct stream *s, const struct ref *ref, uint64_t r, uint64
 	}
 }
 
+/* Up to 8 KiB of arange piece p from byte done on (a multiple of 8):
+ * the bytes done. */
+static uint64_t put_arange(struct stream *s, int r, size_t i, const struct wshard_piece *p,
+			   uint64_t done)
+{
+	int64_t buf[1024];
+	size_t n = (size_t)WSHARD_MIN((p->len - done) / 8, 1024), j;
+	int64_t first = (int64_t)p->prov_value + (int64_t)(done / 8);
+
+	if (!n)
+		return p->len - done;
+	for (j = 0; j < n; j++)
+		buf[j] = first + (int64_t)j;	/* host order: little-endian, as const_piece assumes */
+	if (!s->sink->put(s->sink->ctx, s->slot, r, i, p->dst + done, buf, n * 8, &s->local))
+		report(s, n * 8);
+	return n * 8;
+}
+
 /* Zero padding and constants: no source bytes behind them. */
 enum wshard_err stream_put_generated(struct stream *s)
 {
@@ -235,6 +253,9 @@ enum wshard_err stream_put_generated(struct stream *s)
 				    !s->sink->put(s->sink->ctx, s->slot, r, i, p->dst,
 						  p->value, p->value_len, &s->local))
 					report(s, p->value_len);
+				while (p->kind == WSHARD_PIECE_ARANGE && done < p->len &&
+				       !s->local.code)
+					done += put_arange(s, r, i, p, done);
 			}
 		}
 	}

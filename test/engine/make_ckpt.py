@@ -168,12 +168,22 @@ CASES = {
     "mistral_model": ("MistralConfig", "MistralModel", {}),
     "qwen2_model": ("Qwen2Config", "Qwen2Model", {}),
     "gemma2_model": ("Gemma2Config", "Gemma2Model", {}),
+    # encoder-only embedding models (BGE, E5, bge-m3): BERT and XLM-R
+    "bert_model": ("BertConfig", "BertModel", {}),
+    # (config.json of bge-m3 and kin says position_embedding_type, which
+    # vLLM reads and transformers 5 no longer writes)
+    "xlmr_model": ("XLMRobertaConfig", "XLMRobertaModel",
+                   {"position_embedding_type": "absolute"}),
     # Classifiers and reward models: a score head in place of the LM head
     # (one label: a reward model; three: a classifier)
     "llama_cls": ("LlamaConfig", "LlamaForSequenceClassification", {"num_labels": 1}),
     "mistral_cls": ("MistralConfig", "MistralForSequenceClassification", {"num_labels": 3}),
     "qwen2_cls": ("Qwen2Config", "Qwen2ForSequenceClassification", {"num_labels": 3}),
     "qwen3_cls": ("Qwen3Config", "Qwen3ForSequenceClassification", {"num_labels": 3}),
+    # cross-encoders and rerankers (ms-marco-MiniLM, bge-reranker-v2-m3)
+    "bert_cls": ("BertConfig", "BertForSequenceClassification", {"num_labels": 1}),
+    "xlmr_cls": ("XLMRobertaConfig", "XLMRobertaForSequenceClassification",
+                 {"num_labels": 3, "position_embedding_type": "absolute"}),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM",
               {"tie_word_embeddings": False}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM",
@@ -1277,7 +1287,9 @@ def released_zero_experts(out, routed):
 
 # Embedding models and classifiers: served with vLLM's runner "pooling"
 # (oracle.py's POOLING)
-POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model",
+POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel",
+           "XLMRobertaModel", "BertForSequenceClassification",
+           "XLMRobertaForSequenceClassification",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification")
 
