@@ -174,6 +174,9 @@ CASES = {
     # vLLM reads and transformers 5 no longer writes)
     "xlmr_model": ("XLMRobertaConfig", "XLMRobertaModel",
                    {"position_embedding_type": "absolute"}),
+    # RoBERTa saved with its MLM head, served as an embedding model
+    "roberta_mlm": ("RobertaConfig", "RobertaForMaskedLM",
+                    {"position_embedding_type": "absolute"}),
     # Classifiers and reward models: a score head in place of the LM head
     # (one label: a reward model; three: a classifier)
     "llama_cls": ("LlamaConfig", "LlamaForSequenceClassification", {"num_labels": 1}),
@@ -1288,7 +1291,7 @@ def released_zero_experts(out, routed):
 # Embedding models and classifiers: served with vLLM's runner "pooling"
 # (oracle.py's POOLING)
 POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel",
-           "XLMRobertaModel", "BertForSequenceClassification",
+           "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
            "XLMRobertaForSequenceClassification",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification")
