@@ -238,11 +238,13 @@ static const char *const cls_archs[] = {
 #define NCLS (sizeof(cls_archs) / sizeof(cls_archs[0]))
 
 /* Encoder-only models (BERT, RoBERTa, XLM-R): embedding models saved
- * headless or with an MLM head, and classifiers under bert. or roberta. */
+ * headless or with an MLM head, and sequence and token classifiers under
+ * bert. or roberta. */
 static const char *const encoder_archs[] = {
 	"BertModel", "RobertaModel", "XLMRobertaModel", "BertForSequenceClassification",
 	"RobertaForSequenceClassification", "XLMRobertaForSequenceClassification",
-	"RobertaForMaskedLM",
+	"RobertaForMaskedLM", "BertForTokenClassification", "RobertaForTokenClassification",
+	"XLMRobertaForTokenClassification",
 };
 #define NENCODER (sizeof(encoder_archs) / sizeof(encoder_archs[0]))
 

@@ -183,6 +183,10 @@ CASES = {
     "mistral_cls": ("MistralConfig", "MistralForSequenceClassification", {"num_labels": 3}),
     "qwen2_cls": ("Qwen2Config", "Qwen2ForSequenceClassification", {"num_labels": 3}),
     "qwen3_cls": ("Qwen3Config", "Qwen3ForSequenceClassification", {"num_labels": 3}),
+    # token classifiers (NER and PII taggers): a label a token
+    "bert_tok": ("BertConfig", "BertForTokenClassification", {"num_labels": 5}),
+    "xlmr_tok": ("XLMRobertaConfig", "XLMRobertaForTokenClassification",
+                 {"num_labels": 5, "position_embedding_type": "absolute"}),
     # cross-encoders and rerankers (ms-marco-MiniLM, bge-reranker-v2-m3)
     "bert_cls": ("BertConfig", "BertForSequenceClassification", {"num_labels": 1}),
     "xlmr_cls": ("XLMRobertaConfig", "XLMRobertaForSequenceClassification",
@@ -1292,7 +1296,8 @@ def released_zero_experts(out, routed):
 # (oracle.py's POOLING)
 POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel",
            "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
-           "XLMRobertaForSequenceClassification",
+           "XLMRobertaForSequenceClassification", "BertForTokenClassification",
+           "XLMRobertaForTokenClassification",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification")
 

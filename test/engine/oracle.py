@@ -55,7 +55,8 @@ PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
 # are the prompts' embeddings or class probabilities, not generated tokens.
 POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel",
            "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
-           "XLMRobertaForSequenceClassification",
+           "XLMRobertaForSequenceClassification", "BertForTokenClassification",
+           "XLMRobertaForTokenClassification",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification"}
 MAX_TOKENS = 8
@@ -304,7 +305,12 @@ def answers(model, tp, out, **kw):
     elif tok and kw.get("runner") != "pooling":
         prompts.append(image_prompt(model))
     got = []
-    if kw.get("runner") == "pooling" and architecture(model).endswith("Classification"):
+    if kw.get("runner") == "pooling" and architecture(model).endswith("TokenClassification"):
+        # a label's probabilities a token, the tokens one after another
+        for r in llm.encode(prompts, pooling_task="token_classify", use_tqdm=False):
+            got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
+        res = []
+    elif kw.get("runner") == "pooling" and architecture(model).endswith("Classification"):
         for r in llm.classify(prompts, use_tqdm=False):
             got.append({"pooled": [round(x, 6) for x in r.outputs.probs]})
         res = []
@@ -456,6 +462,9 @@ def compare_prompt(p, q):
 def compare_answers(a, b):
     x = json.load(open(a))["answers"]
     y = json.load(open(b))["answers"]
+    if any("pooled" in p and not p["pooled"] for p in x + y):
+        print("a prompt's pooled output is empty")
+        return 1
     if x == y:
         what = "pooled outputs" if x and "pooled" in x[0] else f"x {MAX_TOKENS} tokens"
         print(f"answers identical ({len(x)} prompts {what})")
