@@ -248,6 +248,13 @@ static const char *const encoder_archs[] = {
 };
 #define NENCODER (sizeof(encoder_archs) / sizeof(encoder_archs[0]))
 
+/* ModernBERT: its own encoder layers (modernbert_layer), no position_ids. */
+static const char *const modernbert_archs[] = {
+	"ModernBertModel", "ModernBertForSequenceClassification",
+	"ModernBertForTokenClassification",
+};
+#define NMODERNBERT (sizeof(modernbert_archs) / sizeof(modernbert_archs[0]))
+
 /* Rules whose first rule leaves out the layers past num_hidden_layers
  * (multi-token prediction), so every layer tensor matches it first. */
 static const char *const mtp_archs[] = {
@@ -730,7 +737,7 @@ Test(builtin, architectures_list)
 	for (; list[n]; n++)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
-	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
+	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
 			14 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE */,
@@ -798,6 +805,21 @@ Test(builtin, embedding_architectures)
 								".embeddings.position_ids");
 		cr_assert(arange, "%s: no position_ids", encoder_archs[i]);
 		cr_assert_null(r->pp_layers, "%s: a pipeline", encoder_archs[i]);
+		wshard_rules_free(r);
+	}
+	/* ModernBERT's layers in encoder_layer.layers., q/k/v unpacked */
+	for (i = 0; i < NMODERNBERT; i++) {
+		struct wshard_rules *r = NULL;
+		bool unpack = false;
+
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, modernbert_archs[i], &err), WSHARD_OK,
+			     "%s: %s", modernbert_archs[i], err.msg);
+		for (k = 0; k < r->nrules; k++)
+			unpack |= r->rules[k].kind == RULE_UNPACK && r->rules[k].output &&
+				  strstr(r->rules[k].output, "encoder_layer.layers.{n}.attn.Wqkv.");
+		cr_assert(unpack, "%s: no Wqkv rule", modernbert_archs[i]);
+		cr_assert_null(r->pp_layers, "%s: a pipeline", modernbert_archs[i]);
 		wshard_rules_free(r);
 	}
 }

@@ -155,6 +155,9 @@ IDEFICS3 = dict(image_token_id=999, scale_factor=2, pad_token_id=0,
                                "num_hidden_layers": 3, "num_attention_heads": 4,
                                "image_size": 56, "patch_size": 14})
 
+MODERNBERT = dict(pad_token_id=0, eos_token_id=1, bos_token_id=2, cls_token_id=2,
+                  sep_token_id=1)
+
 CASES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     # five layers: pipeline stages of unequal depth (--pp 2 gives 3 + 2)
@@ -187,6 +190,13 @@ CASES = {
     "bert_tok": ("BertConfig", "BertForTokenClassification", {"num_labels": 5}),
     "xlmr_tok": ("XLMRobertaConfig", "XLMRobertaForTokenClassification",
                  {"num_labels": 5, "position_embedding_type": "absolute"}),
+    # ModernBERT: embeddings, rerankers, taggers (its config's special
+    # tokens must fall in the small vocabulary)
+    "modernbert": ("ModernBertConfig", "ModernBertModel", MODERNBERT),
+    "modernbert_cls": ("ModernBertConfig", "ModernBertForSequenceClassification",
+                       dict(MODERNBERT, num_labels=3)),
+    "modernbert_tok": ("ModernBertConfig", "ModernBertForTokenClassification",
+                       dict(MODERNBERT, num_labels=5)),
     # cross-encoders and rerankers (ms-marco-MiniLM, bge-reranker-v2-m3)
     "bert_cls": ("BertConfig", "BertForSequenceClassification", {"num_labels": 1}),
     "xlmr_cls": ("XLMRobertaConfig", "XLMRobertaForSequenceClassification",
@@ -1297,7 +1307,8 @@ def released_zero_experts(out, routed):
 POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel",
            "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
            "XLMRobertaForSequenceClassification", "BertForTokenClassification",
-           "XLMRobertaForTokenClassification",
+           "XLMRobertaForTokenClassification", "ModernBertModel",
+           "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification")
 

@@ -56,7 +56,8 @@ PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
 POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel",
            "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
            "XLMRobertaForSequenceClassification", "BertForTokenClassification",
-           "XLMRobertaForTokenClassification",
+           "XLMRobertaForTokenClassification", "ModernBertModel",
+           "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification"}
 MAX_TOKENS = 8
