@@ -234,6 +234,7 @@ static const char *const embed_archs[] = {
 static const char *const cls_archs[] = {
 	"LlamaForSequenceClassification", "MistralForSequenceClassification",
 	"Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
+	"GPT2ForSequenceClassification",
 };
 #define NCLS (sizeof(cls_archs) / sizeof(cls_archs[0]))
 

@@ -197,6 +197,10 @@ CASES = {
                        dict(MODERNBERT, num_labels=3)),
     "modernbert_tok": ("ModernBertConfig", "ModernBertForTokenClassification",
                        dict(MODERNBERT, num_labels=5)),
+    # GPT-2 with a score head (COMMON's 2 kv heads would be config keys
+    # GPT-2's configs lack: its heads are all kv heads)
+    "gpt2_cls": ("GPT2Config", "GPT2ForSequenceClassification",
+                 {"num_labels": 3, "num_key_value_heads": 4, "pad_token_id": 0}),
     # cross-encoders and rerankers (ms-marco-MiniLM, bge-reranker-v2-m3)
     "bert_cls": ("BertConfig", "BertForSequenceClassification", {"num_labels": 1}),
     "xlmr_cls": ("XLMRobertaConfig", "XLMRobertaForSequenceClassification",
@@ -1309,6 +1313,7 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel
            "XLMRobertaForSequenceClassification", "BertForTokenClassification",
            "XLMRobertaForTokenClassification", "ModernBertModel",
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
+           "GPT2ForSequenceClassification",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification")
 

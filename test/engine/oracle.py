@@ -58,6 +58,7 @@ POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel
            "XLMRobertaForSequenceClassification", "BertForTokenClassification",
            "XLMRobertaForTokenClassification", "ModernBertModel",
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
+           "GPT2ForSequenceClassification",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification"}
 MAX_TOKENS = 8
