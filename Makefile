@@ -92,6 +92,7 @@ LIB_SRC := \
 	lib/source/catalog_index.c \
 	lib/source/catalog_open.c \
 	lib/source/catalog_read.c \
+	lib/source/catalog_st.c \
 	lib/source/catalog_view.c \
 	lib/source/hfcache.c \
 	lib/source/safetensors.c \

@@ -214,5 +214,54 @@ else
 	fail "arange: convert or verify failed: $(head -c 300 "$T/aerr")"
 fi
 
+# A sentence-transformers model: the module folders modules.json names
+# (1_Pooling, 2_Dense) are copied with their files, which vLLM reads for
+# the pooling and Dense layers; a folder it does not name (onnx) and a
+# path leaving the folder are not.  --force replaces them; a tar of the
+# checkpoint gives the same.
+gen "$T/src-st" $S
+mkdir -p "$T/src-st/1_Pooling" "$T/src-st/2_Dense" "$T/src-st/onnx" "$T/st-evil"
+cat >"$T/src-st/modules.json" <<'EOF'
+[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+ {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+ {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+ {"idx": 3, "name": "3", "path": "../st-evil", "type": "sentence_transformers.models.Normalize"}]
+EOF
+echo '{"pooling_mode_mean_tokens": true}' >"$T/src-st/1_Pooling/config.json"
+echo '{"in_features": 64, "out_features": 32}' >"$T/src-st/2_Dense/config.json"
+printf 'dense weights' >"$T/src-st/2_Dense/model.safetensors"
+printf 'onnx' >"$T/src-st/onnx/model.onnx"
+printf 'x' >"$T/st-evil/secret"
+# st_out DIR: the files in folders of output DIR, and those its manifest
+# lists as copied
+st_out() {
+	(cd "$1" && find . -mindepth 2 -type f | sort)
+	py_st "$1/wshard.json" <<'EOF'
+import json, sys
+print(" ".join(sorted(c for c in json.load(open(sys.argv[1]))["source"]["copied"] if "/" in c)))
+EOF
+}
+want_st="./1_Pooling/config.json
+./2_Dense/config.json
+./2_Dense/model.safetensors
+1_Pooling/config.json 2_Dense/config.json 2_Dense/model.safetensors"
+for run in first again; do
+	if "$WSHARD" convert --force --tp 2 "$T/src-st" "$T/st-out" >/dev/null 2>"$T/sterr"; then
+		got=$(st_out "$T/st-out")
+		[ "$got" = "$want_st" ] || fail "sentence-transformers ($run): copied $got"
+		cmp -s "$T/src-st/2_Dense/model.safetensors" "$T/st-out/2_Dense/model.safetensors" ||
+			fail "sentence-transformers ($run): 2_Dense/model.safetensors differs"
+	else
+		fail "sentence-transformers ($run): convert failed: $(head -c 300 "$T/sterr")"
+	fi
+done
+(cd "$T/src-st" && tar -cf "$T/src-st.tar" ./*)
+if "$WSHARD" convert --tp 2 "$T/src-st.tar" "$T/st-tar" >/dev/null 2>"$T/sterr"; then
+	got=$(st_out "$T/st-tar")
+	[ "$got" = "$want_st" ] || fail "sentence-transformers from a tar: copied $got"
+else
+	fail "sentence-transformers from a tar: convert failed: $(head -c 300 "$T/sterr")"
+fi
+
 echo "$ncases conversions checked against the reference"
 finish

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -179,6 +180,41 @@ static enum wshard_err write_config(struct convert *cv, const char *dst, const c
 	return rc;
 }
 
+/* The folder of OUT that extra name goes in (a sentence-transformers
+ * module's, "1_Pooling/config.json"), made; none for a top-level name. */
+static enum wshard_err make_folder(const char *out, const char *name,
+				   struct wshard_error *err)
+{
+	const char *slash = strchr(name, '/');
+	char *dir;
+	enum wshard_err rc = WSHARD_OK;
+
+	if (!slash)
+		return WSHARD_OK;
+	dir = malloc(strlen(out) + (size_t)(slash - name) + 2);
+	if (!dir)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	sprintf(dir, "%s/%.*s", out, (int)(slash - name), name);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		rc = wshard_error_set(err, WSHARD_EIO, "cannot create '%s': %s", dir,
+				      strerror(errno));
+	free(dir);
+	return rc;
+}
+
+/* Removes the folder of OUT that extra name went in, once empty. */
+static void remove_folder(const char *out, const char *name)
+{
+	const char *slash = strchr(name, '/');
+	char *dir = slash ? malloc(strlen(out) + (size_t)(slash - name) + 2) : NULL;
+
+	if (!dir)
+		return;
+	sprintf(dir, "%s/%.*s", out, (int)(slash - name), name);
+	rmdir(dir);	/* fails while another file is still in it */
+	free(dir);
+}
+
 enum wshard_err extras_copy(struct convert *cv, struct wshard_error *err)
 {
 	const struct wshard_catalog *cat = cv->plan->cat;
@@ -191,6 +227,8 @@ enum wshard_err extras_copy(struct convert *cv, struct wshard_error *err)
 
 		if (!dst)
 			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		else if ((rc = make_folder(cv->run->out_dir, cat->extra[i], err)))
+			;
 		else if ((cv->plan->opt.has_dtype || mods) && !strcmp(cat->extra[i], "config.json"))
 			rc = write_config(cv, dst, mods, err);
 		else
@@ -213,6 +251,7 @@ void extras_discard(struct convert *cv)
 		if (dst)
 			unlink(dst);
 		free(dst);
+		remove_folder(cv->run->out_dir, cv->plan->cat->extra[i]);
 	}
 	cv->ncopied = 0;
 }
@@ -232,6 +271,7 @@ enum wshard_err extras_remove(struct convert *cv, struct wshard_error *err)
 			rc = wshard_error_set(err, WSHARD_EIO, "cannot remove '%s': %s", path,
 					      strerror(errno));
 		free(path);
+		remove_folder(cv->run->out_dir, cat->extra[i]);
 	}
 	return rc ? rc : wshard_fsync_dir(cv->run->out_dir, err);
 }

@@ -65,17 +65,26 @@ static struct wshard_manifest *old_manifest(const char *dir)
 	return m;
 }
 
-/* True when name is one of the copies old lists, or of the list[] of n. */
+/* Whether copy is name, or a file in folder name ("1_Pooling/config.json"). */
+static bool names(const char *copy, const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(copy, name, n) && (copy[n] == '\0' || copy[n] == '/');
+}
+
+/* True when name is one of the copies old lists, or of the list[] of n,
+ * or the folder of one. */
 static bool listed(const struct wshard_manifest *old, char *const *list, size_t n,
 		   const char *name)
 {
 	size_t i;
 
 	for (i = 0; old && i < old->ncopied; i++)
-		if (strcmp(old->copied[i], name) == 0)
+		if (names(old->copied[i], name))
 			return true;
 	for (i = 0; i < n; i++)
-		if (strcmp(list[i], name) == 0)
+		if (names(list[i], name))
 			return true;
 	return false;
 }
@@ -125,11 +134,38 @@ static enum wshard_err scan_out(DIR *d, const char *out, char *const *extra,
 	return rc;
 }
 
-/* Removes path; a file already gone is fine. */
+/* Removes the files in folder path (a copied module folder), then it. */
+static enum wshard_err remove_folder(const char *path, struct wshard_error *err)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	enum wshard_err rc = WSHARD_OK;
+
+	while (d && !rc && (e = readdir(d))) {
+		char *f = skipped(e->d_name) ? NULL : wshard_path_join(path, e->d_name);
+
+		if (f && unlink(f) < 0 && errno != ENOENT)
+			rc = wshard_error_set(err, WSHARD_EIO, "cannot remove '%s': %s", f,
+					      strerror(errno));
+		free(f);
+	}
+	if (d)
+		closedir(d);
+	if (!rc && rmdir(path) < 0 && errno != ENOENT)
+		rc = wshard_error_set(err, WSHARD_EIO, "cannot remove '%s': %s", path,
+				      strerror(errno));
+	return rc;
+}
+
+/* Removes path; a file already gone is fine, a folder goes with its files. */
 static enum wshard_err remove_path(const char *path, struct wshard_error *err)
 {
+	struct stat sb;
+
 	if (!path)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+		return remove_folder(path, err);
 	if (unlink(path) < 0 && errno != ENOENT)
 		return wshard_error_set(err, WSHARD_EIO, "cannot remove '%s': %s", path,
 					strerror(errno));

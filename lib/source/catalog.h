@@ -131,6 +131,14 @@ long wshard_catalog_index(const struct wshard_catalog *cat, const char *name);
 enum wshard_err catalog_read_small(const struct wshard_catalog *cat, const char *path,
 				   char **out, size_t *len, struct wshard_error *err);
 
+/*
+ * catalog_st.c: where cat->extra has a sentence-transformers modules.json,
+ * adds the files of each module folder it names ("1_Pooling/config.json"),
+ * which vLLM reads for the pooling and Dense layers.  Returns WSHARD_OK,
+ * WSHARD_EINVAL or WSHARD_EIO (modules.json unreadable), WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_st_modules(struct wshard_catalog *cat, struct wshard_error *err);
+
 /* catalog_read.c: reads config.json at path into cat->config.  Returns
  * WSHARD_OK, WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM. */
 /*

@@ -433,6 +433,8 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 			goto out;
 	}
 	rc = cat->archive ? scan_archive(cat, err) : scan_dir(cat, err);
+	if (!rc)
+		rc = catalog_st_modules(cat, err);
 out:
 	free(index);
 	free(single);

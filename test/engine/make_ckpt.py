@@ -173,6 +173,9 @@ CASES = {
     "gemma2_model": ("Gemma2Config", "Gemma2Model", {}),
     # encoder-only embedding models (BGE, E5, bge-m3): BERT and XLM-R
     "bert_model": ("BertConfig", "BertModel", {}),
+    # as sentence-transformers saves it: mean pooling (1_Pooling), where
+    # vLLM's default for BERT is CLS, and a Dense projection (2_Dense)
+    "bert_model-st": ("BertConfig", "BertModel", None),
     # (config.json of bge-m3 and kin says position_embedding_type, which
     # vLLM reads and transformers 5 no longer writes)
     "xlmr_model": ("XLMRobertaConfig", "XLMRobertaModel",
@@ -1318,6 +1321,36 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification")
 
 
+def st_modules(out, cfg):
+    """sentence-transformers' module folders beside the model: mean
+    pooling, a Dense layer to half the width, normalisation (vLLM reads
+    them from the model folder: modules.json, 1_Pooling/config.json,
+    2_Dense/config.json and its weights)."""
+    import json
+    import torch
+    from safetensors.torch import save_file
+    mods = [("", "sentence_transformers.models.Transformer"),
+            ("1_Pooling", "sentence_transformers.models.Pooling"),
+            ("2_Dense", "sentence_transformers.models.Dense"),
+            ("3_Normalize", "sentence_transformers.models.Normalize")]
+    with open(os.path.join(out, "modules.json"), "w") as f:
+        json.dump([{"idx": i, "name": str(i), "path": p, "type": t}
+                   for i, (p, t) in enumerate(mods)], f)
+    for p in ("1_Pooling", "2_Dense", "3_Normalize"):
+        os.makedirs(os.path.join(out, p), exist_ok=True)
+    h = cfg.hidden_size
+    with open(os.path.join(out, "1_Pooling", "config.json"), "w") as f:
+        json.dump({"word_embedding_dimension": h, "pooling_mode_cls_token": False,
+                   "pooling_mode_mean_tokens": True}, f)
+    with open(os.path.join(out, "2_Dense", "config.json"), "w") as f:
+        json.dump({"in_features": h, "out_features": h // 2, "bias": True,
+                   "activation_function": "torch.nn.modules.linear.Identity"}, f)
+    torch.manual_seed(99)
+    save_file({"linear.weight": torch.randn(h // 2, h) * 0.05,
+               "linear.bias": torch.randn(h // 2) * 0.05},
+              os.path.join(out, "2_Dense", "model.safetensors"))
+
+
 def word_level(cfg, special):
     """A word-level tokenizer for the tiny vocabulary: the special tokens at
     their ids, every other id a word "tN"."""
@@ -2340,6 +2373,8 @@ def make(arch, out):
         # vLLM's pooling runner tokenizes even token-id prompts' outputs
         word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3},
                        "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
+    if arch.endswith("-st"):
+        st_modules(out, cfg)
     if compressor is not None:
         compressor.update_config(out)
     if arch.startswith("qwen3_moe-nvfp4") or arch.startswith("qwen3_moe-mxfp4"):
