@@ -54,6 +54,18 @@ static enum wshard_err parse_image_norm(const struct wshard_rules *r, json_t *x,
 	return WSHARD_OK;
 }
 
+/* An expression given as a string or an integer, copied as text (NULL:
+ * out of memory). */
+static char *expr_text(json_t *v)
+{
+	char buf[32];
+
+	if (json_is_string(v))
+		return strdup(json_string_value(v));
+	snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+	return strdup(buf);
+}
+
 /*
  * "arange": EXPR (a config.json expression) makes extra e the I64 tensor
  * [1, EXPR] of 0 .. EXPR - 1, as torch.arange(EXPR).unsqueeze(0): the
@@ -66,7 +78,6 @@ static enum wshard_err parse_arange(const struct wshard_rules *r, json_t *x,
 {
 	json_t *v = json_object_get(x, "arange");
 	const char *dtype = json_string_value(json_object_get(x, "dtype"));
-	char buf[32];
 
 	if (!v)
 		return WSHARD_OK;
@@ -78,9 +89,7 @@ static enum wshard_err parse_arange(const struct wshard_rules *r, json_t *x,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': extra '%s': \"arange\" is an expression, with no \"value\", \"image_norm\", \"with\", \"when\", \"each\", \"option\" or {n}, and is I64",
 					r->name, name);
-	if (json_is_integer(v))
-		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
-	e->arange = strdup(json_is_string(v) ? json_string_value(v) : buf);
+	e->arange = expr_text(v);
 	if (!e->arange)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	e->dtype = WSHARD_I64;
@@ -95,7 +104,6 @@ static enum wshard_err parse_each(const struct wshard_rules *r, json_t *x, const
 {
 	json_t *each = json_object_get(x, "each");
 	json_t *count = json_object_get(each, "count"), *cond = json_object_get(each, "if");
-	char buf[32];
 
 	if (!each)
 		return WSHARD_OK;
@@ -105,9 +113,7 @@ static enum wshard_err parse_each(const struct wshard_rules *r, json_t *x, const
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': extra '%s': \"each\" is {\"count\": EXPR, \"if\": COND}, for a name with {i} and a \"with\" without",
 					r->name, name);
-	if (json_is_integer(count))
-		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(count));
-	e->each_count = strdup(json_is_string(count) ? json_string_value(count) : buf);
+	e->each_count = expr_text(count);
 	e->each_if = dup_or_null(json_string_value(cond));
 	if (!e->each_count || (cond && !e->each_if))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
