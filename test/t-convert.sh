@@ -255,6 +255,34 @@ for run in first again; do
 		fail "sentence-transformers ($run): convert failed: $(head -c 300 "$T/sterr")"
 	fi
 done
+# ... and vLLM serves it with its pooling runner, which holds no LM head:
+# none is written (the manifest says why), a tied embedding keeps its own
+# name, and with --pp the last stage holds it too.
+py_st "$T/st-out/wshard.json" "$T"/st-out/model-rank-*.safetensors <<'EOF' ||
+import json, sys
+import st
+m = json.load(open(sys.argv[1]))
+why = {x["name"]: x["reason"] for x in m.get("left_out", [])}
+assert "pooling runner" in why.get("lm_head.weight", ""), why
+for p in sys.argv[2:]:
+    t = st.read([p])
+    assert "lm_head.weight" not in t and "model.embed_tokens.weight" in t, (p, sorted(t)[:4])
+EOF
+	fail "sentence-transformers: an LM head written, or not said"
+gen "$T/src-st-tied" $S --tie
+cp "$T/src-st/modules.json" "$T/src-st-tied/" && cp -r "$T/src-st/1_Pooling" "$T/src-st-tied/"
+if "$WSHARD" convert --tp 1 --pp 2 "$T/src-st-tied" "$T/st-tied" >/dev/null 2>"$T/sterr"; then
+	py_st "$T"/st-tied/model-pp-0-*.safetensors "$T"/st-tied/model-pp-1-*.safetensors <<'EOF' ||
+import sys
+import st
+for p in sys.argv[1:]:
+    t = st.read([p])
+    assert "lm_head.weight" not in t and "model.embed_tokens.weight" in t, (p, sorted(t)[:4])
+EOF
+		fail "sentence-transformers, tied, --pp 2: not the embedding on both stages"
+else
+	fail "sentence-transformers, tied, --pp 2: convert failed: $(head -c 300 "$T/sterr")"
+fi
 (cd "$T/src-st" && tar -cf "$T/src-st.tar" ./*)
 if "$WSHARD" convert --tp 2 "$T/src-st.tar" "$T/st-tar" >/dev/null 2>"$T/sterr"; then
 	got=$(st_out "$T/st-tar")

@@ -383,6 +383,14 @@ char *plan_output_name(const struct wshard_plan *plan, const char *pattern,
 		       const struct rules_capture *cap);
 
 /*
+ * plan_layout.c: where the source is a sentence-transformers model (its
+ * modules.json names a Pooling module), vLLM picks its pooling runner and
+ * holds no LM head: for output out of an LM head, a skip rule saying so
+ * (its reason the manifest's); else NULL.
+ */
+const struct rules_rule *plan_pooled_head(const struct wshard_plan *plan, const char *out);
+
+/*
  * plan_layout.c: the rules' "rename_layers" for this checkpoint into
  * plan (the first layer renamed, the prefix and the name).  Returns
  * WSHARD_OK, WSHARD_EINVAL (a bad expression; --pp where layers are

@@ -192,3 +192,20 @@ enum wshard_err plan_set_rename(struct wshard_plan *plan, const struct wshard_ru
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	return WSHARD_OK;
 }
+
+/* Whether output name is an LM head's ("lm_head.weight",
+ * "language_model.lm_head.weight", a quantized head's scales). */
+static bool lm_head(const char *name)
+{
+	return !strncmp(name, "lm_head.", 8) || strstr(name, ".lm_head.") != NULL;
+}
+
+const struct rules_rule *plan_pooled_head(const struct wshard_plan *plan, const char *out)
+{
+	static char reason[] = "an LM head: vLLM serves a sentence-transformers model "
+			       "(modules.json with a Pooling module) with its pooling runner, "
+			       "which holds none";
+	static const struct rules_rule pooled = { .kind = RULE_SKIP, .reason = reason };
+
+	return plan->cat->st_pooling && lm_head(out) ? &pooled : NULL;
+}

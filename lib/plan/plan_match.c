@@ -349,12 +349,18 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 	mt->seen[j * (size_t)(mt->width + 1) + (size_t)(m->cap.n < 0 ? 0 : m->cap.n)] = true;
 	if (m->rule->kind == RULE_SKIP)
 		return WSHARD_OK;
-	if (mt->tied && strcmp(as, rules->tie_source) == 0)
+	/* the pooling runner's model keeps a tied embedding under its name */
+	if (mt->tied && !plan->cat->st_pooling && strcmp(as, rules->tie_source) == 0)
 		m->out = strdup(rules_tie_output(rules, plan->config));
 	else
 		m->out = plan_output_name(plan, m->rule->output, &m->cap);
 	if (!m->out)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (plan_pooled_head(plan, m->out)) {
+		m->rule = plan_pooled_head(plan, m->out);
+		free(m->out);
+		m->out = NULL;
+	}
 	return WSHARD_OK;
 }
 

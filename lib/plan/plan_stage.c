@@ -207,12 +207,18 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 		if (strcmp(rules->rules[i].match, rules->tie_source) == 0)
 			tied.embed = rules->rules[i].output ? rules->rules[i].output
 							    : rules->rules[i].match;
-	if (tied.embed && !place_of(plan, rules, tied.embed, &tied.pl, &past))
+	/* vLLM's pooling runner (a sentence-transformers model) has no head,
+	 * and keeps the tied embedding under its own name on the head's
+	 * stages too (its models build embed_tokens on the last stage where
+	 * tie_word_embeddings) */
+	tied.head = !tied.embed ? NULL : plan->cat->st_pooling ? tied.embed
+							       : rules_tie_output(rules, plan->config);
+	if (tied.embed && !place_of(plan, rules, plan->cat->st_pooling ?
+				    rules_tie_output(rules, plan->config) : tied.embed,
+				    &tied.pl, &past))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"rules '%s' give no pipeline stage for output '%s'",
 					rules->name, tied.embed);
-	if (tied.embed)
-		tied.head = rules_tie_output(rules, plan->config);
 	ranks = calloc((size_t)n, sizeof(*ranks));
 	caps = calloc((size_t)n, sizeof(*caps));
 	if (!ranks || !caps) {

@@ -85,6 +85,9 @@ struct wshard_catalog {
 	char **ignored;		/* .safetensors files the index does not use */
 	size_t nextra;
 	char **extra;		/* non-weight files to copy, sorted */
+	bool st_pooling;	/* sentence-transformers' modules.json names a
+				 * Pooling module: vLLM serves the model with
+				 * its pooling runner, no LM head (catalog_st.c) */
 	size_t nviews;
 	struct wshard_st_tensor *views;	/* the experts of the tensors a plan's
 					 * rules read by rows ("experts_in_rows",

@@ -126,7 +126,13 @@ enum wshard_err catalog_st_modules(struct wshard_catalog *cat, struct wshard_err
 	mods = json_is_object(doc) ? json_object_get(doc, "modules") : doc;
 	json_array_foreach(json_is_array(mods) ? mods : NULL, k, m) {
 		const char *folder = json_string_value(json_object_get(m, "path"));
+		const char *type = json_string_value(json_object_get(m, "type"));
 		size_t j;
+
+		/* vLLM's _ST_POOLING_MODULE_TYPES */
+		if (type && (!strcmp(type, "sentence_transformers.models.Pooling") ||
+			     !strcmp(type, "sentence_transformers.sentence_transformer.modules.pooling.Pooling")))
+			cat->st_pooling = true;
 
 		if (!module_folder(folder))
 			continue;

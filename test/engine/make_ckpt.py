@@ -176,6 +176,12 @@ CASES = {
     # as sentence-transformers saves it: mean pooling (1_Pooling), where
     # vLLM's default for BERT is CLS, and a Dense projection (2_Dense)
     "bert_model-st": ("BertConfig", "BertModel", None),
+    # Qwen3-Embedding's form: the causal model saved whole, with
+    # sentence-transformers' last-token pooling beside it, from which vLLM
+    # picks the pooling runner itself
+    "qwen3-st": ("Qwen3Config", "Qwen3ForCausalLM", None),
+    # gte-Qwen2's form: an untied LM head in the checkpoint, left out
+    "qwen2-st": ("Qwen2Config", "Qwen2ForCausalLM", None),
     # (config.json of bge-m3 and kin says position_embedding_type, which
     # vLLM reads and transformers 5 no longer writes)
     "xlmr_model": ("XLMRobertaConfig", "XLMRobertaModel",
@@ -1321,11 +1327,12 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification")
 
 
-def st_modules(out, cfg):
+def st_modules(out, cfg, decoder):
     """sentence-transformers' module folders beside the model: mean
     pooling, a Dense layer to half the width, normalisation (vLLM reads
     them from the model folder: modules.json, 1_Pooling/config.json,
-    2_Dense/config.json and its weights)."""
+    2_Dense/config.json and its weights); for a decoder (Qwen3-Embedding)
+    last-token pooling and normalisation only."""
     import json
     import torch
     from safetensors.torch import save_file
@@ -1333,15 +1340,20 @@ def st_modules(out, cfg):
             ("1_Pooling", "sentence_transformers.models.Pooling"),
             ("2_Dense", "sentence_transformers.models.Dense"),
             ("3_Normalize", "sentence_transformers.models.Normalize")]
+    if decoder:
+        del mods[2]
     with open(os.path.join(out, "modules.json"), "w") as f:
         json.dump([{"idx": i, "name": str(i), "path": p, "type": t}
                    for i, (p, t) in enumerate(mods)], f)
-    for p in ("1_Pooling", "2_Dense", "3_Normalize"):
+    for p, _ in mods[1:]:
         os.makedirs(os.path.join(out, p), exist_ok=True)
     h = cfg.hidden_size
     with open(os.path.join(out, "1_Pooling", "config.json"), "w") as f:
         json.dump({"word_embedding_dimension": h, "pooling_mode_cls_token": False,
-                   "pooling_mode_mean_tokens": True}, f)
+                   "pooling_mode_mean_tokens": not decoder,
+                   "pooling_mode_lasttoken": decoder}, f)
+    if decoder:
+        return
     with open(os.path.join(out, "2_Dense", "config.json"), "w") as f:
         json.dump({"in_features": h, "out_features": h // 2, "bias": True,
                    "activation_function": "torch.nn.modules.linear.Identity"}, f)
@@ -2369,12 +2381,12 @@ def make(arch, out):
     variant = arch.rsplit("-", 1)[-1]
     compressor = quantize_ct(model, variant) if variant in CT_SCHEMES else None
     model.save_pretrained(out, max_shard_size="1MB")
-    if model_name in POOLING:
+    if model_name in POOLING or arch.endswith("-st"):
         # vLLM's pooling runner tokenizes even token-id prompts' outputs
         word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3},
                        "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
     if arch.endswith("-st"):
-        st_modules(out, cfg)
+        st_modules(out, cfg, model_name.endswith("ForCausalLM"))
     if compressor is not None:
         compressor.update_config(out)
     if arch.startswith("qwen3_moe-nvfp4") or arch.startswith("qwen3_moe-mxfp4"):

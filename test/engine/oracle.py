@@ -262,7 +262,9 @@ def arch_settings(model, kw):
     code also imports the CUTLASS GEMM-AR kernel unless
     VLLM_KIMI_K3_GEMM_AR=0, which a CPU cannot use."""
     arch = architecture(model)
-    if arch in POOLING:
+    # (vLLM picks the pooling runner itself where sentence-transformers'
+    # modules.json is beside the model; the answers are then embeddings)
+    if arch in POOLING or os.path.exists(os.path.join(model, "modules.json")):
         kw.setdefault("runner", "pooling")
     if arch == "KimiLinearForCausalLM":
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
