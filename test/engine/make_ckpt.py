@@ -171,6 +171,12 @@ CASES = {
     "mistral_model": ("MistralConfig", "MistralModel", {}),
     "qwen2_model": ("Qwen2Config", "Qwen2Model", {}),
     "gemma2_model": ("Gemma2Config", "Gemma2Model", {}),
+    # EmbeddingGemma's form: the Gemma 3 text model headless (names without
+    # model.), with and without sentence-transformers' modules beside it
+    "gemma3_model": ("Gemma3TextConfig", "Gemma3TextModel",
+                     {"layer_types": ["sliding_attention", "full_attention"],
+                      "sliding_window": 8}),
+    "gemma3_model-st": ("Gemma3TextConfig", "Gemma3TextModel", None),
     # encoder-only embedding models (BGE, E5, bge-m3): BERT and XLM-R
     "bert_model": ("BertConfig", "BertModel", {}),
     # as sentence-transformers saves it: mean pooling (1_Pooling), where
@@ -1317,7 +1323,8 @@ def released_zero_experts(out, routed):
 
 # Embedding models and classifiers: served with vLLM's runner "pooling"
 # (oracle.py's POOLING)
-POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel",
+POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel",
+           "BertModel",
            "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
            "XLMRobertaForSequenceClassification", "BertForTokenClassification",
            "XLMRobertaForTokenClassification", "ModernBertModel",

@@ -53,7 +53,8 @@ import sys
 PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
 # Embedding models and classifiers (vLLM's runner "pooling"): the answers
 # are the prompts' embeddings or class probabilities, not generated tokens.
-POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "BertModel",
+POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel",
+           "BertModel",
            "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
            "XLMRobertaForSequenceClassification", "BertForTokenClassification",
            "XLMRobertaForTokenClassification", "ModernBertModel",
