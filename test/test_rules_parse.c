@@ -427,12 +427,36 @@ Test(parse, use_block)
 	parse_fails(RULES("{\"use\": \"siglip\"}"), "tensors[0]: no block \"siglip\" (built in: bert_encoder, clip_layer, ");
 	parse_fails(RULES("{\"use\": 1}"), "tensors[0]: \"use\" is the name of a block");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\"}, {\"use\": \"llama_layer\", \"split\": \"row\"}"),
-		    "tensors[1]: a \"use\" takes \"prefix\", \"output_prefix\" and \"if\" (strings) and \"comment\", not \"split\"");
+		    "tensors[1]: a \"use\" takes \"prefix\", \"output_prefix\", \"if\" and \"config\" (strings) and \"comment\", not \"split\"");
 	parse_fails(RULES("{\"use\": \"llama_layer\", \"prefix\": 2}"), "not \"prefix\"");
+	parse_fails(RULES("{\"use\": \"llama_layer\", \"config\": \"text_config\"}"),
+		    "tensors[0]: block \"llama_layer\" names no \"config\" its sizes are read from, for \"config\": \"text_config\"");
 	parse_fails("{\"fused\": 3, \"tensors\": [{\"use\": \"clip_layer\"}]}", "\"fused\" is not an object");
 	/* what the block's rules say is checked as if written out */
 	parse_fails(RULES("{\"use\": \"llama_layer\", \"prefix\": \"l.\", \"output_prefix\": \"l.{n}.\"}"),
 		    "rule 'l.input_layernorm.weight': output uses {n} but match does not");
+}
+
+/* A use's "config": the block's sizes read from another section of the
+ * config (CLIP's text tower: text_config where clip_layer says
+ * vision_config), every occurrence in every dimension. */
+Test(parse, use_block_config)
+{
+	const char *text = RULES("{\"use\": \"clip_layer\", \"prefix\": \"t.layers.{n}.\","
+				 " \"config\": \"text_config\"},"
+				 "{\"use\": \"clip_layer\", \"prefix\": \"v.layers.{n}.\"}");
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err), WSHARD_OK,
+		     "%s", err.msg);
+	cr_assert_str_eq(r->rules[0].shape[0], "text_config.hidden_size");
+	cr_assert_str_eq(r->rules[12].match, "t.layers.{n}.mlp.fc1.weight");
+	cr_assert_str_eq(r->rules[12].shape[0], "text_config.intermediate_size");
+	cr_assert_str_eq(r->rules[12].shape[1], "text_config.hidden_size");
+	cr_assert_str_eq(r->rules[16].shape[0], "vision_config.hidden_size");
+	wshard_rules_free(r);
 }
 
 /* "no_expert_parallel": a reason, kept for the plan to refuse with. */

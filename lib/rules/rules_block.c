@@ -62,6 +62,55 @@ static int set_prefixed(json_t *t, const char *key, const char *from, const char
 	return rc;
 }
 
+/* Every occurrence of from in s replaced by to: a new string, or NULL. */
+static char *replace_all(const char *s, const char *from, const char *to)
+{
+	size_t n = 0, fl = strlen(from), tl = strlen(to);
+	const char *p;
+	char *out, *o;
+
+	for (p = s; (p = strstr(p, from)) != NULL; p += fl)
+		n++;
+	if (!(out = malloc(strlen(s) + n * tl + 1)))
+		return NULL;
+	for (o = out; (p = strstr(s, from)) != NULL; s = p + fl) {
+		memcpy(o, s, (size_t)(p - s));
+		o += p - s;
+		memcpy(o, to, tl);
+		o += tl;
+	}
+	strcpy(o, s);
+	return out;
+}
+
+/* A use's "config": the block's sizes read from another section of the
+ * model's config (a CLIP text tower's layers: text_config where the block
+ * says vision_config).  Each string of t's "shape" rewritten. */
+static int set_config(json_t *t, const char *block_config, const char *config)
+{
+	json_t *shape = json_object_get(t, "shape"), *v;
+	char from[128], to[128];
+	size_t i;
+
+	if (!config || !json_is_array(shape))
+		return 0;
+	snprintf(from, sizeof(from), "%s.", block_config);
+	snprintf(to, sizeof(to), "%s.", config);
+	json_array_foreach(shape, i, v) {
+		char *s;
+
+		if (!json_is_string(v))
+			continue;
+		if (!(s = replace_all(json_string_value(v), from, to)) ||
+		    json_array_set_new(shape, i, json_string(s))) {
+			free(s);
+			return -1;
+		}
+		free(s);
+	}
+	return 0;
+}
+
 /* The use's condition and the rule's, both. */
 static int set_cond(json_t *t, const char *cond)
 {
@@ -120,18 +169,19 @@ static enum wshard_err expand_use(const char *rules, json_t *root, json_t *use, 
 	const char *prefix = json_string_value(json_object_get(use, "prefix"));
 	const char *oprefix = json_string_value(json_object_get(use, "output_prefix"));
 	const char *cond = json_string_value(json_object_get(use, "if"));
-	const char *text, *key;
+	const char *config = json_string_value(json_object_get(use, "config"));
+	const char *text, *key, *block_config;
 	json_t *block, *val;
 	enum wshard_err rc = WSHARD_OK;
 	size_t i;
 
 	json_object_foreach(use, key, val) {
 		bool str = !strcmp(key, "prefix") || !strcmp(key, "output_prefix") ||
-			   !strcmp(key, "if");
+			   !strcmp(key, "if") || !strcmp(key, "config");
 
 		if (strcmp(key, "use") && strcmp(key, "comment") && !(str && json_is_string(val)))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': tensors[%zu]: a \"use\" takes \"prefix\", \"output_prefix\" and \"if\" (strings) and \"comment\", not \"%s\"",
+						"'%s': tensors[%zu]: a \"use\" takes \"prefix\", \"output_prefix\", \"if\" and \"config\" (strings) and \"comment\", not \"%s\"",
 						rules, idx, key);
 	}
 	if (!name)
@@ -142,6 +192,13 @@ static enum wshard_err expand_use(const char *rules, json_t *root, json_t *use, 
 	block = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
 	if (!block)
 		return wshard_error_set(err, WSHARD_EINVAL, "block \"%s\" is not valid JSON", name);
+	block_config = json_string_value(json_object_get(block, "config"));
+	if (config && (!block_config || strlen(config) > 100 || strlen(block_config) > 100)) {
+		json_decref(block);
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': tensors[%zu]: block \"%s\" names no \"config\" its sizes are read from, for \"config\": \"%s\"",
+					rules, idx, name, config);
+	}
 	rc = merge_fused(rules, root, block, name, err);
 	for (i = 0; !rc && i < json_array_size(json_object_get(block, "tensors")); i++) {
 		json_t *t = json_deep_copy(json_array_get(json_object_get(block, "tensors"), i));
@@ -158,7 +215,8 @@ static enum wshard_err expand_use(const char *rules, json_t *root, json_t *use, 
 		    (prefix && json_object_get(t, "output") && !oprefix &&
 		     set_prefixed(t, "output", "output", prefix)) ||
 		    (prefix && set_prefixed(t, "match", "match", prefix)) ||
-		    set_cond(t, cond) || json_array_append_new(out, t))
+		    set_cond(t, cond) || set_config(t, block_config, config) ||
+		    json_array_append_new(out, t))
 			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
 	json_decref(block);

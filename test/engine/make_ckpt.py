@@ -195,6 +195,26 @@ CASES = {
     # RoBERTa saved with its MLM head, served as an embedding model
     "roberta_mlm": ("RobertaConfig", "RobertaForMaskedLM",
                     {"position_embedding_type": "absolute"}),
+    # CLIP as an embedding model: a text tower (77 positions: the position
+    # embedding padded as a vocabulary) and a tiny vision tower; the text
+    # embeddings are padded to projection_dim, which must hold them (vLLM's
+    # runner sizes them by text_config's, as released configs repeat it)
+    "clip": ("CLIPConfig", "CLIPModel",
+             {"text_config": {"max_position_embeddings": 77, "pad_token_id": 1,
+                              "projection_dim": 256,
+                              "bos_token_id": 2, "eos_token_id": 3},
+              "vision_config": CLIP_TOWER, "projection_dim": 256}),
+    # SigLIP as an embedding model: both towers as wide as the text head
+    # (vLLM pads text embeddings to projection_size, images fill it); text
+    # heads of 64 (vLLM's CPU attention takes no 16)
+    "siglip": ("SiglipConfig", "SiglipModel",
+               {"text_config": {"hidden_size": 128, "intermediate_size": 256,
+                                "num_attention_heads": 2, "max_position_embeddings": 64,
+                                "projection_size": 128, "pad_token_id": 1,
+                                "bos_token_id": 2, "eos_token_id": 3},
+                "vision_config": {"hidden_size": 128, "intermediate_size": 256,
+                                  "num_hidden_layers": 2, "num_attention_heads": 4,
+                                  "image_size": 56, "patch_size": 14}}),
     # Classifiers and reward models: a score head in place of the LM head
     # (one label: a reward model; three: a classifier)
     "llama_cls": ("LlamaConfig", "LlamaForSequenceClassification", {"num_labels": 1}),
@@ -1329,7 +1349,7 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "XLMRobertaForSequenceClassification", "BertForTokenClassification",
            "XLMRobertaForTokenClassification", "ModernBertModel",
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
-           "GPT2ForSequenceClassification",
+           "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification")
 
@@ -1672,6 +1692,26 @@ def paddleocr_vl_processor(out, cfg):
     transformers.PaddleOCRVLProcessor(
         image_processor=transformers.PaddleOCRVLImageProcessor(
             size={"shortest_edge": px, "longest_edge": px}),
+        tokenizer=tok).save_pretrained(out)
+
+
+def clip_processor(out, cfg):
+    """Writes a word-level tokenizer and CLIPProcessor (SiglipProcessor) for
+    the tiny vocabulary; 56x56 images.  vLLM's CLIP takes token 0 for an
+    image's place holder and asserts that it is no special token."""
+    import transformers
+    special = {"<unk>": 4, "<pad>": 1, "<|startoftext|>": 2, "<|endoftext|>": 3}
+    tok = word_tokenizer(cfg.text_config, special, "<pad>", "<|endoftext|>",
+                         "<|startoftext|>", "<unk>")
+    v = cfg.vision_config.image_size
+    if cfg.model_type == "siglip":
+        transformers.SiglipProcessor(
+            image_processor=transformers.SiglipImageProcessor(size={"height": v, "width": v}),
+            tokenizer=tok).save_pretrained(out)
+        return
+    transformers.CLIPProcessor(
+        image_processor=transformers.CLIPImageProcessor(
+            size={"shortest_edge": v}, crop_size={"height": v, "width": v}),
         tokenizer=tok).save_pretrained(out)
 
 
@@ -2388,7 +2428,9 @@ def make(arch, out):
     variant = arch.rsplit("-", 1)[-1]
     compressor = quantize_ct(model, variant) if variant in CT_SCHEMES else None
     model.save_pretrained(out, max_shard_size="1MB")
-    if model_name in POOLING or arch.endswith("-st"):
+    if arch in ("clip", "siglip"):
+        clip_processor(out, cfg)
+    elif model_name in POOLING or arch.endswith("-st"):
         # vLLM's pooling runner tokenizes even token-id prompts' outputs
         word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3},
                        "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)

@@ -59,7 +59,7 @@ POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "XLMRobertaForSequenceClassification", "BertForTokenClassification",
            "XLMRobertaForTokenClassification", "ModernBertModel",
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
-           "GPT2ForSequenceClassification",
+           "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification"}
 MAX_TOKENS = 8
@@ -129,6 +129,12 @@ def image_prompt(model):
                                      tc["vision_end_token_id"], tc["audio_start_token_id"],
                                      audio, tc["audio_end_token_id"], 243, 9],
                 "multi_modal_data": {"image": Image.fromarray(px), "audio": (wav, 16000)}}
+    if cfg["architectures"][0] in ("CLIPModel", "SiglipModel"):
+        # CLIP and SigLIP embed an image alone: no tokens (vLLM refuses text
+        # beside it)
+        size = cfg["vision_config"]["image_size"]
+        px = np.random.default_rng(7).integers(0, 256, (size, size, 3), dtype=np.uint8)
+        return {"prompt_token_ids": [], "multi_modal_data": {"image": Image.fromarray(px)}}
     if "LlavaNextVideo" in cfg["architectures"][0]:
         # LLaVA-NeXT-Video takes videos only: four 56x56 frames at its
         # video token, which vLLM expands
@@ -270,6 +276,10 @@ def arch_settings(model, kw):
     if arch == "KimiLinearForCausalLM":
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
         os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
+    if arch in ("CLIPModel", "SiglipModel"):
+        # the text tower's absolute positions bound the length (77, 64)
+        cfg = json.load(open(os.path.join(model, "config.json")))
+        kw.setdefault("max_model_len", cfg["text_config"]["max_position_embeddings"])
     if arch == "AriaForConditionalGeneration":
         # its processor takes images of 490 or 980 pixels only: the test's
         # is 256 tokens, past the default length
@@ -307,7 +317,8 @@ def answers(model, tp, out, **kw):
     prompts = [{"prompt_token_ids": p} for p in PROMPTS]
     if is_whisper(model):
         prompts = whisper_prompts()
-    elif tok and kw.get("runner") != "pooling":
+    elif tok and (kw.get("runner") != "pooling" or
+                 architecture(model) in ("CLIPModel", "SiglipModel")):
         prompts.append(image_prompt(model))
     got = []
     if kw.get("runner") == "pooling" and architecture(model).endswith("TokenClassification"):
