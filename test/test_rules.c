@@ -226,7 +226,7 @@ static const char *const archs[] = {
 
 /* Embedding models saved headless: names without "model.", no LM head. */
 static const char *const embed_archs[] = {
-	"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model",
+	"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "LlamaBidirectionalModel",
 };
 #define NEMBED (sizeof(embed_archs) / sizeof(embed_archs[0]))
 
@@ -234,7 +234,7 @@ static const char *const embed_archs[] = {
 static const char *const cls_archs[] = {
 	"LlamaForSequenceClassification", "MistralForSequenceClassification",
 	"Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
-	"GPT2ForSequenceClassification",
+	"GPT2ForSequenceClassification", "LlamaBidirectionalForSequenceClassification",
 };
 #define NCLS (sizeof(cls_archs) / sizeof(cls_archs[0]))
 

@@ -171,6 +171,11 @@ CASES = {
     "mistral_model": ("MistralConfig", "MistralModel", {}),
     "qwen2_model": ("Qwen2Config", "Qwen2Model", {}),
     "gemma2_model": ("Gemma2Config", "Gemma2Model", {}),
+    # NVIDIA's bidirectional Llama embedders and rerankers (llama-nemotron-
+    # embed, -rerank): LlamaModel's and LlamaForSequenceClassification's
+    # weights, config.json naming LlamaBidirectional* with its pooling
+    "llama_bidir": ("LlamaConfig", "LlamaModel", {}),
+    "llama_bidir_cls": ("LlamaConfig", "LlamaForSequenceClassification", {"num_labels": 1}),
     # EmbeddingGemma's form: the Gemma 3 text model headless (names without
     # model.), with and without sentence-transformers' modules beside it
     "gemma3_model": ("Gemma3TextConfig", "Gemma3TextModel",
@@ -2459,6 +2464,12 @@ def make(arch, out):
         released_zero_experts(out, cfg.n_routed_experts)
     if arch.startswith("olmo_hybrid"):
         olmo_hybrid_released(out, cfg)
+    if arch.startswith("llama_bidir"):
+        from ckpt_io import update_config
+        update_config(out, lambda c: c.update(
+            architectures=["LlamaBidirectional" + ("ForSequenceClassification"
+                                                   if arch.endswith("_cls") else "Model")],
+            pooling="avg"))
     if arch == "phimoe":
         from ckpt_io import update_config
         update_config(out, lambda c: c.update(architectures=["PhiMoEForCausalLM"]))

@@ -60,6 +60,7 @@ POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "XLMRobertaForTokenClassification", "ModernBertModel",
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
            "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel",
+           "LlamaBidirectionalModel", "LlamaBidirectionalForSequenceClassification",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification"}
 MAX_TOKENS = 8
