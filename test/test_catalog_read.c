@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 
 #include "wshard.h"
 #include "source/catalog.h"
@@ -57,6 +58,27 @@ Test(config, fields)
 	cr_assert_eq(c->shared_expert_intermediate_size, -1);
 	cr_assert_eq(c->tie_word_embeddings, 0);
 	cr_assert_not_null(c->json);
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
+/* ColPali's vlm_config: its keys lifted to the top as vLLM reads them,
+ * where the top has none (model_type and _name_or_path never). */
+Test(config, vlm_config_lifted)
+{
+	char *dir;
+	struct wshard_catalog *cat = open_gen(&dir,
+		"--layers 1 --hidden 96 --set-config 'vlm_config={\"model_type\": \"paligemma\", "
+		"\"hidden_size\": 999, \"projection_dim\": 7, \"vision_config\": "
+		"{\"num_hidden_layers\": 3}}'");
+	json_t *j = cat->config.json;
+
+	cr_assert_eq(json_integer_value(json_object_get(j, "projection_dim")), 7);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(j, "vision_config"),
+							"num_hidden_layers")), 3);
+	cr_assert_eq(json_integer_value(json_object_get(j, "hidden_size")), 96);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "model_type")), "llama");
+	cr_assert_eq(cat->config.hidden_size, 96);
 	wshard_catalog_free(cat);
 	rm_tree(dir);
 }

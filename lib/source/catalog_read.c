@@ -202,6 +202,26 @@ static enum wshard_err modelopt_config(struct wshard_catalog *cat, const char *c
 	return WSHARD_OK;
 }
 
+/*
+ * ColPali's config.json wraps the PaliGemma config it was trained from in
+ * vlm_config; vLLM reads it as that config with its keys lifted to the top
+ * (transformers_utils/configs/colpali.py: a key the file has at the top
+ * wins), and so does wshard, in memory only.
+ */
+static int lift_vlm_config(json_t *root)
+{
+	json_t *vlm = json_object_get(root, "vlm_config"), *v;
+	const char *key;
+
+	if (!json_is_object(vlm))
+		return 0;
+	json_object_foreach(vlm, key, v)
+		if (strcmp(key, "model_type") != 0 && strcmp(key, "_name_or_path") != 0 &&
+		    !json_object_get(root, key) && json_object_set(root, key, v))
+			return -1;
+	return 0;
+}
+
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err)
 {
@@ -223,6 +243,8 @@ enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path
 					root ? "not a JSON object" : jerr.text);
 	}
 	c->json = root;
+	if (lift_vlm_config(root))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	c->text = model_config(root);
 	rc = modelopt_config(cat, path, root, err);
 	if (rc)

@@ -585,6 +585,12 @@ CASES = {
     # PaliGemma 2's Gemma 2 text model.
     "paligemma": ("PaliGemmaConfig", "PaliGemmaForConditionalGeneration",
                   dict(PALIGEMMA, text_config={"model_type": "gemma"})),
+    # ColPali (vidore/colpali-v1.3-hf): PaliGemma under vlm. with a
+    # projection to 128 a token, served by vLLM as a multi-vector retriever
+    "colpali": ("ColPaliConfig", "ColPaliForRetrieval",
+                {"embedding_dim": 128,
+                 "vlm_config": dict(PALIGEMMA, model_type="paligemma",
+                                    text_config={"model_type": "gemma"})}),
     "paligemma-gemma2": ("PaliGemmaConfig", "PaliGemmaForConditionalGeneration",
                          dict(PALIGEMMA, text_config={"model_type": "gemma2",
                                                       "query_pre_attn_scalar": 64,
@@ -1354,7 +1360,7 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "XLMRobertaForSequenceClassification", "BertForTokenClassification",
            "XLMRobertaForTokenClassification", "ModernBertModel",
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
-           "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel",
+           "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification")
 
@@ -2413,7 +2419,11 @@ def make(arch, out):
     cfg_name, model_name, over = CASES[arch]
     if over is None:
         over = CASES[arch.rsplit("-", 1)[0]][2]
-    if "thinker_config" in over or "encoder_layers" in over:
+    if "vlm_config" in over:
+        # ColPali's: the PaliGemma config it wraps, COMMON its text model's
+        vlm = over["vlm_config"]
+        kw = dict(over, vlm_config=dict(vlm, text_config=dict(COMMON, **vlm["text_config"])))
+    elif "thinker_config" in over or "encoder_layers" in over:
         kw = dict(over)		# Qwen's omni models', Whisper's: the case gives it whole
     elif "text_config" in over:
         # a multimodal config: COMMON is the text model's
@@ -2522,6 +2532,10 @@ def make(arch, out):
     if arch.startswith("paligemma"):
         released_vision_names(out)
         paligemma_processor(out, cfg)
+    if arch == "colpali":
+        # vidore's release: the tower under vlm.vision_tower.vision_model.
+        released_vision_names(out, "vlm.vision_tower.")
+        paligemma_processor(out, cfg.vlm_config)
     if arch.endswith("-tf452"):
         tf452_names(out)
     if arch.startswith("cohere2_vision"):

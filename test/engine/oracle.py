@@ -59,7 +59,7 @@ POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "XLMRobertaForSequenceClassification", "BertForTokenClassification",
            "XLMRobertaForTokenClassification", "ModernBertModel",
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
-           "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel",
+           "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",
            "LlamaBidirectionalModel", "LlamaBidirectionalForSequenceClassification",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification"}
@@ -161,6 +161,10 @@ def image_prompt(model):
             # InternVL's original layout: vLLM replaces an <image> token
             # (make_ckpt.py's tokenizer: 994)
             image = [994]
+    elif "ColPali" in cfg["architectures"][0]:
+        # ColPali: PaliGemma's prompt under vlm_config (an image, then text)
+        size = cfg["vlm_config"]["vision_config"]["image_size"]
+        image = []
     elif any(a in cfg["architectures"][0] for a in ("PaliGemma", "Blip2")):
         # PaliGemma: no image token in the prompt; vLLM inserts the image's
         # tokens and a bos after the prompt's bos (BLIP-2: its query
@@ -319,10 +323,15 @@ def answers(model, tp, out, **kw):
     if is_whisper(model):
         prompts = whisper_prompts()
     elif tok and (kw.get("runner") != "pooling" or
-                 architecture(model) in ("CLIPModel", "SiglipModel")):
+                 architecture(model) in ("CLIPModel", "SiglipModel", "ColPaliForRetrieval")):
         prompts.append(image_prompt(model))
     got = []
-    if kw.get("runner") == "pooling" and architecture(model).endswith("TokenClassification"):
+    if kw.get("runner") == "pooling" and architecture(model) == "ColPaliForRetrieval":
+        # a multi-vector retriever: an embedding a token, the tokens in turn
+        for r in llm.encode(prompts, pooling_task="token_embed", use_tqdm=False):
+            got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
+        res = []
+    elif kw.get("runner") == "pooling" and architecture(model).endswith("TokenClassification"):
         # a label's probabilities a token, the tokens one after another
         for r in llm.encode(prompts, pooling_task="token_classify", use_tqdm=False):
             got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
