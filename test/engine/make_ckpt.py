@@ -1353,7 +1353,7 @@ def released_zero_experts(out, routed):
 
 
 # Embedding models and classifiers: served with vLLM's runner "pooling"
-# (oracle.py's POOLING)
+# (oracle.py reads this list)
 POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel",
            "BertModel",
            "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",

@@ -50,19 +50,17 @@ import os
 import struct
 import sys
 
+# (loaded as a module by scripts/learn-rules too, from another folder)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_ckpt  # noqa: E402
+
 PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
 # Embedding models and classifiers (vLLM's runner "pooling"): the answers
 # are the prompts' embeddings or class probabilities, not generated tokens.
-POOLING = {"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel",
-           "BertModel",
-           "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
-           "XLMRobertaForSequenceClassification", "BertForTokenClassification",
-           "XLMRobertaForTokenClassification", "ModernBertModel",
-           "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
-           "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",
-           "LlamaBidirectionalModel", "LlamaBidirectionalForSequenceClassification",
-           "LlamaForSequenceClassification", "MistralForSequenceClassification",
-           "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification"}
+# (make_ckpt.py's classes, and the architectures config.json names for
+# weights a transformers class saved: NVIDIA's bidirectional Llamas)
+POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
+                                    "LlamaBidirectionalForSequenceClassification"}
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
