@@ -181,20 +181,30 @@ static enum wshard_err write_config(struct convert *cv, const char *dst, const c
 }
 
 /* The folder of OUT that extra name goes in (a sentence-transformers
- * module's, "1_Pooling/config.json"), made; none for a top-level name. */
+ * module's, "1_Pooling/config.json"), malloc'd; NULL for a top-level name
+ * (or out of memory). */
+static char *folder_of(const char *out, const char *name)
+{
+	const char *slash = strchr(name, '/');
+	char *dir = slash ? malloc(strlen(out) + (size_t)(slash - name) + 2) : NULL;
+
+	if (dir)
+		sprintf(dir, "%s/%.*s", out, (int)(slash - name), name);
+	return dir;
+}
+
+/* The folder of OUT that extra name goes in, made; none for a top-level
+ * name. */
 static enum wshard_err make_folder(const char *out, const char *name,
 				   struct wshard_error *err)
 {
-	const char *slash = strchr(name, '/');
 	char *dir;
 	enum wshard_err rc = WSHARD_OK;
 
-	if (!slash)
+	if (!strchr(name, '/'))
 		return WSHARD_OK;
-	dir = malloc(strlen(out) + (size_t)(slash - name) + 2);
-	if (!dir)
+	if (!(dir = folder_of(out, name)))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	sprintf(dir, "%s/%.*s", out, (int)(slash - name), name);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		rc = wshard_error_set(err, WSHARD_EIO, "cannot create '%s': %s", dir,
 				      strerror(errno));
@@ -205,13 +215,10 @@ static enum wshard_err make_folder(const char *out, const char *name,
 /* Removes the folder of OUT that extra name went in, once empty. */
 static void remove_folder(const char *out, const char *name)
 {
-	const char *slash = strchr(name, '/');
-	char *dir = slash ? malloc(strlen(out) + (size_t)(slash - name) + 2) : NULL;
+	char *dir = folder_of(out, name);
 
-	if (!dir)
-		return;
-	sprintf(dir, "%s/%.*s", out, (int)(slash - name), name);
-	rmdir(dir);	/* fails while another file is still in it */
+	if (dir)
+		rmdir(dir);	/* fails while another file is still in it */
 	free(dir);
 }
 

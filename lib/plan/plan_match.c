@@ -314,6 +314,7 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 				 struct wshard_error *err)
 {
 	const struct wshard_rules *rules = mt->rules;
+	const struct rules_rule *pooled;
 	const char *name = plan->cat->tensors[i].name;
 	long nlayers = mt->nlayers;
 	size_t j;
@@ -356,8 +357,8 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 		m->out = plan_output_name(plan, m->rule->output, &m->cap);
 	if (!m->out)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	if (plan_pooled_head(plan, m->out)) {
-		m->rule = plan_pooled_head(plan, m->out);
+	if ((pooled = plan_pooled_head(plan, m->out)) != NULL) {
+		m->rule = pooled;
 		free(m->out);
 		m->out = NULL;
 	}

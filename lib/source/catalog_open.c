@@ -38,6 +38,12 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+void catalog_sort_names(char **list, size_t n)
+{
+	if (n)
+		qsort(list, n, sizeof(char *), cmp_str);
+}
+
 static int cmp_file(const void *a, const void *b)
 {
 	const struct wshard_src_file *x = a, *y = b;
@@ -289,8 +295,8 @@ static bool is_weight_file(const char *name)
 	return strcmp(name, WSHARD_MANIFEST) == 0;
 }
 
-static enum wshard_err push_name(char ***list, size_t *n, const char *name,
-				 struct wshard_error *err)
+enum wshard_err catalog_push_name(char ***list, size_t *n, const char *name,
+				  struct wshard_error *err)
 {
 	char **l = realloc(*list, (*n + 1) * sizeof(char *));
 
@@ -333,19 +339,17 @@ static enum wshard_err scan_dir(struct wshard_catalog *cat,
 		free(path);
 		if (has_suffix(e->d_name, ".safetensors")) {
 			if (find_file(cat, e->d_name) < 0)
-				rc = push_name(&cat->ignored, &cat->nignored,
-					       e->d_name, err);
+				rc = catalog_push_name(&cat->ignored, &cat->nignored,
+						       e->d_name, err);
 		} else if (!is_weight_file(e->d_name)) {
-			rc = push_name(&cat->extra, &cat->nextra, e->d_name, err);
+			rc = catalog_push_name(&cat->extra, &cat->nextra, e->d_name, err);
 		}
 		if (rc)
 			break;
 	}
 	closedir(d);
-	if (cat->nextra)
-		qsort(cat->extra, cat->nextra, sizeof(char *), cmp_str);
-	if (cat->nignored)
-		qsort(cat->ignored, cat->nignored, sizeof(char *), cmp_str);
+	catalog_sort_names(cat->extra, cat->nextra);
+	catalog_sort_names(cat->ignored, cat->nignored);
 	return rc;
 }
 
@@ -362,15 +366,13 @@ static enum wshard_err scan_archive(struct wshard_catalog *cat, struct wshard_er
 			continue;
 		if (has_suffix(n, ".safetensors")) {
 			if (find_file(cat, n) < 0)
-				rc = push_name(&cat->ignored, &cat->nignored, n, err);
+				rc = catalog_push_name(&cat->ignored, &cat->nignored, n, err);
 		} else if (!is_weight_file(n)) {
-			rc = push_name(&cat->extra, &cat->nextra, n, err);
+			rc = catalog_push_name(&cat->extra, &cat->nextra, n, err);
 		}
 	}
-	if (cat->nextra)
-		qsort(cat->extra, cat->nextra, sizeof(char *), cmp_str);
-	if (cat->nignored)
-		qsort(cat->ignored, cat->nignored, sizeof(char *), cmp_str);
+	catalog_sort_names(cat->extra, cat->nextra);
+	catalog_sort_names(cat->ignored, cat->nignored);
 	return rc;
 }
 

@@ -36,21 +36,18 @@ static bool module_folder(const char *p)
 	return true;
 }
 
+/* folder/name added to the files to copy. */
 static enum wshard_err push_extra(struct wshard_catalog *cat, const char *folder,
 				  const char *name, struct wshard_error *err)
 {
-	char **l = realloc(cat->extra, (cat->nextra + 1) * sizeof(char *));
-	char *s = malloc(strlen(folder) + strlen(name) + 2);
+	char *s = wshard_path_join(folder, name);
+	enum wshard_err rc;
 
-	if (l)
-		cat->extra = l;
-	if (!l || !s) {
-		free(s);
+	if (!s)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	}
-	sprintf(s, "%s/%s", folder, name);
-	l[cat->nextra++] = s;
-	return WSHARD_OK;
+	rc = catalog_push_name(&cat->extra, &cat->nextra, s, err);
+	free(s);
+	return rc;
 }
 
 /* The regular, visible files directly in folder of a directory source. */
@@ -94,11 +91,6 @@ static enum wshard_err folder_members(struct wshard_catalog *cat, const char *fo
 			rc = push_extra(cat, folder, m + n + 1, err);
 	}
 	return rc;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 enum wshard_err catalog_st_modules(struct wshard_catalog *cat, struct wshard_error *err)
@@ -150,6 +142,6 @@ enum wshard_err catalog_st_modules(struct wshard_catalog *cat, struct wshard_err
 			break;
 	}
 	json_decref(doc);
-	qsort(cat->extra, cat->nextra, sizeof(char *), cmp_str);
+	catalog_sort_names(cat->extra, cat->nextra);
 	return rc;
 }
