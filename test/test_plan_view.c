@@ -216,6 +216,19 @@ Test(view, rules_keys_checked)
 		    "\"deinterleave\" is an expression (rows per block) on a \"fuse\" part");
 	parse_fails("{\"match\": \"a\", \"fuse\": \"qkv.q\", \"output\": \"b\", "
 		    "\"deinterleave\": [1]}", "\"deinterleave\" is an expression");
+	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"deinterleave\": true}",
+		    "\"deinterleave\": true needs a \"col\" split without \"transpose\"");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 2, "
+		    "\"deinterleave\": true}", "\"deinterleave\": true needs a \"col\" split");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"deinterleave\": 2}",
+		    "\"deinterleave\" is an expression (rows per block) on a \"fuse\" part, or "
+		    "true on a \"col\" split");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"beside\": true}",
+		    "\"beside\" is true or false on a \"col\" split with \"rows\": 2");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 2, \"beside\": 1}",
+		    "\"beside\" is true or false");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 2, \"beside\": true, "
+		    "\"transpose\": true}", "\"beside\" is true or false on a \"col\" split");
 	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"qkv_groups\": true}",
 		    "\"qkv_groups\" is true or false on an \"unpack\" of a \"split\": \"qkv\" "
 		    "operator without \"sizes\"");

@@ -46,8 +46,9 @@ static void piece_rows(const struct wshard_plan *plan, const struct wshard_piece
 		*r0 = 0;
 		*r1 = info->shape[0];
 	}
-	/* a deinterleaved piece counts blocks: named in rows */
-	if (p->di_rows) {
+	/* a deinterleaved piece counts blocks: named in rows (one whose
+	 * block is a column cut counts rows) */
+	if (p->di_rows && !p->prov_ncols) {
 		*r0 = p->row0 * p->di_rows;
 		*r1 = (p->row0 + p->nrows) * p->di_rows;
 	}
@@ -249,6 +250,9 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 		o = json_pack("{s:s,s:o}", "tensor", name, "rows", json_range(r0, r1));
 		if (o && p->di_rows) {
 			json_object_set_new(o, "deinterleaved", json_integer((json_int_t)p->di_rows));
+			if (p->prov_ncols)
+				json_object_set_new(o, "cols", json_range(p->prov_col0,
+									  p->prov_col0 + p->prov_ncols));
 			break;
 		}
 		if (o && wshard_plan_src_row_dims(plan, p->src))

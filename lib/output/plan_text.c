@@ -42,8 +42,8 @@ static void piece_text(FILE *f, const struct wshard_plan *plan,
 			wshard_plan_src_row_dims(plan, p->src) ? " (merged)" : "",
 			(unsigned long long)p->prov_col0,
 			(unsigned long long)(p->prov_col0 + p->prov_ncols),
-			p->tr_rows ? (p->prov_dim == 2 ? " of dimension 2, transposed"
-						       : " transposed") : "",
+			p->di_rows ? " deinterleaved" : p->tr_rows ?
+			(p->prov_dim == 2 ? " of dimension 2, transposed" : " transposed") : "",
 			p->pad ? ", each row zero-padded" : "");
 	else
 		fprintf(f, "    %s rows [%llu, %llu)\n", t.name,

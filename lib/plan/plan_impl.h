@@ -328,6 +328,14 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 				const struct member *m, uint64_t *shape,
 				struct wshard_error *err);
 
+/* plan_reorder.c: a "col" split of [E, A, B] with "deinterleave" (a
+ * rank's cut of A, even rows first) or "beside" ([A, E, B/tp]); shape the
+ * source's, cut by plan_split_cols; rb the bytes of one index of the
+ * cut dimension. */
+enum wshard_err plan_split_reordered(const struct wshard_plan *plan, struct group_out *g,
+				     const struct member *m, uint64_t *shape, uint64_t rb,
+				     struct wshard_error *err);
+
 /* plan_view.c: rows [row0, row0 + nrows) of q/k/v in vLLM's order (every q
  * head, every k head, every v head) from a "qkv_groups" source, stored by kv
  * group [kv, q/kv + 2, head_dim]; one piece a run of adjacent rows.

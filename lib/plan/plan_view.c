@@ -524,6 +524,8 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': a column split of %s would cut a byte",
 					t->name, wshard_dtype_name(t->dtype));
+	if (m->rule->deinterleave_cut || m->rule->beside)
+		return plan_split_reordered(plan, g, m, shape, inner * bits / 8, err);
 	rc = plan_pad_share(plan, m, shape[lead], &padded, err);
 	if (!rc && (padded - shape[lead]) * inner * bits / 8 > UINT32_MAX)
 		rc = wshard_error_set(err, WSHARD_EINVAL,

@@ -125,6 +125,11 @@ struct rules_rule {
 	char *deinterleave;	/* "deinterleave": rows per block (an
 				 * expression); within each block even rows
 				 * first, then odd ones; NULL: none */
+	bool deinterleave_cut;	/* "deinterleave": true on a "col" split: a
+				 * rank's cut is one such block */
+	bool beside;		/* "beside": a "col" split with "rows": 2 of
+				 * [E, A, B] written [A, E, B/tp], each
+				 * expert's cut beside the one before */
 	bool qkv_groups;	/* "qkv_groups": an "unpack" q/k/v source's rows
 				 * are kv-head groups, [kv, q/kv + 2,
 				 * head_dim]: each group's q heads, its k

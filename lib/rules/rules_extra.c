@@ -366,7 +366,10 @@ static char *expr_copy(json_t *d, bool *bad)
  * transposed split's dimension 0 counts the experts, which
  * --expert-parallel gives whole to the ranks that hold them) and
  * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
- * which vLLM reorders even rows first) on a fused part; "pad_to" (an
+ * which vLLM reorders even rows first) on a fused part, or true on a
+ * plain "col" split, whose rank's cut is the block (Inkling's experts,
+ * gate and up rows interleaved); "beside" (Inkling's sink experts' w2 [E, H, I] as vLLM
+ * holds it, [H, E*I/tp]) on a "col" split with "rows": 2; "pad_to" (an
  * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
  * a fused part (of a replicated operator: at every tp) or a plain "col"
  * split; "qkv_groups" (q/k/v heads stored by
@@ -420,11 +423,27 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"concat\" is true or false on a \"row\", \"vocab\" or \"replicate\" split whose match has {e} and output none, without \"rows\" or \"view\"",
 					r->name, rule->match);
-	if (di && (rule->deinterleave = expr_copy(di, &bad)) == NULL && !bad)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	if (di && (bad || rule->kind != RULE_FUSE))
+	rule->deinterleave_cut = json_is_true(di);
+	if (rule->deinterleave_cut &&
+	    (rule->kind != RULE_COL || rule->transpose || rule->chunks > 1 || rule->rows > 1 ||
+	     rule->pad_to || rule->experts))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"deinterleave\" is an expression (rows per block) on a \"fuse\" part",
+					"'%s': rule '%s': \"deinterleave\": true needs a \"col\" split without \"transpose\", \"chunks\", \"rows\", \"pad_to\" or \"experts\"",
+					r->name, rule->match);
+	if (di && !rule->deinterleave_cut &&
+	    (rule->deinterleave = expr_copy(di, &bad)) == NULL && !bad)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (di && !rule->deinterleave_cut && (bad || rule->kind != RULE_FUSE))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"deinterleave\" is an expression (rows per block) on a \"fuse\" part, or true on a \"col\" split",
+					r->name, rule->match);
+	rule->beside = json_is_true(json_object_get(t, "beside"));
+	if (json_object_get(t, "beside") &&
+	    (!json_is_boolean(json_object_get(t, "beside")) || rule->kind != RULE_COL ||
+	     rule->rows != 2 || rule->transpose || rule->chunks > 1 || rule->pad_to ||
+	     rule->experts || di))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"beside\" is true or false on a \"col\" split with \"rows\": 2, without \"transpose\", \"chunks\", \"pad_to\", \"experts\" or \"deinterleave\"",
 					r->name, rule->match);
 	return WSHARD_OK;
 }

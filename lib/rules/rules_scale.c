@@ -161,6 +161,10 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 		if (ml < 7 || strcmp(w->match + ml - 7, ".weight") || w->kind == RULE_VOCAB ||
 		    w->kind == RULE_UNPACK || w->nparts > 1)
 			continue;
+		/* a column cut reordered (Inkling's bf16 experts): a quantized
+		 * one matches no rule and is refused */
+		if (w->beside || w->deinterleave_cut)
+			continue;
 		for (k = 0; k < NDERIVED; k++) {
 			struct rules_rule *d = &rules[n + add];
 			enum derive how = derived[k].how;

@@ -853,6 +853,18 @@ CASES = {
                       vision_start_token_id=997, vision_end_token_id=996)),
     # As Moonshot ships it: the routed experts INT4 (int4_experts).
     "kimi_k25-int4": ("Kimi_K25Config", "Kimi_K25ForConditionalGeneration", None),
+    # Inkling (late 2026): short convolutions beside every sublayer and on
+    # k and v, q/k/v and the relative-position r projection fused as qkvr,
+    # sliding-window layers (0, 1) with heads of their own, layer 0 dense,
+    # then 5 routed experts and 2 shared "sink" experts (the router's 7 rows
+    # padded to 8 in vLLM); a vocabulary of 1000, the head padded to 1024;
+    # renamed as released (ckpt_inkling.py).
+    "inkling": ("InklingTextConfig", "InklingForCausalLM", dict(
+        num_hidden_layers=3, swa_num_attention_heads=8, swa_num_key_value_heads=2,
+        swa_head_dim=32, d_rel=8, rel_extent=64, sliding_window_size=32,
+        conv_kernel_size=4, moe_intermediate_size=64, n_routed_experts=5,
+        n_shared_experts=2, num_experts_per_tok=2, route_scale=2.0,
+        local_layer_ids=[0, 1], dense_mlp_idx=1, bos_token_id=2, eos_token_id=1)),
     "llama4_mm": ("Llama4Config", "Llama4ForConditionalGeneration",
                   {"text_config": LLAMA4,
                    "vision_config": {"hidden_size": 64,
@@ -2541,6 +2553,9 @@ def make(arch, out):
     if arch.startswith("cohere2_vision"):
         released_vision_names(out, "model.vision_tower.")
         cohere2_vision_processor(out, cfg)
+    if arch == "inkling":
+        from ckpt_inkling import released_inkling
+        released_inkling(out, cfg)
     if arch.startswith("kimi_k25"):
         released_kimi_k25(out)
         kimi_k25_processor(out, cfg)

@@ -279,6 +279,10 @@ def arch_settings(model, kw):
     if arch == "KimiLinearForCausalLM":
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
         os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
+    if arch == "InklingForCausalLM":
+        # vLLM's Inkling renderer needs Inkling's tokenizer and its special
+        # tokens; the test's prompts are token ids and it has none
+        kw.setdefault("tokenizer_mode", "hf")
     if arch in ("CLIPModel", "SiglipModel"):
         # the text tower's absolute positions bound the length (77, 64)
         cfg = json.load(open(os.path.join(model, "config.json")))
