@@ -101,15 +101,49 @@ def released_inkling(out, cfg):
         json.dump({"metadata": {}, "weight_map": wm}, f, indent=2)
 
     def config(c):
-        dense = sum(1 for x in c.pop("mlp_layer_types") if x == "dense")
-        c.update(model_type="inkling_model", architectures=["InklingForCausalLM"],
-                 dense_intermediate_size=c.pop("intermediate_size"),
-                 intermediate_size=c.pop("moe_intermediate_size"),
-                 sconv_kernel_size=c.pop("conv_kernel_size"),
-                 dense_mlp_idx=dense, use_embed_norm=True, use_sconv=True,
-                 use_global_scale=True, use_gate_bias=True,
-                 shared_expert_sink=True, gate_activation="sigmoid",
-                 num_nextn_predict_layers=1)
-        c["local_layer_ids"] = [i for i, x in enumerate(c.pop("layer_types"))
-                                if x == "hybrid_sliding"]
+        og_text_config(c)
+        c.update(architectures=["InklingForCausalLM"], num_nextn_predict_layers=1)
+    update_config(out, config)
+
+
+def og_text_config(c):
+    """transformers' InklingTextConfig keys rewritten as the release's
+    config.json has them and vLLM's InklingModelConfig reads them: the
+    dense and MoE widths, dense_mlp_idx and local_layer_ids where
+    transformers saves per-layer types, the switches transformers has no
+    keys for (its model always has them on)."""
+    dense = sum(1 for x in c.pop("mlp_layer_types") if x == "dense")
+    c.update(model_type="inkling_model",
+             dense_intermediate_size=c.pop("intermediate_size"),
+             intermediate_size=c.pop("moe_intermediate_size"),
+             sconv_kernel_size=c.pop("conv_kernel_size"),
+             dense_mlp_idx=dense, use_embed_norm=True, use_sconv=True,
+             use_global_scale=True, use_gate_bias=True,
+             shared_expert_sink=True, gate_activation="sigmoid")
+    c["local_layer_ids"] = [i for i, x in enumerate(c.pop("layer_types"))
+                            if x == "hybrid_sliding"]
+
+
+def released_inkling_mm(out, cfg):
+    """InklingForConditionalGeneration: transformers 5.19 saves the
+    release's tensor names itself (its inkling_mm_model conversion,
+    reversed); config.json is rewritten as released, the text model's as
+    og_text_config says and the towers' as vLLM's InklingVisionConfig and
+    InklingAudioConfig read them (an HMLP patch encoder and a dMel
+    embedding, each with its final norm, at the text model's width), with
+    a tokenizer, which vLLM's Inkling processor needs to start (the
+    prompts stay token ids)."""
+    from ckpt_io import update_config
+    from make_ckpt import word_tokenizer
+    word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3},
+                   "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
+
+    def config(c):
+        og_text_config(c["text_config"])
+        h = c["text_config"]["hidden_size"]
+        v, a = c["vision_config"], c["audio_config"]
+        v.update(model_type="inkling_vision_model", vision_encoder_type="hmlp",
+                 decoder_dmodel=h, n_channels=v.pop("num_channels"), use_vision_norm=True)
+        a.update(model_type="inkling_audio_model", decoder_dmodel=h, dmel_min_value=-7.0,
+                 dmel_max_value=2.0, use_audio_norm=True, audio_mode="dmel")
     update_config(out, config)

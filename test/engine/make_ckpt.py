@@ -21,6 +21,17 @@ COMMON = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
 # intermediate rows, a whole group of 128 a rank at tp 2.
 WNA16_MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=256)
 
+# Inkling (late 2026): short convolutions beside every sublayer and on
+# k and v, q/k/v and the relative-position r projection fused as qkvr,
+# sliding-window layers (0, 1) with heads of their own, layer 0 dense,
+# then 5 routed experts and 2 shared "sink" experts (the router's 7 rows
+# padded to 8 in vLLM); a vocabulary of 1000, the head padded to 1024.
+INKLING = dict(num_hidden_layers=3, swa_num_attention_heads=8, swa_num_key_value_heads=2,
+               swa_head_dim=32, d_rel=8, rel_extent=64, sliding_window_size=32,
+               conv_kernel_size=4, moe_intermediate_size=64, n_routed_experts=5,
+               n_shared_experts=2, num_experts_per_tok=2, route_scale=2.0,
+               local_layer_ids=[0, 1], dense_mlp_idx=1, bos_token_id=2, eos_token_id=1)
+
 # Multi-head latent attention (DeepSeek-V2/V3), 4 heads.  vLLM's CPU MLA
 # backend takes kv_lora_rank + qk_rope_head_dim in (320, 512, 576) only
 # ("Head dimension 160 is not supported by MLA." for 128 + 32): 256 + 64.
@@ -853,18 +864,22 @@ CASES = {
                       vision_start_token_id=997, vision_end_token_id=996)),
     # As Moonshot ships it: the routed experts INT4 (int4_experts).
     "kimi_k25-int4": ("Kimi_K25Config", "Kimi_K25ForConditionalGeneration", None),
-    # Inkling (late 2026): short convolutions beside every sublayer and on
-    # k and v, q/k/v and the relative-position r projection fused as qkvr,
-    # sliding-window layers (0, 1) with heads of their own, layer 0 dense,
-    # then 5 routed experts and 2 shared "sink" experts (the router's 7 rows
-    # padded to 8 in vLLM); a vocabulary of 1000, the head padded to 1024;
-    # renamed as released (ckpt_inkling.py).
-    "inkling": ("InklingTextConfig", "InklingForCausalLM", dict(
-        num_hidden_layers=3, swa_num_attention_heads=8, swa_num_key_value_heads=2,
-        swa_head_dim=32, d_rel=8, rel_extent=64, sliding_window_size=32,
-        conv_kernel_size=4, moe_intermediate_size=64, n_routed_experts=5,
-        n_shared_experts=2, num_experts_per_tok=2, route_scale=2.0,
-        local_layer_ids=[0, 1], dense_mlp_idx=1, bos_token_id=2, eos_token_id=1)),
+    # Inkling (INKLING above), renamed as released (ckpt_inkling.py).
+    "inkling": ("InklingTextConfig", "InklingForCausalLM", INKLING),
+    # Inkling with its towers (InklingForConditionalGeneration), as
+    # transformers saves it: an HMLP patch encoder of 3 linears over 4x4
+    # patches of 2 frames, and a dMel audio embedding (8 bins of 16
+    # levels).  Fewer layers than scales (base, 2x2, 4x4, 2 frames) make
+    # both pick each scale once (transformers by scipy's
+    # linear_sum_assignment): the temporal scale is then the last layer's
+    # end alone, whose width is the text model's.  Where it is a layer's
+    # width, transformers 5.19 makes it 64 times vLLM's (ceil(x) * 64 for
+    # vLLM's ceil(x / 64) * 64) and the release cannot load in it.
+    "inkling_mm": ("InklingConfig", "InklingForConditionalGeneration", dict(
+        text_config=INKLING,
+        vision_config=dict(hidden_size=64, num_hidden_layers=3, patch_size=4,
+                           temporal_patch_size=2),
+        audio_config=dict(n_mel_bins=8, mel_vocab_size=16))),
     "llama4_mm": ("Llama4Config", "Llama4ForConditionalGeneration",
                   {"text_config": LLAMA4,
                    "vision_config": {"hidden_size": 64,
@@ -2556,6 +2571,9 @@ def make(arch, out):
     if arch == "inkling":
         from ckpt_inkling import released_inkling
         released_inkling(out, cfg)
+    if arch == "inkling_mm":
+        from ckpt_inkling import released_inkling_mm
+        released_inkling_mm(out, cfg)
     if arch.startswith("kimi_k25"):
         released_kimi_k25(out)
         kimi_k25_processor(out, cfg)

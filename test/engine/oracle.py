@@ -279,10 +279,15 @@ def arch_settings(model, kw):
     if arch == "KimiLinearForCausalLM":
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
         os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
-    if arch == "InklingForCausalLM":
+    if arch in ("InklingForCausalLM", "InklingForConditionalGeneration"):
         # vLLM's Inkling renderer needs Inkling's tokenizer and its special
         # tokens; the test's prompts are token ids and it has none
         kw.setdefault("tokenizer_mode", "hf")
+    if arch == "InklingForConditionalGeneration":
+        # its processor's token ids are the release's (200005 and up), past
+        # the tiny vocabulary: no multimodal profiling (the towers are built
+        # all the same; vLLM's CPU build cannot run Inkling: bytes only)
+        kw.setdefault("limit_mm_per_prompt", {"image": 0, "audio": 0})
     if arch in ("CLIPModel", "SiglipModel"):
         # the text tower's absolute positions bound the length (77, 64)
         cfg = json.load(open(os.path.join(model, "config.json")))
