@@ -1,6 +1,7 @@
 /*
  * catalog.c - struct wshard_catalog once built: a tensor found by name,
- * and the whole freed.  catalog_open.c builds it.
+ * and the whole freed; the lists of names its builders keep.
+ * catalog_open.c builds it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,4 +69,30 @@ void wshard_catalog_free(struct wshard_catalog *cat)
 	free(cat->dir);
 	free(cat->path);
 	free(cat);
+}
+
+enum wshard_err catalog_push_name(char ***list, size_t *n, const char *name,
+				  struct wshard_error *err)
+{
+	char **l = realloc(*list, (*n + 1) * sizeof(char *));
+
+	if (!l)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	*list = l;
+	l[*n] = strdup(name);
+	if (!l[*n])
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	(*n)++;
+	return WSHARD_OK;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void catalog_sort_names(char **list, size_t n)
+{
+	if (n)
+		qsort(list, n, sizeof(char *), cmp_str);
 }

@@ -134,12 +134,12 @@ long wshard_catalog_index(const struct wshard_catalog *cat, const char *name);
 enum wshard_err catalog_read_small(const struct wshard_catalog *cat, const char *path,
 				   char **out, size_t *len, struct wshard_error *err);
 
-/* catalog_open.c: name copied onto the end of *list (*n names).  Returns
+/* catalog.c: name copied onto the end of *list (*n names).  Returns
  * WSHARD_OK or WSHARD_ENOMEM. */
 enum wshard_err catalog_push_name(char ***list, size_t *n, const char *name,
 				  struct wshard_error *err);
 
-/* catalog_open.c: the n names of list in strcmp order. */
+/* catalog.c: the n names of list in strcmp order. */
 void catalog_sort_names(char **list, size_t n);
 
 /*

@@ -33,17 +33,6 @@ static bool has_suffix(const char *s, const char *suffix)
 	return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-void catalog_sort_names(char **list, size_t n)
-{
-	if (n)
-		qsort(list, n, sizeof(char *), cmp_str);
-}
-
 static int cmp_file(const void *a, const void *b)
 {
 	const struct wshard_src_file *x = a, *y = b;
@@ -293,21 +282,6 @@ static bool is_weight_file(const char *name)
 		if (has_suffix(name, skip[i]))
 			return true;
 	return strcmp(name, WSHARD_MANIFEST) == 0;
-}
-
-enum wshard_err catalog_push_name(char ***list, size_t *n, const char *name,
-				  struct wshard_error *err)
-{
-	char **l = realloc(*list, (*n + 1) * sizeof(char *));
-
-	if (!l)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	*list = l;
-	l[*n] = strdup(name);
-	if (!l[*n])
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	(*n)++;
-	return WSHARD_OK;
 }
 
 /* Non-weight files to copy, and .safetensors files nothing references. */
