@@ -223,6 +223,15 @@ Test(view, rules_keys_checked)
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"deinterleave\": 2}",
 		    "\"deinterleave\" is an expression (rows per block) on a \"fuse\" part, or "
 		    "true on a \"col\" split");
+	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"reshape\": []}",
+		    "\"reshape\" is an array of 1 to 8 expressions on a \"row\", \"col\" or "
+		    "\"replicate\" split without \"view\"");
+	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"view\": 1, \"reshape\": [1]}",
+		    "\"reshape\" is an array of 1 to 8 expressions");
+	parse_fails("{\"match\": \"a\", \"split\": \"vocab\", \"reshape\": [1]}",
+		    "\"reshape\" is an array of 1 to 8 expressions");
+	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"reshape\": [1, [2]]}",
+		    "\"reshape\" entry 1 is neither a number nor a string");
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"beside\": true}",
 		    "\"beside\" is true or false on a \"col\" split with \"rows\": 2");
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 2, \"beside\": 1}",

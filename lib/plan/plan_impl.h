@@ -361,10 +361,11 @@ enum wshard_err plan_split_first(const struct wshard_plan *plan, struct group_ou
 				 const struct member *m, struct wshard_error *err);
 
 /* plan_view.c: shape[0..*ndim) as the rule's "view" writes it, its
- * dimensions from view - 1 on merged into one.  Returns WSHARD_OK or
- * WSHARD_EINVAL (fewer dimensions than the view). */
-enum wshard_err plan_view_shape(const struct member *m, uint64_t *shape, int *ndim,
-				struct wshard_error *err);
+ * dimensions from view - 1 on merged into one, or its "reshape" (the
+ * same elements).  Returns WSHARD_OK or WSHARD_EINVAL (fewer dimensions
+ * than the view, or a reshape to another count). */
+enum wshard_err plan_view_shape(const struct wshard_plan *plan, const struct member *m,
+				uint64_t *shape, int *ndim, struct wshard_error *err);
 
 /* plan_expert.c: the rank that holds expert e of num_experts under
  * expert parallelism (plan->placement, over plan->tp ranks). */

@@ -322,7 +322,7 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 		return wshard_error_set(err, WSHARD_EINVAL, "internal: unexpected rule kind");
 	}
 	if (!rc)
-		rc = plan_view_shape(m, shape, &ndim, err);
+		rc = plan_view_shape(plan, m, shape, &ndim, err);
 	if (rc)
 		return rc;
 	return set_item_shape(plan, g, m->out, shape, ndim, err);

@@ -564,11 +564,39 @@ enum wshard_err plan_split_first(const struct wshard_plan *plan, struct group_ou
 	return rc;
 }
 
-enum wshard_err plan_view_shape(const struct member *m, uint64_t *shape, int *ndim,
-				struct wshard_error *err)
+enum wshard_err plan_view_shape(const struct wshard_plan *plan, const struct member *m,
+				uint64_t *shape, int *ndim, struct wshard_error *err)
 {
 	int v = m->rule->view, d;
+	uint64_t n = 1, k = 1;
 
+	if (m->rule->nreshape) {
+		uint64_t to[WSHARD_MAX_DIMS];
+
+		for (d = 0; d < *ndim; d++)
+			n *= shape[d];
+		for (d = 0; d < m->rule->nreshape; d++) {
+			int64_t x;
+			enum wshard_err rc = expr_eval_dim(plan->config, m->rule->reshape[d], m->out,
+							   &x, err);
+
+			if (rc)
+				return rc;
+			if (x <= 0)
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"output '%s': \"reshape\" dimension %d is %lld",
+							m->out, d, (long long)x);
+			to[d] = (uint64_t)x;
+			k *= to[d];
+		}
+		if (k != n)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"output '%s': \"reshape\" to %llu elements, a rank holds %llu",
+						m->out, (unsigned long long)k, (unsigned long long)n);
+		memcpy(shape, to, sizeof(to[0]) * (size_t)m->rule->nreshape);
+		*ndim = m->rule->nreshape;
+		return WSHARD_OK;
+	}
 	if (!v || v == *ndim)
 		return WSHARD_OK;
 	if (v > *ndim)

@@ -119,6 +119,8 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->rules[i].cond);
 		free(r->rules[i].reason);
 		free(r->rules[i].deinterleave);
+		for (j = 0; j < r->rules[i].nreshape; j++)
+			free(r->rules[i].reshape[j]);
 		free(r->rules[i].pad_to);
 		free(r->rules[i].times_sqrt[0]);
 		free(r->rules[i].times_sqrt[1]);

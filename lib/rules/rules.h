@@ -127,6 +127,9 @@ struct rules_rule {
 				 * first, then odd ones; NULL: none */
 	bool deinterleave_cut;	/* "deinterleave": true on a "col" split: a
 				 * rank's cut is one such block */
+	int nreshape;		/* "reshape": the output's dimensions (0:
+				 * none), each an expression (tp allowed) */
+	char *reshape[WSHARD_MAX_DIMS];
 	bool beside;		/* "beside": a "col" split with "rows": 2 of
 				 * [E, A, B] written [A, E, B/tp], each
 				 * expert's cut beside the one before */

@@ -377,12 +377,43 @@ static char *expr_copy(json_t *d, bool *bad)
  * (the sources {e} matches are row pieces of one tensor: Qwen4-Exp's
  * ngram_embedding.shard_{e}) on a "row", "vocab" or "replicate" split.
  */
+/* "reshape": 1 to WSHARD_MAX_DIMS expressions, on a plain split without
+ * "view" (the header's dimensions: GLM-5-Next's A_log [nh] held as
+ * [1, 1, nh/tp, 1]). */
+static enum wshard_err parse_reshape(const struct wshard_rules *r, struct rules_rule *rule,
+				     json_t *rs, struct wshard_error *err)
+{
+	bool bad = false;
+	size_t i;
+
+	if (!rs)
+		return WSHARD_OK;
+	if (!json_is_array(rs) || !json_array_size(rs) || json_array_size(rs) > WSHARD_MAX_DIMS ||
+	    rule->view || (rule->kind != RULE_ROW && rule->kind != RULE_COL &&
+			   rule->kind != RULE_REPLICATE))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"reshape\" is an array of 1 to %d expressions on a \"row\", \"col\" or \"replicate\" split without \"view\"",
+					r->name, rule->match, WSHARD_MAX_DIMS);
+	for (i = 0; i < json_array_size(rs); i++) {
+		rule->reshape[i] = expr_copy(json_array_get(rs, i), &bad);
+		if (bad)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': rule '%s': \"reshape\" entry %zu is neither a number nor a string",
+						r->name, rule->match, i);
+		if (!rule->reshape[i])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		rule->nreshape = (int)i + 1;
+	}
+	return WSHARD_OK;
+}
+
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err)
 {
 	json_t *chunks = json_object_get(t, "chunks"), *di = json_object_get(t, "deinterleave");
 	json_t *experts = json_object_get(t, "experts"), *pad = json_object_get(t, "pad_to");
 	json_t *concat = json_object_get(t, "concat");
+	enum wshard_err rc;
 	bool bad = false;
 
 	if (chunks && (!json_is_integer(chunks) || json_integer_value(chunks) < 1 ||
@@ -437,6 +468,9 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"deinterleave\" is an expression (rows per block) on a \"fuse\" part, or true on a \"col\" split",
 					r->name, rule->match);
+	rc = parse_reshape(r, rule, json_object_get(t, "reshape"), err);
+	if (rc)
+		return rc;
 	rule->beside = json_is_true(json_object_get(t, "beside"));
 	if (json_object_get(t, "beside") &&
 	    (!json_is_boolean(json_object_get(t, "beside")) || rule->kind != RULE_COL ||

@@ -572,6 +572,33 @@ CASES = {
     "glm_ocr": ("GlmOcrConfig", "GlmOcrForConditionalGeneration",
                 dict(GLM4V, text_config=dict(GLM4V_TEXT, intermediate_size=768,
                                              attention_bias=False))),
+    # GLM-5-Next: KDA linear attention (layers 0, 2) beside GLM-5's MLA
+    # with its indexer (1, 3), dense MLPs (0, 3) and MoE (1, 2), mHC in
+    # every layer; GLM-OCR's tower (2 blocks) with its merger.  The text
+    # config carries the keys vLLM reads that transformers' config lacks.
+    "glm5_next": ("Glm5NextConfig", "Glm5NextForConditionalGeneration", dict(
+        text_config=dict(
+            intermediate_size=320, moe_intermediate_size=128, num_hidden_layers=4,
+            layer_types=["linear_attention", "indexed_attention",
+                         "linear_attention", "indexed_attention"],
+            mlp_layer_types=["dense", "sparse", "sparse", "dense"],
+            indexer_types=["full"] * 4, num_attention_heads=4, num_key_value_heads=4,
+            q_lora_rank=128, kv_lora_rank=512, qk_rope_head_dim=0,
+            qk_nope_head_dim=64, v_head_dim=64, index_n_heads=4, index_head_dim=128,
+            index_topk=64, index_kpool=16, index_kpool_always_select_tail=True,
+            linear_num_heads=4, linear_head_dim=128, linear_conv_kernel_dim=4,
+            n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=1,
+            n_group=1, topk_group=1, hc_mult=4, attention_bias=False,
+            pad_token_id=0, bos_token_id=2, eos_token_id=1, tie_word_embeddings=False,
+            mhc=True, topk_method="noaux_tc", scoring_func="sigmoid", mla_use_nope=True,
+            indexer_rope_interleave=False, num_nextn_predict_layers=0),
+        vision_config=dict(depth=2, hidden_size=64, num_heads=4, intermediate_size=128,
+                           out_hidden_size=256, projection_intermediate_size=384,
+                           patch_size=14, temporal_patch_size=2, spatial_merge_size=2,
+                           in_channels=3, image_size=56, attention_bias=True),
+        image_token_id=999, video_token_id=998, image_start_token_id=997,
+        image_end_token_id=996, video_start_token_id=995, video_end_token_id=994,
+        tie_word_embeddings=False)),
     # LLaVA 1.5: a Llama text model, a CLIP tower (3 layers; vLLM builds
     # those up to vision_feature_layer -2, so the last is left out) and a
     # two-layer projector; 56x56 images, 16 image tokens.
@@ -1805,6 +1832,24 @@ def glm4v_processor(out, cfg):
         video_processor=transformers.Glm4vVideoProcessor(**kw)).save_pretrained(out)
 
 
+def glm5_next_processor(out, cfg):
+    """Writes a word-level tokenizer and Glm5NextProcessor (GLM-4.1V's
+    tokens; images of 56x56, 4x4 patches of 14 merged 2x2: 4 tokens)."""
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<|image|>": cfg.image_token_id, "<|video|>": cfg.video_token_id,
+               "<|begin_of_image|>": cfg.image_start_token_id,
+               "<|end_of_image|>": cfg.image_end_token_id,
+               "<|begin_of_video|>": cfg.video_start_token_id,
+               "<|end_of_video|>": cfg.video_end_token_id}
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    kw = dict(patch_size=14, merge_size=2, temporal_patch_size=2, min_image_tokens=4,
+              max_image_tokens=16)
+    transformers.Glm5NextProcessor(
+        image_processor=transformers.Glm5NextImageProcessor(**kw), tokenizer=tok,
+        video_processor=transformers.Glm5NextVideoProcessor(**kw)).save_pretrained(out)
+
+
 def granite4_vision_processor(out, cfg):
     """Writes a word-level tokenizer and Granite4VisionProcessor (LLaVA-NeXT's
     image processor, one 56x56 grid cell) for the tiny vocabulary."""
@@ -2540,6 +2585,8 @@ def make(arch, out):
         exaone4_5_processor(out, cfg)
     if arch.startswith(("glm4v", "glm_ocr")):
         glm4v_processor(out, cfg)
+    if arch.startswith("glm5_next"):
+        glm5_next_processor(out, cfg)
     if arch == "llava-pixtral":
         pixtral_processor(out, cfg)
     elif arch.startswith("llava"):
