@@ -240,6 +240,12 @@ Test(parse, sizes_and_parts)
 	parse_fails("{\"tensors\": [{\"match\": \"x\", \"split\": \"row\"}],"
 		    " \"extra\": [{\"name\": \"l.{n}.s\", \"value\": 1, \"with\": \"l.w\"}]}",
 		    "extra 'l.{n}.s': \"with\" must be a tensor name with {n}, for a name with {n}");
+	parse_fails("{\"tensors\": [{\"match\": \"x\", \"split\": \"row\"}],"
+		    " \"extra\": [{\"name\": \"l.s\", \"value\": 1, \"if\": \"n < 2\"}]}",
+		    "extra 'l.s': \"if\" must be a condition, for a name with {n} and no {i}");
+	parse_fails("{\"tensors\": [{\"match\": \"x\", \"split\": \"row\"}],"
+		    " \"extra\": [{\"name\": \"l.{n}.s\", \"value\": 1, \"if\": 2}]}",
+		    "extra 'l.{n}.s': \"if\" must be a condition");
 }
 
 Test(parse, unpack_unknown_operator)
@@ -286,8 +292,13 @@ Test(parse, qkv_operator)
 	/* a fourth part, whole on every rank (Qwen4Exp's QSA indexer) */
 	parse_ok("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\", \"i\"], \"split\": \"qkv\"}}, "
 		 "\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}");
-	parse_fails("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\", \"i\", \"j\"], \"split\": \"qkv\"}}, "
-		    "\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}", "a fourth is whole on every rank");
+	/* five: the fourth cut as k, the fifth whole (MiniMax-M3's indexer q
+	 * and k) */
+	parse_ok("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\", \"i\", \"j\"], \"split\": \"qkv\"}}, "
+		 "\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}");
+	parse_fails("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\", \"i\", \"j\", \"l\"], "
+		    "\"split\": \"qkv\"}}, \"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}",
+		    "a last fourth or fifth is whole on every rank, a fourth of five cut as k");
 	parse_fails("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\"], \"kv_heads\": 2}}, "
 		    "\"tensors\": [{\"match\": \"a\", \"split\": \"skip\"}]}", "which only it takes");
 	parse_fails("{\"fused\": {\"a\": {\"parts\": [\"q\", \"k\", \"v\"], \"split\": \"rows\"}}, "

@@ -213,8 +213,16 @@ static enum wshard_err extra_sites(const struct wshard_plan *plan, const struct 
 		sites[n++] = (struct rules_capture){ .n = -1, .e = -1, .i = -1 };
 	for (layer = 0; per_layer && !indexed && layer <= maxn; layer++) {
 		struct rules_capture c = { .n = layer, .e = -1, .i = -1 };
+		bool holds = true;
 
-		if (layer_has(plan, e, &c))
+		if (e->cond) {
+			enum wshard_err rc = expr_eval_cond(plan->config, e->cond, layer, -1,
+							    e->name, &holds, err);
+
+			if (rc)
+				return rc;
+		}
+		if (holds && layer_has(plan, e, &c))
 			sites[n++] = c;
 	}
 	for (t = 0; per_layer && indexed && t < plan->cat->ntensors; t++) {

@@ -57,7 +57,8 @@ enum wshard_err plan_check_heads(const struct wshard_plan *plan, const struct ru
 
 /*
  * Rows of one fused part that rank r holds (rows: the part's); for q/k/v
- * the heads of config.json decide, and a fourth part is whole on each.
+ * the heads of config.json decide, and the last of four or five parts is
+ * whole on each (a fourth of five is cut as k and v are).
  */
 static enum wshard_err part_rows(const struct wshard_plan *plan,
 				 const struct rules_op *op, int part,
@@ -69,7 +70,8 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 	uint64_t tp = (uint64_t)plan->tp;
 
 	*out_row0 = *out_nrows = 0;
-	if (op->kind == OP_REPLICATE || (op->kind == OP_QKV && part == 3)) {
+	if (op->kind == OP_REPLICATE ||
+	    (op->kind == OP_QKV && op->nparts > 3 && part == op->nparts - 1)) {
 		*out_nrows = rows;
 		return WSHARD_OK;
 	}

@@ -142,6 +142,7 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->extras[i].name);
 		free(r->extras[i].option);
 		free(r->extras[i].with);
+		free(r->extras[i].cond);
 		free(r->extras[i].each_count);
 		free(r->extras[i].each_if);
 		free(r->extras[i].arange);

@@ -173,6 +173,8 @@ struct rules_extra {
 				 * attention layers of a hybrid model), or NULL;
 				 * with {i} in name and with, one for each {i}
 				 * of a source it matches in the layer */
+	char *cond;		/* "if": a condition with n: only in the layers
+				 * where it holds (a name with {n}), or NULL */
 	char *each_count;	/* "each": {"count", "if"}: one per value of {i}
 				 * from 0 to count - 1 (an expression over
 				 * config.json) for which the condition "if"

@@ -169,8 +169,15 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 		e->value = json_number_value(value);
 		e->option = dup_or_null(json_string_value(json_object_get(x, "option")));
 		e->with = dup_or_null(json_string_value(json_object_get(x, "with")));
-		if (!e->name || (json_is_string(json_object_get(x, "with")) && !e->with))
+		e->cond = dup_or_null(json_string_value(json_object_get(x, "if")));
+		if (!e->name || (json_is_string(json_object_get(x, "with")) && !e->with) ||
+		    (json_is_string(json_object_get(x, "if")) && !e->cond))
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (json_object_get(x, "if") && (!e->cond || !strstr(name, "{n}") ||
+						 strstr(name, "{i}")))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': extra '%s': \"if\" must be a condition, for a name with {n} and no {i}",
+						r->name, name);
 		if (json_object_get(x, "when") && (!when || strcmp(when, "quantized") != 0))
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': extra '%s': unknown \"when\" (quantized)",

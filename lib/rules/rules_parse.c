@@ -122,10 +122,10 @@ static enum wshard_err parse_ops(struct wshard_rules *r, json_t *fused,
 						r->name, key);
 		qkv = split && !strcmp(split, "qkv");
 		kv = json_object_get(val, "kv_heads");
-		if ((qkv && json_array_size(parts) != 3 && json_array_size(parts) != 4) ||
+		if ((qkv && (json_array_size(parts) < 3 || json_array_size(parts) > 5)) ||
 		    (kv && (!qkv || (!json_is_string(kv) && !json_is_integer(kv)))))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': fused operator '%s': \"split\": \"qkv\" takes three parts (q, k, v; a fourth is whole on every rank) and an optional \"kv_heads\" expression, which only it takes",
+						"'%s': fused operator '%s': \"split\": \"qkv\" takes three parts (q, k, v; a last fourth or fifth is whole on every rank, a fourth of five cut as k) and an optional \"kv_heads\" expression, which only it takes",
 						r->name, key);
 		rc = add_op(r, key, qkv ? OP_QKV : split && !strcmp(split, "replicate") ?
 			    OP_REPLICATE : OP_ROWS, names, (int)json_array_size(parts), err);

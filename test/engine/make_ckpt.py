@@ -572,6 +572,29 @@ CASES = {
     "glm_ocr": ("GlmOcrConfig", "GlmOcrForConditionalGeneration",
                 dict(GLM4V, text_config=dict(GLM4V_TEXT, intermediate_size=768,
                                              attention_bias=False))),
+    # MiniMax-M3: full attention (layers 0, 2) and MiniMax's sparse
+    # attention (1, 3: q, k, v and the indexer's q (by kv heads) and k
+    # (whole) fused in qkv_proj), dense MLPs (0, 1) then 8 experts with a
+    # shared one; 8 heads of 128 (vLLM's fused kernel's), 2 kv heads; a
+    # SigLIP-like tower (2 layers, 4 heads) with its two projectors;
+    # renamed and configured as released (ckpt_minimax_m3.py).
+    "minimax_m3": ("MiniMaxM3VLConfig", "MiniMaxM3SparseForConditionalGeneration", dict(
+        text_config=dict(
+            num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+            head_dim=128, rotary_dim=64, intermediate_size=64, shared_intermediate_size=64,
+            dense_intermediate_size=128, num_local_experts=8, num_experts_per_tok=2,
+            index_n_heads=2, index_head_dim=128, index_block_size=128,
+            index_topk_blocks=16, index_local_blocks=1,
+            layer_types=["full_attention", "minimax_m3_sparse",
+                         "full_attention", "minimax_m3_sparse"],
+            mlp_layer_types=["dense", "dense", "sparse", "sparse"],
+            max_position_embeddings=4096, bos_token_id=1, eos_token_id=2,
+            tie_word_embeddings=False),
+        vision_config=dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                           num_attention_heads=4, num_channels=3, patch_size=14,
+                           temporal_patch_size=2, spatial_merge_size=2, image_size=224),
+        projector_hidden_size=256, image_token_index=998, video_token_index=999,
+        tie_word_embeddings=False)),
     # GLM-5-Next: KDA linear attention (layers 0, 2) beside GLM-5's MLA
     # with its indexer (1, 3), dense MLPs (0, 3) and MoE (1, 2), mHC in
     # every layer; GLM-OCR's tower (2 blocks) with its merger.  The text
@@ -2618,6 +2641,9 @@ def make(arch, out):
     if arch == "inkling":
         from ckpt_inkling import released_inkling
         released_inkling(out, cfg)
+    if arch == "minimax_m3":
+        from ckpt_minimax_m3 import released_minimax_m3
+        released_minimax_m3(out, cfg)
     if arch == "inkling_mm":
         from ckpt_inkling import released_inkling_mm
         released_inkling_mm(out, cfg)

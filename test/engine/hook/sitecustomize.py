@@ -201,7 +201,8 @@ def _patch_nvfp4_moe(module):
 
 def _patch_nogate(module):
     """WSHARD_ORACLE_NOGATE: vLLM 0.32 builds no MoE layer without a gated
-    activation (Nemotron-H's relu^2 experts) on a CPU: FusedMoEConfig's
+    activation (Nemotron-H's relu^2 experts), nor one of MiniMax-M3's
+    swigluoai_uninterleave experts, on a CPU: FusedMoEConfig's
     __post_init__ ends with "is_act_and_mul=False is supported only for
     CUDA, XPU and ROCm for now", though loading the experts' weights does
     not depend on the kernel.  That last check's refusal is passed over (and
@@ -225,7 +226,8 @@ def _patch_nogate_experts(module):
     """WSHARD_ORACLE_NOGATE: vLLM 0.32's unquantized CPU experts take gated
     activations only (CPUUnquantizedExperts._supports_no_act_and_mul,
     _supports_activation: "No Unquantized MoE backend supports the
-    deployment configuration"); taken as supporting relu^2, for loading."""
+    deployment configuration"); taken as supporting relu^2 and MiniMax-M3's
+    swigluoai_uninterleave, for loading."""
     cls = module.CPUUnquantizedExperts
     cls._supports_no_act_and_mul = staticmethod(lambda: True)
     cls._supports_activation = staticmethod(lambda activation: True)
