@@ -1834,42 +1834,39 @@ def exaone4_5_processor(out, cfg):
         tokenizer=tok).save_pretrained(out)
 
 
-def glm4v_processor(out, cfg):
-    """Writes a word-level tokenizer and Glm4vProcessor for the tiny
-    vocabulary: vLLM's GLM-4.1V processor needs both to build the tower,
-    and finds the image and video tokens by their names.  56x56 images (4x4
-    patches of 14, merged 2x2: 4 image tokens)."""
-    import transformers
+def glm_tokenizer(cfg):
+    """A word-level tokenizer for the tiny vocabulary with GLM-4.1V's image
+    and video tokens, which vLLM's GLM processors find by their names."""
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
                "<|image|>": cfg.image_token_id, "<|video|>": cfg.video_token_id,
                "<|begin_of_image|>": cfg.image_start_token_id,
                "<|end_of_image|>": cfg.image_end_token_id,
                "<|begin_of_video|>": cfg.video_start_token_id,
                "<|end_of_video|>": cfg.video_end_token_id}
-    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    return word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+
+
+def glm4v_processor(out, cfg):
+    """Writes glm_tokenizer and Glm4vProcessor: vLLM's GLM-4.1V processor
+    needs both to build the tower.  56x56 images (4x4 patches of 14,
+    merged 2x2: 4 image tokens)."""
+    import transformers
     px = 56 * 56
     kw = dict(size={"shortest_edge": px, "longest_edge": px}, patch_size=14,
               merge_size=2, temporal_patch_size=2)
     transformers.Glm4vProcessor(
-        image_processor=transformers.Glm4vImageProcessor(**kw), tokenizer=tok,
+        image_processor=transformers.Glm4vImageProcessor(**kw), tokenizer=glm_tokenizer(cfg),
         video_processor=transformers.Glm4vVideoProcessor(**kw)).save_pretrained(out)
 
 
 def glm5_next_processor(out, cfg):
-    """Writes a word-level tokenizer and Glm5NextProcessor (GLM-4.1V's
-    tokens; images of 56x56, 4x4 patches of 14 merged 2x2: 4 tokens)."""
+    """Writes glm_tokenizer and Glm5NextProcessor (images of 56x56, 4x4
+    patches of 14 merged 2x2: 4 tokens)."""
     import transformers
-    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
-               "<|image|>": cfg.image_token_id, "<|video|>": cfg.video_token_id,
-               "<|begin_of_image|>": cfg.image_start_token_id,
-               "<|end_of_image|>": cfg.image_end_token_id,
-               "<|begin_of_video|>": cfg.video_start_token_id,
-               "<|end_of_video|>": cfg.video_end_token_id}
-    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
     kw = dict(patch_size=14, merge_size=2, temporal_patch_size=2, min_image_tokens=4,
               max_image_tokens=16)
     transformers.Glm5NextProcessor(
-        image_processor=transformers.Glm5NextImageProcessor(**kw), tokenizer=tok,
+        image_processor=transformers.Glm5NextImageProcessor(**kw), tokenizer=glm_tokenizer(cfg),
         video_processor=transformers.Glm5NextVideoProcessor(**kw)).save_pretrained(out)
 
 
