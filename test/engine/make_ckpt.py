@@ -572,6 +572,20 @@ CASES = {
     "glm_ocr": ("GlmOcrConfig", "GlmOcrForConditionalGeneration",
                 dict(GLM4V, text_config=dict(GLM4V_TEXT, intermediate_size=768,
                                              attention_bias=False))),
+    # Muse Glimmer: layers 0-2 sliding-window with rope, 3 full without
+    # (transformers' default pattern), each with a sigmoid output gate
+    # (self_attn.gate_proj), four norms a layer; a tower of 2 layers of 2
+    # heads (cut at tp 2, whole at tp 4, where vLLM keeps it data
+    # parallel), window and full attention, merged 2x2 into 256.
+    "muse_glimmer": ("MuseGlimmerConfig", "MuseGlimmerForConditionalGeneration", dict(
+        text_config=dict(num_hidden_layers=4, sliding_window=64, bos_token_id=2,
+                         eos_token_id=1, pad_token_id=0),
+        vision_config=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                           num_attention_heads=2, patch_size=14, pos_emb_height=4,
+                           pos_emb_width=4, patch_temporal=2, merge_size=2,
+                           max_position_embeddings=16),
+        image_token_id=999, video_token_id=998, out_hidden_size=256,
+        projector_hidden_size=128)),
     # MiniMax-M3: full attention (layers 0, 2) and MiniMax's sparse
     # attention (1, 3: q, k, v and the indexer's q (by kv heads) and k
     # (whole) fused in qkv_proj), dense MLPs (0, 1) then 8 experts with a
@@ -1859,6 +1873,26 @@ def glm4v_processor(out, cfg):
         video_processor=transformers.Glm4vVideoProcessor(**kw)).save_pretrained(out)
 
 
+def released_muse_glimmer(out, cfg):
+    """config.json as vLLM 0.32's MuseGlimmerConfig reads the tower's
+    sizes (output_dim, adapter_dim, merge_kernel_size, which transformers
+    calls out_hidden_size, projector_hidden_size and merge_size), and a
+    tokenizer with the image and video tokens vLLM's Muse Glimmer
+    processor looks up by name."""
+    from ckpt_io import update_config
+
+    def config(c):
+        c["vision_config"].update(output_dim=c["out_hidden_size"],
+                                  adapter_dim=c["projector_hidden_size"],
+                                  merge_kernel_size=c["vision_config"]["merge_size"])
+    update_config(out, config)
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<|patch|>": cfg.image_token_id, "<|video|>": cfg.video_token_id,
+               "<|image|>": 997, "<|image_start|>": 996, "<|image_end|>": 995,
+               "<|vid_start|>": 994, "<|vid_end|>": 993, "<|vid_frame_separator|>": 992}
+    word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
+
+
 def glm5_next_processor(out, cfg):
     """Writes glm_tokenizer and Glm5NextProcessor (images of 56x56, 4x4
     patches of 14 merged 2x2: 4 tokens)."""
@@ -2638,6 +2672,8 @@ def make(arch, out):
     if arch == "inkling":
         from ckpt_inkling import released_inkling
         released_inkling(out, cfg)
+    if arch == "muse_glimmer":
+        released_muse_glimmer(out, cfg)
     if arch == "minimax_m3":
         from ckpt_minimax_m3 import released_minimax_m3
         released_minimax_m3(out, cfg)

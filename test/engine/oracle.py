@@ -284,6 +284,10 @@ def arch_settings(model, kw):
         # vLLM's Inkling renderer needs Inkling's tokenizer and its special
         # tokens; the test's prompts are token ids and it has none
         kw.setdefault("tokenizer_mode", "hf")
+    if arch == "MuseGlimmerForConditionalGeneration":
+        # its profiling image is 4096 tokens (16384 patches through the
+        # tower): not profiled; its prompts are text alone
+        kw.setdefault("skip_mm_profiling", True)
     if arch == "InklingForConditionalGeneration":
         # its processor's token ids are the release's (200005 and up), past
         # the tiny vocabulary: no multimodal profiling (the towers are built
@@ -330,8 +334,9 @@ def answers(model, tp, out, **kw):
     prompts = [{"prompt_token_ids": p} for p in PROMPTS]
     if is_whisper(model):
         prompts = whisper_prompts()
-    elif tok and (kw.get("runner") != "pooling" or
-                 architecture(model) in ("CLIPModel", "SiglipModel", "ColPaliForRetrieval")):
+    elif tok and architecture(model) != "MuseGlimmerForConditionalGeneration" and (
+            kw.get("runner") != "pooling" or
+            architecture(model) in ("CLIPModel", "SiglipModel", "ColPaliForRetrieval")):
         prompts.append(image_prompt(model))
     got = []
     if kw.get("runner") == "pooling" and architecture(model) == "ColPaliForRetrieval":
