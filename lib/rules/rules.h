@@ -359,8 +359,9 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
  * neither or buf is too small (rules_scale.c). */
 bool rules_scale_weight(const char *scale, char *buf, size_t size);
 
-/* rules_extra.c: a rule's "chunks", "experts" and "deinterleave" (t is
- * its object; its split, "rows" and "transpose" already parsed). */
+/* rules_extra.c: a rule's "chunks", "experts", "deinterleave", "pad_to",
+ * "qkv_groups", "concat", "reshape" and "beside" (t is its object; its
+ * split, "rows", "view" and "transpose" already parsed). */
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err);
 

@@ -366,24 +366,6 @@ static char *expr_copy(json_t *d, bool *bad)
 	return NULL;
 }
 
-/*
- * "chunks" (a column split's cut dimension holds that many parts, each
- * cut by tp: Llama 4's transposed gate_up_proj, gate then up; Granite
- * MoE's input_linear [E, 2I, H] as it is), "experts" (a
- * transposed split's dimension 0 counts the experts, which
- * --expert-parallel gives whole to the ranks that hold them) and
- * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
- * which vLLM reorders even rows first) on a fused part, or true on a
- * plain "col" split, whose rank's cut is the block (Inkling's experts,
- * gate and up rows interleaved); "beside" (Inkling's sink experts' w2 [E, H, I] as vLLM
- * holds it, [H, E*I/tp]) on a "col" split with "rows": 2; "pad_to" (an
- * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
- * a fused part (of a replicated operator: at every tp) or a plain "col"
- * split; "qkv_groups" (q/k/v heads stored by
- * kv group: Falcon's query_key_value) on an "unpack" of q/k/v; "concat"
- * (the sources {e} matches are row pieces of one tensor: Qwen4-Exp's
- * ngram_embedding.shard_{e}) on a "row", "vocab" or "replicate" split.
- */
 /* "reshape": 1 to WSHARD_MAX_DIMS expressions, on a plain split without
  * "view" (the header's dimensions: GLM-5-Next's A_log [nh] held as
  * [1, 1, nh/tp, 1]). */
@@ -414,6 +396,25 @@ static enum wshard_err parse_reshape(const struct wshard_rules *r, struct rules_
 	return WSHARD_OK;
 }
 
+/*
+ * "chunks" (a column split's cut dimension holds that many parts, each
+ * cut by tp: Llama 4's transposed gate_up_proj, gate then up; Granite
+ * MoE's input_linear [E, 2I, H] as it is), "experts" (a
+ * transposed split's dimension 0 counts the experts, which
+ * --expert-parallel gives whole to the ranks that hold them) and
+ * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
+ * which vLLM reorders even rows first) on a fused part, or true on a
+ * plain "col" split, whose rank's cut is the block (Inkling's experts,
+ * gate and up rows interleaved); "reshape" (parse_reshape); "beside"
+ * (Inkling's sink experts' w2 [E, H, I] as vLLM holds it, [H, E*I/tp])
+ * on a "col" split with "rows": 2; "pad_to" (an
+ * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
+ * a fused part (of a replicated operator: at every tp) or a plain "col"
+ * split; "qkv_groups" (q/k/v heads stored by
+ * kv group: Falcon's query_key_value) on an "unpack" of q/k/v; "concat"
+ * (the sources {e} matches are row pieces of one tensor: Qwen4-Exp's
+ * ngram_embedding.shard_{e}) on a "row", "vocab" or "replicate" split.
+ */
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err)
 {
