@@ -327,6 +327,25 @@ def _patch_qwen4exp_ple(module):
                 lambda self, n, d, dtype: torch.empty(n, d, dtype=dtype, device="cpu"))
 
 
+def _patch_qwen4exp_pad(module):
+    """WSHARD_ORACLE_QWEN4EXP: Qwen4Exp's hyper-connection pads
+    input_mix_weight_down_block_inject to a multiple of 16 rows with a
+    third output part that nothing loads and its forward pass drops: those
+    rows are torch.empty's, whatever the allocator hands back, and so the
+    saved state differed from run to run (wshard writes zeros there).  They
+    are zeroed when the layer is built."""
+    cls = module.GatedResidual
+    real = cls.__init__
+
+    def init(self, *a, **kw):
+        real(self, *a, **kw)
+        w = getattr(getattr(self, "input_mix_weight_down_block_inject", None), "weight", None)
+        if w is not None and getattr(self, "pad_size", 0):
+            w.data[w.shape[0] - self.pad_size:].zero_()
+
+    cls.__init__ = init
+
+
 def _patch_olmo_gdn(module):
     """WSHARD_ORACLE_OLMO_GDN: vLLM 0.32's OLMo Hybrid Gated DeltaNet hands
     Triton an allocator when it is built, which the CPU build's stand-in for
@@ -431,3 +450,4 @@ if os.environ.get("WSHARD_ORACLE_OLMO_GDN"):
 if os.environ.get("WSHARD_ORACLE_QWEN4EXP"):
     _hook("vllm.models.qwen4_exp.nvidia.qsa", _patch_qwen4exp_qsa)
     _hook("vllm.models.qwen4_exp.common.ngram_embedding", _patch_qwen4exp_ple)
+    _hook("vllm.models.qwen4_exp.nvidia.hyperconnection", _patch_qwen4exp_pad)
