@@ -394,6 +394,13 @@ bool rules_is_tied(const struct wshard_rules *r, const struct wshard_config *cfg
 enum wshard_err rules_parse_strings(const struct wshard_rules *r, json_t *val, const char *what,
 				    bool nonempty, char ***out, size_t *n, struct wshard_error *err);
 
+/* The entries of JSON array a (integers or strings: expressions over
+ * config.json) copied into out[0..], which has room for them all, their
+ * count so far in *n.  Returns WSHARD_OK, WSHARD_EINVAL (*bad_at: the
+ * index of an entry that is neither) or WSHARD_ENOMEM; the caller names
+ * the key in its error (rules_extra.c). */
+enum wshard_err rules_parse_exprs(json_t *a, char **out, int *n, size_t *bad_at);
+
 /* A declared operator's "sizes" (one expression or integer per part),
  * "groups" (an object of parts: expression or integer) and "zero" (an
  * array of parts), from its object val (rules_extra.c).  Returns

@@ -366,14 +366,32 @@ static char *expr_copy(json_t *d, bool *bad)
 	return NULL;
 }
 
+enum wshard_err rules_parse_exprs(json_t *a, char **out, int *n, size_t *bad_at)
+{
+	bool bad;
+	size_t i;
+
+	for (i = 0; i < json_array_size(a); i++) {
+		out[i] = expr_copy(json_array_get(a, i), &bad);
+		if (bad) {
+			*bad_at = i;
+			return WSHARD_EINVAL;
+		}
+		if (!out[i])
+			return WSHARD_ENOMEM;
+		*n = (int)i + 1;
+	}
+	return WSHARD_OK;
+}
+
 /* "reshape": 1 to WSHARD_MAX_DIMS expressions, on a plain split without
  * "view" (the header's dimensions: GLM-5-Next's A_log [nh] held as
  * [1, 1, nh/tp, 1]). */
 static enum wshard_err parse_reshape(const struct wshard_rules *r, struct rules_rule *rule,
 				     json_t *rs, struct wshard_error *err)
 {
-	bool bad = false;
-	size_t i;
+	enum wshard_err rc;
+	size_t bad_at;
 
 	if (!rs)
 		return WSHARD_OK;
@@ -383,16 +401,13 @@ static enum wshard_err parse_reshape(const struct wshard_rules *r, struct rules_
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"reshape\" is an array of 1 to %d expressions on a \"row\", \"col\" or \"replicate\" split without \"view\"",
 					r->name, rule->match, WSHARD_MAX_DIMS);
-	for (i = 0; i < json_array_size(rs); i++) {
-		rule->reshape[i] = expr_copy(json_array_get(rs, i), &bad);
-		if (bad)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': rule '%s': \"reshape\" entry %zu is neither a number nor a string",
-						r->name, rule->match, i);
-		if (!rule->reshape[i])
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		rule->nreshape = (int)i + 1;
-	}
+	rc = rules_parse_exprs(rs, rule->reshape, &rule->nreshape, &bad_at);
+	if (rc == WSHARD_EINVAL)
+		return wshard_error_set(err, rc,
+					"'%s': rule '%s': \"reshape\" entry %zu is neither a number nor a string",
+					r->name, rule->match, bad_at);
+	if (rc)
+		return wshard_error_set(err, rc, "out of memory");
 	return WSHARD_OK;
 }
 
@@ -494,8 +509,9 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 static enum wshard_err parse_sizes(const struct wshard_rules *r, struct rules_op *op,
 				   json_t *sizes, struct wshard_error *err)
 {
-	bool bad;
-	int i;
+	enum wshard_err rc;
+	size_t bad_at;
+	int n;
 
 	if (!sizes)
 		return WSHARD_OK;
@@ -503,15 +519,13 @@ static enum wshard_err parse_sizes(const struct wshard_rules *r, struct rules_op
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': fused operator '%s': \"sizes\" needs one expression per part (%d)",
 					r->name, op->name, op->nparts);
-	for (i = 0; i < op->nparts; i++) {
-		op->sizes[i] = expr_copy(json_array_get(sizes, (size_t)i), &bad);
-		if (bad)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': fused operator '%s': size %d is neither a number nor a string",
-						r->name, op->name, i);
-		if (!op->sizes[i])
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	}
+	rc = rules_parse_exprs(sizes, op->sizes, &n, &bad_at);
+	if (rc == WSHARD_EINVAL)
+		return wshard_error_set(err, rc,
+					"'%s': fused operator '%s': size %zu is neither a number nor a string",
+					r->name, op->name, bad_at);
+	if (rc)
+		return wshard_error_set(err, rc, "out of memory");
 	return WSHARD_OK;
 }
 

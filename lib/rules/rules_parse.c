@@ -161,7 +161,8 @@ static const struct {
 static enum wshard_err parse_shape(struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *shape, struct wshard_error *err)
 {
-	size_t i;
+	enum wshard_err rc;
+	size_t bad_at;
 
 	rule->nshape = -1;
 	if (!shape)
@@ -170,24 +171,13 @@ static enum wshard_err parse_shape(struct wshard_rules *r, struct rules_rule *ru
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"shape\" is not an array of at most %d expressions",
 					r->name, rule->match, WSHARD_MAX_DIMS);
-	for (i = 0; i < json_array_size(shape); i++) {
-		json_t *d = json_array_get(shape, i);
-		char buf[32];
-
-		if (json_is_integer(d)) {
-			snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(d));
-			rule->shape[i] = strdup(buf);
-		} else if (json_is_string(d)) {
-			rule->shape[i] = strdup(json_string_value(d));
-		} else {
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': rule '%s': shape entry %zu is neither a number nor a string",
-						r->name, rule->match, i);
-		}
-		if (!rule->shape[i])
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		rule->nshape = (int)i + 1;
-	}
+	rc = rules_parse_exprs(shape, rule->shape, &rule->nshape, &bad_at);
+	if (rc == WSHARD_EINVAL)
+		return wshard_error_set(err, rc,
+					"'%s': rule '%s': shape entry %zu is neither a number nor a string",
+					r->name, rule->match, bad_at);
+	if (rc)
+		return wshard_error_set(err, rc, "out of memory");
 	rule->nshape = (int)json_array_size(shape);
 	return WSHARD_OK;
 }
