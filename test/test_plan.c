@@ -11,6 +11,7 @@
 
 #include "wshard.h"
 #include "plan_fixture.h"
+#include "rules_test_util.h"
 
 TestSuite(tie, .fini = close_open_fx);
 TestSuite(scales, .fini = close_open_fx);
@@ -60,6 +61,59 @@ Test(tie, llama_tied_with_lm_head)
 	assert_zero(t, 1, 122 * RB, 6 * RB);
 	cr_assert_null(find_out(&f, 0, "model.embed_tokens.weight"));
 	fx_close(&f);
+}
+
+/*
+ * "copy": the embedding keeps its name and its cut, and the head is
+ * written as a copy of it, cut by the head's own rule (BERT's MLM decoder,
+ * which vLLM fills from the embedding), here whole on both ranks; the
+ * checkpoint's stray lm_head.weight is dropped.
+ */
+Test(tie, copy)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const struct wshard_out_tensor *t;
+	int r;
+
+	fx_open(&f, LLAMA " --kv-heads 2 --tie --lm-head");
+	use_rules(&f, "{\"tie\": {\"source\": \"model.embed_tokens.weight\", \"output\": "
+		  "\"lm_head.weight\", \"copy\": true, \"drop\": [\"lm_head.weight\"]},"
+		  "\"tensors\": [{\"match\": \"model.embed_tokens.weight\", \"split\": \"vocab\"},"
+		  CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	assert_unused(&f, "lm_head.weight");
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "lm_head.weight");
+		assert_shape(t, 2, 250, 64);
+		assert_copy(&f, t, 0, "model.embed_tokens.weight", 0, 250, 0, RB, 0);
+		t = get_out(&f, r, "model.embed_tokens.weight");
+		assert_shape(t, 2, 128, 64);
+		assert_copy(&f, t, 0, "model.embed_tokens.weight", 128 * r, r ? 122 : 128, 0, RB, 0);
+	}
+	fx_close(&f);
+}
+
+/* "copy" needs a rule that writes the head, and no "output_if". */
+Test(tie, copy_refused)
+{
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	const char *norule = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tie\": "
+			     "{\"source\": \"e\", \"output\": \"h\", \"copy\": true},"
+			     "\"tensors\": [{\"match\": \"e\", \"split\": \"vocab\"}]}";
+	const char *alt = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tie\": "
+			  "{\"source\": \"e\", \"output\": \"h\", \"copy\": true, "
+			  "\"output_if\": {\"if\": \"1\", \"output\": \"g\"}},"
+			  "\"tensors\": [{\"match\": \"e\", \"split\": \"vocab\"},"
+			  "{\"match\": \"h\", \"split\": \"replicate\"}]}";
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, norule, strlen(norule), "t", &err), WSHARD_EINVAL);
+	cr_assert_str_eq(err.msg, "'t': \"tie\"'s \"copy\" needs a row, col, vocab or "
+			 "replicate rule whose output is 'h'");
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, alt, strlen(alt), "t", &err), WSHARD_EINVAL);
+	cr_assert_str_eq(err.msg, "'t': \"tie\" takes \"copy\" or \"output_if\", not both");
 }
 
 /* Untied: both, each from its own source. */

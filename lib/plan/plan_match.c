@@ -351,7 +351,8 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 	if (m->rule->kind == RULE_SKIP)
 		return WSHARD_OK;
 	/* the pooling runner's model keeps a tied embedding under its name */
-	if (mt->tied && !plan->cat->st_pooling && strcmp(as, rules->tie_source) == 0)
+	if (mt->tied && !rules->tie_copy && !plan->cat->st_pooling &&
+	    strcmp(as, rules->tie_source) == 0)
 		m->out = strdup(rules_tie_output(rules, plan->config));
 	else
 		m->out = plan_output_name(plan, m->rule->output, &m->cap);
@@ -384,6 +385,22 @@ struct match_part {
 	struct wshard_error shape_err;	/* its first member of a wrong shape */
 };
 
+/*
+ * The tied head that vLLM fills with a copy of the embedding (BERT's MLM
+ * decoder): a second member of the source m matched, cut by the head's
+ * rule.  Returns whether it was made (false: out of memory, in err).
+ */
+static bool tie_copy(const struct wshard_rules *rules, const struct member *m,
+		     struct member *copy, struct wshard_error *err)
+{
+	*copy = *m;
+	copy->rule = rules->tie_copy_rule;
+	copy->out = strdup(rules->tie_output);
+	if (!copy->out)
+		wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return copy->out != NULL;
+}
+
 static void *match_part(void *arg)
 {
 	struct match_part *pt = arg;
@@ -411,9 +428,15 @@ static void *match_part(void *arg)
 			break;
 		if (!matched)
 			pt->un[pt->nun++] = (uint32_t)i;
-		else if (m->out)
+		else if (m->out) {
 			pt->n++;
-		else if (m->rule->reason) {
+			if (pt->mt.tied && rules->tie_copy &&
+			    strcmp(name, rules->tie_source) == 0) {
+				if (!tie_copy(rules, m, &pt->m[pt->n], &pt->err))
+					break;
+				pt->n++;
+			}
+		} else if (m->rule->reason) {
 			pt->left[pt->nleft] = (uint32_t)i;
 			pt->lrule[pt->nleft++] = m->rule;
 		}
@@ -482,7 +505,8 @@ static enum wshard_err start_run(const struct wshard_plan *plan,
 	run->mt.rules = rules;
 	run->mt.tied = rules_is_tied(rules, plan->config);
 	run->np = match_threads(nt);
-	run->members = calloc(nt + 1, sizeof(*run->members));
+	/* a part may add one member: the copy of a tied embedding */
+	run->members = calloc(nt + (size_t)run->np + 1, sizeof(*run->members));
 	run->uncovered = calloc(nt + 1, sizeof(*run->uncovered));
 	run->left = calloc(nt + 1, sizeof(*run->left));
 	run->lrule = calloc(nt + 1, sizeof(*run->lrule));
@@ -499,7 +523,7 @@ static enum wshard_err start_run(const struct wshard_plan *plan,
 		pt[p].mt = run->mt;
 		pt[p].a = nt * (size_t)p / (size_t)run->np;
 		pt[p].b = nt * (size_t)(p + 1) / (size_t)run->np;
-		pt[p].m = run->members + pt[p].a;
+		pt[p].m = run->members + pt[p].a + (size_t)p;
 		pt[p].un = run->uncovered + pt[p].a;
 		pt[p].left = run->left + pt[p].a;
 		pt[p].lrule = run->lrule + pt[p].a;

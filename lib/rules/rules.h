@@ -233,6 +233,10 @@ struct wshard_rules {
 	char **tie_drop;	/* source names skipped when tied */
 	bool tie_default;	/* when config.json does not say */
 	bool tie_always;	/* whatever config.json says (Gemma) */
+	bool tie_copy;		/* "copy": the source keeps its own name, and
+				 * tie_output is a copy of it, cut by the rule
+				 * that writes tie_output (tie_copy_rule) */
+	const struct rules_rule *tie_copy_rule;
 	/* "defaults": integers for config keys config.json may omit (the
 	 * model class's own defaults), or NULL */
 	json_t *defaults;

@@ -245,6 +245,7 @@ enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 				 struct wshard_error *err)
 {
 	json_t *drop;
+	size_t i;
 
 	if (!tie)
 		return WSHARD_OK;
@@ -269,6 +270,25 @@ enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 					"'%s': \"tie\"'s \"if\" is not a condition", r->name);
 	r->tie_default = json_is_true(json_object_get(tie, "default"));
 	r->tie_always = json_is_true(json_object_get(tie, "always"));
+	r->tie_copy = json_is_true(json_object_get(tie, "copy"));
+	if (r->tie_copy && r->tie_output_if)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"tie\" takes \"copy\" or \"output_if\", not both",
+					r->name);
+	if (r->tie_copy && r->pp_layers)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"tie\"'s \"copy\" is for models without \"pipeline\"",
+					r->name);
+	/* the copy is cut as the head the checkpoint would otherwise hold */
+	for (i = 0; r->tie_copy && i < r->nrules && !r->tie_copy_rule; i++)
+		if (strcmp(r->rules[i].output, r->tie_output) == 0 &&
+		    (r->rules[i].kind == RULE_ROW || r->rules[i].kind == RULE_COL ||
+		     r->rules[i].kind == RULE_VOCAB || r->rules[i].kind == RULE_REPLICATE))
+			r->tie_copy_rule = &r->rules[i];
+	if (r->tie_copy && !r->tie_copy_rule)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"tie\"'s \"copy\" needs a row, col, vocab or replicate rule whose output is '%s'",
+					r->name, r->tie_output);
 	drop = json_object_get(tie, "drop");
 	return rules_parse_strings(r, drop, "tie \"drop\"", false, &r->tie_drop, &r->ntie_drop,
 				   err);

@@ -239,6 +239,11 @@ CASES = {
     "qwen3_cls": ("Qwen3Config", "Qwen3ForSequenceClassification", {"num_labels": 3}),
     # token classifiers (NER and PII taggers): a label a token
     "bert_tok": ("BertConfig", "BertForTokenClassification", {"num_labels": 5}),
+    # BERT with its masked-LM head (google-bert/bert-base-uncased's form):
+    # tied as transformers saves it (no decoder weight: vLLM copies the
+    # embedding, which it can do at tp 1 alone), and untied
+    "bert_mlm": ("BertConfig", "BertForMaskedLM", {}),
+    "bert_mlm-untied": ("BertConfig", "BertForMaskedLM", {"tie_word_embeddings": False}),
     "xlmr_tok": ("XLMRobertaConfig", "XLMRobertaForTokenClassification",
                  {"num_labels": 5, "position_embedding_type": "absolute"}),
     # ModernBERT: embeddings, rerankers, taggers (its config's special
@@ -1448,7 +1453,7 @@ def released_zero_experts(out, routed):
 POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel",
            "BertModel",
            "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
-           "XLMRobertaForSequenceClassification", "BertForTokenClassification",
+           "XLMRobertaForSequenceClassification", "BertForTokenClassification", "BertForMaskedLM",
            "XLMRobertaForTokenClassification", "ModernBertModel",
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
            "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",

@@ -344,8 +344,10 @@ def answers(model, tp, out, **kw):
         for r in llm.encode(prompts, pooling_task="token_embed", use_tqdm=False):
             got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
         res = []
-    elif kw.get("runner") == "pooling" and architecture(model).endswith("TokenClassification"):
-        # a label's probabilities a token, the tokens one after another
+    elif kw.get("runner") == "pooling" and (architecture(model).endswith("TokenClassification")
+                                            or architecture(model) == "BertForMaskedLM"):
+        # a label's probabilities a token, the tokens one after another (the
+        # MLM head: the vocabulary's logits a token)
         for r in llm.encode(prompts, pooling_task="token_classify", use_tqdm=False):
             got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
         res = []
