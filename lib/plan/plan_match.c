@@ -104,17 +104,27 @@ static bool seen_alike(const struct wshard_rules *rules, const bool *seen,
 	return false;
 }
 
-/* A rule whose "if" fails for a layer number past any model's: its
- * condition bounds its layers (Qwen3.5's vision blocks,
- * "n < vision_config.depth"), which may outnumber the text model's. */
+/* Layer numbers past any model's a bounding condition fails for: more
+ * than the period of a condition that picks layers by n % K. */
+#define BOUND_RUN 64
+
+/* A rule whose "if" fails for every layer number in a run past any
+ * model's: its condition bounds its layers (Qwen3.5's vision blocks,
+ * "n < vision_config.depth"), which may outnumber the text model's; one
+ * that picks every other layer (Nomic's MoE layers) does not. */
 static bool bounds_layers(const struct wshard_plan *plan, const struct rules_rule *r)
 {
 	struct wshard_error err;
 	bool applies = true;
+	long n;
 
+	if (!r->cond || !strstr(r->match, "{n}"))
+		return false;
 	wshard_error_clear(&err);
-	return r->cond && strstr(r->match, "{n}") &&
-	       !rule_applies(plan, r, MAX_LAYERS - 1, &applies, &err) && !applies;
+	for (n = MAX_LAYERS - 1; n >= MAX_LAYERS - BOUND_RUN; n--)
+		if (rule_applies(plan, r, n, &applies, &err) || applies)
+			return false;
+	return true;
 }
 
 /* Layers rule r is required in: 1 without {n}; num_hidden_layers; for a

@@ -244,6 +244,18 @@ CASES = {
     # embedding, which it can do at tp 1 alone), and untied
     "bert_mlm": ("BertConfig", "BertForMaskedLM", {}),
     "bert_mlm-untied": ("BertConfig", "BertForMaskedLM", {"tie_word_embeddings": False}),
+    # nomic-embed-text-v1.5's form: rotary BERT, fused Wqkv, SwiGLU (fc11
+    # up, fc12 gate), no biases, with the GPT-2-style config keys its
+    # release has and vLLM reads (transformers' config writes none)
+    "nomic_bert": ("NomicBertConfig", "NomicBertModel", dict(
+        num_key_value_heads=4, activation_function="swiglu", qkv_proj_bias=False,
+        mlp_fc1_bias=False, mlp_fc2_bias=False, rotary_emb_scale_base=None,
+        rotary_emb_interleaved=False, rotary_emb_fraction=1.0, rotary_emb_base=1000,
+        layer_norm_epsilon=1e-12, n_embd=256, n_layer=2, n_head=4, n_inner=512,
+        n_positions=512, max_trained_positions=512, prenorm=False)),
+    # nomic-embed-text-v2-moe's form (nomic_moe below): GELU, biases, layer 1
+    # a MoE of 4 experts
+    "nomic_bert-moe": ("NomicBertConfig", "NomicBertModel", None),
     "xlmr_tok": ("XLMRobertaConfig", "XLMRobertaForTokenClassification",
                  {"num_labels": 5, "position_embedding_type": "absolute"}),
     # ModernBERT: embeddings, rerankers, taggers (its config's special
@@ -1453,7 +1465,7 @@ def released_zero_experts(out, routed):
 POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel",
            "BertModel",
            "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
-           "XLMRobertaForSequenceClassification", "BertForTokenClassification", "BertForMaskedLM",
+           "XLMRobertaForSequenceClassification", "BertForTokenClassification", "BertForMaskedLM", "NomicBertModel",
            "XLMRobertaForTokenClassification", "ModernBertModel",
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
            "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",
@@ -1876,6 +1888,43 @@ def glm4v_processor(out, cfg):
     transformers.Glm4vProcessor(
         image_processor=transformers.Glm4vImageProcessor(**kw), tokenizer=glm_tokenizer(cfg),
         video_processor=transformers.Glm4vVideoProcessor(**kw)).save_pretrained(out)
+
+
+def nomic_moe(out, cfg):
+    """nomic-embed-text-v2-moe as nomic's code saves it, which transformers
+    has no class for: the dense model's tensors given biases (qkv, out_proj,
+    fc1, fc2), its SwiGLU MLPs replaced by GELU ones (fc1, fc2) and, in the
+    layers n % moe_every_n_layers == 1, a MoE: router.layer [E, H], the
+    experts' w1 and w2 [E*I, H] each (w2 stored as w1 is), and their bias
+    [H]; config.json as the release's."""
+    import torch
+    from ckpt_io import rewrite_shards, update_config
+    E, H, I = 4, cfg.hidden_size, cfg.intermediate_size
+    gen = torch.Generator().manual_seed(5)
+
+    def rnd(*shape):
+        return (torch.randn(*shape, generator=gen) * 0.02).to(torch.bfloat16)
+
+    def shard(tensors):
+        for name in list(tensors):
+            if ".mlp." in name:
+                del tensors[name]
+            elif name.endswith(("attn.Wqkv.weight", "attn.out_proj.weight")):
+                tensors[name[:-len("weight")] + "bias"] = rnd(tensors[name].shape[0])
+            if name.endswith(".norm2.weight"):
+                p = name[:-len("norm2.weight")] + "mlp."
+                if int(name.split(".")[2]) % 2 == 1:
+                    tensors.update({p + "router.layer.weight": rnd(E, H),
+                                    p + "experts.mlp.w1": rnd(E * I, H),
+                                    p + "experts.mlp.w2": rnd(E * I, H),
+                                    p + "experts.bias": rnd(H)})
+                else:
+                    tensors.update({p + "fc1.weight": rnd(I, H), p + "fc1.bias": rnd(I),
+                                    p + "fc2.weight": rnd(H, I), p + "fc2.bias": rnd(H)})
+    rewrite_shards(out, shard)
+    update_config(out, lambda c: c.update(
+        activation_function="gelu", hidden_act="gelu", qkv_proj_bias=True, mlp_fc1_bias=True,
+        mlp_fc2_bias=True, moe_every_n_layers=2, num_experts=E, moe_top_k=2))
 
 
 def released_muse_glimmer(out, cfg):
@@ -2679,6 +2728,8 @@ def make(arch, out):
         released_inkling(out, cfg)
     if arch == "muse_glimmer":
         released_muse_glimmer(out, cfg)
+    if arch == "nomic_bert-moe":
+        nomic_moe(out, cfg)
     if arch == "minimax_m3":
         from ckpt_minimax_m3 import released_minimax_m3
         released_minimax_m3(out, cfg)
