@@ -396,8 +396,7 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 	enum wshard_err rc;
 
 	*out = false;
-	/* "A || B" binds looser than "&&" (Nomic's "!moe_every_n_layers ||
-	 * n % moe_every_n_layers != 1"); "A && B": B is not read where A
+	/* "A || B" binds looser than "&&"; "A && B": B is not read where A
 	 * fails ("audio_config.num_hidden_layers && n < ...": a model
 	 * without the tower) */
 	if (or || and)
