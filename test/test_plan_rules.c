@@ -418,6 +418,30 @@ Test(ext, fuse_several_parts)
 	fx_close(&f);
 }
 
+/* "fuse": "OP.b+a": a source stacking its parts in another order than
+ * the operator's (GTE's up_gate_proj, up then gate, into gate then up). */
+Test(ext, fuse_parts_reordered)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.ug.weight:8,8");
+	use_rules(&f, "{\"fused\": {\"gu\": {\"parts\": [\"gate\", \"up\"], \"split\": \"row\","
+		  " \"sizes\": [4, 4]}}, \"tensors\": ["
+		  "{\"match\": \"x.ug.weight\", \"fuse\": \"gu.up+gate\", \"output\": \"x.w\"},"
+		  CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, "x.w");
+
+		assert_shape(t, 2, 4, 8);
+		cr_assert_eq(t->npieces, 2);
+		assert_copy(&f, t, 0, "x.ug.weight", 4 + 2 * r, 2, 0, 16, 0);
+		assert_copy(&f, t, 1, "x.ug.weight", 2 * r, 2, 0, 16, 2 * 16);
+	}
+	fx_close(&f);
+}
+
 /* An extra with "with" is added only in the layers whose source holds it. */
 Test(ext, extra_with)
 {

@@ -230,8 +230,8 @@ Test(parse, sizes_and_parts)
 		    " \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
 		    "fused operator 'f': size 1 is neither a number nor a string");
 	parse_fails("{\"fused\": {\"f\": {\"parts\": [\"q\", \"k\", \"v\"], \"sizes\": [1, 1, 1]}},"
-		    " \"tensors\": [{\"match\": \"x\", \"fuse\": \"f.q+v\", \"output\": \"o\"}]}",
-		    "rule 'x': the parts of \"f.q+v\" are not consecutive parts of 'f'");
+		    " \"tensors\": [{\"match\": \"x\", \"fuse\": \"f.v+q+v\", \"output\": \"o\"}]}",
+		    "rule 'x': \"f.v+q+v\" names part 'v' twice");
 	parse_fails("{\"fused\": {\"f\": {\"parts\": [\"q\", \"k\"]}},"
 		    " \"tensors\": [{\"match\": \"x\", \"fuse\": \"f.q+k\", \"output\": \"o\"}]}",
 		    "rule 'x': operator 'f' needs \"sizes\" for a source holding several parts");

@@ -40,8 +40,11 @@ static enum wshard_err missing_part(const struct wshard_plan *plan,
 		const struct rules_rule *r = &rules->rules[i];
 		char *want;
 
-		if (r->kind != RULE_FUSE || r->op != m->rule->op || part < r->part ||
-		    part >= r->part + (r->nparts > 1 ? r->nparts : 1) ||
+		int k;
+
+		for (k = 0; k < r->nparts && r->order[k] != part; k++)
+			;
+		if (r->kind != RULE_FUSE || r->op != m->rule->op || k == r->nparts ||
 		    strcmp(r->output, m->rule->output) != 0)
 			continue;
 		want = rules_expand(r->match, &m->cap);
@@ -59,19 +62,21 @@ static enum wshard_err missing_part(const struct wshard_plan *plan,
 }
 
 /*
- * Cuts source m, which holds parts first .. first+count-1 of op stacked by
- * rows, by the operator's "sizes": parts[p], off[p] and len[p] for each.
+ * Cuts source m, which holds the count parts of op in order (NULL: all,
+ * in the operator's order) stacked by rows, by the operator's "sizes":
+ * parts[p], off[p] and len[p] for each.
  */
 static enum wshard_err cut_by_sizes(const struct wshard_plan *plan,
 				    const struct rules_op *op, const struct member *m,
-				    int first, int count, const struct member **parts,
+				    const int *order, int count, const struct member **parts,
 				    uint64_t *off, uint64_t *len, struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	uint64_t at = 0;
-	int p;
+	int k;
 
-	for (p = first; p < first + count; p++) {
+	for (k = 0; k < count; k++) {
+		int p = order ? order[k] : k;
 		int64_t v;
 		enum wshard_err rc = expr_eval_dim(plan->config, op->sizes[p],
 						   t->name, &v, err);
@@ -110,7 +115,7 @@ static enum wshard_err unpack_parts(const struct wshard_plan *plan,
 	enum wshard_err rc;
 
 	if (op->sizes[0])
-		return cut_by_sizes(plan, op, m, 0, op->nparts, parts, off, len, err);
+		return cut_by_sizes(plan, op, m, NULL, op->nparts, parts, off, len, err);
 	rc = plan_op_kv_heads(plan, op, &kv, err);
 	if (rc)
 		return rc;
@@ -154,8 +159,8 @@ enum wshard_err plan_fused_parts(const struct wshard_plan *plan,
 	for (i = 0; i < n; i++) {
 		p = m[i].rule->part;
 		if (m[i].rule->nparts > 1) {
-			rc = cut_by_sizes(plan, op, &m[i], p, m[i].rule->nparts, parts,
-					  off, len, err);
+			rc = cut_by_sizes(plan, op, &m[i], m[i].rule->order, m[i].rule->nparts,
+					  parts, off, len, err);
 			if (rc)
 				return rc;
 			continue;

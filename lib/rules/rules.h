@@ -73,8 +73,10 @@ struct rules_rule {
 	enum rule_kind kind;
 	int op;			/* FUSE, UNPACK: index into ops */
 	int part;		/* FUSE: (first) part index */
-	int nparts;		/* FUSE: consecutive parts the source holds
-				 * ("OP.a+b+c"; more than 1 needs "sizes") */
+	int nparts;		/* FUSE: parts the source holds ("OP.a+b+c";
+				 * more than 1 needs "sizes") ... */
+	int order[OP_MAX_PARTS];	/* ... these, stacked in this order
+					 * (GTE's up_gate_proj: up, then gate) */
 	int also;		/* FUSE: a further part the source fills with
 				 * the same bytes ("also"), or -1 */
 	bool scale;		/* derived FP8 scale: one element is kept whole */

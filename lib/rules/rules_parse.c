@@ -238,9 +238,10 @@ static int find_part(const struct rules_op *op, const char *name, size_t len)
 
 /*
  * "fuse": OPERATOR.PART of a declared operator, or OPERATOR.A+B+...: a
- * source holding consecutive parts, in the operator's order, cut by its
- * "sizes" (Qwen3.5's in_proj_qkv is parts q, k, v of in_proj_qkvz).  The
- * rule needs "output".
+ * source holding several parts stacked in that order, cut by its "sizes"
+ * (Qwen3.5's in_proj_qkv is parts q, k, v of in_proj_qkvz; GTE's
+ * up_gate_proj parts up and gate of gate then up).  The rule needs
+ * "output".
  */
 static enum wshard_err parse_fuse(const struct wshard_rules *r, struct rules_rule *rule,
 				  const char *fuse, const char *also, bool has_output,
@@ -248,7 +249,7 @@ static enum wshard_err parse_fuse(const struct wshard_rules *r, struct rules_rul
 {
 	const char *dot = strchr(fuse, '.'), *s, *plus;
 	int op = dot ? find_op(r, fuse, (size_t)(dot - fuse)) : -1;
-	int p, n = 0;
+	int p, k, n = 0;
 
 	if (op < 0)
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -262,12 +263,13 @@ static enum wshard_err parse_fuse(const struct wshard_rules *r, struct rules_rul
 						"'%s': rule '%s': operator '%s' has no part '%.*s'",
 						r->name, rule->match, r->ops[op].name,
 						(int)(plus ? (size_t)(plus - s) : strlen(s)), s);
-		if (n == 0)
-			rule->part = p;
-		else if (p != rule->part + n)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': rule '%s': the parts of \"%s\" are not consecutive parts of '%s'",
-						r->name, rule->match, fuse, r->ops[op].name);
+		for (k = 0; k < n; k++)
+			if (rule->order[k] == p)
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"'%s': rule '%s': \"%s\" names part '%s' twice",
+							r->name, rule->match, fuse, r->ops[op].parts[p]);
+		rule->order[n] = p;
+		rule->part = rule->order[0];
 		if (!plus)
 			break;
 	}
@@ -285,8 +287,7 @@ static enum wshard_err parse_fuse(const struct wshard_rules *r, struct rules_rul
 	if (!also)
 		return WSHARD_OK;
 	rule->also = find_part(&r->ops[op], also, strlen(also));
-	if (rule->also < 0 || rule->nparts > 1 ||
-	    (rule->also >= rule->part && rule->also < rule->part + rule->nparts))
+	if (rule->also < 0 || rule->nparts > 1 || rule->also == rule->part)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"also\" must name another part of '%s' than \"fuse\"'s one, not \"%s\"",
 					r->name, rule->match, r->ops[op].name, also);

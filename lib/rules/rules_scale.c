@@ -184,6 +184,7 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			d->op = w->op;
 			d->part = w->part;
 			d->nparts = w->nparts;
+			memcpy(d->order, w->order, sizeof(d->order));
 			d->also = d->kind == RULE_FUSE ? w->also : -1;
 			if (how == D_SHAPE && d->kind == RULE_REPLICATE)
 				d->op = d->part = d->nparts = 0;

@@ -253,6 +253,11 @@ CASES = {
         rotary_emb_interleaved=False, rotary_emb_fraction=1.0, rotary_emb_base=1000,
         layer_norm_epsilon=1e-12, n_embd=256, n_layer=2, n_head=4, n_inner=512,
         n_positions=512, max_trained_positions=512, prenorm=False)),
+    # Snowflake's arctic-embed v2.0 (GteModel): rotary BERT, fused
+    # qkv_proj, up_gate_proj up rows first; the key vLLM reads that
+    # transformers' config lacks
+    "gte_model": ("GteConfig", "GteModel", {"num_key_value_heads": 4,
+                                          "position_embedding_type": "rope"}),
     # nomic-embed-text-v2-moe's form (nomic_moe below): GELU, biases, layer 1
     # a MoE of 4 experts
     "nomic_bert-moe": ("NomicBertConfig", "NomicBertModel", None),
@@ -1465,7 +1470,7 @@ def released_zero_experts(out, routed):
 POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel",
            "BertModel",
            "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
-           "XLMRobertaForSequenceClassification", "BertForTokenClassification", "BertForMaskedLM", "NomicBertModel",
+           "XLMRobertaForSequenceClassification", "BertForTokenClassification", "BertForMaskedLM", "NomicBertModel", "GteModel",
            "XLMRobertaForTokenClassification", "ModernBertModel",
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
            "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",
