@@ -2596,9 +2596,16 @@ def olmo_hybrid_released(out, cfg):
     rewrite_shards(out, shard)
 
 
+# Cases a module of their own writes whole (its make(out)).
+OWN = {"gemma3n_mm": "ckpt_gemma3n"}
+
+
 def make(arch, out):
     if arch in LEARNED:
         return learned(arch, out)
+    if arch in OWN:
+        import importlib
+        return importlib.import_module(OWN[arch]).make(out)
     import torch
     import transformers
     cfg_name, model_name, over = CASES[arch]
@@ -2794,8 +2801,9 @@ def make(arch, out):
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--list"]:
-        print("\n".join(list(CASES) + list(LEARNED)))
-    elif len(sys.argv) == 3 and (sys.argv[1] in CASES or sys.argv[1] in LEARNED):
+        print("\n".join(list(CASES) + list(LEARNED) + list(OWN)))
+    elif len(sys.argv) == 3 and (sys.argv[1] in CASES or sys.argv[1] in LEARNED or
+                                 sys.argv[1] in OWN):
         make(sys.argv[1], sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "--into":
         import os

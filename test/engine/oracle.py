@@ -128,6 +128,15 @@ def image_prompt(model):
                                      tc["vision_end_token_id"], tc["audio_start_token_id"],
                                      audio, tc["audio_end_token_id"], 243, 9],
                 "multi_modal_data": {"image": Image.fromarray(px), "audio": (wav, 16000)}}
+    if cfg["architectures"][0] == "Gemma3nForConditionalGeneration":
+        # Gemma 3n: an image (768x768, its processor's size) at its image
+        # token and a second of sound at its audio token, each expanded by
+        # vLLM (ckpt_gemma3n.py)
+        px = np.random.default_rng(7).integers(0, 256, (768, 768, 3), dtype=np.uint8)
+        wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
+        return {"prompt_token_ids": [2, 17, cfg["image_token_id"], 243,
+                                     cfg["audio_token_id"], 9],
+                "multi_modal_data": {"image": Image.fromarray(px), "audio": (wav, 16000)}}
     if cfg["architectures"][0] in ("CLIPModel", "SiglipModel"):
         # CLIP and SigLIP embed an image alone: no tokens (vLLM refuses text
         # beside it)
@@ -297,6 +306,9 @@ def arch_settings(model, kw):
         # the text tower's absolute positions bound the length (77, 64)
         cfg = json.load(open(os.path.join(model, "config.json")))
         kw.setdefault("max_model_len", cfg["text_config"]["max_position_embeddings"])
+    if arch == "Gemma3nForConditionalGeneration":
+        # an image is 256 tokens and a second of sound 188
+        kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
     if arch == "AriaForConditionalGeneration":
         # its processor takes images of 490 or 980 pixels only: the test's
         # is 256 tokens, past the default length
