@@ -360,47 +360,35 @@ static enum wshard_err text_cond(const struct wshard_config *cfg, const char *s,
 	return WSHARD_OK;
 }
 
-/* "A || B" (is_or) or "A && B", split at op: A, then B where A does not
- * decide. */
-static enum wshard_err eval_pair(const struct wshard_config *cfg, const char *s,
-				 const char *op, bool is_or, long layer, long index,
-				 const char *tensor, bool *out, struct wshard_error *err)
-{
-	char *left = strndup(s, (size_t)(op - s));
-	bool l = false;
-	enum wshard_err rc;
-
-	while (left && *left && left[strlen(left) - 1] == ' ')
-		left[strlen(left) - 1] = '\0';
-	for (op += 2; *op == ' '; op++)
-		;
-	rc = left ? expr_eval_cond(cfg, left, layer, index, tensor, &l, err) :
-		    wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	free(left);
-	if (rc || l == is_or) {
-		*out = l;
-		return rc;
-	}
-	return expr_eval_cond(cfg, op, layer, index, tensor, out, err);
-}
-
 enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 			       long layer, long index, const char *tensor, bool *out,
 			       struct wshard_error *err)
 {
 	struct expr x = { .s = s, .cfg = cfg, .layer = layer, .index = index };
-	const char *or = strstr(s, "||"), *and = strstr(s, "&&");
+	const char *and = strstr(s, "&&");
 	int64_t a, b = 0;
 	int op;
 	bool text;
 	enum wshard_err rc;
 
 	*out = false;
-	/* "A || B" binds looser than "&&"; "A && B": B is not read where A
-	 * fails ("audio_config.num_hidden_layers && n < ...": a model
-	 * without the tower) */
-	if (or || and)
-		return eval_pair(cfg, s, or ? or : and, or != NULL, layer, index, tensor, out, err);
+	if (and) {	/* "A && B": both hold; B is not read where A fails
+			 * ("audio_config.num_hidden_layers && n < ...": a
+			 * model without the tower) */
+		char *left = strndup(s, (size_t)(and - s));
+		bool l = false;
+
+		while (left && *left && left[strlen(left) - 1] == ' ')
+			left[strlen(left) - 1] = '\0';
+		for (and += 2; *and == ' '; and++)
+			;
+		rc = left ? expr_eval_cond(cfg, left, layer, index, tensor, &l, err) :
+			    wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		free(left);
+		if (!rc && l)
+			rc = expr_eval_cond(cfg, and, layer, index, tensor, out, err);
+		return rc;
+	}
 	rc = text_cond(cfg, s, layer, index, tensor, &text, out, err);
 	if (text)
 		return rc;

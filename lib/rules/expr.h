@@ -33,8 +33,7 @@ enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
  * ("vision_config.model_type == 'pixtral'"); one that is absent or no
  * text equals none.  A bare
  * expression is true when non-zero; a bare config key that is absent or
- * null is false.  "A && B" and "A || B" (looser) join two, B read only
- * where A does not decide.  Returns WSHARD_OK and *out, or WSHARD_EINVAL.
+ * null is false.  Returns WSHARD_OK and *out, or WSHARD_EINVAL.
  */
 enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 			       long layer, long index, const char *tensor, bool *out,
