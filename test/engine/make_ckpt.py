@@ -1091,6 +1091,20 @@ CASES["internvl-qwen3moe"] = ("InternVLConfig", "InternVLForConditionalGeneratio
 # projector beside the encoder
 CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
     CASES["qwen3_asr"][2], tie_word_embeddings=True, text_config={"tie_word_embeddings": True}))
+# EmbeddingGemma 2: bidirectional Gemma 4 layers (sliding, then full with
+# one kv head of 128), a per-layer-embedding block and a 128-wide
+# projection, with Gemma 4's vision and audio towers (gemma4_mm-audio's)
+CASES["embedding_gemma2"] = ("EmbeddingGemma2Config", "EmbeddingGemma2Model", dict(
+    boi_token_id=990, eoi_token_id=991, image_token_id=992, video_token_id=993,
+    boa_token_id=994, eoa_token_index=995, audio_token_id=996,
+    text_config=dict(layer_types=["sliding_attention", "full_attention"], sliding_window=8,
+                     global_head_dim=128, num_global_key_value_heads=1,
+                     hidden_size_per_layer_input=64, embedding_dim=128,
+                     pad_token_id=0, eos_token_id=1, bos_token_id=2),
+    vision_config=CASES["gemma4_mm"][2]["vision_config"],
+    audio_config={"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                  "subsampling_conv_channels": [16, 8], "output_proj_dims": 96,
+                  "use_clipped_linears": True}))
 CASES["gemma4_mm-audio"] = ("Gemma4Config", "Gemma4ForConditionalGeneration", dict(
     CASES["gemma4_mm"][2], audio_config={
         "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -1470,7 +1484,7 @@ def released_zero_experts(out, routed):
 POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel",
            "BertModel",
            "XLMRobertaModel", "RobertaForMaskedLM", "BertForSequenceClassification",
-           "XLMRobertaForSequenceClassification", "BertForTokenClassification", "BertForMaskedLM", "NomicBertModel", "GteModel",
+           "XLMRobertaForSequenceClassification", "BertForTokenClassification", "BertForMaskedLM", "NomicBertModel", "GteModel", "EmbeddingGemma2Model",
            "XLMRobertaForTokenClassification", "ModernBertModel",
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
            "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",
@@ -1606,11 +1620,14 @@ def gemma4_processor(out, cfg):
     v = cfg.vision_config
     kw = dict(patch_size=v.patch_size, max_soft_tokens=70,
               pooling_kernel_size=v.pooling_kernel_size)
-    kind = "Gemma4Unified" if cfg.model_type == "gemma4_unified" else "Gemma4"
-    getattr(transformers, kind + "Processor")(
+    kind = {"gemma4_unified": "Gemma4Unified"}.get(cfg.model_type, "Gemma4")
+    # EmbeddingGemma 2's processor takes Gemma 4's feature extractor and
+    # image processor beside a video processor of its own
+    video = "EmbeddingGemma2" if cfg.model_type == "embedding_gemma2" else kind
+    getattr(transformers, video + "Processor")(
         feature_extractor=getattr(transformers, kind + "AudioFeatureExtractor")(),
         image_processor=getattr(transformers, kind + "ImageProcessor")(**kw),
-        video_processor=getattr(transformers, kind + "VideoProcessor")(**kw),
+        video_processor=getattr(transformers, video + "VideoProcessor")(**kw),
         tokenizer=tok, image_seq_length=70).save_pretrained(out)
 
 
@@ -2650,7 +2667,7 @@ def make(arch, out):
     if arch.startswith("gemma3_mm"):
         released_vision_names(out)
         gemma3_processor(out, cfg)
-    if arch.startswith("gemma4_mm"):
+    if arch.startswith(("gemma4_mm", "embedding_gemma2")):
         gemma4_processor(out, cfg)
     if arch.startswith("gemma4_unified"):
         gemma4_processor(out, cfg)
