@@ -294,7 +294,7 @@ static const char *const mm_archs[] = {
 	"MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration",
 	"Gemma4UnifiedForConditionalGeneration", "GlmAsrForConditionalGeneration",
 	"Granite4VisionForConditionalGeneration", "AriaForConditionalGeneration",
-	"Gemma3nForConditionalGeneration",
+	"Gemma3nForConditionalGeneration", "CohereCompassForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

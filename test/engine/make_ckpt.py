@@ -1091,6 +1091,26 @@ CASES["internvl-qwen3moe"] = ("InternVLConfig", "InternVLForConditionalGeneratio
 # projector beside the encoder
 CASES["qwen3_asr-hf"] = ("Qwen3ASRConfig", "Qwen3ASRForConditionalGeneration", dict(
     CASES["qwen3_asr"][2], tie_word_embeddings=True, text_config={"tie_word_embeddings": True}))
+# Cohere's vision model (North/Compass): a Cohere text model (a sliding and
+# a NoPE full layer, M-RoPE) tied to its embedding, as vLLM asserts, and a
+# Qwen3-VL-like tower of 4 blocks (deepstack from 1 and 2); 64x64 images
+CASES["cohere_compass"] = ("CohereCompassConfig", "CohereCompassForConditionalGeneration", dict(
+    tie_word_embeddings=True, image_token_id=999, video_token_id=998,
+    vision_start_token_id=997, vision_end_token_id=996,
+    text_config=dict(layer_types=["sliding_attention", "full_attention"], sliding_window=512,
+                     rope_parameters={"sliding_attention": {
+                         "rope_type": "default", "rope_theta": 10000.0,
+                         "mrope_section": [12, 12, 8]}, "full_attention": None},
+                     pad_token_id=0, bos_token_id=2, eos_token_id=1, tie_word_embeddings=True),
+    vision_config=dict(depth=4, hidden_size=64, intermediate_size=128, num_heads=4,
+                       patch_size=16, spatial_merge_size=2, temporal_patch_size=2,
+                       out_hidden_size=256, num_position_embeddings=64,
+                       deepstack_visual_indexes=[1, 2])))
+# ... with 4 layers: its pipeline stages (the first holds the deepstack's 2)
+CASES["cohere_compass-l4"] = ("CohereCompassConfig", "CohereCompassForConditionalGeneration", dict(
+    CASES["cohere_compass"][2], text_config=dict(
+        CASES["cohere_compass"][2]["text_config"], num_hidden_layers=4,
+        layer_types=["sliding_attention", "full_attention"] * 2)))
 # EmbeddingGemma 2: bidirectional Gemma 4 layers (sliding, then full with
 # one kv head of 128), a per-layer-embedding block and a 128-wide
 # projection, with Gemma 4's vision and audio towers (gemma4_mm-audio's)
@@ -1629,6 +1649,26 @@ def gemma4_processor(out, cfg):
         image_processor=getattr(transformers, kind + "ImageProcessor")(**kw),
         video_processor=getattr(transformers, video + "VideoProcessor")(**kw),
         tokenizer=tok, image_seq_length=70).save_pretrained(out)
+
+
+def cohere_compass_processor(out, cfg):
+    """Writes a tokenizer and CohereCompassProcessor for the tiny vocabulary:
+    word-level, its vision tokens as config.json's ids; 64x64 images (4x4
+    patches of 16, merged 2x2: 4 image tokens)."""
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<|VISION_START|>": cfg.vision_start_token_id,
+               "<|VISION_END|>": cfg.vision_end_token_id,
+               "<|IMAGE_PAD|>": cfg.image_token_id, "<|VIDEO_PAD|>": cfg.video_token_id}
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    v = cfg.vision_config
+    kw = dict(patch_size=v.patch_size, temporal_patch_size=v.temporal_patch_size,
+              merge_size=v.spatial_merge_size,
+              size={"shortest_edge": 64 * 64, "longest_edge": 64 * 64})
+    transformers.CohereCompassProcessor(
+        image_processor=transformers.CohereCompassImageProcessor(**kw),
+        video_processor=transformers.CohereCompassVideoProcessor(**kw),
+        tokenizer=tok).save_pretrained(out)
 
 
 def qwen3_vl_processor(out, cfg, processor="Qwen3VLProcessor",
@@ -2749,6 +2789,8 @@ def make(arch, out):
         paligemma_processor(out, cfg.vlm_config)
     if arch.endswith("-tf452"):
         tf452_names(out)
+    if arch.startswith("cohere_compass"):
+        cohere_compass_processor(out, cfg)
     if arch.startswith("cohere2_vision"):
         released_vision_names(out, "model.vision_tower.")
         cohere2_vision_processor(out, cfg)
