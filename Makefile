@@ -120,6 +120,7 @@ LIB_SRC := \
 	lib/plan/plan_piece.c \
 	lib/plan/plan_quant.c \
 	lib/plan/plan_reorder.c \
+	lib/plan/plan_required.c \
 	lib/plan/plan_shape.c \
 	lib/plan/plan_split.c \
 	lib/plan/plan_unstack.c \

@@ -241,6 +241,27 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
  * num_hidden_layers, else the highest seen + 1. */
 long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules);
 
+/* Layer numbers at or past this are not layers (a name's number, not a
+ * model's depth). */
+#define PLAN_MAX_LAYERS 100000
+
+/* plan_required.c: whether list (n names) holds s. */
+bool plan_in_list(char *const *list, size_t n, const char *s);
+/* Whether rule r applies in layer n (-1: no layer): its "if" holds, when
+ * it has one.  Returns WSHARD_OK or WSHARD_EINVAL. */
+enum wshard_err plan_rule_applies(const struct wshard_plan *plan, const struct rules_rule *r,
+				  long n, bool *out, struct wshard_error *err);
+/* Whether r's "if" fails for every layer number in a run past any
+ * model's: its condition bounds its own layers (a tower's), which may
+ * outnumber the text model's. */
+bool plan_bounds_layers(const struct wshard_plan *plan, const struct rules_rule *r);
+/* Every rule that is not optional matched a source tensor in each layer it
+ * is required in (seen: what matched, per rule and layer up to width);
+ * else WSHARD_EINVAL naming the missing tensor. */
+enum wshard_err plan_check_required(struct wshard_plan *plan, const struct wshard_rules *rules,
+				    const bool *seen, long nlayers, long width, bool tied,
+				    struct wshard_error *err);
+
 /*
  * plan_unstack.c: the catalog's tensors that the rules' "experts_in_rows"
  * name, each read as its experts NAME.E (views of its rows, added to the

@@ -1,8 +1,8 @@
 /*
  * plan_match.c - every source tensor matched to the rule that consumes
  * it, and the checks that need the whole match: no tensor left
- * uncovered, no required tensor missing, every shape as config.json says
- * (each checked by plan_shape.c).  Large checkpoints match on several
+ * uncovered, no required tensor missing (plan_required.c), every shape as
+ * config.json says (each checked by plan_shape.c).  Large checkpoints match on several
  * threads, a share of the tensors each.
  */
 #include <pthread.h>
@@ -22,20 +22,6 @@
 #include "plan_impl.h"
 
 #define MAX_LISTED 20
-
-/* Layer numbers at or past this are not layers (a name's number, not a
- * model's depth). */
-#define MAX_LAYERS 100000
-
-static bool in_list(char *const *list, size_t n, const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (strcmp(list[i], s) == 0)
-			return true;
-	return false;
-}
 
 static int cmp_member(const void *a, const void *b)
 {
@@ -74,138 +60,6 @@ static enum wshard_err report_uncovered(const struct wshard_plan *plan,
 				plan->rules_name, buf);
 }
 
-/*
- * Whether rule r applies in layer n (-1: no layer): its "if" condition,
- * when it has one, holds.  Returns WSHARD_OK or WSHARD_EINVAL.
- */
-static enum wshard_err rule_applies(const struct wshard_plan *plan,
-				    const struct rules_rule *r, long n, bool *out,
-				    struct wshard_error *err)
-{
-	*out = true;
-	if (!r->cond)
-		return WSHARD_OK;
-	return expr_eval_cond(plan->config, r->cond, n, -1, r->match, out, err);
-}
-
-/*
- * Whether rule j, or another rule with the same match (the alternatives
- * that "from" picks among by the source's dtype), matched in layer n.
- */
-static bool seen_alike(const struct wshard_rules *rules, const bool *seen,
-		       long width, size_t j, long n)
-{
-	size_t k;
-
-	for (k = 0; k < rules->nrules; k++)
-		if ((k == j || !strcmp(rules->rules[k].match, rules->rules[j].match)) &&
-		    seen[k * (size_t)(width + 1) + (size_t)n])
-			return true;
-	return false;
-}
-
-/* Layer numbers past any model's a bounding condition fails for: more
- * than the period of a condition that picks layers by n % K. */
-#define BOUND_RUN 64
-
-/* A rule whose "if" fails for every layer number in a run past any
- * model's: its condition bounds its layers (Qwen3.5's vision blocks,
- * "n < vision_config.depth"), which may outnumber the text model's; one
- * that picks every other layer (Nomic's MoE layers) does not. */
-static bool bounds_layers(const struct wshard_plan *plan, const struct rules_rule *r)
-{
-	struct wshard_error err;
-	bool applies = true;
-	long n;
-
-	if (!r->cond || !strstr(r->match, "{n}"))
-		return false;
-	wshard_error_clear(&err);
-	for (n = MAX_LAYERS - 1; n >= MAX_LAYERS - BOUND_RUN; n--)
-		if (rule_applies(plan, r, n, &applies, &err) || applies)
-			return false;
-	return true;
-}
-
-/* Layers rule r is required in: 1 without {n}; num_hidden_layers; for a
- * rule bounding its own layers, those its condition holds for, at least
- * the width of the match. */
-static long required_layers(const struct wshard_plan *plan, const struct rules_rule *r,
-			    long nlayers, long width)
-{
-	struct wshard_error err;
-	bool applies = true;
-	long n;
-
-	if (!strstr(r->match, "{n}"))
-		return 1;
-	if (!bounds_layers(plan, r))
-		return nlayers;
-	wshard_error_clear(&err);
-	for (n = width; n < MAX_LAYERS - 1; n++)
-		if (rule_applies(plan, r, n, &applies, &err) || !applies)
-			break;
-	return n;
-}
-
-/*
- * Every rule that is not optional must match a source tensor, once per
- * layer when its pattern has {n} (layers 0 .. num_hidden_layers - 1, or up
- * to the highest layer seen): an engine refuses a checkpoint with a tensor
- * missing, so wshard refuses to write one.  When embeddings are tied the
- * dropped names (lm_head) are not required; a quantized X.weight_packed
- * or X.qweight stands in for its X.weight.
- */
-static enum wshard_err check_required(struct wshard_plan *plan,
-				      const struct wshard_rules *rules,
-				      const bool *seen, long nlayers, long width, bool tied,
-				      struct wshard_error *err)
-{
-	size_t j;
-	long n, limit;
-
-	for (j = 0; j < rules->nrules; j++) {
-		const struct rules_rule *r = &rules->rules[j];
-		bool per_layer = strstr(r->match, "{n}") != NULL;
-
-		if (r->optional || r->kind == RULE_SKIP ||
-		    (tied && in_list(rules->tie_drop, rules->ntie_drop, r->match)))
-			continue;
-		/* an {e} rule needs some expert in every layer (the stacking
-		 * then checks that all of them are there) */
-		limit = required_layers(plan, r, nlayers, width);
-		for (n = 0; n < limit; n++) {
-			struct rules_capture cap = { .n = n, .e = 0 };
-			char *want;
-
-			bool applies;
-			enum wshard_err rc;
-
-			if (n <= width && (seen_alike(rules, seen, width, j, n) ||
-					   (r->alt[0] && seen_alike(rules, seen, width,
-								    (size_t)r->alt[0], n)) ||
-					   (r->alt[1] && seen_alike(rules, seen, width,
-								    (size_t)r->alt[1], n))))
-				continue;
-			rc = rule_applies(plan, r, per_layer ? n : -1, &applies, err);
-			if (rc)
-				return rc;
-			if (!applies)
-				continue;
-			want = rules_expand(r->match, &cap);
-			if (!want)
-				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-			wshard_error_set(err, WSHARD_EINVAL,
-					 "tensor '%s' is missing from '%s' (rules '%s' require it%s)",
-					 want, plan->cat->path, plan->rules_name,
-					 per_layer ? " in every layer" : "");
-			free(want);
-			return WSHARD_EINVAL;
-		}
-	}
-	return WSHARD_OK;
-}
-
 /* Layers the checkpoint should have: config.json, else the highest seen + 1. */
 long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules *rules)
 {
@@ -218,14 +72,14 @@ long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules
 
 	/* config.json's, or the rules' default (DBRX's names n_layers) */
 	if (!expr_eval_dim(plan->config, "num_hidden_layers", "num_hidden_layers", &v, &ignored) &&
-	    v > 0 && v < MAX_LAYERS)
+	    v > 0 && v < PLAN_MAX_LAYERS)
 		return (long)v;
 	for (i = 0; i < plan->cat->ntensors; i++) {
 		const char *as = rules_source_name(rules, plan->cat->tensors[i].name, buf);
 
 		for (j = 0; j < rules->nrules; j++)
 			if (rules_match(rules->rules[j].match, as, &cap)) {
-				if (cap.n > maxn && cap.n < MAX_LAYERS)
+				if (cap.n > maxn && cap.n < PLAN_MAX_LAYERS)
 					maxn = cap.n;
 				break;
 			}
@@ -277,13 +131,13 @@ static enum wshard_err rule_applies_memo(const struct wshard_plan *plan, struct 
 	enum wshard_err rc;
 
 	if (!r->cond || n < -1 || n > mt->width)
-		return rule_applies(plan, r, n, out, err);
+		return plan_rule_applies(plan, r, n, out, err);
 	c = &mt->cond[j * (size_t)(mt->width + 2) + (size_t)(n + 1)];
 	if (*c) {
 		*out = *c == 1;
 		return WSHARD_OK;
 	}
-	rc = rule_applies(plan, r, n, out, err);
+	rc = plan_rule_applies(plan, r, n, out, err);
 	if (!rc)
 		*c = *out ? 1 : 2;
 	return rc;
@@ -300,13 +154,13 @@ static void count_width(const struct wshard_plan *plan, struct matching *mt)
 
 	mt->width = mt->nlayers;
 	for (j = 0; j < rules->nrules; j++) {
-		if (!bounds_layers(plan, &rules->rules[j]))
+		if (!plan_bounds_layers(plan, &rules->rules[j]))
 			continue;
 		for (i = 0; i < plan->cat->ntensors; i++)
 			if (rules_match(rules->rules[j].match,
 					rules_source_name(rules, plan->cat->tensors[i].name, buf),
 					&cap) &&
-			    cap.n >= mt->width && cap.n < MAX_LAYERS)
+			    cap.n >= mt->width && cap.n < PLAN_MAX_LAYERS)
 				mt->width = cap.n + 1;
 	}
 }
@@ -352,7 +206,7 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 	m->src = (uint32_t)i;
 	if (m->rule->reason)
 		return WSHARD_OK;
-	if (m->cap.n >= nlayers && !(m->cap.n < mt->width && bounds_layers(plan, m->rule)))
+	if (m->cap.n >= nlayers && !(m->cap.n < mt->width && plan_bounds_layers(plan, m->rule)))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s' is for layer %ld, but '%s' has %ld layer%s (num_hidden_layers)",
 					name, m->cap.n, plan->cat->path, nlayers,
@@ -430,7 +284,7 @@ static void *match_part(void *arg)
 		bool matched;
 
 		if (pt->mt.tied && strcmp(name, rules->tie_source) != 0 &&
-		    in_list(rules->tie_drop, rules->ntie_drop, name))
+		    plan_in_list(rules->tie_drop, rules->ntie_drop, name))
 			continue;
 		if (plan->cat->tensors[i].unstacked)	/* its experts' views are */
 			continue;
@@ -613,7 +467,7 @@ static enum wshard_err check_match(struct wshard_plan *plan, const struct match_
 		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s' has no tensors to convert",
 				      plan->cat->path);
 	else
-		rc = check_required(plan, mt->rules, mt->seen, mt->nlayers, mt->width, mt->tied,
+		rc = plan_check_required(plan, mt->rules, mt->seen, mt->nlayers, mt->width, mt->tied,
 				    err);
 	for (p = 0; p < run->np && !rc; p++)
 		if (run->pt[p].shape_err.code)
