@@ -236,6 +236,9 @@ CASES = {
     "llama_cls": ("LlamaConfig", "LlamaForSequenceClassification", {"num_labels": 1}),
     "mistral_cls": ("MistralConfig", "MistralForSequenceClassification", {"num_labels": 3}),
     "qwen2_cls": ("Qwen2Config", "Qwen2ForSequenceClassification", {"num_labels": 3}),
+    # Qwen2.5-Math-RM (qwen2_rm below): the decoder and Qwen's two-layer
+    # score head
+    "qwen2_rm": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "qwen3_cls": ("Qwen3Config", "Qwen3ForSequenceClassification", {"num_labels": 3}),
     # token classifiers (NER and PII taggers): a label a token
     "bert_tok": ("BertConfig", "BertForTokenClassification", {"num_labels": 5}),
@@ -1952,6 +1955,27 @@ def glm4v_processor(out, cfg):
         video_processor=transformers.Glm4vVideoProcessor(**kw)).save_pretrained(out)
 
 
+def qwen2_rm(out, cfg):
+    """Qwen2.5-Math-RM's form, which transformers has no class for: the
+    Qwen2 decoder without its LM head and Qwen's score head, score.0 [H, H]
+    and score.2 [1, H] with their biases (BF16, as released); config.json
+    names the reward architecture."""
+    import torch
+    from ckpt_io import rewrite_shards, update_config
+    H = cfg.hidden_size
+    gen = torch.Generator().manual_seed(6)
+
+    def rnd(*shape):
+        return (torch.randn(*shape, generator=gen) * 0.05).to(torch.bfloat16)
+
+    def shard(tensors):
+        if tensors.pop("lm_head.weight", None) is not None:
+            tensors.update({"score.0.weight": rnd(H, H), "score.0.bias": rnd(H),
+                            "score.2.weight": rnd(1, H), "score.2.bias": rnd(1)})
+    rewrite_shards(out, shard)
+    update_config(out, lambda c: c.update(architectures=["Qwen2ForRewardModel"]))
+
+
 def nomic_moe(out, cfg):
     """nomic-embed-text-v2-moe as nomic's code saves it, which transformers
     has no class for: the dense model's tensors given biases (qkv, out_proj,
@@ -2801,6 +2825,8 @@ def make(arch, out):
         released_muse_glimmer(out, cfg)
     if arch == "nomic_bert-moe":
         nomic_moe(out, cfg)
+    if arch.startswith("qwen2_rm"):
+        qwen2_rm(out, cfg)
     if arch == "minimax_m3":
         from ckpt_minimax_m3 import released_minimax_m3
         released_minimax_m3(out, cfg)

@@ -60,7 +60,10 @@ PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
 # (make_ckpt.py's classes, and the architectures config.json names for
 # weights a transformers class saved: NVIDIA's bidirectional Llamas)
 POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
-                                    "LlamaBidirectionalForSequenceClassification"}
+                                    "LlamaBidirectionalForSequenceClassification",
+                                    "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel"}
+# Pooling models whose answer is a vector a token (task token_classify)
+TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel")
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
@@ -357,9 +360,10 @@ def answers(model, tp, out, **kw):
             got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
         res = []
     elif kw.get("runner") == "pooling" and (architecture(model).endswith("TokenClassification")
-                                            or architecture(model) == "BertForMaskedLM"):
+                                            or architecture(model) in TOKEN_CLASSIFY):
         # a label's probabilities a token, the tokens one after another (the
-        # MLM head: the vocabulary's logits a token)
+        # MLM head: the vocabulary's logits a token; a reward model: its
+        # rewards)
         for r in llm.encode(prompts, pooling_task="token_classify", use_tqdm=False):
             got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
         res = []
