@@ -2678,7 +2678,7 @@ def olmo_hybrid_released(out, cfg):
 
 
 # Cases a module of their own writes whole (its make(out)).
-OWN = {"gemma3n_mm": "ckpt_gemma3n"}
+OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert"}
 
 
 def make(arch, out):

@@ -61,7 +61,10 @@ PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
 # weights a transformers class saved: NVIDIA's bidirectional Llamas)
 POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "LlamaBidirectionalForSequenceClassification",
-                                    "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel"}
+                                    "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel",
+                                    "ColModernVBertForRetrieval"}
+# Multi-vector retrievers: an embedding a token (task token_embed)
+RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval")
 # Pooling models whose answer is a vector a token (task token_classify)
 TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel")
 MAX_TOKENS = 8
@@ -174,6 +177,10 @@ def image_prompt(model):
     elif "ColPali" in cfg["architectures"][0]:
         # ColPali: PaliGemma's prompt under vlm_config (an image, then text)
         size = cfg["vlm_config"]["vision_config"]["image_size"]
+        image = []
+    elif "ColModernVBert" in cfg["architectures"][0]:
+        # ColModernVBERT: vLLM puts the image's tokens before the prompt
+        size = cfg["vision_config"]["image_size"]
         image = []
     elif any(a in cfg["architectures"][0] for a in ("PaliGemma", "Blip2")):
         # PaliGemma: no image token in the prompt; vLLM inserts the image's
@@ -351,10 +358,10 @@ def answers(model, tp, out, **kw):
         prompts = whisper_prompts()
     elif tok and architecture(model) != "MuseGlimmerForConditionalGeneration" and (
             kw.get("runner") != "pooling" or
-            architecture(model) in ("CLIPModel", "SiglipModel", "ColPaliForRetrieval")):
+            architecture(model) in ("CLIPModel", "SiglipModel") + RETRIEVERS):
         prompts.append(image_prompt(model))
     got = []
-    if kw.get("runner") == "pooling" and architecture(model) == "ColPaliForRetrieval":
+    if kw.get("runner") == "pooling" and architecture(model) in RETRIEVERS:
         # a multi-vector retriever: an embedding a token, the tokens in turn
         for r in llm.encode(prompts, pooling_task="token_embed", use_tqdm=False):
             got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
