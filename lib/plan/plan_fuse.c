@@ -39,7 +39,6 @@ static enum wshard_err missing_part(const struct wshard_plan *plan,
 	for (i = 0; i < rules->nrules; i++) {
 		const struct rules_rule *r = &rules->rules[i];
 		char *want;
-
 		int k;
 
 		for (k = 0; k < r->nparts && r->order[k] != part; k++)

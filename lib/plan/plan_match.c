@@ -1,9 +1,9 @@
 /*
  * plan_match.c - every source tensor matched to the rule that consumes
  * it, and the checks that need the whole match: no tensor left
- * uncovered, no required tensor missing (plan_required.c), every shape as
- * config.json says (each checked by plan_shape.c).  Large checkpoints match on several
- * threads, a share of the tensors each.
+ * uncovered, no required tensor missing (plan_required.c), every shape
+ * as config.json says (each checked by plan_shape.c).  Large checkpoints
+ * match on several threads, a share of the tensors each.
  */
 #include <pthread.h>
 #include <stdio.h>
