@@ -68,22 +68,19 @@ def make(out):
 
 
 def processor(out, cfg):
-    """A word-level tokenizer whose ids are config.json's token ids and the
-    Gemma3nProcessor: 768x768 images (SigLIP's processor, as released),
-    audio by Gemma3nAudioFeatureExtractor's defaults."""
+    """make_ckpt's word-level tokenizer, its special tokens config.json's
+    token ids, and the Gemma3nProcessor: 768x768 images (SigLIP's
+    processor, as released), audio by Gemma3nAudioFeatureExtractor's
+    defaults."""
     import transformers
-    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+    from tokenizers import AddedToken
+    from make_ckpt import word_level
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
                "\n": 4, "\n\n": 5, "\n\n\n": 6, "\n\n\n\n": 7,
                "<start_of_image>": cfg.boi_token_id, "<end_of_image>": cfg.eoi_token_id,
                "<image_soft_token>": cfg.image_token_id, "<start_of_audio>": cfg.boa_token_id,
                "<end_of_audio>": cfg.eoa_token_id, "<audio_soft_token>": cfg.audio_token_id}
-    vocab = dict(special)
-    for i in range(cfg.text_config.vocab_size):
-        if i not in vocab.values():
-            vocab[f"w{i}"] = i
-    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tk = word_level(cfg, special)
     tk.add_special_tokens([AddedToken(t, normalized=False) for t in special if t.startswith("<")])
     # vLLM's processor looks the newline runs up by text (gemma3n_mm.py)
     tk.add_tokens([AddedToken(t, normalized=False) for t in ("\n\n\n\n", "\n\n\n", "\n\n", "\n")])
