@@ -221,6 +221,9 @@ static const char *const archs[] = {
 	"Gemma3ForCausalLM",
 	"Phi3ForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM",
 	"Qwen3MoeForCausalLM", "MiniMaxM2ForCausalLM",
+	/* releases vLLM builds as Llama (llama.json) */
+	"InternLM3ForCausalLM", "IQuestCoderForCausalLM", "TeleChat3ForCausalLM",
+	"LLaMAForCausalLM",
 };
 #define NARCHS (sizeof(archs) / sizeof(archs[0]))
 

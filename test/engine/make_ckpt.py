@@ -173,6 +173,13 @@ CASES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     # five layers: pipeline stages of unequal depth (--pp 2 gives 3 + 2)
     "llama-l5": ("LlamaConfig", "LlamaForCausalLM", {"num_hidden_layers": 5}),
+    # Llama's tensors under the names of releases that vLLM builds as Llama
+    # (internlm3-8b-instruct, IQuest-Coder-V1, TeleChat3, and old LLaMA
+    # conversions): only config.json's architectures differ
+    "llama-internlm3": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-iquestcoder": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-telechat3": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-legacy": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-tied": ("LlamaConfig", "LlamaForCausalLM",
                    {"tie_word_embeddings": True}),
     "mistral": ("MistralConfig", "MistralForCausalLM", {}),
@@ -2423,6 +2430,11 @@ def kimi_k25_processor(out, cfg):
         json.dump({"media_proc_cfg": media}, f, indent=2)
 
 
+LLAMA_ALIASES = {"llama-internlm3": "InternLM3ForCausalLM",
+                 "llama-iquestcoder": "IQuestCoderForCausalLM",
+                 "llama-telechat3": "TeleChat3ForCausalLM", "llama-legacy": "LLaMAForCausalLM"}
+
+
 # Families whose built-in rules scripts/learn-rules learned from vLLM: case
 # -> architecture.  Their checkpoints are the learner's own (its small
 # config of the class), the one the rules were learned and proven on.
@@ -2756,6 +2768,9 @@ def make(arch, out):
     if arch == "phimoe":
         from ckpt_io import update_config
         update_config(out, lambda c: c.update(architectures=["PhiMoEForCausalLM"]))
+    if arch in LLAMA_ALIASES:
+        from ckpt_io import update_config
+        update_config(out, lambda c: c.update(architectures=[LLAMA_ALIASES[arch]]))
     if arch == "llama4_mm":
         llama4_processor(out, cfg)
     if arch.startswith("mistral3"):
