@@ -223,7 +223,9 @@ static const char *const archs[] = {
 	"Qwen3MoeForCausalLM", "MiniMaxM2ForCausalLM",
 	/* releases vLLM builds as Llama (llama.json) */
 	"InternLM3ForCausalLM", "IQuestCoderForCausalLM", "TeleChat3ForCausalLM",
-	"LLaMAForCausalLM",
+	"LLaMAForCausalLM", "TeleFLMForCausalLM",
+	/* Qwen2 with a multi-token-prediction layer vLLM leaves out (qwen2.json) */
+	"MiMoForCausalLM",
 };
 #define NARCHS (sizeof(archs) / sizeof(archs[0]))
 

@@ -180,6 +180,12 @@ CASES = {
     "llama-iquestcoder": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-telechat3": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-legacy": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # Tele-FLM: Llama's tensors, logits scaled by muP (config keys only)
+    "llama-teleflm": ("LlamaConfig", "LlamaForCausalLM",
+                      dict(use_mup=True, mup_scale_factor=4.0, output_mult=2.0)),
+    # Xiaomi MiMo-7B: Qwen2 and a multi-token-prediction layer that vLLM
+    # leaves to its draft model (mimo_mtp below writes it)
+    "qwen2-mimo": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "llama-tied": ("LlamaConfig", "LlamaForCausalLM",
                    {"tie_word_embeddings": True}),
     "mistral": ("MistralConfig", "MistralForCausalLM", {}),
@@ -1462,6 +1468,36 @@ def add_mtp_layer(out, model="model."):
         json.dump(top, f, indent=2)
 
 
+def mimo_mtp(out):
+    """Adds MiMo-7B's multi-token-prediction layer model.mtp_layers.0 (a
+    decoder layer copied from the last, with token_layernorm,
+    hidden_layernorm, input_proj and final_layernorm), the names
+    XiaomiMiMo/MiMo-7B-RL ships, and config.json's
+    num_nextn_predict_layers: 1."""
+    import torch
+    from safetensors.torch import load_file
+    import glob
+    import os
+    from ckpt_io import add_to_first_shard, update_config
+    src = {}
+    for path in glob.glob(os.path.join(out, "*.safetensors")):
+        src.update(load_file(path))
+    n = max(int(k.split(".")[2]) for k in src if k.startswith("model.layers."))
+    g = torch.Generator().manual_seed(4321)
+    new = {}
+    for name, t in src.items():
+        if name.startswith(f"model.layers.{n}."):
+            rest = name[len(f"model.layers.{n}."):]
+            new["model.mtp_layers.0." + rest] = t + (torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    h = src["model.norm.weight"].shape[0]
+    for norm in ("token_layernorm", "hidden_layernorm", "final_layernorm"):
+        new[f"model.mtp_layers.0.{norm}.weight"] = torch.ones(h, dtype=torch.bfloat16)
+    new["model.mtp_layers.0.input_proj.weight"] = (
+        torch.randn(h, 2 * h, generator=g) * 0.02).to(torch.bfloat16)
+    add_to_first_shard(out, new)
+    update_config(out, lambda c: c.update(num_nextn_predict_layers=1))
+
+
 def released_vision_names(out, tower="vision_tower."):
     """Renames transformers 5.19's vision tower tensors (vision_tower.X, as
     its save_pretrained writes them) to the names Google's Gemma 3,
@@ -2432,7 +2468,8 @@ def kimi_k25_processor(out, cfg):
 
 LLAMA_ALIASES = {"llama-internlm3": "InternLM3ForCausalLM",
                  "llama-iquestcoder": "IQuestCoderForCausalLM",
-                 "llama-telechat3": "TeleChat3ForCausalLM", "llama-legacy": "LLaMAForCausalLM"}
+                 "llama-telechat3": "TeleChat3ForCausalLM", "llama-legacy": "LLaMAForCausalLM",
+                 "llama-teleflm": "TeleFLMForCausalLM", "qwen2-mimo": "MiMoForCausalLM"}
 
 
 # Families whose built-in rules scripts/learn-rules learned from vLLM: case
@@ -2768,6 +2805,8 @@ def make(arch, out):
     if arch == "phimoe":
         from ckpt_io import update_config
         update_config(out, lambda c: c.update(architectures=["PhiMoEForCausalLM"]))
+    if arch == "qwen2-mimo":
+        mimo_mtp(out)
     if arch in LLAMA_ALIASES:
         from ckpt_io import update_config
         update_config(out, lambda c: c.update(architectures=[LLAMA_ALIASES[arch]]))
