@@ -226,6 +226,8 @@ static const char *const archs[] = {
 	"LLaMAForCausalLM", "TeleFLMForCausalLM",
 	/* Qwen2 with a multi-token-prediction layer vLLM leaves out (qwen2.json) */
 	"MiMoForCausalLM",
+	/* StableLM's tensors without q/k/v biases (stablelm.json) */
+	"OrionForCausalLM",
 };
 #define NARCHS (sizeof(archs) / sizeof(archs[0]))
 

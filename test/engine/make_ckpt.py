@@ -183,6 +183,10 @@ CASES = {
     # Tele-FLM: Llama's tensors, logits scaled by muP (config keys only)
     "llama-teleflm": ("LlamaConfig", "LlamaForCausalLM",
                       dict(use_mup=True, mup_scale_factor=4.0, output_mult=2.0)),
+    # Orion-14B: StableLM's tensors (LayerNorms with biases) with full
+    # rotary and no q/k/v biases; vLLM reads rms_norm_eps for its LayerNorms
+    "stablelm-orion": ("StableLmConfig", "StableLmForCausalLM",
+                       dict(partial_rotary_factor=1.0, use_qkv_bias=False, rms_norm_eps=1e-5)),
     # Xiaomi MiMo-7B: Qwen2 and a multi-token-prediction layer that vLLM
     # leaves to its draft model (mimo_mtp below writes it)
     "qwen2-mimo": ("Qwen2Config", "Qwen2ForCausalLM", {}),
@@ -2469,7 +2473,8 @@ def kimi_k25_processor(out, cfg):
 LLAMA_ALIASES = {"llama-internlm3": "InternLM3ForCausalLM",
                  "llama-iquestcoder": "IQuestCoderForCausalLM",
                  "llama-telechat3": "TeleChat3ForCausalLM", "llama-legacy": "LLaMAForCausalLM",
-                 "llama-teleflm": "TeleFLMForCausalLM", "qwen2-mimo": "MiMoForCausalLM"}
+                 "llama-teleflm": "TeleFLMForCausalLM", "qwen2-mimo": "MiMoForCausalLM",
+                 "stablelm-orion": "OrionForCausalLM"}
 
 
 # Families whose built-in rules scripts/learn-rules learned from vLLM: case
