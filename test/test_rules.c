@@ -223,7 +223,7 @@ static const char *const archs[] = {
 	"Qwen3MoeForCausalLM", "MiniMaxM2ForCausalLM",
 	/* releases vLLM builds as Llama (llama.json) */
 	"InternLM3ForCausalLM", "IQuestCoderForCausalLM", "TeleChat3ForCausalLM",
-	"LLaMAForCausalLM", "TeleFLMForCausalLM",
+	"LLaMAForCausalLM", "TeleFLMForCausalLM", "SolarForCausalLM",
 	/* Qwen2 with a multi-token-prediction layer vLLM leaves out (qwen2.json) */
 	"MiMoForCausalLM",
 };

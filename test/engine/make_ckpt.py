@@ -183,6 +183,11 @@ CASES = {
     # Tele-FLM: Llama's tensors, logits scaled by muP (config keys only)
     "llama-teleflm": ("LlamaConfig", "LlamaForCausalLM",
                       dict(use_mup=True, mup_scale_factor=4.0, output_mult=2.0)),
+    # Solar Pro: Llama's tensors; its block skip connections (bskcn_*:
+    # the layers whose input is kept and mixed back in) are config only
+    "llama-solar": ("LlamaConfig", "LlamaForCausalLM",
+                    dict(num_hidden_layers=4, bskcn_1=[1], bskcn_2=[2], bskcn_3=[2],
+                         bskcn_4=[3], bskcn_tv=[0.9, 0.8])),
     # Orion-14B: StableLM's tensors (LayerNorms with biases) with full
     # rotary and no q/k/v biases; vLLM reads rms_norm_eps for its LayerNorms
     "stablelm-orion": ("StableLmConfig", "StableLmForCausalLM",
@@ -2474,7 +2479,7 @@ LLAMA_ALIASES = {"llama-internlm3": "InternLM3ForCausalLM",
                  "llama-iquestcoder": "IQuestCoderForCausalLM",
                  "llama-telechat3": "TeleChat3ForCausalLM", "llama-legacy": "LLaMAForCausalLM",
                  "llama-teleflm": "TeleFLMForCausalLM", "qwen2-mimo": "MiMoForCausalLM",
-                 "stablelm-orion": "OrionForCausalLM"}
+                 "stablelm-orion": "OrionForCausalLM", "llama-solar": "SolarForCausalLM"}
 
 
 # Families whose built-in rules scripts/learn-rules learned from vLLM: case
