@@ -229,6 +229,60 @@ Test(ext, condition_index)
 	layer_conditions("kind[n] == 1", "kind[n] == 0", "kind=[1]", "~kind");
 }
 
+/* "KEY[i].a.b": a member of an object element of a config array
+ * (Nemotron-NAS's block_configs[n].attention.no_op; booleans read 1 and
+ * 0); a member that is absent or null is missing. */
+Test(ext, condition_member)
+{
+	layer_conditions("blk[n].attn.no_op == 0", "blk[n].attn.no_op == 1",
+			 "blk=[{\"attn\": {\"no_op\": false}}, {\"attn\": {\"no_op\": true}}]",
+			 NULL);
+	layer_conditions("blk[n].attn.no_op == 0", "blk[n].attn.no_op == 1",
+			 "blk=[{\"attn\": {\"no_op\": false}}, {\"attn\": {\"no_op\": null}}]",
+			 "~blk");
+}
+
+/*
+ * A q/k/v operator whose kv_heads read n: evaluated for each layer's
+ * tensors (Nemotron-NAS's, num_attention_heads / n_heads_in_group).  The
+ * Llama fixture's k and v hold 16 rows: layer 0 as 2 heads (at tp 4 each
+ * whole on two ranks), layer 1 as 4 (a head a rank); the shape reads n
+ * too, and is checked against each layer's.
+ */
+Test(ext, qkv_kv_heads_per_layer)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"fused\": {\"qkv2\": {\"parts\": [\"q\", \"k\", \"v\"], "
+		"\"split\": \"qkv\", \"kv_heads\": \"blk[n].kv\"}}, \"tensors\": ["
+		"{\"match\": \"model.layers.{n}.self_attn.q_proj.weight\", \"fuse\": \"qkv2.q\", \"output\": \"model.layers.{n}.qkv\"},"
+		"{\"match\": \"model.layers.{n}.self_attn.k_proj.weight\", \"fuse\": \"qkv2.k\", \"output\": \"model.layers.{n}.qkv\", \"shape\": [\"16 / blk[n].kv * blk[n].kv\", \"hidden_size\"]},"
+		"{\"match\": \"model.layers.{n}.self_attn.v_proj.weight\", \"fuse\": \"qkv2.v\", \"output\": \"model.layers.{n}.qkv\"},"
+		CATCH_NO_QKV "]}";
+	const struct wshard_out_tensor *t;
+	int r;
+
+	fx_open(&f, BASE " --set-config 'blk=[{\"kv\": 2}, {\"kv\": 4}]'");
+	use_rules(&f, rules);
+	fx_plan(&f, 4);
+	for (r = 0; r < 4; r++) {
+		t = get_out(&f, r, "model.layers.0.qkv");
+		cr_assert_eq(t->shape[0], 16 + 8 + 8, "rank %d", r);
+		cr_assert_eq(t->pieces[1].row0, (uint64_t)(r / 2) * 8, "rank %d", r);
+		t = get_out(&f, r, "model.layers.1.qkv");
+		cr_assert_eq(t->shape[0], 16 + 4 + 4, "rank %d", r);
+		cr_assert_eq(t->pieces[1].row0, (uint64_t)r * 4, "rank %d", r);
+	}
+	fx_close(&f);
+
+	/* layer 1's shape from its own 3 heads: 15 rows, not the 16 there */
+	fx_open(&f, BASE " --set-config 'blk=[{\"kv\": 2}, {\"kv\": 3}]'");
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 4, WSHARD_EINVAL, "~'model.layers.1.self_attn.k_proj.weight' has shape "
+		      "[16, 64] but config.json gives [16 / blk[n].kv * blk[n].kv, hidden_size] = "
+		      "[15, 64]");
+	fx_close(&f);
+}
+
 /*
  * A q/k/v operator of its own ("split": "qkv") with "kv_heads": the
  * Llama fixture's 2 kv heads at tp 4 are each whole on two ranks under

@@ -521,7 +521,7 @@ enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 		 * may hold in some layers only ("if"): checked as it is built */
 		if ((rule->kind == RULE_FUSE || rule->kind == RULE_UNPACK) &&
 		    rules->ops[rule->op].kind == OP_QKV && !rules->ops[rule->op].kv_heads)
-			return plan_check_heads(&plan, NULL, err);
+			return plan_check_heads(&plan, NULL, -1, err);
 	}
 	for (i = 0; i < rules->nrules; i++)
 		if (check_bare_split(&plan, &rules->rules[i], err))

@@ -19,12 +19,12 @@
 #include "plan_impl.h"
 
 enum wshard_err plan_op_kv_heads(const struct wshard_plan *plan, const struct rules_op *op,
-				 int64_t *out, struct wshard_error *err)
+				 long layer, int64_t *out, struct wshard_error *err)
 {
 	*out = plan->config->num_key_value_heads;
 	if (!op || !op->kv_heads)
 		return WSHARD_OK;
-	return expr_eval_dim(plan->config, op->kv_heads, op->name, out, err);
+	return expr_eval_layer_dim(plan->config, op->kv_heads, layer, op->name, out, NULL, err);
 }
 
 /* Names the source tensor a fused output lacks, from the rule for that part. */
@@ -115,7 +115,7 @@ static enum wshard_err unpack_parts(const struct wshard_plan *plan,
 
 	if (op->sizes[0])
 		return cut_by_sizes(plan, op, m, NULL, op->nparts, parts, off, len, err);
-	rc = plan_op_kv_heads(plan, op, &kv, err);
+	rc = plan_op_kv_heads(plan, op, m->cap.n, &kv, err);
 	if (rc)
 		return rc;
 	for (p = 0; p < op->nparts; p++) {

@@ -208,13 +208,16 @@ enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const stru
 				      struct wshard_error *err);
 
 /*
- * A rule's shape as config.json gives it: its expressions name config keys
- * alone, never a layer or an expert, so each rule's is evaluated once
- * (a MoE checkpoint has hundreds of thousands of members and a few dozen
- * rules).  An expression that fails is not kept: its error is met again.
+ * A rule's shape as config.json gives it: evaluated once for the rule (a
+ * MoE checkpoint has hundreds of thousands of members and a few dozen
+ * rules), or once a layer where an expression reads n (Nemotron-NAS's
+ * block_configs[n]).  An expression that fails is not kept: its error is
+ * met again.
  */
 struct shape_memo {
 	bool done;
+	bool per_layer;		/* the shape read n: kept for layer alone */
+	long layer;
 	uint64_t want[WSHARD_MAX_DIMS];
 };
 
@@ -287,13 +290,13 @@ enum wshard_err plan_match_sources(struct wshard_plan *plan,
  * that the messages name its fields; the kv heads of q/k/v operator op
  * (NULL: num_key_value_heads).  Returns WSHARD_OK or WSHARD_EINVAL. */
 enum wshard_err plan_check_heads(const struct wshard_plan *plan, const struct rules_op *op,
-				 struct wshard_error *err);
+				 long layer, struct wshard_error *err);
 
 /* plan_fuse.c: the kv heads of q/k/v operator op in *out: its
  * "kv_heads", or num_key_value_heads (op NULL or without one).  Returns
  * WSHARD_OK or the expression's WSHARD_EINVAL. */
 enum wshard_err plan_op_kv_heads(const struct wshard_plan *plan, const struct rules_op *op,
-				 int64_t *out, struct wshard_error *err);
+				 long layer, int64_t *out, struct wshard_error *err);
 
 /*
  * plan_fuse.c: parts[p], off[p] and len[p] of each part of the fused

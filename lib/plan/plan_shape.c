@@ -32,14 +32,20 @@ enum wshard_err plan_check_shape(const struct wshard_plan *plan,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s' has no config.json to check shapes against",
 					plan->cat->path);
+	if (memo->done && memo->per_layer && memo->layer != m->cap.n)
+		memo->done = memo->per_layer = false;
 	for (i = 0; i < r->nshape && !memo->done; i++) {
 		int64_t v;
+		bool used_layer = false;
 
-		rc = expr_eval_dim(plan->config, r->shape[i], m->rule->match, &v, err);
+		rc = expr_eval_layer_dim(plan->config, r->shape[i], m->cap.n, m->rule->match, &v,
+					 &used_layer, err);
 		if (rc)
 			return rc;
 		want[i] = (uint64_t)v;
+		memo->per_layer |= used_layer;
 	}
+	memo->layer = m->cap.n;
 	memo->done = true;
 	if (r->nshape == t->ndim && memcmp(want, t->shape, sizeof(uint64_t) * (size_t)t->ndim) == 0)
 		return WSHARD_OK;

@@ -23,13 +23,13 @@
 /* Checks the head counts once, so the messages name config.json's fields
  * (op's "kv_heads" where it has one). */
 enum wshard_err plan_check_heads(const struct wshard_plan *plan, const struct rules_op *op,
-				 struct wshard_error *err)
+				 long layer, struct wshard_error *err)
 {
 	const struct wshard_config *c = plan->config;
 	const char *kv_name = op && op->kv_heads ? op->kv_heads : "num_key_value_heads";
 	int64_t kv;
 	int tp = plan->tp;
-	enum wshard_err rc = plan_op_kv_heads(plan, op, &kv, err);
+	enum wshard_err rc = plan_op_kv_heads(plan, op, layer, &kv, err);
 
 	if (rc)
 		return rc;
@@ -77,7 +77,7 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 	}
 	if (op->kind == OP_QKV && part > 0) {
 		int64_t kvs;
-		enum wshard_err rc = plan_op_kv_heads(plan, op, &kvs, err);
+		enum wshard_err rc = plan_op_kv_heads(plan, op, m->cap.n, &kvs, err);
 		uint64_t kv = (uint64_t)kvs;
 
 		if (rc)
@@ -217,7 +217,7 @@ static enum wshard_err split_rows(const struct wshard_plan *plan, struct group_o
 	if (m->rule->kv_heads && tp > (uint64_t)plan->config->num_key_value_heads) {
 		uint64_t kv = (uint64_t)plan->config->num_key_value_heads;
 
-		rc = plan_check_heads(plan, NULL, err);
+		rc = plan_check_heads(plan, NULL, -1, err);
 		if (rc)
 			return rc;
 		if (rows % kv)
@@ -370,7 +370,7 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 		if (ndim == 0 || (ndim == 1 && t->shape[0] == 1 && part_len[p] == 1))
 			whole = true;
 	}
-	rc = plan_op_kv_heads(plan, op, &kv, err);
+	rc = plan_op_kv_heads(plan, op, m0->cap.n, &kv, err);
 	for (p = 0; p < op->nparts && !whole && op->kind != OP_REPLICATE && !rc; p++)
 		rc = !parts[p] ? WSHARD_OK : check_blocks(plan, parts[p], false,
 				  op->kind == OP_QKV && p > 0 && plan->tp > kv ? (uint64_t)kv : 0,
@@ -450,7 +450,7 @@ static enum wshard_err build_beside(const struct wshard_plan *plan,
 		if (op->kind == OP_REPLICATE)
 			continue;
 		/* k and v with fewer kv heads than ranks: a head a rank */
-		rc = plan_op_kv_heads(plan, op, &kv, err);
+		rc = plan_op_kv_heads(plan, op, parts[p]->cap.n, &kv, err);
 		if (!rc)
 			rc = plan_check_inout(plan, parts[p], 1,
 					      op->kind == OP_QKV && p > 0 && plan->tp > kv ?
@@ -502,7 +502,7 @@ enum wshard_err plan_build_item(const struct wshard_plan *plan,
 		return build_plain(plan, g, &m[0], err);
 	op = &rules->ops[rule->op];
 	if (op->kind == OP_QKV) {
-		rc = plan_check_heads(plan, op, err);
+		rc = plan_check_heads(plan, op, m[0].cap.n, err);
 		if (rc)
 			return rc;
 	}

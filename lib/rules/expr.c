@@ -27,6 +27,7 @@ struct expr {
 	long layer;			/* the value of n; -1: n is a key */
 	long index;			/* the value of i; -1: i is a key */
 	bool bad;
+	bool used_layer;		/* n was read */
 };
 
 static int64_t expr_sum(struct expr *x);
@@ -73,6 +74,31 @@ static json_t *per_layer_alias(const struct wshard_config *c, const char *key)
 	return NULL;
 }
 
+/*
+ * ".a.b" after "KEY[i]": a member of an object element, through nested
+ * objects (Nemotron-NAS's block_configs[n].attention.n_heads_in_group);
+ * x->s is at the '.', and is left past the path.  NULL where a member is
+ * absent or null (the key counts as missing).
+ */
+static json_t *member_path(struct expr *x, json_t *v)
+{
+	while (*x->s == '.' && (isalpha((unsigned char)x->s[1]) || x->s[1] == '_')) {
+		const char *start = ++x->s;
+		char key[64];
+
+		while (isalnum((unsigned char)*x->s) || *x->s == '_')
+			x->s++;
+		if ((size_t)(x->s - start) >= sizeof(key)) {
+			v = NULL;
+			continue;
+		}
+		memcpy(key, start, (size_t)(x->s - start));
+		key[x->s - start] = '\0';
+		v = json_is_object(v) ? json_object_get(v, key) : NULL;
+	}
+	return json_is_null(v) ? NULL : v;
+}
+
 static int64_t config_value(struct expr *x, const char *name, size_t len)
 {
 	const struct wshard_config *c = x->cfg;
@@ -87,8 +113,10 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 	json_t *v;
 	size_t i;
 
-	if (x->layer >= 0 && len == 1 && *name == 'n')
+	if (x->layer >= 0 && len == 1 && *name == 'n') {
+		x->used_layer = true;
 		return x->layer;
+	}
 	if (x->index >= 0 && len == 1 && *name == 'i')
 		return x->index;
 	if (c->tp > 0 && len == 2 && strncmp(name, "tp", 2) == 0)
@@ -124,6 +152,7 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 
 		v = json_is_array(v) && i >= 0 && (size_t)i < json_array_size(v) ?
 			    json_array_get(v, (size_t)i) : NULL;
+		v = member_path(x, v);
 	}
 	if (json_is_integer(v))
 		return (int64_t)json_integer_value(v);
@@ -221,9 +250,18 @@ enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
 			      const char *tensor, int64_t *out,
 			      struct wshard_error *err)
 {
-	struct expr x = { .s = s, .cfg = cfg, .layer = -1, .index = -1 };
+	return expr_eval_layer_dim(cfg, s, -1, tensor, out, NULL, err);
+}
+
+enum wshard_err expr_eval_layer_dim(const struct wshard_config *cfg, const char *s,
+				    long layer, const char *tensor, int64_t *out,
+				    bool *used_layer, struct wshard_error *err)
+{
+	struct expr x = { .s = s, .cfg = cfg, .layer = layer, .index = -1 };
 
 	*out = expr_sum(&x);
+	if (used_layer)
+		*used_layer = x.used_layer;
 	if (x.bad || *x.s)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"rule for '%s': malformed shape expression \"%s\"",

@@ -16,13 +16,25 @@
  * Evaluates the expression s (integers, config.json keys, + - * / %,
  * parentheses) against cfg: a bare key from the text model's config
  * (cfg->text) or the top, a dotted key ("vision_config.hidden_size")
- * through the nested objects from the top; for a rule of tensor (named in messages).
+ * through the nested objects from the top, KEY[EXPR] an element of an
+ * array, and KEY[EXPR].a.b a member of an object element
+ * ("block_configs[n].attention.n_heads_in_group"; booleans read 1 and 0,
+ * null as absent); for a rule of tensor (named in messages).
  * Returns WSHARD_OK and *out, or WSHARD_EINVAL (malformed, or a key that
  * config.json lacks).
  */
 enum wshard_err expr_eval_dim(const struct wshard_config *cfg, const char *s,
 			      const char *tensor, int64_t *out,
 			      struct wshard_error *err);
+
+/*
+ * As expr_eval_dim, with n standing for layer (when layer >= 0: a member
+ * of "{n}" names, as Nemotron-NAS's kv heads differ by layer); *used_layer
+ * (where not NULL) says whether the value read n.
+ */
+enum wshard_err expr_eval_layer_dim(const struct wshard_config *cfg, const char *s,
+				    long layer, const char *tensor, int64_t *out,
+				    bool *used_layer, struct wshard_error *err);
 
 /*
  * Evaluates the condition s of a rule: an expression as above, or two

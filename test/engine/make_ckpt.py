@@ -2737,7 +2737,8 @@ def olmo_hybrid_released(out, cfg):
 
 
 # Cases a module of their own writes whole (its make(out)).
-OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert"}
+OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
+       "decilm": "ckpt_decilm"}
 
 
 def make(arch, out):

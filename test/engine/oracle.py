@@ -319,6 +319,10 @@ def arch_settings(model, kw):
     if arch == "Gemma3nForConditionalGeneration":
         # an image is 256 tokens and a second of sound 188
         kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
+    if arch == "DeciLMForCausalLM":
+        # Nemotron-NAS's config is remote code (block_configs read as
+        # objects): the release loads only so
+        kw.setdefault("trust_remote_code", True)
     if arch == "AriaForConditionalGeneration":
         # its processor takes images of 490 or 980 pixels only: the test's
         # is 256 tokens, past the default length
