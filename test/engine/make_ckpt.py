@@ -2737,8 +2737,11 @@ def olmo_hybrid_released(out, cfg):
 
 
 # Cases a module of their own writes whole (its make(out)).
+# Cases whose checkpoint a module of their own makes: MODULE (its make) or
+# MODULE:FUNCTION.
 OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
-       "decilm": "ckpt_decilm"}
+       "decilm": "ckpt_decilm", "internlm2": "ckpt_internlm2",
+       "internlm2_rm": "ckpt_internlm2:make_reward"}
 
 
 def make(arch, out):
@@ -2746,7 +2749,8 @@ def make(arch, out):
         return learned(arch, out)
     if arch in OWN:
         import importlib
-        return importlib.import_module(OWN[arch]).make(out)
+        module, _, function = OWN[arch].partition(":")
+        return getattr(importlib.import_module(module), function or "make")(out)
     import torch
     import transformers
     cfg_name, model_name, over = CASES[arch]

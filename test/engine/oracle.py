@@ -62,11 +62,12 @@ PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
 POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "LlamaBidirectionalForSequenceClassification",
                                     "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel",
-                                    "ColModernVBertForRetrieval"}
+                                    "ColModernVBertForRetrieval", "InternLM2ForRewardModel"}
 # Multi-vector retrievers: an embedding a token (task token_embed)
 RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval")
 # Pooling models whose answer is a vector a token (task token_classify)
-TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel")
+TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel",
+                  "InternLM2ForRewardModel")
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
@@ -319,9 +320,10 @@ def arch_settings(model, kw):
     if arch == "Gemma3nForConditionalGeneration":
         # an image is 256 tokens and a second of sound 188
         kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
-    if arch == "DeciLMForCausalLM":
-        # Nemotron-NAS's config is remote code (block_configs read as
-        # objects): the release loads only so
+    if arch in ("DeciLMForCausalLM", "InternLM2ForCausalLM", "InternLM2ForRewardModel"):
+        # their configs are remote code (transformers has no such model
+        # type; Nemotron-NAS's block_configs are read as objects): the
+        # releases load only so
         kw.setdefault("trust_remote_code", True)
     if arch == "AriaForConditionalGeneration":
         # its processor takes images of 490 or 980 pixels only: the test's
