@@ -2741,7 +2741,8 @@ def olmo_hybrid_released(out, cfg):
 # MODULE:FUNCTION.
 OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "decilm": "ckpt_decilm", "internlm2": "ckpt_internlm2",
-       "internlm2_rm": "ckpt_internlm2:make_reward"}
+       "internlm2_rm": "ckpt_internlm2:make_reward", "chatglm": "ckpt_chatglm",
+       "chatglm-variant": "ckpt_chatglm:make_variant"}
 
 
 def make(arch, out):
