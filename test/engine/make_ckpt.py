@@ -2743,7 +2743,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "decilm": "ckpt_decilm", "internlm2": "ckpt_internlm2",
        "internlm2_rm": "ckpt_internlm2:make_reward", "chatglm": "ckpt_chatglm",
        "chatglm-variant": "ckpt_chatglm:make_variant", "minicpm": "ckpt_minicpm",
-       "minicpm-untied": "ckpt_minicpm:make_untied", "minicpm-moe": "ckpt_minicpm:make_moe"}
+       "minicpm-untied": "ckpt_minicpm:make_untied", "minicpm-moe": "ckpt_minicpm:make_moe",
+       "exaone": "ckpt_exaone", "exaone-untied": "ckpt_exaone:make_untied"}
 
 
 def make(arch, out):

@@ -321,7 +321,7 @@ def arch_settings(model, kw):
         # an image is 256 tokens and a second of sound 188
         kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
     if arch in ("DeciLMForCausalLM", "InternLM2ForCausalLM", "InternLM2ForRewardModel",
-                "MiniCPMForCausalLM"):
+                "MiniCPMForCausalLM", "ExaoneForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
