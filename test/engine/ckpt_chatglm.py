@@ -40,6 +40,7 @@ def make(out, arch="ChatGLMModel", tie=False, mha=False, qkv_bias=True,
     dense_4h_to_h added)."""
     import torch
     import transformers
+    from ckpt_io import perturb_and_save
     from make_ckpt import COMMON
     rope_ratio = 5
     kw = dict(COMMON, num_key_value_heads=4 if mha else 2, attention_bias=True, partial_rotary_factor=0.5,
@@ -51,10 +52,7 @@ def make(out, arch="ChatGLMModel", tie=False, mha=False, qkv_bias=True,
     cfg.dtype = torch.bfloat16
     torch.manual_seed(1234)
     model = transformers.GlmForCausalLM(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
-    model.save_pretrained(out, max_shard_size="1MB")
+    perturb_and_save(model, out)
     hd = cfg.head_dim
     assert hd == cfg.hidden_size // cfg.num_attention_heads  # vLLM's head_dim
 

@@ -12,6 +12,7 @@ import os
 def make(out):
     import torch
     import transformers
+    from ckpt_io import perturb_and_save
     from make_ckpt import COMMON, word_tokenizer
     text = {k: v for k, v in dict(COMMON, pad_token_id=0, eos_token_id=1, bos_token_id=2,
                                   cls_token_id=2, sep_token_id=1).items()
@@ -26,10 +27,7 @@ def make(out):
     cfg.dtype = torch.bfloat16
     torch.manual_seed(1234)
     model = transformers.ColModernVBertForRetrieval(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
-    model.save_pretrained(out, max_shard_size="1MB")
+    perturb_and_save(model, out)
     released(out, cfg)
     vlm = cfg.vlm_config
     word_tokenizer(vlm.text_config, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,

@@ -26,8 +26,6 @@ Nemotron-51B's replace_with_linear layers (self_attn.linear_attn.weight,
 mlp.linear_mlp.weight) are not made: vLLM 0.32 cannot build them (a
 TypeError in nemotron_nas.py), and wshard refuses their tensors.
 """
-import json
-import os
 
 TEXT = dict(hidden_size=256, num_attention_heads=4, head_dim=64, vocab_size=1000,
             max_position_embeddings=512)
@@ -148,6 +146,7 @@ def make(out, layers=LAYERS):
     import transformers
     from torch import nn
     from transformers.models.llama import modeling_llama as ml
+    from ckpt_io import perturb_and_save
     H = TEXT["hidden_size"]
     heads = TEXT["num_attention_heads"]
     cfg = transformers.LlamaConfig(**TEXT, num_hidden_layers=len(layers),
@@ -177,17 +176,14 @@ def make(out, layers=LAYERS):
                 ffn_mult_to_intermediate_size(ffn, H))))
             layer.mlp = ml.LlamaMLP(c)
     model = model.to(torch.bfloat16)
-    # perturb every parameter so that a misplaced or missing tensor shows
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
-    model.save_pretrained(out, max_shard_size="1MB")
+    perturb_and_save(model, out)
     released(out, layers, cfg)
 
 
 def released(out, layers, cfg):
     """config.json as NVIDIA's release has it (transformers 4.x's
     save of its DeciLMConfig), and the remote code it names."""
+    from ckpt_io import write_release_config
     c = {
         "architectures": ["DeciLMForCausalLM"],
         "attention_bias": False,
@@ -218,9 +214,5 @@ def released(out, layers, cfg):
         "use_cache": True,
         "vocab_size": TEXT["vocab_size"],
     }
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2)
-    with open(os.path.join(out, "block_config.py"), "w") as f:
-        f.write(BLOCK_CONFIG_PY)
-    with open(os.path.join(out, "configuration_decilm.py"), "w") as f:
-        f.write(CONFIGURATION_DECILM_PY)
+    write_release_config(out, c, {"block_config.py": BLOCK_CONFIG_PY,
+                                  "configuration_decilm.py": CONFIGURATION_DECILM_PY})

@@ -24,8 +24,6 @@ config.json names the layers num_layers (ExaoneConfig's attribute_map makes
 it num_hidden_layers), the norms' epsilon layer_norm_epsilon and the
 activation activation_function.
 """
-import json
-import os
 import re
 
 CONFIG_PY = '''"""EXAONE 3's configuration (model_type "exaone"), as the release's
@@ -92,17 +90,14 @@ def release_name(name):
 def _make(out, tied, extra, seed):
     import torch
     import transformers
-    from ckpt_io import rename_tensors
+    from ckpt_io import perturb_and_save, rename_tensors, write_release_config
     from make_ckpt import COMMON
     cfg = transformers.LlamaConfig(**dict(COMMON, tie_word_embeddings=tied, bos_token_id=1,
                                           eos_token_id=2, pad_token_id=0))
     cfg.dtype = torch.bfloat16
     torch.manual_seed(seed)
     model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
-    model.save_pretrained(out, max_shard_size="1MB")
+    perturb_and_save(model, out)
     rename_tensors(out, release_name)
     c = {"activation_function": "silu", "architectures": ["ExaoneForCausalLM"],
          "attention_dropout": 0.0, "auto_map": AUTO_MAP, "bos_token_id": 1,
@@ -115,13 +110,7 @@ def _make(out, tied, extra, seed):
          "tie_word_embeddings": tied, "torch_dtype": "bfloat16",
          "transformers_version": "4.43.1", "use_cache": True, "vocab_size": cfg.vocab_size}
     c.update(extra)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2)
-    with open(os.path.join(out, "configuration_exaone.py"), "w") as f:
-        f.write(CONFIG_PY)
-    gc = os.path.join(out, "generation_config.json")
-    if os.path.exists(gc):
-        os.remove(gc)
+    write_release_config(out, c, {"configuration_exaone.py": CONFIG_PY})
 
 
 def make(out):

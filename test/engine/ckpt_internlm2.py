@@ -75,6 +75,7 @@ def make(out, reward=False, rope_scaling=None):
     import torch
     import transformers
     from safetensors.torch import save_file
+    from ckpt_io import write_release_config
     from make_ckpt import COMMON, word_tokenizer
     cfg = transformers.LlamaConfig(**dict(COMMON, bos_token_id=1, eos_token_id=2,
                                           pad_token_id=2, tie_word_embeddings=False))
@@ -146,10 +147,7 @@ def make(out, reward=False, rope_scaling=None):
          "vocab_size": cfg.vocab_size}
     if reward:
         c["reward_token_id"] = 3   # the release's 92527 ("[UNUSED_TOKEN_130]"), in range
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2)
-    with open(os.path.join(out, "configuration_internlm2.py"), "w") as f:
-        f.write(CONFIG_PY)
+    write_release_config(out, c, {"configuration_internlm2.py": CONFIG_PY})
     if reward:
         # vLLM's pooling runner tokenizes; InternLM2's own tokenizer is
         # sentencepiece remote code: a word-level one with its unk/bos/eos ids

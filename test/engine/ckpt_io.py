@@ -65,6 +65,31 @@ def update_config(out, fn):
         json.dump(cfg, f, indent=2)
 
 
+def perturb_and_save(model, out):
+    """Saves model (a transformers model) into OUT in 1 MB shards, each
+    parameter perturbed first: random init leaves norms at 1 and biases at
+    0, and a misplaced or missing tensor must change the answers."""
+    import torch
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.02)
+    model.save_pretrained(out, max_shard_size="1MB")
+
+
+def write_release_config(out, config, code):
+    """Writes OUT/config.json as a remote-code release has it (config, a
+    dict) with its code beside it (code: file name -> text), and drops the
+    generation_config.json transformers saved (the releases' differ)."""
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    for name, text in code.items():
+        with open(os.path.join(out, name), "w") as f:
+            f.write(text)
+    gc = os.path.join(out, "generation_config.json")
+    if os.path.exists(gc):
+        os.remove(gc)
+
+
 def modelopt_nvfp4(out):
     """Rewrites compressed-tensors' NVFP4 checkpoint in OUT in ModelOpt's
     NVFP4 layout, as NVIDIA's -FP4 checkpoints carry it (nvidia-modelopt

@@ -25,8 +25,6 @@ mlp.gate_proj/up_proj/down_proj); nothing is scaled into the weights:
 vLLM applies scale_emb, scale_depth/sqrt(L) and hidden/dim_model_base at run
 time (minicpm.py:385-394, 444, 606, 642).
 """
-import json
-import os
 
 CONFIG_PY = '''"""MiniCPM's configuration (model_type "minicpm"), as the release's
 configuration_minicpm.py defines it: the keys vLLM reads, with the class's
@@ -78,6 +76,7 @@ AUTO_MAP = {"AutoConfig": "configuration_minicpm.MiniCPMConfig",
 def _build(out, moe, tied, seed=1234):
     import torch
     import transformers
+    from ckpt_io import perturb_and_save
     from make_ckpt import COMMON
     kw = dict(COMMON, tie_word_embeddings=tied, bos_token_id=1, eos_token_id=2)
     if moe:
@@ -89,18 +88,14 @@ def _build(out, moe, tied, seed=1234):
     cfg.dtype = torch.bfloat16
     torch.manual_seed(seed)
     model = cls(cfg).to(torch.bfloat16)
-    # random init leaves norms at 1: perturb every parameter so that a
-    # misplaced tensor changes the bytes and the answers
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
-    model.save_pretrained(out, max_shard_size="1MB")
+    perturb_and_save(model, out)
     return cfg
 
 
 def _release_config(out, cfg, extra):
     """config.json as openbmb writes it: Llama's keys, MiniCPM's scales,
     auto_map to the configuration module beside it."""
+    from ckpt_io import write_release_config
     c = {"architectures": ["MiniCPMForCausalLM"], "auto_map": AUTO_MAP,
          "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
          "hidden_size": cfg.hidden_size, "initializer_range": 0.1,
@@ -115,13 +110,7 @@ def _release_config(out, cfg, extra):
          # the tiny model's width scale 4, as the 2B's is 9
          "scale_emb": 12, "dim_model_base": 64, "scale_depth": 1.4}
     c.update(extra)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2)
-    with open(os.path.join(out, "configuration_minicpm.py"), "w") as f:
-        f.write(CONFIG_PY)
-    gc = os.path.join(out, "generation_config.json")
-    if os.path.exists(gc):
-        os.remove(gc)
+    write_release_config(out, c, {"configuration_minicpm.py": CONFIG_PY})
 
 
 def make(out):
