@@ -242,6 +242,60 @@ Test(ext, condition_member)
 			 "~blk");
 }
 
+/* "experts_from": a rule takes the experts numbered from an expression on
+ * and stacks them from 0 (ERNIE-4.5-VL's vision experts, E..2E-1 in the
+ * checkpoint); the ones below fall to the next rule. */
+Test(ext, experts_from)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"x.e.{e}\", \"experts_from\": \"ne\", \"split\": \"row\", \"output\": \"x.vis\"},"
+		"{\"match\": \"x.e.{e}\", \"split\": \"row\", \"output\": \"x.txt\"},"
+		CATCH_ALL "]}";
+	const struct wshard_out_tensor *t;
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.e.0:4,8 --extra-tensor x.e.1:4,8 "
+		"--extra-tensor x.e.2:4,8 --extra-tensor x.e.3:4,8 --set-config 'ne=2'");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "x.txt");
+		assert_shape(t, 3, 2, 2);
+		assert_copy(&f, t, 1, "x.e.1", 2 * (uint64_t)r, 2, 0, 16, 32);
+		t = get_out(&f, r, "x.vis");
+		assert_shape(t, 3, 2, 2);
+		assert_copy(&f, t, 0, "x.e.2", 2 * (uint64_t)r, 2, 0, 16, 0);
+		assert_copy(&f, t, 1, "x.e.3", 2 * (uint64_t)r, 2, 0, 16, 32);
+	}
+	fx_close(&f);
+}
+
+/* "replicate" with "transpose": a matrix written transposed and whole on
+ * every rank (ERNIE-4.5-VL's routers, [H, E] held [E, H]). */
+Test(ext, replicate_transposed)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"x.r.weight\", \"split\": \"replicate\", \"transpose\": true},"
+		CATCH_ALL "]}";
+	const struct wshard_out_tensor *t;
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.r.weight:4,8");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "x.r.weight");
+		assert_shape(t, 2, 8, 4);
+		cr_assert_eq(t->npieces, 1, "rank %d", r);
+		cr_assert_eq(t->pieces[0].col0, 0, "rank %d", r);
+		cr_assert_eq(t->pieces[0].tr_rows, 4, "rank %d", r);
+		cr_assert_eq(t->pieces[0].len, 4 * 8 * 2, "rank %d", r);
+	}
+	fx_close(&f);
+}
+
 /*
  * A q/k/v operator whose kv_heads read n: evaluated for each layer's
  * tensors (Nemotron-NAS's, num_attention_heads / n_heads_in_group).  The

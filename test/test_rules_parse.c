@@ -160,7 +160,9 @@ Test(parse, condition_reason_dtype)
 		    "rule 'a': \"from\" is a non-empty array of dtype names");
 	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"dtype\": \"I32\"}"));
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"if\": 1}"),
-		    "\"if\", \"reason\" and \"dtype\" are strings");
+		    "\"if\", \"reason\", \"dtype\" and \"experts_from\" are strings");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"experts_from\": \"4\"}"),
+		    "rule 'a': \"experts_from\" needs {e} in match");
 }
 
 Test(parse, two_of_split_fuse_unpack)

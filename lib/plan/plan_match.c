@@ -190,6 +190,17 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 	for (j = 0; j < rules->nrules && !ok; j++) {
 		if (!rules_match(rules->rules[j].match, as, &m->cap))
 			continue;
+		if (rules->rules[j].experts_from) {
+			int64_t from;
+
+			rc = expr_eval_dim(plan->config, rules->rules[j].experts_from,
+					   rules->rules[j].match, &from, err);
+			if (rc)
+				return rc;
+			if (m->cap.e < from)
+				continue;
+			m->cap.e -= (long)from;
+		}
 		rc = rule_applies_memo(plan, mt, j, m->cap.n, &ok, err);
 		if (rc)
 			return rc;

@@ -318,7 +318,10 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 		rc = split_vocab(plan, g, m, shape, err);
 		break;
 	case RULE_REPLICATE:
-		rc = replicate(plan, g, m, err);
+		/* whole and transposed (ERNIE-4.5-VL's routers): a column
+		 * split that keeps every column on every rank */
+		rc = m->rule->kind == RULE_REPLICATE && m->rule->transpose ?
+			     plan_split_cols(plan, g, m, shape, err) : replicate(plan, g, m, err);
 		break;
 	default:
 		return wshard_error_set(err, WSHARD_EINVAL, "internal: unexpected rule kind");

@@ -382,14 +382,16 @@ static enum wshard_err split_transposed_ep(const struct wshard_plan *plan,
 
 /*
  * The pieces of split_transposed without "chunks": shp the source as
- * [E, A, B], lead 1 (or 0 for a matrix, E = 1), out its rank shape.
+ * [E, A, B], lead 1 (or 0 for a matrix, E = 1), out its rank shape.  A
+ * "replicate" rule's is whole on every rank, as at tp 1.
  */
 static enum wshard_err transposed_cut(const struct wshard_plan *plan, struct group_out *g,
 				      const struct member *m, const uint64_t *shp, int dim,
 				      int lead, uint64_t *out, struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	uint64_t tp = (uint64_t)plan->tp, es = wshard_dtype_bits(t->dtype) / 8;
+	bool whole = m->rule->kind == RULE_REPLICATE;
+	uint64_t tp = whole ? 1 : (uint64_t)plan->tp, es = wshard_dtype_bits(t->dtype) / 8;
 	uint64_t a = shp[1], stride = shp[2] * es, cut;
 	enum wshard_err rc = WSHARD_OK;
 	int r;
@@ -400,6 +402,7 @@ static enum wshard_err transposed_cut(const struct wshard_plan *plan, struct gro
 	out[1] = dim == 1 ? shp[2] : cut;
 	out[2] = dim == 1 ? cut : a;
 	for (r = 0; r < plan->tp && !rc; r++) {
+		uint64_t part = whole ? 0 : (uint64_t)r;
 		struct wshard_piece p = {
 			.kind = WSHARD_PIECE_COPY,
 			.src = m->src,
@@ -408,12 +411,12 @@ static enum wshard_err transposed_cut(const struct wshard_plan *plan, struct gro
 			.tr_stride = stride,
 			.tr_width = dim == 1 ? stride : cut * es,
 			.tr_es = (unsigned)es,
-			.prov_col0 = (uint64_t)r * cut,
+			.prov_col0 = part * cut,
 			.prov_ncols = cut,
 			.prov_dim = dim - 1 + lead,
 		};
 
-		p.col0 = dim == 1 ? (uint64_t)r * cut * stride : (uint64_t)r * cut * es;
+		p.col0 = dim == 1 ? part * cut * stride : part * cut * es;
 		p.ncols = (p.tr_rows - 1) * stride + p.tr_width;
 		p.out_ncols = p.tr_rows * p.tr_width;
 		p.len = p.nrows * p.out_ncols;
@@ -454,7 +457,7 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': \"transpose\" of a matrix with over 2^32 rows or 4 GiB rows",
 					t->name);
-	if (plan->opt.expert_parallel && m->rule->experts) {
+	if (plan->opt.expert_parallel && m->rule->experts && m->rule->kind != RULE_REPLICATE) {
 		if (!lead)
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"tensor '%s': \"experts\" needs 3 dimensions (experts first)",

@@ -117,6 +117,7 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->rules[i].match);
 		free(r->rules[i].output);
 		free(r->rules[i].cond);
+		free(r->rules[i].experts_from);
 		free(r->rules[i].reason);
 		free(r->rules[i].deinterleave);
 		for (j = 0; j < r->rules[i].nreshape; j++)

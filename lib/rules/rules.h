@@ -99,6 +99,10 @@ struct rules_rule {
 				 * a fused operator's parts lie side by side
 				 * there), dimension 0 the inputs or groups */
 	char *cond;		/* "if": expression over config.json and n, or NULL */
+	char *experts_from;	/* "experts_from": EXPR over config.json: the
+				 * rule takes experts {e} >= EXPR only, numbered
+				 * e - EXPR (ERNIE-4.5-VL's vision experts after
+				 * its text ones), or NULL */
 	char *reason;		/* skip with "reason": a left-out tensor */
 	bool has_dtype;		/* "dtype": the output's dtype, converted */
 	enum wshard_dtype dtype;

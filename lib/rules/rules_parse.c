@@ -190,7 +190,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
 		"if", "reason", "dtype", "from", "rows", "view", "transpose",
 		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
-		"pad_to", "qkv_groups", "also", "concat", "beside", "reshape",
+		"pad_to", "qkv_groups", "also", "concat", "beside", "reshape", "experts_from",
 	};
 	const char *key;
 	json_t *val;
@@ -366,7 +366,8 @@ bad:
 				r->name, rule->match);
 }
 
-/* "if" (a condition), "reason" (a left-out skip) and "dtype" (a cast). */
+/* "if" (a condition), "reason" (a left-out skip), "dtype" (a cast) and
+ * "experts_from" (an expression, on a match with {e}). */
 static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 				       struct rules_rule *rule, json_t *t,
 				       struct wshard_error *err)
@@ -375,10 +376,15 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 	const char *cond = str_key(t, "if", &bad);
 	const char *reason = str_key(t, "reason", &bad);
 	const char *dtype = str_key(t, "dtype", &bad);
+	const char *from = str_key(t, "experts_from", &bad);
 
 	if (bad)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"if\", \"reason\" and \"dtype\" are strings",
+					"'%s': rule '%s': \"if\", \"reason\", \"dtype\" and \"experts_from\" are strings",
+					r->name, rule->match);
+	if (from && !strstr(rule->match, "{e}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"experts_from\" needs {e} in match",
 					r->name, rule->match);
 	if (strchr(rule->match, '*') && rule->kind != RULE_SKIP)
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -399,7 +405,8 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 	rule->has_dtype = dtype != NULL;
 	rule->cond = dup_or_null(cond);
 	rule->reason = dup_or_null(reason);
-	if ((cond && !rule->cond) || (reason && !rule->reason))
+	rule->experts_from = dup_or_null(from);
+	if ((cond && !rule->cond) || (reason && !rule->reason) || (from && !rule->experts_from))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	return parse_from(r, rule, json_object_get(t, "from"), err);
 }
@@ -424,9 +431,10 @@ static enum wshard_err parse_view(const struct wshard_rules *r, struct rules_rul
 					"'%s': rule '%s': \"rows\" needs \"split\": \"col\"",
 					r->name, rule->match);
 	rule->transpose = json_is_true(json_object_get(t, "transpose"));
-	if (rule->transpose && (rule->kind != RULE_COL || (rows && json_integer_value(rows) > 2)))
+	if (rule->transpose && rule->kind != RULE_REPLICATE &&
+	    (rule->kind != RULE_COL || (rows && json_integer_value(rows) > 2)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"transpose\" needs \"split\": \"col\" (with \"rows\" 1 or 2)",
+					"'%s': rule '%s': \"transpose\" needs \"split\": \"col\" (with \"rows\" 1 or 2) or \"replicate\"",
 					r->name, rule->match);
 	ts = json_object_get(t, "times_sqrt");
 	if (ts && (!json_is_array(ts) || json_array_size(ts) != 2 ||
