@@ -292,7 +292,7 @@ struct wshard_rules {
 enum wshard_err rules_parse_unstack(struct wshard_rules *r, json_t *val,
 				    struct wshard_error *err);
 
-/* "rename_layers" (rules_extra.c): an object of "prefix", "to" and
+/* "rename_layers" (rules_source.c): an object of "prefix", "to" and
  * "from" into r. */
 enum wshard_err rules_parse_rename(struct wshard_rules *r, json_t *val,
 				   struct wshard_error *err);

@@ -4,6 +4,7 @@
  * "chunks" and "deinterleave", and a fused operator's "sizes", "groups"
  * and "zero".
  */
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,6 +348,25 @@ enum wshard_err rules_parse_strings(const struct wshard_rules *r, json_t *val, c
 	return WSHARD_OK;
 }
 
+/* A config key, or "KEY[i]": element i of an array key. */
+static bool key_or_element(const char *s)
+{
+	const char *open = strchr(s, '[');
+	char key[128];
+	size_t n;
+
+	if (!open)
+		return expr_is_bare_key(s);
+	n = (size_t)(open - s);
+	if (n >= sizeof(key) || !isdigit((unsigned char)open[1]))
+		return false;
+	memcpy(key, s, n);
+	key[n] = '\0';
+	for (open++; isdigit((unsigned char)*open); open++)
+		;
+	return expr_is_bare_key(key) && open[0] == ']' && !open[1];
+}
+
 enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
 				     struct wshard_error *err)
 {
@@ -360,7 +380,7 @@ enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
 					"'%s': \"defaults\" is not an object", r->name);
 	json_object_foreach(defaults, key, val) {
 		if (!json_is_integer(val) &&
-		    !(json_is_string(val) && expr_is_bare_key(json_string_value(val))))
+		    !(json_is_string(val) && key_or_element(json_string_value(val))))
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': defaults \"%s\" is neither an integer nor a config key",
 						r->name, key);
@@ -614,27 +634,4 @@ enum wshard_err rules_parse_op_keys(const struct wshard_rules *r, struct rules_o
 	if (!rc)
 		rc = parse_groups(r, op, json_object_get(val, "groups"), err);
 	return rc ? rc : parse_zero(r, op, json_object_get(val, "zero"), err);
-}
-
-enum wshard_err rules_parse_rename(struct wshard_rules *r, json_t *val,
-				   struct wshard_error *err)
-{
-	const char *prefix = json_string_value(json_object_get(val, "prefix"));
-	const char *to = json_string_value(json_object_get(val, "to"));
-	const char *from = json_string_value(json_object_get(val, "from"));
-
-	if (!val)
-		return WSHARD_OK;
-	if (!json_is_object(val) || json_object_size(val) != 3 || !prefix || !to || !from ||
-	    !strstr(prefix, "{n}") || !strstr(to, "{n}") || strstr(prefix, "{e}") ||
-	    strstr(to, "{e}"))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"rename_layers\" is not {\"prefix\", \"to\", \"from\"} (prefix and to each with {n}, from an expression)",
-					r->name);
-	r->rename_prefix = strdup(prefix);
-	r->rename_to = strdup(to);
-	r->rename_from = strdup(from);
-	if (!r->rename_prefix || !r->rename_to || !r->rename_from)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	return WSHARD_OK;
 }

@@ -87,3 +87,26 @@ enum wshard_err rules_parse_source(struct wshard_rules *r, json_t *root,
 	}
 	return WSHARD_OK;
 }
+
+enum wshard_err rules_parse_rename(struct wshard_rules *r, json_t *val,
+				   struct wshard_error *err)
+{
+	const char *prefix = json_string_value(json_object_get(val, "prefix"));
+	const char *to = json_string_value(json_object_get(val, "to"));
+	const char *from = json_string_value(json_object_get(val, "from"));
+
+	if (!val)
+		return WSHARD_OK;
+	if (!json_is_object(val) || json_object_size(val) != 3 || !prefix || !to || !from ||
+	    !strstr(prefix, "{n}") || !strstr(to, "{n}") || strstr(prefix, "{e}") ||
+	    strstr(to, "{e}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"rename_layers\" is not {\"prefix\", \"to\", \"from\"} (prefix and to each with {n}, from an expression)",
+					r->name);
+	r->rename_prefix = strdup(prefix);
+	r->rename_to = strdup(to);
+	r->rename_from = strdup(from);
+	if (!r->rename_prefix || !r->rename_to || !r->rename_from)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}

@@ -165,7 +165,8 @@ void catalog_config_fields(struct wshard_config *c);
  * model's config (c->text: text_config in a multimodal config.json), else
  * from the top; a dotted one ("vision_config.hidden_size") through the
  * nested objects from the top; either, where the top lacks it, from
- * thinker_config (a json_t *).  For the rules' expressions and defaults.
+ * thinker_config; "KEY[i]" element i of such an array (a json_t *).  For
+ * the rules' expressions and defaults.
  */
 void *catalog_config_key(const struct wshard_config *c, const char *key);
 

@@ -3,6 +3,7 @@
  * (config.json, the index), config.json's fields, tensor bytes, and the
  * non-weight files copied out, from a directory or from an archive.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,7 +66,21 @@ static json_t *nested_key(json_t *v, const char *key)
 
 void *catalog_config_key(const struct wshard_config *c, const char *key)
 {
-	json_t *v = c->text ? json_object_get(c->text, key) : NULL;
+	const char *open = strchr(key, '[');
+	json_t *v;
+
+	/* "KEY[i]": element i of an array (a default naming ERNIE-4.5-VL's
+	 * moe_num_experts[0]) */
+	if (open && isdigit((unsigned char)open[1])) {
+		char name[128];
+
+		if ((size_t)(open - key) >= sizeof(name))
+			return NULL;
+		memcpy(name, key, (size_t)(open - key));
+		name[open - key] = '\0';
+		return json_array_get(catalog_config_key(c, name), strtoul(open + 1, NULL, 10));
+	}
+	v = c->text ? json_object_get(c->text, key) : NULL;
 
 	if (!v && !strchr(key, '.'))
 		v = c->json ? json_object_get(c->json, key) : NULL;

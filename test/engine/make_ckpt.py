@@ -2744,7 +2744,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "internlm2_rm": "ckpt_internlm2:make_reward", "chatglm": "ckpt_chatglm",
        "chatglm-variant": "ckpt_chatglm:make_variant", "minicpm": "ckpt_minicpm",
        "minicpm-untied": "ckpt_minicpm:make_untied", "minicpm-moe": "ckpt_minicpm:make_moe",
-       "exaone": "ckpt_exaone", "exaone-untied": "ckpt_exaone:make_untied"}
+       "exaone": "ckpt_exaone", "exaone-untied": "ckpt_exaone:make_untied",
+       "ernie45_vl": "ckpt_ernie45_vl", "ernie45_vl-untied": "ckpt_ernie45_vl:make_untied"}
 
 
 def make(arch, out):

@@ -68,6 +68,12 @@ RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval")
 # Pooling models whose answer is a vector a token (task token_classify)
 TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel",
                   "InternLM2ForRewardModel")
+# Multimodal models prompted with text alone: Muse Glimmer (its profiling
+# image is too large here), ERNIE-4.5-VL (its processor is Baidu's remote
+# code, which the test checkpoint does not ship: its tower is checked by
+# bytes)
+TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration",
+                     "Ernie4_5_VLMoeForConditionalGeneration")
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
@@ -321,7 +327,8 @@ def arch_settings(model, kw):
         # an image is 256 tokens and a second of sound 188
         kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
     if arch in ("DeciLMForCausalLM", "InternLM2ForCausalLM", "InternLM2ForRewardModel",
-                "MiniCPMForCausalLM", "ExaoneForCausalLM"):
+                "MiniCPMForCausalLM", "ExaoneForCausalLM",
+                "Ernie4_5_VLMoeForConditionalGeneration"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
@@ -363,7 +370,7 @@ def answers(model, tp, out, **kw):
     prompts = [{"prompt_token_ids": p} for p in PROMPTS]
     if is_whisper(model):
         prompts = whisper_prompts()
-    elif tok and architecture(model) != "MuseGlimmerForConditionalGeneration" and (
+    elif tok and architecture(model) not in TEXT_PROMPTS_ONLY and (
             kw.get("runner") != "pooling" or
             architecture(model) in ("CLIPModel", "SiglipModel") + RETRIEVERS):
         prompts.append(image_prompt(model))
