@@ -569,6 +569,24 @@ Test(ext, extra_with)
 	fx_close(&f);
 }
 
+/* "with" names its tensor as the rules read it: through "source_renames"
+ * (a checkpoint's y.* read as model.*). */
+Test(ext, extra_with_renamed)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, BASE " --extra-tensor y.layers.1.x.weight:4,8");
+	use_rules(&f, "{\"source_renames\": [{\"from\": \"y.\", \"to\": \"model.\"}],"
+		  " \"tensors\": ["
+		  "{\"match\": \"model.layers.{n}.x.weight\", \"split\": \"row\", \"optional\": true},"
+		  CATCH_ALL "], \"extra\": [{\"name\": \"model.layers.{n}.s\", \"value\": 1.0,"
+		  " \"with\": \"model.layers.{n}.x.weight\"}]}");
+	fx_plan(&f, 2);
+	cr_assert_null(find_out(&f, 0, "model.layers.0.s"));
+	cr_assert_not_null(find_out(&f, 0, "model.layers.1.s"));
+	fx_close(&f);
+}
+
 /* An extra with {i} is added once for each {i} its "with" matches in the
  * layer, under that index (Zamba2's attention layers of a shared block). */
 Test(ext, extra_with_index)

@@ -125,9 +125,37 @@ static enum wshard_err push_arange(struct wshard_plan *plan, const struct rules_
 	return rc;
 }
 
+/* Whether the checkpoint holds a tensor the rules call name: under that
+ * name, or under the one a "source_renames" entry or "source_prefix" reads
+ * as it (an extra's "with" names tensors as the rules do). */
+static bool source_named(const struct wshard_plan *plan, const struct wshard_rules *rules,
+			 const char *name)
+{
+	char buf[RULES_NAME_MAX];
+	size_t i, n;
+
+	if (wshard_catalog_find(plan->cat, name))
+		return true;
+	for (i = 0; i < rules->nsrc_renames; i++) {
+		size_t nf = strlen(rules->src_from[i]), nr;
+
+		n = strlen(rules->src_to[i]);
+		nr = strlen(name + n);
+		if (strncmp(name, rules->src_to[i], n) != 0 || nf + nr >= sizeof(buf))
+			continue;
+		memcpy(buf, rules->src_from[i], nf);
+		memcpy(buf + nf, name + n, nr + 1);
+		if (wshard_catalog_find(plan->cat, buf))
+			return true;
+	}
+	n = rules->source_prefix ? strlen(rules->source_prefix) : 0;
+	return n && strncmp(name, rules->source_prefix, n) == 0 &&
+	       wshard_catalog_find(plan->cat, name + n) != NULL;
+}
+
 /* Whether extra e belongs in layer cap->n: its "with" tensor is there. */
-static bool layer_has(const struct wshard_plan *plan, const struct rules_extra *e,
-		      const struct rules_capture *cap)
+static bool layer_has(const struct wshard_plan *plan, const struct wshard_rules *rules,
+		      const struct rules_extra *e, const struct rules_capture *cap)
 {
 	char *with;
 	bool has;
@@ -136,7 +164,7 @@ static bool layer_has(const struct wshard_plan *plan, const struct rules_extra *
 		return true;
 	with = rules_expand(e->with, cap);
 	/* out of memory: kept, as without "with" */
-	has = !with || wshard_catalog_find(plan->cat, with) != NULL;
+	has = !with || source_named(plan, rules, with);
 	free(with);
 	return has;
 }
@@ -195,7 +223,8 @@ static enum wshard_err each_sites(const struct wshard_plan *plan, const struct r
  * (Zamba2's shared blocks: an attention layer in vLLM where the block has
  * an adapter, under the same index).
  */
-static enum wshard_err extra_sites(const struct wshard_plan *plan, const struct rules_extra *e,
+static enum wshard_err extra_sites(const struct wshard_plan *plan,
+				   const struct wshard_rules *rules, const struct rules_extra *e,
 				   long maxn, struct rules_capture **out, size_t *out_n,
 				   struct wshard_error *err)
 {
@@ -222,13 +251,15 @@ static enum wshard_err extra_sites(const struct wshard_plan *plan, const struct 
 			if (rc)
 				return rc;
 		}
-		if (holds && layer_has(plan, e, &c))
+		if (holds && layer_has(plan, rules, e, &c))
 			sites[n++] = c;
 	}
 	for (t = 0; per_layer && indexed && t < plan->cat->ntensors; t++) {
 		struct rules_capture c;
+		char buf[RULES_NAME_MAX];
 
-		if (rules_match(e->with, plan->cat->tensors[t].name, &c) &&
+		if (rules_match(e->with, rules_source_name(rules, plan->cat->tensors[t].name, buf),
+				&c) &&
 		    c.n >= 0 && c.n <= maxn)
 			sites[n++] = c;
 	}
@@ -240,8 +271,9 @@ static enum wshard_err extra_sites(const struct wshard_plan *plan, const struct 
 
 /* compressed-tensors' pair for a "when": "quantized" extra X.k_scale (and
  * v, q; its prob_scale has none), in every layer. */
-static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct rules_extra *e,
-				  long maxn, size_t *caps, struct wshard_error *err)
+static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct wshard_rules *rules,
+				  const struct rules_extra *e, long maxn, size_t *caps,
+				  struct wshard_error *err)
 {
 	static const char *const kinds[] = { ".k_scale", ".v_scale", ".q_scale" };
 	size_t len = strlen(e->name), i;
@@ -255,7 +287,7 @@ static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct rules_e
 			break;
 	if (i == 3)
 		return WSHARD_OK;
-	rc = extra_sites(plan, e, maxn, &sites, &nsites, err);
+	rc = extra_sites(plan, rules, e, maxn, &sites, &nsites, err);
 	for (s = 0; s < nsites && !rc; s++) {
 		char *name = plan_output_name(plan, e->name, &sites[s]), *zp;
 
@@ -306,7 +338,7 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 			case KV_NONE:
 				continue;
 			case KV_COMPRESSED:
-				rc = push_ct_kv(plan, e, maxn, caps, err);
+				rc = push_ct_kv(plan, rules, e, maxn, caps, err);
 				if (rc)
 					return rc;
 				continue;
@@ -320,7 +352,7 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 			return rc;
 		/* nvals 0: an identity image_norm, of which vLLM holds nothing */
 		if (nvals)
-			rc = extra_sites(plan, e, maxn, &sites, &nsites, err);
+			rc = extra_sites(plan, rules, e, maxn, &sites, &nsites, err);
 		for (s = 0; s < nsites && !rc; s++) {
 			char *name = plan_output_name(plan, e->name, &sites[s]);
 

@@ -2745,7 +2745,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "chatglm-variant": "ckpt_chatglm:make_variant", "minicpm": "ckpt_minicpm",
        "minicpm-untied": "ckpt_minicpm:make_untied", "minicpm-moe": "ckpt_minicpm:make_moe",
        "exaone": "ckpt_exaone", "exaone-untied": "ckpt_exaone:make_untied",
-       "ernie45_vl": "ckpt_ernie45_vl", "ernie45_vl-untied": "ckpt_ernie45_vl:make_untied"}
+       "ernie45_vl": "ckpt_ernie45_vl", "ernie45_vl-untied": "ckpt_ernie45_vl:make_untied",
+       "kimi_k3": "ckpt_kimi_k3"}
 
 
 def make(arch, out):

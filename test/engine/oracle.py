@@ -302,7 +302,8 @@ def arch_settings(model, kw):
     # modules.json is beside the model; the answers are then embeddings)
     if arch in POOLING or os.path.exists(os.path.join(model, "modules.json")):
         kw.setdefault("runner", "pooling")
-    if arch in ("KimiLinearForCausalLM", "Glm5NextForConditionalGeneration"):
+    if arch in ("KimiLinearForCausalLM", "Glm5NextForConditionalGeneration",
+                "KimiK3ForConditionalGeneration"):
         # (GLM-5-Next's KDA beside MLA: the same)
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
         os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
