@@ -2746,7 +2746,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "minicpm-untied": "ckpt_minicpm:make_untied", "minicpm-moe": "ckpt_minicpm:make_moe",
        "exaone": "ckpt_exaone", "exaone-untied": "ckpt_exaone:make_untied",
        "ernie45_vl": "ckpt_ernie45_vl", "ernie45_vl-untied": "ckpt_ernie45_vl:make_untied",
-       "kimi_k3": "ckpt_kimi_k3"}
+       "kimi_k3": "ckpt_kimi_k3", "bailing_moe": "ckpt_bailing_moe",
+       "bailing_moe-v1": "ckpt_bailing_moe:make_v1"}
 
 
 def make(arch, out):

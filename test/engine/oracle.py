@@ -329,7 +329,8 @@ def arch_settings(model, kw):
         kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
     if arch in ("DeciLMForCausalLM", "InternLM2ForCausalLM", "InternLM2ForRewardModel",
                 "MiniCPMForCausalLM", "ExaoneForCausalLM",
-                "Ernie4_5_VLMoeForConditionalGeneration"):
+                "Ernie4_5_VLMoeForConditionalGeneration", "BailingMoeForCausalLM",
+                "BailingMoeV2ForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
