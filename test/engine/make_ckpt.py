@@ -2747,7 +2747,11 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "exaone": "ckpt_exaone", "exaone-untied": "ckpt_exaone:make_untied",
        "ernie45_vl": "ckpt_ernie45_vl", "ernie45_vl-untied": "ckpt_ernie45_vl:make_untied",
        "kimi_k3": "ckpt_kimi_k3", "bailing_moe": "ckpt_bailing_moe",
-       "bailing_moe-v1": "ckpt_bailing_moe:make_v1"}
+       "bailing_moe-v1": "ckpt_bailing_moe:make_v1", "internvl_chat": "ckpt_internvl_chat",
+       "internvl_chat-6b": "ckpt_internvl_chat:make_6b",
+       "internvl_chat-llama": "ckpt_internvl_chat:make_llama",
+       "internvl_chat-qwen3moe": "ckpt_internvl_chat:make_qwen3_moe",
+       "internvl_chat-internlm2": "ckpt_internvl_chat:make_internlm2"}
 
 
 def make(arch, out):

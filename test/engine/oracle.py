@@ -177,7 +177,8 @@ def image_prompt(model):
         size = cfg["vision_config"]["image_size"] if "Cohere2Vision" in \
             cfg["architectures"][0] else 64 if "Lfm2Vl" in cfg["architectures"][0] else 56
         image = [cfg.get("image_token_index", cfg.get("image_token_id"))]
-        if "QianfanOCR" in cfg["architectures"][0]:
+        if cfg["architectures"][0] in ("QianfanOCRForConditionalGeneration",
+                                       "InternVLChatModel"):
             # InternVL's original layout: vLLM replaces an <image> token
             # (make_ckpt.py's tokenizer: 994)
             image = [994]
@@ -330,7 +331,7 @@ def arch_settings(model, kw):
     if arch in ("DeciLMForCausalLM", "InternLM2ForCausalLM", "InternLM2ForRewardModel",
                 "MiniCPMForCausalLM", "ExaoneForCausalLM",
                 "Ernie4_5_VLMoeForConditionalGeneration", "BailingMoeForCausalLM",
-                "BailingMoeV2ForCausalLM"):
+                "BailingMoeV2ForCausalLM", "InternVLChatModel"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
