@@ -40,7 +40,6 @@ query_key_value, attention.dense and the dense and shared MLPs), rmsnorm
 (v1: norm_head true, vLLM normalises lm_head on loading).  No tokenizer: vLLM runs token-id
 prompts with skip_tokenizer_init.
 """
-import json
 import os
 
 CONFIG_V2_PY = '''"""BailingMoeV2Config: the keys and defaults of the Ling 2.0 releases'
@@ -160,8 +159,8 @@ def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32
     import transformers
     import glob
     import shutil
-    from safetensors.torch import load_file, save_file
-    from ckpt_io import perturb_and_save, write_release_config
+    from safetensors.torch import load_file
+    from ckpt_io import perturb_and_save, save_shards, write_release_config
     H, nh, kv, hd, V = 256, 4, 2, 64, 1000
     L = 3
     E, I_moe, I = 8, 128, 512
@@ -235,16 +234,7 @@ def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32
         groups.append(sorted(k for k in new if k.startswith("model.layers.%d." % n)))
     groups.append(sorted(k for k in new if not k.startswith("model.layers.")
                          and k != "model.word_embeddings.weight"))
-    wmap, size = {}, 0
-    for i, names in enumerate(groups):
-        fname = "model-%05d-of-%05d.safetensors" % (i + 1, len(groups))
-        save_file({k: new[k] for k in names}, os.path.join(out, fname), metadata={"format": "pt"})
-        for k in names:
-            wmap[k] = fname
-            size += new[k].numel() * new[k].element_size()
-    with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
-        json.dump({"metadata": {"total_size": size}, "weight_map": dict(sorted(wmap.items()))},
-                  f, indent=2)
+    save_shards(out, new, groups)
     common = {"attention_dropout": 0.0, "embedding_dropout": 0.0, "output_dropout": 0.0,
               "hidden_act": "silu", "hidden_size": H, "initializer_range": 0.02,
               "intermediate_size": I, "max_position_embeddings": 512,

@@ -25,7 +25,6 @@ configuration_internlm2.py beside it (a minimal config class with the
 release's keys, for trust_remote_code: transformers knows no "internlm2").
 Tensors are written in shards with an index, as released.
 """
-import json
 import os
 
 CONFIG_PY = '''"""InternLM2's configuration (the keys of InternLM's
@@ -74,8 +73,7 @@ def make(out, reward=False, rope_scaling=None):
     null keeps vLLM's default rope; the weights do not depend on it)."""
     import torch
     import transformers
-    from safetensors.torch import save_file
-    from ckpt_io import write_release_config
+    from ckpt_io import save_shards, write_release_config
     from make_ckpt import COMMON, word_tokenizer
     cfg = transformers.LlamaConfig(**dict(COMMON, bos_token_id=1, eos_token_id=2,
                                           pad_token_id=2, tie_word_embeddings=False))
@@ -118,17 +116,7 @@ def make(out, reward=False, rope_scaling=None):
         groups.append(sorted(k for k in new if k.startswith("model.layers.%d." % n)))
     groups.append(sorted(k for k in new if k in ("model.norm.weight", "output.weight",
                                                     "v_head.weight")))
-    total = len(groups)
-    wmap, size = {}, 0
-    for i, names in enumerate(groups):
-        fname = "model-%05d-of-%05d.safetensors" % (i + 1, total)
-        save_file({k: new[k] for k in names}, os.path.join(out, fname), metadata={"format": "pt"})
-        for k in names:
-            wmap[k] = fname
-            size += new[k].numel() * new[k].element_size()
-    with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
-        json.dump({"metadata": {"total_size": size}, "weight_map": dict(sorted(wmap.items()))},
-                  f, indent=2)
+    save_shards(out, new, groups)
     arch = "InternLM2ForRewardModel" if reward else "InternLM2ForCausalLM"
     auto = {"AutoConfig": "configuration_internlm2.InternLM2Config",
             "AutoModel": "modeling_internlm2." + arch}

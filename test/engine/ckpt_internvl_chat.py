@@ -61,9 +61,7 @@ internvl_processor: <img> 997, </img> 996, <IMG_CONTEXT> 999,
 
     ckpt_internvl_chat.py OUT [llm=qwen2|llama|qwen3|qwen3_moe|internlm2] [vit=300m|6b|6b4] [tie=0|1] [select_layer=N]
 """
-import json
 import os
-import sys
 
 VIT_PY = '''"""InternViT's configuration (the keys of OpenGVLab's
 configuration_intern_vit.py), written for the wshard test checkpoints."""
@@ -167,7 +165,7 @@ LLM_ARCH = {"qwen2": "Qwen2ForCausalLM", "llama": "LlamaForCausalLM",
 def make(out, llm="qwen2", vit="300m", tie=False, select_layer=-1):
     import torch
     import transformers
-    from safetensors.torch import save_file
+    from ckpt_io import save_shards
     from make_ckpt import COMMON, word_tokenizer
     v = VITS[vit]
     text_type = "llama" if llm == "internlm2" else llm
@@ -251,16 +249,7 @@ def make(out, llm="qwen2", vit="300m", tie=False, select_layer=-1):
                                                     "language_model.output.weight")))
     groups = [g for g in groups if g]
     assert sum(map(len, groups)) == len(new)
-    wmap, size = {}, 0
-    for i, names in enumerate(groups):
-        fname = "model-%05d-of-%05d.safetensors" % (i + 1, len(groups))
-        save_file({k: new[k] for k in names}, os.path.join(out, fname), metadata={"format": "pt"})
-        for k in names:
-            wmap[k] = fname
-            size += new[k].numel() * new[k].element_size()
-    with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
-        json.dump({"metadata": {"total_size": size}, "weight_map": dict(sorted(wmap.items()))},
-                  f, indent=2)
+    save_shards(out, new, groups)
     write_config(out, cfg, llm, vit, tie, int(select_layer))
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
                "<img>": 997, "</img>": 996, "<IMG_CONTEXT>": cfg.image_token_id,

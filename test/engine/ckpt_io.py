@@ -76,6 +76,24 @@ def perturb_and_save(model, out):
     model.save_pretrained(out, max_shard_size="1MB")
 
 
+def save_shards(out, tensors, groups):
+    """Writes tensors (name: torch tensor) into OUT as the shards groups
+    lists (each a list of names, a shard), model-0000K-of-0000N, with the
+    index naming each tensor's shard, as a release ships them."""
+    from safetensors.torch import save_file
+    wmap, size = {}, 0
+    for i, names in enumerate(groups):
+        fname = "model-%05d-of-%05d.safetensors" % (i + 1, len(groups))
+        save_file({k: tensors[k] for k in names}, os.path.join(out, fname),
+                  metadata={"format": "pt"})
+        for k in names:
+            wmap[k] = fname
+            size += tensors[k].numel() * tensors[k].element_size()
+    with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": size}, "weight_map": dict(sorted(wmap.items()))},
+                  f, indent=2)
+
+
 def write_release_config(out, config, code):
     """Writes OUT/config.json as a remote-code release has it (config, a
     dict) with its code beside it (code: file name -> text), and drops the
