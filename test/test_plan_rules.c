@@ -823,6 +823,16 @@ Test(ext, defaults)
 	use_rules(&f, rules);
 	fx_plan(&f, 2);
 	assert_shape(get_out(&f, 1, "model.layers.0.self_attn.qkv_proj.weight"), 2, 48, 64);
+	fx_close(&f);
+	/* or an element of an array key (ERNIE-4.5-VL's moe_num_experts[0]) */
+	fx_open(&f, BASE " --extra-tensor v.w:8,4 --omit-config num_attention_heads "
+		"--omit-config num_key_value_heads --set-config 'n_h=[8, 2]'");
+	snprintf(rules, sizeof(rules), "{\"defaults\": {\"num_attention_heads\": \"n_h[0]\","
+		 " \"num_key_value_heads\": \"n_h[1]\", \"x_rows\": \"n_h[0]\", \"vision_config.depth\": 4},"
+		 " \"tensors\": [%s" CATCH_NO_QKV "]}", qkv);
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "model.layers.0.self_attn.qkv_proj.weight"), 2, 48, 64);
 	snprintf(rules, sizeof(rules), "{\"tensors\": [%s" CATCH_NO_QKV "]}", qkv);
 	use_rules(&f, rules);
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~config.json has no integer 'x_rows'");

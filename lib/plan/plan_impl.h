@@ -288,13 +288,14 @@ enum wshard_err plan_match_sources(struct wshard_plan *plan,
 
 /* plan_split.c: --tp against config.json's head counts, checked once so
  * that the messages name its fields; the kv heads of q/k/v operator op
- * (NULL: num_key_value_heads).  Returns WSHARD_OK or WSHARD_EINVAL. */
+ * (NULL: num_key_value_heads) in layer (-1: none).  Returns WSHARD_OK or
+ * WSHARD_EINVAL. */
 enum wshard_err plan_check_heads(const struct wshard_plan *plan, const struct rules_op *op,
 				 long layer, struct wshard_error *err);
 
-/* plan_fuse.c: the kv heads of q/k/v operator op in *out: its
- * "kv_heads", or num_key_value_heads (op NULL or without one).  Returns
- * WSHARD_OK or the expression's WSHARD_EINVAL. */
+/* plan_fuse.c: the kv heads of q/k/v operator op in layer (-1: none) in
+ * *out: its "kv_heads" (which may read n), or num_key_value_heads (op NULL
+ * or without one).  Returns WSHARD_OK or the expression's WSHARD_EINVAL. */
 enum wshard_err plan_op_kv_heads(const struct wshard_plan *plan, const struct rules_op *op,
 				 long layer, int64_t *out, struct wshard_error *err);
 

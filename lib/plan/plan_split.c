@@ -20,8 +20,9 @@
 #include "rules/expr.h"
 #include "plan_impl.h"
 
-/* Checks the head counts once, so the messages name config.json's fields
- * (op's "kv_heads" where it has one). */
+/* Checks the head counts once (a layer's, where op's "kv_heads" reads n),
+ * so the messages name config.json's fields (op's "kv_heads" where it has
+ * one). */
 enum wshard_err plan_check_heads(const struct wshard_plan *plan, const struct rules_op *op,
 				 long layer, struct wshard_error *err)
 {
