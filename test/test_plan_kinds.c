@@ -450,5 +450,37 @@ Test(kinds, pipeline_none_with)
 	f.opt.pp = 1;
 	fx_close(&f);
 	rules_fails(&f, "{\"pipeline\": {\"none_with\": 1, \"layers\": \"m.{n}.\", \"stages\": []}, "
-		    "\"tensors\": [" CATCH_ALL "]}", "optionally \"first_stage_min\" and \"none_with\"");
+		    "\"tensors\": [" CATCH_ALL "]}",
+		    "optionally \"first_stage_min\", \"none_with\" (config keys) and \"none_if\"");
+}
+
+#define NONE_IF "{\"pipeline\": {\"none_if\": \"llm.archs[0] == 'X'\", " \
+	"\"layers\": \"model.layers.{n}.\", \"stages\": [{\"*\": \"all\"}]}, " \
+	"\"tensors\": [" CATCH_ALL "]}"
+
+/* A pipeline's "none_if": --pp is refused where the condition holds
+ * (InternVL with an InternLM2 text model), planned where it does not. */
+Test(kinds, pipeline_none_if)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_error err;
+
+	fx_open(&f, BASE " --set-config 'llm={\"archs\": [\"X\"]}'");
+	use_rules(&f, NONE_IF);
+	f.opt.pp = 2;
+	fx_plan_fails(&f, 1, WSHARD_EINVAL,
+		      "--pp 2: no pipeline is written for this checkpoint (llm.archs[0] == 'X'; rules 't.json')");
+	f.opt.pp = 1;
+	fx_close(&f);
+
+	fx_open(&f, BASE " --set-config 'llm={\"archs\": [\"Y\"]}'");
+	use_rules(&f, NONE_IF);
+	f.opt.pp = 2;
+	f.opt.tp = 1;
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
+		     err.msg);
+	cr_assert_eq(f.plan->nranks, 2);
+	f.opt.pp = 1;
+	fx_close(&f);
 }

@@ -191,6 +191,17 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"--pp %d: no pipeline is written for this checkpoint (config.json's %s is set; rules '%s')",
 					pp, rules->pp_none_with, rules->name);
+	if (rules->pp_none_if) {
+		bool none;
+
+		rc = expr_eval_cond(plan->config, rules->pp_none_if, -1, -1, "pipeline", &none, err);
+		if (rc)
+			return rc;
+		if (none)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"--pp %d: no pipeline is written for this checkpoint (%s; rules '%s')",
+						pp, rules->pp_none_if, rules->name);
+	}
 	rc = stage_layers(plan, nlayers, pp_layers, err);
 	if (rc)
 		return rc;

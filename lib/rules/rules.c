@@ -164,6 +164,7 @@ void wshard_rules_free(struct wshard_rules *r)
 	free(r->pp_layers);
 	free(r->pp_first_min);
 	free(r->pp_none_with);
+	free(r->pp_none_if);
 	free(r->name);
 	free(r);
 }

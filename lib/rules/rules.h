@@ -284,6 +284,10 @@ struct wshard_rules {
 	 * array) or a value above 0, makes vLLM refuse a pipeline (Qwen4-Exp's
 	 * ple_layer_ids), or NULL */
 	char *pp_none_with;
+	/* "none_if": a condition over config.json under which no pipeline is
+	 * written (InternVL with an InternLM2 text model, whose final norm
+	 * vLLM keeps on every stage), or NULL */
+	char *pp_none_if;
 	size_t npp_stages;
 	struct rules_stage_rule *pp_stages;
 };

@@ -39,6 +39,7 @@ enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
 	json_t *stages = json_object_get(pipeline, "stages");
 	json_t *first_min = json_object_get(pipeline, "first_stage_min");
 	json_t *none_with = json_object_get(pipeline, "none_with");
+	json_t *none_if = json_object_get(pipeline, "none_if");
 	const char *key, *s = json_string_value(layers);
 	json_t *val, *v;
 	size_t i;
@@ -47,13 +48,16 @@ enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
 		return WSHARD_OK;
 	if (!json_is_object(pipeline) || !s || !strstr(s, "{n}") || !json_is_array(stages) ||
 	    (first_min && !json_is_string(first_min)) || (none_with && !json_is_string(none_with)) ||
-	    json_object_size(pipeline) != (size_t)(2 + (first_min != NULL) + (none_with != NULL)))
+	    (none_if && !json_is_string(none_if)) ||
+	    json_object_size(pipeline) != (size_t)(2 + (first_min != NULL) + (none_with != NULL) +
+						   (none_if != NULL)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"pipeline\" is an object of \"layers\" (a name prefix with {n}), \"stages\" (an array of one-key objects) and optionally \"first_stage_min\" and \"none_with\" (config keys)",
+					"'%s': \"pipeline\" is an object of \"layers\" (a name prefix with {n}), \"stages\" (an array of one-key objects) and optionally \"first_stage_min\", \"none_with\" (config keys) and \"none_if\" (a condition)",
 					r->name);
 	if (first_min && !(r->pp_first_min = strdup(json_string_value(first_min))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	if (none_with && !(r->pp_none_with = strdup(json_string_value(none_with))))
+	if ((none_with && !(r->pp_none_with = strdup(json_string_value(none_with)))) ||
+	    (none_if && !(r->pp_none_if = strdup(json_string_value(none_if)))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	r->pp_layers = strdup(s);
 	r->pp_stages = calloc(json_array_size(stages) + 1, sizeof(*r->pp_stages));
