@@ -1,9 +1,10 @@
 #!/bin/sh
 # q/k/v stored by kv-head group ("qkv_groups"): Falcon's query_key_value,
 # [kv, q/kv + 2, head_dim] (new_decoder_architecture with 2 kv heads, and
-# multi_query's one group), and Bloom's, [heads, 3, head_dim], in a
+# multi_query's one group), Bloom's, [heads, 3, head_dim], in a
 # checkpoint whose names lack "transformer." ("source_prefix", as the Hub's
-# BLOOM checkpoints are saved).  Each source row (each bias element) holds
+# BLOOM checkpoints are saved), and TeleChat2's key_value, k and v alone by
+# kv head, [kv, 2, head_dim] (a "fuse" of k+v), beside its query.  Each source row (each bias element) holds
 # its own index, so a rank's rows read back say where they came from; the
 # order they must come in is worked out here as vLLM does it (falcon.py
 # views the rows as groups, narrows q, k and v out and concatenates them;
@@ -25,12 +26,13 @@ H, V = 32, 128
 hd = H // heads
 
 
-def rows(n, cols, seed=0):
-    """BF16 [n, cols] whose row i starts with the number i, the rest of it
-    pseudo-random (no two rows of the checkpoint alike, for the learner)."""
+def rows(n, cols, seed=0, first=0):
+    """BF16 [n, cols] whose row i starts with the number first + i, the rest
+    of it pseudo-random (no two rows of the checkpoint alike, for the
+    learner)."""
     rnd = random.Random(seed)
-    return ("BF16", [n, cols], b"".join(struct.pack("<H", i) + rnd.randbytes(2 * cols - 2)
-                                        for i in range(n)))
+    return ("BF16", [n, cols], b"".join(struct.pack("<H", first + i) +
+                                        rnd.randbytes(2 * cols - 2) for i in range(n)))
 
 
 def vec(n, seed=None):
@@ -56,6 +58,24 @@ if arch == "falcon":
     for ln in (["ln_attn", "ln_mlp"] if new else ["input_layernorm"]):
         t[p + ln + ".weight"] = vec(H, p + ln)
         t[p + ln + ".bias"] = vec(H, p + ln + "b")
+elif arch == "telechat2":
+    # key_value's rows numbered from 1000: q's rows 0 on, k's and v's apart
+    p = "transformer.h.0."
+    cfg = {"architectures": ["TeleChat2ForCausalLM"], "model_type": "telechat",
+           "hidden_size": H, "n_head": heads, "num_key_value_heads": kv, "n_layer": 1,
+           "ffn_hidden_size": 2 * H, "vocab_size": V, "tie_word_embeddings": False}
+    t = {"transformer.word_embeddings.weight": rows(V, H, 120),
+         "transformer.ln_f.weight": vec(H, 121), "lm_head.weight": rows(V, H, 122),
+         p + "input_layernorm.weight": vec(H, 123),
+         p + "post_attention_layernorm.weight": vec(H, 124),
+         p + "self_attention.query.weight": rows(H, H),
+         p + "self_attention.key_value.weight": rows(2 * kv * hd, H, 125, 1000),
+         p + "self_attention.dense.weight": rows(H, H, 126),
+         p + "self_attention.dense.bias": vec(H, 127),
+         p + "mlp.gate_proj.weight": rows(2 * H, H, 128),
+         p + "mlp.up_proj.weight": rows(2 * H, H, 129),
+         p + "mlp.down_proj.weight": rows(H, 2 * H, 130),
+         p + "mlp.down_proj.bias": vec(H, 131)}
 else:
     p = "h.0."
     cfg = {"architectures": ["BloomForCausalLM"], "model_type": "bloom", "hidden_size": H,
@@ -79,8 +99,9 @@ json.dump(cfg, open(os.path.join(out, "config.json"), "w"))
 PY
 }
 
-# rows_ok LABEL OUT TP HEADS KV NAME: fails unless every rank of OUT holds
-# NAME's rows (elements of a 1-D NAME) in vLLM's order.
+# rows_ok LABEL OUT TP HEADS KV NAME [kv_pair]: fails unless every rank of
+# OUT holds NAME's rows (elements of a 1-D NAME) in vLLM's order; kv_pair:
+# q's from TeleChat2's query, k's and v's from its key_value.
 rows_ok() {
 	py_st "$@" >"$T/rows" 2>&1 <<'PY' || fail "$1: $(cat "$T/rows")"
 import glob, struct, sys
@@ -94,6 +115,11 @@ src = lambda g, s: [(g * (qg + 2) + s) * hd + d for d in range(hd)]
 q = [i for g in range(kv) for s in range(qg) for i in src(g, s)]
 k = [i for g in range(kv) for i in src(g, qg)]
 v = [i for g in range(kv) for i in src(g, qg + 1)]
+if len(sys.argv) > 7:
+    # telechat2.py's _split_key_value: kv head j's k rows, then its v rows
+    q = list(range(heads * hd))
+    k = [1000 + (2 * j) * hd + d for j in range(kv) for d in range(hd)]
+    v = [1000 + (2 * j + 1) * hd + d for j in range(kv) for d in range(hd)]
 bad = []
 for r in range(tp):
     t = st.read(glob.glob("%s/model-rank-%d-part-*.safetensors" % (out, r)))
@@ -135,6 +161,14 @@ for tp in 1 2 4; do
 		rows_ok "bloom weight, tp $tp" "$o" "$tp" 4 4 "$QKV.weight" &&
 		rows_ok "bloom bias, tp $tp" "$o" "$tp" 4 4 "$QKV.bias"
 	nl=$((nl + 2))
+done
+ckpt "$T/telechat2" telechat2 8 2 1
+for tp in 1 2 4 8; do
+	o=$T/tc-$tp
+	expect_exit 0 "$WSHARD" convert -q --no-sync --tp "$tp" "$T/telechat2" "$o" &&
+		rows_ok "telechat2 key_value, 8 heads, 2 kv, tp $tp" "$o" "$tp" 8 2 \
+			model.layers.0.self_attn.qkv_proj.weight kv_pair
+	nl=$((nl + 1))
 done
 # the prefix-less Bloom's outputs carry vLLM's names (lm_head.weight tied
 # to its word_embeddings), its manifest the checkpoint's own, and verify

@@ -239,8 +239,16 @@ Test(view, rules_keys_checked)
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 2, \"beside\": true, "
 		    "\"transpose\": true}", "\"beside\" is true or false on a \"col\" split");
 	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"qkv_groups\": true}",
-		    "\"qkv_groups\" is true or false on an \"unpack\" of a \"split\": \"qkv\" "
-		    "operator without \"sizes\"");
+		    "\"qkv_groups\" is true or false on an \"unpack\" or a \"fuse\" of parts k+v "
+		    "of a \"split\": \"qkv\" operator without \"sizes\"");
+	/* a fuse of k+v needs it (there are no sizes to cut by), q+k never */
+	parse_fails("{\"match\": \"a\", \"fuse\": \"qkv.k+v\", \"output\": \"o\"}",
+		    "operator 'qkv' needs \"sizes\" for a source holding several parts "
+		    "(or \"qkv_groups\" on its k+v)");
+	parse_fails("{\"match\": \"a\", \"fuse\": \"qkv.q+k\", \"output\": \"o\", "
+		    "\"qkv_groups\": true}", "\"qkv_groups\" is true or false on an \"unpack\" or");
+	parse_fails("{\"match\": \"a\", \"fuse\": \"qkv.v+k\", \"output\": \"o\", "
+		    "\"qkv_groups\": true}", "\"qkv_groups\" is true or false on an \"unpack\" or");
 	parse_fails("{\"match\": \"a\", \"unpack\": \"gate_up\", \"qkv_groups\": true}",
 		    "\"qkv_groups\" is true or false on an \"unpack\"");
 	parse_fails("{\"match\": \"a\", \"unpack\": \"qkv\", \"qkv_groups\": 1}",

@@ -141,6 +141,43 @@ static enum wshard_err unpack_parts(const struct wshard_plan *plan,
 	return WSHARD_OK;
 }
 
+/*
+ * q/k/v's k and v from one "qkv_groups" source stored by kv head,
+ * [kv, 2, head_dim] (TeleChat2's key_value): each kv*head_dim rows in
+ * vLLM's order, k's then v's, which plan_push_grouped finds in it.
+ */
+static enum wshard_err kv_pair_parts(const struct wshard_plan *plan,
+				     const struct rules_op *op, const struct member *m,
+				     const struct member **parts, uint64_t *off,
+				     uint64_t *len, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t rows;
+	int64_t kv;
+	int p;
+	enum wshard_err rc = plan_op_kv_heads(plan, op, m->cap.n, &kv, err);
+
+	if (rc)
+		return rc;
+	rows = (uint64_t)kv * (uint64_t)plan->config->head_dim;
+	if (src_rows(t) != 2 * rows)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s' has %llu rows but config.json's heads give k+v = %llu",
+					t->name, (unsigned long long)src_rows(t),
+					(unsigned long long)(2 * rows));
+	for (p = 1; p <= 2; p++) {
+		if (parts[p])
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensors '%s' and '%s' are both part '%s' of '%s'",
+						src_name(plan, parts[p]->src), t->name,
+						op->parts[p], m->out);
+		parts[p] = m;
+		off[p] = (uint64_t)(p - 1) * rows;
+		len[p] = rows;
+	}
+	return WSHARD_OK;
+}
+
 enum wshard_err plan_fused_parts(const struct wshard_plan *plan,
 				 const struct wshard_rules *rules,
 				 const struct member *m, size_t n,
@@ -157,6 +194,12 @@ enum wshard_err plan_fused_parts(const struct wshard_plan *plan,
 		return unpack_parts(plan, op, &m[0], parts, off, len, err);
 	for (i = 0; i < n; i++) {
 		p = m[i].rule->part;
+		if (m[i].rule->nparts > 1 && m[i].rule->qkv_groups) {
+			rc = kv_pair_parts(plan, op, &m[i], parts, off, len, err);
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (m[i].rule->nparts > 1) {
 			rc = cut_by_sizes(plan, op, &m[i], m[i].rule->order, m[i].rule->nparts,
 					  parts, off, len, err);

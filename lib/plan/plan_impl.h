@@ -363,7 +363,8 @@ enum wshard_err plan_split_reordered(const struct wshard_plan *plan, struct grou
 
 /* plan_view.c: rows [row0, row0 + nrows) of q/k/v in vLLM's order (every q
  * head, every k head, every v head) from a "qkv_groups" source, stored by kv
- * group [kv, q/kv + 2, head_dim]; one piece a run of adjacent rows.
+ * group [kv, q/kv + 2, head_dim] (a "fuse" of k+v: [kv, 2, head_dim], rows
+ * counted from the first k row); one piece a run of adjacent rows.
  * Returns WSHARD_OK, WSHARD_EINVAL (heads not a multiple of kv) or
  * WSHARD_ENOMEM. */
 enum wshard_err plan_push_grouped(const struct wshard_plan *plan,

@@ -172,7 +172,8 @@ enum wshard_err plan_push_deinterleaved(const struct wshard_plan *plan,
 /*
  * vLLM regroups such a source before it cuts q, k and v (falcon.py's
  * load_weights views it as [kv, q/kv + 2, head_dim]; bloom.py's
- * _repack_qkv as [heads, 3, head_dim], a group a head).  In the
+ * _repack_qkv as [heads, 3, head_dim], a group a head; TeleChat2's
+ * _split_key_value a k+v source as [kv, 2, head_dim]).  In the
  * regrouped order q head i lies in group i / (q/kv), k or v head j in
  * group j.
  */
@@ -182,7 +183,9 @@ enum wshard_err plan_push_grouped(const struct wshard_plan *plan,
 				  struct wshard_error *err)
 {
 	uint64_t hd = (uint64_t)plan->config->head_dim;
-	uint64_t h = (uint64_t)plan->config->num_attention_heads;
+	/* a fused k+v source holds no q heads: [kv, 2, head_dim] */
+	uint64_t h = m->rule->kind == RULE_FUSE ? 0 :
+		     (uint64_t)plan->config->num_attention_heads;
 	uint64_t end = row0 + nrows, at = row0, q;
 	enum wshard_err rc = WSHARD_OK;
 

@@ -466,7 +466,9 @@ static enum wshard_err parse_reshape(const struct wshard_rules *r, struct rules_
  * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
  * a fused part (of a replicated operator: at every tp) or a plain "col"
  * split; "qkv_groups" (q/k/v heads stored by
- * kv group: Falcon's query_key_value) on an "unpack" of q/k/v; "concat"
+ * kv group: Falcon's query_key_value) on an "unpack" of q/k/v, or (k and
+ * v heads by kv head: TeleChat2's key_value) on a "fuse" of its k+v,
+ * which then needs no "sizes"; "concat"
  * (the sources {e} matches are row pieces of one tensor: Qwen4-Exp's
  * ngram_embedding.shard_{e}) on a "row", "vocab" or "replicate" split.
  */
@@ -476,6 +478,9 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 	json_t *chunks = json_object_get(t, "chunks"), *di = json_object_get(t, "deinterleave");
 	json_t *experts = json_object_get(t, "experts"), *pad = json_object_get(t, "pad_to");
 	json_t *concat = json_object_get(t, "concat");
+	/* a fuse of q/k/v's k and v from one source */
+	bool kv_pair = rule->kind == RULE_FUSE && rule->nparts == 2 &&
+		       rule->order[0] == 1 && rule->order[1] == 2;
 	enum wshard_err rc;
 	bool bad = false;
 
@@ -504,11 +509,17 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 	rule->pad_always = pad && rule->kind == RULE_FUSE && r->ops[rule->op].kind == OP_REPLICATE;
 	rule->qkv_groups = json_is_true(json_object_get(t, "qkv_groups"));
 	if (json_object_get(t, "qkv_groups") &&
-	    (!json_is_boolean(json_object_get(t, "qkv_groups")) || rule->kind != RULE_UNPACK ||
+	    (!json_is_boolean(json_object_get(t, "qkv_groups")) ||
+	     (rule->kind != RULE_UNPACK && !kv_pair) ||
 	     r->ops[rule->op].kind != OP_QKV || r->ops[rule->op].sizes[0]))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"qkv_groups\" is true or false on an \"unpack\" of a \"split\": \"qkv\" operator without \"sizes\"",
+					"'%s': rule '%s': \"qkv_groups\" is true or false on an \"unpack\" or a \"fuse\" of parts k+v of a \"split\": \"qkv\" operator without \"sizes\"",
 					r->name, rule->match);
+	if (rule->kind == RULE_FUSE && rule->nparts > 1 && !r->ops[rule->op].sizes[0] &&
+	    !(kv_pair && rule->qkv_groups))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': operator '%s' needs \"sizes\" for a source holding several parts (or \"qkv_groups\" on its k+v)",
+					r->name, rule->match, r->ops[rule->op].name);
 	rule->concat = json_is_true(concat);
 	if (concat &&
 	    (!json_is_boolean(concat) || !strstr(rule->match, "{e}") ||

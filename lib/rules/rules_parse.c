@@ -276,7 +276,8 @@ static enum wshard_err parse_fuse(const struct wshard_rules *r, struct rules_rul
 	rule->kind = RULE_FUSE;
 	rule->op = op;
 	rule->nparts = n + 1;
-	if (rule->nparts > 1 && !r->ops[op].sizes[0])
+	/* q/k/v's k+v without sizes: "qkv_groups" (checked with it) */
+	if (rule->nparts > 1 && !r->ops[op].sizes[0] && r->ops[op].kind != OP_QKV)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': operator '%s' needs \"sizes\" for a source holding several parts",
 					r->name, rule->match, r->ops[op].name);

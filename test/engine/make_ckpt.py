@@ -2751,7 +2751,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "internvl_chat-6b": "ckpt_internvl_chat:make_6b",
        "internvl_chat-llama": "ckpt_internvl_chat:make_llama",
        "internvl_chat-qwen3moe": "ckpt_internvl_chat:make_qwen3_moe",
-       "internvl_chat-internlm2": "ckpt_internvl_chat:make_internlm2"}
+       "internvl_chat-internlm2": "ckpt_internvl_chat:make_internlm2",
+       "telechat2": "ckpt_telechat2", "telechat2-mha": "ckpt_telechat2:make_mha"}
 
 
 def make(arch, out):
