@@ -664,7 +664,7 @@ Test(ext, extra_each)
  * "experts_in_rows": a source holding its experts one after another by
  * rows (DBRX's [E*I, H]) is read as E views NAME.E, which the rules match
  * with {e} (here fused, each expert's rows cut); the source itself needs
- * no rule.  Rows that are no whole number of experts are refused; a plan
+ * no rule, and one stacked [E, A, B] gives views [A, B].  Rows that are no whole number of experts are refused; a plan
  * of other rules on the same catalog sees the source again, not the views.
  */
 Test(ext, experts_in_rows)
@@ -699,6 +699,21 @@ Test(ext, experts_in_rows)
 	use_rules(&f, rules);
 	fx_plan_fails(&f, 2, WSHARD_EINVAL,
 		      "tensor 'x.w': 25 rows cannot hold 4 experts (experts_in_rows: n_e)");
+	fx_close(&f);
+
+	/* stacked [E, I, H] (Step-3.5's moe.gate_proj): views [I, H], the
+	 * same fuse, the same pieces */
+	fx_open(&f, BASE " --extra-tensor x.w:4,6,8 --extra-tensor x.v:4,6,8 --set-config 'n_e=4'");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "x.w13");
+		assert_shape(t, 3, 4, 6);
+		cr_assert_eq(t->shape[2], 8);
+		cr_assert_eq(t->npieces, 8);
+		assert_copy(&f, t, 4, "x.w.2", 3 * (uint64_t)r, 3, 0, 16, 4 * 48);
+		assert_copy(&f, t, 5, "x.v.2", 3 * (uint64_t)r, 3, 0, 16, 5 * 48);
+	}
 	fx_close(&f);
 }
 

@@ -4,7 +4,9 @@
  * ffn.experts.mlp.w1, v1 and w2, [E*I, H] each) is read as E tensors
  * NAME.0 .. NAME.E-1, each a view of its own rows ([I, H]), which the
  * rules then match with {e} as they match checkpoints that store one
- * tensor an expert.  A view is a catalog entry like any other (the same
+ * tensor an expert.  A tensor of 3 or more dimensions whose first counts
+ * the experts (Step-3.5's moe.gate_proj.weight, [E, I, H]) gives views
+ * without it ([I, H]), which a fuse can then join expert by expert.  A view is a catalog entry like any other (the same
  * file, an offset into the tensor), so every split, fuse, transpose and
  * expert placement reads it unchanged, and the manifest names it.
  */
@@ -135,7 +137,14 @@ enum wshard_err plan_unstack(struct wshard_plan *plan, const struct wshard_rules
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			}
 			snprintf(v->name, len, "%s.%lld", t->name, (long long)e);
-			v->shape[0] /= (uint64_t)ne[i];
+			if (v->ndim >= 3 && v->shape[0] == (uint64_t)ne[i]) {
+				/* stacked [E, A, B]: an expert's view is [A, B] */
+				memmove(v->shape, v->shape + 1,
+					sizeof(v->shape[0]) * (size_t)(v->ndim - 1));
+				v->shape[--v->ndim] = 0;
+			} else {
+				v->shape[0] /= (uint64_t)ne[i];
+			}
 			v->begin = t->info->begin + (uint64_t)e * each;
 			v->end = v->begin + each;
 			cat->tensors[cat->ntensors++] = (struct wshard_src_tensor){

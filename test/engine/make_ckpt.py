@@ -2752,7 +2752,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "internvl_chat-llama": "ckpt_internvl_chat:make_llama",
        "internvl_chat-qwen3moe": "ckpt_internvl_chat:make_qwen3_moe",
        "internvl_chat-internlm2": "ckpt_internvl_chat:make_internlm2",
-       "telechat2": "ckpt_telechat2", "telechat2-mha": "ckpt_telechat2:make_mha"}
+       "telechat2": "ckpt_telechat2", "telechat2-mha": "ckpt_telechat2:make_mha",
+       "step3p5": "ckpt_step3p5", "step3p5-experts": "ckpt_step3p5:make_per_expert",
+       "step3p5-ssp": "ckpt_step3p5:make_sqrtsoftplus"}
 
 
 def make(arch, out):
