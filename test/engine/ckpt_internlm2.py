@@ -66,6 +66,32 @@ class InternLM2Config(PretrainedConfig):
 '''
 
 
+def release_names(sd, cfg):
+    """Llama's tensors (sd, emptied) in InternLM2's names and wqkv packing;
+    lm_head, where sd has it, as output."""
+    import torch
+    nh, kv, hd, H = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim,
+                     cfg.hidden_size)
+    new = {"model.tok_embeddings.weight": sd.pop("model.embed_tokens.weight"),
+           "model.norm.weight": sd.pop("model.norm.weight")}
+    if "lm_head.weight" in sd:
+        new["output.weight"] = sd.pop("lm_head.weight")
+    for n in range(cfg.num_hidden_layers):
+        p = "model.layers.%d." % n
+        q = sd.pop(p + "self_attn.q_proj.weight").view(kv, nh // kv, hd, H)
+        k = sd.pop(p + "self_attn.k_proj.weight").view(kv, 1, hd, H)
+        v = sd.pop(p + "self_attn.v_proj.weight").view(kv, 1, hd, H)
+        new[p + "attention.wqkv.weight"] = torch.cat([q, k, v], 1).reshape(
+            (nh + 2 * kv) * hd, H).contiguous()
+        for a, b in (("self_attn.o_proj", "attention.wo"), ("mlp.gate_proj", "feed_forward.w1"),
+                     ("mlp.up_proj", "feed_forward.w3"), ("mlp.down_proj", "feed_forward.w2"),
+                     ("input_layernorm", "attention_norm"),
+                     ("post_attention_layernorm", "ffn_norm")):
+            new[p + b + ".weight"] = sd.pop(p + a + ".weight")
+    assert not [k for k in sd if not k.endswith("inv_freq")], sorted(sd)
+    return new
+
+
 def make(out, reward=False, rope_scaling=None):
     """Writes the checkpoint to OUT.  reward: InternLM2ForRewardModel
     (internlm2-1_8b-reward's form: no output, a v_head).  rope_scaling: the
@@ -83,31 +109,12 @@ def make(out, reward=False, rope_scaling=None):
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.02)
     sd = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
-    nh, kv = cfg.num_attention_heads, cfg.num_key_value_heads
-    hd, H = cfg.hidden_size // nh, cfg.hidden_size
-    assert hd == cfg.head_dim
-    new = {"model.tok_embeddings.weight": sd.pop("model.embed_tokens.weight"),
-           "model.norm.weight": sd.pop("model.norm.weight")}
-    lm_head = sd.pop("lm_head.weight")
-    for n in range(cfg.num_hidden_layers):
-        p = "model.layers.%d." % n
-        q = sd.pop(p + "self_attn.q_proj.weight").view(kv, nh // kv, hd, H)
-        k = sd.pop(p + "self_attn.k_proj.weight").view(kv, 1, hd, H)
-        v = sd.pop(p + "self_attn.v_proj.weight").view(kv, 1, hd, H)
-        new[p + "attention.wqkv.weight"] = torch.cat([q, k, v], 1).reshape(
-            (nh + 2 * kv) * hd, H).contiguous()
-        new[p + "attention.wo.weight"] = sd.pop(p + "self_attn.o_proj.weight")
-        new[p + "feed_forward.w1.weight"] = sd.pop(p + "mlp.gate_proj.weight")
-        new[p + "feed_forward.w3.weight"] = sd.pop(p + "mlp.up_proj.weight")
-        new[p + "feed_forward.w2.weight"] = sd.pop(p + "mlp.down_proj.weight")
-        new[p + "attention_norm.weight"] = sd.pop(p + "input_layernorm.weight")
-        new[p + "ffn_norm.weight"] = sd.pop(p + "post_attention_layernorm.weight")
-    assert not [k for k in sd if not k.endswith("inv_freq")], sd.keys()
+    nh, kv, H = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.hidden_size
+    new = release_names(sd, cfg)
     if reward:
+        del new["output.weight"]
         gen = torch.Generator().manual_seed(6)
         new["v_head.weight"] = (torch.randn(1, H, generator=gen) * 0.05).to(torch.bfloat16)
-    else:
-        new["output.weight"] = lm_head
     # shards as the release writes them: embeddings first, a layer a shard,
     # the head (and final norm) last
     os.makedirs(out, exist_ok=True)

@@ -230,7 +230,8 @@ def make(out, llm="qwen2", vit="300m", tie=False, select_layer=-1):
     if not tie:
         lm["lm_head.weight"] = head
     if llm == "internlm2":
-        lm = internlm2_names(lm, cfg.text_config)
+        from ckpt_internlm2 import release_names
+        lm = release_names(lm, cfg.text_config)
     if llm == "qwen3_moe":
         lm = per_expert(lm)
     for k, t in lm.items():
@@ -276,31 +277,6 @@ def per_expert(lm):
                 new[p + "%d.down_proj.weight" % e] = t[e].contiguous()
         else:
             new[k] = t
-    return new
-
-
-def internlm2_names(lm, tc):
-    """InternLM2's names and wqkv packing (ckpt_internlm2.py)."""
-    import torch
-    nh, kv, hd, H = (tc.num_attention_heads, tc.num_key_value_heads, tc.head_dim,
-                     tc.hidden_size)
-    new = {"model.tok_embeddings.weight": lm.pop("model.embed_tokens.weight"),
-           "model.norm.weight": lm.pop("model.norm.weight")}
-    if "lm_head.weight" in lm:
-        new["output.weight"] = lm.pop("lm_head.weight")
-    for n in range(tc.num_hidden_layers):
-        p = "model.layers.%d." % n
-        q = lm.pop(p + "self_attn.q_proj.weight").view(kv, nh // kv, hd, H)
-        k = lm.pop(p + "self_attn.k_proj.weight").view(kv, 1, hd, H)
-        v = lm.pop(p + "self_attn.v_proj.weight").view(kv, 1, hd, H)
-        new[p + "attention.wqkv.weight"] = torch.cat([q, k, v], 1).reshape(
-            (nh + 2 * kv) * hd, H).contiguous()
-        for a, b in (("self_attn.o_proj", "attention.wo"), ("mlp.gate_proj", "feed_forward.w1"),
-                     ("mlp.up_proj", "feed_forward.w3"), ("mlp.down_proj", "feed_forward.w2"),
-                     ("input_layernorm", "attention_norm"),
-                     ("post_attention_layernorm", "ffn_norm")):
-            new[p + b + ".weight"] = lm.pop(p + a + ".weight")
-    assert not lm, sorted(lm)
     return new
 
 
