@@ -123,6 +123,7 @@ LIB_SRC := \
 	lib/plan/plan_required.c \
 	lib/plan/plan_shape.c \
 	lib/plan/plan_split.c \
+	lib/plan/plan_tie.c \
 	lib/plan/plan_unstack.c \
 	lib/plan/plan_stage.c \
 	lib/plan/plan_view.c \

@@ -454,6 +454,7 @@ class Expect:
         self.dtype = dtype  # --dtype target (BF16, F16, F32) or None
         self.ranks = [dict() for _ in range(tp)]
         self.consumed = set()
+        self.untied = False
         self._build()
 
     # -- helpers
@@ -740,6 +741,13 @@ class Expect:
         # embeddings, final norm, lm head
         embed = self.get("model.embed_tokens.weight", [V, H])
         lm = self.get("lm_head.weight", [V, H], optional=True)
+        # vLLM 0.32 loads a shipped head untied where config.json ties it
+        # (Gemma's code ties whatever the config says), and ties them again
+        # only where the bytes are the same
+        if (tie and lm is not None and family not in ("gemma", "gemma2") and
+                (lm.dtype != embed.dtype or not np.array_equal(lm.flat, embed.flat))):
+            tie = False
+            self.untied = True
         if tie:
             if family == "gemma2":
                 # vLLM 0.32's Gemma2 has no lm_head module; its Gemma has
@@ -970,9 +978,12 @@ def first_diff(a, b):
     return n if len(a) != len(b) else -1
 
 
-def expected_config(src, dtype):
+def expected_config(src, dtype, untied=False):
     cfg = dict(src.config)
-    cfg["torch_dtype"] = TORCH_DTYPE[dtype]
+    if dtype:
+        cfg["torch_dtype"] = TORCH_DTYPE[dtype]
+    if untied:
+        cfg["tie_word_embeddings"] = False
     return cfg
 
 
@@ -1026,7 +1037,7 @@ class Checker:
             sp, op = os.path.join(self.src.dir, fn), os.path.join(self.out, fn)
             if not os.path.exists(op):
                 self.diff("%s: not copied" % fn)
-            elif fn == "config.json" and self.exp.dtype:
+            elif fn == "config.json" and (self.exp.dtype or self.exp.untied):
                 self.check_config(op)
             else:
                 with open(sp, "rb") as a, open(op, "rb") as b:
@@ -1050,14 +1061,15 @@ class Checker:
             self.check_manifest(copied)
 
     def check_config(self, path):
-        """With --dtype: the source's config.json with torch_dtype updated."""
+        """With --dtype, or a shipped head untied: the source's config.json
+        with torch_dtype, or tie_word_embeddings, updated."""
         try:
             with open(path) as f:
                 got = json.load(f)
         except ValueError as e:
             self.diff("config.json: not JSON: %s" % e)
             return
-        want = expected_config(self.src, self.exp.dtype)
+        want = expected_config(self.src, self.exp.dtype, self.exp.untied)
         if not isinstance(got, dict):
             self.diff("config.json: not an object")
             return
@@ -1465,7 +1477,7 @@ def write_output(src, out, exp, max_file_size):
     for fn in copied:
         with open(os.path.join(src.dir, fn), "rb") as a, open(os.path.join(out, fn), "wb") as b:
             if fn == "config.json" and exp.dtype:
-                b.write((json.dumps(expected_config(src, exp.dtype), indent=2) + "\n").encode())
+                b.write((json.dumps(expected_config(src, exp.dtype, exp.untied), indent=2) + "\n").encode())
             else:
                 b.write(a.read())
     total = sum(t.nbytes for t in src.tensors.values())

@@ -44,7 +44,9 @@ gen "$T/src-tied" $S --tie --dtype F16
 conv tied "$T/src-tied" 2
 conv tied "$T/src-tied" 8
 
-# Tied checkpoints that still carry lm_head.weight: it is skipped.
+# Tied checkpoints that still carry an lm_head.weight of other bytes:
+# Llama's written untied (as vLLM loads it), Gemma's skipped (its code
+# ties whatever the config says).
 gen "$T/src-tied-lm" $S --tie --lm-head --shards 2
 conv tied-lm "$T/src-tied-lm" 4
 gen "$T/src-gemma-lm" --arch gemma $S --head-dim 16 --lm-head

@@ -115,9 +115,51 @@ static char *add_gptq_modules(const char *text, const char *mods)
 }
 
 /*
+ * text with every "tie_word_embeddings": true (the top level's and the
+ * text config's) made false, or the key added false at the top where
+ * none says true (the tie was the config class's default); malloc'd, or
+ * NULL when out of memory.
+ */
+static char *untie(const char *text)
+{
+	static const char key[] = "\"tie_word_embeddings\"";
+	const char *at, *v;
+	char *out, *o;
+	size_t n = 0;
+
+	for (at = text; (at = strstr(at, key)); at++)
+		n++;
+	/* each "true" one byte longer as "false", or the key added */
+	out = malloc(strlen(text) + n + sizeof(key) + 16);
+	if (!out)
+		return NULL;
+	o = out;
+	n = 0;
+	for (at = text; (v = strstr(at, key)); at = v) {
+		v += sizeof(key) - 1;
+		while (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r' || *v == ':')
+			v++;
+		memcpy(o, at, (size_t)(v - at));
+		o += v - at;
+		if (strncmp(v, "true", 4) == 0) {
+			memcpy(o, "false", 5);
+			o += 5;
+			v += 4;
+			n++;
+		}
+	}
+	strcpy(o, at);
+	if (n || !(v = strchr(text, '{')))
+		return out;
+	sprintf(out, "%.*s%s: false,%s", (int)(v + 1 - text), text, key, v + 1);
+	return out;
+}
+
+/*
  * With --dtype, config.json's torch_dtype (and a top-level "dtype", as
- * newer releases write) follows the weights.  The file is edited in place
- * so every other byte stays as the model's authors wrote it.
+ * newer releases write) follows the weights; a head written untied
+ * (plan_tie.c) makes tie_word_embeddings false.  The file is edited in
+ * place so every other byte stays as the model's authors wrote it.
  */
 static enum wshard_err write_config(struct convert *cv, const char *dst, const char *mods,
 				    struct wshard_error *err)
@@ -161,6 +203,13 @@ static enum wshard_err write_config(struct convert *cv, const char *dst, const c
 		}
 		free(text);
 		text = next;
+	}
+	if (cv->plan->untied_by_checkpoint) {
+		next = untie(text);
+		free(text);
+		text = next;
+		if (!text)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
 	if (want && !json_object_get(cfg, "torch_dtype") && !json_object_get(cfg, "dtype")) {
 		/* none to edit: add torch_dtype after the opening brace */
@@ -236,7 +285,8 @@ enum wshard_err extras_copy(struct convert *cv, struct wshard_error *err)
 			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		else if ((rc = make_folder(cv->run->out_dir, cat->extra[i], err)))
 			;
-		else if ((cv->plan->opt.has_dtype || mods) && !strcmp(cat->extra[i], "config.json"))
+		else if ((cv->plan->opt.has_dtype || mods || cv->plan->untied_by_checkpoint) &&
+			 !strcmp(cat->extra[i], "config.json"))
 			rc = write_config(cv, dst, mods, err);
 		else
 			rc = wshard_catalog_copy_extra(cat, i, dst, convert_file_flags(cv), err);

@@ -177,6 +177,10 @@ struct wshard_plan {
 	 * first layer renamed (LONG_MAX: none) */
 	char *rename_prefix, *rename_to;
 	long rename_from;
+	/* config.json says tied, but the checkpoint ships a head that
+	 * differs from the embedding: written untied, as vLLM loads it
+	 * (plan_tie.c), and config.json's tie_word_embeddings made false */
+	bool untied_by_checkpoint;
 };
 
 /*

@@ -574,6 +574,8 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		plan->ranks[r].rank = plan->ranks[r].tp_rank = r;
 	rc = plan_unstack(plan, rules, err);
 	if (!rc)
+		rc = plan_untie(plan, rules, err);
+	if (!rc)
 		rc = plan_check_method(plan, err);
 	if (!rc)
 		rc = plan_set_rename(plan, rules, err);

@@ -170,6 +170,14 @@ bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
  * not write its layout (GPTQ with activation order, NVFP4, ...). */
 enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err);
 
+/* plan_tie.c: where config.json ties the head to the embedding but the
+ * checkpoint ships a head of its own whose bytes differ (the rules' tie
+ * "drop" name, which another rule matches), unties plan->config as vLLM
+ * does and sets plan->untied_by_checkpoint.  Returns WSHARD_OK, WSHARD_EIO
+ * or WSHARD_ENOMEM. */
+enum wshard_err plan_untie(struct wshard_plan *plan, const struct wshard_rules *rules,
+			   struct wshard_error *err);
+
 /* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL when a column split of m's
  * source (a group scale or zero point, a packed weight) by --tp would cut a
  * group of input columns or an int32 word. */

@@ -2754,7 +2754,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "internvl_chat-internlm2": "ckpt_internvl_chat:make_internlm2",
        "telechat2": "ckpt_telechat2", "telechat2-mha": "ckpt_telechat2:make_mha",
        "step3p5": "ckpt_step3p5", "step3p5-experts": "ckpt_step3p5:make_per_expert",
-       "step3p5-ssp": "ckpt_step3p5:make_sqrtsoftplus"}
+       "step3p5-ssp": "ckpt_step3p5:make_sqrtsoftplus", "llama-tiedhead": "ckpt_tied_head"}
 
 
 def make(arch, out):

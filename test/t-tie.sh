@@ -1,0 +1,62 @@
+#!/bin/sh
+# A head shipped beside a tie.  config.json says tie_word_embeddings, the
+# checkpoint holds an lm_head.weight too: vLLM 0.32 then loads that head
+# untied (ModelConfig.maybe_untie_word_embeddings) and ties the two again
+# only where their bytes are the same.  So wshard writes a head that
+# differs untied (each rank its vocabulary rows of the shipped head, the
+# embedding its own) and its config.json false, and keeps a copy that is
+# the same tied, config.json as it was.
+# shellcheck disable=SC1091
+. "$(dirname "$0")/lib.sh"
+need_reference
+
+gen "$T/differs" --arch llama --tie --lm-head
+mkdir -p "$T/same"
+cp "$T"/differs/*.json "$T/same/"
+py_st "$T/differs/model.safetensors" "$T/same/model.safetensors" <<'PY' || fail "writing the copy failed"
+import sys
+import st
+t = st.read([sys.argv[1]])
+t["lm_head.weight"] = t["model.embed_tokens.weight"]
+st.write(sys.argv[2], t)
+PY
+
+# rows_of SRC OUT RANK NAME SRCNAME: OUT's rank RANK holds SRCNAME's rows of
+# its vocabulary share as NAME (the padding past the vocabulary aside)
+rows_of() {
+	py_st "$@" <<'PY'
+import glob, sys
+import st
+src, out, r, name, sname = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+s = st.read([src + "/model.safetensors"])[sname]
+o = st.read(glob.glob("%s/model-rank-%d-part-*.safetensors" % (out, r)))
+if name not in o:
+    sys.exit(1)
+dt, shape, b = o[name]
+rb = len(s[2]) // s[1][0]
+want = s[2][r * shape[0] * rb:(r + 1) * shape[0] * rb]
+sys.exit(0 if b[:len(want)] == want else 1)
+PY
+}
+
+expect_exit 0 "$WSHARD" convert -q --no-sync --tp 2 "$T/differs" "$T/out-differs"
+grep -q '"tie_word_embeddings": false' "$T/out-differs/config.json" ||
+	fail "an untied head left config.json tied: $(grep -o '"tie_word_embeddings": [a-z]*' "$T/out-differs/config.json")"
+for r in 0 1; do
+	rows_of "$T/differs" "$T/out-differs" $r lm_head.weight lm_head.weight ||
+		fail "rank $r: lm_head.weight is not the shipped head's rows"
+	rows_of "$T/differs" "$T/out-differs" $r model.embed_tokens.weight model.embed_tokens.weight ||
+		fail "rank $r: model.embed_tokens.weight is not the embedding's rows"
+done
+expect_exit 0 "$WSHARD" verify "$T/out-differs"
+
+expect_exit 0 "$WSHARD" convert -q --no-sync --tp 2 "$T/same" "$T/out-same"
+cmp -s "$T/same/config.json" "$T/out-same/config.json" || fail "a tied copy changed config.json"
+for r in 0 1; do
+	rows_of "$T/same" "$T/out-same" $r lm_head.weight model.embed_tokens.weight ||
+		fail "rank $r: the tied head is not the embedding's rows"
+	rows_of "$T/same" "$T/out-same" $r model.embed_tokens.weight model.embed_tokens.weight &&
+		fail "rank $r: a tied copy wrote the embedding apart"
+done
+echo "tie: a differing head untied, a copy kept tied"
+finish
