@@ -2754,7 +2754,10 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "internvl_chat-internlm2": "ckpt_internvl_chat:make_internlm2",
        "telechat2": "ckpt_telechat2", "telechat2-mha": "ckpt_telechat2:make_mha",
        "step3p5": "ckpt_step3p5", "step3p5-experts": "ckpt_step3p5:make_per_expert",
-       "step3p5-ssp": "ckpt_step3p5:make_sqrtsoftplus", "llama-tiedhead": "ckpt_tied_head"}
+       "step3p5-ssp": "ckpt_step3p5:make_sqrtsoftplus", "llama-tiedhead": "ckpt_tied_head",
+       "deepseek_moe": "ckpt_deepseek_moe", "deepseek_moe-freq2": "ckpt_deepseek_moe:make_freq2",
+       "iquest_loopcoder": "ckpt_iquest_loopcoder",
+       "iquest_loopcoder-loop3": "ckpt_iquest_loopcoder:make_loop3"}
 
 
 def make(arch, out):

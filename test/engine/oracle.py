@@ -331,7 +331,8 @@ def arch_settings(model, kw):
     if arch in ("DeciLMForCausalLM", "InternLM2ForCausalLM", "InternLM2ForRewardModel",
                 "MiniCPMForCausalLM", "ExaoneForCausalLM",
                 "Ernie4_5_VLMoeForConditionalGeneration", "BailingMoeForCausalLM",
-                "BailingMoeV2ForCausalLM", "InternVLChatModel", "TeleChat2ForCausalLM"):
+                "BailingMoeV2ForCausalLM", "InternVLChatModel", "TeleChat2ForCausalLM",
+                "DeepseekForCausalLM", "IQuestLoopCoderForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
