@@ -2757,7 +2757,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "step3p5-ssp": "ckpt_step3p5:make_sqrtsoftplus", "llama-tiedhead": "ckpt_tied_head",
        "deepseek_moe": "ckpt_deepseek_moe", "deepseek_moe-freq2": "ckpt_deepseek_moe:make_freq2",
        "iquest_loopcoder": "ckpt_iquest_loopcoder",
-       "iquest_loopcoder-loop3": "ckpt_iquest_loopcoder:make_loop3"}
+       "iquest_loopcoder-loop3": "ckpt_iquest_loopcoder:make_loop3",
+       "step3_text": "ckpt_step3_text"}
 
 
 def make(arch, out):
