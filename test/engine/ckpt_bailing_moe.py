@@ -274,5 +274,82 @@ def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32
     write_release_config(out, dict(sorted(c.items())), code)
 
 
+SARVAM_MOE_CONFIG_PY = '''"""SarvamMoEConfig: the keys and defaults of sarvamai/sarvam-30b's
+configuration_sarvam_moe.py, written for the wshard test checkpoints."""
+from transformers.configuration_utils import PretrainedConfig
+
+
+class SarvamMoEConfig(PretrainedConfig):
+    model_type = "sarvam_moe"
+
+    def __init__(self, vocab_size=262144, hidden_size=4096, intermediate_size=8192,
+                 num_hidden_layers=19, num_attention_heads=16, num_key_value_heads=4,
+                 hidden_act="silu", use_qkv_bias=False, use_bias=False, rms_norm_eps=1e-06,
+                 tie_word_embeddings=False, embedding_dropout=0.0, attention_dropout=0.0,
+                 output_dropout=0.0, initializer_range=0.006, max_position_embeddings=4096,
+                 rope_theta=10000.0, use_cache=True, max_window_layers=19, rope_scaling=None,
+                 pad_token_id=0, eos_token_id=1, num_experts=128, num_shared_experts=1,
+                 num_experts_per_tok=6, n_group=1, topk_group=1, moe_intermediate_size=1024,
+                 first_k_dense_replace=1, head_dim=256, output_router_logits=False,
+                 use_qk_norm=True, moe_router_enable_expert_bias=True,
+                 routed_scaling_factor=2.5, **kwargs):
+        self.num_hidden_layers = num_hidden_layers
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.num_attention_heads = num_attention_heads
+        self.num_key_value_heads = num_key_value_heads
+        self.hidden_act = hidden_act
+        self.use_qkv_bias = use_qkv_bias
+        self.use_bias = use_bias
+        self.rms_norm_eps = rms_norm_eps
+        self.embedding_dropout = embedding_dropout
+        self.attention_dropout = attention_dropout
+        self.output_dropout = output_dropout
+        self.initializer_range = initializer_range
+        self.max_position_embeddings = max_position_embeddings
+        self.rope_theta = rope_theta
+        self.use_cache = use_cache
+        self.max_window_layers = max_window_layers
+        self.head_dim = head_dim or hidden_size // num_attention_heads
+        self.rope_scaling = rope_scaling
+        self.use_qk_norm = use_qk_norm
+        self.moe_router_enable_expert_bias = moe_router_enable_expert_bias
+        self.routed_scaling_factor = routed_scaling_factor
+        self.num_experts = num_experts
+        self.num_shared_experts = num_shared_experts
+        self.num_experts_per_tok = num_experts_per_tok
+        self.n_group = n_group
+        self.topk_group = topk_group
+        self.moe_intermediate_size = moe_intermediate_size
+        self.first_k_dense_replace = first_k_dense_replace
+        self.output_router_logits = output_router_logits
+        super().__init__(pad_token_id=pad_token_id, eos_token_id=eos_token_id,
+                         tie_word_embeddings=tie_word_embeddings, **kwargs)
+'''
+
+
+def make_sarvam(out):
+    """Sarvam-30B (SarvamMoEForCausalLM, sarvamai/sarvam-30b): Ling 2.0's
+    tensors under Ling's names, with its own config class (head_dim 256
+    by default, where Ling's is 128)."""
+    from ckpt_io import update_config
+    make(out)
+    os.remove(os.path.join(out, "configuration_bailing_moe_v2.py"))
+
+    def sarvam(c):
+        c.update(architectures=["SarvamMoEForCausalLM"], model_type="sarvam_moe",
+                 auto_map={"AutoConfig": "configuration_sarvam_moe.SarvamMoEConfig",
+                           "AutoModel": "modeling_sarvam_moe.SarvamMoEModel",
+                           "AutoModelForCausalLM": "modeling_sarvam_moe.SarvamMoEForCausalLM"},
+                 partial_rotary_factor=1.0, rope_theta=8000000.0,
+                 transformers_version="4.57.1")
+        c.pop("num_nextn_predict_layers", None)
+        c.pop("mtp_loss_scaling_factor", None)
+    update_config(out, sarvam)
+    with open(os.path.join(out, "configuration_sarvam_moe.py"), "w") as f:
+        f.write(SARVAM_MOE_CONFIG_PY)
+
+
 def make_v1(out):
     make(out, v1=True)

@@ -332,7 +332,7 @@ def arch_settings(model, kw):
                 "MiniCPMForCausalLM", "ExaoneForCausalLM",
                 "Ernie4_5_VLMoeForConditionalGeneration", "BailingMoeForCausalLM",
                 "BailingMoeV2ForCausalLM", "InternVLChatModel", "TeleChat2ForCausalLM",
-                "DeepseekForCausalLM", "IQuestLoopCoderForCausalLM"):
+                "DeepseekForCausalLM", "IQuestLoopCoderForCausalLM", "SarvamMoEForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
