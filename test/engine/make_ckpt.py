@@ -2758,7 +2758,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "deepseek_moe": "ckpt_deepseek_moe", "deepseek_moe-freq2": "ckpt_deepseek_moe:make_freq2",
        "iquest_loopcoder": "ckpt_iquest_loopcoder",
        "iquest_loopcoder-loop3": "ckpt_iquest_loopcoder:make_loop3",
-       "step3_text": "ckpt_step3_text", "bailing_moe-sarvam": "ckpt_bailing_moe:make_sarvam"}
+       "step3_text": "ckpt_step3_text", "bailing_moe-sarvam": "ckpt_bailing_moe:make_sarvam",
+       "gte_new": "ckpt_gte_new"}
 
 
 def make(arch, out):

@@ -62,7 +62,8 @@ PROMPTS = [[1, 17, 243, 9, 88, 512, 7], [400, 3, 3, 901, 56], [64, 128, 999]]
 POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "LlamaBidirectionalForSequenceClassification",
                                     "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel",
-                                    "ColModernVBertForRetrieval", "InternLM2ForRewardModel"}
+                                    "ColModernVBertForRetrieval", "InternLM2ForRewardModel",
+                                    "GteNewModel"}
 # Multi-vector retrievers: an embedding a token (task token_embed)
 RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval")
 # Pooling models whose answer is a vector a token (task token_classify)
@@ -332,7 +333,8 @@ def arch_settings(model, kw):
                 "MiniCPMForCausalLM", "ExaoneForCausalLM",
                 "Ernie4_5_VLMoeForConditionalGeneration", "BailingMoeForCausalLM",
                 "BailingMoeV2ForCausalLM", "InternVLChatModel", "TeleChat2ForCausalLM",
-                "DeepseekForCausalLM", "IQuestLoopCoderForCausalLM", "SarvamMoEForCausalLM"):
+                "DeepseekForCausalLM", "IQuestLoopCoderForCausalLM", "SarvamMoEForCausalLM",
+                "GteNewModel"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
