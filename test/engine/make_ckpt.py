@@ -2759,7 +2759,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "iquest_loopcoder": "ckpt_iquest_loopcoder",
        "iquest_loopcoder-loop3": "ckpt_iquest_loopcoder:make_loop3",
        "step3_text": "ckpt_step3_text", "bailing_moe-sarvam": "ckpt_bailing_moe:make_sarvam",
-       "gte_new": "ckpt_gte_new"}
+       "gte_new": "ckpt_gte_new", "openpangu": "ckpt_openpangu:make_embedded",
+       "openpangu-ultra": "ckpt_openpangu:make_ultra",
+       "openpangu-pro": "ckpt_openpangu:make_pro_v2"}
 
 
 def make(arch, out):

@@ -334,7 +334,8 @@ def arch_settings(model, kw):
                 "Ernie4_5_VLMoeForConditionalGeneration", "BailingMoeForCausalLM",
                 "BailingMoeV2ForCausalLM", "InternVLChatModel", "TeleChat2ForCausalLM",
                 "DeepseekForCausalLM", "IQuestLoopCoderForCausalLM", "SarvamMoEForCausalLM",
-                "GteNewModel"):
+                "GteNewModel", "PanguEmbeddedForCausalLM", "PanguUltraMoEForCausalLM",
+                "PanguProMoEV2ForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
