@@ -157,10 +157,7 @@ def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32
          linear_bias=False, rmsnorm=True, norm_head=False):
     import torch
     import transformers
-    import glob
-    import shutil
-    from safetensors.torch import load_file
-    from ckpt_io import perturb_and_save, save_shards, write_release_config
+    from ckpt_io import save_shards, saved_tensors, write_release_config
     H, nh, kv, hd, V = 256, 4, 2, 64, 1000
     L = 3
     E, I_moe, I = 8, 128, 512
@@ -178,14 +175,7 @@ def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32
     cfg.dtype = torch.bfloat16
     torch.manual_seed(1234)
     model = transformers.Glm4MoeForCausalLM(cfg).to(torch.bfloat16)
-    # save_pretrained splits transformers' fused experts back into one
-    # tensor an expert (mlp.experts.E.gate_proj ...), the release's names
-    tmp = out + ".glm"
-    perturb_and_save(model, tmp)
-    sd = {}
-    for f in sorted(glob.glob(os.path.join(tmp, "*.safetensors"))):
-        sd.update(load_file(f))
-    shutil.rmtree(tmp)
+    sd = saved_tensors(model, out)
     gen = torch.Generator().manual_seed(7)
     new = {"model.word_embeddings.weight": sd.pop("model.embed_tokens.weight"),
            "model.norm.weight": sd.pop("model.norm.weight")}

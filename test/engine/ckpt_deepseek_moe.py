@@ -85,12 +85,9 @@ AUTO_MAP = {"AutoConfig": "configuration_deepseek.DeepseekConfig",
 
 
 def _make(out, layers, moe_layer_freq, seed):
-    import glob
-    import shutil
     import torch
     import transformers
-    from safetensors.torch import load_file
-    from ckpt_io import perturb_and_save, save_shards, write_release_config
+    from ckpt_io import save_shards, saved_tensors, write_release_config
     H, nh, V, I, E, I_moe, shared, first_dense = 256, 4, 1000, 512, 8, 128, 2, 1
     cfg = transformers.Glm4MoeConfig(
         hidden_size=H, intermediate_size=I, num_hidden_layers=layers, num_attention_heads=nh,
@@ -103,14 +100,7 @@ def _make(out, layers, moe_layer_freq, seed):
     cfg.dtype = torch.bfloat16
     torch.manual_seed(seed)
     model = transformers.Glm4MoeForCausalLM(cfg).to(torch.bfloat16)
-    # save_pretrained splits transformers' fused experts back into one
-    # tensor an expert (mlp.experts.E.gate_proj ...), the release's names
-    tmp = out + ".glm"
-    perturb_and_save(model, tmp)
-    sd = {}
-    for f in sorted(glob.glob(os.path.join(tmp, "*.safetensors"))):
-        sd.update(load_file(f))
-    shutil.rmtree(tmp)
+    sd = saved_tensors(model, out)
     g = torch.Generator().manual_seed(seed + 7)
     for n in range(layers):
         p = "model.layers.%d.mlp." % n

@@ -76,6 +76,23 @@ def perturb_and_save(model, out):
     model.save_pretrained(out, max_shard_size="1MB")
 
 
+def saved_tensors(model, out):
+    """model's tensors (perturbed as perturb_and_save does) as its
+    save_pretrained writes them, read back from a folder beside OUT that is
+    then removed: transformers' fused experts come back one tensor an
+    expert (mlp.experts.E.gate_proj ...), the releases' names."""
+    import glob
+    import shutil
+    from safetensors.torch import load_file
+    tmp = out + ".saved"
+    perturb_and_save(model, tmp)
+    sd = {}
+    for f in sorted(glob.glob(os.path.join(tmp, "*.safetensors"))):
+        sd.update(load_file(f))
+    shutil.rmtree(tmp)
+    return sd
+
+
 def save_shards(out, tensors, groups):
     """Writes tensors (name: torch tensor) into OUT as the shards groups
     lists (each a list of names, a shard), model-0000K-of-0000N, with the
