@@ -660,12 +660,31 @@ Test(ext, extra_each)
 	fx_close(&f);
 }
 
+/* Each rank's x.w13 of 4 experts fused from views of x.w and x.v, 6 rows
+ * of 8 BF16 each: expert 2, its w1 rows, then its v1 rows, of rank r's
+ * half. */
+static void assert_w13(struct fx *f)
+{
+	const struct wshard_out_tensor *t;
+	int r;
+
+	for (r = 0; r < 2; r++) {
+		t = get_out(f, r, "x.w13");
+		assert_shape(t, 3, 4, 6);
+		cr_assert_eq(t->shape[2], 8);
+		cr_assert_eq(t->npieces, 8);
+		assert_copy(f, t, 4, "x.w.2", 3 * (uint64_t)r, 3, 0, 16, 4 * 48);
+		assert_copy(f, t, 5, "x.v.2", 3 * (uint64_t)r, 3, 0, 16, 5 * 48);
+	}
+}
+
 /*
  * "experts_in_rows": a source holding its experts one after another by
  * rows (DBRX's [E*I, H]) is read as E views NAME.E, which the rules match
  * with {e} (here fused, each expert's rows cut); the source itself needs
- * no rule, and one stacked [E, A, B] gives views [A, B].  Rows that are no whole number of experts are refused; a plan
- * of other rules on the same catalog sees the source again, not the views.
+ * no rule, and one stacked [E, A, B] gives views [A, B].  Rows that are
+ * no whole number of experts are refused; a plan of other rules on the
+ * same catalog sees the source again, not the views.
  */
 Test(ext, experts_in_rows)
 {
@@ -675,21 +694,11 @@ Test(ext, experts_in_rows)
 		"{\"match\": \"x.w.{e}\", \"fuse\": \"w13.w1\", \"output\": \"x.w13\"},"
 		"{\"match\": \"x.v.{e}\", \"fuse\": \"w13.w3\", \"output\": \"x.w13\"},"
 		CATCH_ALL "]}";
-	const struct wshard_out_tensor *t;
-	int r;
 
 	fx_open(&f, BASE " --extra-tensor x.w:24,8 --extra-tensor x.v:24,8 --set-config 'n_e=4'");
 	use_rules(&f, rules);
 	fx_plan(&f, 2);
-	for (r = 0; r < 2; r++) {
-		t = get_out(&f, r, "x.w13");
-		assert_shape(t, 3, 4, 6);
-		cr_assert_eq(t->shape[2], 8);
-		cr_assert_eq(t->npieces, 8);
-		/* expert 2: its w1 rows, then its v1 rows, of rank r's half */
-		assert_copy(&f, t, 4, "x.w.2", 3 * (uint64_t)r, 3, 0, 16, 4 * 48);
-		assert_copy(&f, t, 5, "x.v.2", 3 * (uint64_t)r, 3, 0, 16, 5 * 48);
-	}
+	assert_w13(&f);
 	cr_assert_null(find_out(&f, 0, "x.w"));
 	use_rules(&f, "{\"tensors\": [" CATCH_ALL "]}");
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~not covered by rules");
@@ -706,14 +715,7 @@ Test(ext, experts_in_rows)
 	fx_open(&f, BASE " --extra-tensor x.w:4,6,8 --extra-tensor x.v:4,6,8 --set-config 'n_e=4'");
 	use_rules(&f, rules);
 	fx_plan(&f, 2);
-	for (r = 0; r < 2; r++) {
-		t = get_out(&f, r, "x.w13");
-		assert_shape(t, 3, 4, 6);
-		cr_assert_eq(t->shape[2], 8);
-		cr_assert_eq(t->npieces, 8);
-		assert_copy(&f, t, 4, "x.w.2", 3 * (uint64_t)r, 3, 0, 16, 4 * 48);
-		assert_copy(&f, t, 5, "x.v.2", 3 * (uint64_t)r, 3, 0, 16, 5 * 48);
-	}
+	assert_w13(&f);
 	fx_close(&f);
 }
 
