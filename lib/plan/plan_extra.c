@@ -125,18 +125,15 @@ static enum wshard_err push_arange(struct wshard_plan *plan, const struct rules_
 	return rc;
 }
 
-/* Whether the checkpoint holds a tensor the rules call name: under that
- * name, or under the one a "source_renames" entry or "source_prefix" reads
- * as it (an extra's "with" names tensors as the rules do). */
-static bool source_named(const struct wshard_plan *plan, const struct wshard_rules *rules,
-			 const char *name)
+const struct wshard_src_tensor *plan_source_named(const struct wshard_plan *plan,
+						   const struct wshard_rules *rules,
+						   const char *name)
 {
+	const struct wshard_src_tensor *t = wshard_catalog_find(plan->cat, name);
 	char buf[RULES_NAME_MAX];
 	size_t i, n;
 
-	if (wshard_catalog_find(plan->cat, name))
-		return true;
-	for (i = 0; i < rules->nsrc_renames; i++) {
+	for (i = 0; !t && i < rules->nsrc_renames; i++) {
 		size_t nf = strlen(rules->src_from[i]), nr;
 
 		n = strlen(rules->src_to[i]);
@@ -145,12 +142,12 @@ static bool source_named(const struct wshard_plan *plan, const struct wshard_rul
 			continue;
 		memcpy(buf, rules->src_from[i], nf);
 		memcpy(buf + nf, name + n, nr + 1);
-		if (wshard_catalog_find(plan->cat, buf))
-			return true;
+		t = wshard_catalog_find(plan->cat, buf);
 	}
 	n = rules->source_prefix ? strlen(rules->source_prefix) : 0;
-	return n && strncmp(name, rules->source_prefix, n) == 0 &&
-	       wshard_catalog_find(plan->cat, name + n) != NULL;
+	if (!t && n && strncmp(name, rules->source_prefix, n) == 0)
+		t = wshard_catalog_find(plan->cat, name + n);
+	return t;
 }
 
 /* Whether extra e belongs in layer cap->n: its "with" tensor is there. */
@@ -164,7 +161,7 @@ static bool layer_has(const struct wshard_plan *plan, const struct wshard_rules 
 		return true;
 	with = rules_expand(e->with, cap);
 	/* out of memory: kept, as without "with" */
-	has = !with || source_named(plan, rules, with);
+	has = !with || plan_source_named(plan, rules, with) != NULL;
 	free(with);
 	return has;
 }

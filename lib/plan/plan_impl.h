@@ -170,6 +170,13 @@ bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
  * not write its layout (GPTQ with activation order, NVFP4, ...). */
 enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err);
 
+/* plan_extra.c: the source tensor the rules call name: under that name,
+ * or under the one a "source_renames" entry or "source_prefix" reads as
+ * it; NULL when the checkpoint has none. */
+const struct wshard_src_tensor *plan_source_named(const struct wshard_plan *plan,
+						   const struct wshard_rules *rules,
+						   const char *name);
+
 /* plan_tie.c: where config.json ties the head to the embedding but the
  * checkpoint ships a head of its own whose bytes differ (the rules' tie
  * "drop" name, which another rule matches), unties plan->config as vLLM

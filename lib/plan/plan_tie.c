@@ -18,20 +18,6 @@
 #include "rules/rules.h"
 #include "plan_impl.h"
 
-/* The source tensor rules name as name (with or without the rules'
- * source_prefix), or NULL. */
-static const struct wshard_src_tensor *find_named(const struct wshard_plan *plan,
-						  const struct wshard_rules *rules,
-						  const char *name)
-{
-	const struct wshard_src_tensor *t = wshard_catalog_find(plan->cat, name);
-	size_t n = rules->source_prefix ? strlen(rules->source_prefix) : 0;
-
-	if (!t && n && strncmp(name, rules->source_prefix, n) == 0)
-		t = wshard_catalog_find(plan->cat, name + n);
-	return t;
-}
-
 /* Whether tensors a and b hold the same bytes (read in chunks). */
 static enum wshard_err same_bytes(const struct wshard_plan *plan,
 				  const struct wshard_src_tensor *a,
@@ -74,7 +60,7 @@ enum wshard_err plan_untie(struct wshard_plan *plan, const struct wshard_rules *
 	if (rules->tie_always || rules->tie_if || rules->tie_copy ||
 	    !rules_is_tied(rules, plan->config))
 		return WSHARD_OK;
-	embed = find_named(plan, rules, rules->tie_source);
+	embed = plan_source_named(plan, rules, rules->tie_source);
 	/* a head the tie drops and another rule would write untied */
 	for (i = 0; embed && !head && i < rules->ntie_drop; i++) {
 		const char *name = rules->tie_drop[i];
@@ -82,9 +68,9 @@ enum wshard_err plan_untie(struct wshard_plan *plan, const struct wshard_rules *
 
 		if (n < 14 || strcmp(name + n - 14, "lm_head.weight") != 0)
 			continue;
-		for (k = 0; k < rules->nrules; k++)
+		for (k = 0; k < rules->nrules && !head; k++)
 			if (rules->rules[k].match && strcmp(rules->rules[k].match, name) == 0)
-				head = find_named(plan, rules, name);
+				head = plan_source_named(plan, rules, name);
 	}
 	if (!head)
 		return WSHARD_OK;

@@ -6,9 +6,10 @@
  * rules then match with {e} as they match checkpoints that store one
  * tensor an expert.  A tensor of 3 or more dimensions whose first counts
  * the experts (Step-3.5's moe.gate_proj.weight, [E, I, H]) gives views
- * without it ([I, H]), which a fuse can then join expert by expert.  A view is a catalog entry like any other (the same
- * file, an offset into the tensor), so every split, fuse, transpose and
- * expert placement reads it unchanged, and the manifest names it.
+ * without it ([I, H]), which a fuse can then join expert by expert.  A
+ * view is a catalog entry like any other (the same file, an offset into
+ * the tensor), so every split, fuse, transpose and expert placement reads
+ * it unchanged, and the manifest names it.
  */
 #include <stdio.h>
 #include <stdlib.h>
