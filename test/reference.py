@@ -1476,7 +1476,7 @@ def write_output(src, out, exp, max_file_size):
     copied = src.copied_files()
     for fn in copied:
         with open(os.path.join(src.dir, fn), "rb") as a, open(os.path.join(out, fn), "wb") as b:
-            if fn == "config.json" and exp.dtype:
+            if fn == "config.json" and (exp.dtype or exp.untied):
                 b.write((json.dumps(expected_config(src, exp.dtype, exp.untied), indent=2) + "\n").encode())
             else:
                 b.write(a.read())
