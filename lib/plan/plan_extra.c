@@ -137,8 +137,11 @@ const struct wshard_src_tensor *plan_source_named(const struct wshard_plan *plan
 		size_t nf = strlen(rules->src_from[i]), nr;
 
 		n = strlen(rules->src_to[i]);
+		/* the prefix first: a shorter name has no byte past its end */
+		if (strncmp(name, rules->src_to[i], n) != 0)
+			continue;
 		nr = strlen(name + n);
-		if (strncmp(name, rules->src_to[i], n) != 0 || nf + nr >= sizeof(buf))
+		if (nf + nr >= sizeof(buf))
 			continue;
 		memcpy(buf, rules->src_from[i], nf);
 		memcpy(buf + nf, name + n, nr + 1);
