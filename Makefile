@@ -109,6 +109,7 @@ LIB_SRC := \
 	lib/rules/rules_scale.c \
 	lib/rules/rules_source.c \
 	lib/rules/rules_stage.c \
+	lib/rules/rules_values.c \
 	lib/plan/plan_build.c \
 	lib/plan/plan_concat.c \
 	lib/plan/plan_expert.c \
@@ -125,6 +126,7 @@ LIB_SRC := \
 	lib/plan/plan_split.c \
 	lib/plan/plan_tie.c \
 	lib/plan/plan_unstack.c \
+	lib/plan/plan_values.c \
 	lib/plan/plan_stage.c \
 	lib/plan/plan_view.c \
 	lib/stream/exchange.c \

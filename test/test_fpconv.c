@@ -625,3 +625,77 @@ Test(neg_exp, bf16_and_f32)
 			  (double)x, (double)out[0], (double)y);
 	}
 }
+
+/*
+ * A tensor's mean as PyTorch computes it on the CPU (a rule's
+ * "zero_mean"): the expected bits are torch 2.x's t.mean() of the same
+ * vectors, F32 and rounded to BF16 first (x_i = ((7919 i mod 1009) - 504)
+ * * scale + 0.7 in F32), on an x86-64 build; the mean of the same values
+ * rounded once from a double sum differs from them in 13 of the 20 F32
+ * rows (so this checks the order of PyTorch's additions, not just a mean).
+ * Then x - mean for a BF16 vector, rounded to BF16, written as F32.
+ */
+Test(zero_mean, torch_cpu_mean)
+{
+	static const struct {
+		size_t n;
+		float scale;
+		uint32_t f32, bf16;
+	} rows[] = {
+		{ 1, 0.0009765625f, 0x3e54ccccu, 0x3e550000u },
+		{ 7, 0.0009765625f, 0x3f1aaa0fu, 0x3f1b0000u },
+		{ 8, 0.0009765625f, 0x3f2b9334u, 0x3f2c0000u },
+		{ 33, 0.0009765625f, 0x3f2f04a7u, 0x3f2f0000u },
+		{ 96, 0.0009765625f, 0x3f34c089u, 0x3f350000u },
+		{ 256, 0.0009765625f, 0x3f32f472u, 0x3f330000u },
+		{ 257, 0.0009765625f, 0x3f32a4c1u, 0x3f330000u },
+		{ 1000, 0.0009765625f, 0x3f335e97u, 0x3f330000u },
+		{ 4099, 0.0009765625f, 0x3f33394bu, 0x3f330000u },
+		{ 32768, 0.0009765625f, 0x3f3333adu, 0x3f330000u },
+		{ 1, 0.015625f, 0xc0e5999au, 0xc0e60000u },
+		{ 7, 0.015625f, 0xbf555f19u, 0xbf560000u },
+		{ 8, 0.015625f, 0x3e64ccc8u, 0x3e640000u },
+		{ 33, 0.015625f, 0x3ee094eeu, 0x3ee00000u },
+		{ 96, 0.015625f, 0x3f4c0887u, 0x3f4c0000u },
+		{ 256, 0.015625f, 0x3f2f4731u, 0x3f2f0000u },
+		{ 257, 0.015625f, 0x3f2a4c18u, 0x3f2a0000u },
+		{ 1000, 0.015625f, 0x3f35e978u, 0x3f360000u },
+		{ 4099, 0.015625f, 0x3f3394deu, 0x3f330000u },
+		{ 32768, 0.015625f, 0x3f333af0u, 0x3f330000u },
+	};
+	float *x = malloc(32768 * sizeof(*x)), m, out[4];
+	uint16_t *h = malloc(32768 * sizeof(*h));
+	size_t k, i, naive_differs = 0;
+
+	cr_assert(x && h);
+	for (k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+		double sum = 0;
+		uint32_t u;
+
+		for (i = 0; i < rows[k].n; i++) {
+			x[i] = (float)((long)(i * 7919 % 1009) - 504) * rows[k].scale + 0.7f;
+			memcpy(&u, &x[i], 4);
+			h[i] = wshard_f32_to_bf16(u);
+			sum += x[i];
+		}
+		cr_assert_eq(wshard_torch_mean(WSHARD_F32, x, rows[k].n, &m), 0);
+		memcpy(&u, &m, 4);
+		cr_assert_eq(u, rows[k].f32, "F32 mean of %zu: %08x, want %08x", rows[k].n, u,
+			     rows[k].f32);
+		naive_differs += (float)(sum / (double)rows[k].n) != m;
+		cr_assert_eq(wshard_torch_mean(WSHARD_BF16, h, rows[k].n, &m), 0);
+		memcpy(&u, &m, 4);
+		cr_assert_eq(u, rows[k].bf16, "BF16 mean of %zu: %08x, want %08x", rows[k].n, u,
+			     rows[k].bf16);
+	}
+	cr_assert_eq(naive_differs, 13);
+	/* 1.0 - 0.70703125 in BF16 is 0.29296875 exactly; 0.5 - 0.70703125
+	 * is -0.20703125, rounded to BF16 -0.20703125 */
+	h[0] = 0x3f80;		/* 1.0 */
+	h[1] = 0x3f00;		/* 0.5 */
+	wshard_minus_floats(WSHARD_BF16, WSHARD_F32, h, out, 2, 0.70703125f);
+	cr_assert_float_eq(out[0], 0.29296875f, 0);
+	cr_assert_float_eq(out[1], -0.20703125f, 0);
+	free(x);
+	free(h);
+}

@@ -11,6 +11,7 @@
 
 #include "wshard.h"
 #include "base/error.h"
+#include "base/fpconv.h"
 #include "plan_fixture.h"
 #include "rules_test_util.h"
 #include "plan_rules_fixture.h"
@@ -111,6 +112,79 @@ Test(ext, neg_exp)
 	wshard_error_clear(&err);
 	cr_assert_eq(wshard_rules_parse(&bad, times, strlen(times), "t", &err), WSHARD_EINVAL);
 	cr_assert_not_null(strstr(err.msg, "without \"times_sqrt\""), "%s", err.msg);
+}
+
+/*
+ * "zero_mean" (Param-2's and Sarvam-105B's router bias): a BF16 [8]
+ * replicated and written F32 (the rule's "dtype"), its piece marked with
+ * the mean of the source's values, rounded to BF16 (PyTorch's summation
+ * order is test_fpconv's); refused on a matrix, on a "row" split and
+ * beside "neg_exp".
+ */
+Test(ext, zero_mean)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const struct wshard_out_tensor *t;
+	const struct wshard_src_tensor *s;
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *row = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
+			  "{\"match\": \"a\", \"split\": \"row\", \"zero_mean\": true}]}";
+	const char *both = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
+			   "{\"match\": \"a\", \"split\": \"replicate\", \"zero_mean\": true, "
+			   "\"neg_exp\": true}]}";
+	uint16_t h[8];
+	double sum = 0;
+	float want;
+	uint32_t u;
+	size_t i;
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.bias:8");
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"x.bias\", \"split\": \"replicate\", \"dtype\": \"F32\", "
+		  "\"zero_mean\": true}," CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	s = wshard_catalog_find(f.cat, "x.bias");
+	cr_assert_not_null(s);
+	cr_assert_eq(wshard_catalog_read(f.cat, s->file, s->offset, h, sizeof(h), &err), WSHARD_OK);
+	for (i = 0; i < 8; i++) {
+		u = (uint32_t)h[i] << 16;
+		memcpy(&want, &u, 4);
+		sum += want;
+	}
+	want = (float)(sum / 8);
+	memcpy(&u, &want, 4);
+	u = (uint32_t)wshard_f32_to_bf16(u) << 16;
+	memcpy(&want, &u, 4);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "x.bias");
+		cr_assert_eq(t->dtype, WSHARD_F32);
+		assert_shape(t, 1, 8, 0);
+		cr_assert_eq(t->npieces, 1);
+		cr_assert_eq(t->pieces[0].from, WSHARD_BF16);
+		cr_assert_eq(t->pieces[0].to, WSHARD_F32);
+		cr_assert_eq(t->pieces[0].zero_mean, 1);
+		cr_assert_float_eq(t->pieces[0].mean, want, 0, "mean %g, want %g",
+				   (double)t->pieces[0].mean, (double)want);
+		t = get_out(&f, r, "model.norm.weight");
+		cr_assert_eq(t->pieces[0].zero_mean, 0);
+	}
+	fx_close(&f);
+	fx_open(&f, BASE " --extra-tensor x.mat:4x2");
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"x.mat\", \"split\": \"replicate\", \"zero_mean\": true},"
+		  CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "tensor 'x.mat': \"zero_mean\" needs a vector of at most 32768 F32, F16 or BF16 elements, not BF16 of 2 dimensions");
+	fx_close(&f);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, row, strlen(row), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "\"zero_mean\" is true or false, on a \"replicate\" split"),
+			   "%s", err.msg);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, both, strlen(both), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "without \"times_sqrt\" or \"neg_exp\""), "%s", err.msg);
 }
 
 /* "tp_divides": each expression divisible by --tp, else refused; a

@@ -6,6 +6,7 @@
  * tables vLLM holds in I32 (DeepSeek-V4's tid2eid).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -197,5 +198,131 @@ void wshard_neg_exp_floats(enum wshard_dtype from, const void *src, void *dst, s
 		f = (float)-exp((double)f);
 		memcpy(&u, &f, 4);
 		store_f32(WSHARD_F32, u, d + i * 4);
+	}
+}
+
+/*
+ * torch.sum of n contiguous F32 values on the CPU, bit for bit: ATen's
+ * SumKernel.cpp (vectorized_inner_sum, row_sum, multi_row_sum) adds in
+ * F32, in 8-lane vectors (the reduction kernels' Vectorized<float> is 32
+ * bytes on x86-64's DEFAULT, AVX2 and AVX512 builds alike), 4 vectors at
+ * a time, through a 4-level cascade; then the vectors past the last four,
+ * the four together, the scalar tail, and the 8 lanes in order.  Fewer
+ * than 8 values are added as scalars, 4 at a time (row_sum).  A sum
+ * rounded once differs from it in the last bits of about every other
+ * vector of a few hundred values.
+ */
+static float torch_sum_f32(const float *x, size_t n)
+{
+	enum { LANES = 8, ILP = 4, LEVELS = 4 };
+	float acc[LEVELS][ILP][LANES] = { { { 0 } } };
+	size_t nvec = n / LANES, size = nvec / ILP, i = 0, j, k, v, l;
+	unsigned lg = 0, power;
+	uint64_t step, mask0;
+	float total = 0, part[ILP] = { 0 };
+
+	if (n < LANES) {
+		for (k = 0; n >= ILP && k < ILP; k++)
+			part[k] += x[k];
+		for (i = n / ILP * ILP; i < n; i++)
+			part[0] += x[i];
+		for (k = 1; k < ILP; k++)
+			part[0] += part[k];
+		return part[0];
+	}
+	while (size > 1 && ((size_t)1 << lg) < size)
+		lg++;		/* ceil(log2(size)) */
+	power = lg / LEVELS > 4 ? lg / LEVELS : 4;
+	step = (uint64_t)1 << power;
+	mask0 = step - 1;
+	while (i + step <= size) {
+		for (v = 0; v < step; v++, i++)
+			for (k = 0; k < ILP; k++)
+				for (l = 0; l < LANES; l++)
+					acc[0][k][l] += x[(i * ILP + k) * LANES + l];
+		for (j = 1; j < LEVELS; j++) {
+			for (k = 0; k < ILP; k++)
+				for (l = 0; l < LANES; l++) {
+					acc[j][k][l] += acc[j - 1][k][l];
+					acc[j - 1][k][l] = 0;
+				}
+			if (i & (mask0 << (j * power)))
+				break;
+		}
+	}
+	for (; i < size; i++)
+		for (k = 0; k < ILP; k++)
+			for (l = 0; l < LANES; l++)
+				acc[0][k][l] += x[(i * ILP + k) * LANES + l];
+	for (j = 1; j < LEVELS; j++)
+		for (k = 0; k < ILP; k++)
+			for (l = 0; l < LANES; l++)
+				acc[0][k][l] += acc[j][k][l];
+	for (v = size * ILP; v < nvec; v++)
+		for (l = 0; l < LANES; l++)
+			acc[0][0][l] += x[v * LANES + l];
+	for (k = 1; k < ILP; k++)
+		for (l = 0; l < LANES; l++)
+			acc[0][0][l] += acc[0][k][l];
+	for (i = nvec * LANES; i < n; i++)
+		total += x[i];
+	for (l = 0; l < LANES; l++)
+		total += acc[0][0][l];
+	return total;
+}
+
+/* F32 bits u rounded to dt (F32: as it is) and widened back. */
+static float round_to(enum wshard_dtype dt, uint32_t u)
+{
+	float f;
+
+	if (dt == WSHARD_BF16)
+		u = (uint32_t)wshard_f32_to_bf16(u) << 16;
+	else if (dt == WSHARD_F16)
+		u = wshard_f16_to_f32(wshard_f32_to_f16(u));
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+int wshard_torch_mean(enum wshard_dtype from, const void *src, size_t n, float *mean)
+{
+	const unsigned char *s = src;
+	float *x = malloc((n ? n : 1) * sizeof(*x)), m;
+	size_t in = wshard_dtype_bits(from) / 8, i;
+	uint32_t u;
+
+	if (!x)
+		return -1;
+	for (i = 0; i < n; i++) {
+		u = load_f32(from, s + i * in);
+		memcpy(&x[i], &u, 4);
+	}
+	/* an F16 or BF16 tensor's mean: summed in F32, divided in F32, the
+	 * quotient rounded to the tensor's dtype once */
+	m = n ? torch_sum_f32(x, n) / (float)n : 0;
+	free(x);
+	memcpy(&u, &m, 4);
+	*mean = round_to(from, u);
+	return 0;
+}
+
+void wshard_minus_floats(enum wshard_dtype from, enum wshard_dtype to, const void *src,
+			 void *dst, size_t n, float m)
+{
+	const unsigned char *s = src;
+	unsigned char *d = dst;
+	size_t in = wshard_dtype_bits(from) / 8, out = wshard_dtype_bits(to) / 8, i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t u = load_f32(from, s + i * in);
+		float f;
+
+		memcpy(&f, &u, 4);
+		f -= m;
+		memcpy(&u, &f, 4);
+		/* the difference is a tensor of from's dtype, then copied */
+		f = round_to(from, u);
+		memcpy(&u, &f, 4);
+		store_f32(to, u, d + i * out);
 	}
 }

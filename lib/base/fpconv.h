@@ -36,5 +36,13 @@ void wshard_scale_floats(enum wshard_dtype from, enum wshard_dtype to,
 /* n elements x of from (F32, F16 or BF16) at src as F32 -exp(x) at dst:
  * exp in double, rounded to F32 once (vLLM's Mamba A from A_log). */
 void wshard_neg_exp_floats(enum wshard_dtype from, const void *src, void *dst, size_t n);
+/* The mean of n elements of from (F32, F16 or BF16) at src as PyTorch
+ * computes it on an x86-64 CPU (t.mean(): F32 sums in its order, an F16 or
+ * BF16 mean rounded to that dtype) into *mean; 0, or -1 out of memory. */
+int wshard_torch_mean(enum wshard_dtype from, const void *src, size_t n, float *mean);
+/* n elements x of from at src as x - m at dst in to: the difference in
+ * F32 rounded to from (PyTorch's t - t.mean() in t's dtype), then to to. */
+void wshard_minus_floats(enum wshard_dtype from, enum wshard_dtype to, const void *src,
+			 void *dst, size_t n, float m);
 
 #endif /* WSHARD_FPCONV_H */

@@ -100,6 +100,10 @@ struct wshard_piece {
 	/* COPY of F32, F16 or BF16 to F32: 1, each element x written as
 	 * -exp(x) (a rule's "neg_exp"); 0: as it is */
 	uint8_t neg_exp;
+	/* COPY of F32, F16 or BF16 (a rule's "zero_mean"): 1, each element x
+	 * written as x - mean, computed in from's dtype, then converted to
+	 * to; 0: as it is */
+	uint8_t zero_mean;
 	/* 0: output rows back to back; else the bytes from one output row
 	 * of the piece to the next (a part of a fused output row) */
 	uint32_t out_stride;
@@ -109,6 +113,7 @@ struct wshard_piece {
 	/* COPY of F32, F16 or BF16: 0, or each element multiplied by it (a
 	 * rule's "times_sqrt"; from and to set) */
 	float mul;
+	float mean;			/* zero_mean: the mean subtracted */
 };
 
 struct wshard_out_tensor {

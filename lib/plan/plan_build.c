@@ -1,18 +1,18 @@
 /*
  * plan_build.c - the whole conversion as data: for every rank, the output
  * tensors (name, dtype, shape, file, offsets) and for each the ordered
- * copy pieces that make it.  A pure function of the catalog, the rules and
- * the options; every error (uncovered tensor, indivisible split, shape
- * against config.json) is found here, before any byte is written.
+ * copy pieces that make it.  A function of the catalog, the rules and the
+ * options (and of a few small tensors' bytes: a head shipped beside a tie,
+ * a "zero_mean" vector); every error (uncovered tensor, indivisible split,
+ * shape against config.json) is found here, before any byte is written.
  * This file checks the options, groups the matched sources by output
  * (plan_match.c matches them), has each item cut for every rank
- * (plan_split.c), adds the constant tensors and has each rank's files
- * laid out (plan_layout.c).  It is the planner's top: it calls the other
+ * (plan_split.c) and its values set (plan_values.c), adds the constant
+ * tensors and has each rank's files laid out (plan_layout.c).  It is the planner's top: it calls the other
  * files, none of them calls it.
  */
 #include <ctype.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,48 +27,6 @@
 #include "rules/rules.h"
 #include "rules/expr.h"
 #include "plan_impl.h"
-
-/*
- * --dtype: a floating-point output (not an FP8 scale) becomes the target
- * dtype; its pieces keep their source rectangles and produce converted
- * bytes, so every offset after them moves.  t still has its source's
- * dtype; its pieces are marked with it first, whether or not they convert.
- * ints: an I32 or I64 source converts to a float dtype too (what vLLM
- * holds in a float parameter; never for --dtype).
- */
-static void convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t, bool ints)
-{
-	unsigned in, out;
-	size_t k;
-
-	for (k = 0; k < t->npieces; k++)
-		t->pieces[k].from = t->pieces[k].to = (uint8_t)t->dtype;
-
-	/* U8: one-byte values vLLM holds as raw uint8, the same bytes */
-	if (to == WSHARD_U8 && wshard_dtype_bits(t->dtype) == 8) {
-		t->dtype = to;
-		return;
-	}
-	if (!wshard_dtype_converts(t->dtype, to) &&
-	    !(ints && wshard_dtype_int_to_float(t->dtype, to)))
-		return;
-	in = wshard_dtype_bits(t->dtype) / 8;
-	out = wshard_dtype_bits(to) / 8;
-	/* whole elements everywhere: every offset scales with them */
-	t->nbytes = t->nbytes / in * out;
-	for (k = 0; k < t->npieces; k++) {
-		struct wshard_piece *p = &t->pieces[k];
-
-		p->from = t->dtype;
-		p->to = to;
-		p->out_ncols = (p->tr_rows ? p->tr_rows * p->tr_width : p->ncols) / in * out;
-		p->len = p->len / in * out;
-		p->dst = p->dst / in * out;
-		p->out_stride = p->out_stride / in * out;
-		p->pad = p->pad / in * out;
-	}
-	t->dtype = to;
-}
 
 /* True when the group's members are experts stacked into one output. */
 static bool is_stacked(const struct member *m)
@@ -222,73 +180,6 @@ static uint8_t quant_role(const struct wshard_plan *plan, const struct member *m
 	}
 }
 
-/*
- * A rule's "times_sqrt" [A, B]: every element of t multiplied by
- * sqrt(A / B), in its output dtype (vLLM's composed weight loaders, LongCat's
- * MLA LoRA norms: (hidden_size / rank) ** 0.5 in Python, then the BF16
- * parameter times that float).
- */
-static enum wshard_err apply_times(const struct wshard_plan *plan, const struct member *m,
-				   struct wshard_out_tensor *t, struct wshard_error *err)
-{
-	enum wshard_dtype dt = src_info(plan, m->src)->dtype;
-	int64_t a, b;
-	enum wshard_err rc;
-	size_t k;
-	float mul;
-
-	rc = expr_eval_dim(plan->config, m->rule->times_sqrt[0], t->name, &a, err);
-	if (!rc)
-		rc = expr_eval_dim(plan->config, m->rule->times_sqrt[1], t->name, &b, err);
-	if (rc)
-		return rc;
-	if (b <= 0 || a < 0 || !wshard_dtype_is_convertible(dt) ||
-	    !wshard_dtype_is_convertible(t->dtype))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': \"times_sqrt\" needs a F32, F16 or BF16 tensor and %s / %s positive",
-					src_name(plan, m->src), m->rule->times_sqrt[0],
-					m->rule->times_sqrt[1]);
-	mul = (float)pow((double)a / (double)b, 0.5);
-	for (k = 0; k < t->npieces; k++) {
-		struct wshard_piece *p = &t->pieces[k];
-
-		if (p->kind != WSHARD_PIECE_COPY)
-			continue;
-		if (p->from == p->to) {
-			p->from = (uint8_t)dt;
-			p->to = (uint8_t)t->dtype;
-		}
-		p->mul = mul;
-	}
-	return WSHARD_OK;
-}
-
-/*
- * A rule's "neg_exp": every element x of t written as -exp(x), F32: vLLM's
- * Mamba mixers load A_log into their F32 parameter A as -exp(A_log)
- * (composed_weight_loader).  exp is computed in double and rounded once;
- * vLLM's torch.exp (MKL or Sleef on a CPU, CUDA's expf on a GPU) can
- * differ from it in the last bit.
- */
-static enum wshard_err apply_neg_exp(const struct wshard_plan *plan, const struct member *m,
-				     struct wshard_out_tensor *t, struct wshard_error *err)
-{
-	enum wshard_dtype dt = src_info(plan, m->src)->dtype;
-	size_t k;
-
-	if (!wshard_dtype_is_convertible(dt))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': \"neg_exp\" needs a F32, F16 or BF16 tensor, not %s",
-					src_name(plan, m->src), wshard_dtype_name(dt));
-	convert_dtype(WSHARD_F32, t, false);	/* nothing to do from F32 */
-	for (k = 0; k < t->npieces; k++)
-		if (t->pieces[k].kind == WSHARD_PIECE_COPY) {
-			t->pieces[k].to = WSHARD_F32;
-			t->pieces[k].neg_exp = 1;
-		}
-	return WSHARD_OK;
-}
-
 /* Builds the group of members [m, m + n) that share an output name. */
 static enum wshard_err build_group(struct wshard_plan *plan,
 				   const struct wshard_rules *rules,
@@ -324,20 +215,22 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 		/* -exp(x) is F32 whatever --dtype says (vLLM's A parameter);
 		 * a rule's "dtype" wins over --dtype (vLLM's F32 routers) */
 		if (!rc && m[0].rule->neg_exp) {
-			rc = apply_neg_exp(plan, &m[0], t, err);
+			rc = plan_neg_exp(plan, &m[0], t, err);
 		} else if (!rc && m[0].rule->qrole == WSHARD_QUANT_SHAPE && is_stacked(&m[0])) {
 			/* compressed-tensors' experts: vLLM's [E, 2] weight_shape
 			 * is made in the model's dtype (torch.empty), the
 			 * integers copied in */
-			convert_dtype(plan_model_dtype(plan), t, true);
+			plan_convert_dtype(plan_model_dtype(plan), t, true);
 		} else if (!rc && (m[0].rule->has_dtype || plan->opt.has_dtype) && !m[0].rule->scale) {
-			convert_dtype(m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype, t, false);
+			plan_convert_dtype(m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype, t, false);
 		} else if (!rc && plan_f32_scale(plan, &m[0], dt)) {
-			convert_dtype(WSHARD_F32, t, false);
+			plan_convert_dtype(WSHARD_F32, t, false);
 		}
 		t->quant = quant_role(plan, &m[0]);
 		if (!rc && m[0].rule->times_sqrt[0])
-			rc = apply_times(plan, &m[0], t, err);
+			rc = plan_times(plan, &m[0], t, err);
+		if (!rc && m[0].rule->zero_mean)
+			rc = plan_zero_mean(plan, &m[0], t, err);
 		if (!rc)
 			rc = plan_push_expert_bias(plan, &m[0], t, plan_model_dtype(plan),
 						   &plan->ranks[r], &caps[r], err);

@@ -117,6 +117,8 @@ struct rules_rule {
 				 * element multiplied by sqrt(A / B), or NULL */
 	bool neg_exp;		/* "neg_exp": every element x written as
 				 * -exp(x), F32 (vLLM's Mamba A from A_log) */
+	bool zero_mean;		/* "zero_mean": a vector x written as
+				 * x - mean(x), PyTorch's CPU arithmetic */
 	bool kv_heads;		/* "kv_heads": a "row" split's rows are the kv
 				 * heads': with more ranks than heads, a
 				 * rank's head whole (as q/k/v's k and v) */
@@ -377,6 +379,11 @@ bool rules_scale_weight(const char *scale, char *buf, size_t size);
  * "qkv_groups", "concat", "reshape" and "beside" (t is its object; its
  * split, "rows", "view" and "transpose" already parsed). */
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
+				   json_t *t, struct wshard_error *err);
+
+/* rules_values.c: a rule's "times_sqrt", "neg_exp" and "zero_mean" (t is
+ * its object; its split already parsed). */
+enum wshard_err rules_parse_values(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err);
 
 /* The "extra" array, the "tie" object and the "defaults" object of rules

@@ -190,6 +190,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
 		"if", "reason", "dtype", "from", "rows", "view", "transpose",
 		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
+		"zero_mean",
 		"pad_to", "qkv_groups", "also", "concat", "beside", "reshape", "experts_from",
 	};
 	const char *key;
@@ -417,8 +418,8 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 static enum wshard_err parse_view(const struct wshard_rules *r, struct rules_rule *rule,
 				  json_t *t, struct wshard_error *err)
 {
-	json_t *rows = json_object_get(t, "rows"), *view = json_object_get(t, "view"), *ts;
-	size_t i;
+	json_t *rows = json_object_get(t, "rows"), *view = json_object_get(t, "view");
+	enum wshard_err rc;
 
 	if ((rows && (!json_is_integer(rows) || json_integer_value(rows) < 1 ||
 		      json_integer_value(rows) >= WSHARD_MAX_DIMS)) ||
@@ -437,25 +438,9 @@ static enum wshard_err parse_view(const struct wshard_rules *r, struct rules_rul
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"transpose\" needs \"split\": \"col\" (with \"rows\" 1 or 2) or \"replicate\"",
 					r->name, rule->match);
-	ts = json_object_get(t, "times_sqrt");
-	if (ts && (!json_is_array(ts) || json_array_size(ts) != 2 ||
-		   !json_is_string(json_array_get(ts, 0)) || !json_is_string(json_array_get(ts, 1)) ||
-		   (rule->kind != RULE_REPLICATE && rule->kind != RULE_ROW)))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"times_sqrt\" is [A, B], two expressions, on a \"replicate\" or \"row\" split",
-					r->name, rule->match);
-	for (i = 0; ts && i < 2; i++) {
-		rule->times_sqrt[i] = strdup(json_string_value(json_array_get(ts, i)));
-		if (!rule->times_sqrt[i])
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	}
-	rule->neg_exp = json_is_true(json_object_get(t, "neg_exp"));
-	if (json_object_get(t, "neg_exp") &&
-	    (!json_is_boolean(json_object_get(t, "neg_exp")) || ts ||
-	     (rule->kind != RULE_REPLICATE && rule->kind != RULE_ROW)))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"neg_exp\" is true or false, on a \"replicate\" or \"row\" split without \"times_sqrt\"",
-					r->name, rule->match);
+	rc = rules_parse_values(r, rule, t, err);
+	if (rc)
+		return rc;
 	rule->kv_heads = json_is_true(json_object_get(t, "kv_heads"));
 	if (rule->kv_heads && rule->kind != RULE_ROW)
 		return wshard_error_set(err, WSHARD_EINVAL,

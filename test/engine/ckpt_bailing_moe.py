@@ -37,8 +37,10 @@ enorm, hnorm, eh_proj, final_layernorm beside a full MoE layer), qkv_bias
 out: the router in the model's dtype), linear_bias (use_bias: biases on
 query_key_value, attention.dense and the dense and shared MLPs), rmsnorm
 (False: use_rmsnorm false, vLLM's qk norms become LayerNorms), norm_head
-(v1: norm_head true, vLLM normalises lm_head on loading).  No tokenizer: vLLM runs token-id
-prompts with skip_tokenizer_init.
+(v1: norm_head true, vLLM normalises lm_head on loading), shared (shared
+experts: their width together is moe_shared_expert_intermediate_size),
+bias_mean and bias_dtype (the expert bias's common offset and dtype).  No
+tokenizer: vLLM runs token-id prompts with skip_tokenizer_init.
 """
 import os
 
@@ -154,14 +156,15 @@ class BailingMoeConfig(PretrainedConfig):
 
 
 def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32",
-         linear_bias=False, rmsnorm=True, norm_head=False):
+         linear_bias=False, rmsnorm=True, norm_head=False, shared=None, bias_mean=0.0,
+         bias_dtype=None):
     import torch
     import transformers
     from ckpt_io import save_shards, saved_tensors, write_release_config
     H, nh, kv, hd, V = 256, 4, 2, 64, 1000
     L = 3
     E, I_moe, I = 8, 128, 512
-    shared = 2 if v1 else 1
+    shared = shared or (2 if v1 else 1)
     dense = 0 if v1 else 1
     cfg = transformers.Glm4MoeConfig(
         hidden_size=H, intermediate_size=I, num_hidden_layers=L + (1 if mtp else 0),
@@ -194,7 +197,11 @@ def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32
         bias = sd.pop(p + "mlp.gate.e_score_correction_bias", None)
         if bias is not None and not v1:
             # the release keeps the router's correction bias in F32
-            new[p + "mlp.gate.expert_bias"] = (torch.randn(E, generator=gen) * 0.1).float()
+            b = torch.randn(E, generator=gen) * 0.1
+            if bias_mean:
+                # as trained biases are: an offset every expert shares
+                b = b + bias_mean
+            new[p + "mlp.gate.expert_bias"] = b.to(bias_dtype or torch.float32)
         for k in [k for k in sd if k.startswith(p)]:
             new[k] = sd.pop(k)
         if mtp and n == L:
@@ -253,7 +260,8 @@ def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32
                            "AutoModelForCausalLM":
                                "modeling_bailing_moe_v2.BailingMoeV2ForCausalLM"},
                  n_group=2, topk_group=1, routed_scaling_factor=2.5, score_function="sigmoid",
-                 moe_router_enable_expert_bias=True, moe_shared_expert_intermediate_size=I_moe,
+                 moe_router_enable_expert_bias=True,
+                 moe_shared_expert_intermediate_size=I_moe * shared,
                  use_qk_norm=True, use_rmsnorm=rmsnorm, partial_rotary_factor=0.5,
                  rope_theta=600000.0, max_window_layers=L, output_router_logits=False,
                  num_nextn_predict_layers=1 if mtp else 0, mtp_loss_scaling_factor=0,

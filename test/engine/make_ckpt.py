@@ -2761,7 +2761,10 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "step3_text": "ckpt_step3_text", "bailing_moe-sarvam": "ckpt_bailing_moe:make_sarvam",
        "gte_new": "ckpt_gte_new", "openpangu": "ckpt_openpangu:make_embedded",
        "openpangu-ultra": "ckpt_openpangu:make_ultra",
-       "openpangu-pro": "ckpt_openpangu:make_pro_v2"}
+       "openpangu-pro": "ckpt_openpangu:make_pro_v2", "param2": "ckpt_param2",
+       "param2-bf16bias": "ckpt_param2:make_bf16_bias", "sarvam_mla": "ckpt_sarvam_mla",
+       "sarvam_mla-freq2": "ckpt_sarvam_mla:make_freq2",
+       "sarvam_mla-tied": "ckpt_sarvam_mla:make_tied"}
 
 
 def make(arch, out):

@@ -335,7 +335,7 @@ def arch_settings(model, kw):
                 "BailingMoeV2ForCausalLM", "InternVLChatModel", "TeleChat2ForCausalLM",
                 "DeepseekForCausalLM", "IQuestLoopCoderForCausalLM", "SarvamMoEForCausalLM",
                 "GteNewModel", "PanguEmbeddedForCausalLM", "PanguUltraMoEForCausalLM",
-                "PanguProMoEV2ForCausalLM"):
+                "PanguProMoEV2ForCausalLM", "Param2MoEForCausalLM", "SarvamMLAForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
