@@ -187,6 +187,56 @@ Test(ext, zero_mean)
 	cr_assert_not_null(strstr(err.msg, "without \"times_sqrt\" or \"neg_exp\""), "%s", err.msg);
 }
 
+/*
+ * "permute_rows" (K2-Horizon's partial-RoPE fold): BF16 [8, 4] in blocks of
+ * 4 rows taken 0, 2, 1, 3 (the ranges [0, 1), [2, 3), [1, 2), [3, 4)),
+ * row-split in 2: rank r's block r as four one-row pieces in that order;
+ * refused where a rank's cut is no whole block (tp 4), where the ranges
+ * take a row twice, and on a "col" split.
+ */
+Test(ext, permute_rows)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	static const uint64_t order[4] = { 0, 2, 1, 3 };
+	const struct wshard_out_tensor *t;
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *col = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
+			  "{\"match\": \"a\", \"split\": \"col\", \"permute_rows\": "
+			  "{\"block\": \"2\", \"ranges\": [[\"0\", \"2\"]]}}]}";
+	int r, k;
+
+#define PERMUTE(ranges) "{\"tensors\": [{\"match\": \"x.q\", \"split\": \"row\", " \
+	"\"permute_rows\": {\"block\": \"num_key_value_heads*2\", \"ranges\": " ranges "}}," \
+	CATCH_ALL "]}"
+	fx_open(&f, BASE " --extra-tensor x.q:8x4");
+	use_rules(&f, PERMUTE("[[\"0\", \"1\"], [\"2\", \"3\"], [\"1\", \"2\"], [\"3\", \"4\"]]"));
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "x.q");
+		assert_shape(t, 2, 4, 4);
+		cr_assert_eq(t->npieces, 4);
+		for (k = 0; k < 4; k++) {
+			cr_assert_eq(t->pieces[k].row0, 4 * (uint64_t)r + order[k]);
+			cr_assert_eq(t->pieces[k].nrows, 1);
+			cr_assert_eq(t->pieces[k].dst, 8 * (uint64_t)k);
+		}
+	}
+	fx_plan_fails(&f, 4, WSHARD_EINVAL,
+		      "tensor 'x.q': \"permute_rows\" needs each rank's cut in whole blocks of 4 rows");
+	fx_close(&f);
+	fx_open(&f, BASE " --extra-tensor x.q:8x4");
+	use_rules(&f, PERMUTE("[[\"0\", \"2\"], [\"1\", \"3\"]]"));
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "tensor 'x.q': \"permute_rows\" ranges do not take each of the block's 4 rows once");
+	fx_close(&f);
+#undef PERMUTE
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, col, strlen(col), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "on a \"row\", \"replicate\" or \"fuse\" rule"), "%s",
+			   err.msg);
+}
+
 /* "tp_divides": each expression divisible by --tp, else refused; a
  * missing key or a non-string entry is an error. */
 Test(ext, tp_divides)

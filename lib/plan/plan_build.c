@@ -212,6 +212,8 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 
 		if (!rc)
 			rc = name_and_shape(plan, &g, &m[0], nitems, r, t, err);
+		if (!rc)
+			rc = plan_permute_rows(plan, m, n, t, err);
 		/* -exp(x) is F32 whatever --dtype says (vLLM's A parameter);
 		 * a rule's "dtype" wins over --dtype (vLLM's F32 routers) */
 		if (!rc && m[0].rule->neg_exp) {

@@ -381,6 +381,12 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 				const struct member *m, uint64_t *shape,
 				struct wshard_error *err);
 
+/* plan_reorder.c: t's pieces from a source whose rule has "permute_rows"
+ * (m[0..n) the group's members), each whole blocks, as a piece a range a
+ * block.  Returns WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM. */
+enum wshard_err plan_permute_rows(const struct wshard_plan *plan, const struct member *m,
+				  size_t n, struct wshard_out_tensor *t, struct wshard_error *err);
+
 /* plan_reorder.c: a "col" split of [E, A, B] with "deinterleave" (a
  * rank's cut of A, even rows first) or "beside" ([A, E, B/tp]); shape the
  * source's, cut by plan_split_cols; rb the bytes of one index of the

@@ -1,14 +1,17 @@
 /*
- * plan_reorder.c - column splits whose rank cut vLLM reorders as it
- * loads: Inkling's experts (a rule's "deinterleave" on a "col" split,
- * and "beside").
+ * plan_reorder.c - cuts whose rows or columns vLLM reorders as it loads:
+ * Inkling's experts (a rule's "deinterleave" on a "col" split, and
+ * "beside"), K2-Horizon's q and k heads ("permute_rows").
  */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "wshard.h"
+#include "base/fpconv.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
 #include "rules/rules.h"
+#include "rules/expr.h"
 #include "plan_impl.h"
 
 /*
@@ -83,4 +86,117 @@ enum wshard_err plan_split_reordered(const struct wshard_plan *plan, struct grou
 		shape[1] = ne;
 	}
 	return rc;
+}
+
+/* Rule r's "permute_rows" for tensor name: the block's rows, and each
+ * range [from[i], to[i]), checked to take every row of a block once. */
+static enum wshard_err permute_ranges(const struct wshard_plan *plan, const struct rules_rule *r,
+				      const char *name, uint64_t *block, uint64_t *from,
+				      uint64_t *to, struct wshard_error *err)
+{
+	uint64_t seen = 0;
+	size_t i, j;
+	int64_t v;
+	enum wshard_err rc;
+
+	rc = expr_eval_dim(plan->config, r->permute_block, name, &v, err);
+	if (rc)
+		return rc;
+	*block = v > 0 ? (uint64_t)v : 0;
+	for (i = 0; i < r->npermute && !rc; i++) {
+		rc = expr_eval_dim(plan->config, r->permute_from[i], name, &v, err);
+		from[i] = v >= 0 ? (uint64_t)v : UINT64_MAX;
+		if (!rc)
+			rc = expr_eval_dim(plan->config, r->permute_to[i], name, &v, err);
+		to[i] = v >= 0 ? (uint64_t)v : UINT64_MAX;
+		if (!rc && (from[i] > to[i] || to[i] > *block))
+			seen = UINT64_MAX;
+		/* no two ranges overlap: with lengths summing to the block,
+		 * each row is taken once */
+		for (j = 0; !rc && j < i && seen != UINT64_MAX; j++)
+			if (from[i] < to[i] && from[j] < to[j] && from[i] < to[j] && from[j] < to[i])
+				seen = UINT64_MAX;
+		if (!rc && seen != UINT64_MAX)
+			seen += to[i] - from[i];
+	}
+	if (!rc && (*block == 0 || seen != *block))
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "tensor '%s': \"permute_rows\" ranges do not take each of the block's %llu rows once",
+				      name, (unsigned long long)*block);
+	return rc;
+}
+
+/*
+ * A rule's "permute_rows" (vLLM's K2-Horizon loader gathers each head's q
+ * and k rows so that its partial rotary channels come first,
+ * _rope_weight_perm): every piece of t from such a source holds whole
+ * blocks (heads, cut whole), and becomes a piece a range a block.
+ */
+enum wshard_err plan_permute_rows(const struct wshard_plan *plan, const struct member *m,
+				  size_t n, struct wshard_out_tensor *t, struct wshard_error *err)
+{
+	struct wshard_out_tensor o = *t;
+	uint64_t block = 0, from[RULES_PERMUTE_MAX], to[RULES_PERMUTE_MAX];
+	enum wshard_err rc = WSHARD_OK;
+	size_t i, j, k;
+
+	for (j = 0; j < n && !m[j].rule->npermute; j++)
+		;
+	if (j == n)
+		return WSHARD_OK;
+	o.pieces = NULL;
+	o.npieces = 0;
+	o.nbytes = 0;
+	for (k = 0; k < t->npieces && !rc; k++) {
+		const struct wshard_piece *p = &t->pieces[k];
+		const struct rules_rule *r = NULL;
+		uint64_t b, rowlen;
+
+		for (j = 0; j < n && p->kind == WSHARD_PIECE_COPY; j++)
+			if (m[j].src == p->src && m[j].rule->npermute)
+				r = m[j].rule;
+		if (!r || !p->nrows) {
+			rc = plan_push_piece(&o, p, err);
+			continue;
+		}
+		/* vLLM folds only dense q/k (is_rope_weights_folding_supported):
+		 * a quantized one it keeps as it is, which these rules do not say */
+		if (!wshard_dtype_is_convertible(src_info(plan, p->src)->dtype)) {
+			rc = wshard_error_set(err, WSHARD_EINVAL,
+					      "tensor '%s': \"permute_rows\" on a %s tensor: vLLM reorders only F32, F16 and BF16 rows",
+					      src_name(plan, p->src),
+					      wshard_dtype_name(src_info(plan, p->src)->dtype));
+			break;
+		}
+		rc = permute_ranges(plan, r, src_name(plan, p->src), &block, from, to, err);
+		if (rc)
+			break;
+		if (p->tr_rows || p->di_rows || p->out_stride || p->pad || p->col0 ||
+		    p->ncols != src_row_bytes(src_info(plan, p->src)) || p->row0 % block ||
+		    p->nrows % block) {
+			rc = wshard_error_set(err, WSHARD_EINVAL,
+					      "tensor '%s': \"permute_rows\" needs each rank's cut in whole blocks of %llu rows",
+					      src_name(plan, p->src), (unsigned long long)block);
+			break;
+		}
+		rowlen = p->len / p->nrows;
+		for (b = p->row0; b < p->row0 + p->nrows && !rc; b += block)
+			for (i = 0; i < r->npermute && !rc; i++) {
+				struct wshard_piece q = *p;
+
+				q.row0 = b + from[i];
+				q.nrows = to[i] - from[i];
+				q.len = q.nrows * rowlen;
+				rc = plan_push_piece(&o, &q, err);
+			}
+	}
+	if (rc) {
+		free(o.pieces);
+		return rc;
+	}
+	free(t->pieces);
+	t->pieces = o.pieces;
+	t->npieces = o.npieces;
+	t->nbytes = o.nbytes;
+	return WSHARD_OK;
 }

@@ -125,6 +125,11 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->rules[i].pad_to);
 		free(r->rules[i].times_sqrt[0]);
 		free(r->rules[i].times_sqrt[1]);
+		free(r->rules[i].permute_block);
+		for (j = 0; j < (int)r->rules[i].npermute; j++) {
+			free(r->rules[i].permute_from[j]);
+			free(r->rules[i].permute_to[j]);
+		}
 		for (j = 0; j < r->rules[i].nshape; j++)
 			free(r->rules[i].shape[j]);
 	}

@@ -41,6 +41,7 @@ enum op_kind {
 	OP_REPLICATE,	/* every part whole, concatenated, on every rank */
 };
 
+#define RULES_PERMUTE_MAX 8	/* row ranges of a "permute_rows" block */
 #define OP_MAX_PARTS 8
 
 struct rules_op {
@@ -119,6 +120,12 @@ struct rules_rule {
 				 * -exp(x), F32 (vLLM's Mamba A from A_log) */
 	bool zero_mean;		/* "zero_mean": a vector x written as
 				 * x - mean(x), PyTorch's CPU arithmetic */
+	/* "permute_rows": each block of permute_block rows (an expression)
+	 * written as its row ranges [permute_from[i], permute_to[i]) in turn
+	 * (expressions), npermute of them; 0: as it is */
+	char *permute_block;
+	size_t npermute;
+	char *permute_from[RULES_PERMUTE_MAX], *permute_to[RULES_PERMUTE_MAX];
 	bool kv_heads;		/* "kv_heads": a "row" split's rows are the kv
 				 * heads': with more ranks than heads, a
 				 * rank's head whole (as q/k/v's k and v) */
@@ -381,8 +388,8 @@ bool rules_scale_weight(const char *scale, char *buf, size_t size);
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err);
 
-/* rules_values.c: a rule's "times_sqrt", "neg_exp" and "zero_mean" (t is
- * its object; its split already parsed). */
+/* rules_values.c: a rule's "times_sqrt", "neg_exp", "zero_mean" and
+ * "permute_rows" (t is its object; its split already parsed). */
 enum wshard_err rules_parse_values(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err);
 

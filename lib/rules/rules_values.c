@@ -1,8 +1,9 @@
 /*
- * rules_values.c - a rule's keys that change the values it writes, not
- * where they go: "times_sqrt" (every element times sqrt(A / B)),
- * "neg_exp" (-exp(x)) and "zero_mean" (x - mean(x)).  The planner computes
- * them (plan_values.c).
+ * rules_values.c - a rule's keys that rewrite its source's elements, not
+ * where its rank cut goes: "times_sqrt" (every element times
+ * sqrt(A / B)), "neg_exp" (-exp(x)) and "zero_mean" (x - mean(x)), which
+ * the planner computes (plan_values.c), and "permute_rows" (the rows of
+ * each block in another order, plan_reorder.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,49 @@
 
 #include "wshard.h"
 #include "rules.h"
+
+/* "permute_rows": {"block": EXPR, "ranges": [[EXPR, EXPR], ...]} */
+static enum wshard_err parse_permute(const struct wshard_rules *r, struct rules_rule *rule,
+				     json_t *t, struct wshard_error *err)
+{
+	json_t *pr = json_object_get(t, "permute_rows");
+	json_t *block = json_object_get(pr, "block"), *ranges = json_object_get(pr, "ranges");
+	size_t i, k;
+
+	if (!pr)
+		return WSHARD_OK;
+	if (!json_is_object(pr) || json_object_size(pr) != 2 || !json_is_string(block) ||
+	    !json_is_array(ranges) || json_array_size(ranges) < 1 ||
+	    json_array_size(ranges) > RULES_PERMUTE_MAX ||
+	    (rule->kind != RULE_ROW && rule->kind != RULE_REPLICATE && rule->kind != RULE_FUSE) ||
+	    json_object_get(t, "deinterleave") || rule->transpose || rule->zero_mean)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"permute_rows\" is {\"block\": EXPR, \"ranges\": [[A, B], ...]} (1 to %d ranges of expressions), on a \"row\", \"replicate\" or \"fuse\" rule without \"deinterleave\", \"transpose\" or \"zero_mean\"",
+					r->name, rule->match, RULES_PERMUTE_MAX);
+	for (i = 0; i < json_array_size(ranges); i++) {
+		json_t *a = json_array_get(ranges, i);
+
+		for (k = 0; k < 2; k++)
+			if (!json_is_array(a) || json_array_size(a) != 2 ||
+			    !json_is_string(json_array_get(a, k)))
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"'%s': rule '%s': \"permute_rows\" range %zu is not [A, B], two expressions",
+							r->name, rule->match, i);
+	}
+	rule->permute_block = strdup(json_string_value(block));
+	if (!rule->permute_block)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0; i < json_array_size(ranges); i++) {
+		json_t *a = json_array_get(ranges, i);
+
+		rule->permute_from[i] = strdup(json_string_value(json_array_get(a, 0)));
+		rule->permute_to[i] = strdup(json_string_value(json_array_get(a, 1)));
+		rule->npermute = i + 1;
+		if (!rule->permute_from[i] || !rule->permute_to[i])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
 
 enum wshard_err rules_parse_values(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err)
@@ -44,5 +88,5 @@ enum wshard_err rules_parse_values(const struct wshard_rules *r, struct rules_ru
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"zero_mean\" is true or false, on a \"replicate\" split without \"times_sqrt\" or \"neg_exp\"",
 					r->name, rule->match);
-	return WSHARD_OK;
+	return parse_permute(r, rule, t, err);
 }

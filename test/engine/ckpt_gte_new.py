@@ -87,3 +87,26 @@ def make(out):
     # vLLM's pooling runner tokenizes: XLM-R's special ids
     word_tokenizer(cfg, {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3},
                    "<pad>", "</s>", "<s>", "<unk>").save_pretrained(out)
+
+
+def make_reranker(out):
+    """GteNewForSequenceClassification (gte-multilingual-reranker-base's
+    form: new.embeddings.*, new.encoder.layer.N.*, new.pooler.dense.*,
+    classifier.* with one label), made by transformers'
+    GteForSequenceClassification, which saves the encoder under gte.: renamed
+    to the release's new.  config.json names GteNewForSequenceClassification,
+    what the override gives."""
+    import torch
+    import transformers
+    from ckpt_io import perturb_and_save, rename_prefix, write_release_config
+    from make_ckpt import word_tokenizer
+    cfg = transformers.GteConfig(**SIZES, type_vocab_size=1, pad_token_id=1, num_labels=1)
+    torch.manual_seed(1234)
+    model = transformers.GteForSequenceClassification(cfg).to(torch.bfloat16)
+    perturb_and_save(model, out)
+    rename_prefix(out, "gte.", "new.")
+    c = _new_config("GteNewForSequenceClassification")
+    c.update(id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0})
+    write_release_config(out, c, {"configuration_new.py": CONFIG_NEW_PY})
+    word_tokenizer(cfg, {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3},
+                   "<pad>", "</s>", "<s>", "<unk>").save_pretrained(out)

@@ -2764,7 +2764,11 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "openpangu-pro": "ckpt_openpangu:make_pro_v2", "param2": "ckpt_param2",
        "param2-bf16bias": "ckpt_param2:make_bf16_bias", "sarvam_mla": "ckpt_sarvam_mla",
        "sarvam_mla-freq2": "ckpt_sarvam_mla:make_freq2",
-       "sarvam_mla-tied": "ckpt_sarvam_mla:make_tied"}
+       "sarvam_mla-tied": "ckpt_sarvam_mla:make_tied",
+       "gte_new-rerank": "ckpt_gte_new:make_reranker", "k2_horizon": "ckpt_k2_horizon",
+       "k2_horizon-full": "ckpt_k2_horizon:make_full",
+       "k2_horizon-mova": "ckpt_k2_horizon:make_mova",
+       "k2_horizon-softmax": "ckpt_k2_horizon:make_softmax"}
 
 
 def make(arch, out):

@@ -63,7 +63,7 @@ POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "LlamaBidirectionalForSequenceClassification",
                                     "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel",
                                     "ColModernVBertForRetrieval", "InternLM2ForRewardModel",
-                                    "GteNewModel"}
+                                    "GteNewModel", "GteNewForSequenceClassification"}
 # Multi-vector retrievers: an embedding a token (task token_embed)
 RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval")
 # Pooling models whose answer is a vector a token (task token_classify)
@@ -335,7 +335,8 @@ def arch_settings(model, kw):
                 "BailingMoeV2ForCausalLM", "InternVLChatModel", "TeleChat2ForCausalLM",
                 "DeepseekForCausalLM", "IQuestLoopCoderForCausalLM", "SarvamMoEForCausalLM",
                 "GteNewModel", "PanguEmbeddedForCausalLM", "PanguUltraMoEForCausalLM",
-                "PanguProMoEV2ForCausalLM", "Param2MoEForCausalLM", "SarvamMLAForCausalLM"):
+                "PanguProMoEV2ForCausalLM", "Param2MoEForCausalLM", "SarvamMLAForCausalLM",
+                "GteNewForSequenceClassification", "K2HorizonForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
