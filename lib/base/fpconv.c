@@ -124,6 +124,19 @@ static void store_f32(enum wshard_dtype to, uint32_t u, unsigned char *p)
 	memcpy(p, &h, 2);
 }
 
+/* F32 bits u rounded to dt (F32: as it is) and widened back. */
+static float round_to(enum wshard_dtype dt, uint32_t u)
+{
+	float f;
+
+	if (dt == WSHARD_BF16)
+		u = (uint32_t)wshard_f32_to_bf16(u) << 16;
+	else if (dt == WSHARD_F16)
+		u = wshard_f16_to_f32(wshard_f32_to_f16(u));
+	memcpy(&f, &u, 4);
+	return f;
+}
+
 void wshard_scale_floats(enum wshard_dtype from, enum wshard_dtype to,
 			 const void *src, void *dst, size_t n, float mul)
 {
@@ -133,14 +146,9 @@ void wshard_scale_floats(enum wshard_dtype from, enum wshard_dtype to,
 
 	for (i = 0; i < n; i++) {
 		uint32_t u = load_f32(from, s + i * in);
-		float f;
-
 		/* rounded to to first, as the copy into vLLM's parameter is */
-		if (to == WSHARD_BF16 && from != WSHARD_BF16)
-			u = (uint32_t)wshard_f32_to_bf16(u) << 16;
-		else if (to == WSHARD_F16 && from != WSHARD_F16)
-			u = wshard_f16_to_f32(wshard_f32_to_f16(u));
-		memcpy(&f, &u, 4);
+		float f = round_to(to, u);
+
 		f *= mul;
 		memcpy(&u, &f, 4);
 		store_f32(to, u, d + i * out);
@@ -269,19 +277,6 @@ static float torch_sum_f32(const float *x, size_t n)
 	for (l = 0; l < LANES; l++)
 		total += acc[0][0][l];
 	return total;
-}
-
-/* F32 bits u rounded to dt (F32: as it is) and widened back. */
-static float round_to(enum wshard_dtype dt, uint32_t u)
-{
-	float f;
-
-	if (dt == WSHARD_BF16)
-		u = (uint32_t)wshard_f32_to_bf16(u) << 16;
-	else if (dt == WSHARD_F16)
-		u = wshard_f16_to_f32(wshard_f32_to_f16(u));
-	memcpy(&f, &u, 4);
-	return f;
 }
 
 int wshard_torch_mean(enum wshard_dtype from, const void *src, size_t n, float *mean)

@@ -61,6 +61,23 @@ void plan_convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t, bool 
 	t->dtype = to;
 }
 
+/* t's COPY pieces that --dtype left as they are (from == to) marked as
+ * computed from dt, their source's dtype, into t's: each element is
+ * computed in F32 and written in t's dtype. */
+static void mark_computed(struct wshard_out_tensor *t, enum wshard_dtype dt)
+{
+	size_t k;
+
+	for (k = 0; k < t->npieces; k++) {
+		struct wshard_piece *p = &t->pieces[k];
+
+		if (p->kind == WSHARD_PIECE_COPY && p->from == p->to) {
+			p->from = (uint8_t)dt;
+			p->to = (uint8_t)t->dtype;
+		}
+	}
+}
+
 /*
  * A rule's "times_sqrt" [A, B]: every element of t multiplied by
  * sqrt(A / B), in its output dtype (vLLM's composed weight loaders, LongCat's
@@ -88,17 +105,9 @@ enum wshard_err plan_times(const struct wshard_plan *plan, const struct member *
 					src_name(plan, m->src), m->rule->times_sqrt[0],
 					m->rule->times_sqrt[1]);
 	mul = (float)pow((double)a / (double)b, 0.5);
-	for (k = 0; k < t->npieces; k++) {
-		struct wshard_piece *p = &t->pieces[k];
-
-		if (p->kind != WSHARD_PIECE_COPY)
-			continue;
-		if (p->from == p->to) {
-			p->from = (uint8_t)dt;
-			p->to = (uint8_t)t->dtype;
-		}
-		p->mul = mul;
-	}
+	mark_computed(t, dt);
+	for (k = 0; k < t->npieces; k++)
+		t->pieces[k].mul = t->pieces[k].kind == WSHARD_PIECE_COPY ? mul : 0;
 	return WSHARD_OK;
 }
 
@@ -166,17 +175,11 @@ enum wshard_err plan_zero_mean(const struct wshard_plan *plan, const struct memb
 	free(buf);
 	if (rc)
 		return rc;
-	for (k = 0; k < t->npieces; k++) {
-		struct wshard_piece *p = &t->pieces[k];
-
-		if (p->kind != WSHARD_PIECE_COPY)
-			continue;
-		if (p->from == p->to) {
-			p->from = (uint8_t)dt;
-			p->to = (uint8_t)t->dtype;
+	mark_computed(t, dt);
+	for (k = 0; k < t->npieces; k++)
+		if (t->pieces[k].kind == WSHARD_PIECE_COPY) {
+			t->pieces[k].zero_mean = 1;
+			t->pieces[k].mean = mean;
 		}
-		p->zero_mean = 1;
-		p->mean = mean;
-	}
 	return WSHARD_OK;
 }

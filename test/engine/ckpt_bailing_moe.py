@@ -160,7 +160,7 @@ def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32
          bias_dtype=None):
     import torch
     import transformers
-    from ckpt_io import save_shards, saved_tensors, write_release_config
+    from ckpt_io import layer_shards, save_shards, saved_tensors, write_release_config
     H, nh, kv, hd, V = 256, 4, 2, 64, 1000
     L = 3
     E, I_moe, I = 8, 128, 512
@@ -226,12 +226,8 @@ def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32
     # shards as the releases write them: the embedding, a layer a shard,
     # then the final norm and head
     os.makedirs(out, exist_ok=True)
-    groups = [["model.word_embeddings.weight"]]
-    for n in range(cfg.num_hidden_layers):
-        groups.append(sorted(k for k in new if k.startswith("model.layers.%d." % n)))
-    groups.append(sorted(k for k in new if not k.startswith("model.layers.")
-                         and k != "model.word_embeddings.weight"))
-    save_shards(out, new, groups)
+    save_shards(out, new, layer_shards(new, "model.word_embeddings.weight",
+                                       cfg.num_hidden_layers))
     common = {"attention_dropout": 0.0, "embedding_dropout": 0.0, "output_dropout": 0.0,
               "hidden_act": "silu", "hidden_size": H, "initializer_range": 0.02,
               "intermediate_size": I, "max_position_embeddings": 512,

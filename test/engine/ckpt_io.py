@@ -93,6 +93,17 @@ def saved_tensors(model, out):
     return sd
 
 
+def layer_shards(tensors, first, layers, prefix="model.layers."):
+    """The shards the releases write: FIRST (the embedding) alone, the
+    tensors of each of LAYERS layers under PREFIX, then the rest (the final
+    norm and the head)."""
+    groups = [[first]]
+    for n in range(layers):
+        groups.append(sorted(k for k in tensors if k.startswith("%s%d." % (prefix, n))))
+    groups.append(sorted(k for k in tensors if not k.startswith(prefix) and k != first))
+    return groups
+
+
 def save_shards(out, tensors, groups):
     """Writes tensors (name: torch tensor) into OUT as the shards groups
     lists (each a list of names, a shard), model-0000K-of-0000N, with the

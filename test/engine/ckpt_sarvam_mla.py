@@ -83,7 +83,7 @@ E, I_MOE, I_DENSE = 8, 128, 512
 def make(out, q_lora=False, moe_layer_freq=1, bias_dtype="F32", shared=1, tie=False):
     import torch
     import transformers
-    from ckpt_io import save_shards, saved_tensors, write_release_config
+    from ckpt_io import layer_shards, save_shards, saved_tensors, write_release_config
     L = 4 if moe_layer_freq > 1 else 3
     cfg = transformers.DeepseekV3Config(
         hidden_size=H, intermediate_size=I_DENSE, moe_intermediate_size=I_MOE,
@@ -122,12 +122,7 @@ def make(out, q_lora=False, moe_layer_freq=1, bias_dtype="F32", shared=1, tie=Fa
     # shards as the release writes them: the embedding, a layer a shard,
     # then the final norm and head
     os.makedirs(out, exist_ok=True)
-    groups = [["model.embed_tokens.weight"]]
-    for n in range(L):
-        groups.append(sorted(k for k in new if k.startswith("model.layers.%d." % n)))
-    groups.append(sorted(k for k in new if not k.startswith("model.layers.")
-                         and k != "model.embed_tokens.weight"))
-    save_shards(out, new, groups)
+    save_shards(out, new, layer_shards(new, "model.embed_tokens.weight", L))
     c = {"architectures": ["SarvamMLAForCausalLM"], "model_type": "sarvam_mla",
          "auto_map": {"AutoConfig": "configuration_sarvam_mla.SarvamMLAConfig",
                       "AutoModelForCausalLM": "modeling_sarvam_mla.SarvamMLAForCausalLM"},
