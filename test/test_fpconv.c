@@ -693,9 +693,32 @@ Test(zero_mean, torch_cpu_mean)
 	 * is -0.20703125, rounded to BF16 -0.20703125 */
 	h[0] = 0x3f80;		/* 1.0 */
 	h[1] = 0x3f00;		/* 0.5 */
-	wshard_minus_floats(WSHARD_BF16, WSHARD_F32, h, out, 2, 0.70703125f);
+	wshard_add_floats(WSHARD_BF16, WSHARD_F32, h, out, 2, -0.70703125f, true);
 	cr_assert_float_eq(out[0], 0.29296875f, 0);
 	cr_assert_float_eq(out[1], -0.20703125f, 0);
 	free(x);
 	free(h);
+}
+
+/*
+ * x + c added after the copy into the output's dtype (a rule's "plus",
+ * as CUDA offsets a parameter by a Python float): the F32 offset, one
+ * rounding.  BF16 0.00830078125 + 0.2: the sum 0.20830078 (F32) rounds to
+ * BF16 0x3e55 (0.2080078125), where the offset rounded to BF16 first
+ * (0.2001953125, what vLLM's CPU build adds) gives 0x3e56; 1.0 + 0.2
+ * rounds to 0x3f9a (1.203125).  From BF16 into F32 the sum is exact F32.
+ */
+Test(plus, after_the_copy)
+{
+	uint16_t h[2] = { 0x3c08, 0x3f80 }, o[2];	/* 0.00830078125, 1.0 */
+	float out[2], want;
+
+	wshard_add_floats(WSHARD_BF16, WSHARD_BF16, h, o, 2, 0.2f, false);
+	cr_assert_eq(o[0], 0x3e55, "%04x", o[0]);
+	cr_assert_eq(o[1], 0x3f9a, "%04x", o[1]);
+	wshard_add_floats(WSHARD_BF16, WSHARD_F32, h, out, 2, 0.2f, false);
+	want = 0.00830078125f + 0.2f;
+	cr_assert_float_eq(out[0], want, 0);
+	want = 1.0f + 0.2f;
+	cr_assert_float_eq(out[1], want, 0);
 }

@@ -164,11 +164,11 @@ Test(ext, zero_mean)
 		cr_assert_eq(t->npieces, 1);
 		cr_assert_eq(t->pieces[0].from, WSHARD_BF16);
 		cr_assert_eq(t->pieces[0].to, WSHARD_F32);
-		cr_assert_eq(t->pieces[0].zero_mean, 1);
-		cr_assert_float_eq(t->pieces[0].mean, want, 0, "mean %g, want %g",
-				   (double)t->pieces[0].mean, (double)want);
+		cr_assert_eq(t->pieces[0].add, WSHARD_ADD_SOURCE);
+		cr_assert_float_eq(-t->pieces[0].addend, want, 0, "mean %g, want %g",
+				   (double)-t->pieces[0].addend, (double)want);
 		t = get_out(&f, r, "model.norm.weight");
-		cr_assert_eq(t->pieces[0].zero_mean, 0);
+		cr_assert_eq(t->pieces[0].add, WSHARD_ADD_NONE);
 	}
 	fx_close(&f);
 	fx_open(&f, BASE " --extra-tensor x.mat:4x2");
@@ -185,6 +185,50 @@ Test(ext, zero_mean)
 	wshard_error_clear(&err);
 	cr_assert_eq(wshard_rules_parse(&bad, both, strlen(both), "t", &err), WSHARD_EINVAL);
 	cr_assert_not_null(strstr(err.msg, "without \"times_sqrt\" or \"neg_exp\""), "%s", err.msg);
+}
+
+/*
+ * "plus" (PLaMo 3's norms): a BF16 [8] replicated, its piece adding the
+ * F32 offset after the copy into the output's dtype (F16 with --dtype);
+ * refused on a "col" split and beside "zero_mean".
+ */
+Test(ext, plus)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const struct wshard_out_tensor *t;
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *col = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
+			  "{\"match\": \"a\", \"split\": \"col\", \"plus\": 1}]}";
+	const char *both = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
+			   "{\"match\": \"a\", \"split\": \"replicate\", \"plus\": 1, "
+			   "\"zero_mean\": true}]}";
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.norm:8");
+	use_rules(&f, "{\"tensors\": [{\"match\": \"x.norm\", \"split\": \"replicate\", "
+		  "\"plus\": 0.2}," CATCH_ALL "]}");
+	f.opt.has_dtype = true;
+	f.opt.dtype = WSHARD_F16;
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "x.norm");
+		cr_assert_eq(t->dtype, WSHARD_F16);
+		cr_assert_eq(t->npieces, 1);
+		cr_assert_eq(t->pieces[0].from, WSHARD_BF16);
+		cr_assert_eq(t->pieces[0].to, WSHARD_F16);
+		cr_assert_eq(t->pieces[0].add, WSHARD_ADD_OUTPUT);
+		cr_assert_float_eq(t->pieces[0].addend, 0.2f, 0);
+	}
+	fx_close(&f);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, col, strlen(col), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "\"plus\" is a number, on a \"replicate\" or \"row\" split"),
+			   "%s", err.msg);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, both, strlen(both), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "without \"times_sqrt\", \"neg_exp\" or \"zero_mean\""),
+			   "%s", err.msg);
 }
 
 /*

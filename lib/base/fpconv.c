@@ -301,8 +301,8 @@ int wshard_torch_mean(enum wshard_dtype from, const void *src, size_t n, float *
 	return 0;
 }
 
-void wshard_minus_floats(enum wshard_dtype from, enum wshard_dtype to, const void *src,
-			 void *dst, size_t n, float m)
+void wshard_add_floats(enum wshard_dtype from, enum wshard_dtype to, const void *src,
+		       void *dst, size_t n, float c, bool in_source)
 {
 	const unsigned char *s = src;
 	unsigned char *d = dst;
@@ -310,14 +310,16 @@ void wshard_minus_floats(enum wshard_dtype from, enum wshard_dtype to, const voi
 
 	for (i = 0; i < n; i++) {
 		uint32_t u = load_f32(from, s + i * in);
-		float f;
+		/* in_source: the sum is a tensor of from's dtype, then copied;
+		 * else x is copied into to's dtype first */
+		float f = in_source ? round_to(WSHARD_F32, u) : round_to(to, u);
 
-		memcpy(&f, &u, 4);
-		f -= m;
+		f += c;
 		memcpy(&u, &f, 4);
-		/* the difference is a tensor of from's dtype, then copied */
-		f = round_to(from, u);
-		memcpy(&u, &f, 4);
+		if (in_source) {
+			f = round_to(from, u);
+			memcpy(&u, &f, 4);
+		}
 		store_f32(to, u, d + i * out);
 	}
 }

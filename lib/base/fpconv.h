@@ -40,9 +40,11 @@ void wshard_neg_exp_floats(enum wshard_dtype from, const void *src, void *dst, s
  * computes it on an x86-64 CPU (t.mean(): F32 sums in its order, an F16 or
  * BF16 mean rounded to that dtype) into *mean; 0, or -1 out of memory. */
 int wshard_torch_mean(enum wshard_dtype from, const void *src, size_t n, float *mean);
-/* n elements x of from at src as x - m at dst in to: the difference in
- * F32 rounded to from (PyTorch's t - t.mean() in t's dtype), then to to. */
-void wshard_minus_floats(enum wshard_dtype from, enum wshard_dtype to, const void *src,
-			 void *dst, size_t n, float m);
+/* n elements x of from (F32, F16 or BF16) at src as x + c at dst in to:
+ * in_source, the sum in F32 rounded to from, then converted to to
+ * (PyTorch's t - t.mean() in t's dtype); else x converted to to first, the
+ * sum in F32 rounded to to (a GPU's param + offset in the param's dtype). */
+void wshard_add_floats(enum wshard_dtype from, enum wshard_dtype to, const void *src,
+		       void *dst, size_t n, float c, bool in_source);
 
 #endif /* WSHARD_FPCONV_H */

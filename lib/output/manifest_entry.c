@@ -65,8 +65,9 @@ struct prov {
 	uint64_t r0, r1, c0, c1;
 	uint64_t di_rows, row_dims, dim;
 	uint64_t pad;
-	bool cols, tr, beside, neg_exp, zero_mean;
-	float mul, mean;
+	bool cols, tr, beside, neg_exp;
+	uint8_t add;
+	float mul, addend;
 };
 
 static void piece_prov(const struct wshard_plan *plan, const struct wshard_piece *p,
@@ -87,8 +88,8 @@ static void piece_prov(const struct wshard_plan *plan, const struct wshard_piece
 	v->pad = pad_elems(p);
 	v->mul = p->mul;
 	v->neg_exp = p->neg_exp != 0;
-	v->zero_mean = p->zero_mean != 0;
-	v->mean = p->zero_mean ? p->mean : 0;
+	v->add = p->add;
+	v->addend = p->add ? p->addend : 0;
 }
 
 /* a's provenance, when a is a COPY with b's, but for its name */
@@ -275,8 +276,10 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 			json_object_set_new(o, "times", json_real(p->mul));
 		if (o && p->neg_exp)
 			json_object_set_new(o, "neg_exp", json_true());
-		if (o && p->zero_mean)
-			json_object_set_new(o, "minus_mean", json_real(p->mean));
+		if (o && p->add == WSHARD_ADD_SOURCE)
+			json_object_set_new(o, "minus_mean", json_real(-p->addend));
+		if (o && p->add == WSHARD_ADD_OUTPUT)
+			json_object_set_new(o, "plus", json_real(p->addend));
 		break;
 	}
 	case WSHARD_PIECE_ZERO:
@@ -438,7 +441,7 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 {
 	put(b, "{", 1);
 	if (p->kind == WSHARD_PIECE_CONST || p->kind == WSHARD_PIECE_ARANGE || p->mul != 0 ||
-	    p->neg_exp || p->zero_mean) {
+	    p->neg_exp || p->add) {
 		b->odd = true;	/* a float or a rare kind: jansson writes it */
 	} else if (p->kind == WSHARD_PIECE_ZERO) {
 		put_key(b, d + 1, "zeros", true);

@@ -48,6 +48,19 @@ enum wshard_piece_kind {
 };
 
 /*
+ * How a piece adds its addend.  SOURCE: in F32, the sum rounded to the
+ * source's dtype, then converted (PyTorch's t - t.mean() before vLLM
+ * copies it in: a rule's "zero_mean", the addend minus the mean).  OUTPUT:
+ * x converted first, then the sum in F32 rounded to the output's dtype
+ * (vLLM's param + offset on a GPU: a rule's "plus").
+ */
+enum wshard_piece_add {
+	WSHARD_ADD_NONE,
+	WSHARD_ADD_SOURCE,
+	WSHARD_ADD_OUTPUT,
+};
+
+/*
  * One contiguous run of an output tensor.  A COPY takes a rectangle of
  * the source tensor seen as a matrix of rows x row_bytes (rows = shape[0],
  * 1 for a scalar): rows [row0, row0 + nrows), bytes [col0, col0 + ncols)
@@ -100,10 +113,9 @@ struct wshard_piece {
 	/* COPY of F32, F16 or BF16 to F32: 1, each element x written as
 	 * -exp(x) (a rule's "neg_exp"); 0: as it is */
 	uint8_t neg_exp;
-	/* COPY of F32, F16 or BF16 (a rule's "zero_mean"): 1, each element x
-	 * written as x - mean, computed in from's dtype, then converted to
-	 * to; 0: as it is */
-	uint8_t zero_mean;
+	/* COPY of F32, F16 or BF16: each element x written as x + addend
+	 * (enum wshard_piece_add); 0: as it is */
+	uint8_t add;
 	/* 0: output rows back to back; else the bytes from one output row
 	 * of the piece to the next (a part of a fused output row) */
 	uint32_t out_stride;
@@ -113,7 +125,7 @@ struct wshard_piece {
 	/* COPY of F32, F16 or BF16: 0, or each element multiplied by it (a
 	 * rule's "times_sqrt"; from and to set) */
 	float mul;
-	float mean;			/* zero_mean: the mean subtracted */
+	float addend;			/* add: what is added */
 };
 
 struct wshard_out_tensor {

@@ -233,6 +233,8 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 			rc = plan_times(plan, &m[0], t, err);
 		if (!rc && m[0].rule->zero_mean)
 			rc = plan_zero_mean(plan, &m[0], t, err);
+		if (!rc && m[0].rule->has_plus)
+			rc = plan_plus(plan, &m[0], t, err);
 		if (!rc)
 			rc = plan_push_expert_bias(plan, &m[0], t, plan_model_dtype(plan),
 						   &plan->ranks[r], &caps[r], err);

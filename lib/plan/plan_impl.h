@@ -179,8 +179,8 @@ const struct wshard_src_tensor *plan_source_named(const struct wshard_plan *plan
 
 /*
  * plan_values.c: t's pieces produce to's dtype (plan_convert_dtype; ints:
- * I32 and I64 sources too), or m's rule's "times_sqrt", "neg_exp" or
- * "zero_mean" values.
+ * I32 and I64 sources too), or m's rule's "times_sqrt", "neg_exp",
+ * "zero_mean" or "plus" values.
  */
 void plan_convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t, bool ints);
 enum wshard_err plan_times(const struct wshard_plan *plan, const struct member *m,
@@ -189,6 +189,8 @@ enum wshard_err plan_neg_exp(const struct wshard_plan *plan, const struct member
 			     struct wshard_out_tensor *t, struct wshard_error *err);
 enum wshard_err plan_zero_mean(const struct wshard_plan *plan, const struct member *m,
 			       struct wshard_out_tensor *t, struct wshard_error *err);
+enum wshard_err plan_plus(const struct wshard_plan *plan, const struct member *m,
+			  struct wshard_out_tensor *t, struct wshard_error *err);
 
 /* plan_tie.c: where config.json ties the head to the embedding but the
  * checkpoint ships a head of its own whose bytes differ (the rules' tie

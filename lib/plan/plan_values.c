@@ -1,9 +1,10 @@
 /*
  * plan_values.c - a rule's output values that are not the source's bytes
  * as they are: --dtype's and a rule's "dtype" conversions, "times_sqrt",
- * "neg_exp" and "zero_mean".  Each marks a rank's pieces with what the
- * stream computes as it copies (stream.c, fpconv.c); zero_mean reads its
- * small source here, for the mean must be known before its first byte.
+ * "neg_exp", "zero_mean" and "plus".  Each marks a rank's pieces with
+ * what the stream computes as it copies (stream.c, fpconv.c); zero_mean
+ * reads its small source here, for the mean must be known before its
+ * first byte.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -178,8 +179,36 @@ enum wshard_err plan_zero_mean(const struct wshard_plan *plan, const struct memb
 	mark_computed(t, dt);
 	for (k = 0; k < t->npieces; k++)
 		if (t->pieces[k].kind == WSHARD_PIECE_COPY) {
-			t->pieces[k].zero_mean = 1;
-			t->pieces[k].mean = mean;
+			t->pieces[k].add = WSHARD_ADD_SOURCE;
+			t->pieces[k].addend = -mean;
+		}
+	return WSHARD_OK;
+}
+
+/*
+ * A rule's "plus": every element x written as x + plus, as vLLM's
+ * composed weight loaders offset a parameter on a GPU (PLaMo 3's norms:
+ * param + 1/5): x copied into the parameter's dtype first, the Python
+ * float taken as F32 (CUDA's kernels read a CPU scalar as it is), the sum
+ * rounded once.  vLLM's CPU build rounds the offset to the parameter's
+ * dtype first (TensorIterator casts CPU scalars for CPU kernels only), so
+ * its bytes can differ from these in the last place.
+ */
+enum wshard_err plan_plus(const struct wshard_plan *plan, const struct member *m,
+			  struct wshard_out_tensor *t, struct wshard_error *err)
+{
+	enum wshard_dtype dt = src_info(plan, m->src)->dtype;
+	size_t k;
+
+	if (!wshard_dtype_is_convertible(dt) || !wshard_dtype_is_convertible(t->dtype))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"plus\" needs a F32, F16 or BF16 tensor, not %s",
+					src_name(plan, m->src), wshard_dtype_name(dt));
+	mark_computed(t, dt);
+	for (k = 0; k < t->npieces; k++)
+		if (t->pieces[k].kind == WSHARD_PIECE_COPY) {
+			t->pieces[k].add = WSHARD_ADD_OUTPUT;
+			t->pieces[k].addend = (float)m->rule->plus;
 		}
 	return WSHARD_OK;
 }

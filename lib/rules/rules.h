@@ -120,6 +120,8 @@ struct rules_rule {
 				 * -exp(x), F32 (vLLM's Mamba A from A_log) */
 	bool zero_mean;		/* "zero_mean": a vector x written as
 				 * x - mean(x), PyTorch's CPU arithmetic */
+	bool has_plus;		/* "plus": every element x written as */
+	double plus;		/* x + plus, in the output's dtype */
 	/* "permute_rows": each block of permute_block rows (an expression)
 	 * written as its row ranges [permute_from[i], permute_to[i]) in turn
 	 * (expressions), npermute of them; 0: as it is */
@@ -388,8 +390,8 @@ bool rules_scale_weight(const char *scale, char *buf, size_t size);
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err);
 
-/* rules_values.c: a rule's "times_sqrt", "neg_exp", "zero_mean" and
- * "permute_rows" (t is its object; its split already parsed). */
+/* rules_values.c: a rule's "times_sqrt", "neg_exp", "zero_mean", "plus"
+ * and "permute_rows" (t is its object; its split already parsed). */
 enum wshard_err rules_parse_values(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err);
 

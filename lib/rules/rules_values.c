@@ -1,7 +1,8 @@
 /*
  * rules_values.c - a rule's keys that rewrite its source's elements, not
  * where its rank cut goes: "times_sqrt" (every element times
- * sqrt(A / B)), "neg_exp" (-exp(x)) and "zero_mean" (x - mean(x)), which
+ * sqrt(A / B)), "neg_exp" (-exp(x)), "zero_mean" (x - mean(x)) and "plus"
+ * (x + a number), which
  * the planner computes (plan_values.c), and "permute_rows" (the rows of
  * each block in another order, plan_reorder.c).
  */
@@ -59,7 +60,7 @@ static enum wshard_err parse_permute(const struct wshard_rules *r, struct rules_
 enum wshard_err rules_parse_values(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err)
 {
-	json_t *ts;
+	json_t *ts, *pl;
 	size_t i;
 
 	ts = json_object_get(t, "times_sqrt");
@@ -87,6 +88,14 @@ enum wshard_err rules_parse_values(const struct wshard_rules *r, struct rules_ru
 	     rule->kind != RULE_REPLICATE))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"zero_mean\" is true or false, on a \"replicate\" split without \"times_sqrt\" or \"neg_exp\"",
+					r->name, rule->match);
+	pl = json_object_get(t, "plus");
+	rule->has_plus = pl != NULL;
+	rule->plus = json_number_value(pl);
+	if (pl && (!json_is_number(pl) || ts || rule->neg_exp || rule->zero_mean ||
+		   (rule->kind != RULE_REPLICATE && rule->kind != RULE_ROW)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"plus\" is a number, on a \"replicate\" or \"row\" split without \"times_sqrt\", \"neg_exp\" or \"zero_mean\"",
 					r->name, rule->match);
 	return parse_permute(r, rule, t, err);
 }

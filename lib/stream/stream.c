@@ -89,8 +89,9 @@ static void convert_row(const struct wshard_piece *p, const char *row, char *out
 
 	if (p->neg_exp)
 		wshard_neg_exp_floats(p->from, row, out, n);
-	else if (p->zero_mean)
-		wshard_minus_floats(p->from, p->to, row, out, n, p->mean);
+	else if (p->add)
+		wshard_add_floats(p->from, p->to, row, out, n, p->addend,
+				  p->add == WSHARD_ADD_SOURCE);
 	else if (p->mul != 0)
 		wshard_scale_floats(p->from, p->to, row, out, n, p->mul);
 	else
@@ -104,7 +105,7 @@ static void convert_row(const struct wshard_piece *p, const char *row, char *out
 static void put_strided(struct stream *s, const struct ref *ref, const struct wshard_piece *p,
 			uint64_t x, uint64_t y, const char *src, uint64_t stride)
 {
-	bool convert = p->from != p->to || p->mul != 0 || p->neg_exp || p->zero_mean;
+	bool convert = p->from != p->to || p->mul != 0 || p->neg_exp || p->add;
 	uint64_t r;
 
 	if (convert && stream_grow(&s->stage, &s->stage_cap, (size_t)p->out_ncols, &s->local))
@@ -139,7 +140,7 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 	uint64_t off = p->dst + (x - p->row0) * orow;
 	size_t len = (size_t)((y - x) * orow);
 	bool convert = p->out_ncols != p->ncols || p->from != p->to || p->tr_rows || p->mul != 0 ||
-		       p->neg_exp || p->zero_mean;
+		       p->neg_exp || p->add;
 	uint64_t g, i, r;
 
 	if (s->local.code || len == 0)

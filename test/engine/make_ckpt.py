@@ -2768,7 +2768,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "gte_new-rerank": "ckpt_gte_new:make_reranker", "k2_horizon": "ckpt_k2_horizon",
        "k2_horizon-full": "ckpt_k2_horizon:make_full",
        "k2_horizon-mova": "ckpt_k2_horizon:make_mova",
-       "k2_horizon-softmax": "ckpt_k2_horizon:make_softmax"}
+       "k2_horizon-softmax": "ckpt_k2_horizon:make_softmax", "plamo3": "ckpt_plamo3",
+       "plamo3-untied": "ckpt_plamo3:make_untied"}
 
 
 def make(arch, out):

@@ -336,7 +336,8 @@ def arch_settings(model, kw):
                 "DeepseekForCausalLM", "IQuestLoopCoderForCausalLM", "SarvamMoEForCausalLM",
                 "GteNewModel", "PanguEmbeddedForCausalLM", "PanguUltraMoEForCausalLM",
                 "PanguProMoEV2ForCausalLM", "Param2MoEForCausalLM", "SarvamMLAForCausalLM",
-                "GteNewForSequenceClassification", "K2HorizonForCausalLM"):
+                "GteNewForSequenceClassification", "K2HorizonForCausalLM",
+                "Plamo3ForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
@@ -444,30 +445,37 @@ def read_all(paths):
     return t
 
 
-def neg_exp_names(out):
-    """The output tensors the manifest says are -exp of their source
-    (a rule's "neg_exp": vLLM's Mamba A)."""
+def approx_names(out):
+    """The output tensors the manifest says are computed in a way vLLM's
+    CPU build does not round alike, with the units in the last place
+    they may differ by: -exp of their source (a rule's "neg_exp", vLLM's
+    Mamba A: torch.exp is not rounded correctly, wshard's -exp is) 2, an
+    offset added ("plus", PLaMo 3's norms: wshard adds the F32 offset as
+    CUDA does, vLLM's CPU build rounds it to the parameter's dtype first) 1."""
     try:
         m = json.load(open(os.path.join(out, "wshard.json")))
     except (OSError, ValueError):
-        return set()
-    return {t["name"] for rk in m.get("ranks", []) for t in rk.get("tensors", [])
-            if any(s.get("neg_exp") for s in t.get("sources", []))}
+        return {}
+    return {t["name"]: 2 if any(s.get("neg_exp") for s in t["sources"]) else 1
+            for rk in m.get("ranks", []) for t in rk.get("tensors", [])
+            if any(s.get("neg_exp") or "plus" in s for s in t.get("sources", []))}
 
 
-def within_ulps(a, b, n=2):
-    """F32 bytes a and b within n units in the last place, element by
-    element: torch.exp is not rounded correctly, wshard's -exp is."""
-    if len(a) != len(b) or len(a) % 4:
+def within_ulps(a, b, dtype, n):
+    """Bytes a and b of dtype (F32, F16 or BF16) within n units in the last
+    place, element by element."""
+    w = 4 if dtype == "F32" else 2
+    if dtype not in ("F32", "F16", "BF16") or len(a) != len(b) or len(a) % w:
         return False
-    x = struct.unpack(f"<{len(a) // 4}i", a)
-    y = struct.unpack(f"<{len(b) // 4}i", b)
+    f = "i" if w == 4 else "h"
+    x = struct.unpack(f"<{len(a) // w}{f}", a)
+    y = struct.unpack(f"<{len(b) // w}{f}", b)
     return all(abs(u - v) <= n for u, v in zip(x, y))
 
 
 def compare_bytes(dump, out, tp, pp=1):
     bad = 0
-    approx = neg_exp_names(out)
+    approx = approx_names(out)
     for s, r in [(s, r) for s in range(pp) for r in range(tp)]:
         ref = read_all([os.path.join(dump, rank_name(pp, s, r) + ".safetensors")])
         got = read_all(rank_files(out, r, pp, s))
@@ -487,7 +495,7 @@ def compare_bytes(dump, out, tp, pp=1):
                       f", wshard {got[k][0]} {got[k][1]}")
                 bad += 1
             elif ref[k][2] != got[k][2] and not (
-                    k in approx and ref[k][0] == "F32" and within_ulps(ref[k][2], got[k][2])):
+                    k in approx and within_ulps(ref[k][2], got[k][2], ref[k][0], approx[k])):
                 a, b = ref[k][2], got[k][2]
                 n = sum(x != y for x, y in zip(a, b))
                 print(f"rank {r}: {k}: {n} of {len(a)} bytes differ")
