@@ -189,6 +189,7 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 	struct group_out g = { 0 };
 	enum wshard_dtype dt = src_info(plan, m[0].src)->dtype;
 	size_t nitems = 0;
+	float mean = 0;
 	int r;
 	enum wshard_err rc;
 
@@ -198,6 +199,9 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 	rc = plan_check_experts(plan, &m[0], err);
 	if (!rc)
 		rc = build_items(plan, rules, &g, m, n, &nitems, err);
+	/* read once, added on every rank */
+	if (!rc && m[0].rule->zero_mean)
+		rc = plan_source_mean(plan, &m[0], &mean, err);
 	/* per-expert per-tensor scales stack to [E], as vLLM's FusedMoE has them */
 	if (is_stacked(&m[0]) && m[0].rule->scale && g.ndim == 1 && g.shape[0] == 1)
 		g.ndim = 0;
@@ -232,7 +236,7 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 		if (!rc && m[0].rule->times_sqrt[0])
 			rc = plan_times(plan, &m[0], t, err);
 		if (!rc && m[0].rule->zero_mean)
-			rc = plan_zero_mean(plan, &m[0], t, err);
+			plan_zero_mean(plan, &m[0], t, mean);
 		if (!rc && m[0].rule->has_plus)
 			rc = plan_plus(plan, &m[0], t, err);
 		if (!rc)

@@ -187,8 +187,12 @@ enum wshard_err plan_times(const struct wshard_plan *plan, const struct member *
 			   struct wshard_out_tensor *t, struct wshard_error *err);
 enum wshard_err plan_neg_exp(const struct wshard_plan *plan, const struct member *m,
 			     struct wshard_out_tensor *t, struct wshard_error *err);
-enum wshard_err plan_zero_mean(const struct wshard_plan *plan, const struct member *m,
-			       struct wshard_out_tensor *t, struct wshard_error *err);
+/* zero_mean: the source's mean, read and computed once a group
+ * (plan_source_mean), then each rank's pieces marked (plan_zero_mean). */
+enum wshard_err plan_source_mean(const struct wshard_plan *plan, const struct member *m,
+				 float *mean, struct wshard_error *err);
+void plan_zero_mean(const struct wshard_plan *plan, const struct member *m,
+		    struct wshard_out_tensor *t, float mean);
 enum wshard_err plan_plus(const struct wshard_plan *plan, const struct member *m,
 			  struct wshard_out_tensor *t, struct wshard_error *err);
 

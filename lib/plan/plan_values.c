@@ -148,16 +148,14 @@ enum wshard_err plan_neg_exp(const struct wshard_plan *plan, const struct member
  */
 enum { ZERO_MEAN_MAX = 32768 };	/* at::internal::GRAIN_SIZE */
 
-enum wshard_err plan_zero_mean(const struct wshard_plan *plan, const struct member *m,
-			       struct wshard_out_tensor *t, struct wshard_error *err)
+enum wshard_err plan_source_mean(const struct wshard_plan *plan, const struct member *m,
+				 float *mean, struct wshard_error *err)
 {
 	const struct wshard_src_tensor *s = &plan->cat->tensors[m->src];
 	enum wshard_dtype dt = s->info->dtype;
 	uint64_t n = s->info->ndim == 1 ? s->info->shape[0] : 0;
 	enum wshard_err rc;
 	void *buf;
-	float mean;
-	size_t k;
 
 	if (s->info->ndim != 1 || !wshard_dtype_is_convertible(dt) || n > ZERO_MEAN_MAX)
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -171,18 +169,23 @@ enum wshard_err plan_zero_mean(const struct wshard_plan *plan, const struct memb
 	if (!buf)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	rc = wshard_catalog_read(plan->cat, s->file, s->offset, buf, (size_t)s->nbytes, err);
-	if (!rc && wshard_torch_mean(dt, buf, (size_t)n, &mean))
+	if (!rc && wshard_torch_mean(dt, buf, (size_t)n, mean))
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	free(buf);
-	if (rc)
-		return rc;
-	mark_computed(t, dt);
+	return rc;
+}
+
+void plan_zero_mean(const struct wshard_plan *plan, const struct member *m,
+		    struct wshard_out_tensor *t, float mean)
+{
+	size_t k;
+
+	mark_computed(t, src_info(plan, m->src)->dtype);
 	for (k = 0; k < t->npieces; k++)
 		if (t->pieces[k].kind == WSHARD_PIECE_COPY) {
 			t->pieces[k].add = WSHARD_ADD_SOURCE;
 			t->pieces[k].addend = -mean;
 		}
-	return WSHARD_OK;
 }
 
 /*
