@@ -76,6 +76,8 @@ elif arch == "telechat2":
          p + "mlp.up_proj.weight": rows(2 * H, H, 129),
          p + "mlp.down_proj.weight": rows(H, 2 * H, 130),
          p + "mlp.down_proj.bias": vec(H, 131)}
+    if not new:    # an MHA config.json that leaves the key out
+        del cfg["num_key_value_heads"]
 else:
     p = "h.0."
     cfg = {"architectures": ["BloomForCausalLM"], "model_type": "bloom", "hidden_size": H,
@@ -196,5 +198,12 @@ expect_exit 3 "$WSHARD" convert -q --tp 2 "$T/falcon-bad" "$T/bad"
 one_line "falcon 6 heads, 4 kv"
 err_has "heads not a multiple of kv" "num_attention_heads=6 is not a multiple of its 4 kv heads"
 [ -e "$T/bad/wshard.json" ] && fail "a refused convert left a manifest"
+# TeleChat2 without num_key_value_heads: vLLM's Telechat2Config leaves it
+# None and builds no model, so the rules require it
+ckpt "$T/telechat2-mha" telechat2 4 4 0
+expect_exit 3 "$WSHARD" convert -q --tp 2 "$T/telechat2-mha" "$T/bad2"
+one_line "telechat2 without num_key_value_heads"
+err_has "no num_key_value_heads" "config.json: no 'num_key_value_heads', which vLLM needs to build TeleChat2ForCausalLM"
+[ -e "$T/bad2/wshard.json" ] && fail "a refused convert left a manifest"
 echo "qkv groups: $nl layouts in vLLM's order"
 finish

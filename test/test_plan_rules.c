@@ -309,6 +309,30 @@ Test(ext, tp_divides)
 	cr_assert_not_null(strstr(err.msg, "\"tp_divides\" entry 0 is not a non-empty string"), "%s", err.msg);
 }
 
+/* "requires": a config key that must be there, defaults notwithstanding;
+ * an entry that is no key is an error. */
+Test(ext, requires)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *expr = "{\"name\": \"t\", \"requires\": [\"2*a\"], \"tensors\": []}";
+
+	fx_open(&f, BASE);
+	use_rules(&f, "{\"requires\": [\"hidden_size\"], \"tensors\": [" CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	fx_close(&f);
+	fx_open(&f, BASE);
+	use_rules(&f, "{\"requires\": [\"n_groups\"], \"defaults\": {\"n_groups\": 1}, "
+		  "\"tensors\": [" CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "config.json: no 'n_groups', which vLLM needs to build LlamaForCausalLM (rules t.json)");
+	fx_close(&f);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, expr, strlen(expr), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "\"requires\" entry \"2*a\" is not a config key"), "%s",
+			   err.msg);
+}
+
 /*
  * A tensor of a layer past num_hidden_layers that no rule covers is an
  * error, unless a skip rule with a reason takes it: then it is listed as left out, by name, and written

@@ -396,6 +396,24 @@ static enum wshard_err check_tp_divides(const struct wshard_plan *plan,
 	return WSHARD_OK;
 }
 
+/* The rules' "requires": keys config.json must give, not null. */
+static enum wshard_err check_requires(const struct wshard_plan *plan,
+				      const struct wshard_rules *rules, struct wshard_error *err)
+{
+	size_t i;
+	json_t *v;
+
+	for (i = 0; i < rules->nrequires; i++) {
+		v = catalog_config_key(plan->config, rules->requires[i]);
+		if (!v || json_is_null(v))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"config.json: no '%s', which vLLM needs to build %s (rules %s)",
+						rules->requires[i], plan->config->architecture ?
+						plan->config->architecture : "the model", rules->name);
+	}
+	return WSHARD_OK;
+}
+
 enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 					 const struct wshard_rules *rules,
 					 const struct wshard_options *opt,
@@ -411,7 +429,8 @@ enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 	if (opt->tp < 1 || opt->tp > 4096 || !wshard_target_canonical(opt->target, NULL) ||
 	    opt->max_file_size == 0 || (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype)))
 		return WSHARD_OK;
-	if (plan_check_method(&plan, err) || check_tp_divides(&plan, rules, err))
+	if (plan_check_method(&plan, err) || check_requires(&plan, rules, err) ||
+	    check_tp_divides(&plan, rules, err))
 		return err ? err->code : WSHARD_EINVAL;
 	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
 		return WSHARD_OK;
@@ -480,6 +499,8 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		rc = plan_check_method(plan, err);
 	if (!rc)
 		rc = plan_set_rename(plan, rules, err);
+	if (!rc)
+		rc = check_requires(plan, rules, err);
 	if (!rc)
 		rc = check_tp_divides(plan, rules, err);
 	if (!rc)

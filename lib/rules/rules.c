@@ -110,6 +110,9 @@ void wshard_rules_free(struct wshard_rules *r)
 	for (i = 0; i < r->ntp_divides; i++)
 		free(r->tp_divides[i]);
 	free(r->tp_divides);
+	for (i = 0; i < r->nrequires; i++)
+		free(r->requires[i]);
+	free(r->requires);
 	for (i = 0; i < r->narchs; i++)
 		free(r->archs[i]);
 	free(r->archs);

@@ -281,6 +281,11 @@ struct wshard_rules {
 	 * divide (Mamba-2's n_groups, which vLLM would replicate instead) */
 	size_t ntp_divides;
 	char **tp_divides;
+	/* "requires": config.json keys that must be there and not null,
+	 * defaults notwithstanding (TeleChat2's num_key_value_heads, which
+	 * vLLM's config class leaves None when absent) */
+	size_t nrequires;
+	char **requires;
 	/* "pipeline": what each stage of vLLM's pipeline holds (--pp).
 	 * pp_layers: the prefix of a decoder layer's outputs, with {n} for
 	 * its index ("model.layers.{n}."), or NULL: --pp is not written for

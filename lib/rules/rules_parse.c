@@ -15,6 +15,7 @@
 #include "base/dtype.h"
 #include "base/fileio.h"
 #include "base/fpconv.h"
+#include "expr.h"
 #include "rules.h"
 
 
@@ -517,15 +518,15 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	json_object_foreach(root, key, val) {
 		static const char *const known[] = {
 			"name", "comment", "architectures", "tensors", "fused", "extra", "tie", "defaults",
-			"no_expert_parallel", "pipeline", "tp_divides", "source_prefix", "source_renames",
-			"rename_layers", "experts_in_rows" };
+			"no_expert_parallel", "pipeline", "tp_divides", "requires", "source_prefix",
+			"source_renames", "rename_layers", "experts_in_rows" };
 		bool ok = false;
 
 		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, source_prefix, source_renames, rename_layers, experts_in_rows)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, requires, source_prefix, source_renames, rename_layers, experts_in_rows)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))
@@ -562,6 +563,16 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	val = json_object_get(root, "tp_divides");
 	rc = val ? rules_parse_strings(r, val, "\"tp_divides\"", true, &r->tp_divides,
 				       &r->ntp_divides, err) : WSHARD_OK;
+	/* "requires": config.json keys without which vLLM builds no model */
+	val = json_object_get(root, "requires");
+	if (!rc && val)
+		rc = rules_parse_strings(r, val, "\"requires\"", true, &r->requires,
+					 &r->nrequires, err);
+	for (i = 0; !rc && i < r->nrequires; i++)
+		if (!expr_is_bare_key(r->requires[i]))
+			rc = wshard_error_set(err, WSHARD_EINVAL,
+					      "'%s': \"requires\" entry \"%s\" is not a config key",
+					      r->name, r->requires[i]);
 	if (rc)
 		return rc;
 	rc = rules_expand_uses(r->name, root, err);

@@ -2,9 +2,8 @@
  * rules_values.c - a rule's keys that rewrite its source's elements, not
  * where its rank cut goes: "times_sqrt" (every element times
  * sqrt(A / B)), "neg_exp" (-exp(x)), "zero_mean" (x - mean(x)) and "plus"
- * (x + a number), which
- * the planner computes (plan_values.c), and "permute_rows" (the rows of
- * each block in another order, plan_reorder.c).
+ * (x + a number), which the planner computes (plan_values.c), and
+ * "permute_rows" (the rows of each block in another order, plan_reorder.c).
  */
 #include <stdlib.h>
 #include <string.h>
