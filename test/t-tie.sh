@@ -58,5 +58,41 @@ for r in 0 1; do
 	rows_of "$T/same" "$T/out-same" $r model.embed_tokens.weight model.embed_tokens.weight &&
 		fail "rank $r: a tied copy wrote the embedding apart"
 done
+
+# PLaMo 3 (tied by default) with a head of its own: written where the
+# vocabulary is a multiple of 16, refused with the rules' reason where it
+# is not (vLLM pads that head past what a vocab split writes)
+plamo3() {
+	mkdir -p "$1"
+	py_st "$@" <<'PY' || fail "writing $1 failed"
+import json, sys
+import st
+out, V, tie = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "tie"
+H, hd, I = 64, 16, 96
+bf = lambda *s: ("BF16", list(s), bytes((i * 7) % 251 for i in range(2 * eval("*".join(map(str, s))))))
+p = "model.layers.layers.0."
+t = {"model.embed_tokens.weight": bf(V, H), "model.norm.weight": bf(H),
+     "lm_head.weight": ("BF16", [V, H], bytes((i * 5) % 253 for i in range(2 * V * H))),
+     p + "mixer.qkv_proj.weight": bf((4 + 2 * 2) * hd, H), p + "mixer.o_proj.weight": bf(H, 4 * hd),
+     p + "mixer.q_norm.weight": bf(hd), p + "mixer.k_norm.weight": bf(hd),
+     p + "mlp.gate_up_proj.weight": bf(2 * I, H), p + "mlp.down_proj.weight": bf(H, I)}
+for n in ("pre_mixer", "post_mixer", "pre_mlp", "post_mlp"):
+    t[p + n + "_norm.weight"] = bf(H)
+st.write(out + "/model.safetensors", t)
+json.dump({"architectures": ["Plamo3ForCausalLM"], "model_type": "plamo3", "hidden_size": H,
+           "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "head_dim": hd, "intermediate_size": I, "vocab_size": V,
+           "tie_word_embeddings": tie, "torch_dtype": "bfloat16"}, open(out + "/config.json", "w"))
+PY
+}
+plamo3 "$T/plamo3-1008" 1008 untied
+expect_exit 0 "$WSHARD" convert -q --no-sync --tp 2 "$T/plamo3-1008" "$T/out-plamo3-1008"
+for v in untied tie; do
+	plamo3 "$T/plamo3-$v" 1000 $v
+	expect_exit 3 "$WSHARD" convert -q --no-sync --tp 2 "$T/plamo3-$v" "$T/out-plamo3-$v"
+	one_line "plamo3 $v, vocabulary 1000"
+	err_has "plamo3 $v head refused" "tensor 'lm_head.weight': a head of its own over a vocabulary that is no multiple of 16"
+	[ -e "$T/out-plamo3-$v/wshard.json" ] && fail "a refused convert left a manifest"
+done
 echo "tie: a differing head untied, a copy kept tied"
 finish

@@ -333,6 +333,26 @@ Test(ext, requires)
 			   err.msg);
 }
 
+/* "split": "refuse": a tensor it matches is refused with its reason;
+ * the reason is required. */
+Test(ext, refuse)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *bare = "{\"name\": \"t\", \"tensors\": [{\"match\": \"a\", \"split\": \"refuse\"}]}";
+
+	fx_open(&f, BASE);
+	use_rules(&f, "{\"tensors\": [{\"match\": \"lm_head.weight\", \"split\": \"refuse\", "
+		  "\"reason\": \"no head here\"}, " CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "tensor 'lm_head.weight': no head here (rules t.json)");
+	fx_close(&f);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, bare, strlen(bare), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "\"reason\" goes with \"split\": \"skip\" (may) or \"refuse\" (must)"),
+			   "%s", err.msg);
+}
+
 /*
  * A tensor of a layer past num_hidden_layers that no rule covers is an
  * error, unless a skip rule with a reason takes it: then it is listed as left out, by name, and written

@@ -215,6 +215,9 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 	*out_matched = true;
 	m->rule = &rules->rules[j];
 	m->src = (uint32_t)i;
+	if (m->rule->kind == RULE_REFUSE)
+		return wshard_error_set(err, WSHARD_EINVAL, "tensor '%s': %s (rules %s)", name,
+					m->rule->reason, rules->name);
 	if (m->rule->reason)
 		return WSHARD_OK;
 	if (m->cap.n >= nlayers && !(m->cap.n < mt->width && plan_bounds_layers(plan, m->rule)))

@@ -119,7 +119,7 @@ enum wshard_err plan_check_required(struct wshard_plan *plan,
 		const struct rules_rule *r = &rules->rules[j];
 		bool per_layer = strstr(r->match, "{n}") != NULL;
 
-		if (r->optional || r->kind == RULE_SKIP ||
+		if (r->optional || r->kind == RULE_SKIP || r->kind == RULE_REFUSE ||
 		    (tied && plan_in_list(rules->tie_drop, rules->ntie_drop, r->match)))
 			continue;
 		/* an {e} rule needs some expert in every layer (the stacking

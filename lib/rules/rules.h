@@ -32,6 +32,7 @@ enum rule_kind {
 	RULE_FUSE,		/* one part of a fused operator */
 	RULE_UNPACK,		/* a source holding every part of an operator */
 	RULE_FIRST,		/* whole on rank 0, zeros on the others */
+	RULE_REFUSE,		/* a checkpoint with it is refused (reason) */
 };
 
 /* How a fused operator cuts its parts across ranks. */

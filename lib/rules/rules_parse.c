@@ -157,6 +157,7 @@ static const struct {
 	{ "replicate", RULE_REPLICATE },
 	{ "skip", RULE_SKIP },
 	{ "first", RULE_FIRST },
+	{ "refuse", RULE_REFUSE },
 };
 
 static enum wshard_err parse_shape(struct wshard_rules *r, struct rules_rule *rule,
@@ -389,13 +390,13 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"experts_from\" needs {e} in match",
 					r->name, rule->match);
-	if (strchr(rule->match, '*') && rule->kind != RULE_SKIP)
+	if (strchr(rule->match, '*') && rule->kind != RULE_SKIP && rule->kind != RULE_REFUSE)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': a \"*\" match needs \"split\": \"skip\"",
+					"'%s': rule '%s': a \"*\" match needs \"split\": \"skip\" or \"refuse\"",
 					r->name, rule->match);
-	if (reason && rule->kind != RULE_SKIP)
+	if ((reason != NULL) != (rule->kind == RULE_REFUSE) && rule->kind != RULE_SKIP)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"reason\" needs \"split\": \"skip\"",
+					"'%s': rule '%s': \"reason\" goes with \"split\": \"skip\" (may) or \"refuse\" (must)",
 					r->name, rule->match);
 	/* I32: integer tables vLLM narrows from the checkpoint's I64; U8:
 	 * bytes vLLM holds as uint8 (FP4 blocks, E8M0 scales) */
