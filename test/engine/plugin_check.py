@@ -64,8 +64,33 @@ def refused(out, tp, state, text):
     return f"not refused, expected '{text}'"
 
 
+class Hooked(torch.nn.Module):
+    """openPangu's shape: a model whose post_weight_load calls its layers'
+    own, and layers that count their calls."""
+
+    def __init__(self, depth=2):
+        super().__init__()
+        self.calls = 0
+        self.inner = torch.nn.ModuleList([Hooked(depth - 1) for _ in range(2)] if depth else [])
+
+    def post_weight_load(self):
+        self.calls += 1
+        for m in self.inner:
+            m.post_weight_load()
+
+
+def after_load():
+    """after_load runs each outermost hook once, not each module's again."""
+    top = torch.nn.Sequential(torch.nn.Linear(2, 2), Hooked())
+    ran = wshard_vllm.after_load(top)
+    counts = [m.calls for m in top.modules() if isinstance(m, Hooked)]
+    if ran != ["1"] or counts != [1] * 7:
+        return f"after_load ran on {ran}, calls {counts}, expected ['1'] and seven 1s"
+    return None
+
+
 def main(out, tp):
-    bad = []
+    bad = [after_load()]
     for r in range(tp):
         ref = files(out, r)
         p, strided = params(ref)

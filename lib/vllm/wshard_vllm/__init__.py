@@ -282,6 +282,26 @@ def _register_lazy(model, rank):
             head._register_bias()
 
 
+def after_load(model):
+    """What a model's own load_weights does after the copies and before
+    process_weights_after_loading, which no state file can hold: vLLM
+    0.32's openPangu (PanguProMoEV2ForCausalLM) derives its sink attention's
+    keys from the loaded param_sink_key (OpenPanguModel.post_weight_load,
+    k_layernorm of it, into a plain tensor).  sharded_state skips it and
+    serves stale keys.  Each outermost module that has post_weight_load
+    runs it, once (openPangu's model calls its layers' own).  Returns the
+    names of the modules it ran on."""
+    ran = []
+    for name, module in model.named_modules():
+        if any(p == "" or name.startswith(p + ".") for p in ran):
+            continue  # inside a module whose hook ran
+        hook = getattr(module, "post_weight_load", None)
+        if callable(hook):
+            hook()
+            ran.append(name)
+    return ran
+
+
 def _untied_embedding(model, model_config, state):
     """vLLM unties word embeddings that config.json ties when the model's
     files hold an lm_head (ModelConfig.maybe_untie_word_embeddings; not for
@@ -419,6 +439,7 @@ def register():
                     rank.close()
             if untied:
                 untied.embed_tokens.weight.data.copy_(untied.lm_head.weight.data)
+            after_load(model)
             # the line vLLM's own loaders log, for whoever compares them
             init_logger("vllm.model_executor.model_loader.wshard").info_once(
                 "Loading weights took %.2f seconds (wshard: rank %d, %.2f GB "
