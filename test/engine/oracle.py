@@ -169,7 +169,8 @@ def image_prompt(model):
         image = [cfg["image_token_index"]]
     elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL", "QianfanOCR",
                                                     "Cohere2Vision", "Idefics3", "SmolVLM",
-                                                    "Lfm2Vl", "Granite4Vision")):
+                                                    "Lfm2Vl", "Granite4Vision", "H2OVLChatModel",
+                                                    "NVLM_D", "SkyworkR1VChatModel")):
         # one image token, which vLLM expands (Mistral 3 into rows of
         # [IMG], InternVL between <img> and </img>, Idefics3 between
         # <fake_token_around_image>s, LFM2-VL between <|image_start|> and
@@ -179,7 +180,8 @@ def image_prompt(model):
             cfg["architectures"][0] else 64 if "Lfm2Vl" in cfg["architectures"][0] else 56
         image = [cfg.get("image_token_index", cfg.get("image_token_id"))]
         if cfg["architectures"][0] in ("QianfanOCRForConditionalGeneration",
-                                       "InternVLChatModel"):
+                                       "InternVLChatModel", "H2OVLChatModel", "NVLM_D",
+                                       "SkyworkR1VChatModel"):
             # InternVL's original layout: vLLM replaces an <image> token
             # (make_ckpt.py's tokenizer: 994)
             image = [994]
@@ -332,7 +334,8 @@ def arch_settings(model, kw):
     if arch in ("DeciLMForCausalLM", "InternLM2ForCausalLM", "InternLM2ForRewardModel",
                 "MiniCPMForCausalLM", "ExaoneForCausalLM",
                 "Ernie4_5_VLMoeForConditionalGeneration", "BailingMoeForCausalLM",
-                "BailingMoeV2ForCausalLM", "InternVLChatModel", "TeleChat2ForCausalLM",
+                "BailingMoeV2ForCausalLM", "InternVLChatModel", "H2OVLChatModel", "NVLM_D",
+                "SkyworkR1VChatModel", "TeleChat2ForCausalLM",
                 "DeepseekForCausalLM", "IQuestLoopCoderForCausalLM", "SarvamMoEForCausalLM",
                 "GteNewModel", "PanguEmbeddedForCausalLM", "PanguUltraMoEForCausalLM",
                 "PanguProMoEV2ForCausalLM", "Param2MoEForCausalLM", "SarvamMLAForCausalLM",
