@@ -2772,7 +2772,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "k2_horizon-full": "ckpt_k2_horizon:make_full",
        "k2_horizon-mova": "ckpt_k2_horizon:make_mova",
        "k2_horizon-softmax": "ckpt_k2_horizon:make_softmax", "plamo3": "ckpt_plamo3",
-       "plamo3-untied": "ckpt_plamo3:make_untied"}
+       "plamo3-untied": "ckpt_plamo3:make_untied", "interns1": "ckpt_interns1",
+       "interns1-mini": "ckpt_interns1:make_mini", "kimi_vl": "ckpt_kimi_vl"}
 
 
 def make(arch, out):

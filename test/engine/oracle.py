@@ -167,7 +167,14 @@ def image_prompt(model):
         # Llama 4 expands its image token
         size = cfg["vision_config"]["image_size"]
         image = [cfg["image_token_index"]]
-    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL", "QianfanOCR",
+    elif "KimiVL" in cfg["architectures"][0]:
+        # Kimi-VL: its media pad (media_placeholder_token_id), which vLLM
+        # expands (ckpt_kimi_vl: 56x56, 4x4 patches of 14 merged 2x2 into 4
+        # tokens)
+        size = 56
+        image = [cfg["media_placeholder_token_id"]]
+    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL", "InternS1",
+                                                    "QianfanOCR",
                                                     "Cohere2Vision", "Idefics3", "SmolVLM",
                                                     "Lfm2Vl", "Granite4Vision", "H2OVLChatModel",
                                                     "NVLM_D", "SkyworkR1VChatModel")):
@@ -340,7 +347,8 @@ def arch_settings(model, kw):
                 "GteNewModel", "PanguEmbeddedForCausalLM", "PanguUltraMoEForCausalLM",
                 "PanguProMoEV2ForCausalLM", "Param2MoEForCausalLM", "SarvamMLAForCausalLM",
                 "GteNewForSequenceClassification", "K2HorizonForCausalLM",
-                "Plamo3ForCausalLM"):
+                "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
+                "KimiVLForConditionalGeneration"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
