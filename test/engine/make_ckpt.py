@@ -1011,6 +1011,11 @@ CASES = {
 # Qwen3-Omni: its thinker (a Qwen3-MoE text model of 4 experts, Qwen3-ASR's
 # audio encoder, a Qwen3-VL-like tower of 2 blocks with one deepstack
 # merger); transformers writes no talker where enable_audio_output is off
+# Gemma 3 with attention biases (attention_bias: no release has them, the
+# config key and both vLLM's and transformers' layers do): q/k/v biases
+# fused, o_proj's whole.
+CASES["gemma3-bias"] = ("Gemma3TextConfig", "Gemma3ForCausalLM",
+                        dict(CASES["gemma3"][2], attention_bias=True))
 CASES["qwen3_omni_moe"] = ("Qwen3OmniMoeConfig", "Qwen3OmniMoeForConditionalGeneration", dict(
     enable_audio_output=False, thinker_config=dict(
         audio_token_id=999, image_token_id=998, video_token_id=997,
@@ -2773,7 +2778,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "k2_horizon-mova": "ckpt_k2_horizon:make_mova",
        "k2_horizon-softmax": "ckpt_k2_horizon:make_softmax", "plamo3": "ckpt_plamo3",
        "plamo3-untied": "ckpt_plamo3:make_untied", "interns1": "ckpt_interns1",
-       "interns1-mini": "ckpt_interns1:make_mini", "kimi_vl": "ckpt_kimi_vl"}
+       "interns1-mini": "ckpt_interns1:make_mini", "kimi_vl": "ckpt_kimi_vl",
+       "rnj1": "ckpt_rnj1", "rnj1-untied": "ckpt_rnj1:make_untied",
+       "mimo_v2": "ckpt_mimo_v2", "mimo_v2-fused": "ckpt_mimo_v2:make_fused"}
 
 
 def make(arch, out):

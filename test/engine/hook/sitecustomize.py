@@ -396,6 +396,26 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _patch_rnj1(module):
+    """vLLM 0.32's Rnj1Attention hands Attention chunk_lookback on every
+    layer (-1 where the layer is not chunked), and Attention passes it on to
+    its backend's impl, which only the Triton backend takes: the CPU build's
+    CPUAttentionBackendImpl refuses the keyword ("unexpected keyword argument
+    'chunk_lookback'") and no Rnj-1 is built.  Here the CPU impl takes -1
+    (no chunking: what it does anyway) and drops it; a chunked layer
+    (lookback 0 or more) is still refused, as Attention asserts TRITON_ATTN
+    for it before."""
+    cls = module.CPUAttentionBackendImpl
+    real = cls.__init__
+
+    def __init__(self, *args, chunk_lookback=-1, **kw):
+        if chunk_lookback != -1:
+            raise NotImplementedError("CPU_ATTN has no chunked attention")
+        real(self, *args, **kw)
+
+    cls.__init__ = __init__
+
+
 def _hook(target, patch):
     """Patches the module target with patch once: when it is imported, or
     now where it already is (the engine server, oracle.py serve, imported
@@ -451,3 +471,5 @@ if os.environ.get("WSHARD_ORACLE_QWEN4EXP"):
     _hook("vllm.models.qwen4_exp.nvidia.qsa", _patch_qwen4exp_qsa)
     _hook("vllm.models.qwen4_exp.common.ngram_embedding", _patch_qwen4exp_ple)
     _hook("vllm.models.qwen4_exp.nvidia.hyperconnection", _patch_qwen4exp_pad)
+if os.environ.get("WSHARD_ORACLE_RNJ1"):
+    _hook("vllm.v1.attention.backends.cpu_attn", _patch_rnj1)
