@@ -145,9 +145,9 @@ Test(parse, condition_reason_dtype)
 	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"dtype\": \"F32\","
 		       " \"if\": \"!q_lora_rank\"}"));
 	parse_fails(RULES("{\"match\": \"a.*\", \"split\": \"row\"}"),
-		    "rule 'a.*': a \"*\" match needs \"split\": \"skip\"");
+		    "rule 'a.*': a \"*\" match needs \"split\": \"skip\" or \"refuse\"");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"reason\": \"x\"}"),
-		    "rule 'a': \"reason\" needs \"split\": \"skip\"");
+		    "rule 'a': \"reason\" goes with \"split\": \"skip\" (may) or \"refuse\" (must)");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"dtype\": \"F8_E4M3\"}"),
 		    "rule 'a': \"dtype\" must be F32, F16, BF16, I32 or U8");
 	parse_ok(RULES("{\"match\": \"a\", \"split\": \"row\", \"dtype\": \"U8\","
