@@ -2780,7 +2780,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "plamo3-untied": "ckpt_plamo3:make_untied", "interns1": "ckpt_interns1",
        "interns1-mini": "ckpt_interns1:make_mini", "kimi_vl": "ckpt_kimi_vl",
        "rnj1": "ckpt_rnj1", "rnj1-untied": "ckpt_rnj1:make_untied",
-       "mimo_v2": "ckpt_mimo_v2", "mimo_v2-fused": "ckpt_mimo_v2:make_fused"}
+       "mimo_v2": "ckpt_mimo_v2", "mimo_v2-fused": "ckpt_mimo_v2:make_fused",
+       "minicpmv": "ckpt_minicpmv:make_v26", "minicpmv-4_0": "ckpt_minicpmv:make_v40",
+       "minicpmv-4_5": "ckpt_minicpmv:make_v45"}
 
 
 def make(arch, out):

@@ -72,8 +72,10 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # Multimodal models prompted with text alone: Muse Glimmer (its profiling
 # image is too large here), ERNIE-4.5-VL (its processor is Baidu's remote
 # code, which the test checkpoint does not ship: its tower is checked by
-# bytes)
-TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration",
+# bytes), MiniCPM-V 2.6 / 4.0 / 4.5 (its image processor is openbmb's
+# remote code, which the test checkpoint stands in for with a stub that
+# processes no image: its tower and resampler are checked by bytes)
+TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MiniCPMV",
                      "Ernie4_5_VLMoeForConditionalGeneration")
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
@@ -322,9 +324,10 @@ def arch_settings(model, kw):
         # vLLM's Inkling renderer needs Inkling's tokenizer and its special
         # tokens; the test's prompts are token ids and it has none
         kw.setdefault("tokenizer_mode", "hf")
-    if arch == "MuseGlimmerForConditionalGeneration":
+    if arch in ("MuseGlimmerForConditionalGeneration", "MiniCPMV"):
         # its profiling image is 4096 tokens (16384 patches through the
-        # tower): not profiled; its prompts are text alone
+        # tower): not profiled; its prompts are text alone (MiniCPM-V's
+        # test checkpoint: its stub image processor processes no image)
         kw.setdefault("skip_mm_profiling", True)
     if arch == "InklingForConditionalGeneration":
         # its processor's token ids are the release's (200005 and up), past
@@ -348,7 +351,7 @@ def arch_settings(model, kw):
                 "PanguProMoEV2ForCausalLM", "Param2MoEForCausalLM", "SarvamMLAForCausalLM",
                 "GteNewForSequenceClassification", "K2HorizonForCausalLM",
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
-                "KimiVLForConditionalGeneration"):
+                "KimiVLForConditionalGeneration", "MiniCPMV"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
