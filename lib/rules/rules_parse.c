@@ -394,7 +394,8 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': a \"*\" match needs \"split\": \"skip\" or \"refuse\"",
 					r->name, rule->match);
-	if ((reason != NULL) != (rule->kind == RULE_REFUSE) && rule->kind != RULE_SKIP)
+	/* a skip may say why; a refusal must */
+	if (rule->kind == RULE_REFUSE ? !reason : reason && rule->kind != RULE_SKIP)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"reason\" goes with \"split\": \"skip\" (may) or \"refuse\" (must)",
 					r->name, rule->match);
