@@ -159,6 +159,8 @@ static json_t *model_config(json_t *root)
 
 	if (!json_is_object(t))
 		t = json_object_get(json_object_get(root, "thinker_config"), "text_config");
+	if (!json_is_object(t))	/* DeepSeek-VL2's (and Janus's) language_config */
+		t = json_object_get(root, "language_config");
 	if (json_object_get(root, "num_hidden_layers") || !json_is_object(t))
 		return root;
 	return t;

@@ -2782,7 +2782,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "rnj1": "ckpt_rnj1", "rnj1-untied": "ckpt_rnj1:make_untied",
        "mimo_v2": "ckpt_mimo_v2", "mimo_v2-fused": "ckpt_mimo_v2:make_fused",
        "minicpmv": "ckpt_minicpmv:make_v26", "minicpmv-4_0": "ckpt_minicpmv:make_v40",
-       "minicpmv-4_5": "ckpt_minicpmv:make_v45"}
+       "minicpmv-4_5": "ckpt_minicpmv:make_v45", "deepseek_vl2": "ckpt_deepseek_vl2",
+       "deepseek_vl2-mla": "ckpt_deepseek_vl2:make_mla"}
 
 
 def make(arch, out):

@@ -194,6 +194,11 @@ def image_prompt(model):
             # InternVL's original layout: vLLM replaces an <image> token
             # (make_ckpt.py's tokenizer: 994)
             image = [994]
+    elif "DeepseekVLV2" in cfg["architectures"][0]:
+        # DeepSeek-VL2: its <image> token (ckpt_deepseek_vl2.py's tokenizer:
+        # 994), which vLLM expands into a global and a local 384x384 view
+        size = 384
+        image = [994]
     elif "ColPali" in cfg["architectures"][0]:
         # ColPali: PaliGemma's prompt under vlm_config (an image, then text)
         size = cfg["vlm_config"]["vision_config"]["image_size"]
@@ -356,6 +361,10 @@ def arch_settings(model, kw):
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
         kw.setdefault("trust_remote_code", True)
+    if arch == "DeepseekVLV2ForCausalLM":
+        # an image is a global and a local view of 14x15 tokens and a
+        # separator: 421 tokens
+        kw.setdefault("max_model_len", 4 * MAX_MODEL_LEN)
     if arch == "AriaForConditionalGeneration":
         # its processor takes images of 490 or 980 pixels only: the test's
         # is 256 tokens, past the default length
