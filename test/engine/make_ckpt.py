@@ -2783,7 +2783,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "mimo_v2": "ckpt_mimo_v2", "mimo_v2-fused": "ckpt_mimo_v2:make_fused",
        "minicpmv": "ckpt_minicpmv:make_v26", "minicpmv-4_0": "ckpt_minicpmv:make_v40",
        "minicpmv-4_5": "ckpt_minicpmv:make_v45", "deepseek_vl2": "ckpt_deepseek_vl2",
-       "deepseek_vl2-mla": "ckpt_deepseek_vl2:make_mla"}
+       "deepseek_vl2-mla": "ckpt_deepseek_vl2:make_mla",
+       "lightonocr": "ckpt_lightonocr_glm4v:make_lightonocr",
+       "glm4v_chatglm": "ckpt_lightonocr_glm4v:make_glm4v"}
 
 
 def make(arch, out):

@@ -175,7 +175,8 @@ def image_prompt(model):
         # tokens)
         size = 56
         image = [cfg["media_placeholder_token_id"]]
-    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "Llava", "InternVL", "InternS1",
+    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "LightOnOCR", "Llava", "InternVL",
+                                                    "InternS1",
                                                     "QianfanOCR",
                                                     "Cohere2Vision", "Idefics3", "SmolVLM",
                                                     "Lfm2Vl", "Granite4Vision", "H2OVLChatModel",
@@ -228,6 +229,12 @@ def image_prompt(model):
         # (make_ckpt.py's tokenizer: 997, 996)
         size = 56
         image = [997, cfg["image_token_id"], 996]
+    elif cfg["architectures"][0] == "GLM4VForCausalLM":
+        # GLM-4V (glm-4v-9b): its image pad (pad_token_id) between
+        # <|begin_of_image|> and <|end_of_image|>, which vLLM expands; the
+        # tower takes vision_config's image_size
+        size = cfg["vision_config"]["image_size"]
+        image = [cfg["boi_token_id"], cfg["pad_token_id"], cfg["eoi_token_id"]]
     elif any(a in cfg["architectures"][0] for a in ("Glm4v", "GlmOcr")):
         # GLM-4.1V and GLM-OCR: the image pad between its begin and end tokens
         size = 56
