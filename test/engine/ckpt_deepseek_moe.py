@@ -84,19 +84,28 @@ AUTO_MAP = {"AutoConfig": "configuration_deepseek.DeepseekConfig",
             "AutoModelForCausalLM": "modeling_deepseek.DeepseekForCausalLM"}
 
 
-def _make(out, layers, moe_layer_freq, seed):
-    import torch
+def glm_config(H, nh, V, I, E, I_moe, shared, first_dense, layers, max_pos):
+    """transformers' Glm4MoeConfig set up as DeepSeek-MoE: multi-head
+    attention without q/k norms or biases, full rotary, one expert group
+    (GLM's router correction bias, which DeepSeek-MoE lacks, is dropped by
+    the callers)."""
     import transformers
-    from ckpt_io import save_shards, saved_tensors, write_release_config
-    H, nh, V, I, E, I_moe, shared, first_dense = 256, 4, 1000, 512, 8, 128, 2, 1
-    cfg = transformers.Glm4MoeConfig(
+    return transformers.Glm4MoeConfig(
         hidden_size=H, intermediate_size=I, num_hidden_layers=layers, num_attention_heads=nh,
-        num_key_value_heads=nh, head_dim=H // nh, vocab_size=V, max_position_embeddings=512,
+        num_key_value_heads=nh, head_dim=H // nh, vocab_size=V, max_position_embeddings=max_pos,
         attention_bias=False, use_qk_norm=False, partial_rotary_factor=1.0,
         n_routed_experts=E, n_shared_experts=shared, num_experts_per_tok=2,
         moe_intermediate_size=I_moe, first_k_dense_replace=first_dense, n_group=1,
         topk_group=1, routed_scaling_factor=1.0, norm_topk_prob=False,
         tie_word_embeddings=False, rms_norm_eps=1e-6)
+
+
+def _make(out, layers, moe_layer_freq, seed):
+    import torch
+    import transformers
+    from ckpt_io import save_shards, saved_tensors, write_release_config
+    H, nh, V, I, E, I_moe, shared, first_dense = 256, 4, 1000, 512, 8, 128, 2, 1
+    cfg = glm_config(H, nh, V, I, E, I_moe, shared, first_dense, layers, 512)
     cfg.dtype = torch.bfloat16
     torch.manual_seed(seed)
     model = transformers.Glm4MoeForCausalLM(cfg).to(torch.bfloat16)

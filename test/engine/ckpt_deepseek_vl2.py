@@ -50,14 +50,8 @@ def _make(out, mla):
     from ckpt_io import save_shards, saved_tensors
     from make_ckpt import word_tokenizer
     H, nh, V, I, E, I_moe, shared, first_dense, layers = 256, 4, 1000, 512, 4, 128, 2, 1, 2
-    cfg = transformers.Glm4MoeConfig(
-        hidden_size=H, intermediate_size=I, num_hidden_layers=layers, num_attention_heads=nh,
-        num_key_value_heads=nh, head_dim=H // nh, vocab_size=V, max_position_embeddings=4096,
-        attention_bias=False, use_qk_norm=False, partial_rotary_factor=1.0,
-        n_routed_experts=E, n_shared_experts=shared, num_experts_per_tok=2,
-        moe_intermediate_size=I_moe, first_k_dense_replace=first_dense, n_group=1,
-        topk_group=1, routed_scaling_factor=1.0, norm_topk_prob=False,
-        tie_word_embeddings=False, rms_norm_eps=1e-6)
+    from ckpt_deepseek_moe import glm_config
+    cfg = glm_config(H, nh, V, I, E, I_moe, shared, first_dense, layers, 4096)
     if mla:
         cfg = transformers.DeepseekV3Config(
             hidden_size=H, intermediate_size=I, moe_intermediate_size=I_moe,
