@@ -2785,7 +2785,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "minicpmv-4_5": "ckpt_minicpmv:make_v45", "deepseek_vl2": "ckpt_deepseek_vl2",
        "deepseek_vl2-mla": "ckpt_deepseek_vl2:make_mla",
        "lightonocr": "ckpt_lightonocr_glm4v:make_lightonocr",
-       "glm4v_chatglm": "ckpt_lightonocr_glm4v:make_glm4v"}
+       "glm4v_chatglm": "ckpt_lightonocr_glm4v:make_glm4v",
+       "phi3v": "ckpt_phi3v:make_phi3v", "phi3v-wte": "ckpt_phi3v:make_phi3v_wte"}
 
 
 def make(arch, out):

@@ -229,6 +229,11 @@ def image_prompt(model):
         # (make_ckpt.py's tokenizer: 997, 996)
         size = 56
         image = [997, cfg["image_token_id"], 996]
+    elif cfg["architectures"][0] == "Phi3VForCausalLM":
+        # Phi-3-V: its <|image_1|> tag (ckpt_phi3v.py's tokenizer: 32045),
+        # which vLLM expands into its fixed placeholder id 32044
+        size = 336
+        image = [32045]
     elif cfg["architectures"][0] == "GLM4VForCausalLM":
         # GLM-4V (glm-4v-9b): its image pad (pad_token_id) between
         # <|begin_of_image|> and <|end_of_image|>, which vLLM expands; the
@@ -346,6 +351,10 @@ def arch_settings(model, kw):
         # the tiny vocabulary: no multimodal profiling (the towers are built
         # all the same; vLLM's CPU build cannot run Inkling: bytes only)
         kw.setdefault("limit_mm_per_prompt", {"image": 0, "audio": 0})
+    if arch == "Phi3VForCausalLM":
+        # its HD transform makes any image up to 16 crops of 336 pixels:
+        # about 2500 tokens (ckpt_phi3v.py's stand-in processor)
+        kw.setdefault("max_model_len", 4096)
     if arch in ("CLIPModel", "SiglipModel"):
         # the text tower's absolute positions bound the length (77, 64)
         cfg = json.load(open(os.path.join(model, "config.json")))
@@ -363,7 +372,7 @@ def arch_settings(model, kw):
                 "PanguProMoEV2ForCausalLM", "Param2MoEForCausalLM", "SarvamMLAForCausalLM",
                 "GteNewForSequenceClassification", "K2HorizonForCausalLM",
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
-                "KimiVLForConditionalGeneration", "MiniCPMV"):
+                "KimiVLForConditionalGeneration", "MiniCPMV", "Phi3VForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so

@@ -321,6 +321,25 @@ def _untied_embedding(model, model_config, state):
     return untied
 
 
+def _shared_embedding(model, rank, state):
+    """vLLM 0.32's Phi3VForCausalLM builds an embed_tokens of its own beside
+    its text model's and, where the checkpoint does not fill it (Phi-3-V's
+    releases hold the embedding once, as model.embed_tokens),
+    load_weights makes it the text model's module (phi3v.py load_weights):
+    the state then holds the one tensor as embed_tokens.weight, and the rank
+    files so.  The text model's parameter is left out of state, filled from
+    embed_tokens.weight once it is read, and made the same module.
+    Returns True where it did so."""
+    if type(model).__name__ != "Phi3VForCausalLM":
+        return False
+    inner = "language_model.model.embed_tokens.weight"
+    names = set(rank.names())
+    if inner not in state or inner in names or "embed_tokens.weight" not in names:
+        return False
+    del state[inner]
+    return True
+
+
 def _source_metadata(out_dir):
     """{source tensor name: {"dtype": ...}} of a wshard output, from its
     manifest: the checkpoint's own names for what vLLM reads from a model
@@ -431,6 +450,7 @@ def register():
             _register_lazy(model, rank)
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
             untied = _untied_embedding(model, model_config, state)
+            shared = _shared_embedding(model, rank, state)
             t0 = time.perf_counter()
             try:
                 n = rank.read(state, int(os.environ.get("WSHARD_LOAD_THREADS", "0")))
@@ -439,6 +459,10 @@ def register():
                     rank.close()
             if untied:
                 untied.embed_tokens.weight.data.copy_(untied.lm_head.weight.data)
+            if shared:
+                text = model.language_model.model.embed_tokens
+                text.weight.data.copy_(model.embed_tokens.weight.data)
+                model.embed_tokens = text
             after_load(model)
             # the line vLLM's own loaders log, for whoever compares them
             init_logger("vllm.model_executor.model_loader.wshard").info_once(
