@@ -77,9 +77,9 @@ def make_glm4v(out):
     import torch
     import transformers
     import ckpt_chatglm
-    from ckpt_io import perturb_and_save
+    from ckpt_io import saved_tensors
     from make_ckpt import word_tokenizer
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
     ckpt_chatglm.make(out, arch="GLM4VForCausalLM")
     c = json.load(open(os.path.join(out, "config.json")))
     H, F = c["hidden_size"], c["ffn_hidden_size"]
@@ -92,15 +92,8 @@ def make_glm4v(out):
         hidden_size=vH, intermediate_size=vc["intermediate_size"],
         num_attention_heads=vc["num_heads"], num_hidden_layers=vc["num_hidden_layers"],
         image_size=vc["image_size"], patch_size=vc["patch_size"])).to(torch.bfloat16)
-    tmp = out + ".clip"
-    perturb_and_save(clip, tmp)
-    src = {}
-    for f in sorted(os.listdir(tmp)):
-        if f.endswith(".safetensors"):
-            for k, v in load_file(os.path.join(tmp, f)).items():
-                src[k[len("vision_model."):] if k.startswith("vision_model.") else k] = v
-    import shutil
-    shutil.rmtree(tmp)
+    src = {k[len("vision_model."):] if k.startswith("vision_model.") else k: v
+           for k, v in saved_tensors(clip, out).items()}
     g = torch.Generator().manual_seed(11)
 
     def rnd(*shape):

@@ -113,7 +113,7 @@ def make_phi3v(out, wte=False):
     would): vLLM then loads it as a separate embed_tokens.weight."""
     import torch
     import transformers
-    from ckpt_io import perturb_and_save, write_release_config
+    from ckpt_io import perturb_and_save, saved_tensors, write_release_config
     from make_ckpt import COMMON
     from safetensors.torch import load_file, save_file
     # the release's vocabulary: vLLM's image placeholder id is fixed at 32044
@@ -129,19 +129,13 @@ def make_phi3v(out, wte=False):
                                          image_size=336, patch_size=14,
                                          hidden_act="quick_gelu", projection_dim=768)
     vis = transformers.CLIPVisionModel(vcfg).to(torch.bfloat16)
-    tmp = out + ".clip"
-    perturb_and_save(vis, tmp)
     t = {}
-    for f in sorted(os.listdir(tmp)):
-        if f.endswith(".safetensors"):
-            for k, v in load_file(os.path.join(tmp, f)).items():
-                # transformers 5 saves CLIPVisionModel without its
-                # vision_model. prefix; the release (transformers 4.38) has it
-                if not k.startswith("vision_model."):
-                    k = "vision_model." + k
-                t["model.vision_embed_tokens.img_processor." + k] = v
-    import shutil
-    shutil.rmtree(tmp)
+    for k, v in saved_tensors(vis, out).items():
+        # transformers 5 saves CLIPVisionModel without its vision_model.
+        # prefix; the release (transformers 4.38) has it
+        if not k.startswith("vision_model."):
+            k = "vision_model." + k
+        t["model.vision_embed_tokens.img_processor." + k] = v
     H, D = cfg.hidden_size, 1024 * 4
     g = torch.Generator().manual_seed(7)
 
