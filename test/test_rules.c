@@ -300,6 +300,7 @@ static const char *const mm_archs[] = {
 	"Gemma4UnifiedForConditionalGeneration", "GlmAsrForConditionalGeneration",
 	"Granite4VisionForConditionalGeneration", "AriaForConditionalGeneration",
 	"Gemma3nForConditionalGeneration", "CohereCompassForConditionalGeneration",
+	"DotsOCRForCausalLM",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

@@ -2786,7 +2786,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "deepseek_vl2-mla": "ckpt_deepseek_vl2:make_mla",
        "lightonocr": "ckpt_lightonocr_glm4v:make_lightonocr",
        "glm4v_chatglm": "ckpt_lightonocr_glm4v:make_glm4v",
-       "phi3v": "ckpt_phi3v:make_phi3v", "phi3v-wte": "ckpt_phi3v:make_phi3v_wte"}
+       "phi3v": "ckpt_phi3v:make_phi3v", "phi3v-wte": "ckpt_phi3v:make_phi3v_wte",
+       "dots_ocr": "ckpt_dots_ocr", "dots_ocr-bias": "ckpt_dots_ocr:make_bias"}
 
 
 def make(arch, out):

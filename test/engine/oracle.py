@@ -245,6 +245,11 @@ def image_prompt(model):
         size = 56
         image = [cfg["image_start_token_id"], cfg["image_token_id"],
                  cfg["image_end_token_id"]]
+    elif "DotsOCR" in cfg["architectures"][0]:
+        # dots.ocr: its <|imgpad|> between <|img|> and <|endofimg|>
+        # (ckpt_dots_ocr.py: 997, 996), which vLLM expands; 56x56
+        size = 56
+        image = [997, cfg["image_token_id"], 996]
     elif "boi_token_index" in cfg:
         # Gemma 3 expands its boi token
         size = cfg["vision_config"]["image_size"]
@@ -372,7 +377,8 @@ def arch_settings(model, kw):
                 "PanguProMoEV2ForCausalLM", "Param2MoEForCausalLM", "SarvamMLAForCausalLM",
                 "GteNewForSequenceClassification", "K2HorizonForCausalLM",
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
-                "KimiVLForConditionalGeneration", "MiniCPMV", "Phi3VForCausalLM"):
+                "KimiVLForConditionalGeneration", "MiniCPMV", "Phi3VForCausalLM",
+                "DotsOCRForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
