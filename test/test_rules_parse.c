@@ -243,8 +243,8 @@ Test(parse, sizes_and_parts)
 		    " \"extra\": [{\"name\": \"l.{n}.s\", \"value\": 1, \"with\": \"l.w\"}]}",
 		    "extra 'l.{n}.s': \"with\" must be a tensor name with {n}, for a name with {n}");
 	parse_fails("{\"tensors\": [{\"match\": \"x\", \"split\": \"row\"}],"
-		    " \"extra\": [{\"name\": \"l.s\", \"value\": 1, \"if\": \"n < 2\"}]}",
-		    "extra 'l.s': \"if\" must be a condition, for a name with {n} and no {i}");
+		    " \"extra\": [{\"name\": \"l.{n}.{i}.s\", \"value\": 1, \"if\": \"n < 2\"}]}",
+		    "extra 'l.{n}.{i}.s': \"if\" must be a condition, for a name without {i}");
 	parse_fails("{\"tensors\": [{\"match\": \"x\", \"split\": \"row\"}],"
 		    " \"extra\": [{\"name\": \"l.{n}.s\", \"value\": 1, \"if\": 2}]}",
 		    "extra 'l.{n}.s': \"if\" must be a condition");

@@ -238,8 +238,21 @@ static enum wshard_err extra_sites(const struct wshard_plan *plan,
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	*out = sites;
 	*out_n = 0;
-	if (!per_layer)
-		sites[n++] = (struct rules_capture){ .n = -1, .e = -1, .i = -1 };
+	if (!per_layer) {
+		bool holds = true;
+
+		/* a name without {n}: once, where its condition (of config keys
+		 * alone) holds */
+		if (e->cond) {
+			enum wshard_err rc = expr_eval_cond(plan->config, e->cond, -1, -1,
+							    e->name, &holds, err);
+
+			if (rc)
+				return rc;
+		}
+		if (holds)
+			sites[n++] = (struct rules_capture){ .n = -1, .e = -1, .i = -1 };
+	}
 	for (layer = 0; per_layer && !indexed && layer <= maxn; layer++) {
 		struct rules_capture c = { .n = layer, .e = -1, .i = -1 };
 		bool holds = true;

@@ -174,10 +174,9 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 		if (!e->name || (json_is_string(json_object_get(x, "with")) && !e->with) ||
 		    (json_is_string(json_object_get(x, "if")) && !e->cond))
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		if (json_object_get(x, "if") && (!e->cond || !strstr(name, "{n}") ||
-						 strstr(name, "{i}")))
+		if (json_object_get(x, "if") && (!e->cond || strstr(name, "{i}")))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': extra '%s': \"if\" must be a condition, for a name with {n} and no {i}",
+						"'%s': extra '%s': \"if\" must be a condition, for a name without {i}",
 						r->name, name);
 		if (json_object_get(x, "when") && (!when || strcmp(when, "quantized") != 0))
 			return wshard_error_set(err, WSHARD_EINVAL,

@@ -2788,6 +2788,10 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "glm4v_chatglm": "ckpt_lightonocr_glm4v:make_glm4v",
        "phi3v": "ckpt_phi3v:make_phi3v", "phi3v-wte": "ckpt_phi3v:make_phi3v_wte",
        "dots_ocr": "ckpt_dots_ocr", "dots_ocr-bias": "ckpt_dots_ocr:make_bias"}
+       "colqwen3": "ckpt_colqwen3:make_tomoro", "colqwen3-ops": "ckpt_colqwen3:make_ops",
+       "colqwen3-nemotron": "ckpt_colqwen3:make_nemotron",
+       "colqwen3-nodim": "ckpt_colqwen3:make_nodim",
+       "colqwen3_5": "ckpt_colqwen3:make_colqwen3_5"}
 
 
 def make(arch, out):

@@ -63,9 +63,12 @@ POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "LlamaBidirectionalForSequenceClassification",
                                     "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel",
                                     "ColModernVBertForRetrieval", "InternLM2ForRewardModel",
-                                    "GteNewModel", "GteNewForSequenceClassification"}
+                                    "GteNewModel", "GteNewForSequenceClassification",
+                                    "ColQwen3", "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel",
+                                    "ColQwen3_5"}
 # Multi-vector retrievers: an embedding a token (task token_embed)
-RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval")
+RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval", "ColQwen3",
+              "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel", "ColQwen3_5")
 # Pooling models whose answer is a vector a token (task token_classify)
 TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel",
                   "InternLM2ForRewardModel")

@@ -340,6 +340,31 @@ def _shared_embedding(model, rank, state):
     return True
 
 
+def _lazy_projection(model, rank, state):
+    """vLLM 0.32's ColQwen3Model (colqwen3.py) builds custom_text_proj in
+    __init__ only where config.json gives its width (embed_dim, dims, dim,
+    projection_dim, colbert_dim); otherwise load_weights builds it from the
+    checkpoint's weight, an nn.Linear in the text model's dtype on its
+    device.  The rank files then hold custom_text_proj.weight, which the
+    model built for loading lacks: the layer is built so, from the rank's
+    shape, and its weight put in state.  Returns True where it did so."""
+    if type(model).__name__ != "ColQwen3Model" or \
+            getattr(model, "custom_text_proj", None) is not None:
+        return False
+    shapes = {name: dims for _, name, _, dims, _ in _tensors(rank.lib, rank.handle)}
+    if "custom_text_proj.weight" not in shapes:
+        return False
+    import torch.nn as nn
+    dim, hidden = shapes["custom_text_proj.weight"]
+    first = next(model.language_model.parameters())
+    model.embed_dim = dim
+    model.custom_text_proj = nn.Linear(hidden, dim, bias="custom_text_proj.bias" in shapes,
+                                       dtype=first.dtype).to(first.device)
+    for name, p in model.custom_text_proj.named_parameters():
+        state["custom_text_proj." + name] = p
+    return True
+
+
 def _source_metadata(out_dir):
     """{source tensor name: {"dtype": ...}} of a wshard output, from its
     manifest: the checkpoint's own names for what vLLM reads from a model
@@ -451,6 +476,7 @@ def register():
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
             untied = _untied_embedding(model, model_config, state)
             shared = _shared_embedding(model, rank, state)
+            _lazy_projection(model, rank, state)
             t0 = time.perf_counter()
             try:
                 n = rank.read(state, int(os.environ.get("WSHARD_LOAD_THREADS", "0")))
