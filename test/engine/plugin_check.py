@@ -11,7 +11,8 @@ host pool: one F32 where the file holds BF16 (converted, as copy_ does),
 one padded (more rows than the file: the file's rows first, the padding
 untouched), one strided (a transposed view).  Then refusals, each one
 line naming the tensor: a parameter the rank lacks, a tensor with no
-parameter, a parameter smaller than its tensor.
+parameter, a parameter smaller than its tensor; and a speculative draft's
+load (wshard writes no draft).
 """
 import glob
 import os
@@ -89,8 +90,25 @@ def after_load():
     return None
 
 
+def refuses_draft():
+    """A speculative draft's load is refused in one line naming it; the
+    target's, with or without a draft configured, is not."""
+    from types import SimpleNamespace as NS
+    target, draft = NS(architectures=["MiMoForCausalLM"]), NS(architectures=["MiMoMTPModel"])
+    vc = NS(speculative_config=NS(draft_model_config=draft))
+    try:
+        wshard_vllm.refuse_draft(vc, target, "OUT")
+        wshard_vllm.refuse_draft(NS(speculative_config=None), target, "OUT")
+        wshard_vllm.refuse_draft(vc, draft, "OUT")
+    except wshard_vllm.WshardLoadError as e:
+        if "MiMoMTPModel" in str(e) and "draft_load_config" in str(e) and "\n" not in str(e):
+            return None
+        return f"draft refused with '{e}'"
+    return "a speculative draft's load was not refused"
+
+
 def main(out, tp):
-    bad = [after_load()]
+    bad = [after_load(), refuses_draft()]
     for r in range(tp):
         ref = files(out, r)
         p, strided = params(ref)

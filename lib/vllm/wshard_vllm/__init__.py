@@ -282,6 +282,25 @@ def _register_lazy(model, rank):
             head._register_bias()
 
 
+def refuse_draft(vllm_config, model_config, out):
+    """A speculative decoding draft (MTP, EAGLE, a draft model) is loaded
+    with the target's load format unless speculative_config's
+    draft_load_config says otherwise, and wshard writes no draft's rank
+    files (a checkpoint's MTP layers are left out): such a load is refused
+    in one line that says how to load the draft instead, rather than fail
+    on the first tensor the draft lacks."""
+    spec = getattr(vllm_config, "speculative_config", None)
+    draft = getattr(spec, "draft_model_config", None)
+    if draft is None or model_config is not draft:
+        return
+    arch = (getattr(draft, "architectures", None) or ["the draft"])[0]
+    raise WshardLoadError(
+        f"{out}: --load-format wshard loads a target model's ranks, not the "
+        f"speculative draft's ({arch}): load the draft from the source "
+        "checkpoint (speculative_config \"model\": SRC, \"draft_load_config\": "
+        "{\"load_format\": \"auto\"})")
+
+
 def after_load(model):
     """What a model's own load_weights does after the copies and before
     process_weights_after_loading, which no state file can hold: vLLM
@@ -427,6 +446,7 @@ def register():
             # The rank opened, and its files read into the page cache while
             # vLLM builds the model (unless WSHARD_LOAD_PREFETCH=0).
             out = model_config.model_weights or model_config.model
+            refuse_draft(vllm_config, model_config, out)
             if os.environ.get("WSHARD_LOAD_PREFETCH", "1") != "0" and os.path.isdir(out):
                 self._rank = Rank(out, self._want())
                 self._rank.prefetch()
