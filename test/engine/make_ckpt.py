@@ -462,6 +462,11 @@ CASES = {
     # like DeepSeek's 576.
     "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", V3),
     "deepseek_v3-fp8": ("DeepseekV3Config", "DeepseekV3ForCausalLM", V3),
+    # DeepseekV3BidirectionalModel (Giga-Embeddings-instruct-10B-A1.8B): V3's
+    # decoder without its head, is_causal false (vLLM: no MLA, encoder-only
+    # attention), served with runner pooling; config.json's architectures
+    # set below.
+    "deepseek_v3_bidir": ("DeepseekV3Config", "DeepseekV3Model", dict(V3, is_causal=False)),
     # DeepSeek-V3.2: V3 plus the sparse-attention indexer (DSA).  vLLM
     # 0.32's CPU build constructs it only with the hook's MLA backend in
     # place of sparse attention (run: WSHARD_ORACLE_SPARSE).
@@ -1569,7 +1574,8 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "ModernBertForSequenceClassification", "ModernBertForTokenClassification",
            "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
-           "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification")
+           "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
+           "DeepseekV3Model")
 
 
 def st_modules(out, cfg, decoder):
@@ -2867,6 +2873,9 @@ def make(arch, out):
             architectures=["LlamaBidirectional" + ("ForSequenceClassification"
                                                    if arch.endswith("_cls") else "Model")],
             pooling="avg"))
+    if arch.startswith("deepseek_v3_bidir"):
+        from ckpt_io import update_config
+        update_config(out, lambda c: c.update(architectures=["DeepseekV3BidirectionalModel"]))
     if arch == "phimoe":
         from ckpt_io import update_config
         update_config(out, lambda c: c.update(architectures=["PhiMoEForCausalLM"]))

@@ -65,7 +65,8 @@ POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "ColModernVBertForRetrieval", "InternLM2ForRewardModel",
                                     "GteNewModel", "GteNewForSequenceClassification",
                                     "ColQwen3", "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel",
-                                    "ColQwen3_5"}
+                                    "ColQwen3_5",
+                                    "DeepseekV3BidirectionalModel"}
 # Multi-vector retrievers: an embedding a token (task token_embed)
 RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval", "ColQwen3",
               "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel", "ColQwen3_5")
