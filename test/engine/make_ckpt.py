@@ -224,6 +224,9 @@ CASES = {
     # sentence-transformers' last-token pooling beside it, from which vLLM
     # picks the pooling runner itself
     "qwen3-st": ("Qwen3Config", "Qwen3ForCausalLM", None),
+    # VoyageQwen3BidirectionalEmbedModel: a Qwen3Model under model. and its
+    # embedding head linear.weight [num_labels, hidden] (added below)
+    "voyage_qwen3": ("Qwen3Config", "Qwen3Model", {"num_labels": 64}),
     # gte-Qwen2's form: an untied LM head in the checkpoint, left out
     "qwen2-st": ("Qwen2Config", "Qwen2ForCausalLM", None),
     # (config.json of bge-m3 and kin says position_embedding_type, which
@@ -1575,7 +1578,7 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
-           "DeepseekV3Model")
+           "DeepseekV3Model", "Qwen3Model")
 
 
 def st_modules(out, cfg, decoder):
@@ -2876,6 +2879,15 @@ def make(arch, out):
     if arch.startswith("deepseek_v3_bidir"):
         from ckpt_io import update_config
         update_config(out, lambda c: c.update(architectures=["DeepseekV3BidirectionalModel"]))
+    if arch.startswith("voyage_qwen3"):
+        import torch
+        from ckpt_io import add_to_first_shard, rename_prefix, update_config
+        rename_prefix(out, "", "model.")
+        g = torch.Generator().manual_seed(7)
+        add_to_first_shard(out, {"linear.weight": (torch.randn(
+            cfg.num_labels, cfg.hidden_size, generator=g) * 0.05).to(torch.bfloat16)})
+        update_config(out, lambda c: c.update(
+            architectures=["VoyageQwen3BidirectionalEmbedModel"]))
     if arch == "phimoe":
         from ckpt_io import update_config
         update_config(out, lambda c: c.update(architectures=["PhiMoEForCausalLM"]))

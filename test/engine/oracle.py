@@ -66,7 +66,8 @@ POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "GteNewModel", "GteNewForSequenceClassification",
                                     "ColQwen3", "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel",
                                     "ColQwen3_5",
-                                    "DeepseekV3BidirectionalModel"}
+                                    "DeepseekV3BidirectionalModel",
+                                    "VoyageQwen3BidirectionalEmbedModel"}
 # Multi-vector retrievers: an embedding a token (task token_embed)
 RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval", "ColQwen3",
               "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel", "ColQwen3_5")
