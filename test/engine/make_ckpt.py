@@ -227,6 +227,13 @@ CASES = {
     # VoyageQwen3BidirectionalEmbedModel: a Qwen3Model under model. and its
     # embedding head linear.weight [num_labels, hidden] (added below)
     "voyage_qwen3": ("Qwen3Config", "Qwen3Model", {"num_labels": 64}),
+    # JinaForRanking (jina-reranker-v3): Qwen3 with its LM head (which vLLM
+    # drops) and a projector to 512 (added below); the vocabulary reaches
+    # the doc and query tokens (151670, 151671) vLLM's pooler looks for
+    "jina_ranking": ("Qwen3Config", "Qwen3ForCausalLM",
+                     {"vocab_size": 151680, "hidden_size": 128, "intermediate_size": 256,
+                      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+                      "tie_word_embeddings": False}),
     # gte-Qwen2's form: an untied LM head in the checkpoint, left out
     "qwen2-st": ("Qwen2Config", "Qwen2ForCausalLM", None),
     # (config.json of bge-m3 and kin says position_embedding_type, which
@@ -2841,6 +2848,12 @@ def make(arch, out):
     model.save_pretrained(out, max_shard_size="1MB")
     if arch in ("clip", "siglip"):
         clip_processor(out, cfg)
+    elif arch.startswith("jina_ranking"):
+        # vLLM formats JinaForRanking's prompts from text, marking each doc
+        # and the query with these tokens, whose ids its pooler looks for
+        word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+                             "<|embed_token|>": 151670, "<|rerank_token|>": 151671},
+                       "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
     elif model_name in POOLING or arch.endswith("-st"):
         # vLLM's pooling runner tokenizes even token-id prompts' outputs
         word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3},
@@ -2879,6 +2892,15 @@ def make(arch, out):
     if arch.startswith("deepseek_v3_bidir"):
         from ckpt_io import update_config
         update_config(out, lambda c: c.update(architectures=["DeepseekV3BidirectionalModel"]))
+    if arch.startswith("jina_ranking"):
+        import torch
+        from ckpt_io import add_to_first_shard, update_config
+        g = torch.Generator().manual_seed(7)
+        h = cfg.hidden_size
+        add_to_first_shard(out, {
+            "projector.0.weight": (torch.randn(h // 2, h, generator=g) * 0.1).to(torch.bfloat16),
+            "projector.2.weight": (torch.randn(512, h // 2, generator=g) * 0.1).to(torch.bfloat16)})
+        update_config(out, lambda c: c.update(architectures=["JinaForRanking"]))
     if arch.startswith("voyage_qwen3"):
         import torch
         from ckpt_io import add_to_first_shard, rename_prefix, update_config

@@ -67,7 +67,7 @@ POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "ColQwen3", "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel",
                                     "ColQwen3_5",
                                     "DeepseekV3BidirectionalModel",
-                                    "VoyageQwen3BidirectionalEmbedModel"}
+                                    "VoyageQwen3BidirectionalEmbedModel", "JinaForRanking"}
 # Multi-vector retrievers: an embedding a token (task token_embed)
 RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval", "ColQwen3",
               "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel", "ColQwen3_5")
@@ -434,7 +434,16 @@ def answers(model, tp, out, **kw):
             architecture(model) in ("CLIPModel", "SiglipModel") + RETRIEVERS):
         prompts.append(image_prompt(model))
     got = []
-    if kw.get("runner") == "pooling" and architecture(model) in RETRIEVERS:
+    if architecture(model) == "JinaForRanking":
+        # jina-reranker-v3: vLLM formats text prompts (docs, then the query
+        # last) into one, each marked with its token; the pooler projects
+        # the hidden states of those tokens alone
+        docs = ["t17 t243 t9 t88", "t400 t3 t901 t56", "t64 t128 t999"]
+        for r in llm.encode(docs + ["t512 t7 t3"], pooling_task="token_embed",
+                            use_tqdm=False):
+            got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
+        res = []
+    elif kw.get("runner") == "pooling" and architecture(model) in RETRIEVERS:
         # a multi-vector retriever: an embedding a token, the tokens in turn
         for r in llm.encode(prompts, pooling_task="token_embed", use_tqdm=False):
             got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
