@@ -2807,7 +2807,13 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "colqwen3": "ckpt_colqwen3:make_tomoro", "colqwen3-ops": "ckpt_colqwen3:make_ops",
        "colqwen3-nemotron": "ckpt_colqwen3:make_nemotron",
        "colqwen3-nodim": "ckpt_colqwen3:make_nodim",
-       "colqwen3_5": "ckpt_colqwen3:make_colqwen3_5"}
+       "colqwen3_5": "ckpt_colqwen3:make_colqwen3_5",
+       "colbert": "ckpt_colbert:make_bert",
+       "colbert-colbert_linear": "ckpt_colbert:make_bert_colbert_linear",
+       "colbert_modernbert": "ckpt_colbert:make_modernbert",
+       "colbert_lfm2": "ckpt_colbert:make_lfm2",
+       "colbert_modernbert-st": "ckpt_colbert:make_modernbert_st",
+       "colbert_lfm2-st": "ckpt_colbert:make_lfm2_st"}
 
 
 def make(arch, out):

@@ -67,10 +67,15 @@ POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "ColQwen3", "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel",
                                     "ColQwen3_5",
                                     "DeepseekV3BidirectionalModel",
-                                    "VoyageQwen3BidirectionalEmbedModel", "JinaForRanking"}
-# Multi-vector retrievers: an embedding a token (task token_embed)
+                                    "VoyageQwen3BidirectionalEmbedModel", "JinaForRanking",
+                                    "HF_ColBERT", "ColBERTModernBertModel",
+                                    "ColBERTJinaRobertaModel", "ColBERTLfm2Model"}
+# Multi-vector retrievers: an embedding a token (task token_embed); the
+# ColBERT late-interaction encoders (text alone)
+COLBERT = ("HF_ColBERT", "ColBERTModernBertModel", "ColBERTJinaRobertaModel",
+           "ColBERTLfm2Model")
 RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval", "ColQwen3",
-              "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel", "ColQwen3_5")
+              "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel", "ColQwen3_5") + COLBERT
 # Pooling models whose answer is a vector a token (task token_classify)
 TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel",
                   "InternLM2ForRewardModel")
@@ -431,7 +436,8 @@ def answers(model, tp, out, **kw):
         prompts = whisper_prompts()
     elif tok and architecture(model) not in TEXT_PROMPTS_ONLY and (
             kw.get("runner") != "pooling" or
-            architecture(model) in ("CLIPModel", "SiglipModel") + RETRIEVERS):
+            architecture(model) in ("CLIPModel", "SiglipModel") + RETRIEVERS) and (
+            architecture(model) not in COLBERT):
         prompts.append(image_prompt(model))
     got = []
     if architecture(model) == "JinaForRanking":

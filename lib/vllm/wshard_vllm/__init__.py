@@ -301,6 +301,31 @@ def refuse_draft(vllm_config, model_config, out):
         "{\"load_format\": \"auto\"})")
 
 
+def _register_colbert(model, rank):
+    """vLLM 0.32's ColBERT models (colbert.py, ColBERTMixin) build their
+    projection only as load_weights meets the checkpoint's linear.weight or
+    colbert_linear.weight where config.json gives no colbert_dim (dim,
+    projection_dim): HF_ColBERT's releases.  Until then the model has no
+    such parameter to read into.  A rank that holds colbert_linear.weight
+    has it built first as _load_colbert_weights builds it (its width from
+    the tensor's rows, in the head dtype, on the backbone's device) and
+    made the pooler's projector too.  Returns True where it did so."""
+    if (getattr(model, "colbert_linear", False) is not None or
+            not hasattr(model, "_build_colbert_linear")):
+        return False
+    dims = [d for _, name, _, d, _ in _tensors(rank.lib, rank.handle)
+            if name == "colbert_linear.weight"]
+    if not dims or len(dims[0]) != 2:
+        return False
+    model.colbert_dim = dims[0][0]
+    model.colbert_linear = model._build_colbert_linear()
+    if hasattr(model, "pooler") and hasattr(model.pooler, "head"):
+        model.pooler.head.projector = model.colbert_linear
+    if hasattr(model, "model"):
+        model.colbert_linear.to(next(model.model.parameters()).device)
+    return True
+
+
 def after_load(model):
     """What a model's own load_weights does after the copies and before
     process_weights_after_loading, which no state file can hold: vLLM
@@ -493,6 +518,7 @@ def register():
             rank = self._rank or Rank(out, self._want())
             want = rank.want
             _register_lazy(model, rank)
+            _register_colbert(model, rank)
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
             untied = _untied_embedding(model, model_config, state)
             shared = _shared_embedding(model, rank, state)

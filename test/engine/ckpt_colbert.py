@@ -1,0 +1,156 @@
+"""ColBERT late-interaction retrievers as vLLM 0.32 reads them
+(model_executor/models/colbert.py), tiny, from transformers' own encoder
+classes:
+
+make_bert: HF_ColBERT (colbert-ir/colbertv2.0's layout): a BERT encoder
+under bert. and the projection linear.weight [dim, hidden] (no bias) in the
+checkpoint; config.json names HF_ColBERT without a dim (vLLM takes it from
+the weight).
+
+make_modernbert: ColBERTModernBertModel (lightonai/GTE-ModernColBERT-v1's
+layout, config.json naming the architecture as --hf-overrides does): the
+ModernBERT encoder as transformers' ModernBertModel saves it, the projection
+in sentence-transformers' 1_Dense/ folder (PyLate's Dense), which vLLM
+reads as it builds the pooler.
+
+make_lfm2: ColBERTLfm2Model (LiquidAI/LFM2-ColBERT-350M's layout): the LFM2
+backbone as transformers' Lfm2Model saves it (no model. prefix: vLLM's
+Lfm2Model loads the names itself), the projection in 1_Dense/."""
+import json
+import os
+
+DIM = 32
+
+
+def _tokenizer(cfg, out):
+    from make_ckpt import word_tokenizer
+    word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3},
+                   "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
+
+
+def _save(out, sd, shard=1 << 20):
+    """sd's tensors into OUT in shards of about SHARD bytes, with an index."""
+    from safetensors.torch import save_file
+    os.makedirs(out, exist_ok=True)
+    shards, cur, size = [], {}, 0
+    for k in sorted(sd):
+        n = sd[k].numel() * sd[k].element_size()
+        if cur and size + n > shard:
+            shards.append(cur)
+            cur, size = {}, 0
+        cur[k] = sd[k].contiguous()
+        size += n
+    shards.append(cur)
+    index = {}
+    for i, part in enumerate(shards):
+        name = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file(part, os.path.join(out, name), metadata={"format": "pt"})
+        index.update({k: name for k in part})
+    with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": index}, f, indent=1)
+
+
+def _config(out, model_cfg, arch, **extra):
+    d = model_cfg.to_dict()
+    d["architectures"] = [arch]
+    d.update(extra)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(d, f, indent=1)
+
+
+def _dense(out, hidden, seed=99):
+    """PyLate's modules.json: the Transformer, then 1_Dense (a bias-free
+    projection to DIM, identity activation)."""
+    import torch
+    from safetensors.torch import save_file
+    with open(os.path.join(out, "modules.json"), "w") as f:
+        json.dump([{"idx": 0, "name": "0", "path": "",
+                    "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Dense",
+                    "type": "pylate.models.Dense.Dense"}], f)
+    os.makedirs(os.path.join(out, "1_Dense"), exist_ok=True)
+    with open(os.path.join(out, "1_Dense", "config.json"), "w") as f:
+        json.dump({"in_features": hidden, "out_features": DIM, "bias": False,
+                   "activation_function": "torch.nn.modules.linear.Identity"}, f)
+    g = torch.Generator().manual_seed(seed)
+    save_file({"linear.weight": (torch.randn(DIM, hidden, generator=g) * 0.05)},
+              os.path.join(out, "1_Dense", "model.safetensors"))
+
+
+def make_bert(out, name="linear.weight"):
+    import torch
+    import transformers
+    from ckpt_io import saved_tensors
+    from make_ckpt import COMMON
+    cfg = transformers.BertConfig(**{k: v for k, v in COMMON.items()
+                                     if k not in ("num_key_value_heads", "head_dim")})
+    cfg.dtype = torch.bfloat16
+    torch.manual_seed(1234)
+    model = transformers.BertModel(cfg).to(torch.bfloat16)
+    sd = {"bert." + k: v for k, v in saved_tensors(model, out).items()}
+    g = torch.Generator().manual_seed(7)
+    sd[name] = (torch.randn(DIM, cfg.hidden_size, generator=g) * 0.05).to(torch.bfloat16)
+    _save(out, sd)
+    _config(out, cfg, "HF_ColBERT")
+    _tokenizer(cfg, out)
+
+
+def make_bert_colbert_linear(out):
+    """The projection named colbert_linear.weight (vLLM takes either)."""
+    make_bert(out, "colbert_linear.weight")
+
+
+def _linear(sd, hidden, name="linear.weight"):
+    """The projection in the checkpoint itself, as HF_ColBERT's."""
+    import torch
+    g = torch.Generator().manual_seed(7)
+    sd[name] = (torch.randn(DIM, hidden, generator=g) * 0.05).to(torch.bfloat16)
+    return sd
+
+
+def make_modernbert(out, st=False):
+    import torch
+    import transformers
+    from ckpt_io import saved_tensors
+    from make_ckpt import COMMON, MODERNBERT
+    kw = {k: v for k, v in COMMON.items() if k not in ("num_key_value_heads", "head_dim")}
+    cfg = transformers.ModernBertConfig(**kw, **MODERNBERT)
+    cfg.dtype = torch.bfloat16
+    torch.manual_seed(1234)
+    model = transformers.ModernBertModel(cfg).to(torch.bfloat16)
+    sd = saved_tensors(model, out)
+    _save(out, sd if st else _linear(sd, cfg.hidden_size))
+    _config(out, cfg, "ColBERTModernBertModel")
+    _tokenizer(cfg, out)
+    if st:
+        _dense(out, cfg.hidden_size)
+
+
+def make_modernbert_st(out):
+    """The release's form: the projection only in 1_Dense/."""
+    make_modernbert(out, True)
+
+
+def make_lfm2(out, st=False):
+    import torch
+    import transformers
+    from ckpt_io import saved_tensors
+    from make_ckpt import COMMON
+    kw = dict(COMMON, layer_types=["conv", "full_attention"], block_dim=256, conv_dim=256,
+              pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    kw.pop("head_dim")
+    cfg = transformers.Lfm2Config(**kw)
+    cfg.dtype = torch.bfloat16
+    torch.manual_seed(1234)
+    model = transformers.Lfm2Model(cfg).to(torch.bfloat16)
+    sd = saved_tensors(model, out)
+    _save(out, sd if st else _linear(sd, cfg.hidden_size, "colbert_linear.weight"))
+    _config(out, cfg, "ColBERTLfm2Model")
+    _tokenizer(cfg, out)
+    if st:
+        _dense(out, cfg.hidden_size)
+
+
+def make_lfm2_st(out):
+    """The release's form: the projection only in 1_Dense/."""
+    make_lfm2(out, True)
