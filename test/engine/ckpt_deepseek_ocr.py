@@ -25,7 +25,19 @@ Every tensor randomly initialised and perturbed, bf16. config.json as the
 release has it (language_config, and its keys again at the top; vision_config
 with the two towers' widths; projector_config linear), a word tokenizer
 holding the release's special tokens inside the vocabulary (<image> = 994).
-vLLM's own DeepseekOCRProcessor needs no processor file."""
+vLLM's own DeepseekOCRProcessor needs no processor file.
+
+    make(out)       DeepSeek-OCR
+    make_ocr2(out)  DeepSeek-OCR-2 (DeepseekOCR2ForCausalLM, the release's
+                    names, which vLLM reads, not transformers' deepseek_ocr2
+                    ones): the same text model and SAM ViT-B (net_3 to 896
+                    channels), no CLIP tower and no image_newline, instead
+                    model.qwen2_model.model.model.{layers,norm}.* (transformers'
+                    own Qwen2Model at vLLM's fixed sizes, 24 layers of 896,
+                    without its embedding) and model.qwen2_model.query_768 and
+                    query_1024; the projector 896 -> text hidden size. Its
+                    vision_config holds only what vLLM reads (image_size)
+                    beside the first one's keys."""
 import json
 import os
 
@@ -33,6 +45,14 @@ from ckpt_deepseek_vl2 import SPECIAL
 
 
 def make(out):
+    _make(out, ocr2=False)
+
+
+def make_ocr2(out):
+    _make(out, ocr2=True)
+
+
+def _make(out, ocr2):
     import torch
     import transformers
     from ckpt_io import save_shards, saved_tensors
@@ -77,10 +97,27 @@ def make(out):
             sd["model.sam_model." + n] = perturbed(v)
     del sam
     net_2 = torch.nn.Conv2d(256, 512, kernel_size=3, stride=2, padding=1, bias=False)
-    net_3 = torch.nn.Conv2d(512, 1024, kernel_size=3, stride=2, padding=1, bias=False)
+    net_3 = torch.nn.Conv2d(512, 896 if ocr2 else 1024, kernel_size=3, stride=2, padding=1, bias=False)
     sd["model.sam_model.net_2.weight"] = net_2.weight.detach().to(torch.bfloat16).contiguous()
     sd["model.sam_model.net_3.weight"] = net_3.weight.detach().to(torch.bfloat16).contiguous()
 
+    if ocr2:
+        # the Qwen2 decoder as encoder (vLLM's build_qwen2_decoder_as_encoder:
+        # 24 layers of 896, 14 heads, 2 kv heads, MLP 4864, its embedding
+        # deleted): transformers' own Qwen2Model, and the learned queries
+        qcfg = transformers.Qwen2Config(
+            hidden_size=896, num_hidden_layers=24, num_attention_heads=14,
+            num_key_value_heads=2, intermediate_size=4864, vocab_size=16,
+            rms_norm_eps=1e-6, rope_theta=1000000.0, max_position_embeddings=131072)
+        q2 = transformers.Qwen2Model(qcfg)
+        with torch.no_grad():
+            for k, v in q2.state_dict().items():
+                if k.startswith("embed_tokens.") or "rotary_emb" in k:
+                    continue
+                sd["model.qwen2_model.model.model." + k] = perturbed(v)
+        del q2
+        sd["model.qwen2_model.query_768.weight"] = perturbed(torch.randn(144, 896))
+        sd["model.qwen2_model.query_1024.weight"] = perturbed(torch.randn(256, 896))
     # CLIP-L/14 (transformers' CLIPVisionModel under the release's names)
     clip_cfg = transformers.CLIPVisionConfig(
         hidden_size=1024, intermediate_size=4096, num_attention_heads=16,
@@ -88,6 +125,8 @@ def make(out):
         layer_norm_eps=1e-5)
     clip = transformers.CLIPVisionModel(clip_cfg)
     csd = {k.removeprefix("vision_model."): v for k, v in clip.state_dict().items()}
+    if ocr2:
+        csd = {}  # DeepSeek-OCR-2 has no CLIP tower
     csd = {k: v for k, v in csd.items()
            if not k.startswith("post_layernorm.") and not k.endswith("position_ids")}
     del clip
@@ -108,14 +147,16 @@ def make(out):
 
     def rnd(*s, scale=0.02):
         return (torch.randn(*s, generator=g) * scale).to(torch.bfloat16)
-    sd["model.projector.layers.weight"] = rnd(H, 2048)
+    sd["model.projector.layers.weight"] = rnd(H, 896 if ocr2 else 2048)
     sd["model.projector.layers.bias"] = rnd(H)
-    sd["model.image_newline"] = rnd(H, scale=1 / H ** 0.5)
+    if not ocr2:
+        sd["model.image_newline"] = rnd(H, scale=1 / H ** 0.5)
     sd["model.view_seperator"] = rnd(H, scale=1 / H ** 0.5)
     names = sorted(sd)
     os.makedirs(out, exist_ok=True)
     clip_early = [k for k in names if k.startswith("model.vision_model.transformer.layers.")
-                  and int(k.split(".")[4]) < 12]
+                  and int(k.split(".")[4]) < 12 or k.startswith("model.qwen2_model.model.model.layers.")
+                  and int(k.split(".")[5]) < 12]
     rest = sorted(set(names) - set(clip_early))
     save_shards(out, sd, [clip_early, rest])
     language = {
@@ -131,10 +172,10 @@ def make(out):
         "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "routed_scaling_factor": 1.0,
         "norm_topk_prob": False, "scoring_func": "softmax", "moe_layer_freq": 1,
         "tie_word_embeddings": False}
-    c = {"architectures": ["DeepseekOCRForCausalLM"], "model_type": "deepseek_vl_v2",
+    c = {"architectures": ["DeepseekOCR2ForCausalLM" if ocr2 else "DeepseekOCRForCausalLM"], "model_type": "deepseek_vl_v2",
          "candidate_resolutions": [[1024, 1024]], "global_view_pos": "head",
          "language_config": language,
-         "projector_config": {"input_dim": 2048, "model_type": "mlp_projector",
+         "projector_config": {"input_dim": 896 if ocr2 else 2048, "model_type": "mlp_projector",
                               "n_embed": H, "projector_type": "linear"},
          "tile_tag": "2D", "torch_dtype": "bfloat16", "transformers_version": "4.46.3",
          "vision_config": {"image_size": 1024, "mlp_ratio": 3.7362, "model_name": "deeplip_b_l",
@@ -142,7 +183,7 @@ def make(out):
                            "width": {"clip-l-14-224": {"heads": 16, "image_size": 224,
                                                        "layers": 24, "patch_size": 14,
                                                        "width": 1024},
-                                     "sam_vit_b": {"downsample_channels": [512, 1024],
+                                     "sam_vit_b": {"downsample_channels": [512, 896 if ocr2 else 1024],
                                                    "global_attn_indexes": [2, 5, 8, 11],
                                                    "heads": 12, "layers": 12, "width": 768}}}}
     # the release repeats the text model's keys at the top

@@ -210,11 +210,12 @@ def image_prompt(model):
         # 994), which vLLM expands into a global and a local 384x384 view
         size = 384
         image = [994]
-    elif cfg["architectures"][0] == "DeepseekOCRForCausalLM":
+    elif cfg["architectures"][0] in ("DeepseekOCRForCausalLM", "DeepseekOCR2ForCausalLM"):
         # DeepSeek-OCR: its <image> token (ckpt_deepseek_ocr.py's tokenizer:
         # 994); an image no larger than 640 pixels is one global view, padded
         # to 1024 (SAM at 64x64 patches, then CLIP): 16 rows of 16 tokens and
-        # a newline each, and a separator, 273 tokens
+        # a newline each, and a separator, 273 tokens (DeepSeek-OCR-2: SAM,
+        # then the Qwen2 encoder, 256 tokens and the separator)
         size = 256
         image = [994]
     elif "ColPali" in cfg["architectures"][0]:
@@ -404,10 +405,11 @@ def arch_settings(model, kw):
         # an image is a global and a local view of 14x15 tokens and a
         # separator: 421 tokens
         kw.setdefault("max_model_len", 4 * MAX_MODEL_LEN)
-    if arch == "DeepseekOCRForCausalLM":
+    if arch in ("DeepseekOCRForCausalLM", "DeepseekOCR2ForCausalLM"):
         # an image is 273 tokens (a global view), its profiling image (four
         # 640-pixel tiles beside the global view through SAM ViT-B and
         # CLIP-L at full size) 1093: not profiled, a CPU's minutes
+        # (DeepSeek-OCR-2: 257, and four 768-pixel tiles beside it)
         kw.setdefault("max_model_len", 8 * MAX_MODEL_LEN)
         kw.setdefault("skip_mm_profiling", True)
     if arch == "AriaForConditionalGeneration":
