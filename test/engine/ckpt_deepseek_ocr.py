@@ -38,10 +38,9 @@ vLLM's own DeepseekOCRProcessor needs no processor file.
                     query_1024; the projector 896 -> text hidden size. Its
                     vision_config holds only what vLLM reads (image_size)
                     beside the first one's keys."""
-import json
 import os
 
-from ckpt_deepseek_vl2 import SPECIAL
+from ckpt_deepseek_vl2 import H, language_config, text_model, write_config
 
 
 def make(out):
@@ -55,20 +54,8 @@ def make_ocr2(out):
 def _make(out, ocr2):
     import torch
     import transformers
-    from ckpt_io import save_shards, saved_tensors
-    from make_ckpt import word_tokenizer
-    from ckpt_deepseek_moe import glm_config
-    H, nh, V, I, E, I_moe, shared, first_dense, layers = 256, 4, 1000, 512, 4, 128, 2, 1, 2
-    cfg = glm_config(H, nh, V, I, E, I_moe, shared, first_dense, layers, 4096)
-    cfg.dtype = torch.bfloat16
-    torch.manual_seed(1270)
-    lm = transformers.Glm4MoeForCausalLM(cfg).to(torch.bfloat16)
-    sd = {}
-    for k, v in saved_tensors(lm, out).items():
-        if k.endswith("mlp.gate.e_score_correction_bias"):
-            continue  # GLM's sigmoid router; DeepSeek-OCR's is softmax (greedy)
-        sd[k] = v
-    del lm
+    from ckpt_io import save_shards
+    sd = text_model(out, "", 1270)
 
     def perturbed(v):
         return (v.float() + torch.randn(v.shape) * 0.02).to(torch.bfloat16).contiguous()
@@ -159,19 +146,7 @@ def _make(out, ocr2):
                   and int(k.split(".")[5]) < 12]
     rest = sorted(set(names) - set(clip_early))
     save_shards(out, sd, [clip_early, rest])
-    language = {
-        "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
-        "bos_token_id": 0, "eos_token_id": 1, "first_k_dense_replace": first_dense,
-        "hidden_size": H, "intermediate_size": I, "kv_lora_rank": None, "lm_head": True,
-        "max_position_embeddings": 4096, "moe_intermediate_size": I_moe,
-        "n_group": 1, "n_routed_experts": E, "n_shared_experts": shared,
-        "num_attention_heads": nh, "num_experts_per_tok": 2, "num_hidden_layers": layers,
-        "num_key_value_heads": nh, "q_lora_rank": None, "qk_nope_head_dim": 0,
-        "qk_rope_head_dim": 0, "rm_head": False, "topk_group": 1, "topk_method": "greedy",
-        "torch_dtype": "bfloat16", "use_mla": False, "v_head_dim": 0, "vocab_size": V,
-        "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "routed_scaling_factor": 1.0,
-        "norm_topk_prob": False, "scoring_func": "softmax", "moe_layer_freq": 1,
-        "tie_word_embeddings": False}
+    language = language_config()
     c = {"architectures": ["DeepseekOCR2ForCausalLM" if ocr2 else "DeepseekOCRForCausalLM"], "model_type": "deepseek_vl_v2",
          "candidate_resolutions": [[1024, 1024]], "global_view_pos": "head",
          "language_config": language,
@@ -190,11 +165,4 @@ def _make(out, ocr2):
     for k, v in language.items():
         if k not in ("architectures", "model_type", "torch_dtype"):
             c[k] = v
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, ensure_ascii=False)
-    gc = os.path.join(out, "generation_config.json")
-    if os.path.exists(gc):
-        os.remove(gc)
-    tok = word_tokenizer(transformers.PretrainedConfig(vocab_size=V), SPECIAL,
-                         "<｜▁pad▁｜>", "<｜end▁of▁sentence｜>", "<｜begin▁of▁sentence｜>", "<unk>")
-    tok.save_pretrained(out)
+    write_config(out, c)

@@ -43,34 +43,83 @@ def make_mla(out):
     _make(out, mla=True)
 
 
-def _make(out, mla):
+# The text model's sizes (DeepSeek-VL2's and DeepSeek-OCR's test checkpoints):
+# hidden, heads, vocabulary, dense MLP, experts, expert MLP, shared experts,
+# dense layers first, layers
+H, NH, V, I, E, I_MOE, SHARED, FIRST_DENSE, LAYERS = 256, 4, 1000, 512, 4, 128, 2, 1, 2
+
+
+def text_model(out, prefix, seed, mla=False):
+    """The DeepSeek-V2 text model's tensors under prefix: transformers'
+    Glm4MoeForCausalLM set up as DeepSeek-MoE (multi-head attention), or
+    DeepseekV3ForCausalLM (MLA with a q LoRA), perturbed and saved
+    (ckpt_io.saved_tensors), without the sigmoid router's correction bias
+    (these models route by softmax, greedy)."""
     import torch
-    import timm
     import transformers
-    from ckpt_io import save_shards, saved_tensors
-    from make_ckpt import word_tokenizer
-    H, nh, V, I, E, I_moe, shared, first_dense, layers = 256, 4, 1000, 512, 4, 128, 2, 1, 2
+    from ckpt_io import saved_tensors
     from ckpt_deepseek_moe import glm_config
-    cfg = glm_config(H, nh, V, I, E, I_moe, shared, first_dense, layers, 4096)
+    cfg = glm_config(H, NH, V, I, E, I_MOE, SHARED, FIRST_DENSE, LAYERS, 4096)
     if mla:
         cfg = transformers.DeepseekV3Config(
-            hidden_size=H, intermediate_size=I, moe_intermediate_size=I_moe,
-            num_hidden_layers=layers, num_attention_heads=nh, num_key_value_heads=nh,
-            n_routed_experts=E, n_shared_experts=shared, num_experts_per_tok=2,
-            first_k_dense_replace=first_dense, n_group=1, topk_group=1,
+            hidden_size=H, intermediate_size=I, moe_intermediate_size=I_MOE,
+            num_hidden_layers=LAYERS, num_attention_heads=NH, num_key_value_heads=NH,
+            n_routed_experts=E, n_shared_experts=SHARED, num_experts_per_tok=2,
+            first_k_dense_replace=FIRST_DENSE, n_group=1, topk_group=1,
             routed_scaling_factor=1.0, norm_topk_prob=False, q_lora_rank=128,
             kv_lora_rank=256, qk_nope_head_dim=64, qk_rope_head_dim=64, v_head_dim=64,
             vocab_size=V, max_position_embeddings=4096, tie_word_embeddings=False,
             rms_norm_eps=1e-6)
     cfg.dtype = torch.bfloat16
-    torch.manual_seed(1260)
+    torch.manual_seed(seed)
     lm = (transformers.DeepseekV3ForCausalLM if mla else
           transformers.Glm4MoeForCausalLM)(cfg).to(torch.bfloat16)
-    sd = {}
-    for k, v in saved_tensors(lm, out).items():
-        if k.endswith("mlp.gate.e_score_correction_bias"):
-            continue  # GLM's and V3's sigmoid router; DeepSeek-VL2's is softmax (greedy)
-        sd["language." + k] = v
+    return {prefix + k: v for k, v in saved_tensors(lm, out).items()
+            if not k.endswith("mlp.gate.e_score_correction_bias")}
+
+
+def language_config(mla=False):
+    """config.json's language_config for text_model's tensors, as the
+    releases write it."""
+    language = {
+        "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
+        "bos_token_id": 0, "eos_token_id": 1, "first_k_dense_replace": FIRST_DENSE,
+        "hidden_size": H, "intermediate_size": I, "kv_lora_rank": None, "lm_head": True,
+        "max_position_embeddings": 4096, "moe_intermediate_size": I_MOE,
+        "n_group": 1, "n_routed_experts": E, "n_shared_experts": SHARED,
+        "num_attention_heads": NH, "num_experts_per_tok": 2, "num_hidden_layers": LAYERS,
+        "num_key_value_heads": NH, "q_lora_rank": None, "qk_nope_head_dim": 0,
+        "qk_rope_head_dim": 0, "rm_head": False, "topk_group": 1, "topk_method": "greedy",
+        "torch_dtype": "bfloat16", "use_mla": mla, "v_head_dim": 0, "vocab_size": V,
+        "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "routed_scaling_factor": 1.0,
+        "norm_topk_prob": False, "scoring_func": "softmax", "moe_layer_freq": 1,
+        "tie_word_embeddings": False}
+    if mla:
+        language.update(q_lora_rank=128, kv_lora_rank=256, qk_nope_head_dim=64,
+                        qk_rope_head_dim=64, v_head_dim=64)
+    return language
+
+
+def write_config(out, c):
+    """config.json, no generation_config.json, and the word tokenizer with
+    DeepSeek-VL2's special tokens."""
+    import transformers
+    from make_ckpt import word_tokenizer
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(c, f, indent=2, ensure_ascii=False)
+    gc = os.path.join(out, "generation_config.json")
+    if os.path.exists(gc):
+        os.remove(gc)
+    tok = word_tokenizer(transformers.PretrainedConfig(vocab_size=V), SPECIAL,
+                         "<｜▁pad▁｜>", "<｜end▁of▁sentence｜>", "<｜begin▁of▁sentence｜>", "<unk>")
+    tok.save_pretrained(out)
+
+
+def _make(out, mla):
+    import torch
+    import timm
+    from ckpt_io import save_shards
+    sd = text_model(out, "language.", 1260, mla)
     vit = timm.create_model("vit_so400m_patch14_siglip_384.webli", pretrained=False,
                             num_classes=0, dynamic_img_size=True, dynamic_img_pad=True)
     with torch.no_grad():
@@ -94,22 +143,7 @@ def _make(out, mla):
                            int(k.split(".")[2]) < 14],
                           [k for k in names if not k.startswith("language.") and not (
                               k.startswith("vision.blocks.") and int(k.split(".")[2]) < 14)]])
-    language = {
-        "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
-        "bos_token_id": 0, "eos_token_id": 1, "first_k_dense_replace": first_dense,
-        "hidden_size": H, "intermediate_size": I, "kv_lora_rank": None, "lm_head": True,
-        "max_position_embeddings": 4096, "moe_intermediate_size": I_moe,
-        "n_group": 1, "n_routed_experts": E, "n_shared_experts": shared,
-        "num_attention_heads": nh, "num_experts_per_tok": 2, "num_hidden_layers": layers,
-        "num_key_value_heads": nh, "q_lora_rank": None, "qk_nope_head_dim": 0,
-        "qk_rope_head_dim": 0, "rm_head": False, "topk_group": 1, "topk_method": "greedy",
-        "torch_dtype": "bfloat16", "use_mla": mla, "v_head_dim": 0, "vocab_size": V,
-        "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "routed_scaling_factor": 1.0,
-        "norm_topk_prob": False, "scoring_func": "softmax", "moe_layer_freq": 1,
-        "tie_word_embeddings": False}
-    if mla:
-        language.update(q_lora_rank=128, kv_lora_rank=256, qk_nope_head_dim=64,
-                        qk_rope_head_dim=64, v_head_dim=64)
+    language = language_config(mla)
     c = {"architectures": ["DeepseekVLV2ForCausalLM"], "model_type": "deepseek_vl_v2",
          "candidate_resolutions": [[384, 384]], "global_view_pos": "head",
          "language_config": language,
@@ -123,14 +157,7 @@ def _make(out, mla):
                            "weight_init": "skip", "deterministic": False,
                            "num_recomputing_layers": 0, "use_checkpoint": False},
          "tile_tag": "2D", "torch_dtype": "bfloat16", "transformers_version": "4.38.2"}
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, ensure_ascii=False)
-    gc = os.path.join(out, "generation_config.json")
-    if os.path.exists(gc):
-        os.remove(gc)
-    tok = word_tokenizer(transformers.PretrainedConfig(vocab_size=V), SPECIAL,
-                         "<｜▁pad▁｜>", "<｜end▁of▁sentence｜>", "<｜begin▁of▁sentence｜>", "<unk>")
-    tok.save_pretrained(out)
+    write_config(out, c)
     with open(os.path.join(out, "processor_config.json"), "w") as f:
         json.dump({"add_special_token": False, "candidate_resolutions": [[384, 384]],
                    "downsample_ratio": ds, "ignore_id": -100, "image_mean": [0.5, 0.5, 0.5],
