@@ -108,22 +108,30 @@ def _linear(sd, hidden, name="linear.weight"):
     return sd
 
 
-def make_modernbert(out, st=False):
+def _encoder(out, cfg, cls, arch, st, name):
+    """A ColBERT checkpoint of transformers' encoder cls (names without a
+    prefix, as the releases), its projection in the checkpoint as name, or
+    (st) only in 1_Dense/."""
     import torch
-    import transformers
     from ckpt_io import saved_tensors
-    from make_ckpt import COMMON, MODERNBERT
-    kw = {k: v for k, v in COMMON.items() if k not in ("num_key_value_heads", "head_dim")}
-    cfg = transformers.ModernBertConfig(**kw, **MODERNBERT)
     cfg.dtype = torch.bfloat16
     torch.manual_seed(1234)
-    model = transformers.ModernBertModel(cfg).to(torch.bfloat16)
+    model = cls(cfg).to(torch.bfloat16)
     sd = saved_tensors(model, out)
-    _save(out, sd if st else _linear(sd, cfg.hidden_size))
-    _config(out, cfg, "ColBERTModernBertModel")
+    _save(out, sd if st else _linear(sd, cfg.hidden_size, name))
+    _config(out, cfg, arch)
     _tokenizer(cfg, out)
     if st:
         _dense(out, cfg.hidden_size)
+
+
+def make_modernbert(out, st=False):
+    import transformers
+    from make_ckpt import COMMON, MODERNBERT
+    kw = {k: v for k, v in COMMON.items() if k not in ("num_key_value_heads", "head_dim")}
+    cfg = transformers.ModernBertConfig(**kw, **MODERNBERT)
+    _encoder(out, cfg, transformers.ModernBertModel, "ColBERTModernBertModel", st,
+             "linear.weight")
 
 
 def make_modernbert_st(out):
@@ -132,23 +140,14 @@ def make_modernbert_st(out):
 
 
 def make_lfm2(out, st=False):
-    import torch
     import transformers
-    from ckpt_io import saved_tensors
     from make_ckpt import COMMON
     kw = dict(COMMON, layer_types=["conv", "full_attention"], block_dim=256, conv_dim=256,
               pad_token_id=0, bos_token_id=1, eos_token_id=2)
     kw.pop("head_dim")
     cfg = transformers.Lfm2Config(**kw)
-    cfg.dtype = torch.bfloat16
-    torch.manual_seed(1234)
-    model = transformers.Lfm2Model(cfg).to(torch.bfloat16)
-    sd = saved_tensors(model, out)
-    _save(out, sd if st else _linear(sd, cfg.hidden_size, "colbert_linear.weight"))
-    _config(out, cfg, "ColBERTLfm2Model")
-    _tokenizer(cfg, out)
-    if st:
-        _dense(out, cfg.hidden_size)
+    _encoder(out, cfg, transformers.Lfm2Model, "ColBERTLfm2Model", st,
+             "colbert_linear.weight")
 
 
 def make_lfm2_st(out):
