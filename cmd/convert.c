@@ -38,6 +38,9 @@ static const char convert_usage[] =
 	"      --no-attn-scales     leave out attn._k_scale/_v_scale/_q_scale/_prob_scale\n"
 	"                           (for vLLM releases before December 2025)\n"
 	"      --rules FILE         rules for an architecture wshard does not know\n"
+	"      --architecture NAME  convert as NAME, not config.json's architectures[0]:\n"
+	"                           a speculative draft in the checkpoint (MiMoMTPModel,\n"
+	"                           DeepSeekMTPModel), as vLLM's speculative_config builds it\n"
 	"      --revision REV       with a repo id: branch, tag or commit (default main)\n"
 	"      --max-file-size SIZE start a new part past SIZE bytes (default 5GiB)\n"
 	"      --max-memory SIZE    tensor-data buffer budget (default 64MiB)\n"
@@ -78,6 +81,7 @@ enum {
 	OPT_TARGET = 256,
 	OPT_NO_SCALES,
 	OPT_RULES,
+	OPT_ARCH,
 	OPT_MAX_FILE,
 	OPT_MAX_MEM,
 	OPT_VALIDATE,
@@ -162,6 +166,9 @@ static int value_option(int c, const char *arg, struct convert_opts *o)
 		return 0;
 	case OPT_RULES:
 		o->rules = arg;
+		return 0;
+	case OPT_ARCH:
+		o->opt.architecture = arg;
 		return 0;
 	case OPT_REVISION:
 		o->revision = arg;
@@ -280,6 +287,7 @@ static int parse_args(int argc, char **argv, struct convert_opts *o)
 		{ "expert-placement", required_argument, NULL, OPT_PLACEMENT },
 		{ "no-attn-scales", no_argument, NULL, OPT_NO_SCALES },
 		{ "rules", required_argument, NULL, OPT_RULES },
+		{ "architecture", required_argument, NULL, OPT_ARCH },
 		{ "revision", required_argument, NULL, OPT_REVISION },
 		{ "max-file-size", required_argument, NULL, OPT_MAX_FILE },
 		{ "max-memory", required_argument, NULL, OPT_MAX_MEM },
@@ -426,13 +434,16 @@ static void note_session_dir(const char *out)
 }
 
 /* The rules for cat: --rules FILE (for its architecture), else the
- * built-in ones of its architecture. */
+ * built-in ones of its architecture; --architecture stands for
+ * config.json's. */
 static void open_rules(const struct convert_opts *o, const struct wshard_catalog *cat,
 		       struct wshard_rules **out_rules, struct wshard_error *err)
 {
 	struct wshard_catalog_info info;
 
 	wshard_catalog_info(cat, &info);
+	if (o->opt.architecture)
+		info.architecture = o->opt.architecture;
 	if (o->rules && !wshard_rules_load(out_rules, o->rules, err) && info.has_config)
 		wshard_rules_check_arch(*out_rules, info.architecture, err);
 	else if (!info.has_config)

@@ -223,6 +223,10 @@ struct wshard_options {
 	enum wshard_dtype dtype;
 	bool expert_parallel;		/* whole experts per rank (EP = tp) */
 	enum wshard_placement placement;	/* as requested (--expert-placement) */
+	/* the architecture to convert as (--architecture: a speculative
+	 * draft that rides in the checkpoint, as vLLM's speculative_config
+	 * builds it), or NULL: config.json's architectures[0] */
+	const char *architecture;
 };
 
 /* Fills opt with the defaults: tp 1, pp 1, "vllm@0.32", attn scales, 5 GiB

@@ -123,6 +123,19 @@ if expect_exit 3 "$WSHARD" convert --tp 2 "$T/arch" "$T/out-arch"; then
 	err_has "unknown architecture" FooBarForCausalLM
 fi
 nothing_written "unknown architecture" "$T/out-arch"
+# --architecture names one without rules: the same; one whose rules the
+# checkpoint lacks tensors for (a Llama converted as MiMo's MTP draft):
+# exit 3 naming the tensor
+if expect_exit 3 "$WSHARD" convert --tp 2 --architecture FooBarMTPModel "$T/good" "$T/out-arch2"; then
+	one_line "--architecture unknown"
+	err_has "--architecture unknown" FooBarMTPModel
+fi
+nothing_written "--architecture unknown" "$T/out-arch2"
+if expect_exit 3 "$WSHARD" convert --tp 2 --architecture MiMoMTPModel "$T/good" "$T/out-arch3"; then
+	one_line "--architecture without the draft's layers"
+	err_has "--architecture without the draft's layers" num_nextn_predict_layers
+fi
+nothing_written "--architecture without the draft's layers" "$T/out-arch3"
 
 # A missing source: exit 3 or 4 with the path.
 "$WSHARD" convert --tp 2 "$T/no-such-src" "$T/out-nosrc" >"$T/out" 2>"$T/err"

@@ -3,7 +3,7 @@
  * (Gemma 4's): conditions that compare a config array's text ("KEY[n] ==
  * 'text'") and join two conditions ("A && B"), a fused part whose source
  * also fills another part ("also": k loaded as v), layers vLLM holds
- * under another name ("rename_layers"), one tensor stored in row pieces
+ * under another name ("rename_layers", "from" or "add"), one tensor stored in row pieces
  * ("concat") and a pipeline vLLM refuses for a config key ("none_with").
  *
  * Checkpoints come from scripts/gen-checkpoint (a Llama: 2 layers, 8
@@ -258,6 +258,41 @@ Test(kinds, rename_layers)
 		    "\"rename_layers\" is not");
 	rules_fails(&f, "{\"rename_layers\": {\"prefix\": \"model.layers.{n}.\", "
 		    "\"to\": \"m.{n}.\"}, \"tensors\": [" CATCH_ALL "]}", "\"rename_layers\" is not");
+	fx_close(&f);
+}
+
+#define RENAME_ADD(add) "{\"rename_layers\": {\"prefix\": \"model.layers.{n}.\", " \
+	"\"to\": \"model.mtp.{n}.\", \"add\": \"" add "\"}, " \
+	"\"extra\": [{\"name\": \"model.layers.{n}.c\", \"dtype\": \"F32\", \"value\": 1.0}], " \
+	"\"tensors\": [" CATCH_ALL "]}"
+
+/*
+ * "rename_layers" with "add": every layer is written under "to", its
+ * number and its extras' raised by the expression (MiMo's MTP draft);
+ * adding 0 renames nothing; "from" and "add" together are refused.
+ */
+Test(kinds, rename_layers_add)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, BASE);
+	use_rules(&f, RENAME_ADD("num_hidden_layers"));
+	fx_plan(&f, 2);
+	get_out(&f, 0, "model.mtp.2.input_layernorm.weight");
+	get_out(&f, 1, "model.mtp.3.self_attn.q_proj.weight");
+	get_out(&f, 0, "model.mtp.3.c");
+	cr_assert_null(find_out(&f, 0, "model.layers.0.input_layernorm.weight"));
+	cr_assert_null(find_out(&f, 0, "model.mtp.0.input_layernorm.weight"));
+	get_out(&f, 0, "model.embed_tokens.weight");
+	use_rules(&f, RENAME_ADD("0"));
+	fx_plan(&f, 2);
+	get_out(&f, 0, "model.layers.1.input_layernorm.weight");
+	fx_close(&f);
+
+	fx_open(&f, BASE);
+	rules_fails(&f, "{\"rename_layers\": {\"prefix\": \"model.layers.{n}.\", "
+		    "\"to\": \"m.{n}.\", \"from\": \"1\", \"add\": \"1\"}, \"tensors\": ["
+		    CATCH_ALL "]}", "\"rename_layers\" is not");
 	fx_close(&f);
 }
 

@@ -493,7 +493,7 @@ json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode m
 			"target", o->target,
 			"target_checked", checked,
 			"tp", plan->tp,
-			"architecture", cat->config.architecture,
+			"architecture", o->architecture ? o->architecture : cat->config.architecture,
 			"rules", plan->rules_name);
 	if (!doc)
 		goto fail;
@@ -504,6 +504,10 @@ json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode m
 		"checksum", wshard_checksum_name(o->checksum),
 		"expert_parallel", o->expert_parallel,
 		"expert_placement", wshard_placement_name(o->placement)));
+	/* (only where given: outputs without it keep their bytes) */
+	if (o->architecture)
+		json_object_set_new(json_object_get(doc, "options"), "architecture",
+				    json_string(o->architecture));
 	/* the layout the ranks hold: placement is the one vLLM uses (its
 	 * round_robin falls back to linear without grouped routing) */
 	json_object_set_new(doc, "parallel", json_pack("{s:i,s:i,s:o,s:b,s:o}",

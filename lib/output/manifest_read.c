@@ -384,6 +384,7 @@ static void parse_options(struct wshard_manifest *m, json_t *doc)
 	    !wshard_dtype_parse(json_string_value(json_object_get(opts, "dtype")),
 				&m->options.dtype))
 		m->options.has_dtype = true;
+	m->options.architecture = json_string_value(json_object_get(opts, "architecture"));
 }
 
 /* "source": its paths, and the names of the non-weight files copied. */

@@ -408,7 +408,8 @@ static enum wshard_err check_requires(const struct wshard_plan *plan,
 		if (!v || json_is_null(v))
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"config.json: no '%s', which vLLM needs to build %s (rules %s)",
-						rules->requires[i], plan->config->architecture ?
+						rules->requires[i], plan->opt.architecture ?
+						plan->opt.architecture : plan->config->architecture ?
 						plan->config->architecture : "the model", rules->name);
 	}
 	return WSHARD_OK;

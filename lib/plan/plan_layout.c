@@ -157,8 +157,9 @@ char *plan_output_name(const struct wshard_plan *plan, const char *pattern,
 
 /*
  * The rules' "rename_layers" for this checkpoint: the first layer it
- * renames.  --pp is refused where it renames any: vLLM 0.32 builds no
- * pipeline stages of such a model (Gemma 4 with kv-shared layers).
+ * renames (or, for "add", minus the number added to every layer).  --pp
+ * is refused where it renames any: vLLM 0.32 builds no pipeline stages of
+ * such a model (Gemma 4 with kv-shared layers, an MTP draft).
  */
 enum wshard_err plan_set_rename(struct wshard_plan *plan, const struct wshard_rules *rules,
 				struct wshard_error *err)
@@ -174,16 +175,22 @@ enum wshard_err plan_set_rename(struct wshard_plan *plan, const struct wshard_ru
 				   err);
 	if (rc)
 		return rc;
-	if (from < 0)
+	if (rules->rename_add) {
+		/* every layer, numbered on by the expression: n - (-add) */
+		if (from == 0)
+			return WSHARD_OK;
+		from = -from;
+	} else if (from < 0) {
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"%s: \"rename_layers\" starts at layer %lld (%s), before the first",
 					rules->name, (long long)from, rules->rename_from);
-	if (from >= layers)
+	} else if (from >= layers) {
 		return WSHARD_OK;
+	}
 	if (plan->opt.pp > 1)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"--pp is not written for %s when layers %lld to %lld are held under another name (%s): vLLM builds no pipeline stages of it",
-					rules->name, (long long)from, (long long)layers - 1,
+					rules->name, (long long)(from < 0 ? 0 : from), (long long)layers - 1,
 					rules->rename_to);
 	plan->rename_from = (long)from;
 	plan->rename_prefix = strdup(rules->rename_prefix);

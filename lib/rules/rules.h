@@ -273,9 +273,13 @@ struct wshard_rules {
 	/* "rename_layers": decoder layers that vLLM holds under another name
 	 * from layer rename_from (an expression) on: an output beginning with
 	 * rename_prefix for layer n >= that begins with rename_to for layer
-	 * n - rename_from instead (Gemma 4's kv-shared layers).  NULL when
-	 * absent. */
+	 * n - rename_from instead (Gemma 4's kv-shared layers); see
+	 * rename_add.  NULL when absent. */
 	char *rename_prefix, *rename_to, *rename_from;
+	/* rename_from is "add": every layer n under rename_prefix is held as
+	 * layer n + rename_from under rename_to (MiMo's MTP draft numbers its
+	 * layers on from the target's) */
+	bool rename_add;
 	size_t nunstack;
 	struct rules_unstack *unstack;	/* "experts_in_rows" */
 	/* "tp_divides": expressions of config.json keys that --tp must

@@ -94,15 +94,19 @@ enum wshard_err rules_parse_rename(struct wshard_rules *r, json_t *val,
 	const char *prefix = json_string_value(json_object_get(val, "prefix"));
 	const char *to = json_string_value(json_object_get(val, "to"));
 	const char *from = json_string_value(json_object_get(val, "from"));
+	const char *add = json_string_value(json_object_get(val, "add"));
 
 	if (!val)
 		return WSHARD_OK;
-	if (!json_is_object(val) || json_object_size(val) != 3 || !prefix || !to || !from ||
-	    !strstr(prefix, "{n}") || !strstr(to, "{n}") || strstr(prefix, "{e}") ||
-	    strstr(to, "{e}"))
+	if (!json_is_object(val) || json_object_size(val) != 3 || !prefix || !to ||
+	    !from == !add || !strstr(prefix, "{n}") || !strstr(to, "{n}") ||
+	    strstr(prefix, "{e}") || strstr(to, "{e}"))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"rename_layers\" is not {\"prefix\", \"to\", \"from\"} (prefix and to each with {n}, from an expression)",
+					"'%s': \"rename_layers\" is not {\"prefix\", \"to\", \"from\" or \"add\"} (prefix and to each with {n}, from or add an expression)",
 					r->name);
+	r->rename_add = add != NULL;
+	if (add)
+		from = add;
 	r->rename_prefix = strdup(prefix);
 	r->rename_to = strdup(to);
 	r->rename_from = strdup(from);

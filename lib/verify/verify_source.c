@@ -42,7 +42,8 @@ static enum wshard_err load_rules(struct verify *v, const struct wshard_catalog 
 		return verify_bad(v, err, "no \"rules\"");
 	if (strncmp(name, "builtin:", 8) != 0)
 		return wshard_rules_load(out, name, err);
-	rc = wshard_rules_builtin(out, cat->config.architecture, err);
+	rc = wshard_rules_builtin(out, v->m->options.architecture ? v->m->options.architecture :
+				  cat->config.architecture, err);
 	if (rc)
 		return rc;
 	if (strcmp(wshard_rules_name(*out), name))

@@ -37,6 +37,11 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
         streams there instead of importing vLLM itself: a start saves the
         imports, 9 of its 14 seconds here.
 
+    ref and load take --mtp MODEL first: the engine runs MTP speculative
+    decoding (one token) with its draft from MODEL (the checkpoint for
+    ref, wshard's output of the draft for load); ref saves each worker's
+    draft state too, as DUMP/draft-rank-R.safetensors, which bytes
+    compares with --draft first.
     ref, load and time take --ep PLACEMENT first (linear or round_robin):
     the engine runs with enable_expert_parallel=True and that
     expert_placement_strategy.  ref, load and bytes take --pp P first: the
@@ -553,11 +558,12 @@ def within_ulps(a, b, dtype, n):
     return all(abs(u - v) <= n for u, v in zip(x, y))
 
 
-def compare_bytes(dump, out, tp, pp=1):
+def compare_bytes(dump, out, tp, pp=1, kind="model"):
     bad = 0
     approx = approx_names(out)
     for s, r in [(s, r) for s in range(pp) for r in range(tp)]:
-        ref = read_all([os.path.join(dump, rank_name(pp, s, r) + ".safetensors")])
+        ref = read_all([os.path.join(dump, kind + rank_name(pp, s, r)[len("model"):] +
+                                     ".safetensors")])
         got = read_all(rank_files(out, r, pp, s))
         if pp > 1:
             r = f"{r} of stage {s}"
@@ -815,10 +821,18 @@ def main(argv):
     saved = argv[1:]
     ep = {}
     pp = 1
-    while len(argv) > 3 and argv[1] in ("--ep", "--pp"):
+    draft = False
+    while len(argv) > 3 and argv[1] in ("--ep", "--pp", "--mtp", "--draft"):
+        if argv[1] == "--draft":
+            draft = True
+            argv = argv[:1] + argv[2:]
+            continue
         if argv[1] == "--ep":
             ep["enable_expert_parallel"] = True
             ep["expert_placement_strategy"] = argv[2]
+        elif argv[1] == "--mtp":
+            ep["speculative_config"] = {"method": "mtp", "model": os.path.abspath(argv[2]),
+                                        "num_speculative_tokens": 1}
         else:
             pp = int(argv[2])
             ep["pipeline_parallel_size"] = pp
@@ -851,7 +865,7 @@ def main(argv):
         engine_env()
         answers(argv[2], int(argv[3]), argv[5], load_format=argv[4], **ep)
     elif cmd == "bytes" and len(argv) == 5:
-        return compare_bytes(argv[2], argv[3], int(argv[4]), pp)
+        return compare_bytes(argv[2], argv[3], int(argv[4]), pp, "draft" if draft else "model")
     elif cmd == "answers" and len(argv) == 4:
         return compare_answers(argv[2], argv[3])
     else:

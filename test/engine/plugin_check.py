@@ -12,9 +12,10 @@ one padded (more rows than the file: the file's rows first, the padding
 untouched), one strided (a transposed view).  Then refusals, each one
 line naming the tensor: a parameter the rank lacks, a tensor with no
 parameter, a parameter smaller than its tensor; and a speculative draft's
-load (wshard writes no draft).
+load from an output not converted as the draft.
 """
 import glob
+import json
 import os
 import sys
 
@@ -90,25 +91,36 @@ def after_load():
     return None
 
 
-def refuses_draft():
-    """A speculative draft's load is refused in one line naming it; the
-    target's, with or without a draft configured, is not."""
+def refuses_draft(out):
+    """A speculative draft's load from a wshard output of another
+    architecture (out: the target's) is refused in one line naming both;
+    the target's, with or without a draft configured, is not, nor the
+    draft's from an output converted as the draft (--architecture)."""
+    import tempfile
     from types import SimpleNamespace as NS
     target, draft = NS(architectures=["MiMoForCausalLM"]), NS(architectures=["MiMoMTPModel"])
     vc = NS(speculative_config=NS(draft_model_config=draft))
+    with tempfile.TemporaryDirectory() as made:
+        with open(os.path.join(made, "wshard.json"), "w") as f:
+            json.dump({"architecture": "MiMoMTPModel"}, f)
+        try:
+            wshard_vllm.refuse_draft(vc, draft, made)
+        except wshard_vllm.WshardLoadError as e:
+            return f"the draft's own output refused: '{e}'"
     try:
-        wshard_vllm.refuse_draft(vc, target, "OUT")
-        wshard_vllm.refuse_draft(NS(speculative_config=None), target, "OUT")
-        wshard_vllm.refuse_draft(vc, draft, "OUT")
+        wshard_vllm.refuse_draft(vc, target, out)
+        wshard_vllm.refuse_draft(NS(speculative_config=None), target, out)
+        wshard_vllm.refuse_draft(vc, draft, out)
     except wshard_vllm.WshardLoadError as e:
-        if "MiMoMTPModel" in str(e) and "draft_load_config" in str(e) and "\n" not in str(e):
+        if ("MiMoMTPModel" in str(e) and "--architecture MiMoMTPModel" in str(e) and
+                "draft_load_config" in str(e) and "\n" not in str(e)):
             return None
         return f"draft refused with '{e}'"
     return "a speculative draft's load was not refused"
 
 
 def main(out, tp):
-    bad = [after_load(), refuses_draft()]
+    bad = [after_load(), refuses_draft(out)]
     for r in range(tp):
         ref = files(out, r)
         p, strided = params(ref)

@@ -285,20 +285,30 @@ def _register_lazy(model, rank):
 def refuse_draft(vllm_config, model_config, out):
     """A speculative decoding draft (MTP, EAGLE, a draft model) is loaded
     with the target's load format unless speculative_config's
-    draft_load_config says otherwise, and wshard writes no draft's rank
-    files (a checkpoint's MTP layers are left out): such a load is refused
-    in one line that says how to load the draft instead, rather than fail
-    on the first tensor the draft lacks."""
+    draft_load_config says otherwise.  Its ranks are a wshard output of
+    their own, converted with --architecture as the draft (an MTP draft
+    rides in the target's checkpoint: the target's output leaves its
+    layers out), named by speculative_config's "model".  A draft's load
+    from any other output is refused in one line that says how to make
+    the draft's, rather than fail on the first tensor the draft lacks."""
     spec = getattr(vllm_config, "speculative_config", None)
     draft = getattr(spec, "draft_model_config", None)
     if draft is None or model_config is not draft:
         return
     arch = (getattr(draft, "architectures", None) or ["the draft"])[0]
+    try:
+        with open(os.path.join(out, "wshard.json")) as f:
+            made = json.load(f).get("architecture")
+    except (OSError, ValueError):
+        return  # not a wshard output: the load says what is wrong
+    if made == arch:
+        return
     raise WshardLoadError(
-        f"{out}: --load-format wshard loads a target model's ranks, not the "
-        f"speculative draft's ({arch}): load the draft from the source "
-        "checkpoint (speculative_config \"model\": SRC, \"draft_load_config\": "
-        "{\"load_format\": \"auto\"})")
+        f"{out}: a wshard output of {made}, not of the speculative draft "
+        f"{arch}: convert the draft too (wshard convert --architecture {arch} "
+        "--tp N SRC DRAFT) and name it in speculative_config (\"model\": DRAFT), "
+        "or load the draft from the source checkpoint (\"model\": SRC, "
+        "\"draft_load_config\": {\"load_format\": \"auto\"})")
 
 
 def _register_colbert(model, rank):

@@ -5,7 +5,8 @@ WSHARD_ORACLE_DUMP names a folder, each worker saves its model state as
 vLLM's ShardedStateLoader would load it, just before
 process_weights_after_loading repacks the weights for the CPU kernels:
 DUMP/model-rank-R.safetensors for tensor-parallel rank R, or
-DUMP/model-pp-S-tp-R.safetensors for stage S of a pipeline.  When
+DUMP/model-pp-S-tp-R.safetensors for stage S of a pipeline; a speculative
+draft's as DUMP/draft-rank-R.safetensors.  When
 WSHARD_BENCH_TIMES names a folder, each worker records there when its
 loader's load_model began and its load_weights began and ended
 (_patch_times).  Always:
@@ -45,6 +46,10 @@ def _patch(module):
         pp = get_pp_group()
         name = (f"model-pp-{pp.rank_in_group}-tp-{rank}" if pp.world_size > 1
                 else f"model-rank-{rank}")
+        if getattr(model_config, "runner", None) == "draft":
+            # a speculative draft (speculative_config), loaded after its
+            # target by the same worker
+            name = "draft" + name[len("model"):]
         path = os.path.join(dump, name + ".safetensors")
         save_file(state, path + ".tmp", metadata={"format": "pt"})
         os.replace(path + ".tmp", path)
