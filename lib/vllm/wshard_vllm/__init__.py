@@ -122,6 +122,7 @@ class Rank:
                        want.get("stage", 0))
         self.handle = ctypes.c_void_p()
         self._thread = None
+        self._listing = None
         if self.lib.wshard_load_open(ctypes.byref(self.handle), os.fsencode(out_dir),
                                      ctypes.byref(self._w), ctypes.byref(err)) != 0:
             raise WshardLoadError(err.msg.decode(errors="replace"))
@@ -152,15 +153,27 @@ class Rank:
         self._thread.start()
         return True
 
+    def tensors(self):
+        """(index, name, dtype, dims, bytes) of each of the rank's tensors,
+        in file order, listed once."""
+        if self._listing is None:
+            self._listing = list(_tensors(self.lib, self.handle))
+        return self._listing
+
     def names(self):
         """The names of the rank's tensors, in file order."""
-        return [name for _, name, _, _, _ in _tensors(self.lib, self.handle)]
+        return [name for _, name, _, _, _ in self.tensors()]
+
+    def shapes(self):
+        """{name: dims} of the rank's tensors."""
+        return {name: dims for _, name, _, dims, _ in self.tensors()}
 
     def read(self, state, threads=0):
         """Reads the rank into state ({name: tensor}, vLLM's filtered
         state_dict); raises WshardLoadError naming what is wrong.  Returns
         the number of bytes read."""
-        return _read(self.lib, self.handle, self.out_dir, state, self.want, threads)
+        return _read(self.lib, self.handle, self.out_dir, state, self.want, threads,
+                     self.tensors())
 
     def close(self):
         if self._thread:
@@ -195,7 +208,7 @@ def _tensors(lib, handle):
                list(shape[:ndim.value]), size)
 
 
-def _read(lib, handle, out_dir, state, want, threads):
+def _read(lib, handle, out_dir, state, want, threads, listing):
     import torch
     dtypes = _torch_dtypes()
     staged = []  # (index, param view, dtype, dims, offset in the pool)
@@ -203,7 +216,7 @@ def _read(lib, handle, out_dir, state, want, threads):
     missing = dict(state)
     total = 0
     device = None  # the GPU libwshard copies into (one a load)
-    for i, name, dt, dims, size in _tensors(lib, handle):
+    for i, name, dt, dims, size in listing:
         total += size
         if name not in missing:
             raise WshardLoadError(
@@ -266,20 +279,55 @@ def _read(lib, handle, out_dir, state, want, threads):
     return total
 
 
-def _register_lazy(model, rank):
-    """vLLM's Transformers backend (TransformersForCausalLM.load_weights)
-    registers lm_head's bias only as its own load_weights meets the
-    checkpoint's, so the model has no such parameter to read into until
-    then (sharded_state fails on it: KeyError 'lm_head.bias').  A rank that
-    holds lm_head.bias has it registered first, as vLLM would, on the
-    device of the head's weight."""
+def build_late(model, shapes):
+    """What vLLM 0.32's load_weights builds only as it meets the
+    checkpoint's tensors, so that the model built for loading lacks it and
+    no state file can be read into it (sharded_state fails on it): built
+    first, as load_weights would build it, where the rank holds it (shapes:
+    {name: dims} of the rank's tensors).  Returns the names of what it
+    built.
+
+    - lm_head.bias of vLLM's Transformers backend
+      (TransformersForCausalLM.load_weights registers it only as it meets
+      the checkpoint's), on the device of the head's weight;
+    - the projection of vLLM's ColBERT models (colbert.py, ColBERTMixin)
+      where config.json gives no colbert_dim (dim, projection_dim), as
+      HF_ColBERT's releases: colbert_linear, its width from the tensor's
+      rows, in the head dtype on the backbone's device, the pooler's
+      projector made the same module;
+    - ColQwen3Model's custom_text_proj (colqwen3.py) where config.json gives
+      no width (embed_dim, dims, dim, projection_dim, colbert_dim): an
+      nn.Linear in the text model's dtype on its device, with a bias where
+      the rank holds one."""
     import torch
+    built = []
     head = getattr(model, "lm_head", None)
-    # the model first: the rank's names are listed only for such a head
     if (head is not None and getattr(head, "bias", False) is None and
-            hasattr(head, "_register_bias") and "lm_head.bias" in rank.names()):
+            hasattr(head, "_register_bias") and "lm_head.bias" in shapes):
         with torch.device(head.weight.device):
             head._register_bias()
+        built.append("lm_head.bias")
+    dims = shapes.get("colbert_linear.weight")
+    if (getattr(model, "colbert_linear", False) is None and
+            hasattr(model, "_build_colbert_linear") and dims and len(dims) == 2):
+        model.colbert_dim = dims[0]
+        model.colbert_linear = model._build_colbert_linear()
+        if hasattr(model, "pooler") and hasattr(model.pooler, "head"):
+            model.pooler.head.projector = model.colbert_linear
+        if hasattr(model, "model"):
+            model.colbert_linear.to(next(model.model.parameters()).device)
+        built.append("colbert_linear")
+    dims = shapes.get("custom_text_proj.weight")
+    if (type(model).__name__ == "ColQwen3Model" and
+            getattr(model, "custom_text_proj", None) is None and dims and len(dims) == 2):
+        import torch.nn as nn
+        first = next(model.language_model.parameters())
+        model.embed_dim = dims[0]
+        model.custom_text_proj = nn.Linear(
+            dims[1], dims[0], bias="custom_text_proj.bias" in shapes,
+            dtype=first.dtype).to(first.device)
+        built.append("custom_text_proj")
+    return built
 
 
 def refuse_draft(vllm_config, model_config, out):
@@ -309,31 +357,6 @@ def refuse_draft(vllm_config, model_config, out):
         "--tp N SRC DRAFT) and name it in speculative_config (\"model\": DRAFT), "
         "or load the draft from the source checkpoint (\"model\": SRC, "
         "\"draft_load_config\": {\"load_format\": \"auto\"})")
-
-
-def _register_colbert(model, rank):
-    """vLLM 0.32's ColBERT models (colbert.py, ColBERTMixin) build their
-    projection only as load_weights meets the checkpoint's linear.weight or
-    colbert_linear.weight where config.json gives no colbert_dim (dim,
-    projection_dim): HF_ColBERT's releases.  Until then the model has no
-    such parameter to read into.  A rank that holds colbert_linear.weight
-    has it built first as _load_colbert_weights builds it (its width from
-    the tensor's rows, in the head dtype, on the backbone's device) and
-    made the pooler's projector too.  Returns True where it did so."""
-    if (getattr(model, "colbert_linear", False) is not None or
-            not hasattr(model, "_build_colbert_linear")):
-        return False
-    dims = [d for _, name, _, d, _ in _tensors(rank.lib, rank.handle)
-            if name == "colbert_linear.weight"]
-    if not dims or len(dims[0]) != 2:
-        return False
-    model.colbert_dim = dims[0][0]
-    model.colbert_linear = model._build_colbert_linear()
-    if hasattr(model, "pooler") and hasattr(model.pooler, "head"):
-        model.pooler.head.projector = model.colbert_linear
-    if hasattr(model, "model"):
-        model.colbert_linear.to(next(model.model.parameters()).device)
-    return True
 
 
 def after_load(model):
@@ -391,31 +414,6 @@ def _shared_embedding(model, rank, state):
     if inner not in state or inner in names or "embed_tokens.weight" not in names:
         return False
     del state[inner]
-    return True
-
-
-def _lazy_projection(model, rank, state):
-    """vLLM 0.32's ColQwen3Model (colqwen3.py) builds custom_text_proj in
-    __init__ only where config.json gives its width (embed_dim, dims, dim,
-    projection_dim, colbert_dim); otherwise load_weights builds it from the
-    checkpoint's weight, an nn.Linear in the text model's dtype on its
-    device.  The rank files then hold custom_text_proj.weight, which the
-    model built for loading lacks: the layer is built so, from the rank's
-    shape, and its weight put in state.  Returns True where it did so."""
-    if type(model).__name__ != "ColQwen3Model" or \
-            getattr(model, "custom_text_proj", None) is not None:
-        return False
-    shapes = {name: dims for _, name, _, dims, _ in _tensors(rank.lib, rank.handle)}
-    if "custom_text_proj.weight" not in shapes:
-        return False
-    import torch.nn as nn
-    dim, hidden = shapes["custom_text_proj.weight"]
-    first = next(model.language_model.parameters())
-    model.embed_dim = dim
-    model.custom_text_proj = nn.Linear(hidden, dim, bias="custom_text_proj.bias" in shapes,
-                                       dtype=first.dtype).to(first.device)
-    for name, p in model.custom_text_proj.named_parameters():
-        state["custom_text_proj." + name] = p
     return True
 
 
@@ -527,12 +525,10 @@ def register():
                                       "wshard output directory")
             rank = self._rank or Rank(out, self._want())
             want = rank.want
-            _register_lazy(model, rank)
-            _register_colbert(model, rank)
+            build_late(model, rank.shapes())
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
             untied = _untied_embedding(model, model_config, state)
             shared = _shared_embedding(model, rank, state)
-            _lazy_projection(model, rank, state)
             t0 = time.perf_counter()
             try:
                 n = rank.read(state, int(os.environ.get("WSHARD_LOAD_THREADS", "0")))
