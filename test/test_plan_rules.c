@@ -959,6 +959,48 @@ Test(ext, and_guards_absent_key)
 }
 
 /*
+ * "A || B" holds where either does, B unread where A holds (an absent
+ * key is no error there); || binds tighter than &&: "x && y || z" is x
+ * and (y or z).
+ */
+Test(ext, or_conditions)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"a.proj\", \"split\": \"row\", \"if\": \"dim || projection_dim\"},"
+		"{\"match\": \"b.proj\", \"split\": \"row\", \"if\": \"x && y || z\"},"
+		"{\"match\": \"c.proj\", \"split\": \"row\", \"if\": \"z || 1 < n_bad\"},"
+		CATCH_ALL "]}";
+
+	fx_open(&f, BASE " --extra-tensor a.proj:4,4 --extra-tensor b.proj:4,4 "
+		"--extra-tensor c.proj:4,4 --set-config 'projection_dim=4' --set-config 'x=1' "
+		"--set-config 'z=1'");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "a.proj"), 2, 2, 4);
+	assert_shape(get_out(&f, 1, "b.proj"), 2, 2, 4);
+	assert_shape(get_out(&f, 1, "c.proj"), 2, 2, 4);
+	fx_close(&f);
+
+	/* neither holds: the rules after them take a.proj and b.proj whole
+	 * (x 0: "x && y || z" fails though z holds); z 0: n_bad is read */
+	fx_open(&f, BASE " --extra-tensor a.proj:4,4 --extra-tensor b.proj:4,4 "
+		"--set-config 'x=0' --set-config 'z=1'");
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"a.proj\", \"split\": \"row\", \"if\": \"dim || projection_dim\"},"
+		  "{\"match\": \"b.proj\", \"split\": \"row\", \"if\": \"x && y || z\"},"
+		  REP("a.proj") REP("b.proj") CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "a.proj"), 2, 4, 4);
+	assert_shape(get_out(&f, 1, "b.proj"), 2, 4, 4);
+	fx_close(&f);
+	fx_open(&f, BASE " --extra-tensor c.proj:4,4 --set-config 'z=0'");
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~config.json has no integer 'n_bad'");
+	fx_close(&f);
+}
+
+/*
  * A dotted key names a nested integer of config.json (a multimodal
  * model's vision_config), in shapes and conditions alike; a missing one
  * is named whole.

@@ -403,7 +403,7 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 			       struct wshard_error *err)
 {
 	struct expr x = { .s = s, .cfg = cfg, .layer = layer, .index = index };
-	const char *and = strstr(s, "&&");
+	const char *and = strstr(s, "&&"), *or;
 	int64_t a, b = 0;
 	int op;
 	bool text;
@@ -425,6 +425,26 @@ enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 		free(left);
 		if (!rc && l)
 			rc = expr_eval_cond(cfg, and, layer, index, tensor, out, err);
+		return rc;
+	}
+	or = strstr(s, "||");
+	if (or) {	/* "A || B" (inside an "&&"'s operands: a use's "if"
+			 * is joined to its block's by " && " as text, so
+			 * "X && A || B" must hold where X and A or B do) */
+		char *left = strndup(s, (size_t)(or - s));
+		bool l = false;
+
+		while (left && *left && left[strlen(left) - 1] == ' ')
+			left[strlen(left) - 1] = '\0';
+		for (or += 2; *or == ' '; or++)
+			;
+		rc = left ? expr_eval_cond(cfg, left, layer, index, tensor, &l, err) :
+			    wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		free(left);
+		if (!rc && !l)
+			rc = expr_eval_cond(cfg, or, layer, index, tensor, out, err);
+		else if (!rc)
+			*out = true;
 		return rc;
 	}
 	rc = text_cond(cfg, s, layer, index, tensor, &text, out, err);

@@ -45,7 +45,11 @@ enum wshard_err expr_eval_layer_dim(const struct wshard_config *cfg, const char 
  * ("vision_config.model_type == 'pixtral'"); one that is absent or no
  * text equals none.  A bare
  * expression is true when non-zero; a bare config key that is absent or
- * null is false.  Returns WSHARD_OK and *out, or WSHARD_EINVAL.
+ * null is false.  "A && B" holds where both do (B unread where A fails),
+ * "A || B" where either does (B unread where A holds); || binds tighter,
+ * there being no parentheses: "A && B || C" is A and (B or C), as a
+ * use's "if" joined to its block's rule by " && " must read.  Returns
+ * WSHARD_OK and *out, or WSHARD_EINVAL.
  */
 enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 			       long layer, long index, const char *tensor, bool *out,
