@@ -398,55 +398,52 @@ static enum wshard_err text_cond(const struct wshard_config *cfg, const char *s,
 	return WSHARD_OK;
 }
 
+/*
+ * "A && B" (and true) or "A || B" (and false), op pointing at the
+ * operator in s: B is evaluated only where A does not decide it
+ * ("audio_config.num_hidden_layers && n < ...": a model without the
+ * tower).
+ */
+static enum wshard_err eval_pair(const struct wshard_config *cfg, const char *s,
+				 const char *op, bool and, long layer, long index,
+				 const char *tensor, bool *out, struct wshard_error *err)
+{
+	char *left = strndup(s, (size_t)(op - s));
+	bool l = false;
+	enum wshard_err rc;
+
+	while (left && *left && left[strlen(left) - 1] == ' ')
+		left[strlen(left) - 1] = '\0';
+	for (op += 2; *op == ' '; op++)
+		;
+	rc = left ? expr_eval_cond(cfg, left, layer, index, tensor, &l, err) :
+		    wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	free(left);
+	if (rc || l != and) {
+		*out = !rc && l;
+		return rc;
+	}
+	return expr_eval_cond(cfg, op, layer, index, tensor, out, err);
+}
+
 enum wshard_err expr_eval_cond(const struct wshard_config *cfg, const char *s,
 			       long layer, long index, const char *tensor, bool *out,
 			       struct wshard_error *err)
 {
 	struct expr x = { .s = s, .cfg = cfg, .layer = layer, .index = index };
-	const char *and = strstr(s, "&&"), *or;
+	const char *and = strstr(s, "&&"), *or = strstr(s, "||");
 	int64_t a, b = 0;
 	int op;
 	bool text;
 	enum wshard_err rc;
 
 	*out = false;
-	if (and) {	/* "A && B": both hold; B is not read where A fails
-			 * ("audio_config.num_hidden_layers && n < ...": a
-			 * model without the tower) */
-		char *left = strndup(s, (size_t)(and - s));
-		bool l = false;
-
-		while (left && *left && left[strlen(left) - 1] == ' ')
-			left[strlen(left) - 1] = '\0';
-		for (and += 2; *and == ' '; and++)
-			;
-		rc = left ? expr_eval_cond(cfg, left, layer, index, tensor, &l, err) :
-			    wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		free(left);
-		if (!rc && l)
-			rc = expr_eval_cond(cfg, and, layer, index, tensor, out, err);
-		return rc;
-	}
-	or = strstr(s, "||");
-	if (or) {	/* "A || B" (inside an "&&"'s operands: a use's "if"
-			 * is joined to its block's by " && " as text, so
-			 * "X && A || B" must hold where X and A or B do) */
-		char *left = strndup(s, (size_t)(or - s));
-		bool l = false;
-
-		while (left && *left && left[strlen(left) - 1] == ' ')
-			left[strlen(left) - 1] = '\0';
-		for (or += 2; *or == ' '; or++)
-			;
-		rc = left ? expr_eval_cond(cfg, left, layer, index, tensor, &l, err) :
-			    wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		free(left);
-		if (!rc && !l)
-			rc = expr_eval_cond(cfg, or, layer, index, tensor, out, err);
-		else if (!rc)
-			*out = true;
-		return rc;
-	}
+	/* && first: || binds tighter ("X && A || B" is X and (A or B), as a
+	 * use's "if" joined to its block's by " && " as text must read) */
+	if (and)
+		return eval_pair(cfg, s, and, true, layer, index, tensor, out, err);
+	if (or)
+		return eval_pair(cfg, s, or, false, layer, index, tensor, out, err);
 	rc = text_cond(cfg, s, layer, index, tensor, &text, out, err);
 	if (text)
 		return rc;
