@@ -2685,22 +2685,27 @@ def learned(arch, out):
 def released_mimo_mtp(out):
     """A multi-token prediction layer beside the model, as Xiaomi's
     MiMo-V2-Flash checkpoints carry it (model.mtp.layers.0.*: enorm, hnorm,
-    eh_proj, attention, dense MLP, final_layernorm); transformers' class
-    has none.  vLLM 0.32's main model skips every "mtp" name (mimo_v2.py)."""
+    eh_proj, a sliding-window layer's attention with its sink bias, dense
+    MLP, final_layernorm); transformers' class has none.  vLLM 0.32's main model skips every "mtp" name (mimo_v2.py)."""
     import json
     import os
     import torch
     from ckpt_io import add_to_first_shard
     cfg = json.load(open(os.path.join(out, "config.json")))
     h, i = cfg["hidden_size"], cfg["intermediate_size"]
+    # its attention is a sliding-window layer's (vLLM's MiMoV2MTPLayer)
+    nh, kv = cfg["swa_num_attention_heads"], cfg["swa_num_key_value_heads"]
+    d, vd = cfg["swa_head_dim"], cfg.get("swa_v_head_dim") or cfg["swa_head_dim"]
     p = "model.mtp.layers.0."
     g = torch.Generator().manual_seed(5)
     shapes = {"enorm.weight": [h], "hnorm.weight": [h], "eh_proj.weight": [h, 2 * h],
-              "input_layernorm.weight": [h], "self_attn.q_proj.weight": [h, h],
-              "self_attn.k_proj.weight": [h, h], "self_attn.v_proj.weight": [h, h],
-              "self_attn.o_proj.weight": [h, h], "pre_mlp_layernorm.weight": [h],
+              "input_layernorm.weight": [h], "self_attn.q_proj.weight": [nh * d, h],
+              "self_attn.k_proj.weight": [kv * d, h], "self_attn.v_proj.weight": [kv * vd, h],
+              "self_attn.o_proj.weight": [h, nh * vd], "pre_mlp_layernorm.weight": [h],
               "mlp.gate_proj.weight": [i, h], "mlp.up_proj.weight": [i, h],
               "mlp.down_proj.weight": [h, i], "final_layernorm.weight": [h]}
+    if cfg.get("add_swa_attention_sink_bias"):
+        shapes["self_attn.attention_sink_bias"] = [nh]
     add_to_first_shard(out, {p + k: (torch.randn(s, generator=g) * 0.02).to(torch.bfloat16)
                              for k, s in shapes.items()})
 
