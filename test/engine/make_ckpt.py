@@ -2680,6 +2680,48 @@ def learned(arch, out):
         hub_gpt2(out)
     if arch == "mimo_v2_flash":
         released_mimo_mtp(out)
+    if arch == "ernie4_5_moe":
+        released_ernie_mtp(out)
+
+
+def released_ernie_mtp(out):
+    """ERNIE-4.5 MoE's multi-token prediction block beside the model, under
+    the names Baidu's -PT releases carry (model.mtp_emb_norm.0,
+    model.mtp_hidden_norm.0, model.mtp_linear_proj.0 and a dense decoder
+    layer model.mtp_block.0.*: attention copied from the last layer,
+    perturbed, and an MLP of intermediate_size), config.json's
+    num_nextn_predict_layers 1; transformers' class has none.  vLLM 0.32's
+    main model drops every "mtp" name (ernie45_moe.py); its draft ErnieMTP
+    loads them (ernie_mtp.py)."""
+    import glob
+    import json
+    import os
+    import torch
+    from safetensors.torch import load_file
+    from ckpt_io import add_to_first_shard, update_config
+    src = {}
+    for path in glob.glob(os.path.join(out, "*.safetensors")):
+        src.update(load_file(path))
+    cfg = json.load(open(os.path.join(out, "config.json")))
+    h, i, n = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
+    g = torch.Generator().manual_seed(77)
+    last = f"model.layers.{n - 1}."
+    new = {}
+    for name, t in src.items():
+        rest = name[len(last):]
+        if name.startswith(last) and rest.startswith(("self_attn.", "input_layernorm",
+                                                      "post_attention_layernorm")):
+            new["model.mtp_block.0." + rest] = t + (
+                torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    for k, shape in (("gate_proj", [i, h]), ("up_proj", [i, h]), ("down_proj", [h, i])):
+        new[f"model.mtp_block.0.mlp.{k}.weight"] = (
+            torch.randn(shape, generator=g) * 0.02).to(torch.bfloat16)
+    for k in ("mtp_emb_norm", "mtp_hidden_norm"):
+        new[f"model.{k}.0.weight"] = (1 + torch.randn(h, generator=g) * 0.02).to(torch.bfloat16)
+    new["model.mtp_linear_proj.0.weight"] = (
+        torch.randn(h, 2 * h, generator=g) * 0.02).to(torch.bfloat16)
+    add_to_first_shard(out, new)
+    update_config(out, lambda c: c.update(num_nextn_predict_layers=1))
 
 
 def released_mimo_mtp(out):
