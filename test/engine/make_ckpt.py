@@ -1432,14 +1432,15 @@ def mxfp4(out):
         json.dump(cfg, f, indent=2)
 
 
-def add_mtp_layer(out, model="model."):
+def add_mtp_layer(out, model="model.", f32_router_bias=True):
     """Appends DeepSeek's multi-token-prediction layer model.layers.{L}
     (L = num_hidden_layers), which transformers' class neither builds nor
     writes: a full decoder layer (a copy of the last, perturbed) plus
     embed_tokens, enorm, hnorm, eh_proj and shared_head.{norm,head}, the
     names DeepSeek-V3's checkpoint uses, in a shard of its own listed in the
     index; config.json gains num_nextn_predict_layers: 1.  The routers'
-    e_score_correction_bias become F32, as in DeepSeek's checkpoint.  With
+    e_score_correction_bias become F32, as in DeepSeek's checkpoint (unless
+    f32_router_bias is False: a checkpoint the rules were learned on).  With
     model "model.language_model." the text model's (GLM-OCR's layer 16),
     the key in config.json's text_config."""
     import json
@@ -1462,7 +1463,7 @@ def add_mtp_layer(out, model="model."):
 
     # DeepSeek ships the routers' e_score_correction_bias in F32
     # (transformers writes the model dtype).
-    for fname in sorted(set(idx["weight_map"].values())):
+    for fname in sorted(set(idx["weight_map"].values())) if f32_router_bias else []:
         path = os.path.join(out, fname)
         t = load_file(path)
         if any(k.endswith(".e_score_correction_bias") for k in t):
@@ -2682,6 +2683,53 @@ def learned(arch, out):
         released_mimo_mtp(out)
     if arch == "ernie4_5_moe":
         released_ernie_mtp(out)
+    if arch in ("glm4_moe_lite", "hy_v3"):
+        # GLM-4.7-Flash and Hunyuan 3 ship a DeepSeek-style MTP layer
+        # past num_hidden_layers, which vLLM's main model skips
+        add_mtp_layer(out, f32_router_bias=False)
+    if arch in ("exaone_moe", "nemotron_h"):
+        released_mtp_prefix(out, arch)
+
+
+def released_mtp_prefix(out, arch):
+    """The multi-token prediction block under mtp.*, as K-EXAONE
+    (exaone_moe_mtp.py: mtp.fc, mtp.pre_fc_norm_embedding,
+    mtp.pre_fc_norm_hidden, mtp.norm, mtp.layers.0.*) and Nemotron 3 Super
+    (nemotron_h_mtp.py: mtp.layers.0.enorm, hnorm, eh_proj,
+    final_layernorm and its mixer) ship it; config.json's
+    num_nextn_predict_layers 1.  vLLM 0.32's main models drop every "mtp."
+    name.  The layer's tensors copy the last decoder layer's, perturbed."""
+    import glob
+    import json
+    import os
+    import torch
+    from safetensors.torch import load_file
+    from ckpt_io import add_to_first_shard, update_config
+    src = {}
+    for path in glob.glob(os.path.join(out, "*.safetensors")):
+        src.update(load_file(path))
+    cfg = json.load(open(os.path.join(out, "config.json")))
+    h = cfg["hidden_size"]
+    g = torch.Generator().manual_seed(88)
+    layers = sorted({int(k.split(".")[2]) for k in src if ".layers." in k[:20]})
+    pre = next(k[:k.index(".layers.") + 8] for k in src if ".layers." in k[:20])
+    last = f"{pre}{layers[-1]}."
+    new = {}
+    for name, t in src.items():
+        if name.startswith(last):
+            new["mtp.layers.0." + name[len(last):]] = t + (
+                torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    one = (1 + torch.randn(h, generator=g) * 0.02).to(torch.bfloat16)
+    proj = (torch.randn(h, 2 * h, generator=g) * 0.02).to(torch.bfloat16)
+    if arch == "exaone_moe":
+        new.update({"mtp.fc.weight": proj, "mtp.pre_fc_norm_embedding.weight": one,
+                    "mtp.pre_fc_norm_hidden.weight": one.clone(), "mtp.norm.weight": one.clone()})
+    else:
+        new.update({"mtp.layers.0.eh_proj.weight": proj, "mtp.layers.0.enorm.weight": one,
+                    "mtp.layers.0.hnorm.weight": one.clone(),
+                    "mtp.layers.0.final_layernorm.weight": one.clone()})
+    add_to_first_shard(out, new)
+    update_config(out, lambda c: c.update(num_nextn_predict_layers=1))
 
 
 def released_ernie_mtp(out):
