@@ -2683,9 +2683,10 @@ def learned(arch, out):
         released_mimo_mtp(out)
     if arch == "ernie4_5_moe":
         released_ernie_mtp(out)
-    if arch in ("glm4_moe_lite", "hy_v3"):
-        # GLM-4.7-Flash and Hunyuan 3 ship a DeepSeek-style MTP layer
-        # past num_hidden_layers, which vLLM's main model skips
+    if arch in ("glm4_moe_lite", "hy_v3", "axk1", "glm4"):
+        # GLM-4.7-Flash, Hunyuan 3 and A.X K1 ship a DeepSeek-style MTP
+        # layer past num_hidden_layers, which vLLM's main model skips (so
+        # does its GLM-4 model, Glm4ForCausalLM: glm4.py)
         add_mtp_layer(out, f32_router_bias=False)
     if arch in ("exaone_moe", "nemotron_h"):
         released_mtp_prefix(out, arch)
