@@ -1528,6 +1528,48 @@ def mimo_mtp(out):
     update_config(out, lambda c: c.update(num_nextn_predict_layers=1))
 
 
+def qwen_next_mtp(out, model="model."):
+    """Adds the multi-token-prediction block Qwen ships with Qwen3-Next and
+    Qwen3.5 (mtp.*, which transformers' classes neither build nor write):
+    mtp.layers.0, a copy of the last full-attention decoder layer
+    perturbed, mtp.fc (2*hidden to hidden), mtp.pre_fc_norm_embedding,
+    mtp.pre_fc_norm_hidden and mtp.norm; config.json (its text_config
+    where it has one) gains mtp_num_hidden_layers: 1 and
+    mtp_use_dedicated_embeddings: false, as Qwen3-Next-80B-A3B's and
+    Qwen3.5's config.json have them.  model is the text model's prefix
+    (model.language_model. in Qwen3_5ForConditionalGeneration)."""
+    import glob
+    import os
+    import torch
+    from safetensors.torch import load_file
+    from ckpt_io import add_to_first_shard, update_config
+    src = {}
+    for path in glob.glob(os.path.join(out, "*.safetensors")):
+        src.update(load_file(path))
+    full = sorted({int(k[len(model):].split(".")[1]) for k in src
+                   if k.startswith(model + "layers.") and ".self_attn." in k})
+    last = f"{model}layers.{full[-1]}."
+    g = torch.Generator().manual_seed(4321)
+
+    def rnd(t):
+        return t + (torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    new = {}
+    for name, t in src.items():
+        if name.startswith(last):
+            new["mtp.layers.0." + name[len(last):]] = rnd(t)
+    norm = src[model + "norm.weight"]
+    h = norm.shape[0]
+    for k in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
+        new[f"mtp.{k}.weight"] = rnd(norm)
+    new["mtp.fc.weight"] = (torch.randn(h, 2 * h, generator=g) * 0.05).to(norm.dtype)
+    add_to_first_shard(out, {k: t.contiguous() for k, t in new.items()})
+
+    def cfg(c):
+        c.get("text_config", c).update(mtp_num_hidden_layers=1,
+                                       mtp_use_dedicated_embeddings=False)
+    update_config(out, cfg)
+
+
 def released_vision_names(out, tower="vision_tower."):
     """Renames transformers 5.19's vision tower tensors (vision_tower.X, as
     its save_pretrained writes them) to the names Google's Gemma 3,
@@ -3018,6 +3060,8 @@ def make(arch, out):
         update_config(out, lambda c: c.update(architectures=["PhiMoEForCausalLM"]))
     if arch == "qwen2-mimo":
         mimo_mtp(out)
+    if arch in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):
+        qwen_next_mtp(out)
     if arch in LLAMA_ALIASES:
         from ckpt_io import update_config
         update_config(out, lambda c: c.update(architectures=[LLAMA_ALIASES[arch]]))

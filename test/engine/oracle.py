@@ -417,6 +417,12 @@ def arch_settings(model, kw):
         # (DeepSeek-OCR-2: 257, and four 768-pixel tiles beside it)
         kw.setdefault("max_model_len", 8 * MAX_MODEL_LEN)
         kw.setdefault("skip_mm_profiling", True)
+    if "speculative_config" in kw and arch in (
+            "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM"):
+        # MTP beside Gated DeltaNet: with prefix caching (vLLM's default)
+        # the Mamba cache mode is "align", whose state copy before each
+        # step is a Triton kernel the CPU build lacks; without it, "none"
+        kw.setdefault("enable_prefix_caching", False)
     if arch == "AriaForConditionalGeneration":
         # its processor takes images of 490 or 980 pixels only: the test's
         # is 256 tokens, past the default length
