@@ -3062,6 +3062,8 @@ def make(arch, out):
         mimo_mtp(out)
     if arch in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):
         qwen_next_mtp(out)
+    if arch in ("qwen3_5_vl", "qwen3_5_vl_moe"):
+        qwen_next_mtp(out, "model.language_model.")
     if arch in LLAMA_ALIASES:
         from ckpt_io import update_config
         update_config(out, lambda c: c.update(architectures=[LLAMA_ALIASES[arch]]))

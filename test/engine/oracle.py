@@ -418,7 +418,8 @@ def arch_settings(model, kw):
         kw.setdefault("max_model_len", 8 * MAX_MODEL_LEN)
         kw.setdefault("skip_mm_profiling", True)
     if "speculative_config" in kw and arch in (
-            "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM"):
+            "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+            "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"):
         # MTP beside Gated DeltaNet: with prefix caching (vLLM's default)
         # the Mamba cache mode is "align", whose state copy before each
         # step is a Triton kernel the CPU build lacks; without it, "none"
