@@ -2952,7 +2952,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "colbert_modernbert": "ckpt_colbert:make_modernbert",
        "colbert_lfm2": "ckpt_colbert:make_lfm2",
        "colbert_modernbert-st": "ckpt_colbert:make_modernbert_st",
-       "colbert_lfm2-st": "ckpt_colbert:make_lfm2_st"}
+       "colbert_lfm2-st": "ckpt_colbert:make_lfm2_st",
+       # llama's EAGLE-3 draft (test/engine/run's ARCH:TP:eagle3 cases)
+       "llama-eagle3": "ckpt_eagle3"}
 
 
 def make(arch, out):

@@ -41,7 +41,9 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
     decoding (one token) with its draft from MODEL (the checkpoint for
     ref, wshard's output of the draft for load); ref saves each worker's
     draft state too, as DUMP/draft-rank-R.safetensors, which bytes
-    compares with --draft first.
+    compares with --draft first.  --eagle3 MODEL the same with method
+    eagle3, MODEL an EAGLE-3 draft's own checkpoint (for ref) or wshard's
+    output of it (for load).
     ref, load and time take --ep PLACEMENT first (linear or round_robin):
     the engine runs with enable_expert_parallel=True and that
     expert_placement_strategy.  ref, load and bytes take --pp P first: the
@@ -449,6 +451,9 @@ def answers(model, tp, out, **kw):
     # A multimodal checkpoint ships a tokenizer: vLLM's processor for its
     # images needs one (the prompts stay token ids).
     tok = os.path.exists(os.path.join(model, "tokenizer.json"))
+    if "speculative_config" in kw:
+        # the draft's counts (spec_counts below) come from the engine's stats
+        kw.setdefault("disable_log_stats", False)
     llm = LLM(model=model, tensor_parallel_size=tp, enforce_eager=True,
               skip_tokenizer_init=not tok, dtype="bfloat16",
               max_model_len=kw.pop("max_model_len", MAX_MODEL_LEN),
@@ -504,9 +509,25 @@ def answers(model, tp, out, **kw):
         lps = [{str(t): round(lp.logprob, 6) for t, lp in sorted(d.items())}
                for d in c.logprobs]
         got.append({"tokens": list(c.token_ids), "logprobs": lps})
+    res = {"llm_init_s": t1 - t0, "answers": got}
+    if "speculative_config" in kw:
+        res["spec"] = spec_counts(llm)
     with open(out, "w") as f:
-        json.dump({"llm_init_s": t1 - t0, "answers": got}, f, indent=1)
+        json.dump(res, f, indent=1)
     os._exit(0)  # the engine's atexit hooks may hang; the driver reaps it
+
+
+def spec_counts(llm):
+    """The speculative decoding counters of llm (vllm:spec_decode_*: drafts,
+    draft tokens, accepted tokens, each position's): greedy answers are the
+    target's whatever the draft proposes, these are the draft's."""
+    got = {}
+    for m in llm.get_metrics():
+        if m.name.startswith("vllm:spec_decode") and hasattr(m, "value"):
+            got[m.name] = m.value
+        elif m.name.startswith("vllm:spec_decode") and hasattr(m, "values"):
+            got[m.name] = list(m.values)
+    return got
 
 
 def rank_name(pp, stage, rank):
@@ -647,6 +668,23 @@ def compare_prompt(p, q):
 
 
 def compare_answers(a, b):
+    x = json.load(open(a)).get("spec")
+    y = json.load(open(b)).get("spec")
+    spec = 0
+    if x is not None or y is not None:
+        # the draft's proposals: the same counts of drafts and of accepted
+        # tokens (each position's) from both
+        short = {k.replace("vllm:spec_decode_", ""): v for k, v in (x or {}).items()}
+        if x != y:
+            spec = 1
+            print(f"speculative decoding differs: {a}: {x}; {b}: {y}")
+        else:
+            print("draft: the same counts "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(short.items())))
+    return compare_answer_lists(a, b) or spec
+
+
+def compare_answer_lists(a, b):
     x = json.load(open(a))["answers"]
     y = json.load(open(b))["answers"]
     if any("pooled" in p and not p["pooled"] for p in x + y):
@@ -829,7 +867,7 @@ def main(argv):
     ep = {}
     pp = 1
     draft = False
-    while len(argv) > 3 and argv[1] in ("--ep", "--pp", "--mtp", "--draft"):
+    while len(argv) > 3 and argv[1] in ("--ep", "--pp", "--mtp", "--eagle3", "--draft"):
         if argv[1] == "--draft":
             draft = True
             argv = argv[:1] + argv[2:]
@@ -837,8 +875,8 @@ def main(argv):
         if argv[1] == "--ep":
             ep["enable_expert_parallel"] = True
             ep["expert_placement_strategy"] = argv[2]
-        elif argv[1] == "--mtp":
-            ep["speculative_config"] = {"method": "mtp", "model": os.path.abspath(argv[2]),
+        elif argv[1] in ("--mtp", "--eagle3"):
+            ep["speculative_config"] = {"method": argv[1][2:], "model": os.path.abspath(argv[2]),
                                         "num_speculative_tokens": 1}
         else:
             pp = int(argv[2])

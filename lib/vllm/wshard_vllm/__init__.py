@@ -330,6 +330,30 @@ def build_late(model, shapes):
     return built
 
 
+def eagle_draft(model, model_config, shapes, state):
+    """An EAGLE draft (speculative_config method eagle or eagle3: a draft
+    model with has_own_lm_head and has_own_embed_tokens, which its
+    load_weights sets from the checkpoint's names, process_eagle_weight):
+    the flags set from the names the rank holds (shapes), so that the
+    proposer (v1/spec_decode/llm_base_proposer.py) gives the draft the
+    target's lm_head and embedding only where it has none of its own; and
+    where the rank holds no embedding (EAGLE-3's releases ship none), the
+    one vLLM built is left out of state, never filled: the proposer
+    replaces it with the target's once loaded.  Returns the names left
+    out."""
+    if (getattr(model_config, "runner", None) != "draft" or
+            not hasattr(model, "has_own_embed_tokens")):
+        return []
+    from vllm.model_executor.models.utils import process_eagle_weight
+    for name in shapes:
+        process_eagle_weight(model, name)
+    left = []
+    if not model.has_own_embed_tokens and "model.embed_tokens.weight" in state:
+        del state["model.embed_tokens.weight"]
+        left.append("model.embed_tokens.weight")
+    return left
+
+
 def refuse_draft(vllm_config, model_config, out):
     """A speculative decoding draft (MTP, EAGLE, a draft model) is loaded
     with the target's load format unless speculative_config's
@@ -527,6 +551,7 @@ def register():
             want = rank.want
             build_late(model, rank.shapes())
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
+            eagle_draft(model, model_config, rank.shapes(), state)
             untied = _untied_embedding(model, model_config, state)
             shared = _shared_embedding(model, rank, state)
             t0 = time.perf_counter()

@@ -50,6 +50,13 @@ def _patch(module):
             # a speculative draft (speculative_config), loaded after its
             # target by the same worker
             name = "draft" + name[len("model"):]
+            if getattr(model, "has_own_embed_tokens", None) is False:
+                # an EAGLE draft whose checkpoint has no embedding (its
+                # load_weights saw none, process_eagle_weight): the
+                # proposer replaces the one it built, never filled, with
+                # the target's once loaded (v1/spec_decode/
+                # llm_base_proposer.py, _maybe_share_embeddings)
+                state.pop("model.embed_tokens.weight", None)
         path = os.path.join(dump, name + ".safetensors")
         save_file(state, path + ".tmp", metadata={"format": "pt"})
         os.replace(path + ".tmp", path)
