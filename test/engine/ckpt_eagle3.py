@@ -36,15 +36,13 @@ DRAFT_VOCAB = 200
 LIKELY = [167, 838, 931]
 
 
-def make(out):
+def tensors_of(cfg):
+    """The draft's tensors (EAGLE-3's own names) for LlamaConfig cfg."""
     import torch
     import torch.nn as nn
     import transformers
-    from safetensors.torch import save_file
     from transformers.models.llama.modeling_llama import (LlamaDecoderLayer,
                                                           LlamaRMSNorm)
-    from make_ckpt import COMMON
-    cfg = transformers.LlamaConfig(**dict(COMMON, num_hidden_layers=1))
     h = cfg.hidden_size
     hd = cfg.head_dim
     torch.manual_seed(4321)
@@ -77,6 +75,16 @@ def make(out):
     t2d = torch.zeros(cfg.vocab_size, dtype=torch.bool)
     t2d[ids] = True
     tensors["t2d"] = t2d
+    return tensors
+
+
+def make(out):
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+    from make_ckpt import COMMON
+    cfg = transformers.LlamaConfig(**dict(COMMON, num_hidden_layers=1))
+    tensors = tensors_of(cfg)
     os.makedirs(out, exist_ok=True)
     save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     c = cfg.to_diff_dict()
@@ -85,5 +93,52 @@ def make(out):
     c.update(architectures=["LlamaForCausalLMEagle3"], draft_vocab_size=DRAFT_VOCAB,
              torch_dtype="bfloat16", eagle_aux_hidden_state_layer_ids=[0, 1, 2],
              tie_word_embeddings=False)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(c, f, indent=2, sort_keys=True)
+
+
+def make_speculators(out):
+    """The same draft in the speculators format (vllm-project/speculators'
+    Eagle3DraftModel, as RedHatAI's *-speculator.eagle3 releases ship it):
+    config.json with speculators_model_type eagle3, architectures
+    ["Eagle3Speculator"], the layer's sizes under transformer_layer_config,
+    speculators_config naming the verifier; the layer under layers.0. for
+    midlayer., and the verifier's embedding as embed_tokens.weight (the
+    llama target's, made again here)."""
+    import shutil
+    import tempfile
+    import torch
+    import transformers
+    from safetensors.torch import load_file, save_file
+    import make_ckpt
+    cfg = transformers.LlamaConfig(**dict(make_ckpt.COMMON, num_hidden_layers=1))
+    tensors = {("layers.0." + k[len("midlayer."):] if k.startswith("midlayer.") else k): v
+               for k, v in tensors_of(cfg).items()}
+    tmp = tempfile.mkdtemp()
+    try:
+        make_ckpt.make("llama", os.path.join(tmp, "llama"))
+        for f in os.listdir(os.path.join(tmp, "llama")):
+            if f.endswith(".safetensors"):
+                got = load_file(os.path.join(tmp, "llama", f))
+                if "model.embed_tokens.weight" in got:
+                    tensors["embed_tokens.weight"] = got["model.embed_tokens.weight"]
+    finally:
+        shutil.rmtree(tmp)
+    os.makedirs(out, exist_ok=True)
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    layer = cfg.to_diff_dict()
+    for k in ("transformers_version", "architectures", "dtype", "torch_dtype"):
+        layer.pop(k, None)
+    layer.update(model_type="llama", torch_dtype="bfloat16")
+    c = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
+         "draft_vocab_size": DRAFT_VOCAB, "norm_before_residual": False,
+         "eagle_aux_hidden_state_layer_ids": [0, 1, 2], "embed_requires_grad": False,
+         "target_hidden_size": None, "torch_dtype": "bfloat16",
+         "transformer_layer_config": layer,
+         "speculators_config": {
+             "algorithm": "eagle3", "default_proposal_method": "greedy",
+             "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 1,
+                                   "accept_tolerance": 0.0, "verifier_accept_k": 1}],
+             "verifier": {"architectures": ["LlamaForCausalLM"], "name_or_path": "llama"}}}
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(c, f, indent=2, sort_keys=True)

@@ -2954,7 +2954,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "colbert_modernbert-st": "ckpt_colbert:make_modernbert_st",
        "colbert_lfm2-st": "ckpt_colbert:make_lfm2_st",
        # llama's EAGLE-3 draft (test/engine/run's ARCH:TP:eagle3 cases)
-       "llama-eagle3": "ckpt_eagle3"}
+       "llama-eagle3": "ckpt_eagle3",
+       "llama-eagle3_speculators": "ckpt_eagle3:make_speculators"}
 
 
 def make(arch, out):
