@@ -459,7 +459,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	struct wshard_plan *plan;
 	struct member *m = NULL;
 	size_t n = 0, i, j, *caps = NULL;
-	long nlayers;
+	long nlayers, written = -1;
 	int r;
 	enum wshard_err rc;
 
@@ -518,7 +518,10 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 			goto out;
 	}
 	nlayers = plan_count_layers(plan, rules);
-	rc = plan_build_extras(plan, rules, nlayers, caps, err);
+	for (i = 0; i < n; i++)
+		if (m[i].cap.n > written)
+			written = m[i].cap.n;
+	rc = plan_build_extras(plan, rules, nlayers, written, caps, err);
 	if (!rc)
 		rc = plan_split_stages(plan, rules, nlayers, opt->pp_layers, err);
 	if (!rc)

@@ -324,13 +324,18 @@ static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct wshard_
 
 /* The constant tensors of the rules' "extra" list, one per layer seen. */
 enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_rules *rules,
-				  long nlayers, size_t *caps, struct wshard_error *err)
+				  long nlayers, long written, size_t *caps,
+				  struct wshard_error *err)
 {
-	long maxn = nlayers - 1;	/* every layer 0 .. nlayers - 1 was checked */
 	size_t x;
 
 	for (x = 0; x < rules->nextras; x++) {
 		const struct rules_extra *e = &rules->extras[x];
+		/* every layer 0 .. nlayers - 1 was checked; an extra with an
+		 * "if" also in the layers written past them (a rule bounding
+		 * its own layers: DeepSeek's MTP layers, num_hidden_layers on,
+		 * in its draft's rules), where its condition holds */
+		long maxn = e->cond && written >= nlayers ? written : nlayers - 1;
 		struct rules_capture *sites = NULL;
 		size_t nsites = 0, s;
 		enum wshard_dtype dtype = e->model_dtype ? plan_model_dtype(plan) : e->dtype;

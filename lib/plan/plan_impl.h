@@ -110,10 +110,13 @@ enum wshard_err plan_rank_push(struct wshard_rank_plan *rp, size_t *cap,
 			       struct wshard_out_tensor *t, struct wshard_error *err);
 
 /* plan_extra.c: every rank's constant tensors of the rules' "extra" list,
- * one per layer of nlayers where per layer.  Returns WSHARD_OK,
- * WSHARD_ENOMEM or an image_norm's WSHARD_EINVAL. */
+ * one per layer of nlayers where per layer, and where an extra has an "if",
+ * in the layers past them up to written (the highest layer a tensor was
+ * written for; an MTP draft's layers num_hidden_layers on).  Returns
+ * WSHARD_OK, WSHARD_ENOMEM or an image_norm's WSHARD_EINVAL. */
 enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_rules *rules,
-				  long nlayers, size_t *caps, struct wshard_error *err);
+				  long nlayers, long written, size_t *caps,
+				  struct wshard_error *err);
 
 /* plan_piece.c: appends len zero bytes.  Returns as plan_push_piece. */
 enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
