@@ -46,7 +46,8 @@ for n in (0, 1):
     for k, s in norm.items():
         t[p + k] = ("BF16", (s,))
 for k, s in {"eh_proj.weight": (256, 512), "enorm.weight": (256,), "hnorm.weight": (256,),
-             "shared_head.norm.weight": (256,), "shared_head.head.weight": (128, 256)}.items():
+             "shared_head.norm.weight": (256,), "shared_head.head.weight": (128, 256),
+             "embed_tokens.weight": (128, 256)}.items():
     t["model.layers.1." + k] = ("BF16", s)
 size = {"BF16": 2, "F32": 4, "F8_E4M3": 1}
 hdr, off = {}, 0
@@ -87,10 +88,43 @@ for r in man["ranks"]:
 print("   %d MTP tensors left out" % len(left))
 EOF
 	expect_exit 0 "$WSHARD" inspect "$T/out-bf16" &&
-		{ grep -q "^left out: 17 source tensors (multi-token prediction" "$T/out" ||
+		{ grep -q "^left out: 18 source tensors (multi-token prediction" "$T/out" ||
 			fail "inspect does not count the left-out tensors: $(cat "$T/out")"; }
 	expect_exit 0 "$WSHARD" verify "$T/out-bf16"
 fi
+
+echo "== --architecture DeepSeekMTPModel: the MTP layer as vLLM's draft holds it"
+for k in bf16 fp8; do
+	expect_exit 0 "$WSHARD" convert -q --tp 2 --architecture DeepSeekMTPModel "$T/$k" \
+		"$T/draft-$k" || continue
+	"$PYTHON" - "$T/draft-$k/wshard.json" "$k" <<'EOF' || fail "$k: the draft's tensors"
+import json, sys
+man, kind = json.load(open(sys.argv[1])), sys.argv[2]
+left = sorted(x["name"] for x in man["left_out"])
+assert "lm_head.weight" in left and "model.norm.weight" in left, left
+assert "model.embed_tokens.weight" in left, left
+assert not any(n.startswith("model.layers.1.") for n in left), left
+for r in man["ranks"]:
+    out = {t["name"]: t for t in r["tensors"]}
+    assert not any(n.startswith("model.layers.0.") for n in out), sorted(out)
+    p = "model.layers.1."
+    assert out["model.embed_tokens.weight"]["shape"] == [64, 256], out["model.embed_tokens.weight"]
+    assert out[p + "shared_head.head.weight"]["shape"] == [64, 256]
+    assert out[p + "eh_proj.weight"]["shape"] == [256, 512]
+    for k in ("enorm", "hnorm", "shared_head.norm"):
+        assert out[p + k + ".weight"]["shape"] == [256], k
+    assert out[p + "mtp_block.self_attn.fused_qkv_a_proj.weight"]["shape"] == [448, 256]
+    assert out[p + "mtp_block.self_attn.mla_attn.q_b_proj.weight"]["shape"] == [256, 128]
+    assert out[p + "mtp_block.mlp.gate_up_proj.weight"]["shape"] == [256, 256]
+    for s in ("_k_scale", "_v_scale", "_q_scale", "_prob_scale"):
+        assert out[p + "mtp_block.self_attn.mla_attn.mla_attn." + s]["dtype"] == "F32", s
+    if kind == "fp8":
+        assert p + "mtp_block.self_attn.fused_qkv_a_proj.weight_scale_inv" in out, sorted(out)
+    assert not any(n.startswith("lm_head") or n == "model.norm.weight" for n in out)
+print("   %s: %d tensors a rank" % (kind, len(out)))
+EOF
+	expect_exit 0 "$WSHARD" verify "$T/draft-$k"
+done
 
 echo "== FP8: fused_qkv_a_proj scales concatenate by rows, replicated"
 if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/fp8" "$T/out-fp8"; then
