@@ -46,7 +46,7 @@ V3 = dict(MLA, num_hidden_layers=2, n_routed_experts=8, n_shared_experts=1,
           # lacks (kept as extra attributes); vLLM reads them.
           topk_method="noaux_tc", scoring_func="sigmoid", moe_layer_freq=1)
 # Cases with a DeepSeek MTP layer appended (num_nextn_predict_layers: 1).
-MTP = ("deepseek_v3", "deepseek_v3-fp8", "deepseek_v32")
+MTP = ("deepseek_v3", "deepseek_v3-fp8", "deepseek_v32", "glm4_moe")
 
 # Qwen3-Next and Qwen3.5: Gated DeltaNet (linear attention) layers and gated
 # full attention (q_proj holds q and its gate, per head) 3:1 as Qwen ships
