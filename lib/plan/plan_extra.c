@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "wshard.h"
+#include "base/error.h"
 #include "base/fpconv.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
@@ -322,6 +323,26 @@ static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct wshard_
 	return rc;
 }
 
+/* Whether extra e's "if" fails for every layer number in a run past any
+ * model's (as plan_bounds_layers for a rule): its condition bounds its
+ * layers, as an MTP draft's "n >= num_hidden_layers && n <
+ * num_hidden_layers + num_nextn_predict_layers" does.  A condition that
+ * cannot be read there (an array indexed by n) bounds nothing. */
+static bool extra_bounds_layers(const struct wshard_plan *plan, const struct rules_extra *e)
+{
+	struct wshard_error err;
+	bool holds = true;
+	long n;
+
+	if (!e->cond)
+		return false;
+	wshard_error_clear(&err);
+	for (n = PLAN_MAX_LAYERS - 1; n >= PLAN_MAX_LAYERS - 64; n--)
+		if (expr_eval_cond(plan->config, e->cond, n, -1, e->name, &holds, &err) || holds)
+			return false;
+	return true;
+}
+
 /* The constant tensors of the rules' "extra" list, one per layer seen. */
 enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_rules *rules,
 				  long nlayers, long written, size_t *caps,
@@ -331,11 +352,12 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 
 	for (x = 0; x < rules->nextras; x++) {
 		const struct rules_extra *e = &rules->extras[x];
-		/* every layer 0 .. nlayers - 1 was checked; an extra with an
-		 * "if" also in the layers written past them (a rule bounding
-		 * its own layers: DeepSeek's MTP layers, num_hidden_layers on,
-		 * in its draft's rules), where its condition holds */
-		long maxn = e->cond && written >= nlayers ? written : nlayers - 1;
+		/* every layer 0 .. nlayers - 1 was checked; an extra whose "if"
+		 * bounds its layers also in the layers written past them (by a
+		 * rule bounding its own: an MTP draft's, num_hidden_layers on),
+		 * where its condition holds */
+		long maxn = written >= nlayers && extra_bounds_layers(plan, e) ? written
+									: nlayers - 1;
 		struct rules_capture *sites = NULL;
 		size_t nsites = 0, s;
 		enum wshard_dtype dtype = e->model_dtype ? plan_model_dtype(plan) : e->dtype;

@@ -110,7 +110,8 @@ enum wshard_err plan_rank_push(struct wshard_rank_plan *rp, size_t *cap,
 			       struct wshard_out_tensor *t, struct wshard_error *err);
 
 /* plan_extra.c: every rank's constant tensors of the rules' "extra" list,
- * one per layer of nlayers where per layer, and where an extra has an "if",
+ * one per layer of nlayers where per layer, and where an extra's "if" bounds
+ * its layers (fails for every layer number past any model's),
  * in the layers past them up to written (the highest layer a tensor was
  * written for; an MTP draft's layers num_hidden_layers on).  Returns
  * WSHARD_OK, WSHARD_ENOMEM or an image_norm's WSHARD_EINVAL. */
