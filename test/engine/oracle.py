@@ -530,8 +530,10 @@ def spec_counts(llm):
     return got
 
 
-def rank_name(pp, stage, rank):
-    return f"model-pp-{stage}-tp-{rank}" if pp > 1 else f"model-rank-{rank}"
+def rank_name(pp, stage, rank, kind="model"):
+    """A worker's file name: kind "model" for the target, "draft" for a
+    speculative draft's state (the hook's DUMP/draft-rank-R)."""
+    return f"{kind}-pp-{stage}-tp-{rank}" if pp > 1 else f"{kind}-rank-{rank}"
 
 
 def rank_files(out, rank, pp=1, stage=0):
@@ -590,8 +592,7 @@ def compare_bytes(dump, out, tp, pp=1, kind="model"):
     bad = 0
     approx = approx_names(out)
     for s, r in [(s, r) for s in range(pp) for r in range(tp)]:
-        ref = read_all([os.path.join(dump, kind + rank_name(pp, s, r)[len("model"):] +
-                                     ".safetensors")])
+        ref = read_all([os.path.join(dump, rank_name(pp, s, r, kind) + ".safetensors")])
         got = read_all(rank_files(out, r, pp, s))
         if pp > 1:
             r = f"{r} of stage {s}"

@@ -44,12 +44,13 @@ def _patch(module):
                  for k, v in state.items()}
         os.makedirs(dump, exist_ok=True)
         pp = get_pp_group()
-        name = (f"model-pp-{pp.rank_in_group}-tp-{rank}" if pp.world_size > 1
-                else f"model-rank-{rank}")
-        if getattr(model_config, "runner", None) == "draft":
-            # a speculative draft (speculative_config), loaded after its
-            # target by the same worker
-            name = "draft" + name[len("model"):]
+        # a speculative draft (speculative_config) is loaded after its
+        # target by the same worker
+        draft = getattr(model_config, "runner", None) == "draft"
+        kind = "draft" if draft else "model"
+        name = (f"{kind}-pp-{pp.rank_in_group}-tp-{rank}" if pp.world_size > 1
+                else f"{kind}-rank-{rank}")
+        if draft:
             if getattr(model, "has_own_embed_tokens", None) is False:
                 # an EAGLE draft whose checkpoint has no embedding (its
                 # load_weights saw none, process_eagle_weight): the
