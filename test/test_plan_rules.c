@@ -387,6 +387,46 @@ Test(ext, left_out_layers)
 }
 
 /*
+ * "layer" gives a match without {n} the layer its output and "unless"
+ * name; "unless" passes the tensor on to the next rule where the
+ * checkpoint holds the one it names (an MTP draft's head: the target's
+ * lm_head where the MTP layer has none of its own), and the rule is not
+ * required there.
+ */
+Test(ext, layer_unless)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"lm_head.weight\", \"layer\": \"num_hidden_layers\","
+		" \"unless\": \"model.layers.{n}.head.weight\", \"split\": \"row\","
+		" \"output\": \"model.layers.{n}.head.weight\"},"
+		"{\"match\": \"lm_head.weight\", \"split\": \"skip\"},"
+		"{\"match\": \"model.layers.{n}.head.weight\", \"if\": \"n == num_hidden_layers\","
+		" \"split\": \"row\", \"optional\": true},"
+		CATCH_ALL "]}";
+	const char *in[2] = { "", " --extra-tensor model.layers.2.head.weight:256,64" };
+	const char *src[2] = { "lm_head.weight", "model.layers.2.head.weight" };
+	const struct wshard_out_tensor *t;
+	int k, r;
+
+	for (k = 0; k < 2; k++) {
+		char args[256];
+
+		snprintf(args, sizeof(args), "%s%s", BASE, in[k]);
+		fx_open(&f, args);
+		use_rules(&f, rules);
+		fx_plan(&f, 2);
+		for (r = 0; r < 2; r++) {
+			cr_assert_null(find_out(&f, r, "lm_head.weight"));
+			t = get_out(&f, r, "model.layers.2.head.weight");
+			cr_assert_eq(t->shape[0], 128);
+			cr_assert_str_eq(f.cat->tensors[t->pieces[0].src].name, src[k]);
+		}
+		fx_close(&f);
+	}
+}
+
+/*
  * "if" picks a rule by config.json: "key" holds when the key is a
  * non-zero integer, "!key" when it is absent, null or 0.  A rule whose
  * condition fails is not required.

@@ -160,7 +160,7 @@ Test(parse, condition_reason_dtype)
 		    "rule 'a': \"from\" is a non-empty array of dtype names");
 	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"dtype\": \"I32\"}"));
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"if\": 1}"),
-		    "\"if\", \"reason\", \"dtype\" and \"experts_from\" are strings");
+		    "\"if\", \"reason\", \"dtype\", \"experts_from\", \"layer\" and \"unless\" are strings");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"experts_from\": \"4\"}"),
 		    "rule 'a': \"experts_from\" needs {e} in match");
 }
@@ -262,6 +262,13 @@ Test(parse, output_placeholder_without_match)
 		    "rule 'l.{n}.w': output uses {e} but match does not");
 	parse_fails(RULES("{\"match\": \"w\", \"split\": \"row\", \"output\": \"l.{n}.w\"}"),
 		    "output uses {n} but match does not");
+	parse_ok(RULES("{\"match\": \"w\", \"layer\": \"2\", \"split\": \"row\", \"output\": \"l.{n}.w\"}"));
+	parse_fails(RULES("{\"match\": \"l.{n}.w\", \"layer\": \"2\", \"split\": \"row\"}"),
+		    "rule 'l.{n}.w': \"layer\" goes with a match without {n}");
+	parse_fails(RULES("{\"match\": \"w\", \"unless\": \"l.{n}.w\", \"split\": \"row\"}"),
+		    "rule 'w': \"unless\" is a tensor name, with {n} or {e} only where the rule captures them");
+	parse_fails(RULES("{\"match\": \"l.{n}.w\", \"unless\": \"l.{n}.e.{e}\", \"split\": \"row\"}"),
+		    "\"unless\" is a tensor name");
 	/* Dropping a placeholder is allowed ({e} stacks experts). */
 	parse_ok(RULES("{\"match\": \"l.{n}.e.{e}.w1\", \"fuse\": \"w13.w1\", \"output\": \"l.{n}.w13\"}"));
 }

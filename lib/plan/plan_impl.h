@@ -292,6 +292,16 @@ bool plan_in_list(char *const *list, size_t n, const char *s);
  * it has one.  Returns WSHARD_OK or WSHARD_EINVAL. */
 enum wshard_err plan_rule_applies(const struct wshard_plan *plan, const struct rules_rule *r,
 				  long n, bool *out, struct wshard_error *err);
+/* Rule r's captures *cap as its output and "unless" read them: {n} set
+ * by its "layer" where it has one.  Returns WSHARD_OK or WSHARD_EINVAL. */
+enum wshard_err plan_rule_capture(const struct wshard_plan *plan, const struct rules_rule *r,
+				  struct rules_capture *cap, struct wshard_error *err);
+/* Whether r passes over a source it matched with *cap: the checkpoint
+ * holds the tensor its "unless" names.  Returns WSHARD_OK, WSHARD_EINVAL
+ * or WSHARD_ENOMEM. */
+enum wshard_err plan_rule_yields(const struct wshard_plan *plan, const struct rules_rule *r,
+				 const struct rules_capture *cap, bool *out,
+				 struct wshard_error *err);
 /* Whether r's "if" fails for every layer number in a run past any
  * model's: its condition bounds its own layers (a tower's), which may
  * outnumber the text model's. */

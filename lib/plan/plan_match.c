@@ -208,6 +208,14 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 		if (rules->rules[j].from &&
 		    !(rules->rules[j].from >> plan->cat->tensors[i].info->dtype & 1))
 			ok = false;
+		if (ok && rules->rules[j].unless) {
+			bool yields;
+
+			rc = plan_rule_yields(plan, &rules->rules[j], &m->cap, &yields, err);
+			if (rc)
+				return rc;
+			ok = !yields;
+		}
 	}
 	if (!ok)
 		return WSHARD_OK;
@@ -228,6 +236,9 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 	mt->seen[j * (size_t)(mt->width + 1) + (size_t)(m->cap.n < 0 ? 0 : m->cap.n)] = true;
 	if (m->rule->kind == RULE_SKIP)
 		return WSHARD_OK;
+	rc = plan_rule_capture(plan, m->rule, &m->cap, err);
+	if (rc)
+		return rc;
 	/* the pooling runner's model keeps a tied embedding under its name */
 	if (mt->tied && !rules->tie_copy && !plan->cat->st_pooling &&
 	    strcmp(as, rules->tie_source) == 0)

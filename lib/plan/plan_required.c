@@ -39,6 +39,48 @@ enum wshard_err plan_rule_applies(const struct wshard_plan *plan,
 	return expr_eval_cond(plan->config, r->cond, n, -1, r->match, out, err);
 }
 
+enum wshard_err plan_rule_capture(const struct wshard_plan *plan, const struct rules_rule *r,
+				  struct rules_capture *cap, struct wshard_error *err)
+{
+	int64_t n;
+	enum wshard_err rc;
+
+	if (!r->layer)
+		return WSHARD_OK;
+	rc = expr_eval_dim(plan->config, r->layer, r->match, &n, err);
+	if (!rc && n >= PLAN_MAX_LAYERS)
+		rc = wshard_error_set(err, WSHARD_EINVAL, "rule '%s': \"layer\" %s is %lld, not a layer",
+				      r->match, r->layer, (long long)n);
+	if (!rc)
+		cap->n = (long)n;
+	return rc;
+}
+
+/* The tensor an engine loads over the one r takes is in the checkpoint
+ * (vLLM's MTP draft loads the target's lm_head into the MTP layer's head,
+ * then that layer's own head over it where the release ships one). */
+enum wshard_err plan_rule_yields(const struct wshard_plan *plan, const struct rules_rule *r,
+				 const struct rules_capture *cap, bool *out,
+				 struct wshard_error *err)
+{
+	struct rules_capture at = *cap;
+	enum wshard_err rc;
+	char *name;
+
+	*out = false;
+	if (!r->unless)
+		return WSHARD_OK;
+	rc = plan_rule_capture(plan, r, &at, err);
+	if (rc)
+		return rc;
+	name = rules_expand(r->unless, &at);
+	if (!name)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	*out = wshard_catalog_find(plan->cat, name) != NULL;
+	free(name);
+	return WSHARD_OK;
+}
+
 /*
  * Whether rule j, or another rule with the same match (the alternatives
  * that "from" picks among by the source's dtype), matched in layer n.
@@ -122,6 +164,18 @@ enum wshard_err plan_check_required(struct wshard_plan *plan,
 		if (r->optional || r->kind == RULE_SKIP || r->kind == RULE_REFUSE ||
 		    (tied && plan_in_list(rules->tie_drop, rules->ntie_drop, r->match)))
 			continue;
+		/* a rule with "unless" is needed where that tensor is not
+		 * (an MTP layer of one layer number: no per-layer "unless") */
+		if (r->unless && !per_layer) {
+			struct rules_capture cap = { .n = -1, .e = 0 };
+			bool yields;
+			enum wshard_err rc = plan_rule_yields(plan, r, &cap, &yields, err);
+
+			if (rc)
+				return rc;
+			if (yields)
+				continue;
+		}
 		/* an {e} rule needs some expert in every layer (the stacking
 		 * then checks that all of them are there) */
 		limit = required_layers(plan, r, nlayers, width);

@@ -2,7 +2,8 @@
  * rules.c - rules files: per-architecture tables that say how each
  * source tensor is split, replicated, skipped or fused.  This file holds
  * what every user of parsed rules needs: names matched against their
- * patterns and expanded, and the rules freed.  rules_load.c finds a rules
+ * patterns and expanded, the captures a rule may use, and the rules
+ * freed.  rules_load.c finds a rules
  * file and rules_parse.c parses one.
  */
 #include <stdio.h>
@@ -49,6 +50,42 @@ bool rules_match(const char *pattern, const char *name, struct rules_capture *ca
 			return false;
 	}
 	return *s == '\0';
+}
+
+/* The output may use {e}, {n} and {i} only where the match captures them;
+ * a rule with {i} is optional: how many entries a module list has, only
+ * the checkpoint says. */
+enum wshard_err rules_check_captures(const struct wshard_rules *r, const struct rules_rule *rule,
+				     struct wshard_error *err)
+{
+	if (strstr(rule->output, "{i}") && !strstr(rule->match, "{i}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': output uses {i} but match does not",
+					r->name, rule->match);
+	if (strstr(rule->match, "{i}") && !rule->optional && rule->kind != RULE_SKIP)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': a match with {i} must be \"optional\"",
+					r->name, rule->match);
+	if (strstr(rule->output, "{e}") && !strstr(rule->match, "{e}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': output uses {e} but match does not",
+					r->name, rule->match);
+	if (strstr(rule->output, "{n}") && !strstr(rule->match, "{n}") && !rule->layer)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': output uses {n} but match does not (nor \"layer\" gives it)",
+					r->name, rule->match);
+	if (rule->layer && strstr(rule->match, "{n}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"layer\" goes with a match without {n}",
+					r->name, rule->match);
+	if (rule->unless &&
+	    ((strstr(rule->unless, "{n}") && !strstr(rule->match, "{n}") && !rule->layer) ||
+	     (strstr(rule->unless, "{e}") && !strstr(rule->match, "{e}")) ||
+	     strstr(rule->unless, "{i}") || strchr(rule->unless, '*')))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"unless\" is a tensor name, with {n} or {e} only where the rule captures them",
+					r->name, rule->match);
+	return WSHARD_OK;
 }
 
 char *rules_expand(const char *pattern, const struct rules_capture *cap)
@@ -122,6 +159,8 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->rules[i].cond);
 		free(r->rules[i].experts_from);
 		free(r->rules[i].reason);
+		free(r->rules[i].layer);
+		free(r->rules[i].unless);
 		free(r->rules[i].deinterleave);
 		for (j = 0; j < r->rules[i].nreshape; j++)
 			free(r->rules[i].reshape[j]);

@@ -106,6 +106,14 @@ struct rules_rule {
 				 * e - EXPR (ERNIE-4.5-VL's vision experts after
 				 * its text ones), or NULL */
 	char *reason;		/* skip with "reason": a left-out tensor */
+	char *layer;		/* "layer": EXPR over config.json: the {n} of a
+				 * match without one, for its output and
+				 * "unless" (an MTP draft's head from the
+				 * target's lm_head), or NULL */
+	char *unless;		/* "unless": a source name ({n}, {e} as
+				 * captured): the rule passes over a tensor
+				 * where the checkpoint holds this one, and
+				 * needs none there; or NULL */
 	bool has_dtype;		/* "dtype": the output's dtype, converted */
 	enum wshard_dtype dtype;
 	uint64_t from;		/* "from": bit d set for each source dtype d
@@ -351,6 +359,11 @@ const char *rules_source_name(const struct wshard_rules *r, const char *name, ch
 enum wshard_err rules_parse_source(struct wshard_rules *r, json_t *root,
 				   struct wshard_error *err);
 
+/* Whether rule's output and "unless" use {n}, {e} and {i} only where
+ * its match (or "layer") captures them, and a match with {i} is optional.
+ * Returns WSHARD_OK or WSHARD_EINVAL naming r's file. */
+enum wshard_err rules_check_captures(const struct wshard_rules *r, const struct rules_rule *rule,
+				     struct wshard_error *err);
 /* Expands pattern with cap into a malloc'd string (NULL: out of memory). */
 char *rules_expand(const char *pattern, const struct rules_capture *cap);
 

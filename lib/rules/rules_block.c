@@ -222,6 +222,8 @@ static enum wshard_err expand_use(const char *rules, json_t *root, json_t *use, 
 		    (prefix && json_object_get(t, "output") && !oprefix &&
 		     set_prefixed(t, "output", "output", prefix)) ||
 		    (prefix && set_prefixed(t, "match", "match", prefix)) ||
+		    (prefix && json_object_get(t, "unless") &&
+		     set_prefixed(t, "unless", "unless", prefix)) ||
 		    set_cond(t, cond) || set_config(t, block_config, config) ||
 		    json_array_append_new(out, t))
 			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");

@@ -194,6 +194,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
 		"zero_mean", "plus", "permute_rows",
 		"pad_to", "qkv_groups", "also", "concat", "beside", "reshape", "experts_from",
+		"layer", "unless",
 	};
 	const char *key;
 	json_t *val;
@@ -311,31 +312,6 @@ static enum wshard_err parse_unpack(const struct wshard_rules *r, struct rules_r
 	return WSHARD_OK;
 }
 
-/* The output may use {e}, {n} and {i} only where the match captures them;
- * a rule with {i} is optional: how many entries a module list has, only
- * the checkpoint says. */
-static enum wshard_err check_captures(const struct wshard_rules *r,
-				      const struct rules_rule *rule, struct wshard_error *err)
-{
-	if (strstr(rule->output, "{i}") && !strstr(rule->match, "{i}"))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': output uses {i} but match does not",
-					r->name, rule->match);
-	if (strstr(rule->match, "{i}") && !rule->optional && rule->kind != RULE_SKIP)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': a match with {i} must be \"optional\"",
-					r->name, rule->match);
-	if (strstr(rule->output, "{e}") && !strstr(rule->match, "{e}"))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': output uses {e} but match does not",
-					r->name, rule->match);
-	if (strstr(rule->output, "{n}") && !strstr(rule->match, "{n}"))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': output uses {n} but match does not",
-					r->name, rule->match);
-	return WSHARD_OK;
-}
-
 /* A string-valued key of rule t, or NULL; *out_bad when present but no string. */
 static const char *str_key(json_t *t, const char *key, bool *out_bad)
 {
@@ -370,8 +346,9 @@ bad:
 				r->name, rule->match);
 }
 
-/* "if" (a condition), "reason" (a left-out skip), "dtype" (a cast) and
- * "experts_from" (an expression, on a match with {e}). */
+/* "if" (a condition), "reason" (a left-out skip), "dtype" (a cast),
+ * "experts_from" (an expression, on a match with {e}), "layer" (an
+ * expression) and "unless" (a source name). */
 static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 				       struct rules_rule *rule, json_t *t,
 				       struct wshard_error *err)
@@ -381,10 +358,12 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 	const char *reason = str_key(t, "reason", &bad);
 	const char *dtype = str_key(t, "dtype", &bad);
 	const char *from = str_key(t, "experts_from", &bad);
+	const char *layer = str_key(t, "layer", &bad);
+	const char *unless = str_key(t, "unless", &bad);
 
 	if (bad)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"if\", \"reason\", \"dtype\" and \"experts_from\" are strings",
+					"'%s': rule '%s': \"if\", \"reason\", \"dtype\", \"experts_from\", \"layer\" and \"unless\" are strings",
 					r->name, rule->match);
 	if (from && !strstr(rule->match, "{e}"))
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -411,7 +390,10 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 	rule->cond = dup_or_null(cond);
 	rule->reason = dup_or_null(reason);
 	rule->experts_from = dup_or_null(from);
-	if ((cond && !rule->cond) || (reason && !rule->reason) || (from && !rule->experts_from))
+	rule->layer = dup_or_null(layer);
+	rule->unless = dup_or_null(unless);
+	if ((cond && !rule->cond) || (reason && !rule->reason) || (from && !rule->experts_from) ||
+	    (layer && !rule->layer) || (unless && !rule->unless))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	return parse_from(r, rule, json_object_get(t, "from"), err);
 }
@@ -494,9 +476,9 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 	else
 		rc = parse_unpack(r, rule, unpack, err);
 	if (!rc)
-		rc = check_captures(r, rule, err);
-	if (!rc)
 		rc = parse_rule_more(r, rule, t, err);
+	if (!rc)
+		rc = rules_check_captures(r, rule, err);
 	if (!rc)
 		rc = parse_view(r, rule, t, err);
 	if (rc)

@@ -1029,6 +1029,9 @@ CASES = {
 # Gemma 3 with attention biases (attention_bias: no release has them, the
 # config key and both vLLM's and transformers' layers do): q/k/v biases
 # fused, o_proj's whole.
+# GLM-4.6's and GLM-4.7's layout: the MTP layer without an embedding or
+# head of its own
+CASES["glm4_moe-46"] = ("Glm4MoeConfig", "Glm4MoeForCausalLM", None)
 CASES["gemma3-bias"] = ("Gemma3TextConfig", "Gemma3ForCausalLM",
                         dict(CASES["gemma3"][2], attention_bias=True))
 CASES["qwen3_omni_moe"] = ("Qwen3OmniMoeConfig", "Qwen3OmniMoeForConditionalGeneration", dict(
@@ -1432,7 +1435,7 @@ def mxfp4(out):
         json.dump(cfg, f, indent=2)
 
 
-def add_mtp_layer(out, model="model.", f32_router_bias=True):
+def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True):
     """Appends DeepSeek's multi-token-prediction layer model.layers.{L}
     (L = num_hidden_layers), which transformers' class neither builds nor
     writes: a full decoder layer (a copy of the last, perturbed) plus
@@ -1442,7 +1445,9 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True):
     e_score_correction_bias become F32, as in DeepSeek's checkpoint (unless
     f32_router_bias is False: a checkpoint the rules were learned on).  With
     model "model.language_model." the text model's (GLM-OCR's layer 16),
-    the key in config.json's text_config."""
+    the key in config.json's text_config.  Without own_head the layer has
+    no embed_tokens or shared_head.head, as GLM-4.6's and GLM-4.7's
+    releases (vLLM's draft then loads the target's)."""
     import json
     import os
     import torch
@@ -1485,6 +1490,8 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True):
     new[pre + "eh_proj.weight"] = rnd([h, 2 * h], torch.zeros(h, 2 * h, dtype=emb.dtype))
     new[pre + "shared_head.norm.weight"] = rnd([h], one)
     new[pre + "shared_head.head.weight"] = rnd([v, h], torch.zeros(v, h, dtype=emb.dtype))
+    if not own_head:
+        del new[pre + "embed_tokens.weight"], new[pre + "shared_head.head.weight"]
     fname = "model-mtp.safetensors"
     save_file({k: t.contiguous() for k, t in new.items()},
               os.path.join(out, fname), metadata={"format": "pt"})
@@ -3154,6 +3161,8 @@ def make(arch, out):
         int4_experts(out)
     if arch in MTP:
         add_mtp_layer(out)
+    if arch == "glm4_moe-46":
+        add_mtp_layer(out, own_head=False)
     if arch == "glm_ocr":
         # GLM-OCR ships its MTP layer as the text model's layer 16
         add_mtp_layer(out, "model.language_model.")
