@@ -46,7 +46,7 @@ V3 = dict(MLA, num_hidden_layers=2, n_routed_experts=8, n_shared_experts=1,
           # lacks (kept as extra attributes); vLLM reads them.
           topk_method="noaux_tc", scoring_func="sigmoid", moe_layer_freq=1)
 # Cases with a DeepSeek MTP layer appended (num_nextn_predict_layers: 1).
-MTP = ("deepseek_v3", "deepseek_v3-fp8", "deepseek_v32", "glm4_moe")
+MTP = ("deepseek_v3", "deepseek_v3-fp8", "deepseek_v32", "glm_moe_dsa", "glm4_moe")
 
 # Qwen3-Next and Qwen3.5: Gated DeltaNet (linear attention) layers and gated
 # full attention (q_proj holds q and its gate, per head) 3:1 as Qwen ships
@@ -477,14 +477,15 @@ CASES = {
     # attention), served with runner pooling; config.json's architectures
     # set below.
     "deepseek_v3_bidir": ("DeepseekV3Config", "DeepseekV3Model", dict(V3, is_causal=False)),
-    # DeepSeek-V3.2: V3 plus the sparse-attention indexer (DSA).  vLLM
-    # 0.32's CPU build constructs it only with the hook's MLA backend in
-    # place of sparse attention (run: WSHARD_ORACLE_SPARSE).
+    # DeepSeek-V3.2: V3 plus the sparse-attention indexer (DSA), with one
+    # MTP layer (indexer included) as DeepSeek ships it.  vLLM 0.32's CPU
+    # build constructs it only with the hook's MLA backend in place of
+    # sparse attention (run: WSHARD_ORACLE_SPARSE).
     "deepseek_v32": ("DeepseekV32Config", "DeepseekV32ForCausalLM",
                      dict(V3, head_dim=64, index_n_heads=4, index_head_dim=128,
                           index_topk=64)),
     # GLM-5: MLA with the same indexer and GLM's MoE (sigmoid routing,
-    # correction bias), the first layer dense.
+    # correction bias), the first layer dense, one MTP layer as released.
     "glm_moe_dsa": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM",
                     dict(V3, head_dim=64, index_n_heads=4, index_head_dim=128,
                          index_topk=64, intermediate_size=512)),
