@@ -2749,7 +2749,8 @@ def released_mtp_prefix(out, arch):
     (nemotron_h_mtp.py: mtp.layers.0.enorm, hnorm, eh_proj,
     final_layernorm and its mixer) ship it; config.json's
     num_nextn_predict_layers 1.  vLLM 0.32's main models drop every "mtp."
-    name.  The layer's tensors copy the last decoder layer's, perturbed."""
+    name.  The layer's tensors copy the last decoder layer's, perturbed
+    (K-EXAONE's MLP the first dense layer's: its MTP layer is dense)."""
     import glob
     import json
     import os
@@ -2765,10 +2766,20 @@ def released_mtp_prefix(out, arch):
     layers = sorted({int(k.split(".")[2]) for k in src if ".layers." in k[:20]})
     pre = next(k[:k.index(".layers.") + 8] for k in src if ".layers." in k[:20])
     last = f"{pre}{layers[-1]}."
+    # K-EXAONE's MTP layer has a dense MLP (vLLM builds it so: is_mtp in
+    # exaone_moe.py): its MLP copies the first dense layer's
+    dense = None
+    if arch == "exaone_moe":
+        dense = f"{pre}{cfg['mlp_layer_types'].index('dense')}."
     new = {}
     for name, t in src.items():
-        if name.startswith(last):
-            new["mtp.layers.0." + name[len(last):]] = t + (
+        rest = None
+        if name.startswith(last) and not (dense and name[len(last):].startswith("mlp.")):
+            rest = name[len(last):]
+        elif dense and name.startswith(dense + "mlp."):
+            rest = name[len(dense):]
+        if rest is not None:
+            new["mtp.layers.0." + rest] = t + (
                 torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
     one = (1 + torch.randn(h, generator=g) * 0.02).to(torch.bfloat16)
     proj = (torch.randn(h, 2 * h, generator=g) * 0.02).to(torch.bfloat16)
