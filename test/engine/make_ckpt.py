@@ -1536,7 +1536,7 @@ def mimo_mtp(out):
     update_config(out, lambda c: c.update(num_nextn_predict_layers=1))
 
 
-def qwen_next_mtp(out, model="model."):
+def qwen_next_mtp(out, model="model.", config=None):
     """Adds the multi-token-prediction block Qwen ships with Qwen3-Next and
     Qwen3.5 (mtp.*, which transformers' classes neither build nor write):
     mtp.layers.0, a copy of the last full-attention decoder layer
@@ -1545,7 +1545,9 @@ def qwen_next_mtp(out, model="model."):
     where it has one) gains mtp_num_hidden_layers: 1 and
     mtp_use_dedicated_embeddings: false, as Qwen3-Next-80B-A3B's and
     Qwen3.5's config.json have them.  model is the text model's prefix
-    (model.language_model. in Qwen3_5ForConditionalGeneration)."""
+    (model.language_model. in Qwen3_5ForConditionalGeneration); config,
+    where given, edits config.json instead (EXAONE 4.5 ships the same
+    block, its config.json's num_nextn_predict_layers 1)."""
     import glob
     import os
     import torch
@@ -1575,7 +1577,7 @@ def qwen_next_mtp(out, model="model."):
     def cfg(c):
         c.get("text_config", c).update(mtp_num_hidden_layers=1,
                                        mtp_use_dedicated_embeddings=False)
-    update_config(out, cfg)
+    update_config(out, config or cfg)
 
 
 def released_vision_names(out, tower="vision_tower."):
@@ -3117,6 +3119,14 @@ def make(arch, out):
         blip2_processor(out, cfg)
     if arch.startswith("exaone4_5"):
         exaone4_5_processor(out, cfg)
+        # the multi-token prediction block EXAONE 4.5 ships (mtp.fc,
+        # mtp.pre_fc_norm_*, mtp.norm, an EXAONE 4 layer mtp.layers.0:
+        # exaone4_5_mtp.py), num_nextn_predict_layers beside text_config,
+        # and vocab_size there too: vLLM's draft Exaone4_5_MTP reads both
+        # from the top-level config (transformers 5.19's Exaone4_5_Config
+        # keeps such keys without declaring them)
+        qwen_next_mtp(out, "model.language_model.", config=lambda c: c.update(
+            num_nextn_predict_layers=1, vocab_size=c["text_config"]["vocab_size"]))
     if arch.startswith(("glm4v", "glm_ocr")):
         glm4v_processor(out, cfg)
     if arch.startswith("glm5_next"):
