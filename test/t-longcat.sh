@@ -4,7 +4,8 @@
 # blocks and two dense MLPs beside 512 routed experts of 2048 and 256
 # zero-computation ones, 64 heads) and its tensor names and shapes, written
 # sparse, planned with --dry-run at tp 8 and 16 and with --expert-parallel
-# at tp 8; the MLA LoRA norms multiplied as vLLM multiplies them
+# at tp 8, its MTP layer (model.mtp.*) left out, and its MTP draft
+# (LongCatFlashMTPModel) at tp 8; the MLA LoRA norms multiplied as vLLM multiplies them
 # (sqrt(6144 / 1536) = 2 and sqrt(6144 / 512)), or not without
 # mla_scale_*_lora.
 # shellcheck disable=SC1091
@@ -53,6 +54,20 @@ for n in range(L):
         t[x + "gate_proj.weight"] = [EF, H]
         t[x + "up_proj.weight"] = [EF, H]
         t[x + "down_proj.weight"] = [H, EF]
+# the MTP layer under the release's names (vLLM's longcat_flash_mtp.py)
+m = "model.mtp.layers.0."
+t.update({"model.mtp.embed_tokens.weight": [V, H], "model.mtp.norm.weight": [H],
+          m + "eh_proj.weight": [H, 2 * H], m + "enorm.m.weight": [H], m + "hnorm.m.weight": [H],
+          m + "input_layernorm.weight": [H], m + "post_attention_layernorm.weight": [H],
+          m + "self_attn.q_a_proj.weight": [QL, H], m + "self_attn.q_a_layernorm.weight": [QL],
+          m + "self_attn.q_b_proj.weight": [NH * (NOPE + ROPE), QL],
+          m + "self_attn.kv_a_proj_with_mqa.weight": [KL + ROPE, H],
+          m + "self_attn.kv_a_layernorm.weight": [KL],
+          m + "self_attn.kv_b_proj.weight": [NH * (NOPE + VD), KL],
+          m + "self_attn.o_proj.weight": [H, NH * VD],
+          m + "transformer_layer.mlp.gate_proj.weight": [F, H],
+          m + "transformer_layer.mlp.up_proj.weight": [F, H],
+          m + "transformer_layer.mlp.down_proj.weight": [H, F]})
 st.write_sparse(os.path.join(out, "model.safetensors"), t)
 PY
 
@@ -72,6 +87,23 @@ grep -qF "  $L.mlp.router.classifier.weight F32 [768, 6144] " "$T/plan-8" ||
 expect_exit 0 "$WSHARD" convert --dry-run --tp 8 --expert-parallel "$src" "$T/dest" &&
 	cp "$T/out" "$T/plan-ep" &&
 	has $L.mlp.experts.routed_experts.w13_weight ep "[64, 4096, 6144]"
+grep -qF "model.mtp." "$T/plan-8" && fail "the target's plan holds the MTP layer"
+
+# The MTP draft (LongCatFlashMTPModel): the one MTP layer as layer 56
+# (2 * num_layers), its MLP dense, the draft's embedding cut by vocabulary.
+D=model.layers.56
+if expect_exit 0 "$WSHARD" convert --dry-run --tp 8 --architecture LongCatFlashMTPModel \
+	"$src" "$T/dest-mtp"; then
+	cp "$T/out" "$T/plan-mtp"
+	has model.embed_tokens.weight mtp "[16384, 6144]"
+	has $D.eh_proj.weight mtp "[6144, 12288]"
+	has $D.final_layernorm.weight mtp "[6144]"
+	has $D.mtp_block.self_attn.fused_qkv_a_proj.weight mtp "[2112, 6144]"
+	has $D.mtp_block.self_attn.mla_attn.q_b_proj.weight mtp "[1536, 1536]"
+	has $D.mtp_block.mlp.gate_up_proj.weight mtp "[3072, 6144]"
+	has $D.mtp_block.mlp.down_proj.weight mtp "[6144, 1536]"
+	grep -qF "lm_head" "$T/plan-mtp" && fail "the draft's plan holds an lm_head"
+fi
 
 # The norms' factors on real bytes: one small layer of the same config,
 # every tensor zero but the norms, 1.0: q_a_layernorm times sqrt(64 / 32)

@@ -170,17 +170,25 @@ enum wshard_err plan_set_rename(struct wshard_plan *plan, const struct wshard_ru
 	if (!rules->rename_from)
 		return WSHARD_OK;
 	rc = expr_eval_dim(plan->config, rules->rename_from, "rename_layers", &from, err);
-	if (!rc)
-		rc = expr_eval_dim(plan->config, "num_hidden_layers", "rename_layers", &layers,
-				   err);
 	if (rc)
 		return rc;
 	if (rules->rename_add) {
-		/* every layer, numbered on by the expression: n - (-add) */
+		/* every layer, numbered on by the expression: n - (-add); no
+		 * num_hidden_layers needed (LongCat-Flash's config.json has
+		 * num_layers, half of them) */
 		if (from == 0)
 			return WSHARD_OK;
+		if (plan->opt.pp > 1)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"--pp is not written for %s when every layer is held under another number (%s, %s on): vLLM builds no pipeline stages of it",
+						rules->name, rules->rename_to, rules->rename_from);
 		from = -from;
-	} else if (from < 0) {
+		goto set;
+	}
+	rc = expr_eval_dim(plan->config, "num_hidden_layers", "rename_layers", &layers, err);
+	if (rc)
+		return rc;
+	if (from < 0) {
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"%s: \"rename_layers\" starts at layer %lld (%s), before the first",
 					rules->name, (long long)from, rules->rename_from);
@@ -192,6 +200,7 @@ enum wshard_err plan_set_rename(struct wshard_plan *plan, const struct wshard_ru
 					"--pp is not written for %s when layers %lld to %lld are held under another name (%s): vLLM builds no pipeline stages of it",
 					rules->name, (long long)(from < 0 ? 0 : from), (long long)layers - 1,
 					rules->rename_to);
+set:
 	plan->rename_from = (long)from;
 	plan->rename_prefix = strdup(rules->rename_prefix);
 	plan->rename_to = strdup(rules->rename_to);

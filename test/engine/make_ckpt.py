@@ -1627,6 +1627,44 @@ def released_zero_experts(out, routed):
     rewrite_shards(out, shard)
 
 
+def released_longcat_mtp(out):
+    """Adds LongCat-Flash's multi-token-prediction layer under the names
+    Meituan's release ships (model.mtp.*, which transformers' class
+    neither builds nor writes; vLLM 0.32's longcat_flash_mtp.py lists them
+    in load_weights): model.mtp.embed_tokens, model.mtp.norm, and
+    model.mtp.layers.0's eh_proj, enorm.m, hnorm.m, the two norms, one MLA
+    block (self_attn.*, a copy of the last layer's self_attn.0 perturbed)
+    and one dense MLP (transformer_layer.mlp.*, a copy of its mlps.0)."""
+    import torch
+    from safetensors.torch import load_file
+    import glob
+    import os
+    from ckpt_io import add_to_first_shard
+    src = {}
+    for path in glob.glob(os.path.join(out, "*.safetensors")):
+        src.update(load_file(path))
+    n = max(int(k.split(".")[2]) for k in src if k.startswith("model.layers."))
+    g = torch.Generator().manual_seed(4321)
+
+    def rnd(t):
+        return t + (torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    emb = src["model.embed_tokens.weight"]
+    h = emb.shape[1]
+    one = torch.ones(h, dtype=emb.dtype)
+    pre = "model.mtp.layers.0."
+    new = {"model.mtp.embed_tokens.weight": rnd(emb), "model.mtp.norm.weight": rnd(one),
+           pre + "eh_proj.weight": rnd(torch.zeros(h, 2 * h, dtype=emb.dtype)),
+           pre + "enorm.m.weight": rnd(one), pre + "hnorm.m.weight": rnd(one),
+           pre + "input_layernorm.weight": rnd(one),
+           pre + "post_attention_layernorm.weight": rnd(one)}
+    for name, t in src.items():
+        for part, to in ((f"model.layers.{n}.self_attn.0.", "self_attn."),
+                         (f"model.layers.{n}.mlps.0.", "transformer_layer.mlp.")):
+            if name.startswith(part) and "rotary_emb" not in name:
+                new[pre + to + name[len(part):]] = rnd(t)
+    add_to_first_shard(out, new)
+
+
 # Embedding models and classifiers: served with vLLM's runner "pooling"
 # (oracle.py reads this list)
 POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3TextModel",
@@ -3050,6 +3088,7 @@ def make(arch, out):
         released_fused_experts(out)
     if arch == "longcat_flash":
         released_zero_experts(out, cfg.n_routed_experts)
+        released_longcat_mtp(out)
     if arch.startswith("olmo_hybrid"):
         olmo_hybrid_released(out, cfg)
     if arch.startswith("llama_bidir"):

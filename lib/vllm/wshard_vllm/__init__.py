@@ -354,6 +354,22 @@ def eagle_draft(model, model_config, shapes, state):
     return left
 
 
+def unfilled_draft_head(model, model_config, shapes, state):
+    """LongCat-Flash's MTP draft (LongCatFlashMTP): its load_weights fills
+    nothing outside the checkpoint's model.mtp.*, so the lm_head it builds
+    is never filled and wshard's output of it holds none; the proposer
+    replaces it with the target's once loaded (v1/spec_decode/
+    llm_base_proposer.py, _maybe_share_lm_head, for any MTP draft).  It is
+    left out of state where the rank holds none.  Returns the names left
+    out."""
+    if (getattr(model_config, "runner", None) != "draft" or
+            type(model).__name__ != "LongCatFlashMTP" or "lm_head.weight" in shapes or
+            "lm_head.weight" not in state):
+        return []
+    del state["lm_head.weight"]
+    return ["lm_head.weight"]
+
+
 def refuse_draft(vllm_config, model_config, out):
     """A speculative decoding draft (MTP, EAGLE, a draft model) is loaded
     with the target's load format unless speculative_config's
@@ -552,6 +568,7 @@ def register():
             build_late(model, rank.shapes())
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
             eagle_draft(model, model_config, rank.shapes(), state)
+            unfilled_draft_head(model, model_config, rank.shapes(), state)
             untied = _untied_embedding(model, model_config, state)
             shared = _shared_embedding(model, rank, state)
             t0 = time.perf_counter()

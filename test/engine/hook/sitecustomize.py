@@ -58,6 +58,12 @@ def _patch(module):
                 # the target's once loaded (v1/spec_decode/
                 # llm_base_proposer.py, _maybe_share_embeddings)
                 state.pop("model.embed_tokens.weight", None)
+            if type(model).__name__ == "LongCatFlashMTP":
+                # its load_weights fills nothing outside model.mtp.*: its
+                # lm_head is never filled (whatever torch.empty handed
+                # back), and the proposer replaces it with the target's
+                # (llm_base_proposer.py, _maybe_share_lm_head: an MTP draft)
+                state.pop("lm_head.weight", None)
         path = os.path.join(dump, name + ".safetensors")
         save_file(state, path + ".tmp", metadata={"format": "pt"})
         os.replace(path + ".tmp", path)
