@@ -438,7 +438,7 @@ def _untied_embedding(model, model_config, state):
     return untied
 
 
-def _shared_embedding(model, rank, state):
+def _shared_embedding(model, shapes, state):
     """vLLM 0.32's Phi3VForCausalLM builds an embed_tokens of its own beside
     its text model's and, where the checkpoint does not fill it (Phi-3-V's
     releases hold the embedding once, as model.embed_tokens),
@@ -450,8 +450,7 @@ def _shared_embedding(model, rank, state):
     if type(model).__name__ != "Phi3VForCausalLM":
         return False
     inner = "language_model.model.embed_tokens.weight"
-    names = set(rank.names())
-    if inner not in state or inner in names or "embed_tokens.weight" not in names:
+    if inner not in state or inner in shapes or "embed_tokens.weight" not in shapes:
         return False
     del state[inner]
     return True
@@ -565,12 +564,13 @@ def register():
                                       "wshard output directory")
             rank = self._rank or Rank(out, self._want())
             want = rank.want
-            build_late(model, rank.shapes())
+            shapes = rank.shapes()
+            build_late(model, shapes)
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
-            eagle_draft(model, model_config, rank.shapes(), state)
-            unfilled_draft_head(model, model_config, rank.shapes(), state)
+            eagle_draft(model, model_config, shapes, state)
+            unfilled_draft_head(model, model_config, shapes, state)
             untied = _untied_embedding(model, model_config, state)
-            shared = _shared_embedding(model, rank, state)
+            shared = _shared_embedding(model, shapes, state)
             t0 = time.perf_counter()
             try:
                 n = rank.read(state, int(os.environ.get("WSHARD_LOAD_THREADS", "0")))
