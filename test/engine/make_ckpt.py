@@ -1436,7 +1436,7 @@ def mxfp4(out):
         json.dump(cfg, f, indent=2)
 
 
-def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True):
+def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True, hy_v3=False):
     """Appends DeepSeek's multi-token-prediction layer model.layers.{L}
     (L = num_hidden_layers), which transformers' class neither builds nor
     writes: a full decoder layer (a copy of the last, perturbed) plus
@@ -1448,7 +1448,9 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True):
     model "model.language_model." the text model's (GLM-OCR's layer 16),
     the key in config.json's text_config.  Without own_head the layer has
     no embed_tokens or shared_head.head, as GLM-4.6's and GLM-4.7's
-    releases (vLLM's draft then loads the target's)."""
+    releases (vLLM's draft then loads the target's).  With hy_v3, Hunyuan
+    3's names: no embed_tokens or shared_head, the norm after the decoder
+    layer final_layernorm (hy_v3_mtp.py)."""
     import json
     import os
     import torch
@@ -1491,8 +1493,10 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True):
     new[pre + "eh_proj.weight"] = rnd([h, 2 * h], torch.zeros(h, 2 * h, dtype=emb.dtype))
     new[pre + "shared_head.norm.weight"] = rnd([h], one)
     new[pre + "shared_head.head.weight"] = rnd([v, h], torch.zeros(v, h, dtype=emb.dtype))
-    if not own_head:
+    if not own_head or hy_v3:
         del new[pre + "embed_tokens.weight"], new[pre + "shared_head.head.weight"]
+    if hy_v3:
+        new[pre + "final_layernorm.weight"] = new.pop(pre + "shared_head.norm.weight")
     fname = "model-mtp.safetensors"
     save_file({k: t.contiguous() for k, t in new.items()},
               os.path.join(out, fname), metadata={"format": "pt"})
@@ -2777,7 +2781,7 @@ def learned(arch, out):
         # GLM-4.7-Flash, Hunyuan 3 and A.X K1 ship a DeepSeek-style MTP
         # layer past num_hidden_layers, which vLLM's main model skips (so
         # does its GLM-4 model, Glm4ForCausalLM: glm4.py)
-        add_mtp_layer(out, f32_router_bias=False)
+        add_mtp_layer(out, f32_router_bias=False, hy_v3=arch == "hy_v3")
     if arch in ("exaone_moe", "nemotron_h"):
         released_mtp_prefix(out, arch)
 
