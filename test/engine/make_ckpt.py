@@ -673,15 +673,17 @@ CASES = {
         projector_hidden_size=256, image_token_index=998, video_token_index=999,
         tie_word_embeddings=False)),
     # GLM-5-Next: KDA linear attention (layers 0, 2) beside GLM-5's MLA
-    # with its indexer (1, 3), dense MLPs (0, 3) and MoE (1, 2), mHC in
-    # every layer; GLM-OCR's tower (2 blocks) with its merger.  The text
+    # with its indexer (1, 3), dense MLPs (0, 1) and MoE (2, 3): each
+    # attention with each MLP; mHC in every layer; an MTP layer 4 (MLA and
+    # MoE, as the last layer's: glm5_next_mtp); GLM-OCR's tower (2 blocks)
+    # with its merger.  The text
     # config carries the keys vLLM reads that transformers' config lacks.
     "glm5_next": ("Glm5NextConfig", "Glm5NextForConditionalGeneration", dict(
         text_config=dict(
             intermediate_size=320, moe_intermediate_size=128, num_hidden_layers=4,
             layer_types=["linear_attention", "indexed_attention",
                          "linear_attention", "indexed_attention"],
-            mlp_layer_types=["dense", "sparse", "sparse", "dense"],
+            mlp_layer_types=["dense", "dense", "sparse", "sparse"],
             indexer_types=["full"] * 4, num_attention_heads=4, num_key_value_heads=4,
             q_lora_rank=128, kv_lora_rank=512, qk_rope_head_dim=0,
             qk_nope_head_dim=64, v_head_dim=64, index_n_heads=4, index_head_dim=128,
@@ -1508,6 +1510,32 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True, hy_v
     cfg["num_nextn_predict_layers"] = 1
     with open(cfg_path, "w") as f:
         json.dump(top, f, indent=2)
+
+
+def glm5_next_mtp(out):
+    """GLM-5-Next's multi-token-prediction layer as the text model's layer
+    num_hidden_layers (transformers' Glm5Next ignores layers.45., the
+    release's, and any shared_head): add_mtp_layer's layer, the last
+    decoder layer's copy (MLA with its indexer, the MoE), without the mHC
+    tensors (vLLM's MTP layer has none: is_mtp_layer) and without
+    shared_head.head (vLLM's Glm5NextMTP builds none, defer_lm_head, and
+    fails on one); the embedding its own, as GLM-5's."""
+    import os
+    from safetensors.torch import load_file, save_file
+    add_mtp_layer(out, "model.language_model.", f32_router_bias=False)
+    path = os.path.join(out, "model-mtp.safetensors")
+    t = load_file(path)
+    drop = [k for k in t if ".hc_" in k or k.endswith(".shared_head.head.weight")]
+    for k in drop:
+        del t[k]
+    save_file(t, path, metadata={"format": "pt"})
+    import json
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    for k in drop:
+        del idx["weight_map"][k]
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
 
 
 def mimo_mtp(out):
@@ -3231,6 +3259,8 @@ def make(arch, out):
     if arch == "glm_ocr":
         # GLM-OCR ships its MTP layer as the text model's layer 16
         add_mtp_layer(out, "model.language_model.")
+    if arch == "glm5_next":
+        glm5_next_mtp(out)
     if arch.startswith("deepseek_v4"):
         from ckpt_dsv4 import deepseek_v4_native
         deepseek_v4_native(out)
