@@ -2810,7 +2810,7 @@ def learned(arch, out):
         # layer past num_hidden_layers, which vLLM's main model skips (so
         # does its GLM-4 model, Glm4ForCausalLM: glm4.py)
         add_mtp_layer(out, f32_router_bias=False, hy_v3=arch == "hy_v3")
-    if arch in ("exaone_moe", "nemotron_h"):
+    if arch in ("exaone_moe", "nemotron_h", "nemotron_h-moe"):
         released_mtp_prefix(out, arch)
 
 
@@ -2818,8 +2818,9 @@ def released_mtp_prefix(out, arch):
     """The multi-token prediction block under mtp.*, as K-EXAONE
     (exaone_moe_mtp.py: mtp.fc, mtp.pre_fc_norm_embedding,
     mtp.pre_fc_norm_hidden, mtp.norm, mtp.layers.0.*) and Nemotron 3 Super
-    (nemotron_h_mtp.py: mtp.layers.0.enorm, hnorm, eh_proj,
-    final_layernorm and its mixer) ship it; config.json's
+    (nemotron_h_mtp.py: mtp.layers.N, N from 0, one a character of
+    mtp_hybrid_override_pattern, the first with enorm, hnorm and eh_proj,
+    the last with final_layernorm) ship it; config.json's
     num_nextn_predict_layers 1.  vLLM 0.32's main models drop every "mtp."
     name.  The layer's tensors copy the last decoder layer's, perturbed
     (K-EXAONE's MLP the first dense layer's: its MTP layer is dense)."""
@@ -2858,12 +2859,34 @@ def released_mtp_prefix(out, arch):
     if arch == "exaone_moe":
         new.update({"mtp.fc.weight": proj, "mtp.pre_fc_norm_embedding.weight": one,
                     "mtp.pre_fc_norm_hidden.weight": one.clone(), "mtp.norm.weight": one.clone()})
-    else:
-        new.update({"mtp.layers.0.eh_proj.weight": proj, "mtp.layers.0.enorm.weight": one,
-                    "mtp.layers.0.hnorm.weight": one.clone(),
-                    "mtp.layers.0.final_layernorm.weight": one.clone()})
+        add_to_first_shard(out, new)
+        update_config(out, lambda c: c.update(num_nextn_predict_layers=1))
+        return
+    # Nemotron-H: the MTP step is mtp_layers_block_type's layers (the
+    # config's mtp_hybrid_override_pattern; Nemotron 3 Super's "*E": an
+    # attention layer, then an MoE one), numbered from 0 under mtp.layers.;
+    # the first also holds enorm, hnorm and eh_proj, the last
+    # final_layernorm (nemotron_h_mtp.py).  Each copies the last target
+    # layer of its kind, perturbed: nemotron_h-moe's "*E" as released;
+    # nemotron_h's one attention layer ("*"), its dense target having no
+    # MoE layer.
+    kinds = ["full_attention", "moe"] if arch == "nemotron_h-moe" else ["full_attention"]
+    types = cfg["layers_block_type"]
+    new = {}
+    for i, kind in enumerate(kinds):
+        src_n = max(n for n, t in enumerate(types) if t == kind)
+        p = f"{pre}{src_n}."
+        for name, t in src.items():
+            if name.startswith(p):
+                new[f"mtp.layers.{i}." + name[len(p):]] = t + (
+                    torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    last_mtp = len(kinds) - 1
+    new.update({"mtp.layers.0.eh_proj.weight": proj, "mtp.layers.0.enorm.weight": one,
+                "mtp.layers.0.hnorm.weight": one.clone(),
+                f"mtp.layers.{last_mtp}.final_layernorm.weight": one.clone()})
     add_to_first_shard(out, new)
-    update_config(out, lambda c: c.update(num_nextn_predict_layers=1))
+    update_config(out, lambda c: c.update(num_nextn_predict_layers=1,
+                                          mtp_layers_block_type=kinds))
 
 
 def released_ernie_mtp(out):

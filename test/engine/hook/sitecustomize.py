@@ -68,6 +68,11 @@ def _patch(module):
         save_file(state, path + ".tmp", metadata={"format": "pt"})
         os.replace(path + ".tmp", path)
         if any(os.environ.get(v) for v in LOAD_ONLY):
+            if not draft and os.environ.get("WSHARD_ORACLE_DRAFT_FOLLOWS"):
+                # an MTP draft is loaded next (test/engine/run sets this
+                # for ARCH:TP:bytes:mtp): the target left unprocessed, the
+                # worker stops once the draft's state is saved too
+                return None
             raise RuntimeError(LOAD_ONLY_STOP)
         return real(model, model_config, target_device)
 
