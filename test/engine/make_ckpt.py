@@ -2782,7 +2782,14 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "nemotron_h-moe": ("NemotronHForCausalLM", {
                "layers_block_type": ["linear_attention", "moe", "full_attention", "mlp"],
                "moe_intermediate_size": 128, "moe_shared_expert_intermediate_size": 128,
-               "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1})}
+               "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1}),
+           # Nemotron 3 Super's latent MoE: the routed experts work in
+           # moe_latent_size, between fc1_latent_proj and fc2_latent_proj
+           "nemotron_h-moe-latent": ("NemotronHForCausalLM", {
+               "layers_block_type": ["linear_attention", "moe", "full_attention", "mlp"],
+               "moe_intermediate_size": 128, "moe_shared_expert_intermediate_size": 128,
+               "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1,
+               "moe_latent_size": 192})}
 
 
 def learned(arch, out):
@@ -2810,7 +2817,7 @@ def learned(arch, out):
         # layer past num_hidden_layers, which vLLM's main model skips (so
         # does its GLM-4 model, Glm4ForCausalLM: glm4.py)
         add_mtp_layer(out, f32_router_bias=False, hy_v3=arch == "hy_v3")
-    if arch in ("exaone_moe", "nemotron_h", "nemotron_h-moe"):
+    if arch in ("exaone_moe", "nemotron_h", "nemotron_h-moe", "nemotron_h-moe-latent"):
         released_mtp_prefix(out, arch)
 
 
@@ -2870,7 +2877,7 @@ def released_mtp_prefix(out, arch):
     # layer of its kind, perturbed: nemotron_h-moe's "*E" as released;
     # nemotron_h's one attention layer ("*"), its dense target having no
     # MoE layer.
-    kinds = ["full_attention", "moe"] if arch == "nemotron_h-moe" else ["full_attention"]
+    kinds = ["full_attention", "moe"] if arch.startswith("nemotron_h-moe") else ["full_attention"]
     types = cfg["layers_block_type"]
     new = {}
     for i, kind in enumerate(kinds):
