@@ -1612,6 +1612,101 @@ def qwen_next_mtp(out, model="model.", config=None):
     update_config(out, config or cfg)
 
 
+def qwen4_exp_mtp(out, model="model."):
+    """Adds the multi-token-prediction block of Qwen4-Exp (mtp.*, which
+    transformers' classes neither build nor write: _keys_to_ignore_on_load_
+    unexpected ^mtp.*), with the names vLLM 0.32's draft Qwen4ExpMTP reads
+    (models/qwen4_exp/nvidia/mtp.py, _remap_mtp_weight_name: mtp.X as
+    model.X): mtp.layers.0, a copy of the last QSA decoder layer (its
+    hyper-connections included, any PLE left out) perturbed, mtp.fc_embedding
+    and mtp.fc_hidden (hidden to hidden), mtp.pre_fc_norm_embedding (hidden),
+    mtp.pre_fc_norm_hidden (hc_count*hidden) and the final hyper-connection
+    mixer mtp.hyper_connection_mixer (hc_norm, input_mix_weight_down and _up,
+    the target's perturbed); config.json (its text_config where it has one)
+    gains mtp_num_hidden_layers: 1.  model is the text model's prefix
+    (model.language_model. in Qwen4ExpForConditionalGeneration)."""
+    import glob
+    import os
+    import torch
+    from safetensors.torch import load_file
+    from ckpt_io import add_to_first_shard, update_config
+    src = {}
+    for path in glob.glob(os.path.join(out, "*.safetensors")):
+        src.update(load_file(path))
+    full = sorted({int(k[len(model):].split(".")[1]) for k in src
+                   if k.startswith(model + "layers.") and ".self_attn." in k})
+    last = f"{model}layers.{full[-1]}."
+    g = torch.Generator().manual_seed(4322)
+
+    def rnd(t):
+        return t + (torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    new = {}
+    for name, t in src.items():
+        if name.startswith(last) and not name[len(last):].startswith("ple."):
+            new["mtp.layers.0." + name[len(last):]] = rnd(t)
+    mixer = model + "hyper_connection_mixer."
+    for name, t in src.items():
+        if name.startswith(mixer):
+            new["mtp.hyper_connection_mixer." + name[len(mixer):]] = rnd(t)
+    norm = src[mixer + "hc_norm.weight"]
+    emb = src[model + "embed_tokens.weight"]
+    h = emb.shape[1]
+    new["mtp.pre_fc_norm_hidden.weight"] = rnd(norm)
+    new["mtp.pre_fc_norm_embedding.weight"] = rnd(torch.ones(h, dtype=norm.dtype))
+    for k in ("fc_embedding", "fc_hidden"):
+        new[f"mtp.{k}.weight"] = (torch.randn(h, h, generator=g) * 0.05).to(norm.dtype)
+    add_to_first_shard(out, {k: t.contiguous() for k, t in new.items()})
+    update_config(out, lambda c: c.get("text_config", c).update(mtp_num_hidden_layers=1))
+
+
+def hyv4_mtp(out):
+    """Adds the multi-token-prediction layer Tencent's Hunyuan 4 releases
+    ship under model.mtp_layers.0 (transformers' class ignores
+    model.mtp_layers.*; vLLM 0.32's draft HYV4MTP reads it as layer
+    num_hidden_layers, models/hy_v4/nvidia/mtp.py): enorm, hnorm,
+    eh_proj (2*hidden to hidden) and final_layernorm, and a decoder layer
+    copied from the last one, perturbed, without its hyper-connections
+    (hc_attn_layer, hc_mlp_layer: the release's MTP layers carry none and
+    vLLM builds them with enable_ihc off), with the last full indexer's
+    copy where that layer shares another's; config.json gains
+    num_nextn_predict_layers: 1."""
+    import glob
+    import os
+    import torch
+    from safetensors.torch import load_file
+    from ckpt_io import add_to_first_shard, update_config
+    src = {}
+    for path in glob.glob(os.path.join(out, "*.safetensors")):
+        src.update(load_file(path))
+    n = max(int(k.split(".")[2]) for k in src if k.startswith("model.layers."))
+    last = f"model.layers.{n}."
+    g = torch.Generator().manual_seed(4323)
+
+    def rnd(t):
+        return t + (torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    new = {}
+    for name, t in src.items():
+        rest = name[len(last):]
+        if name.startswith(last) and not rest.startswith(("hc_attn_layer.", "hc_mlp_layer.")):
+            new["model.mtp_layers.0." + rest] = rnd(t)
+    # an MTP layer of a sparse model always has an indexer of its own
+    # (attention.py: is_mtp_layer), the last layer perhaps none (shared)
+    idx = sorted({int(k.split(".")[2]) for k in src if ".self_attn.indexer." in k})
+    if idx and not any(".self_attn.indexer." in k for k in new):
+        pre = f"model.layers.{idx[-1]}.self_attn.indexer."
+        for name, t in src.items():
+            if name.startswith(pre):
+                new["model.mtp_layers.0.self_attn.indexer." + name[len(pre):]] = rnd(t)
+    norm = src["model.norm.weight"]
+    h = norm.shape[0]
+    for k in ("enorm", "hnorm", "final_layernorm"):
+        new[f"model.mtp_layers.0.{k}.weight"] = rnd(norm)
+    new["model.mtp_layers.0.eh_proj.weight"] = (
+        torch.randn(h, 2 * h, generator=g) * 0.05).to(norm.dtype)
+    add_to_first_shard(out, {k: t.contiguous() for k, t in new.items()})
+    update_config(out, lambda c: c.update(num_nextn_predict_layers=1))
+
+
 def released_vision_names(out, tower="vision_tower."):
     """Renames transformers 5.19's vision tower tensors (vision_tower.X, as
     its save_pretrained writes them) to the names Google's Gemma 3,
@@ -2819,6 +2914,10 @@ def learned(arch, out):
         add_mtp_layer(out, f32_router_bias=False, hy_v3=arch == "hy_v3")
     if arch in ("exaone_moe", "nemotron_h", "nemotron_h-moe", "nemotron_h-moe-latent"):
         released_mtp_prefix(out, arch)
+    if arch == "qwen4_exp":
+        qwen4_exp_mtp(out)
+    if arch.startswith("hy_v4"):
+        hyv4_mtp(out)
 
 
 def released_mtp_prefix(out, arch):
@@ -3189,6 +3288,8 @@ def make(arch, out):
         qwen_next_mtp(out)
     if arch in ("qwen3_5_vl", "qwen3_5_vl_moe"):
         qwen_next_mtp(out, "model.language_model.")
+    if arch == "qwen4_exp_vl":
+        qwen4_exp_mtp(out, "model.language_model.")
     if arch in LLAMA_ALIASES:
         from ckpt_io import update_config
         update_config(out, lambda c: c.update(architectures=[LLAMA_ALIASES[arch]]))
