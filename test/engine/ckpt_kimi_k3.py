@@ -20,7 +20,10 @@ changes are then written in the release's layout, from a fixed seed:
     mlp_res_proj [1, H]; the model's output_attn_res_norm [H] and
     output_attn_res_proj [1, H];
   - an MTP layer at language_model.model.layers.{L} (num_nextn_predict_layers
-    1), which the main model skips;
+    1), which the main model skips and the draft KimiK3MTPModel loads: an
+    MLA + latent-MoE decoder layer (with attention-residual tensors, which
+    the draft drops), enorm, hnorm, eh_proj, shared_head.norm/head and
+    embed_tokens;
   - the MoonViT tower in K3's form (RMSNorm, no biases, qkv_hidden_size wider
     than the tower: 2 heads of 48 over 64 channels) and the patchmergerv2
     projector (proj.0, proj.2 without biases, post_norm), which
@@ -160,13 +163,24 @@ def make(out, variant=""):
         t[p + "mlp_res_proj.weight"] = rnd(1, H)
     t["language_model.model.output_attn_res_norm.weight"] = rnd(H, one=True)
     t["language_model.model.output_attn_res_proj.weight"] = rnd(1, H)
-    # the MTP layer (KimiK3MTP's; the main model skips layers.{L}.)
-    p = f"language_model.model.layers.{L}."
+    # the MTP layer, as KimiK3MTP loads it (the main model skips layers.{L}.):
+    # its block is the decoder layer KimiDecoderLayer builds for layer L (MLA
+    # with the output gate, kda_layers not listing it, and the latent MoE:
+    # layer L-1's tensors, fresh values), with the attention-residual
+    # tensors KimiK3MTP drops, and enorm, hnorm, eh_proj, shared_head.norm,
+    # shared_head.head and embed_tokens as DeepSeek-V3's MTP layer has them
+    q, p = f"language_model.model.layers.{L - 1}.", f"language_model.model.layers.{L}."
+    for k in [k for k in t if k.startswith(q)]:
+        v = t[k]
+        if v.dtype == torch.uint8:
+            t[p + k[len(q):]] = torch.randint(0, 256, tuple(v.shape), generator=g, dtype=torch.uint8)
+        else:
+            t[p + k[len(q):]] = rnd(*v.shape, one=k.endswith("norm.weight")).to(v.dtype)
+    V = TEXT["vocab_size"]
     for name, shape in {"enorm.weight": [H], "hnorm.weight": [H], "eh_proj.weight": [H, 2 * H],
-                        "input_layernorm.weight": [H], "post_attention_layernorm.weight": [H],
-                        "mlp.gate_proj.weight": [512, H], "mlp.up_proj.weight": [512, H],
-                        "mlp.down_proj.weight": [H, 512], "shared_head.norm.weight": [H]}.items():
-        t[p + name] = rnd(*shape)
+                        "shared_head.norm.weight": [H], "shared_head.head.weight": [V, H],
+                        "embed_tokens.weight": [V, H]}.items():
+        t[p + name] = rnd(*shape, one=name.endswith("norm.weight"))
 
     # 2. MoonViT in K3's form and the patchmergerv2 projector
     vh, vq, vi = VISION["vt_hidden_size"], VISION["qkv_hidden_size"], VISION["vt_intermediate_size"]

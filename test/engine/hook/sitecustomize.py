@@ -6,7 +6,8 @@ vLLM's ShardedStateLoader would load it, just before
 process_weights_after_loading repacks the weights for the CPU kernels:
 DUMP/model-rank-R.safetensors for tensor-parallel rank R, or
 DUMP/model-pp-S-tp-R.safetensors for stage S of a pipeline; a speculative
-draft's as DUMP/draft-rank-R.safetensors.  When
+draft's as DUMP/draft-rank-R.safetensors (WSHARD_ORACLE_PAST_TARGET: also
+where the target's own repacking then fails).  When
 WSHARD_BENCH_TIMES names a folder, each worker records there when its
 loader's load_model began and its load_weights began and ended
 (_patch_times).  Always:
@@ -26,6 +27,10 @@ LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_
              "WSHARD_ORACLE_MXFP4_MOE", "WSHARD_ORACLE_OLMO_GDN")
 LOAD_ONLY_STOP = "wshard oracle: state saved; the kernel taken as supported is not run"
 _CPU = "vllm.platforms.cpu"
+# What a worker raises once its draft's state is saved where
+# WSHARD_ORACLE_PAST_TARGET let it go past its target's failed repacking
+PAST_TARGET_STOP = "wshard oracle: draft state saved; the target's repacking failed"
+_TARGET_FAILED = []
 
 
 def _patch(module):
@@ -74,6 +79,20 @@ def _patch(module):
                 # worker stops once the draft's state is saved too
                 return None
             raise RuntimeError(LOAD_ONLY_STOP)
+        if os.environ.get("WSHARD_ORACLE_PAST_TARGET") and not draft:
+            # WSHARD_ORACLE_PAST_TARGET: a target whose repacking fails in
+            # vLLM's CPU build (Kimi K3's MLA) once its state is saved: the
+            # failure is logged and the worker goes on to load (and save)
+            # its speculative draft, then stops with it
+            try:
+                return real(model, model_config, target_device)
+            except Exception as e:  # noqa: BLE001
+                import traceback
+                traceback.print_exc()
+                _TARGET_FAILED.append(f"{type(e).__name__}: {e}")
+                return None
+        if draft and _TARGET_FAILED:
+            raise RuntimeError(f"{PAST_TARGET_STOP}: {_TARGET_FAILED[0]}")
         return real(model, model_config, target_device)
 
     module.process_weights_after_loading = dump_then_process
