@@ -10,7 +10,9 @@ wr_du/wo_ud, the experts' w13_weight and the shared experts'
 shared_w13_weight with gate and up rows interleaved (g0, u0, g1, u1, ...),
 mlp.w13_dn the same for a dense MLP, the short convolutions in F32 (the
 dtype transformers keeps them in), a multi-token-prediction layer
-(model.mtp.*, which transformers neither builds nor writes); and
+(model.mtp.*, which transformers neither builds nor writes, with its
+chain norm and config.json's mtp_config, which vLLM's InklingMTP draft
+reads); and
 config.json as vLLM's InklingModelConfig reads it.
 """
 import os
@@ -85,12 +87,14 @@ def released_inkling(out, cfg):
     for k, shape in (("hidden_norm.weight", [h]), ("embed_norm.weight", [h]),
                      ("input_proj.weight", [h, 2 * h])):
         t["model.mtp.layers.0." + k] = (torch.randn(shape, generator=g) * 0.02).to(torch.bfloat16)
+    # the norm after every depth (mtp_config.chain_hidden_post_norm)
+    t["model.mtp.chain_norm.weight"] = (torch.randn([h], generator=g) * 0.02).to(torch.bfloat16)
     # three shards, the layers in the second and the MTP layer in the
     # third, as the release has its mtp.safetensors
     names = sorted(t)
     wm = {}
     for i, part in enumerate((
-            [n for n in names if ".layers." not in n],
+            [n for n in names if ".layers." not in n and not n.startswith("model.mtp.")],
             [n for n in names if n.startswith("model.llm.layers.")],
             [n for n in names if n.startswith("model.mtp.")])):
         fname = f"model-{i + 1:05d}-of-00003.safetensors"
@@ -102,7 +106,12 @@ def released_inkling(out, cfg):
 
     def config(c):
         og_text_config(c)
-        c.update(architectures=["InklingForCausalLM"], num_nextn_predict_layers=1)
+        # the MTP layer as config.json describes it for vLLM's draft
+        # (config/speculative.py reads mtp_config): one depth, sliding-window
+        # attention as layer 0's, the chain norm on
+        c.update(architectures=["InklingForCausalLM"], num_nextn_predict_layers=1,
+                 mtp_config={"num_nextn_predict_layers": 1, "chain_hidden_post_norm": True,
+                             "local_layer_ids": [0]})
     update_config(out, config)
 
 
