@@ -44,6 +44,31 @@ def rename_prefix(out, old, new):
     rename_tensors(out, lambda k: new + k[len(old):] if k.startswith(old) else k)
 
 
+def read_tensors(out):
+    """Every tensor of the checkpoint in out, {name: tensor}, its shards
+    read in the order glob lists them (the order the builders that copy a
+    layer draw their noise in)."""
+    import glob
+    from safetensors.torch import load_file
+    src = {}
+    for path in glob.glob(os.path.join(out, "*.safetensors")):
+        src.update(load_file(path))
+    return src
+
+
+def perturber(seed):
+    """rnd(t): t plus noise of standard deviation 0.02 in t's dtype, drawn
+    from a generator seeded with seed (rnd.g, for the builder's other
+    draws): the perturbed copies of a layer the MTP builders add."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+
+    def rnd(t):
+        return t + (torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    rnd.g = g
+    return rnd
+
+
 def add_to_first_shard(out, new):
     """Adds the tensors of new (name: torch tensor) to the first shard of
     the checkpoint in OUT: tensors a released checkpoint holds and

@@ -1545,25 +1545,19 @@ def mimo_mtp(out):
     XiaomiMiMo/MiMo-7B-RL ships, and config.json's
     num_nextn_predict_layers: 1."""
     import torch
-    from safetensors.torch import load_file
-    import glob
-    import os
-    from ckpt_io import add_to_first_shard, update_config
-    src = {}
-    for path in glob.glob(os.path.join(out, "*.safetensors")):
-        src.update(load_file(path))
+    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    src = read_tensors(out)
     n = max(int(k.split(".")[2]) for k in src if k.startswith("model.layers."))
-    g = torch.Generator().manual_seed(4321)
+    rnd = perturber(4321)
     new = {}
     for name, t in src.items():
         if name.startswith(f"model.layers.{n}."):
-            rest = name[len(f"model.layers.{n}."):]
-            new["model.mtp_layers.0." + rest] = t + (torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+            new["model.mtp_layers.0." + name[len(f"model.layers.{n}."):]] = rnd(t)
     h = src["model.norm.weight"].shape[0]
     for norm in ("token_layernorm", "hidden_layernorm", "final_layernorm"):
         new[f"model.mtp_layers.0.{norm}.weight"] = torch.ones(h, dtype=torch.bfloat16)
     new["model.mtp_layers.0.input_proj.weight"] = (
-        torch.randn(h, 2 * h, generator=g) * 0.02).to(torch.bfloat16)
+        torch.randn(h, 2 * h, generator=rnd.g) * 0.02).to(torch.bfloat16)
     add_to_first_shard(out, new)
     update_config(out, lambda c: c.update(num_nextn_predict_layers=1))
 
@@ -1580,21 +1574,14 @@ def qwen_next_mtp(out, model="model.", config=None):
     (model.language_model. in Qwen3_5ForConditionalGeneration); config,
     where given, edits config.json instead (EXAONE 4.5 ships the same
     block, its config.json's num_nextn_predict_layers 1)."""
-    import glob
-    import os
     import torch
-    from safetensors.torch import load_file
-    from ckpt_io import add_to_first_shard, update_config
-    src = {}
-    for path in glob.glob(os.path.join(out, "*.safetensors")):
-        src.update(load_file(path))
+    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    src = read_tensors(out)
     full = sorted({int(k[len(model):].split(".")[1]) for k in src
                    if k.startswith(model + "layers.") and ".self_attn." in k})
     last = f"{model}layers.{full[-1]}."
-    g = torch.Generator().manual_seed(4321)
-
-    def rnd(t):
-        return t + (torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    rnd = perturber(4321)
+    g = rnd.g
     new = {}
     for name, t in src.items():
         if name.startswith(last):
@@ -1625,21 +1612,14 @@ def qwen4_exp_mtp(out, model="model."):
     the target's perturbed); config.json (its text_config where it has one)
     gains mtp_num_hidden_layers: 1.  model is the text model's prefix
     (model.language_model. in Qwen4ExpForConditionalGeneration)."""
-    import glob
-    import os
     import torch
-    from safetensors.torch import load_file
-    from ckpt_io import add_to_first_shard, update_config
-    src = {}
-    for path in glob.glob(os.path.join(out, "*.safetensors")):
-        src.update(load_file(path))
+    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    src = read_tensors(out)
     full = sorted({int(k[len(model):].split(".")[1]) for k in src
                    if k.startswith(model + "layers.") and ".self_attn." in k})
     last = f"{model}layers.{full[-1]}."
-    g = torch.Generator().manual_seed(4322)
-
-    def rnd(t):
-        return t + (torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    rnd = perturber(4322)
+    g = rnd.g
     new = {}
     for name, t in src.items():
         if name.startswith(last) and not name[len(last):].startswith("ple."):
@@ -1670,20 +1650,13 @@ def hyv4_mtp(out):
     vLLM builds them with enable_ihc off), with the last full indexer's
     copy where that layer shares another's; config.json gains
     num_nextn_predict_layers: 1."""
-    import glob
-    import os
     import torch
-    from safetensors.torch import load_file
-    from ckpt_io import add_to_first_shard, update_config
-    src = {}
-    for path in glob.glob(os.path.join(out, "*.safetensors")):
-        src.update(load_file(path))
+    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    src = read_tensors(out)
     n = max(int(k.split(".")[2]) for k in src if k.startswith("model.layers."))
     last = f"model.layers.{n}."
-    g = torch.Generator().manual_seed(4323)
-
-    def rnd(t):
-        return t + (torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    rnd = perturber(4323)
+    g = rnd.g
     new = {}
     for name, t in src.items():
         rest = name[len(last):]
@@ -1763,18 +1736,10 @@ def released_longcat_mtp(out):
     block (self_attn.*, a copy of the last layer's self_attn.0 perturbed)
     and one dense MLP (transformer_layer.mlp.*, a copy of its mlps.0)."""
     import torch
-    from safetensors.torch import load_file
-    import glob
-    import os
-    from ckpt_io import add_to_first_shard
-    src = {}
-    for path in glob.glob(os.path.join(out, "*.safetensors")):
-        src.update(load_file(path))
+    from ckpt_io import add_to_first_shard, perturber, read_tensors
+    src = read_tensors(out)
     n = max(int(k.split(".")[2]) for k in src if k.startswith("model.layers."))
-    g = torch.Generator().manual_seed(4321)
-
-    def rnd(t):
-        return t + (torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+    rnd = perturber(4321)
     emb = src["model.embed_tokens.weight"]
     h = emb.shape[1]
     one = torch.ones(h, dtype=emb.dtype)
@@ -2930,18 +2895,15 @@ def released_mtp_prefix(out, arch):
     num_nextn_predict_layers 1.  vLLM 0.32's main models drop every "mtp."
     name.  The layer's tensors copy the last decoder layer's, perturbed
     (K-EXAONE's MLP the first dense layer's: its MTP layer is dense)."""
-    import glob
     import json
     import os
     import torch
-    from safetensors.torch import load_file
-    from ckpt_io import add_to_first_shard, update_config
-    src = {}
-    for path in glob.glob(os.path.join(out, "*.safetensors")):
-        src.update(load_file(path))
+    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    src = read_tensors(out)
     cfg = json.load(open(os.path.join(out, "config.json")))
     h = cfg["hidden_size"]
-    g = torch.Generator().manual_seed(88)
+    rnd = perturber(88)
+    g = rnd.g
     layers = sorted({int(k.split(".")[2]) for k in src if ".layers." in k[:20]})
     pre = next(k[:k.index(".layers.") + 8] for k in src if ".layers." in k[:20])
     last = f"{pre}{layers[-1]}."
@@ -2958,8 +2920,7 @@ def released_mtp_prefix(out, arch):
         elif dense and name.startswith(dense + "mlp."):
             rest = name[len(dense):]
         if rest is not None:
-            new["mtp.layers.0." + rest] = t + (
-                torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+            new["mtp.layers.0." + rest] = rnd(t)
     one = (1 + torch.randn(h, generator=g) * 0.02).to(torch.bfloat16)
     proj = (torch.randn(h, 2 * h, generator=g) * 0.02).to(torch.bfloat16)
     if arch == "exaone_moe":
@@ -2984,8 +2945,7 @@ def released_mtp_prefix(out, arch):
         p = f"{pre}{src_n}."
         for name, t in src.items():
             if name.startswith(p):
-                new[f"mtp.layers.{i}." + name[len(p):]] = t + (
-                    torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+                new[f"mtp.layers.{i}." + name[len(p):]] = rnd(t)
     last_mtp = len(kinds) - 1
     new.update({"mtp.layers.0.eh_proj.weight": proj, "mtp.layers.0.enorm.weight": one,
                 "mtp.layers.0.hnorm.weight": one.clone(),
@@ -3004,26 +2964,22 @@ def released_ernie_mtp(out):
     num_nextn_predict_layers 1; transformers' class has none.  vLLM 0.32's
     main model drops every "mtp" name (ernie45_moe.py); its draft ErnieMTP
     loads them (ernie_mtp.py)."""
-    import glob
     import json
     import os
     import torch
-    from safetensors.torch import load_file
-    from ckpt_io import add_to_first_shard, update_config
-    src = {}
-    for path in glob.glob(os.path.join(out, "*.safetensors")):
-        src.update(load_file(path))
+    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    src = read_tensors(out)
     cfg = json.load(open(os.path.join(out, "config.json")))
     h, i, n = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
-    g = torch.Generator().manual_seed(77)
+    rnd = perturber(77)
+    g = rnd.g
     last = f"model.layers.{n - 1}."
     new = {}
     for name, t in src.items():
         rest = name[len(last):]
         if name.startswith(last) and rest.startswith(("self_attn.", "input_layernorm",
                                                       "post_attention_layernorm")):
-            new["model.mtp_block.0." + rest] = t + (
-                torch.randn(t.shape, generator=g) * 0.02).to(t.dtype)
+            new["model.mtp_block.0." + rest] = rnd(t)
     for k, shape in (("gate_proj", [i, h]), ("up_proj", [i, h]), ("down_proj", [h, i])):
         new[f"model.mtp_block.0.mlp.{k}.weight"] = (
             torch.randn(shape, generator=g) * 0.02).to(torch.bfloat16)
