@@ -3131,7 +3131,10 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "colbert_lfm2-st": "ckpt_colbert:make_lfm2_st",
        # llama's EAGLE-3 draft (test/engine/run's ARCH:TP:eagle3 cases)
        "llama-eagle3": "ckpt_eagle3",
-       "llama-eagle3_speculators": "ckpt_eagle3:make_speculators"}
+       "llama-eagle3_speculators": "ckpt_eagle3:make_speculators",
+       # Gemma 4's MTP assistant (test/engine/run's ARCH:TP:assistant cases)
+       "gemma4-assistant": "ckpt_gemma4_assistant",
+       "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered"}
 
 
 def make(arch, out):
