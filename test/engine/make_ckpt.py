@@ -472,6 +472,9 @@ CASES = {
     # like DeepSeek's 576.
     "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", V3),
     "deepseek_v3-fp8": ("DeepseekV3Config", "DeepseekV3ForCausalLM", V3),
+    # DeepSeek-V3 with an MTP layer that ships no embed_tokens or
+    # shared_head.head (add_mtp_layer own_head=False)
+    "deepseek_v3-nohead": ("DeepseekV3Config", "DeepseekV3ForCausalLM", V3),
     # DeepseekV3BidirectionalModel (Giga-Embeddings-instruct-10B-A1.8B): V3's
     # decoder without its head, is_causal false (vLLM: no MLA, encoder-only
     # attention), served with runner pooling; config.json's architectures
@@ -2703,6 +2706,9 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "phi": "PhiForCausalLM",
            "cohere2": "Cohere2ForCausalLM", "ernie4_5_moe": "Ernie4_5_MoeForCausalLM",
            "glm": "GlmForCausalLM", "glm4_moe_lite": "Glm4MoeLiteForCausalLM",
+           # GLM-4.7-Flash with an MTP layer that ships no embed_tokens or
+           # shared_head.head (add_mtp_layer own_head=False)
+           "glm4_moe_lite-nohead": "Glm4MoeLiteForCausalLM",
            "apertus": "ApertusForCausalLM", "exaone_moe": "ExaoneMoeForCausalLM",
            "afmoe": "AfmoeForCausalLM", "jais2": "Jais2ForCausalLM",
            "opt": "OPTForCausalLM", "gptj": "GPTJForCausalLM",
@@ -2877,6 +2883,8 @@ def learned(arch, out):
         # layer past num_hidden_layers, which vLLM's main model skips (so
         # does its GLM-4 model, Glm4ForCausalLM: glm4.py)
         add_mtp_layer(out, f32_router_bias=False, hy_v3=arch == "hy_v3")
+    if arch == "glm4_moe_lite-nohead":
+        add_mtp_layer(out, f32_router_bias=False, own_head=False)
     if arch in ("exaone_moe", "nemotron_h", "nemotron_h-moe", "nemotron_h-moe-latent"):
         released_mtp_prefix(out, arch)
     if arch == "qwen4_exp":
@@ -3344,7 +3352,7 @@ def make(arch, out):
         int4_experts(out)
     if arch in MTP:
         add_mtp_layer(out)
-    if arch == "glm4_moe-46":
+    if arch in ("glm4_moe-46", "deepseek_v3-nohead"):
         add_mtp_layer(out, own_head=False)
     if arch == "glm_ocr":
         # GLM-OCR ships its MTP layer as the text model's layer 16

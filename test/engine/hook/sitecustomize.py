@@ -7,7 +7,9 @@ process_weights_after_loading repacks the weights for the CPU kernels:
 DUMP/model-rank-R.safetensors for tensor-parallel rank R, or
 DUMP/model-pp-S-tp-R.safetensors for stage S of a pipeline; a speculative
 draft's as DUMP/draft-rank-R.safetensors (WSHARD_ORACLE_PAST_TARGET: also
-where the target's own repacking then fails).  When
+where the target's own repacking then fails; a draft's parameter its
+load_weights left unfilled and vLLM's proposer replaces with the target's
+holds the target's: _share_unfilled).  When
 WSHARD_BENCH_TIMES names a folder, each worker records there when its
 loader's load_model began and its load_weights began and ended
 (_patch_times).  Always:
@@ -31,6 +33,60 @@ _CPU = "vllm.platforms.cpu"
 # WSHARD_ORACLE_PAST_TARGET let it go past its target's failed repacking
 PAST_TARGET_STOP = "wshard oracle: draft state saved; the target's repacking failed"
 _TARGET_FAILED = []
+# The target's LM head and embedding (this worker's cut), kept from its
+# saved state for its MTP draft's (_share_unfilled)
+_TARGET_SHARED = {}
+
+
+def _record_loaded(module):
+    """Each model built records the names its load_weights returns (the
+    parameters it filled) as _wshard_loaded, for _share_unfilled."""
+    cls = module.BaseModelLoader
+    real = cls.create_model
+
+    def create_model(self, *a, **kw):
+        model = real(self, *a, **kw)
+        inner = model.load_weights
+
+        def load_weights(weights, *wa, **wkw):
+            r = inner(weights, *wa, **wkw)
+            object.__setattr__(model, "_wshard_loaded",
+                               None if r is None else set(r))
+            return r
+
+        object.__setattr__(model, "load_weights", load_weights)
+        return model
+
+    cls.create_model = create_model
+
+
+def _share_unfilled(model, state, pp_size):
+    """An MTP draft whose release's MTP layer ships no shared_head.head
+    and/or embed_tokens (GLM-4.6, GLM-4.7, GLM-4.7-Flash): vLLM's
+    DeepSeek-style drafts load neither from the target's tensors, so those
+    parameters stay as torch.empty left them; before serving, the proposer
+    replaces every MTP layer's shared_head.head with the target's lm_head
+    and (one pipeline stage) the draft's embedding with the target's
+    (v1/spec_decode/llm_base_proposer.py, _maybe_share_lm_head and
+    _maybe_share_embeddings).  The draft's state holds here, for each such
+    parameter its load_weights did not fill, what vLLM serves with: the
+    target's, as wshard writes it."""
+    loaded = getattr(model, "_wshard_loaded", None)
+    if loaded is None or not hasattr(model, "model"):
+        return
+    for name in list(state):
+        if name in loaded:
+            continue
+        if name.endswith("shared_head.head.weight"):
+            src = _TARGET_SHARED.get("lm_head")
+        elif name == "model.embed_tokens.weight" and pp_size == 1:
+            src = _TARGET_SHARED.get("embed")
+        else:
+            continue
+        if src is not None and src.shape == state[name].shape:
+            print(f"wshard oracle: draft {name} unfilled by its load_weights:"
+                  " the target's, as vLLM's proposer shares it", file=sys.stderr)
+            state[name] = src
 
 
 def _patch(module):
@@ -55,7 +111,15 @@ def _patch(module):
         kind = "draft" if draft else "model"
         name = (f"{kind}-pp-{pp.rank_in_group}-tp-{rank}" if pp.world_size > 1
                 else f"{kind}-rank-{rank}")
+        if not draft:
+            for key, end in (("lm_head", "lm_head.weight"),
+                             ("embed", "model.embed_tokens.weight")):
+                names = sorted((k for k in state if k == end or k.endswith("." + end)),
+                               key=len)
+                if names:
+                    _TARGET_SHARED[key] = state[names[0]]
         if draft:
+            _share_unfilled(model, state, pp.world_size)
             if getattr(model, "has_own_embed_tokens", None) is False:
                 # an EAGLE draft whose checkpoint has no embedding (its
                 # load_weights saw none, process_eagle_weight): the
@@ -483,6 +547,7 @@ _hook("vllm.model_executor.models.dbrx", _patch_dbrx)
 _hook("vllm.model_executor.models.laguna", _patch_laguna)
 if os.environ.get("WSHARD_ORACLE_DUMP"):
     _hook(_TARGET, _patch)
+    _hook(_TARGET, _record_loaded)
 if os.environ.get("WSHARD_BENCH_TIMES"):
     _hook(_TARGET, _patch_times)
 if os.environ.get("WSHARD_ORACLE_INT4"):
