@@ -36,13 +36,19 @@ DRAFT_VOCAB = 200
 LIKELY = [167, 838, 931]
 
 
-def tensors_of(cfg):
-    """The draft's tensors (EAGLE-3's own names) for LlamaConfig cfg."""
+def tensors_of(cfg, qwen3=False, likely=LIKELY, boost=20):
+    """The draft's tensors (EAGLE-3's own names) for LlamaConfig cfg (or,
+    with qwen3, Qwen3Config cfg: a Qwen3 decoder layer with q/k norms)."""
     import torch
     import torch.nn as nn
     import transformers
-    from transformers.models.llama.modeling_llama import (LlamaDecoderLayer,
-                                                          LlamaRMSNorm)
+    if qwen3:
+        from transformers.models.qwen3.modeling_qwen3 import (
+            Qwen3DecoderLayer as LlamaDecoderLayer, Qwen3RMSNorm as LlamaRMSNorm)
+    else:
+        from transformers.models.llama.modeling_llama import (LlamaDecoderLayer,
+                                                              LlamaRMSNorm)
+    LIKELY = likely
     h = cfg.hidden_size
     hd = cfg.head_dim
     torch.manual_seed(4321)
@@ -70,7 +76,7 @@ def tensors_of(cfg):
     ids = torch.sort(torch.tensor(LIKELY + rest[:DRAFT_VOCAB - len(LIKELY)])).values
     with torch.no_grad():
         for t in LIKELY:
-            tensors["lm_head.weight"][(ids == t).nonzero().item()] *= 20
+            tensors["lm_head.weight"][(ids == t).nonzero().item()] *= boost
     tensors["d2t"] = (ids - torch.arange(DRAFT_VOCAB)).to(torch.int64)
     t2d = torch.zeros(cfg.vocab_size, dtype=torch.bool)
     t2d[ids] = True
@@ -78,19 +84,65 @@ def tensors_of(cfg):
     return tensors
 
 
-def make(out):
+def make(out, arch="LlamaForCausalLMEagle3", likely=LIKELY, boost=20):
     import torch
     import transformers
     from safetensors.torch import save_file
     from make_ckpt import COMMON
     cfg = transformers.LlamaConfig(**dict(COMMON, num_hidden_layers=1))
-    tensors = tensors_of(cfg)
+    tensors = tensors_of(cfg, likely=likely, boost=boost)
     os.makedirs(out, exist_ok=True)
     save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     c = cfg.to_diff_dict()
     for k in ("transformers_version", "dtype", "torch_dtype", "use_cache"):
         c.pop(k, None)
-    c.update(architectures=["LlamaForCausalLMEagle3"], draft_vocab_size=DRAFT_VOCAB,
+    c.update(architectures=[arch], draft_vocab_size=DRAFT_VOCAB,
+             torch_dtype="bfloat16", eagle_aux_hidden_state_layer_ids=[0, 1, 2],
+             tie_word_embeddings=False)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(c, f, indent=2, sort_keys=True)
+
+
+def make_qwen3vl(out):
+    """The llama draft of make() for make_ckpt.py's qwen3_vl target, its
+    config.json naming Eagle3Qwen3vlForCausalLM: an alias vLLM 0.32 builds
+    as Eagle3LlamaForCausalLM (registry.py), as Eagle3Qwen2_5vlForCausalLM
+    and Eagle3MiniMaxM2ForCausalLM are."""
+    make(out, "Eagle3Qwen3vlForCausalLM", likely=QWEN3VL_LIKELY, boost=QWEN3VL_BOOST)
+
+
+# The qwen3_vl target's token that its greedy answer to oracle.py's last
+# prompt repeats; its head row scaled as QWEN3_LIKELY's (below).
+QWEN3VL_LIKELY = [133]
+QWEN3VL_BOOST = 20
+
+
+# The qwen3 target's (make_ckpt.py's qwen3, tied) token that its greedy
+# answer to oracle.py's first prompt repeats, as LIKELY for llama's; its
+# head row negated and scaled (the draft's hidden states point away from
+# it), so that the target accepts some of the draft's tokens (3 of 18).
+QWEN3_LIKELY = [339]
+QWEN3_BOOST = -20
+
+
+def make_qwen3(out):
+    """An EAGLE-3 draft for make_ckpt.py's qwen3 target with a Qwen3
+    decoder layer (vLLM's Eagle3Qwen3ForCausalLM, qwen3_eagle3.py): the
+    tensors of tensors_of with the layer's q_norm and k_norm, config.json a
+    Qwen3Config whose architectures name Eagle3Qwen3ForCausalLM (vLLM keeps
+    a name that starts with Eagle3; a plain Qwen3ForCausalLM it renames so)."""
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+    from make_ckpt import COMMON
+    cfg = transformers.Qwen3Config(**dict(COMMON, num_hidden_layers=1))
+    tensors = tensors_of(cfg, qwen3=True, likely=QWEN3_LIKELY, boost=QWEN3_BOOST)
+    os.makedirs(out, exist_ok=True)
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    c = cfg.to_diff_dict()
+    for k in ("transformers_version", "dtype", "torch_dtype", "use_cache"):
+        c.pop(k, None)
+    c.update(architectures=["Eagle3Qwen3ForCausalLM"], draft_vocab_size=DRAFT_VOCAB,
              torch_dtype="bfloat16", eagle_aux_hidden_state_layer_ids=[0, 1, 2],
              tie_word_embeddings=False)
     with open(os.path.join(out, "config.json"), "w") as f:

@@ -3140,6 +3140,10 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        # llama's EAGLE-3 draft (test/engine/run's ARCH:TP:eagle3 cases)
        "llama-eagle3": "ckpt_eagle3",
        "llama-eagle3_speculators": "ckpt_eagle3:make_speculators",
+       # qwen3's, a Qwen3 decoder layer (Eagle3Qwen3ForCausalLM)
+       "qwen3-eagle3": "ckpt_eagle3:make_qwen3",
+       # qwen3_vl's, a Llama layer under the alias Eagle3Qwen3vlForCausalLM
+       "qwen3_vl-eagle3": "ckpt_eagle3:make_qwen3vl",
        # Gemma 4's MTP assistant (test/engine/run's ARCH:TP:assistant cases)
        "gemma4-assistant": "ckpt_gemma4_assistant",
        "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered"}
