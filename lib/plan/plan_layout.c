@@ -155,6 +155,36 @@ char *plan_output_name(const struct wshard_plan *plan, const char *pattern,
 	return out;
 }
 
+/* Keep the rename the rules give: layers from @from on are held as
+ * rename_to (for "add", from is minus the number added). */
+static enum wshard_err rename_keep(struct wshard_plan *plan, const struct wshard_rules *rules,
+				   int64_t from, struct wshard_error *err)
+{
+	plan->rename_from = (long)from;
+	plan->rename_prefix = strdup(rules->rename_prefix);
+	plan->rename_to = strdup(rules->rename_to);
+	if (!plan->rename_prefix || !plan->rename_to)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
+/*
+ * "rename_layers" with "add": every layer numbered on by the expression
+ * (n - (-add)).  No num_hidden_layers needed: LongCat-Flash's config.json
+ * has num_layers, half of them.
+ */
+static enum wshard_err rename_add(struct wshard_plan *plan, const struct wshard_rules *rules,
+				  int64_t add, struct wshard_error *err)
+{
+	if (add == 0)
+		return WSHARD_OK;
+	if (plan->opt.pp > 1)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"--pp is not written for %s when every layer is held under another number (%s, %s on): vLLM builds no pipeline stages of it",
+					rules->name, rules->rename_to, rules->rename_from);
+	return rename_keep(plan, rules, -add, err);
+}
+
 /*
  * The rules' "rename_layers" for this checkpoint: the first layer it
  * renames (or, for "add", minus the number added to every layer).  --pp
@@ -172,41 +202,23 @@ enum wshard_err plan_set_rename(struct wshard_plan *plan, const struct wshard_ru
 	rc = expr_eval_dim(plan->config, rules->rename_from, "rename_layers", &from, err);
 	if (rc)
 		return rc;
-	if (rules->rename_add) {
-		/* every layer, numbered on by the expression: n - (-add); no
-		 * num_hidden_layers needed (LongCat-Flash's config.json has
-		 * num_layers, half of them) */
-		if (from == 0)
-			return WSHARD_OK;
-		if (plan->opt.pp > 1)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"--pp is not written for %s when every layer is held under another number (%s, %s on): vLLM builds no pipeline stages of it",
-						rules->name, rules->rename_to, rules->rename_from);
-		from = -from;
-		goto set;
-	}
+	if (rules->rename_add)
+		return rename_add(plan, rules, from, err);
 	rc = expr_eval_dim(plan->config, "num_hidden_layers", "rename_layers", &layers, err);
 	if (rc)
 		return rc;
-	if (from < 0) {
+	if (from < 0)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"%s: \"rename_layers\" starts at layer %lld (%s), before the first",
 					rules->name, (long long)from, rules->rename_from);
-	} else if (from >= layers) {
+	if (from >= layers)
 		return WSHARD_OK;
-	}
 	if (plan->opt.pp > 1)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"--pp is not written for %s when layers %lld to %lld are held under another name (%s): vLLM builds no pipeline stages of it",
-					rules->name, (long long)(from < 0 ? 0 : from), (long long)layers - 1,
+					rules->name, (long long)from, (long long)layers - 1,
 					rules->rename_to);
-set:
-	plan->rename_from = (long)from;
-	plan->rename_prefix = strdup(rules->rename_prefix);
-	plan->rename_to = strdup(rules->rename_to);
-	if (!plan->rename_prefix || !plan->rename_to)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	return WSHARD_OK;
+	return rename_keep(plan, rules, from, err);
 }
 
 /* Whether output name is an LM head's ("lm_head.weight",
