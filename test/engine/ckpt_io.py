@@ -56,6 +56,16 @@ def read_tensors(out):
     return src
 
 
+def last_attention_layer(src, model="model."):
+    """The prefix ("model.layers.N.") of the last decoder layer under model
+    in src (a read_tensors dict) that has self_attn tensors: the layer the
+    hybrid models' MTP builders copy (Qwen3-Next's full attention, not
+    its linear attention)."""
+    full = sorted({int(k[len(model):].split(".")[1]) for k in src
+                   if k.startswith(model + "layers.") and ".self_attn." in k})
+    return f"{model}layers.{full[-1]}."
+
+
 def perturber(seed):
     """rnd(t): t plus noise of standard deviation 0.02 in t's dtype, drawn
     from a generator seeded with seed (rnd.g, for the builder's other

@@ -1578,11 +1578,10 @@ def qwen_next_mtp(out, model="model.", config=None):
     where given, edits config.json instead (EXAONE 4.5 ships the same
     block, its config.json's num_nextn_predict_layers 1)."""
     import torch
-    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    from ckpt_io import (add_to_first_shard, last_attention_layer, perturber, read_tensors,
+                         update_config)
     src = read_tensors(out)
-    full = sorted({int(k[len(model):].split(".")[1]) for k in src
-                   if k.startswith(model + "layers.") and ".self_attn." in k})
-    last = f"{model}layers.{full[-1]}."
+    last = last_attention_layer(src, model)
     rnd = perturber(4321)
     g = rnd.g
     new = {}
@@ -1616,11 +1615,10 @@ def qwen4_exp_mtp(out, model="model."):
     gains mtp_num_hidden_layers: 1.  model is the text model's prefix
     (model.language_model. in Qwen4ExpForConditionalGeneration)."""
     import torch
-    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    from ckpt_io import (add_to_first_shard, last_attention_layer, perturber, read_tensors,
+                         update_config)
     src = read_tensors(out)
-    full = sorted({int(k[len(model):].split(".")[1]) for k in src
-                   if k.startswith(model + "layers.") and ".self_attn." in k})
-    last = f"{model}layers.{full[-1]}."
+    last = last_attention_layer(src, model)
     rnd = perturber(4322)
     g = rnd.g
     new = {}
