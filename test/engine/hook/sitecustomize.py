@@ -6,8 +6,8 @@ vLLM's ShardedStateLoader would load it, just before
 process_weights_after_loading repacks the weights for the CPU kernels:
 DUMP/model-rank-R.safetensors for tensor-parallel rank R, or
 DUMP/model-pp-S-tp-R.safetensors for stage S of a pipeline; a speculative
-draft's as DUMP/draft-rank-R.safetensors (WSHARD_ORACLE_PAST_TARGET: also
-where the target's own repacking then fails; a draft's parameter its
+draft's as DUMP/draft-rank-R.safetensors (WSHARD_ORACLE_DRAFT_FOLLOWS: also
+where the target is load-only or its own repacking fails; a draft's parameter its
 load_weights left unfilled and vLLM's proposer replaces with the target's
 holds the target's: _share_unfilled).  When
 WSHARD_BENCH_TIMES names a folder, each worker records there when its
@@ -30,7 +30,7 @@ LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_
 LOAD_ONLY_STOP = "wshard oracle: state saved; the kernel taken as supported is not run"
 _CPU = "vllm.platforms.cpu"
 # What a worker raises once its draft's state is saved where
-# WSHARD_ORACLE_PAST_TARGET let it go past its target's failed repacking
+# WSHARD_ORACLE_DRAFT_FOLLOWS let it go past its target's failed repacking
 PAST_TARGET_STOP = "wshard oracle: draft state saved; the target's repacking failed"
 _TARGET_FAILED = []
 # The target's LM head and embedding (this worker's cut), kept from its
@@ -136,18 +136,15 @@ def _patch(module):
         path = os.path.join(dump, name + ".safetensors")
         save_file(state, path + ".tmp", metadata={"format": "pt"})
         os.replace(path + ".tmp", path)
-        if any(os.environ.get(v) for v in LOAD_ONLY):
-            if not draft and os.environ.get("WSHARD_ORACLE_DRAFT_FOLLOWS"):
-                # an MTP draft is loaded next (test/engine/run sets this
-                # for ARCH:TP:bytes:mtp): the target left unprocessed, the
-                # worker stops once the draft's state is saved too
+        load_only = any(os.environ.get(v) for v in LOAD_ONLY)
+        if not draft and os.environ.get("WSHARD_ORACLE_DRAFT_FOLLOWS"):
+            # a speculative draft is loaded next (test/engine/run sets this
+            # for ARCH:TP:bytes:mtp and Kimi K3's drafts): the worker goes
+            # on to it, the target left unprocessed where it is load-only,
+            # or its repacking's failure in vLLM's CPU build (Kimi K3's
+            # MLA) logged; it stops once the draft's state is saved
+            if load_only:
                 return None
-            raise RuntimeError(LOAD_ONLY_STOP)
-        if os.environ.get("WSHARD_ORACLE_PAST_TARGET") and not draft:
-            # WSHARD_ORACLE_PAST_TARGET: a target whose repacking fails in
-            # vLLM's CPU build (Kimi K3's MLA) once its state is saved: the
-            # failure is logged and the worker goes on to load (and save)
-            # its speculative draft, then stops with it
             try:
                 return real(model, model_config, target_device)
             except Exception as e:  # noqa: BLE001
@@ -155,6 +152,8 @@ def _patch(module):
                 traceback.print_exc()
                 _TARGET_FAILED.append(f"{type(e).__name__}: {e}")
                 return None
+        if load_only:
+            raise RuntimeError(LOAD_ONLY_STOP)
         if draft and _TARGET_FAILED:
             raise RuntimeError(f"{PAST_TARGET_STOP}: {_TARGET_FAILED[0]}")
         return real(model, model_config, target_device)
