@@ -105,10 +105,12 @@ LIB_SRC := \
 	lib/rules/rules_block.c \
 	lib/rules/rules_extra.c \
 	lib/rules/rules_load.c \
+	lib/rules/rules_op.c \
 	lib/rules/rules_parse.c \
 	lib/rules/rules_scale.c \
 	lib/rules/rules_source.c \
 	lib/rules/rules_stage.c \
+	lib/rules/rules_tie.c \
 	lib/rules/rules_values.c \
 	lib/plan/plan_build.c \
 	lib/plan/plan_concat.c \

@@ -52,7 +52,7 @@ grep -q '"model.embed_tokens.weight": "all"' "$T/qwen3_moe.json" ||
 	fail "qwen3_moe: the embedding is not on every stage"
 grep -q '"match": "model.embed_tokens.weight", "split": "vocab"' "$T/llama.json" ||
 	fail "llama: the embedding is not cut by vocabulary"
-grep -q '"name": "model.layers.{n}.self_attn.attn._k_scale", "dtype": "F32", "value": 1.0' \
+grep -q '{"attn_scales": "model.layers.{n}.self_attn.attn"}' \
 	"$T/llama.json" || fail "llama: no attention scale constant"
 grep -q '"fuse": "w13.w1", "output": "model.layers.{n}.mlp.experts.routed_experts.w13_weight"' \
 	"$T/qwen3_moe.json" || fail "qwen3_moe: experts' w1 not fused and stacked"

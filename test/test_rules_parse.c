@@ -370,6 +370,67 @@ Test(parse, bad_extra)
 	parse_ok(text);
 }
 
+/* {"attn_scales": MODULE}: the four buffers, then the four quantized
+ * scales, each with the entry's "if"; "quantized": false the buffers
+ * alone; no key of a plain extra beside it. */
+Test(parse, attn_scales)
+{
+	static const char *const names[] = { "_k_scale", "_v_scale", "_q_scale", "_prob_scale",
+					     "k_scale", "v_scale", "q_scale", "prob_scale" };
+	const char *text = "{\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}], \"extra\": ["
+			   "{\"name\": \"t\", \"value\": 2},"
+			   "{\"attn_scales\": \"l.{n}.attn\", \"if\": \"n < 2\"},"
+			   "{\"attn_scales\": \"m.{n}.attn\", \"quantized\": false,"
+			   " \"with\": \"m.{n}.o.weight\"}]}";
+	const char *base = "{\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}], \"extra\": [%s]}";
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	char buf[400];
+	size_t i;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err), WSHARD_OK,
+		     "%s", err.msg);
+	cr_assert_eq(r->nextras, 1 + 8 + 4);
+	cr_assert_str_eq(r->extras[0].name, "t");
+	for (i = 0; i < 12; i++) {
+		const struct rules_extra *e = &r->extras[1 + i];
+		bool quantized = i >= 4 && i < 8;
+
+		snprintf(buf, sizeof(buf), "%s.%s", i < 8 ? "l.{n}.attn" : "m.{n}.attn",
+			 names[i % 8]);
+		cr_assert_str_eq(e->name, buf);
+		cr_assert_eq(e->value, quantized ? -1.0 : 1.0, "%s", e->name);
+		cr_assert_eq(e->model_dtype, quantized, "%s", e->name);
+		cr_assert_eq(e->when_quantized, quantized, "%s", e->name);
+		if (quantized)
+			cr_assert_null(e->option);
+		else
+			cr_assert_str_eq(e->option, "attn_scales");
+		if (!quantized)
+			cr_assert_eq(e->dtype, WSHARD_F32);
+		if (i < 8) {
+			cr_assert_str_eq(e->cond, "n < 2");
+			cr_assert_null(e->with);
+		} else {
+			cr_assert_null(e->cond);
+			cr_assert_str_eq(e->with, "m.{n}.o.weight");
+		}
+	}
+	wshard_rules_free(r);
+	snprintf(buf, sizeof(buf), base, "{\"attn_scales\": \"l.{n}.attn\", \"value\": 2}");
+	parse_fails(buf, "extra \"attn_scales\" is an attention module's name");
+	snprintf(buf, sizeof(buf), base, "{\"attn_scales\": \"l.{n}.attn\", \"name\": \"x\"}");
+	parse_fails(buf, "extra \"attn_scales\" is an attention module's name");
+	snprintf(buf, sizeof(buf), base, "{\"attn_scales\": 3}");
+	parse_fails(buf, "extra \"attn_scales\" is an attention module's name");
+	snprintf(buf, sizeof(buf), base, "{\"attn_scales\": \"a\", \"quantized\": \"no\"}");
+	parse_fails(buf, "extra \"attn_scales\" is an attention module's name");
+	/* the expanded entries are checked as any: "with" needs {n} in both */
+	snprintf(buf, sizeof(buf), base, "{\"attn_scales\": \"a\", \"with\": \"b.{n}\"}");
+	parse_fails(buf, "extra 'a._k_scale': \"with\" must be a tensor name with {n}");
+}
+
 Test(parse, bad_tie)
 {
 	const char *base = "{\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}], \"tie\": %s}";

@@ -12,7 +12,8 @@
  *
  * rules.c owns these types (matching names, expanding patterns,
  * freeing); rules_load.c finds a rules file; rules_parse.c parses it,
- * with rules_extra.c and rules_scale.c.  Not part of the API.
+ * with rules_extra.c, rules_op.c, rules_tie.c and rules_scale.c.  Not
+ * part of the API.
  */
 #ifndef WSHARD_RULES_H
 #define WSHARD_RULES_H
@@ -407,7 +408,7 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
  * neither or buf is too small (rules_scale.c). */
 bool rules_scale_weight(const char *scale, char *buf, size_t size);
 
-/* rules_extra.c: a rule's "chunks", "experts", "deinterleave", "pad_to",
+/* rules_op.c: a rule's "chunks", "experts", "deinterleave", "pad_to",
  * "qkv_groups", "concat", "reshape" and "beside" (t is its object; its
  * split, "rows", "view" and "transpose" already parsed). */
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
@@ -418,8 +419,9 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 enum wshard_err rules_parse_values(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err);
 
-/* The "extra" array, the "tie" object and the "defaults" object of rules
- * document r (rules_extra.c).  Return WSHARD_OK, WSHARD_EINVAL (the
+/* The "defaults" object, the "extra" array ("attn_scales" entries
+ * expanded) and the "tie" object of rules document r (rules_extra.c;
+ * "tie": rules_tie.c).  Return WSHARD_OK, WSHARD_EINVAL (the
  * message names r and the entry) or WSHARD_ENOMEM. */
 enum wshard_err rules_parse_defaults(struct wshard_rules *r, json_t *defaults,
 				     struct wshard_error *err);
@@ -428,7 +430,7 @@ enum wshard_err rules_parse_extras(struct wshard_rules *r, json_t *extra,
 enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 				struct wshard_error *err);
 
-/* The name the tied embedding is written under for config cfg: "tie"'s
+/* rules_tie.c: the name the tied embedding is written under for config cfg: "tie"'s
  * "output_if" name where its condition holds (PaliGemma 2's Gemma 2 text
  * model names it as the embedding, PaliGemma's Gemma as the head), else
  * "output".  A condition that cannot be evaluated does not hold. */
@@ -451,12 +453,16 @@ enum wshard_err rules_parse_strings(const struct wshard_rules *r, json_t *val, c
  * config.json) copied into out[0..], which has room for them all, their
  * count so far in *n.  Returns WSHARD_OK, WSHARD_EINVAL (*bad_at: the
  * index of an entry that is neither) or WSHARD_ENOMEM; the caller names
- * the key in its error (rules_extra.c). */
+ * the key in its error (rules_op.c). */
 enum wshard_err rules_parse_exprs(json_t *a, char **out, int *n, size_t *bad_at);
+
+/* A copy of JSON string or integer d (an expression over config.json), or
+ * NULL with *bad set when it is neither (rules_op.c). */
+char *rules_expr_copy(json_t *d, bool *bad);
 
 /* A declared operator's "sizes" (one expression or integer per part),
  * "groups" (an object of parts: expression or integer) and "zero" (an
- * array of parts), from its object val (rules_extra.c).  Returns
+ * array of parts), from its object val (rules_op.c).  Returns
  * WSHARD_OK, WSHARD_EINVAL (the message names r and op) or WSHARD_ENOMEM. */
 enum wshard_err rules_parse_op_keys(const struct wshard_rules *r, struct rules_op *op,
 				    json_t *val, struct wshard_error *err);
