@@ -8,7 +8,9 @@
 #     each kv head is held by two ranks) and at tp 1 with two pipeline
 #     stages: the learned file converts to the states byte for byte, so to
 #     the built-in output; it fuses q/k/v, gate/up and the experts' w1/w3,
-#     cuts the embedding by vocabulary, keeps the attention scales as
+#     cuts the embedding by vocabulary, writes a layer that a block of
+#     lib/rules/blocks writes alike as that block (Llama's, Gemma 3's
+#     beside its own norms), keeps the attention scales as
 #     constants and puts Llama's embedding on the first stage, its norm and
 #     head on the last (Qwen3-MoE's on every stage); tied embeddings
 #     (Llama's, Gemma 3's), which vLLM holds under the head's name, become
@@ -43,7 +45,13 @@ for a in llama llama-tied qwen3_moe phi3 gemma3 qwen2_moe; do
 		fail "$a: learn-rules explain: $(cat "$T/out")"
 	grep -q "byte for byte at tp 1, 2, 4 and at tp 1, pp 2" "$T/out" || fail "$a: $(cat "$T/out")"
 done
-grep -q '"fuse": "qkv.q"' "$T/llama.json" || fail "llama: no q/k/v fuse learned"
+grep -q '"fuse": "qkv.q"' "$T/qwen3_moe.json" || fail "qwen3_moe: no q/k/v fuse learned"
+# Llama's layers and Gemma 3's (beside its own norms) are lib/rules/blocks'
+grep -q '{"use": "llama_layer", "prefix": "model.layers.{n}."}' "$T/llama.json" ||
+	fail "llama: its layers are not written as the llama_layer block"
+grep -q '{"use": "llama_layer", "prefix": "model.layers.{n}."}' "$T/gemma3.json" &&
+	grep -q '"match": "model.layers.{n}.self_attn.q_norm.weight"' "$T/gemma3.json" ||
+	fail "gemma3: not the llama_layer block and its own norms"
 grep -q '"pipeline": {"layers": "model.layers.{n}.", "stages": \[{"lm_head.weight": "last"}, {"model.embed_tokens.weight": "first"}, {"model.norm.weight": "last"}\]}' \
 	"$T/llama.json" || fail "llama: pipeline stages not learned"
 grep -q '"tie": {"source": "model.embed_tokens.weight", "output": "lm_head.weight", "drop": \["lm_head.weight"\]' \
