@@ -89,6 +89,7 @@ LIB_SRC := \
 	lib/source/archive.c \
 	lib/source/catalog.c \
 	lib/source/catalog_heads.c \
+	lib/source/catalog_made.c \
 	lib/source/catalog_index.c \
 	lib/source/catalog_open.c \
 	lib/source/catalog_read.c \
@@ -114,6 +115,7 @@ LIB_SRC := \
 	lib/rules/rules_values.c \
 	lib/plan/plan_build.c \
 	lib/plan/plan_concat.c \
+	lib/plan/plan_dequant.c \
 	lib/plan/plan_expert.c \
 	lib/plan/plan_extra.c \
 	lib/plan/plan_fuse.c \

@@ -137,7 +137,8 @@ Test(parse, replicated_operator)
 		    "fused operator 'ab': \"split\" must be \"row\", \"replicate\" or \"qkv\"");
 }
 
-/* "if", "reason" (with a skip only) and "dtype" (a float target). */
+/* "if", "reason" (with a skip only), "dtype" (a float target, or the
+ * model's) and "dequant". */
 Test(parse, condition_reason_dtype)
 {
 	parse_ok(RULES("{\"match\": \"a.{n}.*\", \"if\": \"n >= num_hidden_layers\","
@@ -149,7 +150,17 @@ Test(parse, condition_reason_dtype)
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"reason\": \"x\"}"),
 		    "rule 'a': \"reason\" goes with \"split\": \"skip\" (may) or \"refuse\" (must)");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"dtype\": \"F8_E4M3\"}"),
-		    "rule 'a': \"dtype\" must be F32, F16, BF16, I32 or U8");
+		    "rule 'a': \"dtype\" must be F32, F16, BF16, model, I32 or U8");
+	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"dtype\": \"model\"}"));
+	/* "dequant": on a weight, none of the other value rewrites */
+	parse_ok(RULES("{\"match\": \"x.{n}.wk.weight\", \"split\": \"row\", \"dequant\": true}"));
+	parse_fails(RULES("{\"match\": \"x.wk.bias\", \"split\": \"row\", \"dequant\": true}"),
+		    "rule 'x.wk.bias': \"dequant\" is true or false, on a match ending in \".weight\"");
+	parse_fails(RULES("{\"match\": \"x.weight\", \"split\": \"row\", \"dequant\": 1}"),
+		    "rule 'x.weight': \"dequant\" is true or false");
+	parse_fails(RULES("{\"match\": \"x.weight\", \"split\": \"row\", \"dequant\": true,"
+			  " \"plus\": 1}"),
+		    "rule 'x.weight': \"dequant\" is true or false");
 	parse_ok(RULES("{\"match\": \"a\", \"split\": \"row\", \"dtype\": \"U8\","
 		       " \"from\": [\"I8\", \"F8_E8M0\"]}"));
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"from\": []}"),

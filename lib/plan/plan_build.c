@@ -228,7 +228,9 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 			 * integers copied in */
 			plan_convert_dtype(plan_model_dtype(plan), t, true);
 		} else if (!rc && (m[0].rule->has_dtype || plan->opt.has_dtype) && !m[0].rule->scale) {
-			plan_convert_dtype(m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype, t, false);
+			plan_convert_dtype(m[0].rule->model_dtype ? plan_model_dtype(plan) :
+					   m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype,
+					   t, false);
 		} else if (!rc && plan_f32_scale(plan, &m[0], dt)) {
 			plan_convert_dtype(WSHARD_F32, t, false);
 		}
@@ -494,6 +496,8 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	for (r = 0; r < opt->tp; r++)
 		plan->ranks[r].rank = plan->ranks[r].tp_rank = r;
 	rc = plan_unstack(plan, rules, err);
+	if (!rc)
+		rc = plan_dequant(plan, rules, err);
 	if (!rc)
 		rc = plan_untie(plan, rules, err);
 	if (!rc)

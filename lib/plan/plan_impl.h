@@ -324,6 +324,15 @@ enum wshard_err plan_unstack(struct wshard_plan *plan, const struct wshard_rules
 			     struct wshard_error *err);
 
 /*
+ * plan_dequant.c: the F8_E4M3 weights that a rule's "dequant" reads made
+ * BF16 in the catalog, as vLLM dequantizes them (their scales found and
+ * checked); an earlier plan's undone first.  Returns WSHARD_OK,
+ * WSHARD_EINVAL (naming the tensor), WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_dequant(struct wshard_plan *plan, const struct wshard_rules *rules,
+			     struct wshard_error *err);
+
+/*
  * plan_match.c: every source tensor matched to its rule, checked
  * (uncovered tensors, required ones missing, shapes against config.json)
  * and sorted by output name into *out_members (*out_n of them, each

@@ -116,7 +116,13 @@ struct rules_rule {
 				 * where the checkpoint holds this one, and
 				 * needs none there; or NULL */
 	bool has_dtype;		/* "dtype": the output's dtype, converted */
+	bool model_dtype;	/* "dtype": "model": the model's (--dtype or
+				 * config.json's), as vLLM casts a checkpoint's
+				 * F32 norms into its BF16 parameters */
 	enum wshard_dtype dtype;
+	bool dequant;		/* "dequant": an F8_E4M3 source (with its
+				 * block scales) is read as the BF16 vLLM
+				 * dequantizes it to (plan_dequant.c) */
 	uint64_t from;		/* "from": bit d set for each source dtype d
 				 * the rule takes; 0: any */
 	int rows;		/* "rows": the leading dimensions that form a

@@ -194,7 +194,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
 		"zero_mean", "plus", "permute_rows",
 		"pad_to", "qkv_groups", "also", "concat", "beside", "reshape", "experts_from",
-		"layer", "unless",
+		"layer", "unless", "dequant",
 	};
 	const char *key;
 	json_t *val;
@@ -380,11 +380,12 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 					r->name, rule->match);
 	/* I32: integer tables vLLM narrows from the checkpoint's I64; U8:
 	 * bytes vLLM holds as uint8 (FP4 blocks, E8M0 scales) */
-	if (dtype && (wshard_dtype_parse(dtype, &rule->dtype) < 0 ||
+	rule->model_dtype = dtype && !strcmp(dtype, "model");
+	if (dtype && !rule->model_dtype && (wshard_dtype_parse(dtype, &rule->dtype) < 0 ||
 		      (!wshard_dtype_is_convertible(rule->dtype) && rule->dtype != WSHARD_I32 &&
 		       rule->dtype != WSHARD_U8)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"dtype\" must be F32, F16, BF16, I32 or U8",
+					"'%s': rule '%s': \"dtype\" must be F32, F16, BF16, model, I32 or U8",
 					r->name, rule->match);
 	rule->has_dtype = dtype != NULL;
 	rule->cond = dup_or_null(cond);

@@ -112,6 +112,7 @@ static bool is_inout(enum derive how)
 #define NDERIVED (sizeof(derived) / sizeof(derived[0]))
 
 #define GIDX_REASON "GPTQ activation order: vLLM drops g_idx"
+#define DEQUANT_REASON "the scales of an FP8 weight written as the BF16 vLLM dequantizes it to (\"dequant\")"
 
 /* Whether fused part w is the one vLLM loads last: no other single part of
  * its operator sorts after it. */
@@ -181,6 +182,9 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			d->scale = how == D_SCALE || how == D_INPUT || how == D_BLOCK;
 			d->optional = true;
 			d->kind = derived_kind(rules, n, w, how);
+			/* a dequantized weight's scales are in its values */
+			if (w->dequant && (how == D_BLOCK || !strcmp(suffix, ".weight_scale")))
+				d->kind = RULE_SKIP;
 			d->op = w->op;
 			d->part = w->part;
 			d->nparts = w->nparts;
@@ -212,11 +216,14 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			else
 				sprintf(d->output, "%s%s", w->output, out);
 			d->cond = dup_or_null(w->cond);
-			d->reason = how == D_GIDX ? strdup(GIDX_REASON) : dup_or_null(w->reason);
+			d->reason = how == D_GIDX ? strdup(GIDX_REASON) :
+				    d->kind == RULE_SKIP && w->dequant ? strdup(DEQUANT_REASON) :
+				    dup_or_null(w->reason);
 			/* per-channel scales follow their weight's rows (vLLM's
 			 * permute_qk_weight_for_rotary permutes both) */
 			d->deinterleave = dup_or_null(w->deinterleave);
-			if ((w->cond && !d->cond) || ((w->reason || how == D_GIDX) && !d->reason) ||
+			if ((w->cond && !d->cond) ||
+			    ((w->reason || how == D_GIDX || (d->kind == RULE_SKIP && w->dequant)) && !d->reason) ||
 			    (w->deinterleave && !d->deinterleave))
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			/*

@@ -2,8 +2,10 @@
  * rules_values.c - a rule's keys that rewrite its source's elements, not
  * where its rank cut goes: "times_sqrt" (every element times
  * sqrt(A / B)), "neg_exp" (-exp(x)), "zero_mean" (x - mean(x)) and "plus"
- * (x + a number), which the planner computes (plan_values.c), and
- * "permute_rows" (the rows of each block in another order, plan_reorder.c).
+ * (x + a number), which the planner computes (plan_values.c),
+ * "dequant" (an FP8 weight as the BF16 vLLM makes of it, plan_dequant.c)
+ * and "permute_rows" (the rows of each block in another order,
+ * plan_reorder.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,14 @@ enum wshard_err rules_parse_values(const struct wshard_rules *r, struct rules_ru
 		   (rule->kind != RULE_REPLICATE && rule->kind != RULE_ROW)))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"plus\" is a number, on a \"replicate\" or \"row\" split without \"times_sqrt\", \"neg_exp\" or \"zero_mean\"",
+					r->name, rule->match);
+	rule->dequant = json_is_true(json_object_get(t, "dequant"));
+	if (json_object_get(t, "dequant") &&
+	    (!json_is_boolean(json_object_get(t, "dequant")) || strlen(rule->match) < 7 ||
+	     strcmp(rule->match + strlen(rule->match) - 7, ".weight") || ts || rule->neg_exp ||
+	     rule->zero_mean || pl))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"dequant\" is true or false, on a match ending in \".weight\" without \"times_sqrt\", \"neg_exp\", \"zero_mean\" or \"plus\"",
 					r->name, rule->match);
 	return parse_permute(r, rule, t, err);
 }

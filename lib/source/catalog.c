@@ -46,6 +46,7 @@ void wshard_catalog_free(struct wshard_catalog *cat)
 
 	if (!cat)
 		return;
+	wshard_catalog_unmake(cat);
 	for (i = 0; i < cat->nfiles; i++) {
 		wshard_st_free(cat->files[i].st);
 		free(cat->files[i].name);

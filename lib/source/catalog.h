@@ -57,6 +57,7 @@ struct wshard_src_file {
 };
 
 struct wshard_archive;
+struct wshard_made;
 
 struct wshard_src_tensor {
 	const char *name;		/* owned by the file's st */
@@ -92,7 +93,31 @@ struct wshard_catalog {
 	struct wshard_st_tensor *views;	/* the experts of the tensors a plan's
 					 * rules read by rows ("experts_in_rows",
 					 * plan_unstack.c), entries of tensors too */
+	struct wshard_made *made;	/* tensors read as a plan computes them
+					 * (catalog_made.c): files[nfiles] while
+					 * set; NULL */
 };
+
+/*
+ * catalog_made.c: fills buf with the values of source tensor i (an index
+ * into tensors) as made (all its elements, in the made dtype).  Returns
+ * WSHARD_OK or an error it has set.
+ */
+typedef enum wshard_err (*wshard_made_fill)(void *ctx, size_t i, void *buf,
+					    struct wshard_error *err);
+
+/*
+ * Makes the catalog read tensors idx[0..n) (indices into tensors, their
+ * shapes kept) as the values fill gives, of dtype dt: written once into a
+ * file in memory, files[nfiles], into which their entries then point.
+ * An earlier making is undone first.  Returns WSHARD_OK, WSHARD_EIO,
+ * WSHARD_ENOMEM or fill's error.
+ */
+enum wshard_err wshard_catalog_make(struct wshard_catalog *cat, size_t n, const size_t *idx,
+				    enum wshard_dtype dt, wshard_made_fill fill, void *ctx,
+				    struct wshard_error *err);
+/* Undoes wshard_catalog_make: every entry as the source has it. */
+void wshard_catalog_unmake(struct wshard_catalog *cat);
 
 /*
  * Reads len bytes at offset off (as in struct wshard_src_tensor) of source

@@ -46,7 +46,8 @@ V3 = dict(MLA, num_hidden_layers=2, n_routed_experts=8, n_shared_experts=1,
           # lacks (kept as extra attributes); vLLM reads them.
           topk_method="noaux_tc", scoring_func="sigmoid", moe_layer_freq=1)
 # Cases with a DeepSeek MTP layer appended (num_nextn_predict_layers: 1).
-MTP = ("deepseek_v3", "deepseek_v3-fp8", "deepseek_v32", "glm_moe_dsa", "glm4_moe")
+MTP = ("deepseek_v3", "deepseek_v3-fp8", "deepseek_v32", "deepseek_v32-fp8", "glm_moe_dsa",
+       "glm4_moe")
 
 # Qwen3-Next and Qwen3.5: Gated DeltaNet (linear attention) layers and gated
 # full attention (q_proj holds q and its gate, per head) 3:1 as Qwen ships
@@ -487,6 +488,10 @@ CASES = {
     "deepseek_v32": ("DeepseekV32Config", "DeepseekV32ForCausalLM",
                      dict(V3, head_dim=64, index_n_heads=4, index_head_dim=128,
                           index_topk=64)),
+    # DeepSeek-V3.2's FP8 release (deepseek_v32_fp8 below)
+    "deepseek_v32-fp8": ("DeepseekV32Config", "DeepseekV32ForCausalLM",
+                         dict(V3, head_dim=64, index_n_heads=4, index_head_dim=128,
+                              index_topk=64)),
     # GLM-5: MLA with the same indexer and GLM's MoE (sigmoid routing,
     # correction bias), the first layer dense, one MTP layer as released.
     "glm_moe_dsa": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM",
@@ -1310,6 +1315,23 @@ def ct_experts(out, variant):
             for k, v in box.state_dict().items():
                 tensors[name[:-len("weight")] + k[len("lin."):]] = v.detach().clone()
     rewrite_shards(out, shard)
+
+
+def deepseek_v32_fp8(out):
+    """DeepSeek-V3.2's FP8 release as deepseek-ai ships it (its shards'
+    headers): the linear weights F8_E4M3 with F32 scales per 128x128 block,
+    the sparse-attention indexer's wq_b and wk among them (weights_proj
+    BF16), eh_proj BF16, and every RMSNorm and the indexer's k_norm in F32
+    in a BF16 model."""
+    from ckpt_io import rewrite_shards
+    quantize_fp8(out, pick=lambda n: n.endswith(".weight") and
+                 n.split(".")[-2] in FP8_LINEAR + ("wq_b", "wk"))
+
+    def f32_norms(tensors):
+        for name, t in tensors.items():
+            if name.endswith(("norm.weight", "k_norm.bias")):
+                tensors[name] = t.float()
+    rewrite_shards(out, f32_norms)
 
 
 def quantize_fp8(out, per_tensor=False, pick=None, ue8m0=False):
@@ -3370,6 +3392,8 @@ def make(arch, out):
     elif arch == "deepseek_v4-fp4":
         from ckpt_dsv4 import deepseek_v4_fp4
         deepseek_v4_fp4(out)
+    elif arch == "deepseek_v32-fp8":
+        deepseek_v32_fp8(out)
     elif arch.endswith("-fp8"):
         quantize_fp8(out)
     elif arch.endswith("-fp8t"):

@@ -26,7 +26,7 @@ _TARGET = "vllm.model_executor.model_loader.base_loader"
 # MXFP4 experts on a CPU, then repacks them for Marlin, a CUDA op its CPU
 # build lacks: "_C has no attribute 'gptq_marlin_repack'", after the save)
 LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_MOE",
-             "WSHARD_ORACLE_MXFP4_MOE", "WSHARD_ORACLE_OLMO_GDN")
+             "WSHARD_ORACLE_MXFP4_MOE", "WSHARD_ORACLE_OLMO_GDN", "WSHARD_ORACLE_FP8_BLOCK")
 LOAD_ONLY_STOP = "wshard oracle: state saved; the kernel taken as supported is not run"
 _CPU = "vllm.platforms.cpu"
 # What a worker raises once its draft's state is saved where
@@ -240,6 +240,17 @@ def _patch_int4(module):
     then the worker stops (LOAD_ONLY_STOP)."""
     module.CPUExpertsInt4.is_supported_config = \
         staticmethod(lambda *a, **kw: (True, None))
+
+
+def _patch_fp8_block(module):
+    """WSHARD_ORACLE_FP8_BLOCK: vLLM 0.32's CPU build has block-FP8 linear
+    kernels for CPUs with AMX tiles only (kernels/linear/scaled_mm/cpu.py,
+    CPUFp8BlockScaledMMKernel: "requires AMX tile support"), though loading
+    the weights and their block scales does not depend on the kernel.  The
+    kernel is taken as supported, so that the model is built, loaded and
+    its state saved; then the worker stops (LOAD_ONLY_STOP)."""
+    module.CPUFp8BlockScaledMMKernel.is_supported = \
+        classmethod(lambda cls, *a, **kw: (True, None))
 
 
 def _patch_nvfp4(module):
@@ -552,6 +563,8 @@ if os.environ.get("WSHARD_BENCH_TIMES"):
 if os.environ.get("WSHARD_ORACLE_INT4"):
     _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
           _patch_int4)
+if os.environ.get("WSHARD_ORACLE_FP8_BLOCK"):
+    _hook("vllm.model_executor.kernels.linear.scaled_mm.cpu", _patch_fp8_block)
 if os.environ.get("WSHARD_ORACLE_NVFP4"):
     _hook("vllm.model_executor.layers.quantization.compressed_tensors."
           "schemes.compressed_tensors_w4a4_nvfp4", _patch_nvfp4)
