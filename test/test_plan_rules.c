@@ -427,6 +427,53 @@ Test(ext, layer_unless)
 }
 
 /*
+ * A per-layer "unless" (one with {n}, in a rule whose match has it) is
+ * checked layer by layer: the rule passes the layer's source on where the
+ * layer holds the tensor it names, and is required only in the layers
+ * that do not (a second MTP layer without a head of its own).
+ */
+Test(ext, layer_unless_per_layer)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"model.layers.{n}.a.weight\", \"unless\": \"model.layers.{n}.b.weight\","
+		" \"split\": \"row\", \"output\": \"model.layers.{n}.b.weight\"},"
+		"{\"match\": \"model.layers.{n}.b.weight\", \"split\": \"row\", \"optional\": true},"
+		CATCH_ALL ","
+		"{\"match\": \"model.layers.{n}.*\", \"split\": \"skip\", \"reason\": \"passed on\"}]}";
+	const struct wshard_out_tensor *t;
+	int r;
+
+	/* layer 0 has a alone (written as b), layer 1 both (its own b) */
+	fx_open(&f, BASE " --extra-tensor model.layers.0.a.weight:8,64"
+		" --extra-tensor model.layers.1.a.weight:8,64 --extra-tensor model.layers.1.b.weight:8,64");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	cr_assert_eq(f.plan->nleft_out, 1);
+	cr_assert_str_eq(f.plan->left_out[0].name, "model.layers.1.a.weight");
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "model.layers.0.b.weight");
+		cr_assert_str_eq(f.cat->tensors[t->pieces[0].src].name, "model.layers.0.a.weight");
+		t = get_out(&f, r, "model.layers.1.b.weight");
+		cr_assert_str_eq(f.cat->tensors[t->pieces[0].src].name, "model.layers.1.b.weight");
+	}
+	fx_close(&f);
+	/* both layers have their own b: a is required in neither */
+	fx_open(&f, BASE " --extra-tensor model.layers.0.b.weight:8,64"
+		" --extra-tensor model.layers.1.b.weight:8,64");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	fx_close(&f);
+	/* layer 0 has neither: a is required there */
+	fx_open(&f, BASE " --extra-tensor model.layers.1.b.weight:8,64");
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~tensor 'model.layers.0.a.weight' is missing from");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "~require it where there is no 'model.layers.0.b.weight')");
+	fx_close(&f);
+}
+
+/*
  * "if" picks a rule by config.json: "key" holds when the key is a
  * non-zero integer, "!key" when it is absent, null or 0.  A rule whose
  * condition fails is not required.

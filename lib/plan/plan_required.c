@@ -141,13 +141,48 @@ static long required_layers(const struct wshard_plan *plan, const struct rules_r
 	return n;
 }
 
+/* The error for rule r's source *cap missing (*at: its "unless"'s
+ * captures, before its "layer"). */
+static enum wshard_err missing(const struct wshard_plan *plan, const struct rules_rule *r,
+			       const struct rules_capture *cap, const struct rules_capture *at,
+			       bool per_layer, struct wshard_error *err)
+{
+	struct rules_capture u = *at;
+	char *want, *other = NULL;
+	enum wshard_err rc = plan_rule_capture(plan, r, &u, err);
+
+	if (rc)
+		return rc;
+	want = rules_expand(r->match, cap);
+	if (want && r->unless)
+		other = rules_expand(r->unless, &u);
+	if (!want || (r->unless && !other)) {
+		free(want);
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	if (other)
+		wshard_error_set(err, WSHARD_EINVAL,
+				 "tensor '%s' is missing from '%s' (rules '%s' require it where there is no '%s')",
+				 want, plan->cat->path, plan->rules_name, other);
+	else
+		wshard_error_set(err, WSHARD_EINVAL,
+				 "tensor '%s' is missing from '%s' (rules '%s' require it%s)",
+				 want, plan->cat->path, plan->rules_name,
+				 per_layer ? " in every layer" : "");
+	free(want);
+	free(other);
+	return WSHARD_EINVAL;
+}
+
 /*
  * Every rule that is not optional must match a source tensor, once per
  * layer when its pattern has {n} (layers 0 .. num_hidden_layers - 1, or up
  * to the highest layer seen): an engine refuses a checkpoint with a tensor
  * missing, so wshard refuses to write one.  When embeddings are tied the
  * dropped names (lm_head) are not required; a quantized X.weight_packed
- * or X.qweight stands in for its X.weight.
+ * or X.qweight stands in for its X.weight.  A rule with "unless" is
+ * required only where the tensor it names is not (in each layer, for one
+ * whose "unless" has {n}).
  */
 enum wshard_err plan_check_required(struct wshard_plan *plan,
 				    const struct wshard_rules *rules,
@@ -164,26 +199,14 @@ enum wshard_err plan_check_required(struct wshard_plan *plan,
 		if (r->optional || r->kind == RULE_SKIP || r->kind == RULE_REFUSE ||
 		    (tied && plan_in_list(rules->tie_drop, rules->ntie_drop, r->match)))
 			continue;
-		/* a rule with "unless" is needed where that tensor is not
-		 * (an MTP layer of one layer number: no per-layer "unless") */
-		if (r->unless && !per_layer) {
-			struct rules_capture cap = { .n = -1, .e = 0 };
-			bool yields;
-			enum wshard_err rc = plan_rule_yields(plan, r, &cap, &yields, err);
-
-			if (rc)
-				return rc;
-			if (yields)
-				continue;
-		}
 		/* an {e} rule needs some expert in every layer (the stacking
 		 * then checks that all of them are there) */
 		limit = required_layers(plan, r, nlayers, width);
 		for (n = 0; n < limit; n++) {
 			struct rules_capture cap = { .n = n, .e = 0 };
-			char *want;
+			struct rules_capture at = { .n = per_layer ? n : -1, .e = 0 };
 
-			bool applies;
+			bool applies, yields;
 			enum wshard_err rc;
 
 			if (n <= width && (seen_alike(rules, seen, width, j, n) ||
@@ -197,15 +220,15 @@ enum wshard_err plan_check_required(struct wshard_plan *plan,
 				return rc;
 			if (!applies)
 				continue;
-			want = rules_expand(r->match, &cap);
-			if (!want)
-				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-			wshard_error_set(err, WSHARD_EINVAL,
-					 "tensor '%s' is missing from '%s' (rules '%s' require it%s)",
-					 want, plan->cat->path, plan->rules_name,
-					 per_layer ? " in every layer" : "");
-			free(want);
-			return WSHARD_EINVAL;
+			/* a rule with "unless" is needed only where that tensor
+			 * is not: in each layer its {n} names (an {e} rule's:
+			 * expert 0's), or the one its "layer" gives */
+			rc = plan_rule_yields(plan, r, &at, &yields, err);
+			if (rc)
+				return rc;
+			if (yields)
+				continue;
+			return missing(plan, r, &cap, &at, per_layer, err);
 		}
 	}
 	return WSHARD_OK;

@@ -38,7 +38,10 @@ The text model sits under language_model.model.* and language_model.lm_head
 make(out, variant="") writes it; variant "pad" has experts 128 wide (64 a
 rank at tp 2, which vLLM widens to 256); variant "mxfp4" has the routed
 experts as K3 ships them, compressed-tensors mxfp4-pack-quantized
-(X.weight_packed U8, X.weight_scale U8; random bytes).
+(X.weight_packed U8, X.weight_scale U8; random bytes); variant "nohead"
+(make_nohead) has an MTP layer without shared_head.head or embed_tokens,
+as a release whose MTP layer shares the target's (KimiK3MTP leaves both
+unfilled, and vLLM's proposer serves the draft with the target's).
 """
 import json
 import os
@@ -180,6 +183,8 @@ def make(out, variant=""):
     for name, shape in {"enorm.weight": [H], "hnorm.weight": [H], "eh_proj.weight": [H, 2 * H],
                         "shared_head.norm.weight": [H], "shared_head.head.weight": [V, H],
                         "embed_tokens.weight": [V, H]}.items():
+        if variant == "nohead" and name in ("shared_head.head.weight", "embed_tokens.weight"):
+            continue
         t[p + name] = rnd(*shape, one=name.endswith("norm.weight"))
 
     # 2. MoonViT in K3's form and the patchmergerv2 projector
@@ -249,6 +254,12 @@ def make(out, variant=""):
     processor(out)
 
 
+def make_nohead(out):
+    """make's checkpoint, its MTP layer without shared_head.head or
+    embed_tokens."""
+    make(out, "nohead")
+
+
 TEXT_DENSE = 1    # first_k_dense_replace
 
 
@@ -260,7 +271,7 @@ def processor(out):
     for this architecture (config/model.py).  An image is at most 8x8
     patches of 14 (4x4 merged: 16 tokens)."""
     import sys
-    here = "/work/main/test/engine"
+    here = os.path.dirname(os.path.abspath(__file__))
     if here not in sys.path:
         sys.path.insert(0, here)
     import transformers

@@ -127,7 +127,11 @@ def _sandwich(out, layers):
     add_to_first_shard(out, new)
 
 
-def make_ultra(out):
+def make_ultra(out, own_head=True):
+    """openPangu-Ultra-MoE with an MTP layer (layer 3); without own_head
+    (make_ultra_nohead) the MTP layer has no shared_head.head or
+    embed_tokens (OpenPanguMTP then leaves both unfilled, and vLLM's
+    proposer serves the draft with the target's)."""
     import torch
     import transformers
     from ckpt_io import perturb_and_save, rewrite_shards
@@ -167,7 +171,11 @@ def make_ultra(out):
         "bos_token_id": 1, "eos_token_id": 2},
         "configuration_openpangu_moe.py", "PanguUltraMoEConfig", "pangu_ultra_moe")
     del written
-    add_mtp_layer(out)               # layer 3, num_nextn_predict_layers: 1
+    add_mtp_layer(out, own_head=own_head)    # layer 3, num_nextn_predict_layers: 1
+
+
+def make_ultra_nohead(out):
+    make_ultra(out, own_head=False)
 
 
 # Pro-MoE V2 (openPangu-R-72B-2512: 64 heads, 4 kv heads, qk_nope_dim 128,
@@ -249,5 +257,5 @@ def make_pro_v2(out):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, "/work/main/test/engine")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     {"embedded": make_embedded, "ultra": make_ultra, "pro_v2": make_pro_v2}[sys.argv[2]](sys.argv[1])
