@@ -474,6 +474,58 @@ Test(ext, layer_unless_per_layer)
 }
 
 /*
+ * "pass_on": the rule takes the source and passes it on to the next rule
+ * that matches it too: the target's head is written as each of two MTP
+ * layers' heads where the layer has none of its own.
+ */
+Test(ext, pass_on)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"lm_head.weight\", \"layer\": \"num_hidden_layers\","
+		" \"unless\": \"model.layers.{n}.head.weight\", \"split\": \"row\","
+		" \"output\": \"model.layers.{n}.head.weight\", \"pass_on\": true},"
+		"{\"match\": \"lm_head.weight\", \"layer\": \"num_hidden_layers + 1\","
+		" \"unless\": \"model.layers.{n}.head.weight\", \"split\": \"row\","
+		" \"output\": \"model.layers.{n}.head.weight\"},"
+		"{\"match\": \"lm_head.weight\", \"split\": \"skip\"},"
+		"{\"match\": \"model.layers.{n}.head.weight\","
+		" \"if\": \"n >= num_hidden_layers && n < num_hidden_layers + 2\","
+		" \"split\": \"row\", \"optional\": true},"
+		CATCH_ALL "]}";
+	const char *in[3] = { "", " --extra-tensor model.layers.2.head.weight:256,64",
+			      " --extra-tensor model.layers.2.head.weight:256,64"
+			      " --extra-tensor model.layers.3.head.weight:256,64" };
+	const char *src[3][2] = { { "lm_head.weight", "lm_head.weight" },
+				  { "model.layers.2.head.weight", "lm_head.weight" },
+				  { "model.layers.2.head.weight", "model.layers.3.head.weight" } };
+	const struct wshard_out_tensor *t;
+	int k, r, l;
+
+	for (k = 0; k < 3; k++) {
+		char args[256];
+
+		snprintf(args, sizeof(args), "%s%s", BASE, in[k]);
+		fx_open(&f, args);
+		use_rules(&f, rules);
+		fx_plan(&f, 2);
+		for (r = 0; r < 2; r++) {
+			cr_assert_null(find_out(&f, r, "lm_head.weight"));
+			for (l = 0; l < 2; l++) {
+				char name[64];
+
+				snprintf(name, sizeof(name), "model.layers.%d.head.weight", 2 + l);
+				t = get_out(&f, r, name);
+				cr_assert_eq(t->shape[0], 128);
+				cr_assert_str_eq(f.cat->tensors[t->pieces[0].src].name, src[k][l],
+						 "case %d, %s", k, name);
+			}
+		}
+		fx_close(&f);
+	}
+}
+
+/*
  * "if" picks a rule by config.json: "key" holds when the key is a
  * non-zero integer, "!key" when it is absent, null or 0.  A rule whose
  * condition fails is not required.

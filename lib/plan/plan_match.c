@@ -169,13 +169,14 @@ static void count_width(const struct wshard_plan *plan, struct matching *mt)
  * Matches source tensor i, called as (its name with the rules'
  * source_prefix where it lacks it), to its rule into *m (*out_matched
  * false when no rule covers it; m->out NULL when the rule skips it or leaves it out,
- * the second with m->rule->reason).  Returns WSHARD_OK, WSHARD_EINVAL (a
- * layer past num_hidden_layers) or WSHARD_ENOMEM.  Touches only *mt's
- * arrays and *m: threads match with a matching each.
+ * the second with m->rule->reason), trying the rules from rule from on
+ * (past the one that took it with "pass_on").  Returns WSHARD_OK,
+ * WSHARD_EINVAL (a layer past num_hidden_layers) or WSHARD_ENOMEM.
+ * Touches only *mt's arrays and *m: threads match with a matching each.
  */
 static enum wshard_err match_one(const struct wshard_plan *plan, struct matching *mt,
-				 size_t i, const char *as, struct member *m, bool *out_matched,
-				 struct wshard_error *err)
+				 size_t i, const char *as, size_t from, struct member *m,
+				 bool *out_matched, struct wshard_error *err)
 {
 	const struct wshard_rules *rules = mt->rules;
 	const struct rules_rule *pooled;
@@ -187,7 +188,7 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 
 	*out_matched = false;
 	m->out = NULL;
-	for (j = 0; j < rules->nrules && !ok; j++) {
+	for (j = from; j < rules->nrules && !ok; j++) {
 		if (!rules_match(rules->rules[j].match, as, &m->cap))
 			continue;
 		if (rules->rules[j].experts_from) {
@@ -290,6 +291,33 @@ static bool tie_copy(const struct wshard_rules *rules, const struct member *m,
 	return copy->out != NULL;
 }
 
+/*
+ * A source that rule m->rule took with "pass_on": the next rule that
+ * matches it takes it too, as a member of its own after m (*n counts
+ * them), and so on while the rule that took it has "pass_on"; one that
+ * skips it or none ends that (the source is written already).
+ */
+static enum wshard_err pass_on(const struct wshard_plan *plan, struct matching *mt, size_t i,
+			       const char *as, struct member *m, size_t *n,
+			       struct wshard_error *err)
+{
+	const struct wshard_rules *rules = mt->rules;
+	bool matched;
+	enum wshard_err rc;
+
+	while (m->rule->pass_on) {
+		rc = match_one(plan, mt, i, as, (size_t)(m->rule - rules->rules) + 1, m + 1,
+			       &matched, err);
+		if (rc)
+			return rc;
+		if (!matched || !m[1].out)
+			break;
+		m++;
+		(*n)++;
+	}
+	return WSHARD_OK;
+}
+
 static void *match_part(void *arg)
 {
 	struct match_part *pt = arg;
@@ -313,7 +341,7 @@ static void *match_part(void *arg)
 			continue;
 		if (plan->cat->tensors[i].unstacked)	/* its experts' views are */
 			continue;
-		if (match_one(plan, &pt->mt, i, name, m, &matched, &pt->err))
+		if (match_one(plan, &pt->mt, i, name, 0, m, &matched, &pt->err))
 			break;
 		if (!matched)
 			pt->un[pt->nun++] = (uint32_t)i;
@@ -325,6 +353,8 @@ static void *match_part(void *arg)
 					break;
 				pt->n++;
 			}
+			if (pass_on(plan, &pt->mt, i, name, &pt->m[pt->n - 1], &pt->n, &pt->err))
+				break;
 		} else if (m->rule->reason) {
 			pt->left[pt->nleft] = (uint32_t)i;
 			pt->lrule[pt->nleft++] = m->rule;
@@ -386,7 +416,7 @@ static enum wshard_err start_run(const struct wshard_plan *plan,
 				 const struct wshard_rules *rules, struct match_run *run,
 				 struct wshard_error *err)
 {
-	size_t nt = plan->cat->ntensors;
+	size_t nt = plan->cat->ntensors, fan = 1, j;
 	struct match_part *pt = run->pt;
 	int p;
 
@@ -394,8 +424,11 @@ static enum wshard_err start_run(const struct wshard_plan *plan,
 	run->mt.rules = rules;
 	run->mt.tied = rules_is_tied(rules, plan->config);
 	run->np = match_threads(nt);
-	/* a part may add one member: the copy of a tied embedding */
-	run->members = calloc(nt + (size_t)run->np + 1, sizeof(*run->members));
+	/* a part may add one member (the copy of a tied embedding), and
+	 * each source as many as rules pass it on */
+	for (j = 0; j < rules->nrules; j++)
+		fan += rules->rules[j].pass_on;
+	run->members = calloc(nt * fan + (size_t)run->np + 1, sizeof(*run->members));
 	run->uncovered = calloc(nt + 1, sizeof(*run->uncovered));
 	run->left = calloc(nt + 1, sizeof(*run->left));
 	run->lrule = calloc(nt + 1, sizeof(*run->lrule));
@@ -412,7 +445,7 @@ static enum wshard_err start_run(const struct wshard_plan *plan,
 		pt[p].mt = run->mt;
 		pt[p].a = nt * (size_t)p / (size_t)run->np;
 		pt[p].b = nt * (size_t)(p + 1) / (size_t)run->np;
-		pt[p].m = run->members + pt[p].a + (size_t)p;
+		pt[p].m = run->members + pt[p].a * fan + (size_t)p;
 		pt[p].un = run->uncovered + pt[p].a;
 		pt[p].left = run->left + pt[p].a;
 		pt[p].lrule = run->lrule + pt[p].a;

@@ -86,6 +86,9 @@ struct rules_rule {
 	uint8_t qrole;		/* derived: enum wshard_quant_role of its
 				 * outputs (plan.h) */
 	bool optional;		/* a source need not exist (else: one per layer) */
+	bool pass_on;		/* "pass_on": the source, once taken, goes on
+				 * to the next rule that matches too (the
+				 * target's head as two MTP layers' heads) */
 	bool block;		/* derived weight_scale_inv: block-wise FP8 scale */
 	bool collapse;		/* derived per-expert input scale: w1's alone */
 	bool grouped;		/* derived weight_scale / weight_zero_point:

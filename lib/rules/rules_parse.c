@@ -194,7 +194,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
 		"zero_mean", "plus", "permute_rows",
 		"pad_to", "qkv_groups", "also", "concat", "beside", "reshape", "experts_from",
-		"layer", "unless", "dequant",
+		"layer", "unless", "dequant", "pass_on",
 	};
 	const char *key;
 	json_t *val;
@@ -458,6 +458,7 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 	if (rc)
 		return rc;
 	rule->optional = json_is_true(json_object_get(t, "optional"));
+	rule->pass_on = json_is_true(json_object_get(t, "pass_on"));
 	rule->match = strdup(match);
 	rule->output = strdup(output ? output : match);
 	if (!rule->match || !rule->output)

@@ -476,6 +476,8 @@ CASES = {
     # DeepSeek-V3 with an MTP layer that ships no embed_tokens or
     # shared_head.head (add_mtp_layer own_head=False)
     "deepseek_v3-nohead": ("DeepseekV3Config", "DeepseekV3ForCausalLM", V3),
+    # ... with two such MTP layers (add_mtp_layer nextn=2)
+    "deepseek_v3-nohead2": ("DeepseekV3Config", "DeepseekV3ForCausalLM", V3),
     # DeepseekV3BidirectionalModel (Giga-Embeddings-instruct-10B-A1.8B): V3's
     # decoder without its head, is_causal false (vLLM: no MLA, encoder-only
     # attention), served with runner pooling; config.json's architectures
@@ -1463,7 +1465,8 @@ def mxfp4(out):
         json.dump(cfg, f, indent=2)
 
 
-def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True, hy_v3=False):
+def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True, hy_v3=False,
+                  nextn=1):
     """Appends DeepSeek's multi-token-prediction layer model.layers.{L}
     (L = num_hidden_layers), which transformers' class neither builds nor
     writes: a full decoder layer (a copy of the last, perturbed) plus
@@ -1477,7 +1480,9 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True, hy_v
     no embed_tokens or shared_head.head, as GLM-4.6's and GLM-4.7's
     releases (vLLM's draft then loads the target's).  With hy_v3, Hunyuan
     3's names: no embed_tokens or shared_head, the norm after the decoder
-    layer final_layernorm (hy_v3_mtp.py)."""
+    layer final_layernorm (hy_v3_mtp.py).  With nextn, that many MTP
+    layers (L to L+nextn-1, each its own values) and
+    num_nextn_predict_layers nextn."""
     import json
     import os
     import torch
@@ -1508,22 +1513,23 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True, hy_v
             src.update(t)
     new = {}
     last = f"{model}layers.{n - 1}."
-    for name, t in src.items():
-        if name.startswith(last):
-            new[f"{model}layers.{n}." + name[len(last):]] = rnd(t.shape, t)
-    pre = f"{model}layers.{n}."
-    emb = src[f"{model}embed_tokens.weight"]
-    one = torch.ones(h, dtype=emb.dtype)
-    new[pre + "embed_tokens.weight"] = rnd(emb.shape, emb)
-    new[pre + "enorm.weight"] = rnd([h], one)
-    new[pre + "hnorm.weight"] = rnd([h], one)
-    new[pre + "eh_proj.weight"] = rnd([h, 2 * h], torch.zeros(h, 2 * h, dtype=emb.dtype))
-    new[pre + "shared_head.norm.weight"] = rnd([h], one)
-    new[pre + "shared_head.head.weight"] = rnd([v, h], torch.zeros(v, h, dtype=emb.dtype))
-    if not own_head or hy_v3:
-        del new[pre + "embed_tokens.weight"], new[pre + "shared_head.head.weight"]
-    if hy_v3:
-        new[pre + "final_layernorm.weight"] = new.pop(pre + "shared_head.norm.weight")
+    for k in range(nextn):
+        for name, t in src.items():
+            if name.startswith(last):
+                new[f"{model}layers.{n + k}." + name[len(last):]] = rnd(t.shape, t)
+        pre = f"{model}layers.{n + k}."
+        emb = src[f"{model}embed_tokens.weight"]
+        one = torch.ones(h, dtype=emb.dtype)
+        new[pre + "embed_tokens.weight"] = rnd(emb.shape, emb)
+        new[pre + "enorm.weight"] = rnd([h], one)
+        new[pre + "hnorm.weight"] = rnd([h], one)
+        new[pre + "eh_proj.weight"] = rnd([h, 2 * h], torch.zeros(h, 2 * h, dtype=emb.dtype))
+        new[pre + "shared_head.norm.weight"] = rnd([h], one)
+        new[pre + "shared_head.head.weight"] = rnd([v, h], torch.zeros(v, h, dtype=emb.dtype))
+        if not own_head or hy_v3:
+            del new[pre + "embed_tokens.weight"], new[pre + "shared_head.head.weight"]
+        if hy_v3:
+            new[pre + "final_layernorm.weight"] = new.pop(pre + "shared_head.norm.weight")
     fname = "model-mtp.safetensors"
     save_file({k: t.contiguous() for k, t in new.items()},
               os.path.join(out, fname), metadata={"format": "pt"})
@@ -1532,7 +1538,7 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True, hy_v
     idx["weight_map"] = dict(sorted(idx["weight_map"].items()))
     with open(idx_path, "w") as f:
         json.dump(idx, f, indent=2)
-    cfg["num_nextn_predict_layers"] = 1
+    cfg["num_nextn_predict_layers"] = nextn
     with open(cfg_path, "w") as f:
         json.dump(top, f, indent=2)
 
@@ -3380,6 +3386,8 @@ def make(arch, out):
         add_mtp_layer(out)
     if arch in ("glm4_moe-46", "deepseek_v3-nohead"):
         add_mtp_layer(out, own_head=False)
+    if arch == "deepseek_v3-nohead2":
+        add_mtp_layer(out, own_head=False, nextn=2)
     if arch == "glm_ocr":
         # GLM-OCR ships its MTP layer as the text model's layer 16
         add_mtp_layer(out, "model.language_model.")

@@ -86,7 +86,9 @@ def _share_unfilled(model, state, pp_size):
         if src is not None and src.shape == state[name].shape:
             print(f"wshard oracle: draft {name} unfilled by its load_weights:"
                   " the target's, as vLLM's proposer shares it", file=sys.stderr)
-            state[name] = src
+            # a copy each: two MTP layers' heads may both be unfilled
+            # (safetensors refuses tensors that share memory)
+            state[name] = src.clone()
 
 
 def _patch(module):
