@@ -747,7 +747,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			113 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			114 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next,
@@ -778,7 +778,7 @@ Test(builtin, architectures_list)
 			      Eagle3LlamaForCausalLM, Eagle3Qwen2_5vlForCausalLM,
 			      Eagle3Qwen3vlForCausalLM, Eagle3MiniMaxM2ForCausalLM),
 			      Qwen3's (Eagle3Qwen3ForCausalLM), Gemma 4's MTP
-			      assistant */,
+			      assistant, Qwen3's DFlash draft (DFlashDraftModel) */,
 		     "%zu listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;

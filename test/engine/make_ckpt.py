@@ -3172,6 +3172,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "qwen3-eagle3": "ckpt_eagle3:make_qwen3",
        # qwen3_vl's, a Llama layer under the alias Eagle3Qwen3vlForCausalLM
        "qwen3_vl-eagle3": "ckpt_eagle3:make_qwen3vl",
+       # qwen3's DFlash draft (test/engine/run's ARCH:TP:dflash cases)
+       "qwen3-dflash": "ckpt_dflash",
        # Gemma 4's MTP assistant (test/engine/run's ARCH:TP:assistant cases)
        "gemma4-assistant": "ckpt_gemma4_assistant",
        "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered"}

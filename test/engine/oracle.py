@@ -43,7 +43,8 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
     draft state too, as DUMP/draft-rank-R.safetensors, which bytes
     compares with --draft first.  --eagle3 MODEL the same with method
     eagle3, MODEL an EAGLE-3 draft's own checkpoint (for ref) or wshard's
-    output of it (for load).
+    output of it (for load); --dflash MODEL with method dflash, MODEL a
+    DFlash draft's.
     ref, load and time take --ep PLACEMENT first (linear or round_robin):
     the engine runs with enable_expert_parallel=True and that
     expert_placement_strategy.  ref, load and bytes take --pp P first: the
@@ -868,7 +869,8 @@ def main(argv):
     ep = {}
     pp = 1
     draft = False
-    while len(argv) > 3 and argv[1] in ("--ep", "--pp", "--mtp", "--eagle3", "--draft"):
+    while len(argv) > 3 and argv[1] in ("--ep", "--pp", "--mtp", "--eagle3", "--dflash",
+                                        "--draft"):
         if argv[1] == "--draft":
             draft = True
             argv = argv[:1] + argv[2:]
@@ -876,7 +878,7 @@ def main(argv):
         if argv[1] == "--ep":
             ep["enable_expert_parallel"] = True
             ep["expert_placement_strategy"] = argv[2]
-        elif argv[1] in ("--mtp", "--eagle3"):
+        elif argv[1] in ("--mtp", "--eagle3", "--dflash"):
             ep["speculative_config"] = {"method": argv[1][2:], "model": os.path.abspath(argv[2]),
                                         "num_speculative_tokens": 1}
         else:

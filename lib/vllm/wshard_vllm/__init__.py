@@ -351,6 +351,16 @@ def eagle_draft(model, model_config, shapes, state):
     if not model.has_own_embed_tokens and "model.embed_tokens.weight" in state:
         del state["model.embed_tokens.weight"]
         left.append("model.embed_tokens.weight")
+    # a head likewise (DFlash's releases ship none; the proposer gives the
+    # draft the target's), and DFlash's mask_embedding where the rank holds
+    # none: zeros as built, filled only from a mask_embedding.pt
+    if not getattr(model, "has_own_lm_head", True) and "lm_head.weight" in state and \
+            "lm_head.weight" not in shapes:
+        del state["lm_head.weight"]
+        left.append("lm_head.weight")
+    if "model.mask_embedding" in state and "model.mask_embedding" not in shapes:
+        del state["model.mask_embedding"]
+        left.append("model.mask_embedding")
     return left
 
 
@@ -412,7 +422,10 @@ def after_load(model):
     for name, module in model.named_modules():
         if any(p == "" or name.startswith(p + ".") for p in ran):
             continue  # inside a module whose hook ran
-        hook = getattr(module, "post_weight_load", None)
+        # (DFlash's drafts: load_weights ends with _build_fused_kv_buffers,
+        # the stacked K/V projections and k_norms its context pass reads)
+        hook = getattr(module, "post_weight_load", None) or \
+            getattr(module, "_build_fused_kv_buffers", None)
         if callable(hook):
             hook()
             ran.append(name)

@@ -129,6 +129,15 @@ def _patch(module):
                 # the target's once loaded (v1/spec_decode/
                 # llm_base_proposer.py, _maybe_share_embeddings)
                 state.pop("model.embed_tokens.weight", None)
+            if getattr(model, "has_own_lm_head", None) is False:
+                # the same for its head (DFlash's releases ship neither):
+                # _maybe_share_lm_head gives it the target's
+                state.pop("lm_head.weight", None)
+            if getattr(getattr(model, "model", None),
+                       "has_separate_mask_embedding", None) is False:
+                # DFlash's mask_embedding: zeros, filled only from a
+                # mask_embedding.pt beside the draft, used only then
+                state.pop("model.mask_embedding", None)
             if type(model).__name__ == "LongCatFlashMTP":
                 # its load_weights fills nothing outside model.mtp.*: its
                 # lm_head is never filled (whatever torch.empty handed
