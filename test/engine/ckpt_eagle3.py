@@ -36,9 +36,11 @@ DRAFT_VOCAB = 200
 LIKELY = [167, 838, 931]
 
 
-def tensors_of(cfg, qwen3=False, likely=LIKELY, boost=20):
+def tensors_of(cfg, qwen3=False, likely=LIKELY, boost=20, deepseek=False, aux=3):
     """The draft's tensors (EAGLE-3's own names) for LlamaConfig cfg (or,
-    with qwen3, Qwen3Config cfg: a Qwen3 decoder layer with q/k norms)."""
+    with qwen3, Qwen3Config cfg: a Qwen3 decoder layer with q/k norms; with
+    deepseek, DeepseekV2Config cfg: a DeepSeek layer with MLA and a dense
+    MLP)."""
     import torch
     import torch.nn as nn
     import transformers
@@ -50,16 +52,27 @@ def tensors_of(cfg, qwen3=False, likely=LIKELY, boost=20):
                                                               LlamaRMSNorm)
     LIKELY = likely
     h = cfg.hidden_size
-    hd = cfg.head_dim
+    hd = getattr(cfg, "head_dim", None)
     torch.manual_seed(4321)
-    layer = LlamaDecoderLayer(cfg, layer_idx=0)
-    # EAGLE-3's first (only) layer reads [embedding, hidden state]
-    att = layer.self_attn
-    att.q_proj = nn.Linear(2 * h, cfg.num_attention_heads * hd, bias=False)
-    att.k_proj = nn.Linear(2 * h, cfg.num_key_value_heads * hd, bias=False)
-    att.v_proj = nn.Linear(2 * h, cfg.num_key_value_heads * hd, bias=False)
+    if deepseek:
+        from transformers.models.deepseek_v2.modeling_deepseek_v2 import (
+            DeepseekV2DecoderLayer, DeepseekV2RMSNorm as LlamaRMSNorm)
+        # layer 0 < first_k_dense_replace: a dense MLP, as vLLM's always is
+        layer = DeepseekV2DecoderLayer(cfg, layer_idx=0)
+        # its MLA's down-projections read [embedding, hidden state]
+        att = layer.self_attn
+        att.q_a_proj = nn.Linear(2 * h, cfg.q_lora_rank, bias=False)
+        att.kv_a_proj_with_mqa = nn.Linear(
+            2 * h, cfg.kv_lora_rank + cfg.qk_rope_head_dim, bias=False)
+    else:
+        layer = LlamaDecoderLayer(cfg, layer_idx=0)
+        # EAGLE-3's first (only) layer reads [embedding, hidden state]
+        att = layer.self_attn
+        att.q_proj = nn.Linear(2 * h, cfg.num_attention_heads * hd, bias=False)
+        att.k_proj = nn.Linear(2 * h, cfg.num_key_value_heads * hd, bias=False)
+        att.v_proj = nn.Linear(2 * h, cfg.num_key_value_heads * hd, bias=False)
     mods = {"midlayer": layer, "midlayer.hidden_norm": LlamaRMSNorm(h, cfg.rms_norm_eps),
-            "fc": nn.Linear(3 * h, h, bias=False),
+            "fc": nn.Linear(aux * h, h, bias=False),
             "norm": LlamaRMSNorm(h, cfg.rms_norm_eps),
             "lm_head": nn.Linear(h, DRAFT_VOCAB, bias=False)}
     tensors = {}
@@ -192,5 +205,91 @@ def make_speculators(out):
              "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 1,
                                    "accept_tolerance": 0.0, "verifier_accept_k": 1}],
              "verifier": {"architectures": ["LlamaForCausalLM"], "name_or_path": "llama"}}}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(c, f, indent=2, sort_keys=True)
+
+
+# The deepseek_v3 target's token that its greedy answers repeat; its head
+# row scaled as LIKELY's.
+DEEPSEEK_LIKELY = [656]
+DEEPSEEK_BOOST = -20
+
+
+def make_deepseek(out):
+    """An EAGLE-3 draft for make_ckpt.py's deepseek_v3 target with a
+    DeepSeek MLA decoder layer (vLLM's Eagle3DeepseekV2ForCausalLM,
+    deepseek_eagle3.py): MLA with the target's sizes (q_a_proj and
+    kv_a_proj_with_mqa reading 2*hidden_size) and a dense MLP, from
+    transformers' DeepseekV2DecoderLayer.  config.json is a
+    DeepseekV2Config naming Eagle3DeepseekV2ForCausalLM: vLLM 0.32 turns
+    any draft config of model_type deepseek_v3 into its MTP draft
+    (config/speculative.py hf_config_override: DeepSeekMTPModel, which
+    method eagle3 makes the unknown Eagle3DeepSeekMTPModel)."""
+    import transformers
+    from safetensors.torch import save_file
+    from make_ckpt import COMMON, MLA
+    cfg = transformers.DeepseekV2Config(**dict(COMMON, **dict(
+        MLA, num_hidden_layers=1, first_k_dense_replace=1)))
+    tensors = tensors_of(cfg, deepseek=True, likely=DEEPSEEK_LIKELY, boost=DEEPSEEK_BOOST,
+                         aux=2)
+    os.makedirs(out, exist_ok=True)
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    c = cfg.to_diff_dict()
+    for k in ("transformers_version", "dtype", "torch_dtype", "use_cache"):
+        c.pop(k, None)
+    # vLLM's DeepSeek target returns no auxiliary state for layer 0 (its
+    # residual is None there: "unsupported operand type(s) for +"), and
+    # the draft counts its fc's inputs from num_aux_hidden_states (or
+    # eagle_config's layer ids; else 3): the target's 2 layers give 2
+    c.update(architectures=["Eagle3DeepseekV2ForCausalLM"], draft_vocab_size=DRAFT_VOCAB,
+             torch_dtype="bfloat16", eagle_aux_hidden_state_layer_ids=[1, 2],
+             num_aux_hidden_states=2, tie_word_embeddings=False)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(c, f, indent=2, sort_keys=True)
+
+
+def make_deepseek_eagle(out):
+    """An EAGLE (EAGLE-1 layout) draft for make_ckpt.py's deepseek_v3
+    target, as vLLM 0.32 builds it for method eagle from a DeepSeek-V3
+    config (EagleDeepSeekMTPModel, deepseek_eagle.py): the target's own
+    MTP layer (make_ckpt.py's add_mtp_layer, transformers' DeepSeek-V3
+    layer perturbed) under EAGLE's names: its decoder layer as layers.0.,
+    eh_proj as fc, enorm and hnorm, shared_head.norm as norm,
+    shared_head.head as lm_head, its embed_tokens; config.json the
+    target's with one layer and no MTP layer."""
+    import shutil
+    import tempfile
+    from safetensors.torch import load_file, save_file
+    import make_ckpt
+    tmp = tempfile.mkdtemp()
+    try:
+        make_ckpt.make("deepseek_v3", os.path.join(tmp, "t"))
+        src = {}
+        for f in sorted(os.listdir(os.path.join(tmp, "t"))):
+            if f.endswith(".safetensors"):
+                src.update(load_file(os.path.join(tmp, "t", f)))
+        with open(os.path.join(tmp, "t", "config.json")) as f:
+            c = json.load(f)
+    finally:
+        shutil.rmtree(tmp)
+    n = c["num_hidden_layers"]
+    pre = f"model.layers.{n}."
+    names = {"eh_proj.weight": "fc.weight", "enorm.weight": "enorm.weight",
+             "hnorm.weight": "hnorm.weight", "shared_head.norm.weight": "norm.weight",
+             "shared_head.head.weight": "lm_head.weight",
+             "embed_tokens.weight": "embed_tokens.weight"}
+    tensors = {}
+    for k, v in src.items():
+        if k.startswith(pre):
+            rest = k[len(pre):]
+            tensors[names.get(rest, "layers.0." + rest)] = v.contiguous()
+    # the head's row for DEEPSEEK_LIKELY scaled as make_deepseek's, so
+    # that the target accepts some of the draft's tokens
+    for t in DEEPSEEK_LIKELY:
+        tensors["lm_head.weight"][t] *= DEEPSEEK_BOOST
+    os.makedirs(out, exist_ok=True)
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    c.pop("num_nextn_predict_layers", None)
+    c.update(num_hidden_layers=1)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(c, f, indent=2, sort_keys=True)

@@ -3174,6 +3174,13 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "qwen3_vl-eagle3": "ckpt_eagle3:make_qwen3vl",
        # qwen3's DFlash draft (test/engine/run's ARCH:TP:dflash cases)
        "qwen3-dflash": "ckpt_dflash",
+       # deepseek_v3's, a DeepSeek-V3 layer (MLA, dense MLP): Eagle3DeepseekV2ForCausalLM
+       "deepseek_v3-eagle3": "ckpt_eagle3:make_deepseek",
+       # deepseek_v3's EAGLE draft (its MTP layer under EAGLE's names):
+       # EagleDeepSeekMTPModel, method eagle (ARCH:TP:eagle_ds cases)
+       "deepseek_v3-eagle_ds": "ckpt_eagle3:make_deepseek_eagle",
+       # llama's Medusa draft (test/engine/run's ARCH:TP:medusa cases)
+       "llama-medusa": "ckpt_medusa",
        # Gemma 4's MTP assistant (test/engine/run's ARCH:TP:assistant cases)
        "gemma4-assistant": "ckpt_gemma4_assistant",
        "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered"}

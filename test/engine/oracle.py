@@ -44,7 +44,9 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
     compares with --draft first.  --eagle3 MODEL the same with method
     eagle3, MODEL an EAGLE-3 draft's own checkpoint (for ref) or wshard's
     output of it (for load); --dflash MODEL with method dflash, MODEL a
-    DFlash draft's.
+    DFlash draft's; --medusa MODEL with method medusa and as many
+    speculative tokens as MODEL's config.json has heads (num_heads);
+    --eagle MODEL with method eagle.
     ref, load and time take --ep PLACEMENT first (linear or round_robin):
     the engine runs with enable_expert_parallel=True and that
     expert_placement_strategy.  ref, load and bytes take --pp P first: the
@@ -870,7 +872,7 @@ def main(argv):
     pp = 1
     draft = False
     while len(argv) > 3 and argv[1] in ("--ep", "--pp", "--mtp", "--eagle3", "--dflash",
-                                        "--draft"):
+                                        "--medusa", "--eagle", "--draft"):
         if argv[1] == "--draft":
             draft = True
             argv = argv[:1] + argv[2:]
@@ -878,9 +880,15 @@ def main(argv):
         if argv[1] == "--ep":
             ep["enable_expert_parallel"] = True
             ep["expert_placement_strategy"] = argv[2]
-        elif argv[1] in ("--mtp", "--eagle3", "--dflash"):
+        elif argv[1] in ("--mtp", "--eagle3", "--dflash", "--medusa", "--eagle"):
             ep["speculative_config"] = {"method": argv[1][2:], "model": os.path.abspath(argv[2]),
                                         "num_speculative_tokens": 1}
+            if argv[1] == "--medusa":
+                # vLLM builds num_speculative_tokens heads (MedusaConfig's
+                # num_lookahead_tokens): every head the draft has
+                with open(os.path.join(argv[2], "config.json")) as f:
+                    ep["speculative_config"]["num_speculative_tokens"] = \
+                        json.load(f).get("num_heads", 1)
         else:
             pp = int(argv[2])
             ep["pipeline_parallel_size"] = pp
