@@ -747,7 +747,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			118 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			122 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next,
@@ -782,7 +782,11 @@ Test(builtin, architectures_list)
 			      Eagle3DeepseekV3ForCausalLM), DeepSeek's EAGLE
 			      draft (EagleDeepSeekMTPModel), Gemma 4's MTP
 			      assistant, Qwen3's DFlash draft (DFlashDraftModel),
-			      the Medusa draft (MedusaModel) */,
+			      the Medusa draft (MedusaModel), Llama's EAGLE-1
+			      draft (EagleLlamaForCausalLM), MiniCPM's
+			      (EagleMiniCPMForCausalLM), Llama 4's
+			      (EagleLlama4ForCausalLM), Command A's
+			      (EagleCohereForCausalLM) */,
 		     "%zu listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;

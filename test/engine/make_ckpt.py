@@ -3181,6 +3181,16 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "deepseek_v3-eagle_ds": "ckpt_eagle3:make_deepseek_eagle",
        # llama's Medusa draft (test/engine/run's ARCH:TP:medusa cases)
        "llama-medusa": "ckpt_medusa",
+       # llama's EAGLE-1 draft (test/engine/run's ARCH:TP:eagle cases)
+       "llama-eagle": "ckpt_eagle",
+       "llama-eagle_noembed": "ckpt_eagle:make_noembed",
+       "llama-eagle_fcbias": "ckpt_eagle:make_fcbias",
+       # MiniCPM's (EagleMiniCPMForCausalLM)
+       "minicpm-eagle": "ckpt_eagle:make_minicpm",
+       # Llama 4's (EagleLlama4ForCausalLM)
+       "llama4-eagle": "ckpt_eagle:make_llama4",
+       # Cohere's (EagleCohereForCausalLM)
+       "cohere2-eagle": "ckpt_eagle:make_cohere2",
        # Gemma 4's MTP assistant (test/engine/run's ARCH:TP:assistant cases)
        "gemma4-assistant": "ckpt_gemma4_assistant",
        "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered"}

@@ -46,7 +46,7 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
     output of it (for load); --dflash MODEL with method dflash, MODEL a
     DFlash draft's; --medusa MODEL with method medusa and as many
     speculative tokens as MODEL's config.json has heads (num_heads);
-    --eagle MODEL with method eagle.
+    --eagle MODEL with method eagle, MODEL an EAGLE-1 draft's.
     ref, load and time take --ep PLACEMENT first (linear or round_robin):
     the engine runs with enable_expert_parallel=True and that
     expert_placement_strategy.  ref, load and bytes take --pp P first: the
