@@ -46,8 +46,7 @@ V3 = dict(MLA, num_hidden_layers=2, n_routed_experts=8, n_shared_experts=1,
           # lacks (kept as extra attributes); vLLM reads them.
           topk_method="noaux_tc", scoring_func="sigmoid", moe_layer_freq=1)
 # Cases with a DeepSeek MTP layer appended (num_nextn_predict_layers: 1).
-MTP = ("deepseek_v3", "deepseek_v3-fp8", "deepseek_v32", "deepseek_v32-fp8", "glm_moe_dsa",
-       "glm4_moe")
+MTP = ("deepseek_v3", "deepseek_v3-fp8", "deepseek_v32", "deepseek_v32-fp8", "glm4_moe")
 
 # Qwen3-Next and Qwen3.5: Gated DeltaNet (linear attention) layers and gated
 # full attention (q_proj holds q and its gate, per head) 3:1 as Qwen ships
@@ -495,7 +494,8 @@ CASES = {
                          dict(V3, head_dim=64, index_n_heads=4, index_head_dim=128,
                               index_topk=64)),
     # GLM-5: MLA with the same indexer and GLM's MoE (sigmoid routing,
-    # correction bias), the first layer dense, one MTP layer as released.
+    # correction bias), the first layer dense, one MTP layer as released
+    # (no embed_tokens or shared_head.head: add_mtp_layer own_head=False).
     "glm_moe_dsa": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM",
                     dict(V3, head_dim=64, index_n_heads=4, index_head_dim=128,
                          index_topk=64, intermediate_size=512)),
@@ -1548,15 +1548,17 @@ def glm5_next_mtp(out):
     num_hidden_layers (transformers' Glm5Next ignores layers.45., the
     release's, and any shared_head): add_mtp_layer's layer, the last
     decoder layer's copy (MLA with its indexer, the MoE), without the mHC
-    tensors (vLLM's MTP layer has none: is_mtp_layer) and without
+    tensors (vLLM's MTP layer has none: is_mtp_layer), without
     shared_head.head (vLLM's Glm5NextMTP builds none, defer_lm_head, and
-    fails on one); the embedding its own, as GLM-5's."""
+    fails on one) and without embed_tokens, as the release
+    (GLM-5.3-Flash: layers.45. has neither; vLLM's draft then holds the
+    target's embedding, _maybe_share_embeddings)."""
     import os
     from safetensors.torch import load_file, save_file
-    add_mtp_layer(out, "model.language_model.", f32_router_bias=False)
+    add_mtp_layer(out, "model.language_model.", f32_router_bias=False, own_head=False)
     path = os.path.join(out, "model-mtp.safetensors")
     t = load_file(path)
-    drop = [k for k in t if ".hc_" in k or k.endswith(".shared_head.head.weight")]
+    drop = [k for k in t if ".hc_" in k]
     for k in drop:
         del t[k]
     save_file(t, path, metadata={"format": "pt"})
@@ -3341,16 +3343,32 @@ def make(arch, out):
         exaone4_5_processor(out, cfg)
         # the multi-token prediction block EXAONE 4.5 ships (mtp.fc,
         # mtp.pre_fc_norm_*, mtp.norm, an EXAONE 4 layer mtp.layers.0:
-        # exaone4_5_mtp.py), num_nextn_predict_layers beside text_config,
-        # and vocab_size there too: vLLM's draft Exaone4_5_MTP reads both
-        # from the top-level config (transformers 5.19's Exaone4_5_Config
-        # keeps such keys without declaring them)
-        qwen_next_mtp(out, "model.language_model.", config=lambda c: c.update(
-            num_nextn_predict_layers=1, vocab_size=c["text_config"]["vocab_size"]))
+        # exaone4_5_mtp.py); as the release, num_nextn_predict_layers (with
+        # _num_mtp_layers and mtp_share_layers) in text_config only and
+        # vocab_size at the top too: vLLM's draft Exaone4_5_MTP reads
+        # vocab_size from the top-level config and num_nextn_predict_layers
+        # there with default 1 (transformers 5.19's Exaone4_5_Config keeps
+        # such keys without declaring them).  The release's layer_types'
+        # entries for the MTP layers are left out: transformers 5.19 refuses
+        # layer_types longer than num_hidden_layers (validate_layer_type)
+        def mtp_config(c):
+            c["text_config"].update(num_nextn_predict_layers=1, _num_mtp_layers=1,
+                                    mtp_share_layers=False)
+            c.update(vocab_size=c["text_config"]["vocab_size"])
+        qwen_next_mtp(out, "model.language_model.", config=mtp_config)
     if arch.startswith(("glm4v", "glm_ocr")):
         glm4v_processor(out, cfg)
     if arch.startswith("glm5_next"):
         glm5_next_processor(out, cfg)
+        # the release's spelling of the MLA layers' type (transformers
+        # 5.18 renamed it indexed_attention; 5.19's Glm5NextConfig keeps
+        # the old one, vLLM counts both as attention: config/model.py
+        # _ATTENTION_LAYER_TYPES, and builds MLA for any but
+        # linear_attention: glm5next/common/model.py _is_kda_layer)
+        from ckpt_io import update_config
+        update_config(out, lambda c: c["text_config"].update(layer_types=[
+            "deepseek_sparse_attention" if t == "indexed_attention" else t
+            for t in c["text_config"]["layer_types"]]))
     if arch == "llava-pixtral":
         pixtral_processor(out, cfg)
     elif arch.startswith("llava"):
@@ -3403,7 +3421,9 @@ def make(arch, out):
         int4_experts(out)
     if arch in MTP:
         add_mtp_layer(out)
-    if arch in ("glm4_moe-46", "deepseek_v3-nohead"):
+    # GLM-5's release (zai-org/GLM-5) ships its MTP layer model.layers.78
+    # without embed_tokens or shared_head.head, as GLM-4.6's
+    if arch in ("glm4_moe-46", "deepseek_v3-nohead", "glm_moe_dsa"):
         add_mtp_layer(out, own_head=False)
     if arch == "deepseek_v3-nohead2":
         add_mtp_layer(out, own_head=False, nextn=2)
