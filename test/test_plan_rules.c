@@ -1071,6 +1071,41 @@ Test(ext, experts_in_rows)
 }
 
 /*
+ * "experts_in_rows" with "rows": each view holds that many rows from the
+ * tensor's start, the rows after them (a release's zero padding, Kimi K3's
+ * A_log) not read; more rows than the tensor has are refused.
+ */
+Test(ext, experts_in_rows_rows)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"experts_in_rows\": [{\"match\": \"x.a\", \"experts\": 1,"
+		" \"rows\": \"n_r\"}], \"tensors\": ["
+		"{\"match\": \"x.a.0\", \"split\": \"row\", \"output\": \"x.a\", \"shape\": [\"n_r\", 4]},"
+		CATCH_ALL "]}";
+	const struct wshard_out_tensor *t;
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor x.a:8,4 --set-config 'n_r=6'");
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		t = get_out(&f, r, "x.a");
+		cr_assert_eq(t->ndim, 2);
+		cr_assert_eq(t->shape[0], 3);
+		cr_assert_eq(t->shape[1], 4);
+		cr_assert_eq(t->npieces, 1);
+		assert_copy(&f, t, 0, "x.a.0", 3 * (uint64_t)r, 3, 0, 8, 0);
+	}
+	fx_close(&f);
+
+	fx_open(&f, BASE " --extra-tensor x.a:8,4 --set-config 'n_r=9'");
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "tensor 'x.a': 8 rows cannot hold 1 experts of 9 rows (experts_in_rows: 1, rows n_r)");
+	fx_close(&f);
+}
+
+/*
  * "A && B" reads B only where A holds: a tower's rules guarded by its
  * config ("audio_config.num_hidden_layers && n < ...") are not required,
  * and not an error, in a model without it (audio_config null, as Gemma 4

@@ -227,6 +227,11 @@ Test(parse, experts_in_rows)
 		    "experts_in_rows 'w' needs \"experts\", an integer or an expression");
 	parse_fails("{\"experts_in_rows\": {}, \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
 		    "\"experts_in_rows\" is not an array");
+	parse_ok("{\"experts_in_rows\": [{\"match\": \"w\", \"experts\": 1, \"rows\": \"a.b\"}],"
+		 " \"tensors\": [{\"match\": \"w.0\", \"split\": \"row\"}]}");
+	parse_fails("{\"experts_in_rows\": [{\"match\": \"w\", \"experts\": 1, \"rows\": []}],"
+		    " \"tensors\": [{\"match\": \"x\", \"split\": \"row\"}]}",
+		    "experts_in_rows 'w': \"rows\" is an integer or an expression");
 }
 
 /* A declared operator's "sizes", a fuse of several parts, an extra's "with". */

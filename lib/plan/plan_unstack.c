@@ -9,7 +9,10 @@
  * without it ([I, H]), which a fuse can then join expert by expert.  A
  * view is a catalog entry like any other (the same file, an offset into
  * the tensor), so every split, fuse, transpose and expert placement reads
- * it unchanged, and the manifest names it.
+ * it unchanged, and the manifest names it.  An entry's "rows" gives each
+ * view that many rows from the tensor's start instead, the rows after
+ * them not read: Kimi K3's A_log, released zero-padded to 128 entries, is
+ * read as A_log.0 of num_heads (vLLM's a_log_weight_loader narrows it so).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,23 +56,39 @@ static void drop_views(struct wshard_catalog *cat)
 }
 
 /* The experts source i holds by the rules' "experts_in_rows" (0: it is
- * none of theirs), checked against its rows. */
+ * none of theirs), checked against its rows; *rows each view's rows where
+ * the entry gives them (else 0). */
 static enum wshard_err count_experts(const struct wshard_plan *plan,
 				     const struct wshard_rules *rules, size_t i,
-				     int64_t *out, struct wshard_error *err)
+				     int64_t *out, int64_t *rows, struct wshard_error *err)
 {
 	const struct wshard_src_tensor *t = &plan->cat->tensors[i];
 	struct rules_capture cap;
 	size_t u;
 	enum wshard_err rc;
 
-	*out = 0;
+	*out = *rows = 0;
 	for (u = 0; u < rules->nunstack; u++) {
 		if (!rules_match(rules->unstack[u].match, t->name, &cap))
 			continue;
 		rc = expr_eval_dim(plan->config, rules->unstack[u].count, t->name, out, err);
 		if (rc)
 			return rc;
+		if (rules->unstack[u].rows) {
+			rc = expr_eval_dim(plan->config, rules->unstack[u].rows, t->name, rows,
+					   err);
+			if (rc)
+				return rc;
+			if (*out < 1 || *rows < 1 || t->info->ndim < 1 ||
+			    (uint64_t)*out * (uint64_t)*rows > t->info->shape[0])
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"tensor '%s': %llu rows cannot hold %lld experts of %lld rows (experts_in_rows: %s, rows %s)",
+							t->name,
+							(unsigned long long)(t->info->ndim ? t->info->shape[0] : 0),
+							(long long)*out, (long long)*rows,
+							rules->unstack[u].count, rules->unstack[u].rows);
+			return WSHARD_OK;
+		}
 		if (*out < 1 || t->info->ndim < 1 || t->info->shape[0] % (uint64_t)*out)
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"tensor '%s': %llu rows cannot hold %lld experts (experts_in_rows: %s)",
@@ -89,18 +108,19 @@ enum wshard_err plan_unstack(struct wshard_plan *plan, const struct wshard_rules
 	struct wshard_catalog *cat = (struct wshard_catalog *)plan->cat;
 	struct wshard_src_tensor *grown;
 	size_t i, total = 0, n0, k = 0;
-	int64_t *ne;
+	int64_t *ne, *nr;
 	enum wshard_err rc = WSHARD_OK;
 
 	drop_views(cat);
 	if (!rules->nunstack)
 		return WSHARD_OK;
 	n0 = cat->ntensors;
-	ne = calloc(n0 + 1, sizeof(*ne));
+	ne = calloc(2 * (n0 + 1), sizeof(*ne));
 	if (!ne)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	nr = ne + n0 + 1;
 	for (i = 0; i < n0 && !rc; i++) {
-		rc = count_experts(plan, rules, i, &ne[i], err);
+		rc = count_experts(plan, rules, i, &ne[i], &nr[i], err);
 		total += (size_t)ne[i];
 	}
 	if (rc || !total) {
@@ -125,7 +145,8 @@ enum wshard_err plan_unstack(struct wshard_plan *plan, const struct wshard_rules
 		if (!ne[i])
 			continue;
 		t->unstacked = true;
-		each = t->nbytes / (uint64_t)ne[i];
+		each = nr[i] ? t->nbytes / t->info->shape[0] * (uint64_t)nr[i]
+			     : t->nbytes / (uint64_t)ne[i];
 		for (e = 0; e < ne[i]; e++, k++) {
 			struct wshard_st_tensor *v = &cat->views[k];
 			size_t len = strlen(t->name) + 24;
@@ -138,7 +159,9 @@ enum wshard_err plan_unstack(struct wshard_plan *plan, const struct wshard_rules
 				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			}
 			snprintf(v->name, len, "%s.%lld", t->name, (long long)e);
-			if (v->ndim >= 3 && v->shape[0] == (uint64_t)ne[i]) {
+			if (nr[i]) {
+				v->shape[0] = (uint64_t)nr[i];
+			} else if (v->ndim >= 3 && v->shape[0] == (uint64_t)ne[i]) {
 				/* stacked [E, A, B]: an expert's view is [A, B] */
 				memmove(v->shape, v->shape + 1,
 					sizeof(v->shape[0]) * (size_t)(v->ndim - 1));

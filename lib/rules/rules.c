@@ -142,6 +142,7 @@ void wshard_rules_free(struct wshard_rules *r)
 	for (i = 0; i < r->nunstack; i++) {
 		free(r->unstack[i].match);
 		free(r->unstack[i].count);
+		free(r->unstack[i].rows);
 	}
 	free(r->unstack);
 	for (i = 0; i < r->ntp_divides; i++)

@@ -242,10 +242,13 @@ struct rules_stage_rule {
  * rule's match: {n}, a trailing *) holds count (an expression) experts
  * one after another by rows, DBRX's ffn.experts.mlp.w1 [E*I, H]; the plan
  * reads it as count tensors NAME.E, E from 0, a share of its rows each
- * (plan_unstack.c), which rules then match with {e}. */
+ * (plan_unstack.c), which rules then match with {e}.  rows (an
+ * expression, or NULL) gives each view's rows instead, from the tensor's
+ * start: rows past count*rows (a release's zero padding) are not read. */
 struct rules_unstack {
 	char *match;
 	char *count;
+	char *rows;
 };
 
 struct wshard_rules {

@@ -308,6 +308,15 @@ enum wshard_err rules_parse_unstack(struct wshard_rules *r, json_t *val,
 						r->name, match);
 		if (!u->match || !u->count)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (json_object_get(x, "rows")) {
+			u->rows = rules_expr_copy(json_object_get(x, "rows"), &bad);
+			if (bad)
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"'%s': experts_in_rows '%s': \"rows\" is an integer or an expression",
+							r->name, match);
+			if (!u->rows)
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		}
 	}
 	return WSHARD_OK;
 }

@@ -8,9 +8,11 @@ router, correction bias, shared expert, head); the tensors K3 adds or
 changes are then written in the release's layout, from a fixed seed:
 
   - KDA: the full-rank output gate g_proj [P, H] (use_full_rank_gate) in
-    place of Kimi Linear's g_a_proj/g_b_proj; A_log 1-D [heads] (the
-    "current" form of vLLM's a_log_weight_loader; the old [1, 1, heads, 1]
-    loads too);
+    place of Kimi Linear's g_a_proj/g_b_proj; A_log 1-D [heads]
+    zero-padded to head_dim entries as the release has it (128, 96
+    meaningful): vLLM's a_log_weight_loader, which takes the "current" 1-D
+    form (the old [1, 1, heads, 1] loads too), narrows a rank's heads from
+    its start, never reading the padding;
   - MLA: its output gate g_proj [heads*v_head_dim, H] (mla_use_output_gate);
   - latent MoE: routed_expert_down_proj [R, H], routed_expert_norm [R],
     routed_expert_up_proj [H, R], and the routed experts w1/w3 [I, R], w2
@@ -133,7 +135,9 @@ def make(out, variant=""):
         if ".block_sparse_moe.experts." in n:
             continue                     # K3's experts are latent: below
         if n.endswith(".self_attn.A_log"):
-            v = v.reshape(-1)            # [heads]
+            # [heads] zero-padded to head_dim entries, as released
+            v = v.reshape(-1)
+            v = torch.cat([v, v.new_zeros(KDA["head_dim"] - v.numel())])
         t[n] = v.contiguous()
     for n in range(L):
         p = f"language_model.model.layers.{n}."
