@@ -24,6 +24,8 @@ OUT."""
 import json
 import os
 
+from ckpt_io import module_tensors
+
 TARGET_LAYER_IDS = [0, 1]
 # The mask token: the qwen3 target's (make_ckpt.py's qwen3, tied) token
 # that its greedy answer to oracle.py's first prompt repeats, and the
@@ -49,15 +51,10 @@ def make(out, layers=2):
     mods.update({"fc": nn.Linear(len(TARGET_LAYER_IDS) * h, h, bias=False),
                  "hidden_norm": Qwen3RMSNorm(h, cfg.rms_norm_eps),
                  "norm": Qwen3RMSNorm(h, cfg.rms_norm_eps)})
-    tensors = {}
-    with torch.no_grad():
-        for prefix, mod in mods.items():
-            mod.to(torch.bfloat16)
-            for name, p in mod.named_parameters():
-                p.add_(torch.randn_like(p) * 0.02)
-                if name.endswith(("o_proj.weight", "down_proj.weight")):
-                    p.mul_(DAMP)
-                tensors[prefix + "." + name] = p.detach().clone().contiguous()
+    def damp(name, p):
+        if name.endswith(("o_proj.weight", "down_proj.weight")):
+            p.mul_(DAMP)
+    tensors = module_tensors(mods, damp)
     os.makedirs(out, exist_ok=True)
     save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     c = cfg.to_diff_dict()

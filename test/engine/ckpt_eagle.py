@@ -25,6 +25,8 @@ import json
 import os
 import tempfile
 
+from ckpt_io import module_tensors
+
 
 def make(out, embed=True, fc_bias=False):
     import torch
@@ -39,15 +41,8 @@ def make(out, embed=True, fc_bias=False):
     layer = LlamaDecoderLayer(cfg, layer_idx=0)
     del layer.input_layernorm
     fc = nn.Linear(2 * h, h, bias=fc_bias)
-    tensors = {}
-    with torch.no_grad():
-        for prefix, mod in (("layers.0", layer), ("fc", fc)):
-            mod.to(torch.bfloat16)
-            for name, p in mod.named_parameters():
-                # random init leaves norms at 1: perturb every parameter
-                p.add_(torch.randn_like(p) * 0.02)
-                tensors[prefix + "." + name] = p.detach().clone().contiguous()
-        tensors["fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
+    tensors = module_tensors({"layers.0": layer, "fc": fc})
+    tensors["fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
     if embed:
         # the target's embedding, as make_ckpt.py makes it
         with tempfile.TemporaryDirectory() as tmp:
@@ -109,14 +104,8 @@ def make_minicpm(out):
             "model.input_norm1": LlamaRMSNorm(h, cfg.rms_norm_eps),
             "model.input_norm2": LlamaRMSNorm(h, cfg.rms_norm_eps),
             "model.norm": LlamaRMSNorm(h, cfg.rms_norm_eps)}
-    tensors = {}
-    with torch.no_grad():
-        for prefix, mod in mods.items():
-            mod.to(torch.bfloat16)
-            for name, p in mod.named_parameters():
-                p.add_(torch.randn_like(p) * 0.02)
-                tensors[prefix + "." + name] = p.detach().clone().contiguous()
-        tensors["model.fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
+    tensors = module_tensors(mods)
+    tensors["model.fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
     with tempfile.TemporaryDirectory() as tmp:
         make_ckpt.make("minicpm", tmp)
         for f in os.listdir(tmp):
@@ -161,14 +150,8 @@ def make_llama4(out):
     mods = {"layers.0": Llama4TextDecoderLayer(cfg, layer_idx=0),
             "fc": nn.Linear(2 * h, h, bias=False),
             "norm": Llama4TextRMSNorm(h, cfg.rms_norm_eps)}
-    tensors = {}
-    with torch.no_grad():
-        for prefix, mod in mods.items():
-            mod.to(torch.bfloat16)
-            for name, p in mod.named_parameters():
-                p.add_(torch.randn_like(p) * 0.02)
-                tensors[prefix + "." + name] = p.detach().clone().contiguous()
-        tensors["fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
+    tensors = module_tensors(mods)
+    tensors["fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
     with tempfile.TemporaryDirectory() as tmp:
         make_ckpt.make("llama4", tmp)
         for f in os.listdir(tmp):
@@ -226,14 +209,8 @@ def make_cohere2(out):
     mods = {"model.layers.0": Cohere2DecoderLayer(cfg, layer_idx=0),
             "model.fc": nn.Linear(2 * h, h, bias=True),
             "model.norm": Cohere2LayerNorm(hidden_size=h, eps=cfg.layer_norm_eps)}
-    tensors = {}
-    with torch.no_grad():
-        for prefix, mod in mods.items():
-            mod.to(torch.bfloat16)
-            for name, p in mod.named_parameters():
-                p.add_(torch.randn_like(p) * 0.02)
-                tensors[prefix + "." + name] = p.detach().clone().contiguous()
-        tensors["model.fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
+    tensors = module_tensors(mods)
+    tensors["model.fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
     os.makedirs(out, exist_ok=True)
     save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     c.update(architectures=["CohereForCausalLM"])

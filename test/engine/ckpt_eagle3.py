@@ -27,6 +27,8 @@ writes the draft into OUT."""
 import json
 import os
 
+from ckpt_io import module_tensors
+
 DRAFT_VOCAB = 200
 # Tokens the llama target repeats in its greedy answers to oracle.py's
 # prompts: their rows of the draft's head are made 20 times the others',
@@ -75,14 +77,7 @@ def tensors_of(cfg, qwen3=False, likely=LIKELY, boost=20, deepseek=False, aux=3)
             "fc": nn.Linear(aux * h, h, bias=False),
             "norm": LlamaRMSNorm(h, cfg.rms_norm_eps),
             "lm_head": nn.Linear(h, DRAFT_VOCAB, bias=False)}
-    tensors = {}
-    with torch.no_grad():
-        for prefix, mod in mods.items():
-            mod.to(torch.bfloat16)
-            for name, p in mod.named_parameters():
-                # random init leaves norms at 1: perturb every parameter
-                p.add_(torch.randn_like(p) * 0.02)
-                tensors[prefix + "." + name] = p.detach().clone().contiguous()
+    tensors = module_tensors(mods)
     # the draft's tokens: target ids in increasing order (the releases
     # take the most frequent ones, then sort them), LIKELY among them
     rest = [i for i in torch.randperm(cfg.vocab_size).tolist() if i not in LIKELY]

@@ -111,6 +111,26 @@ def perturb_and_save(model, out):
     model.save_pretrained(out, max_shard_size="1MB")
 
 
+def module_tensors(mods, after=None):
+    """{PREFIX.NAME: tensor} of the parameters of mods ({PREFIX: module}),
+    each module in BF16, each parameter first perturbed by noise of
+    standard deviation 0.02 from torch's global generator, in order (random
+    init leaves norms at 1): the parts of a draft the builders assemble.
+    after(name, p), where given, changes a parameter in place before it is
+    taken."""
+    import torch
+    tensors = {}
+    with torch.no_grad():
+        for prefix, mod in mods.items():
+            mod.to(torch.bfloat16)
+            for name, p in mod.named_parameters():
+                p.add_(torch.randn_like(p) * 0.02)
+                if after:
+                    after(name, p)
+                tensors[prefix + "." + name] = p.detach().clone().contiguous()
+    return tensors
+
+
 def saved_tensors(model, out):
     """model's tensors (perturbed as perturb_and_save does) as its
     save_pretrained writes them, read back from a folder beside OUT that is
