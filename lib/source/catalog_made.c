@@ -38,11 +38,15 @@ void wshard_catalog_unmake(struct wshard_catalog *cat)
 
 	if (!m)
 		return;
-	for (i = 0; i < m->n; i++) {
-		long k = wshard_catalog_index(cat, m->was[i].name);
+	/* the entries that point into the made file, by their names (the
+	 * source's own strings, kept): a later plan may have sorted views in */
+	for (i = 0; i < cat->ntensors; i++) {
+		struct wshard_src_tensor *t = &cat->tensors[i];
+		size_t k;
 
-		if (k >= 0)
-			cat->tensors[k] = m->was[i];
+		for (k = 0; t->file == cat->nfiles && k < m->n; k++)
+			if (t->name == m->was[k].name)
+				*t = m->was[k];
 	}
 	wshard_st_free(cat->files[cat->nfiles].st);
 	free(cat->files[cat->nfiles].name);
