@@ -1,7 +1,7 @@
 /*
  * rules_extra.c - the parts of a rules document beside its tensor rules:
- * the "extra" constant tensors, a rule's "chunks" and "deinterleave", and
- * a fused operator's "sizes", "groups" and "zero".
+ * the "extra" constant tensors ("attn_scales" entries expanded),
+ * "experts_in_rows", "defaults", and the string arrays other keys hold.
  */
 #include <ctype.h>
 #include <stdbool.h>
