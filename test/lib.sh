@@ -42,6 +42,16 @@ err_has() {
 # sys.argv[1:] and test/ on its path (st.py, the safetensors reader and
 # writer the checks share).
 py_st() { PYTHONPATH="$ROOT/test${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" - "$@"; }
+# tgz DIR ARCHIVE: DIR's files packed as a gzip-compressed tar (a source
+# read front to back, once).
+tgz() {
+	"$PYTHON" - "$1" "$2" <<'PY' || fail "packing $2 failed"
+import os, sys, tarfile
+with tarfile.open(sys.argv[2], "w:gz") as t:
+    for f in sorted(os.listdir(sys.argv[1])):
+        t.add(os.path.join(sys.argv[1], f), f)
+PY
+}
 # gen DIR ARGS...: generates a checkpoint with the fixture generator.
 gen() { d=$1; shift; "$PYTHON" "$ROOT/scripts/gen-checkpoint" "$@" "$d" >/dev/null || fail "gen-checkpoint $* failed"; }
 finish() { [ "$fails" -eq 0 ] && exit 0; echo "$fails failure(s)"; exit 1; }

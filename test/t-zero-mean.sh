@@ -62,12 +62,7 @@ sys.exit(0 if o[0] == "F32" and o[2] == want else 1)
 PY
 done
 
-"$PYTHON" - "$T/src" "$T/src.tar.gz" <<'PY' || fail "packing the archive failed"
-import os, sys, tarfile
-with tarfile.open(sys.argv[2], "w:gz") as t:
-    for f in sorted(os.listdir(sys.argv[1])):
-        t.add(os.path.join(sys.argv[1], f), f)
-PY
+tgz "$T/src" "$T/src.tar.gz"
 if expect_exit 3 "$WSHARD" convert -q --no-sync --tp 2 --rules "$T/vec.json" "$T/src.tar.gz" "$T/out-gz"; then
 	one_line "a zero_mean from a compressed archive"
 	err_has "a zero_mean from a compressed archive" "router.bias"
