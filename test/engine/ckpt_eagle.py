@@ -28,11 +28,28 @@ import tempfile
 from ckpt_io import module_tensors
 
 
+def target_tensors(arch, *names):
+    """{NAME: tensor} of the names of make_ckpt.py's checkpoint of arch
+    (built into a folder then removed): the target's embedding and head
+    the drafts share.  Each must be there."""
+    from safetensors.torch import load_file
+    import make_ckpt
+    got = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        make_ckpt.make(arch, tmp)
+        for f in sorted(os.listdir(tmp)):
+            if f.endswith(".safetensors"):
+                t = load_file(os.path.join(tmp, f))
+                got.update({n: t[n].clone() for n in names if n in t})
+    assert set(got) == set(names), (arch, sorted(set(names) - set(got)))
+    return got
+
+
 def make(out, embed=True, fc_bias=False):
     import torch
     import torch.nn as nn
     import transformers
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer
     import make_ckpt
     cfg = transformers.LlamaConfig(**dict(make_ckpt.COMMON, num_hidden_layers=1))
@@ -44,15 +61,8 @@ def make(out, embed=True, fc_bias=False):
     tensors = module_tensors({"layers.0": layer, "fc": fc})
     tensors["fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
     if embed:
-        # the target's embedding, as make_ckpt.py makes it
-        with tempfile.TemporaryDirectory() as tmp:
-            make_ckpt.make("llama", tmp)
-            for f in os.listdir(tmp):
-                if f.endswith(".safetensors"):
-                    t = load_file(os.path.join(tmp, f))
-                    if "model.embed_tokens.weight" in t:
-                        tensors["embed_tokens.weight"] = t["model.embed_tokens.weight"].clone()
-        assert "embed_tokens.weight" in tensors
+        tensors["embed_tokens.weight"] = \
+            target_tensors("llama", "model.embed_tokens.weight")["model.embed_tokens.weight"]
     os.makedirs(out, exist_ok=True)
     save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     c = cfg.to_diff_dict()
@@ -92,7 +102,7 @@ def make_minicpm(out):
     import torch
     import torch.nn as nn
     import transformers
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMSNorm
     import ckpt_minicpm
     import make_ckpt
@@ -106,16 +116,9 @@ def make_minicpm(out):
             "model.norm": LlamaRMSNorm(h, cfg.rms_norm_eps)}
     tensors = module_tensors(mods)
     tensors["model.fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
-    with tempfile.TemporaryDirectory() as tmp:
-        make_ckpt.make("minicpm", tmp)
-        for f in os.listdir(tmp):
-            if f.endswith(".safetensors"):
-                t = load_file(os.path.join(tmp, f))
-                if "model.embed_tokens.weight" in t:
-                    e = t["model.embed_tokens.weight"]
-                    tensors["model.embed_tokens.weight"] = e.clone()
-                    tensors["lm_head.weight"] = e.clone()
-    assert "lm_head.weight" in tensors
+    e = target_tensors("minicpm", "model.embed_tokens.weight")["model.embed_tokens.weight"]
+    tensors["model.embed_tokens.weight"] = e
+    tensors["lm_head.weight"] = e.clone()
     os.makedirs(out, exist_ok=True)
     save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     ckpt_minicpm._release_config(out, cfg, {"model_type": "minicpm",
@@ -136,7 +139,7 @@ def make_llama4(out):
     import torch
     import torch.nn as nn
     import transformers
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
     from transformers.models.llama4.modeling_llama4 import (Llama4TextDecoderLayer,
                                                             Llama4TextRMSNorm)
     import make_ckpt
@@ -152,16 +155,9 @@ def make_llama4(out):
             "norm": Llama4TextRMSNorm(h, cfg.rms_norm_eps)}
     tensors = module_tensors(mods)
     tensors["fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
-    with tempfile.TemporaryDirectory() as tmp:
-        make_ckpt.make("llama4", tmp)
-        for f in os.listdir(tmp):
-            if f.endswith(".safetensors"):
-                t = load_file(os.path.join(tmp, f))
-                for src, dst in (("model.embed_tokens.weight", "embed_tokens.weight"),
-                                 ("lm_head.weight", "lm_head.weight")):
-                    if src in t:
-                        tensors[dst] = t[src].clone()
-    assert "lm_head.weight" in tensors and "embed_tokens.weight" in tensors
+    t = target_tensors("llama4", "model.embed_tokens.weight", "lm_head.weight")
+    tensors["embed_tokens.weight"] = t["model.embed_tokens.weight"]
+    tensors["lm_head.weight"] = t["lm_head.weight"]
     os.makedirs(out, exist_ok=True)
     save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     c = cfg.to_diff_dict()
