@@ -331,7 +331,9 @@ def build_late(model, shapes):
 
 
 def eagle_draft(model, model_config, shapes, state):
-    """An EAGLE draft (speculative_config method eagle or eagle3: a draft
+    """A draft whose load_weights sets has_own_lm_head where the checkpoint
+    has a head: set so where the rank holds one.  An EAGLE draft
+    (speculative_config method eagle or eagle3: a draft
     model with has_own_lm_head and has_own_embed_tokens, which its
     load_weights sets from the checkpoint's names, process_eagle_weight):
     the flags set from the names the rank holds (shapes), so that the
@@ -341,8 +343,14 @@ def eagle_draft(model, model_config, shapes, state):
     one vLLM built is left out of state, never filled: the proposer
     replaces it with the target's once loaded.  Returns the names left
     out."""
-    if (getattr(model_config, "runner", None) != "draft" or
-            not hasattr(model, "has_own_embed_tokens")):
+    if getattr(model_config, "runner", None) != "draft":
+        return []
+    if "lm_head.weight" in shapes and hasattr(model, "has_own_lm_head"):
+        # as a draft's load_weights sets it where the checkpoint has a
+        # head (NemotronHMTP's, process_eagle_weight): otherwise the
+        # proposer replaces the head with the target's
+        model.has_own_lm_head = True
+    if not hasattr(model, "has_own_embed_tokens"):
         return []
     from vllm.model_executor.models.utils import process_eagle_weight
     for name in shapes:
