@@ -26,7 +26,8 @@ _TARGET = "vllm.model_executor.model_loader.base_loader"
 # MXFP4 experts on a CPU, then repacks them for Marlin, a CUDA op its CPU
 # build lacks: "_C has no attribute 'gptq_marlin_repack'", after the save)
 LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_MOE",
-             "WSHARD_ORACLE_MXFP4_MOE", "WSHARD_ORACLE_OLMO_GDN", "WSHARD_ORACLE_FP8_BLOCK")
+             "WSHARD_ORACLE_MXFP4_MOE", "WSHARD_ORACLE_OLMO_GDN", "WSHARD_ORACLE_FP8_BLOCK",
+             "WSHARD_ORACLE_MXFP4_CPU")
 LOAD_ONLY_STOP = "wshard oracle: state saved; the kernel taken as supported is not run"
 _CPU = "vllm.platforms.cpu"
 # What a worker raises once its draft's state is saved where
@@ -262,6 +263,16 @@ def _patch_fp8_block(module):
     its state saved; then the worker stops (LOAD_ONLY_STOP)."""
     module.CPUFp8BlockScaledMMKernel.is_supported = \
         classmethod(lambda cls, *a, **kw: (True, None))
+
+
+def _patch_mxfp4_cpu(module):
+    """WSHARD_ORACLE_MXFP4_CPU: vLLM 0.32's CPU MXFP4 MoE kernel
+    (CPUExpertsMxfp4, GPT-OSS's and DeepSeek-V4's FP4 experts) is built only
+    on CPUs with AMX tiles ("No MXFP4 MoE backend supports the deployment
+    configuration"), though loading the experts does not depend on it.  It
+    is taken as supported, so that the model is built, loaded and its state
+    saved; then the worker stops (LOAD_ONLY_STOP)."""
+    module.CPUExpertsMxfp4._supports_current_device = staticmethod(lambda: True)
 
 
 def _patch_nvfp4(module):
@@ -576,6 +587,9 @@ if os.environ.get("WSHARD_ORACLE_INT4"):
           _patch_int4)
 if os.environ.get("WSHARD_ORACLE_FP8_BLOCK"):
     _hook("vllm.model_executor.kernels.linear.scaled_mm.cpu", _patch_fp8_block)
+if os.environ.get("WSHARD_ORACLE_MXFP4_CPU"):
+    _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
+          _patch_mxfp4_cpu)
 if os.environ.get("WSHARD_ORACLE_NVFP4"):
     _hook("vllm.model_executor.layers.quantization.compressed_tensors."
           "schemes.compressed_tensors_w4a4_nvfp4", _patch_nvfp4)
