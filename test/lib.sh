@@ -53,6 +53,17 @@ with tarfile.open(sys.argv[2], "w:gz") as t:
 PY
 }
 # gen DIR ARGS...: generates a checkpoint with the fixture generator.
+# The rules entries keeping every tensor of gen's Llama checkpoint, and the
+# names given, whole on each rank: each entry after ",\n", for a "tensors" list.
+llama_whole() {
+	for n in "$@" model.embed_tokens.weight model.norm.weight lm_head.weight; do
+		printf ',\n{"match": "%s", "split": "replicate"}' "$n"
+	done
+	for n in input_layernorm post_attention_layernorm self_attn.q_proj self_attn.k_proj \
+		self_attn.v_proj self_attn.o_proj mlp.gate_proj mlp.up_proj mlp.down_proj; do
+		printf ',\n{"match": "model.layers.{n}.%s.weight", "split": "replicate"}' "$n"
+	done
+}
 gen() { d=$1; shift; "$PYTHON" "$ROOT/scripts/gen-checkpoint" "$@" "$d" >/dev/null || fail "gen-checkpoint $* failed"; }
 finish() { [ "$fails" -eq 0 ] && exit 0; echo "$fails failure(s)"; exit 1; }
 # run_mpi NP ARGS...: mpirun with a time limit, so that a hang fails the

@@ -47,13 +47,7 @@ done
 	printf '{"match": "idx.wk.weight", "dequant": true, "fuse": "wkp.wk", "output": "idx.wkp.weight"},\n'
 	printf '{"match": "idx.wp.weight", "fuse": "wkp.wp", "output": "idx.wkp.weight"},\n'
 	printf '{"match": "idx.wq.weight", "dequant": true, "split": "row"}'
-	for n in model.embed_tokens.weight model.norm.weight lm_head.weight; do
-		printf ',\n{"match": "%s", "split": "replicate"}' "$n"
-	done
-	for n in input_layernorm post_attention_layernorm self_attn.q_proj self_attn.k_proj \
-		self_attn.v_proj self_attn.o_proj mlp.gate_proj mlp.up_proj mlp.down_proj; do
-		printf ',\n{"match": "model.layers.{n}.%s.weight", "split": "replicate"}' "$n"
-	done
+	llama_whole
 	printf '\n]}\n'
 } >"$T/dq.json"
 

@@ -16,13 +16,7 @@ rules() {
 	{
 		printf '{"name": "%s", "architectures": ["LlamaForCausalLM"], "tensors": [\n' "$1"
 		printf '{"match": "router.%s", "split": "replicate", "dtype": "F32", "zero_mean": true}' "$2"
-		for n in "router.$3" model.embed_tokens.weight model.norm.weight lm_head.weight; do
-			printf ',\n{"match": "%s", "split": "replicate"}' "$n"
-		done
-		for n in input_layernorm post_attention_layernorm self_attn.q_proj self_attn.k_proj \
-			self_attn.v_proj self_attn.o_proj mlp.gate_proj mlp.up_proj mlp.down_proj; do
-			printf ',\n{"match": "model.layers.{n}.%s.weight", "split": "replicate"}' "$n"
-		done
+		llama_whole "router.$3"
 		printf '\n]}\n'
 	} >"$T/$1.json"
 }

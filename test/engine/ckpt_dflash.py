@@ -21,10 +21,8 @@ target_layer_ids both of the target's 2 layers; the mask token one of the
 target's ordinary tokens, MASK_TOKEN_ID below (the releases: a token added
 past the tokenizer's, 151669 for Qwen3).  make(out) writes the draft into
 OUT."""
-import json
-import os
 
-from ckpt_io import module_tensors
+from ckpt_io import draft_config, module_tensors, save_draft
 
 TARGET_LAYER_IDS = [0, 1]
 # The mask token: the qwen3 target's (make_ckpt.py's qwen3, tied) token
@@ -41,7 +39,6 @@ def make(out, layers=2):
     import torch
     import torch.nn as nn
     import transformers
-    from safetensors.torch import save_file
     from transformers.models.qwen3.modeling_qwen3 import Qwen3DecoderLayer, Qwen3RMSNorm
     from make_ckpt import COMMON
     cfg = transformers.Qwen3Config(**dict(COMMON, num_hidden_layers=layers))
@@ -55,15 +52,9 @@ def make(out, layers=2):
         if name.endswith(("o_proj.weight", "down_proj.weight")):
             p.mul_(DAMP)
     tensors = module_tensors(mods, damp)
-    os.makedirs(out, exist_ok=True)
-    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-    c = cfg.to_diff_dict()
-    for k in ("transformers_version", "dtype", "torch_dtype", "use_cache"):
-        c.pop(k, None)
-    c.update(architectures=["DFlashDraftModel"], torch_dtype="bfloat16", block_size=16,
-             num_target_layers=COMMON["num_hidden_layers"], tie_word_embeddings=False,
-             dflash_config={"target_layer_ids": TARGET_LAYER_IDS,
-                            "mask_token_id": MASK_TOKEN_ID})
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
+    save_draft(out, tensors, draft_config(
+        cfg, architectures=["DFlashDraftModel"], block_size=16,
+        num_target_layers=COMMON["num_hidden_layers"], tie_word_embeddings=False,
+        dflash_config={"target_layer_ids": TARGET_LAYER_IDS,
+                       "mask_token_id": MASK_TOKEN_ID}))
 

@@ -25,7 +25,7 @@ import json
 import os
 import tempfile
 
-from ckpt_io import module_tensors
+from ckpt_io import draft_config, module_tensors, save_draft
 
 
 def target_tensors(arch, *names):
@@ -49,7 +49,6 @@ def make(out, embed=True, fc_bias=False):
     import torch
     import torch.nn as nn
     import transformers
-    from safetensors.torch import save_file
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer
     import make_ckpt
     cfg = transformers.LlamaConfig(**dict(make_ckpt.COMMON, num_hidden_layers=1))
@@ -63,15 +62,9 @@ def make(out, embed=True, fc_bias=False):
     if embed:
         tensors["embed_tokens.weight"] = \
             target_tensors("llama", "model.embed_tokens.weight")["model.embed_tokens.weight"]
-    os.makedirs(out, exist_ok=True)
-    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-    c = cfg.to_diff_dict()
-    for k in ("transformers_version", "dtype", "torch_dtype", "use_cache"):
-        c.pop(k, None)
-    c.update(architectures=["LlamaForCausalLM"], model_type="llama",
-             torch_dtype="bfloat16", tie_word_embeddings=False)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
+    save_draft(out, tensors, draft_config(
+        cfg, architectures=["LlamaForCausalLM"], model_type="llama",
+        tie_word_embeddings=False))
 
 
 def make_noembed(out):
@@ -139,7 +132,6 @@ def make_llama4(out):
     import torch
     import torch.nn as nn
     import transformers
-    from safetensors.torch import save_file
     from transformers.models.llama4.modeling_llama4 import (Llama4TextDecoderLayer,
                                                             Llama4TextRMSNorm)
     import make_ckpt
@@ -158,16 +150,9 @@ def make_llama4(out):
     t = target_tensors("llama4", "model.embed_tokens.weight", "lm_head.weight")
     tensors["embed_tokens.weight"] = t["model.embed_tokens.weight"]
     tensors["lm_head.weight"] = t["lm_head.weight"]
-    os.makedirs(out, exist_ok=True)
-    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-    c = cfg.to_diff_dict()
-    for k in ("transformers_version", "dtype", "torch_dtype", "use_cache"):
-        c.pop(k, None)
-    c.update(architectures=["Llama4ForCausalLM"], torch_dtype="bfloat16",
-             draft_vocab_size=cfg.vocab_size, yoco_global_kv_layer=None,
-             yoco_local_kv_layer=None)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
+    save_draft(out, tensors, draft_config(
+        cfg, architectures=["Llama4ForCausalLM"], draft_vocab_size=cfg.vocab_size,
+        yoco_global_kv_layer=None, yoco_local_kv_layer=None))
 
 
 
@@ -188,7 +173,6 @@ def make_cohere2(out):
     import torch
     import torch.nn as nn
     import transformers
-    from safetensors.torch import save_file
     from transformers.models.cohere2.modeling_cohere2 import (Cohere2DecoderLayer,
                                                               Cohere2LayerNorm)
     import make_ckpt
@@ -207,8 +191,4 @@ def make_cohere2(out):
             "model.norm": Cohere2LayerNorm(hidden_size=h, eps=cfg.layer_norm_eps)}
     tensors = module_tensors(mods)
     tensors["model.fc.weight"][:, h:] += torch.eye(h, dtype=torch.bfloat16)
-    os.makedirs(out, exist_ok=True)
-    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-    c.update(architectures=["CohereForCausalLM"])
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
+    save_draft(out, tensors, dict(c, architectures=["CohereForCausalLM"]))

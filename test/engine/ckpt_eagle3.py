@@ -27,7 +27,8 @@ writes the draft into OUT."""
 import json
 import os
 
-from ckpt_io import module_tensors
+from ckpt_eagle import target_tensors
+from ckpt_io import draft_config, module_tensors, save_draft
 
 DRAFT_VOCAB = 200
 # Tokens the llama target repeats in its greedy answers to oracle.py's
@@ -45,7 +46,6 @@ def tensors_of(cfg, qwen3=False, likely=LIKELY, boost=20, deepseek=False, aux=3)
     MLP)."""
     import torch
     import torch.nn as nn
-    import transformers
     if qwen3:
         from transformers.models.qwen3.modeling_qwen3 import (
             Qwen3DecoderLayer as LlamaDecoderLayer, Qwen3RMSNorm as LlamaRMSNorm)
@@ -93,22 +93,14 @@ def tensors_of(cfg, qwen3=False, likely=LIKELY, boost=20, deepseek=False, aux=3)
 
 
 def make(out, arch="LlamaForCausalLMEagle3", likely=LIKELY, boost=20):
-    import torch
     import transformers
-    from safetensors.torch import save_file
     from make_ckpt import COMMON
     cfg = transformers.LlamaConfig(**dict(COMMON, num_hidden_layers=1))
     tensors = tensors_of(cfg, likely=likely, boost=boost)
-    os.makedirs(out, exist_ok=True)
-    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-    c = cfg.to_diff_dict()
-    for k in ("transformers_version", "dtype", "torch_dtype", "use_cache"):
-        c.pop(k, None)
-    c.update(architectures=[arch], draft_vocab_size=DRAFT_VOCAB,
-             torch_dtype="bfloat16", eagle_aux_hidden_state_layer_ids=[0, 1, 2],
-             tie_word_embeddings=False)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
+    save_draft(out, tensors, draft_config(
+        cfg, architectures=[arch], draft_vocab_size=DRAFT_VOCAB,
+        eagle_aux_hidden_state_layer_ids=[0, 1, 2],
+        tie_word_embeddings=False))
 
 
 def make_qwen3vl(out):
@@ -139,22 +131,14 @@ def make_qwen3(out):
     tensors of tensors_of with the layer's q_norm and k_norm, config.json a
     Qwen3Config whose architectures name Eagle3Qwen3ForCausalLM (vLLM keeps
     a name that starts with Eagle3; a plain Qwen3ForCausalLM it renames so)."""
-    import torch
     import transformers
-    from safetensors.torch import save_file
     from make_ckpt import COMMON
     cfg = transformers.Qwen3Config(**dict(COMMON, num_hidden_layers=1))
     tensors = tensors_of(cfg, qwen3=True, likely=QWEN3_LIKELY, boost=QWEN3_BOOST)
-    os.makedirs(out, exist_ok=True)
-    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-    c = cfg.to_diff_dict()
-    for k in ("transformers_version", "dtype", "torch_dtype", "use_cache"):
-        c.pop(k, None)
-    c.update(architectures=["Eagle3Qwen3ForCausalLM"], draft_vocab_size=DRAFT_VOCAB,
-             torch_dtype="bfloat16", eagle_aux_hidden_state_layer_ids=[0, 1, 2],
-             tie_word_embeddings=False)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
+    save_draft(out, tensors, draft_config(
+        cfg, architectures=["Eagle3Qwen3ForCausalLM"], draft_vocab_size=DRAFT_VOCAB,
+        eagle_aux_hidden_state_layer_ids=[0, 1, 2],
+        tie_word_embeddings=False))
 
 
 def make_speculators(out):
@@ -165,27 +149,13 @@ def make_speculators(out):
     speculators_config naming the verifier; the layer under layers.0. for
     midlayer., and the verifier's embedding as embed_tokens.weight (the
     llama target's, made again here)."""
-    import shutil
-    import tempfile
-    import torch
     import transformers
-    from safetensors.torch import load_file, save_file
     import make_ckpt
     cfg = transformers.LlamaConfig(**dict(make_ckpt.COMMON, num_hidden_layers=1))
     tensors = {("layers.0." + k[len("midlayer."):] if k.startswith("midlayer.") else k): v
                for k, v in tensors_of(cfg).items()}
-    tmp = tempfile.mkdtemp()
-    try:
-        make_ckpt.make("llama", os.path.join(tmp, "llama"))
-        for f in os.listdir(os.path.join(tmp, "llama")):
-            if f.endswith(".safetensors"):
-                got = load_file(os.path.join(tmp, "llama", f))
-                if "model.embed_tokens.weight" in got:
-                    tensors["embed_tokens.weight"] = got["model.embed_tokens.weight"]
-    finally:
-        shutil.rmtree(tmp)
-    os.makedirs(out, exist_ok=True)
-    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    tensors["embed_tokens.weight"] = \
+        target_tensors("llama", "model.embed_tokens.weight")["model.embed_tokens.weight"]
     layer = cfg.to_diff_dict()
     for k in ("transformers_version", "architectures", "dtype", "torch_dtype"):
         layer.pop(k, None)
@@ -200,8 +170,7 @@ def make_speculators(out):
              "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 1,
                                    "accept_tolerance": 0.0, "verifier_accept_k": 1}],
              "verifier": {"architectures": ["LlamaForCausalLM"], "name_or_path": "llama"}}}
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
+    save_draft(out, tensors, c)
 
 
 # The deepseek_v3 target's token that its greedy answers repeat; its head
@@ -221,26 +190,19 @@ def make_deepseek(out):
     (config/speculative.py hf_config_override: DeepSeekMTPModel, which
     method eagle3 makes the unknown Eagle3DeepSeekMTPModel)."""
     import transformers
-    from safetensors.torch import save_file
     from make_ckpt import COMMON, MLA
     cfg = transformers.DeepseekV2Config(**dict(COMMON, **dict(
         MLA, num_hidden_layers=1, first_k_dense_replace=1)))
     tensors = tensors_of(cfg, deepseek=True, likely=DEEPSEEK_LIKELY, boost=DEEPSEEK_BOOST,
                          aux=2)
-    os.makedirs(out, exist_ok=True)
-    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-    c = cfg.to_diff_dict()
-    for k in ("transformers_version", "dtype", "torch_dtype", "use_cache"):
-        c.pop(k, None)
     # vLLM's DeepSeek target returns no auxiliary state for layer 0 (its
     # residual is None there: "unsupported operand type(s) for +"), and
     # the draft counts its fc's inputs from num_aux_hidden_states (or
     # eagle_config's layer ids; else 3): the target's 2 layers give 2
-    c.update(architectures=["Eagle3DeepseekV2ForCausalLM"], draft_vocab_size=DRAFT_VOCAB,
-             torch_dtype="bfloat16", eagle_aux_hidden_state_layer_ids=[1, 2],
-             num_aux_hidden_states=2, tie_word_embeddings=False)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
+    save_draft(out, tensors, draft_config(
+        cfg, architectures=["Eagle3DeepseekV2ForCausalLM"], draft_vocab_size=DRAFT_VOCAB,
+        eagle_aux_hidden_state_layer_ids=[1, 2],
+        num_aux_hidden_states=2, tie_word_embeddings=False))
 
 
 def make_deepseek_eagle(out):
@@ -254,7 +216,7 @@ def make_deepseek_eagle(out):
     target's with one layer and no MTP layer."""
     import shutil
     import tempfile
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load_file
     import make_ckpt
     tmp = tempfile.mkdtemp()
     try:
@@ -282,9 +244,5 @@ def make_deepseek_eagle(out):
     # that the target accepts some of the draft's tokens
     for t in DEEPSEEK_LIKELY:
         tensors["lm_head.weight"][t] *= DEEPSEEK_BOOST
-    os.makedirs(out, exist_ok=True)
-    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     c.pop("num_nextn_predict_layers", None)
-    c.update(num_hidden_layers=1)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
+    save_draft(out, tensors, dict(c, num_hidden_layers=1))

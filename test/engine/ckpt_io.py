@@ -225,3 +225,27 @@ def modelopt_nvfp4(out):
         "producer": {"name": "modelopt"}}))
     with open(os.path.join(out, "hf_quant_config.json"), "w") as f:
         json.dump({"producer": {"name": "modelopt"}, "quantization": q}, f, indent=2)
+
+
+def draft_config(cfg, **extra):
+    """config.json of a draft checkpoint of its own from the transformers
+    config CFG: its keys that differ from the defaults, less the version,
+    dtype and cache keys, in BF16, updated with EXTRA."""
+    c = cfg.to_diff_dict()
+    for k in ("transformers_version", "dtype", "torch_dtype", "use_cache"):
+        c.pop(k, None)
+    c["torch_dtype"] = "bfloat16"
+    c.update(extra)
+    return c
+
+
+def save_draft(out, tensors, config):
+    """A draft checkpoint of its own: TENSORS as OUT/model.safetensors and
+    the dict CONFIG as OUT/config.json."""
+    import json
+    import os
+    from safetensors.torch import save_file
+    os.makedirs(out, exist_ok=True)
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
