@@ -187,10 +187,11 @@ Test(expert_plan, mixtral_one_expert_a_rank)
 	fx_close(&f);
 }
 
-/* Mixtral's rules with "pad_to": PAD on the experts' w1, w3 and w2. */
+/* Mixtral's rules with KEY (a rule key and its value, as JSON) on the
+ * experts' w1, w3 and w2. */
 #define MX "model.layers.{n}."
 #define MXR(m) "{\"match\": \"" m "\", \"split\": \"replicate\"},"
-#define MIXTRAL_PADDED(pad)                                                          \
+#define MIXTRAL_WITH(key)                                                            \
 	"{\"name\": \"t\", \"architectures\": [\"MixtralForCausalLM\"], \"tensors\": ["   \
 	MXR("model.embed_tokens.weight") MXR("lm_head.weight") MXR("model.norm.weight") \
 	MXR(MX "input_layernorm.weight") MXR(MX "post_attention_layernorm.weight")     \
@@ -198,11 +199,12 @@ Test(expert_plan, mixtral_one_expert_a_rank)
 	MXR(MX "self_attn.v_proj.weight") MXR(MX "self_attn.o_proj.weight")            \
 	MXR(MX "block_sparse_moe.gate.weight")                                         \
 	"{\"match\": \"" MX "block_sparse_moe.experts.{e}.w1.weight\", \"fuse\": \"w13.w1\", " \
-	"\"output\": \"" MX "w13\", \"pad_to\": " pad "},"                                \
+	"\"output\": \"" MX "w13\", " key "},"                                            \
 	"{\"match\": \"" MX "block_sparse_moe.experts.{e}.w3.weight\", \"fuse\": \"w13.w3\", " \
-	"\"output\": \"" MX "w13\", \"pad_to\": " pad "},"                                \
+	"\"output\": \"" MX "w13\", " key "},"                                            \
 	"{\"match\": \"" MX "block_sparse_moe.experts.{e}.w2.weight\", \"split\": \"col\", " \
-	"\"output\": \"" MX "w2\", \"pad_to\": " pad "}]}"
+	"\"output\": \"" MX "w2\", " key "}]}"
+#define MIXTRAL_PADDED(pad) MIXTRAL_WITH("\"pad_to\": " pad)
 
 /*
  * "pad_to" (Kimi Linear's experts, which vLLM widens to 256 a rank):
@@ -285,5 +287,46 @@ Test(expert_plan, pad_to)
 	fx_plan_fails(&f, 2, WSHARD_EINVAL,
 		      "tensor 'model.layers.0.block_sparse_moe.experts.0.w1.weight': F8_E4M3 padded "
 		      "from 32 to 48 a rank at --tp 2 is not written (only BF16, F16 and F32 are)");
+	fx_close(&f);
+}
+
+/*
+ * "num_experts" (Nemotron-H Puzzle's experts, their count by layer): two
+ * Mixtral layers of 4 experts whose rules read the count from blk[n].ne
+ * while config.json's num_local_experts says 8.  Under --expert-parallel
+ * at tp 2 each rank holds 2 of a layer's 4 (of 8 it would be 4 and 0); a
+ * layer whose count says 3 is refused, naming it.
+ */
+Test(expert_plan, num_experts_by_layer)
+{
+	static struct fx f;
+	const char *args = "--arch mixtral --layers 2 --hidden 64 --heads 8 --kv-heads 2 "
+			   "--vocab 128 --intermediate 64 --experts 4 --dtype BF16 "
+			   "--set-config num_local_experts=8 --set-config ";
+	char a[512];
+	int r;
+
+	snprintf(a, sizeof(a), "%s'blk=[{\"ne\": 4}, {\"ne\": 4}]'", args);
+	fx_open(&f, a);
+	use_rules(&f, MIXTRAL_PADDED("32"));
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "output 'model.layers.0.w13' has 4 experts but config.json says 8");
+	fx_close(&f);
+
+	fx_open(&f, a);
+	use_rules(&f, MIXTRAL_WITH("\"num_experts\": \"blk[n].ne\""));
+	f.opt.expert_parallel = true;
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		cr_assert_eq(get_out(&f, r, "model.layers.0.w13")->shape[0], 2);
+		cr_assert_eq(get_out(&f, r, "model.layers.1.w2")->shape[0], 2);
+	}
+	fx_close(&f);
+
+	snprintf(a, sizeof(a), "%s'blk=[{\"ne\": 4}, {\"ne\": 3}]'", args);
+	fx_open(&f, a);
+	use_rules(&f, MIXTRAL_WITH("\"num_experts\": \"blk[n].ne\""));
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "output 'model.layers.1.w13' has 4 experts but config.json says 3");
 	fx_close(&f);
 }

@@ -174,6 +174,13 @@ Test(parse, condition_reason_dtype)
 		    "\"if\", \"reason\", \"dtype\", \"experts_from\", \"layer\" and \"unless\" are strings");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"experts_from\": \"4\"}"),
 		    "rule 'a': \"experts_from\" needs {e} in match");
+	parse_fails(RULES("{\"match\": \"a.{e}\", \"output\": \"b.{e}\", \"split\": \"row\", "
+			  "\"num_experts\": \"4\"}"),
+		    "rule 'a.{e}': \"num_experts\" is an expression on a match with {e} whose output "
+		    "stacks the experts (has no {e})");
+	parse_fails(RULES("{\"match\": \"a.{e}\", \"output\": \"b\", \"split\": \"row\", "
+			  "\"num_experts\": [4]}"),
+		    "rule 'a.{e}': \"num_experts\" is an expression");
 }
 
 Test(parse, two_of_split_fuse_unpack)

@@ -36,17 +36,16 @@ static bool is_stacked(const struct member *m)
 }
 
 /*
- * Expert parallelism: the expert of members [m, m + n) goes whole to the
- * one rank that holds it, cut as for a single rank.
+ * Expert parallelism: the expert of members [m, m + n), of ne, goes whole
+ * to the one rank that holds it, cut as for a single rank.
  */
 static enum wshard_err build_expert(const struct wshard_plan *plan,
 				    const struct wshard_rules *rules, struct group_out *g,
-				    const struct member *m, size_t n,
+				    const struct member *m, size_t n, long ne,
 				    struct wshard_error *err)
 {
 	struct wshard_plan one = *plan;
 	struct group_out g1 = *g;
-	long ne = plan->config->num_experts;
 	enum wshard_err rc;
 
 	if (ne < plan->tp)
@@ -63,6 +62,25 @@ static enum wshard_err build_expert(const struct wshard_plan *plan,
 }
 
 /*
+ * The experts member m's stacked output holds: its rule's "num_experts",
+ * which may differ by layer, else config.json's (0 or less: not known).
+ */
+static enum wshard_err stacked_experts(const struct wshard_plan *plan, const struct member *m,
+				       long *out, struct wshard_error *err)
+{
+	int64_t v = 0;
+	enum wshard_err rc;
+
+	*out = plan->config->num_experts;
+	if (!m->rule->num_experts)
+		return WSHARD_OK;
+	rc = expr_eval_layer_dim(plan->config, m->rule->num_experts, m->cap.n, m->rule->match,
+				 &v, NULL, err);
+	*out = (long)v;
+	return rc;
+}
+
+/*
  * The items of the group of members [m, m + n): one per expert when
  * stacked (each expert's members together), else one of all of them.
  * Their count goes to *out_nitems.
@@ -74,10 +92,13 @@ static enum wshard_err build_items(const struct wshard_plan *plan,
 {
 	bool stacked = is_stacked(&m[0]);
 	size_t i, j, nitems = 0;
-	enum wshard_err rc = WSHARD_OK;
+	long ne = 0;
+	enum wshard_err rc = stacked ? stacked_experts(plan, &m[0], &ne, err) : WSHARD_OK;
 
 	/* the pieces of one tensor by rows: one item of all of them */
 	*out_nitems = 1;
+	if (rc)
+		return rc;
 	if (m[0].rule->concat)
 		return plan_split_concat(plan, g, m, n, err);
 	for (i = 0; i < n && !rc; i = j) {
@@ -90,18 +111,16 @@ static enum wshard_err build_items(const struct wshard_plan *plan,
 					      "output '%s': expert %zu is missing (next is '%s')",
 					      m[i].out, nitems, src_name(plan, m[i].src));
 		if (!rc && stacked && plan->opt.expert_parallel)
-			rc = build_expert(plan, rules, g, &m[i], j - i, err);
+			rc = build_expert(plan, rules, g, &m[i], j - i, ne, err);
 		else if (!rc)
 			rc = plan_build_item(plan, rules, g, &m[i], j - i, err);
 		nitems++;
 	}
 	*out_nitems = nitems;
-	if (!rc && stacked && plan->config->num_experts > 0 &&
-	    nitems != (size_t)plan->config->num_experts)
+	if (!rc && stacked && ne > 0 && nitems != (size_t)ne)
 		rc = wshard_error_set(err, WSHARD_EINVAL,
-				      "output '%s' has %zu experts but config.json says %lld",
-				      m[0].out, nitems,
-				      (long long)plan->config->num_experts);
+				      "output '%s' has %zu experts but config.json says %ld",
+				      m[0].out, nitems, ne);
 	return rc;
 }
 

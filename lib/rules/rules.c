@@ -159,6 +159,7 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->rules[i].output);
 		free(r->rules[i].cond);
 		free(r->rules[i].experts_from);
+		free(r->rules[i].num_experts);
 		free(r->rules[i].reason);
 		free(r->rules[i].layer);
 		free(r->rules[i].unless);

@@ -105,6 +105,10 @@ struct rules_rule {
 				 * a fused operator's parts lie side by side
 				 * there), dimension 0 the inputs or groups */
 	char *cond;		/* "if": expression over config.json and n, or NULL */
+	char *num_experts;	/* "num_experts": EXPR (may read n): the
+				 * experts the stacked output holds
+				 * (Nemotron-H Puzzle's per-layer counts);
+				 * NULL: config.json's */
 	char *experts_from;	/* "experts_from": EXPR over config.json: the
 				 * rule takes experts {e} >= EXPR only, numbered
 				 * e - EXPR (ERNIE-4.5-VL's vision experts after

@@ -1,6 +1,7 @@
 /*
  * rules_op.c - the keys a rule or a fused operator takes beside its
- * match: a rule's "chunks", "deinterleave", "reshape" and "pad_to", and a
+ * match: a rule's "chunks", "deinterleave", "reshape", "pad_to" and
+ * "num_experts", and a
  * fused operator's "sizes", "groups" and "zero".
  */
 #include <stdbool.h>
@@ -102,7 +103,7 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 {
 	json_t *chunks = json_object_get(t, "chunks"), *di = json_object_get(t, "deinterleave");
 	json_t *experts = json_object_get(t, "experts"), *pad = json_object_get(t, "pad_to");
-	json_t *concat = json_object_get(t, "concat");
+	json_t *concat = json_object_get(t, "concat"), *ne = json_object_get(t, "num_experts");
 	/* a fuse of q/k/v's k and v from one source */
 	bool kv_pair = rule->kind == RULE_FUSE && rule->nparts == 2 &&
 		       rule->order[0] == 1 && rule->order[1] == 2;
@@ -166,6 +167,12 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 	if (di && !rule->deinterleave_cut && (bad || rule->kind != RULE_FUSE))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"deinterleave\" is an expression (rows per block) on a \"fuse\" part, or true on a \"col\" split",
+					r->name, rule->match);
+	if (ne && (rule->num_experts = rules_expr_copy(ne, &bad)) == NULL && !bad)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (ne && (bad || !strstr(rule->match, "{e}") || strstr(rule->output, "{e}")))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"num_experts\" is an expression on a match with {e} whose output stacks the experts (has no {e})",
 					r->name, rule->match);
 	rc = parse_reshape(r, rule, json_object_get(t, "reshape"), err);
 	if (rc)
