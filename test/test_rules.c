@@ -747,14 +747,14 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			122 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			123 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next,
 			      MiniMax-M3, Muse Glimmer, BertForMaskedLM,
 			      NomicBertModel, GteModel, EmbeddingGemma2Model,
 			      Qwen2 reward models (2), ColModernVBERT, Orion,
-			      Nemotron-NAS, InternLM2 (2), ChatGLM (2), MiniCPM,
+			      Nemotron-NAS, Nemotron-H Puzzle, InternLM2 (2), ChatGLM (2), MiniCPM,
 			      EXAONE 3, ERNIE-4.5-VL, Kimi K3, Ling (2),
 			      InternVLChatModel, TeleChat2, Step-3.5,
 			      DeepSeek-MoE, IQuest-Coder Loop, Step-3 text,

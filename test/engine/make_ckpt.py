@@ -2886,7 +2886,9 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
                "moe_latent_size": 192})}
 
 
-def learned(arch, out):
+def learn_rules():
+    """scripts/learn-rules as a module (its make_checkpoint builds the
+    checkpoints of the learned families)."""
     import importlib.machinery
     import importlib.util
     import os
@@ -2896,8 +2898,12 @@ def learned(arch, out):
     spec = importlib.util.spec_from_loader("learn_rules", loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
+    return mod
+
+
+def learned(arch, out):
     name, over = LEARNED[arch] if isinstance(LEARNED[arch], tuple) else (LEARNED[arch], {})
-    mod.make_checkpoint(name, out, over)
+    learn_rules().make_checkpoint(name, out, over)
     if arch == "bloom":
         hub_without_transformer(out)
     if arch == "gpt2":
@@ -3193,6 +3199,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "llama4-eagle": "ckpt_eagle:make_llama4",
        # Cohere's (EagleCohereForCausalLM)
        "cohere2-eagle": "ckpt_eagle:make_cohere2",
+       "nemotron_h-moe-puzzle": "ckpt_nemotron_puzzle",
+       "nemotron_h-puzzle": "ckpt_nemotron_puzzle:make_dense",
        # Gemma 4's MTP assistant (test/engine/run's ARCH:TP:assistant cases)
        "gemma4-assistant": "ckpt_gemma4_assistant",
        "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered"}

@@ -406,7 +406,7 @@ def arch_settings(model, kw):
                 "GteNewForSequenceClassification", "K2HorizonForCausalLM",
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
                 "KimiVLForConditionalGeneration", "MiniCPMV", "Phi3VForCausalLM",
-                "DotsOCRForCausalLM"):
+                "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
