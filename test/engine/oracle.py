@@ -366,8 +366,8 @@ def arch_settings(model, kw):
     if arch in POOLING or os.path.exists(os.path.join(model, "modules.json")):
         kw.setdefault("runner", "pooling")
     if arch in ("KimiLinearForCausalLM", "Glm5NextForConditionalGeneration",
-                "KimiK3ForConditionalGeneration"):
-        # (GLM-5-Next's KDA beside MLA: the same)
+                "KimiK3ForConditionalGeneration", "BailingMoeV3ForCausalLM"):
+        # (GLM-5-Next's and Ling 3's KDA beside MLA: the same)
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
         os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
     if arch in ("InklingForCausalLM", "InklingForConditionalGeneration"):
@@ -406,7 +406,8 @@ def arch_settings(model, kw):
                 "GteNewForSequenceClassification", "K2HorizonForCausalLM",
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
                 "KimiVLForConditionalGeneration", "MiniCPMV", "Phi3VForCausalLM",
-                "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM"):
+                "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
+                "BailingMoeV3ForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so

@@ -1,0 +1,251 @@
+"""Ling 3 (BailingMoeV3ForCausalLM: inclusionAI Ling-3.0-tiny,
+Ling-3.0-flash) as the releases ship it, tiny.  Remote code (model_type
+bailing_hybrid, configuration_bailing_moe_v3.BailingMoeV3Config) that
+transformers 5.19 lacks and vLLM 0.32 registers no config class for (only
+the VL model's text config, bailing_moe_v3_vl.py): config.json carries
+auto_map to a configuration_bailing_moe_v3.py written beside it (the
+release's keys and defaults), so vLLM needs trust_remote_code.
+
+Layers: KDA linear attention, except every layer_group_size-th (and any
+left over past the last whole group), which is MLA with q LoRA and a
+head-wise output gate; the first first_k_dense_replace layers a dense MLP,
+then sigmoid-routed experts with a correction bias and one shared expert.
+Here layer_group_size 2 over 4 layers: 0 KDA + dense, 1 MLA + experts,
+2 KDA + experts, 3 MLA + experts; then one MTP layer (model.layers.4:
+num_nextn_predict_layers 1), which BailingMoeV3ForCausalLM drops and
+BailingMoeV3MTPModel loads.
+
+The network is built with transformers' own KimiLinearForCausalLM (the
+same KDA, MLA, dense MLP, router, correction bias and shared expert), its
+tensors rewritten into the release's names and layout (the names a Ling
+3 loader checks against Ling-3.0-tiny's index; dtypes as noted):
+
+  model.embed_tokens                 -> model.word_embeddings
+  layers.N.self_attn.*               -> layers.N.attention.*
+  MLA o_proj                         -> attention.dense
+  KDA f_a_proj/f_b_proj, g_a/g_b     -> f_proj [P, H], g_proj [P, H]
+                                        (no_kda_lora: full rank; fresh)
+  KDA A_log [1, 1, heads, 1]         -> A_log [heads]; A_log and dt_bias
+                                        in F32, the conv weights [P, 1, K]
+                                        BF16 (vLLM holds all in F32)
+  MLA (gated, head_wise)             +  attention.g_proj [heads, H] (fresh)
+  block_sparse_moe.gate_proj ...     -> mlp.gate_proj ... (the dense layer)
+  block_sparse_moe.gate.weight       -> mlp.gate.weight
+  block_sparse_moe.gate.e_score_correction_bias -> mlp.gate.expert_bias (F32)
+  block_sparse_moe.experts.E.w1/w3/w2 -> mlp.experts.E.gate/up/down_proj
+  block_sparse_moe.shared_experts.*  -> mlp.shared_experts.*
+
+The MTP layer: an MLA + MoE decoder layer (layer 3's tensors, fresh
+values) with enorm, hnorm [H], eh_proj [H, 2H] and final_layernorm [H], as
+vLLM's BailingMoeV3MultiTokenPredictorLayer loads them (its head and
+embedding are the model's lm_head and word_embeddings).  No tokenizer:
+vLLM runs token-id prompts with skip_tokenizer_init.
+"""
+import os
+
+CONFIG_V3_PY = '''"""BailingMoeV3Config: the keys and defaults of the Ling 3 releases'
+configuration_bailing_moe_v3.py, written for the wshard test checkpoints."""
+from transformers.configuration_utils import PretrainedConfig
+
+
+class BailingMoeV3Config(PretrainedConfig):
+    model_type = "bailing_hybrid"
+
+    def __init__(self, vocab_size=157184, hidden_size=2048, intermediate_size=5120,
+                 num_hidden_layers=20, num_attention_heads=16, num_key_value_heads=4,
+                 hidden_act="silu", use_qkv_bias=False, use_bias=False, rms_norm_eps=1e-06,
+                 tie_word_embeddings=False, embedding_dropout=0.0, attention_dropout=0.0,
+                 output_dropout=0.0, initializer_range=0.02, max_position_embeddings=32768,
+                 rope_theta=600000.0, rope_parameters=None, rope_scaling=None,
+                 partial_rotary_factor=None, use_cache=True, max_window_layers=20,
+                 pad_token_id=156892, eos_token_id=156892, num_experts=256,
+                 num_shared_experts=1, num_experts_per_tok=8, n_group=8, topk_group=4,
+                 moe_intermediate_size=512, moe_shared_expert_intermediate_size=512,
+                 first_k_dense_replace=1, head_dim=128, output_router_logits=False,
+                 use_qk_norm=True, num_nextn_predict_layers=0, mtp_loss_scaling_factor=0,
+                 moe_router_enable_expert_bias=True, routed_scaling_factor=1.0,
+                 layer_group_size=5, kv_lora_rank=512, q_lora_rank=None,
+                 qk_rope_head_dim=64, v_head_dim=128, qk_nope_head_dim=128,
+                 rope_interleave=True, score_function="sigmoid", scoring_func="sigmoid",
+                 seq_aux=True, topk_method="noaux_tc", router_dtype="fp32",
+                 gated_attention_proj_granularity_type=None, no_kda_lora=False,
+                 kda_safe_gate=False, kda_lower_bound=None, short_conv_kernel_size=4,
+                 **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.num_key_value_heads = num_key_value_heads
+        self.hidden_act = hidden_act
+        self.use_qkv_bias = use_qkv_bias
+        self.use_bias = use_bias
+        self.rms_norm_eps = rms_norm_eps
+        self.embedding_dropout = embedding_dropout
+        self.attention_dropout = attention_dropout
+        self.output_dropout = output_dropout
+        self.initializer_range = initializer_range
+        self.max_position_embeddings = max_position_embeddings
+        self.rope_theta = rope_theta
+        self.rope_parameters = dict(rope_parameters or rope_scaling or {})
+        self.rope_parameters.setdefault("rope_type", "default")
+        self.rope_parameters.setdefault("rope_theta", rope_theta)
+        self.partial_rotary_factor = partial_rotary_factor
+        self.use_cache = use_cache
+        self.max_window_layers = max_window_layers
+        self.num_experts = num_experts
+        self.num_shared_experts = num_shared_experts
+        self.num_experts_per_tok = num_experts_per_tok
+        self.n_group = n_group
+        self.topk_group = topk_group
+        self.moe_intermediate_size = moe_intermediate_size
+        self.moe_shared_expert_intermediate_size = moe_shared_expert_intermediate_size
+        self.first_k_dense_replace = first_k_dense_replace
+        self.head_dim = head_dim or hidden_size // num_attention_heads
+        self.output_router_logits = output_router_logits
+        self.use_qk_norm = use_qk_norm
+        self.num_nextn_predict_layers = num_nextn_predict_layers
+        self.mtp_loss_scaling_factor = mtp_loss_scaling_factor
+        self.moe_router_enable_expert_bias = moe_router_enable_expert_bias
+        self.routed_scaling_factor = routed_scaling_factor
+        self.layer_group_size = layer_group_size
+        self.kv_lora_rank = kv_lora_rank
+        self.q_lora_rank = q_lora_rank
+        self.qk_rope_head_dim = qk_rope_head_dim
+        self.v_head_dim = v_head_dim
+        self.qk_nope_head_dim = qk_nope_head_dim
+        self.qk_head_dim = qk_nope_head_dim + qk_rope_head_dim
+        self.rope_interleave = rope_interleave
+        self.score_function = score_function
+        self.scoring_func = scoring_func
+        self.seq_aux = seq_aux
+        self.topk_method = topk_method
+        self.router_dtype = router_dtype
+        self.gated_attention_proj_granularity_type = gated_attention_proj_granularity_type
+        self.no_kda_lora = no_kda_lora
+        self.kda_safe_gate = kda_safe_gate
+        self.kda_lower_bound = kda_lower_bound
+        self.short_conv_kernel_size = short_conv_kernel_size
+        super().__init__(pad_token_id=pad_token_id, eos_token_id=eos_token_id,
+                         tie_word_embeddings=tie_word_embeddings, **kwargs)
+'''
+
+H, HEADS, HD, V = 256, 4, 64, 1000      # KDA and MLA share num_attention_heads
+L, GROUP, DENSE = 4, 2, 1               # layers, layer_group_size, first_k_dense_replace
+E, I_MOE, I = 8, 128, 512
+Q_LORA, KV_LORA, NOPE, ROPE, VHD = 64, 64, 32, 32, 32
+CONV = 4
+
+
+def is_kda(n):
+    """vLLM's _is_kda_layer (and the release's modeling code)."""
+    return not ((n + 1) % GROUP == 0 or n >= L // GROUP * GROUP)
+
+
+def make(out):
+    import torch
+    import transformers
+    from ckpt_io import layer_shards, save_shards, saved_tensors, write_release_config
+    P = HEADS * HD
+    types = ["linear_attention" if is_kda(n) else "full_attention" for n in range(L)]
+    tc = transformers.KimiLinearConfig(
+        vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=L,
+        num_attention_heads=HEADS, num_key_value_heads=HEADS, q_lora_rank=Q_LORA,
+        kv_lora_rank=KV_LORA, qk_nope_head_dim=NOPE, qk_rope_head_dim=ROPE, v_head_dim=VHD,
+        moe_intermediate_size=I_MOE, num_local_experts=E, num_experts_per_tok=2,
+        n_shared_experts=1, linear_num_heads=HEADS, linear_head_dim=HD,
+        linear_conv_kernel_dim=CONV, layer_types=types,
+        mlp_layer_types=["dense" if n < DENSE else "sparse" for n in range(L)],
+        max_position_embeddings=512, tie_word_embeddings=False, pad_token_id=0,
+        bos_token_id=2, eos_token_id=1)
+    tc.dtype = torch.bfloat16
+    torch.manual_seed(1234)
+    model = transformers.KimiLinearForCausalLM(tc).to(torch.bfloat16)
+    sd = saved_tensors(model, out)
+    g = torch.Generator().manual_seed(4321)
+
+    def rnd(*shape, one=False):
+        t = torch.randn(*shape, generator=g) * 0.02
+        return (t + 1 if one else t).to(torch.bfloat16)
+
+    t = {"model.word_embeddings.weight": sd.pop("model.embed_tokens.weight"),
+         "model.norm.weight": sd.pop("model.norm.weight"),
+         "lm_head.weight": sd.pop("lm_head.weight")}
+    for n in range(L):
+        p = "model.layers.%d." % n
+        for k in [k for k in sd if k.startswith(p)]:
+            v = sd.pop(k)
+            rest = k[len(p):]
+            if rest.startswith("self_attn."):
+                a = rest[len("self_attn."):]
+                if a in ("f_a_proj.weight", "f_b_proj.weight", "g_a_proj.weight",
+                         "g_b_proj.weight"):
+                    continue                 # no_kda_lora: full-rank f/g below
+                if a == "A_log":
+                    v = v.reshape(-1).float()
+                elif a == "dt_bias":
+                    v = v.float()
+                elif a == "o_proj.weight" and not is_kda(n):
+                    a = "dense.weight"
+                t[p + "attention." + a] = v
+            elif rest.startswith("block_sparse_moe."):
+                m = rest[len("block_sparse_moe."):]
+                if m.startswith("experts."):
+                    _, e, w, kind = m.split(".")
+                    m = "experts.%s.%s_proj.%s" % (
+                        e, {"w1": "gate", "w3": "up", "w2": "down"}[w], kind)
+                elif m == "gate.e_score_correction_bias":
+                    # the release keeps the router's correction bias in F32
+                    v, m = (torch.randn(E, generator=g) * 0.1).float(), "gate.expert_bias"
+                t[p + "mlp." + m] = v
+            else:
+                t[k] = v
+        if is_kda(n):
+            t[p + "attention.f_proj.weight"] = rnd(P, H)
+            t[p + "attention.g_proj.weight"] = rnd(P, H)
+        else:
+            t[p + "attention.g_proj.weight"] = rnd(HEADS, H)
+    assert not sd, list(sd)
+    # the MTP layer (model.layers.L): an MLA + MoE layer as the last one,
+    # fresh values, and its own norms and projection
+    q, p = "model.layers.%d." % (L - 1), "model.layers.%d." % L
+    for k in [k for k in t if k.startswith(q)]:
+        v = t[k]
+        t[p + k[len(q):]] = (torch.randn(E, generator=g) * 0.1).float() if \
+            k.endswith("expert_bias") else rnd(*v.shape, one=k.endswith("norm.weight"))
+    for name, shape in (("enorm.weight", (H,)), ("hnorm.weight", (H,)),
+                        ("final_layernorm.weight", (H,)), ("eh_proj.weight", (H, 2 * H))):
+        t[p + name] = rnd(*shape, one=len(shape) == 1)
+    t = {k: v.contiguous() for k, v in t.items()}
+    os.makedirs(out, exist_ok=True)
+    save_shards(out, t, layer_shards(t, "model.word_embeddings.weight", L + 1))
+    # Ling-3.0-tiny's keys (a BailingMoeV3ForCausalLM config.json)
+    c = {"architectures": ["BailingMoeV3ForCausalLM"], "model_type": "bailing_hybrid",
+         "auto_map": {"AutoConfig": "configuration_bailing_moe_v3.BailingMoeV3Config",
+                      "AutoModel": "modeling_bailing_moe_v3.BailingMoeV3Model",
+                      "AutoModelForCausalLM": "modeling_bailing_moe_v3.BailingMoeV3ForCausalLM"},
+         "attention_dropout": 0.0, "embedding_dropout": 0.0, "output_dropout": 0.0,
+         "dtype": "bfloat16", "eos_token_id": 1, "pad_token_id": 0,
+         "first_k_dense_replace": DENSE, "gated_attention_proj_granularity_type": "head_wise",
+         "head_dim": HD, "hidden_act": "silu", "hidden_size": H, "initializer_range": 0.02,
+         "intermediate_size": I, "kda_lower_bound": -5, "kda_safe_gate": True,
+         "kv_lora_rank": KV_LORA, "layer_group_size": GROUP, "max_position_embeddings": 512,
+         "max_window_layers": L, "moe_intermediate_size": I_MOE,
+         "moe_router_enable_expert_bias": True, "moe_shared_expert_intermediate_size": I_MOE,
+         "mtp_loss_scaling_factor": 0, "n_group": 2, "no_kda_lora": True,
+         "norm_topk_prob": True, "num_attention_heads": HEADS, "num_experts": E,
+         "num_experts_per_tok": 2, "num_hidden_layers": L, "num_key_value_heads": HEADS,
+         "num_nextn_predict_layers": 1, "num_shared_experts": 1, "output_router_logits": False,
+         "partial_rotary_factor": 0.5, "q_lora_rank": Q_LORA, "qk_head_dim": NOPE + ROPE,
+         "qk_nope_head_dim": NOPE, "qk_rope_head_dim": ROPE, "rms_norm_eps": 1e-06,
+         "rope_interleave": True,
+         "rope_parameters": {"partial_rotary_factor": 0.5, "rope_theta": 6000000,
+                             "rope_type": "default"},
+         "rope_theta": 6000000, "routed_scaling_factor": 2.5, "router_dtype": "fp32",
+         "score_function": "sigmoid", "scoring_func": "sigmoid", "seq_aux": True,
+         "short_conv_kernel_size": CONV, "tie_word_embeddings": False, "topk_group": 1,
+         "topk_method": "noaux_tc", "transformers_version": "5.8.1", "use_bias": False,
+         "use_cache": True, "use_qk_norm": True, "use_qkv_bias": False, "v_head_dim": VHD,
+         "vocab_size": V}
+    write_release_config(out, dict(sorted(c.items())), {"configuration_bailing_moe_v3.py":
+                                                         CONFIG_V3_PY})
