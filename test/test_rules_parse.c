@@ -528,7 +528,7 @@ Test(parse, use_block)
 		 "[{\"use\": \"clip_layer\"}]}");
 	parse_fails("{\"fused\": {\"vision_qkv\": {\"parts\": [\"q\", \"kv\"]}}, \"tensors\": "
 		    "[{\"use\": \"clip_layer\"}]}", "\"fused\" \"vision_qkv\" differs from block \"clip_layer\"'s");
-	parse_fails(RULES("{\"use\": \"siglip\"}"), "tensors[0]: no block \"siglip\" (built in: bailing_moe_layers, bert_encoder, clip_layer, ");
+	parse_fails(RULES("{\"use\": \"siglip\"}"), "tensors[0]: no block \"siglip\" (built in: bailing_moe_layers, bailing_moe_v25_mla, bailing_moe_v25_mlp, bailing_moe_v3_layer, bert_encoder, ");
 	parse_fails(RULES("{\"use\": 1}"), "tensors[0]: \"use\" is the name of a block");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\"}, {\"use\": \"llama_layer\", \"split\": \"row\"}"),
 		    "tensors[1]: a \"use\" takes \"prefix\", \"output_prefix\", \"if\" and \"config\" (strings) and \"comment\", not \"split\"");

@@ -366,8 +366,10 @@ def arch_settings(model, kw):
     if arch in POOLING or os.path.exists(os.path.join(model, "modules.json")):
         kw.setdefault("runner", "pooling")
     if arch in ("KimiLinearForCausalLM", "Glm5NextForConditionalGeneration",
-                "KimiK3ForConditionalGeneration", "BailingMoeV3ForCausalLM"):
-        # (GLM-5-Next's and Ling 3's KDA beside MLA: the same)
+                "KimiK3ForConditionalGeneration", "BailingMoeV3ForCausalLM",
+                "BailingMoeV2_5ForCausalLM"):
+        # (GLM-5-Next's and Ling 3's KDA beside MLA, Ling 2.5's lightning
+        # attention beside MLA: the same)
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
         os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
     if arch in ("InklingForCausalLM", "InklingForConditionalGeneration"):
@@ -398,7 +400,7 @@ def arch_settings(model, kw):
     if arch in ("DeciLMForCausalLM", "InternLM2ForCausalLM", "InternLM2ForRewardModel",
                 "MiniCPMForCausalLM", "ExaoneForCausalLM",
                 "Ernie4_5_VLMoeForConditionalGeneration", "BailingMoeForCausalLM",
-                "BailingMoeV2ForCausalLM", "InternVLChatModel", "H2OVLChatModel", "NVLM_D",
+                "BailingMoeV2ForCausalLM", "BailingMoeV2_5ForCausalLM", "InternVLChatModel", "H2OVLChatModel", "NVLM_D",
                 "SkyworkR1VChatModel", "TeleChat2ForCausalLM",
                 "DeepseekForCausalLM", "IQuestLoopCoderForCausalLM", "SarvamMoEForCausalLM",
                 "GteNewModel", "PanguEmbeddedForCausalLM", "PanguUltraMoEForCausalLM",
