@@ -169,6 +169,13 @@ IDEFICS3 = dict(image_token_id=999, scale_factor=2, pad_token_id=0,
 MODERNBERT = dict(pad_token_id=0, eos_token_id=1, bos_token_id=2, cls_token_id=2,
                   sep_token_id=1)
 
+# HyperCLOVA X SEED Think's (hcx_vision_v2 below)
+HCX_VISION_V2 = dict(text_config=dict(model_type="hyperclovax", bos_token_id=2, eos_token_id=1,
+                                      tie_word_embeddings=False),
+                     vision_config=dict(QWEN3_VL["vision_config"], depth=4, window_size=56,
+                                        fullatt_block_indexes=[1, 3]),
+                     image_token_id=999, video_token_id=998, tie_word_embeddings=False)
+
 CASES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     # five layers: pipeline stages of unequal depth (--pp 2 gives 3 + 2)
@@ -595,6 +602,19 @@ CASES = {
                    dict(QWEN2_VL, vision_config=dict(
                        QWEN3_VL["vision_config"], depth=4, window_size=56,
                        fullatt_block_indexes=[1, 3])),),
+    # HyperCLOVA X SEED Think (HCXVisionV2ForCausalLM): a HyperCLOVA X text
+    # model (peri-norms post_norm1/2) and Qwen2.5-VL's tower as qwen2_5_vl's,
+    # a linear projector; renamed and configured as released
+    # (released_hcx_vision_v2).
+    "hcx_vision_v2": ("HyperCLOVAXVisionV2Config", "HyperCLOVAXVisionV2ForConditionalGeneration",
+                      HCX_VISION_V2),
+    # the same, its head tied to the embedding (text_config's
+    # tie_word_embeddings, which vLLM reads, and the top's, which
+    # transformers does)
+    "hcx_vision_v2-tied": ("HyperCLOVAXVisionV2Config",
+                           "HyperCLOVAXVisionV2ForConditionalGeneration",
+                           dict(HCX_VISION_V2, tie_word_embeddings=True, text_config=dict(
+                               HCX_VISION_V2["text_config"], tie_word_embeddings=True))),
     # EXAONE 4.5: an EXAONE 4 text model (mrope) and Qwen2.5-VL's tower
     # with grouped kv heads (4 heads, 2 kv heads), the image pad between
     # <vision> and </vision>
@@ -659,6 +679,10 @@ CASES = {
                            max_position_embeddings=16),
         image_token_id=999, video_token_id=998, out_hidden_size=256,
         projector_hidden_size=128)),
+    # Muse Glimmer's text model alone (MuseGlimmerForCausalLM): muse_glimmer's
+    # checkpoint without the tower, as a text-only release names it
+    # (text_release)
+    "muse_glimmer-text": ("MuseGlimmerConfig", "MuseGlimmerForConditionalGeneration", None),
     # MiniMax-M3: full attention (layers 0, 2) and MiniMax's sparse
     # attention (1, 3: q, k, v and the indexer's q (by kv heads) and k
     # (whole) fused in qkv_proj), dense MLPs (0, 1) then 8 experts with a
@@ -2320,6 +2344,83 @@ def released_muse_glimmer(out, cfg):
     word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
 
 
+def released_hcx_vision_v2(out, cfg):
+    """The names vLLM 0.32 reads through hf_to_vllm_mapper (its model.
+    prefix dropped), as HyperCLOVA X SEED Think's remote code names them:
+    the text model's own model. under model.language_model. (transformers
+    5.19 drops it on loading, PrefixChange in conversion_mapping.py, and
+    does not put it back on saving; it does write lm_head as
+    model.language_model.lm_head), the projector model.mm_projector
+    (vLLM's module; transformers writes model.vision_projector);
+    architectures vLLM's name."""
+    from ckpt_io import rename_tensors, update_config
+
+    def rename(name):
+        if name.startswith("model.language_model.lm_head."):
+            return name
+        for old, new in (("model.language_model.", "model.language_model.model."),
+                         ("model.vision_projector.", "model.mm_projector.")):
+            if name.startswith(old):
+                return new + name[len(old):]
+        return name
+    rename_tensors(out, rename)
+    update_config(out, lambda c: c.update(architectures=["HCXVisionV2ForCausalLM"]))
+    # vLLM's processor needs a tokenizer (it encodes its image and video
+    # markers by text) and transformers' processor even where no image is
+    # given; the pads named as vLLM writes them (the tokenizer's
+    # image_token and video_token, which the processor expands)
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<|IMAGE_PAD|>": cfg.image_token_id, "<|VIDEO_PAD|>": cfg.video_token_id,
+               "<|image_start|>": 997, "<|image_end|>": 996, "<|video_start|>": 995,
+               "<|video_end|>": 994}
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>",
+                         extra_special_tokens={"image_token": "<|IMAGE_PAD|>",
+                                               "video_token": "<|VIDEO_PAD|>"})
+    px = 56 * 56
+    kw = dict(patch_size=14, merge_size=2, temporal_patch_size=2)
+    transformers.HyperCLOVAXVisionV2Processor(
+        image_processor=transformers.Qwen2VLImageProcessor(
+            size={"shortest_edge": px, "longest_edge": px}, **kw),
+        video_processor=transformers.Qwen2VLVideoProcessor(
+            size={"shortest_edge": px, "longest_edge": 2 * px}, **kw),
+        tokenizer=tok).save_pretrained(out)
+
+
+def text_release(out, architecture, prefixes):
+    """A multimodal checkpoint's text model as its text-only release has
+    it: the tensors whose names begin with a key of prefixes, that key
+    replaced by its value, and no others (the towers and projectors);
+    config.json the text_config's keys at the top, architectures
+    [architecture]; shards left empty are removed."""
+    import glob
+    import json
+    import os
+    from ckpt_io import rewrite_shards
+
+    def shard(tensors):
+        for name in list(tensors):
+            tensor = tensors.pop(name)
+            for old, new in prefixes.items():
+                if name.startswith(old):
+                    tensors[new + name[len(old):]] = tensor
+                    break
+    rewrite_shards(out, shard)
+    kept = set(json.load(open(os.path.join(out, "model.safetensors.index.json")))[
+        "weight_map"].values())
+    for path in glob.glob(os.path.join(out, "*.safetensors")):
+        if os.path.basename(path) not in kept:
+            os.remove(path)
+    path = os.path.join(out, "config.json")
+    c = json.load(open(path))
+    text = dict(c["text_config"], architectures=[architecture])
+    for key in ("dtype", "transformers_version"):
+        if key in c:
+            text[key] = c[key]
+    with open(path, "w") as f:
+        json.dump(text, f, indent=2)
+
+
 def glm5_next_processor(out, cfg):
     """Writes glm_tokenizer and Glm5NextProcessor (images of 56x56, 4x4
     patches of 14 merged 2x2: 4 tokens)."""
@@ -3414,6 +3515,12 @@ def make(arch, out):
         released_inkling(out, cfg)
     if arch == "muse_glimmer":
         released_muse_glimmer(out, cfg)
+    if arch.startswith("hcx_vision_v2"):
+        released_hcx_vision_v2(out, cfg)
+    if arch == "muse_glimmer-text":
+        released_muse_glimmer(out, cfg)
+        text_release(out, "MuseGlimmerForCausalLM", {
+            "model.language_model.": "model.", "lm_head.": "lm_head."})
     if arch == "nomic_bert-moe":
         nomic_moe(out, cfg)
     if arch.startswith("qwen2_rm"):

@@ -95,7 +95,7 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # bytes), MiniCPM-V 2.6 / 4.0 / 4.5 (its image processor is openbmb's
 # remote code, which the test checkpoint stands in for with a stub that
 # processes no image: its tower and resampler are checked by bytes)
-TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MiniCPMV",
+TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "Ernie4_5_VLMoeForConditionalGeneration")
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
@@ -297,6 +297,12 @@ def image_prompt(model):
                                      cfg["vision_end_token_id"], 243, 9],
                 "multi_modal_data": {"vision_chunk": {
                     "type": "image", "image": Image.fromarray(px), "uuid": None}}}
+    elif cfg["architectures"][0] == "HCXVisionV2ForCausalLM":
+        # HyperCLOVA X SEED Think: the image pad between <|image_start|>
+        # and <|image_end|> (make_ckpt.py: 997, 996), its processor
+        # Qwen2-VL's (56x56)
+        size = 56
+        image = [997, cfg["image_token_id"], 996]
     else:
         # Qwen3-VL style: the image pad between the vision start and end
         # tokens; its processor sizes the image (make_ckpt.py: 56x56).
@@ -376,7 +382,7 @@ def arch_settings(model, kw):
         # vLLM's Inkling renderer needs Inkling's tokenizer and its special
         # tokens; the test's prompts are token ids and it has none
         kw.setdefault("tokenizer_mode", "hf")
-    if arch in ("MuseGlimmerForConditionalGeneration", "MiniCPMV"):
+    if arch in ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV"):
         # its profiling image is 4096 tokens (16384 patches through the
         # tower): not profiled; its prompts are text alone (MiniCPM-V's
         # test checkpoint: its stub image processor processes no image)
