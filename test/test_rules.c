@@ -747,7 +747,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			129 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			130 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next,
@@ -757,7 +757,7 @@ Test(builtin, architectures_list)
 			      Qwen2 reward models (2), ColModernVBERT, Orion,
 			      Nemotron-NAS, Nemotron-H Puzzle, InternLM2 (2), ChatGLM (2), MiniCPM,
 			      EXAONE 3, ERNIE-4.5-VL, Kimi K3, Ling (2), Ling 3, Ling 2.5,
-			      InternVLChatModel, TeleChat2, Step-3.5,
+			      InternVLChatModel, TeleChat2, Step-3.5, Step-3.7,
 			      DeepSeek-MoE, IQuest-Coder Loop, Step-3 text,
 			      Sarvam-30B, mGTE (2), openPangu (3), Param-2,
 			      Sarvam-105B, mGTE reranker (2), K2-Horizon,

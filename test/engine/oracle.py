@@ -94,9 +94,12 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # code, which the test checkpoint does not ship: its tower is checked by
 # bytes), MiniCPM-V 2.6 / 4.0 / 4.5 (its image processor is openbmb's
 # remote code, which the test checkpoint stands in for with a stub that
-# processes no image: its tower and resampler are checked by bytes)
+# processes no image: its tower and resampler are checked by bytes),
+# Step-3.7 (vLLM's Step-3 processor sizes images for the release's tower,
+# 728 pixels, not the test's: its tower is checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
-                     "Ernie4_5_VLMoeForConditionalGeneration")
+                     "Ernie4_5_VLMoeForConditionalGeneration",
+                     "Step3p7ForConditionalGeneration")
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
@@ -357,6 +360,28 @@ def architecture(model):
         return None
 
 
+def step3p7_overrides(model):
+    """Step-3.7's config.json keys that transformers' Step3p7Config drops or
+    renames as it reads them and vLLM 0.32 reads under their release names
+    (step_vl.py's PerceptionEncoder: the tower's width, heads, layers and
+    ls_init_value; step3p5.py: rope_theta, partial_rotary_factors,
+    attention_other_setting, moe_layers_enum), as --hf-overrides gives them
+    back; rope_scaling as the release has it, where transformers' alias
+    gives its per-layer-type rope_parameters, which vLLM's rotary cache
+    cannot take."""
+    cfg = json.load(open(os.path.join(model, "config.json")))
+    tc, vc = cfg.get("text_config", {}), cfg.get("vision_config", {})
+    text = {k: tc[k] for k in ("rope_theta", "partial_rotary_factors", "attention_other_setting",
+                                "moe_layers_enum", "rope_scaling") if k in tc}
+    # (its sliding-window layers' other head count makes num_attention_heads
+    # a per-layer attribute, which transformers refuses to read globally
+    # unless told; vLLM reads it so, and takes the other from
+    # attention_other_setting)
+    text["allow_global_per_layer_attribute_access"] = True
+    vision = {k: vc[k] for k in ("width", "heads", "layers", "ls_init_value") if k in vc}
+    return {"text_config": text, "vision_config": vision}
+
+
 def arch_settings(model, kw):
     """What an architecture needs of the engine's settings, as its users
     would pass them.  Kimi Linear (KDA beside MLA): vLLM 0.32's CPU platform
@@ -438,6 +463,13 @@ def arch_settings(model, kw):
         # the Mamba cache mode is "align", whose state copy before each
         # step is a Triton kernel the CPU build lacks; without it, "none"
         kw.setdefault("enable_prefix_caching", False)
+    if arch == "Step3p7ForConditionalGeneration":
+        kw.setdefault("hf_overrides", step3p7_overrides(model))
+        # vLLM's Step-3 VL processor makes any image 728 pixels (and 504-pixel
+        # crops) for the release's tower: the test's tiny tower is not
+        # profiled with images, and its prompts are text alone (vLLM's CPU
+        # build routes the release's sigmoid scores on a GPU only: bytes)
+        kw.setdefault("skip_mm_profiling", True)
     if arch == "AriaForConditionalGeneration":
         # its processor takes images of 490 or 980 pixels only: the test's
         # is 256 tokens, past the default length
