@@ -44,115 +44,45 @@ tokenizer: vLLM runs token-id prompts with skip_tokenizer_init.
 """
 import os
 
-CONFIG_V2_PY = '''"""BailingMoeV2Config: the keys and defaults of the Ling 2.0 releases'
-configuration_bailing_moe_v2.py, written for the wshard test checkpoints."""
-from transformers.configuration_utils import PretrainedConfig
+from ckpt_io import remote_config_py
 
+# Ling 2.0's configuration keys and defaults (Param-2's release reuses them)
+V2_DEFAULTS = dict(
+    vocab_size=157184, hidden_size=2048, intermediate_size=5120, num_hidden_layers=20,
+    num_attention_heads=16, num_key_value_heads=4, hidden_act='silu',
+    use_qkv_bias=False, use_bias=False, rms_norm_eps=1e-06, tie_word_embeddings=False,
+    embedding_dropout=0.0, attention_dropout=0.0, output_dropout=0.0,
+    initializer_range=0.02, max_position_embeddings=32768, rope_theta=600000.0,
+    use_cache=True, max_window_layers=20, rope_scaling=None, pad_token_id=156892,
+    eos_token_id=156892, num_experts=256, num_shared_experts=1, num_experts_per_tok=8,
+    n_group=8, topk_group=4, moe_intermediate_size=512, first_k_dense_replace=1,
+    head_dim=128, output_router_logits=False, use_qk_norm=True,
+    num_nextn_predict_layers=0, mtp_loss_scaling_factor=0,
+    moe_router_enable_expert_bias=True, routed_scaling_factor=1.0)
+V2_DERIVED = ["self.head_dim = self.head_dim or self.hidden_size // self.num_attention_heads"]
+CONFIG_V2_PY = remote_config_py(
+    "BailingMoeV2Config", "bailing_moe_v2",
+    """BailingMoeV2Config: the keys and defaults of the Ling 2.0 releases'
+configuration_bailing_moe_v2.py, written for the wshard test checkpoints.""",
+    V2_DEFAULTS, V2_DERIVED)
 
-class BailingMoeV2Config(PretrainedConfig):
-    model_type = "bailing_moe_v2"
-
-    def __init__(self, vocab_size=157184, hidden_size=2048, intermediate_size=5120,
-                 num_hidden_layers=20, num_attention_heads=16, num_key_value_heads=4,
-                 hidden_act="silu", use_qkv_bias=False, use_bias=False, rms_norm_eps=1e-06,
-                 tie_word_embeddings=False, embedding_dropout=0.0, attention_dropout=0.0,
-                 output_dropout=0.0, initializer_range=0.02, max_position_embeddings=32768,
-                 rope_theta=600000.0, use_cache=True, max_window_layers=20, rope_scaling=None,
-                 pad_token_id=156892, eos_token_id=156892, num_experts=256,
-                 num_shared_experts=1, num_experts_per_tok=8, n_group=8, topk_group=4,
-                 moe_intermediate_size=512, first_k_dense_replace=1, head_dim=128,
-                 output_router_logits=False, use_qk_norm=True, num_nextn_predict_layers=0,
-                 mtp_loss_scaling_factor=0, moe_router_enable_expert_bias=True,
-                 routed_scaling_factor=1.0, **kwargs):
-        self.num_hidden_layers = num_hidden_layers
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.intermediate_size = intermediate_size
-        self.num_attention_heads = num_attention_heads
-        self.num_key_value_heads = num_key_value_heads
-        self.hidden_act = hidden_act
-        self.use_qkv_bias = use_qkv_bias
-        self.use_bias = use_bias
-        self.rms_norm_eps = rms_norm_eps
-        self.embedding_dropout = embedding_dropout
-        self.attention_dropout = attention_dropout
-        self.output_dropout = output_dropout
-        self.num_nextn_predict_layers = num_nextn_predict_layers
-        self.mtp_loss_scaling_factor = mtp_loss_scaling_factor
-        self.initializer_range = initializer_range
-        self.max_position_embeddings = max_position_embeddings
-        self.rope_theta = rope_theta
-        self.use_cache = use_cache
-        self.max_window_layers = max_window_layers
-        self.head_dim = head_dim or self.hidden_size // self.num_attention_heads
-        self.rope_scaling = rope_scaling
-        self.use_qk_norm = use_qk_norm
-        self.moe_router_enable_expert_bias = moe_router_enable_expert_bias
-        self.routed_scaling_factor = routed_scaling_factor
-        self.num_experts = num_experts
-        self.num_shared_experts = num_shared_experts
-        self.num_experts_per_tok = num_experts_per_tok
-        self.n_group = n_group
-        self.topk_group = topk_group
-        self.moe_intermediate_size = moe_intermediate_size
-        self.first_k_dense_replace = first_k_dense_replace
-        self.output_router_logits = output_router_logits
-        super().__init__(pad_token_id=pad_token_id, eos_token_id=eos_token_id,
-                         tie_word_embeddings=tie_word_embeddings, **kwargs)
-'''
-
-CONFIG_V1_PY = '''"""BailingMoeConfig: the keys and defaults of Ling 1.x's
+CONFIG_V1_PY = remote_config_py(
+    "BailingMoeConfig", "bailing_moe",
+    """BailingMoeConfig: the keys and defaults of Ling 1.x's
 configuration_bailing_moe.py (inclusionAI/Ling, models/), written for the
-wshard test checkpoints."""
-from transformers.configuration_utils import PretrainedConfig
-
-
-class BailingMoeConfig(PretrainedConfig):
-    model_type = "bailing_moe"
-
-    def __init__(self, vocab_size=30592, hidden_size=1024, intermediate_size=None,
-                 num_hidden_layers=24, num_attention_heads=16, num_key_value_heads=0,
-                 hidden_act="silu", use_qkv_bias=False, use_bias=True, rms_norm_eps=1e-05,
-                 norm_head=False, tie_word_embeddings=False, embedding_dropout=0.1,
-                 attention_dropout=0.1, output_dropout=0.1, initializer_range=0.02,
-                 max_position_embeddings=16384, rope_theta=10000.0, use_cache=True,
-                 use_sliding_window=False, sliding_window=4096, max_window_layers=28,
-                 rope_scaling=None, pad_token_id=126081, num_experts=16, num_shared_experts=0,
-                 num_experts_per_tok=2, norm_topk_prob=True, moe_intermediate_size=None,
-                 first_k_dense_replace=0, head_dim=None, output_router_logits=False, **kwargs):
-        self.num_hidden_layers = num_hidden_layers
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.intermediate_size = intermediate_size
-        self.num_attention_heads = num_attention_heads
-        self.num_key_value_heads = num_key_value_heads
-        self.hidden_act = hidden_act
-        self.use_qkv_bias = use_qkv_bias
-        self.use_bias = use_bias
-        self.norm_head = norm_head
-        self.rms_norm_eps = rms_norm_eps
-        self.embedding_dropout = embedding_dropout
-        self.attention_dropout = attention_dropout
-        self.output_dropout = output_dropout
-        self.initializer_range = initializer_range
-        self.max_position_embeddings = max_position_embeddings
-        self.rope_theta = rope_theta
-        self.use_cache = use_cache
-        self.use_sliding_window = use_sliding_window
-        self.sliding_window = sliding_window
-        self.max_window_layers = max_window_layers
-        self.head_dim = head_dim or self.hidden_size // self.num_attention_heads
-        self.rope_scaling = rope_scaling
-        self.num_experts = num_experts
-        self.num_shared_experts = num_shared_experts
-        self.num_experts_per_tok = num_experts_per_tok
-        self.norm_topk_prob = norm_topk_prob
-        self.moe_intermediate_size = moe_intermediate_size
-        self.first_k_dense_replace = first_k_dense_replace
-        self.output_router_logits = output_router_logits
-        super().__init__(pad_token_id=pad_token_id, tie_word_embeddings=tie_word_embeddings,
-                         **kwargs)
-'''
+wshard test checkpoints.""",
+    dict(
+        vocab_size=30592, hidden_size=1024, intermediate_size=None, num_hidden_layers=24,
+        num_attention_heads=16, num_key_value_heads=0, hidden_act='silu',
+        use_qkv_bias=False, use_bias=True, rms_norm_eps=1e-05, norm_head=False,
+        tie_word_embeddings=False, embedding_dropout=0.1, attention_dropout=0.1,
+        output_dropout=0.1, initializer_range=0.02, max_position_embeddings=16384,
+        rope_theta=10000.0, use_cache=True, use_sliding_window=False, sliding_window=4096,
+        max_window_layers=28, rope_scaling=None, pad_token_id=126081, num_experts=16,
+        num_shared_experts=0, num_experts_per_tok=2, norm_topk_prob=True,
+        moe_intermediate_size=None, first_k_dense_replace=0, head_dim=None,
+        output_router_logits=False),
+    ["self.head_dim = self.head_dim or self.hidden_size // self.num_attention_heads"])
 
 
 def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32",
@@ -268,59 +198,22 @@ def make(out, v1=False, tie=False, mtp=False, qkv_bias=False, router_dtype="fp32
     write_release_config(out, dict(sorted(c.items())), code)
 
 
-SARVAM_MOE_CONFIG_PY = '''"""SarvamMoEConfig: the keys and defaults of sarvamai/sarvam-30b's
-configuration_sarvam_moe.py, written for the wshard test checkpoints."""
-from transformers.configuration_utils import PretrainedConfig
-
-
-class SarvamMoEConfig(PretrainedConfig):
-    model_type = "sarvam_moe"
-
-    def __init__(self, vocab_size=262144, hidden_size=4096, intermediate_size=8192,
-                 num_hidden_layers=19, num_attention_heads=16, num_key_value_heads=4,
-                 hidden_act="silu", use_qkv_bias=False, use_bias=False, rms_norm_eps=1e-06,
-                 tie_word_embeddings=False, embedding_dropout=0.0, attention_dropout=0.0,
-                 output_dropout=0.0, initializer_range=0.006, max_position_embeddings=4096,
-                 rope_theta=10000.0, use_cache=True, max_window_layers=19, rope_scaling=None,
-                 pad_token_id=0, eos_token_id=1, num_experts=128, num_shared_experts=1,
-                 num_experts_per_tok=6, n_group=1, topk_group=1, moe_intermediate_size=1024,
-                 first_k_dense_replace=1, head_dim=256, output_router_logits=False,
-                 use_qk_norm=True, moe_router_enable_expert_bias=True,
-                 routed_scaling_factor=2.5, **kwargs):
-        self.num_hidden_layers = num_hidden_layers
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.intermediate_size = intermediate_size
-        self.num_attention_heads = num_attention_heads
-        self.num_key_value_heads = num_key_value_heads
-        self.hidden_act = hidden_act
-        self.use_qkv_bias = use_qkv_bias
-        self.use_bias = use_bias
-        self.rms_norm_eps = rms_norm_eps
-        self.embedding_dropout = embedding_dropout
-        self.attention_dropout = attention_dropout
-        self.output_dropout = output_dropout
-        self.initializer_range = initializer_range
-        self.max_position_embeddings = max_position_embeddings
-        self.rope_theta = rope_theta
-        self.use_cache = use_cache
-        self.max_window_layers = max_window_layers
-        self.head_dim = head_dim or hidden_size // num_attention_heads
-        self.rope_scaling = rope_scaling
-        self.use_qk_norm = use_qk_norm
-        self.moe_router_enable_expert_bias = moe_router_enable_expert_bias
-        self.routed_scaling_factor = routed_scaling_factor
-        self.num_experts = num_experts
-        self.num_shared_experts = num_shared_experts
-        self.num_experts_per_tok = num_experts_per_tok
-        self.n_group = n_group
-        self.topk_group = topk_group
-        self.moe_intermediate_size = moe_intermediate_size
-        self.first_k_dense_replace = first_k_dense_replace
-        self.output_router_logits = output_router_logits
-        super().__init__(pad_token_id=pad_token_id, eos_token_id=eos_token_id,
-                         tie_word_embeddings=tie_word_embeddings, **kwargs)
-'''
+SARVAM_MOE_CONFIG_PY = remote_config_py(
+    "SarvamMoEConfig", "sarvam_moe",
+    """SarvamMoEConfig: the keys and defaults of sarvamai/sarvam-30b's
+configuration_sarvam_moe.py, written for the wshard test checkpoints.""",
+    dict(
+        vocab_size=262144, hidden_size=4096, intermediate_size=8192, num_hidden_layers=19,
+        num_attention_heads=16, num_key_value_heads=4, hidden_act='silu',
+        use_qkv_bias=False, use_bias=False, rms_norm_eps=1e-06, tie_word_embeddings=False,
+        embedding_dropout=0.0, attention_dropout=0.0, output_dropout=0.0,
+        initializer_range=0.006, max_position_embeddings=4096, rope_theta=10000.0,
+        use_cache=True, max_window_layers=19, rope_scaling=None, pad_token_id=0,
+        eos_token_id=1, num_experts=128, num_shared_experts=1, num_experts_per_tok=6,
+        n_group=1, topk_group=1, moe_intermediate_size=1024, first_k_dense_replace=1,
+        head_dim=256, output_router_logits=False, use_qk_norm=True,
+        moe_router_enable_expert_bias=True, routed_scaling_factor=2.5),
+    ["self.head_dim = self.head_dim or self.hidden_size // self.num_attention_heads"])
 
 
 def make_sarvam(out):

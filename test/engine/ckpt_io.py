@@ -249,3 +249,30 @@ def save_draft(out, tensors, config):
     save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2, sort_keys=True)
+
+
+# The keys a remote-code configuration passes on to PretrainedConfig
+CONFIG_SUPER_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "tie_word_embeddings")
+
+
+def remote_config_py(cls, model_type, doc, defaults, derived=()):
+    """The text of a release's remote-code configuration module for a test
+    checkpoint: class CLS, a PretrainedConfig of MODEL_TYPE (DOC its
+    docstring), whose keys are DEFAULTS' (the release's defaults): each
+    kept as an attribute, CONFIG_SUPER_KEYS passed on to PretrainedConfig;
+    then DERIVED, lines of its __init__ computing keys from the others
+    (self.KEY for each)."""
+    import pprint
+    lines = [f'"""{doc}"""', "from transformers.configuration_utils import PretrainedConfig", "",
+             "DEFAULTS = " + pprint.pformat(defaults, width=88, sort_dicts=False),
+             f"SUPER = {CONFIG_SUPER_KEYS!r}", "", "",
+             f"class {cls}(PretrainedConfig):", f'    model_type = "{model_type}"', "",
+             "    def __init__(self, **kwargs):",
+             "        for key, value in DEFAULTS.items():",
+             "            if key in SUPER:",
+             "                kwargs.setdefault(key, value)",
+             "            else:",
+             "                setattr(self, key, kwargs.pop(key, value))"]
+    lines += ["        " + d for d in derived]
+    lines += ["        super().__init__(**kwargs)", ""]
+    return "\n".join(lines)

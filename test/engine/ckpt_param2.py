@@ -14,18 +14,16 @@ F32).  No tokenizer: vLLM runs token-id prompts with skip_tokenizer_init.
 import os
 
 import ckpt_bailing_moe
+from ckpt_io import remote_config_py
 
 # The release's configuration_param2moe.py is Ling 2.0's class (BharatGen's
 # converter is Ling's) under its own name and model_type: the same keys and
 # defaults.
-PARAM2_CONFIG_PY = (ckpt_bailing_moe.CONFIG_V2_PY
-                    .replace("BailingMoeV2Config: the keys and defaults of the Ling 2.0 releases'\n"
-                             "configuration_bailing_moe_v2.py",
-                             "Param2MoEConfig: the keys and defaults of Param-2's\n"
-                             "configuration_param2moe.py (Ling 2.0's)")
-                    .replace("class BailingMoeV2Config(", "class Param2MoEConfig(")
-                    .replace('model_type = "bailing_moe_v2"', 'model_type = "param2moe"'))
-assert 'class Param2MoEConfig(' in PARAM2_CONFIG_PY and '"param2moe"' in PARAM2_CONFIG_PY
+PARAM2_CONFIG_PY = remote_config_py(
+    "Param2MoEConfig", "param2moe",
+    """Param2MoEConfig: the keys and defaults of Param-2's
+configuration_param2moe.py (Ling 2.0's), written for the wshard test checkpoints.""",
+    ckpt_bailing_moe.V2_DEFAULTS, ckpt_bailing_moe.V2_DERIVED)
 
 
 def make(out, bias_dtype=None):
