@@ -341,6 +341,65 @@ if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-hfq" "$T/out-hfq" &&
 	grep -q quantization_config "$T/out-hfq/config.json" && fail "config.json changed"
 fi
 echo "   ModelOpt's hf_quant_config.json alone: taken as the quantization"
+
+# fbgemm_fp8 (Meta's -FP8 releases): FBGEMMFp8LinearMethod keeps beside each
+# FP8 weight and its weight_scale [rows, 1] (F32 whatever the checkpoint's
+# dtype) an input_scale_ub the checkpoint lacks, F32 [] of
+# activation_scale_ub; no KV-cache scales.
+ncases=$((ncases + 1))
+gen "$T/src-fbgemm" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--fp8 per-channel --set-config 'quantization_config={"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ["lm_head"]}'
+if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-fbgemm" "$T/out-fbgemm" &&
+   expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-fbgemm"; then
+	for want in "qkv_proj.weight_scale  *F32  *\[96,1\]" "qkv_proj.input_scale_ub  *F32  *\[\]" \
+		    "o_proj.input_scale_ub  *F32  *\[\]" "gate_up_proj.input_scale_ub  *F32  *\[\]" \
+		    "down_proj.input_scale_ub  *F32  *\[\]"; do
+		grep -q "$want" "$T/out" || fail "fbgemm_fp8: inspect does not show '$want'"
+	done
+	grep -q "k_scale  *BF16" "$T/out" && fail "fbgemm_fp8: KV-cache scales written"
+	"$PYTHON" - "$T/out-fbgemm" "$ROOT/test" <<'PY' || fail "fbgemm_fp8: input_scale_ub is not activation_scale_ub"
+import glob, os, struct, sys
+sys.path.insert(0, sys.argv[2])
+from st import read
+o = read(glob.glob(os.path.join(sys.argv[1], "model-rank-1-part-*.safetensors")))
+ub = [k for k in o if k.endswith(".input_scale_ub")]
+assert len(ub) == 4 and all(o[k][2] == struct.pack("<f", 1200.0) for k in ub), ub
+PY
+fi
+echo "   fbgemm_fp8: input_scale_ub beside each FP8 layer"
+
+# Quark's FP8 per tensor (AMD's -FP8-KV releases): k_proj's and v_proj's
+# output scales are the attention's k_scale and v_scale, as vLLM's
+# cache-scale mapper loads them (in the model's dtype, shape []); q_scale
+# and prob_scale keep -1.0; the linear scales are FP8's per-tensor ones.
+ncases=$((ncases + 1))
+QFP8='{"weight": {"dtype": "fp8_e4m3", "qscheme": "per_tensor"}, "input_tensors": {"dtype": "fp8_e4m3", "qscheme": "per_tensor"}}'
+gen "$T/src-quarkkv" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--fp8 per-tensor --input-scale --extra-tensor model.layers.0.self_attn.k_proj.output_scale:1 \
+	--extra-tensor model.layers.0.self_attn.v_proj.output_scale: \
+	--set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8, \"exclude\": [\"lm_head\"]}"
+if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarkkv" "$T/out-quarkkv" &&
+   expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quarkkv"; then
+	for want in "qkv_proj.weight_scale  *F32  *\[3\]" "qkv_proj.input_scale  *F32  *\[3\]" \
+		    "attn.k_scale  *BF16  *\[\]" "attn.v_scale  *BF16  *\[\]"; do
+		grep -q "$want" "$T/out" || fail "quark: inspect does not show '$want'"
+	done
+	grep -q "output_scale" "$T/out" && fail "quark: an output_scale written as itself"
+	"$PYTHON" - "$T/out-quarkkv" "$T/src-quarkkv" "$ROOT/test" <<'PY' || fail "quark: k_scale and v_scale are not k_proj's and v_proj's output scales"
+import glob, os, struct, sys
+sys.path.insert(0, sys.argv[3])
+from st import read
+s = read(glob.glob(os.path.join(sys.argv[2], "*.safetensors")))
+L = "model.layers.0.self_attn."
+for r in range(2):
+    o = read(glob.glob(os.path.join(sys.argv[1], "model-rank-%d-part-*.safetensors" % r)))
+    for x in "kv":
+        assert o[L + "attn.%s_scale" % x][2] == s[L + "%s_proj.output_scale" % x][2], x
+    for x in ("q", "prob"):
+        assert o[L + "attn.%s_scale" % x][2] == struct.pack("<H", 0xbf80), x
+PY
+fi
+echo "   quark: k_proj's and v_proj's output scales as the attention's k_scale and v_scale"
 gen "$T/src-hfqbad" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256
 echo '{"producer": {"name": "modelopt"}}' >"$T/src-hfqbad/hf_quant_config.json"
 
@@ -412,7 +471,22 @@ refused bnb 2 "quantization_config.quant_method \"bitsandbytes\" is not supporte
 # ModelOpt algorithms other than FP8 and NVFP4, or an NVFP4 KV cache.
 gen "$T/src-quark" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "quark"}'
-refused quark 2 "quantization_config.quant_method \"quark\" is not supported yet (fp8, mxfp4, gptq, awq, compressed-tensors and modelopt are)" "$T/src-quark"
+refused quark 2 "quantization_config.global_quant_config: only Quark's FP8 per tensor (weight and input_tensors of dtype fp8_e4m3, qscheme per_tensor) is supported yet" "$T/src-quark"
+gen "$T/src-quarkmx" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--fp8 per-tensor --set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8, \"layer_quant_config\": {\"*v_proj\": {\"weight\": {\"dtype\": \"fp4\", \"qscheme\": \"per_group\"}}}}"
+refused quark-mxfp4 2 "quantization_config.layer_quant_config.*v_proj: only Quark's FP8 per tensor" "$T/src-quarkmx"
+# compressed-tensors' KV-cache scales from the checkpoint: not checked.
+gen "$T/src-ctkv" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--fp8 per-channel --extra-tensor model.layers.0.self_attn.k_proj.output_scale: \
+	--set-config 'quantization_config={"quant_method": "compressed-tensors", "format": "float-quantized"}'
+refused ct-kv 2 "compressed-tensors' KV-cache scales from the checkpoint ('model.layers.0.self_attn.attn.k_scale') are not supported yet" "$T/src-ctkv"
+gen "$T/src-quarkmoe" --arch qwen3_moe --layers 1 --hidden 64 --heads 2 --kv-heads 2 \
+	--head-dim 32 --intermediate 128 --vocab 256 --experts 2 --moe-intermediate 64 --fp8 per-tensor \
+	--set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8}"
+refused quark-moe 2 "experts.0.gate_proj.weight': Quark's FP8 experts (vLLM's QuarkW8A8Fp8MoEMethod) are not supported yet" "$T/src-quarkmoe"
+gen "$T/src-fbgemmub" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--fp8 per-channel --set-config 'quantization_config={"quant_method": "fbgemm_fp8", "modules_to_not_convert": []}'
+refused fbgemm-ub 2 "quantization_config of fbgemm_fp8 needs a number activation_scale_ub and a modules_to_not_convert" "$T/src-fbgemmub"
 gen "$T/src-momixed" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}'
 refused modelopt-mixed 2 "quantization_config.quant_algo \"MIXED_PRECISION\" is not supported yet (ModelOpt's FP8 and NVFP4 are)" "$T/src-momixed"

@@ -264,6 +264,8 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 			rc = plan_push_expert_bias(plan, &m[0], t, plan_model_dtype(plan),
 						   &plan->ranks[r], &caps[r], err);
 		if (!rc)
+			rc = plan_push_input_ub(plan, t, &plan->ranks[r], &caps[r], err);
+		if (!rc)
 			rc = plan_rank_push(&plan->ranks[r], &caps[r], t, err);
 		free(t->name);
 		free(t->pieces);

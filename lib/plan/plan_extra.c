@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "wshard.h"
+#include "base/dtype.h"
 #include "base/error.h"
 #include "base/fpconv.h"
 #include "source/safetensors.h"
@@ -42,7 +43,7 @@ enum wshard_dtype plan_model_dtype(const struct wshard_plan *plan)
 }
 
 /* The CONST piece of one element, value in dtype. */
-static struct wshard_piece const_piece(double value, enum wshard_dtype dtype)
+struct wshard_piece plan_const_piece(double value, enum wshard_dtype dtype)
 {
 	struct wshard_piece p = { .kind = WSHARD_PIECE_CONST };
 	float f = (float)value;
@@ -81,7 +82,7 @@ static enum wshard_err push_const(struct wshard_plan *plan, const double *vals, 
 		if (!t.name)
 			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		for (i = 0; i < n && !rc; i++) {
-			struct wshard_piece p = const_piece(vals[i], dtype);
+			struct wshard_piece p = plan_const_piece(vals[i], dtype);
 
 			rc = plan_push_piece(&t, &p, err);
 		}
@@ -283,6 +284,63 @@ static enum wshard_err extra_sites(const struct wshard_plan *plan,
 	return e->each_count ? each_sites(plan, e, out, out_n, err) : WSHARD_OK;
 }
 
+/*
+ * The checkpoint's own value of a "when": "quantized" extra P.attn.k_scale
+ * (v, q, prob): the source vLLM's cache-scale mapper (Quark's and FP8's
+ * get_cache_scale_mapper) renames to it, P.k_proj.output_scale (v_proj's,
+ * q_proj's; P.prob_output_scale), a single element.  Its catalog index,
+ * or -1 where the checkpoint has none (vLLM keeps its -1.0).
+ */
+static long kv_source(const struct wshard_plan *plan, const struct wshard_rules *rules,
+		      const char *name)
+{
+	static const char *const kinds[][2] = {
+		{ ".attn.k_scale", ".k_proj.output_scale" },
+		{ ".attn.v_scale", ".v_proj.output_scale" },
+		{ ".attn.q_scale", ".q_proj.output_scale" },
+		{ ".attn.prob_scale", ".prob_output_scale" },
+	};
+	const struct wshard_src_tensor *t = NULL;
+	size_t len = strlen(name), i, k;
+	char src[RULES_NAME_MAX];
+
+	for (i = 0; i < 4 && !t; i++) {
+		k = strlen(kinds[i][0]);
+		if (len > k && !strcmp(name + len - k, kinds[i][0]) &&
+		    len - k + strlen(kinds[i][1]) < sizeof(src)) {
+			snprintf(src, sizeof(src), "%.*s%s", (int)(len - k), name, kinds[i][1]);
+			t = plan_source_named(plan, rules, src);
+		}
+	}
+	if (!t || (t->info->end - t->info->begin) * 8 != (uint64_t)wshard_dtype_bits(t->info->dtype))
+		return -1;
+	return wshard_catalog_index(plan->cat, t->name);
+}
+
+/* Every rank's scalar name in dtype, copied from source tensor src (one
+ * element), as vLLM's KVCacheScaleParameter loads it. */
+static enum wshard_err push_source(struct wshard_plan *plan, long src, enum wshard_dtype dtype,
+				   const char *name, size_t *caps, struct wshard_error *err)
+{
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_out_tensor t = { .dtype = src_info(plan, (uint32_t)src)->dtype };
+
+		t.name = strdup(name);
+		rc = t.name ? plan_push_rows(plan, &t, (uint32_t)src, 0, 1, err)
+			    : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (!rc && t.dtype != dtype)
+			plan_convert_dtype(dtype, &t, false);
+		if (!rc)
+			rc = plan_rank_push(&plan->ranks[r], &caps[r], &t, err);
+		free(t.name);
+		free(t.pieces);
+	}
+	return rc;
+}
+
 /* compressed-tensors' pair for a "when": "quantized" extra X.k_scale (and
  * v, q; its prob_scale has none), in every layer. */
 static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct wshard_rules *rules,
@@ -310,6 +368,16 @@ static enum wshard_err push_ct_kv(struct wshard_plan *plan, const struct wshard_
 			free(name);
 			free(sites);
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		}
+		/* the checkpoint's own scale: vLLM's compressed-tensors KV-cache
+		 * method loads it in a layout no engine case has checked */
+		if (kv_source(plan, rules, name) >= 0) {
+			rc = wshard_error_set(err, WSHARD_EINVAL,
+					      "'%s': compressed-tensors' KV-cache scales from the checkpoint ('%s') are not supported yet",
+					      plan->cat->path, name);
+			free(name);
+			free(zp);
+			break;
 		}
 		/* "X.k_scale" -> "X.k_zero_point" */
 		sprintf(zp, "%.*s_zero_point", (int)(strlen(name) - 6), name);
@@ -395,10 +463,11 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 			rc = extra_sites(plan, rules, e, maxn, &sites, &nsites, err);
 		for (s = 0; s < nsites && !rc; s++) {
 			char *name = plan_output_name(plan, e->name, &sites[s]);
+			long src = name && e->when_quantized ? kv_source(plan, rules, name) : -1;
 
-			rc = name ? push_const(plan, vals, nvals, e->image_norm, dtype, name,
-					       caps, err)
-				  : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			rc = !name ? wshard_error_set(err, WSHARD_ENOMEM, "out of memory")
+			     : src >= 0 ? push_source(plan, src, dtype, name, caps, err)
+			     : push_const(plan, vals, nvals, e->image_norm, dtype, name, caps, err);
 			free(name);
 		}
 		free(sites);

@@ -119,6 +119,10 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 				  long nlayers, long written, size_t *caps,
 				  struct wshard_error *err);
 
+/* plan_extra.c: a constant piece of one element, value in dtype (F32, BF16
+ * or F16). */
+struct wshard_piece plan_const_piece(double value, enum wshard_dtype dtype);
+
 /* plan_piece.c: appends len zero bytes.  Returns as plan_push_piece. */
 enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 				struct wshard_error *err);
@@ -244,6 +248,16 @@ enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const stru
 				      const struct wshard_out_tensor *t, enum wshard_dtype dt,
 				      struct wshard_rank_plan *rp, size_t *cap,
 				      struct wshard_error *err);
+
+/* plan_quant.c: for t, a rank's X.weight_scale of an fbgemm_fp8
+ * checkpoint, the X.input_scale_ub vLLM's FBGEMMFp8LinearMethod keeps
+ * beside it (F32 [], quantization_config's activation_scale_ub), appended
+ * to rp (*cap its capacity); nothing for other tensors or methods.
+ * Returns WSHARD_OK or WSHARD_ENOMEM. */
+enum wshard_err plan_push_input_ub(const struct wshard_plan *plan,
+				   const struct wshard_out_tensor *t,
+				   struct wshard_rank_plan *rp, size_t *cap,
+				   struct wshard_error *err);
 
 /*
  * A rule's shape as config.json gives it: evaluated once for the rule (a

@@ -78,7 +78,8 @@ enum kv_method plan_kv_cache_method(const struct wshard_plan *plan)
  * CompressedTensorsW8A8Int8 and -Fp8) hold a weight's scales in F32 whatever
  * the checkpoint's dtype (llm-compressor writes the model's): true for a
  * scale X.weight_scale beside an 8-bit X.weight of such a checkpoint.
- * The 4-bit pack-quantized scales stay in the model's dtype.
+ * The 4-bit pack-quantized scales stay in the model's dtype.  So does
+ * fbgemm_fp8's FBGEMMFp8LinearMethod (its weight_scale [rows, 1] F32).
  */
 bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
 			 enum wshard_dtype dt)
@@ -90,7 +91,8 @@ bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
 	char wname[1024];
 
 	if (!m->rule->scale || !m->rule->grouped || dt == WSHARD_F32 || !method ||
-	    strcmp(method, "compressed-tensors") != 0 || len < 13 ||
+	    (strcmp(method, "compressed-tensors") != 0 && strcmp(method, "fbgemm_fp8") != 0) ||
+	    len < 13 ||
 	    strcmp(name + len - 13, ".weight_scale") != 0 || len - 6 >= sizeof(wname))
 		return false;
 	snprintf(wname, sizeof(wname), "%.*s", (int)(len - 6), name);
@@ -324,11 +326,59 @@ static enum wshard_err check_modelopt(const struct wshard_plan *plan, struct wsh
 				algo ? "\"" : "", key[0] == 'k' ? ", with an FP8 KV cache or none" : "");
 }
 
+/* A Quark tensor config q ("weight", "input_tensors") is FP8 E4M3 per
+ * tensor; with dynamic, whether it may be computed at run time. */
+static bool quark_fp8_tensor(json_t *q)
+{
+	const char *dtype = json_string_value(json_object_get(q, "dtype"));
+	const char *scheme = json_string_value(json_object_get(q, "qscheme"));
+
+	return dtype && !strcmp(dtype, "fp8_e4m3") && scheme && !strcmp(scheme, "per_tensor");
+}
+
+/*
+ * Quark (AMD's -FP8-KV releases): FP8 per tensor is the layout written,
+ * vLLM's QuarkW8A8Fp8 with per-tensor weights (X.weight_scale and, static,
+ * X.input_scale: one F32 a fused part) and QuarkKVCacheMethod's k_scale
+ * and v_scale from k_proj's and v_proj's output scales.  Every config
+ * (global_quant_config, each of layer_quant_config and
+ * layer_type_quant_config) must be so: Quark's per-channel, per-block,
+ * INT8, INT4, MXFP4 and NVFP4 schemes hold other parameters, not checked
+ * against vLLM, and are refused.
+ */
+static enum wshard_err check_quark(const struct wshard_plan *plan, struct wshard_error *err)
+{
+	static const char *const keys[] = { "layer_quant_config", "layer_type_quant_config" };
+	json_t *q = plan_quant_config(plan), *c = json_object_get(q, "global_quant_config"), *v;
+	const char *key = NULL;
+	size_t k;
+
+	for (k = 0; k < 2 && quark_fp8_tensor(json_object_get(c, "weight")) &&
+		    quark_fp8_tensor(json_object_get(c, "input_tensors")); k++) {
+		key = NULL;
+		json_object_foreach(json_object_get(q, keys[k]), key, v) {
+			c = v;
+			if (!quark_fp8_tensor(json_object_get(v, "weight")) ||
+			    !quark_fp8_tensor(json_object_get(v, "input_tensors")))
+				break;
+		}
+		if (key)
+			break;
+		c = json_object_get(q, "global_quant_config");
+	}
+	if (k == 2)
+		return WSHARD_OK;
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"'%s': quantization_config.%s%s%s: only Quark's FP8 per tensor (weight and input_tensors of dtype fp8_e4m3, qscheme per_tensor) is supported yet",
+				plan->cat->path, key ? keys[k] : "global_quant_config",
+				key ? "." : "", key ? key : "");
+}
+
 enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err)
 {
 	/* besides GPTQ and AWQ: the methods whose layouts wshard writes */
 	static const char *const methods[] = {
-		"fp8", "mxfp4", "compressed-tensors", "modelopt", "modelopt_fp4",
+		"fp8", "mxfp4", "compressed-tensors", "modelopt", "modelopt_fp4", "fbgemm_fp8", "quark",
 	};
 	static const char *const formats[] = {
 		"pack-quantized", "int-quantized", "float-quantized", "nvfp4-pack-quantized",
@@ -349,10 +399,19 @@ enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_
 			break;
 	if (i == sizeof(methods) / sizeof(methods[0]))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': quantization_config.quant_method \"%s\" is not supported yet (fp8, mxfp4, gptq, awq, compressed-tensors and modelopt are)",
+					"'%s': quantization_config.quant_method \"%s\" is not supported yet (fp8, fbgemm_fp8, mxfp4, gptq, awq, compressed-tensors, modelopt and quark are)",
 					plan->cat->path, method);
 	if (!strncmp(method, "modelopt", 8))
 		return check_modelopt(plan, err);
+	if (!strcmp(method, "quark"))
+		return check_quark(plan, err);
+	/* vLLM's FBGEMMFp8Config reads both keys and fails without them */
+	if (!strcmp(method, "fbgemm_fp8") &&
+	    (!json_is_number(json_object_get(q, "activation_scale_ub")) ||
+	     !json_object_get(q, "modules_to_not_convert")))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': quantization_config of fbgemm_fp8 needs a number activation_scale_ub and a modules_to_not_convert, as vLLM reads them",
+					plan->cat->path);
 	if (strcmp(method, "compressed-tensors") != 0)
 		return WSHARD_OK;
 	json_object_foreach(groups, key, g) {
@@ -405,7 +464,14 @@ enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct 
 	long long group = quant_key(plan, "group_size", "group_size");
 	long long bits = quant_key(plan, "bits", "num_bits");
 	uint64_t hidden, inter, share, pack;
+	const char *method = quant_method(plan);
 
+	/* vLLM's Quark MoE methods: no engine case has checked their layout */
+	if (method && !strcmp(method, "quark") && strstr(m->rule->match, "{e}") &&
+	    t->dtype == WSHARD_F8_E4M3)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': Quark's FP8 experts (vLLM's QuarkW8A8Fp8MoEMethod) are not supported yet",
+					t->name);
 	if (!expert_qweight(plan, m) || m->rule->kind != RULE_FUSE || t->ndim != 2)
 		return WSHARD_OK;
 	if (which == 2 && !group)
@@ -455,5 +521,40 @@ enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const stru
 		rc = plan_rank_push(rp, cap, &b, err);
 	free(b.name);
 	free(b.pieces);
+	return rc;
+}
+
+/*
+ * vLLM's FBGEMMFp8LinearMethod (quant_method fbgemm_fp8, Meta's -FP8
+ * releases) keeps beside each FP8 layer's weight and weight_scale [rows,
+ * 1] a parameter the checkpoint does not hold: input_scale_ub, an F32
+ * scalar of quantization_config's activation_scale_ub.  The layers it
+ * leaves BF16 (modules_to_not_convert) have no weight_scale, and none.
+ */
+enum wshard_err plan_push_input_ub(const struct wshard_plan *plan,
+				   const struct wshard_out_tensor *t,
+				   struct wshard_rank_plan *rp, size_t *cap,
+				   struct wshard_error *err)
+{
+	const char *method = quant_method(plan);
+	json_t *ub = json_object_get(plan_quant_config(plan), "activation_scale_ub");
+	struct wshard_out_tensor s = { .dtype = WSHARD_F32, .ndim = 0 };
+	struct wshard_piece p;
+	size_t len = strlen(t->name);
+	enum wshard_err rc;
+
+	if (!method || strcmp(method, "fbgemm_fp8") != 0 || len < 13 ||
+	    strcmp(t->name + len - 13, ".weight_scale") != 0)
+		return WSHARD_OK;
+	s.name = malloc(len + 4);
+	if (!s.name)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	sprintf(s.name, "%.*s.input_scale_ub", (int)(len - 13), t->name);
+	p = plan_const_piece(json_number_value(ub), WSHARD_F32);
+	rc = plan_push_piece(&s, &p, err);
+	if (!rc)
+		rc = plan_rank_push(rp, cap, &s, err);
+	free(s.name);
+	free(s.pieces);
 	return rc;
 }

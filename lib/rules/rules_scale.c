@@ -60,7 +60,7 @@ static char *dup_or_null(const char *s)
  * vLLM drops GPTQ's X.g_idx (activation order is refused up front).
  */
 enum derive { D_SCALE, D_INPUT, D_BLOCK, D_PACKED, D_ZERO, D_SHAPE,
-	      D_QWEIGHT, D_QZEROS, D_QSCALES, D_GIDX };
+	      D_QWEIGHT, D_QZEROS, D_QSCALES, D_GIDX, D_KV };
 
 static const struct {
 	const char *suffix, *out;
@@ -82,6 +82,11 @@ static const struct {
 	{ ".qzeros", ".qzeros", D_QZEROS },
 	{ ".scales", ".scales", D_QSCALES },
 	{ ".g_idx", ".g_idx", D_GIDX },
+	/* Quark's (and llm-compressor's) KV-cache scales, k_proj's and
+	 * v_proj's output scales: vLLM's cache-scale mapper loads them into
+	 * the attention's k_scale and v_scale, which the rules' "when":
+	 * "quantized" extras write from them (plan_extra.c) */
+	{ ".output_scale", ".output_scale", D_KV },
 };
 
 /* What a derived tensor is to its layer's quantization (plan.h). */
@@ -99,6 +104,7 @@ static uint8_t derived_role(enum derive how)
 	case D_SHAPE:
 		return WSHARD_QUANT_SHAPE;
 	case D_GIDX:
+	case D_KV:
 		return WSHARD_QUANT_NONE;
 	default:
 		return WSHARD_QUANT_SCALE;
@@ -137,7 +143,7 @@ static enum rule_kind derived_kind(const struct rules_rule *rules, size_t n,
 	}
 	if (how == D_INPUT && w->kind == RULE_COL)
 		return RULE_REPLICATE;
-	if (how == D_GIDX)
+	if (how == D_GIDX || how == D_KV)
 		return RULE_SKIP;
 	/* [in, out]: the weight's dimensions swapped */
 	if (is_inout(how) && (w->kind == RULE_ROW || w->kind == RULE_COL))
@@ -171,7 +177,7 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			enum derive how = derived[k].how;
 
 			/* GPTQ's and AWQ's experts one a tensor, not viewed */
-			if ((is_inout(how) || how == D_GIDX) &&
+			if ((is_inout(how) || how == D_GIDX || how == D_KV) &&
 			    (w->rows || w->transpose || w->deinterleave))
 				continue;
 			const char *suffix = derived[k].suffix, *out = derived[k].out;

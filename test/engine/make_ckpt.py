@@ -430,6 +430,10 @@ CASES = {
     # hf_quant_config.json alone.
     "llama-fp8mo": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-fp8moh": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # Meta's fbgemm_fp8 (weights per channel, some modules left BF16) and
+    # AMD's Quark FP8 per tensor with KV-cache scales: ckpt_fp8x.py.
+    "llama-fbgemm": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-quark": ("LlamaConfig", "LlamaForCausalLM", {}),
     # GPTQ (4-bit in groups of 128, per channel) and AWQ (4-bit, groups
     # of 128, zero points): ckpt_gptq.py.  (vLLM's CPU build refuses 8-bit
     # GPTQ: "Marlin does not support weight_bits = uint8b128".)
@@ -3588,6 +3592,9 @@ def make(arch, out):
     elif variant == "nvfp4mo":
         from ckpt_io import modelopt_nvfp4
         modelopt_nvfp4(out)
+    elif variant in ("fbgemm", "quark"):
+        import ckpt_fp8x
+        getattr(ckpt_fp8x, variant)(out)
     elif variant in ("gptq", "gptqc", "awq"):
         from ckpt_gptq import gptq_awq
         gptq_awq(out, variant)

@@ -470,6 +470,11 @@ def arch_settings(model, kw):
         # profiled with images, and its prompts are text alone (vLLM's CPU
         # build routes the release's sigmoid scores on a GPU only: bytes)
         kw.setdefault("skip_mm_profiling", True)
+    with open(os.path.join(model, "config.json")) as f:
+        method = (json.load(f).get("quantization_config") or {}).get("quant_method")
+    if method == "fbgemm_fp8":
+        # vLLM 0.32 lists fbgemm_fp8 as deprecated and loads it only so
+        kw.setdefault("allow_deprecated_quantization", True)
     if arch == "AriaForConditionalGeneration":
         # its processor takes images of 490 or 980 pixels only: the test's
         # is 256 tokens, past the default length

@@ -265,6 +265,23 @@ def _patch_fp8_block(module):
         classmethod(lambda cls, *a, **kw: (True, None))
 
 
+def _patch_fbgemm(module):
+    """WSHARD_ORACLE_FBGEMM: vLLM 0.32's FBGEMMFp8Config takes Marlin's
+    weight-only FP8 kernel where the platform has no device capability 89
+    (a CPU has none), and repacks the weights for it after loading with a
+    CUDA op its CPU build lacks ("_C has no attribute
+    'gptq_marlin_repack'").  The parameters it loads do not depend on the
+    kernel: use_marlin is turned off, so that the layer runs the FP8
+    per-token kernel vLLM's CPU build has (compressed-tensors' FP8 layers
+    run it), and both engines answer."""
+    init = module.FBGEMMFp8Config.__init__
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.use_marlin = False
+    module.FBGEMMFp8Config.__init__ = __init__
+
+
 def _patch_mxfp4_cpu(module):
     """WSHARD_ORACLE_MXFP4_CPU: vLLM 0.32's CPU MXFP4 MoE kernel
     (CPUExpertsMxfp4, GPT-OSS's and DeepSeek-V4's FP4 experts) is built only
@@ -587,6 +604,8 @@ if os.environ.get("WSHARD_ORACLE_INT4"):
           _patch_int4)
 if os.environ.get("WSHARD_ORACLE_FP8_BLOCK"):
     _hook("vllm.model_executor.kernels.linear.scaled_mm.cpu", _patch_fp8_block)
+if os.environ.get("WSHARD_ORACLE_FBGEMM"):
+    _hook("vllm.model_executor.layers.quantization.fbgemm_fp8", _patch_fbgemm)
 if os.environ.get("WSHARD_ORACLE_MXFP4_CPU"):
     _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
           _patch_mxfp4_cpu)

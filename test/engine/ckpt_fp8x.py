@@ -1,0 +1,99 @@
+"""FP8 checkpoints under the other methods vLLM reads: Meta's fbgemm_fp8
+(its -FP8 Llama 3.1 releases) and AMD's Quark (its amd/*-FP8-KV
+releases), made from make_ckpt.py's tiny BF16 checkpoint in OUT, in the
+release's tensor names and quantization_config."""
+import zlib
+
+from ckpt_io import rewrite_shards, update_config
+
+LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def _module(name):
+    """'model.layers.1.mlp.up_proj' for a linear weight's name, else None."""
+    if name.endswith(".weight") and name.split(".")[-2] in LINEAR:
+        return name[:-len(".weight")]
+    return None
+
+
+def fbgemm(out):
+    """Meta's fbgemm_fp8: each linear weight F8_E4M3 with one F32 scale a
+    row, weight_scale [rows, 1]; activations quantized per row at run
+    time under activation_scale_ub.  modules_to_not_convert names the
+    modules left BF16 (the release: lm_head, every attention projection
+    and the first and last layers' MLPs); here layer 0's attention and the
+    last layer's MLP, so that both kinds are quantized somewhere."""
+    import torch
+    fmax = torch.finfo(torch.float8_e4m3fn).max
+    layers = set()
+    keep = ["lm_head"]
+
+    def names(tensors):
+        for n in tensors:
+            if n.startswith("model.layers."):
+                layers.add(int(n.split(".")[2]))
+    rewrite_shards(out, names)
+    last = max(layers)
+    keep += ["model.layers.0.self_attn.%s" % p for p in ("q_proj", "k_proj", "v_proj", "o_proj")]
+    keep += ["model.layers.%d.mlp.%s" % (last, p) for p in ("gate_proj", "up_proj", "down_proj")]
+
+    def shard(tensors):
+        for name in list(tensors):
+            mod = _module(name)
+            if mod is None or mod in keep:
+                continue
+            w = tensors[name].float()
+            s = w.abs().amax(dim=1, keepdim=True).clamp(min=1e-12) / fmax
+            tensors[name] = (w / s).to(torch.float8_e4m3fn)
+            tensors[mod + ".weight_scale"] = s.float()
+    rewrite_shards(out, shard)
+    update_config(out, lambda cfg: cfg.update(quantization_config={
+        "quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
+        "modules_to_not_convert": keep}))
+
+
+def _quark_tensor(**kw):
+    q = {"dtype": "fp8_e4m3", "qscheme": "per_tensor", "ch_axis": None,
+         "group_size": None, "symmetric": True, "round_method": "half_even",
+         "scale_type": "float", "is_dynamic": False,
+         "observer_cls": "PerTensorMinMaxObserver"}
+    q.update(kw)
+    return q
+
+
+def quark(out):
+    """AMD Quark's FP8 per tensor with an FP8 KV cache (amd/*-FP8-KV):
+    each linear weight F8_E4M3 with a scalar F32 weight_scale and a static
+    scalar F32 input_scale, k_proj and v_proj with an output_scale (the KV
+    cache's scales, kv_cache_group), lm_head excluded."""
+    import torch
+    fmax = torch.finfo(torch.float8_e4m3fn).max
+
+    def shard(tensors):
+        for name in list(tensors):
+            mod = _module(name)
+            if mod is None:
+                continue
+            w = tensors[name].float()
+            s = w.abs().max().clamp(min=1e-12) / fmax
+            tensors[name] = (w / s).to(torch.float8_e4m3fn)
+            tensors[mod + ".weight_scale"] = s.reshape([]).float()
+            # fixed activation and KV scales, distinct per layer and part
+            h = zlib.crc32(mod.encode()) % 7
+            tensors[mod + ".input_scale"] = torch.tensor(0.01 + 0.001 * h, dtype=torch.float32)
+            if mod.endswith(("k_proj", "v_proj")):
+                tensors[mod + ".output_scale"] = torch.tensor(0.02 + 0.001 * h,
+                                                              dtype=torch.float32)
+    rewrite_shards(out, shard)
+    glob = {"weight": _quark_tensor(), "input_tensors": _quark_tensor(),
+            "output_tensors": None, "bias": None, "target_device": None}
+    kv = dict(glob, output_tensors=_quark_tensor())
+    update_config(out, lambda cfg: cfg.update(quantization_config={
+        "quant_method": "quark", "quant_mode": "eager_mode",
+        "algo_config": None, "exclude": ["lm_head"],
+        "export": {"kv_cache_group": ["*k_proj", "*v_proj"], "min_kv_scale": 0.0,
+                   "pack_method": "reorder", "weight_format": "real_quantized",
+                   "weight_merge_groups": None},
+        "global_quant_config": glob,
+        "layer_quant_config": {"*k_proj": kv, "*v_proj": kv},
+        "layer_type_quant_config": {}}))
