@@ -9,7 +9,8 @@
 #   - every long option the page's OPTIONS section lists as an item (the
 #     line after .TP) is printed by --help, so the page lists no stale one;
 #   - the page renders without groff warnings (when groff is installed).
-# Also: every command `wshard --help` lists has a man page; wshard-rules.5
+# Also: every command `wshard --help` lists has a man page; no page holds a
+# control character but tabs; wshard-rules.5
 # and wshard-families.7 exist and render without warnings; and every
 # environment variable the sources read (getenv("NAME"), or a "WSHARD_*"
 # string constant) is named in wshard.1's ENVIRONMENT section, except the
@@ -152,5 +153,12 @@ while read -r var; do
 	grep -E -q -e "(^|[^A-Za-z0-9_])$var([^A-Za-z0-9_]|\$)" "$T/env" ||
 		fail "wshard.1: ENVIRONMENT does not name $var, which the sources read"
 done <"$T/vars"
+
+# No control characters but tabs (a "\f" a script wrote unescaped becomes
+# a form feed, which groff passes over without a warning)
+for f in "$MAN"/*.[157]; do
+	tr -d '\n\t' <"$f" | LC_ALL=C grep -q '[[:cntrl:]]' &&
+		fail "$(basename "$f"): holds a control character"
+done
 
 finish
