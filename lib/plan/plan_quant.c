@@ -327,7 +327,7 @@ static enum wshard_err check_modelopt(const struct wshard_plan *plan, struct wsh
 }
 
 /* A Quark tensor config q ("weight", "input_tensors") is FP8 E4M3 per
- * tensor; with dynamic, whether it may be computed at run time. */
+ * tensor. */
 static bool quark_fp8_tensor(json_t *q)
 {
 	const char *dtype = json_string_value(json_object_get(q, "dtype"));
