@@ -747,7 +747,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			130 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			134 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next,
@@ -784,6 +784,10 @@ Test(builtin, architectures_list)
 			      Eagle3DeepseekV3ForCausalLM), DeepSeek's EAGLE
 			      draft (EagleDeepSeekMTPModel), Gemma 4's MTP
 			      assistant, Qwen3's DFlash draft (DFlashDraftModel),
+			      Muse Glimmer's (2: MuseGlimmerAssistantModel,
+			      DFlashMuseGlimmerAssistantModel), Qwen3's DFlash2
+			      draft (DFlash2DraftModel), Laguna's DFlash draft
+			      (DFlashLagunaForCausalLM),
 			      the Medusa draft (MedusaModel), Llama's EAGLE-1
 			      draft (EagleLlamaForCausalLM), MiniCPM's
 			      (EagleMiniCPMForCausalLM), Llama 4's

@@ -58,3 +58,145 @@ def make(out, layers=2):
         dflash_config={"target_layer_ids": TARGET_LAYER_IDS,
                        "mask_token_id": MASK_TOKEN_ID}))
 
+
+
+def make_muse_glimmer(out, layers=2):
+    """Muse Glimmer's DFlash draft for make_ckpt.py's muse_glimmer target, as
+    meta-models/Muse-Glimmer-30B-assistant lays it out: transformers' own
+    MuseGlimmerAssistantModel (config.json its MuseGlimmerAssistantConfig,
+    architectures ["MuseGlimmerAssistantModel"], target_layer_ids,
+    mask_token_id and block_size at the top, layer_types sliding), saved
+    whole: layers.N.* (Qwen3's layer: q/k/v/o, q_norm/k_norm, the MLP, two
+    norms), norm, and the context projection under encoder.fc and
+    encoder.output_norm_enc (DFlash's fc and hidden_norm); no embedding or
+    head.  Sizes are the target's text model's (256 wide, window 64), two
+    layers; target_layer_ids two of the target's four; vocab_size written
+    (the release omits it, and vLLM's MuseGlimmerAssistantConfig takes
+    Muse Glimmer's 202048: here the target's 1000); the mask token and
+    damping as make's (vLLM 0.32 runs no DFlash draft beside this target:
+    bytes only, see wshard-families(7))."""
+    import torch
+    import transformers
+    from make_ckpt import COMMON
+    cfg = transformers.MuseGlimmerAssistantConfig(
+        hidden_size=COMMON["hidden_size"], intermediate_size=COMMON["intermediate_size"],
+        num_hidden_layers=layers, num_attention_heads=COMMON["num_attention_heads"],
+        num_key_value_heads=COMMON["num_key_value_heads"], head_dim=COMMON["head_dim"],
+        max_position_embeddings=COMMON["max_position_embeddings"], sliding_window=64,
+        bos_token_id=2, eos_token_id=1, pad_token_id=0, block_size=16,
+        mask_token_id=MG_MASK_TOKEN_ID, target_layer_ids=MG_TARGET_LAYER_IDS)
+    torch.manual_seed(1357)
+    model = transformers.MuseGlimmerAssistantModel(cfg)
+    def damp(name, p):
+        if name.endswith(("o_proj.weight", "down_proj.weight")):
+            p.mul_(DAMP)
+    tensors = module_tensors({"": model}, damp)
+    tensors = {k.lstrip("."): v for k, v in tensors.items()}
+    c = draft_config(cfg, architectures=["MuseGlimmerAssistantModel"],
+                     vocab_size=COMMON["vocab_size"])
+    save_draft(out, tensors, c)
+
+
+MG_TARGET_LAYER_IDS = [1, 3]
+MG_MASK_TOKEN_ID = 339
+
+
+def make_dflash2(out, layers=2):
+    """A DFlash2 draft (vLLM's DFlash2DraftModel, qwen3_dflash2.py) for
+    make_ckpt.py's qwen3 target: make's DFlash draft with, in each layer, a
+    grouped convolution around the attention and one around the MLP
+    (layers.N.attention_conv.* and layers.N.mlp_conv.*: base_kernel [2,
+    conv_kernel_size, hidden] and kernel_projection [2 * conv_kernel_size *
+    hidden / conv_group_size, hidden]) and a low-rank candidate selector
+    (candidate_selector.predecessor_codebook and successor_codebook [vocab,
+    selector_rank], hidden_projection [selector_rank, hidden]), under the
+    names vLLM gives them (no transformers class has them), the sizes in
+    dflash_config as vLLM's speculators converter writes them.  Each
+    convolution starts near the identity (its first tap's base_kernel 1),
+    so that the draft proposes as make's does."""
+    import torch
+    import transformers
+    from transformers.models.qwen3.modeling_qwen3 import Qwen3DecoderLayer, Qwen3RMSNorm
+    import torch.nn as nn
+    from make_ckpt import COMMON
+    cfg = transformers.Qwen3Config(**dict(COMMON, num_hidden_layers=layers))
+    h, v = cfg.hidden_size, cfg.vocab_size
+    taps, group, rank = 3, 64, 16
+    torch.manual_seed(2469)
+    mods = {f"layers.{i}": Qwen3DecoderLayer(cfg, layer_idx=i) for i in range(layers)}
+    mods.update({"fc": nn.Linear(len(TARGET_LAYER_IDS) * h, h, bias=False),
+                 "hidden_norm": Qwen3RMSNorm(h, cfg.rms_norm_eps),
+                 "norm": Qwen3RMSNorm(h, cfg.rms_norm_eps)})
+    for i in range(layers):
+        for conv in ("attention_conv", "mlp_conv"):
+            m = nn.Module()
+            m.base_kernel = nn.Parameter(torch.zeros(2, taps, h))
+            m.base_kernel.data[:, 0] = 1
+            m.kernel_projection = nn.Linear(h, 2 * taps * (h // group), bias=False)
+            m.kernel_projection.weight.data.zero_()
+            mods[f"layers.{i}.{conv}"] = m
+    sel = nn.Module()
+    sel.predecessor_codebook = nn.Parameter(torch.zeros(v, rank))
+    sel.successor_codebook = nn.Parameter(torch.zeros(v, rank))
+    sel.hidden_projection = nn.Linear(h, rank, bias=False)
+    mods["candidate_selector"] = sel
+    def damp(name, p):
+        if name.endswith(("o_proj.weight", "down_proj.weight")):
+            p.mul_(DAMP)
+    tensors = module_tensors(mods, damp)
+    save_draft(out, tensors, draft_config(
+        cfg, architectures=["DFlash2DraftModel"], block_size=16,
+        num_target_layers=COMMON["num_hidden_layers"], tie_word_embeddings=False,
+        dflash_config={"target_layer_ids": TARGET_LAYER_IDS, "mask_token_id": MASK_TOKEN_ID,
+                       "conv_kernel_size": taps, "conv_group_size": group,
+                       "selector_rank": rank, "selector_top_k": 4}))
+
+
+LAGUNA_TARGET_LAYER_IDS = [0, 2]
+
+
+def make_laguna(out, layers=2):
+    """A DFlash draft for make_ckpt.py's laguna target (vLLM's
+    DFlashLagunaForCausalLM, laguna_dflash.py), laid out as poolside's
+    releases (poolside/Laguna-S-2.1-DFlash: config.json a LagunaConfig
+    with architectures ["DFlashLagunaForCausalLM"], every layer
+    sliding_attention and dense, draft_vocab_size, dflash_config) under
+    the names vLLM's DFlashLagunaModel.load_weights looks up as they are
+    (it renames nothing): layers.N.* transformers' own LagunaDecoderLayer
+    with q, k and v stored fused as self_attn.qkv_proj (q rows, then k,
+    then v), the per-head gate g_proj, q_norm/k_norm, a dense MLP;
+    aux_hidden_norms.I (one RMSNorm a target layer in target_layer_ids),
+    fc, hidden_norm, norm; no embedding or head (the target's serve).
+    Sizes are the target's, 4 heads a layer."""
+    import torch
+    import torch.nn as nn
+    import transformers
+    from transformers.models.laguna.modeling_laguna import LagunaDecoderLayer, LagunaRMSNorm
+    from make_ckpt import COMMON
+    cfg = transformers.LagunaConfig(**dict(
+        COMMON, num_hidden_layers=layers, layer_types=["sliding_attention"] * layers,
+        mlp_layer_types=["dense"] * layers, num_attention_heads_per_layer=[4] * layers,
+        gating=True, sliding_window=512, rms_norm_eps=1e-6, bos_token_id=1,
+        eos_token_id=2, pad_token_id=0, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=128, shared_expert_intermediate_size=256))
+    h = cfg.hidden_size
+    torch.manual_seed(2470)
+    mods = {f"layers.{i}": LagunaDecoderLayer(cfg, layer_idx=i) for i in range(layers)}
+    mods.update({f"aux_hidden_norms.{i}": LagunaRMSNorm(h, cfg.rms_norm_eps)
+                 for i in range(len(LAGUNA_TARGET_LAYER_IDS))})
+    mods.update({"fc": nn.Linear(len(LAGUNA_TARGET_LAYER_IDS) * h, h, bias=False),
+                 "hidden_norm": LagunaRMSNorm(h, cfg.rms_norm_eps),
+                 "norm": LagunaRMSNorm(h, cfg.rms_norm_eps)})
+    def damp(name, p):
+        if name.endswith(("o_proj.weight", "down_proj.weight")):
+            p.mul_(DAMP)
+    t = module_tensors(mods, damp)
+    for i in range(layers):
+        a = f"layers.{i}.self_attn."
+        t[a + "qkv_proj.weight"] = torch.cat(
+            [t.pop(a + x + "_proj.weight") for x in "qkv"]).contiguous()
+    save_draft(out, t, draft_config(
+        cfg, architectures=["DFlashLagunaForCausalLM"], block_size=16,
+        draft_vocab_size=COMMON["vocab_size"], tie_word_embeddings=False,
+        dflash_config={"target_layer_ids": LAGUNA_TARGET_LAYER_IDS,
+                       "mask_token_id": MASK_TOKEN_ID}))

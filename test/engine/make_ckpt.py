@@ -3290,6 +3290,12 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "qwen3_vl-eagle3": "ckpt_eagle3:make_qwen3vl",
        # qwen3's DFlash draft (test/engine/run's ARCH:TP:dflash cases)
        "qwen3-dflash": "ckpt_dflash",
+       # muse_glimmer's (MuseGlimmerAssistantModel, transformers' own classes)
+       "muse_glimmer-dflash": "ckpt_dflash:make_muse_glimmer",
+       # qwen3's DFlash2 draft (DFlash2DraftModel: ARCH:TP:dflash2 cases)
+       "qwen3-dflash2": "ckpt_dflash:make_dflash2",
+       # laguna's (DFlashLagunaForCausalLM, vLLM's names: qkv_proj fused)
+       "laguna-dflash": "ckpt_dflash:make_laguna",
        # deepseek_v3's, a DeepSeek-V3 layer (MLA, dense MLP): Eagle3DeepseekV2ForCausalLM
        "deepseek_v3-eagle3": "ckpt_eagle3:make_deepseek",
        # deepseek_v3's EAGLE draft (its MTP layer under EAGLE's names):

@@ -282,6 +282,23 @@ def _patch_fbgemm(module):
     module.FBGEMMFp8Config.__init__ = __init__
 
 
+def _patch_dflash2(module):
+    """WSHARD_ORACLE_DFLASH2: vLLM 0.32 drafts with a DFlash2 draft's
+    candidate head only in its V2 model runner; the V1 runner, its CPU
+    build's, refuses the draft (config/vllm.py: "Model Runner V1 does not
+    support: DFlash candidate-head drafts"), though it builds and loads it
+    as any DFlash draft and its DFlashProposer drafts with it as with
+    DFlash's (the layers' convolutions run, the candidate selector is
+    loaded but not used).  The refusal is dropped."""
+    cls = module.VllmConfig
+    real = cls._get_v1_model_runner_unsupported_features
+
+    def unsupported(self):
+        return [u for u in real(self) if u != "DFlash candidate-head drafts"]
+
+    cls._get_v1_model_runner_unsupported_features = unsupported
+
+
 def _patch_mxfp4_cpu(module):
     """WSHARD_ORACLE_MXFP4_CPU: vLLM 0.32's CPU MXFP4 MoE kernel
     (CPUExpertsMxfp4, GPT-OSS's and DeepSeek-V4's FP4 experts) is built only
@@ -635,5 +652,7 @@ if os.environ.get("WSHARD_ORACLE_QWEN4EXP"):
     _hook("vllm.models.qwen4_exp.nvidia.qsa", _patch_qwen4exp_qsa)
     _hook("vllm.models.qwen4_exp.common.ngram_embedding", _patch_qwen4exp_ple)
     _hook("vllm.models.qwen4_exp.nvidia.hyperconnection", _patch_qwen4exp_pad)
+if os.environ.get("WSHARD_ORACLE_DFLASH2"):
+    _hook("vllm.config.vllm", _patch_dflash2)
 if os.environ.get("WSHARD_ORACLE_RNJ1"):
     _hook("vllm.v1.attention.backends.cpu_attn", _patch_rnj1)
