@@ -60,6 +60,12 @@ V2_DEFAULTS = dict(
     num_nextn_predict_layers=0, mtp_loss_scaling_factor=0,
     moe_router_enable_expert_bias=True, routed_scaling_factor=1.0)
 V2_DERIVED = ["self.head_dim = self.head_dim or self.hidden_size // self.num_attention_heads"]
+# and what Ling 2.5's and Ling 3's (hybrid, MLA) add alike
+HYBRID_DEFAULTS = dict(
+    V2_DEFAULTS, layer_group_size=5, kv_lora_rank=512, q_lora_rank=None, qk_rope_head_dim=64,
+    v_head_dim=128, qk_nope_head_dim=128, rope_interleave=True, score_function='sigmoid',
+    scoring_func='sigmoid', seq_aux=True, topk_method='noaux_tc', router_dtype='fp32')
+HYBRID_DERIVED = V2_DERIVED + ["self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim"]
 CONFIG_V2_PY = remote_config_py(
     "BailingMoeV2Config", "bailing_moe_v2",
     """BailingMoeV2Config: the keys and defaults of the Ling 2.0 releases'

@@ -36,6 +36,7 @@ prompts with skip_tokenizer_init.
 """
 import os
 
+import ckpt_bailing_moe
 from ckpt_io import remote_config_py
 
 CONFIG_PY = remote_config_py(
@@ -43,24 +44,9 @@ CONFIG_PY = remote_config_py(
     """BailingMoeV2_5Config: the keys and defaults of the Ling 2.5 / Ring 2.5
 releases' configuration_bailing_moe_v2_5.py, written for the wshard test
 checkpoints.""",
-    dict(
-        vocab_size=157184, hidden_size=2048, intermediate_size=5120, num_hidden_layers=20,
-        num_attention_heads=16, num_key_value_heads=4, hidden_act='silu',
-        use_qkv_bias=False, use_bias=False, rms_norm_eps=1e-06, tie_word_embeddings=False,
-        embedding_dropout=0.0, attention_dropout=0.0, output_dropout=0.0,
-        initializer_range=0.02, max_position_embeddings=32768, rope_theta=600000.0,
-        use_cache=True, max_window_layers=20, rope_scaling=None, pad_token_id=156892,
-        eos_token_id=156892, num_experts=256, num_shared_experts=1, num_experts_per_tok=8,
-        n_group=8, topk_group=4, moe_intermediate_size=512, first_k_dense_replace=1,
-        head_dim=128, output_router_logits=False, use_qk_norm=True,
-        num_nextn_predict_layers=0, mtp_loss_scaling_factor=0,
-        moe_router_enable_expert_bias=True, routed_scaling_factor=1.0, layer_group_size=5,
-        group_norm_size=4, linear_silu=False, kv_lora_rank=512, q_lora_rank=None,
-        qk_rope_head_dim=64, v_head_dim=128, qk_nope_head_dim=128, rope_interleave=True,
-        partial_rotary_factor=0.5, score_function='sigmoid', scoring_func='sigmoid',
-        seq_aux=True, topk_method='noaux_tc', router_dtype='fp32'),
-    ["self.head_dim = self.head_dim or self.hidden_size // self.num_attention_heads",
-     "self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim"])
+    dict(ckpt_bailing_moe.HYBRID_DEFAULTS, group_norm_size=4, linear_silu=False,
+         partial_rotary_factor=0.5),
+    ckpt_bailing_moe.HYBRID_DERIVED)
 
 
 def make(out, mtp=True, q_lora=False):
