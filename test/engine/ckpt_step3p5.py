@@ -32,6 +32,43 @@ N_LAYERS = 3
 N_MTP = 1
 
 
+def release_text_config(layer_types, moe_layers, router, experts, topk, n_mtp=0, tie=False,
+                        pad_token_id=None):
+    """config.json's text model as the Step-3.5 releases write it (Step-3.7's
+    text_config alike), in make_ckpt.py's COMMON sizes: layer_types names
+    each layer's kind, the n_mtp MTP layers' too; moe_layers the MoE layers
+    ("1,2"), routed by router with experts of 128, topk a token."""
+    from make_ckpt import COMMON
+    H, nh, kv, hd = COMMON["hidden_size"], COMMON["num_attention_heads"], \
+        COMMON["num_key_value_heads"], COMMON["head_dim"]
+    L = len(layer_types)
+    c = {"architectures": ["Step3p5ForCausalLM"], "model_type": "step3p5",
+         "hidden_size": H, "intermediate_size": COMMON["intermediate_size"],
+         "num_attention_heads": nh, "num_attention_groups": kv, "head_dim": hd,
+         "num_hidden_layers": L - n_mtp, "max_seq_len": 512, "max_position_embeddings": 512,
+         "vocab_size": COMMON["vocab_size"], "rms_norm_eps": 1e-5,
+         "moe_intermediate_size": 128, "moe_num_experts": experts, "moe_top_k": topk,
+         "moe_layers_enum": moe_layers, "share_expert_dim": 128,
+         "norm_expert_weight": True, "moe_router_activation": router,
+         "moe_router_scaling_factor": 3.0, "use_moe_router_bias": True,
+         "need_fp32_gate": True, "att_impl_type": "GQA", "use_head_wise_attn_gate": True,
+         "sliding_window": 32, "layer_types": layer_types,
+         "use_rope_layers": [], "yarn_only_types": ["full_attention"],
+         "rope_theta": [5000000.0 if t == "full_attention" else 10000.0 for t in layer_types],
+         "partial_rotary_factors": [0.5 if t == "full_attention" else 1.0 for t in layer_types],
+         "rope_scaling": None,
+         "attention_other_setting": {"attention_type": "sliding_attention",
+                                     "num_attention_heads": 2 * nh,
+                                     "num_attention_groups": kv, "head_dim": hd,
+                                     "true_head_dim": hd},
+         "swiglu_limits": [0.0] * L, "swiglu_limits_shared": [0.0] * L,
+         "num_nextn_predict_layers": n_mtp, "bos_token_id": 0, "eos_token_id": [1, 2]}
+    if pad_token_id is not None:
+        c["pad_token_id"] = pad_token_id
+    c.update(tie_word_embeddings=tie, torch_dtype="bfloat16")
+    return c
+
+
 def make(out, moe_layers="1,2", tie=False, per_expert=False, router="sigmoid", experts=4,
          topk=2):
     """per_expert: the routed experts one tensor an expert and projection
@@ -106,28 +143,8 @@ def make(out, moe_layers="1,2", tie=False, per_expert=False, router="sigmoid", e
         groups.append(sorted(k for k in new if k.startswith("model.layers.%d." % n)))
     groups.append(sorted(k for k in new if k in ("model.norm.weight", "lm_head.weight")))
     save_shards(out, new, groups)
-    L = N_LAYERS + N_MTP
-    c = {"architectures": ["Step3p5ForCausalLM"], "model_type": "step3p5",
-         "hidden_size": H, "intermediate_size": I, "num_attention_heads": nh,
-         "num_attention_groups": kv, "head_dim": hd, "num_hidden_layers": N_LAYERS,
-         "max_seq_len": 512, "max_position_embeddings": 512, "vocab_size": V,
-         "rms_norm_eps": 1e-5, "moe_intermediate_size": Im, "moe_num_experts": E,
-         "moe_top_k": topk, "moe_layers_enum": moe_layers, "share_expert_dim": Im,
-         "norm_expert_weight": True, "moe_router_activation": router,
-         "moe_router_scaling_factor": 3.0, "use_moe_router_bias": True,
-         "need_fp32_gate": True, "att_impl_type": "GQA", "use_head_wise_attn_gate": True,
-         "sliding_window": 32, "layer_types": layer_types[:L],
-         "use_rope_layers": [], "yarn_only_types": ["full_attention"],
-         "rope_theta": [5000000.0 if t == "full_attention" else 10000.0 for t in layer_types[:L]],
-         "partial_rotary_factors": [0.5 if t == "full_attention" else 1.0 for t in layer_types[:L]],
-         "rope_scaling": None,
-         "attention_other_setting": {"attention_type": "sliding_attention",
-                                     "num_attention_heads": swa_heads,
-                                     "num_attention_groups": kv, "head_dim": hd,
-                                     "true_head_dim": hd},
-         "swiglu_limits": [0.0] * L, "swiglu_limits_shared": [0.0] * L,
-         "num_nextn_predict_layers": N_MTP, "bos_token_id": 0, "eos_token_id": [1, 2],
-         "tie_word_embeddings": tie, "torch_dtype": "bfloat16"}
+    c = release_text_config(layer_types[:N_LAYERS + N_MTP], moe_layers, router, experts, topk,
+                            N_MTP, tie)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(c, f, indent=2)
 

@@ -34,6 +34,8 @@ import os
 import shutil
 import tempfile
 
+from ckpt_step3p5 import release_text_config
+
 N_LAYERS = 3
 
 
@@ -95,27 +97,7 @@ def make(out, router="sigmoid", experts=4, topk=2):
     groups.append(sorted(k for k in sd if k in ("model.norm.weight", "lm_head.weight")))
     assert sum(len(g) for g in groups) == len(sd)
     save_shards(out, sd, groups)
-    text = {"architectures": ["Step3p5ForCausalLM"], "model_type": "step3p5",
-            "hidden_size": H, "intermediate_size": I, "num_attention_heads": nh,
-            "num_attention_groups": kv, "head_dim": hd, "num_hidden_layers": N_LAYERS,
-            "max_seq_len": 512, "max_position_embeddings": 512, "vocab_size": V,
-            "rms_norm_eps": 1e-5, "moe_intermediate_size": Im, "moe_num_experts": E,
-            "moe_top_k": topk, "moe_layers_enum": moe_layers, "share_expert_dim": Im,
-            "norm_expert_weight": True, "moe_router_activation": router,
-            "moe_router_scaling_factor": 3.0, "use_moe_router_bias": True,
-            "need_fp32_gate": True, "att_impl_type": "GQA", "use_head_wise_attn_gate": True,
-            "sliding_window": 32, "layer_types": layer_types,
-            "use_rope_layers": [], "yarn_only_types": ["full_attention"],
-            "rope_theta": [5000000.0 if t == "full_attention" else 10000.0 for t in layer_types],
-            "partial_rotary_factors": [0.5 if t == "full_attention" else 1.0 for t in layer_types],
-            "rope_scaling": None,
-            "attention_other_setting": {"attention_type": "sliding_attention",
-                                        "num_attention_heads": swa_heads,
-                                        "num_attention_groups": kv, "head_dim": hd,
-                                        "true_head_dim": hd},
-            "swiglu_limits": [0.0] * N_LAYERS, "swiglu_limits_shared": [0.0] * N_LAYERS,
-            "num_nextn_predict_layers": 0, "bos_token_id": 0, "eos_token_id": [1, 2],
-            "pad_token_id": 0, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    text = release_text_config(layer_types, moe_layers, router, experts, topk, pad_token_id=0)
     vision = {"model_type": "step3p5_vision", "width": W, "layers": VL, "heads": VH,
               "image_size": IMG, "patch_size": P, "mlp_ratio": 2.0, "hidden_act": "quick_gelu",
               "ls_init_value": 0.1, "output_dim": None, "use_abs_posemb": True,
