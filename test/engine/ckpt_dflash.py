@@ -35,6 +35,12 @@ MASK_TOKEN_ID = 339
 DAMP = 0.1
 
 
+def damp(name, p):
+    """Scales a layer's output projections (o_proj, down_proj) by DAMP."""
+    if name.endswith(("o_proj.weight", "down_proj.weight")):
+        p.mul_(DAMP)
+
+
 def make(out, layers=2):
     import torch
     import torch.nn as nn
@@ -48,9 +54,6 @@ def make(out, layers=2):
     mods.update({"fc": nn.Linear(len(TARGET_LAYER_IDS) * h, h, bias=False),
                  "hidden_norm": Qwen3RMSNorm(h, cfg.rms_norm_eps),
                  "norm": Qwen3RMSNorm(h, cfg.rms_norm_eps)})
-    def damp(name, p):
-        if name.endswith(("o_proj.weight", "down_proj.weight")):
-            p.mul_(DAMP)
     tensors = module_tensors(mods, damp)
     save_draft(out, tensors, draft_config(
         cfg, architectures=["DFlashDraftModel"], block_size=16,
@@ -87,9 +90,6 @@ def make_muse_glimmer(out, layers=2):
         mask_token_id=MG_MASK_TOKEN_ID, target_layer_ids=MG_TARGET_LAYER_IDS)
     torch.manual_seed(1357)
     model = transformers.MuseGlimmerAssistantModel(cfg)
-    def damp(name, p):
-        if name.endswith(("o_proj.weight", "down_proj.weight")):
-            p.mul_(DAMP)
     tensors = module_tensors({"": model}, damp)
     tensors = {k.lstrip("."): v for k, v in tensors.items()}
     c = draft_config(cfg, architectures=["MuseGlimmerAssistantModel"],
@@ -140,9 +140,6 @@ def make_dflash2(out, layers=2):
     sel.successor_codebook = nn.Parameter(torch.zeros(v, rank))
     sel.hidden_projection = nn.Linear(h, rank, bias=False)
     mods["candidate_selector"] = sel
-    def damp(name, p):
-        if name.endswith(("o_proj.weight", "down_proj.weight")):
-            p.mul_(DAMP)
     tensors = module_tensors(mods, damp)
     save_draft(out, tensors, draft_config(
         cfg, architectures=["DFlash2DraftModel"], block_size=16,
@@ -187,9 +184,6 @@ def make_laguna(out, layers=2):
     mods.update({"fc": nn.Linear(len(LAGUNA_TARGET_LAYER_IDS) * h, h, bias=False),
                  "hidden_norm": LagunaRMSNorm(h, cfg.rms_norm_eps),
                  "norm": LagunaRMSNorm(h, cfg.rms_norm_eps)})
-    def damp(name, p):
-        if name.endswith(("o_proj.weight", "down_proj.weight")):
-            p.mul_(DAMP)
     t = module_tensors(mods, damp)
     for i in range(layers):
         a = f"layers.{i}.self_attn."

@@ -2235,14 +2235,19 @@ def exaone4_5_processor(out, cfg):
                "<vision>": 997, "</vision>": 996,
                "<|image_pad|>": cfg.image_token_id, "<|video_pad|>": cfg.video_token_id}
     tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    transformers.Exaone4_5_Processor(tokenizer=tok, **qwen2vl_processors()).save_pretrained(out)
+
+
+def qwen2vl_processors():
+    """Qwen2-VL's image and video processors for 56x56 images (4 image
+    tokens) and videos of two such frames, as processor keywords."""
+    import transformers
     px = 56 * 56
     kw = dict(patch_size=14, merge_size=2, temporal_patch_size=2)
-    transformers.Exaone4_5_Processor(
-        image_processor=transformers.Qwen2VLImageProcessor(
-            size={"shortest_edge": px, "longest_edge": px}, **kw),
-        video_processor=transformers.Qwen2VLVideoProcessor(
-            size={"shortest_edge": px, "longest_edge": 2 * px}, **kw),
-        tokenizer=tok).save_pretrained(out)
+    return dict(image_processor=transformers.Qwen2VLImageProcessor(
+                    size={"shortest_edge": px, "longest_edge": px}, **kw),
+                video_processor=transformers.Qwen2VLVideoProcessor(
+                    size={"shortest_edge": px, "longest_edge": 2 * px}, **kw))
 
 
 def glm_tokenizer(cfg):
@@ -2381,14 +2386,7 @@ def released_hcx_vision_v2(out, cfg):
     tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>",
                          extra_special_tokens={"image_token": "<|IMAGE_PAD|>",
                                                "video_token": "<|VIDEO_PAD|>"})
-    px = 56 * 56
-    kw = dict(patch_size=14, merge_size=2, temporal_patch_size=2)
-    transformers.HyperCLOVAXVisionV2Processor(
-        image_processor=transformers.Qwen2VLImageProcessor(
-            size={"shortest_edge": px, "longest_edge": px}, **kw),
-        video_processor=transformers.Qwen2VLVideoProcessor(
-            size={"shortest_edge": px, "longest_edge": 2 * px}, **kw),
-        tokenizer=tok).save_pretrained(out)
+    transformers.HyperCLOVAXVisionV2Processor(tokenizer=tok, **qwen2vl_processors()).save_pretrained(out)
 
 
 def text_release(out, architecture, prefixes):
