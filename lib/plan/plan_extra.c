@@ -13,7 +13,6 @@
 #include "wshard.h"
 #include "base/dtype.h"
 #include "base/error.h"
-#include "base/fpconv.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
 #include "rules/expr.h"
@@ -40,29 +39,6 @@ enum wshard_dtype plan_model_dtype(const struct wshard_plan *plan)
 		break;
 	}
 	return WSHARD_BF16;
-}
-
-/* The CONST piece of one element, value in dtype. */
-struct wshard_piece plan_const_piece(double value, enum wshard_dtype dtype)
-{
-	struct wshard_piece p = { .kind = WSHARD_PIECE_CONST };
-	float f = (float)value;
-
-	if (dtype == WSHARD_F32) {
-		memcpy(p.value, &f, 4);
-		p.value_len = 4;
-	} else {
-		uint32_t u;
-		uint16_t h;
-
-		memcpy(&u, &f, 4);
-		h = dtype == WSHARD_BF16 ? wshard_f32_to_bf16(u) : wshard_f32_to_f16(u);
-		memcpy(p.value, &h, 2);
-		p.value_len = 2;
-	}
-	p.len = p.value_len;
-	p.prov_value = value;
-	return p;
 }
 
 /* Appends the constant tensor name, in dtype, to every rank: a scalar

@@ -119,7 +119,7 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 				  long nlayers, long written, size_t *caps,
 				  struct wshard_error *err);
 
-/* plan_extra.c: a constant piece of one element, value in dtype (F32, BF16
+/* plan_piece.c: a constant piece of one element, value in dtype (F32, BF16
  * or F16). */
 struct wshard_piece plan_const_piece(double value, enum wshard_dtype dtype);
 

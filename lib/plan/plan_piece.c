@@ -1,7 +1,7 @@
 /*
  * plan_piece.c - the pieces every planner file builds an output tensor
- * from: a source's whole rows, zero bytes, any piece appended at the
- * tensor's end, and the error for a split that does not divide.  It calls
+ * from: a source's whole rows, zero bytes, a constant, any piece appended
+ * at the tensor's end, and the error for a split that does not divide.  It calls
  * no other file of the planner: they all build on it.
  */
 #include <stdint.h>
@@ -10,6 +10,7 @@
 
 #include "wshard.h"
 #include "base/dtype.h"
+#include "base/fpconv.h"
 #include "source/safetensors.h"
 #include "rules/rules.h"
 #include "rules/expr.h"
@@ -183,4 +184,27 @@ enum wshard_err plan_rank_push(struct wshard_rank_plan *rp, size_t *cap,
 	rp->tensors[rp->ntensors++] = *t;
 	memset(t, 0, sizeof(*t));
 	return WSHARD_OK;
+}
+
+/* The CONST piece of one element, value in dtype (F32, BF16 or F16). */
+struct wshard_piece plan_const_piece(double value, enum wshard_dtype dtype)
+{
+	struct wshard_piece p = { .kind = WSHARD_PIECE_CONST };
+	float f = (float)value;
+
+	if (dtype == WSHARD_F32) {
+		memcpy(p.value, &f, 4);
+		p.value_len = 4;
+	} else {
+		uint32_t u;
+		uint16_t h;
+
+		memcpy(&u, &f, 4);
+		h = dtype == WSHARD_BF16 ? wshard_f32_to_bf16(u) : wshard_f32_to_f16(u);
+		memcpy(p.value, &h, 2);
+		p.value_len = 2;
+	}
+	p.len = p.value_len;
+	p.prov_value = value;
+	return p;
 }
