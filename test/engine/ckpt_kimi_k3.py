@@ -43,7 +43,9 @@ experts as K3 ships them, compressed-tensors mxfp4-pack-quantized
 (X.weight_packed U8, X.weight_scale U8; random bytes); variant "nohead"
 (make_nohead) has an MTP layer without shared_head.head or embed_tokens,
 as a release whose MTP layer shares the target's (KimiK3MTP leaves both
-unfilled, and vLLM's proposer serves the draft with the target's).
+unfilled, and vLLM's proposer serves the draft with the target's); variant
+"nohead2" (make_nohead2) has two such MTP layers (L and L+1, each its own
+values; num_nextn_predict_layers 2).
 """
 import json
 import os
@@ -176,20 +178,23 @@ def make(out, variant=""):
     # layer L-1's tensors, fresh values), with the attention-residual
     # tensors KimiK3MTP drops, and enorm, hnorm, eh_proj, shared_head.norm,
     # shared_head.head and embed_tokens as DeepSeek-V3's MTP layer has them
-    q, p = f"language_model.model.layers.{L - 1}.", f"language_model.model.layers.{L}."
-    for k in [k for k in t if k.startswith(q)]:
-        v = t[k]
-        if v.dtype == torch.uint8:
-            t[p + k[len(q):]] = torch.randint(0, 256, tuple(v.shape), generator=g, dtype=torch.uint8)
-        else:
-            t[p + k[len(q):]] = rnd(*v.shape, one=k.endswith("norm.weight")).to(v.dtype)
-    V = TEXT["vocab_size"]
-    for name, shape in {"enorm.weight": [H], "hnorm.weight": [H], "eh_proj.weight": [H, 2 * H],
-                        "shared_head.norm.weight": [H], "shared_head.head.weight": [V, H],
-                        "embed_tokens.weight": [V, H]}.items():
-        if variant == "nohead" and name in ("shared_head.head.weight", "embed_tokens.weight"):
-            continue
-        t[p + name] = rnd(*shape, one=name.endswith("norm.weight"))
+    nextn = 2 if variant == "nohead2" else 1
+    q = f"language_model.model.layers.{L - 1}."
+    for m in range(nextn):
+        p = f"language_model.model.layers.{L + m}."
+        for k in [k for k in t if k.startswith(q)]:
+            v = t[k]
+            if v.dtype == torch.uint8:
+                t[p + k[len(q):]] = torch.randint(0, 256, tuple(v.shape), generator=g, dtype=torch.uint8)
+            else:
+                t[p + k[len(q):]] = rnd(*v.shape, one=k.endswith("norm.weight")).to(v.dtype)
+        V = TEXT["vocab_size"]
+        for name, shape in {"enorm.weight": [H], "hnorm.weight": [H], "eh_proj.weight": [H, 2 * H],
+                            "shared_head.norm.weight": [H], "shared_head.head.weight": [V, H],
+                            "embed_tokens.weight": [V, H]}.items():
+            if variant.startswith("nohead") and name in ("shared_head.head.weight", "embed_tokens.weight"):
+                continue
+            t[p + name] = rnd(*shape, one=name.endswith("norm.weight"))
 
     # 2. MoonViT in K3's form and the patchmergerv2 projector
     vh, vq, vi = VISION["vt_hidden_size"], VISION["qkv_hidden_size"], VISION["vt_intermediate_size"]
@@ -223,7 +228,7 @@ def make(out, variant=""):
     with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
         json.dump(idx, f, indent=2)
     cfg = {"architectures": ["KimiK3ForConditionalGeneration"], "model_type": "kimi_k3",
-           "text_config": text_config(moe_i),
+           "text_config": dict(text_config(moe_i), num_nextn_predict_layers=nextn),
            "vision_config": dict(VISION, model_type="kimi_k3_vision", merge_kernel_size=[2, 2],
                                  mm_projector_type="patchmergerv2", norm_type="rmsnorm",
                                  attn_bias=False, patch_embed_proj_bias=False,
@@ -262,6 +267,12 @@ def make_nohead(out):
     """make's checkpoint, its MTP layer without shared_head.head or
     embed_tokens."""
     make(out, "nohead")
+
+
+def make_nohead2(out):
+    """make's checkpoint with two MTP layers, neither with shared_head.head
+    or embed_tokens."""
+    make(out, "nohead2")
 
 
 TEXT_DENSE = 1    # first_k_dense_replace

@@ -127,11 +127,12 @@ def _sandwich(out, layers):
     add_to_first_shard(out, new)
 
 
-def make_ultra(out, own_head=True):
+def make_ultra(out, own_head=True, nextn=1):
     """openPangu-Ultra-MoE with an MTP layer (layer 3); without own_head
     (make_ultra_nohead) the MTP layer has no shared_head.head or
     embed_tokens (OpenPanguMTP then leaves both unfilled, and vLLM's
-    proposer serves the draft with the target's)."""
+    proposer serves the draft with the target's); with nextn 2
+    (make_ultra_nohead2) two such MTP layers (3 and 4)."""
     import torch
     import transformers
     from ckpt_io import perturb_and_save, rewrite_shards
@@ -171,11 +172,15 @@ def make_ultra(out, own_head=True):
         "bos_token_id": 1, "eos_token_id": 2},
         "configuration_openpangu_moe.py", "PanguUltraMoEConfig", "pangu_ultra_moe")
     del written
-    add_mtp_layer(out, own_head=own_head)    # layer 3, num_nextn_predict_layers: 1
+    add_mtp_layer(out, own_head=own_head, nextn=nextn)    # layer 3 (and 4), num_nextn_predict_layers: nextn
 
 
 def make_ultra_nohead(out):
     make_ultra(out, own_head=False)
+
+
+def make_ultra_nohead2(out):
+    make_ultra(out, own_head=False, nextn=2)
 
 
 # Pro-MoE V2 (openPangu-R-72B-2512: 64 heads, 4 kv heads, qk_nope_dim 128,

@@ -2840,6 +2840,8 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            # GLM-4.7-Flash with an MTP layer that ships no embed_tokens or
            # shared_head.head (add_mtp_layer own_head=False)
            "glm4_moe_lite-nohead": "Glm4MoeLiteForCausalLM",
+           # ... with two such MTP layers (add_mtp_layer nextn=2)
+           "glm4_moe_lite-nohead2": "Glm4MoeLiteForCausalLM",
            "apertus": "ApertusForCausalLM", "exaone_moe": "ExaoneMoeForCausalLM",
            "afmoe": "AfmoeForCausalLM", "jais2": "Jais2ForCausalLM",
            "opt": "OPTForCausalLM", "gptj": "GPTJForCausalLM",
@@ -3022,6 +3024,8 @@ def learned(arch, out):
         add_mtp_layer(out, f32_router_bias=False, hy_v3=arch == "hy_v3")
     if arch == "glm4_moe_lite-nohead":
         add_mtp_layer(out, f32_router_bias=False, own_head=False)
+    if arch == "glm4_moe_lite-nohead2":
+        add_mtp_layer(out, f32_router_bias=False, own_head=False, nextn=2)
     if arch in ("exaone_moe", "nemotron_h", "nemotron_h-moe", "nemotron_h-moe-latent"):
         released_mtp_prefix(out, arch)
     if arch == "qwen4_exp":
@@ -3226,7 +3230,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "minicpm-untied": "ckpt_minicpm:make_untied", "minicpm-moe": "ckpt_minicpm:make_moe",
        "exaone": "ckpt_exaone", "exaone-untied": "ckpt_exaone:make_untied",
        "ernie45_vl": "ckpt_ernie45_vl", "ernie45_vl-untied": "ckpt_ernie45_vl:make_untied",
-       "kimi_k3": "ckpt_kimi_k3", "kimi_k3-nohead": "ckpt_kimi_k3:make_nohead",
+       "kimi_k3": "ckpt_kimi_k3", "kimi_k3-nohead": "ckpt_kimi_k3:make_nohead", "kimi_k3-nohead2": "ckpt_kimi_k3:make_nohead2",
        "bailing_moe": "ckpt_bailing_moe", "bailing_moe_v3": "ckpt_bailing_moe_v3",
        "bailing_moe_v25": "ckpt_bailing_moe_v25",
        "bailing_moe_v25-qlora": "ckpt_bailing_moe_v25:make_qlora",
@@ -3248,7 +3252,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "step3_text": "ckpt_step3_text", "bailing_moe-sarvam": "ckpt_bailing_moe:make_sarvam",
        "gte_new": "ckpt_gte_new", "openpangu": "ckpt_openpangu:make_embedded",
        "openpangu-ultra": "ckpt_openpangu:make_ultra",
-       "openpangu-ultra-nohead": "ckpt_openpangu:make_ultra_nohead",
+       "openpangu-ultra-nohead": "ckpt_openpangu:make_ultra_nohead", "openpangu-ultra-nohead2": "ckpt_openpangu:make_ultra_nohead2",
        "openpangu-pro": "ckpt_openpangu:make_pro_v2", "param2": "ckpt_param2",
        "param2-bf16bias": "ckpt_param2:make_bf16_bias", "sarvam_mla": "ckpt_sarvam_mla",
        "sarvam_mla-freq2": "ckpt_sarvam_mla:make_freq2",
