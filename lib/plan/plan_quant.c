@@ -326,14 +326,22 @@ static enum wshard_err check_modelopt(const struct wshard_plan *plan, struct wsh
 				algo ? "\"" : "", key[0] == 'k' ? ", with an FP8 KV cache or none" : "");
 }
 
-/* A Quark tensor config q ("weight", "input_tensors") is FP8 E4M3 per
- * tensor. */
-static bool quark_fp8_tensor(json_t *q)
+/* A Quark config c's weight and input_tensors are FP8 E4M3 per tensor. */
+static bool quark_fp8(json_t *c)
 {
-	const char *dtype = json_string_value(json_object_get(q, "dtype"));
-	const char *scheme = json_string_value(json_object_get(q, "qscheme"));
+	static const char *const parts[] = { "weight", "input_tensors" };
+	size_t i;
 
-	return dtype && !strcmp(dtype, "fp8_e4m3") && scheme && !strcmp(scheme, "per_tensor");
+	for (i = 0; i < 2; i++) {
+		json_t *t = json_object_get(c, parts[i]);
+		const char *dtype = json_string_value(json_object_get(t, "dtype"));
+		const char *scheme = json_string_value(json_object_get(t, "qscheme"));
+
+		if (!dtype || strcmp(dtype, "fp8_e4m3") != 0 || !scheme ||
+		    strcmp(scheme, "per_tensor") != 0)
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -349,29 +357,23 @@ static bool quark_fp8_tensor(json_t *q)
 static enum wshard_err check_quark(const struct wshard_plan *plan, struct wshard_error *err)
 {
 	static const char *const keys[] = { "layer_quant_config", "layer_type_quant_config" };
-	json_t *q = plan_quant_config(plan), *c = json_object_get(q, "global_quant_config"), *v;
-	const char *key = NULL;
+	json_t *q = plan_quant_config(plan), *v;
+	const char *where = quark_fp8(json_object_get(q, "global_quant_config")) ? NULL :
+			    "global_quant_config";
+	const char *key = "";
 	size_t k;
 
-	for (k = 0; k < 2 && quark_fp8_tensor(json_object_get(c, "weight")) &&
-		    quark_fp8_tensor(json_object_get(c, "input_tensors")); k++) {
-		key = NULL;
-		json_object_foreach(json_object_get(q, keys[k]), key, v) {
-			c = v;
-			if (!quark_fp8_tensor(json_object_get(v, "weight")) ||
-			    !quark_fp8_tensor(json_object_get(v, "input_tensors")))
+	for (k = 0; k < 2 && !where; k++)
+		json_object_foreach(json_object_get(q, keys[k]), key, v)
+			if (!quark_fp8(v)) {
+				where = keys[k];
 				break;
-		}
-		if (key)
-			break;
-		c = json_object_get(q, "global_quant_config");
-	}
-	if (k == 2)
+			}
+	if (!where)
 		return WSHARD_OK;
 	return wshard_error_set(err, WSHARD_EINVAL,
 				"'%s': quantization_config.%s%s%s: only Quark's FP8 per tensor (weight and input_tensors of dtype fp8_e4m3, qscheme per_tensor) is supported yet",
-				plan->cat->path, key ? keys[k] : "global_quant_config",
-				key ? "." : "", key ? key : "");
+				plan->cat->path, where, *key ? "." : "", key);
 }
 
 enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err)
