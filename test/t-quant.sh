@@ -400,6 +400,39 @@ for r in range(2):
 PY
 fi
 echo "   quark: k_proj's and v_proj's output scales as the attention's k_scale and v_scale"
+
+# Quark's FP8 experts (vLLM's QuarkW8A8Fp8MoEMethod, per tensor) as FP8's
+# per-tensor experts: w13_weight_scale [E, 2] F32 (gate's, up's),
+# w2_weight_scale [E], w13_input_scale [E] (gate's: vLLM keeps one an
+# expert for both, equal in Quark's exports) and w2_input_scale [E].
+ncases=$((ncases + 1))
+gen "$T/src-quarkmoe" --arch qwen3_moe --layers 1 --hidden 64 --heads 2 --kv-heads 2 \
+	--head-dim 32 --intermediate 128 --vocab 256 --experts 2 --moe-intermediate 64 --fp8 per-tensor \
+	--input-scale --set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8}"
+if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarkmoe" "$T/out-quarkmoe" &&
+   expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quarkmoe"; then
+	for want in "w13_weight  *F8_E4M3  *\[2,64,64\]" "w2_weight  *F8_E4M3  *\[2,64,32\]" \
+		    "w13_weight_scale  *F32  *\[2,2\]" "w2_weight_scale  *F32  *\[2\]" \
+		    "w13_input_scale  *F32  *\[2\]" "w2_input_scale  *F32  *\[2\]"; do
+		grep -q "$want" "$T/out" || fail "quark experts: inspect does not show '$want'"
+	done
+	py_st "$T/out-quarkmoe" "$T/src-quarkmoe" <<'PY' || fail "quark experts: scales differ from the checkpoint's"
+import glob, os, sys
+import st
+s = st.read(glob.glob(os.path.join(sys.argv[2], "*.safetensors")))
+x = lambda e, p, n: s["model.layers.0.mlp.experts.%d.%s_proj.%s" % (e, p, n)][2]
+O = "model.layers.0.mlp.experts.routed_experts."
+for r in range(2):
+    o = st.read(glob.glob(os.path.join(sys.argv[1], "model-rank-%d-part-*.safetensors" % r)))
+    want = {"w13_weight_scale": [x(e, p, "weight_scale") for e in range(2) for p in ("gate", "up")],
+            "w2_weight_scale": [x(e, "down", "weight_scale") for e in range(2)],
+            "w13_input_scale": [x(e, "gate", "input_scale") for e in range(2)],
+            "w2_input_scale": [x(e, "down", "input_scale") for e in range(2)]}
+    for k, v in want.items():
+        assert o[O + k][2] == b"".join(v), (r, k)
+PY
+fi
+echo "   quark: FP8 experts per tensor as vLLM's QuarkW8A8Fp8MoEMethod holds them"
 gen "$T/src-hfqbad" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256
 echo '{"producer": {"name": "modelopt"}}' >"$T/src-hfqbad/hf_quant_config.json"
 
@@ -480,10 +513,6 @@ gen "$T/src-ctkv" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 25
 	--fp8 per-channel --extra-tensor model.layers.0.self_attn.k_proj.output_scale: \
 	--set-config 'quantization_config={"quant_method": "compressed-tensors", "format": "float-quantized"}'
 refused ct-kv 2 "compressed-tensors' KV-cache scales from the checkpoint ('model.layers.0.self_attn.attn.k_scale') are not supported yet" "$T/src-ctkv"
-gen "$T/src-quarkmoe" --arch qwen3_moe --layers 1 --hidden 64 --heads 2 --kv-heads 2 \
-	--head-dim 32 --intermediate 128 --vocab 256 --experts 2 --moe-intermediate 64 --fp8 per-tensor \
-	--set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8}"
-refused quark-moe 2 "experts.0.gate_proj.weight': Quark's FP8 experts (vLLM's QuarkW8A8Fp8MoEMethod) are not supported yet" "$T/src-quarkmoe"
 gen "$T/src-fbgemmub" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-channel --set-config 'quantization_config={"quant_method": "fbgemm_fp8", "modules_to_not_convert": []}'
 refused fbgemm-ub 2 "quantization_config of fbgemm_fp8 needs a number activation_scale_ub and a modules_to_not_convert" "$T/src-fbgemmub"

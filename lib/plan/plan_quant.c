@@ -466,14 +466,7 @@ enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct 
 	long long group = quant_key(plan, "group_size", "group_size");
 	long long bits = quant_key(plan, "bits", "num_bits");
 	uint64_t hidden, inter, share, pack;
-	const char *method = quant_method(plan);
 
-	/* vLLM's Quark MoE methods: no engine case has checked their layout */
-	if (method && !strcmp(method, "quark") && strstr(m->rule->match, "{e}") &&
-	    t->dtype == WSHARD_F8_E4M3)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': Quark's FP8 experts (vLLM's QuarkW8A8Fp8MoEMethod) are not supported yet",
-					t->name);
 	if (!expert_qweight(plan, m) || m->rule->kind != RULE_FUSE || t->ndim != 2)
 		return WSHARD_OK;
 	if (which == 2 && !group)

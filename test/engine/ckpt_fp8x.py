@@ -65,12 +65,20 @@ def quark(out):
     """AMD Quark's FP8 per tensor with an FP8 KV cache (amd/*-FP8-KV):
     each linear weight F8_E4M3 with a scalar F32 weight_scale and a static
     scalar F32 input_scale, k_proj and v_proj with an output_scale (the KV
-    cache's scales, kv_cache_group), lm_head excluded."""
+    cache's scales, kv_cache_group), lm_head excluded.  MoE experts (the
+    MoE models among amd/*-FP8-KV, vLLM's QuarkW8A8Fp8MoEMethod) are
+    quantized alike, one scale per expert and projection; an expert's
+    gate_proj and up_proj read the same input and share its input scale
+    (vLLM keeps one an expert for both); the routers (mlp.gate) are
+    excluded, as the releases exclude them."""
     import torch
     fmax = torch.finfo(torch.float8_e4m3fn).max
+    gates = []
 
     def shard(tensors):
         for name in list(tensors):
+            if name.endswith(".mlp.gate.weight"):
+                gates.append(name[:-len(".weight")])
             mod = _module(name)
             if mod is None:
                 continue
@@ -79,7 +87,9 @@ def quark(out):
             tensors[name] = (w / s).to(torch.float8_e4m3fn)
             tensors[mod + ".weight_scale"] = s.reshape([]).float()
             # fixed activation and KV scales, distinct per layer and part
-            h = zlib.crc32(mod.encode()) % 7
+            # (an expert's gate_proj and up_proj: one input, one scale)
+            key = mod.replace(".up_proj", ".gate_proj") if ".experts." in mod else mod
+            h = zlib.crc32(key.encode()) % 7
             tensors[mod + ".input_scale"] = torch.tensor(0.01 + 0.001 * h, dtype=torch.float32)
             if mod.endswith(("k_proj", "v_proj")):
                 tensors[mod + ".output_scale"] = torch.tensor(0.02 + 0.001 * h,
@@ -90,7 +100,7 @@ def quark(out):
     kv = dict(glob, output_tensors=_quark_tensor())
     update_config(out, lambda cfg: cfg.update(quantization_config={
         "quant_method": "quark", "quant_mode": "eager_mode",
-        "algo_config": None, "exclude": ["lm_head"],
+        "algo_config": None, "exclude": ["lm_head"] + sorted(gates),
         "export": {"kv_cache_group": ["*k_proj", "*v_proj"], "min_kv_scale": 0.0,
                    "pack_method": "reorder", "weight_format": "real_quantized",
                    "weight_merge_groups": None},

@@ -456,6 +456,11 @@ CASES = {
     "qwen3_moe-fp8": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                       {"num_key_value_heads": 4, "num_experts": 4,
                        "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
+    # AMD Quark's FP8 per tensor on experts (vLLM's QuarkW8A8Fp8MoEMethod),
+    # its KV-cache scales and excluded routers: ckpt_fp8x.quark.
+    "qwen3_moe-quark": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                        {"num_key_value_heads": 4, "num_experts": 4,
+                         "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
     # DeepSeek-V2-Lite: MLA without a query LoRA (q_proj), the first layer
     # dense, 2 shared experts, greedy top-k routing (softmax).
     "deepseek_v2_lite": ("DeepseekV2Config", "DeepseekV2ForCausalLM",
