@@ -198,6 +198,10 @@ struct wshard_plan {
 	 * differs from the embedding: written untied, as vLLM loads it
 	 * (plan_tie.c), and config.json's tie_word_embeddings made false */
 	bool untied_by_checkpoint;
+	/* fbgemm_fp8: quantization_config's activation_scale_ub, which vLLM
+	 * keeps beside each FP8 layer (plan_push_input_ub) */
+	bool has_input_scale_ub;
+	double input_scale_ub;
 };
 
 /*

@@ -524,6 +524,8 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	if (!rc)
 		rc = plan_check_method(plan, err);
 	if (!rc)
+		plan_set_input_ub(plan);
+	if (!rc)
 		rc = plan_set_rename(plan, rules, err);
 	if (!rc)
 		rc = check_requires(plan, rules, err);

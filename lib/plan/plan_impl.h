@@ -249,10 +249,15 @@ enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const stru
 				      struct wshard_rank_plan *rp, size_t *cap,
 				      struct wshard_error *err);
 
-/* plan_quant.c: for t, a rank's X.weight_scale of an fbgemm_fp8
- * checkpoint, the X.input_scale_ub vLLM's FBGEMMFp8LinearMethod keeps
- * beside it (F32 [], quantization_config's activation_scale_ub), appended
- * to rp (*cap its capacity); nothing for other tensors or methods.
+/* plan_quant.c: for an fbgemm_fp8 checkpoint (plan_check_method passed),
+ * sets plan->input_scale_ub to quantization_config's activation_scale_ub
+ * and plan->has_input_scale_ub; for other methods, clears the latter. */
+void plan_set_input_ub(struct wshard_plan *plan);
+
+/* plan_quant.c: for t, a rank's X.weight_scale, where plan_set_input_ub
+ * found an activation_scale_ub, the X.input_scale_ub vLLM's
+ * FBGEMMFp8LinearMethod keeps beside it (F32 []), appended to rp (*cap its
+ * capacity); nothing for other tensors or plans.
  * Returns WSHARD_OK or WSHARD_ENOMEM. */
 enum wshard_err plan_push_input_ub(const struct wshard_plan *plan,
 				   const struct wshard_out_tensor *t,

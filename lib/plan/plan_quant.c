@@ -526,26 +526,34 @@ enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const stru
  * scalar of quantization_config's activation_scale_ub.  The layers it
  * leaves BF16 (modules_to_not_convert) have no weight_scale, and none.
  */
+void plan_set_input_ub(struct wshard_plan *plan)
+{
+	const char *method = quant_method(plan);
+
+	plan->has_input_scale_ub = method && !strcmp(method, "fbgemm_fp8");
+	if (plan->has_input_scale_ub)
+		plan->input_scale_ub = json_number_value(
+			json_object_get(plan_quant_config(plan), "activation_scale_ub"));
+}
+
 enum wshard_err plan_push_input_ub(const struct wshard_plan *plan,
 				   const struct wshard_out_tensor *t,
 				   struct wshard_rank_plan *rp, size_t *cap,
 				   struct wshard_error *err)
 {
-	const char *method = quant_method(plan);
-	json_t *ub = json_object_get(plan_quant_config(plan), "activation_scale_ub");
 	struct wshard_out_tensor s = { .dtype = WSHARD_F32, .ndim = 0 };
 	struct wshard_piece p;
 	size_t len = strlen(t->name);
 	enum wshard_err rc;
 
-	if (!method || strcmp(method, "fbgemm_fp8") != 0 || len < 13 ||
+	if (!plan->has_input_scale_ub || len < 13 ||
 	    strcmp(t->name + len - 13, ".weight_scale") != 0)
 		return WSHARD_OK;
 	s.name = malloc(len + 4);
 	if (!s.name)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	sprintf(s.name, "%.*s.input_scale_ub", (int)(len - 13), t->name);
-	p = plan_const_piece(json_number_value(ub), WSHARD_F32);
+	p = plan_const_piece(plan->input_scale_ub, WSHARD_F32);
 	rc = plan_push_piece(&s, &p, err);
 	if (!rc)
 		rc = plan_rank_push(rp, cap, &s, err);
