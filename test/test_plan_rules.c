@@ -1226,6 +1226,32 @@ Test(ext, text_config)
 }
 
 /*
+ * A dotted key is looked for in text_config first, then from the top, as
+ * a bare one: MiniMax-M3's sparse_attention_config is text_config's in
+ * its multimodal release, the top's in its text-only one.
+ */
+Test(ext, text_config_dotted)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, BASE " --extra-tensor v.w:8,4 --extra-tensor t.w:4,4"
+		" --omit-config hidden_size --omit-config num_attention_heads"
+		" --omit-config num_key_value_heads --omit-config num_hidden_layers"
+		" --set-config 'text_config={\"hidden_size\":64,\"num_attention_heads\":8,"
+		"\"num_key_value_heads\":2,\"num_hidden_layers\":2,\"sparse\":{\"freq\":[0,8]}}'"
+		" --set-config 'vision_config={\"depth\":4}'");
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"v.w\", \"if\": \"sparse.freq[1] == 8\", \"split\": \"row\","
+		  " \"shape\": [\"sparse.freq[1]\", \"vision_config.depth\"]},"
+		  "{\"match\": \"t.w\", \"split\": \"row\", \"shape\": [\"text_config.sparse.freq[1] / 2\", 4]},"
+		  CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "v.w"), 2, 4, 4);
+	assert_shape(get_out(&f, 1, "t.w"), 2, 2, 4);
+	fx_close(&f);
+}
+
+/*
  * "defaults" stand in for the config keys config.json omits (a model
  * class's own defaults, as transformers fills them in): the heads that
  * fuse q/k/v, and keys of shapes, dotted ones included.  A key that

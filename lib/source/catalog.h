@@ -186,12 +186,11 @@ enum wshard_err catalog_st_modules(struct wshard_catalog *cat, struct wshard_err
 void catalog_config_fields(struct wshard_config *c);
 
 /*
- * config.json's value of key (NULL when absent): a bare key from the text
- * model's config (c->text: text_config in a multimodal config.json), else
- * from the top; a dotted one ("vision_config.hidden_size") through the
- * nested objects from the top; either, where the top lacks it, from
- * thinker_config; "KEY[i]" element i of such an array (a json_t *).  For
- * the rules' expressions and defaults.
+ * config.json's value of key (NULL when absent): from the text model's
+ * config (c->text: text_config in a multimodal config.json), else from the
+ * top, else from thinker_config; a dotted key ("vision_config.hidden_size")
+ * through the nested objects from each; "KEY[i]" element i of such an
+ * array (a json_t *).  For the rules' expressions and defaults.
  */
 void *catalog_config_key(const struct wshard_config *c, const char *key);
 

@@ -80,11 +80,12 @@ void *catalog_config_key(const struct wshard_config *c, const char *key)
 		name[open - key] = '\0';
 		return json_array_get(catalog_config_key(c, name), strtoul(open + 1, NULL, 10));
 	}
-	v = c->text ? json_object_get(c->text, key) : NULL;
-
-	if (!v && !strchr(key, '.'))
-		v = c->json ? json_object_get(c->json, key) : NULL;
-	else if (!v)
+	/* the text model's config first, a dotted key through its objects
+	 * as well (MiniMax-M3's sparse_attention_config.sparse_attention_freq:
+	 * under text_config in the multimodal release, at the top in the
+	 * text-only one), then the file's */
+	v = c->text ? nested_key(c->text, key) : NULL;
+	if (!v && c->json)
 		v = nested_key(c->json, key);
 	/* Qwen's omni and ASR releases hold the model under thinker_config
 	 * (its talker is not served): read there what the top lacks */

@@ -715,6 +715,10 @@ CASES = {
                            temporal_patch_size=2, spatial_merge_size=2, image_size=224),
         projector_hidden_size=256, image_token_index=998, video_token_index=999,
         tie_word_embeddings=False)),
+    # MiniMax-M3's text model alone (MiniMaxM3SparseForCausalLM): minimax_m3's
+    # checkpoint with its MTP layer, without the tower and projectors, as a
+    # text-only release names it (text_release)
+    "minimax_m3-text": ("MiniMaxM3VLConfig", "MiniMaxM3SparseForConditionalGeneration", None),
     # GLM-5-Next: KDA linear attention (layers 0, 2) beside GLM-5's MLA
     # with its indexer (1, 3), dense MLPs (0, 1) and MoE (2, 3): each
     # attention with each MLP; mHC in every layer; an MTP layer 4 (MLA and
@@ -744,6 +748,10 @@ CASES = {
         image_token_id=999, video_token_id=998, image_start_token_id=997,
         image_end_token_id=996, video_start_token_id=995, video_end_token_id=994,
         tie_word_embeddings=False)),
+    # GLM-5-Next's text model alone (Glm5NextForCausalLM): glm5_next's
+    # checkpoint with its MTP layer, without the tower, as a text-only
+    # release names it (text_release)
+    "glm5_next-text": ("Glm5NextConfig", "Glm5NextForConditionalGeneration", None),
     # LLaVA 1.5: a Llama text model, a CLIP tower (3 layers; vLLM builds
     # those up to vision_feature_layer -2, so the last is left out) and a
     # two-layer projector; 56x56 images, 16 image tokens.
@@ -3543,9 +3551,12 @@ def make(arch, out):
         nomic_moe(out, cfg)
     if arch.startswith("qwen2_rm"):
         qwen2_rm(out, cfg)
-    if arch == "minimax_m3":
+    if arch.startswith("minimax_m3"):
         from ckpt_minimax_m3 import released_minimax_m3
         released_minimax_m3(out, cfg)
+    if arch == "minimax_m3-text":
+        text_release(out, "MiniMaxM3SparseForCausalLM", {
+            "language_model.model.": "model.", "language_model.lm_head.": "lm_head."})
     if arch == "inkling_mm":
         from ckpt_inkling import released_inkling_mm
         released_inkling_mm(out, cfg)
@@ -3565,8 +3576,11 @@ def make(arch, out):
     if arch == "glm_ocr":
         # GLM-OCR ships its MTP layer as the text model's layer 16
         add_mtp_layer(out, "model.language_model.")
-    if arch == "glm5_next":
+    if arch.startswith("glm5_next"):
         glm5_next_mtp(out)
+    if arch == "glm5_next-text":
+        text_release(out, "Glm5NextForCausalLM", {
+            "model.language_model.": "model.", "lm_head.": "lm_head."})
     if arch.startswith("deepseek_v4"):
         from ckpt_dsv4 import deepseek_v4_native
         deepseek_v4_native(out)
