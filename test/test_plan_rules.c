@@ -1228,7 +1228,7 @@ Test(ext, text_config)
 /*
  * A dotted key is looked for in text_config first, then from the top, as
  * a bare one: MiniMax-M3's sparse_attention_config is text_config's in
- * its multimodal release, the top's in its text-only one.
+ * its release, the top's in a config.json of the text model alone.
  */
 Test(ext, text_config_dotted)
 {

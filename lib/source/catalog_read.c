@@ -81,9 +81,9 @@ void *catalog_config_key(const struct wshard_config *c, const char *key)
 		return json_array_get(catalog_config_key(c, name), strtoul(open + 1, NULL, 10));
 	}
 	/* the text model's config first, a dotted key through its objects
-	 * as well (MiniMax-M3's sparse_attention_config.sparse_attention_freq:
-	 * under text_config in the multimodal release, at the top in the
-	 * text-only one), then the file's */
+	 * as well (MiniMax-M3's sparse_attention_config.sparse_attention_freq,
+	 * under text_config in its release, at the top of a config.json of
+	 * the text model alone), then the file's */
 	v = c->text ? nested_key(c->text, key) : NULL;
 	if (!v && c->json)
 		v = nested_key(c->json, key);

@@ -716,8 +716,8 @@ CASES = {
         projector_hidden_size=256, image_token_index=998, video_token_index=999,
         tie_word_embeddings=False)),
     # MiniMax-M3's text model alone (MiniMaxM3SparseForCausalLM): minimax_m3's
-    # checkpoint with its MTP layer, without the tower and projectors, as a
-    # text-only release names it (text_release)
+    # checkpoint with its MTP layer, without the tower and projectors, under
+    # the text model's names (text_release; the multimodal config)
     "minimax_m3-text": ("MiniMaxM3VLConfig", "MiniMaxM3SparseForConditionalGeneration", None),
     # GLM-5-Next: KDA linear attention (layers 0, 2) beside GLM-5's MLA
     # with its indexer (1, 3), dense MLPs (0, 1) and MoE (2, 3): each
@@ -2402,12 +2402,13 @@ def released_hcx_vision_v2(out, cfg):
     transformers.HyperCLOVAXVisionV2Processor(tokenizer=tok, **qwen2vl_processors()).save_pretrained(out)
 
 
-def text_release(out, architecture, prefixes):
+def text_release(out, architecture, prefixes, hoist=True):
     """A multimodal checkpoint's text model as its text-only release has
     it: the tensors whose names begin with a key of prefixes, that key
     replaced by its value, and no others (the towers and projectors);
-    config.json the text_config's keys at the top, architectures
-    [architecture]; shards left empty are removed."""
+    config.json the text_config's keys at the top (hoist) or the
+    multimodal config as it is, architectures [architecture]; shards left
+    empty are removed."""
     import glob
     import json
     import os
@@ -2428,6 +2429,11 @@ def text_release(out, architecture, prefixes):
             os.remove(path)
     path = os.path.join(out, "config.json")
     c = json.load(open(path))
+    if not hoist:
+        c["architectures"] = [architecture]
+        with open(path, "w") as f:
+            json.dump(c, f, indent=2)
+        return
     text = dict(c["text_config"], architectures=[architecture])
     for key in ("dtype", "transformers_version"):
         if key in c:
@@ -3555,8 +3561,14 @@ def make(arch, out):
         from ckpt_minimax_m3 import released_minimax_m3
         released_minimax_m3(out, cfg)
     if arch == "minimax_m3-text":
+        # the config stays the multimodal one (model_type minimax_m3_vl):
+        # vLLM 0.32 registers its own config class for that type alone,
+        # whose text config declares rope_theta and partial_rotary_factor,
+        # which MiniMaxM3SparseForCausalLM reads and transformers 5.19's
+        # MiniMaxM3VLTextConfig lacks
         text_release(out, "MiniMaxM3SparseForCausalLM", {
-            "language_model.model.": "model.", "language_model.lm_head.": "lm_head."})
+            "language_model.model.": "model.", "language_model.lm_head.": "lm_head."},
+            hoist=False)
     if arch == "inkling_mm":
         from ckpt_inkling import released_inkling_mm
         released_inkling_mm(out, cfg)

@@ -397,7 +397,7 @@ def arch_settings(model, kw):
     if arch in POOLING or os.path.exists(os.path.join(model, "modules.json")):
         kw.setdefault("runner", "pooling")
     if arch in ("KimiLinearForCausalLM", "Glm5NextForConditionalGeneration",
-                "KimiK3ForConditionalGeneration", "BailingMoeV3ForCausalLM",
+                "Glm5NextForCausalLM", "KimiK3ForConditionalGeneration", "BailingMoeV3ForCausalLM",
                 "BailingMoeV2_5ForCausalLM"):
         # (GLM-5-Next's and Ling 3's KDA beside MLA, Ling 2.5's lightning
         # attention beside MLA: the same)
