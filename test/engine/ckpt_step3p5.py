@@ -18,8 +18,11 @@ Sizes: make_ckpt's COMMON (hidden 256, heads 4 of 64, 2 kv groups, vocab
 1000) with 3 layers: 0 dense + full attention, 1 MoE + sliding window (8
 heads: attention_other_setting), 2 MoE + full; 4 experts (top 2) of 128 and
 a shared expert of 128; plus one MTP layer (model.layers.3.*: enorm, hnorm,
-eh_proj, shared_head.norm/output and a decoder block), as the release ships
-num_nextn_predict_layers of them past num_hidden_layers.  config.json holds
+eh_proj, transformer.shared_head.norm/output and a decoder block with a dense
+MLP and sliding-window attention), as the release ships
+num_nextn_predict_layers of them past num_hidden_layers (layers 45-47 of
+Step-3.5-Flash: dense, moe_layers_enum naming none of them, and
+sliding_attention), the draft of vLLM's Step3p5MTP.  config.json holds
 the release's keys (layer_types, moe_layers_enum as a string,
 attention_other_setting, per-layer rope_theta/partial_rotary_factors, ...),
 padded past num_hidden_layers for the MTP layer as the release pads them.
@@ -83,7 +86,7 @@ def make(out, moe_layers="1,2", tie=False, per_expert=False, router="sigmoid", e
         COMMON["num_key_value_heads"], COMMON["head_dim"]
     V, I, Im, E = COMMON["vocab_size"], COMMON["intermediate_size"], 128, experts
     swa_heads = 2 * nh
-    layer_types = ["full_attention", "sliding_attention", "full_attention", "full_attention"]
+    layer_types = ["full_attention", "sliding_attention", "full_attention", "sliding_attention"]
     moe_set = {int(x) for x in moe_layers.split(",")}
     cfg = transformers.Step3p7TextConfig(
         vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=N_LAYERS + N_MTP,
@@ -91,8 +94,7 @@ def make(out, moe_layers="1,2", tie=False, per_expert=False, router="sigmoid", e
         max_position_embeddings=512, n_routed_experts=E, num_experts_per_tok=topk,
         moe_intermediate_size=Im, share_expert_dim=Im, sliding_window=32,
         num_sliding_attention_heads=swa_heads, layer_types=layer_types[:N_LAYERS + N_MTP],
-        mlp_layer_types=["sparse" if i in moe_set or i >= N_LAYERS else "dense"
-                         for i in range(N_LAYERS + N_MTP)],
+        mlp_layer_types=["sparse" if i in moe_set else "dense" for i in range(N_LAYERS + N_MTP)],
         tie_word_embeddings=tie, pad_token_id=0)
     torch.manual_seed(1234)
     model = transformers.Step3p7TextModel(cfg).to(torch.bfloat16)
@@ -126,8 +128,8 @@ def make(out, moe_layers="1,2", tie=False, per_expert=False, router="sigmoid", e
         new[p + "enorm.weight"] = bf(H)
         new[p + "hnorm.weight"] = bf(H)
         new[p + "eh_proj.weight"] = bf(H, 2 * H)
-        new[p + "shared_head.norm.weight"] = bf(H)
-        new[p + "shared_head.output.weight"] = bf(V, H)
+        new[p + "transformer.shared_head.norm.weight"] = bf(H)
+        new[p + "transformer.shared_head.output.weight"] = bf(V, H)
     if per_expert:
         for k in [k for k in new if k.endswith((".moe.gate_proj.weight", ".moe.up_proj.weight",
                                                  ".moe.down_proj.weight"))]:

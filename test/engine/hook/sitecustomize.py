@@ -299,6 +299,27 @@ def _patch_dflash2(module):
     cls._get_v1_model_runner_unsupported_features = unsupported
 
 
+def _patch_step3p5_mtp(module):
+    """WSHARD_ORACLE_STEP3P5_MTP: vLLM 0.32's Step3p5Config crops
+    layer_types to num_hidden_layers (transformers' check of its length),
+    though the release lists its MTP layers' too and the MTP draft
+    (step3p5_mtp.py) builds its layers numbered from num_hidden_layers with
+    step3p5.py's decoder layer, which reads layer_types[its number]: an
+    IndexError on any platform (vLLM issue 40000, pull request 40070).  The
+    list config.json gives is set back once the config is made, as that
+    pull request's vllm_layer_types does."""
+    cls = module.Step3p5Config
+    init = cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        full = kwargs.get("layer_types")
+        if full and len(full) > len(self.layer_types or []):
+            self.__dict__["layer_types"] = list(full)
+
+    cls.__init__ = __init__
+
+
 def _patch_mxfp4_cpu(module):
     """WSHARD_ORACLE_MXFP4_CPU: vLLM 0.32's CPU MXFP4 MoE kernel
     (CPUExpertsMxfp4, GPT-OSS's and DeepSeek-V4's FP4 experts) is built only
@@ -652,6 +673,8 @@ if os.environ.get("WSHARD_ORACLE_QWEN4EXP"):
     _hook("vllm.models.qwen4_exp.nvidia.qsa", _patch_qwen4exp_qsa)
     _hook("vllm.models.qwen4_exp.common.ngram_embedding", _patch_qwen4exp_ple)
     _hook("vllm.models.qwen4_exp.nvidia.hyperconnection", _patch_qwen4exp_pad)
+if os.environ.get("WSHARD_ORACLE_STEP3P5_MTP"):
+    _hook("vllm.transformers_utils.configs.step3p5", _patch_step3p5_mtp)
 if os.environ.get("WSHARD_ORACLE_DFLASH2"):
     _hook("vllm.config.vllm", _patch_dflash2)
 if os.environ.get("WSHARD_ORACLE_RNJ1"):
