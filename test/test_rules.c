@@ -241,6 +241,7 @@ static const char *const cls_archs[] = {
 	"LlamaForSequenceClassification", "MistralForSequenceClassification",
 	"Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
 	"GPT2ForSequenceClassification", "LlamaBidirectionalForSequenceClassification",
+	"JambaForSequenceClassification",
 };
 #define NCLS (sizeof(cls_archs) / sizeof(cls_archs[0]))
 

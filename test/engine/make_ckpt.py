@@ -1840,7 +1840,7 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
-           "DeepseekV3Model", "Qwen3Model")
+           "JambaForSequenceClassification", "DeepseekV3Model", "Qwen3Model")
 
 
 def st_modules(out, cfg, decoder):
@@ -2897,6 +2897,11 @@ LEARNED = {"cohere": "CohereForCausalLM", "ernie4_5": "Ernie4_5ForCausalLM",
            "jamba": ("JambaForCausalLM", {"num_hidden_layers": 4,
                                           "attn_layer_period": 4, "attn_layer_offset": 2,
                                           "expert_layer_period": 2, "expert_layer_offset": 1}),
+           # Jamba's classifier (AI21's Jamba reward models): the same
+           # layers and a score head of three labels, no LM head
+           "jamba_cls": ("JambaForSequenceClassification", {
+               "num_hidden_layers": 4, "attn_layer_period": 4, "attn_layer_offset": 2,
+               "expert_layer_period": 2, "expert_layer_offset": 1, "num_labels": 3}),
            # Granite with attention sinks and sliding-window layers; its MoE
            # form with a shared MLP; Granite MoE with a shared MLP
            "granite_swa": "GraniteSWAForCausalLM",

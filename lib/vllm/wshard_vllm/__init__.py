@@ -388,6 +388,20 @@ def unfilled_draft_head(model, model_config, shapes, state):
     return ["lm_head.weight"]
 
 
+def unfilled_pooling_head(model, shapes, state):
+    """A pooling model built on a causal one that keeps its LM head
+    (JambaForSequenceClassification: JambaForCausalLM plus score): its
+    checkpoint has no lm_head, so vLLM's own load leaves the one it builds
+    unfilled (pooling never uses it), and wshard's output holds none.  It
+    is left out of state where the rank holds none.  Returns the names
+    left out."""
+    if (not getattr(model, "is_pooling_model", False) or "lm_head.weight" in shapes or
+            "lm_head.weight" not in state):
+        return []
+    del state["lm_head.weight"]
+    return ["lm_head.weight"]
+
+
 def refuse_draft(vllm_config, model_config, out):
     """A speculative decoding draft (MTP, EAGLE, a draft model) is loaded
     with the target's load format unless speculative_config's
@@ -590,6 +604,7 @@ def register():
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
             eagle_draft(model, model_config, shapes, state)
             unfilled_draft_head(model, model_config, shapes, state)
+            unfilled_pooling_head(model, shapes, state)
             untied = _untied_embedding(model, model_config, state)
             shared = _shared_embedding(model, shapes, state)
             t0 = time.perf_counter()

@@ -145,6 +145,15 @@ def _patch(module):
                 # back), and the proposer replaces it with the target's
                 # (llm_base_proposer.py, _maybe_share_lm_head: an MTP draft)
                 state.pop("lm_head.weight", None)
+        elif (getattr(model, "is_pooling_model", False) and "lm_head.weight" in state and
+              "lm_head.weight" not in (getattr(model, "_wshard_loaded", None) or {"lm_head.weight"})):
+            # a pooling model built on a causal one that keeps its LM head
+            # (JambaForSequenceClassification): the checkpoint has none, so
+            # its load_weights fills none (whatever torch.empty handed back),
+            # and pooling never uses it
+            print("wshard oracle: lm_head.weight unfilled by a pooling model's"
+                  " load_weights: left out", file=sys.stderr)
+            state.pop("lm_head.weight")
         path = os.path.join(dump, name + ".safetensors")
         save_file(state, path + ".tmp", metadata={"format": "pt"})
         os.replace(path + ".tmp", path)
