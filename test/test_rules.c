@@ -302,7 +302,7 @@ static const char *const mm_archs[] = {
 	"Gemma4UnifiedForConditionalGeneration", "GlmAsrForConditionalGeneration",
 	"Granite4VisionForConditionalGeneration", "AriaForConditionalGeneration",
 	"Gemma3nForConditionalGeneration", "CohereCompassForConditionalGeneration",
-	"DotsOCRForCausalLM",
+	"DotsOCRForCausalLM", "JinaVLForRanking",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

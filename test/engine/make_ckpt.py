@@ -641,6 +641,16 @@ CASES = {
                       vision_config={"depth": 2, "embed_dim": 64,
                                      "num_heads": 4, "mlp_ratio": 2,
                                      "hidden_size": 256, "patch_size": 14})),
+    # jina-reranker-m0 (JinaVLForRanking): Qwen2-VL under the names its
+    # release has (model.*, visual.*) and a two-layer score head (score.0,
+    # score.2: one label), made from qwen2_vl's (jina_vl_release)
+    "jina_vl": ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration",
+                dict(QWEN2_VL, tie_word_embeddings=True,
+                     text_config=dict(QWEN2_VL["text_config"],
+                                      tie_word_embeddings=True),
+                     vision_config={"depth": 2, "embed_dim": 64,
+                                    "num_heads": 4, "mlp_ratio": 2,
+                                    "hidden_size": 256, "patch_size": 14})),
     # Mistral 3 (Mistral Small 3.1): a Mistral text model, a Pixtral
     # vision tower (2D rope, gated MLP; 3 layers, the text model 2) and a
     # patch-merging projector; 56x56 images of 14-pixel patches, merged 2x2
@@ -1840,7 +1850,7 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
-           "JambaForSequenceClassification", "DeepseekV3Model", "Qwen3Model")
+           "JambaForSequenceClassification", "JinaVLForRanking", "DeepseekV3Model", "Qwen3Model")
 
 
 def st_modules(out, cfg, decoder):
@@ -2286,6 +2296,32 @@ def glm4v_processor(out, cfg):
     transformers.Glm4vProcessor(
         image_processor=transformers.Glm4vImageProcessor(**kw), tokenizer=glm_tokenizer(cfg),
         video_processor=transformers.Glm4vVideoProcessor(**kw)).save_pretrained(out)
+
+
+def jina_vl_release(out, cfg):
+    """jina-reranker-m0's names (saved before transformers 4.52: model.*
+    for the text model, visual.* for the tower) and its score head, a
+    Linear of the text model's width with a bias, ReLU, and a Linear to one
+    label with a bias (score.0, score.2), in BF16; config.json names
+    JinaVLForRanking and one label (vLLM reads num_labels from the text
+    config)."""
+    import torch
+    from ckpt_io import add_to_first_shard, rename_prefix, update_config
+    rename_prefix(out, "model.language_model.", "model.")
+    rename_prefix(out, "model.visual.", "visual.")
+    h = cfg.get_text_config().hidden_size
+    g = torch.Generator().manual_seed(11)
+    add_to_first_shard(out, {
+        "score.0.weight": (torch.randn(h, h, generator=g) * 0.05).to(torch.bfloat16),
+        "score.0.bias": (torch.randn(h, generator=g) * 0.05).to(torch.bfloat16),
+        "score.2.weight": (torch.randn(1, h, generator=g) * 0.05).to(torch.bfloat16),
+        "score.2.bias": (torch.randn(1, generator=g) * 0.05).to(torch.bfloat16)})
+    labels = {"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}
+
+    def fix(c):
+        c.update(architectures=["JinaVLForRanking"], **labels)
+        c.setdefault("text_config", {}).update(labels)
+    update_config(out, fix)
 
 
 def qwen2_rm(out, cfg):
@@ -3410,9 +3446,11 @@ def make(arch, out):
         released_gemma4_unified(out)
     if arch.startswith(("qwen3_5_vl", "qwen3_vl", "qwen4_exp_vl")):
         qwen3_vl_processor(out, cfg)
-    if arch.startswith("qwen2_5_vl") or arch.startswith("qwen2_vl"):
+    if arch.startswith(("qwen2_5_vl", "qwen2_vl", "jina_vl")):
         qwen3_vl_processor(out, cfg, "Qwen2_5_VLProcessor" if arch.startswith(
             "qwen2_5") else "Qwen2VLProcessor", "Qwen2VLVideoProcessor")
+    if arch == "jina_vl":
+        jina_vl_release(out, cfg)
     if arch == "qwen3_vl_moe":
         released_fused_experts(out)
     if arch == "longcat_flash":

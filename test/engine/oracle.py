@@ -517,7 +517,7 @@ def answers(model, tp, out, **kw):
         prompts = whisper_prompts()
     elif tok and architecture(model) not in TEXT_PROMPTS_ONLY and (
             kw.get("runner") != "pooling" or
-            architecture(model) in ("CLIPModel", "SiglipModel") + RETRIEVERS) and (
+            architecture(model) in ("CLIPModel", "SiglipModel", "JinaVLForRanking") + RETRIEVERS) and (
             architecture(model) not in COLBERT):
         prompts.append(image_prompt(model))
     got = []
@@ -543,7 +543,9 @@ def answers(model, tp, out, **kw):
         for r in llm.encode(prompts, pooling_task="token_classify", use_tqdm=False):
             got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
         res = []
-    elif kw.get("runner") == "pooling" and architecture(model).endswith("Classification"):
+    elif kw.get("runner") == "pooling" and (architecture(model).endswith("Classification")
+                                            or architecture(model) == "JinaVLForRanking"):
+        # (jina-reranker-m0: a score a prompt, its image's too)
         for r in llm.classify(prompts, use_tqdm=False):
             got.append({"pooled": [round(x, 6) for x in r.outputs.probs]})
         res = []
