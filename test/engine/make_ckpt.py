@@ -91,6 +91,11 @@ QWEN2_VL = dict({k: v for k, v in QWEN3_VL.items() if k != "vision_config"},
                              "rope_parameters": {
                                  "rope_type": "default", "rope_theta": 1000000.0,
                                  "mrope_section": [8, 12, 12]}})
+# Qwen2-VL's own tower (2 blocks), tied as the 2B ships
+QWEN2_VL_TIED = dict(QWEN2_VL, tie_word_embeddings=True,
+                     text_config=dict(QWEN2_VL["text_config"], tie_word_embeddings=True),
+                     vision_config={"depth": 2, "embed_dim": 64, "num_heads": 4,
+                                    "mlp_ratio": 2, "hidden_size": 256, "patch_size": 14})
 
 # Qwen2-Audio's and Audio Flamingo 3's Whisper-like encoder (2 layers over
 # 128 mel bins) in Audio Flamingo 3's config keys, Qwen2-Audio's named by
@@ -633,24 +638,11 @@ CASES = {
                                           window_size=56, fullatt_block_indexes=[1, 3],
                                           num_key_value_heads=2),
                        text_config=dict(QWEN2_VL["text_config"], model_type="exaone4"))),
-    # (tied, as the 2B ships)
-    "qwen2_vl": ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration",
-                 dict(QWEN2_VL, tie_word_embeddings=True,
-                      text_config=dict(QWEN2_VL["text_config"],
-                                       tie_word_embeddings=True),
-                      vision_config={"depth": 2, "embed_dim": 64,
-                                     "num_heads": 4, "mlp_ratio": 2,
-                                     "hidden_size": 256, "patch_size": 14})),
+    "qwen2_vl": ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration", QWEN2_VL_TIED),
     # jina-reranker-m0 (JinaVLForRanking): Qwen2-VL under the names its
     # release has (model.*, visual.*) and a two-layer score head (score.0,
     # score.2: one label), made from qwen2_vl's (jina_vl_release)
-    "jina_vl": ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration",
-                dict(QWEN2_VL, tie_word_embeddings=True,
-                     text_config=dict(QWEN2_VL["text_config"],
-                                      tie_word_embeddings=True),
-                     vision_config={"depth": 2, "embed_dim": 64,
-                                    "num_heads": 4, "mlp_ratio": 2,
-                                    "hidden_size": 256, "patch_size": 14})),
+    "jina_vl": ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration", QWEN2_VL_TIED),
     # Mistral 3 (Mistral Small 3.1): a Mistral text model, a Pixtral
     # vision tower (2D rope, gated MLP; 3 layers, the text model 2) and a
     # patch-merging projector; 56x56 images of 14-pixel patches, merged 2x2
