@@ -78,8 +78,8 @@ enum kv_method plan_kv_cache_method(const struct wshard_plan *plan)
  * CompressedTensorsW8A8Int8 and -Fp8) hold a weight's scales in F32 whatever
  * the checkpoint's dtype (llm-compressor writes the model's): true for a
  * scale X.weight_scale beside an 8-bit X.weight of such a checkpoint.
- * The 4-bit pack-quantized scales stay in the model's dtype.  So does
- * fbgemm_fp8's FBGEMMFp8LinearMethod (its weight_scale [rows, 1] F32).
+ * fbgemm_fp8's FBGEMMFp8LinearMethod holds its weight_scale [rows, 1] in
+ * F32 as well.  The 4-bit pack-quantized scales stay in the model's dtype.
  */
 bool plan_f32_scale(const struct wshard_plan *plan, const struct member *m,
 			 enum wshard_dtype dt)
