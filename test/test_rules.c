@@ -238,12 +238,26 @@ static const char *const embed_archs[] = {
 
 /* Classifiers and reward models: a score head in place of the LM head. */
 static const char *const cls_archs[] = {
-	"LlamaForSequenceClassification", "MistralForSequenceClassification",
-	"Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
 	"GPT2ForSequenceClassification", "LlamaBidirectionalForSequenceClassification",
 	"JambaForSequenceClassification",
 };
 #define NCLS (sizeof(cls_archs) / sizeof(cls_archs[0]))
+
+/* Classifiers no file names: their causal model's rules made a
+ * classifier's (rules_load.c), named BASE_cls. */
+static const struct {
+	const char *arch, *rules;
+} derived_cls[] = {
+	{ "LlamaForSequenceClassification", "builtin:llama_cls" },
+	{ "MistralForSequenceClassification", "builtin:llama_cls" },
+	{ "Qwen2ForSequenceClassification", "builtin:qwen2_cls" },
+	{ "Qwen3ForSequenceClassification", "builtin:qwen3_cls" },
+	{ "Gemma2ForSequenceClassification", "builtin:gemma2_cls" },
+	{ "Qwen3MoeForSequenceClassification", "builtin:qwen3_moe_cls" },
+	{ "Phi3ForSequenceClassification", "builtin:phi3_cls" },
+	{ "PhiForSequenceClassification", "builtin:phi_cls" },
+};
+#define NDERIVED_CLS (sizeof(derived_cls) / sizeof(derived_cls[0]))
 
 /* Encoder-only models (BERT, RoBERTa, XLM-R): embedding models saved
  * headless or with an MLM head, and sequence and token classifiers under
@@ -845,6 +859,54 @@ Test(builtin, embedding_architectures)
 		}
 		cr_assert(score, "%s: no rule for score.weight", cls_archs[i]);
 		wshard_rules_free(r);
+	}
+	/* the derived ones: every lm_head.* rule a skip, no tie, score whole
+	 * in F32 and on every pipeline stage, before any other stage rule */
+	for (i = 0; i < NDERIVED_CLS; i++) {
+		const char *arch = derived_cls[i].arch;
+		struct wshard_rules *r = NULL;
+		size_t nscore = 0, nheads = 0;
+
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, arch, &err), WSHARD_OK, "%s: %s", arch, err.msg);
+		cr_assert_str_eq(wshard_rules_name(r), derived_cls[i].rules, "%s", arch);
+		cr_assert(r->narchs == 1 && !strcmp(r->archs[0], arch), "%s", arch);
+		cr_assert_null(r->tie_output, "%s: tied", arch);
+		for (k = 0; k < r->nrules; k++) {
+			const struct rules_rule *rule = &r->rules[k];
+
+			if (rule->match && !strncmp(rule->match, "lm_head.", 8)) {
+				cr_assert_eq(rule->kind, RULE_SKIP, "%s: %s", arch, rule->match);
+				nheads++;
+			}
+			if (rule->match && !strcmp(rule->match, "score.weight")) {
+				cr_assert(rule->kind == RULE_REPLICATE && rule->has_dtype &&
+					  rule->dtype == WSHARD_F32, "%s: score", arch);
+				nscore++;
+			}
+		}
+		cr_assert(nheads > 0 && nscore == 1, "%s: %zu heads, %zu scores", arch, nheads, nscore);
+		cr_assert(r->npp_stages > 0 &&
+			  !strcmp(r->pp_stages[0].pattern, "score.weight") &&
+			  r->pp_stages[0].stage == RULES_STAGE_ALL, "%s: score's stage", arch);
+		for (k = 0; k < r->npp_stages; k++)
+			cr_assert(strncmp(r->pp_stages[k].pattern, "lm_head", 7), "%s: %s", arch,
+				  r->pp_stages[k].pattern);
+		wshard_rules_free(r);
+	}
+	/* no causal model's rules, or a head from another name (GPT-NeoX's
+	 * embed_out): no classifier either */
+	for (i = 0; i < 3; i++) {
+		static const char *const none[] = {
+			"FooForSequenceClassification", "GPTNeoXForSequenceClassification",
+			"ForSequenceClassification",
+		};
+		struct wshard_rules *r = NULL;
+
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, none[i], &err), WSHARD_EINVAL, "%s", none[i]);
+		cr_assert_null(r);
+		cr_assert_not_null(strstr(err.msg, "no built-in rules"), "%s", err.msg);
 	}
 	/* the encoders write vLLM's position_ids buffer, and no pipeline */
 	for (i = 0; i < NENCODER; i++) {

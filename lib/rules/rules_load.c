@@ -2,7 +2,9 @@
  * rules_load.c - where rules come from: a file the user passes with
  * --rules, or the built-in one for config.json's architecture.  The
  * built-in architectures are files in lib/rules/ embedded at build time,
- * in the same format; rules_parse.c parses either.
+ * in the same format; rules_parse.c parses either.  A classifier no file
+ * names (XForSequenceClassification) takes its causal model's file, made
+ * a classifier's as vLLM makes the model one.
  */
 #include <limits.h>
 #include <stdbool.h>
@@ -10,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <jansson.h>
 
 #include "wshard.h"
 #include "base/fileio.h"
@@ -34,20 +38,22 @@ enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
 	return rc;
 }
 
-enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
-				     const char *architecture,
-				     struct wshard_error *err)
+/* The built-in file whose "architectures" names architecture: *out_rules
+ * parsed from it and *out_file (both NULL where none does).  like gathers
+ * the names that begin as architecture does, nknown counts them all, for
+ * the message when none is found. */
+static enum wshard_err find_builtin(const char *architecture, struct wshard_rules **out_rules,
+				    const struct wshard_builtin_rule **out_file,
+				    char *like, size_t likesz, size_t *nknown,
+				    struct wshard_error *err)
 {
 	const struct wshard_builtin_rule *b;
-	char like[1024] = "";
 	char name[128];
-	size_t i, nknown = 0;
+	size_t i;
 	enum wshard_err rc;
 
 	*out_rules = NULL;
-	if (!architecture)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"config.json names no architecture (\"architectures\": [\"LlamaForCausalLM\"], for one): add it, or pass --rules FILE");
+	*out_file = NULL;
 	for (b = wshard_builtin_rules; b->name; b++) {
 		struct wshard_rules *r;
 
@@ -58,18 +64,143 @@ enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
 		for (i = 0; i < r->narchs; i++) {
 			if (strcmp(r->archs[i], architecture) == 0) {
 				*out_rules = r;
+				*out_file = b;
 				return WSHARD_OK;
 			}
-			nknown++;
+			++*nknown;
 			/* the whole list would not fit one line: the names that
 			 * begin as this one does (its family, mostly) */
-			if (strncasecmp(r->archs[i], architecture, 4) == 0 &&
-			    strlen(like) + strlen(r->archs[i]) + 3 < sizeof(like))
+			if (like && strncasecmp(r->archs[i], architecture, 4) == 0 &&
+			    strlen(like) + strlen(r->archs[i]) + 3 < likesz)
 				sprintf(like + strlen(like), "%s%s", *like ? ", " : "",
 					r->archs[i]);
 		}
 		wshard_rules_free(r);
 	}
+	return WSHARD_OK;
+}
+
+static bool is_head(const char *name)
+{
+	return name && strncmp(name, "lm_head.", 8) == 0;
+}
+
+/*
+ * The causal model's rules document turned into its classifier's, as
+ * vLLM's as_seq_cls_model turns the model (model_executor/models/
+ * adapters.py): the LM head is never built (its ParallelLMHead a missing
+ * layer), so its rules become skips and the tie goes; score, a
+ * ReplicatedLinear in the head dtype (F32: config.json's head_dtype is
+ * not followed), is whole on every rank and every pipeline stage.
+ * Returns false where the document does not fit that: no rule takes
+ * lm_head.*, or one writes lm_head.* from another name.
+ */
+static bool make_classifier(json_t *root, const char *architecture)
+{
+	json_t *tensors = json_object_get(root, "tensors");
+	json_t *stages = json_object_get(json_object_get(root, "pipeline"), "stages");
+	json_t *t, *st;
+	size_t i, nheads = 0;
+
+	json_array_foreach(tensors, i, t) {
+		const char *match = json_string_value(json_object_get(t, "match"));
+
+		if (is_head(json_string_value(json_object_get(t, "output"))) && !is_head(match))
+			return false;
+		if (!is_head(match))
+			continue;
+		json_array_set_new(tensors, i, json_pack("{s:s, s:s, s:b, s:s}", "match", match,
+							 "split", "skip", "optional", 1, "reason",
+							 "the LM head: vLLM's classifier builds none"));
+		nheads++;
+	}
+	if (!nheads)
+		return false;
+	json_array_append_new(tensors, json_pack("{s:s, s:s, s:s}", "match", "score.weight",
+						 "split", "replicate", "dtype", "F32"));
+	json_object_del(root, "tie");
+	for (i = json_array_size(stages); i-- > 0;) {
+		const char *key;
+		json_t *v;
+		bool head = false;
+
+		st = json_array_get(stages, i);
+		json_object_foreach(st, key, v)
+			head |= is_head(key);
+		if (head)
+			json_array_remove(stages, i);
+	}
+	if (stages)
+		json_array_insert_new(stages, 0, json_pack("{s:s}", "score.weight", "all"));
+	json_object_set_new(root, "architectures", json_pack("[s]", architecture));
+	return true;
+}
+
+/*
+ * XForSequenceClassification that no rules file names: vLLM 0.32 builds
+ * it from XForCausalLM where it has no class of that name
+ * (ModelRegistry._normalize_arch), so its rules are XForCausalLM's made a
+ * classifier's, named BASE_cls.  *out_rules stays NULL where that does
+ * not apply.
+ */
+static enum wshard_err derive_classifier(const char *architecture,
+					 struct wshard_rules **out_rules,
+					 struct wshard_error *err)
+{
+	static const char suffix[] = "ForSequenceClassification";
+	const struct wshard_builtin_rule *b;
+	struct wshard_rules *base;
+	size_t len = strlen(architecture), nknown = 0;
+	char causal[256], name[160];
+	json_t *root;
+	char *text;
+	enum wshard_err rc;
+
+	*out_rules = NULL;
+	if (len <= strlen(suffix) || strcmp(architecture + len - strlen(suffix), suffix) ||
+	    len - strlen(suffix) + sizeof("ForCausalLM") > sizeof(causal))
+		return WSHARD_OK;
+	snprintf(causal, sizeof(causal), "%.*sForCausalLM", (int)(len - strlen(suffix)),
+		 architecture);
+	rc = find_builtin(causal, &base, &b, NULL, 0, &nknown, err);
+	if (rc || !base)
+		return rc;
+	wshard_rules_free(base);
+	root = json_loads(b->text, JSON_REJECT_DUPLICATES, NULL);
+	if (!root)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (!make_classifier(root, architecture)) {
+		json_decref(root);
+		return WSHARD_OK;
+	}
+	text = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	if (!text)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	snprintf(name, sizeof(name), "builtin:%s_cls", b->name);
+	rc = wshard_rules_parse(out_rules, text, strlen(text), name, err);
+	free(text);
+	return rc;
+}
+
+enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
+				     const char *architecture,
+				     struct wshard_error *err)
+{
+	const struct wshard_builtin_rule *b;
+	char like[1024] = "";
+	size_t nknown = 0;
+	enum wshard_err rc;
+
+	*out_rules = NULL;
+	if (!architecture)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"config.json names no architecture (\"architectures\": [\"LlamaForCausalLM\"], for one): add it, or pass --rules FILE");
+	rc = find_builtin(architecture, out_rules, &b, like, sizeof(like), &nknown, err);
+	if (!rc && !*out_rules)
+		rc = derive_classifier(architecture, out_rules, err);
+	if (rc || *out_rules)
+		return rc;
 	return wshard_error_set(err, WSHARD_EINVAL,
 				"no built-in rules for architecture '%s': pass --rules FILE (scripts/learn-rules writes one; wshard-families(7) lists the %zu built in%s%s)",
 				architecture, nknown, *like ? ", among them " : "", like);

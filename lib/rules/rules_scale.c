@@ -136,6 +136,9 @@ static bool loaded_last(const struct rules_rule *rules, size_t n, const struct r
 static enum rule_kind derived_kind(const struct rules_rule *rules, size_t n,
 				   const struct rules_rule *w, enum derive how)
 {
+	/* a weight left out leaves out what it is read with */
+	if (w->kind == RULE_SKIP)
+		return RULE_SKIP;
 	if (how == D_SHAPE) {
 		if (w->kind == RULE_FUSE)
 			return loaded_last(rules, n, w) ? RULE_REPLICATE : RULE_SKIP;

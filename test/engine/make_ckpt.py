@@ -284,6 +284,16 @@ CASES = {
     # score head
     "qwen2_rm": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "qwen3_cls": ("Qwen3Config", "Qwen3ForSequenceClassification", {"num_labels": 3}),
+    # Classifiers of families whose rules are the causal model's made a
+    # classifier's (rules_load.c derive_classifier): Gemma 2 as
+    # Skywork-Reward-Gemma-2 ships it (one label, tied embedding,
+    # soft-capping), an MoE, and Phi-3's fused q/k/v and gate/up.
+    "gemma2_cls": ("Gemma2Config", "Gemma2ForSequenceClassification", {"num_labels": 1}),
+    "qwen3_moe_cls": ("Qwen3MoeConfig", "Qwen3MoeForSequenceClassification",
+                      {"num_experts": 8, "num_experts_per_tok": 2,
+                       "moe_intermediate_size": 128, "num_labels": 3}),
+    "phi3_cls": ("Phi3Config", "Phi3ForSequenceClassification",
+                 {"pad_token_id": 0, "num_labels": 2}),
     # token classifiers (NER and PII taggers): a label a token
     "bert_tok": ("BertConfig", "BertForTokenClassification", {"num_labels": 5}),
     # BERT with its masked-LM head (google-bert/bert-base-uncased's form):
@@ -1842,7 +1852,8 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "GPT2ForSequenceClassification", "CLIPModel", "SiglipModel", "ColPaliForRetrieval",
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
-           "JambaForSequenceClassification", "JinaVLForRanking", "DeepseekV3Model", "Qwen3Model")
+           "Gemma2ForSequenceClassification", "Qwen3MoeForSequenceClassification",
+           "Phi3ForSequenceClassification", "JambaForSequenceClassification", "JinaVLForRanking", "DeepseekV3Model", "Qwen3Model")
 
 
 def st_modules(out, cfg, decoder):
