@@ -433,6 +433,52 @@ for r in range(2):
 PY
 fi
 echo "   quark: FP8 experts per tensor as vLLM's QuarkW8A8Fp8MoEMethod holds them"
+# Quark's FP8 per channel with per-token activations (PTPC): weight_scale
+# 1-D, a row's scale each, as vLLM's QuarkW8A8Fp8 holds it
+# (ChannelQuantScaleParameter over the output rows): q/k/v's fused and cut
+# by heads, gate/up's by rows, o_proj's and down_proj's whole; the experts'
+# w13_weight_scale [E, 2I/tp] (gate's rows, then up's), w2_weight_scale
+# [E, H] whole (QuarkW8A8Fp8MoEMethod per channel).
+ncases=$((ncases + 1))
+QPTPC='{"weight": {"dtype": "fp8_e4m3", "qscheme": "per_channel", "ch_axis": 0, "is_dynamic": false}, "input_tensors": {"dtype": "fp8_e4m3", "qscheme": "per_channel", "ch_axis": 1, "is_dynamic": true}}'
+gen "$T/src-quarkpc" --arch qwen3_moe --layers 2 --hidden 64 --heads 2 --kv-heads 2 \
+	--head-dim 32 --intermediate 128 --vocab 256 --experts 2 --moe-intermediate 64 \
+	--dense-layers 1 --fp8 per-row \
+	--set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QPTPC, \"exclude\": [\"lm_head\"]}"
+if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarkpc" "$T/out-quarkpc" &&
+   expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quarkpc"; then
+	for want in "0.self_attn.qkv_proj.weight_scale  *F32  *\[96\]" \
+		    "0.self_attn.o_proj.weight_scale  *F32  *\[64\]" \
+		    "routed_experts.w13_weight_scale  *F32  *\[2,64\]" \
+		    "routed_experts.w2_weight_scale  *F32  *\[2,64\]" \
+		    "1.mlp.gate_up_proj.weight_scale  *F32  *\[128\]" \
+		    "1.mlp.down_proj.weight_scale  *F32  *\[64\]"; do
+		grep -q "$want" "$T/out" || fail "quark per channel: inspect does not show '$want'"
+	done
+	grep -q "input_scale" "$T/out" && fail "quark per channel: an input scale written"
+	py_st "$T/out-quarkpc" "$T/src-quarkpc" <<'PY' || fail "quark per channel: scales are not the checkpoint's rows"
+import glob, os, sys
+import st
+s = st.read(glob.glob(os.path.join(sys.argv[2], "*.safetensors")))
+x = lambda n: s["model.layers." + n + ".weight_scale"][2]
+half = lambda b, r: b[r * len(b) // 2:(r + 1) * len(b) // 2]
+E = "0.mlp.experts.routed_experts."
+for r in range(2):
+    o = st.read(glob.glob(os.path.join(sys.argv[1], "model-rank-%d-part-*.safetensors" % r)))
+    y = lambda n: o["model.layers." + n + "_scale"][2]
+    for l in range(2):
+        assert y("%d.self_attn.qkv_proj.weight" % l) == b"".join(
+            half(x("%d.self_attn.%s_proj" % (l, p)), r) for p in "qkv"), (r, l, "qkv")
+        assert y("%d.self_attn.o_proj.weight" % l) == x("%d.self_attn.o_proj" % l), (r, l, "o")
+    assert y(E + "w13_weight") == b"".join(
+        half(x("0.mlp.experts.%d.%s_proj" % (e, p)), r) for e in range(2) for p in ("gate", "up"))
+    assert y(E + "w2_weight") == b"".join(
+        x("0.mlp.experts.%d.down_proj" % e) for e in range(2))
+    assert y("1.mlp.gate_up_proj.weight") == half(x("1.mlp.gate_proj"), r) + half(x("1.mlp.up_proj"), r)
+    assert y("1.mlp.down_proj.weight") == x("1.mlp.down_proj")
+PY
+fi
+echo "   quark: FP8 per channel (PTPC), dense and experts, as vLLM's QuarkW8A8Fp8 holds it"
 gen "$T/src-hfqbad" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256
 echo '{"producer": {"name": "modelopt"}}' >"$T/src-hfqbad/hf_quant_config.json"
 
@@ -504,10 +550,10 @@ refused bnb 2 "quantization_config.quant_method \"bitsandbytes\" is not supporte
 # ModelOpt algorithms other than FP8 and NVFP4, or an NVFP4 KV cache.
 gen "$T/src-quark" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "quark"}'
-refused quark 2 "quantization_config.global_quant_config: only Quark's FP8 per tensor (weight and input_tensors of dtype fp8_e4m3, qscheme per_tensor) is supported yet" "$T/src-quark"
+refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), are supported yet" "$T/src-quark"
 gen "$T/src-quarkmx" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8, \"layer_quant_config\": {\"*v_proj\": {\"weight\": {\"dtype\": \"fp4\", \"qscheme\": \"per_group\"}}}}"
-refused quark-mxfp4 2 "quantization_config.layer_quant_config.*v_proj: only Quark's FP8 per tensor" "$T/src-quarkmx"
+refused quark-mxfp4 2 "quantization_config.layer_quant_config.*v_proj: only Quark's static FP8 weights per tensor or per channel" "$T/src-quarkmx"
 # compressed-tensors' KV-cache scales from the checkpoint: not checked.
 gen "$T/src-ctkv" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-channel --extra-tensor model.layers.0.self_attn.k_proj.output_scale: \

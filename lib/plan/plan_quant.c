@@ -326,33 +326,49 @@ static enum wshard_err check_modelopt(const struct wshard_plan *plan, struct wsh
 				algo ? "\"" : "", key[0] == 'k' ? ", with an FP8 KV cache or none" : "");
 }
 
-/* A Quark config c's weight and input_tensors are FP8 E4M3 per tensor. */
-static bool quark_fp8(json_t *c)
+/* Whether Quark quantization spec t (of a config's weight or
+ * input_tensors) is FP8 E4M3 under one of schemes, dynamic or static as
+ * dynamic says (-1: either). */
+static bool quark_spec(json_t *t, const char *const *schemes, size_t n, int dynamic)
 {
-	static const char *const parts[] = { "weight", "input_tensors" };
+	const char *dtype = json_string_value(json_object_get(t, "dtype"));
+	const char *scheme = json_string_value(json_object_get(t, "qscheme"));
 	size_t i;
 
-	for (i = 0; i < 2; i++) {
-		json_t *t = json_object_get(c, parts[i]);
-		const char *dtype = json_string_value(json_object_get(t, "dtype"));
-		const char *scheme = json_string_value(json_object_get(t, "qscheme"));
-
-		if (!dtype || strcmp(dtype, "fp8_e4m3") != 0 || !scheme ||
-		    strcmp(scheme, "per_tensor") != 0)
-			return false;
-	}
-	return true;
+	if (!dtype || strcmp(dtype, "fp8_e4m3") != 0 || !scheme ||
+	    (dynamic >= 0 && json_is_true(json_object_get(t, "is_dynamic")) != dynamic))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!strcmp(scheme, schemes[i]))
+			return true;
+	return false;
 }
 
 /*
- * Quark (AMD's -FP8-KV releases): FP8 per tensor is the layout written,
- * vLLM's QuarkW8A8Fp8 with per-tensor weights (X.weight_scale and, static,
- * X.input_scale: one F32 a fused part) and QuarkKVCacheMethod's k_scale
- * and v_scale from k_proj's and v_proj's output scales.  Every config
+ * A Quark config c is one of vLLM's QuarkW8A8Fp8 schemes (quark.py,
+ * _is_fp8_w8a8): static FP8 weights per tensor (a scalar weight_scale)
+ * or per channel (weight_scale 1-D, a row's scale each: Quark's PTPC
+ * export); activations per tensor, static (input_scale) or dynamic, or
+ * per token (qscheme per_channel, dynamic).
+ */
+static bool quark_fp8(json_t *c)
+{
+	static const char *const weight[] = { "per_tensor", "per_channel" };
+	json_t *in = json_object_get(c, "input_tensors");
+
+	return quark_spec(json_object_get(c, "weight"), weight, 2, 0) &&
+	       (quark_spec(in, weight, 1, -1) || quark_spec(in, weight + 1, 1, 1));
+}
+
+/*
+ * Quark (AMD's -FP8-KV and PTPC releases): vLLM's QuarkW8A8Fp8 (quark_fp8
+ * above: X.weight_scale, one F32 a fused part or a row, and where static
+ * X.input_scale, one F32 a part) and QuarkKVCacheMethod's k_scale and
+ * v_scale from k_proj's and v_proj's output scales.  Every config
  * (global_quant_config, each of layer_quant_config and
- * layer_type_quant_config) must be so: Quark's per-channel, per-block,
- * INT8, INT4, MXFP4 and NVFP4 schemes hold other parameters, not checked
- * against vLLM, and are refused.
+ * layer_type_quant_config) must be so: Quark's per-block, INT8, INT4,
+ * MXFP4 and NVFP4 schemes hold other parameters, not checked against
+ * vLLM, and are refused.
  */
 static enum wshard_err check_quark(const struct wshard_plan *plan, struct wshard_error *err)
 {
@@ -372,7 +388,7 @@ static enum wshard_err check_quark(const struct wshard_plan *plan, struct wshard
 	if (!where)
 		return WSHARD_OK;
 	return wshard_error_set(err, WSHARD_EINVAL,
-				"'%s': quantization_config.%s%s%s: only Quark's FP8 per tensor (weight and input_tensors of dtype fp8_e4m3, qscheme per_tensor) is supported yet",
+				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), are supported yet",
 				plan->cat->path, where, *key ? "." : "", key);
 }
 

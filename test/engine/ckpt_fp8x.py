@@ -107,3 +107,42 @@ def quark(out):
         "global_quant_config": glob,
         "layer_quant_config": {"*k_proj": kv, "*v_proj": kv},
         "layer_type_quant_config": {}}))
+
+
+def quark_ptpc(out):
+    """AMD Quark's FP8 per channel with per-token activations (its
+    quantization_ptpc_fp8 example: FP8E4M3PerChannelSpec, weight ch_axis 0
+    static, input ch_axis 1 dynamic): each linear weight F8_E4M3 with one
+    F32 scale a row, weight_scale 1-D [rows] as Quark exports it; no input
+    or KV-cache scales (activations are quantized at run time); lm_head
+    and the MoE routers excluded.  vLLM 0.32: QuarkW8A8Fp8 with
+    kFp8StaticChannelSym weights, QuarkW8A8Fp8MoEMethod per channel."""
+    import torch
+    fmax = torch.finfo(torch.float8_e4m3fn).max
+    gates = []
+
+    def shard(tensors):
+        for name in list(tensors):
+            if name.endswith(".mlp.gate.weight"):
+                gates.append(name[:-len(".weight")])
+            mod = _module(name)
+            if mod is None:
+                continue
+            w = tensors[name].float()
+            s = w.abs().amax(dim=1).clamp(min=1e-12) / fmax
+            tensors[name] = (w / s[:, None]).to(torch.float8_e4m3fn)
+            tensors[mod + ".weight_scale"] = s.float()
+    rewrite_shards(out, shard)
+    glob = {"weight": _quark_tensor(qscheme="per_channel", ch_axis=0,
+                                    observer_cls="PerChannelMinMaxObserver"),
+            "input_tensors": _quark_tensor(qscheme="per_channel", ch_axis=1, is_dynamic=True,
+                                           observer_cls="PerChannelMinMaxObserver"),
+            "output_tensors": None, "bias": None, "target_device": None}
+    update_config(out, lambda cfg: cfg.update(quantization_config={
+        "quant_method": "quark", "quant_mode": "eager_mode",
+        "algo_config": None, "exclude": ["lm_head"] + sorted(gates),
+        "export": {"kv_cache_group": [], "min_kv_scale": 0.0,
+                   "pack_method": "reorder", "weight_format": "real_quantized",
+                   "weight_merge_groups": None},
+        "global_quant_config": glob,
+        "layer_quant_config": {}, "layer_type_quant_config": {}}))

@@ -449,6 +449,8 @@ CASES = {
     # AMD's Quark FP8 per tensor with KV-cache scales: ckpt_fp8x.py.
     "llama-fbgemm": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-quark": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # Quark's FP8 per channel, activations per token (PTPC): ckpt_fp8x.py.
+    "llama-quark_ptpc": ("LlamaConfig", "LlamaForCausalLM", {}),
     # GPTQ (4-bit in groups of 128, per channel) and AWQ (4-bit, groups
     # of 128, zero points): ckpt_gptq.py.  (vLLM's CPU build refuses 8-bit
     # GPTQ: "Marlin does not support weight_bits = uint8b128".)
@@ -476,6 +478,9 @@ CASES = {
     "qwen3_moe-quark": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                         {"num_key_value_heads": 4, "num_experts": 4,
                          "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
+    "qwen3_moe-quark_ptpc": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                             {"num_key_value_heads": 4, "num_experts": 4,
+                              "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
     # DeepSeek-V2-Lite: MLA without a query LoRA (q_proj), the first layer
     # dense, 2 shared experts, greedy top-k routing (softmax).
     "deepseek_v2_lite": ("DeepseekV2Config", "DeepseekV2ForCausalLM",
@@ -3677,7 +3682,7 @@ def make(arch, out):
     elif variant == "nvfp4mo":
         from ckpt_io import modelopt_nvfp4
         modelopt_nvfp4(out)
-    elif variant in ("fbgemm", "quark"):
+    elif variant in ("fbgemm", "quark", "quark_ptpc"):
         import ckpt_fp8x
         getattr(ckpt_fp8x, variant)(out)
     elif variant in ("gptq", "gptqc", "awq"):
