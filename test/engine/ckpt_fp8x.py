@@ -61,16 +61,11 @@ def _quark_tensor(**kw):
     return q
 
 
-def quark(out):
-    """AMD Quark's FP8 per tensor with an FP8 KV cache (amd/*-FP8-KV):
-    each linear weight F8_E4M3 with a scalar F32 weight_scale and a static
-    scalar F32 input_scale, k_proj and v_proj with an output_scale (the KV
-    cache's scales, kv_cache_group), lm_head excluded.  MoE experts (the
-    MoE models among amd/*-FP8-KV, vLLM's QuarkW8A8Fp8MoEMethod) are
-    quantized alike, one scale per expert and projection; an expert's
-    gate_proj and up_proj read the same input and share its input scale
-    (vLLM keeps one an expert for both); the routers (mlp.gate) are
-    excluded, as the releases exclude them."""
+def _quark_weights(out, per_channel, more):
+    """Each linear weight of OUT's shards F8_E4M3 with its F32
+    weight_scale, a scalar or (per_channel) one a row, 1-D as Quark
+    exports it; more(tensors, mod) adds a module's other scales.  Returns
+    the MoE routers' module names, which Quark's releases exclude."""
     import torch
     fmax = torch.finfo(torch.float8_e4m3fn).max
     gates = []
@@ -83,24 +78,46 @@ def quark(out):
             if mod is None:
                 continue
             w = tensors[name].float()
-            s = w.abs().max().clamp(min=1e-12) / fmax
-            tensors[name] = (w / s).to(torch.float8_e4m3fn)
-            tensors[mod + ".weight_scale"] = s.reshape([]).float()
-            # fixed activation and KV scales, distinct per layer and part
-            # (an expert's gate_proj and up_proj: one input, one scale)
-            key = mod.replace(".up_proj", ".gate_proj") if ".experts." in mod else mod
-            h = zlib.crc32(key.encode()) % 7
-            tensors[mod + ".input_scale"] = torch.tensor(0.01 + 0.001 * h, dtype=torch.float32)
-            if mod.endswith(("k_proj", "v_proj")):
-                tensors[mod + ".output_scale"] = torch.tensor(0.02 + 0.001 * h,
-                                                              dtype=torch.float32)
+            if per_channel:
+                s = w.abs().amax(dim=1).clamp(min=1e-12) / fmax
+                tensors[name] = (w / s[:, None]).to(torch.float8_e4m3fn)
+            else:
+                s = (w.abs().max().clamp(min=1e-12) / fmax).reshape([])
+                tensors[name] = (w / s).to(torch.float8_e4m3fn)
+            tensors[mod + ".weight_scale"] = s.float()
+            more(tensors, mod)
     rewrite_shards(out, shard)
+    return sorted(gates)
+
+
+def quark(out):
+    """AMD Quark's FP8 per tensor with an FP8 KV cache (amd/*-FP8-KV):
+    each linear weight F8_E4M3 with a scalar F32 weight_scale and a static
+    scalar F32 input_scale, k_proj and v_proj with an output_scale (the KV
+    cache's scales, kv_cache_group), lm_head excluded.  MoE experts (the
+    MoE models among amd/*-FP8-KV, vLLM's QuarkW8A8Fp8MoEMethod) are
+    quantized alike, one scale per expert and projection; an expert's
+    gate_proj and up_proj read the same input and share its input scale
+    (vLLM keeps one an expert for both); the routers (mlp.gate) are
+    excluded, as the releases exclude them."""
+    import torch
+
+    def scales(tensors, mod):
+        # fixed activation and KV scales, distinct per layer and part
+        # (an expert's gate_proj and up_proj: one input, one scale)
+        key = mod.replace(".up_proj", ".gate_proj") if ".experts." in mod else mod
+        h = zlib.crc32(key.encode()) % 7
+        tensors[mod + ".input_scale"] = torch.tensor(0.01 + 0.001 * h, dtype=torch.float32)
+        if mod.endswith(("k_proj", "v_proj")):
+            tensors[mod + ".output_scale"] = torch.tensor(0.02 + 0.001 * h,
+                                                          dtype=torch.float32)
+    gates = _quark_weights(out, False, scales)
     glob = {"weight": _quark_tensor(), "input_tensors": _quark_tensor(),
             "output_tensors": None, "bias": None, "target_device": None}
     kv = dict(glob, output_tensors=_quark_tensor())
     update_config(out, lambda cfg: cfg.update(quantization_config={
         "quant_method": "quark", "quant_mode": "eager_mode",
-        "algo_config": None, "exclude": ["lm_head"] + sorted(gates),
+        "algo_config": None, "exclude": ["lm_head"] + gates,
         "export": {"kv_cache_group": ["*k_proj", "*v_proj"], "min_kv_scale": 0.0,
                    "pack_method": "reorder", "weight_format": "real_quantized",
                    "weight_merge_groups": None},
@@ -117,22 +134,7 @@ def quark_ptpc(out):
     or KV-cache scales (activations are quantized at run time); lm_head
     and the MoE routers excluded.  vLLM 0.32: QuarkW8A8Fp8 with
     kFp8StaticChannelSym weights, QuarkW8A8Fp8MoEMethod per channel."""
-    import torch
-    fmax = torch.finfo(torch.float8_e4m3fn).max
-    gates = []
-
-    def shard(tensors):
-        for name in list(tensors):
-            if name.endswith(".mlp.gate.weight"):
-                gates.append(name[:-len(".weight")])
-            mod = _module(name)
-            if mod is None:
-                continue
-            w = tensors[name].float()
-            s = w.abs().amax(dim=1).clamp(min=1e-12) / fmax
-            tensors[name] = (w / s[:, None]).to(torch.float8_e4m3fn)
-            tensors[mod + ".weight_scale"] = s.float()
-    rewrite_shards(out, shard)
+    gates = _quark_weights(out, True, lambda tensors, mod: None)
     glob = {"weight": _quark_tensor(qscheme="per_channel", ch_axis=0,
                                     observer_cls="PerChannelMinMaxObserver"),
             "input_tensors": _quark_tensor(qscheme="per_channel", ch_axis=1, is_dynamic=True,
@@ -140,7 +142,7 @@ def quark_ptpc(out):
             "output_tensors": None, "bias": None, "target_device": None}
     update_config(out, lambda cfg: cfg.update(quantization_config={
         "quant_method": "quark", "quant_mode": "eager_mode",
-        "algo_config": None, "exclude": ["lm_head"] + sorted(gates),
+        "algo_config": None, "exclude": ["lm_head"] + gates,
         "export": {"kv_cache_group": [], "min_kv_scale": 0.0,
                    "pack_method": "reorder", "weight_format": "real_quantized",
                    "weight_merge_groups": None},
