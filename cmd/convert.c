@@ -433,6 +433,24 @@ static void note_session_dir(const char *out)
 			"(TMPDIR=/dev/shm mpirun ... avoids it)\n", dir, out);
 }
 
+/*
+ * A float32 checkpoint converted as it is: vLLM serves it downcast
+ * (config/model.py, _resolve_auto_dtype: bfloat16 where the device has
+ * it, float16 for an embedding or classifier model), casting every
+ * tensor it loads; --dtype writes that layout, in half the bytes.
+ */
+static void note_float32(const struct convert_opts *o, const struct wshard_catalog *cat)
+{
+	struct wshard_catalog_info info;
+
+	wshard_catalog_info(cat, &info);
+	if (!o->opt.has_dtype && info.torch_dtype && !strcmp(info.torch_dtype, "float32"))
+		fprintf(stderr,
+			"wshard: note: config.json's dtype is float32, which vLLM serves as bfloat16 "
+			"(float16 for an embedding or classifier model), casting as it loads: "
+			"--dtype bf16 or f16 writes that in half the bytes\n");
+}
+
 /* The rules for cat: --rules FILE (for its architecture), else the
  * built-in ones of its architecture; --architecture stands for
  * config.json's. */
@@ -521,6 +539,8 @@ int cmd_convert(int argc, char **argv)
 		fprintf(stderr, "wshard: %s\n", o.run.notice);
 	if (leader && !o.quiet)
 		print_summary(&o, cat, plan, now_seconds() - start);
+	if (leader && !o.quiet)
+		note_float32(&o, cat);
 	if (leader && !o.quiet && o.run.no_sync && wshard_comm_is_mpi(comm))
 		note_session_dir(o.run.out_dir);	/* OUT exists now */
 out:

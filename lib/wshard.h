@@ -114,6 +114,7 @@ struct wshard_catalog_info {
 	const char *path;		/* as given to open */
 	bool has_config;		/* config.json was found */
 	const char *architecture;	/* its architectures[0], or NULL */
+	const char *torch_dtype;	/* its torch_dtype (or dtype), or NULL */
 	size_t ntensors;
 	size_t nfiles;			/* .safetensors files */
 	uint64_t tensor_bytes;		/* sum of all tensor data bytes */

@@ -104,6 +104,22 @@ conv f6 "$T/src-f6" 4
 gen "$T/src-f4" $S --dtype F4
 conv f4 "$T/src-f4" 2
 
+# A float32 checkpoint without --dtype: written as it is, with a note that
+# vLLM serves it downcast (--dtype writes that); none with --dtype or -q.
+"$WSHARD" convert --tp 2 "$T/src-mistral32" "$T/f32-note" >/dev/null 2>"$T/cerr" ||
+	fail "float32 note: convert failed: $(head -c 300 "$T/cerr")"
+grep -q "^wshard: note: config.json's dtype is float32, which vLLM serves as bfloat16 .*--dtype bf16 or f16" "$T/cerr" ||
+	fail "float32 note: not printed: $(head -c 300 "$T/cerr")"
+for o in "--dtype bf16" "-q"; do
+	# shellcheck disable=SC2086
+	"$WSHARD" convert --tp 2 $o "$T/src-mistral32" "$T/f32-nonote" >/dev/null 2>"$T/cerr" ||
+		fail "float32 note ($o): convert failed: $(head -c 300 "$T/cerr")"
+	grep -q "float32" "$T/cerr" && fail "float32 note: printed with $o"
+	rm -rf "$T/f32-nonote"
+done
+"$WSHARD" convert --tp 2 "$T/src-qwen2f16" "$T/f16-nonote" >/dev/null 2>"$T/cerr"
+grep -q "float32" "$T/cerr" && fail "float32 note: printed for a float16 checkpoint"
+
 # SHA-256 checksums in the manifest.
 conv sha256 "$T/src-qwen3" 2 --checksum sha256
 

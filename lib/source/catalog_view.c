@@ -19,6 +19,10 @@ void wshard_catalog_info(const struct wshard_catalog *cat,
 	out_info->path = cat->path;
 	out_info->has_config = cat->has_config;
 	out_info->architecture = cat->config.architecture;
+	/* transformers 4.56 renamed torch_dtype to dtype */
+	out_info->torch_dtype = json_string_value(json_object_get(cat->config.json, "torch_dtype"));
+	if (!out_info->torch_dtype)
+		out_info->torch_dtype = json_string_value(json_object_get(cat->config.json, "dtype"));
 	out_info->ntensors = cat->ntensors;
 	out_info->nfiles = cat->nfiles;
 	out_info->tensor_bytes = cat->tensor_bytes;
