@@ -98,7 +98,8 @@ echo "   group 128 and per channel at tp 1 and 2: the rank files hold vLLM's lay
 # [rows, cols/16] cut and fused like the weight; X.weight_global_scale and
 # X.input_global_scale F32 [1] one element per fused part, whole beside a
 # column split.  ModelOpt's NVFP4 (--nvfp4 modelopt) the same under its
-# names: X.weight, X.weight_scale, X.weight_scale_2, X.input_scale.
+# names: X.weight, X.weight_scale, X.weight_scale_2, X.input_scale; Quark's
+# MXFP4 (--mxfp4 quark) as compressed-tensors' MXFP4 under X.weight.
 # Experts as vLLM's NVFP4 MoE methods stack them (qwen3_moe-nvfp4*):
 # w13's bytes and group scales the rank's gate rows then its up rows, w2's
 # cut by columns; the per-tensor scales [E, 2] for w13 (gate's, up's: the
@@ -108,10 +109,10 @@ check_nvfp4() {
 import glob, os, sys
 import st
 out, src, tp, v = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-a16, mx = v == "a16", v == "mxfp4"
+a16, mx = v == "a16", v in ("mxfp4", "quark_mx")
 s = st.read(glob.glob(os.path.join(src, "*.safetensors")))
 # ModelOpt's names: X.weight, X.weight_scale_2, X.input_scale (scalars)
-packed, gscale, iscale = (("weight", "weight_scale_2", "input_scale") if v == "modelopt" else
+packed, gscale, iscale = (("weight", "weight_scale_2", "input_scale") if v in ("modelopt", "quark_mx") else
                           ("weight_packed", "weight_global_scale", "input_global_scale"))
 rows = lambda t, r: st.rank_rows(t, r, tp)
 cols = lambda t, r: st.rank_cols(t, r, tp)
@@ -160,9 +161,10 @@ PY
 }
 
 M4="--arch qwen3_moe --layers 2 --hidden 256 --heads 4 --kv-heads 2 --intermediate 512 --vocab 1000 --experts 4 --moe-intermediate 256 --shards 2 --seed 9"
-for v in w4a4 a16 modelopt mxfp4 moe:w4a4 moe:modelopt moe:mxfp4; do
+for v in w4a4 a16 modelopt mxfp4 quark_mx moe:w4a4 moe:modelopt moe:mxfp4 moe:quark_mx; do
 	q="--nvfp4 ${v#moe:}"
 	[ "${v#moe:}" = mxfp4 ] && q="--mxfp4 a16"
+	[ "${v#moe:}" = quark_mx ] && q="--mxfp4 quark"
 	case $v in
 	moe:*) v=${v#moe:} src=$T/src-nvfp4moe-$v; gen "$src" $M4 $q ;;
 	*) src=$T/src-nvfp4-$v; gen "$src" $S $q ;;
@@ -171,7 +173,7 @@ for v in w4a4 a16 modelopt mxfp4 moe:w4a4 moe:modelopt moe:mxfp4; do
 		layout check_nvfp4 "$src" "$tp" "$v"
 	done
 done
-echo "   NVFP4 (compressed-tensors' with FP4 activations and weight-only, ModelOpt's) and MXFP4, dense and experts, at tp 1 and 2: vLLM's layout"
+echo "   NVFP4 (compressed-tensors' with FP4 activations and weight-only, ModelOpt's) and MXFP4 (compressed-tensors', Quark's), dense and experts, at tp 1 and 2: vLLM's layout"
 
 # check_inout OUT SRC TP METHOD: GPTQ's or AWQ's rank files against SRC.
 check_inout() {
@@ -550,7 +552,7 @@ refused bnb 2 "quantization_config.quant_method \"bitsandbytes\" is not supporte
 # ModelOpt algorithms other than FP8 and NVFP4, or an NVFP4 KV cache.
 gen "$T/src-quark" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "quark"}'
-refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), are supported yet" "$T/src-quark"
+refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), and its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) are supported yet" "$T/src-quark"
 gen "$T/src-quarkmx" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8, \"layer_quant_config\": {\"*v_proj\": {\"weight\": {\"dtype\": \"fp4\", \"qscheme\": \"per_group\"}}}}"
 refused quark-mxfp4 2 "quantization_config.layer_quant_config.*v_proj: only Quark's static FP8 weights per tensor or per channel" "$T/src-quarkmx"
@@ -582,6 +584,9 @@ refused mxfp6ct 2 "has format \"mxfp6-pack-quantized\", not supported yet" "$T/s
 gen "$T/src-mxfp4grp" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermediate 96 \
 	--vocab 256 --mxfp4 a4
 refused mxfp4-group 2 "down_proj.weight_scale': dimension 1 holds 3 groups of 32 input columns (quantization_config group_size); --tp 2 would cut a group" "$T/src-mxfp4grp"
+gen "$T/src-quarkmxgrp" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermediate 96 \
+	--vocab 256 --mxfp4 quark
+refused quark-mxfp4-group 2 "down_proj.weight_scale': dimension 1 holds 3 groups of input columns; --tp 2 would cut a group" "$T/src-quarkmxgrp"
 # NVFP4's down_proj: 96 input columns, 6 groups of 16: 1.5 a rank at tp 4.
 gen "$T/src-nvfp4grp" --layers 1 --hidden 64 --heads 4 --kv-heads 4 --intermediate 96 \
 	--vocab 256 --nvfp4 a16

@@ -228,9 +228,9 @@ enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct me
  * modelopt, quant_algo NVFP4). */
 bool plan_modelopt_nvfp4(const struct wshard_plan *plan);
 
-/* plan_quant.c: whether t holds ModelOpt's NVFP4 weight, X.weight of U8
- * bytes of two FP4 values (quant_method modelopt, quant_algo NVFP4), its
- * last dimension half the weight's. */
+/* plan_quant.c: whether t holds an FP4 weight packed under its own name,
+ * X.weight of U8 bytes of two FP4 values (ModelOpt's NVFP4, Quark's
+ * MXFP4), its last dimension half the weight's. */
 bool plan_fp4_weight(const struct wshard_plan *plan, const struct wshard_st_tensor *t);
 
 /* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL naming m's source when m is

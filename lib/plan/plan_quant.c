@@ -43,7 +43,11 @@ bool plan_modelopt_nvfp4(const struct wshard_plan *plan)
 
 bool plan_fp4_weight(const struct wshard_plan *plan, const struct wshard_st_tensor *t)
 {
-	return t->dtype == WSHARD_U8 && plan_modelopt_nvfp4(plan);
+	const char *method = quant_method(plan);
+
+	/* Quark's one U8 weight is MXFP4 (check_quark refuses MXFP6) */
+	return t->dtype == WSHARD_U8 &&
+	       (plan_modelopt_nvfp4(plan) || (method && !strcmp(method, "quark")));
 }
 
 /*
@@ -327,21 +331,46 @@ static enum wshard_err check_modelopt(const struct wshard_plan *plan, struct wsh
 }
 
 /* Whether Quark quantization spec t (of a config's weight or
- * input_tensors) is FP8 E4M3 under one of schemes, dynamic or static as
- * dynamic says (-1: either). */
-static bool quark_spec(json_t *t, const char *const *schemes, size_t n, int dynamic)
+ * input_tensors) has one of schemes, dynamic or static as dynamic says
+ * (-1: either); quark_spec: and is FP8 E4M3. */
+static bool quark_spec_scheme(json_t *t, const char *const *schemes, size_t n, int dynamic)
 {
-	const char *dtype = json_string_value(json_object_get(t, "dtype"));
 	const char *scheme = json_string_value(json_object_get(t, "qscheme"));
 	size_t i;
 
-	if (!dtype || strcmp(dtype, "fp8_e4m3") != 0 || !scheme ||
-	    (dynamic >= 0 && json_is_true(json_object_get(t, "is_dynamic")) != dynamic))
+	if (!scheme || (dynamic >= 0 && json_is_true(json_object_get(t, "is_dynamic")) != dynamic))
 		return false;
 	for (i = 0; i < n; i++)
 		if (!strcmp(scheme, schemes[i]))
 			return true;
 	return false;
+}
+
+static bool quark_spec(json_t *t, const char *const *schemes, size_t n, int dynamic)
+{
+	const char *dtype = json_string_value(json_object_get(t, "dtype"));
+
+	return dtype && !strcmp(dtype, "fp8_e4m3") && quark_spec_scheme(t, schemes, n, dynamic);
+}
+
+/*
+ * A Quark config c is vLLM's QuarkOCP_MX with MXFP4 weights in the
+ * canonical spelling (quark.py _is_w_ocp_mx_a_x, ocp_mx_utils.py
+ * ocp_mx_weight_dtype_and_rows: dtype fp4, per_group of 32, e8m0 scales):
+ * X.weight U8 [rows, cols/2], two values a byte, X.weight_scale U8
+ * [rows, cols/32]; activations dynamic (no scale to load) or none.
+ */
+static bool quark_mxfp4(json_t *c)
+{
+	static const char *const group[] = { "per_group" };
+	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
+	const char *dtype = json_string_value(json_object_get(w, "dtype"));
+	const char *scale = json_string_value(json_object_get(w, "scale_format"));
+
+	return dtype && !strcmp(dtype, "fp4") && quark_spec_scheme(w, group, 1, 0) &&
+	       json_integer_value(json_object_get(w, "group_size")) == 32 && scale &&
+	       !strcmp(scale, "e8m0") &&
+	       (json_is_null(in) || !in || json_is_true(json_object_get(in, "is_dynamic")));
 }
 
 /*
@@ -361,34 +390,35 @@ static bool quark_fp8(json_t *c)
 }
 
 /*
- * Quark (AMD's -FP8-KV and PTPC releases): vLLM's QuarkW8A8Fp8 (quark_fp8
- * above: X.weight_scale, one F32 a fused part or a row, and where static
- * X.input_scale, one F32 a part) and QuarkKVCacheMethod's k_scale and
- * v_scale from k_proj's and v_proj's output scales.  Every config
- * (global_quant_config, each of layer_quant_config and
- * layer_type_quant_config) must be so: Quark's per-block, INT8, INT4,
- * MXFP4 and NVFP4 schemes hold other parameters, not checked against
- * vLLM, and are refused.
+ * Quark (AMD's -FP8-KV, PTPC and -MXFP4 releases): vLLM's QuarkW8A8Fp8
+ * (quark_fp8 above: X.weight_scale, one F32 a fused part or a row, and
+ * where static X.input_scale, one F32 a part), QuarkOCP_MX's MXFP4
+ * (quark_mxfp4: cut as ModelOpt's NVFP4 weights and their group scales)
+ * and QuarkKVCacheMethod's k_scale and v_scale from k_proj's and v_proj's
+ * output scales.  Every config (global_quant_config, each of
+ * layer_quant_config and layer_type_quant_config) must be one of these:
+ * Quark's per-block FP8, MXFP6, MXFP8, INT8, INT4 and NVFP4 schemes hold
+ * other parameters, not checked against vLLM, and are refused.
  */
 static enum wshard_err check_quark(const struct wshard_plan *plan, struct wshard_error *err)
 {
 	static const char *const keys[] = { "layer_quant_config", "layer_type_quant_config" };
 	json_t *q = plan_quant_config(plan), *v;
-	const char *where = quark_fp8(json_object_get(q, "global_quant_config")) ? NULL :
-			    "global_quant_config";
+	json_t *g = json_object_get(q, "global_quant_config");
+	const char *where = quark_fp8(g) || quark_mxfp4(g) ? NULL : "global_quant_config";
 	const char *key = "";
 	size_t k;
 
 	for (k = 0; k < 2 && !where; k++)
 		json_object_foreach(json_object_get(q, keys[k]), key, v)
-			if (!quark_fp8(v)) {
+			if (!quark_fp8(v) && !quark_mxfp4(v)) {
 				where = keys[k];
 				break;
 			}
 	if (!where)
 		return WSHARD_OK;
 	return wshard_error_set(err, WSHARD_EINVAL,
-				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), are supported yet",
+				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), and its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) are supported yet",
 				plan->cat->path, where, *key ? "." : "", key);
 }
 

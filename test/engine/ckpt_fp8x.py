@@ -61,13 +61,43 @@ def _quark_tensor(**kw):
     return q
 
 
-def _quark_weights(out, per_channel, more):
-    """Each linear weight of OUT's shards F8_E4M3 with its F32
-    weight_scale, a scalar or (per_channel) one a row, 1-D as Quark
-    exports it; more(tensors, mod) adds a module's other scales.  Returns
-    the MoE routers' module names, which Quark's releases exclude."""
+def _fp8(per_channel):
+    """A quantizer of F32 weights to F8_E4M3: (weight, F32 scale), the scale
+    a scalar or (per_channel) one a row, 1-D as Quark exports it."""
     import torch
     fmax = torch.finfo(torch.float8_e4m3fn).max
+
+    def quantize(w):
+        if per_channel:
+            s = w.abs().amax(dim=1).clamp(min=1e-12) / fmax
+            return (w / s[:, None]).to(torch.float8_e4m3fn), s
+        s = (w.abs().max().clamp(min=1e-12) / fmax).reshape([])
+        return (w / s).to(torch.float8_e4m3fn), s
+    return quantize
+
+
+def _mxfp4(w):
+    """OCP MXFP4 of F32 weight w [rows, cols]: each group of 32 inputs
+    shares a power-of-two scale, E8M0 (2^(floor(log2 amax) - 2): e2m1's
+    largest exponent), each value the nearest E2M1 code, two codes a byte,
+    the even input in the low nibble.  (U8 [rows, cols/2], U8 [rows, cols/32])."""
+    import torch
+    rows, cols = w.shape
+    g = w.reshape(rows, cols // 32, 32)
+    amax = g.abs().amax(dim=2).clamp(min=2.0 ** -126)
+    e = (torch.floor(torch.log2(amax)) - 2).clamp(-127, 127)
+    x = g / torch.pow(2.0, e)[:, :, None]
+    grid = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+    code = (x.abs().clamp(max=6.0)[..., None] - grid).abs().argmin(dim=-1)
+    code = (code | ((x < 0).long() << 3)).reshape(rows, cols)
+    packed = (code[:, 0::2] | (code[:, 1::2] << 4)).to(torch.uint8)
+    return packed, (e + 127).to(torch.uint8)
+
+
+def _quark_weights(out, quantize, more):
+    """Each linear weight of OUT's shards replaced by quantize(weight) and
+    its weight_scale; more(tensors, mod) adds a module's other scales.
+    Returns the MoE routers' module names, which Quark's releases exclude."""
     gates = []
 
     def shard(tensors):
@@ -77,14 +107,7 @@ def _quark_weights(out, per_channel, more):
             mod = _module(name)
             if mod is None:
                 continue
-            w = tensors[name].float()
-            if per_channel:
-                s = w.abs().amax(dim=1).clamp(min=1e-12) / fmax
-                tensors[name] = (w / s[:, None]).to(torch.float8_e4m3fn)
-            else:
-                s = (w.abs().max().clamp(min=1e-12) / fmax).reshape([])
-                tensors[name] = (w / s).to(torch.float8_e4m3fn)
-            tensors[mod + ".weight_scale"] = s.float()
+            tensors[name], tensors[mod + ".weight_scale"] = quantize(tensors[name].float())
             more(tensors, mod)
     rewrite_shards(out, shard)
     return sorted(gates)
@@ -111,7 +134,7 @@ def quark(out):
         if mod.endswith(("k_proj", "v_proj")):
             tensors[mod + ".output_scale"] = torch.tensor(0.02 + 0.001 * h,
                                                           dtype=torch.float32)
-    gates = _quark_weights(out, False, scales)
+    gates = _quark_weights(out, _fp8(False), scales)
     glob = {"weight": _quark_tensor(), "input_tensors": _quark_tensor(),
             "output_tensors": None, "bias": None, "target_device": None}
     kv = dict(glob, output_tensors=_quark_tensor())
@@ -134,11 +157,34 @@ def quark_ptpc(out):
     or KV-cache scales (activations are quantized at run time); lm_head
     and the MoE routers excluded.  vLLM 0.32: QuarkW8A8Fp8 with
     kFp8StaticChannelSym weights, QuarkW8A8Fp8MoEMethod per channel."""
-    gates = _quark_weights(out, True, lambda tensors, mod: None)
+    gates = _quark_weights(out, _fp8(True), lambda tensors, mod: None)
     glob = {"weight": _quark_tensor(qscheme="per_channel", ch_axis=0,
                                     observer_cls="PerChannelMinMaxObserver"),
             "input_tensors": _quark_tensor(qscheme="per_channel", ch_axis=1, is_dynamic=True,
                                            observer_cls="PerChannelMinMaxObserver"),
+            "output_tensors": None, "bias": None, "target_device": None}
+    update_config(out, lambda cfg: cfg.update(quantization_config={
+        "quant_method": "quark", "quant_mode": "eager_mode",
+        "algo_config": None, "exclude": ["lm_head"] + gates,
+        "export": {"kv_cache_group": [], "min_kv_scale": 0.0,
+                   "pack_method": "reorder", "weight_format": "real_quantized",
+                   "weight_merge_groups": None},
+        "global_quant_config": glob,
+        "layer_quant_config": {}, "layer_type_quant_config": {}}))
+
+
+def quark_mxfp4(out):
+    """AMD Quark's MXFP4 (amd/*-MXFP4 releases): each linear weight OCP
+    MXFP4, X.weight U8 [rows, cols/2] and X.weight_scale U8 E8M0 [rows,
+    cols/32]; activations MXFP4 at run time (no input scale); lm_head and
+    the MoE routers excluded.  vLLM 0.32: QuarkOCP_MX (quark.py
+    _is_w_ocp_mx_a_x) and, for experts, its OCP MX MoE method."""
+    gates = _quark_weights(out, _mxfp4, lambda tensors, mod: None)
+    mx = {"dtype": "fp4", "qscheme": "per_group", "ch_axis": -1, "group_size": 32,
+          "symmetric": None, "round_method": "half_even", "scale_type": "float",
+          "scale_format": "e8m0", "scale_calculation_mode": "even",
+          "observer_cls": "PerBlockMXObserver", "is_dynamic": False}
+    glob = {"weight": mx, "input_tensors": dict(mx, is_dynamic=True),
             "output_tensors": None, "bias": None, "target_device": None}
     update_config(out, lambda cfg: cfg.update(quantization_config={
         "quant_method": "quark", "quant_mode": "eager_mode",

@@ -449,8 +449,10 @@ CASES = {
     # AMD's Quark FP8 per tensor with KV-cache scales: ckpt_fp8x.py.
     "llama-fbgemm": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-quark": ("LlamaConfig", "LlamaForCausalLM", {}),
-    # Quark's FP8 per channel, activations per token (PTPC): ckpt_fp8x.py.
+    # Quark's FP8 per channel, activations per token (PTPC), and its MXFP4:
+    # ckpt_fp8x.py.
     "llama-quark_ptpc": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-quark_mxfp4": ("LlamaConfig", "LlamaForCausalLM", {}),
     # GPTQ (4-bit in groups of 128, per channel) and AWQ (4-bit, groups
     # of 128, zero points): ckpt_gptq.py.  (vLLM's CPU build refuses 8-bit
     # GPTQ: "Marlin does not support weight_bits = uint8b128".)
@@ -481,6 +483,9 @@ CASES = {
     "qwen3_moe-quark_ptpc": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
                              {"num_key_value_heads": 4, "num_experts": 4,
                               "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
+    "qwen3_moe-quark_mxfp4": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                              {"num_key_value_heads": 4, "num_experts": 4,
+                               "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
     # DeepSeek-V2-Lite: MLA without a query LoRA (q_proj), the first layer
     # dense, 2 shared experts, greedy top-k routing (softmax).
     "deepseek_v2_lite": ("DeepseekV2Config", "DeepseekV2ForCausalLM",
@@ -3682,7 +3687,7 @@ def make(arch, out):
     elif variant == "nvfp4mo":
         from ckpt_io import modelopt_nvfp4
         modelopt_nvfp4(out)
-    elif variant in ("fbgemm", "quark", "quark_ptpc"):
+    elif variant in ("fbgemm", "quark", "quark_ptpc", "quark_mxfp4"):
         import ckpt_fp8x
         getattr(ckpt_fp8x, variant)(out)
     elif variant in ("gptq", "gptqc", "awq"):

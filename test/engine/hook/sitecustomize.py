@@ -359,10 +359,10 @@ def _patch_mxfp4(module):
     """WSHARD_ORACLE_MXFP4: vLLM 0.32 registers no MXFP4 linear kernel for
     its CPU platform (_POSSIBLE_MXFP4_KERNELS has CUDA's, ROCm's and XPU's),
     though loading the weights does not depend on the kernel.
-    compressed-tensors' MXFP4 scheme takes vLLM's own software emulation
-    (EmulationMxfp4LinearKernel) with unquantized activations, as Marlin
-    runs it on GPUs without native FP4 (W4A16): the model is built, loaded
-    and run."""
+    compressed-tensors' MXFP4 scheme and Quark's OCP MX one take vLLM's own
+    software emulation (EmulationMxfp4LinearKernel) with unquantized
+    activations, as Marlin runs it on GPUs without native FP4 (W4A16): the
+    model is built, loaded and run."""
     from vllm.model_executor.kernels.linear.mxfp4.base import MxFp4LinearLayerConfig
     from vllm.model_executor.kernels.linear.mxfp4.emulation import (
         EmulationMxfp4LinearKernel)
@@ -664,6 +664,8 @@ if os.environ.get("WSHARD_ORACLE_NVFP4"):
 if os.environ.get("WSHARD_ORACLE_MXFP4"):
     _hook("vllm.model_executor.layers.quantization.compressed_tensors."
           "schemes.compressed_tensors_w4a4_mxfp4", _patch_mxfp4)
+    _hook("vllm.model_executor.layers.quantization.quark.schemes.quark_ocp_mx",
+          _patch_mxfp4)
     _hook("vllm.model_executor.kernels.linear.mxfp4.emulation",
           _patch_mxfp4_dequant)
 if os.environ.get("WSHARD_ORACLE_NVFP4_MOE"):
