@@ -7,9 +7,8 @@ import re
 def add_v4_mtp(out, wm, cfg):
     """Appends DeepSeek-V4's multi-token-prediction layer mtp.0.* in a
     shard of its own (transformers neither builds nor writes it): a copy of
-    the last layer without its compressor and indexer (an MTP layer's
-    compress_ratios entry is 0, as the releases' is: vLLM's draft loads no
-    other), perturbed, plus e_proj, h_proj, enorm, hnorm, norm and its
+    the last layer without its compressor and indexer (its compress_ratios
+    entry 0: vLLM's draft loads no other), perturbed, plus e_proj, h_proj, enorm, hnorm, norm and its
     hc_head tensors, in DeepSeek's names."""
     import os
     import torch
@@ -101,8 +100,8 @@ def deepseek_v4_native(out):
         json.dump(idx, f, indent=2)
     ratio = {"sliding_attention": 0}
     ratio.update(cfg.pop("compress_rates"))
-    # one entry a layer and one the MTP layer (0, sliding window only), as
-    # DeepSeek's config.json has it: vLLM's draft reads the MTP layer's
+    # one entry a layer and one the MTP layer (0, sliding window only):
+    # vLLM's draft reads the MTP layer's (attention.py, compress_ratios[layer_id])
     cfg["compress_ratios"] = [ratio[t] for t in cfg.pop("layer_types")] + [0]
     cfg["num_hash_layers"] = cfg.pop("mlp_layer_types").count("hash_moe")
     cfg["num_nextn_predict_layers"] = 1
