@@ -762,7 +762,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			137 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			138 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next
@@ -790,7 +790,7 @@ Test(builtin, architectures_list)
 			      Qwen3-Next's, Qwen3.5's (2), GLM-OCR's,
 			      GLM-5-Next's, Nemotron-H's, Qwen4-Exp's,
 			      Hunyuan 4's, MiniMax-M3's, Inkling's, Ling 3's, Ling 2.5's,
-			      Step-3.5's (and Step-3.7's),
+			      Step-3.5's (and Step-3.7's), DeepSeek-V4's,
 			      Llama's EAGLE-3
 			      draft (5: LlamaForCausalLMEagle3,
 			      Eagle3LlamaForCausalLM, Eagle3Qwen2_5vlForCausalLM,

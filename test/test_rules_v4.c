@@ -80,3 +80,70 @@ Test(builtin, deepseek_v4)
 	cr_assert_str_eq(rule->output, "model.layers.{n}.attn.fused_wqa_wkv.weight_scale_inv");
 	wshard_rules_free(r);
 }
+
+/* the first rule for an MTP layer numbered below num_nextn_predict_layers:
+ * past the "if" of the rule that leaves out the later ones */
+static const struct rules_rule *find_mtp(const struct wshard_rules *r,
+					 const char *name, struct rules_capture *cap)
+{
+	size_t i;
+
+	for (i = 0; i < r->nrules; i++)
+		if (rules_match(r->rules[i].match, name, cap) &&
+		    !(r->rules[i].cond && strstr(r->rules[i].cond, "n >= num_nextn_predict_layers")))
+			return &r->rules[i];
+	return NULL;
+}
+
+/*
+ * DeepSeek-V4's MTP draft: mtp.N. held as layer num_hidden_layers+N, its
+ * decoder layer under mtp_block. as the target's; e_proj and h_proj whole;
+ * a compressed or hash-routed MTP layer refused (vLLM loads neither); the
+ * target's tensors left out, its embedding and head written where the MTP
+ * layer ships none.
+ */
+Test(builtin, deepseek_v4_mtp)
+{
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	struct rules_capture cap;
+	const struct rules_rule *rule;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_builtin(&r, "DeepSeekV4MTPModel", &err), WSHARD_OK,
+		     "%s", err.msg);
+	cr_assert_str_eq(wshard_rules_name(r), "builtin:deepseek_v4_mtp");
+	cr_assert(r->rename_add);
+	cr_assert_str_eq(r->rename_from, "num_hidden_layers");
+	rule = find_rule(r, "embed.weight", &cap);
+	cr_assert_eq(rule->kind, RULE_VOCAB);
+	cr_assert_str_eq(rule->unless, "mtp.{n}.emb.tok_emb.weight");
+	rule = find_rule(r, "head.weight", &cap);
+	cr_assert_eq(rule->kind, RULE_VOCAB);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.shared_head.head.weight");
+	cr_assert_eq(find_rule(r, "layers.3.attn.wq_a.weight", &cap)->kind, RULE_SKIP);
+	cr_assert_eq(find_rule(r, "hc_head_fn", &cap)->kind, RULE_SKIP);
+	rule = find_mtp(r, "mtp.0.e_proj.weight", &cap);
+	cr_assert_eq(rule->kind, RULE_REPLICATE);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.e_proj.weight");
+	rule = find_mtp(r, "mtp.0.norm.weight", &cap);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.shared_head.norm.weight");
+	rule = find_mtp(r, "mtp.0.hc_head_scale", &cap);
+	cr_assert_eq(rule->dtype, WSHARD_F32);
+	rule = find_mtp(r, "mtp.0.attn.wkv.weight", &cap);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.mtp_block.attn.fused_wqa_wkv.weight");
+	cr_assert_eq(find_mtp(r, "mtp.0.attn.wo_a.weight", &cap)->kind, RULE_ROW);
+	cr_assert_eq(find_mtp(r, "mtp.0.attn.compressor.norm.weight", &cap)->kind, RULE_REFUSE);
+	cr_assert_eq(find_mtp(r, "mtp.0.attn.indexer.wq_b.weight", &cap)->kind, RULE_REFUSE);
+	cr_assert_eq(find_mtp(r, "mtp.0.ffn.gate.tid2eid", &cap)->kind, RULE_REFUSE);
+	rule = find_mtp(r, "mtp.0.ffn.gate.bias", &cap);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.mtp_block.ffn.experts.gate.e_score_correction_bias");
+	/* block scales: e_proj's as the decoder layer's (vLLM quantizes both) */
+	rule = find_mtp(r, "mtp.0.e_proj.scale", &cap);
+	cr_assert(rule->block);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.e_proj.weight_scale_inv");
+	rule = find_mtp(r, "mtp.0.ffn.experts.1.w2.weight", &cap);
+	cr_assert_eq(rule->dtype, WSHARD_U8);
+	wshard_rules_free(r);
+}

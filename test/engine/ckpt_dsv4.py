@@ -7,8 +7,9 @@ import re
 def add_v4_mtp(out, wm, cfg):
     """Appends DeepSeek-V4's multi-token-prediction layer mtp.0.* in a
     shard of its own (transformers neither builds nor writes it): a copy of
-    the last layer, perturbed, plus e_proj, h_proj, enorm, hnorm, norm and
-    its hc_head tensors, in DeepSeek's names."""
+    the last layer without its compressor and indexer (its compress_ratios
+    entry 0: vLLM's draft loads no other), perturbed, plus e_proj, h_proj, enorm, hnorm, norm and its
+    hc_head tensors, in DeepSeek's names."""
     import os
     import torch
     from safetensors.torch import load_file, save_file
@@ -18,7 +19,8 @@ def add_v4_mtp(out, wm, cfg):
     new = {}
     for fname in sorted(set(wm.values())):
         for k, v in load_file(os.path.join(out, fname)).items():
-            if k.startswith(last):
+            if k.startswith(last) and not k.startswith(
+                    (last + "attn.compressor.", last + "attn.indexer.")):
                 new["mtp.0." + k[len(last):]] = v.clone()
     for k, shape in (("e_proj.weight", [h, h]), ("h_proj.weight", [h, h]),
                      ("enorm.weight", [h]), ("hnorm.weight", [h]),
@@ -98,7 +100,9 @@ def deepseek_v4_native(out):
         json.dump(idx, f, indent=2)
     ratio = {"sliding_attention": 0}
     ratio.update(cfg.pop("compress_rates"))
-    cfg["compress_ratios"] = [ratio[t] for t in cfg.pop("layer_types")]
+    # one entry a layer and one the MTP layer (0, sliding window only):
+    # vLLM's draft reads the MTP layer's (attention.py, compress_ratios[layer_id])
+    cfg["compress_ratios"] = [ratio[t] for t in cfg.pop("layer_types")] + [0]
     cfg["num_hash_layers"] = cfg.pop("mlp_layer_types").count("hash_moe")
     cfg["num_nextn_predict_layers"] = 1
     # DeepSeek's routing of the non-hash layers, which keeps the router's
@@ -109,9 +113,10 @@ def deepseek_v4_native(out):
 
 
 # The linear layers vLLM quantizes in DeepSeek-V4 (attention.py and
-# cpu/model.py give them quant_config): not the compressors' wkv and wgate,
-# the indexer's weights_proj, the router or the embeddings.
-DSV4_FP8 = re.compile(r"\.(attn\.(wq_a|wkv|wq_b|wo_a|wo_b)|indexer\.wq_b|"
+# cpu/model.py give them quant_config), and in its MTP layer e_proj and
+# h_proj (nvidia/mtp.py): not the compressors' wkv and wgate, the indexer's
+# weights_proj, the router or the embeddings.
+DSV4_FP8 = re.compile(r"\.(attn\.(wq_a|wkv|wq_b|wo_a|wo_b)|indexer\.wq_b|[eh]_proj|"
                       r"experts\.\d+\.w[123]|shared_experts\.w[123])\.weight$")
 
 

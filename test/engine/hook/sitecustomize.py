@@ -329,6 +329,49 @@ def _patch_step3p5_mtp(module):
     cls.__init__ = __init__
 
 
+def _patch_dsv4_mtp(module):
+    """WSHARD_ORACLE_DSV4_MTP: vLLM 0.32's CPU build has no DeepSeek-V4 MTP
+    draft: cpu/mtp.py's DeepSeekV4MTP raises NotImplementedError ("DeepSeek-V4
+    speculative decoding (MTP) is not implemented on CPU.").  Here it is
+    vLLM's own GPU draft (nvidia/mtp.py: its MTP layer, its names, its
+    load_weights) with the CPU build's DeepseekV4DecoderLayer, the one its
+    DeepSeek-V4 target holds, as mtp_block: built without CUDA streams (the
+    GPU layer's aux streams, which the CPU one takes none of) and without
+    the native MegaMoE (a CUDA kernel; the CPU layer's MoE is never one).
+    Load and save only: the draft's forward runs GPU kernels (tilelang)."""
+    import torch
+    from vllm.models.deepseek_v4.cpu import model as cpu_model
+    from vllm.models.deepseek_v4.nvidia import mtp as gpu_mtp
+
+    class Layer(cpu_model.DeepseekV4DecoderLayer):
+        def __init__(self, vllm_config, prefix, topk_indices_buffer=None,
+                     aux_stream_list=None):
+            super().__init__(vllm_config, prefix,
+                             topk_indices_buffer=topk_indices_buffer)
+            self.use_sequence_parallel = False
+            self.ffn.use_native_mega_moe = False
+            self.ffn.finalize_mega_moe_weights = lambda: None
+
+    gpu_mtp.DeepseekV4DecoderLayer = Layer
+    real = gpu_mtp.DeepSeekV4MultiTokenPredictor.__init__
+
+    def __init__(self, *a, **kw):
+        stream = torch.cuda.Stream
+        torch.cuda.Stream = lambda *sa, **skw: None
+        try:
+            real(self, *a, **kw)
+        finally:
+            torch.cuda.Stream = stream
+
+    gpu_mtp.DeepSeekV4MultiTokenPredictor.__init__ = __init__
+    module.DeepSeekV4MTP = gpu_mtp.DeepSeekV4MTP
+    # the package vLLM's registry names takes it from cpu/mtp.py once this
+    # runs on its import; where it was imported before, it is set there
+    pkg = sys.modules.get("vllm.models.deepseek_v4")
+    if pkg is not None and hasattr(pkg, "DeepSeekV4MTP"):
+        pkg.DeepSeekV4MTP = gpu_mtp.DeepSeekV4MTP
+
+
 def _patch_mxfp4_cpu(module):
     """WSHARD_ORACLE_MXFP4_CPU: vLLM 0.32's CPU MXFP4 MoE kernel
     (CPUExpertsMxfp4, GPT-OSS's and DeepSeek-V4's FP4 experts) is built only
@@ -686,6 +729,8 @@ if os.environ.get("WSHARD_ORACLE_QWEN4EXP"):
     _hook("vllm.models.qwen4_exp.nvidia.hyperconnection", _patch_qwen4exp_pad)
 if os.environ.get("WSHARD_ORACLE_STEP3P5_MTP"):
     _hook("vllm.transformers_utils.configs.step3p5", _patch_step3p5_mtp)
+if os.environ.get("WSHARD_ORACLE_DSV4_MTP"):
+    _hook("vllm.models.deepseek_v4.cpu.mtp", _patch_dsv4_mtp)
 if os.environ.get("WSHARD_ORACLE_DFLASH2"):
     _hook("vllm.config.vllm", _patch_dflash2)
 if os.environ.get("WSHARD_ORACLE_RNJ1"):
