@@ -49,20 +49,26 @@ def _release(out, cfg, base, is_decoder):
                                   CONFIG_PY.replace("{base}", base)})
 
 
-def make(out):
+def make(out, tie=True):
     """-small's form: a Qwen3 decoder saved as Qwen3Model (tied embeddings,
     as Qwen3-0.6B-Base)."""
     import torch
     import transformers
     from ckpt_io import perturb_and_save
     from make_ckpt import COMMON, word_tokenizer
-    cfg = transformers.Qwen3Config(**COMMON, tie_word_embeddings=True)
+    cfg = transformers.Qwen3Config(**COMMON, tie_word_embeddings=tie)
     torch.manual_seed(1234)
     model = transformers.Qwen3Model(cfg).to(torch.bfloat16)
     perturb_and_save(model, out)
     _release(out, cfg, "Qwen3Config", True)
     word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3},
                    "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
+
+
+def make_untied(out):
+    """A decoder without tied embeddings: the pipeline the rules lay out
+    for a decoder (a tied one's is refused)."""
+    make(out, tie=False)
 
 
 def make_nano(out):
