@@ -333,6 +333,45 @@ Test(ext, requires)
 			   err.msg);
 }
 
+/* "refuse_beside": a file beside the weights refuses the checkpoint with
+ * the reason; without it the plan is made; a malformed one is an error. */
+Test(ext, refuse_beside)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *noreason = "{\"name\": \"t\", \"refuse_beside\": {\"files\": [\"a\"]}, "
+			       "\"tensors\": []}";
+	const char *rules = "{\"refuse_beside\": {\"files\": [\"adapters/x/w.safetensors\"], "
+			    "\"reason\": \"merged as vLLM loads\"}, \"tensors\": [" CATCH_ALL "]}";
+	char *sub, *path;
+	FILE *fp;
+
+	fx_open(&f, BASE);
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	fx_close(&f);
+	fx_open(&f, BASE);
+	use_rules(&f, rules);
+	sub = fmt("%s/adapters", f.dir);
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	free(sub);
+	sub = fmt("%s/adapters/x", f.dir);
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	free(sub);
+	path = fmt("%s/adapters/x/w.safetensors", f.dir);
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fclose(fp);
+	free(path);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "'adapters/x/w.safetensors' beside the weights: merged as vLLM loads (rules t.json)");
+	fx_close(&f);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, noreason, strlen(noreason), "t", &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "\"refuse_beside\" is not an object"), "%s", err.msg);
+}
+
 /* "split": "refuse": a tensor it matches is refused with its reason;
  * the reason is required. */
 Test(ext, refuse)

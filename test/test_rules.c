@@ -232,7 +232,7 @@ static const char *const archs[] = {
 /* Embedding models saved headless: names without "model.", no LM head. */
 static const char *const embed_archs[] = {
 	"LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "LlamaBidirectionalModel",
-	"DeepseekV3BidirectionalModel",
+	"DeepseekV3BidirectionalModel", "JinaEmbeddingsV5Model",
 };
 #define NEMBED (sizeof(embed_archs) / sizeof(embed_archs[0]))
 

@@ -438,6 +438,21 @@ static enum wshard_err check_requires(const struct wshard_plan *plan,
 	return WSHARD_OK;
 }
 
+/* The rules' "refuse_beside": files beside the weights that make vLLM keep
+ * other weights than the rules write. */
+static enum wshard_err check_beside(const struct wshard_plan *plan,
+				    const struct wshard_rules *rules, struct wshard_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < rules->nrefuse_beside; i++)
+		if (wshard_catalog_has_file(plan->cat, rules->refuse_beside[i]))
+			return wshard_error_set(err, WSHARD_EINVAL, "'%s' beside the weights: %s (rules %s)",
+						rules->refuse_beside[i], rules->refuse_beside_reason,
+						rules->name);
+	return WSHARD_OK;
+}
+
 enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 					 const struct wshard_rules *rules,
 					 const struct wshard_options *opt,
@@ -454,7 +469,7 @@ enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 	    opt->max_file_size == 0 || (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype)))
 		return WSHARD_OK;
 	if (plan_check_method(&plan, err) || check_requires(&plan, rules, err) ||
-	    check_tp_divides(&plan, rules, err))
+	    check_beside(&plan, rules, err) || check_tp_divides(&plan, rules, err))
 		return err ? err->code : WSHARD_EINVAL;
 	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
 		return WSHARD_OK;
@@ -529,6 +544,8 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 		rc = plan_set_rename(plan, rules, err);
 	if (!rc)
 		rc = check_requires(plan, rules, err);
+	if (!rc)
+		rc = check_beside(plan, rules, err);
 	if (!rc)
 		rc = check_tp_divides(plan, rules, err);
 	if (!rc)

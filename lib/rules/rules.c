@@ -151,6 +151,10 @@ void wshard_rules_free(struct wshard_rules *r)
 	for (i = 0; i < r->nrequires; i++)
 		free(r->requires[i]);
 	free(r->requires);
+	for (i = 0; i < r->nrefuse_beside; i++)
+		free(r->refuse_beside[i]);
+	free(r->refuse_beside);
+	free(r->refuse_beside_reason);
 	for (i = 0; i < r->narchs; i++)
 		free(r->archs[i]);
 	free(r->archs);

@@ -316,6 +316,13 @@ struct wshard_rules {
 	 * vLLM's config class leaves None when absent) */
 	size_t nrequires;
 	char **requires;
+	/* "refuse_beside": files beside the weights (paths below the
+	 * checkpoint's folder) with which the checkpoint is refused, and
+	 * why: what vLLM reads from them changes the weights it keeps
+	 * (jina-embeddings-v5's LoRA adapters, merged as it loads) */
+	size_t nrefuse_beside;
+	char **refuse_beside;
+	char *refuse_beside_reason;
 	/* "pipeline": what each stage of vLLM's pipeline holds (--pp).
 	 * pp_layers: the prefix of a decoder layer's outputs, with {n} for
 	 * its index ("model.layers.{n}."), or NULL: --pp is not written for

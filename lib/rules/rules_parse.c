@@ -504,7 +504,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	json_object_foreach(root, key, val) {
 		static const char *const known[] = {
 			"name", "comment", "architectures", "tensors", "fused", "extra", "tie", "defaults",
-			"no_expert_parallel", "pipeline", "tp_divides", "requires", "source_prefix",
+			"no_expert_parallel", "pipeline", "tp_divides", "requires", "refuse_beside", "source_prefix",
 			"source_renames", "rename_layers", "experts_in_rows" };
 		bool ok = false;
 
@@ -512,7 +512,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, requires, source_prefix, source_renames, rename_layers, experts_in_rows)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, requires, refuse_beside, source_prefix, source_renames, rename_layers, experts_in_rows)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))
@@ -559,6 +559,24 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 			rc = wshard_error_set(err, WSHARD_EINVAL,
 					      "'%s': \"requires\" entry \"%s\" is not a config key",
 					      r->name, r->requires[i]);
+	/* "refuse_beside": {"files": [PATH, ...], "reason": TEXT} */
+	val = json_object_get(root, "refuse_beside");
+	if (!rc && val) {
+		json_t *reason = json_object_get(val, "reason");
+
+		if (!json_is_object(val) || json_object_size(val) != 2 ||
+		    !json_is_string(reason) || !*json_string_value(reason) ||
+		    !json_is_array(json_object_get(val, "files")))
+			rc = wshard_error_set(err, WSHARD_EINVAL,
+					      "'%s': \"refuse_beside\" is not an object of \"files\" (an array of paths) and \"reason\" (a non-empty string)",
+					      r->name);
+		if (!rc)
+			rc = rules_parse_strings(r, json_object_get(val, "files"),
+						 "\"refuse_beside\" files", true, &r->refuse_beside,
+						 &r->nrefuse_beside, err);
+		if (!rc && !(r->refuse_beside_reason = strdup(json_string_value(reason))))
+			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
 	if (rc)
 		return rc;
 	rc = rules_expand_uses(r->name, root, err);

@@ -137,6 +137,10 @@ enum wshard_err wshard_catalog_slurp(const struct wshard_catalog *cat, const cha
 				     char **out_buf, size_t *out_len,
 				     struct wshard_error *err);
 
+/* True when the source holds the file rel (a path below its folder, or an
+ * archive's member): a file beside the weights that vLLM would read. */
+bool wshard_catalog_has_file(const struct wshard_catalog *cat, const char *rel);
+
 /* Copies non-weight file extra[i] to dst, atomically (flags: WSHARD_FILE_*).
  * Returns WSHARD_OK, WSHARD_EIO... */
 enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,

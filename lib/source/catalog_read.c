@@ -310,6 +310,21 @@ enum wshard_err wshard_catalog_slurp(const struct wshard_catalog *cat, const cha
 	return rc;
 }
 
+bool wshard_catalog_has_file(const struct wshard_catalog *cat, const char *rel)
+{
+	char *path;
+	struct stat sb;
+	bool found;
+
+	if (cat->archive)
+		return arc_find(cat->archive, rel) >= 0;
+	path = wshard_path_join(cat->dir, rel);
+	/* (a symbolic link is followed: a Hub cache's files are links) */
+	found = path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+	free(path);
+	return found;
+}
+
 enum wshard_err wshard_catalog_copy_extra(const struct wshard_catalog *cat, size_t i,
 					  const char *dst, unsigned flags,
 					  struct wshard_error *err)

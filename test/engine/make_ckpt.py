@@ -3392,7 +3392,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
        "nemotron_h-puzzle": "ckpt_nemotron_puzzle:make_dense",
        # Gemma 4's MTP assistant (test/engine/run's ARCH:TP:assistant cases)
        "gemma4-assistant": "ckpt_gemma4_assistant",
-       "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered"}
+       "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered",
+       "jina_v5": "ckpt_jina_v5", "jina_v5-nano": "ckpt_jina_v5:make_nano",
+       "jina_v5-untied": "ckpt_jina_v5:make_untied"}
 
 
 def make(arch, out):

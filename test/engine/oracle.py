@@ -78,6 +78,7 @@ POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "ColQwen3_5",
                                     "DeepseekV3BidirectionalModel",
                                     "VoyageQwen3BidirectionalEmbedModel", "JinaForRanking",
+                                    "JinaEmbeddingsV5Model",
                                     "HF_ColBERT", "ColBERTModernBertModel",
                                     "ColBERTJinaRobertaModel", "ColBERTLfm2Model"}
 # Multi-vector retrievers: an embedding a token (task token_embed); the
@@ -440,7 +441,7 @@ def arch_settings(model, kw):
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
                 "KimiVLForConditionalGeneration", "MiniCPMV", "Phi3VForCausalLM",
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
-                "BailingMoeV3ForCausalLM"):
+                "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
