@@ -113,6 +113,22 @@ def _quark_weights(out, quantize, more):
     return sorted(gates)
 
 
+def _quark_config(out, glob, gates, kv_layers=None):
+    """OUT's quantization_config as Quark exports it: global_quant_config
+    glob, lm_head and the routers gates excluded, and kv_layers (pattern ->
+    config) the KV-cache group with its own configs."""
+    kv_layers = kv_layers or {}
+    update_config(out, lambda cfg: cfg.update(quantization_config={
+        "quant_method": "quark", "quant_mode": "eager_mode",
+        "algo_config": None, "exclude": ["lm_head"] + gates,
+        "export": {"kv_cache_group": sorted(kv_layers), "min_kv_scale": 0.0,
+                   "pack_method": "reorder", "weight_format": "real_quantized",
+                   "weight_merge_groups": None},
+        "global_quant_config": glob,
+        "layer_quant_config": kv_layers,
+        "layer_type_quant_config": {}}))
+
+
 def quark(out):
     """AMD Quark's FP8 per tensor with an FP8 KV cache (amd/*-FP8-KV):
     each linear weight F8_E4M3 with a scalar F32 weight_scale and a static
@@ -138,15 +154,7 @@ def quark(out):
     glob = {"weight": _quark_tensor(), "input_tensors": _quark_tensor(),
             "output_tensors": None, "bias": None, "target_device": None}
     kv = dict(glob, output_tensors=_quark_tensor())
-    update_config(out, lambda cfg: cfg.update(quantization_config={
-        "quant_method": "quark", "quant_mode": "eager_mode",
-        "algo_config": None, "exclude": ["lm_head"] + gates,
-        "export": {"kv_cache_group": ["*k_proj", "*v_proj"], "min_kv_scale": 0.0,
-                   "pack_method": "reorder", "weight_format": "real_quantized",
-                   "weight_merge_groups": None},
-        "global_quant_config": glob,
-        "layer_quant_config": {"*k_proj": kv, "*v_proj": kv},
-        "layer_type_quant_config": {}}))
+    _quark_config(out, glob, gates, {"*k_proj": kv, "*v_proj": kv})
 
 
 def quark_ptpc(out):
@@ -163,14 +171,7 @@ def quark_ptpc(out):
             "input_tensors": _quark_tensor(qscheme="per_channel", ch_axis=1, is_dynamic=True,
                                            observer_cls="PerChannelMinMaxObserver"),
             "output_tensors": None, "bias": None, "target_device": None}
-    update_config(out, lambda cfg: cfg.update(quantization_config={
-        "quant_method": "quark", "quant_mode": "eager_mode",
-        "algo_config": None, "exclude": ["lm_head"] + gates,
-        "export": {"kv_cache_group": [], "min_kv_scale": 0.0,
-                   "pack_method": "reorder", "weight_format": "real_quantized",
-                   "weight_merge_groups": None},
-        "global_quant_config": glob,
-        "layer_quant_config": {}, "layer_type_quant_config": {}}))
+    _quark_config(out, glob, gates)
 
 
 def quark_mxfp4(out):
@@ -186,11 +187,4 @@ def quark_mxfp4(out):
           "observer_cls": "PerBlockMXObserver", "is_dynamic": False}
     glob = {"weight": mx, "input_tensors": dict(mx, is_dynamic=True),
             "output_tensors": None, "bias": None, "target_device": None}
-    update_config(out, lambda cfg: cfg.update(quantization_config={
-        "quant_method": "quark", "quant_mode": "eager_mode",
-        "algo_config": None, "exclude": ["lm_head"] + gates,
-        "export": {"kv_cache_group": [], "min_kv_scale": 0.0,
-                   "pack_method": "reorder", "weight_format": "real_quantized",
-                   "weight_merge_groups": None},
-        "global_quant_config": glob,
-        "layer_quant_config": {}, "layer_type_quant_config": {}}))
+    _quark_config(out, glob, gates)

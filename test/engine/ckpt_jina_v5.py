@@ -49,20 +49,27 @@ def _release(out, cfg, base, is_decoder):
                                   CONFIG_PY.replace("{base}", base)})
 
 
-def make(out, tie=True):
-    """-small's form: a Qwen3 decoder saved as Qwen3Model (tied embeddings,
-    as Qwen3-0.6B-Base)."""
+def _save(out, cfg, model_cls, is_decoder):
+    """The backbone model_cls of cfg, random and perturbed, saved as the
+    release is, with a word-level tokenizer."""
     import torch
     import transformers
     from ckpt_io import perturb_and_save
-    from make_ckpt import COMMON, word_tokenizer
-    cfg = transformers.Qwen3Config(**COMMON, tie_word_embeddings=tie)
+    from make_ckpt import word_tokenizer
     torch.manual_seed(1234)
-    model = transformers.Qwen3Model(cfg).to(torch.bfloat16)
+    model = getattr(transformers, model_cls)(cfg).to(torch.bfloat16)
     perturb_and_save(model, out)
-    _release(out, cfg, "Qwen3Config", True)
+    _release(out, cfg, type(cfg).__name__, is_decoder)
     word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3},
                    "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
+
+
+def make(out, tie=True):
+    """-small's form: a Qwen3 decoder saved as Qwen3Model (tied embeddings,
+    as Qwen3-0.6B-Base)."""
+    import transformers
+    from make_ckpt import COMMON
+    _save(out, transformers.Qwen3Config(**COMMON, tie_word_embeddings=tie), "Qwen3Model", True)
 
 
 def make_untied(out):
@@ -75,15 +82,8 @@ def make_nano(out):
     """-nano's form: a EuroBERT encoder saved as EuroBertModel, is_decoder
     false (vLLM's config hook then sets is_causal false: a bidirectional
     Llama)."""
-    import torch
     import transformers
-    from ckpt_io import perturb_and_save
-    from make_ckpt import COMMON, word_tokenizer
+    from make_ckpt import COMMON
     cfg = transformers.EuroBertConfig(**COMMON, pad_token_id=0, bos_token_id=2,
                                       eos_token_id=1, mask_token_id=4)
-    torch.manual_seed(1234)
-    model = transformers.EuroBertModel(cfg).to(torch.bfloat16)
-    perturb_and_save(model, out)
-    _release(out, cfg, "EuroBertConfig", False)
-    word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3},
-                   "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
+    _save(out, cfg, "EuroBertModel", False)

@@ -17,6 +17,11 @@ COMMON = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
               num_attention_heads=4, num_key_value_heads=2, head_dim=64,
               vocab_size=1000, max_position_embeddings=512)
 
+# The quantized Qwen3-MoE cases' (-fp8, -quark*): 4 experts of 256
+# intermediate rows, 4 kv heads.
+QWEN3_MOE_Q = dict(num_key_value_heads=4, num_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=256)
+
 # GPTQ's and AWQ's experts (the -gptq, -gptqc, -awq MoE cases): 256
 # intermediate rows, a whole group of 128 a rank at tp 2.
 WNA16_MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=256)
@@ -472,20 +477,12 @@ CASES = {
     "qwen2_moe-gptq": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM",
                        dict(WNA16_MOE, shared_expert_intermediate_size=256,
                             tie_word_embeddings=False)),
-    "qwen3_moe-fp8": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
-                      {"num_key_value_heads": 4, "num_experts": 4,
-                       "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
+    "qwen3_moe-fp8": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
     # AMD Quark's FP8 per tensor on experts (vLLM's QuarkW8A8Fp8MoEMethod),
     # its KV-cache scales and excluded routers: ckpt_fp8x.quark.
-    "qwen3_moe-quark": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
-                        {"num_key_value_heads": 4, "num_experts": 4,
-                         "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
-    "qwen3_moe-quark_ptpc": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
-                             {"num_key_value_heads": 4, "num_experts": 4,
-                              "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
-    "qwen3_moe-quark_mxfp4": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
-                              {"num_key_value_heads": 4, "num_experts": 4,
-                               "num_experts_per_tok": 2, "moe_intermediate_size": 256}),
+    "qwen3_moe-quark": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
+    "qwen3_moe-quark_ptpc": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
+    "qwen3_moe-quark_mxfp4": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
     # DeepSeek-V2-Lite: MLA without a query LoRA (q_proj), the first layer
     # dense, 2 shared experts, greedy top-k routing (softmax).
     "deepseek_v2_lite": ("DeepseekV2Config", "DeepseekV2ForCausalLM",
