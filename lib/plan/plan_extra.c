@@ -21,23 +21,15 @@
 
 enum wshard_dtype plan_model_dtype(const struct wshard_plan *plan)
 {
-	static const char *const keys[] = { "torch_dtype", "dtype" };
-	json_t *cfg = plan->config->json;
-	size_t i;
+	struct wshard_catalog_info info;
 
 	if (plan->opt.has_dtype)
 		return plan->opt.dtype;
-	for (i = 0; cfg && i < 2; i++) {
-		const char *s = json_string_value(json_object_get(cfg, keys[i]));
-
-		if (!s)
-			continue;
-		if (!strcmp(s, "float16"))
-			return WSHARD_F16;
-		if (!strcmp(s, "float32"))
-			return WSHARD_F32;
-		break;
-	}
+	wshard_catalog_info(plan->cat, &info);
+	if (info.torch_dtype && !strcmp(info.torch_dtype, "float16"))
+		return WSHARD_F16;
+	if (info.torch_dtype && !strcmp(info.torch_dtype, "float32"))
+		return WSHARD_F32;
 	return WSHARD_BF16;
 }
 
