@@ -646,6 +646,13 @@ CASES = {
                            "HyperCLOVAXVisionV2ForConditionalGeneration",
                            dict(HCX_VISION_V2, tie_word_embeddings=True, text_config=dict(
                                HCX_VISION_V2["text_config"], tie_word_embeddings=True))),
+    # OpenCUA (OpenCUAForConditionalGeneration): Qwen2.5-VL's tower and a
+    # Qwen2 text model with 1-D RoPE, named and configured as xlangai
+    # releases it (released_opencua)
+    "opencua": ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration",
+                dict(QWEN2_VL, vision_config=dict(
+                    QWEN3_VL["vision_config"], depth=4, window_size=56,
+                    fullatt_block_indexes=[1, 3]))),
     # EXAONE 4.5: an EXAONE 4 text model (mrope) and Qwen2.5-VL's tower
     # with grouped kv heads (4 heads, 2 kv heads), the image pad between
     # <vision> and </vision>
@@ -2448,6 +2455,74 @@ def released_hcx_vision_v2(out, cfg):
     transformers.HyperCLOVAXVisionV2Processor(tokenizer=tok, **qwen2vl_processors()).save_pretrained(out)
 
 
+# configuration_opencua.py as the OpenCUA releases ship it, less what
+# loading does not read: the model's two sub-configs and its image pad
+OPENCUA_CONFIG_PY = """from transformers.configuration_utils import PretrainedConfig
+from transformers.models.qwen2.configuration_qwen2 import Qwen2Config
+from transformers.models.qwen2_5_vl.configuration_qwen2_5_vl import Qwen2_5_VLVisionConfig
+
+
+class OpenCUAConfig(PretrainedConfig):
+    model_type = "opencua"
+    sub_configs = {"text_config": Qwen2Config, "vision_config": Qwen2_5_VLVisionConfig}
+
+    def __init__(self, vision_config=None, text_config=None, ignore_index=-100,
+                 media_placeholder_token_id=151664, pad_token_id=0, **kwargs):
+        if isinstance(vision_config, dict):
+            vision_config = Qwen2_5_VLVisionConfig(**vision_config)
+        elif vision_config is None:
+            vision_config = Qwen2_5_VLVisionConfig()
+        if isinstance(text_config, dict):
+            text_config = Qwen2Config(**text_config)
+        elif text_config is None:
+            text_config = Qwen2Config()
+        self.vision_config = vision_config
+        self.text_config = text_config
+        self.ignore_index = ignore_index
+        self.media_placeholder_token_id = media_placeholder_token_id
+        super().__init__(pad_token_id=pad_token_id, **kwargs)
+"""
+
+
+def released_opencua(out, cfg):
+    """OpenCUA as xlangai releases it (remote code): the tower under
+    vision_tower., the Qwen2 text model under language_model.model. and
+    its head language_model.lm_head (transformers 5.19 writes Qwen2.5-VL's
+    as visual., model. and lm_head); config.json
+    OpenCUAConfig's, text_config a Qwen2 config with 1-D RoPE (no
+    mrope_section), media_placeholder_token_id the image pad; Qwen2.5-VL's
+    image processor and a tokenizer beside it, which vLLM's OpenCUA
+    processor reads."""
+    import json
+    import os
+    from ckpt_io import rename_tensors, write_release_config
+
+    def rename(name):
+        for old, new in (("model.visual.", "vision_tower."), ("visual.", "vision_tower."),
+                         ("model.language_model.", "language_model.model."),
+                         ("model.", "language_model.model."),
+                         ("lm_head.", "language_model.lm_head.")):
+            if name.startswith(old):
+                return new + name[len(old):]
+        return name
+    rename_tensors(out, rename)
+    qwen3_vl_processor(out, cfg, "Qwen2_5_VLProcessor", "Qwen2VLVideoProcessor")
+    c = json.load(open(os.path.join(out, "config.json")))
+    text = dict(c["text_config"], model_type="qwen2", architectures=["Qwen2ForCausalLM"])
+    text.pop("rope_scaling", None)
+    text["rope_parameters"] = {"rope_type": "default",
+                               "rope_theta": text["rope_parameters"]["rope_theta"]}
+    vision = {k: v for k, v in c["vision_config"].items() if k != "architectures"}
+    write_release_config(out, {
+        "architectures": ["OpenCUAForConditionalGeneration"],
+        "auto_map": {"AutoConfig": "configuration_opencua.OpenCUAConfig"},
+        "model_type": "opencua", "dtype": c.get("dtype", c.get("torch_dtype")),
+        "media_placeholder_token_id": cfg.image_token_id,
+        "tie_word_embeddings": c.get("tie_word_embeddings", False),
+        "text_config": text, "vision_config": vision},
+        {"configuration_opencua.py": OPENCUA_CONFIG_PY})
+
+
 def text_release(out, architecture, prefixes, hoist=True):
     """A multimodal checkpoint's text model as its text-only release has
     it: the tensors whose names begin with a key of prefixes, that key
@@ -3604,6 +3679,8 @@ def make(arch, out):
         released_muse_glimmer(out, cfg)
     if arch.startswith("hcx_vision_v2"):
         released_hcx_vision_v2(out, cfg)
+    if arch == "opencua":
+        released_opencua(out, cfg)
     if arch == "muse_glimmer-text":
         released_muse_glimmer(out, cfg)
         text_release(out, "MuseGlimmerForCausalLM", {

@@ -193,9 +193,9 @@ def image_prompt(model):
         # Llama 4 expands its image token
         size = cfg["vision_config"]["image_size"]
         image = [cfg["image_token_index"]]
-    elif "KimiVL" in cfg["architectures"][0]:
-        # Kimi-VL: its media pad (media_placeholder_token_id), which vLLM
-        # expands (ckpt_kimi_vl: 56x56, 4x4 patches of 14 merged 2x2 into 4
+    elif any(a in cfg["architectures"][0] for a in ("KimiVL", "OpenCUA")):
+        # Kimi-VL and OpenCUA: the media pad (media_placeholder_token_id),
+        # which vLLM expands (56x56, 4x4 patches of 14 merged 2x2 into 4
         # tokens)
         size = 56
         image = [cfg["media_placeholder_token_id"]]
@@ -439,7 +439,8 @@ def arch_settings(model, kw):
                 "PanguProMoEV2ForCausalLM", "Param2MoEForCausalLM", "SarvamMLAForCausalLM",
                 "GteNewForSequenceClassification", "K2HorizonForCausalLM",
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
-                "KimiVLForConditionalGeneration", "MiniCPMV", "Phi3VForCausalLM",
+                "KimiVLForConditionalGeneration", "OpenCUAForConditionalGeneration",
+                "MiniCPMV", "Phi3VForCausalLM",
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
                 "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model"):
         # their configs are remote code (transformers has no such model

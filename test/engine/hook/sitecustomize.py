@@ -517,6 +517,19 @@ def _patch_dbrx(module):
     cls.load_weights = load_weights
 
 
+def _patch_opencua(module):
+    """vLLM 0.32's OpenCUAProcessor builds no processor on transformers 5:
+    its __init__ takes (vision_config, tokenizer), and ProcessorMixin reads
+    the sub-processors from that signature (get_attributes), so the image
+    and video processors it passes on are not kept ("'OpenCUAProcessor'
+    object has no attribute 'image_processor'", vllm-project/vllm#47438,
+    open).  Here it keeps those of its parent, Qwen2VLProcessor; the
+    weights and their loading are untouched."""
+    cls = module.OpenCUAProcessor
+    parent = cls.__mro__[1]
+    cls.get_attributes = classmethod(lambda c: parent.get_attributes())
+
+
 def _patch_laguna(module):
     """vLLM 0.32 drops Laguna's routing bias: LagunaMoE hands its
     e_score_correction_bias parameter to the experts, where it is held as
@@ -684,6 +697,7 @@ def _hook(target, patch):
 _hook("llvmlite.binding.ffi", _patch_llvmlite)
 _hook("vllm.model_executor.models.dbrx", _patch_dbrx)
 _hook("vllm.model_executor.models.laguna", _patch_laguna)
+_hook("vllm.model_executor.models.opencua", _patch_opencua)
 if os.environ.get("WSHARD_ORACLE_DUMP"):
     _hook(_TARGET, _patch)
     _hook(_TARGET, _record_loaded)
