@@ -952,6 +952,17 @@ CASES = {
                                             "image_size": 56, "patch_size": 14,
                                             "vision_use_head": False},
                              text_config={"model_type": "qwen2"})),
+    # Bee (BeeForConditionalGeneration, Open-Bee's Bee-8B): LLaVA-OneVision
+    # with a Qwen3 text model and Bee's projector (pre_norm, a 4H-wide
+    # linear_1), named and configured as released (released_bee)
+    "bee": ("LlavaOnevisionConfig", "LlavaOnevisionForConditionalGeneration",
+            dict(image_token_index=999, video_token_index=998,
+                 image_grid_pinpoints=[[56, 56]],
+                 vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                "num_hidden_layers": 2, "num_attention_heads": 4,
+                                "image_size": 56, "patch_size": 14,
+                                "vision_use_head": False},
+                 text_config={"model_type": "qwen3", "head_dim": 64})),
     # Command A Vision: a Cohere2 text model, a SigLIP tower and a
     # pixel-shuffling SwiGLU projector; 64x64 images of 16-pixel patches,
     # downsampled 2x2 (4 image tokens).
@@ -2523,6 +2534,65 @@ def released_opencua(out, cfg):
         {"configuration_opencua.py": OPENCUA_CONFIG_PY})
 
 
+# configuration_bee.py as Bee's release ships it, less what loading does
+# not read: LLaVA-OneVision's config under its own model type
+BEE_CONFIG_PY = """from transformers import LlavaOnevisionConfig
+
+
+class BeeConfig(LlavaOnevisionConfig):
+    model_type = "bee"
+"""
+
+
+def released_bee(out, cfg):
+    """Bee as Open-Bee releases it (remote code): LLaVA-OneVision's names as
+    transformers 4.55 to 4.57 write them (5.19 writes the older ones,
+    language_model.model., vision_tower.X, ...): model.language_model.,
+    model.vision_tower.vision_model., model.multi_modal_projector.,
+    model.image_newline, lm_head; Bee's projector in place of LLaVA's:
+    pre_norm (a LayerNorm over the tower's width), linear_1 to four times
+    the text width, GELU, linear_2 back (random, seeded); config.json
+    BeeConfig's (model_type bee), LLaVA-OneVision's processor and a
+    tokenizer beside it."""
+    import torch
+    from ckpt_io import rename_tensors, rewrite_shards, update_config, write_release_config
+
+    def rename(n):
+        for old, new in (("language_model.model.", "model.language_model."),
+                         ("language_model.lm_head.", "lm_head."),
+                         ("vision_tower.", "model.vision_tower.vision_model."),
+                         ("multi_modal_projector.", "model.multi_modal_projector."),
+                         ("image_newline", "model.image_newline")):
+            if n.startswith(old):
+                return new + n[len(old):]
+        return n
+    rename_tensors(out, rename)
+    h, v = cfg.text_config.hidden_size, cfg.vision_config.hidden_size
+    g = torch.Generator().manual_seed(11)
+
+    def rand(*shape):
+        return (torch.randn(*shape, generator=g) * 0.02).to(torch.bfloat16)
+    proj = {"pre_norm.weight": (1 + rand(v)).to(torch.bfloat16), "pre_norm.bias": rand(v),
+            "linear_1.weight": rand(4 * h, v), "linear_1.bias": rand(4 * h),
+            "linear_2.weight": rand(h, 4 * h), "linear_2.bias": rand(h)}
+
+    def shard(tensors):
+        pre = "model.multi_modal_projector."
+        if any(n.startswith(pre) for n in tensors):
+            for n in [n for n in tensors if n.startswith(pre)]:
+                del tensors[n]
+            tensors.update({pre + k: t for k, t in proj.items()})
+    rewrite_shards(out, shard)
+    llava_processor(out, cfg)
+    update_config(out, lambda c: c.update(
+        architectures=["BeeForConditionalGeneration"], model_type="bee",
+        auto_map={"AutoConfig": "configuration_bee.BeeConfig"}))
+    import json
+    import os
+    write_release_config(out, json.load(open(os.path.join(out, "config.json"))),
+                         {"configuration_bee.py": BEE_CONFIG_PY})
+
+
 def text_release(out, architecture, prefixes, hoist=True):
     """A multimodal checkpoint's text model as its text-only release has
     it: the tensors whose names begin with a key of prefixes, that key
@@ -3642,6 +3712,8 @@ def make(arch, out):
         update_config(out, lambda c: c["text_config"].update(layer_types=[
             "deepseek_sparse_attention" if t == "indexed_attention" else t
             for t in c["text_config"]["layer_types"]]))
+    if arch == "bee":
+        released_bee(out, cfg)
     if arch == "llava-pixtral":
         pixtral_processor(out, cfg)
     elif arch.startswith("llava"):

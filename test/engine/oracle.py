@@ -199,7 +199,7 @@ def image_prompt(model):
         # tokens)
         size = 56
         image = [cfg["media_placeholder_token_id"]]
-    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "LightOnOCR", "Llava", "InternVL",
+    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "LightOnOCR", "Llava", "Bee", "InternVL",
                                                     "InternS1",
                                                     "QianfanOCR",
                                                     "Cohere2Vision", "Idefics3", "SmolVLM",
@@ -440,6 +440,7 @@ def arch_settings(model, kw):
                 "GteNewForSequenceClassification", "K2HorizonForCausalLM",
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
                 "KimiVLForConditionalGeneration", "OpenCUAForConditionalGeneration",
+                "BeeForConditionalGeneration",
                 "MiniCPMV", "Phi3VForCausalLM",
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
                 "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model"):
