@@ -3438,7 +3438,7 @@ def olmo_hybrid_released(out, cfg):
 # Cases a module of their own writes whole (its make(out)).
 # Cases whose checkpoint a module of their own makes: MODULE (its make) or
 # MODULE:FUNCTION.
-OWN = {"gemma3n_mm": "ckpt_gemma3n", "colmodernvbert": "ckpt_colmodernvbert",
+OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmodernvbert": "ckpt_colmodernvbert",
        "decilm": "ckpt_decilm", "internlm2": "ckpt_internlm2",
        "internlm2_rm": "ckpt_internlm2:make_reward", "chatglm": "ckpt_chatglm",
        "chatglm-variant": "ckpt_chatglm:make_variant", "minicpm": "ckpt_minicpm",

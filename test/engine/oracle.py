@@ -193,6 +193,12 @@ def image_prompt(model):
         # Llama 4 expands its image token
         size = cfg["vision_config"]["image_size"]
         image = [cfg["image_token_index"]]
+    elif cfg["architectures"][0] == "Phi4ForCausalLMV":
+        # Phi-4-reasoning-vision: <image> (ckpt_phi4_siglip.py's tokenizer:
+        # 999), which vLLM replaces by its image token 100256, one a patch
+        # (the NaFlex processor makes any image 256 patches of 16 pixels)
+        size = 64
+        image = [999]
     elif any(a in cfg["architectures"][0] for a in ("KimiVL", "OpenCUA")):
         # Kimi-VL and OpenCUA: the media pad (media_placeholder_token_id),
         # which vLLM expands (56x56, 4x4 patches of 14 merged 2x2 into 4
@@ -440,7 +446,7 @@ def arch_settings(model, kw):
                 "GteNewForSequenceClassification", "K2HorizonForCausalLM",
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
                 "KimiVLForConditionalGeneration", "OpenCUAForConditionalGeneration",
-                "BeeForConditionalGeneration",
+                "BeeForConditionalGeneration", "Phi4ForCausalLMV",
                 "MiniCPMV", "Phi3VForCausalLM",
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
                 "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model"):
@@ -448,6 +454,9 @@ def arch_settings(model, kw):
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
         kw.setdefault("trust_remote_code", True)
+    if arch == "Phi4ForCausalLMV":
+        # an image is 256 tokens (ckpt_phi4_siglip.py)
+        kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
     if arch == "DeepseekVLV2ForCausalLM":
         # an image is a global and a local view of 14x15 tokens and a
         # separator: 421 tokens
