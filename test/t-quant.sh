@@ -552,10 +552,19 @@ refused bnb 2 "quantization_config.quant_method \"bitsandbytes\" is not supporte
 # ModelOpt algorithms other than FP8 and NVFP4, or an NVFP4 KV cache.
 gen "$T/src-quark" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "quark"}'
-refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), and its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) are supported yet" "$T/src-quark"
+refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), and its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) are supported yet" "$T/src-quark"
 gen "$T/src-quarkmx" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8, \"layer_quant_config\": {\"*v_proj\": {\"weight\": {\"dtype\": \"fp4\", \"qscheme\": \"per_group\"}}}}"
 refused quark-mxfp4 2 "quantization_config.layer_quant_config.*v_proj: only Quark's static FP8 weights per tensor or per channel" "$T/src-quarkmx"
+# Quark's INT8 with asymmetric weights (vLLM's _is_w8a8_int8 takes
+# symmetric ones only) and its W4A16 INT4 (uint4 groups): refused.
+QI8='{"dtype": "int8", "qscheme": "per_tensor", "symmetric": false, "is_dynamic": false}'
+gen "$T/src-quarki8" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": {\"weight\": $QI8, \"input_tensors\": $QI8}}"
+refused quark-int8asym 2 "quantization_config.global_quant_config: only Quark's static FP8 weights" "$T/src-quarki8"
+gen "$T/src-quarki4" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
+	--set-config 'quantization_config={"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "uint4", "qscheme": "per_group", "group_size": 128, "symmetric": false}, "input_tensors": null}}'
+refused quark-int4 2 "quantization_config.global_quant_config: only Quark's static FP8 weights" "$T/src-quarki4"
 # compressed-tensors' KV-cache scales from the checkpoint: not checked.
 gen "$T/src-ctkv" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-channel --extra-tensor model.layers.0.self_attn.k_proj.output_scale: \

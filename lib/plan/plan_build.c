@@ -225,10 +225,15 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 	if (is_stacked(&m[0]) && m[0].rule->scale && g.ndim == 1 && g.shape[0] == 1)
 		g.ndim = 0;
 	/* a linear layer's per-tensor scale is a vector of one element per
-	 * fused part in vLLM (PerTensorScaleParameter): a scalar becomes [1] */
-	else if (!is_stacked(&m[0]) && m[0].rule->scale && !m[0].rule->block && g.ndim == 0) {
+	 * fused part in vLLM (PerTensorScaleParameter): a scalar becomes [1],
+	 * and so does Quark's INT8 per-tensor weight zero point */
+	else if (!is_stacked(&m[0]) && !m[0].rule->block && g.ndim == 0 &&
+		 (m[0].rule->scale || m[0].rule->qrole == WSHARD_QUANT_ZERO_POINT)) {
 		g.ndim = 1;
 		g.shape[0] = 1;
+	} else if (!is_stacked(&m[0]) && g.ndim == 1 && plan_int8_channel(plan, &m[0])) {
+		g.ndim = 2;
+		g.shape[1] = 1;
 	}
 	for (r = 0; r < plan->tp; r++) {
 		struct wshard_out_tensor *t = &g.ranks[r];

@@ -228,6 +228,18 @@ enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct me
  * modelopt, quant_algo NVFP4). */
 bool plan_modelopt_nvfp4(const struct wshard_plan *plan);
 
+/* plan_quant.c: whether m is a linear layer's static input scale or input
+ * zero point of which vLLM keeps one, whatever the fused parts: Quark's
+ * INT8 (QuarkW8A8Int8's BasevLLMParameter [1], each part loaded over the
+ * one before, so the last part's stays: v_proj's, up_proj's, their names
+ * read in sorted order; Quark calibrates them on one input alike). */
+bool plan_one_input_scale(const struct wshard_plan *plan, const struct member *m);
+
+/* plan_quant.c: whether m is a 1-D per-channel weight scale or weight
+ * zero point of Quark's INT8, which vLLM's QuarkW8A8Int8 holds as [rows, 1]
+ * (ChannelQuantScaleParameter, the checkpoint's [rows] unsqueezed). */
+bool plan_int8_channel(const struct wshard_plan *plan, const struct member *m);
+
 /* plan_quant.c: whether t holds an FP4 weight packed under its own name,
  * X.weight of U8 bytes of two FP4 values (ModelOpt's NVFP4, Quark's
  * MXFP4), its last dimension half the weight's. */

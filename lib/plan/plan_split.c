@@ -349,7 +349,7 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 	const struct member *m0 = plan_first_part(op, parts);
 	const struct wshard_st_tensor *first = src_info(plan, m0->src);
 	uint64_t shape[WSHARD_MAX_DIMS], total = 0;
-	int p, r, ndim = first->ndim, nparts = op->nparts;
+	int p, p0 = 0, r, ndim = first->ndim, nparts = op->nparts;
 	int64_t kv;
 	bool whole = false;
 	enum wshard_err rc = WSHARD_OK;
@@ -385,10 +385,13 @@ static enum wshard_err build_fused(const struct wshard_plan *plan,
 	 * compressed-tensors' input_global_scale is never collapsed) */
 	if (whole && m0->rule->collapse && !plan_modelopt_nvfp4(plan))
 		nparts = 1;
+	/* Quark's INT8 keeps one input scale a linear layer: the last part's */
+	if (whole && plan_one_input_scale(plan, m0))
+		p0 = nparts - 1;
 	for (r = 0; r < plan->tp; r++) {
 		uint64_t rank_rows = 0;
 
-		for (p = 0; p < nparts && !rc; p++) {
+		for (p = p0; p < nparts && !rc; p++) {
 			uint64_t row0 = 0, nrows = 1;
 
 			if (!whole) {

@@ -38,6 +38,11 @@ static char *dup_or_null(const char *s)
  * X.weight_scale per 16 columns and the per-tensor X.weight_scale_2 and
  * X.input_scale.
  *
+ * Quark's INT8 (vLLM's QuarkW8A8Int8) adds I8 zero points beside the
+ * scales, X.weight_zero_point cut as X.weight_scale is (one a fused part
+ * or a row) and, with static activations, X.input_zero_point beside
+ * X.input_scale, replicated beside a column split as it is.
+ *
  * compressed-tensors' pack-quantized weights (vLLM's CompressedTensorsWNA16)
  * replace X.weight by X.weight_packed, int32 words of packed values along
  * the input dimension, cut like the weight; X.weight_scale and
@@ -59,7 +64,7 @@ static char *dup_or_null(const char *s)
  * AutoAWQ MoE methods: w13_qweight [E, in, 2 out/N] and so on).
  * vLLM drops GPTQ's X.g_idx (activation order is refused up front).
  */
-enum derive { D_SCALE, D_INPUT, D_BLOCK, D_PACKED, D_ZERO, D_SHAPE,
+enum derive { D_SCALE, D_INPUT, D_INZERO, D_BLOCK, D_PACKED, D_ZERO, D_SHAPE,
 	      D_QWEIGHT, D_QZEROS, D_QSCALES, D_GIDX, D_KV };
 
 static const struct {
@@ -68,6 +73,8 @@ static const struct {
 } derived[] = {
 	{ ".weight_scale", ".weight_scale", D_SCALE },
 	{ ".input_scale", ".input_scale", D_INPUT },
+	/* Quark's INT8 static activations: an I8 zero point beside the scale */
+	{ ".input_zero_point", ".input_zero_point", D_INZERO },
 	/* NVFP4's per-tensor scales, beside its F8_E4M3 group scales:
 	 * compressed-tensors' and ModelOpt's (whose input one is input_scale) */
 	{ ".weight_global_scale", ".weight_global_scale", D_SCALE },
@@ -99,6 +106,7 @@ static uint8_t derived_role(enum derive how)
 	case D_INPUT:
 		return WSHARD_QUANT_INPUT_SCALE;
 	case D_ZERO:
+	case D_INZERO:
 	case D_QZEROS:
 		return WSHARD_QUANT_ZERO_POINT;
 	case D_SHAPE:
@@ -144,7 +152,7 @@ static enum rule_kind derived_kind(const struct rules_rule *rules, size_t n,
 			return loaded_last(rules, n, w) ? RULE_REPLICATE : RULE_SKIP;
 		return RULE_REPLICATE;
 	}
-	if (how == D_INPUT && w->kind == RULE_COL)
+	if ((how == D_INPUT || how == D_INZERO) && w->kind == RULE_COL)
 		return RULE_REPLICATE;
 	if (how == D_GIDX || how == D_KV)
 		return RULE_SKIP;
@@ -188,7 +196,7 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 
 			memset(d, 0, sizeof(*d));
 			d->nshape = -1;
-			d->scale = how == D_SCALE || how == D_INPUT || how == D_BLOCK;
+			d->scale = how == D_SCALE || how == D_INPUT || how == D_INZERO || how == D_BLOCK;
 			d->optional = true;
 			d->kind = derived_kind(rules, n, w, how);
 			/* a dequantized weight's scales are in its values */

@@ -1,7 +1,8 @@
 """FP8 checkpoints under the other methods vLLM reads: Meta's fbgemm_fp8
 (its -FP8 Llama 3.1 releases) and AMD's Quark (its amd/*-FP8-KV
-releases), made from make_ckpt.py's tiny BF16 checkpoint in OUT, in the
-release's tensor names and quantization_config."""
+releases; also Quark's MXFP4 and W8A8 INT8), made from make_ckpt.py's
+tiny BF16 checkpoint in OUT, in the release's tensor names and
+quantization_config."""
 import zlib
 
 from ckpt_io import rewrite_shards, update_config
@@ -186,5 +187,70 @@ def quark_mxfp4(out):
           "scale_format": "e8m0", "scale_calculation_mode": "even",
           "observer_cls": "PerBlockMXObserver", "is_dynamic": False}
     glob = {"weight": mx, "input_tensors": dict(mx, is_dynamic=True),
+            "output_tensors": None, "bias": None, "target_device": None}
+    _quark_config(out, glob, gates)
+
+
+def _int8(per_channel):
+    """A quantizer of F32 weights to Quark's symmetric INT8: scale amax /
+    127.5 ((qmax - qmin) / 2 of int8), of the tensor or (per_channel) of
+    each row, each value round(w / scale), half to even, clipped to
+    [-128, 127]; (I8 weight, F32 scale: a scalar or 1-D [rows], as Quark
+    exports them)."""
+    import torch
+
+    def quantize(w):
+        if per_channel:
+            s = w.abs().amax(dim=1).clamp(min=1e-12) / 127.5
+            return torch.round(w / s[:, None]).clamp(-128, 127).to(torch.int8), s
+        s = (w.abs().max().clamp(min=1e-12) / 127.5).reshape([])
+        return torch.round(w / s).clamp(-128, 127).to(torch.int8), s
+    return quantize
+
+
+def quark_int8(out):
+    """AMD Quark's W8A8 INT8 per tensor, symmetric and static
+    (w_int8_a_int8_per_tensor_sym, the scheme of vLLM's
+    amd/Llama-3.1-8B-Instruct-w-int8-a-int8-sym-test): each linear weight
+    I8 with a scalar F32 weight_scale and I8 weight_zero_point (0), a
+    static scalar F32 input_scale and I8 input_zero_point (0), as Quark
+    exports a quantizer's scale and zero point; lm_head excluded.
+    vLLM 0.32: QuarkW8A8Int8 (quark.py _is_w8a8_int8, kInt8StaticTensorSym
+    weights and activations)."""
+    import torch
+
+    def scales(tensors, mod):
+        # a static scale a module, distinct per layer and part: Quark
+        # calibrates q/k/v (gate/up) on one input alike, but distinct
+        # values show which part's scale vLLM keeps (the last it loads)
+        h = zlib.crc32(mod.encode()) % 7
+        tensors[mod + ".weight_zero_point"] = torch.tensor(0, dtype=torch.int8)
+        tensors[mod + ".input_scale"] = torch.tensor(0.02 + 0.002 * h, dtype=torch.float32)
+        tensors[mod + ".input_zero_point"] = torch.tensor(0, dtype=torch.int8)
+    gates = _quark_weights(out, _int8(False), scales)
+    spec = _quark_tensor(dtype="int8")
+    glob = {"weight": spec, "input_tensors": spec,
+            "output_tensors": None, "bias": None, "target_device": None}
+    _quark_config(out, glob, gates)
+
+
+def quark_int8c(out):
+    """AMD Quark's W8A8 INT8 with weights per channel and activations per
+    token (dynamic, qscheme per_channel ch_axis 1): each linear weight I8
+    with weight_scale (F32) and weight_zero_point (I8, 0) 1-D [rows], as
+    Quark exports a per-channel quantizer; no input scales; lm_head
+    excluded.  vLLM 0.32: QuarkW8A8Int8 with kInt8StaticChannelSym weights
+    and kInt8DynamicTokenSym activations, its scales [rows, 1]."""
+    import torch
+
+    def zeros(tensors, mod):
+        rows = tensors[mod + ".weight"].shape[0]
+        tensors[mod + ".weight_zero_point"] = torch.zeros(rows, dtype=torch.int8)
+    gates = _quark_weights(out, _int8(True), zeros)
+    glob = {"weight": _quark_tensor(dtype="int8", qscheme="per_channel", ch_axis=0,
+                                    observer_cls="PerChannelMinMaxObserver"),
+            "input_tensors": _quark_tensor(dtype="int8", qscheme="per_channel", ch_axis=1,
+                                           is_dynamic=True,
+                                           observer_cls="PerChannelMinMaxObserver"),
             "output_tensors": None, "bias": None, "target_device": None}
     _quark_config(out, glob, gates)

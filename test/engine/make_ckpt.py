@@ -458,6 +458,10 @@ CASES = {
     # ckpt_fp8x.py.
     "llama-quark_ptpc": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-quark_mxfp4": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # Quark's W8A8 INT8 per tensor with static activations, and per channel
+    # with activations per token: ckpt_fp8x.quark_int8, quark_int8c.
+    "llama-quark_int8": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-quark_int8c": ("LlamaConfig", "LlamaForCausalLM", {}),
     # GPTQ (4-bit in groups of 128, per channel) and AWQ (4-bit, groups
     # of 128, zero points): ckpt_gptq.py.  (vLLM's CPU build refuses 8-bit
     # GPTQ: "Marlin does not support weight_bits = uint8b128".)
@@ -3835,7 +3839,8 @@ def make(arch, out):
     elif variant == "nvfp4mo":
         from ckpt_io import modelopt_nvfp4
         modelopt_nvfp4(out)
-    elif variant in ("fbgemm", "quark", "quark_ptpc", "quark_mxfp4"):
+    elif variant in ("fbgemm", "quark", "quark_ptpc", "quark_mxfp4", "quark_int8",
+                     "quark_int8c"):
         import ckpt_fp8x
         getattr(ckpt_fp8x, variant)(out)
     elif variant in ("gptq", "gptqc", "awq"):
