@@ -59,6 +59,32 @@ for r in 0 1; do
 		fail "rank $r: a tied copy wrote the embedding apart"
 done
 
+# Step-1: its config class sets no tie_word_embeddings, so where
+# config.json names none vLLM ties whatever head the checkpoint ships
+# (step1.json's default_holds): the head is the embedding's rows, and
+# --pp is refused (vLLM reads the key on every later stage)
+mkdir -p "$T/step1"
+cp "$T/differs/model.safetensors" "$T/step1/"
+py_st "$T/differs/config.json" "$T/step1/config.json" <<'PY' || fail "writing step1 failed"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.pop("tie_word_embeddings", None)
+c.update(architectures=["Step1ForCausalLM"], model_type="step1",
+         num_attention_groups=c.pop("num_key_value_heads", c["num_attention_heads"]))
+c.pop("head_dim", None)
+json.dump(c, open(sys.argv[2], "w"))
+PY
+expect_exit 0 "$WSHARD" convert -q --no-sync --tp 2 "$T/step1" "$T/out-step1"
+cmp -s "$T/step1/config.json" "$T/out-step1/config.json" || fail "step1: a kept tie changed config.json"
+for r in 0 1; do
+	rows_of "$T/step1" "$T/out-step1" $r lm_head.weight model.embed_tokens.weight ||
+		fail "step1 rank $r: the tied head is not the embedding's rows"
+done
+expect_exit 3 "$WSHARD" convert -q --no-sync --tp 1 --pp 2 "$T/step1" "$T/out-step1-pp"
+one_line "step1 --pp 2 without tie_word_embeddings"
+err_has "step1 --pp refused" "tie_word_embeddings"
+[ -e "$T/out-step1-pp/wshard.json" ] && fail "a refused convert left a manifest"
+
 # PLaMo 3 (tied by default) with a head of its own: written where the
 # vocabulary is a multiple of 16, refused with the rules' reason where it
 # is not (vLLM pads that head past what a vocab split writes)
@@ -94,5 +120,5 @@ for v in untied tie; do
 	err_has "plamo3 $v head refused" "tensor 'lm_head.weight': a head of its own over a vocabulary that is no multiple of 16"
 	[ -e "$T/out-plamo3-$v/wshard.json" ] && fail "a refused convert left a manifest"
 done
-echo "tie: a differing head untied, a copy kept tied"
+echo "tie: a differing head untied, a copy kept tied, Step-1's default tie kept"
 finish

@@ -511,6 +511,12 @@ Test(builtin, family_details)
 	cr_assert_not(r->tie_always);
 	cr_assert_null(find_rule(r, "model.layers.1.self_attn.q_norm.weight", &cap));
 	wshard_rules_free(r);
+
+	/* Step-1: tied where config.json says nothing, whatever head ships */
+	cr_assert_eq(wshard_rules_builtin(&r, "Step1ForCausalLM", &err), WSHARD_OK);
+	cr_assert(r->tie_default);
+	cr_assert(r->tie_default_holds);
+	wshard_rules_free(r);
 }
 
 /*
@@ -762,7 +768,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			141 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			142 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next
@@ -773,7 +779,7 @@ Test(builtin, architectures_list)
 			      Nemotron-NAS, Nemotron-H Puzzle, InternLM2 (2), ChatGLM (2), MiniCPM,
 			      EXAONE 3, ERNIE-4.5-VL, Kimi K3, Ling (2), Ling 3, Ling 2.5,
 			      InternVLChatModel, TeleChat2, Step-3.5, Step-3.7,
-			      DeepSeek-MoE, IQuest-Coder Loop, Step-3 text,
+			      DeepSeek-MoE, IQuest-Coder Loop, Step-3 text, Step-1,
 			      Sarvam-30B, mGTE (2), openPangu (3), Param-2,
 			      Sarvam-105B, mGTE reranker (2), K2-Horizon,
 			      PLaMo 3, H2OVL, NVLM-D, Skywork-R1V,

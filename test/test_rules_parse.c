@@ -467,6 +467,9 @@ Test(parse, bad_tie)
 	snprintf(text, sizeof(text), base, "{\"source\": \"e\", \"output\": \"h\", \"if\": 1}");
 	parse_fails(text, "\"tie\"'s \"if\" is not a condition");
 	snprintf(text, sizeof(text), base,
+		 "{\"source\": \"e\", \"output\": \"h\", \"default_holds\": true}");
+	parse_fails(text, "\"tie\"'s \"default_holds\" needs \"default\": true");
+	snprintf(text, sizeof(text), base,
 		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": \"h\"}");
 	parse_fails(text, "tie \"drop\" is not an array");
 	snprintf(text, sizeof(text), base,

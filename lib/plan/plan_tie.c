@@ -60,6 +60,11 @@ enum wshard_err plan_untie(struct wshard_plan *plan, const struct wshard_rules *
 	if (rules->tie_always || rules->tie_if || rules->tie_copy ||
 	    !rules_is_tied(rules, plan->config))
 		return WSHARD_OK;
+	/* vLLM looks only where the config object holds tie_word_embeddings
+	 * true; a config class that sets no such attribute (transformers 5
+	 * gives none) leaves it to the model's default, whatever the head */
+	if (rules->tie_default_holds && plan->config->tie_word_embeddings < 0)
+		return WSHARD_OK;
 	embed = plan_source_named(plan, rules, rules->tie_source);
 	/* a head the tie drops and another rule would write untied */
 	for (i = 0; embed && !head && i < rules->ntie_drop; i++) {

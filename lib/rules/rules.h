@@ -275,6 +275,8 @@ struct wshard_rules {
 	size_t ntie_drop;
 	char **tie_drop;	/* source names skipped when tied */
 	bool tie_default;	/* when config.json does not say */
+	bool tie_default_holds;	/* "default_holds": a tie by tie_default
+				 * stands whatever head the checkpoint ships */
 	bool tie_always;	/* whatever config.json says (Gemma) */
 	bool tie_copy;		/* "copy": the source keeps its own name, and
 				 * tie_output is a copy of it, cut by the rule

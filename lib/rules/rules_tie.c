@@ -45,6 +45,11 @@ enum wshard_err rules_parse_tie(struct wshard_rules *r, json_t *tie,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': \"tie\"'s \"if\" is not a condition", r->name);
 	r->tie_default = json_is_true(json_object_get(tie, "default"));
+	r->tie_default_holds = json_is_true(json_object_get(tie, "default_holds"));
+	if (r->tie_default_holds && !r->tie_default)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"tie\"'s \"default_holds\" needs \"default\": true",
+					r->name);
 	r->tie_always = json_is_true(json_object_get(tie, "always"));
 	r->tie_copy = json_is_true(json_object_get(tie, "copy"));
 	if (r->tie_copy && r->tie_output_if)

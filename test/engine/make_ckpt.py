@@ -3483,6 +3483,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "plamo3-untied": "ckpt_plamo3:make_untied", "interns1": "ckpt_interns1",
        "interns1-mini": "ckpt_interns1:make_mini", "kimi_vl": "ckpt_kimi_vl",
        "rnj1": "ckpt_rnj1", "rnj1-untied": "ckpt_rnj1:make_untied",
+       "step1": "ckpt_step1", "step1-untied": "ckpt_step1:make_untied",
+       "step1-said": "ckpt_step1:make_said",
        "mimo_v2": "ckpt_mimo_v2", "mimo_v2-fused": "ckpt_mimo_v2:make_fused",
        "minicpmv": "ckpt_minicpmv:make_v26", "minicpmv-4_0": "ckpt_minicpmv:make_v40",
        "minicpmv-4_5": "ckpt_minicpmv:make_v45", "deepseek_vl2": "ckpt_deepseek_vl2",

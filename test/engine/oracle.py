@@ -449,7 +449,7 @@ def arch_settings(model, kw):
                 "BeeForConditionalGeneration", "Phi4ForCausalLMV",
                 "MiniCPMV", "Phi3VForCausalLM",
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
-                "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model"):
+                "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model", "Step1ForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so

@@ -675,6 +675,25 @@ def _patch_rnj1(module):
     cls.__init__ = __init__
 
 
+def _patch_alibi_sqrt(module):
+    """WSHARD_ORACLE_ALIBI_SQRT: vLLM 0.32's Step-1 (step1.py) builds its
+    Attention with use_alibi_sqrt=True, which only the Triton backends
+    support: on the CPU build Attention refuses it ("use_alibi_sqrt is not
+    supported by backend CPU_ATTN") and no Step-1 is built.  Here the CPU
+    backend claims it and its impl drops the keyword: the model is built
+    and loaded as vLLM builds it, and its forward pass runs with plain
+    (linear) ALiBi, the same slopes, standing in for the square-root
+    distance.  Both sides of the answer oracle run that same stand-in."""
+    module.CPUAttentionBackend.supports_alibi_sqrt = classmethod(lambda cls: True)
+    cls = module.CPUAttentionBackendImpl
+    real = cls.__init__
+
+    def __init__(self, *args, use_alibi_sqrt=False, **kw):
+        real(self, *args, **kw)
+
+    cls.__init__ = __init__
+
+
 def _hook(target, patch):
     """Patches the module target with patch once: when it is imported, or
     now where it already is (the engine server, oracle.py serve, imported
@@ -749,3 +768,5 @@ if os.environ.get("WSHARD_ORACLE_DFLASH2"):
     _hook("vllm.config.vllm", _patch_dflash2)
 if os.environ.get("WSHARD_ORACLE_RNJ1"):
     _hook("vllm.v1.attention.backends.cpu_attn", _patch_rnj1)
+if os.environ.get("WSHARD_ORACLE_ALIBI_SQRT"):
+    _hook("vllm.v1.attention.backends.cpu_attn", _patch_alibi_sqrt)
