@@ -228,14 +228,19 @@ enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct me
  * modelopt, quant_algo NVFP4). */
 bool plan_modelopt_nvfp4(const struct wshard_plan *plan);
 
-/* plan_quant.c: whether m is a linear layer's static input scale or input
+/* plan_quark.c: WSHARD_OK where every Quark config (global_quant_config,
+ * each of layer_quant_config and layer_type_quant_config) is a scheme
+ * wshard writes, else WSHARD_EINVAL naming the first that is not. */
+enum wshard_err plan_check_quark(const struct wshard_plan *plan, struct wshard_error *err);
+
+/* plan_quark.c: whether m is a linear layer's static input scale or input
  * zero point of which vLLM keeps one, whatever the fused parts: Quark's
  * INT8 (QuarkW8A8Int8's BasevLLMParameter [1], each part loaded over the
  * one before, so the last part's stays: v_proj's, up_proj's, their names
  * read in sorted order; Quark calibrates them on one input alike). */
 bool plan_one_input_scale(const struct wshard_plan *plan, const struct member *m);
 
-/* plan_quant.c: whether m is a 1-D per-channel weight scale or weight
+/* plan_quark.c: whether m is a 1-D per-channel weight scale or weight
  * zero point of Quark's INT8, which vLLM's QuarkW8A8Int8 holds as [rows, 1]
  * (ChannelQuantScaleParameter, the checkpoint's [rows] unsqueezed). */
 bool plan_int8_channel(const struct wshard_plan *plan, const struct member *m);

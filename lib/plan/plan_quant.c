@@ -45,7 +45,7 @@ bool plan_fp4_weight(const struct wshard_plan *plan, const struct wshard_st_tens
 {
 	const char *method = quant_method(plan);
 
-	/* Quark's one U8 weight is MXFP4 (check_quark refuses MXFP6) */
+	/* Quark's one U8 weight is MXFP4 (plan_check_quark refuses MXFP6) */
 	return t->dtype == WSHARD_U8 &&
 	       (plan_modelopt_nvfp4(plan) || (method && !strcmp(method, "quark")));
 }
@@ -330,165 +330,6 @@ static enum wshard_err check_modelopt(const struct wshard_plan *plan, struct wsh
 				algo ? "\"" : "", key[0] == 'k' ? ", with an FP8 KV cache or none" : "");
 }
 
-/* Whether Quark quantization spec t (of a config's weight or
- * input_tensors) has one of schemes, dynamic or static as dynamic says
- * (-1: either); quark_spec: and is FP8 E4M3. */
-static bool quark_spec_scheme(json_t *t, const char *const *schemes, size_t n, int dynamic)
-{
-	const char *scheme = json_string_value(json_object_get(t, "qscheme"));
-	size_t i;
-
-	if (!scheme || (dynamic >= 0 && json_is_true(json_object_get(t, "is_dynamic")) != dynamic))
-		return false;
-	for (i = 0; i < n; i++)
-		if (!strcmp(scheme, schemes[i]))
-			return true;
-	return false;
-}
-
-static bool quark_spec(json_t *t, const char *const *schemes, size_t n, int dynamic)
-{
-	const char *dtype = json_string_value(json_object_get(t, "dtype"));
-
-	return dtype && !strcmp(dtype, "fp8_e4m3") && quark_spec_scheme(t, schemes, n, dynamic);
-}
-
-/*
- * A Quark config c is vLLM's QuarkOCP_MX with MXFP4 weights in the
- * canonical spelling (quark.py _is_w_ocp_mx_a_x, ocp_mx_utils.py
- * ocp_mx_weight_dtype_and_rows: dtype fp4, per_group of 32, e8m0 scales):
- * X.weight U8 [rows, cols/2], two values a byte, X.weight_scale U8
- * [rows, cols/32]; activations dynamic (no scale to load) or none.
- */
-static bool quark_mxfp4(json_t *c)
-{
-	static const char *const group[] = { "per_group" };
-	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
-	const char *dtype = json_string_value(json_object_get(w, "dtype"));
-	const char *scale = json_string_value(json_object_get(w, "scale_format"));
-
-	return dtype && !strcmp(dtype, "fp4") && quark_spec_scheme(w, group, 1, 0) &&
-	       json_integer_value(json_object_get(w, "group_size")) == 32 && scale &&
-	       !strcmp(scale, "e8m0") &&
-	       (json_is_null(in) || !in || json_is_true(json_object_get(in, "is_dynamic")));
-}
-
-/*
- * A Quark config c is one of vLLM's QuarkW8A8Fp8 schemes (quark.py,
- * _is_fp8_w8a8): static FP8 weights per tensor (a scalar weight_scale)
- * or per channel (weight_scale 1-D, a row's scale each: Quark's PTPC
- * export); activations per tensor, static (input_scale) or dynamic, or
- * per token (qscheme per_channel, dynamic).
- */
-static bool quark_fp8(json_t *c)
-{
-	static const char *const weight[] = { "per_tensor", "per_channel" };
-	json_t *in = json_object_get(c, "input_tensors");
-
-	return quark_spec(json_object_get(c, "weight"), weight, 2, 0) &&
-	       (quark_spec(in, weight, 1, -1) || quark_spec(in, weight + 1, 1, 1));
-}
-
-/*
- * A Quark config c is vLLM's QuarkW8A8Int8 (quark.py _is_w8a8_int8):
- * static symmetric INT8 weights per tensor or per channel, X.weight I8
- * with X.weight_scale and X.weight_zero_point (I8) a fused part or a row,
- * as the FP8 scales are; INT8 activations static per tensor (X.input_scale
- * and X.input_zero_point, one each) or dynamic per token (qscheme
- * per_channel), symmetric or not.
- */
-static bool quark_int8(json_t *c)
-{
-	static const char *const scheme[] = { "per_tensor", "per_channel" };
-	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
-	const char *wt = json_string_value(json_object_get(w, "dtype"));
-	const char *it = json_string_value(json_object_get(in, "dtype"));
-
-	return wt && !strcmp(wt, "int8") && it && !strcmp(it, "int8") &&
-	       json_is_true(json_object_get(w, "symmetric")) &&
-	       quark_spec_scheme(w, scheme, 2, 0) &&
-	       (quark_spec_scheme(in, scheme, 1, 0) || quark_spec_scheme(in, scheme + 1, 1, 1));
-}
-
-/* Whether the checkpoint is Quark's (quant_method quark). */
-static bool quark_method(const struct wshard_plan *plan)
-{
-	const char *method = quant_method(plan);
-
-	return method && !strcmp(method, "quark");
-}
-
-/* Whether name is X<suffix> beside Quark's INT8 weight X.weight (I8). */
-static bool quark_int8_beside(const struct wshard_plan *plan, const char *name,
-			      const char *suffix)
-{
-	const struct wshard_src_tensor *w;
-	size_t len = strlen(name), sl = strlen(suffix);
-	char wname[1024];
-
-	if (!quark_method(plan) || len <= sl || strcmp(name + len - sl, suffix) ||
-	    len - sl + 8 > sizeof(wname))
-		return false;
-	snprintf(wname, sizeof(wname), "%.*s.weight", (int)(len - sl), name);
-	w = wshard_catalog_find(plan->cat, wname);
-	return w && w->info->dtype == WSHARD_I8;
-}
-
-bool plan_one_input_scale(const struct wshard_plan *plan, const struct member *m)
-{
-	const char *name = src_name(plan, m->src);
-
-	return !strstr(m->rule->match, "{e}") &&
-	       (quark_int8_beside(plan, name, ".input_scale") ||
-		quark_int8_beside(plan, name, ".input_zero_point"));
-}
-
-bool plan_int8_channel(const struct wshard_plan *plan, const struct member *m)
-{
-	const struct wshard_st_tensor *t = src_info(plan, m->src);
-
-	return t->ndim == 1 && t->shape[0] > 1 && !strstr(m->rule->match, "{e}") &&
-	       (quark_int8_beside(plan, t->name, ".weight_scale") ||
-		quark_int8_beside(plan, t->name, ".weight_zero_point"));
-}
-
-/*
- * Quark (AMD's -FP8-KV, PTPC and -MXFP4 releases): vLLM's QuarkW8A8Fp8
- * (quark_fp8 above: X.weight_scale, one F32 a fused part or a row, and
- * where static X.input_scale, one F32 a part), QuarkW8A8Int8 (quark_int8:
- * the same with I8 zero points, per-channel ones [rows, 1], one input
- * scale a layer; its experts are refused by plan_check_experts),
- * QuarkOCP_MX's MXFP4 (quark_mxfp4: cut as ModelOpt's NVFP4 weights and
- * their group scales) and QuarkKVCacheMethod's k_scale and v_scale from
- * k_proj's and v_proj's output scales.  Every config (global_quant_config,
- * each of layer_quant_config and layer_type_quant_config) must be one of
- * these: Quark's per-block FP8, MXFP6, MXFP8, INT4 and NVFP4 schemes, and
- * INT8 with asymmetric weights, hold other parameters, not checked against
- * vLLM, and are refused.
- */
-static enum wshard_err check_quark(const struct wshard_plan *plan, struct wshard_error *err)
-{
-	static const char *const keys[] = { "layer_quant_config", "layer_type_quant_config" };
-	json_t *q = plan_quant_config(plan), *v;
-	json_t *g = json_object_get(q, "global_quant_config");
-	const char *where = quark_fp8(g) || quark_mxfp4(g) || quark_int8(g) ?
-			    NULL : "global_quant_config";
-	const char *key = "";
-	size_t k;
-
-	for (k = 0; k < 2 && !where; k++)
-		json_object_foreach(json_object_get(q, keys[k]), key, v)
-			if (!quark_fp8(v) && !quark_mxfp4(v) && !quark_int8(v)) {
-				where = keys[k];
-				break;
-			}
-	if (!where)
-		return WSHARD_OK;
-	return wshard_error_set(err, WSHARD_EINVAL,
-				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), and its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) are supported yet",
-				plan->cat->path, where, *key ? "." : "", key);
-}
-
 enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_error *err)
 {
 	/* besides GPTQ and AWQ: the methods whose layouts wshard writes */
@@ -519,7 +360,7 @@ enum wshard_err plan_check_method(const struct wshard_plan *plan, struct wshard_
 	if (!strncmp(method, "modelopt", 8))
 		return check_modelopt(plan, err);
 	if (!strcmp(method, "quark"))
-		return check_quark(plan, err);
+		return plan_check_quark(plan, err);
 	/* vLLM's FBGEMMFp8Config reads both keys and fails without them */
 	if (!strcmp(method, "fbgemm_fp8") &&
 	    (!json_is_number(json_object_get(q, "activation_scale_ub")) ||
@@ -575,14 +416,16 @@ enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct 
 				   struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	int which = gptq_or_awq(quant_method(plan));
+	const char *method = quant_method(plan);
+	int which = gptq_or_awq(method);
 	long long group = quant_key(plan, "group_size", "group_size");
 	long long bits = quant_key(plan, "bits", "num_bits");
 	uint64_t hidden, inter, share, pack;
 
 	/* vLLM's QuarkW8A8Int8MoEMethod holds zero points [E, 2] and [E]
 	 * beside its scales, a layout not checked against it */
-	if (quark_method(plan) && t->dtype == WSHARD_I8 && strstr(m->rule->match, "{e}") &&
+	if (method && !strcmp(method, "quark") && t->dtype == WSHARD_I8 &&
+	    strstr(m->rule->match, "{e}") &&
 	    strlen(t->name) > 7 && !strcmp(t->name + strlen(t->name) - 7, ".weight"))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': Quark's INT8 experts (vLLM's QuarkW8A8Int8MoEMethod) are not supported yet",

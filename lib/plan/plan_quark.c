@@ -1,0 +1,186 @@
+/*
+ * plan_quark.c - AMD Quark's quantization_config: which of its schemes
+ * vLLM 0.32 holds as wshard writes them (FP8 per tensor or per channel,
+ * INT8, MXFP4), and the INT8 scales and zero points it holds in shapes of
+ * its own.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "base/dtype.h"
+#include "source/safetensors.h"
+#include "source/catalog.h"
+#include "rules/rules.h"
+#include "plan_impl.h"
+
+/* config.json's quantization_config (an object, or NULL) */
+static json_t *quark_config(const struct wshard_plan *plan)
+{
+	json_t *q = json_object_get(plan->config->json, "quantization_config");
+
+	return json_is_object(q) ? q : NULL;
+}
+
+/* Whether Quark quantization spec t (of a config's weight or
+ * input_tensors) has one of schemes, dynamic or static as dynamic says
+ * (-1: either); quark_spec: and is FP8 E4M3. */
+static bool quark_spec_scheme(json_t *t, const char *const *schemes, size_t n, int dynamic)
+{
+	const char *scheme = json_string_value(json_object_get(t, "qscheme"));
+	size_t i;
+
+	if (!scheme || (dynamic >= 0 && json_is_true(json_object_get(t, "is_dynamic")) != dynamic))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!strcmp(scheme, schemes[i]))
+			return true;
+	return false;
+}
+
+static bool quark_spec(json_t *t, const char *const *schemes, size_t n, int dynamic)
+{
+	const char *dtype = json_string_value(json_object_get(t, "dtype"));
+
+	return dtype && !strcmp(dtype, "fp8_e4m3") && quark_spec_scheme(t, schemes, n, dynamic);
+}
+
+/*
+ * A Quark config c is vLLM's QuarkOCP_MX with MXFP4 weights in the
+ * canonical spelling (quark.py _is_w_ocp_mx_a_x, ocp_mx_utils.py
+ * ocp_mx_weight_dtype_and_rows: dtype fp4, per_group of 32, e8m0 scales):
+ * X.weight U8 [rows, cols/2], two values a byte, X.weight_scale U8
+ * [rows, cols/32]; activations dynamic (no scale to load) or none.
+ */
+static bool quark_mxfp4(json_t *c)
+{
+	static const char *const group[] = { "per_group" };
+	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
+	const char *dtype = json_string_value(json_object_get(w, "dtype"));
+	const char *scale = json_string_value(json_object_get(w, "scale_format"));
+
+	return dtype && !strcmp(dtype, "fp4") && quark_spec_scheme(w, group, 1, 0) &&
+	       json_integer_value(json_object_get(w, "group_size")) == 32 && scale &&
+	       !strcmp(scale, "e8m0") &&
+	       (json_is_null(in) || !in || json_is_true(json_object_get(in, "is_dynamic")));
+}
+
+/*
+ * A Quark config c is one of vLLM's QuarkW8A8Fp8 schemes (quark.py,
+ * _is_fp8_w8a8): static FP8 weights per tensor (a scalar weight_scale)
+ * or per channel (weight_scale 1-D, a row's scale each: Quark's PTPC
+ * export); activations per tensor, static (input_scale) or dynamic, or
+ * per token (qscheme per_channel, dynamic).
+ */
+static bool quark_fp8(json_t *c)
+{
+	static const char *const weight[] = { "per_tensor", "per_channel" };
+	json_t *in = json_object_get(c, "input_tensors");
+
+	return quark_spec(json_object_get(c, "weight"), weight, 2, 0) &&
+	       (quark_spec(in, weight, 1, -1) || quark_spec(in, weight + 1, 1, 1));
+}
+
+/*
+ * A Quark config c is vLLM's QuarkW8A8Int8 (quark.py _is_w8a8_int8):
+ * static symmetric INT8 weights per tensor or per channel, X.weight I8
+ * with X.weight_scale and X.weight_zero_point (I8) a fused part or a row,
+ * as the FP8 scales are; INT8 activations static per tensor (X.input_scale
+ * and X.input_zero_point, one each) or dynamic per token (qscheme
+ * per_channel), symmetric or not.
+ */
+static bool quark_int8(json_t *c)
+{
+	static const char *const scheme[] = { "per_tensor", "per_channel" };
+	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
+	const char *wt = json_string_value(json_object_get(w, "dtype"));
+	const char *it = json_string_value(json_object_get(in, "dtype"));
+
+	return wt && !strcmp(wt, "int8") && it && !strcmp(it, "int8") &&
+	       json_is_true(json_object_get(w, "symmetric")) &&
+	       quark_spec_scheme(w, scheme, 2, 0) &&
+	       (quark_spec_scheme(in, scheme, 1, 0) || quark_spec_scheme(in, scheme + 1, 1, 1));
+}
+
+/* Whether the checkpoint is Quark's (quant_method quark). */
+static bool quark_method(const struct wshard_plan *plan)
+{
+	const char *method = json_string_value(json_object_get(quark_config(plan),
+							       "quant_method"));
+
+	return method && !strcmp(method, "quark");
+}
+
+/* Whether name is X<suffix> beside Quark's INT8 weight X.weight (I8). */
+static bool quark_int8_beside(const struct wshard_plan *plan, const char *name,
+			      const char *suffix)
+{
+	const struct wshard_src_tensor *w;
+	size_t len = strlen(name), sl = strlen(suffix);
+	char wname[1024];
+
+	if (!quark_method(plan) || len <= sl || strcmp(name + len - sl, suffix) ||
+	    len - sl + 8 > sizeof(wname))
+		return false;
+	snprintf(wname, sizeof(wname), "%.*s.weight", (int)(len - sl), name);
+	w = wshard_catalog_find(plan->cat, wname);
+	return w && w->info->dtype == WSHARD_I8;
+}
+
+bool plan_one_input_scale(const struct wshard_plan *plan, const struct member *m)
+{
+	const char *name = src_name(plan, m->src);
+
+	return !strstr(m->rule->match, "{e}") &&
+	       (quark_int8_beside(plan, name, ".input_scale") ||
+		quark_int8_beside(plan, name, ".input_zero_point"));
+}
+
+bool plan_int8_channel(const struct wshard_plan *plan, const struct member *m)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+
+	return t->ndim == 1 && t->shape[0] > 1 && !strstr(m->rule->match, "{e}") &&
+	       (quark_int8_beside(plan, t->name, ".weight_scale") ||
+		quark_int8_beside(plan, t->name, ".weight_zero_point"));
+}
+
+/*
+ * Quark (AMD's -FP8-KV, PTPC and -MXFP4 releases): vLLM's QuarkW8A8Fp8
+ * (quark_fp8 above: X.weight_scale, one F32 a fused part or a row, and
+ * where static X.input_scale, one F32 a part), QuarkW8A8Int8 (quark_int8:
+ * the same with I8 zero points, per-channel ones [rows, 1], one input
+ * scale a layer; its experts are refused by plan_check_experts),
+ * QuarkOCP_MX's MXFP4 (quark_mxfp4: cut as ModelOpt's NVFP4 weights and
+ * their group scales) and QuarkKVCacheMethod's k_scale and v_scale from
+ * k_proj's and v_proj's output scales.  Every config (global_quant_config,
+ * each of layer_quant_config and layer_type_quant_config) must be one of
+ * these: Quark's per-block FP8, MXFP6, MXFP8, INT4 and NVFP4 schemes, and
+ * INT8 with asymmetric weights, hold other parameters, not checked against
+ * vLLM, and are refused.
+ */
+enum wshard_err plan_check_quark(const struct wshard_plan *plan, struct wshard_error *err)
+{
+	static const char *const keys[] = { "layer_quant_config", "layer_type_quant_config" };
+	json_t *q = quark_config(plan), *v;
+	json_t *g = json_object_get(q, "global_quant_config");
+	const char *where = quark_fp8(g) || quark_mxfp4(g) || quark_int8(g) ?
+			    NULL : "global_quant_config";
+	const char *key = "";
+	size_t k;
+
+	for (k = 0; k < 2 && !where; k++)
+		json_object_foreach(json_object_get(q, keys[k]), key, v)
+			if (!quark_fp8(v) && !quark_mxfp4(v) && !quark_int8(v)) {
+				where = keys[k];
+				break;
+			}
+	if (!where)
+		return WSHARD_OK;
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), and its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) are supported yet",
+				plan->cat->path, where, *key ? "." : "", key);
+}
