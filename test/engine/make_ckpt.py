@@ -3461,6 +3461,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "h2ovl": "ckpt_internvl_derivs:make_h2ovl", "h2ovl-800m": "ckpt_internvl_derivs:make_h2ovl_800m",
        "skywork_r1v": "ckpt_internvl_derivs:make_skywork_r1v", "nvlm_d": "ckpt_internvl_derivs:make_nvlm_d",
        "nvlm_d-h4": "ckpt_internvl_derivs:make_nvlm_d_h4",
+       "eagle2_5_vl": "ckpt_eagle2_5_vl", "eagle2_5_vl-sel": "ckpt_eagle2_5_vl:make_sel",
        "telechat2": "ckpt_telechat2", "telechat2-mha": "ckpt_telechat2:make_mha",
        "step3p5": "ckpt_step3p5", "step3p5-experts": "ckpt_step3p5:make_per_expert",
        "step3p5-ssp": "ckpt_step3p5:make_sqrtsoftplus", "llama-tiedhead": "ckpt_tied_head",

@@ -210,7 +210,8 @@ def image_prompt(model):
                                                     "QianfanOCR",
                                                     "Cohere2Vision", "Idefics3", "SmolVLM",
                                                     "Lfm2Vl", "Granite4Vision", "H2OVLChatModel",
-                                                    "NVLM_D", "SkyworkR1VChatModel")):
+                                                    "NVLM_D", "SkyworkR1VChatModel",
+                                                    "Eagle2_5_VL")):
         # one image token, which vLLM expands (Mistral 3 into rows of
         # [IMG], InternVL between <img> and </img>, Idefics3 between
         # <fake_token_around_image>s, LFM2-VL between <|image_start|> and
@@ -221,9 +222,11 @@ def image_prompt(model):
         image = [cfg.get("image_token_index", cfg.get("image_token_id"))]
         if cfg["architectures"][0] in ("QianfanOCRForConditionalGeneration",
                                        "InternVLChatModel", "H2OVLChatModel", "NVLM_D",
-                                       "SkyworkR1VChatModel"):
-            # InternVL's original layout: vLLM replaces an <image> token
-            # (make_ckpt.py's tokenizer: 994)
+                                       "SkyworkR1VChatModel",
+                                       "Eagle2_5_VLForConditionalGeneration"):
+            # InternVL's original layout and Eagle 2.5 (vLLM's InternVL
+            # processor): vLLM replaces an <image> token (make_ckpt.py's
+            # tokenizer: 994)
             image = [994]
     elif "DeepseekVLV2" in cfg["architectures"][0]:
         # DeepSeek-VL2: its <image> token (ckpt_deepseek_vl2.py's tokenizer:
@@ -447,6 +450,7 @@ def arch_settings(model, kw):
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
                 "KimiVLForConditionalGeneration", "OpenCUAForConditionalGeneration",
                 "BeeForConditionalGeneration", "Phi4ForCausalLMV",
+                "Eagle2_5_VLForConditionalGeneration",
                 "MiniCPMV", "Phi3VForCausalLM",
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
                 "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model", "Step1ForCausalLM"):
