@@ -44,6 +44,18 @@ def rename_prefix(out, old, new):
     rename_tensors(out, lambda k: new + k[len(old):] if k.startswith(old) else k)
 
 
+def rename_prefixes(out, pairs):
+    """Renames the tensors of OUT by the first (old, new) of pairs whose
+    old prefix each name starts with; names that start with none are
+    kept."""
+    def rename(name):
+        for old, new in pairs:
+            if name.startswith(old):
+                return new + name[len(old):]
+        return name
+    rename_tensors(out, rename)
+
+
 def read_tensors(out):
     """Every tensor of the checkpoint in out, {name: tensor}, its shards
     read in the order glob lists them (the order the builders that copy a

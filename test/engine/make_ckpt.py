@@ -2510,17 +2510,11 @@ def released_opencua(out, cfg):
     processor reads."""
     import json
     import os
-    from ckpt_io import rename_tensors, write_release_config
-
-    def rename(name):
-        for old, new in (("model.visual.", "vision_tower."), ("visual.", "vision_tower."),
-                         ("model.language_model.", "language_model.model."),
-                         ("model.", "language_model.model."),
-                         ("lm_head.", "language_model.lm_head.")):
-            if name.startswith(old):
-                return new + name[len(old):]
-        return name
-    rename_tensors(out, rename)
+    from ckpt_io import rename_prefixes, write_release_config
+    rename_prefixes(out, (("model.visual.", "vision_tower."), ("visual.", "vision_tower."),
+                          ("model.language_model.", "language_model.model."),
+                          ("model.", "language_model.model."),
+                          ("lm_head.", "language_model.lm_head.")))
     qwen3_vl_processor(out, cfg, "Qwen2_5_VLProcessor", "Qwen2VLVideoProcessor")
     c = json.load(open(os.path.join(out, "config.json")))
     text = dict(c["text_config"], model_type="qwen2", architectures=["Qwen2ForCausalLM"])
@@ -2559,18 +2553,12 @@ def released_bee(out, cfg):
     BeeConfig's (model_type bee), LLaVA-OneVision's processor and a
     tokenizer beside it."""
     import torch
-    from ckpt_io import rename_tensors, rewrite_shards, update_config, write_release_config
-
-    def rename(n):
-        for old, new in (("language_model.model.", "model.language_model."),
-                         ("language_model.lm_head.", "lm_head."),
-                         ("vision_tower.", "model.vision_tower.vision_model."),
-                         ("multi_modal_projector.", "model.multi_modal_projector."),
-                         ("image_newline", "model.image_newline")):
-            if n.startswith(old):
-                return new + n[len(old):]
-        return n
-    rename_tensors(out, rename)
+    from ckpt_io import rename_prefixes, rewrite_shards, update_config, write_release_config
+    rename_prefixes(out, (("language_model.model.", "model.language_model."),
+                          ("language_model.lm_head.", "lm_head."),
+                          ("vision_tower.", "model.vision_tower.vision_model."),
+                          ("multi_modal_projector.", "model.multi_modal_projector."),
+                          ("image_newline", "model.image_newline")))
     h, v = cfg.text_config.hidden_size, cfg.vision_config.hidden_size
     g = torch.Generator().manual_seed(11)
 
