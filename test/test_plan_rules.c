@@ -66,6 +66,39 @@ Test(ext, rule_dtype)
 }
 
 /*
+ * "dtype": "head" (a pooling head, vLLM's head_dtype): F32 where
+ * config.json names none, the model's (BF16 here) for "model", the dtype
+ * named otherwise; a name vLLM refuses is refused.
+ */
+static void head_dtype(const char *config, enum wshard_dtype want /* COUNT: refused */)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	char *args = fmt(BASE " --extra-tensor score.weight:4,8%s%s",
+			 config ? " --set-config " : "", config ? config : "");
+
+	fx_open(&f, args);
+	use_rules(&f, "{\"tensors\": ["
+		  "{\"match\": \"score.weight\", \"split\": \"replicate\", \"dtype\": \"head\"},"
+		  CATCH_ALL "]}");
+	if (want == WSHARD_DTYPE_COUNT) {
+		fx_plan_fails(&f, 2, WSHARD_EINVAL, "~config.json's head_dtype is not one vLLM takes (model, float32, float16 or bfloat16)");
+	} else {
+		fx_plan(&f, 2);
+		cr_assert_eq(get_out(&f, 1, "score.weight")->dtype, want, "%s", config);
+	}
+	fx_close(&f);
+	free(args);
+}
+
+Test(ext, head_dtype)
+{
+	head_dtype(NULL, WSHARD_F32);
+	head_dtype("head_dtype=\\\"model\\\"", WSHARD_BF16);
+	head_dtype("head_dtype=\\\"float16\\\"", WSHARD_F16);
+	head_dtype("head_dtype=\\\"int8\\\"", WSHARD_DTYPE_COUNT);
+}
+
+/*
  * "neg_exp" (vLLM's Mamba A from A_log): a BF16 [8] row-split in 2, F32
  * [4] a rank, its piece -exp'd from BF16 to F32, whatever --dtype says;
  * refused on a column split and beside "times_sqrt".

@@ -888,7 +888,7 @@ Test(builtin, embedding_architectures)
 			}
 			if (rule->match && !strcmp(rule->match, "score.weight")) {
 				cr_assert(rule->kind == RULE_REPLICATE && rule->has_dtype &&
-					  rule->dtype == WSHARD_F32, "%s: score", arch);
+					  rule->head_dtype, "%s: score", arch);
 				nscore++;
 			}
 		}

@@ -150,7 +150,7 @@ Test(parse, condition_reason_dtype)
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"reason\": \"x\"}"),
 		    "rule 'a': \"reason\" goes with \"split\": \"skip\" (may) or \"refuse\" (must)");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"dtype\": \"F8_E4M3\"}"),
-		    "rule 'a': \"dtype\" must be F32, F16, BF16, model, I32 or U8");
+		    "rule 'a': \"dtype\" must be F32, F16, BF16, model, head, I32 or U8");
 	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"dtype\": \"model\"}"));
 	/* "dequant": on a weight, none of the other value rewrites */
 	parse_ok(RULES("{\"match\": \"x.{n}.wk.weight\", \"split\": \"row\", \"dequant\": true}"));

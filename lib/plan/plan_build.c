@@ -251,6 +251,12 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 			 * is made in the model's dtype (torch.empty), the
 			 * integers copied in */
 			plan_convert_dtype(plan_model_dtype(plan), t, true);
+		} else if (!rc && m[0].rule->head_dtype) {
+			enum wshard_dtype hd;
+
+			rc = plan_head_dtype(plan, &hd, err);
+			if (!rc)
+				plan_convert_dtype(hd, t, false);
 		} else if (!rc && (m[0].rule->has_dtype || plan->opt.has_dtype) && !m[0].rule->scale) {
 			plan_convert_dtype(m[0].rule->model_dtype ? plan_model_dtype(plan) :
 					   m[0].rule->has_dtype ? m[0].rule->dtype : plan->opt.dtype,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -31,6 +32,37 @@ enum wshard_dtype plan_model_dtype(const struct wshard_plan *plan)
 	if (info.torch_dtype && !strcmp(info.torch_dtype, "float32"))
 		return WSHARD_F32;
 	return WSHARD_BF16;
+}
+
+enum wshard_err plan_head_dtype(const struct wshard_plan *plan, enum wshard_dtype *dtype,
+			       struct wshard_error *err)
+{
+	static const struct {
+		const char *name;
+		enum wshard_dtype dtype;
+	} names[] = {
+		{ "float32", WSHARD_F32 }, { "float", WSHARD_F32 }, { "float16", WSHARD_F16 },
+		{ "half", WSHARD_F16 }, { "bfloat16", WSHARD_BF16 },
+	};
+	json_t *h = json_object_get(plan->config->json, "head_dtype");
+	const char *s = json_string_value(h);
+	size_t i;
+
+	*dtype = WSHARD_F32;
+	if (!h || json_is_null(h))
+		return WSHARD_OK;
+	if (s && !strcmp(s, "model")) {
+		*dtype = plan_model_dtype(plan);
+		return WSHARD_OK;
+	}
+	for (i = 0; s && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(s, names[i].name)) {
+			*dtype = names[i].dtype;
+			return WSHARD_OK;
+		}
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"'%s': config.json's head_dtype is not one vLLM takes (model, float32, float16 or bfloat16)",
+				plan->cat->path);
 }
 
 /* Appends the constant tensor name, in dtype, to every rank: a scalar

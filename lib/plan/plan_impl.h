@@ -167,6 +167,13 @@ enum kv_method plan_kv_cache_method(const struct wshard_plan *plan);
  * none of F32, F16 and BF16. */
 enum wshard_dtype plan_model_dtype(const struct wshard_plan *plan);
 
+/* plan_extra.c: the dtype vLLM 0.32 gives a pooling model's head
+ * (ModelConfig.head_dtype): F32 where config.json names no head_dtype,
+ * the model's where it says "model", else the dtype it names; WSHARD_EINVAL
+ * for a name vLLM refuses. */
+enum wshard_err plan_head_dtype(const struct wshard_plan *plan, enum wshard_dtype *dtype,
+				struct wshard_error *err);
+
 /* plan_quant.c: whether m's source, of dtype dt, is a weight scale vLLM
  * holds in F32 though the checkpoint does not (compressed-tensors' 8-bit
  * schemes). */

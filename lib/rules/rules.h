@@ -126,6 +126,9 @@ struct rules_rule {
 	bool model_dtype;	/* "dtype": "model": the model's (--dtype or
 				 * config.json's), as vLLM casts a checkpoint's
 				 * F32 norms into its BF16 parameters */
+	bool head_dtype;	/* "dtype": "head": a pooling model's head, as
+				 * vLLM's head_dtype: F32, or what config.json's
+				 * head_dtype says ("model": the model's) */
 	enum wshard_dtype dtype;
 	bool dequant;		/* "dequant": an F8_E4M3 source (with its
 				 * block scales) is read as the BF16 vLLM

@@ -90,8 +90,9 @@ static bool is_head(const char *name)
  * vLLM's as_seq_cls_model turns the model (model_executor/models/
  * adapters.py): the LM head is never built (its ParallelLMHead a missing
  * layer), so its rules become skips and the tie goes; score, a
- * ReplicatedLinear in the head dtype (F32: config.json's head_dtype is
- * not followed), is whole on every rank and every pipeline stage.
+ * ReplicatedLinear in the head dtype (F32 unless config.json's head_dtype
+ * says otherwise: "dtype": "head"), is whole on every rank and every
+ * pipeline stage.
  * Returns false where the document does not fit that: no rule takes
  * lm_head.*, or one writes lm_head.* from another name.
  */
@@ -117,7 +118,7 @@ static bool make_classifier(json_t *root, const char *architecture)
 	if (!nheads)
 		return false;
 	json_array_append_new(tensors, json_pack("{s:s, s:s, s:s}", "match", "score.weight",
-						 "split", "replicate", "dtype", "F32"));
+						 "split", "replicate", "dtype", "head"));
 	json_object_del(root, "tie");
 	for (i = json_array_size(stages); i-- > 0;) {
 		const char *key;

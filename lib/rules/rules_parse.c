@@ -381,11 +381,13 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 	/* I32: integer tables vLLM narrows from the checkpoint's I64; U8:
 	 * bytes vLLM holds as uint8 (FP4 blocks, E8M0 scales) */
 	rule->model_dtype = dtype && !strcmp(dtype, "model");
-	if (dtype && !rule->model_dtype && (wshard_dtype_parse(dtype, &rule->dtype) < 0 ||
+	rule->head_dtype = dtype && !strcmp(dtype, "head");
+	if (dtype && !rule->model_dtype && !rule->head_dtype &&
+	    (wshard_dtype_parse(dtype, &rule->dtype) < 0 ||
 		      (!wshard_dtype_is_convertible(rule->dtype) && rule->dtype != WSHARD_I32 &&
 		       rule->dtype != WSHARD_U8)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"dtype\" must be F32, F16, BF16, model, I32 or U8",
+					"'%s': rule '%s': \"dtype\" must be F32, F16, BF16, model, head, I32 or U8",
 					r->name, rule->match);
 	rule->has_dtype = dtype != NULL;
 	rule->cond = dup_or_null(cond);

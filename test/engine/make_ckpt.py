@@ -289,6 +289,10 @@ CASES = {
     # score head
     "qwen2_rm": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "qwen3_cls": ("Qwen3Config", "Qwen3ForSequenceClassification", {"num_labels": 3}),
+    # the same, config.json's head_dtype "model": vLLM keeps the score in
+    # the model's dtype then (ModelConfig.head_dtype)
+    "qwen3_cls-hdm": ("Qwen3Config", "Qwen3ForSequenceClassification",
+                      {"num_labels": 3, "head_dtype": "model"}),
     # Classifiers of families whose rules are the causal model's made a
     # classifier's (rules_load.c derive_classifier): Gemma 2 as
     # Skywork-Reward-Gemma-2 ships it (one label, tied embedding,
