@@ -101,10 +101,12 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # same processor, inherited from Step3VL; and with a 728-pixel tower
 # vLLM's CPU build still fails: step_vl.py's PerceptionEncoder.forward
 # hands vit_large_projector a transposed view, which the CPU gemm, oneDNN's,
-# refuses: "Expected a.stride(-1) == 1")
+# refuses: "Expected a.stride(-1) == 1"), Step-3 (the same processor; its
+# test tower is 56 pixels: checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "Ernie4_5_VLMoeForConditionalGeneration",
-                     "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration")
+                     "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
+                     "Step3VLForConditionalGeneration")
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
@@ -491,7 +493,7 @@ def arch_settings(model, kw):
         # profiled with images, and its prompts are text alone (vLLM's CPU
         # build routes the release's sigmoid scores on a GPU only: bytes)
         kw.setdefault("skip_mm_profiling", True)
-    if arch == "StepVLForConditionalGeneration":
+    if arch in ("StepVLForConditionalGeneration", "Step3VLForConditionalGeneration"):
         # the same Step-3 VL processor (step_vl.py inherits it), the same
         # tiny tower: not profiled with images, text prompts
         kw.setdefault("skip_mm_profiling", True)
