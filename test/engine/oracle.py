@@ -97,10 +97,16 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # remote code, which the test checkpoint stands in for with a stub that
 # processes no image: its tower and resampler are checked by bytes),
 # Step-3.7 (vLLM's Step-3 processor sizes images for the release's tower,
-# 728 pixels, not the test's: its tower is checked by bytes)
+# 728 pixels, not the test's: its tower is checked by bytes), StepVL (the
+# same processor, inherited from Step3VL; and with a 728-pixel tower
+# vLLM's CPU build still fails: step_vl.py's PerceptionEncoder.forward
+# hands vit_large_projector a transposed view, which the CPU gemm, oneDNN's,
+# refuses: "Expected a.stride(-1) == 1"), Step-3 (the same processor; its
+# test tower is 56 pixels: checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "Ernie4_5_VLMoeForConditionalGeneration",
-                     "Step3p7ForConditionalGeneration")
+                     "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
+                     "Step3VLForConditionalGeneration")
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
@@ -453,7 +459,8 @@ def arch_settings(model, kw):
                 "Eagle2_5_VLForConditionalGeneration",
                 "MiniCPMV", "Phi3VForCausalLM",
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
-                "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model", "Step1ForCausalLM"):
+                "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model", "Step1ForCausalLM",
+                "StepVLForConditionalGeneration"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
@@ -485,6 +492,10 @@ def arch_settings(model, kw):
         # crops) for the release's tower: the test's tiny tower is not
         # profiled with images, and its prompts are text alone (vLLM's CPU
         # build routes the release's sigmoid scores on a GPU only: bytes)
+        kw.setdefault("skip_mm_profiling", True)
+    if arch in ("StepVLForConditionalGeneration", "Step3VLForConditionalGeneration"):
+        # the same Step-3 VL processor (step_vl.py inherits it), the same
+        # tiny tower: not profiled with images, text prompts
         kw.setdefault("skip_mm_profiling", True)
     with open(os.path.join(model, "config.json")) as f:
         method = (json.load(f).get("quantization_config") or {}).get("quant_method")
