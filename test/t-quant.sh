@@ -580,6 +580,10 @@ refused quark-w4a16-word 2 "gate_proj.weight': dimension 1 holds 9 int32 words o
 gen "$T/src-quarkw4one" --layers 1 --hidden 128 --heads 2 --kv-heads 2 --intermediate 256 \
 	--vocab 256 --awq 128 --quark-names
 refused quark-w4a16-one 2 "o_proj.weight_scale': dimension 0 holds 1 group of 128 input rows" "$T/src-quarkw4one"
+# Its experts (vLLM's QuarkW4A16Int4MoEMethod, a layout of its own): refused.
+gen "$T/src-quarkw4moe" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-heads 2 \
+	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 128 --awq 128 --quark-names
+refused quark-w4a16-moe 2 "experts.0.gate_proj.weight': Quark's W4A16 experts (vLLM's QuarkW4A16Int4MoEMethod) are not supported yet" "$T/src-quarkw4moe"
 # vLLM holds a zero point beside every W4A16 weight: one missing is refused.
 gen "$T/src-quarkw4z" --layers 1 --hidden 256 --heads 4 --kv-heads 4 --intermediate 512 \
 	--vocab 256 --awq 128 --quark-names --drop-tensor model.layers.0.mlp.up_proj.weight_zero_point

@@ -425,13 +425,17 @@ enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct 
 	uint64_t hidden, inter, share, pack;
 
 	/* vLLM's QuarkW8A8Int8MoEMethod holds zero points [E, 2] and [E]
-	 * beside its scales, a layout not checked against it */
-	if (method && !strcmp(method, "quark") && t->dtype == WSHARD_I8 &&
+	 * beside its scales, QuarkW4A16Int4MoEMethod experts of its own:
+	 * layouts not checked against it */
+	if (method && !strcmp(method, "quark") &&
+	    (t->dtype == WSHARD_I8 || t->dtype == WSHARD_I32) &&
 	    strstr(m->rule->match, "{e}") &&
 	    strlen(t->name) > 7 && !strcmp(t->name + strlen(t->name) - 7, ".weight"))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': Quark's INT8 experts (vLLM's QuarkW8A8Int8MoEMethod) are not supported yet",
-					t->name);
+					"tensor '%s': Quark's %s experts (vLLM's %s) are not supported yet",
+					t->name, t->dtype == WSHARD_I8 ? "INT8" : "W4A16",
+					t->dtype == WSHARD_I8 ? "QuarkW8A8Int8MoEMethod" :
+					"QuarkW4A16Int4MoEMethod");
 	if (!expert_qweight(plan, m) || m->rule->kind != RULE_FUSE || t->ndim != 2)
 		return WSHARD_OK;
 	if (which == 2 && !group)

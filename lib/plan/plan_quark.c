@@ -239,7 +239,7 @@ bool plan_int8_channel(const struct wshard_plan *plan, const struct member *m)
  * (quark_fp8 above: X.weight_scale, one F32 a fused part or a row, and
  * where static X.input_scale, one F32 a part), QuarkW8A8Int8 (quark_int8:
  * the same with I8 zero points, per-channel ones [rows, 1], one input
- * scale a layer; its experts are refused by plan_check_experts),
+ * scale a layer; its experts, and W4A16's, are refused by plan_check_experts),
  * QuarkOCP_MX's MXFP4 (quark_mxfp4: cut as ModelOpt's NVFP4 weights and
  * their group scales), QuarkW4A16Int4 (quark_w4a16: cut as AWQ's, every
  * config of it, with one group size) and QuarkKVCacheMethod's k_scale and
