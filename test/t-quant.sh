@@ -552,12 +552,13 @@ refused bnb 2 "quantization_config.quant_method \"bitsandbytes\" is not supporte
 # ModelOpt algorithms other than FP8 and NVFP4, or an NVFP4 KV cache.
 gen "$T/src-quark" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "quark"}'
-refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), and its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) are supported yet" "$T/src-quark"
+refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet" "$T/src-quark"
 gen "$T/src-quarkmx" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8, \"layer_quant_config\": {\"*v_proj\": {\"weight\": {\"dtype\": \"fp4\", \"qscheme\": \"per_group\"}}}}"
 refused quark-mxfp4 2 "quantization_config.layer_quant_config.*v_proj: only Quark's static FP8 weights per tensor or per channel" "$T/src-quarkmx"
 # Quark's INT8 with asymmetric weights (vLLM's _is_w8a8_int8 takes
-# symmetric ones only) and its W4A16 INT4 (uint4 groups): refused.
+# symmetric ones only) and its W4A16 INT4 without an export pack_method
+# (vLLM's _is_w4a16_int4 wants "order" or "reorder"): refused.
 QI8='{"dtype": "int8", "qscheme": "per_tensor", "symmetric": false, "is_dynamic": false}'
 gen "$T/src-quarki8" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": {\"weight\": $QI8, \"input_tensors\": $QI8}}"
@@ -565,6 +566,28 @@ refused quark-int8asym 2 "quantization_config.global_quant_config: only Quark's 
 gen "$T/src-quarki4" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--set-config 'quantization_config={"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "uint4", "qscheme": "per_group", "group_size": 128, "symmetric": false}, "input_tensors": null}}'
 refused quark-int4 2 "quantization_config.global_quant_config: only Quark's static FP8 weights" "$T/src-quarki4"
+# Quark's W4A16 (AWQ's [in, out] tensors under X.weight, X.weight_scale,
+# X.weight_zero_point): o_proj's 256 input rows in 2 groups of 128, 64 a
+# rank at tp 4; gate_proj's 72 outputs, 9 words of 8, 4.5 a rank at tp 2;
+# o_proj's 128 input rows one group of 128, which vLLM's QuarkW4A16Int4
+# cuts too (no group whole on every rank, as GPTQ's per channel).
+gen "$T/src-quarkw4" --layers 1 --hidden 256 --heads 4 --kv-heads 4 --intermediate 512 \
+	--vocab 256 --awq 128 --quark-names
+refused quark-w4a16-group 4 "o_proj.weight_scale': dimension 0 holds 2 groups of 128 input rows (quantization_config group_size); --tp 4 would cut a group" "$T/src-quarkw4"
+gen "$T/src-quarkw4w" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermediate 72 \
+	--vocab 256 --awq 36 --quark-names
+refused quark-w4a16-word 2 "gate_proj.weight': dimension 1 holds 9 int32 words of 8 packed values; --tp 2 would cut a word" "$T/src-quarkw4w"
+gen "$T/src-quarkw4one" --layers 1 --hidden 128 --heads 2 --kv-heads 2 --intermediate 256 \
+	--vocab 256 --awq 128 --quark-names
+refused quark-w4a16-one 2 "o_proj.weight_scale': dimension 0 holds 1 group of 128 input rows" "$T/src-quarkw4one"
+# Its experts (vLLM's QuarkW4A16Int4MoEMethod, a layout of its own): refused.
+gen "$T/src-quarkw4moe" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-heads 2 \
+	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 128 --awq 128 --quark-names
+refused quark-w4a16-moe 2 "experts.0.gate_proj.weight': Quark's W4A16 experts (vLLM's QuarkW4A16Int4MoEMethod) are not supported yet" "$T/src-quarkw4moe"
+# vLLM holds a zero point beside every W4A16 weight: one missing is refused.
+gen "$T/src-quarkw4z" --layers 1 --hidden 256 --heads 4 --kv-heads 4 --intermediate 512 \
+	--vocab 256 --awq 128 --quark-names --drop-tensor model.layers.0.mlp.up_proj.weight_zero_point
+refused quark-w4a16-zero 2 "tensor 'model.layers.0.mlp.up_proj.weight': Quark's W4A16 weight without its 'model.layers.0.mlp.up_proj.weight_zero_point', which vLLM holds beside it" "$T/src-quarkw4z"
 # compressed-tensors' KV-cache scales from the checkpoint: not checked.
 gen "$T/src-ctkv" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-channel --extra-tensor model.layers.0.self_attn.k_proj.output_scale: \

@@ -240,6 +240,19 @@ bool plan_modelopt_nvfp4(const struct wshard_plan *plan);
  * wshard writes, else WSHARD_EINVAL naming the first that is not. */
 enum wshard_err plan_check_quark(const struct wshard_plan *plan, struct wshard_error *err);
 
+/* plan_quark.c: the group size of a Quark W4A16 checkpoint (vLLM's
+ * QuarkW4A16Int4), 0 for any other. */
+long long plan_quark_w4a16_group(const struct wshard_plan *plan);
+
+/* plan_quark.c: the name the rules match source name by: in a Quark W4A16
+ * checkpoint X.weight (I32), X.weight_scale and X.weight_zero_point are
+ * AWQ's [in, out] X.qweight, X.scales and X.qzeros (written in buf, of
+ * size bytes); else name.  plan_quark_out: an output name of these given
+ * back Quark's suffix (out reallocated; NULL when out of memory). */
+const char *plan_quark_as(const struct wshard_plan *plan, const char *name, char *buf,
+			  size_t size);
+char *plan_quark_out(const struct wshard_plan *plan, char *out);
+
 /* plan_quark.c: whether m is a linear layer's static input scale or input
  * zero point of which vLLM keeps one, whatever the fused parts: Quark's
  * INT8 (QuarkW8A8Int8's BasevLLMParameter [1], each part loaded over the

@@ -246,6 +246,8 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 		m->out = strdup(rules_tie_output(rules, plan->config));
 	else
 		m->out = plan_output_name(plan, m->rule->output, &m->cap);
+	if (m->out && m->rule->inout)
+		m->out = plan_quark_out(plan, m->out);
 	if (!m->out)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	if ((pooled = plan_pooled_head(plan, m->out)) != NULL) {
@@ -331,10 +333,13 @@ static void *match_part(void *arg)
 		return NULL;
 	}
 	for (i = pt->a; i < pt->b && !pt->err.code; i++) {
-		char buf[RULES_NAME_MAX];
+		char buf[RULES_NAME_MAX], qbuf[RULES_NAME_MAX];
 		const char *name = rules_source_name(rules, plan->cat->tensors[i].name, buf);
 		struct member *m = &pt->m[pt->n];
 		bool matched;
+
+		/* Quark's W4A16 tensors matched as AWQ's */
+		name = plan_quark_as(plan, name, name == buf ? qbuf : buf, RULES_NAME_MAX);
 
 		if (pt->mt.tied && strcmp(name, rules->tie_source) != 0 &&
 		    plan_in_list(rules->tie_drop, rules->ntie_drop, name))

@@ -182,10 +182,12 @@ enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct me
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	const char *name = t->name;
 	size_t len = strlen(name);
-	bool qweight = len >= 8 && !strcmp(name + len - 8, ".qweight");
-	bool awq = gptq_or_awq(quant_method(plan)) == 2;
-	long long group = quant_key(plan, "group_size", "group_size");
-	long long bits = quant_key(plan, "bits", "num_bits");
+	long long quark = plan_quark_w4a16_group(plan);
+	bool qweight = (len >= 8 && !strcmp(name + len - 8, ".qweight")) ||
+		       (quark && m->rule->qrole == WSHARD_QUANT_WEIGHT);
+	bool awq = gptq_or_awq(quant_method(plan)) == 2 || quark;	/* Quark's W4A16 too */
+	long long group = quark ? quark : quant_key(plan, "group_size", "group_size");
+	long long bits = quark ? 4 : quant_key(plan, "bits", "num_bits");
 	unsigned long long have;
 
 	if (!bits)
@@ -204,8 +206,8 @@ enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct me
 					plan->tp);
 	if (dim == 0 && !qweight)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': dimension 0 holds %llu groups of %lld input rows (quantization_config group_size); --tp %d would cut a group",
-					name, have, group, plan->tp);
+					"tensor '%s': dimension 0 holds %llu group%s of %lld input rows (quantization_config group_size); --tp %d would cut a group",
+					name, have, have == 1 ? "" : "s", group, plan->tp);
 	return plan_indivisible(plan, m, dim, have, err);
 }
 
@@ -423,13 +425,17 @@ enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct 
 	uint64_t hidden, inter, share, pack;
 
 	/* vLLM's QuarkW8A8Int8MoEMethod holds zero points [E, 2] and [E]
-	 * beside its scales, a layout not checked against it */
-	if (method && !strcmp(method, "quark") && t->dtype == WSHARD_I8 &&
+	 * beside its scales, QuarkW4A16Int4MoEMethod experts of its own:
+	 * layouts not checked against it */
+	if (method && !strcmp(method, "quark") &&
+	    (t->dtype == WSHARD_I8 || t->dtype == WSHARD_I32) &&
 	    strstr(m->rule->match, "{e}") &&
 	    strlen(t->name) > 7 && !strcmp(t->name + strlen(t->name) - 7, ".weight"))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': Quark's INT8 experts (vLLM's QuarkW8A8Int8MoEMethod) are not supported yet",
-					t->name);
+					"tensor '%s': Quark's %s experts (vLLM's %s) are not supported yet",
+					t->name, t->dtype == WSHARD_I8 ? "INT8" : "W4A16",
+					t->dtype == WSHARD_I8 ? "QuarkW8A8Int8MoEMethod" :
+					"QuarkW4A16Int4MoEMethod");
 	if (!expert_qweight(plan, m) || m->rule->kind != RULE_FUSE || t->ndim != 2)
 		return WSHARD_OK;
 	if (which == 2 && !group)

@@ -1,11 +1,12 @@
 /*
  * plan_quark.c - AMD Quark's quantization_config: which of its schemes
  * vLLM 0.32 holds as wshard writes them (FP8 per tensor or per channel,
- * INT8, MXFP4), and the INT8 scales and zero points it holds in shapes of
- * its own.
+ * INT8, MXFP4, W4A16 INT4), the INT8 scales and zero points it holds in
+ * shapes of its own, and the W4A16 tensors it holds as AWQ's.
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -105,6 +106,29 @@ static bool quark_int8(json_t *c)
 	       (quark_spec_scheme(in, scheme, 1, 0) || quark_spec_scheme(in, scheme + 1, 1, 1));
 }
 
+/*
+ * A Quark config c of quantization_config q is vLLM's QuarkW4A16Int4
+ * (quark.py _is_w4a16_int4, utils.py parse_w4a16_int4_weight_config):
+ * int4 or uint4 weights in groups (a positive group_size, a boolean
+ * symmetric), no activation quantization, q's export.pack_method "order"
+ * or "reorder".  X.weight I32 [in, out/8], X.weight_scale [in/group, out],
+ * X.weight_zero_point I32 [in/group, out/8]: AWQ's qweight, scales and
+ * qzeros under Quark's names (the nibbles vLLM reorders after loading).
+ */
+static bool quark_w4a16(json_t *c, json_t *q)
+{
+	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
+	json_t *g = json_object_get(w, "group_size");
+	const char *dtype = json_string_value(json_object_get(w, "dtype"));
+	const char *pack = json_string_value(json_object_get(json_object_get(q, "export"),
+							     "pack_method"));
+
+	return dtype && (!strcmp(dtype, "int4") || !strcmp(dtype, "uint4")) &&
+	       (!in || json_is_null(in)) && json_is_integer(g) && json_integer_value(g) > 0 &&
+	       json_is_boolean(json_object_get(w, "symmetric")) && pack &&
+	       (!strcmp(pack, "order") || !strcmp(pack, "reorder"));
+}
+
 /* Whether the checkpoint is Quark's (quant_method quark). */
 static bool quark_method(const struct wshard_plan *plan)
 {
@@ -112,6 +136,68 @@ static bool quark_method(const struct wshard_plan *plan)
 							       "quant_method"));
 
 	return method && !strcmp(method, "quark");
+}
+
+long long plan_quark_w4a16_group(const struct wshard_plan *plan)
+{
+	json_t *q = quark_config(plan), *g = json_object_get(q, "global_quant_config");
+
+	if (!quark_method(plan) || !quark_w4a16(g, q))
+		return 0;
+	return json_integer_value(json_object_get(json_object_get(g, "weight"), "group_size"));
+}
+
+/* Quark's W4A16 names and AWQ's, which the rules' derived [in, out] rules
+ * match (rules_scale.c) */
+static const char *const w4_names[][2] = {
+	{ ".weight", ".qweight" },
+	{ ".weight_scale", ".scales" },
+	{ ".weight_zero_point", ".qzeros" },
+};
+
+const char *plan_quark_as(const struct wshard_plan *plan, const char *name, char *buf,
+			  size_t size)
+{
+	const struct wshard_src_tensor *w;
+	size_t len = strlen(name), k, sl;
+	char wname[1024];
+
+	if (!plan_quark_w4a16_group(plan))
+		return name;
+	for (k = 0; k < 3; k++) {
+		sl = strlen(w4_names[k][0]);
+		if (len <= sl || strcmp(name + len - sl, w4_names[k][0]) ||
+		    len - sl + 8 > sizeof(wname) || len - sl + 9 > size)
+			continue;
+		snprintf(wname, sizeof(wname), "%.*s.weight", (int)(len - sl), name);
+		w = wshard_catalog_find(plan->cat, wname);
+		if (!w || w->info->dtype != WSHARD_I32)
+			return name;
+		snprintf(buf, size, "%.*s%s", (int)(len - sl), name, w4_names[k][1]);
+		return buf;
+	}
+	return name;
+}
+
+char *plan_quark_out(const struct wshard_plan *plan, char *out)
+{
+	size_t len = strlen(out), k, sl;
+	char *o;
+
+	if (!plan_quark_w4a16_group(plan))
+		return out;
+	for (k = 0; k < 3; k++) {
+		sl = strlen(w4_names[k][1]);
+		if (len <= sl || strcmp(out + len - sl, w4_names[k][1]))
+			continue;
+		o = realloc(out, len - sl + strlen(w4_names[k][0]) + 1);
+		if (o)
+			strcpy(o + len - sl, w4_names[k][0]);
+		else
+			free(out);
+		return o;
+	}
+	return out;
 }
 
 /* Whether name is X<suffix> beside Quark's INT8 weight X.weight (I8). */
@@ -153,34 +239,75 @@ bool plan_int8_channel(const struct wshard_plan *plan, const struct member *m)
  * (quark_fp8 above: X.weight_scale, one F32 a fused part or a row, and
  * where static X.input_scale, one F32 a part), QuarkW8A8Int8 (quark_int8:
  * the same with I8 zero points, per-channel ones [rows, 1], one input
- * scale a layer; its experts are refused by plan_check_experts),
+ * scale a layer; its experts, and W4A16's, are refused by plan_check_experts),
  * QuarkOCP_MX's MXFP4 (quark_mxfp4: cut as ModelOpt's NVFP4 weights and
- * their group scales) and QuarkKVCacheMethod's k_scale and v_scale from
- * k_proj's and v_proj's output scales.  Every config (global_quant_config,
- * each of layer_quant_config and layer_type_quant_config) must be one of
- * these: Quark's per-block FP8, MXFP6, MXFP8, INT4 and NVFP4 schemes, and
- * INT8 with asymmetric weights, hold other parameters, not checked against
- * vLLM, and are refused.
+ * their group scales), QuarkW4A16Int4 (quark_w4a16: cut as AWQ's, every
+ * config of it, with one group size) and QuarkKVCacheMethod's k_scale and
+ * v_scale from k_proj's and v_proj's output scales.  Every config
+ * (global_quant_config, each of layer_quant_config and
+ * layer_type_quant_config) must be one of these: Quark's per-block FP8,
+ * MXFP6, MXFP8 and NVFP4 schemes, and INT8 with asymmetric weights, hold
+ * other parameters, not checked against vLLM, and are refused.
  */
+static bool quark_ok(json_t *c, json_t *q, bool w4, long long group)
+{
+	if (w4)
+		return quark_w4a16(c, q) &&
+		       json_integer_value(json_object_get(json_object_get(c, "weight"),
+							  "group_size")) == group;
+	return quark_fp8(c) || quark_mxfp4(c) || quark_int8(c);
+}
+
+/*
+ * vLLM's QuarkW4A16Int4 holds X.weight_scale and X.weight_zero_point
+ * beside every W4A16 weight (the zero points of a symmetric one unused,
+ * zeros where the checkpoint has none, which its sharded_state loader
+ * would find missing): a weight without either is refused, naming it.
+ */
+static enum wshard_err check_w4a16_tensors(const struct wshard_plan *plan,
+					   struct wshard_error *err)
+{
+	static const char *const beside[] = { ".weight_scale", ".weight_zero_point" };
+	char name[1024];
+	size_t i, len, k;
+
+	for (i = 0; i < plan->cat->ntensors; i++) {
+		const char *w = plan->cat->tensors[i].name;
+
+		len = strlen(w);
+		if (plan->cat->tensors[i].info->dtype != WSHARD_I32 || len < 7 ||
+		    strcmp(w + len - 7, ".weight") || len + 12 > sizeof(name))
+			continue;
+		for (k = 0; k < 2; k++) {
+			snprintf(name, sizeof(name), "%.*s%s", (int)(len - 7), w, beside[k]);
+			if (!wshard_catalog_find(plan->cat, name))
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"tensor '%s': Quark's W4A16 weight without its '%s', which vLLM holds beside it",
+							w, name);
+		}
+	}
+	return WSHARD_OK;
+}
+
 enum wshard_err plan_check_quark(const struct wshard_plan *plan, struct wshard_error *err)
 {
 	static const char *const keys[] = { "layer_quant_config", "layer_type_quant_config" };
 	json_t *q = quark_config(plan), *v;
 	json_t *g = json_object_get(q, "global_quant_config");
-	const char *where = quark_fp8(g) || quark_mxfp4(g) || quark_int8(g) ?
-			    NULL : "global_quant_config";
+	long long group = plan_quark_w4a16_group(plan);
+	const char *where = quark_ok(g, q, group > 0, group) ? NULL : "global_quant_config";
 	const char *key = "";
 	size_t k;
 
 	for (k = 0; k < 2 && !where; k++)
 		json_object_foreach(json_object_get(q, keys[k]), key, v)
-			if (!quark_fp8(v) && !quark_mxfp4(v) && !quark_int8(v)) {
+			if (!quark_ok(v, q, group > 0, group)) {
 				where = keys[k];
 				break;
 			}
 	if (!where)
-		return WSHARD_OK;
+		return group > 0 ? check_w4a16_tensors(plan, err) : WSHARD_OK;
 	return wshard_error_set(err, WSHARD_EINVAL,
-				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), and its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) are supported yet",
+				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet",
 				plan->cat->path, where, *key ? "." : "", key);
 }

@@ -292,7 +292,8 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 	if (m->rule->scale && t->end - t->begin == wshard_dtype_bits(t->dtype) / 8)
 		kind = RULE_REPLICATE;
 	else if (kind == (m->rule->inout ? RULE_ROW : RULE_COL) && m->rule->grouped &&
-		 (t->ndim != 2 || t->shape[m->rule->inout ? 0 : 1] == 1))
+		 (t->ndim != 2 || t->shape[m->rule->inout ? 0 : 1] == 1) &&
+		 !(m->rule->inout && plan_quark_w4a16_group(plan)))	/* vLLM cuts Quark's */
 		kind = RULE_REPLICATE;
 	else if (m->rule->inout && (kind == RULE_ROW || kind == RULE_COL)) {
 		rc = plan_check_inout(plan, m, kind == RULE_COL ? 1 : 0, (uint64_t)plan->tp, err);

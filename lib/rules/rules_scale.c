@@ -63,6 +63,9 @@ static char *dup_or_null(const char *s)
  * Experts stack the same per-expert [in, out] tensors (vLLM's AutoGPTQ and
  * AutoAWQ MoE methods: w13_qweight [E, in, 2 out/N] and so on).
  * vLLM drops GPTQ's X.g_idx (activation order is refused up front).
+ * Quark's W4A16 stores AWQ's tensors as X.weight, X.weight_scale and
+ * X.weight_zero_point: plan_match.c matches them by AWQ's names
+ * (plan_quark.c) and writes them under their own.
  */
 enum derive { D_SCALE, D_INPUT, D_INZERO, D_BLOCK, D_PACKED, D_ZERO, D_SHAPE,
 	      D_QWEIGHT, D_QZEROS, D_QSCALES, D_GIDX, D_KV };

@@ -1,6 +1,6 @@
 """FP8 checkpoints under the other methods vLLM reads: Meta's fbgemm_fp8
 (its -FP8 Llama 3.1 releases) and AMD's Quark (its amd/*-FP8-KV
-releases; also Quark's MXFP4 and W8A8 INT8), made from make_ckpt.py's
+releases; also Quark's MXFP4, W8A8 INT8 and W4A16 INT4), made from make_ckpt.py's
 tiny BF16 checkpoint in OUT, in the release's tensor names and
 quantization_config."""
 import zlib
@@ -114,7 +114,7 @@ def _quark_weights(out, quantize, more):
     return sorted(gates)
 
 
-def _quark_config(out, glob, gates, kv_layers=None):
+def _quark_config(out, glob, gates, kv_layers=None, pack="reorder"):
     """OUT's quantization_config as Quark exports it: global_quant_config
     glob, lm_head and the routers gates excluded, and kv_layers (pattern ->
     config) the KV-cache group with its own configs."""
@@ -123,7 +123,7 @@ def _quark_config(out, glob, gates, kv_layers=None):
         "quant_method": "quark", "quant_mode": "eager_mode",
         "algo_config": None, "exclude": ["lm_head"] + gates,
         "export": {"kv_cache_group": sorted(kv_layers), "min_kv_scale": 0.0,
-                   "pack_method": "reorder", "weight_format": "real_quantized",
+                   "pack_method": pack, "weight_format": "real_quantized",
                    "weight_merge_groups": None},
         "global_quant_config": glob,
         "layer_quant_config": kv_layers,
@@ -254,3 +254,94 @@ def quark_int8c(out):
                                            observer_cls="PerChannelMinMaxObserver"),
             "output_tensors": None, "bias": None, "target_device": None}
     _quark_config(out, glob, gates)
+
+
+def _w4a16(group, symmetric, reorder):
+    """A quantizer of F32 weight w [out, in] to Quark's 4-bit weights in
+    groups of group inputs (vLLM's own quantize_weights): asymmetric uint4
+    with zero points, or symmetric int4 (each value q - 8 in two's
+    complement, the zero points 0), stored transposed as Quark exports
+    them ([in, out], as AWQ's): (weight I32 [in, out/8], weight_scale
+    BF16 [in/group, out], weight_zero_point I32 [in/group, out/8]), eight
+    4-bit values a word along the outputs, output 8j+i in nibble i
+    (pack_method "order") or in nibble [0, 4, 1, 5, 2, 6, 3, 7][i]
+    ("reorder").  Checked against vLLM: canonicalize_quark_packed_int4
+    gives AWQ's awq_pack of the same (unsigned) values."""
+    import torch
+    from vllm.scalar_type import scalar_types
+    from vllm.model_executor.layers.quantization.quark.utils import (
+        canonicalize_quark_packed_int4)
+    from vllm.model_executor.layers.quantization.utils.quant_utils import (
+        awq_pack, quantize_weights)
+    nibble = torch.tensor([0, 4, 1, 5, 2, 6, 3, 7] if reorder else list(range(8)),
+                          dtype=torch.int64)
+
+    def pack(v):
+        k, n = v.shape
+        v = (v.to(torch.int64) & 0xF).reshape(k, n // 8, 8)
+        word = (v << (nibble * 4)).sum(dim=-1)
+        return ((word + 2 ** 31) % 2 ** 32 - 2 ** 31).to(torch.int32)   # int32 words
+
+    def quantize(w):
+        wt = w.t().contiguous()
+        k, n = wt.shape
+        if symmetric:
+            ref, w_q, w_s, _ = quantize_weights(wt, scalar_types.uint4b8, group)
+            qw = pack(w_q - 8)
+            qz = torch.zeros(w_s.shape[0], n // 8, dtype=torch.int32)
+        else:
+            ref, w_q, w_s, w_zp = quantize_weights(wt, scalar_types.uint4, group,
+                                                   zero_points=True)
+            qw, qz = pack(w_q), pack(w_zp)
+            got = canonicalize_quark_packed_int4(qz, pack_reorder=reorder, is_symmetric=False)
+            assert torch.equal(got, awq_pack(w_zp, 4, w_zp.shape[0], n)), "bad Quark zeros"
+        got = canonicalize_quark_packed_int4(qw, pack_reorder=reorder, is_symmetric=symmetric)
+        assert torch.equal(got, awq_pack(w_q, 4, k, n)), "bad Quark packing"
+        step = w_s.float().abs().max().item()
+        assert (ref.float() - wt).abs().max().item() <= step, "bad quantization"
+        return qw, w_s.to(torch.bfloat16), qz
+    return quantize
+
+
+def _quark_w4a16(out, symmetric, pack):
+    quantize = _w4a16(128, symmetric, pack == "reorder")
+    gates = []
+
+    def shard(tensors):
+        for name in list(tensors):
+            if name.endswith(".mlp.gate.weight"):
+                gates.append(name[:-len(".weight")])
+            mod = _module(name)
+            if mod is None:
+                continue
+            w = tensors.pop(name)
+            qw, s, qz = quantize(w.float())
+            tensors[name] = qw
+            tensors[mod + ".weight_scale"] = s.to(w.dtype)
+            tensors[mod + ".weight_zero_point"] = qz
+    rewrite_shards(out, shard)
+    glob = {"weight": _quark_tensor(dtype="int4" if symmetric else "uint4",
+                                    qscheme="per_group", ch_axis=1, group_size=128,
+                                    symmetric=symmetric,
+                                    observer_cls="PerGroupMinMaxObserver"),
+            "input_tensors": None, "output_tensors": None, "bias": None,
+            "target_device": None}
+    _quark_config(out, glob, sorted(gates), pack=pack)
+
+
+def quark_w4a16(out):
+    """AMD Quark's W4A16 INT4 (uint4 weights, asymmetric, in groups of 128,
+    no activation quantization, export pack_method "order"): each linear
+    weight as _w4a16 writes it, with weight_scale and weight_zero_point
+    beside it, under Quark's names; lm_head excluded.  vLLM 0.32:
+    QuarkW4A16Int4 (quark.py _is_w4a16_int4, kInt4StaticAsym), which holds
+    them as loaded, [in, out/8] and so on, and converts the nibble order
+    to AWQ's after loading (utils.py canonicalize_quark_packed_int4)."""
+    _quark_w4a16(out, False, "order")
+
+
+def quark_w4a16s(out):
+    """Quark's W4A16 with symmetric int4 weights (kInt4Static) and
+    pack_method "reorder": the zero points written (0) as Quark exports
+    a quantizer's, which vLLM holds as loaded but does not use."""
+    _quark_w4a16(out, True, "reorder")

@@ -466,6 +466,10 @@ CASES = {
     # with activations per token: ckpt_fp8x.quark_int8, quark_int8c.
     "llama-quark_int8": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-quark_int8c": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # Quark's W4A16 (uint4 in groups of 128, zero points, pack_method
+    # "order"; symmetric int4, "reorder"): ckpt_fp8x.quark_w4a16, -s.
+    "llama-quark_w4a16": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-quark_w4a16s": ("LlamaConfig", "LlamaForCausalLM", {}),
     # GPTQ (4-bit in groups of 128, per channel) and AWQ (4-bit, groups
     # of 128, zero points): ckpt_gptq.py.  (vLLM's CPU build refuses 8-bit
     # GPTQ: "Marlin does not support weight_bits = uint8b128".)
@@ -3837,7 +3841,7 @@ def make(arch, out):
         from ckpt_io import modelopt_nvfp4
         modelopt_nvfp4(out)
     elif variant in ("fbgemm", "quark", "quark_ptpc", "quark_mxfp4", "quark_int8",
-                     "quark_int8c"):
+                     "quark_int8c", "quark_w4a16", "quark_w4a16s"):
         import ckpt_fp8x
         getattr(ckpt_fp8x, variant)(out)
     elif variant in ("gptq", "gptqc", "awq"):
