@@ -56,6 +56,27 @@ def rename_prefixes(out, pairs):
     rename_tensors(out, rename)
 
 
+def written_tensors(save):
+    """save(DIR) writes a checkpoint into a temporary folder: returns its
+    tensors (name: torch tensor, every shard's) and config.json (a dict,
+    or None where it wrote none); the folder is removed."""
+    import shutil
+    import tempfile
+    from safetensors.torch import load_file
+    tmp = tempfile.mkdtemp()
+    try:
+        save(tmp)
+        sd = {}
+        for f in sorted(os.listdir(tmp)):
+            if f.endswith(".safetensors"):
+                sd.update(load_file(os.path.join(tmp, f)))
+        path = os.path.join(tmp, "config.json")
+        config = json.load(open(path)) if os.path.exists(path) else None
+    finally:
+        shutil.rmtree(tmp)
+    return sd, config
+
+
 def read_tensors(out):
     """Every tensor of the checkpoint in out, {name: tensor}, its shards
     read in the order glob lists them (the order the builders that copy a

@@ -25,8 +25,6 @@ alone (the processor sizes images for the release's 728-pixel tower).
 """
 import json
 import os
-import shutil
-import tempfile
 
 D, VH, VL, IV, O, IMG, P = 64, 4, 2, 128, 96, 56, 14
 
@@ -34,20 +32,10 @@ D, VH, VL, IV, O, IMG, P = 64, 4, 2, 128, 96, 56, 14
 def make(out):
     import torch
     import transformers
-    from safetensors.torch import load_file
-    from ckpt_io import save_shards
+    from ckpt_io import written_tensors, save_shards
     from make_ckpt import word_tokenizer
     import ckpt_step3_text
-    tmp = tempfile.mkdtemp()
-    try:
-        ckpt_step3_text.make(tmp)
-        sd = {}
-        for f in sorted(os.listdir(tmp)):
-            if f.endswith(".safetensors"):
-                sd.update(load_file(os.path.join(tmp, f)))
-        text = json.load(open(os.path.join(tmp, "config.json")))
-    finally:
-        shutil.rmtree(tmp)
+    sd, text = written_tensors(ckpt_step3_text.make)
     H, V = text["hidden_size"], text["vocab_size"]
     g = torch.Generator().manual_seed(2024)
 

@@ -31,8 +31,6 @@ sigmoid scores on a GPU only.
 """
 import json
 import os
-import shutil
-import tempfile
 
 from ckpt_step3p5 import release_text_config
 
@@ -42,8 +40,7 @@ N_LAYERS = 3
 def make(out, router="sigmoid", experts=4, topk=2):
     import torch
     import transformers
-    from safetensors.torch import load_file
-    from ckpt_io import save_shards
+    from ckpt_io import written_tensors, save_shards
     from make_ckpt import COMMON
     H, nh, kv, hd = COMMON["hidden_size"], COMMON["num_attention_heads"], \
         COMMON["num_key_value_heads"], COMMON["head_dim"]
@@ -70,15 +67,7 @@ def make(out, router="sigmoid", experts=4, topk=2):
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, 0.02) if p.dim() > 1 else p.add_(torch.randn_like(p) * 0.02)
-    tmp = tempfile.mkdtemp()
-    try:
-        model.save_pretrained(tmp)
-        sd = {}
-        for f in sorted(os.listdir(tmp)):
-            if f.endswith(".safetensors"):
-                sd.update(load_file(os.path.join(tmp, f)))
-    finally:
-        shutil.rmtree(tmp)
+    sd = written_tensors(model.save_pretrained)[0]
     gen = torch.Generator().manual_seed(7)
     for k in [k for k in sd if k.endswith(".moe.router_bias")]:
         sd[k] = (torch.randn(sd[k].shape, generator=gen) * 0.1).float()

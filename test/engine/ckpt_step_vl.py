@@ -23,8 +23,6 @@ prompts are text alone (that processor sizes images for the release's
 728-pixel tower): the tower is checked by bytes.
 """
 import os
-import shutil
-import tempfile
 
 CONFIG_PY = '''"""StepVL's configuration, minimal, written for the wshard test
 checkpoints: a Perception Encoder vision config and a Qwen3 text config."""
@@ -73,8 +71,7 @@ W, VH, VL, IMG, P = 64, 4, 2, 56, 14
 def make(out, tied=False):
     import torch
     import transformers
-    from safetensors.torch import load_file
-    from ckpt_io import save_shards, write_release_config
+    from ckpt_io import written_tensors, save_shards, write_release_config
     from make_ckpt import COMMON, word_tokenizer
     V, H = COMMON["vocab_size"], COMMON["hidden_size"]
     image_token = V - 1
@@ -98,15 +95,7 @@ def make(out, tied=False):
         for m in (s37, text):
             for p in m.parameters():
                 p.normal_(0, 0.02) if p.dim() > 1 else p.add_(torch.randn_like(p) * 0.02)
-    tmp = tempfile.mkdtemp()
-    try:
-        s37.save_pretrained(tmp)
-        sd = {}
-        for f in sorted(os.listdir(tmp)):
-            if f.endswith(".safetensors"):
-                sd.update(load_file(os.path.join(tmp, f)))
-    finally:
-        shutil.rmtree(tmp)
+    sd = written_tensors(s37.save_pretrained)[0]
     sd = {k: v for k, v in sd.items() if k.startswith(("vision_model.", "vit_large_projector"))}
     assert "vision_model.transformer.resblocks.0.attn.in_proj_weight" in sd, sorted(sd)
     assert sd["vit_large_projector.weight"].shape == (H, 4 * W)
