@@ -305,28 +305,22 @@ def _w4a16(group, symmetric, reorder):
 
 def _quark_w4a16(out, symmetric, pack):
     quantize = _w4a16(128, symmetric, pack == "reorder")
-    gates = []
+    zeros = {}
 
-    def shard(tensors):
-        for name in list(tensors):
-            if name.endswith(".mlp.gate.weight"):
-                gates.append(name[:-len(".weight")])
-            mod = _module(name)
-            if mod is None:
-                continue
-            w = tensors.pop(name)
-            qw, s, qz = quantize(w.float())
-            tensors[name] = qw
-            tensors[mod + ".weight_scale"] = s.to(w.dtype)
-            tensors[mod + ".weight_zero_point"] = qz
-    rewrite_shards(out, shard)
+    def weight_and_scale(w):
+        qw, s, zeros["last"] = quantize(w)
+        return qw, s
+
+    def zero_point(tensors, mod):
+        tensors[mod + ".weight_zero_point"] = zeros["last"]
+    gates = _quark_weights(out, weight_and_scale, zero_point)
     glob = {"weight": _quark_tensor(dtype="int4" if symmetric else "uint4",
                                     qscheme="per_group", ch_axis=1, group_size=128,
                                     symmetric=symmetric,
                                     observer_cls="PerGroupMinMaxObserver"),
             "input_tensors": None, "output_tensors": None, "bias": None,
             "target_device": None}
-    _quark_config(out, glob, sorted(gates), pack=pack)
+    _quark_config(out, glob, gates, pack=pack)
 
 
 def quark_w4a16(out):

@@ -31,9 +31,8 @@ D, VH, VL, IV, O, IMG, P = 64, 4, 2, 128, 96, 56, 14
 
 def make(out):
     import torch
-    import transformers
     from ckpt_io import written_tensors, save_shards
-    from make_ckpt import word_tokenizer
+    from ckpt_step3p7 import step3_tokenizer
     import ckpt_step3_text
     sd, text = written_tensors(ckpt_step3_text.make)
     H, V = text["hidden_size"], text["vocab_size"]
@@ -77,13 +76,7 @@ def make(out):
          "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(c, f, indent=2)
-    special = {"<pad>": 2, "<eos>": 1, "<bos>": 0, "<unk>": 3}
-    for i, t in enumerate(("<im_start>", "<im_end>", "<patch_start>", "<patch_end>",
-                           "<patch_newline>")):
-        special[t] = V - 7 + i
-    special["<im_patch>"] = image_token
-    word_tokenizer(transformers.PretrainedConfig(vocab_size=V), special,
-                   "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
+    step3_tokenizer(out, V, image_token, {"<pad>": 2, "<eos>": 1, "<bos>": 0, "<unk>": 3})
 
 
 if __name__ == "__main__":

@@ -99,8 +99,17 @@ def make(out, router="sigmoid", experts=4, topk=2):
         json.dump(c, f, indent=2)
     # vLLM's Step-3 VL processor needs a tokenizer with its image tokens to
     # start (the prompts stay token ids)
+    step3_tokenizer(out, V, image_token, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3})
+
+
+def step3_tokenizer(out, V, image_token, special):
+    """Writes into OUT a word-level tokenizer of V ids holding special (pad,
+    eos, bos and unk at their ids) and Step-3's image tokens: <im_start>,
+    <im_end>, <patch_start>, <patch_end> and <patch_newline> from V - 7 on,
+    <im_patch> at image_token."""
+    import transformers
     from make_ckpt import word_tokenizer
-    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
+    special = dict(special)
     for i, t in enumerate(("<im_start>", "<im_end>", "<patch_start>", "<patch_end>",
                            "<patch_newline>")):
         special[t] = V - 7 + i

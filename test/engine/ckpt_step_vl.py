@@ -72,7 +72,8 @@ def make(out, tied=False):
     import torch
     import transformers
     from ckpt_io import written_tensors, save_shards, write_release_config
-    from make_ckpt import COMMON, word_tokenizer
+    from ckpt_step3p7 import step3_tokenizer
+    from make_ckpt import COMMON
     V, H = COMMON["vocab_size"], COMMON["hidden_size"]
     image_token = V - 1
     vc = dict(width=W, layers=VL, heads=VH, image_size=IMG, patch_size=P, mlp_ratio=2.0,
@@ -126,13 +127,7 @@ def make(out, tied=False):
          "understand_projector_stride": 2, "text_config": tc, "vision_config": vision,
          "tie_word_embeddings": tied, "torch_dtype": "bfloat16"}
     write_release_config(out, c, {"configuration_step_vl.py": CONFIG_PY})
-    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
-    for i, t in enumerate(("<im_start>", "<im_end>", "<patch_start>", "<patch_end>",
-                           "<patch_newline>")):
-        special[t] = V - 7 + i
-    special["<im_patch>"] = image_token
-    word_tokenizer(transformers.PretrainedConfig(vocab_size=V), special,
-                   "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
+    step3_tokenizer(out, V, image_token, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3})
 
 
 def make_tied(out):

@@ -2820,19 +2820,12 @@ def internvl_processor(out, cfg):
 def tf452_names(out):
     """Renames a Qwen2.5-VL's, LLaVA's or Gemma 3's tensors from their releases' names
     to those transformers 4.52 to 4.57 save (vLLM reads both)."""
-    from ckpt_io import rename_tensors
-    pairs = (("language_model.model.", "model.language_model."),
-             ("language_model.lm_head.", "lm_head."),
-             ("vision_tower.", "model.vision_tower."),
-             ("multi_modal_projector.", "model.multi_modal_projector."),
-             ("model.", "model.language_model."), ("visual.", "model.visual."))
-
-    def rename(k):
-        for a, b in pairs:
-            if k.startswith(a):
-                return b + k[len(a):]
-        return k
-    rename_tensors(out, rename)
+    from ckpt_io import rename_prefixes
+    rename_prefixes(out, (("language_model.model.", "model.language_model."),
+                          ("language_model.lm_head.", "lm_head."),
+                          ("vision_tower.", "model.vision_tower."),
+                          ("multi_modal_projector.", "model.multi_modal_projector."),
+                          ("model.", "model.language_model."), ("visual.", "model.visual.")))
 
 
 def released_qianfan_ocr(out):
