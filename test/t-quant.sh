@@ -435,6 +435,35 @@ for r in range(2):
 PY
 fi
 echo "   quark: FP8 experts per tensor as vLLM's QuarkW8A8Fp8MoEMethod holds them"
+# Quark's FP8 in 128x128 blocks (vLLM's QuarkW8A8Fp8PerBlock and its MoE
+# method's per_block): X.weight_scale [ceil(rows/128), ceil(cols/128)] cut
+# and fused as DeepSeek's X.weight_scale_inv, written under Quark's name.
+ncases=$((ncases + 1))
+gen "$T/src-quarkblk" --arch qwen3_moe --layers 1 --hidden 256 --heads 4 --kv-heads 4 \
+	--head-dim 64 --intermediate 512 --vocab 256 --experts 2 --moe-intermediate 256 --fp8 quark-block
+if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarkblk" "$T/out-quarkblk" &&
+   expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quarkblk"; then
+	for want in "qkv_proj.weight_scale  *F32  *\[3,2\]" "o_proj.weight_scale  *F32  *\[2,1\]" \
+		    "w13_weight_scale  *F32  *\[2,2,2\]" "w2_weight_scale  *F32  *\[2,2,1\]"; do
+		grep -q "$want" "$T/out" || fail "quark blocks: inspect does not show '$want'"
+	done
+	grep -q "scale_inv" "$T/out" && fail "quark blocks: a scale written as DeepSeek's weight_scale_inv"
+	py_st "$T/out-quarkblk" "$T/src-quarkblk" <<'PY' || fail "quark blocks: scales are not the checkpoint's blocks"
+import glob, os, sys
+import st
+s = st.read(glob.glob(os.path.join(sys.argv[2], "*.safetensors")))
+x = lambda n: s["model.layers.0." + n][2]
+for r in range(2):
+    o = st.read(glob.glob(os.path.join(sys.argv[1], "model-rank-%d-part-*.safetensors" % r)))
+    # q, k, v: 256 rows each, 2 block rows of 2 columns (8 bytes a row), one a rank
+    qkv = b"".join(x("self_attn.%s_proj.weight_scale" % p)[8 * r:8 * r + 8] for p in "qkv")
+    assert o["model.layers.0.self_attn.qkv_proj.weight_scale"][2] == qkv, r
+    # o_proj: 256 input columns, a block column a rank
+    oo = x("self_attn.o_proj.weight_scale")
+    assert o["model.layers.0.self_attn.o_proj.weight_scale"][2] == oo[4 * r:4 * r + 4] + oo[8 + 4 * r:12 + 4 * r], r
+PY
+fi
+echo "   quark: FP8 in 128x128 blocks as vLLM's QuarkW8A8Fp8PerBlock holds them"
 # Quark's FP8 per channel with per-token activations (PTPC): weight_scale
 # 1-D, a row's scale each, as vLLM's QuarkW8A8Fp8 holds it
 # (ChannelQuantScaleParameter over the output rows): q/k/v's fused and cut
@@ -552,7 +581,7 @@ refused bnb 2 "quantization_config.quant_method \"bitsandbytes\" is not supporte
 # ModelOpt algorithms other than FP8 and NVFP4, or an NVFP4 KV cache.
 gen "$T/src-quark" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "quark"}'
-refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet" "$T/src-quark"
+refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its FP8 weights in 128 x 128 blocks with float scales and dynamic FP8 activations in groups of 128 (qscheme per_block, per_group), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet" "$T/src-quark"
 gen "$T/src-quarkmx" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8, \"layer_quant_config\": {\"*v_proj\": {\"weight\": {\"dtype\": \"fp4\", \"qscheme\": \"per_group\"}}}}"
 refused quark-mxfp4 2 "quantization_config.layer_quant_config.*v_proj: only Quark's static FP8 weights per tensor or per channel" "$T/src-quarkmx"
@@ -566,6 +595,12 @@ refused quark-int8asym 2 "quantization_config.global_quant_config: only Quark's 
 gen "$T/src-quarki4" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--set-config 'quantization_config={"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "uint4", "qscheme": "per_group", "group_size": 128, "symmetric": false}, "input_tensors": null}}'
 refused quark-int4 2 "quantization_config.global_quant_config: only Quark's static FP8 weights" "$T/src-quarki4"
+# Quark's FP8 blocks: a cut through a block (an expert's 256 rows, 64 a
+# rank at tp 4) and E8M0 block scales (scale_type float8_e8m0fnu) refused.
+refused quark-block-cut 4 "tensor 'model.layers.0.mlp.experts.0.gate_proj.weight': each rank's 64 rows do not fall on the 128-row blocks of 'model.layers.0.mlp.experts.0.gate_proj.weight_scale' (the quantization config's block size)" "$T/src-quarkblk"
+gen "$T/src-quarke8" --layers 1 --hidden 256 --heads 4 --kv-heads 4 --intermediate 512 --vocab 256 \
+	--fp8 quark-block --set-config 'quantization_config={"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "fp8_e4m3", "qscheme": "per_block", "block_size": [128, 128], "symmetric": true, "is_dynamic": false, "scale_type": "float8_e8m0fnu"}, "input_tensors": {"dtype": "fp8_e4m3", "qscheme": "per_group", "group_size": 128, "symmetric": true, "is_dynamic": true}}}'
+refused quark-block-e8m0 2 "quantization_config.global_quant_config: only Quark's static FP8 weights" "$T/src-quarke8"
 # Quark's W4A16 (AWQ's [in, out] tensors under X.weight, X.weight_scale,
 # X.weight_zero_point): o_proj's 256 input rows in 2 groups of 128, 64 a
 # rank at tp 4; gate_proj's 72 outputs, 9 words of 8, 4.5 a rank at tp 2;

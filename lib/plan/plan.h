@@ -202,6 +202,12 @@ struct wshard_plan {
 	 * keeps beside each FP8 layer (plan_push_input_ub) */
 	bool has_input_scale_ub;
 	double input_scale_ub;
+	/* Quark's W4A16 INT4: its group size, read once for the per-tensor
+	 * checks (0: not such a checkpoint) */
+	long long quark_w4a16_group;
+	/* Quark's FP8 in blocks: its X.weight_scale matched as DeepSeek's
+	 * X.weight_scale_inv (plan_quark_as) */
+	bool quark_fp8_block;
 };
 
 /*

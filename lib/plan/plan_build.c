@@ -479,8 +479,11 @@ enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 	if (opt->tp < 1 || opt->tp > 4096 || !wshard_target_canonical(opt->target, NULL) ||
 	    opt->max_file_size == 0 || (opt->has_dtype && !wshard_dtype_is_convertible(opt->dtype)))
 		return WSHARD_OK;
-	if (plan_check_method(&plan, err) || check_requires(&plan, rules, err) ||
-	    check_beside(&plan, rules, err) || check_tp_divides(&plan, rules, err))
+	if (plan_check_method(&plan, err))
+		return err ? err->code : WSHARD_EINVAL;
+	plan_set_quant_keys(&plan);
+	if (check_requires(&plan, rules, err) || check_beside(&plan, rules, err) ||
+	    check_tp_divides(&plan, rules, err))
 		return err ? err->code : WSHARD_EINVAL;
 	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
 		return WSHARD_OK;
@@ -550,7 +553,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	if (!rc)
 		rc = plan_check_method(plan, err);
 	if (!rc)
-		plan_set_input_ub(plan);
+		plan_set_quant_keys(plan);
 	if (!rc)
 		rc = plan_set_rename(plan, rules, err);
 	if (!rc)

@@ -241,17 +241,30 @@ bool plan_modelopt_nvfp4(const struct wshard_plan *plan);
 enum wshard_err plan_check_quark(const struct wshard_plan *plan, struct wshard_error *err);
 
 /* plan_quark.c: the group size of a Quark W4A16 checkpoint (vLLM's
- * QuarkW4A16Int4), 0 for any other. */
+ * QuarkW4A16Int4), 0 for any other (read once into
+ * plan->quark_w4a16_group by plan_set_quant_keys). */
 long long plan_quark_w4a16_group(const struct wshard_plan *plan);
+
+/* plan_quark.c: whether a Quark checkpoint has a config of FP8 weights in
+ * blocks (vLLM's QuarkW8A8Fp8PerBlock). */
+bool plan_quark_fp8_block(const struct wshard_plan *plan);
 
 /* plan_quark.c: the name the rules match source name by: in a Quark W4A16
  * checkpoint X.weight (I32), X.weight_scale and X.weight_zero_point are
- * AWQ's [in, out] X.qweight, X.scales and X.qzeros (written in buf, of
- * size bytes); else name.  plan_quark_out: an output name of these given
- * back Quark's suffix (out reallocated; NULL when out of memory). */
+ * AWQ's [in, out] X.qweight, X.scales and X.qzeros, and in one with FP8
+ * blocks a 2-D X.weight_scale beside an FP8 X.weight is DeepSeek's
+ * X.weight_scale_inv (written in buf, of size bytes); else name.
+ * plan_quark_out: an output name of these given back Quark's suffix (out
+ * reallocated; NULL when out of memory). */
 const char *plan_quark_as(const struct wshard_plan *plan, const char *name, char *buf,
 			  size_t size);
 char *plan_quark_out(const struct wshard_plan *plan, char *out);
+
+/* plan_quark.c: WSHARD_EINVAL, naming the tensor, where m is Quark's INT8
+ * or W4A16 experts' weight, whose layouts in vLLM (QuarkW8A8Int8MoEMethod,
+ * QuarkW4A16Int4MoEMethod) wshard does not write; else WSHARD_OK. */
+enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const struct member *m,
+					 struct wshard_error *err);
 
 /* plan_quark.c: whether m is a linear layer's static input scale or input
  * zero point of which vLLM keeps one, whatever the fused parts: Quark's
@@ -286,12 +299,14 @@ enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const stru
 				      struct wshard_rank_plan *rp, size_t *cap,
 				      struct wshard_error *err);
 
-/* plan_quant.c: for an fbgemm_fp8 checkpoint (plan_check_method passed),
- * sets plan->input_scale_ub to quantization_config's activation_scale_ub
- * and plan->has_input_scale_ub; for other methods, clears the latter. */
-void plan_set_input_ub(struct wshard_plan *plan);
+/* plan_quant.c: once plan_check_method passed, the quantization keys the
+ * per-tensor steps read: for an fbgemm_fp8 checkpoint plan->input_scale_ub
+ * (quantization_config's activation_scale_ub) and plan->has_input_scale_ub
+ * (cleared for other methods); plan->quark_w4a16_group and
+ * plan->quark_fp8_block. */
+void plan_set_quant_keys(struct wshard_plan *plan);
 
-/* plan_quant.c: for t, a rank's X.weight_scale, where plan_set_input_ub
+/* plan_quant.c: for t, a rank's X.weight_scale, where plan_set_quant_keys
  * found an activation_scale_ub, the X.input_scale_ub vLLM's
  * FBGEMMFp8LinearMethod keeps beside it (F32 []), appended to rp (*cap its
  * capacity); nothing for other tensors or plans.

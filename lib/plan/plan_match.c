@@ -246,7 +246,7 @@ static enum wshard_err match_one(const struct wshard_plan *plan, struct matching
 		m->out = strdup(rules_tie_output(rules, plan->config));
 	else
 		m->out = plan_output_name(plan, m->rule->output, &m->cap);
-	if (m->out && m->rule->inout)
+	if (m->out && (m->rule->inout || m->rule->block))
 		m->out = plan_quark_out(plan, m->out);
 	if (!m->out)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");

@@ -182,7 +182,7 @@ enum wshard_err plan_check_inout(const struct wshard_plan *plan, const struct me
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	const char *name = t->name;
 	size_t len = strlen(name);
-	long long quark = plan_quark_w4a16_group(plan);
+	long long quark = plan->quark_w4a16_group;
 	bool qweight = (len >= 8 && !strcmp(name + len - 8, ".qweight")) ||
 		       (quark && m->rule->qrole == WSHARD_QUANT_WEIGHT);
 	bool awq = gptq_or_awq(quant_method(plan)) == 2 || quark;	/* Quark's W4A16 too */
@@ -424,18 +424,8 @@ enum wshard_err plan_check_experts(const struct wshard_plan *plan, const struct 
 	long long bits = quant_key(plan, "bits", "num_bits");
 	uint64_t hidden, inter, share, pack;
 
-	/* vLLM's QuarkW8A8Int8MoEMethod holds zero points [E, 2] and [E]
-	 * beside its scales, QuarkW4A16Int4MoEMethod experts of its own:
-	 * layouts not checked against it */
-	if (method && !strcmp(method, "quark") &&
-	    (t->dtype == WSHARD_I8 || t->dtype == WSHARD_I32) &&
-	    strstr(m->rule->match, "{e}") &&
-	    strlen(t->name) > 7 && !strcmp(t->name + strlen(t->name) - 7, ".weight"))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': Quark's %s experts (vLLM's %s) are not supported yet",
-					t->name, t->dtype == WSHARD_I8 ? "INT8" : "W4A16",
-					t->dtype == WSHARD_I8 ? "QuarkW8A8Int8MoEMethod" :
-					"QuarkW4A16Int4MoEMethod");
+	if (plan_check_quark_experts(plan, m, err))
+		return err ? err->code : WSHARD_EINVAL;
 	if (!expert_qweight(plan, m) || m->rule->kind != RULE_FUSE || t->ndim != 2)
 		return WSHARD_OK;
 	if (which == 2 && !group)
@@ -495,7 +485,7 @@ enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const stru
  * scalar of quantization_config's activation_scale_ub.  The layers it
  * leaves BF16 (modules_to_not_convert) have no weight_scale, and none.
  */
-void plan_set_input_ub(struct wshard_plan *plan)
+void plan_set_quant_keys(struct wshard_plan *plan)
 {
 	const char *method = quant_method(plan);
 
@@ -503,6 +493,8 @@ void plan_set_input_ub(struct wshard_plan *plan)
 	if (plan->has_input_scale_ub)
 		plan->input_scale_ub = json_number_value(
 			json_object_get(plan_quant_config(plan), "activation_scale_ub"));
+	plan->quark_w4a16_group = plan_quark_w4a16_group(plan);
+	plan->quark_fp8_block = plan_quark_fp8_block(plan);
 }
 
 enum wshard_err plan_push_input_ub(const struct wshard_plan *plan,

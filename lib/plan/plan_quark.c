@@ -1,8 +1,9 @@
 /*
  * plan_quark.c - AMD Quark's quantization_config: which of its schemes
- * vLLM 0.32 holds as wshard writes them (FP8 per tensor or per channel,
- * INT8, MXFP4, W4A16 INT4), the INT8 scales and zero points it holds in
- * shapes of its own, and the W4A16 tensors it holds as AWQ's.
+ * vLLM 0.32 holds as wshard writes them (FP8 per tensor, per channel or
+ * in blocks, INT8, MXFP4, W4A16 INT4), the INT8 scales and zero points it
+ * holds in shapes of its own, and the W4A16 tensors and FP8 block scales
+ * it holds as AWQ's and DeepSeek's.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -86,6 +87,29 @@ static bool quark_fp8(json_t *c)
 }
 
 /*
+ * A Quark config c is vLLM's QuarkW8A8Fp8PerBlock (quark.py _is_fp8_w8a8,
+ * its per_block branch): static symmetric FP8 weights in 128 x 128 blocks,
+ * X.weight_scale F32 [ceil(rows/128), ceil(cols/128)] as DeepSeek's
+ * X.weight_scale_inv (the same multiplier: quark_w8a8_fp8.py); activations
+ * dynamic in symmetric groups of 128.  Its E8M0 scales (scale_type
+ * float8_e8m0fnu, a key vLLM's kernels do not take yet) are not.
+ */
+static bool quark_fp8_block(json_t *c)
+{
+	static const char *const block[] = { "per_block" }, *const group[] = { "per_group" };
+	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
+	json_t *bs = json_object_get(w, "block_size");
+	const char *scale = json_string_value(json_object_get(w, "scale_type"));
+
+	return quark_spec(w, block, 1, 0) && json_is_true(json_object_get(w, "symmetric")) &&
+	       json_array_size(bs) == 2 && json_integer_value(json_array_get(bs, 0)) == 128 &&
+	       json_integer_value(json_array_get(bs, 1)) == 128 &&
+	       !(scale && !strcmp(scale, "float8_e8m0fnu")) && quark_spec(in, group, 1, 1) &&
+	       json_integer_value(json_object_get(in, "group_size")) == 128 &&
+	       json_is_true(json_object_get(in, "symmetric"));
+}
+
+/*
  * A Quark config c is vLLM's QuarkW8A8Int8 (quark.py _is_w8a8_int8):
  * static symmetric INT8 weights per tensor or per channel, X.weight I8
  * with X.weight_scale and X.weight_zero_point (I8) a fused part or a row,
@@ -147,6 +171,24 @@ long long plan_quark_w4a16_group(const struct wshard_plan *plan)
 	return json_integer_value(json_object_get(json_object_get(g, "weight"), "group_size"));
 }
 
+bool plan_quark_fp8_block(const struct wshard_plan *plan)
+{
+	static const char *const keys[] = { "layer_quant_config", "layer_type_quant_config" };
+	json_t *q = quark_config(plan), *v;
+	const char *key;
+	size_t k;
+
+	if (!quark_method(plan))
+		return false;
+	if (quark_fp8_block(json_object_get(q, "global_quant_config")))
+		return true;
+	for (k = 0; k < 2; k++)
+		json_object_foreach(json_object_get(q, keys[k]), key, v)
+			if (quark_fp8_block(v))
+				return true;
+	return false;
+}
+
 /* Quark's W4A16 names and AWQ's, which the rules' derived [in, out] rules
  * match (rules_scale.c) */
 static const char *const w4_names[][2] = {
@@ -155,27 +197,49 @@ static const char *const w4_names[][2] = {
 	{ ".weight_zero_point", ".qzeros" },
 };
 
+/*
+ * Whether name is X<suffix> beside a weight X.weight of dtype in the
+ * checkpoint; *stem gets X's length.
+ */
+static bool weight_beside(const struct wshard_plan *plan, const char *name, const char *suffix,
+			  enum wshard_dtype dtype, size_t *stem)
+{
+	const struct wshard_src_tensor *w;
+	size_t len = strlen(name), sl = strlen(suffix);
+	char wname[1024];
+
+	if (len <= sl || strcmp(name + len - sl, suffix) || len - sl + 8 > sizeof(wname))
+		return false;
+	snprintf(wname, sizeof(wname), "%.*s.weight", (int)(len - sl), name);
+	w = wshard_catalog_find(plan->cat, wname);
+	*stem = len - sl;
+	return w && w->info->dtype == dtype;
+}
+
 const char *plan_quark_as(const struct wshard_plan *plan, const char *name, char *buf,
 			  size_t size)
 {
-	const struct wshard_src_tensor *w;
-	size_t len = strlen(name), k, sl;
-	char wname[1024];
+	size_t k, stem;
 
-	if (!plan_quark_w4a16_group(plan))
-		return name;
-	for (k = 0; k < 3; k++) {
-		sl = strlen(w4_names[k][0]);
-		if (len <= sl || strcmp(name + len - sl, w4_names[k][0]) ||
-		    len - sl + 8 > sizeof(wname) || len - sl + 9 > size)
-			continue;
-		snprintf(wname, sizeof(wname), "%.*s.weight", (int)(len - sl), name);
-		w = wshard_catalog_find(plan->cat, wname);
-		if (!w || w->info->dtype != WSHARD_I32)
+	if (plan->quark_fp8_block && weight_beside(plan, name, ".weight_scale", WSHARD_F8_E4M3,
+						   &stem)) {
+		const struct wshard_src_tensor *s = wshard_catalog_find(plan->cat, name);
+
+		/* a 2-D scale is the blocks' (a per-channel one is 1-D) */
+		if (!s || s->info->ndim != 2 || stem + 18 > size)
 			return name;
-		snprintf(buf, size, "%.*s%s", (int)(len - sl), name, w4_names[k][1]);
+		snprintf(buf, size, "%.*s.weight_scale_inv", (int)stem, name);
 		return buf;
 	}
+	if (!plan->quark_w4a16_group)
+		return name;
+	for (k = 0; k < 3; k++)
+		if (weight_beside(plan, name, w4_names[k][0], WSHARD_I32, &stem)) {
+			if (stem + strlen(w4_names[k][1]) + 1 > size)
+				return name;
+			snprintf(buf, size, "%.*s%s", (int)stem, name, w4_names[k][1]);
+			return buf;
+		}
 	return name;
 }
 
@@ -184,7 +248,12 @@ char *plan_quark_out(const struct wshard_plan *plan, char *out)
 	size_t len = strlen(out), k, sl;
 	char *o;
 
-	if (!plan_quark_w4a16_group(plan))
+	/* X.weight_scale_inv, w13_weight_scale_inv: Quark's X.weight_scale */
+	if (plan->quark_fp8_block && len > 16 && !strcmp(out + len - 16, "weight_scale_inv")) {
+		out[len - 4] = '\0';
+		return out;
+	}
+	if (!plan->quark_w4a16_group)
 		return out;
 	for (k = 0; k < 3; k++) {
 		sl = strlen(w4_names[k][1]);
@@ -204,16 +273,9 @@ char *plan_quark_out(const struct wshard_plan *plan, char *out)
 static bool quark_int8_beside(const struct wshard_plan *plan, const char *name,
 			      const char *suffix)
 {
-	const struct wshard_src_tensor *w;
-	size_t len = strlen(name), sl = strlen(suffix);
-	char wname[1024];
+	size_t stem;
 
-	if (!quark_method(plan) || len <= sl || strcmp(name + len - sl, suffix) ||
-	    len - sl + 8 > sizeof(wname))
-		return false;
-	snprintf(wname, sizeof(wname), "%.*s.weight", (int)(len - sl), name);
-	w = wshard_catalog_find(plan->cat, wname);
-	return w && w->info->dtype == WSHARD_I8;
+	return quark_method(plan) && weight_beside(plan, name, suffix, WSHARD_I8, &stem);
 }
 
 bool plan_one_input_scale(const struct wshard_plan *plan, const struct member *m)
@@ -234,20 +296,42 @@ bool plan_int8_channel(const struct wshard_plan *plan, const struct member *m)
 		quark_int8_beside(plan, t->name, ".weight_zero_point"));
 }
 
+enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const struct member *m,
+					 struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	size_t len = strlen(t->name);
+
+	/* vLLM's QuarkW8A8Int8MoEMethod holds zero points [E, 2] and [E]
+	 * beside its scales, QuarkW4A16Int4MoEMethod experts of its own:
+	 * layouts not checked against it */
+	if (!quark_method(plan) || (t->dtype != WSHARD_I8 && t->dtype != WSHARD_I32) ||
+	    !strstr(m->rule->match, "{e}") || len <= 7 || strcmp(t->name + len - 7, ".weight"))
+		return WSHARD_OK;
+	return wshard_error_set(err, WSHARD_EINVAL,
+				"tensor '%s': Quark's %s experts (vLLM's %s) are not supported yet",
+				t->name, t->dtype == WSHARD_I8 ? "INT8" : "W4A16",
+				t->dtype == WSHARD_I8 ? "QuarkW8A8Int8MoEMethod" :
+				"QuarkW4A16Int4MoEMethod");
+}
+
 /*
  * Quark (AMD's -FP8-KV, PTPC and -MXFP4 releases): vLLM's QuarkW8A8Fp8
  * (quark_fp8 above: X.weight_scale, one F32 a fused part or a row, and
- * where static X.input_scale, one F32 a part), QuarkW8A8Int8 (quark_int8:
+ * where static X.input_scale, one F32 a part), QuarkW8A8Fp8PerBlock
+ * (quark_fp8_block: X.weight_scale cut as DeepSeek's block scales),
+ * QuarkW8A8Int8 (quark_int8:
  * the same with I8 zero points, per-channel ones [rows, 1], one input
- * scale a layer; its experts, and W4A16's, are refused by plan_check_experts),
+ * scale a layer; its experts, and W4A16's, are refused by plan_check_quark_experts),
  * QuarkOCP_MX's MXFP4 (quark_mxfp4: cut as ModelOpt's NVFP4 weights and
  * their group scales), QuarkW4A16Int4 (quark_w4a16: cut as AWQ's, every
  * config of it, with one group size) and QuarkKVCacheMethod's k_scale and
  * v_scale from k_proj's and v_proj's output scales.  Every config
  * (global_quant_config, each of layer_quant_config and
- * layer_type_quant_config) must be one of these: Quark's per-block FP8,
- * MXFP6, MXFP8 and NVFP4 schemes, and INT8 with asymmetric weights, hold
- * other parameters, not checked against vLLM, and are refused.
+ * layer_type_quant_config) must be one of these: Quark's MXFP6, MXFP8
+ * and NVFP4 schemes, FP8 blocks with E8M0 scales, and INT8 with asymmetric
+ * weights, hold other parameters, not checked against vLLM, and are
+ * refused.
  */
 static bool quark_ok(json_t *c, json_t *q, bool w4, long long group)
 {
@@ -255,7 +339,7 @@ static bool quark_ok(json_t *c, json_t *q, bool w4, long long group)
 		return quark_w4a16(c, q) &&
 		       json_integer_value(json_object_get(json_object_get(c, "weight"),
 							  "group_size")) == group;
-	return quark_fp8(c) || quark_mxfp4(c) || quark_int8(c);
+	return quark_fp8(c) || quark_fp8_block(c) || quark_mxfp4(c) || quark_int8(c);
 }
 
 /*
@@ -308,6 +392,6 @@ enum wshard_err plan_check_quark(const struct wshard_plan *plan, struct wshard_e
 	if (!where)
 		return group > 0 ? check_w4a16_tensors(plan, err) : WSHARD_OK;
 	return wshard_error_set(err, WSHARD_EINVAL,
-				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet",
+				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its FP8 weights in 128 x 128 blocks with float scales and dynamic FP8 activations in groups of 128 (qscheme per_block, per_group), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet",
 				plan->cat->path, where, *key ? "." : "", key);
 }

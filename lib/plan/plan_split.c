@@ -123,11 +123,11 @@ static enum wshard_err part_rows(const struct wshard_plan *plan,
 }
 
 /*
- * A block-wise FP8 scale (X.weight_scale_inv, DeepSeek's X.scale) can be
- * split only where the weight X.weight's split falls on block boundaries:
- * every rank's rows (a kv head's rows when heads are replicated) a multiple
- * of the block height, its columns of the block width
- * (quantization_config's weight_block_size, 128 x 128 when absent).
+ * A block-wise FP8 scale (X.weight_scale_inv, DeepSeek's X.scale, Quark's
+ * X.weight_scale) can be split only where the weight X.weight's split falls
+ * on block boundaries: every rank's rows (a kv head's rows when heads are
+ * replicated) a multiple of the block height, its columns of the block
+ * width (quantization_config's weight_block_size, 128 x 128 when absent).
  */
 static enum wshard_err check_blocks(const struct wshard_plan *plan,
 				    const struct member *m, bool cols, uint64_t head_kv,
@@ -135,6 +135,9 @@ static enum wshard_err check_blocks(const struct wshard_plan *plan,
 {
 	const char *name = src_name(plan, m->src);
 	json_t *bs = json_object_get(plan_quant_config(plan), "weight_block_size");
+	/* Quark's blocks are 128 x 128 (plan_quark.c) */
+	const char *key = plan->quark_fp8_block ? "the quantization config's block size" :
+				  "quantization_config.weight_block_size";
 	uint64_t block[2] = { 128, 128 }, have, tp = (uint64_t)plan->tp;
 	const struct wshard_src_tensor *w;
 	char wname[1024];
@@ -156,17 +159,17 @@ static enum wshard_err check_blocks(const struct wshard_plan *plan,
 		have = w->info->shape[1] / tp;
 		if (have % block[1])
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"tensor '%s': each rank's %llu columns do not fall on the %llu-column blocks of '%s' (quantization_config.weight_block_size)",
+						"tensor '%s': each rank's %llu columns do not fall on the %llu-column blocks of '%s' (%s)",
 						wname, (unsigned long long)have,
-						(unsigned long long)block[1], name);
+						(unsigned long long)block[1], name, key);
 		return WSHARD_OK;
 	}
 	have = head_kv ? w->info->shape[0] / head_kv : w->info->shape[0] / tp;
 	if (have % block[0])
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': each rank's %llu rows do not fall on the %llu-row blocks of '%s' (quantization_config.weight_block_size)",
+					"tensor '%s': each rank's %llu rows do not fall on the %llu-row blocks of '%s' (%s)",
 					wname, (unsigned long long)have, (unsigned long long)block[0],
-					name);
+					name, key);
 	return WSHARD_OK;
 }
 
@@ -293,7 +296,7 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 		kind = RULE_REPLICATE;
 	else if (kind == (m->rule->inout ? RULE_ROW : RULE_COL) && m->rule->grouped &&
 		 (t->ndim != 2 || t->shape[m->rule->inout ? 0 : 1] == 1) &&
-		 !(m->rule->inout && plan_quark_w4a16_group(plan)))	/* vLLM cuts Quark's */
+		 !(m->rule->inout && plan->quark_w4a16_group))	/* vLLM cuts Quark's */
 		kind = RULE_REPLICATE;
 	else if (m->rule->inout && (kind == RULE_ROW || kind == RULE_COL)) {
 		rc = plan_check_inout(plan, m, kind == RULE_COL ? 1 : 0, (uint64_t)plan->tp, err);

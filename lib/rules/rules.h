@@ -431,9 +431,9 @@ enum wshard_err rules_expand_uses(const char *rules, json_t *root, struct wshard
  * or WSHARD_ENOMEM. */
 enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error *err);
 
-/* The weight beside block scale name scale (X.weight_scale_inv or
- * DeepSeek's X.scale: X.weight) into buf of size bytes; false when scale is
- * neither or buf is too small (rules_scale.c). */
+/* The weight beside block scale name scale (X.weight_scale_inv, DeepSeek's
+ * X.scale or Quark's X.weight_scale: X.weight) into buf of size bytes; false when scale is
+ * none of these or buf is too small (rules_scale.c). */
 bool rules_scale_weight(const char *scale, char *buf, size_t size);
 
 /* rules_op.c: a rule's "chunks", "experts", "deinterleave", "pad_to",

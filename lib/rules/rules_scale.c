@@ -268,6 +268,8 @@ bool rules_scale_weight(const char *scale, char *buf, size_t size)
 		snprintf(buf, size, "%.*s", (int)(n - 10), scale);
 	else if (n >= 6 && !strcmp(scale + n - 6, ".scale") && n + 1 < size)
 		snprintf(buf, size, "%.*s.weight", (int)(n - 6), scale);	/* DeepSeek's */
+	else if (n >= 13 && !strcmp(scale + n - 13, ".weight_scale") && n - 6 < size)
+		snprintf(buf, size, "%.*s", (int)(n - 6), scale);	/* Quark's */
 	else
 		return false;
 	return true;

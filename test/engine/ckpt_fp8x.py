@@ -1,11 +1,11 @@
 """FP8 checkpoints under the other methods vLLM reads: Meta's fbgemm_fp8
 (its -FP8 Llama 3.1 releases) and AMD's Quark (its amd/*-FP8-KV
-releases; also Quark's MXFP4, W8A8 INT8 and W4A16 INT4), made from make_ckpt.py's
-tiny BF16 checkpoint in OUT, in the release's tensor names and
-quantization_config."""
+releases; also Quark's FP8 in blocks, MXFP4, W8A8 INT8 and W4A16 INT4),
+made from make_ckpt.py's tiny BF16 checkpoint in OUT, in the release's
+tensor names and quantization_config."""
 import zlib
 
-from ckpt_io import rewrite_shards, update_config
+from ckpt_io import fp8_blocks, rewrite_shards, update_config
 
 LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -172,6 +172,21 @@ def quark_ptpc(out):
             "input_tensors": _quark_tensor(qscheme="per_channel", ch_axis=1, is_dynamic=True,
                                            observer_cls="PerChannelMinMaxObserver"),
             "output_tensors": None, "bias": None, "target_device": None}
+    _quark_config(out, glob, gates)
+
+
+def quark_block(out):
+    """AMD Quark's FP8 in 128x128 blocks: each linear weight F8_E4M3 with
+    an F32 weight_scale per block, [ceil(rows/128), ceil(cols/128)] (the
+    multiplier, as DeepSeek's weight_scale_inv), activations quantized
+    dynamically in groups of 128; lm_head and the MoE routers excluded.
+    vLLM 0.32: QuarkW8A8Fp8PerBlock (quark.py _is_fp8_w8a8's per_block
+    branch, kFp8Static128BlockSym), QuarkW8A8Fp8MoEMethod's per_block."""
+    gates = _quark_weights(out, fp8_blocks, lambda tensors, mod: None)
+    glob = {"weight": _quark_tensor(qscheme="per_block", block_size=[128, 128],
+                                    observer_cls="PerBlockMinMaxObserver"),
+            "input_tensors": _quark_tensor(qscheme="per_group", group_size=128, is_dynamic=True,
+                                           observer_cls="PerGroupMinMaxObserver")}
     _quark_config(out, glob, gates)
 
 

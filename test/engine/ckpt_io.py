@@ -224,6 +224,29 @@ def write_release_config(out, config, code):
         os.remove(gc)
 
 
+def fp8_blocks(w, block=128, ue8m0=False):
+    """F32 weight w [rows, cols] in float8_e4m3fn with one F32 scale per
+    block x block tile (the last ones partial): (weight, scale
+    [ceil(rows/block), ceil(cols/block)]), DeepSeek's weight_scale_inv and
+    Quark's per-block weight_scale.  ue8m0: each scale a power of two."""
+    import torch
+    fmax = torch.finfo(torch.float8_e4m3fn).max
+    rows, cols = w.shape
+    br, bc = -(-rows // block), -(-cols // block)
+    scale = torch.empty(br, bc, dtype=torch.float32)
+    q = torch.empty(rows, cols, dtype=torch.float8_e4m3fn)
+    for i in range(br):
+        for j in range(bc):
+            blk = w[i * block:(i + 1) * block, j * block:(j + 1) * block]
+            s = blk.abs().max().clamp(min=1e-12) / fmax
+            if ue8m0:
+                s = torch.exp2(torch.ceil(torch.log2(s)))
+            scale[i, j] = s
+            q[i * block:(i + 1) * block, j * block:(j + 1) * block] = \
+                (blk / s).to(torch.float8_e4m3fn)
+    return q, scale
+
+
 def modelopt_nvfp4(out):
     """Rewrites compressed-tensors' NVFP4 checkpoint in OUT in ModelOpt's
     NVFP4 layout, as NVIDIA's -FP4 checkpoints carry it (nvidia-modelopt

@@ -462,6 +462,9 @@ CASES = {
     # ckpt_fp8x.py.
     "llama-quark_ptpc": ("LlamaConfig", "LlamaForCausalLM", {}),
     "llama-quark_mxfp4": ("LlamaConfig", "LlamaForCausalLM", {}),
+    # Quark's FP8 in 128x128 blocks (ckpt_fp8x.quark_block): 4 kv heads of
+    # 64, every split at tp 2 on whole blocks, as llama-fp8.
+    "llama-quark_block": ("LlamaConfig", "LlamaForCausalLM", {"num_key_value_heads": 4}),
     # Quark's W8A8 INT8 per tensor with static activations, and per channel
     # with activations per token: ckpt_fp8x.quark_int8, quark_int8c.
     "llama-quark_int8": ("LlamaConfig", "LlamaForCausalLM", {}),
@@ -495,6 +498,7 @@ CASES = {
     "qwen3_moe-quark": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
     "qwen3_moe-quark_ptpc": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
     "qwen3_moe-quark_mxfp4": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
+    "qwen3_moe-quark_block": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
     # DeepSeek-V2-Lite: MLA without a query LoRA (q_proj), the first layer
     # dense, 2 shared experts, greedy top-k routing (softmax).
     "deepseek_v2_lite": ("DeepseekV2Config", "DeepseekV2ForCausalLM",
@@ -1439,6 +1443,7 @@ def quantize_fp8(out, per_tensor=False, pick=None, ue8m0=False):
     import zlib
     import torch
     from safetensors.torch import load_file, save_file
+    from ckpt_io import fp8_blocks
     idx_path = os.path.join(out, "model.safetensors.index.json")
     idx = json.load(open(idx_path))
     fmax = torch.finfo(torch.float8_e4m3fn).max
@@ -1463,19 +1468,7 @@ def quantize_fp8(out, per_tensor=False, pick=None, ue8m0=False):
                 idx["weight_map"][base + "weight_scale"] = fname
                 idx["weight_map"][base + "input_scale"] = fname
                 continue
-            rows, cols = w.shape
-            br, bc = -(-rows // BLOCK), -(-cols // BLOCK)
-            scale = torch.empty(br, bc, dtype=torch.float32)
-            q = torch.empty(rows, cols, dtype=torch.float8_e4m3fn)
-            for i in range(br):
-                for j in range(bc):
-                    blk = w[i * BLOCK:(i + 1) * BLOCK, j * BLOCK:(j + 1) * BLOCK]
-                    s = blk.abs().max().clamp(min=1e-12) / fmax
-                    if ue8m0:
-                        s = torch.exp2(torch.ceil(torch.log2(s)))
-                    scale[i, j] = s
-                    q[i * BLOCK:(i + 1) * BLOCK, j * BLOCK:(j + 1) * BLOCK] = \
-                        (blk / s).to(torch.float8_e4m3fn)
+            q, scale = fp8_blocks(w, BLOCK, ue8m0)
             tensors[name] = q
             sname = name[:-len("weight")] + "weight_scale_inv"
             tensors[sname] = scale.to(torch.float8_e8m0fnu) if ue8m0 else scale
@@ -3833,8 +3826,8 @@ def make(arch, out):
     elif variant == "nvfp4mo":
         from ckpt_io import modelopt_nvfp4
         modelopt_nvfp4(out)
-    elif variant in ("fbgemm", "quark", "quark_ptpc", "quark_mxfp4", "quark_int8",
-                     "quark_int8c", "quark_w4a16", "quark_w4a16s"):
+    elif variant in ("fbgemm", "quark", "quark_ptpc", "quark_block", "quark_mxfp4",
+                     "quark_int8", "quark_int8c", "quark_w4a16", "quark_w4a16s"):
         import ckpt_fp8x
         getattr(ckpt_fp8x, variant)(out)
     elif variant in ("gptq", "gptqc", "awq"):
