@@ -581,7 +581,7 @@ refused bnb 2 "quantization_config.quant_method \"bitsandbytes\" is not supporte
 # ModelOpt algorithms other than FP8 and NVFP4, or an NVFP4 KV cache.
 gen "$T/src-quark" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "quark"}'
-refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its FP8 weights in 128 x 128 blocks with float scales and dynamic FP8 activations in groups of 128 (qscheme per_block, per_group), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet" "$T/src-quark"
+refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its FP8 weights in 128 x 128 blocks with float scales and dynamic FP8 activations in groups of 128 (qscheme per_block, per_group), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 and MXFP8 weights (dtype fp4 or fp8_e4m3, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet" "$T/src-quark"
 gen "$T/src-quarkmx" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8, \"layer_quant_config\": {\"*v_proj\": {\"weight\": {\"dtype\": \"fp4\", \"qscheme\": \"per_group\"}}}}"
 refused quark-mxfp4 2 "quantization_config.layer_quant_config.*v_proj: only Quark's static FP8 weights per tensor or per channel" "$T/src-quarkmx"
@@ -595,6 +595,27 @@ refused quark-int8asym 2 "quantization_config.global_quant_config: only Quark's 
 gen "$T/src-quarki4" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--set-config 'quantization_config={"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "uint4", "qscheme": "per_group", "group_size": 128, "symmetric": false}, "input_tensors": null}}'
 refused quark-int4 2 "quantization_config.global_quant_config: only Quark's static FP8 weights" "$T/src-quarki4"
+# Quark's MXFP8 (vLLM's QuarkOCP_MX, mxfp8_e4m3): X.weight F8_E4M3 with a
+# U8 X.weight_scale a group of 32 inputs, cut as a group scale (a group cut
+# refused: 96 input columns, 1.5 groups a rank at tp 2); its experts, which
+# vLLM's OCP MX MoE method does not take, refused.
+gen "$T/src-quarkmx8" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermediate 128 \
+	--vocab 256 --fp8 quark-mx
+ncases=$((ncases + 1))
+if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarkmx8" "$T/out-quarkmx8" &&
+   expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quarkmx8"; then
+	for want in "qkv_proj.weight  *F8_E4M3  *\[96,64\]" "qkv_proj.weight_scale  *U8  *\[96,2\]" \
+		    "o_proj.weight_scale  *U8  *\[64,1\]" "down_proj.weight_scale  *U8  *\[64,2\]"; do
+		grep -q "$want" "$T/out" || fail "quark mxfp8: inspect does not show '$want'"
+	done
+fi
+echo "   quark: MXFP8 as vLLM's QuarkOCP_MX holds it"
+gen "$T/src-quarkmx8c" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermediate 96 \
+	--vocab 256 --fp8 quark-mx
+refused quark-mxfp8-group 2 "down_proj.weight_scale': dimension 1 holds 3 groups of input columns; --tp 2 would cut a group" "$T/src-quarkmx8c"
+gen "$T/src-quarkmx8moe" --arch qwen3_moe --layers 1 --hidden 64 --heads 2 --kv-heads 2 \
+	--head-dim 32 --intermediate 128 --vocab 256 --experts 2 --moe-intermediate 64 --fp8 quark-mx
+refused quark-mxfp8-moe 2 "tensor 'model.layers.0.mlp.experts.0.gate_proj.weight': Quark's MXFP8 experts are not supported (vLLM 0.32 loads MXFP8 in linear layers only)" "$T/src-quarkmx8moe"
 # Quark's FP8 blocks: a cut through a block (an expert's 256 rows, 64 a
 # rank at tp 4) and E8M0 block scales (scale_type float8_e8m0fnu) refused.
 refused quark-block-cut 4 "tensor 'model.layers.0.mlp.experts.0.gate_proj.weight': each rank's 64 rows do not fall on the 128-row blocks of 'model.layers.0.mlp.experts.0.gate_proj.weight_scale' (the quantization config's block size)" "$T/src-quarkblk"

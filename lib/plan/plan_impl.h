@@ -262,7 +262,8 @@ char *plan_quark_out(const struct wshard_plan *plan, char *out);
 
 /* plan_quark.c: WSHARD_EINVAL, naming the tensor, where m is Quark's INT8
  * or W4A16 experts' weight, whose layouts in vLLM (QuarkW8A8Int8MoEMethod,
- * QuarkW4A16Int4MoEMethod) wshard does not write; else WSHARD_OK. */
+ * QuarkW4A16Int4MoEMethod) wshard does not write, or its MXFP8 experts',
+ * which vLLM does not load; else WSHARD_OK. */
 enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const struct member *m,
 					 struct wshard_error *err);
 

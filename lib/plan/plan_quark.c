@@ -1,9 +1,9 @@
 /*
  * plan_quark.c - AMD Quark's quantization_config: which of its schemes
  * vLLM 0.32 holds as wshard writes them (FP8 per tensor, per channel or
- * in blocks, INT8, MXFP4, W4A16 INT4), the INT8 scales and zero points it
- * holds in shapes of its own, and the W4A16 tensors and FP8 block scales
- * it holds as AWQ's and DeepSeek's.
+ * in blocks, INT8, MXFP4, MXFP8, W4A16 INT4), the INT8 scales and zero
+ * points it holds in shapes of its own, and the W4A16 tensors and FP8
+ * block scales it holds as AWQ's and DeepSeek's.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -65,6 +65,26 @@ static bool quark_mxfp4(json_t *c)
 	const char *scale = json_string_value(json_object_get(w, "scale_format"));
 
 	return dtype && !strcmp(dtype, "fp4") && quark_spec_scheme(w, group, 1, 0) &&
+	       json_integer_value(json_object_get(w, "group_size")) == 32 && scale &&
+	       !strcmp(scale, "e8m0") &&
+	       (json_is_null(in) || !in || json_is_true(json_object_get(in, "is_dynamic")));
+}
+
+/*
+ * A Quark config c is vLLM's QuarkOCP_MX with MXFP8 weights in the
+ * canonical spelling (ocp_mx_weight_dtype_and_rows: dtype fp8_e4m3,
+ * per_group of 32, e8m0 scales): X.weight F8_E4M3 [rows, cols],
+ * X.weight_scale U8 [rows, cols/32] (one a row: the 2-D per_block spelling,
+ * a scale for several rows that vLLM expands as it loads, is not);
+ * activations dynamic or none.
+ */
+static bool quark_mxfp8(json_t *c)
+{
+	static const char *const group[] = { "per_group" };
+	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
+	const char *scale = json_string_value(json_object_get(w, "scale_format"));
+
+	return quark_spec(w, group, 1, 0) &&
 	       json_integer_value(json_object_get(w, "group_size")) == 32 && scale &&
 	       !strcmp(scale, "e8m0") &&
 	       (json_is_null(in) || !in || json_is_true(json_object_get(in, "is_dynamic")));
@@ -302,11 +322,25 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	size_t len = strlen(t->name);
 
+	const struct wshard_src_tensor *s;
+	char scale[1024];
+
+	if (!quark_method(plan) || !strstr(m->rule->match, "{e}") || len <= 7 ||
+	    strcmp(t->name + len - 7, ".weight") || len + 7 > sizeof(scale))
+		return WSHARD_OK;
+	/* MXFP8 (an FP8 weight with E8M0 scales a group of 32): vLLM's OCP MX
+	 * MoE method takes none ("MXFP8 experts are not supported through the
+	 * MoE path", quark_moe.py) */
+	snprintf(scale, sizeof(scale), "%s_scale", t->name);
+	s = wshard_catalog_find(plan->cat, scale);
+	if (t->dtype == WSHARD_F8_E4M3 && s && s->info->dtype == WSHARD_U8)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': Quark's MXFP8 experts are not supported (vLLM 0.32 loads MXFP8 in linear layers only)",
+					t->name);
 	/* vLLM's QuarkW8A8Int8MoEMethod holds zero points [E, 2] and [E]
 	 * beside its scales, QuarkW4A16Int4MoEMethod experts of its own:
 	 * layouts not checked against it */
-	if (!quark_method(plan) || (t->dtype != WSHARD_I8 && t->dtype != WSHARD_I32) ||
-	    !strstr(m->rule->match, "{e}") || len <= 7 || strcmp(t->name + len - 7, ".weight"))
+	if (t->dtype != WSHARD_I8 && t->dtype != WSHARD_I32)
 		return WSHARD_OK;
 	return wshard_error_set(err, WSHARD_EINVAL,
 				"tensor '%s': Quark's %s experts (vLLM's %s) are not supported yet",
@@ -320,18 +354,19 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
  * (quark_fp8 above: X.weight_scale, one F32 a fused part or a row, and
  * where static X.input_scale, one F32 a part), QuarkW8A8Fp8PerBlock
  * (quark_fp8_block: X.weight_scale cut as DeepSeek's block scales),
- * QuarkW8A8Int8 (quark_int8:
- * the same with I8 zero points, per-channel ones [rows, 1], one input
- * scale a layer; its experts, and W4A16's, are refused by plan_check_quark_experts),
+ * QuarkOCP_MX's MXFP8 (quark_mxfp8: X.weight_scale cut as a group
+ * scale), QuarkW8A8Int8 (quark_int8: the same with I8 zero points,
+ * per-channel ones [rows, 1], one input scale a layer; its experts,
+ * W4A16's and MXFP8's, are refused by plan_check_quark_experts),
  * QuarkOCP_MX's MXFP4 (quark_mxfp4: cut as ModelOpt's NVFP4 weights and
  * their group scales), QuarkW4A16Int4 (quark_w4a16: cut as AWQ's, every
  * config of it, with one group size) and QuarkKVCacheMethod's k_scale and
  * v_scale from k_proj's and v_proj's output scales.  Every config
  * (global_quant_config, each of layer_quant_config and
  * layer_type_quant_config) must be one of these: Quark's MXFP6, MXFP8
- * and NVFP4 schemes, FP8 blocks with E8M0 scales, and INT8 with asymmetric
- * weights, hold other parameters, not checked against vLLM, and are
- * refused.
+ * in 2-D blocks and NVFP4 schemes, FP8 blocks with E8M0 scales, and INT8
+ * with asymmetric weights, hold other parameters, not checked against
+ * vLLM, and are refused.
  */
 static bool quark_ok(json_t *c, json_t *q, bool w4, long long group)
 {
@@ -339,7 +374,8 @@ static bool quark_ok(json_t *c, json_t *q, bool w4, long long group)
 		return quark_w4a16(c, q) &&
 		       json_integer_value(json_object_get(json_object_get(c, "weight"),
 							  "group_size")) == group;
-	return quark_fp8(c) || quark_fp8_block(c) || quark_mxfp4(c) || quark_int8(c);
+	return quark_fp8(c) || quark_fp8_block(c) || quark_mxfp4(c) || quark_mxfp8(c) ||
+	       quark_int8(c);
 }
 
 /*
@@ -392,6 +428,6 @@ enum wshard_err plan_check_quark(const struct wshard_plan *plan, struct wshard_e
 	if (!where)
 		return group > 0 ? check_w4a16_tensors(plan, err) : WSHARD_OK;
 	return wshard_error_set(err, WSHARD_EINVAL,
-				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its FP8 weights in 128 x 128 blocks with float scales and dynamic FP8 activations in groups of 128 (qscheme per_block, per_group), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 weights (dtype fp4, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet",
+				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its FP8 weights in 128 x 128 blocks with float scales and dynamic FP8 activations in groups of 128 (qscheme per_block, per_group), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 and MXFP8 weights (dtype fp4 or fp8_e4m3, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet",
 				plan->cat->path, where, *key ? "." : "", key);
 }

@@ -1,8 +1,8 @@
 """FP8 checkpoints under the other methods vLLM reads: Meta's fbgemm_fp8
 (its -FP8 Llama 3.1 releases) and AMD's Quark (its amd/*-FP8-KV
-releases; also Quark's FP8 in blocks, MXFP4, W8A8 INT8 and W4A16 INT4),
-made from make_ckpt.py's tiny BF16 checkpoint in OUT, in the release's
-tensor names and quantization_config."""
+releases; also Quark's FP8 in blocks, MXFP4, MXFP8, W8A8 INT8 and W4A16
+INT4), made from make_ckpt.py's tiny BF16 checkpoint in OUT, in the
+release's tensor names and quantization_config."""
 import zlib
 
 from ckpt_io import fp8_blocks, rewrite_shards, update_config
@@ -198,6 +198,37 @@ def quark_mxfp4(out):
     _is_w_ocp_mx_a_x) and, for experts, its OCP MX MoE method."""
     gates = _quark_weights(out, _mxfp4, lambda tensors, mod: None)
     mx = {"dtype": "fp4", "qscheme": "per_group", "ch_axis": -1, "group_size": 32,
+          "symmetric": None, "round_method": "half_even", "scale_type": "float",
+          "scale_format": "e8m0", "scale_calculation_mode": "even",
+          "observer_cls": "PerBlockMXObserver", "is_dynamic": False}
+    glob = {"weight": mx, "input_tensors": dict(mx, is_dynamic=True),
+            "output_tensors": None, "bias": None, "target_device": None}
+    _quark_config(out, glob, gates)
+
+
+def _mxfp8(w):
+    """OCP MXFP8 of F32 weight w [rows, cols]: each group of 32 inputs
+    shares a power-of-two scale, E8M0 (2^(floor(log2 amax) - 8): e4m3's
+    largest exponent), each value F8_E4M3.  (F8_E4M3 [rows, cols], U8
+    [rows, cols/32])."""
+    import torch
+    rows, cols = w.shape
+    g = w.reshape(rows, cols // 32, 32)
+    amax = g.abs().amax(dim=2).clamp(min=2.0 ** -126)
+    e = (torch.floor(torch.log2(amax)) - 8).clamp(-127, 127)
+    x = (g / torch.pow(2.0, e)[:, :, None]).clamp(-448.0, 448.0)
+    return x.reshape(rows, cols).to(torch.float8_e4m3fn), (e + 127).to(torch.uint8)
+
+
+def quark_mxfp8(out):
+    """AMD Quark's MXFP8: each linear weight OCP MXFP8, X.weight F8_E4M3
+    [rows, cols] and X.weight_scale U8 E8M0 [rows, cols/32], in Quark's
+    canonical per_group spelling; activations MXFP8 at run time; lm_head
+    and the MoE routers excluded.  vLLM 0.32: QuarkOCP_MX (quark.py
+    _is_w_ocp_mx_a_x, ocp_mx_utils.py ocp_mx_weight_dtype_and_rows:
+    mxfp8_e4m3, one scale a row)."""
+    gates = _quark_weights(out, _mxfp8, lambda tensors, mod: None)
+    mx = {"dtype": "fp8_e4m3", "qscheme": "per_group", "ch_axis": -1, "group_size": 32,
           "symmetric": None, "round_method": "half_even", "scale_type": "float",
           "scale_format": "e8m0", "scale_calculation_mode": "even",
           "observer_cls": "PerBlockMXObserver", "is_dynamic": False}

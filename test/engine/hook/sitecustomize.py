@@ -413,6 +413,23 @@ def _patch_mxfp4(module):
         EmulationMxfp4LinearKernel(MxFp4LinearLayerConfig(activation_quant_key=None))
 
 
+def _patch_mxfp8(module):
+    """WSHARD_ORACLE_MXFP8: vLLM 0.32 registers no MXFP8 linear kernel for
+    its CPU platform (kernels/linear/__init__.py, _POSSIBLE_MXFP8_KERNELS
+    has CUDA's and ROCm's: "Failed to find a kernel that can implement the
+    MXFP8 linear layer"), though loading the weights does not depend on the
+    kernel.  Quark's OCP MX scheme takes vLLM's own software emulation
+    (EmulationMxfp8LinearKernel, dequantized to BF16 in torch as it loads:
+    what ROCm falls back to), so that the model is built, loaded and run."""
+    from vllm.model_executor.kernels.linear.mxfp8.emulation import (
+        EmulationMxfp8LinearKernel)
+    from vllm.model_executor.kernels.linear.mxfp8.Mxfp8LinearKernel import (
+        Mxfp8LinearLayerConfig)
+    module.init_mxfp8_linear_kernel = lambda *, weight_shape, bmm_batch_size=None: \
+        EmulationMxfp8LinearKernel(Mxfp8LinearLayerConfig(weight_shape=weight_shape,
+                                                          bmm_batch_size=bmm_batch_size))
+
+
 def _patch_mxfp4_dequant(module):
     """WSHARD_ORACLE_MXFP4: the emulation kernel dequantizes with amd-quark,
     which the engine environment does not install: the same OCP MXFP4
@@ -744,6 +761,9 @@ if os.environ.get("WSHARD_ORACLE_MXFP4"):
           _patch_mxfp4)
     _hook("vllm.model_executor.kernels.linear.mxfp4.emulation",
           _patch_mxfp4_dequant)
+if os.environ.get("WSHARD_ORACLE_MXFP8"):
+    _hook("vllm.model_executor.layers.quantization.quark.schemes.quark_ocp_mx",
+          _patch_mxfp8)
 if os.environ.get("WSHARD_ORACLE_NVFP4_MOE"):
     _hook("vllm.model_executor.layers.fused_moe.experts."
           "nvfp4_emulation_moe", _patch_nvfp4_moe)
