@@ -124,9 +124,10 @@ def add_to_first_shard(out, new):
     rewrite_shards(out, add)
 
 
-def update_config(out, fn):
-    """fn(cfg) changes OUT's config.json (a dict) in place; it is saved."""
-    path = os.path.join(out, "config.json")
+def update_config(out, fn, name="config.json"):
+    """fn(cfg) changes OUT's config.json (a dict; or the JSON file NAME,
+    such as tokenizer_config.json) in place; it is saved."""
+    path = os.path.join(out, name)
     cfg = json.load(open(path))
     fn(cfg)
     with open(path, "w") as f:

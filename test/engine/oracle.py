@@ -324,7 +324,8 @@ def image_prompt(model):
         image = [997, cfg["image_token_id"], 996]
     else:
         # Qwen3-VL style: the image pad between the vision start and end
-        # tokens; its processor sizes the image (make_ckpt.py: 56x56).
+        # tokens; its processor sizes the image (make_ckpt.py: 56x56; Keye-VL
+        # and Keye-VL 1.5 the same, ckpt_keye.py).
         size = 56
         image = [cfg["vision_start_token_id"], cfg["image_token_id"],
                  cfg["vision_end_token_id"]]
@@ -460,7 +461,8 @@ def arch_settings(model, kw):
                 "MiniCPMV", "Phi3VForCausalLM",
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
                 "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model", "Step1ForCausalLM",
-                "StepVLForConditionalGeneration"):
+                "StepVLForConditionalGeneration", "KeyeForConditionalGeneration",
+                "KeyeVL1_5ForConditionalGeneration"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
@@ -497,6 +499,10 @@ def arch_settings(model, kw):
         # the same Step-3 VL processor (step_vl.py inherits it), the same
         # tiny tower: not profiled with images, text prompts
         kw.setdefault("skip_mm_profiling", True)
+    if arch in ("KeyeForConditionalGeneration", "KeyeVL1_5ForConditionalGeneration"):
+        # the test checkpoint's stand-in processor (keye_processing.py)
+        # takes images alone: no video in a prompt, none profiled
+        kw.setdefault("limit_mm_per_prompt", {"image": 1, "video": 0})
     with open(os.path.join(model, "config.json")) as f:
         method = (json.load(f).get("quantization_config") or {}).get("quant_method")
     if method == "fbgemm_fp8":
