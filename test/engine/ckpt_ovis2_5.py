@@ -3,13 +3,13 @@ code), tiny, in its release's layout as vLLM 0.32 reads it
 (model_executor/models/ovis2_5.py, siglip2navit.py, qwen3.py): the Qwen3
 text model under llm.model. and llm.lm_head; the SigLIP2 NaViT visual
 tokenizer under visual_tokenizer.vit.vision_model. (embeddings.
-patch_embedding a linear over 16-pixel patches, position_embedding 256
-rows, encoder.layers.N, post_layernorm) and its head, visual_tokenizer.
+patch_embedding a convolution over 16-pixel patches, position_embedding
+1024 rows, encoder.layers.N, post_layernorm) and its head, visual_tokenizer.
 head.0 (a linear from the tower's width times hidden_stride^2 to
 visual_vocab_size - 4, no bias) and .1 (a LayerNorm); the visual embedding
 table vte [visual_vocab_size, hidden_size].  Each part is transformers'
 own class (Qwen3ForCausalLM, Siglip2VisionModel without its pooling head,
-nn.Linear, nn.LayerNorm, nn.Embedding).
+nn.Conv2d, nn.Linear, nn.LayerNorm, nn.Embedding).
 
 config.json as the release writes it: llm_config a Qwen3 config (vLLM
 reads it as text_config), vit_config a siglip2_navit one, visual_vocab_size,
@@ -21,9 +21,13 @@ indicator tokens' ids (151672 to 151675: <ovis_image_start>,
 the processor's tokens at the release's ids.  vLLM's own Ovis2_5Processor
 reads it and transformers' SiglipImageProcessor (the release's): an image
 is at least 448x448 pixels, 28x28 patches merged 2x2, 196 pads between
-two indicators.  make_moe: Ovis2.6-MoE's layout (Ovis2_6_MoeForCausalLM),
-the text model transformers' Qwen3MoeForCausalLM, its experts one tensor
-each as its save_pretrained writes them.
+two indicators.  The tower's patch embedding is the releases' convolution
+(vit_config.num_patches -1; an nn.Conv2d in place of transformers'
+linear).  make_moe: Ovis2.6-MoE's layout (Ovis2_6_MoeForCausalLM), the text
+model transformers' Qwen3MoeForCausalLM, its experts one tensor each as its
+save_pretrained writes them; its tower the NaFlex form vLLM also builds
+(vit_config.num_patches 256: a linear patch embedding, transformers' own,
+and 256 positions).
 
     make(out), make_tied(out), make_moe(out)
 """
@@ -80,8 +84,10 @@ TEXT = dict(vocab_size=151936, hidden_size=128, intermediate_size=256, num_hidde
             num_attention_heads=4, num_key_value_heads=2, head_dim=32,
             max_position_embeddings=1024, rms_norm_eps=1e-6, bos_token_id=151643,
             eos_token_id=151645, pad_token_id=151643)
+# (num_patches -1, the releases': the patch embedding a convolution, the
+# position embedding (image_size/patch_size)^2 = 1024 rows)
 VISION = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
-              num_channels=3, num_patches=256, image_size=512, patch_size=16,
+              num_channels=3, num_patches=-1, image_size=512, patch_size=16,
               hidden_act="gelu_pytorch_tanh", layer_norm_eps=1e-6, hidden_stride=2,
               window_size=112, fullatt_block_indexes=None, temporal_patch_size=1,
               preserve_original_pe=True, use_rope=True)
@@ -96,7 +102,7 @@ SPECIAL = {"<unk>": 0, "<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_en
            "<ovis_image_end>": 151673, "<ovis_video_start>": 151674, "<ovis_video_end>": 151675}
 
 
-def make(out, tied=False, moe=False):
+def make(out, tied=False, moe=False, naflex=False):
     import torch
     import transformers
     from ckpt_io import module_tensors, saved_tensors, save_shards, write_release_config
@@ -105,10 +111,15 @@ def make(out, tied=False, moe=False):
         tcfg = transformers.Qwen3MoeConfig(**dict(TEXT, tie_word_embeddings=tied, **MOE))
     else:
         tcfg = transformers.Qwen3Config(**dict(TEXT, tie_word_embeddings=tied))
+    vc = dict(VISION, num_patches=256) if naflex else VISION
+    # (transformers' Siglip2 sizes its position embedding by num_patches:
+    # the convolution's grid, (image_size/patch_size)^2, where it is -1)
+    grid = vc["image_size"] // vc["patch_size"]
     vcfg = transformers.Siglip2VisionConfig(
-        vision_use_head=False, **{k: VISION[k] for k in (
+        vision_use_head=False, num_patches=vc["num_patches"] if naflex else grid * grid,
+        **{k: vc[k] for k in (
             "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-            "num_channels", "num_patches", "patch_size", "hidden_act", "layer_norm_eps")})
+            "num_channels", "patch_size", "hidden_act", "layer_norm_eps")})
     torch.manual_seed(1234)
     stride2 = VISION["hidden_stride"] ** 2
     llm = (transformers.Qwen3MoeForCausalLM if moe else transformers.Qwen3ForCausalLM)(tcfg)
@@ -119,6 +130,11 @@ def make(out, tied=False, moe=False):
                                                        VISUAL_VOCAB - 4, bias=False),
             "visual_tokenizer.head.1": torch.nn.LayerNorm(VISUAL_VOCAB - 4),
             "vte": torch.nn.Embedding(VISUAL_VOCAB, TEXT["hidden_size"])}
+    if not naflex:
+        # the release's patch embedding: a convolution over 16-pixel
+        # patches (transformers' Siglip2 has a linear)
+        mods["visual_tokenizer.vit.vision_model.embeddings.patch_embedding"] = torch.nn.Conv2d(
+            vc["num_channels"], vc["hidden_size"], vc["patch_size"], vc["patch_size"])
     sd = module_tensors(mods)
     # the text model as its save_pretrained writes it (without a tied
     # head; a MoE's experts one tensor each, the release's names)
@@ -143,7 +159,7 @@ def make(out, tied=False, moe=False):
         "auto_map": {"AutoConfig": "configuration_ovis2_5.Ovis2_5_Config"},
         "dtype": "bfloat16", "hidden_size": TEXT["hidden_size"],
         "visual_vocab_size": VISUAL_VOCAB, "conversation_formatter_class": "Qwen3ConversationFormatter",
-        "llm_config": lc, "vit_config": dict(VISION, model_type="siglip2_navit")},
+        "llm_config": lc, "vit_config": dict(vc, model_type="siglip2_navit")},
         {"configuration_ovis2_5.py": CONFIG_PY})
     tok = word_tokenizer(tcfg, SPECIAL, "<|endoftext|>", "<|im_end|>", "<|im_start|>", "<unk>")
     tok.save_pretrained(out)
@@ -161,7 +177,7 @@ def make_tied(out):
 def make_moe(out):
     """Ovis2.6-MoE (Ovis2_6_MoeForCausalLM): the same visual tokenizer
     beside a Qwen3-MoE text model, llm_config of model type qwen3_moe."""
-    make(out, moe=True)
+    make(out, moe=True, naflex=True)
 
 
 if __name__ == "__main__":
