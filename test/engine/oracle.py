@@ -316,6 +316,18 @@ def image_prompt(model):
                                      cfg["vision_end_token_id"], 243, 9],
                 "multi_modal_data": {"vision_chunk": {
                     "type": "image", "image": Image.fromarray(px), "uuid": None}}}
+    elif cfg["architectures"][0] in ("Ovis2_5", "Ovis2_6ForCausalLM", "Ovis2_6_MoeForCausalLM"):
+        # Ovis2.5: <image> (ckpt_ovis2_5.py's tokenizer: 151669), which vLLM
+        # replaces by image pads between two indicators; its processor makes
+        # any image at least 448x448 (784 patches, 196 pads)
+        size = 56
+        image = [151669]
+    elif cfg["architectures"][0] == "Ovis":
+        # Ovis2: <image> (ckpt_ovis.py's tokenizer: 151665), which vLLM
+        # replaces by image pads (a 56x56 image: one crop of 4x4 patches
+        # merged 2x2, 7 pads with its indicators)
+        size = 56
+        image = [151665]
     elif cfg["architectures"][0] == "HCXVisionV2ForCausalLM":
         # HyperCLOVA X SEED Think: the image pad between <|image_start|>
         # and <|image_end|> (make_ckpt.py: 997, 996), its processor
@@ -462,7 +474,8 @@ def arch_settings(model, kw):
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
                 "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model", "Step1ForCausalLM",
                 "StepVLForConditionalGeneration", "KeyeForConditionalGeneration",
-                "KeyeVL1_5ForConditionalGeneration"):
+                "KeyeVL1_5ForConditionalGeneration", "Ovis2_5", "Ovis2_6ForCausalLM",
+                "Ovis2_6_MoeForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
@@ -470,6 +483,12 @@ def arch_settings(model, kw):
     if arch == "Phi4ForCausalLMV":
         # an image is 256 tokens (ckpt_phi4_siglip.py)
         kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
+    if arch in ("Ovis2_5", "Ovis2_6ForCausalLM", "Ovis2_6_MoeForCausalLM"):
+        # an image is 198 tokens (ckpt_ovis2_5.py); its profiling image,
+        # 1792 pixels, is 12544 patches through the tower and 3138 tokens:
+        # not profiled
+        kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
+        kw.setdefault("skip_mm_profiling", True)
     if arch == "DeepseekVLV2ForCausalLM":
         # an image is a global and a local view of 14x15 tokens and a
         # separator: 421 tokens
