@@ -15,7 +15,13 @@ reads as it builds the pooler.
 
 make_lfm2: ColBERTLfm2Model (LiquidAI/LFM2-ColBERT-350M's layout): the LFM2
 backbone as transformers' Lfm2Model saves it (no model. prefix: vLLM's
-Lfm2Model loads the names itself), the projection in 1_Dense/."""
+Lfm2Model loads the names itself), the projection in 1_Dense/.
+
+make_jina: ColBERTJinaRobertaModel (jinaai/jina-colbert-v2's layout): Jina's
+rotary XLM-RoBERTa under roberta. (emb_ln, mixer.Wqkv, ...), made from
+transformers' XLMRobertaModel's weights renamed, the projection
+linear.weight in the checkpoint; config.json the release's keys with a
+remote-code XLMRobertaFlashConfig beside it."""
 import json
 import os
 
@@ -77,7 +83,7 @@ def _dense(out, hidden, seed=99):
               os.path.join(out, "1_Dense", "model.safetensors"))
 
 
-def make_bert(out, name="linear.weight"):
+def make_bert(out, name="linear.weight", **extra):
     import torch
     import transformers
     from ckpt_io import saved_tensors
@@ -91,13 +97,19 @@ def make_bert(out, name="linear.weight"):
     g = torch.Generator().manual_seed(7)
     sd[name] = (torch.randn(DIM, cfg.hidden_size, generator=g) * 0.05).to(torch.bfloat16)
     _save(out, sd)
-    _config(out, cfg, "HF_ColBERT")
+    _config(out, cfg, "HF_ColBERT", **extra)
     _tokenizer(cfg, out)
 
 
 def make_bert_colbert_linear(out):
     """The projection named colbert_linear.weight (vLLM takes either)."""
     make_bert(out, "colbert_linear.weight")
+
+
+def make_bert_hdm(out):
+    """config.json's head_dtype "model": vLLM builds the projection in the
+    model's dtype (BF16), not F32."""
+    make_bert(out, head_dtype="model")
 
 
 def _linear(sd, hidden, name="linear.weight"):
@@ -153,3 +165,86 @@ def make_lfm2(out, st=False):
 def make_lfm2_st(out):
     """The release's form: the projection only in 1_Dense/."""
     make_lfm2(out, True)
+
+
+# jina-colbert-v2's configuration: jinaai/xlm-roberta-flash-implementation's
+# XLMRobertaFlashConfig keys (vLLM asserts the class name; its LoRA merge
+# reads lora_alpha and lora_rank whether or not the checkpoint has adapters)
+JINA_DEFAULTS = {
+    "vocab_size": 250002, "hidden_size": 1024, "num_hidden_layers": 24,
+    "num_attention_heads": 16, "intermediate_size": 4096, "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 8194, "type_vocab_size": 1, "initializer_range": 0.02,
+    "layer_norm_eps": 1e-05, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
+    "position_embedding_type": "rotary", "rotary_emb_base": 20000.0, "use_cache": True,
+    "classifier_dropout": None, "lora_adaptations": None, "lora_prompts": {},
+    "lora_rank": 4, "lora_dropout_p": 0.0, "lora_alpha": 1,
+    "lora_main_params_trainable": False, "load_trained_adapters": False,
+    "use_flash_attn": True, "emb_pooler": None,
+    "matryoshka_dimensions": None, "truncate_dim": None}
+
+
+def _jina_names(sd, layers):
+    """transformers' XLMRobertaModel's tensors under the names of Jina's
+    flash implementation (roberta.*, emb_ln, encoder.layers.N.mixer.Wqkv
+    packed q|k|v, mixer.out_proj, norm1, mlp.fc1, mlp.fc2, norm2), its
+    position embeddings left out (rotary positions)."""
+    import torch
+    out = {}
+    rename = {"attention.output.dense.": "mixer.out_proj.",
+              "attention.output.LayerNorm.": "norm1.", "intermediate.dense.": "mlp.fc1.",
+              "output.dense.": "mlp.fc2.", "output.LayerNorm.": "norm2."}
+    for k, v in sd.items():
+        if k.startswith("embeddings.LayerNorm."):
+            out["roberta.emb_ln." + k.rsplit(".", 1)[1]] = v
+        elif k.startswith(("embeddings.word_embeddings.", "embeddings.token_type_embeddings.",
+                           "pooler.")):
+            out["roberta." + k] = v
+        elif k.startswith("encoder.layer.") and ".attention.self." not in k:
+            n, rest = k[len("encoder.layer."):].split(".", 1)
+            for old, new in rename.items():
+                if rest.startswith(old):
+                    out[f"roberta.encoder.layers.{n}.{new}{rest[len(old):]}"] = v
+                    break
+            else:
+                raise ValueError(k)
+        elif k != "embeddings.position_embeddings.weight" and ".attention.self." not in k:
+            raise ValueError(k)
+    for n in range(layers):
+        p = f"encoder.layer.{n}.attention.self."
+        for s in ("weight", "bias"):
+            out[f"roberta.encoder.layers.{n}.mixer.Wqkv.{s}"] = torch.cat(
+                [sd[p + q + "." + s] for q in ("query", "key", "value")])
+    return out
+
+
+def make_jina(out):
+    """ColBERTJinaRobertaModel (jinaai/jina-colbert-v2's layout: Jina's
+    XLM-RoBERTa with rotary positions under roberta., its pooler, the
+    projection linear.weight [dim, hidden]; config.json the release's keys
+    naming ColBERTJinaRobertaModel, as --hf-overrides gives it (the release
+    says HF_ColBERT), with a minimal configuration_xlm_roberta.py beside
+    it): the weights of transformers' XLMRobertaModel under the release's
+    names."""
+    import torch
+    import transformers
+    from ckpt_io import remote_config_py, saved_tensors, write_release_config
+    from make_ckpt import COMMON
+    sizes = {k: v for k, v in COMMON.items() if k not in ("num_key_value_heads", "head_dim")}
+    cfg = transformers.XLMRobertaConfig(**sizes, type_vocab_size=1, pad_token_id=1)
+    cfg.dtype = torch.bfloat16
+    torch.manual_seed(1234)
+    model = transformers.XLMRobertaModel(cfg).to(torch.bfloat16)
+    sd = _jina_names(saved_tensors(model, out), cfg.num_hidden_layers)
+    _save(out, _linear(sd, cfg.hidden_size))
+    c = dict(JINA_DEFAULTS, **sizes, architectures=["ColBERTJinaRobertaModel"],
+             auto_map={"AutoConfig": "configuration_xlm_roberta.XLMRobertaFlashConfig"},
+             model_type="xlm-roberta", torch_dtype="bfloat16")
+    code = remote_config_py("XLMRobertaFlashConfig", "xlm-roberta",
+                            "Jina's XLM-RoBERTa configuration (the keys of "
+                            "jinaai/xlm-roberta-flash-implementation, for the wshard test "
+                            "checkpoints)", JINA_DEFAULTS)
+    write_release_config(out, c, {"configuration_xlm_roberta.py": code})
+    from make_ckpt import word_tokenizer
+    word_tokenizer(cfg, {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3},
+                   "<pad>", "</s>", "<s>", "<unk>").save_pretrained(out)

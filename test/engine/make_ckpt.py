@@ -3494,6 +3494,12 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "colbert_lfm2": "ckpt_colbert:make_lfm2",
        "colbert_modernbert-st": "ckpt_colbert:make_modernbert_st",
        "colbert_lfm2-st": "ckpt_colbert:make_lfm2_st",
+       "colbert-hdm": "ckpt_colbert:make_bert_hdm",
+       "colbert_jina": "ckpt_colbert:make_jina",
+       "bert_splade": "ckpt_sparse:make_splade",
+       "bert_splade-tied": "ckpt_sparse:make_splade_tied",
+       "bge_m3": "ckpt_sparse:make_bge_m3", "bge_m3-pt": "ckpt_sparse:make_bge_m3_pt",
+       "bge_m3-hdm": "ckpt_sparse:make_bge_m3_hdm",
        # llama's EAGLE-3 draft (test/engine/run's ARCH:TP:eagle3 cases)
        "llama-eagle3": "ckpt_eagle3",
        "llama-eagle3_speculators": "ckpt_eagle3:make_speculators",

@@ -80,16 +80,18 @@ POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "VoyageQwen3BidirectionalEmbedModel", "JinaForRanking",
                                     "JinaEmbeddingsV5Model",
                                     "HF_ColBERT", "ColBERTModernBertModel",
-                                    "ColBERTJinaRobertaModel", "ColBERTLfm2Model"}
+                                    "ColBERTJinaRobertaModel", "ColBERTLfm2Model",
+                                    "BertSpladeSparseEmbeddingModel", "BgeM3EmbeddingModel"}
 # Multi-vector retrievers: an embedding a token (task token_embed); the
 # ColBERT late-interaction encoders (text alone)
 COLBERT = ("HF_ColBERT", "ColBERTModernBertModel", "ColBERTJinaRobertaModel",
            "ColBERTLfm2Model")
 RETRIEVERS = ("ColPaliForRetrieval", "ColModernVBertForRetrieval", "ColQwen3",
               "OpsColQwen3Model", "Qwen3VLNemotronEmbedModel", "ColQwen3_5") + COLBERT
-# Pooling models whose answer is a vector a token (task token_classify)
+# Pooling models whose answer is a vector a token (task token_classify;
+# BGE-M3: its sparse head's weight a token, bos and eos left out)
 TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewardModel",
-                  "InternLM2ForRewardModel")
+                  "InternLM2ForRewardModel", "BgeM3EmbeddingModel")
 # Multimodal models prompted with text alone: Muse Glimmer (its profiling
 # image is too large here), ERNIE-4.5-VL (its processor is Baidu's remote
 # code, which the test checkpoint does not ship: its tower is checked by
@@ -425,6 +427,11 @@ def arch_settings(model, kw):
     # modules.json is beside the model; the answers are then embeddings)
     if arch in POOLING or os.path.exists(os.path.join(model, "modules.json")):
         kw.setdefault("runner", "pooling")
+    if arch == "BgeM3EmbeddingModel":
+        # BGE-M3's answers are its sparse head's (one task an engine: dense
+        # embeddings by default)
+        from vllm.config import PoolerConfig
+        kw.setdefault("pooler_config", PoolerConfig(task="token_classify"))
     if arch in ("KimiLinearForCausalLM", "Glm5NextForConditionalGeneration",
                 "Glm5NextForCausalLM", "KimiK3ForConditionalGeneration", "BailingMoeV3ForCausalLM",
                 "BailingMoeV2_5ForCausalLM"):
@@ -475,7 +482,7 @@ def arch_settings(model, kw):
                 "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model", "Step1ForCausalLM",
                 "StepVLForConditionalGeneration", "KeyeForConditionalGeneration",
                 "KeyeVL1_5ForConditionalGeneration", "Ovis2_5", "Ovis2_6ForCausalLM",
-                "Ovis2_6_MoeForCausalLM"):
+                "Ovis2_6_MoeForCausalLM", "ColBERTJinaRobertaModel"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
