@@ -1282,6 +1282,28 @@ CASES["gemma4_mm-audio"] = ("Gemma4Config", "Gemma4ForConditionalGeneration", di
         "subsampling_conv_channels": [16, 8], "output_proj_dims": 96,
         "use_clipped_linears": True}))
 
+# HunYuanVL (tencent/HunyuanOCR): a HunYuan dense text model (q and k
+# norms a head) and its tower (2 layers, 16-pixel patches, positions for
+# 64-pixel images, the patch merger's two convolutions); vLLM runs it
+# through its Transformers backend.
+CASES["hunyuan_vl"] = ("HunYuanVLConfig", "HunYuanVLForConditionalGeneration", dict(
+    image_token_id=999, im_start_id=997, im_end_id=996, im_newline_id=998,
+    tie_word_embeddings=False,
+    text_config=dict(pad_token_id=0, eos_token_id=1, bos_token_id=2, eod_token_id=3,
+                     sep_token_id=4, tie_word_embeddings=False,
+                     # the release's XD-RoPE (four axes: position, width,
+                     # height, image), which transformers' rotary embedding
+                     # always takes
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                      "mrope_section": [8, 8, 8, 8]}),
+    vision_config={"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                   "num_attention_heads": 4, "patch_size": 16, "max_image_size": 64,
+                   "min_image_size": 32, "spatial_merge_size": 2}))
+# tied, as transformers' HunYuanVLConfig defaults (no lm_head written)
+CASES["hunyuan_vl-tied"] = ("HunYuanVLConfig", "HunYuanVLForConditionalGeneration", dict(
+    CASES["hunyuan_vl"][2], tie_word_embeddings=True,
+    text_config=dict(CASES["hunyuan_vl"][2]["text_config"], tie_word_embeddings=True)))
+
 # Linear weights the FP8 variants quantize (the rest stays BF16).
 FP8_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
               "down_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
@@ -2299,6 +2321,27 @@ def exaone4_5_processor(out, cfg):
                "<|image_pad|>": cfg.image_token_id, "<|video_pad|>": cfg.video_token_id}
     tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
     transformers.Exaone4_5_Processor(tokenizer=tok, **qwen2vl_processors()).save_pretrained(out)
+
+
+def hunyuan_vl_processor(out, cfg):
+    """Writes a word-level tokenizer (its image tokens named as HunYuan's
+    tokenizers name them) and HunYuanVL's processor for the tiny model:
+    images of 32x32 to 64x64 pixels, a 64x64 one 2x2 merged patches, a
+    newline a row and its begin and end: 8 tokens."""
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<hy_place_holder_no_997>": cfg.im_start_id,
+               "<hy_place_holder_no_996>": cfg.im_end_id,
+               "<hy_place_holder_no_998>": cfg.im_newline_id,
+               "<hy_place_holder_no_999>": cfg.image_token_id}
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>",
+                         extra_special_tokens={
+                             "image_token": "<hy_place_holder_no_999>",
+                             "image_start_token": "<hy_place_holder_no_997>",
+                             "image_end_token": "<hy_place_holder_no_996>"})
+    ip = transformers.HunYuanVLImageProcessor(size={"shortest_edge": 32 * 32,
+                                                    "longest_edge": 64 * 64})
+    transformers.HunYuanVLProcessor(image_processor=ip, tokenizer=tok).save_pretrained(out)
 
 
 def qwen2vl_processors():
@@ -3699,6 +3742,8 @@ def make(arch, out):
         qwen_next_mtp(out, "model.language_model.", config=mtp_config)
     if arch.startswith(("glm4v", "glm_ocr")):
         glm4v_processor(out, cfg)
+    if arch.startswith("hunyuan_vl"):
+        hunyuan_vl_processor(out, cfg)
     if arch.startswith("glm5_next"):
         glm5_next_processor(out, cfg)
         # the release's spelling of the MLA layers' type (transformers

@@ -102,11 +102,14 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # vLLM's CPU build still fails: step_vl.py's PerceptionEncoder.forward
 # hands vit_large_projector a transposed view, which the CPU gemm, oneDNN's,
 # refuses: "Expected a.stride(-1) == 1"), Step-3 (the same processor; its
-# test tower is 56 pixels: checked by bytes)
+# test tower is 56 pixels: checked by bytes), HunYuanVL (vLLM's CPU build
+# fails on an image: transformers' HunYuanVLVisionPatchMerger.forward hands
+# its mlp a permuted view, which the CPU gemm, oneDNN's, refuses: "Expected
+# a.stride(-1) == 1"; its tower is checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
-                     "Step3VLForConditionalGeneration")
+                     "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration")
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
