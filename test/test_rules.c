@@ -768,13 +768,13 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			146 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			147 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next
 			      (2: with its tower and without), MiniMax-M3 (2), Muse Glimmer (2: with its tower and
 			      without), HyperCLOVA X SEED Think, OpenCUA, Bee, Phi-4-reasoning-vision, Eagle 2.5, StepVL, Step-3 VL,
-			      HunYuanVL,
+			      HunYuanVL, Emu3,
 			      BertForMaskedLM,
 			      NomicBertModel, GteModel, EmbeddingGemma2Model,
 			      Qwen2 reward models (2), ColModernVBERT, Orion,

@@ -1304,6 +1304,20 @@ CASES["hunyuan_vl-tied"] = ("HunYuanVLConfig", "HunYuanVLForConditionalGeneratio
     CASES["hunyuan_vl"][2], tie_word_embeddings=True,
     text_config=dict(CASES["hunyuan_vl"][2]["text_config"], tie_word_embeddings=True)))
 
+# Emu3 (BAAI/Emu3-Chat-hf): a Llama-like text model beside the VQ-VAE that
+# turns images into tokens, as the release's (four levels, 8-pixel tokens,
+# attention in the last, time convolutions for a temporal factor of 4) but
+# 32 and 64 channels and a 64-entry codebook; vLLM runs it through its
+# Transformers backend.
+CASES["emu3"] = ("Emu3Config", "Emu3ForConditionalGeneration", dict(
+    vocabulary_map=dict({"<|image token|>": 900, "<|extra_200|>": 901, "<image>": 999,
+                         "<|image start|>": 997, "<|image end|>": 996, "<|extra_201|>": 995},
+                        **{f"<|visual token {i:06d}|>": 902 + i for i in range(64)}),
+    text_config=dict(pad_token_id=0, eos_token_id=1, bos_token_id=2, attention_dropout=0.0),
+    vq_config={"codebook_size": 64, "embed_dim": 4, "latent_channels": 4,
+               "base_channels": 32, "channel_multiplier": [1, 1, 2, 2], "num_res_blocks": 1,
+               "attn_resolutions": [3], "temporal_downsample_factor": 4, "hidden_size": 64}))
+
 # Linear weights the FP8 variants quantize (the rest stays BF16).
 FP8_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
               "down_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
@@ -2342,6 +2356,23 @@ def hunyuan_vl_processor(out, cfg):
     ip = transformers.HunYuanVLImageProcessor(size={"shortest_edge": 32 * 32,
                                                     "longest_edge": 64 * 64})
     transformers.HunYuanVLProcessor(image_processor=ip, tokenizer=tok).save_pretrained(out)
+
+
+def emu3_processor(out, cfg):
+    """Writes a word-level tokenizer (Emu3's image tokens named as its
+    tokenizer names them, the visual tokens at config.json's
+    vocabulary_map ids) and Emu3's processor for the tiny model: images of
+    16x16 to 32x32 pixels, 8-pixel VQ tokens."""
+    import transformers
+    special = dict(cfg.vocabulary_map, **{"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3})
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>",
+                         extra_special_tokens={
+                             "image_token": "<image>", "boi_token": "<|image start|>",
+                             "eoi_token": "<|image end|>",
+                             "image_wrapper_token": "<|image token|>",
+                             "eof_token": "<|extra_201|>"})
+    ip = transformers.Emu3ImageProcessor(min_pixels=16 * 16, max_pixels=32 * 32)
+    transformers.Emu3Processor(image_processor=ip, tokenizer=tok).save_pretrained(out)
 
 
 def qwen2vl_processors():
@@ -3744,6 +3775,8 @@ def make(arch, out):
         glm4v_processor(out, cfg)
     if arch.startswith("hunyuan_vl"):
         hunyuan_vl_processor(out, cfg)
+    if arch.startswith("emu3"):
+        emu3_processor(out, cfg)
     if arch.startswith("glm5_next"):
         glm5_next_processor(out, cfg)
         # the release's spelling of the MLA layers' type (transformers

@@ -319,6 +319,12 @@ def image_prompt(model):
                                      cfg["vision_end_token_id"], 243, 9],
                 "multi_modal_data": {"vision_chunk": {
                     "type": "image", "image": Image.fromarray(px), "uuid": None}}}
+    elif cfg["architectures"][0] == "Emu3ForConditionalGeneration":
+        # Emu3: its <image> (make_ckpt.py: 999), which vLLM expands into
+        # the VQ-VAE's tokens of a 32x32 image (4 rows of 4, each with its
+        # row end)
+        size = 32
+        image = [cfg["vocabulary_map"]["<image>"]]
     elif cfg["architectures"][0] == "HCXVisionV2ForCausalLM":
         # HyperCLOVA X SEED Think: the image pad between <|image_start|>
         # and <|image_end|> (make_ckpt.py: 997, 996), its processor
