@@ -1288,6 +1288,42 @@ CASES["gemma4_mm-audio"] = ("Gemma4Config", "Gemma4ForConditionalGeneration", di
         "subsampling_conv_channels": [16, 8], "output_proj_dims": 96,
         "use_clipped_linears": True}))
 
+# HunYuanVL (tencent/HunyuanOCR): a HunYuan dense text model (q and k
+# norms a head) and its tower (2 layers, 16-pixel patches, positions for
+# 64-pixel images, the patch merger's two convolutions); vLLM runs it
+# through its Transformers backend.
+CASES["hunyuan_vl"] = ("HunYuanVLConfig", "HunYuanVLForConditionalGeneration", dict(
+    image_token_id=999, im_start_id=997, im_end_id=996, im_newline_id=998,
+    tie_word_embeddings=False,
+    text_config=dict(pad_token_id=0, eos_token_id=1, bos_token_id=2, eod_token_id=3,
+                     sep_token_id=4, tie_word_embeddings=False,
+                     # the release's XD-RoPE (four axes: position, width,
+                     # height, image), which transformers' rotary embedding
+                     # always takes
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                      "mrope_section": [8, 8, 8, 8]}),
+    vision_config={"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                   "num_attention_heads": 4, "patch_size": 16, "max_image_size": 64,
+                   "min_image_size": 32, "spatial_merge_size": 2}))
+# tied, as transformers' HunYuanVLConfig defaults (no lm_head written)
+CASES["hunyuan_vl-tied"] = ("HunYuanVLConfig", "HunYuanVLForConditionalGeneration", dict(
+    CASES["hunyuan_vl"][2], tie_word_embeddings=True,
+    text_config=dict(CASES["hunyuan_vl"][2]["text_config"], tie_word_embeddings=True)))
+
+# Emu3 (BAAI/Emu3-Chat-hf): a Llama-like text model beside the VQ-VAE that
+# turns images into tokens, as the release's (four levels, 8-pixel tokens,
+# attention in the last, time convolutions for a temporal factor of 4) but
+# 32 and 64 channels and a 64-entry codebook; vLLM runs it through its
+# Transformers backend.
+CASES["emu3"] = ("Emu3Config", "Emu3ForConditionalGeneration", dict(
+    vocabulary_map=dict({"<|image token|>": 900, "<|extra_200|>": 901, "<image>": 999,
+                         "<|image start|>": 997, "<|image end|>": 996, "<|extra_201|>": 995},
+                        **{f"<|visual token {i:06d}|>": 902 + i for i in range(64)}),
+    text_config=dict(pad_token_id=0, eos_token_id=1, bos_token_id=2, attention_dropout=0.0),
+    vq_config={"codebook_size": 64, "embed_dim": 4, "latent_channels": 4,
+               "base_channels": 32, "channel_multiplier": [1, 1, 2, 2], "num_res_blocks": 1,
+               "attn_resolutions": [3], "temporal_downsample_factor": 4, "hidden_size": 64}))
+
 # Linear weights the FP8 variants quantize (the rest stays BF16).
 FP8_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
               "down_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
@@ -2294,6 +2330,44 @@ def exaone4_5_processor(out, cfg):
                "<|image_pad|>": cfg.image_token_id, "<|video_pad|>": cfg.video_token_id}
     tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
     transformers.Exaone4_5_Processor(tokenizer=tok, **qwen2vl_processors()).save_pretrained(out)
+
+
+def hunyuan_vl_processor(out, cfg):
+    """Writes a word-level tokenizer (its image tokens named as HunYuan's
+    tokenizers name them) and HunYuanVL's processor for the tiny model:
+    images of 32x32 to 64x64 pixels, a 64x64 one 2x2 merged patches, a
+    newline a row and its begin and end: 8 tokens."""
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<hy_place_holder_no_997>": cfg.im_start_id,
+               "<hy_place_holder_no_996>": cfg.im_end_id,
+               "<hy_place_holder_no_998>": cfg.im_newline_id,
+               "<hy_place_holder_no_999>": cfg.image_token_id}
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>",
+                         extra_special_tokens={
+                             "image_token": "<hy_place_holder_no_999>",
+                             "image_start_token": "<hy_place_holder_no_997>",
+                             "image_end_token": "<hy_place_holder_no_996>"})
+    ip = transformers.HunYuanVLImageProcessor(size={"shortest_edge": 32 * 32,
+                                                    "longest_edge": 64 * 64})
+    transformers.HunYuanVLProcessor(image_processor=ip, tokenizer=tok).save_pretrained(out)
+
+
+def emu3_processor(out, cfg):
+    """Writes a word-level tokenizer (Emu3's image tokens named as its
+    tokenizer names them, the visual tokens at config.json's
+    vocabulary_map ids) and Emu3's processor for the tiny model: images of
+    16x16 to 32x32 pixels, 8-pixel VQ tokens."""
+    import transformers
+    special = dict(cfg.vocabulary_map, **{"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3})
+    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>",
+                         extra_special_tokens={
+                             "image_token": "<image>", "boi_token": "<|image start|>",
+                             "eoi_token": "<|image end|>",
+                             "image_wrapper_token": "<|image token|>",
+                             "eof_token": "<|extra_201|>"})
+    ip = transformers.Emu3ImageProcessor(min_pixels=16 * 16, max_pixels=32 * 32)
+    transformers.Emu3Processor(image_processor=ip, tokenizer=tok).save_pretrained(out)
 
 
 def qwen2vl_processors():
@@ -3703,6 +3777,10 @@ def make(arch, out):
         qwen_next_mtp(out, "model.language_model.", config=mtp_config)
     if arch.startswith(("glm4v", "glm_ocr")):
         glm4v_processor(out, cfg)
+    if arch.startswith("hunyuan_vl"):
+        hunyuan_vl_processor(out, cfg)
+    if arch.startswith("emu3"):
+        emu3_processor(out, cfg)
     if arch.startswith("glm5_next"):
         glm5_next_processor(out, cfg)
         # the release's spelling of the MLA layers' type (transformers

@@ -104,11 +104,14 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # vLLM's CPU build still fails: step_vl.py's PerceptionEncoder.forward
 # hands vit_large_projector a transposed view, which the CPU gemm, oneDNN's,
 # refuses: "Expected a.stride(-1) == 1"), Step-3 (the same processor; its
-# test tower is 56 pixels: checked by bytes)
+# test tower is 56 pixels: checked by bytes), HunYuanVL (vLLM's CPU build
+# fails on an image: transformers' HunYuanVLVisionPatchMerger.forward hands
+# its mlp a permuted view, which the CPU gemm, oneDNN's, refuses: "Expected
+# a.stride(-1) == 1"; its tower is checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
-                     "Step3VLForConditionalGeneration")
+                     "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration")
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
@@ -330,6 +333,12 @@ def image_prompt(model):
         # merged 2x2, 7 pads with its indicators)
         size = 56
         image = [151665]
+    elif cfg["architectures"][0] == "Emu3ForConditionalGeneration":
+        # Emu3: its <image> (make_ckpt.py: 999), which vLLM expands into
+        # the VQ-VAE's tokens of a 32x32 image (4 rows of 4, each with its
+        # row end)
+        size = 32
+        image = [cfg["vocabulary_map"]["<image>"]]
     elif cfg["architectures"][0] == "HCXVisionV2ForCausalLM":
         # HyperCLOVA X SEED Think: the image pad between <|image_start|>
         # and <|image_end|> (make_ckpt.py: 997, 996), its processor
