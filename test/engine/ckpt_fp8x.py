@@ -196,8 +196,14 @@ def quark_mxfp4(out):
     cols/32]; activations MXFP4 at run time (no input scale); lm_head and
     the MoE routers excluded.  vLLM 0.32: QuarkOCP_MX (quark.py
     _is_w_ocp_mx_a_x) and, for experts, its OCP MX MoE method."""
-    gates = _quark_weights(out, _mxfp4, lambda tensors, mod: None)
-    mx = {"dtype": "fp4", "qscheme": "per_group", "ch_axis": -1, "group_size": 32,
+    _quark_mx(out, _mxfp4, "fp4")
+
+
+def _quark_mx(out, quantize, dtype):
+    """OUT's linear weights in an OCP MX format by quantize, Quark's config
+    of dtype in groups of 32 with E8M0 scales, activations alike at run time."""
+    gates = _quark_weights(out, quantize, lambda tensors, mod: None)
+    mx = {"dtype": dtype, "qscheme": "per_group", "ch_axis": -1, "group_size": 32,
           "symmetric": None, "round_method": "half_even", "scale_type": "float",
           "scale_format": "e8m0", "scale_calculation_mode": "even",
           "observer_cls": "PerBlockMXObserver", "is_dynamic": False}
@@ -227,14 +233,7 @@ def quark_mxfp8(out):
     and the MoE routers excluded.  vLLM 0.32: QuarkOCP_MX (quark.py
     _is_w_ocp_mx_a_x, ocp_mx_utils.py ocp_mx_weight_dtype_and_rows:
     mxfp8_e4m3, one scale a row)."""
-    gates = _quark_weights(out, _mxfp8, lambda tensors, mod: None)
-    mx = {"dtype": "fp8_e4m3", "qscheme": "per_group", "ch_axis": -1, "group_size": 32,
-          "symmetric": None, "round_method": "half_even", "scale_type": "float",
-          "scale_format": "e8m0", "scale_calculation_mode": "even",
-          "observer_cls": "PerBlockMXObserver", "is_dynamic": False}
-    glob = {"weight": mx, "input_tensors": dict(mx, is_dynamic=True),
-            "output_tensors": None, "bias": None, "target_device": None}
-    _quark_config(out, glob, gates)
+    _quark_mx(out, _mxfp8, "fp8_e4m3")
 
 
 def _int8(per_channel):
