@@ -99,7 +99,8 @@ echo "   group 128 and per channel at tp 1 and 2: the rank files hold vLLM's lay
 # X.input_global_scale F32 [1] one element per fused part, whole beside a
 # column split.  ModelOpt's NVFP4 (--nvfp4 modelopt) the same under its
 # names: X.weight, X.weight_scale, X.weight_scale_2, X.input_scale; Quark's
-# MXFP4 (--mxfp4 quark) as compressed-tensors' MXFP4 under X.weight.
+# MXFP4 (--mxfp4 quark) as compressed-tensors' MXFP4 under X.weight, and
+# its MXFP6 (--mxfp4 quark6: four values in three bytes) alike.
 # Experts as vLLM's NVFP4 MoE methods stack them (qwen3_moe-nvfp4*):
 # w13's bytes and group scales the rank's gate rows then its up rows, w2's
 # cut by columns; the per-tensor scales [E, 2] for w13 (gate's, up's: the
@@ -109,10 +110,10 @@ check_nvfp4() {
 import glob, os, sys
 import st
 out, src, tp, v = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-a16, mx = v == "a16", v in ("mxfp4", "quark_mx")
+a16, mx = v == "a16", v in ("mxfp4", "quark_mx", "quark_mx6")
 s = st.read(glob.glob(os.path.join(src, "*.safetensors")))
 # ModelOpt's names: X.weight, X.weight_scale_2, X.input_scale (scalars)
-packed, gscale, iscale = (("weight", "weight_scale_2", "input_scale") if v in ("modelopt", "quark_mx") else
+packed, gscale, iscale = (("weight", "weight_scale_2", "input_scale") if v in ("modelopt", "quark_mx", "quark_mx6") else
                           ("weight_packed", "weight_global_scale", "input_global_scale"))
 rows = lambda t, r: st.rank_rows(t, r, tp)
 cols = lambda t, r: st.rank_cols(t, r, tp)
@@ -161,10 +162,11 @@ PY
 }
 
 M4="--arch qwen3_moe --layers 2 --hidden 256 --heads 4 --kv-heads 2 --intermediate 512 --vocab 1000 --experts 4 --moe-intermediate 256 --shards 2 --seed 9"
-for v in w4a4 a16 modelopt mxfp4 quark_mx moe:w4a4 moe:modelopt moe:mxfp4 moe:quark_mx; do
+for v in w4a4 a16 modelopt mxfp4 quark_mx quark_mx6 moe:w4a4 moe:modelopt moe:mxfp4 moe:quark_mx; do
 	q="--nvfp4 ${v#moe:}"
 	[ "${v#moe:}" = mxfp4 ] && q="--mxfp4 a16"
 	[ "${v#moe:}" = quark_mx ] && q="--mxfp4 quark"
+	[ "$v" = quark_mx6 ] && q="--mxfp4 quark6"
 	case $v in
 	moe:*) v=${v#moe:} src=$T/src-nvfp4moe-$v; gen "$src" $M4 $q ;;
 	*) src=$T/src-nvfp4-$v; gen "$src" $S $q ;;
@@ -173,7 +175,7 @@ for v in w4a4 a16 modelopt mxfp4 quark_mx moe:w4a4 moe:modelopt moe:mxfp4 moe:qu
 		layout check_nvfp4 "$src" "$tp" "$v"
 	done
 done
-echo "   NVFP4 (compressed-tensors' with FP4 activations and weight-only, ModelOpt's) and MXFP4 (compressed-tensors', Quark's), dense and experts, at tp 1 and 2: vLLM's layout"
+echo "   NVFP4 (compressed-tensors' with FP4 activations and weight-only, ModelOpt's) and MXFP4 (compressed-tensors', Quark's), dense and experts, and Quark's MXFP6 (dense), at tp 1 and 2: vLLM's layout"
 
 # check_inout OUT SRC TP METHOD: GPTQ's or AWQ's rank files against SRC.
 check_inout() {
@@ -581,7 +583,7 @@ refused bnb 2 "quantization_config.quant_method \"bitsandbytes\" is not supporte
 # ModelOpt algorithms other than FP8 and NVFP4, or an NVFP4 KV cache.
 gen "$T/src-quark" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config 'quantization_config={"quant_method": "quark"}'
-refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its FP8 weights in 128 x 128 blocks with float scales and dynamic FP8 activations in groups of 128 (qscheme per_block, per_group), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 and MXFP8 weights (dtype fp4 or fp8_e4m3, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet" "$T/src-quark"
+refused quark 2 "quantization_config.global_quant_config: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its FP8 weights in 128 x 128 blocks with float scales and dynamic FP8 activations in groups of 128 (qscheme per_block, per_group), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4, MXFP6 and MXFP8 weights (dtype fp4, fp6_e3m2, fp6_e2m3 or fp8_e4m3, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet" "$T/src-quark"
 gen "$T/src-quarkmx" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256 \
 	--fp8 per-tensor --set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8, \"layer_quant_config\": {\"*v_proj\": {\"weight\": {\"dtype\": \"fp4\", \"qscheme\": \"per_group\"}}}}"
 refused quark-mxfp4 2 "quantization_config.layer_quant_config.*v_proj: only Quark's static FP8 weights per tensor or per channel" "$T/src-quarkmx"
@@ -616,6 +618,9 @@ refused quark-mxfp8-group 2 "down_proj.weight_scale': dimension 1 holds 3 groups
 gen "$T/src-quarkmx8moe" --arch qwen3_moe --layers 1 --hidden 64 --heads 2 --kv-heads 2 \
 	--head-dim 32 --intermediate 128 --vocab 256 --experts 2 --moe-intermediate 64 --fp8 quark-mx
 refused quark-mxfp8-moe 2 "tensor 'model.layers.0.mlp.experts.0.gate_proj.weight': Quark's MXFP8 experts are not supported (vLLM 0.32 loads MXFP8 in linear layers only)" "$T/src-quarkmx8moe"
+# Quark's MXFP6 experts (vLLM's OCP MX MoE method, unchecked): refused.
+gen "$T/src-quarkmx6moe" $M4 --mxfp4 quark6
+refused quark-mxfp6-moe 2 "experts.0.gate_proj.weight': Quark's MXFP6 experts are not supported yet" "$T/src-quarkmx6moe"
 # Quark's FP8 blocks: a cut through a block (an expert's 256 rows, 64 a
 # rank at tp 4) and E8M0 block scales (scale_type float8_e8m0fnu) refused.
 refused quark-block-cut 4 "tensor 'model.layers.0.mlp.experts.0.gate_proj.weight': each rank's 64 rows do not fall on the 128-row blocks of 'model.layers.0.mlp.experts.0.gate_proj.weight_scale' (the quantization config's block size)" "$T/src-quarkblk"

@@ -246,8 +246,10 @@ enum wshard_err plan_check_quark(const struct wshard_plan *plan, struct wshard_e
 long long plan_quark_w4a16_group(const struct wshard_plan *plan);
 
 /* plan_quark.c: whether a Quark checkpoint has a config of FP8 weights in
- * blocks (vLLM's QuarkW8A8Fp8PerBlock). */
+ * blocks (vLLM's QuarkW8A8Fp8PerBlock); plan_quark_mxfp6: of MXFP6 weights
+ * (QuarkOCP_MX's, four values in three bytes). */
 bool plan_quark_fp8_block(const struct wshard_plan *plan);
+bool plan_quark_mxfp6(const struct wshard_plan *plan);
 
 /* plan_quark.c: the name the rules match source name by: in a Quark W4A16
  * checkpoint X.weight (I32), X.weight_scale and X.weight_zero_point are
@@ -262,8 +264,9 @@ char *plan_quark_out(const struct wshard_plan *plan, char *out);
 
 /* plan_quark.c: WSHARD_EINVAL, naming the tensor, where m is Quark's INT8
  * or W4A16 experts' weight, whose layouts in vLLM (QuarkW8A8Int8MoEMethod,
- * QuarkW4A16Int4MoEMethod) wshard does not write, or its MXFP8 experts',
- * which vLLM does not load; else WSHARD_OK. */
+ * QuarkW4A16Int4MoEMethod) wshard does not write, its MXFP6 experts', not
+ * checked against vLLM, or its MXFP8 experts', which vLLM does not load;
+ * else WSHARD_OK. */
 enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const struct member *m,
 					 struct wshard_error *err);
 
@@ -279,9 +282,10 @@ bool plan_one_input_scale(const struct wshard_plan *plan, const struct member *m
  * (ChannelQuantScaleParameter, the checkpoint's [rows] unsqueezed). */
 bool plan_int8_channel(const struct wshard_plan *plan, const struct member *m);
 
-/* plan_quant.c: whether t holds an FP4 weight packed under its own name,
- * X.weight of U8 bytes of two FP4 values (ModelOpt's NVFP4, Quark's
- * MXFP4), its last dimension half the weight's. */
+/* plan_quant.c: whether t holds an FP4 or FP6 weight packed under its own
+ * name, X.weight of U8 bytes of two FP4 values (ModelOpt's NVFP4, Quark's
+ * MXFP4), its last dimension half the weight's, or of four FP6 values in
+ * three bytes (Quark's MXFP6), three quarters of it. */
 bool plan_fp4_weight(const struct wshard_plan *plan, const struct wshard_st_tensor *t);
 
 /* plan_quant.c: WSHARD_OK, or WSHARD_EINVAL naming m's source when m is

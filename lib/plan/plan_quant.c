@@ -45,7 +45,7 @@ bool plan_fp4_weight(const struct wshard_plan *plan, const struct wshard_st_tens
 {
 	const char *method = quant_method(plan);
 
-	/* Quark's one U8 weight is MXFP4 (plan_check_quark refuses MXFP6) */
+	/* Quark's U8 weights are MXFP4's or MXFP6's */
 	return t->dtype == WSHARD_U8 &&
 	       (plan_modelopt_nvfp4(plan) || (method && !strcmp(method, "quark")));
 }

@@ -1,7 +1,7 @@
 /*
  * plan_quark.c - AMD Quark's quantization_config: which of its schemes
  * vLLM 0.32 holds as wshard writes them (FP8 per tensor, per channel or
- * in blocks, INT8, MXFP4, MXFP8, W4A16 INT4), the INT8 scales and zero
+ * in blocks, INT8, MXFP4, MXFP6, MXFP8, W4A16 INT4), the INT8 scales and zero
  * points it holds in shapes of its own, and the W4A16 tensors and FP8
  * block scales it holds as AWQ's and DeepSeek's.
  */
@@ -65,6 +65,26 @@ static bool quark_mxfp4(json_t *c)
 	const char *scale = json_string_value(json_object_get(w, "scale_format"));
 
 	return dtype && !strcmp(dtype, "fp4") && quark_spec_scheme(w, group, 1, 0) &&
+	       json_integer_value(json_object_get(w, "group_size")) == 32 && scale &&
+	       !strcmp(scale, "e8m0") &&
+	       (json_is_null(in) || !in || json_is_true(json_object_get(in, "is_dynamic")));
+}
+
+/*
+ * A Quark config c is vLLM's QuarkOCP_MX with MXFP6 weights (dtype
+ * fp6_e3m2 or fp6_e2m3, per_group of 32, e8m0 scales): X.weight U8
+ * [rows, cols*3/4], four values in three bytes, X.weight_scale U8
+ * [rows, cols/32]; activations dynamic or none.
+ */
+static bool quark_mxfp6(json_t *c)
+{
+	static const char *const group[] = { "per_group" };
+	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
+	const char *dtype = json_string_value(json_object_get(w, "dtype"));
+	const char *scale = json_string_value(json_object_get(w, "scale_format"));
+
+	return dtype && (!strcmp(dtype, "fp6_e3m2") || !strcmp(dtype, "fp6_e2m3")) &&
+	       quark_spec_scheme(w, group, 1, 0) &&
 	       json_integer_value(json_object_get(w, "group_size")) == 32 && scale &&
 	       !strcmp(scale, "e8m0") &&
 	       (json_is_null(in) || !in || json_is_true(json_object_get(in, "is_dynamic")));
@@ -191,7 +211,9 @@ long long plan_quark_w4a16_group(const struct wshard_plan *plan)
 	return json_integer_value(json_object_get(json_object_get(g, "weight"), "group_size"));
 }
 
-bool plan_quark_fp8_block(const struct wshard_plan *plan)
+/* Whether any config of the checkpoint's Quark quantization_config is one
+ * that is(config) takes. */
+static bool quark_any(const struct wshard_plan *plan, bool (*is)(json_t *))
 {
 	static const char *const keys[] = { "layer_quant_config", "layer_type_quant_config" };
 	json_t *q = quark_config(plan), *v;
@@ -200,13 +222,23 @@ bool plan_quark_fp8_block(const struct wshard_plan *plan)
 
 	if (!quark_method(plan))
 		return false;
-	if (quark_fp8_block(json_object_get(q, "global_quant_config")))
+	if (is(json_object_get(q, "global_quant_config")))
 		return true;
 	for (k = 0; k < 2; k++)
 		json_object_foreach(json_object_get(q, keys[k]), key, v)
-			if (quark_fp8_block(v))
+			if (is(v))
 				return true;
 	return false;
+}
+
+bool plan_quark_fp8_block(const struct wshard_plan *plan)
+{
+	return quark_any(plan, quark_fp8_block);
+}
+
+bool plan_quark_mxfp6(const struct wshard_plan *plan)
+{
+	return quark_any(plan, quark_mxfp6);
 }
 
 /* Quark's W4A16 names and AWQ's, which the rules' derived [in, out] rules
@@ -337,6 +369,11 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': Quark's MXFP8 experts are not supported (vLLM 0.32 loads MXFP8 in linear layers only)",
 					t->name);
+	/* MXFP6 experts (QuarkOCP_MX_MoEMethod's): not checked against vLLM */
+	if (t->dtype == WSHARD_U8 && plan_quark_mxfp6(plan))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': Quark's MXFP6 experts are not supported yet",
+					t->name);
 	/* vLLM's QuarkW8A8Int8MoEMethod holds zero points [E, 2] and [E]
 	 * beside its scales, QuarkW4A16Int4MoEMethod experts of its own:
 	 * layouts not checked against it */
@@ -359,12 +396,13 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
  * per-channel ones [rows, 1], one input scale a layer; its experts,
  * W4A16's and MXFP8's, are refused by plan_check_quark_experts),
  * QuarkOCP_MX's MXFP4 (quark_mxfp4: cut as ModelOpt's NVFP4 weights and
- * their group scales), QuarkW4A16Int4 (quark_w4a16: cut as AWQ's, every
+ * their group scales) and MXFP6 (quark_mxfp6: the same, three bytes for
+ * four values; its experts refused), QuarkW4A16Int4 (quark_w4a16: cut as AWQ's, every
  * config of it, with one group size) and QuarkKVCacheMethod's k_scale and
  * v_scale from k_proj's and v_proj's output scales.  Every config
  * (global_quant_config, each of layer_quant_config and
- * layer_type_quant_config) must be one of these: Quark's MXFP6, MXFP8
- * in 2-D blocks and NVFP4 schemes, FP8 blocks with E8M0 scales, and INT8
+ * layer_type_quant_config) must be one of these: Quark's MXFP8 in 2-D
+ * blocks and NVFP4 schemes, FP8 blocks with E8M0 scales, and INT8
  * with asymmetric weights, hold other parameters, not checked against
  * vLLM, and are refused.
  */
@@ -374,8 +412,8 @@ static bool quark_ok(json_t *c, json_t *q, bool w4, long long group)
 		return quark_w4a16(c, q) &&
 		       json_integer_value(json_object_get(json_object_get(c, "weight"),
 							  "group_size")) == group;
-	return quark_fp8(c) || quark_fp8_block(c) || quark_mxfp4(c) || quark_mxfp8(c) ||
-	       quark_int8(c);
+	return quark_fp8(c) || quark_fp8_block(c) || quark_mxfp4(c) || quark_mxfp6(c) ||
+	       quark_mxfp8(c) || quark_int8(c);
 }
 
 /*
@@ -428,6 +466,6 @@ enum wshard_err plan_check_quark(const struct wshard_plan *plan, struct wshard_e
 	if (!where)
 		return group > 0 ? check_w4a16_tensors(plan, err) : WSHARD_OK;
 	return wshard_error_set(err, WSHARD_EINVAL,
-				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its FP8 weights in 128 x 128 blocks with float scales and dynamic FP8 activations in groups of 128 (qscheme per_block, per_group), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4 and MXFP8 weights (dtype fp4 or fp8_e4m3, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet",
+				"'%s': quantization_config.%s%s%s: only Quark's static FP8 weights per tensor or per channel, with FP8 activations per tensor or per token (dtype fp8_e4m3; qscheme per_tensor or per_channel), its FP8 weights in 128 x 128 blocks with float scales and dynamic FP8 activations in groups of 128 (qscheme per_block, per_group), its static symmetric INT8 weights per tensor or per channel, with INT8 activations static per tensor or dynamic per token (dtype int8), its MXFP4, MXFP6 and MXFP8 weights (dtype fp4, fp6_e3m2, fp6_e2m3 or fp8_e4m3, per_group of 32, scale_format e8m0; activations dynamic or none) and its W4A16 weights (dtype int4 or uint4 in groups, export pack_method order or reorder, no activation quantization, every config alike) are supported yet",
 				plan->cat->path, where, *key ? "." : "", key);
 }

@@ -49,10 +49,12 @@ enum wshard_err plan_check_shape(const struct wshard_plan *plan,
 	memo->done = true;
 	if (r->nshape == t->ndim && memcmp(want, t->shape, sizeof(uint64_t) * (size_t)t->ndim) == 0)
 		return WSHARD_OK;
-	/* ModelOpt's NVFP4 weight: two values a byte along the inputs */
+	/* an FP4 weight: two values a byte along the inputs; Quark's MXFP6:
+	 * four values in three bytes */
 	if (r->nshape == t->ndim && t->ndim >= 2 && plan_fp4_weight(plan, t) &&
 	    memcmp(want, t->shape, sizeof(uint64_t) * (size_t)(t->ndim - 1)) == 0 &&
-	    want[t->ndim - 1] == 2 * t->shape[t->ndim - 1])
+	    (want[t->ndim - 1] == 2 * t->shape[t->ndim - 1] ||
+	     (3 * want[t->ndim - 1] == 4 * t->shape[t->ndim - 1] && plan_quark_mxfp6(plan))))
 		return WSHARD_OK;
 	expr_s[0] = '\0';	/* "shape": [] names no expression */
 	for (i = 0; i < r->nshape; i++)

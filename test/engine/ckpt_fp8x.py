@@ -1,7 +1,7 @@
 """FP8 checkpoints under the other methods vLLM reads: Meta's fbgemm_fp8
 (its -FP8 Llama 3.1 releases) and AMD's Quark (its amd/*-FP8-KV
-releases; also Quark's FP8 in blocks, MXFP4, MXFP8, W8A8 INT8 and W4A16
-INT4), made from make_ckpt.py's tiny BF16 checkpoint in OUT, in the
+releases; also Quark's FP8 in blocks, MXFP4, MXFP6, MXFP8, W8A8 INT8 and
+W4A16 INT4), made from make_ckpt.py's tiny BF16 checkpoint in OUT, in the
 release's tensor names and quantization_config."""
 import zlib
 
@@ -210,6 +210,36 @@ def _quark_mx(out, quantize, dtype):
     glob = {"weight": mx, "input_tensors": dict(mx, is_dynamic=True),
             "output_tensors": None, "bias": None, "target_device": None}
     _quark_config(out, glob, gates)
+
+
+def _mxfp6(w):
+    """MXFP6 (fp6_e3m2) bytes of F32 weight w [rows, cols]: E8M0 scales a
+    group of 32 inputs as _mxfp4's (2^(floor(log2 amax) - 4): e3m2's
+    largest exponent), each value's 6-bit code (sign, then the magnitude's
+    rank among e3m2's, truncated) packed four in three bytes, little
+    first.  (U8 [rows, cols*3/4], U8 [rows, cols/32]).  The engine suite
+    compares this layout's bytes only (vLLM dequantizes MXFP6 with
+    amd-quark, whose bit order this does not claim to follow)."""
+    import torch
+    rows, cols = w.shape
+    g = w.reshape(rows, cols // 32, 32)
+    amax = g.abs().amax(dim=2).clamp(min=2.0 ** -126)
+    e = (torch.floor(torch.log2(amax)) - 4).clamp(-127, 127)
+    x = (g / torch.pow(2.0, e)[:, :, None]).reshape(rows, cols)
+    mag = (x.abs() * 4).clamp(max=31).long()
+    code = (mag | ((x < 0).long() << 5)).reshape(rows, cols // 4, 4)
+    word = code[..., 0] | (code[..., 1] << 6) | (code[..., 2] << 12) | (code[..., 3] << 18)
+    packed = torch.stack([(word >> s) & 0xFF for s in (0, 8, 16)], dim=-1)
+    return packed.reshape(rows, cols * 3 // 4).to(torch.uint8), (e + 127).to(torch.uint8)
+
+
+def quark_mxfp6(out):
+    """AMD Quark's MXFP6 (fp6_e3m2): each linear weight X.weight U8 [rows,
+    cols*3/4] (four values in three bytes) and X.weight_scale U8 E8M0
+    [rows, cols/32]; activations MXFP6 at run time; lm_head excluded.
+    vLLM 0.32: QuarkOCP_MX (quark.py _is_w_ocp_mx_a_x: mxfp6_e3m2,
+    PackedvLLMParameter of packed_factor 8/6)."""
+    _quark_mx(out, _mxfp6, "fp6_e3m2")
 
 
 def _mxfp8(w):

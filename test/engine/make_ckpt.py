@@ -465,8 +465,9 @@ CASES = {
     # Quark's FP8 in 128x128 blocks (ckpt_fp8x.quark_block): 4 kv heads of
     # 64, every split at tp 2 on whole blocks, as llama-fp8.
     "llama-quark_block": ("LlamaConfig", "LlamaForCausalLM", {"num_key_value_heads": 4}),
-    # Quark's MXFP8 (ckpt_fp8x.quark_mxfp8).
+    # Quark's MXFP8 and MXFP6 (ckpt_fp8x.quark_mxfp8, quark_mxfp6).
     "llama-quark_mxfp8": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-quark_mxfp6": ("LlamaConfig", "LlamaForCausalLM", {}),
     # Quark's W8A8 INT8 per tensor with static activations, and per channel
     # with activations per token: ckpt_fp8x.quark_int8, quark_int8c.
     "llama-quark_int8": ("LlamaConfig", "LlamaForCausalLM", {}),
@@ -3916,7 +3917,8 @@ def make(arch, out):
         from ckpt_io import modelopt_nvfp4
         modelopt_nvfp4(out)
     elif variant in ("fbgemm", "quark", "quark_ptpc", "quark_block", "quark_mxfp4",
-                     "quark_mxfp8", "quark_int8", "quark_int8c", "quark_w4a16", "quark_w4a16s"):
+                     "quark_mxfp6", "quark_mxfp8", "quark_int8", "quark_int8c", "quark_w4a16",
+                     "quark_w4a16s"):
         import ckpt_fp8x
         getattr(ckpt_fp8x, variant)(out)
     elif variant in ("gptq", "gptqc", "awq"):

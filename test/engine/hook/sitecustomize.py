@@ -27,7 +27,7 @@ _TARGET = "vllm.model_executor.model_loader.base_loader"
 # build lacks: "_C has no attribute 'gptq_marlin_repack'", after the save)
 LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_MOE",
              "WSHARD_ORACLE_MXFP4_MOE", "WSHARD_ORACLE_OLMO_GDN", "WSHARD_ORACLE_FP8_BLOCK",
-             "WSHARD_ORACLE_MXFP4_CPU")
+             "WSHARD_ORACLE_MXFP4_CPU", "WSHARD_ORACLE_MXFP6")
 LOAD_ONLY_STOP = "wshard oracle: state saved; the kernel taken as supported is not run"
 _CPU = "vllm.platforms.cpu"
 # What a worker raises once its draft's state is saved where
@@ -430,6 +430,22 @@ def _patch_mxfp8(module):
                                                           bmm_batch_size=bmm_batch_size))
 
 
+def _patch_mxfp6(module):
+    """WSHARD_ORACLE_MXFP6: vLLM 0.32 registers no MXFP6 linear kernel for
+    its CPU platform (_POSSIBLE_MXFP6_KERNELS has CUDA's and ROCm's), and
+    its software emulation (EmulationMxfp6LinearKernel) dequantizes with
+    amd-quark, which the engine environment does not install; loading the
+    weights depends on neither.  Quark's OCP MX scheme takes the emulation
+    kernel, so that the model is built, loaded and its state saved; then
+    the worker stops (LOAD_ONLY_STOP)."""
+    from vllm.model_executor.kernels.linear.mxfp6.base import MxFp6LinearLayerConfig
+    from vllm.model_executor.kernels.linear.mxfp6.emulation import (
+        EmulationMxfp6LinearKernel)
+    module.init_mxfp6_linear_kernel = lambda weight_quant_key, activation_quant_key=None: \
+        EmulationMxfp6LinearKernel(MxFp6LinearLayerConfig(
+            weight_quant_key=weight_quant_key, activation_quant_key=activation_quant_key))
+
+
 def _patch_mxfp4_dequant(module):
     """WSHARD_ORACLE_MXFP4: the emulation kernel dequantizes with amd-quark,
     which the engine environment does not install: the same OCP MXFP4
@@ -761,6 +777,9 @@ if os.environ.get("WSHARD_ORACLE_MXFP4"):
           _patch_mxfp4)
     _hook("vllm.model_executor.kernels.linear.mxfp4.emulation",
           _patch_mxfp4_dequant)
+if os.environ.get("WSHARD_ORACLE_MXFP6"):
+    _hook("vllm.model_executor.layers.quantization.quark.schemes.quark_ocp_mx",
+          _patch_mxfp6)
 if os.environ.get("WSHARD_ORACLE_MXFP8"):
     _hook("vllm.model_executor.layers.quantization.quark.schemes.quark_ocp_mx",
           _patch_mxfp8)
