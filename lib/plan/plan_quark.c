@@ -51,63 +51,51 @@ static bool quark_spec(json_t *t, const char *const *schemes, size_t n, int dyna
 }
 
 /*
- * A Quark config c is vLLM's QuarkOCP_MX with MXFP4 weights in the
- * canonical spelling (quark.py _is_w_ocp_mx_a_x, ocp_mx_utils.py
- * ocp_mx_weight_dtype_and_rows: dtype fp4, per_group of 32, e8m0 scales):
- * X.weight U8 [rows, cols/2], two values a byte, X.weight_scale U8
- * [rows, cols/32]; activations dynamic (no scale to load) or none.
+ * A Quark config c is vLLM's QuarkOCP_MX with weights of dtype one of
+ * dtypes in the canonical OCP MX spelling (quark.py _is_w_ocp_mx_a_x,
+ * ocp_mx_utils.py ocp_mx_weight_dtype_and_rows: per_group of 32, e8m0
+ * scales, one a row: the 2-D per_block spelling, a scale for several rows
+ * that vLLM expands as it loads, is not), X.weight_scale U8 [rows,
+ * cols/32]; activations dynamic (no scale to load) or none.  quark_mxfp4:
+ * X.weight U8 [rows, cols/2], two values a byte; quark_mxfp6 (fp6_e3m2 or
+ * fp6_e2m3): U8 [rows, cols*3/4], four values in three bytes;
+ * quark_mxfp8: F8_E4M3 [rows, cols].
  */
+static bool quark_mx(json_t *c, const char *const *dtypes, size_t n)
+{
+	static const char *const group[] = { "per_group" };
+	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
+	const char *dtype = json_string_value(json_object_get(w, "dtype"));
+	const char *scale = json_string_value(json_object_get(w, "scale_format"));
+	size_t i;
+
+	for (i = 0; dtype && i < n && strcmp(dtype, dtypes[i]); i++)
+		;
+	return dtype && i < n && quark_spec_scheme(w, group, 1, 0) &&
+	       json_integer_value(json_object_get(w, "group_size")) == 32 && scale &&
+	       !strcmp(scale, "e8m0") &&
+	       (json_is_null(in) || !in || json_is_true(json_object_get(in, "is_dynamic")));
+}
+
 static bool quark_mxfp4(json_t *c)
 {
-	static const char *const group[] = { "per_group" };
-	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
-	const char *dtype = json_string_value(json_object_get(w, "dtype"));
-	const char *scale = json_string_value(json_object_get(w, "scale_format"));
+	static const char *const fp4[] = { "fp4" };
 
-	return dtype && !strcmp(dtype, "fp4") && quark_spec_scheme(w, group, 1, 0) &&
-	       json_integer_value(json_object_get(w, "group_size")) == 32 && scale &&
-	       !strcmp(scale, "e8m0") &&
-	       (json_is_null(in) || !in || json_is_true(json_object_get(in, "is_dynamic")));
+	return quark_mx(c, fp4, 1);
 }
 
-/*
- * A Quark config c is vLLM's QuarkOCP_MX with MXFP6 weights (dtype
- * fp6_e3m2 or fp6_e2m3, per_group of 32, e8m0 scales): X.weight U8
- * [rows, cols*3/4], four values in three bytes, X.weight_scale U8
- * [rows, cols/32]; activations dynamic or none.
- */
 static bool quark_mxfp6(json_t *c)
 {
-	static const char *const group[] = { "per_group" };
-	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
-	const char *dtype = json_string_value(json_object_get(w, "dtype"));
-	const char *scale = json_string_value(json_object_get(w, "scale_format"));
+	static const char *const fp6[] = { "fp6_e3m2", "fp6_e2m3" };
 
-	return dtype && (!strcmp(dtype, "fp6_e3m2") || !strcmp(dtype, "fp6_e2m3")) &&
-	       quark_spec_scheme(w, group, 1, 0) &&
-	       json_integer_value(json_object_get(w, "group_size")) == 32 && scale &&
-	       !strcmp(scale, "e8m0") &&
-	       (json_is_null(in) || !in || json_is_true(json_object_get(in, "is_dynamic")));
+	return quark_mx(c, fp6, 2);
 }
 
-/*
- * A Quark config c is vLLM's QuarkOCP_MX with MXFP8 weights in the
- * canonical spelling (ocp_mx_weight_dtype_and_rows: dtype fp8_e4m3,
- * per_group of 32, e8m0 scales): X.weight F8_E4M3 [rows, cols],
- * X.weight_scale U8 [rows, cols/32] (one a row: the 2-D per_block spelling,
- * a scale for several rows that vLLM expands as it loads, is not);
- * activations dynamic or none.
- */
 static bool quark_mxfp8(json_t *c)
 {
-	static const char *const group[] = { "per_group" };
-	json_t *w = json_object_get(c, "weight"), *in = json_object_get(c, "input_tensors");
-	const char *scale = json_string_value(json_object_get(w, "scale_format"));
+	static const char *const fp8[] = { "fp8_e4m3" };
 
-	return quark_spec(w, group, 1, 0) &&
-	       json_integer_value(json_object_get(w, "group_size")) == 32 && scale &&
-	       !strcmp(scale, "e8m0") &&
-	       (json_is_null(in) || !in || json_is_true(json_object_get(in, "is_dynamic")));
+	return quark_mx(c, fp8, 1);
 }
 
 /*
