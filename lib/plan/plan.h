@@ -208,6 +208,9 @@ struct wshard_plan {
 	/* Quark's FP8 in blocks: its X.weight_scale matched as DeepSeek's
 	 * X.weight_scale_inv (plan_quark_as) */
 	bool quark_fp8_block;
+	/* Quark's MXFP6: U8 weights of four values in three bytes, read once
+	 * for the per-tensor shape and experts checks */
+	bool quark_mxfp6;
 };
 
 /*

@@ -307,8 +307,8 @@ enum wshard_err plan_push_expert_bias(const struct wshard_plan *plan, const stru
 /* plan_quant.c: once plan_check_method passed, the quantization keys the
  * per-tensor steps read: for an fbgemm_fp8 checkpoint plan->input_scale_ub
  * (quantization_config's activation_scale_ub) and plan->has_input_scale_ub
- * (cleared for other methods); plan->quark_w4a16_group and
- * plan->quark_fp8_block. */
+ * (cleared for other methods); plan->quark_w4a16_group,
+ * plan->quark_fp8_block and plan->quark_mxfp6. */
 void plan_set_quant_keys(struct wshard_plan *plan);
 
 /* plan_quant.c: for t, a rank's X.weight_scale, where plan_set_quant_keys

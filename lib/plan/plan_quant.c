@@ -495,6 +495,7 @@ void plan_set_quant_keys(struct wshard_plan *plan)
 			json_object_get(plan_quant_config(plan), "activation_scale_ub"));
 	plan->quark_w4a16_group = plan_quark_w4a16_group(plan);
 	plan->quark_fp8_block = plan_quark_fp8_block(plan);
+	plan->quark_mxfp6 = plan_quark_mxfp6(plan);
 }
 
 enum wshard_err plan_push_input_ub(const struct wshard_plan *plan,

@@ -340,9 +340,8 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 					 struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
-	size_t len = strlen(t->name);
-
 	const struct wshard_src_tensor *s;
+	size_t len = strlen(t->name);
 	char scale[1024];
 
 	if (!quark_method(plan) || !strstr(m->rule->match, "{e}") || len <= 7 ||
@@ -358,7 +357,7 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 					"tensor '%s': Quark's MXFP8 experts are not supported (vLLM 0.32 loads MXFP8 in linear layers only)",
 					t->name);
 	/* MXFP6 experts (QuarkOCP_MX_MoEMethod's): not checked against vLLM */
-	if (t->dtype == WSHARD_U8 && plan_quark_mxfp6(plan))
+	if (t->dtype == WSHARD_U8 && plan->quark_mxfp6)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': Quark's MXFP6 experts are not supported yet",
 					t->name);

@@ -54,7 +54,7 @@ enum wshard_err plan_check_shape(const struct wshard_plan *plan,
 	if (r->nshape == t->ndim && t->ndim >= 2 && plan_fp4_weight(plan, t) &&
 	    memcmp(want, t->shape, sizeof(uint64_t) * (size_t)(t->ndim - 1)) == 0 &&
 	    (want[t->ndim - 1] == 2 * t->shape[t->ndim - 1] ||
-	     (3 * want[t->ndim - 1] == 4 * t->shape[t->ndim - 1] && plan_quark_mxfp6(plan))))
+	     (3 * want[t->ndim - 1] == 4 * t->shape[t->ndim - 1] && plan->quark_mxfp6)))
 		return WSHARD_OK;
 	expr_s[0] = '\0';	/* "shape": [] names no expression */
 	for (i = 0; i < r->nshape; i++)
