@@ -507,8 +507,11 @@ def arch_settings(model, kw):
         kw.setdefault("skip_mm_profiling", True)
     if arch == "DeepseekVLV2ForCausalLM":
         # an image is a global and a local view of 14x15 tokens and a
-        # separator: 421 tokens
+        # separator: 421 tokens; not profiled (the full-size SigLIP tower
+        # on the profiler's largest tiling costs a CPU half a minute, and
+        # the prompts' image runs through it anyway)
         kw.setdefault("max_model_len", 4 * MAX_MODEL_LEN)
+        kw.setdefault("skip_mm_profiling", True)
     if arch in ("DeepseekOCRForCausalLM", "DeepseekOCR2ForCausalLM"):
         # an image is 273 tokens (a global view), its profiling image (four
         # 640-pixel tiles beside the global view through SAM ViT-B and
