@@ -256,6 +256,8 @@ static const struct {
 	{ "Qwen3MoeForSequenceClassification", "builtin:qwen3_moe_cls" },
 	{ "Phi3ForSequenceClassification", "builtin:phi3_cls" },
 	{ "PhiForSequenceClassification", "builtin:phi_cls" },
+	{ "Qwen3ForTokenClassification", "builtin:qwen3_cls" },
+	{ "LlamaForTokenClassification", "builtin:llama_cls" },
 };
 #define NDERIVED_CLS (sizeof(derived_cls) / sizeof(derived_cls[0]))
 
@@ -873,12 +875,13 @@ Test(builtin, embedding_architectures)
 		cr_assert(score, "%s: no rule for score.weight", cls_archs[i]);
 		wshard_rules_free(r);
 	}
-	/* the derived ones: every lm_head.* rule a skip, no tie, score whole
-	 * in F32 and on every pipeline stage, before any other stage rule */
+	/* the derived ones: every lm_head.* rule a skip, no tie, score (and
+	 * its bias where shipped) whole in F32 and on every pipeline stage,
+	 * before any other stage rule */
 	for (i = 0; i < NDERIVED_CLS; i++) {
 		const char *arch = derived_cls[i].arch;
 		struct wshard_rules *r = NULL;
-		size_t nscore = 0, nheads = 0;
+		size_t nscore = 0, nheads = 0, nbias = 0;
 
 		wshard_error_clear(&err);
 		cr_assert_eq(wshard_rules_builtin(&r, arch, &err), WSHARD_OK, "%s: %s", arch, err.msg);
@@ -897,11 +900,19 @@ Test(builtin, embedding_architectures)
 					  rule->head_dtype, "%s: score", arch);
 				nscore++;
 			}
+			if (rule->match && !strcmp(rule->match, "score.bias")) {
+				cr_assert(rule->kind == RULE_REPLICATE && rule->head_dtype &&
+					  rule->optional, "%s: score.bias", arch);
+				nbias++;
+			}
 		}
-		cr_assert(nheads > 0 && nscore == 1, "%s: %zu heads, %zu scores", arch, nheads, nscore);
-		cr_assert(r->npp_stages > 0 &&
+		cr_assert(nheads > 0 && nscore == 1 && nbias == 1, "%s: %zu heads, %zu scores, %zu biases",
+			  arch, nheads, nscore, nbias);
+		cr_assert(r->npp_stages > 1 &&
 			  !strcmp(r->pp_stages[0].pattern, "score.weight") &&
-			  r->pp_stages[0].stage == RULES_STAGE_ALL, "%s: score's stage", arch);
+			  r->pp_stages[0].stage == RULES_STAGE_ALL &&
+			  !strcmp(r->pp_stages[1].pattern, "score.bias") &&
+			  r->pp_stages[1].stage == RULES_STAGE_ALL, "%s: score's stage", arch);
 		for (k = 0; k < r->npp_stages; k++)
 			cr_assert(strncmp(r->pp_stages[k].pattern, "lm_head", 7), "%s: %s", arch,
 				  r->pp_stages[k].pattern);
@@ -911,8 +922,8 @@ Test(builtin, embedding_architectures)
 	 * embed_out): no classifier either */
 	for (i = 0; i < 3; i++) {
 		static const char *const none[] = {
-			"FooForSequenceClassification", "GPTNeoXForSequenceClassification",
-			"ForSequenceClassification",
+			"FooForSequenceClassification", "GPTNeoXForTokenClassification",
+			"ForTokenClassification",
 		};
 		struct wshard_rules *r = NULL;
 

@@ -92,7 +92,9 @@ static bool is_head(const char *name)
  * layer), so its rules become skips and the tie goes; score, a
  * ReplicatedLinear in the head dtype (F32 unless config.json's head_dtype
  * says otherwise: "dtype": "head"), is whole on every rank and every
- * pipeline stage.
+ * pipeline stage, and so is its bias where the checkpoint has one
+ * (transformers' token classifiers do): auto_set_score_bias makes it a
+ * parameter in score's dtype.
  * Returns false where the document does not fit that: no rule takes
  * lm_head.*, or one writes lm_head.* from another name.
  */
@@ -119,6 +121,9 @@ static bool make_classifier(json_t *root, const char *architecture)
 		return false;
 	json_array_append_new(tensors, json_pack("{s:s, s:s, s:s}", "match", "score.weight",
 						 "split", "replicate", "dtype", "head"));
+	json_array_append_new(tensors, json_pack("{s:s, s:s, s:s, s:b}", "match", "score.bias",
+						 "split", "replicate", "dtype", "head",
+						 "optional", 1));
 	json_object_del(root, "tie");
 	for (i = json_array_size(stages); i-- > 0;) {
 		const char *key;
@@ -131,38 +136,56 @@ static bool make_classifier(json_t *root, const char *architecture)
 		if (head)
 			json_array_remove(stages, i);
 	}
-	if (stages)
+	if (stages) {
+		json_array_insert_new(stages, 0, json_pack("{s:s}", "score.bias", "all"));
 		json_array_insert_new(stages, 0, json_pack("{s:s}", "score.weight", "all"));
+	}
 	json_object_set_new(root, "architectures", json_pack("[s]", architecture));
 	return true;
 }
 
+/* The length of architecture without its classifier suffix, or 0 where it
+ * ends in neither. */
+static size_t classifier_base_len(const char *architecture)
+{
+	static const char *const suffixes[] = {
+		"ForSequenceClassification", "ForTokenClassification",
+	};
+	size_t len = strlen(architecture), i;
+
+	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		size_t n = strlen(suffixes[i]);
+
+		if (len > n && !strcmp(architecture + len - n, suffixes[i]))
+			return len - n;
+	}
+	return 0;
+}
+
 /*
- * XForSequenceClassification that no rules file names: vLLM 0.32 builds
- * it from XForCausalLM where it has no class of that name
- * (ModelRegistry._normalize_arch), so its rules are XForCausalLM's made a
- * classifier's, named BASE_cls.  *out_rules stays NULL where that does
- * not apply.
+ * XForSequenceClassification or XForTokenClassification that no rules
+ * file names: vLLM 0.32 builds either from XForCausalLM where it has no
+ * class of that name (ModelRegistry._normalize_arch; both suffixes convert
+ * to "classify", and a token classifier's pooler takes the same score
+ * per token), so its rules are XForCausalLM's made a classifier's, named
+ * BASE_cls.  *out_rules stays NULL where that does not apply.
  */
 static enum wshard_err derive_classifier(const char *architecture,
 					 struct wshard_rules **out_rules,
 					 struct wshard_error *err)
 {
-	static const char suffix[] = "ForSequenceClassification";
 	const struct wshard_builtin_rule *b;
 	struct wshard_rules *base;
-	size_t len = strlen(architecture), nknown = 0;
+	size_t len = classifier_base_len(architecture), nknown = 0;
 	char causal[256], name[160];
 	json_t *root;
 	char *text;
 	enum wshard_err rc;
 
 	*out_rules = NULL;
-	if (len <= strlen(suffix) || strcmp(architecture + len - strlen(suffix), suffix) ||
-	    len - strlen(suffix) + sizeof("ForCausalLM") > sizeof(causal))
+	if (!len || len + sizeof("ForCausalLM") > sizeof(causal))
 		return WSHARD_OK;
-	snprintf(causal, sizeof(causal), "%.*sForCausalLM", (int)(len - strlen(suffix)),
-		 architecture);
+	snprintf(causal, sizeof(causal), "%.*sForCausalLM", (int)len, architecture);
 	rc = find_builtin(causal, &base, &b, NULL, 0, &nknown, err);
 	if (rc || !base)
 		return rc;

@@ -298,6 +298,9 @@ CASES = {
     # Skywork-Reward-Gemma-2 ships it (one label, tied embedding,
     # soft-capping), an MoE, and Phi-3's fused q/k/v and gate/up.
     "gemma2_cls": ("Gemma2Config", "Gemma2ForSequenceClassification", {"num_labels": 1}),
+    # a decoder's token classifier (a label a token): vLLM serves it as the
+    # sequence classifier, score.bias (transformers' default) included
+    "qwen3_tok": ("Qwen3Config", "Qwen3ForTokenClassification", {"num_labels": 3}),
     "qwen3_moe_cls": ("Qwen3MoeConfig", "Qwen3MoeForSequenceClassification",
                       {"num_experts": 8, "num_experts_per_tok": 2,
                        "moe_intermediate_size": 128, "num_labels": 3}),
@@ -1922,7 +1925,8 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
            "Gemma2ForSequenceClassification", "Qwen3MoeForSequenceClassification",
-           "Phi3ForSequenceClassification", "JambaForSequenceClassification", "JinaVLForRanking", "DeepseekV3Model", "Qwen3Model")
+           "Phi3ForSequenceClassification", "JambaForSequenceClassification", "JinaVLForRanking", "DeepseekV3Model", "Qwen3Model",
+           "Qwen3ForTokenClassification")
 
 
 def st_modules(out, cfg, decoder):

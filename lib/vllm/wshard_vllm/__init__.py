@@ -298,9 +298,20 @@ def build_late(model, shapes):
     - ColQwen3Model's custom_text_proj (colqwen3.py) where config.json gives
       no width (embed_dim, dims, dim, projection_dim, colbert_dim): an
       nn.Linear in the text model's dtype on its device, with a bias where
-      the rank holds one."""
+      the rank holds one;
+    - score.bias of a decoder vLLM makes a classifier (adapters.py
+      as_seq_cls_model: its load_weights, auto_set_score_bias, makes the
+      checkpoint's a parameter in score's dtype and adds it from then on),
+      as transformers' token classifiers ship it."""
     import torch
     built = []
+    score = getattr(model, "score", None)
+    if (score is not None and getattr(score, "bias", False) is None and
+            getattr(score, "weight", None) is not None and "score.bias" in shapes):
+        score.bias = torch.nn.Parameter(torch.empty(
+            shapes["score.bias"], dtype=score.weight.dtype, device=score.weight.device))
+        score.skip_bias_add = False
+        built.append("score.bias")
     head = getattr(model, "lm_head", None)
     if (head is not None and getattr(head, "bias", False) is None and
             hasattr(head, "_register_bias") and "lm_head.bias" in shapes):
