@@ -545,6 +545,24 @@ Test(ext, layer_unless_per_layer)
 	fx_close(&f);
 }
 
+/* "missing": a required source's absence told in the rule's words */
+Test(ext, missing_text)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	const char *rules = "{\"tensors\": ["
+		"{\"match\": \"head.weight\", \"split\": \"replicate\","
+		" \"missing\": \"it ships as head.pt: save it as safetensors\"},"
+		"{\"match\": \"model.norm.weight\", \"split\": \"replicate\"},"
+		"{\"match\": \"*\", \"split\": \"skip\"}]}";
+
+	fx_open(&f, BASE);
+	use_rules(&f, rules);
+	fx_plan_fails(&f, 2, WSHARD_EINVAL,
+		      "~tensor 'head.weight' is missing from '");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~': it ships as head.pt: save it as safetensors");
+	fx_close(&f);
+}
+
 /*
  * "pass_on": the rule takes the source and passes it on to the next rule
  * that matches it too: the target's head is written as each of two MTP

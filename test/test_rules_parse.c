@@ -138,7 +138,7 @@ Test(parse, replicated_operator)
 }
 
 /* "if", "reason" (with a skip only), "dtype" (a float target, or the
- * model's) and "dequant". */
+ * model's), "missing" (on a required rule) and "dequant". */
 Test(parse, condition_reason_dtype)
 {
 	parse_ok(RULES("{\"match\": \"a.{n}.*\", \"if\": \"n >= num_hidden_layers\","
@@ -152,6 +152,11 @@ Test(parse, condition_reason_dtype)
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"dtype\": \"F8_E4M3\"}"),
 		    "rule 'a': \"dtype\" must be F32, F16, BF16, model, head, I32 or U8");
 	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"dtype\": \"model\"}"));
+	/* "missing": what a required source's absence is told with */
+	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"missing\": \"see x\"}"));
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"optional\": true,"
+			  " \"missing\": \"see x\"}"),
+		    "rule 'a': \"missing\" goes with a rule whose source is required");
 	/* "dequant": on a weight, none of the other value rewrites */
 	parse_ok(RULES("{\"match\": \"x.{n}.wk.weight\", \"split\": \"row\", \"dequant\": true}"));
 	parse_fails(RULES("{\"match\": \"x.wk.bias\", \"split\": \"row\", \"dequant\": true}"),
@@ -170,8 +175,8 @@ Test(parse, condition_reason_dtype)
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"from\": \"I8\"}"),
 		    "rule 'a': \"from\" is a non-empty array of dtype names");
 	parse_ok(RULES("{\"match\": \"a\", \"split\": \"replicate\", \"dtype\": \"I32\"}"));
-	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"if\": 1}"),
-		    "\"if\", \"reason\", \"dtype\", \"experts_from\", \"layer\" and \"unless\" are strings");
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"missing\": 1}"),
+		    "\"if\", \"reason\", \"dtype\", \"experts_from\", \"layer\", \"unless\" and \"missing\" are strings");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"experts_from\": \"4\"}"),
 		    "rule 'a': \"experts_from\" needs {e} in match");
 	parse_fails(RULES("{\"match\": \"a.{e}\", \"output\": \"b.{e}\", \"split\": \"row\", "

@@ -160,7 +160,10 @@ static enum wshard_err missing(const struct wshard_plan *plan, const struct rule
 		free(want);
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
-	if (other)
+	if (r->missing)
+		wshard_error_set(err, WSHARD_EINVAL, "tensor '%s' is missing from '%s': %s",
+				 want, plan->cat->path, r->missing);
+	else if (other)
 		wshard_error_set(err, WSHARD_EINVAL,
 				 "tensor '%s' is missing from '%s' (rules '%s' require it where there is no '%s')",
 				 want, plan->cat->path, plan->rules_name, other);

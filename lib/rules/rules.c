@@ -165,6 +165,7 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->rules[i].experts_from);
 		free(r->rules[i].num_experts);
 		free(r->rules[i].reason);
+		free(r->rules[i].missing);
 		free(r->rules[i].layer);
 		free(r->rules[i].unless);
 		free(r->rules[i].deinterleave);

@@ -114,6 +114,7 @@ struct rules_rule {
 				 * e - EXPR (ERNIE-4.5-VL's vision experts after
 				 * its text ones), or NULL */
 	char *reason;		/* skip with "reason": a left-out tensor */
+	char *missing;		/* "missing": said where the source is absent */
 	char *layer;		/* "layer": EXPR over config.json: the {n} of a
 				 * match without one, for its output and
 				 * "unless" (an MTP draft's head from the

@@ -194,7 +194,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
 		"zero_mean", "plus", "permute_rows",
 		"pad_to", "qkv_groups", "also", "concat", "beside", "reshape", "experts_from",
-		"layer", "unless", "dequant", "pass_on", "num_experts",
+		"layer", "unless", "dequant", "pass_on", "num_experts", "missing",
 	};
 	const char *key;
 	json_t *val;
@@ -348,7 +348,8 @@ bad:
 
 /* "if" (a condition), "reason" (a left-out skip), "dtype" (a cast),
  * "experts_from" (an expression, on a match with {e}), "layer" (an
- * expression) and "unless" (a source name). */
+ * expression), "unless" (a source name) and "missing" (what to say where
+ * a required source is absent). */
 static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 				       struct rules_rule *rule, json_t *t,
 				       struct wshard_error *err)
@@ -360,10 +361,15 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 	const char *from = str_key(t, "experts_from", &bad);
 	const char *layer = str_key(t, "layer", &bad);
 	const char *unless = str_key(t, "unless", &bad);
+	const char *missing = str_key(t, "missing", &bad);
 
 	if (bad)
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"if\", \"reason\", \"dtype\", \"experts_from\", \"layer\" and \"unless\" are strings",
+					"'%s': rule '%s': \"if\", \"reason\", \"dtype\", \"experts_from\", \"layer\", \"unless\" and \"missing\" are strings",
+					r->name, rule->match);
+	if (missing && (rule->optional || rule->kind == RULE_SKIP || rule->kind == RULE_REFUSE))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"missing\" goes with a rule whose source is required",
 					r->name, rule->match);
 	if (from && !strstr(rule->match, "{e}"))
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -395,8 +401,9 @@ static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 	rule->experts_from = dup_or_null(from);
 	rule->layer = dup_or_null(layer);
 	rule->unless = dup_or_null(unless);
+	rule->missing = dup_or_null(missing);
 	if ((cond && !rule->cond) || (reason && !rule->reason) || (from && !rule->experts_from) ||
-	    (layer && !rule->layer) || (unless && !rule->unless))
+	    (layer && !rule->layer) || (unless && !rule->unless) || (missing && !rule->missing))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	return parse_from(r, rule, json_object_get(t, "from"), err);
 }
