@@ -189,12 +189,11 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 				       const char *match, struct wshard_error *err)
 {
 	static const char *const known[] = {
-		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
-		"if", "reason", "dtype", "from", "rows", "view", "transpose",
-		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
-		"zero_mean", "plus", "permute_rows",
-		"pad_to", "qkv_groups", "also", "concat", "beside", "reshape", "experts_from",
-		"layer", "unless", "dequant", "pass_on", "num_experts", "missing",
+		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment", "if",
+		"reason", "dtype", "from", "rows", "view", "transpose", "missing", "chunks",
+		"experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp", "zero_mean", "plus",
+		"permute_rows", "pad_to", "qkv_groups", "also", "concat", "beside", "reshape",
+		"experts_from", "layer", "unless", "dequant", "pass_on", "num_experts",
 	};
 	const char *key;
 	json_t *val;
@@ -348,8 +347,7 @@ bad:
 
 /* "if" (a condition), "reason" (a left-out skip), "dtype" (a cast),
  * "experts_from" (an expression, on a match with {e}), "layer" (an
- * expression), "unless" (a source name) and "missing" (what to say where
- * a required source is absent). */
+ * expression), "unless" (a source name), "missing" (a required one's). */
 static enum wshard_err parse_rule_more(const struct wshard_rules *r,
 				       struct rules_rule *rule, json_t *t,
 				       struct wshard_error *err)
