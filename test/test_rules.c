@@ -770,7 +770,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			156 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			159 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next
@@ -810,7 +810,9 @@ Test(builtin, architectures_list)
 			      draft (5: LlamaForCausalLMEagle3,
 			      Eagle3LlamaForCausalLM, Eagle3Qwen2_5vlForCausalLM,
 			      Eagle3Qwen3vlForCausalLM, Eagle3MiniMaxM2ForCausalLM),
-			      Qwen3's (Eagle3Qwen3ForCausalLM), DeepSeek's (2:
+			      its P-EAGLE names (2: PEagleDraftModel,
+			      PeagleLlamaForCausalLM), Qwen3's (2:
+			      Eagle3Qwen3ForCausalLM, PeagleQwen3ForCausalLM), DeepSeek's (2:
 			      Eagle3DeepseekV2ForCausalLM,
 			      Eagle3DeepseekV3ForCausalLM), DeepSeek's EAGLE
 			      draft (EagleDeepSeekMTPModel), Gemma 4's MTP

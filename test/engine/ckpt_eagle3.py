@@ -141,7 +141,27 @@ def make_qwen3(out):
         tie_word_embeddings=False))
 
 
-def make_speculators(out):
+def make_peagle(out):
+    """A P-EAGLE draft (parallel drafting) in the speculators format
+    (speculators_model_type peagle: vLLM 0.32 builds PeagleLlamaForCausalLM,
+    its Eagle3LlamaForCausalLM, with speculative_config parallel_drafting,
+    transformers_utils/configs/speculators/algos.py update_peagle): make_
+    speculators' draft with mask_token_id, two speculative tokens, and
+    mask_hidden [1, 3*hidden], the auxiliary hidden states of a masked slot,
+    which vLLM copies into a buffer of the draft (llama_eagle3.py
+    load_weights) that its state does not hold."""
+    import torch
+    make_speculators(out, peagle=True)
+    from safetensors.torch import load_file, save_file
+    path = os.path.join(out, "model.safetensors")
+    tensors = load_file(path)
+    g = torch.Generator().manual_seed(77)
+    h = tensors["fc.weight"].shape[1]
+    tensors["mask_hidden"] = torch.randn(1, h, generator=g).to(torch.bfloat16)
+    save_file(tensors, path, metadata={"format": "pt"})
+
+
+def make_speculators(out, peagle=False):
     """The same draft in the speculators format (vllm-project/speculators'
     Eagle3DraftModel, as RedHatAI's *-speculator.eagle3 releases ship it):
     config.json with speculators_model_type eagle3, architectures
@@ -170,7 +190,17 @@ def make_speculators(out):
              "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 1,
                                    "accept_tolerance": 0.0, "verifier_accept_k": 1}],
              "verifier": {"architectures": ["LlamaForCausalLM"], "name_or_path": "llama"}}}
+    if peagle:
+        c.update(architectures=["PEagleDraftModel"], speculators_model_type="peagle",
+                 mask_token_id=PEAGLE_MASK, norm_before_residual=False)
+        c["speculators_config"]["algorithm"] = "peagle"
+        c["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 2
     save_draft(out, tensors, c)
+
+
+# P-EAGLE's mask token (a token of the target's vocabulary the prompts do
+# not use)
+PEAGLE_MASK = 998
 
 
 # The deepseek_v3 target's token that its greedy answers repeat; its head

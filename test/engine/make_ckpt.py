@@ -3582,6 +3582,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # llama's EAGLE-3 draft (test/engine/run's ARCH:TP:eagle3 cases)
        "llama-eagle3": "ckpt_eagle3",
        "llama-eagle3_speculators": "ckpt_eagle3:make_speculators",
+       # the same as a P-EAGLE (parallel drafting) draft, with mask_hidden
+       "llama-eagle3_peagle": "ckpt_eagle3:make_peagle",
        # qwen3's, a Qwen3 decoder layer (Eagle3Qwen3ForCausalLM)
        "qwen3-eagle3": "ckpt_eagle3:make_qwen3",
        # qwen3_vl's, a Llama layer under the alias Eagle3Qwen3vlForCausalLM

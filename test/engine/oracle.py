@@ -991,7 +991,7 @@ def main(argv):
     pp = 1
     draft = False
     while len(argv) > 3 and argv[1] in ("--ep", "--pp", "--mtp", "--eagle3", "--dflash",
-                                        "--medusa", "--eagle", "--draft"):
+                                        "--medusa", "--eagle", "--peagle", "--draft"):
         if argv[1] == "--draft":
             draft = True
             argv = argv[:1] + argv[2:]
@@ -999,9 +999,14 @@ def main(argv):
         if argv[1] == "--ep":
             ep["enable_expert_parallel"] = True
             ep["expert_placement_strategy"] = argv[2]
-        elif argv[1] in ("--mtp", "--eagle3", "--dflash", "--medusa", "--eagle"):
+        elif argv[1] in ("--mtp", "--eagle3", "--dflash", "--medusa", "--eagle", "--peagle"):
             ep["speculative_config"] = {"method": argv[1][2:], "model": os.path.abspath(argv[2]),
                                         "num_speculative_tokens": 1}
+            if argv[1] == "--peagle":
+                # P-EAGLE: EAGLE-3 drafting every token at once
+                # (speculators' peagle, SpeculatorsConfig's conversion)
+                ep["speculative_config"].update(method="eagle3", parallel_drafting=True,
+                                                num_speculative_tokens=2)
             if argv[1] == "--medusa":
                 # vLLM builds num_speculative_tokens heads (MedusaConfig's
                 # num_lookahead_tokens): every head the draft has

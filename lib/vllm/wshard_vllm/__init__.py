@@ -16,6 +16,7 @@ libwshard.so is found through WSHARD_LIB, else the dynamic loader's path
 """
 import ctypes
 import json
+import math
 import os
 
 MAX_DIMS = 8
@@ -383,6 +384,28 @@ def eagle_draft(model, model_config, shapes, state):
     return left
 
 
+def parallel_draft_mask(model, shapes, state):
+    """A P-EAGLE draft's mask_hidden (llama_eagle3.py, qwen3_eagle3.py):
+    load_weights copies the checkpoint's into a buffer that no state holds
+    (persistent=False), which the proposer reads for its masked slots; read
+    into that buffer where vLLM drafts in parallel, and into a scratch
+    tensor, unused, where it does not (load_weights skips it then, with a
+    warning)."""
+    import torch
+    dims = shapes.get("mask_hidden")
+    if dims is None or "mask_hidden" in state:
+        return
+    buf = getattr(model, "mask_hidden", None)
+    if getattr(model, "use_parallel_drafting", False) and buf is not None:
+        if buf.numel() != math.prod(dims):
+            raise WshardLoadError(f"mask_hidden is {dims}, the draft's buffer "
+                                  f"{list(buf.shape)}")
+        state["mask_hidden"] = buf.view(dims)
+    else:
+        state["mask_hidden"] = torch.empty(dims, dtype=buf.dtype if buf is not None
+                                           else torch.bfloat16)
+
+
 def unfilled_draft_head(model, model_config, shapes, state):
     """LongCat-Flash's MTP draft (LongCatFlashMTP): its load_weights fills
     nothing outside the checkpoint's model.mtp.*, so the lm_head it builds
@@ -614,6 +637,7 @@ def register():
             build_late(model, shapes)
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
             eagle_draft(model, model_config, shapes, state)
+            parallel_draft_mask(model, shapes, state)
             unfilled_draft_head(model, model_config, shapes, state)
             unfilled_pooling_head(model, shapes, state)
             untied = _untied_embedding(model, model_config, state)

@@ -123,6 +123,12 @@ def _patch(module):
                     _TARGET_SHARED[key] = state[names[0]]
         if draft:
             _share_unfilled(model, state, pp.world_size)
+            if getattr(model, "use_parallel_drafting", False) and \
+                    getattr(model, "mask_hidden", None) is not None:
+                # P-EAGLE's mask_hidden: a buffer no state holds
+                # (persistent=False), filled from the checkpoint's by
+                # load_weights, read by the proposer
+                state["mask_hidden"] = model.mask_hidden.detach().to("cpu").clone()
             if getattr(model, "has_own_embed_tokens", None) is False:
                 # an EAGLE draft whose checkpoint has no embedding (its
                 # load_weights saw none, process_eagle_weight): the
