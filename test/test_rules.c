@@ -768,7 +768,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			156 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			159 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next
@@ -788,7 +788,8 @@ Test(builtin, architectures_list)
 			      Sarvam-30B, mGTE (2), openPangu (3), Param-2,
 			      Sarvam-105B, mGTE reranker (2), K2-Horizon,
 			      PLaMo 3, H2OVL, NVLM-D, Skywork-R1V,
-			      Intern-S1, Kimi-VL, Rnj-1, MiMo-V2,
+			      Intern-S1, Intern-S2-Preview, Intern-S2-Mobius,
+			      Kimi-VL, Rnj-1, MiMo-V2,
 			      MiniCPMV, DeepSeek-VL2, LightOnOCR, GLM-4V,
 			      Phi-3-V, ColQwen3 (3), ColQwen3.5, Voyage Qwen3,
 			      JinaForRanking, ColBERT (4: HF_ColBERT,
@@ -799,7 +800,7 @@ Test(builtin, architectures_list)
 			      DeepSeek-V3.2's (and GLM-5's), GLM-4.5's,
 			      GLM-4.7-Flash's, K-EXAONE's, EXAONE 4.5's,
 			      openPangu Ultra-MoE's, LongCat-Flash's,
-			      Hunyuan 3's, Kimi K3's,
+			      Hunyuan 3's, Kimi K3's, Intern-S2-Mobius',
 			      Qwen3-Next's, Qwen3.5's (2), GLM-OCR's,
 			      GLM-5-Next's, Nemotron-H's, Qwen4-Exp's,
 			      Hunyuan 4's, MiniMax-M3's, Inkling's, Ling 3's, Ling 2.5's,
