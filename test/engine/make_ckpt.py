@@ -3551,6 +3551,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "k2_horizon-softmax": "ckpt_k2_horizon:make_softmax", "plamo3": "ckpt_plamo3",
        "plamo3-untied": "ckpt_plamo3:make_untied", "interns1": "ckpt_interns1",
        "interns1-mini": "ckpt_interns1:make_mini", "kimi_vl": "ckpt_kimi_vl",
+       "interns2_preview": "ckpt_interns2:make_preview",
+       "interns2_mobius": "ckpt_interns2:make_mobius",
        "rnj1": "ckpt_rnj1", "rnj1-untied": "ckpt_rnj1:make_untied",
        "step1": "ckpt_step1", "step1-untied": "ckpt_step1:make_untied",
        "step1-said": "ckpt_step1:make_said",

@@ -491,7 +491,9 @@ def arch_settings(model, kw):
                 "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model", "Step1ForCausalLM",
                 "StepVLForConditionalGeneration", "KeyeForConditionalGeneration",
                 "KeyeVL1_5ForConditionalGeneration", "Ovis2_5", "Ovis2_6ForCausalLM",
-                "Ovis2_6_MoeForCausalLM", "ColBERTJinaRobertaModel"):
+                "Ovis2_6_MoeForCausalLM", "ColBERTJinaRobertaModel",
+                "InternS2PreviewForConditionalGeneration",
+                "InternS2MobiusForConditionalGeneration"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
@@ -521,7 +523,8 @@ def arch_settings(model, kw):
         kw.setdefault("skip_mm_profiling", True)
     if "speculative_config" in kw and arch in (
             "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
-            "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"):
+            "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+            "InternS2PreviewForConditionalGeneration", "InternS2MobiusForConditionalGeneration"):
         # MTP beside Gated DeltaNet: with prefix caching (vLLM's default)
         # the Mamba cache mode is "align", whose state copy before each
         # step is a Triton kernel the CPU build lacks; without it, "none"
