@@ -318,7 +318,8 @@ static const char *const mm_archs[] = {
 	"Gemma4UnifiedForConditionalGeneration", "GlmAsrForConditionalGeneration",
 	"Granite4VisionForConditionalGeneration", "AriaForConditionalGeneration",
 	"Gemma3nForConditionalGeneration", "CohereCompassForConditionalGeneration",
-	"DotsOCRForCausalLM", "JinaVLForRanking",
+	"DotsOCRForCausalLM", "JinaVLForRanking", "GraniteSpeechForConditionalGeneration",
+	"GraniteSpeechPlusForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

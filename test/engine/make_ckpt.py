@@ -1222,6 +1222,27 @@ CASES["whisper"] = ("WhisperConfig", "WhisperForConditionalGeneration", dict(
     decoder_ffn_dim=512, max_source_positions=1500, max_target_positions=448,
     decoder_start_token_id=2, pad_token_id=0, bos_token_id=2, eos_token_id=1,
     begin_suppress_tokens=None, suppress_tokens=None))
+# Granite Speech: a Granite text model (tied, as text_config of the release
+# says), the conformer CTC encoder (2 blocks of 4 heads over 160 input
+# features; its CTC head of 42 outputs: cut at tp 2) and the Q-Former
+# projector (2 layers, cross-attention in each, 3 queries a window of 15);
+# -plus Granite Speech Plus's, its encoder's input and layer 1 beside the
+# last (the projector 3 times as wide in)
+GRANITE_SPEECH = dict(
+    audio_token_index=999, downsample_rate=5, window_size=15,
+    encoder_config={"input_dim": 160, "num_layers": 2, "hidden_dim": 64, "feedforward_mult": 2,
+                    "num_heads": 4, "dim_head": 16, "output_dim": 42, "context_size": 200,
+                    "max_pos_emb": 512},
+    projector_config={"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                      "num_attention_heads": 4, "encoder_hidden_size": 64,
+                      "cross_attention_frequency": 1},
+    text_config={"model_type": "granite", "tie_word_embeddings": True, "bos_token_id": 2,
+                 "eos_token_id": 1, "pad_token_id": 0})
+CASES["granite_speech"] = ("GraniteSpeechConfig", "GraniteSpeechForConditionalGeneration",
+                           GRANITE_SPEECH)
+CASES["granite_speech_plus"] = ("GraniteSpeechPlusConfig", "GraniteSpeechPlusForConditionalGeneration", dict(
+    GRANITE_SPEECH, encoder_config=dict(GRANITE_SPEECH["encoder_config"], cat_hidden_layers=[0, 1]),
+    projector_config=dict(GRANITE_SPEECH["projector_config"], encoder_hidden_size=192)))
 # Granite 4 Vision: a Granite text model of 4 layers, a SigLIP tower of 4
 # layers (56x56 images, one grid cell), two deepstack and four spatial
 # window Q-Former projectors, downsampled by 2; each Q-Former as vLLM builds
@@ -2272,6 +2293,30 @@ def audio_processor(out, cfg):
     tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>", **extra)
     processor(feature_extractor=transformers.WhisperFeatureExtractor(feature_size=mel),
               tokenizer=tok).save_pretrained(out)
+
+
+def granite_speech_processor(out, cfg):
+    """Writes a word-level tokenizer with Granite Speech's <|audio|> at the
+    config's audio_token_index and the release's feature extractor's
+    settings (80 mel bins, stacked in pairs: encoder_config.input_dim 160),
+    its class a stand-in named by auto_map (granite_speech_features.py,
+    copied in: transformers' needs torchaudio, which the engine's venv
+    lacks); vLLM expands <|audio|> to the projector's frames."""
+    import json
+    import os
+    import shutil
+    word_tokenizer(cfg, {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+                         "<|audio|>": cfg.audio_token_index},
+                   "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
+    here = os.path.dirname(os.path.realpath(__file__))
+    shutil.copy(os.path.join(here, "granite_speech_features.py"), out)
+    with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
+        json.dump({"auto_map": {"AutoFeatureExtractor": "granite_speech_features."
+                                "GraniteSpeechFeatureExtractorStandIn"},
+                   "processor_class": "GraniteSpeechProcessor", "sampling_rate": 16000,
+                   "n_fft": 512, "win_length": 400, "hop_length": 160, "n_mels": 80,
+                   "projector_window_size": cfg.window_size,
+                   "projector_downsample_rate": cfg.downsample_rate}, f, indent=2)
 
 
 def paddleocr_vl_processor(out, cfg):
@@ -3748,6 +3793,9 @@ def make(arch, out):
     if arch.startswith(("qwen2_audio", "audioflamingo3", "glmasr")):
         released_qwen2_audio(out)
         audio_processor(out, cfg)
+    if arch.startswith("granite_speech"):
+        released_qwen2_audio(out)
+        granite_speech_processor(out, cfg)
     if arch.startswith("qwen3_omni_moe"):
         omni_processor(out, cfg.thinker_config)
         released_qwen3_omni(out)

@@ -112,6 +112,8 @@ TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausa
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
                      "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration")
+GRANITE_SPEECH = ("GraniteSpeechForConditionalGeneration",
+                  "GraniteSpeechPlusForConditionalGeneration")
 MAX_TOKENS = 8
 MAX_MODEL_LEN = 256
 
@@ -151,16 +153,17 @@ def image_prompt(model):
     from PIL import Image
     cfg = json.load(open(os.path.join(model, "config.json")))
     if any(a in cfg["architectures"][0] for a in ("Qwen2Audio", "AudioFlamingo3", "Qwen3ASR",
-                                                  "GlmAsr")):
+                                                  "GlmAsr", "GraniteSpeech")):
         # one second of fixed pseudo-random sound at 16 kHz at the audio
         # token, which vLLM expands: Qwen2-Audio's <|AUDIO|> between
         # <|audio_bos|> and <|audio_eos|> (make_ckpt.py: 997, 996), Qwen3-ASR's
         # <|audio_pad|> between <|audio_start|> and <|audio_end|> and GLM-ASR's
         # <|pad|> between <|begin_of_audio|> and <|end_of_audio|> (the same),
-        # Audio Flamingo 3's <sound> alone
+        # Audio Flamingo 3's <sound> and Granite Speech's <|audio|> alone
         wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
         tc = cfg.get("thinker_config", cfg)
-        audio = ([997, cfg["audio_token_index"], 996] if "audio_token_index" in cfg
+        audio = ([cfg["audio_token_index"]] if cfg["architectures"][0] in GRANITE_SPEECH
+                 else [997, cfg["audio_token_index"], 996] if "audio_token_index" in cfg
                  else [997, tc["audio_token_id"], 996] if any(
                      a in cfg["architectures"][0] for a in ("Qwen3ASR", "GlmAsr"))
                  else [cfg["audio_token_id"]])
@@ -457,6 +460,10 @@ def arch_settings(model, kw):
         # tower): not profiled; its prompts are text alone (MiniCPM-V's
         # test checkpoint: its stub image processor processes no image)
         kw.setdefault("skip_mm_profiling", True)
+    if arch in GRANITE_SPEECH:
+        # the test checkpoint's feature extractor is a stand-in named by
+        # auto_map (make_ckpt.py, granite_speech_features.py)
+        kw.setdefault("trust_remote_code", True)
     if arch == "InklingForConditionalGeneration":
         # its processor's token ids are the release's (200005 and up), past
         # the tiny vocabulary: no multimodal profiling (the towers are built
