@@ -688,6 +688,30 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _patch_longcat_ngram(module):
+    """WSHARD_ORACLE_LONGCAT_NGRAM: vLLM 0.32's LongcatFlashNgramForCausalLM
+    refuses to be built without the V2 model runner (longcat_flash_ngram.py
+    :212), which needs Triton (config/vllm.py:3190), which the CPU build
+    lacks.  Here the class is built as under the V2 runner (the config's
+    use_v2_model_runner reads true while its __init__ runs) and loaded by
+    the V1 runner; its n-gram embedding state (LongcatNgramModelState, a
+    CUDA kernel) is never used, and the first forward pass fails as
+    LongCat-Flash's does, after the state is saved (load and save only)."""
+    cls = module.LongcatFlashNgramForCausalLM
+    real = cls.__init__
+
+    def __init__(self, *, vllm_config, prefix=""):
+        vc = type(vllm_config)
+        prop = vc.__dict__["use_v2_model_runner"]
+        vc.use_v2_model_runner = property(lambda _: True)
+        try:
+            real(self, vllm_config=vllm_config, prefix=prefix)
+        finally:
+            vc.use_v2_model_runner = prop
+
+    cls.__init__ = __init__
+
+
 def _patch_rnj1(module):
     """vLLM 0.32's Rnj1Attention hands Attention chunk_lookback on every
     layer (-1 where the layer is not chunked), and Attention passes it on to
@@ -805,6 +829,8 @@ if os.environ.get("WSHARD_ORACLE_DSV4_MTP"):
     _hook("vllm.models.deepseek_v4.cpu.mtp", _patch_dsv4_mtp)
 if os.environ.get("WSHARD_ORACLE_DFLASH2"):
     _hook("vllm.config.vllm", _patch_dflash2)
+if os.environ.get("WSHARD_ORACLE_LONGCAT_NGRAM"):
+    _hook("vllm.model_executor.models.longcat_flash_ngram", _patch_longcat_ngram)
 if os.environ.get("WSHARD_ORACLE_RNJ1"):
     _hook("vllm.v1.attention.backends.cpu_attn", _patch_rnj1)
 if os.environ.get("WSHARD_ORACLE_ALIBI_SQRT"):
