@@ -3555,6 +3555,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "minicpmv-4_5": "ckpt_minicpmv:make_v45", "deepseek_vl2": "ckpt_deepseek_vl2",
        "deepseek_vl2-mla": "ckpt_deepseek_vl2:make_mla", "deepseek_ocr": "ckpt_deepseek_ocr",
        "deepseek_ocr2": "ckpt_deepseek_ocr:make_ocr2",
+       "unlimited_ocr": "ckpt_deepseek_ocr:make_unlimited",
        "lightonocr": "ckpt_lightonocr_glm4v:make_lightonocr",
        "glm4v_chatglm": "ckpt_lightonocr_glm4v:make_glm4v",
        "phi3v": "ckpt_phi3v:make_phi3v", "phi3v-wte": "ckpt_phi3v:make_phi3v_wte",
