@@ -191,7 +191,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 	static const char *const known[] = {
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment",
 		"if", "reason", "dtype", "from", "rows", "view", "transpose",
-		"chunks", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
+		"chunks", "interleave", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
 		"zero_mean", "plus", "permute_rows",
 		"pad_to", "qkv_groups", "also", "concat", "beside", "reshape", "experts_from",
 		"layer", "unless", "dequant", "pass_on", "num_experts",

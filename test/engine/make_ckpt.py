@@ -1072,6 +1072,15 @@ CASES = {
     "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", GPT_OSS),
     # The same, its experts in MXFP4 as OpenAI ships GPT-OSS (see mxfp4()).
     "gpt_oss-mxfp4": ("GptOssConfig", "GptOssForCausalLM", GPT_OSS),
+    # OpenAI Privacy Filter: GPT-OSS's layers as a bidirectional token
+    # classifier (a score head with a bias, 5 labels); transformers stores
+    # its experts' gate_up_proj [E, H, 2I] and bias as [gate | up] halves,
+    # which vLLM interleaves (openai_privacy_filter.py); 4 experts of 256.
+    "openai_privacy_filter": ("OpenAIPrivacyFilterConfig",
+                              "OpenAIPrivacyFilterForTokenClassification",
+                              {"intermediate_size": 256, "num_local_experts": 4,
+                               "num_experts_per_tok": 2, "sliding_window": 16,
+                               "num_labels": 5, "pad_token_id": 0, "eos_token_id": 1}),
     # Llama 4 (text): MoE every second layer (16 routed experts, one shared,
     # transformers' fused [E, H, 2I] gate_up_proj and [E, I, H] down_proj),
     # a dense MLP of intermediate_size_mlp between; chunked local attention
@@ -1922,7 +1931,8 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
            "Gemma2ForSequenceClassification", "Qwen3MoeForSequenceClassification",
-           "Phi3ForSequenceClassification", "JambaForSequenceClassification", "JinaVLForRanking", "DeepseekV3Model", "Qwen3Model")
+           "Phi3ForSequenceClassification", "JambaForSequenceClassification",
+           "OpenAIPrivacyFilterForTokenClassification", "JinaVLForRanking", "DeepseekV3Model", "Qwen3Model")
 
 
 def st_modules(out, cfg, decoder):
