@@ -177,6 +177,44 @@ Test(view, chunks_without_transpose)
 	fx_close(&f);
 }
 
+/*
+ * "chunks" with "interleave" on a matrix (the OpenAI Privacy Filter's
+ * gate_up_proj_bias [E, 2I] as [gate | up]): gate_up_proj_bias [4, 256]
+ * BF16 at tp 2, one transposed piece a rank over the 4 rows, its 2
+ * sub-rows (the halves, 128 elements apart) of 64 elements each from
+ * element 64r, written [4, 128] as gate, up pairs.
+ */
+Test(view, chunks_interleaved)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, "--arch gpt_oss");
+	use_rules(&f, "{\"name\": \"t\", \"architectures\": [\"GptOssForCausalLM\"], \"tensors\": ["
+		  "{\"match\": \"" LN "mlp.experts.gate_up_proj_bias\", \"split\": \"col\", "
+		  "\"chunks\": 2, \"interleave\": true}," R(LN "mlp.experts.gate_up_proj_scales")
+		  GPTOSS_REST "{\"match\": \"unused\", "
+		  "\"split\": \"skip\", \"optional\": true}]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		const struct wshard_out_tensor *t = get_out(&f, r, X "gate_up_proj_bias");
+		const struct wshard_piece *p = &t->pieces[0];
+
+		assert_shape(t, 2, 4, 128);
+		cr_assert_eq(t->npieces, 1);
+		cr_assert_eq(p->row0, 0);
+		cr_assert_eq(p->nrows, 4);
+		cr_assert_eq(p->col0, 128 * (uint64_t)r);
+		cr_assert_eq(p->tr_rows, 2);
+		cr_assert_eq(p->tr_stride, 256);
+		cr_assert_eq(p->tr_width, 128);
+		cr_assert_eq(p->tr_es, 2);
+		cr_assert_eq(p->out_ncols, 256);
+		cr_assert_eq(p->len, 1024);
+	}
+	fx_close(&f);
+}
+
 static void parse_fails(const char *rule, const char *want)
 {
 	struct wshard_rules *r = NULL;
@@ -208,6 +246,8 @@ Test(view, rules_keys_checked)
 		    "\"chunks\" is an integer from 1 to 64");
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 2, \"transpose\": true, "
 		    "\"chunks\": 0}", "\"chunks\" is an integer");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"interleave\": true}",
+		    "\"interleave\" is true or false and needs \"chunks\" of 2 or more");
 	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"experts\": true}",
 		    "\"experts\" is true or false and needs \"transpose\" or \"split\": \"col\"");
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"transpose\": true, "

@@ -771,7 +771,9 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			162 /* DeepSeek-V4, GPT-OSS, Llama 4 (2), LongCat-Flash, Kimi Linear,
+			165 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
+			      Llama 4 (2), LongCat-Flash,
+			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next
@@ -798,7 +800,7 @@ Test(builtin, architectures_list)
 			      JinaForRanking, ColBERT (4: HF_ColBERT,
 			      ModernBERT, LFM2, Jina), SPLADE
 			      (BertSpladeSparseEmbeddingModel), BGE-M3
-			      (BgeM3EmbeddingModel), DeepSeek-OCR, DeepSeek-OCR-2,
+			      (BgeM3EmbeddingModel), DeepSeek-OCR (2: and Unlimited-OCR), DeepSeek-OCR-2,
 			      MiMo's MTP draft, MiMo-V2's, ERNIE's, DeepSeek-V3's,
 			      DeepSeek-V3.2's (and GLM-5's), GLM-4.5's,
 			      GLM-4.7-Flash's, K-EXAONE's, EXAONE 4.5's,

@@ -101,6 +101,10 @@ struct wshard_piece {
 	 */
 	uint32_t tr_rows, tr_es;
 	uint32_t tr_stride, tr_width;
+	/* A transposed COPY of one source row (nrows 1): 0, its output rows
+	 * (each tr_rows elements) back to back; else the bytes from one to
+	 * the next, the other chunks' rows between (a rule's "interleave") */
+	uint32_t tr_ostride;
 	/*
 	 * A deinterleaved COPY (a rule's "deinterleave", vLLM's
 	 * permute_qk_weight_for_rotary): di_rows > 0 source rows form a

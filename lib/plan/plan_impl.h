@@ -500,6 +500,14 @@ enum wshard_err plan_split_reordered(const struct wshard_plan *plan, struct grou
 				     const struct member *m, uint64_t *shape, uint64_t rb,
 				     struct wshard_error *err);
 
+/* plan_reorder.c: "chunks" with "interleave": rank r's cut (cut of each
+ * chunk of clen) of every chunk, index by index; dim 2 a transposed [E,
+ * A, B] (shp), dim 1 a matrix [E, B].  Returns WSHARD_OK, WSHARD_EINVAL
+ * or WSHARD_ENOMEM. */
+enum wshard_err plan_interleave_chunks(const struct wshard_plan *plan, struct group_out *g,
+				       const struct member *m, const uint64_t *shp, int dim,
+				       uint64_t clen, uint64_t cut, struct wshard_error *err);
+
 /* plan_view.c: rows [row0, row0 + nrows) of q/k/v in vLLM's order (every q
  * head, every k head, every v head) from a "qkv_groups" source, stored by kv
  * group [kv, q/kv + 2, head_dim] (a "fuse" of k+v: [kv, 2, head_dim], rows

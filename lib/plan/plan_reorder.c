@@ -1,12 +1,14 @@
 /*
  * plan_reorder.c - cuts whose rows or columns vLLM reorders as it loads:
  * Inkling's experts (a rule's "deinterleave" on a "col" split, and
- * "beside"), K2-Horizon's q and k heads ("permute_rows").
+ * "beside"), the OpenAI Privacy Filter's ("interleave"), K2-Horizon's q
+ * and k heads ("permute_rows").
  */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "wshard.h"
+#include "base/dtype.h"
 #include "base/fpconv.h"
 #include "source/safetensors.h"
 #include "source/catalog.h"
@@ -84,6 +86,79 @@ enum wshard_err plan_split_reordered(const struct wshard_plan *plan, struct grou
 	if (m->rule->beside) {
 		shape[0] = t->shape[1];
 		shape[1] = ne;
+	}
+	return rc;
+}
+
+/*
+ * "chunks" with "interleave" (vLLM's openai_privacy_filter.py, which
+ * interleaves the [gate | up] halves of GPT-OSS-style experts into gate,
+ * up pairs before gpt_oss.py cuts them by tp): rank r's cut of every
+ * chunk, index j of each chunk in turn.  dim 2, [E, A, B] transposed
+ * (gate_up_proj [E, H, 2I]): one piece an expert and chunk, its output
+ * rows (A elements each) nch rows apart, [E, nch*cut, A].  dim 1 of a
+ * matrix [E, B] (gate_up_proj_bias [E, 2I]): each row's nch sub-rows
+ * (the chunks, clen elements apart) transposed, [E, cut*nch], one piece
+ * a rank.
+ */
+enum wshard_err plan_interleave_chunks(const struct wshard_plan *plan, struct group_out *g,
+				       const struct member *m, const uint64_t *shp, int dim,
+				       uint64_t clen, uint64_t cut, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t es = wshard_dtype_bits(t->dtype) / 8;
+	uint64_t nch = (uint64_t)m->rule->chunks, e, c;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	if (dim == 1 && t->ndim != 2)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"interleave\" needs \"transpose\" or a matrix",
+					t->name);
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_out_tensor *o = &g->ranks[r];
+		struct wshard_piece p = {
+			.kind = WSHARD_PIECE_COPY,
+			.src = m->src,
+			.tr_es = (unsigned)es,
+			.prov_dim = (int8_t)(t->ndim - 1),
+			.prov_ncols = (uint32_t)cut,
+		};
+
+		if (dim == 1) {
+			p.row0 = 0;
+			p.nrows = shp[0];
+			p.tr_rows = (uint32_t)nch;
+			p.tr_stride = (uint32_t)(clen * es);
+			p.tr_width = (uint32_t)(cut * es);
+			p.prov_col0 = (uint32_t)((uint64_t)r * cut);
+			p.col0 = p.prov_col0 * es;
+			p.ncols = (nch - 1) * clen * es + cut * es;
+			p.out_ncols = nch * cut * es;
+			p.len = p.nrows * p.out_ncols;
+			rc = plan_push_piece(o, &p, err);
+			continue;
+		}
+		p.nrows = 1;
+		p.tr_rows = (uint32_t)shp[1];
+		p.tr_stride = (uint32_t)(shp[2] * es);
+		p.tr_width = (uint32_t)(cut * es);
+		p.tr_ostride = (uint32_t)(nch * shp[1] * es);
+		p.ncols = (p.tr_rows - 1) * (uint64_t)p.tr_stride + p.tr_width;
+		p.out_ncols = (uint64_t)p.tr_rows * p.tr_width;
+		p.len = p.out_ncols;
+		for (e = 0; e < shp[0] && !rc; e++) {
+			uint64_t base = o->nbytes;
+
+			for (c = 0; c < nch && !rc; c++) {
+				p.row0 = e;
+				p.prov_col0 = (uint32_t)(c * clen + (uint64_t)r * cut);
+				p.col0 = p.prov_col0 * es;
+				o->nbytes = base + c * shp[1] * es;
+				rc = plan_push_piece(o, &p, err);
+			}
+			o->nbytes = base + nch * cut * shp[1] * es;
+		}
 	}
 	return rc;
 }

@@ -57,6 +57,7 @@ void plan_convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t, bool 
 		p->len = p->len / in * out;
 		p->dst = p->dst / in * out;
 		p->out_stride = p->out_stride / in * out;
+		p->tr_ostride = p->tr_ostride / in * out;
 		p->pad = p->pad / in * out;
 	}
 	t->dtype = to;

@@ -281,6 +281,8 @@ static enum wshard_err split_chunks(const struct wshard_plan *plan, struct group
 	shape[1] = nch * cut;
 	if (dim == 2)
 		shape[2] = shp[1];
+	if (m->rule->interleave)
+		return plan_interleave_chunks(plan, g, m, shp, dim, clen, cut, err);
 	for (r = 0; r < plan->tp && !rc; r++)
 		for (e = 0; e < shp[0] && !rc; e++)
 			for (c = 0; c < nch && !rc; c++) {
@@ -517,6 +519,15 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 	cols = t->shape[lead];
 	for (d = lead + 1; d < t->ndim; d++)
 		inner *= t->shape[d];
+	if (m->rule->interleave && t->ndim == 2 && bits % 8 == 0) {
+		uint64_t clen, cut;
+
+		rc = chunk_cut(plan, m, t->shape, 1, &clen, &cut, err);
+		if (rc)
+			return rc;
+		shape[1] = (uint64_t)m->rule->chunks * cut;
+		return plan_interleave_chunks(plan, g, m, t->shape, 1, clen, cut, err);
+	}
 	if (m->rule->chunks > 1 && (t->ndim < 3 || (inner * bits) % 8))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': \"chunks\" without \"transpose\" needs 3 or more dimensions of whole-byte rows",

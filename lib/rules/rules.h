@@ -163,6 +163,10 @@ struct rules_rule {
 	int chunks;		/* "chunks": a column split's cut
 				 * dimension holds this many equal parts,
 				 * each cut by tp (0: one) */
+	bool interleave;	/* "interleave": a rank's cuts of the
+				 * chunks written index by index (index j
+				 * of each chunk in turn), not chunk after
+				 * chunk */
 	bool experts;		/* "experts": a transposed split's dimension 0
 				 * counts the experts: under --expert-parallel
 				 * a rank's own, whole */

@@ -117,6 +117,13 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 					"'%s': rule '%s': \"chunks\" is an integer from 1 to 64 and needs \"split\": \"col\" (\"rows\": 2 with \"transpose\", else 1)",
 					r->name, rule->match);
 	rule->chunks = chunks ? (int)json_integer_value(chunks) : 0;
+	rule->interleave = json_is_true(json_object_get(t, "interleave"));
+	if (json_object_get(t, "interleave") &&
+	    (!json_is_boolean(json_object_get(t, "interleave")) || rule->chunks < 2 ||
+	     json_is_true(experts)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"interleave\" is true or false and needs \"chunks\" of 2 or more, without \"experts\"",
+					r->name, rule->match);
 	if (experts && (!json_is_boolean(experts) || (!rule->transpose && rule->kind != RULE_COL)))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': rule '%s': \"experts\" is true or false and needs \"transpose\" or \"split\": \"col\"",

@@ -18,7 +18,6 @@
 #include "expr.h"
 #include "rules.h"
 
-
 /*
  * Fused operators known to every rules file; a file may declare more
  * (row-concatenated) in its "fused" object.  Each declares its parts once.
@@ -191,9 +190,10 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 	static const char *const known[] = {
 		"match", "output", "split", "fuse", "unpack", "shape", "optional", "comment", "if",
 		"reason", "dtype", "from", "rows", "view", "transpose", "missing", "chunks",
-		"experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp", "zero_mean", "plus",
-		"permute_rows", "pad_to", "qkv_groups", "also", "concat", "beside", "reshape",
-		"experts_from", "layer", "unless", "dequant", "pass_on", "num_experts",
+		"interleave", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
+		"zero_mean", "plus", "permute_rows", "pad_to", "qkv_groups", "also", "concat",
+		"beside", "reshape", "experts_from", "layer", "unless", "dequant", "pass_on",
+		"num_experts",
 	};
 	const char *key;
 	json_t *val;

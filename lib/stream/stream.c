@@ -126,6 +126,30 @@ static void put_strided(struct stream *s, const struct ref *ref, const struct ws
 }
 
 /*
+ * Source rows [x, y) of a transposed piece whose output rows lie
+ * tr_ostride apart (a rule's "interleave"; nrows 1, so x is row0): each
+ * row transposed into the stage, then put an output row at a time.
+ */
+static void put_interleaved(struct stream *s, const struct ref *ref, const struct wshard_piece *p,
+			    uint64_t x, uint64_t y, const char *src, uint64_t stride)
+{
+	uint64_t n = p->tr_width / p->tr_es, orow = p->out_ncols / n, r, j;
+
+	if (stream_grow(&s->stage, &s->stage_cap, (size_t)p->out_ncols, &s->local))
+		return;
+	for (r = x; r < y && !s->local.code; r++) {
+		stream_transpose_row(p, src + (r - x) * stride, s->stage);
+		for (j = 0; j < n; j++) {
+			if (s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor,
+					 p->dst + (r - p->row0) * p->out_ncols + j * p->tr_ostride,
+					 s->stage + j * orow, (size_t)orow, &s->local))
+				return;
+			report(s, (size_t)orow);
+		}
+	}
+}
+
+/*
  * Hands rows [x, y) of piece ref to the sink; rows start at src (stride
  * apart).  Rows that are not contiguous (a column piece) or change dtype
  * are gathered into the stage and put about STAGE_BYTES at a time, so
@@ -147,6 +171,10 @@ void stream_put_rows(struct stream *s, const struct ref *ref, uint64_t x,
 		return;
 	if (p->out_stride) {
 		put_strided(s, ref, p, x, y, src, stride);
+		return;
+	}
+	if (p->tr_rows && p->tr_ostride) {
+		put_interleaved(s, ref, p, x, y, src, stride);
 		return;
 	}
 	if (stride == p->ncols && !convert && !p->pad) {
@@ -202,6 +230,18 @@ void stream_put_tile(struct stream *s, const struct ref *ref, uint64_t r, uint64
 		n = WSHARD_MIN(g, m - j);
 		sub.tr_width = n * p->tr_es;
 		stream_transpose_row(&sub, src + j * p->tr_es, s->stage);
+		if (p->tr_ostride) {
+			/* "interleave": each output row tr_ostride apart */
+			uint64_t i;
+
+			for (i = 0; i < n && !s->local.code; i++)
+				if (!s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor,
+						  p->dst + (r - p->row0) * p->out_ncols +
+						  (j0 + j + i) * p->tr_ostride,
+						  s->stage + i * orow, (size_t)orow, &s->local))
+					report(s, (size_t)orow);
+			continue;
+		}
 		if (s->sink->put(s->sink->ctx, s->slot, ref->rank, ref->tensor, off + j * orow,
 				 s->stage, (size_t)(n * orow), &s->local))
 			return;

@@ -37,7 +37,15 @@ vLLM's own DeepseekOCRProcessor needs no processor file.
                     without its embedding) and model.qwen2_model.query_768 and
                     query_1024; the projector 896 -> text hidden size. Its
                     vision_config holds only what vLLM reads (image_size)
-                    beside the first one's keys."""
+                    beside the first one's keys.
+    make_unlimited(out)
+                    Unlimited-OCR (UnlimitedOCRForCausalLM, baidu/Unlimited-OCR:
+                    vLLM 0.32's unlimited_ocr.py, a DeepseekOCRForCausalLM
+                    subclass): DeepSeek-OCR's checkpoint (its text model is
+                    already the DeepSeek-V2 MoE with plain multi-head
+                    attention Unlimited-OCR has) under model_type
+                    "unlimited-ocr" (vLLM's UnlimitedOCRConfig, a
+                    DeepseekVLV2Config) with rswa_window."""
 import os
 
 from ckpt_deepseek_vl2 import H, language_config, text_model, write_config
@@ -51,7 +59,11 @@ def make_ocr2(out):
     _make(out, ocr2=True)
 
 
-def _make(out, ocr2):
+def make_unlimited(out):
+    _make(out, ocr2=False, unlimited=True)
+
+
+def _make(out, ocr2, unlimited=False):
     import torch
     import transformers
     from ckpt_io import save_shards
@@ -161,6 +173,9 @@ def _make(out, ocr2):
                                      "sam_vit_b": {"downsample_channels": [512, 896 if ocr2 else 1024],
                                                    "global_attn_indexes": [2, 5, 8, 11],
                                                    "heads": 12, "layers": 12, "width": 768}}}}
+    if unlimited:
+        c.update(architectures=["UnlimitedOCRForCausalLM"], model_type="unlimited-ocr",
+                 rswa_window=128)
     # the release repeats the text model's keys at the top
     for k, v in language.items():
         if k not in ("architectures", "model_type", "torch_dtype"):

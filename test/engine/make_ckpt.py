@@ -1075,6 +1075,15 @@ CASES = {
     "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", GPT_OSS),
     # The same, its experts in MXFP4 as OpenAI ships GPT-OSS (see mxfp4()).
     "gpt_oss-mxfp4": ("GptOssConfig", "GptOssForCausalLM", GPT_OSS),
+    # OpenAI Privacy Filter: GPT-OSS's layers as a bidirectional token
+    # classifier (a score head with a bias, 5 labels); transformers stores
+    # its experts' gate_up_proj [E, H, 2I] and bias as [gate | up] halves,
+    # which vLLM interleaves (openai_privacy_filter.py); 4 experts of 256.
+    "openai_privacy_filter": ("OpenAIPrivacyFilterConfig",
+                              "OpenAIPrivacyFilterForTokenClassification",
+                              {"intermediate_size": 256, "num_local_experts": 4,
+                               "num_experts_per_tok": 2, "sliding_window": 16,
+                               "num_labels": 5, "pad_token_id": 0, "eos_token_id": 1}),
     # Llama 4 (text): MoE every second layer (16 routed experts, one shared,
     # transformers' fused [E, H, 2I] gate_up_proj and [E, I, H] down_proj),
     # a dense MLP of intermediate_size_mlp between; chunked local attention
@@ -1946,8 +1955,9 @@ POOLING = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "Gemma3Tex
            "LlamaForSequenceClassification", "MistralForSequenceClassification",
            "Qwen2ForSequenceClassification", "Qwen3ForSequenceClassification",
            "Gemma2ForSequenceClassification", "Qwen3MoeForSequenceClassification",
-           "Phi3ForSequenceClassification", "JambaForSequenceClassification", "JinaVLForRanking", "DeepseekV3Model", "Qwen3Model",
-           "Qwen3ForTokenClassification")
+           "Phi3ForSequenceClassification", "JambaForSequenceClassification",
+           "OpenAIPrivacyFilterForTokenClassification", "JinaVLForRanking", "DeepseekV3Model",
+           "Qwen3Model", "Qwen3ForTokenClassification")
 
 
 def st_modules(out, cfg, decoder):
@@ -3606,6 +3616,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "minicpmv-4_5": "ckpt_minicpmv:make_v45", "deepseek_vl2": "ckpt_deepseek_vl2",
        "deepseek_vl2-mla": "ckpt_deepseek_vl2:make_mla", "deepseek_ocr": "ckpt_deepseek_ocr",
        "deepseek_ocr2": "ckpt_deepseek_ocr:make_ocr2",
+       "unlimited_ocr": "ckpt_deepseek_ocr:make_unlimited",
        "lightonocr": "ckpt_lightonocr_glm4v:make_lightonocr",
        "glm4v_chatglm": "ckpt_lightonocr_glm4v:make_glm4v",
        "phi3v": "ckpt_phi3v:make_phi3v", "phi3v-wte": "ckpt_phi3v:make_phi3v_wte",
@@ -3666,7 +3677,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "gemma4-assistant": "ckpt_gemma4_assistant",
        "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered",
        "jina_v5": "ckpt_jina_v5", "jina_v5-nano": "ckpt_jina_v5:make_nano",
-       "jina_v5-untied": "ckpt_jina_v5:make_untied"}
+       "jina_v5-untied": "ckpt_jina_v5:make_untied",
+       "longcat_flash_ngram": "ckpt_longcat_flash_ngram"}
 
 
 def make(arch, out):

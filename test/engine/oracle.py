@@ -247,7 +247,8 @@ def image_prompt(model):
         # 994), which vLLM expands into a global and a local 384x384 view
         size = 384
         image = [994]
-    elif cfg["architectures"][0] in ("DeepseekOCRForCausalLM", "DeepseekOCR2ForCausalLM"):
+    elif cfg["architectures"][0] in ("DeepseekOCRForCausalLM", "DeepseekOCR2ForCausalLM",
+                                     "UnlimitedOCRForCausalLM"):
         # DeepSeek-OCR: its <image> token (ckpt_deepseek_ocr.py's tokenizer:
         # 994); an image no larger than 640 pixels is one global view, padded
         # to 1024 (SAM at 64x64 patches, then CLIP): 16 rows of 16 tokens and
@@ -521,11 +522,12 @@ def arch_settings(model, kw):
         # the prompts' image runs through it anyway)
         kw.setdefault("max_model_len", 4 * MAX_MODEL_LEN)
         kw.setdefault("skip_mm_profiling", True)
-    if arch in ("DeepseekOCRForCausalLM", "DeepseekOCR2ForCausalLM"):
+    if arch in ("DeepseekOCRForCausalLM", "DeepseekOCR2ForCausalLM", "UnlimitedOCRForCausalLM"):
         # an image is 273 tokens (a global view), its profiling image (four
         # 640-pixel tiles beside the global view through SAM ViT-B and
         # CLIP-L at full size) 1093: not profiled, a CPU's minutes
-        # (DeepSeek-OCR-2: 257, and four 768-pixel tiles beside it)
+        # (DeepSeek-OCR-2: 257, and four 768-pixel tiles beside it;
+        # Unlimited-OCR: 32 tiles)
         kw.setdefault("max_model_len", 8 * MAX_MODEL_LEN)
         kw.setdefault("skip_mm_profiling", True)
     if "speculative_config" in kw and arch in (

@@ -694,6 +694,54 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _patch_longcat_ngram(module):
+    """WSHARD_ORACLE_LONGCAT_NGRAM: vLLM 0.32's LongcatFlashNgramForCausalLM
+    refuses to be built without the V2 model runner (longcat_flash_ngram.py
+    :212), which needs Triton (config/vllm.py:3190), which the CPU build
+    lacks.  Here the class is built as under the V2 runner (the config's
+    use_v2_model_runner reads true while its __init__ runs) and loaded by
+    the V1 runner; its n-gram embedding state (LongcatNgramModelState, a
+    CUDA kernel) is never used, and the first forward pass fails as
+    LongCat-Flash's does, after the state is saved (load and save only)."""
+    cls = module.LongcatFlashNgramForCausalLM
+    real = cls.__init__
+
+    def __init__(self, *, vllm_config, prefix=""):
+        vc = type(vllm_config)
+        prop = vc.__dict__["use_v2_model_runner"]
+        vc.use_v2_model_runner = property(lambda _: True)
+        try:
+            real(self, vllm_config=vllm_config, prefix=prefix)
+        finally:
+            vc.use_v2_model_runner = prop
+
+    cls.__init__ = __init__
+
+
+def _patch_unlimited_ocr(module):
+    """WSHARD_ORACLE_UNLIMITED_OCR: vLLM 0.32 serves Unlimited-OCR's text
+    model with R-SWA (its generated tokens attend only the last rswa_window
+    ones besides the prompt), for which UnlimitedOCRForCausalLMConfig
+    (model_executor/models/config.py:88) picks FlashAttention 4, Triton or
+    FlexAttention and FlashAttention for the vision encoder, none of which
+    the CPU build has ("FLASH_ATTN is not supported for vit attention").
+    Here it only turns prefix caching off, as it does, and the model's
+    rswa_window reads None (config/model.py:1640), so that the CPU
+    attention backends build it with plain causal attention: the same
+    weights, other answers than R-SWA's past the window, on both sides."""
+    cls = module.UnlimitedOCRForCausalLMConfig
+
+    def verify_and_update_config(vllm_config):
+        vllm_config.cache_config.enable_prefix_caching = False
+
+    cls.verify_and_update_config = staticmethod(verify_and_update_config)
+
+
+def _patch_no_rswa(module):
+    """(WSHARD_ORACLE_UNLIMITED_OCR) ModelConfig.rswa_window reads None."""
+    module.ModelConfig.rswa_window = property(lambda self: None)
+
+
 def _patch_rnj1(module):
     """vLLM 0.32's Rnj1Attention hands Attention chunk_lookback on every
     layer (-1 where the layer is not chunked), and Attention passes it on to
@@ -811,6 +859,11 @@ if os.environ.get("WSHARD_ORACLE_DSV4_MTP"):
     _hook("vllm.models.deepseek_v4.cpu.mtp", _patch_dsv4_mtp)
 if os.environ.get("WSHARD_ORACLE_DFLASH2"):
     _hook("vllm.config.vllm", _patch_dflash2)
+if os.environ.get("WSHARD_ORACLE_LONGCAT_NGRAM"):
+    _hook("vllm.model_executor.models.longcat_flash_ngram", _patch_longcat_ngram)
+if os.environ.get("WSHARD_ORACLE_UNLIMITED_OCR"):
+    _hook("vllm.model_executor.models.config", _patch_unlimited_ocr)
+    _hook("vllm.config.model", _patch_no_rswa)
 if os.environ.get("WSHARD_ORACLE_RNJ1"):
     _hook("vllm.v1.attention.backends.cpu_attn", _patch_rnj1)
 if os.environ.get("WSHARD_ORACLE_ALIBI_SQRT"):
