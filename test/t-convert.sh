@@ -232,24 +232,6 @@ else
 	fail "arange: convert or verify failed: $(head -c 300 "$T/aerr")"
 fi
 
-# A folder vLLM reads from the model folder itself (MiMo-V2.5 omni's
-# audio_tokenizer/) is copied with its files, not its subfolders.
-gen "$T/src-side" $S
-mkdir -p "$T/src-side/audio_tokenizer/nested"
-echo '{"d_model": 16}' >"$T/src-side/audio_tokenizer/config.json"
-printf 'tokenizer weights' >"$T/src-side/audio_tokenizer/model.safetensors"
-printf 'x' >"$T/src-side/audio_tokenizer/nested/other"
-if "$WSHARD" convert --tp 2 "$T/src-side" "$T/side-out" >/dev/null 2>"$T/sideerr"; then
-	got=$(cd "$T/side-out" && find . -mindepth 2 -type f | sort | tr '\n' ' ')
-	[ "$got" = "./audio_tokenizer/config.json ./audio_tokenizer/model.safetensors " ] ||
-		fail "audio_tokenizer/: copied $got"
-	cmp -s "$T/src-side/audio_tokenizer/model.safetensors" \
-		"$T/side-out/audio_tokenizer/model.safetensors" ||
-		fail "audio_tokenizer/model.safetensors differs"
-else
-	fail "audio_tokenizer/: convert failed: $(head -c 300 "$T/sideerr")"
-fi
-
 # A sentence-transformers model: the module folders modules.json names
 # (1_Pooling, 2_Dense) are copied with their files, which vLLM reads for
 # the pooling and Dense layers; a folder it does not name (onnx) and a

@@ -179,13 +179,6 @@ void catalog_sort_names(char **list, size_t n);
  */
 enum wshard_err catalog_st_modules(struct wshard_catalog *cat, struct wshard_error *err);
 
-/*
- * catalog_st.c: adds the files of the folders vLLM reads from the model
- * folder beside the weights ("audio_tokenizer/config.json"), where the
- * source has them.  Returns WSHARD_OK or WSHARD_ENOMEM.
- */
-enum wshard_err catalog_side_folders(struct wshard_catalog *cat, struct wshard_error *err);
-
 /* catalog_read.c: reads config.json at path into cat->config.  Returns
  * WSHARD_OK, WSHARD_EINVAL, WSHARD_EIO or WSHARD_ENOMEM. */
 /*

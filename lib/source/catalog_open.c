@@ -411,8 +411,6 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 	rc = cat->archive ? scan_archive(cat, err) : scan_dir(cat, err);
 	if (!rc)
 		rc = catalog_st_modules(cat, err);
-	if (!rc)
-		rc = catalog_side_folders(cat, err);
 out:
 	free(index);
 	free(single);

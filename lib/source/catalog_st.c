@@ -5,8 +5,7 @@
  * the Dense projections.  Without them an output would load with the
  * architecture's default pooling (CLS for BERT, where e5 and MiniLM mean)
  * and silently embed differently from its checkpoint, so they are copied
- * with the other non-weight files.  So are the files of the other folders
- * vLLM reads from the model folder: MiMo-V2.5 omni's audio_tokenizer/.
+ * with the other non-weight files.
  */
 #include <dirent.h>
 #include <stdbool.h>
@@ -143,26 +142,6 @@ enum wshard_err catalog_st_modules(struct wshard_catalog *cat, struct wshard_err
 			break;
 	}
 	json_decref(doc);
-	catalog_sort_names(cat->extra, cat->nextra);
-	return rc;
-}
-
-/*
- * Folders beside the weights that vLLM 0.32 reads from the model folder
- * itself, not through its loader: MiMo-V2.5 omni's audio tokenizer
- * (model_executor/models/mimo_audio.py:1247, MimoAudioEncoder), without
- * which it serves the model with audio encoding disabled and a warning.
- */
-static const char *const side_folders[] = { "audio_tokenizer" };
-
-enum wshard_err catalog_side_folders(struct wshard_catalog *cat, struct wshard_error *err)
-{
-	size_t i;
-	enum wshard_err rc = WSHARD_OK;
-
-	for (i = 0; i < sizeof(side_folders) / sizeof(side_folders[0]) && !rc; i++)
-		rc = cat->archive ? folder_members(cat, side_folders[i], err)
-				  : folder_files(cat, side_folders[i], err);
 	catalog_sort_names(cat->extra, cat->nextra);
 	return rc;
 }
