@@ -183,6 +183,37 @@ Test(config, experts)
 	rm_tree(dir);
 }
 
+/* A MiMo-V2 config.json with a vision_config is MiMoV2OmniForCausalLM,
+ * whatever its architectures say, as vLLM 0.32 names it
+ * (MimoV2ModelArchConfigConvertor); without one, or empty, or of another
+ * model type, its architectures entry stands. */
+Test(config, mimo_v2_omni_architecture)
+{
+	static const char *const cases[][2] = {
+		{ "--set-config model_type='\"mimo_v2\"' --set-config vision_config='{\"depth\": 2}'",
+		  "MiMoV2OmniForCausalLM" },
+		{ "--set-config model_type='\"mimo_v2_flash\"' --set-config vision_config='{\"depth\": 2}'",
+		  "MiMoV2OmniForCausalLM" },
+		{ "--set-config model_type='\"mimo_v2\"' --set-config vision_config='{}'",
+		  "MiMoV2ForCausalLM" },
+		{ "--set-config model_type='\"mimo_v2\"'", "MiMoV2ForCausalLM" },
+		{ "--set-config model_type='\"llama\"' --set-config vision_config='{\"depth\": 2}'",
+		  "MiMoV2ForCausalLM" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *dir, *args = fmt("--layers 1 --set-config architectures='[\"MiMoV2ForCausalLM\"]' %s",
+				       cases[i][0]);
+		struct wshard_catalog *cat = open_gen(&dir, args);
+
+		cr_assert_str_eq(cat->config.architecture, cases[i][1], "%s", args);
+		wshard_catalog_free(cat);
+		rm_tree(dir);
+		free(args);
+	}
+}
+
 /* No architectures, or not strings: NULL; non-integers read as absent. */
 Test(config, odd_values)
 {

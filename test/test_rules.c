@@ -771,7 +771,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			165 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
+			167 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
@@ -794,14 +794,16 @@ Test(builtin, architectures_list)
 			      Sarvam-105B, mGTE reranker (2), K2-Horizon,
 			      PLaMo 3, H2OVL, NVLM-D, Skywork-R1V,
 			      Intern-S1, Intern-S2-Preview, Intern-S2-Mobius,
-			      Kimi-VL, Rnj-1, MiMo-V2,
+			      Kimi-VL, Rnj-1, MiMo-V2, MiMo-V2.5 omni
+			      (MiMoV2OmniForCausalLM),
 			      MiniCPMV, DeepSeek-VL2, LightOnOCR, GLM-4V,
 			      Phi-3-V, ColQwen3 (3), ColQwen3.5, Voyage Qwen3,
 			      JinaForRanking, ColBERT (4: HF_ColBERT,
 			      ModernBERT, LFM2, Jina), SPLADE
 			      (BertSpladeSparseEmbeddingModel), BGE-M3
 			      (BgeM3EmbeddingModel), DeepSeek-OCR (2: and Unlimited-OCR), DeepSeek-OCR-2,
-			      MiMo's MTP draft, MiMo-V2's, ERNIE's, DeepSeek-V3's,
+			      MiMo's MTP draft, MiMo-V2's, MiMo-V2.5 omni's
+			      (MiMoV2OmniMTPModel), ERNIE's, DeepSeek-V3's,
 			      DeepSeek-V3.2's (and GLM-5's), GLM-4.5's,
 			      GLM-4.7-Flash's, K-EXAONE's, EXAONE 4.5's,
 			      openPangu Ultra-MoE's, LongCat-Flash's,

@@ -240,12 +240,35 @@ static int lift_vlm_config(json_t *root)
 	return 0;
 }
 
+/*
+ * The architecture vLLM 0.32 builds for config.json root: its first
+ * "architectures" entry, except that a MiMo-V2 config (model_type mimo_v2
+ * or mimo_v2_flash) with a vision_config is MiMoV2OmniForCausalLM whatever
+ * the entry says, as MiMo-V2.5's release names MiMoV2ForCausalLM
+ * (transformers_utils/model_arch_config_convertor.py:637,
+ * MimoV2ModelArchConfigConvertor).  NULL where there is none.
+ */
+static const char *vllm_architecture(json_t *root)
+{
+	json_t *archs = json_object_get(root, "architectures");
+	const char *type = json_string_value(json_object_get(root, "model_type"));
+	json_t *vision = json_object_get(root, "vision_config");
+
+	if (type && (!strcmp(type, "mimo_v2") || !strcmp(type, "mimo_v2_flash")) &&
+	    json_is_object(vision) && json_object_size(vision))
+		return "MiMoV2OmniForCausalLM";
+	if (json_is_array(archs) && json_is_string(json_array_get(archs, 0)))
+		return json_string_value(json_array_get(archs, 0));
+	return NULL;
+}
+
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err)
 {
 	struct wshard_config *c = &cat->config;
 	json_error_t jerr;
-	json_t *root, *archs;
+	json_t *root;
+	const char *arch;
 	char *text = NULL;
 	size_t len;
 	enum wshard_err rc;
@@ -267,12 +290,9 @@ enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path
 	rc = modelopt_config(cat, path, root, err);
 	if (rc)
 		return rc;
-	archs = json_object_get(root, "architectures");
-	if (json_is_array(archs) && json_is_string(json_array_get(archs, 0))) {
-		c->architecture = strdup(json_string_value(json_array_get(archs, 0)));
-		if (!c->architecture)
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	}
+	arch = vllm_architecture(root);
+	if (arch && !(c->architecture = strdup(arch)))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	catalog_config_fields(c);
 	cat->has_config = true;
 	return WSHARD_OK;

@@ -3612,6 +3612,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "step1": "ckpt_step1", "step1-untied": "ckpt_step1:make_untied",
        "step1-said": "ckpt_step1:make_said",
        "mimo_v2": "ckpt_mimo_v2", "mimo_v2-fused": "ckpt_mimo_v2:make_fused",
+       "mimo_v2_omni": "ckpt_mimo_v2_omni", "mimo_v2_omni-v25": "ckpt_mimo_v2_omni:make_v25",
        "minicpmv": "ckpt_minicpmv:make_v26", "minicpmv-4_0": "ckpt_minicpmv:make_v40",
        "minicpmv-4_5": "ckpt_minicpmv:make_v45", "deepseek_vl2": "ckpt_deepseek_vl2",
        "deepseek_vl2-mla": "ckpt_deepseek_vl2:make_mla", "deepseek_ocr": "ckpt_deepseek_ocr",
