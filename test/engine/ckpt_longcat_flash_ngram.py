@@ -20,7 +20,8 @@ NGRAM = dict(ngram_vocab_size_ratio=2, emb_split_num=2, emb_neighbor_num=3)
 def make(out):
     import torch
     import transformers
-    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    from ckpt_io import (add_to_first_shard, perturb_and_save, perturber, read_tensors,
+                         update_config)
     from make_ckpt import CASES, COMMON, released_zero_experts
     kw = dict(COMMON)
     kw.update(CASES["longcat_flash"][2])
@@ -29,10 +30,7 @@ def make(out):
     cfg.dtype = torch.bfloat16
     torch.manual_seed(1234)
     model = transformers.LongcatFlashForCausalLM(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
-    model.save_pretrained(out, max_shard_size="1MB")
+    perturb_and_save(model, out)
     released_zero_experts(out, cfg.n_routed_experts)
     h, v = cfg.hidden_size, cfg.vocab_size
     tables = NGRAM["emb_split_num"] * (NGRAM["emb_neighbor_num"] - 1)
