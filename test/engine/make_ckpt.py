@@ -3707,7 +3707,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered",
        "jina_v5": "ckpt_jina_v5", "jina_v5-nano": "ckpt_jina_v5:make_nano",
        "jina_v5-untied": "ckpt_jina_v5:make_untied",
-       "longcat_flash_ngram": "ckpt_longcat_flash_ngram"}
+       "longcat_flash_ngram": "ckpt_longcat_flash_ngram",
+       # Ultravox: a Whisper encoder, a projector and a Llama text model
+       "ultravox": "ckpt_ultravox"}
 
 
 def make(arch, out):
