@@ -771,7 +771,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			167 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
+			168 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
@@ -794,7 +794,7 @@ Test(builtin, architectures_list)
 			      Sarvam-105B, mGTE reranker (2), K2-Horizon,
 			      PLaMo 3, H2OVL, NVLM-D, Skywork-R1V,
 			      Intern-S1, Intern-S2-Preview, Intern-S2-Mobius,
-			      Kimi-VL, Rnj-1, MiMo-V2, MiMo-V2.5 omni
+			      Kimi-VL, Rnj-1, MiMo-V2, MiMo-V2.5 omni, Ultravox
 			      (MiMoV2OmniForCausalLM),
 			      MiniCPMV, DeepSeek-VL2, LightOnOCR, GLM-4V,
 			      Phi-3-V, ColQwen3 (3), ColQwen3.5, Voyage Qwen3,

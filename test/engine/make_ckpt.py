@@ -565,6 +565,9 @@ CASES = {
     # that the fused projections' parts differ in size; MoE in every layer
     # with a gated shared expert.
     "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", QWEN3_NEXT),
+    # with layer_scale: every decoder layer's attn_layer_scale and
+    # ffn_layer_scale (layer_scales below)
+    "qwen3_next-layer_scale": ("Qwen3NextConfig", "Qwen3NextForCausalLM", None),
     # Phi-3.5-MoE: Mixtral's experts (w1, w2, w3) under Phi's LayerNorms
     # (with biases), q/k/v/o and lm_head biases as the release has them
     # (vLLM builds them always), named PhiMoEForCausalLM as released.
@@ -610,6 +613,8 @@ CASES = {
                    dict(QWEN3_VL, tie_word_embeddings=True,
                         text_config=dict(QWEN3_NEXT,
                                          tie_word_embeddings=True))),
+    # Qwen3.5's, with layer_scale (layer_scales below)
+    "qwen3_5_vl-layer_scale": ("Qwen3_5Config", "Qwen3_5ForConditionalGeneration", None),
     "qwen3_5_vl_moe": ("Qwen3_5MoeConfig", "Qwen3_5MoeForConditionalGeneration",
                        dict(QWEN3_VL, text_config=QWEN3_NEXT)),
     # Qwen4-Exp with the Qwen3-VL tower: transformers' has no deepstack
@@ -1784,6 +1789,29 @@ def qwen_next_mtp(out, model="model.", config=None):
         c.get("text_config", c).update(mtp_num_hidden_layers=1,
                                        mtp_use_dedicated_embeddings=False)
     update_config(out, config or cfg)
+
+
+def layer_scales(out, model="model."):
+    """Adds, as a checkpoint whose config sets layer_scale would hold them
+    (transformers' classes neither build nor write them), each decoder
+    layer's attn_layer_scale and ffn_layer_scale, [1, 1, hidden] in the
+    checkpoint's dtype and far from vLLM's zeros (a scale of 1 + s:
+    Qwen3NextDecoderLayer.forward, qwen3_next.py:587-627), and sets
+    layer_scale in config.json (its text_config where it has one).  Before
+    qwen_next_mtp, whose copy of the last attention layer takes them too
+    (Qwen3_5DecoderLayer and Qwen3NextDecoderLayer build them in the
+    draft as well)."""
+    import torch
+    from ckpt_io import add_to_first_shard, read_tensors, update_config
+    src = read_tensors(out)
+    norm = src[model + "norm.weight"]
+    layers = sorted({int(k[len(model):].split(".")[1]) for k in src
+                     if k.startswith(model + "layers.")})
+    g = torch.Generator().manual_seed(77)
+    add_to_first_shard(out, {
+        f"{model}layers.{n}.{s}": (torch.randn(1, 1, norm.shape[0], generator=g) * 0.1).to(
+            norm.dtype) for n in layers for s in ("attn_layer_scale", "ffn_layer_scale")})
+    update_config(out, lambda c: c.get("text_config", c).update(layer_scale=True))
 
 
 def qwen4_exp_mtp(out, model="model."):
@@ -3679,7 +3707,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered",
        "jina_v5": "ckpt_jina_v5", "jina_v5-nano": "ckpt_jina_v5:make_nano",
        "jina_v5-untied": "ckpt_jina_v5:make_untied",
-       "longcat_flash_ngram": "ckpt_longcat_flash_ngram"}
+       "longcat_flash_ngram": "ckpt_longcat_flash_ngram",
+       # Ultravox: a Whisper encoder, a projector and a Llama text model
+       "ultravox": "ckpt_ultravox"}
 
 
 def make(arch, out):
@@ -3790,6 +3820,12 @@ def make(arch, out):
         update_config(out, lambda c: c.update(architectures=["PhiMoEForCausalLM"]))
     if arch == "qwen2-mimo":
         mimo_mtp(out)
+    if arch == "qwen3_next-layer_scale":
+        layer_scales(out)
+        qwen_next_mtp(out)
+    if arch == "qwen3_5_vl-layer_scale":
+        layer_scales(out, "model.language_model.")
+        qwen_next_mtp(out, "model.language_model.")
     if arch in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):
         qwen_next_mtp(out)
     if arch in ("qwen3_5_vl", "qwen3_5_vl_moe"):

@@ -107,11 +107,14 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # test tower is 56 pixels: checked by bytes), HunYuanVL (vLLM's CPU build
 # fails on an image: transformers' HunYuanVLVisionPatchMerger.forward hands
 # its mlp a permuted view, which the CPU gemm, oneDNN's, refuses: "Expected
-# a.stride(-1) == 1"; its tower is checked by bytes)
+# a.stride(-1) == 1"; its tower is checked by bytes), Ultravox (its
+# processor is fixie-ai's remote code, which the test checkpoint does not
+# ship: its tower and projector are checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
-                     "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration")
+                     "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
+                     "UltravoxModel")
 GRANITE_SPEECH = ("GraniteSpeechForConditionalGeneration",
                   "GraniteSpeechPlusForConditionalGeneration")
 MAX_TOKENS = 8
@@ -461,6 +464,11 @@ def arch_settings(model, kw):
         # tower): not profiled; its prompts are text alone (MiniCPM-V's
         # test checkpoint: its stub image processor processes no image)
         kw.setdefault("skip_mm_profiling", True)
+    if arch == "UltravoxModel":
+        # its processor is a stand-in named by auto_map (ckpt_ultravox.py,
+        # ultravox_processing.py): not profiled
+        kw.setdefault("skip_mm_profiling", True)
+        kw.setdefault("trust_remote_code", True)
     if arch in GRANITE_SPEECH:
         # the test checkpoint's feature extractor is a stand-in named by
         # auto_map (make_ckpt.py, granite_speech_features.py)
