@@ -771,7 +771,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			168 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
+			170 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
@@ -790,12 +790,12 @@ Test(builtin, architectures_list)
 			      EXAONE 3, ERNIE-4.5-VL, Kimi K3, Ling (2), Ling 3, Ling 2.5,
 			      InternVLChatModel, TeleChat2, Step-3.5, Step-3.7,
 			      DeepSeek-MoE, IQuest-Coder Loop, Step-3 text, Step-1,
-			      Sarvam-30B, mGTE (2), openPangu (3), Param-2,
+			      Sarvam-30B, mGTE (2), openPangu (3), openPangu-VL, Param-2,
 			      Sarvam-105B, mGTE reranker (2), K2-Horizon,
 			      PLaMo 3, H2OVL, NVLM-D, Skywork-R1V,
-			      Intern-S1, Intern-S2-Preview, Intern-S2-Mobius,
-			      Kimi-VL, Rnj-1, MiMo-V2, MiMo-V2.5 omni, Ultravox
-			      (MiMoV2OmniForCausalLM),
+			      Intern-S1, Intern-S1-Pro, Intern-S2-Preview, Intern-S2-Mobius,
+			      Kimi-VL, Rnj-1, MiMo-V2, MiMo-V2.5 omni
+			      (MiMoV2OmniForCausalLM), Ultravox,
 			      MiniCPMV, DeepSeek-VL2, LightOnOCR, GLM-4V,
 			      Phi-3-V, ColQwen3 (3), ColQwen3.5, Voyage Qwen3,
 			      JinaForRanking, ColBERT (4: HF_ColBERT,

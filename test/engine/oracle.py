@@ -499,6 +499,7 @@ def arch_settings(model, kw):
                 "PanguProMoEV2ForCausalLM", "Param2MoEForCausalLM", "SarvamMLAForCausalLM",
                 "GteNewForSequenceClassification", "K2HorizonForCausalLM",
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
+                "InternS1ProForConditionalGeneration", "OpenPanguVLForConditionalGeneration",
                 "KimiVLForConditionalGeneration", "OpenCUAForConditionalGeneration",
                 "BeeForConditionalGeneration", "Phi4ForCausalLMV",
                 "Eagle2_5_VLForConditionalGeneration",

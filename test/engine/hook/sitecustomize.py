@@ -27,7 +27,7 @@ _TARGET = "vllm.model_executor.model_loader.base_loader"
 # build lacks: "_C has no attribute 'gptq_marlin_repack'", after the save)
 LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_MOE",
              "WSHARD_ORACLE_MXFP4_MOE", "WSHARD_ORACLE_OLMO_GDN", "WSHARD_ORACLE_FP8_BLOCK",
-             "WSHARD_ORACLE_MXFP4_CPU", "WSHARD_ORACLE_MXFP6")
+             "WSHARD_ORACLE_MXFP4_CPU", "WSHARD_ORACLE_MXFP6", "WSHARD_ORACLE_PANGU_VL")
 LOAD_ONLY_STOP = "wshard oracle: state saved; the kernel taken as supported is not run"
 _CPU = "vllm.platforms.cpu"
 # What a worker raises once its draft's state is saved where
@@ -518,6 +518,41 @@ def _patch_nogate_experts(module):
     cls._supports_activation = staticmethod(lambda activation: True)
 
 
+def _patch_pangu_vl(module):
+    """WSHARD_ORACLE_PANGU_VL: vLLM 0.32's openPangu-VL tower refuses every
+    ViT attention backend but FLASH_ATTN (openpangu_vl.py:418-424, "Pangu-VL
+    does not support ... backend now"), which the CPU build lacks; building
+    and loading the tower does not depend on it.  The tower is told it has
+    FLASH_ATTN, so that the model is built, loaded and its state saved;
+    then the worker stops (LOAD_ONLY_STOP)."""
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+    module.get_vit_attn_backend = lambda *a, **kw: AttentionBackendEnum.FLASH_ATTN
+
+
+def _patch_interns1_pro(module):
+    """WSHARD_ORACLE_INTERNS1_PRO: vLLM 0.32's
+    InternS1ProForConditionalGeneration.__init__ reads self.model_config
+    (interns1_pro.py:579, build_mm_input_norm) without setting it (its
+    Qwen3-VL parents' __init__, which would, is skipped: :566), so it fails
+    on every platform ("object has no attribute 'model_config'").  The
+    class is given model_config as a property: the model config it is
+    built under (vLLM builds a model inside set_current_vllm_config), kept
+    at the first read, as Qwen3VLMoeForConditionalGeneration keeps it;
+    nothing else changes."""
+    def get(self):
+        mc = self.__dict__.get("_wshard_model_config")
+        if mc is None:
+            from vllm.config import get_current_vllm_config
+            mc = get_current_vllm_config().model_config
+            self.__dict__["_wshard_model_config"] = mc
+        return mc
+
+    def put(self, value):
+        self.__dict__["_wshard_model_config"] = value
+
+    module.InternS1ProForConditionalGeneration.model_config = property(get, put)
+
+
 def _patch_llvmlite(module):
     """vLLM 0.32's CPU worker looks for Triton kernels in the globals of
     every imported module (register_triton_kernel_overrides calls vars() on
@@ -845,6 +880,10 @@ if os.environ.get("WSHARD_ORACLE_NOGATE"):
           _patch_nogate)
     _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
           _patch_nogate_experts)
+if os.environ.get("WSHARD_ORACLE_INTERNS1_PRO"):
+    _hook("vllm.model_executor.models.interns1_pro", _patch_interns1_pro)
+if os.environ.get("WSHARD_ORACLE_PANGU_VL"):
+    _hook("vllm.model_executor.models.openpangu_vl", _patch_pangu_vl)
 if os.environ.get("WSHARD_ORACLE_SPARSE"):
     _hook(_CPU, _patch_sparse)
 if os.environ.get("WSHARD_ORACLE_OLMO_GDN"):
