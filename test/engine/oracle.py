@@ -107,11 +107,16 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # test tower is 56 pixels: checked by bytes), HunYuanVL (vLLM's CPU build
 # fails on an image: transformers' HunYuanVLVisionPatchMerger.forward hands
 # its mlp a permuted view, which the CPU gemm, oneDNN's, refuses: "Expected
-# a.stride(-1) == 1"; its tower is checked by bytes)
+# a.stride(-1) == 1"; its tower is checked by bytes), Kanana-V and Molmo2
+# (their processors are Kakao's and AllenAI's remote code, which the test
+# checkpoints stand in for with one that processes no image
+# (ckpt_molmo2.write_stub_processor): the towers and adapters are checked
+# by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
-                     "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration")
+                     "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
+                     "KananaVForConditionalGeneration", "Molmo2ForConditionalGeneration")
 GRANITE_SPEECH = ("GraniteSpeechForConditionalGeneration",
                   "GraniteSpeechPlusForConditionalGeneration")
 MAX_TOKENS = 8
@@ -470,6 +475,16 @@ def arch_settings(model, kw):
         # the tiny vocabulary: no multimodal profiling (the towers are built
         # all the same; vLLM's CPU build cannot run Inkling: bytes only)
         kw.setdefault("limit_mm_per_prompt", {"image": 0, "audio": 0})
+    if arch in ("KananaVForConditionalGeneration", "Molmo2ForConditionalGeneration"):
+        # their processors are Kakao's and AllenAI's remote code, which the
+        # test checkpoints stand in for with one that processes no image: no
+        # multimodal profiling (the towers are built all the same, unlike
+        # with limit_mm_per_prompt 0; the prompts are text alone)
+        kw.setdefault("skip_mm_profiling", True)
+    if arch == "Molmo2ForConditionalGeneration":
+        # (vLLM still processes a dummy video at start: none; the backbone
+        # serves images too, and is built)
+        kw.setdefault("limit_mm_per_prompt", {"video": 0})
     if arch == "Phi3VForCausalLM":
         # its HD transform makes any image up to 16 crops of 336 pixels:
         # about 2500 tokens (ckpt_phi3v.py's stand-in processor)
@@ -501,7 +516,8 @@ def arch_settings(model, kw):
                 "KeyeVL1_5ForConditionalGeneration", "Ovis2_5", "Ovis2_6ForCausalLM",
                 "Ovis2_6_MoeForCausalLM", "ColBERTJinaRobertaModel",
                 "InternS2PreviewForConditionalGeneration",
-                "InternS2MobiusForConditionalGeneration"):
+                "InternS2MobiusForConditionalGeneration",
+                "KananaVForConditionalGeneration", "Molmo2ForConditionalGeneration"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
