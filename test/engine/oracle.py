@@ -482,9 +482,12 @@ def arch_settings(model, kw):
         # with limit_mm_per_prompt 0; the prompts are text alone)
         kw.setdefault("skip_mm_profiling", True)
     if arch == "Molmo2ForConditionalGeneration":
-        # (vLLM still processes a dummy video at start: none; the backbone
-        # serves images too, and is built)
-        kw.setdefault("limit_mm_per_prompt", {"video": 0})
+        # vLLM 0.32 still processes a dummy image and video at start
+        # (Molmo2MultiModalProcessor._apply_hf_processor_main), which the
+        # stand-in processor cannot: neither, and vLLM then builds no vision
+        # backbone (its tensors are "not in vLLM's state"; no engine case,
+        # test/engine/run)
+        kw.setdefault("limit_mm_per_prompt", {"image": 0, "video": 0})
     if arch == "Phi3VForCausalLM":
         # its HD transform makes any image up to 16 crops of 336 pixels:
         # about 2500 tokens (ckpt_phi3v.py's stand-in processor)
