@@ -109,12 +109,15 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # its mlp a permuted view, which the CPU gemm, oneDNN's, refuses: "Expected
 # a.stride(-1) == 1"; its tower is checked by bytes), Ultravox (its
 # processor is fixie-ai's remote code, which the test checkpoint does not
-# ship: its tower and projector are checked by bytes)
+# ship: its tower and projector are checked by bytes), Kanana-V (its
+# processor is Kakao's remote code, which the test checkpoint stands in for
+# with one that processes no image, ckpt_kanana_v.write_stub_processor: its
+# tower and abstractor are checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
                      "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
-                     "UltravoxModel")
+                     "UltravoxModel", "KananaVForConditionalGeneration")
 GRANITE_SPEECH = ("GraniteSpeechForConditionalGeneration",
                   "GraniteSpeechPlusForConditionalGeneration")
 MAX_TOKENS = 8
@@ -478,6 +481,12 @@ def arch_settings(model, kw):
         # the tiny vocabulary: no multimodal profiling (the towers are built
         # all the same; vLLM's CPU build cannot run Inkling: bytes only)
         kw.setdefault("limit_mm_per_prompt", {"image": 0, "audio": 0})
+    if arch == "KananaVForConditionalGeneration":
+        # its processor is Kakao's remote code, which the test checkpoint
+        # stands in for with one that processes no image: no multimodal
+        # profiling (the towers are built all the same, unlike with
+        # limit_mm_per_prompt 0; the prompts are text alone)
+        kw.setdefault("skip_mm_profiling", True)
     if arch == "Phi3VForCausalLM":
         # its HD transform makes any image up to 16 crops of 336 pixels:
         # about 2500 tokens (ckpt_phi3v.py's stand-in processor)
@@ -510,7 +519,8 @@ def arch_settings(model, kw):
                 "KeyeVL1_5ForConditionalGeneration", "Ovis2_5", "Ovis2_6ForCausalLM",
                 "Ovis2_6_MoeForCausalLM", "ColBERTJinaRobertaModel",
                 "InternS2PreviewForConditionalGeneration",
-                "InternS2MobiusForConditionalGeneration"):
+                "InternS2MobiusForConditionalGeneration",
+                "KananaVForConditionalGeneration"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
