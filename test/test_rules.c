@@ -771,7 +771,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			171 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
+			175 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
@@ -786,7 +786,11 @@ Test(builtin, architectures_list)
 			      BertForMaskedLM,
 			      NomicBertModel, GteModel, EmbeddingGemma2Model,
 			      Qwen2 reward models (2), ColModernVBERT, Orion,
-			      Nemotron-NAS, Nemotron-H Puzzle, InternLM2 (2), ChatGLM (2), MiniCPM,
+			      Nemotron-NAS, Nemotron-H Puzzle, Nemotron-H VL and
+			      omni (4: NemotronH_Nano_VL_V2,
+			      NemotronH_Nano_Omni_Reasoning_V3,
+			      NemotronH_Omni_Reasoning_V3,
+			      NemotronH_Super_Omni_Reasoning_V3), InternLM2 (2), ChatGLM (2), MiniCPM,
 			      EXAONE 3, ERNIE-4.5-VL, Kimi K3, Ling (2), Ling 3, Ling 2.5,
 			      InternVLChatModel, TeleChat2, Step-3.5, Step-3.7,
 			      DeepSeek-MoE, IQuest-Coder Loop, Step-3 text, Step-1,

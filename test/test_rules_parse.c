@@ -388,6 +388,18 @@ Test(parse, bad_extra)
 	snprintf(text, sizeof(text), base,
 		 "[{\"name\": \"p\", \"arange\": 512, \"dtype\": \"I32\"}]");
 	parse_fails(text, "and is I64");
+	/* "len": an expression, with a value, no "when" or "option" */
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"l.{n}.ls1\", \"value\": 1, \"len\": [32]}]");
+	parse_fails(text, "extra 'l.{n}.ls1': \"len\" is an expression, with a \"value\"");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"l.{n}.ls1\", \"value\": 1, \"len\": 32,"
+		 " \"option\": \"attn_scales\"}]");
+	parse_fails(text, "extra 'l.{n}.ls1': \"len\" is an expression, with a \"value\"");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"l.{n}.ls1\", \"value\": 1, \"dtype\": \"model\","
+		 " \"len\": \"hidden_size\"}]");
+	parse_ok(text);
 	snprintf(text, sizeof(text), base, "[{\"value\": 1}]");
 	parse_fails(text, "extra[0] needs \"name\"");
 	snprintf(text, sizeof(text), base, "{\"name\": \"s\"}");

@@ -286,7 +286,10 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 		o = json_pack("{s:I}", "zeros", (json_int_t)p->len);
 		break;
 	case WSHARD_PIECE_CONST:
-		o = json_pack("{s:f}", "value", p->prov_value);
+		o = p->len > p->value_len
+			    ? json_pack("{s:f,s:I}", "value", p->prov_value, "count",
+					(json_int_t)(p->len / p->value_len))
+			    : json_pack("{s:f}", "value", p->prov_value);
 		break;
 	case WSHARD_PIECE_ARANGE:
 		o = json_pack("{s:[I,I]}", "arange", (json_int_t)p->prov_value,

@@ -94,6 +94,31 @@ static enum wshard_err push_const(struct wshard_plan *plan, const double *vals, 
 	return rc;
 }
 
+/* Appends the vector name of n copies of value in dtype to every rank:
+ * one CONST piece its whole length (an extra's "len"). */
+static enum wshard_err push_fill(struct wshard_plan *plan, double value, int64_t n,
+				 enum wshard_dtype dtype, const char *name, size_t *caps,
+				 struct wshard_error *err)
+{
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	for (r = 0; r < plan->tp && !rc; r++) {
+		struct wshard_out_tensor t = { .dtype = dtype, .ndim = 1, .shape = { (uint64_t)n } };
+		struct wshard_piece p = plan_const_piece(value, dtype);
+
+		p.len = (uint64_t)n * p.value_len;
+		t.name = strdup(name);
+		rc = t.name ? plan_push_piece(&t, &p, err)
+			    : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		if (!rc)
+			rc = plan_rank_push(&plan->ranks[r], &caps[r], &t, err);
+		free(t.name);
+		free(t.pieces);
+	}
+	return rc;
+}
+
 /* Appends extra e's "arange" tensor, I64 [1, n] of 0 .. n - 1, to every rank. */
 static enum wshard_err push_arange(struct wshard_plan *plan, const struct rules_extra *e,
 				   size_t *caps, struct wshard_error *err)
@@ -432,6 +457,7 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 		double vals[WSHARD_IMAGE_NORM_MAX] = { e->value };
 		size_t nvals = 1;
 		enum wshard_err rc = WSHARD_OK;
+		int64_t len = 0;
 
 		if (e->option && strcmp(e->option, "attn_scales") == 0 && !plan->opt.attn_scales)
 			continue;
@@ -454,6 +480,13 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 				break;
 			}
 		}
+		if (e->len) {
+			rc = expr_eval_dim(plan->config, e->len, e->name, &len, err);
+			if (!rc && (len < 1 || len > 1 << 24))
+				rc = wshard_error_set(err, WSHARD_EINVAL,
+						      "extra '%s': \"len\" %s is %lld, not 1 to 2^24",
+						      e->name, e->len, (long long)len);
+		}
 		if (e->image_norm)
 			rc = plan_image_norm(plan->cat, e->image_norm, vals, &nvals, err);
 		if (rc)
@@ -467,6 +500,7 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 
 			rc = !name ? wshard_error_set(err, WSHARD_ENOMEM, "out of memory")
 			     : src >= 0 ? push_source(plan, src, dtype, name, caps, err)
+			     : len ? push_fill(plan, e->value, len, dtype, name, caps, err)
 			     : push_const(plan, vals, nvals, e->image_norm, dtype, name, caps, err);
 			free(name);
 		}

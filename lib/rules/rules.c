@@ -201,6 +201,7 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->extras[i].each_count);
 		free(r->extras[i].each_if);
 		free(r->extras[i].arange);
+		free(r->extras[i].len);
 	}
 	free(r->extras);
 	for (i = 0; i < r->ntie_drop; i++)

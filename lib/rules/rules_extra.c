@@ -85,6 +85,31 @@ static enum wshard_err parse_arange(const struct wshard_rules *r, json_t *x,
 	return WSHARD_OK;
 }
 
+/*
+ * "len": EXPR (a config.json expression, with "value") makes extra e a
+ * vector of EXPR copies of its value: a parameter vLLM builds filled and no
+ * load_weights fills (RADIO's ls1 and ls2, torch.ones, radio.py skipping
+ * the checkpoint's).
+ */
+static enum wshard_err parse_len(const struct wshard_rules *r, json_t *x, const char *name,
+				 struct rules_extra *e, struct wshard_error *err)
+{
+	json_t *v = json_object_get(x, "len");
+	bool bad;
+
+	if (!v)
+		return WSHARD_OK;
+	if (!(json_is_string(v) || json_is_integer(v)) || !json_object_get(x, "value") ||
+	    json_object_get(x, "when") || json_object_get(x, "option") || strstr(name, "{i}"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': extra '%s': \"len\" is an expression, with a \"value\" and no \"when\", \"option\" or {i}",
+					r->name, name);
+	e->len = rules_expr_copy(v, &bad);
+	if (!e->len)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
 /* "each": {"count": EXPR, "if": COND}: extra e is written once for each
  * {i} from 0 to count - 1 for which COND holds (HRM-Text's recurrence
  * steps, a vLLM attention layer each). */
@@ -174,6 +199,8 @@ static enum wshard_err parse_extras(struct wshard_rules *r, json_t *extra,
 						"'%s': extra '%s': \"with\" must be a tensor name with {n}, for a name with {n}",
 						r->name, name);
 		rc = parse_each(r, x, name, e, err);
+		if (!rc)
+			rc = parse_len(r, x, name, e, err);
 		if (rc)
 			return rc;
 		if (strstr(name, "{i}") && !e->each_count && (!e->with || !strstr(e->with, "{i}")))
@@ -202,7 +229,7 @@ static enum wshard_err expand_attn_scales(const struct wshard_rules *r, json_t *
 					  json_t *out, struct wshard_error *err)
 {
 	static const char *const own[] = { "name", "dtype", "value", "option", "when",
-					   "image_norm", "arange" };
+					   "image_norm", "arange", "len" };
 	const char *module = json_string_value(json_object_get(x, "attn_scales"));
 	json_t *quantized = json_object_get(x, "quantized");
 	size_t i, k;

@@ -292,10 +292,14 @@ enum wshard_err stream_put_generated(struct stream *s)
 						report(s, len);
 					done += len;
 				}
-				if (p->kind == WSHARD_PIECE_CONST &&
-				    !s->sink->put(s->sink->ctx, s->slot, r, i, p->dst,
-						  p->value, p->value_len, &s->local))
-					report(s, p->value_len);
+				/* a CONST piece: its element, repeated over its length */
+				while (p->kind == WSHARD_PIECE_CONST && done < p->len &&
+				       !s->local.code) {
+					if (!s->sink->put(s->sink->ctx, s->slot, r, i, p->dst + done,
+							  p->value, p->value_len, &s->local))
+						report(s, p->value_len);
+					done += p->value_len;
+				}
 				while (p->kind == WSHARD_PIECE_ARANGE && done < p->len &&
 				       !s->local.code)
 					done += put_arange(s, r, i, p, done);

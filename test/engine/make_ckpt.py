@@ -3705,6 +3705,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "cohere2-eagle": "ckpt_eagle:make_cohere2",
        "nemotron_h-moe-puzzle": "ckpt_nemotron_puzzle",
        "nemotron_h-puzzle": "ckpt_nemotron_puzzle:make_dense",
+       # Nemotron-H VL and omni (NemotronH_Nano_VL_V2 and the omni releases)
+       "nano_nemotron_vl": "ckpt_nano_nemotron_vl",
+       "nano_nemotron_omni": "ckpt_nano_nemotron_vl:make_omni",
        # Gemma 4's MTP assistant (test/engine/run's ARCH:TP:assistant cases)
        "gemma4-assistant": "ckpt_gemma4_assistant",
        "gemma4-assistant_ordered": "ckpt_gemma4_assistant:make_ordered",

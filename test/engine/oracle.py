@@ -349,6 +349,12 @@ def image_prompt(model):
         # row end)
         size = 32
         image = [cfg["vocabulary_map"]["<image>"]]
+    elif cfg["architectures"][0].startswith("NemotronH_"):
+        # Nemotron-H VL and omni: <image> (ckpt_nano_nemotron_vl.py: 994),
+        # which vLLM replaces by <img>, the image's context tokens and
+        # </img>; one 64x64 tile of 16-pixel patches
+        size = 64
+        image = [994]
     elif cfg["architectures"][0] == "HCXVisionV2ForCausalLM":
         # HyperCLOVA X SEED Think: the image pad between <|image_start|>
         # and <|image_end|> (make_ckpt.py: 997, 996), its processor
@@ -520,7 +526,9 @@ def arch_settings(model, kw):
                 "Ovis2_6_MoeForCausalLM", "ColBERTJinaRobertaModel",
                 "InternS2PreviewForConditionalGeneration",
                 "InternS2MobiusForConditionalGeneration",
-                "KananaVForConditionalGeneration"):
+                "KananaVForConditionalGeneration", "NemotronH_Nano_VL_V2",
+                "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
+                "NemotronH_Super_Omni_Reasoning_V3"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
