@@ -94,22 +94,20 @@ static enum wshard_err push_const(struct wshard_plan *plan, const double *vals, 
 	return rc;
 }
 
-/* Appends the vector name of n copies of value in dtype to every rank:
- * one CONST piece its whole length (an extra's "len"). */
-static enum wshard_err push_fill(struct wshard_plan *plan, double value, int64_t n,
-				 enum wshard_dtype dtype, const char *name, size_t *caps,
-				 struct wshard_error *err)
+/* Appends the tensor proto (its dtype and shape) named name, made of the
+ * one piece p, to every rank. */
+static enum wshard_err push_one_piece(struct wshard_plan *plan, const struct wshard_out_tensor *proto,
+				      const char *name, const struct wshard_piece *p, size_t *caps,
+				      struct wshard_error *err)
 {
 	enum wshard_err rc = WSHARD_OK;
 	int r;
 
 	for (r = 0; r < plan->tp && !rc; r++) {
-		struct wshard_out_tensor t = { .dtype = dtype, .ndim = 1, .shape = { (uint64_t)n } };
-		struct wshard_piece p = plan_const_piece(value, dtype);
+		struct wshard_out_tensor t = *proto;
 
-		p.len = (uint64_t)n * p.value_len;
 		t.name = strdup(name);
-		rc = t.name ? plan_push_piece(&t, &p, err)
+		rc = t.name ? plan_push_piece(&t, p, err)
 			    : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		if (!rc)
 			rc = plan_rank_push(&plan->ranks[r], &caps[r], &t, err);
@@ -119,36 +117,44 @@ static enum wshard_err push_fill(struct wshard_plan *plan, double value, int64_t
 	return rc;
 }
 
+/* Appends the vector name of n copies of value in dtype to every rank:
+ * one CONST piece its whole length (an extra's "len"). */
+static enum wshard_err push_fill(struct wshard_plan *plan, double value, int64_t n,
+				 enum wshard_dtype dtype, const char *name, size_t *caps,
+				 struct wshard_error *err)
+{
+	struct wshard_out_tensor t = { .dtype = dtype, .ndim = 1, .shape = { (uint64_t)n } };
+	struct wshard_piece p = plan_const_piece(value, dtype);
+
+	p.len = (uint64_t)n * p.value_len;
+	return push_one_piece(plan, &t, name, &p, caps, err);
+}
+
 /* Appends extra e's "arange" tensor, I64 [1, n] of 0 .. n - 1, to every rank. */
 static enum wshard_err push_arange(struct wshard_plan *plan, const struct rules_extra *e,
 				   size_t *caps, struct wshard_error *err)
 {
 	const struct rules_capture top = { .n = -1, .e = -1, .i = -1 };
+	struct wshard_out_tensor t = { .dtype = WSHARD_I64, .ndim = 2 };
+	struct wshard_piece p = { .kind = WSHARD_PIECE_ARANGE, .value_len = 8 };
 	enum wshard_err rc;
+	char *name;
 	int64_t n;
-	int r;
 
 	rc = expr_eval_dim(plan->config, e->arange, e->name, &n, err);
 	if (!rc && (n < 1 || n > 1 << 24))
 		rc = wshard_error_set(err, WSHARD_EINVAL,
 				      "extra '%s': \"arange\" %s is %lld, not 1 to 2^24",
 				      e->name, e->arange, (long long)n);
-	for (r = 0; r < plan->tp && !rc; r++) {
-		struct wshard_out_tensor t = {
-			.dtype = WSHARD_I64, .ndim = 2, .shape = { 1, (uint64_t)n },
-		};
-		struct wshard_piece p = {
-			.kind = WSHARD_PIECE_ARANGE, .len = (uint64_t)n * 8, .value_len = 8,
-		};
-
-		t.name = plan_output_name(plan, e->name, &top);
-		rc = t.name ? plan_push_piece(&t, &p, err)
-			    : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		if (!rc)
-			rc = plan_rank_push(&plan->ranks[r], &caps[r], &t, err);
-		free(t.name);
-		free(t.pieces);
-	}
+	if (rc)
+		return rc;
+	t.shape[0] = 1;
+	t.shape[1] = (uint64_t)n;
+	p.len = (uint64_t)n * 8;
+	name = plan_output_name(plan, e->name, &top);
+	rc = name ? push_one_piece(plan, &t, name, &p, caps, err)
+		  : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	free(name);
 	return rc;
 }
 
