@@ -242,3 +242,50 @@ Test(manifest_entry, dense_has_no_runs)
 	cr_assert_gt(listed, 0);
 	fx_close(&f);
 }
+
+#define R(m) "{\"match\": \"" m "\", \"split\": \"replicate\"},"
+#define LN "model.layers.{n}."
+
+/*
+ * "interleave" on a transposed weight (the OpenAI Privacy Filter's
+ * gate_up_proj [E, H, 2I] as [gate | up]): each of a rank's pieces writes
+ * its output rows 2 rows apart, and its source says so ("interleaved": 2)
+ * in the text form as in the tree form.
+ */
+Test(manifest_entry, interleaved_rows_are_named)
+{
+	static struct fx f;
+	size_t listed, j;
+	json_t *s, *src;
+	int r;
+
+	fx_open(&f, "--arch gpt_oss --bf16-experts");
+	use_rules(&f, "{\"name\": \"t\", \"architectures\": [\"GptOssForCausalLM\"], \"tensors\": ["
+		  "{\"match\": \"" LN "mlp.experts.gate_up_proj\", \"split\": \"col\", \"rows\": 2, "
+		  "\"transpose\": true, \"chunks\": 2, \"interleave\": true},"
+		  R("lm_head.weight") R("model.embed_tokens.weight") R("model.norm.weight")
+		  R(LN "input_layernorm.weight") R(LN "post_attention_layernorm.weight")
+		  R(LN "mlp.experts.down_proj") R(LN "mlp.experts.down_proj_bias")
+		  R(LN "mlp.experts.gate_up_proj_bias") R(LN "mlp.router.bias")
+		  R(LN "mlp.router.weight") R(LN "self_attn.sinks")
+		  R(LN "self_attn.q_proj.weight") R(LN "self_attn.k_proj.weight")
+		  R(LN "self_attn.v_proj.weight") R(LN "self_attn.o_proj.weight")
+		  R(LN "self_attn.q_proj.bias") R(LN "self_attn.k_proj.bias")
+		  R(LN "self_attn.v_proj.bias") R(LN "self_attn.o_proj.bias")
+		  "{\"match\": \"unused\", \"split\": \"skip\", \"optional\": true}]}");
+	fx_plan(&f, 2);
+	check_entries(&f, &listed);
+	for (r = 0; r < 2; r++) {
+		s = sources_of(&f, r, "model.layers.0.mlp.experts.gate_up_proj");
+		cr_assert_gt(json_array_size(s), 0);
+		json_array_foreach(s, j, src) {
+			json_t *one = json_object_get(src, "e") ?
+				json_array_get(json_object_get(src, "sources"), 0) : src;
+
+			cr_assert(json_is_true(json_object_get(one, "transposed")));
+			cr_assert_eq(json_integer_value(json_object_get(one, "interleaved")), 2);
+		}
+		json_decref(s);
+	}
+	fx_close(&f);
+}

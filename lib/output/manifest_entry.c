@@ -240,6 +240,16 @@ static json_t *json_range(uint64_t a, uint64_t b)
 	return json_pack("[II]", (json_int_t)a, (json_int_t)b);
 }
 
+/*
+ * A piece of a rule's "interleave": how many rows apart its output rows
+ * are (the number of parts; tr_ostride and out_ncols count output bytes,
+ * tr_width and tr_es source ones).
+ */
+static uint64_t interleaved(const struct wshard_piece *p)
+{
+	return (uint64_t)p->tr_ostride * p->tr_width / (p->out_ncols * p->tr_es);
+}
+
 static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_piece *p,
 			  const char *name)
 {
@@ -268,6 +278,9 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 					    json_range(p->prov_col0, p->prov_col0 + p->prov_ncols));
 		if (o && p->tr_rows)
 			json_object_set_new(o, "transposed", json_true());
+		if (o && p->tr_ostride)
+			json_object_set_new(o, "interleaved",
+					    json_integer((json_int_t)interleaved(p)));
 		if (o && p->out_stride)
 			json_object_set_new(o, "beside", json_true());
 		if (o && p->pad)
@@ -475,6 +488,10 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		if (p->tr_rows && !p->di_rows) {
 			put_key(b, d + 1, "transposed", false);
 			put_s(b, "true");
+		}
+		if (p->tr_ostride) {
+			put_key(b, d + 1, "interleaved", false);
+			put_int(b, interleaved(p));
 		}
 		if (p->out_stride) {
 			put_key(b, d + 1, "beside", false);
