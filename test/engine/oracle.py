@@ -225,6 +225,13 @@ def image_prompt(model):
         # tokens)
         size = 56
         image = [cfg["media_placeholder_token_id"]]
+    elif cfg["architectures"][0] == "LlavaOnevision2ForConditionalGeneration":
+        # LLaVA-OneVision-2: the image pad between the vision start and end
+        # tokens, as its chat template writes it (ckpt_llava_onevision2.py:
+        # 997, 999, 996); vLLM expands the pad (56x56: 4 tokens)
+        size = 56
+        image = [cfg["vision_start_token_id"], cfg["image_token_id"],
+                 cfg["vision_end_token_id"]]
     elif any(a in cfg["architectures"][0] for a in ("Mistral3", "LightOnOCR", "Llava", "Bee", "InternVL",
                                                     "InternS1",
                                                     "QianfanOCR",
@@ -526,7 +533,8 @@ def arch_settings(model, kw):
                 "Ovis2_6_MoeForCausalLM", "ColBERTJinaRobertaModel",
                 "InternS2PreviewForConditionalGeneration",
                 "InternS2MobiusForConditionalGeneration",
-                "KananaVForConditionalGeneration", "NemotronH_Nano_VL_V2",
+                "KananaVForConditionalGeneration", "LlavaOnevision2ForConditionalGeneration",
+                "NemotronH_Nano_VL_V2",
                 "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
                 "NemotronH_Super_Omni_Reasoning_V3"):
         # their configs are remote code (transformers has no such model
@@ -576,6 +584,11 @@ def arch_settings(model, kw):
         # the same Step-3 VL processor (step_vl.py inherits it), the same
         # tiny tower: not profiled with images, text prompts
         kw.setdefault("skip_mm_profiling", True)
+    if arch == "LlavaOnevision2ForConditionalGeneration":
+        # its processor is lmms-lab's remote code, which the test checkpoint
+        # stands in for with one that takes still images alone
+        # (ckpt_llava_onevision2.py): no video in a prompt, none profiled
+        kw.setdefault("limit_mm_per_prompt", {"image": 1, "video": 0})
     if arch in ("KeyeForConditionalGeneration", "KeyeVL1_5ForConditionalGeneration"):
         # the test checkpoint's stand-in processor (keye_processing.py)
         # takes images alone: no video in a prompt, none profiled
