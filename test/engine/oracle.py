@@ -112,8 +112,10 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # ship: its tower and projector are checked by bytes), Kanana-V (its
 # processor is Kakao's remote code, which the test checkpoint stands in for
 # with one that processes no image, ckpt_kanana_v.write_stub_processor: its
-# tower and abstractor are checked by bytes)
+# tower and abstractor are checked by bytes), MiniCPM-o (the same stub
+# image processor as MiniCPM-V's: its towers are checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
+                     "MiniCPMO",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
                      "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
@@ -468,10 +470,12 @@ def arch_settings(model, kw):
         # vLLM's Inkling renderer needs Inkling's tokenizer and its special
         # tokens; the test's prompts are token ids and it has none
         kw.setdefault("tokenizer_mode", "hf")
-    if arch in ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV"):
+    if arch in ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
+                "MiniCPMO"):
         # its profiling image is 4096 tokens (16384 patches through the
         # tower): not profiled; its prompts are text alone (MiniCPM-V's
-        # test checkpoint: its stub image processor processes no image)
+        # and MiniCPM-o's test checkpoints: their stub image processor
+        # processes no image)
         kw.setdefault("skip_mm_profiling", True)
     if arch == "UltravoxModel":
         # its processor is a stand-in named by auto_map (ckpt_ultravox.py,
@@ -518,7 +522,7 @@ def arch_settings(model, kw):
                 "KimiVLForConditionalGeneration", "OpenCUAForConditionalGeneration",
                 "BeeForConditionalGeneration", "Phi4ForCausalLMV",
                 "Eagle2_5_VLForConditionalGeneration",
-                "MiniCPMV", "Phi3VForCausalLM",
+                "MiniCPMV", "MiniCPMO", "Phi3VForCausalLM",
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
                 "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model", "Step1ForCausalLM",
                 "StepVLForConditionalGeneration", "KeyeForConditionalGeneration",
