@@ -3646,6 +3646,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "mimo_v2_omni": "ckpt_mimo_v2_omni", "mimo_v2_omni-v25": "ckpt_mimo_v2_omni:make_v25",
        "minicpmv": "ckpt_minicpmv:make_v26", "minicpmv-4_0": "ckpt_minicpmv:make_v40",
        "minicpmv-4_5": "ckpt_minicpmv:make_v45", "minicpmo": "ckpt_minicpmo",
+       "isaac": "ckpt_isaac", "isaac-hf": "ckpt_isaac:make_hf",
        "deepseek_vl2": "ckpt_deepseek_vl2",
        "deepseek_vl2-mla": "ckpt_deepseek_vl2:make_mla", "deepseek_ocr": "ckpt_deepseek_ocr",
        "deepseek_ocr2": "ckpt_deepseek_ocr:make_ocr2",

@@ -357,6 +357,12 @@ def image_prompt(model):
         # </img>; one 64x64 tile of 16-pixel patches
         size = 64
         image = [994]
+    elif cfg["architectures"][0] == "IsaacForConditionalGeneration":
+        # Isaac: <image> (ckpt_isaac.py: 997), which vLLM's processor
+        # replaces by <|image_pad|>, one a 2x2 block of 16-pixel patches; its
+        # processor scales the image up to 256 patches at least (64 tokens)
+        size = 56
+        image = [997]
     elif cfg["architectures"][0] == "HCXVisionV2ForCausalLM":
         # HyperCLOVA X SEED Think: the image pad between <|image_start|>
         # and <|image_end|> (make_ckpt.py: 997, 996), its processor
