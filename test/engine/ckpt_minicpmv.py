@@ -86,7 +86,11 @@ VISION = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2,
               layer_norm_eps=1e-6, hidden_act="gelu_pytorch_tanh")
 
 
-def make(out, version="2.6", query_num=16):
+def make(out, version="2.6", query_num=16, omni=None):
+    """omni (ckpt_minicpmo.py's MiniCPM-o parts), where given: a function
+    of (torch, hidden size) giving (tensors, config.json keys,
+    configuration_minicpm.py's text, tokenizer's extra special tokens),
+    the tensors beside the tower's in the first shard."""
     import torch
     import transformers
     from ckpt_io import save_shards, write_release_config
@@ -128,6 +132,10 @@ def make(out, version="2.6", query_num=16):
         new["vpm." + k] = t.detach().clone().contiguous()
     for k, t in rs.state_dict().items():
         new["resampler." + k] = t.detach().clone().contiguous()
+    extra_cfg, config_py, special = {}, CONFIG_PY % {"base": cfg_cls}, {}
+    if omni is not None:
+        extra, extra_cfg, config_py, special = omni(torch, cfg_cls, COMMON["hidden_size"])
+        new.update(extra)
     os.makedirs(out, exist_ok=True)
     groups = [sorted(k for k in new if not k.startswith("llm.")),
               sorted(k for k in new if k.startswith("llm.model.") and ".layers." not in k)]
@@ -160,12 +168,12 @@ def make(out, version="2.6", query_num=16):
                           "num_hidden_layers": VISION["num_hidden_layers"],
                           "patch_size": VISION["patch_size"]},
         "rope_theta": 1000000.0, "torch_dtype": "bfloat16", "use_cache": True})
-    write_release_config(out, dict(sorted(c.items())),
-                         {"configuration_minicpm.py": CONFIG_PY % {"base": cfg_cls}})
-    tokenizer(out, tcfg)
+    c.update(extra_cfg)
+    write_release_config(out, dict(sorted(c.items())), {"configuration_minicpm.py": config_py})
+    tokenizer(out, tcfg, special, omni is not None)
 
 
-def tokenizer(out, cfg):
+def tokenizer(out, cfg, extra_special=None, omni=False):
     """A word-level tokenizer with MiniCPM-V's image tokens, and the
     release's processor files (preprocessor_config.json with auto_map
     AutoProcessor / AutoImageProcessor) naming minimal remote-code
@@ -177,11 +185,16 @@ def tokenizer(out, cfg):
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3, "<image>": 997,
                "</image>": 996, "<slice>": 995, "</slice>": 994, "<image_id>": 993,
                "</image_id>": 992}
+    special.update(extra_special or {})
     word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
-    auto_map = {"AutoProcessor": "processing_minicpmv.MiniCPMVProcessor",
+    # (MiniCPM-o's processor holds a Whisper feature extractor too, read
+    # from the same preprocessor_config.json with its defaults)
+    proc = "MiniCPMOProcessor" if omni else "MiniCPMVProcessor"
+    proc_py = "processing_minicpmo" if omni else "processing_minicpmv"
+    auto_map = {"AutoProcessor": proc_py + "." + proc,
                 "AutoImageProcessor": "image_processing_minicpmv.MiniCPMVImageProcessor"}
     pre = {"auto_map": auto_map, "image_processor_type": "MiniCPMVImageProcessor",
-           "processor_class": "MiniCPMVProcessor", "max_slice_nums": 9,
+           "processor_class": proc, "max_slice_nums": 9,
            "scale_resolution": 56, "patch_size": 14, "use_image_id": True,
            "image_feature_size": 16, "im_start": "<image>", "im_end": "</image>",
            "slice_start": "<slice>", "slice_end": "</slice>", "unk": "<unk>",
@@ -190,9 +203,9 @@ def tokenizer(out, cfg):
     with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
         json.dump(pre, f, indent=2)
     with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump({"auto_map": auto_map, "processor_class": "MiniCPMVProcessor"}, f, indent=2)
-    with open(os.path.join(out, "processing_minicpmv.py"), "w") as f:
-        f.write(PROCESSING_PY)
+        json.dump({"auto_map": auto_map, "processor_class": proc}, f, indent=2)
+    with open(os.path.join(out, proc_py + ".py"), "w") as f:
+        f.write(PROCESSING_O_PY if omni else PROCESSING_PY)
     with open(os.path.join(out, "image_processing_minicpmv.py"), "w") as f:
         f.write(IMAGE_PROCESSING_PY)
 
@@ -209,6 +222,22 @@ class MiniCPMVProcessor(ProcessorMixin):
 
     def __init__(self, image_processor=None, tokenizer=None, **kwargs):
         super().__init__(image_processor, tokenizer)
+'''
+
+PROCESSING_O_PY = '''"""A minimal MiniCPMOProcessor (the names of openbmb's processing_minicpmo.py),
+written for the wshard test checkpoints: vLLM takes its tokenizer and its
+feature extractor."""
+from transformers.processing_utils import ProcessorMixin
+
+
+class MiniCPMOProcessor(ProcessorMixin):
+    attributes = ["image_processor", "feature_extractor", "tokenizer"]
+    image_processor_class = "AutoImageProcessor"
+    feature_extractor_class = "WhisperFeatureExtractor"
+    tokenizer_class = "AutoTokenizer"
+
+    def __init__(self, image_processor=None, feature_extractor=None, tokenizer=None, **kwargs):
+        super().__init__(image_processor, feature_extractor, tokenizer)
 '''
 
 IMAGE_PROCESSING_PY = '''"""A minimal MiniCPMVImageProcessor (the attributes of openbmb's

@@ -112,8 +112,10 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # ship: its tower and projector are checked by bytes), Kanana-V (its
 # processor is Kakao's remote code, which the test checkpoint stands in for
 # with one that processes no image, ckpt_kanana_v.write_stub_processor: its
-# tower and abstractor are checked by bytes)
+# tower and abstractor are checked by bytes), MiniCPM-o (the same stub
+# image processor as MiniCPM-V's: its towers are checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
+                     "MiniCPMO",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
                      "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
@@ -362,6 +364,12 @@ def image_prompt(model):
         # </img>; one 64x64 tile of 16-pixel patches
         size = 64
         image = [994]
+    elif cfg["architectures"][0] == "IsaacForConditionalGeneration":
+        # Isaac: <image> (ckpt_isaac.py: 997), which vLLM's processor
+        # replaces by <|image_pad|>, one a 2x2 block of 16-pixel patches; its
+        # processor scales the image up to 256 patches at least (64 tokens)
+        size = 56
+        image = [997]
     elif cfg["architectures"][0] == "HCXVisionV2ForCausalLM":
         # HyperCLOVA X SEED Think: the image pad between <|image_start|>
         # and <|image_end|> (make_ckpt.py: 997, 996), its processor
@@ -475,10 +483,12 @@ def arch_settings(model, kw):
         # vLLM's Inkling renderer needs Inkling's tokenizer and its special
         # tokens; the test's prompts are token ids and it has none
         kw.setdefault("tokenizer_mode", "hf")
-    if arch in ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV"):
+    if arch in ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
+                "MiniCPMO"):
         # its profiling image is 4096 tokens (16384 patches through the
         # tower): not profiled; its prompts are text alone (MiniCPM-V's
-        # test checkpoint: its stub image processor processes no image)
+        # and MiniCPM-o's test checkpoints: their stub image processor
+        # processes no image)
         kw.setdefault("skip_mm_profiling", True)
     if arch == "UltravoxModel":
         # its processor is a stand-in named by auto_map (ckpt_ultravox.py,
@@ -525,7 +535,7 @@ def arch_settings(model, kw):
                 "KimiVLForConditionalGeneration", "OpenCUAForConditionalGeneration",
                 "BeeForConditionalGeneration", "Phi4ForCausalLMV",
                 "Eagle2_5_VLForConditionalGeneration",
-                "MiniCPMV", "Phi3VForCausalLM",
+                "MiniCPMV", "MiniCPMO", "Phi3VForCausalLM",
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
                 "BailingMoeV3ForCausalLM", "JinaEmbeddingsV5Model", "Step1ForCausalLM",
                 "StepVLForConditionalGeneration", "KeyeForConditionalGeneration",
