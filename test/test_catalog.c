@@ -385,6 +385,35 @@ Test(catalog, mistral_format)
 	rm_tree(dir);
 }
 
+/* A dense params.json (no moe, no MLA) is vLLM's MistralForCausalLM, which
+ * the rules know as mistral:MistralForCausalLM in this format. */
+Test(catalog, mistral_format_dense)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir);
+	char *to = fmt("%s/consolidated.safetensors", ck), *cfg = fmt("%s/config.json", ck);
+	char *from = fmt("%s/model.safetensors", ck);
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 1");
+	cr_assert_eq(rename(from, to), 0);
+	cr_assert_eq(unlink(cfg), 0);
+	write_text(ck, "params.json", "{\"dim\": 64, \"n_layers\": 1, \"n_heads\": 4,"
+		   " \"n_kv_heads\": 2, \"head_dim\": 16, \"hidden_dim\": 128, \"vocab_size\": 250,"
+		   " \"tied_embeddings\": true}\n");
+	cat = open_ok(ck);
+	cr_assert_str_eq(cat->config.architecture, "mistral:MistralForCausalLM");
+	cr_assert_eq(cat->config.num_key_value_heads, 2);
+	cr_assert_eq(cat->config.head_dim, 16);
+	cr_assert_eq(cat->config.tie_word_embeddings, 1);
+	wshard_catalog_free(cat);
+	free(from);
+	free(to);
+	free(cfg);
+	free(ck);
+	rm_tree(dir);
+}
+
 /* params.json of an architecture without rules in Mistral's format
  * (Mixtral: a moe object without shared experts) is refused by name. */
 Test(catalog, mistral_format_unsupported)

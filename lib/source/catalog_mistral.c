@@ -10,8 +10,10 @@
  * and builds its config from params.json with adapt_config_dict
  * (transformers_utils/configs/mistral.py): the same renaming is done
  * here, in memory, for the architectures wshard has rules for in this
- * format.  params.json and the tokenizer (tekken.json) go to OUT as they
- * are, the non-weight files they are.
+ * format (Mistral Large 3, and the dense MistralForCausalLM, named
+ * mistral:MistralForCausalLM for its rules).  params.json and the
+ * tokenizer (tekken.json) go to OUT as they are, the non-weight files
+ * they are.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -138,7 +140,19 @@ static const char *mistral_architecture(json_t *c)
 /* The architectures whose mistral-format names wshard has rules for. */
 static bool supported(const char *arch)
 {
-	return !strcmp(arch, "MistralLarge3ForCausalLM");
+	return !strcmp(arch, "MistralLarge3ForCausalLM") || !strcmp(arch, "MistralForCausalLM");
+}
+
+/*
+ * The name wshard's rules know arch by in this format: MistralForCausalLM
+ * is "mistral:MistralForCausalLM" (mistral_consolidated.json), its names
+ * and rows being another checkpoint's than the config.json release's that
+ * llama.json reads; MistralLarge3ForCausalLM, found in no other format,
+ * is itself.
+ */
+static const char *rules_name(const char *arch)
+{
+	return strcmp(arch, "MistralForCausalLM") ? arch : "mistral:MistralForCausalLM";
 }
 
 /* params.json root renamed, in place, to the HF config vLLM makes of it. */
@@ -218,7 +232,7 @@ enum wshard_err catalog_mistral_config(struct wshard_catalog *cat, struct wshard
 	rc = adapt(root, path, &arch, err);
 	if (rc)
 		goto out;
-	c->architecture = strdup(arch);
+	c->architecture = strdup(rules_name(arch));
 	if (!c->architecture) {
 		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		goto out;

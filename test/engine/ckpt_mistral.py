@@ -130,3 +130,63 @@ def make_large3(out, shards=2):
 def make_large3_single(out):
     """The same in one consolidated.safetensors, no index."""
     make_large3(out, shards=1)
+
+
+# Llama's names (transformers' MistralForCausalLM) -> Mistral's: the
+# inverse of vLLM's MistralForCausalLM.mistral_mapping
+DENSE_NAMES = [
+    (r"model\.layers\.(\d+)\.input_layernorm\.", r"layers.\1.attention_norm."),
+    (r"model\.layers\.(\d+)\.post_attention_layernorm\.", r"layers.\1.ffn_norm."),
+    (r"model\.layers\.(\d+)\.self_attn\.q_proj\.", r"layers.\1.attention.wq."),
+    (r"model\.layers\.(\d+)\.self_attn\.k_proj\.", r"layers.\1.attention.wk."),
+    (r"model\.layers\.(\d+)\.self_attn\.v_proj\.", r"layers.\1.attention.wv."),
+    (r"model\.layers\.(\d+)\.self_attn\.o_proj\.", r"layers.\1.attention.wo."),
+    (r"model\.layers\.(\d+)\.mlp\.gate_proj\.", r"layers.\1.feed_forward.w1."),
+    (r"model\.layers\.(\d+)\.mlp\.down_proj\.", r"layers.\1.feed_forward.w2."),
+    (r"model\.layers\.(\d+)\.mlp\.up_proj\.", r"layers.\1.feed_forward.w3."),
+    (r"model\.norm\.", "norm."),
+    (r"model\.embed_tokens\.", "tok_embeddings."),
+    (r"lm_head\.", "output."),
+]
+
+DENSE_PARAMS = {
+    "dim": 256, "n_layers": 2, "head_dim": 64, "hidden_dim": 512, "n_heads": 4,
+    "n_kv_heads": 2, "rope_theta": 1000000.0, "norm_eps": 1e-5, "vocab_size": 1000,
+    "tied_embeddings": False, "max_position_embeddings": 512,
+}
+
+
+def interleave_heads(w, heads):
+    """Mistral's rows of a q or k weight from Llama's: within each head,
+    rotary pairs interleaved (row 2k+j from row j*hd/2+k), the inverse of
+    the permute of vLLM's maybe_remap_mistral."""
+    rows, cols = w.shape
+    hd = rows // heads
+    return w.view(heads, 2, hd // 2, cols).transpose(1, 2).reshape(rows, cols)
+
+
+def make_dense(out):
+    """Mistral 7B's layout (MistralForCausalLM), tiny, from transformers'
+    own MistralForCausalLM: its q and k rows in Mistral's rotary order."""
+    import torch
+    import transformers
+    p = DENSE_PARAMS
+    cfg = transformers.MistralConfig(
+        hidden_size=p["dim"], num_hidden_layers=p["n_layers"], head_dim=p["head_dim"],
+        intermediate_size=p["hidden_dim"], num_attention_heads=p["n_heads"],
+        num_key_value_heads=p["n_kv_heads"], vocab_size=p["vocab_size"],
+        rms_norm_eps=p["norm_eps"], rope_theta=p["rope_theta"],
+        max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=False)
+    torch.manual_seed(1234)
+    model = transformers.MistralForCausalLM(cfg).to(torch.bfloat16)
+    with torch.no_grad():
+        for q in model.parameters():
+            q.add_(torch.randn_like(q) * 0.02)
+    tensors = {}
+    for n, t in hf_tensors(model).items():
+        if ".q_proj." in n:
+            t = interleave_heads(t, p["n_heads"])
+        elif ".k_proj." in n:
+            t = interleave_heads(t, p["n_kv_heads"])
+        tensors[mistral_name(n, DENSE_NAMES)] = t
+    save_consolidated(out, tensors, p, 1)
