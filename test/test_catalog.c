@@ -337,6 +337,105 @@ Test(catalog, single_file_directory)
 	rm_tree(dir);
 }
 
+/* Mistral Large 3's params.json (the keys adapt_config_dict reads), tiny. */
+#define LARGE3_PARAMS "{\"dim\": 64, \"n_layers\": 3, \"n_heads\": 4, \"n_kv_heads\": 4," \
+	" \"hidden_dim\": 128, \"vocab_size\": 250, \"norm_eps\": 1e-6, \"q_lora_rank\": 32," \
+	" \"kv_lora_rank\": 32, \"qk_nope_head_dim\": 16, \"qk_rope_head_dim\": 16," \
+	" \"v_head_dim\": 16, \"llama_4_scaling\": {\"original_max_position_embeddings\": 64," \
+	" \"beta\": 0.1}, \"moe\": {\"num_experts\": 8, \"num_shared_experts\": 1," \
+	" \"expert_hidden_dim\": 32, \"first_k_dense_replace\": 1}}\n"
+
+/*
+ * Mistral's own format: params.json beside consolidated*.safetensors (no
+ * model.safetensors, no config.json) is read as vLLM reads it: every
+ * consolidated file, params.json as the HF config vLLM makes of it, and
+ * params.json among the files to copy.
+ */
+Test(catalog, mistral_format)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir), *to = fmt("%s/consolidated.safetensors", ck);
+	char *from = fmt("%s/model.safetensors", ck), *cfg = fmt("%s/config.json", ck);
+	static const char *const extra[] = { "generation_config.json", "params.json",
+		"special_tokens_map.json", "tekken.json", "tokenizer.json", "tokenizer_config.json", NULL };
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 3");
+	cr_assert_eq(rename(from, to), 0);
+	cr_assert_eq(unlink(cfg), 0);
+	write_text(ck, "params.json", LARGE3_PARAMS);
+	write_text(ck, "tekken.json", "{}\n");
+	cat = open_ok(ck);
+	cr_assert_eq(cat->nfiles, 1);
+	cr_assert_str_eq(cat->files[0].name, "consolidated.safetensors");
+	cr_assert_eq(cat->ntensors, llama_tensor_count(3));
+	cr_assert(cat->has_config);
+	cr_assert_str_eq(cat->config.architecture, "MistralLarge3ForCausalLM");
+	cr_assert_eq(cat->config.hidden_size, 64);
+	cr_assert_eq(cat->config.intermediate_size, 128);
+	cr_assert_eq(cat->config.num_experts, 8);
+	cr_assert_eq(cat->config.moe_intermediate_size, 32);
+	cr_assert_eq(cat->config.tie_word_embeddings, 0);
+	assert_list(cat->extra, cat->nextra, extra);
+	wshard_catalog_free(cat);
+	free(from);
+	free(to);
+	free(cfg);
+	free(ck);
+	rm_tree(dir);
+}
+
+/* A dense params.json (no moe, no MLA) is vLLM's MistralForCausalLM, which
+ * the rules know as mistral:MistralForCausalLM in this format. */
+Test(catalog, mistral_format_dense)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir);
+	char *to = fmt("%s/consolidated.safetensors", ck), *cfg = fmt("%s/config.json", ck);
+	char *from = fmt("%s/model.safetensors", ck);
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 1");
+	cr_assert_eq(rename(from, to), 0);
+	cr_assert_eq(unlink(cfg), 0);
+	write_text(ck, "params.json", "{\"dim\": 64, \"n_layers\": 1, \"n_heads\": 4,"
+		   " \"n_kv_heads\": 2, \"head_dim\": 16, \"hidden_dim\": 128, \"vocab_size\": 250,"
+		   " \"tied_embeddings\": true}\n");
+	cat = open_ok(ck);
+	cr_assert_str_eq(cat->config.architecture, "mistral:MistralForCausalLM");
+	cr_assert_eq(cat->config.num_key_value_heads, 2);
+	cr_assert_eq(cat->config.head_dim, 16);
+	cr_assert_eq(cat->config.tie_word_embeddings, 1);
+	wshard_catalog_free(cat);
+	free(from);
+	free(to);
+	free(cfg);
+	free(ck);
+	rm_tree(dir);
+}
+
+/* params.json of an architecture without rules in Mistral's format
+ * (Mixtral: a moe object without shared experts) is refused by name. */
+Test(catalog, mistral_format_unsupported)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir);
+	char *to = fmt("%s/consolidated.safetensors", ck), *cfg = fmt("%s/config.json", ck);
+	char *from = fmt("%s/model.safetensors", ck);
+	const char *want[] = { "params.json", "MixtralForCausalLM", "no rules", NULL };
+
+	gen(ck, "--layers 1");
+	cr_assert_eq(rename(from, to), 0);
+	cr_assert_eq(unlink(cfg), 0);
+	write_text(ck, "params.json", "{\"dim\": 64, \"n_layers\": 1, \"moe\": {\"num_experts\": 8}}\n");
+	open_fails(ck, WSHARD_EINVAL, want);
+	free(from);
+	free(to);
+	free(cfg);
+	free(ck);
+	rm_tree(dir);
+}
+
 /* An index wins over a model.safetensors beside it, which is then ignored. */
 Test(catalog, index_wins_over_single_file)
 {

@@ -1028,6 +1028,46 @@ Test(ext, extra_with_renamed)
 	fx_close(&f);
 }
 
+/* A "source_renames" entry's {n} and {e} carry a layer's and an expert's
+ * number into its "to" (Mistral's layers.{n}.experts.{e}.w1. read as
+ * model.layers.{n}.mlp.experts.{e}.gate_proj.); a name they do not fit
+ * (no digits where {n} is) is read as it is. */
+Test(ext, source_renames_numbers)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor layers.1.experts.12.w1.weight:4,8"
+		" --extra-tensor layers.x.experts.1.w1.weight:4,8");
+	use_rules(&f, "{\"source_renames\": [{\"from\": \"layers.{n}.experts.{e}.w1.\","
+		  " \"to\": \"model.layers.{n}.mlp.experts.{e}.gate_proj.\"}],"
+		  " \"tensors\": ["
+		  "{\"match\": \"model.layers.{n}.mlp.experts.{e}.gate_proj.weight\","
+		  " \"output\": \"model.layers.{n}.e.{e}.g\", \"split\": \"row\", \"optional\": true},"
+		  "{\"match\": \"layers.x.experts.1.w1.weight\", \"output\": \"kept\","
+		  " \"split\": \"replicate\", \"optional\": true},"
+		  CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		assert_shape(get_out(&f, r, "model.layers.1.e.12.g"), 2, 2, 8);
+		cr_assert_not_null(find_out(&f, r, "kept"));
+	}
+	fx_close(&f);
+}
+
+/* A "to" with a {n} its "from" lacks is refused. */
+Test(ext, source_renames_unbound)
+{
+	static const char text[] = "{\"source_renames\": [{\"from\": \"y.\","
+				   " \"to\": \"model.layers.{n}.\"}], \"tensors\": [" CATCH_ALL "]}";
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, text, strlen(text), "t", &err), WSHARD_EINVAL);
+	cr_assert(strstr(err.msg, "lacks"), "%s", err.msg);
+}
+
 /* An extra with {i} is added once for each {i} its "with" matches in the
  * layer, under that index (Zamba2's attention layers of a shared block). */
 Test(ext, extra_with_index)

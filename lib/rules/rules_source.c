@@ -7,7 +7,8 @@
  * "model." and "language_model.model.".  vLLM maps every such naming onto
  * its own (hf_to_vllm_mapper); "source_prefix" and "source_renames" let
  * one set of rules read them all, while the manifest keeps each tensor's
- * own name.
+ * own name.  A rename's "{n}" and "{e}" stand for a layer's and an
+ * expert's number, which its "to" puts where it says.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,20 +19,75 @@
 #include "wshard.h"
 #include "rules.h"
 
+/*
+ * Whether name begins with pattern from, whose "{n}" and "{e}" each stand
+ * for a run of digits (a layer, an expert: Mistral's layers.{n}.attention.
+ * for model.layers.{n}.self_attn.): *out_len the length of name it covers,
+ * at[] and len[] (index 0 {n}, 1 {e}) where their digits are.
+ */
+static bool from_match(const char *from, const char *name, size_t *out_len,
+		       const char *at[2], size_t len[2])
+{
+	const char *p = from, *q = name;
+
+	while (*p) {
+		if ((!strncmp(p, "{n}", 3) || !strncmp(p, "{e}", 3))) {
+			int k = p[1] == 'e';
+			size_t d = strspn(q, "0123456789");
+
+			if (d == 0)
+				return false;
+			at[k] = q;
+			len[k] = d;
+			p += 3;
+			q += d;
+		} else if (*p++ != *q++) {
+			return false;
+		}
+	}
+	*out_len = (size_t)(q - name);
+	return true;
+}
+
+/* to, its "{n}" and "{e}" the digits from_match found, then tail, into
+ * buf; false where it would not fit. */
+static bool to_name(const char *to, const char *at[2], const size_t len[2],
+		    const char *tail, char *buf)
+{
+	size_t o = 0, nt = strlen(tail);
+
+	while (*to) {
+		if ((!strncmp(to, "{n}", 3) || !strncmp(to, "{e}", 3)) && at[to[1] == 'e']) {
+			int k = to[1] == 'e';
+
+			if (o + len[k] >= RULES_NAME_MAX)
+				return false;
+			memcpy(buf + o, at[k], len[k]);
+			o += len[k];
+			to += 3;
+			continue;
+		}
+		if (o + 1 >= RULES_NAME_MAX)
+			return false;
+		buf[o++] = *to++;
+	}
+	if (o + nt >= RULES_NAME_MAX)
+		return false;
+	memcpy(buf + o, tail, nt + 1);
+	return true;
+}
+
 const char *rules_source_name(const struct wshard_rules *r, const char *name, char *buf)
 {
 	size_t np, nn = strlen(name), i;
 
 	for (i = 0; i < r->nsrc_renames; i++) {
-		size_t nf = strlen(r->src_from[i]), nt = strlen(r->src_to[i]);
+		const char *at[2] = { NULL, NULL };
+		size_t len[2] = { 0, 0 }, nf;
 
-		if (strncmp(name, r->src_from[i], nf) != 0)
+		if (!from_match(r->src_from[i], name, &nf, at, len))
 			continue;
-		if (nt + nn - nf >= RULES_NAME_MAX)
-			return name;
-		memcpy(buf, r->src_to[i], nt);
-		memcpy(buf + nt, name + nf, nn - nf + 1);
-		return buf;
+		return to_name(r->src_to[i], at, len, name + nf, buf) ? buf : name;
 	}
 	if (!r->source_prefix)
 		return name;
@@ -79,6 +135,13 @@ enum wshard_err rules_parse_source(struct wshard_rules *r, json_t *root,
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': \"source_renames\"[%zu] is not {\"from\": PREFIX, \"to\": PREFIX}, each of 1 to %d characters",
 						r->name, i, RULES_PREFIX_MAX - 1);
+		if ((strstr(json_string_value(to), "{n}") &&
+		     !strstr(json_string_value(from), "{n}")) ||
+		    (strstr(json_string_value(to), "{e}") &&
+		     !strstr(json_string_value(from), "{e}")))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': \"source_renames\"[%zu]: \"to\" has a {n} or {e} that \"from\" lacks",
+						r->name, i);
 		r->src_from[i] = strdup(json_string_value(from));
 		r->src_to[i] = strdup(json_string_value(to));
 		r->nsrc_renames = i + 1;

@@ -253,4 +253,21 @@ enum wshard_err wshard_catalog_open(struct wshard_catalog **out_cat,
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err);
 
+/*
+ * catalog_mistral.c: where the checkpoint has a params.json, the names of
+ * its consolidated*.safetensors (Mistral's own format), sorted, in
+ * *out_names (*out_n of them, 0 where none; each freed with the list).
+ * Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_mistral_files(const struct wshard_catalog *cat, char ***out_names,
+				      size_t *out_n, struct wshard_error *err);
+
+/*
+ * Reads params.json into cat->config as vLLM's adapt_config_dict renames
+ * it (an HF config of the architecture it picks).  Returns WSHARD_OK,
+ * WSHARD_EINVAL (not JSON; an architecture or quantization wshard has no
+ * rules for in this format), WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_mistral_config(struct wshard_catalog *cat, struct wshard_error *err);
+
 #endif /* WSHARD_CATALOG_H */

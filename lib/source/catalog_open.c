@@ -370,6 +370,43 @@ static enum wshard_err precheck(struct wshard_catalog *cat, const char *config,
 	return rc;
 }
 
+/*
+ * Mistral's own format (catalog_mistral.c): consolidated*.safetensors
+ * beside params.json, through consolidated.safetensors.index.json where
+ * there is one, as vLLM's mistral loader filters them.  *out_mistral
+ * false and an error where the checkpoint has neither kind of weights.
+ */
+static enum wshard_err open_mistral(struct wshard_catalog *cat, bool *out_mistral,
+				    struct wshard_error *err)
+{
+	char *index = wshard_path_join(cat->dir, "consolidated.safetensors.index.json");
+	char **names = NULL;
+	size_t i, n = 0;
+	enum wshard_err rc;
+
+	*out_mistral = false;
+	rc = index ? catalog_mistral_files(cat, &names, &n, err)
+		   : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (!rc && n == 0)
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "'%s' holds neither %s nor %s (nor params.json with consolidated*.safetensors)",
+				      cat->path, INDEX_NAME, SINGLE_NAME);
+	if (!rc && has_file(cat, index)) {
+		rc = load_index(cat, index, err);
+	} else {
+		for (i = 0; i < n && !rc; i++)
+			rc = add_file(cat, names[i], err);
+		if (!rc)
+			rc = open_files(cat, err);
+	}
+	*out_mistral = !rc;
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(index);
+	return rc;
+}
+
 static enum wshard_err open_dir(struct wshard_catalog *cat,
 				const struct wshard_precheck *check,
 				struct wshard_error *err)
@@ -377,6 +414,7 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 	char *index = wshard_path_join(cat->dir, INDEX_NAME);
 	char *single = wshard_path_join(cat->dir, SINGLE_NAME);
 	char *config = wshard_path_join(cat->dir, "config.json");
+	bool mistral = false;
 	enum wshard_err rc;
 
 	if (!index || !single || !config) {
@@ -397,13 +435,15 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 		if (!rc)
 			rc = open_files(cat, err);
 	} else {
-		rc = wshard_error_set(err, WSHARD_EINVAL,
-				      "'%s' holds neither %s nor %s",
-				      cat->path, INDEX_NAME, SINGLE_NAME);
+		rc = open_mistral(cat, &mistral, err);
 	}
 	if (rc)
 		goto out;
-	if (has_file(cat, config)) {
+	if (mistral) {
+		rc = catalog_mistral_config(cat, err);
+		if (rc)
+			goto out;
+	} else if (has_file(cat, config)) {
 		rc = catalog_load_config(cat, config, err);
 		if (rc)
 			goto out;

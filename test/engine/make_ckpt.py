@@ -3695,6 +3695,14 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # deepseek_v3's EAGLE draft (its MTP layer under EAGLE's names):
        # EagleDeepSeekMTPModel, method eagle (ARCH:TP:eagle_ds cases)
        "deepseek_v3-eagle_ds": "ckpt_eagle3:make_deepseek_eagle",
+       # Mistral Large 3 in Mistral's own format (params.json,
+       # consolidated-0000N-of-00002.safetensors and their index; -single:
+       # one consolidated.safetensors, no index)
+       "mistral_large_3": "ckpt_mistral:make_large3",
+       "mistral_large_3-single": "ckpt_mistral:make_large3_single",
+       # Mistral 7B's layout in Mistral's own format (MistralForCausalLM:
+       # wq and wk rows interleaved for rotary, one consolidated.safetensors)
+       "mistral_consolidated": "ckpt_mistral:make_dense",
        # llama's Medusa draft (test/engine/run's ARCH:TP:medusa cases)
        "llama-medusa": "ckpt_medusa",
        # llama's EAGLE-1 draft (test/engine/run's ARCH:TP:eagle cases)

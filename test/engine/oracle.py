@@ -388,8 +388,18 @@ def image_prompt(model):
             "multi_modal_data": {"image": Image.fromarray(px)}}
 
 
+def read_config(model):
+    """MODEL's config.json, {} where it has none (Mistral's own format:
+    params.json)."""
+    try:
+        with open(os.path.join(model, "config.json")) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {}
+
+
 def is_whisper(model):
-    cfg = json.load(open(os.path.join(model, "config.json")))
+    cfg = read_config(model)
     return cfg.get("architectures", [""])[0] == "WhisperForConditionalGeneration"
 
 
@@ -479,6 +489,16 @@ def arch_settings(model, kw):
         # attention beside MLA: the same)
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
         os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
+    if arch is None and os.path.exists(os.path.join(model, "params.json")):
+        # Mistral's own format (params.json, no config.json): vLLM finds it
+        # by consolidated*.safetensors beside params.json, which wshard's
+        # output (its rank files, params.json copied) does not have; its
+        # users name the format as Mistral's model cards say
+        # (--config-format mistral, --tokenizer-mode mistral where
+        # tekken.json is there: the test's prompts are token ids)
+        kw.setdefault("config_format", "mistral")
+        if os.path.exists(os.path.join(model, "tekken.json")):
+            kw.setdefault("tokenizer_mode", "mistral")
     if arch in ("InklingForCausalLM", "InklingForConditionalGeneration"):
         # vLLM's Inkling renderer needs Inkling's tokenizer and its special
         # tokens; the test's prompts are token ids and it has none
@@ -603,8 +623,7 @@ def arch_settings(model, kw):
         # the test checkpoint's stand-in processor (keye_processing.py)
         # takes images alone: no video in a prompt, none profiled
         kw.setdefault("limit_mm_per_prompt", {"image": 1, "video": 0})
-    with open(os.path.join(model, "config.json")) as f:
-        method = (json.load(f).get("quantization_config") or {}).get("quant_method")
+    method = (read_config(model).get("quantization_config") or {}).get("quant_method")
     if method == "fbgemm_fp8":
         # vLLM 0.32 lists fbgemm_fp8 as deprecated and loads it only so
         kw.setdefault("allow_deprecated_quantization", True)

@@ -1,0 +1,250 @@
+/*
+ * catalog_mistral.c - Mistral's own checkpoint format: params.json for
+ * config.json, consolidated.safetensors (or consolidated-0000N-of-0000M
+ * .safetensors, with or without consolidated.safetensors.index.json) for
+ * the weights, as Mistral ships Mistral Large 3, Devstral, Magistral,
+ * Pixtral and Voxtral.  vLLM 0.32 reads such a folder so wherever it has
+ * no model.safetensors(.index.json) beside (model_loader/default_loader.py
+ * load_format "mistral"; transformers_utils/config.py, config_format
+ * "mistral" where consolidated*.safetensors and params.json are found),
+ * and builds its config from params.json with adapt_config_dict
+ * (transformers_utils/configs/mistral.py): the same renaming is done
+ * here, in memory, for the architectures wshard has rules for in this
+ * format (Mistral Large 3, and the dense MistralForCausalLM, named
+ * mistral:MistralForCausalLM for its rules).  params.json and the
+ * tokenizer (tekken.json) go to OUT as they are, the non-weight files
+ * they are.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "wshard.h"
+#include "catalog.h"
+#include "arc.h"
+#include "base/fileio.h"
+
+#define PARAMS_NAME "params.json"
+
+static bool is_consolidated(const char *name)
+{
+	size_t n = strlen(name), s = strlen(".safetensors");
+
+	return !strncmp(name, "consolidated", strlen("consolidated")) && n > s &&
+	       !strcmp(name + n - s, ".safetensors") && !strchr(name, '/');
+}
+
+enum wshard_err catalog_mistral_files(const struct wshard_catalog *cat, char ***out_names,
+				      size_t *out_n, struct wshard_error *err)
+{
+	enum wshard_err rc = WSHARD_OK;
+	struct dirent *e;
+	DIR *d;
+	size_t i;
+
+	*out_names = NULL;
+	*out_n = 0;
+	if (!wshard_catalog_has_file(cat, PARAMS_NAME))
+		return WSHARD_OK;
+	if (cat->archive) {
+		for (i = 0; i < cat->archive->nmembers && !rc; i++)
+			if (is_consolidated(cat->archive->members[i].name))
+				rc = catalog_push_name(out_names, out_n,
+						       cat->archive->members[i].name, err);
+		return rc;
+	}
+	d = opendir(cat->dir);
+	if (!d)
+		return wshard_error_set(err, WSHARD_EIO, "cannot open directory '%s': %s",
+					cat->dir, strerror(errno));
+	while (!rc && (e = readdir(d)))
+		if (is_consolidated(e->d_name) && wshard_catalog_has_file(cat, e->d_name))
+			rc = catalog_push_name(out_names, out_n, e->d_name, err);
+	closedir(d);
+	catalog_sort_names(*out_names, *out_n);
+	return rc;
+}
+
+/* key renamed to to (vLLM's _remap_general_mistral_args). */
+static int rename_key(json_t *c, const char *key, const char *to)
+{
+	json_t *v = json_object_get(c, key);
+
+	if (!v)
+		return 0;
+	json_incref(v);
+	json_object_del(c, key);
+	return json_object_set_new(c, to, v);
+}
+
+/* Mistral Large 3's moe object lifted to DeepSeek-V3's keys (_remap_moe_args). */
+static int lift_moe(json_t *c)
+{
+	static const char *const map[][2] = {
+		{ "route_every_n", "moe_layer_freq" },
+		{ "first_k_dense_replace", "first_k_dense_replace" },
+		{ "num_experts_per_tok", "num_experts_per_tok" },
+		{ "num_experts", "n_routed_experts" },
+		{ "expert_hidden_dim", "moe_intermediate_size" },
+		{ "routed_scale", "routed_scaling_factor" },
+		{ "num_shared_experts", "n_shared_experts" },
+		{ "num_expert_groups", "n_group" },
+		{ "num_expert_groups_per_tok", "topk_group" },
+	};
+	json_t *moe = json_object_get(c, "moe");
+	size_t i;
+
+	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		json_t *v = json_object_get(moe, map[i][0]);
+
+		if (v && json_object_set(c, map[i][1], v))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The architecture adapt_config_dict picks for params.json c (its keys
+ * renamed already), as vLLM 0.32 names it.
+ */
+static const char *mistral_architecture(json_t *c)
+{
+	json_t *mm = json_object_get(c, "multimodal");
+	json_t *moe = json_object_get(c, "moe");
+	json_t *enc = json_object_get(json_object_get(mm, "whisper_model_args"), "encoder_args");
+	const char *type = json_string_value(json_object_get(c, "model_type"));
+	json_t *shared = json_object_get(moe, "num_shared_experts");
+	bool mla = json_is_true(json_object_get(c, "qk_nope_head_dim")) ||
+		   json_integer_value(json_object_get(c, "qk_nope_head_dim")) > 0;
+
+	if (json_object_get(mm, "vision_encoder_args") || json_object_get(c, "vision_encoder"))
+		return "PixtralForConditionalGeneration";
+	if (json_is_object(enc))
+		return json_is_true(json_object_get(enc, "causal")) ? "VoxtralRealtimeGeneration"
+								    : "VoxtralForConditionalGeneration";
+	if (type && !strcmp(type, "mamba"))
+		return "Mamba2ForCausalLM";
+	/* an MLA model without moe is given one shared expert (_remap_mistral_mla_args) */
+	if ((json_is_object(moe) && json_integer_value(shared) > 0) || (mla && !moe))
+		return "MistralLarge3ForCausalLM";
+	if (json_is_object(moe))
+		return "MixtralForCausalLM";
+	return "MistralForCausalLM";
+}
+
+/* The architectures whose mistral-format names wshard has rules for. */
+static bool supported(const char *arch)
+{
+	return !strcmp(arch, "MistralLarge3ForCausalLM") || !strcmp(arch, "MistralForCausalLM");
+}
+
+/*
+ * The name wshard's rules know arch by in this format: MistralForCausalLM
+ * is "mistral:MistralForCausalLM" (mistral_consolidated.json), its names
+ * and rows being another checkpoint's than the config.json release's that
+ * llama.json reads; MistralLarge3ForCausalLM, found in no other format,
+ * is itself.
+ */
+static const char *rules_name(const char *arch)
+{
+	return strcmp(arch, "MistralForCausalLM") ? arch : "mistral:MistralForCausalLM";
+}
+
+/* params.json root renamed, in place, to the HF config vLLM makes of it. */
+static enum wshard_err adapt(json_t *root, const char *path, const char **out_arch,
+			     struct wshard_error *err)
+{
+	static const char *const map[][2] = {
+		{ "dim", "hidden_size" },
+		{ "norm_eps", "rms_norm_eps" },
+		{ "n_kv_heads", "num_key_value_heads" },
+		{ "n_layers", "num_hidden_layers" },
+		{ "n_heads", "num_attention_heads" },
+		{ "hidden_dim", "intermediate_size" },
+		{ "activation", "hidden_act" },
+		{ "tied_embeddings", "tie_word_embeddings" },
+	};
+	const char *arch;
+	size_t i;
+
+	*out_arch = NULL;
+	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (rename_key(root, map[i][0], map[i][1]))
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (!json_object_get(root, "tie_word_embeddings") &&
+	    json_object_set_new(root, "tie_word_embeddings", json_false()))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	arch = mistral_architecture(root);
+	if (!supported(arch))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': a mistral-format %s, which wshard has no rules for in this format (its config.json and model.safetensors release converts, where there is one)",
+					path, arch);
+	if (json_object_get(root, "quantization"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': a quantized mistral-format checkpoint (\"quantization\"), which wshard cannot read yet",
+					path);
+	if (!strcmp(arch, "MistralLarge3ForCausalLM")) {
+		if (!json_object_get(root, "moe")) {
+			/* _remap_mistral_mla_args: one shared expert, every layer dense */
+			json_t *moe = json_pack("{s:i, s:O, s:i, s:O}", "num_experts", 1,
+						"first_k_dense_replace",
+						json_object_get(root, "num_hidden_layers"),
+						"num_shared_experts", 1, "expert_hidden_dim",
+						json_object_get(root, "intermediate_size"));
+
+			if (!moe || json_object_set_new(root, "moe", moe))
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		}
+		if (lift_moe(root) ||
+		    json_object_set_new(root, "model_type", json_string("deepseek_v3")))
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	*out_arch = arch;
+	return WSHARD_OK;
+}
+
+enum wshard_err catalog_mistral_config(struct wshard_catalog *cat, struct wshard_error *err)
+{
+	struct wshard_config *c = &cat->config;
+	char *path = wshard_path_join(cat->dir, PARAMS_NAME), *text = NULL;
+	const char *arch;
+	json_error_t jerr;
+	json_t *root = NULL;
+	size_t len;
+	enum wshard_err rc;
+
+	if (!path)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	rc = catalog_read_small(cat, path, &text, &len, err);
+	if (rc)
+		goto out;
+	root = json_loadb(text, len, 0, &jerr);
+	if (!json_is_object(root)) {
+		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s': %s", path,
+				      root ? "not a JSON object" : jerr.text);
+		goto out;
+	}
+	rc = adapt(root, path, &arch, err);
+	if (rc)
+		goto out;
+	c->architecture = strdup(rules_name(arch));
+	if (!c->architecture) {
+		rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		goto out;
+	}
+	c->json = root;
+	c->text = root;
+	root = NULL;
+	catalog_config_fields(c);
+	cat->has_config = true;
+out:
+	json_decref(root);
+	free(text);
+	free(path);
+	return rc;
+}

@@ -1,0 +1,192 @@
+"""Checkpoints in Mistral's own format, as Mistral ships Mistral Large 3,
+Devstral and Magistral: params.json in place of config.json, the weights
+under Mistral's names in consolidated-0000N-of-0000M.safetensors with
+consolidated.safetensors.index.json (or one consolidated.safetensors), no
+config.json.  vLLM 0.32 reads such a folder in its "mistral" load and
+config formats (transformers_utils/configs/mistral.py adapt_config_dict
+for params.json; each model's mapper for the names).
+
+make_large3(out): Mistral Large 3 (MistralLarge3ForCausalLM, a DeepSeek-V3
+under Mistral's names: model_executor/models/mistral_large_3.py), built by
+transformers' own DeepseekV3ForCausalLM, tiny (2 layers, the first dense,
+8 experts and one shared), its tensors renamed by the inverse of vLLM's
+hf_to_vllm_mapper.  params.json has the fields of the release's (moe,
+llama_4_scaling, yarn, MLA's ranks) that adapt_config_dict reads; the
+router is softmax without a correction bias (adapt_config_dict sets
+scoring_func softmax and topk_method None), so the DeepSeek model's
+e_score_correction_bias is not written."""
+import json
+import os
+import re
+import tempfile
+
+# DeepSeek-V3's names (as transformers saves them) -> Mistral's: the
+# inverse of MistralLarge3ForCausalLM.hf_to_vllm_mapper
+LARGE3_NAMES = [
+    (r"model\.layers\.(\d+)\.input_layernorm\.", r"layers.\1.attention_norm."),
+    (r"model\.layers\.(\d+)\.self_attn\.q_a_proj\.", r"layers.\1.attention.wq_a."),
+    (r"model\.layers\.(\d+)\.self_attn\.q_a_layernorm\.", r"layers.\1.attention.q_a_norm."),
+    (r"model\.layers\.(\d+)\.self_attn\.q_b_proj\.", r"layers.\1.attention.wq_b."),
+    (r"model\.layers\.(\d+)\.self_attn\.kv_a_proj_with_mqa\.",
+     r"layers.\1.attention.wkv_a_with_mqa."),
+    (r"model\.layers\.(\d+)\.self_attn\.kv_a_layernorm\.", r"layers.\1.attention.kv_a_norm."),
+    (r"model\.layers\.(\d+)\.self_attn\.kv_b_proj\.", r"layers.\1.attention.wkv_b."),
+    (r"model\.layers\.(\d+)\.self_attn\.o_proj\.", r"layers.\1.attention.wo."),
+    (r"model\.layers\.(\d+)\.post_attention_layernorm\.", r"layers.\1.ffn_norm."),
+    (r"model\.layers\.(\d+)\.mlp\.gate_proj\.", r"layers.\1.feed_forward.w1."),
+    (r"model\.layers\.(\d+)\.mlp\.down_proj\.", r"layers.\1.feed_forward.w2."),
+    (r"model\.layers\.(\d+)\.mlp\.up_proj\.", r"layers.\1.feed_forward.w3."),
+    (r"model\.layers\.(\d+)\.mlp\.gate\.weight", r"layers.\1.gate.weight"),
+    (r"model\.layers\.(\d+)\.mlp\.shared_experts\.gate_proj\.", r"layers.\1.shared_experts.w1."),
+    (r"model\.layers\.(\d+)\.mlp\.shared_experts\.down_proj\.", r"layers.\1.shared_experts.w2."),
+    (r"model\.layers\.(\d+)\.mlp\.shared_experts\.up_proj\.", r"layers.\1.shared_experts.w3."),
+    (r"model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.gate_proj\.", r"layers.\1.experts.\2.w1."),
+    (r"model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.down_proj\.", r"layers.\1.experts.\2.w2."),
+    (r"model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.up_proj\.", r"layers.\1.experts.\2.w3."),
+    (r"model\.norm\.", "norm."),
+    (r"model\.embed_tokens\.", "tok_embeddings."),
+    (r"lm_head\.", "output."),
+]
+
+LARGE3_PARAMS = {
+    "dim": 256, "n_layers": 2, "head_dim": 64, "hidden_dim": 512, "n_heads": 4,
+    "n_kv_heads": 4, "rope_theta": 10000.0, "norm_eps": 1e-6, "vocab_size": 1000,
+    "tied_embeddings": False, "max_position_embeddings": 512,
+    "q_lora_rank": 128, "qk_rope_head_dim": 64, "qk_nope_head_dim": 64,
+    "kv_lora_rank": 256, "v_head_dim": 64,
+    "llama_4_scaling": {"original_max_position_embeddings": 256, "beta": 0.1},
+    "yarn": {"original_max_position_embeddings": 256, "factor": 2.0, "apply_scale": False,
+             "beta": 32, "alpha": 1},
+    "moe": {"expert_parallel": 1, "route_every_n": 1, "first_k_dense_replace": 1,
+            "num_experts": 8, "num_experts_per_tok": 2, "num_expert_groups": 1,
+            "num_expert_groups_per_tok": 1, "routed_scale": 1.0, "expert_hidden_dim": 256,
+            "num_shared_experts": 1},
+}
+
+
+def mistral_name(name, table):
+    for pat, rep in table:
+        new, n = re.subn(r"\A" + pat, rep, name)
+        if n:
+            return new
+    raise AssertionError("no Mistral name for " + name)
+
+
+def hf_tensors(model):
+    """The tensors model.save_pretrained writes (per-expert names)."""
+    from safetensors.torch import load_file
+    got = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        for f in sorted(os.listdir(tmp)):
+            if f.endswith(".safetensors"):
+                got.update(load_file(os.path.join(tmp, f)))
+    return got
+
+
+def save_consolidated(out, tensors, params, shards):
+    """tensors (Mistral's names) into OUT as consolidated*.safetensors:
+    one file, or shards files with consolidated.safetensors.index.json;
+    params.json beside them."""
+    from safetensors.torch import save_file
+    os.makedirs(out, exist_ok=True)
+    names = sorted(tensors)
+    if shards == 1:
+        save_file({n: tensors[n].contiguous() for n in names},
+                  os.path.join(out, "consolidated.safetensors"))
+    else:
+        wmap = {}
+        for i in range(shards):
+            fname = f"consolidated-{i + 1:05d}-of-{shards:05d}.safetensors"
+            part = names[i::shards]
+            save_file({n: tensors[n].contiguous() for n in part}, os.path.join(out, fname))
+            wmap.update({n: fname for n in part})
+        with open(os.path.join(out, "consolidated.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {}, "weight_map": dict(sorted(wmap.items()))}, f, indent=2)
+    with open(os.path.join(out, "params.json"), "w") as f:
+        json.dump(params, f, indent=2)
+
+
+def make_large3(out, shards=2):
+    import torch
+    import transformers
+    import make_ckpt
+    p = LARGE3_PARAMS
+    cfg = transformers.DeepseekV3Config(**dict(
+        make_ckpt.COMMON, **make_ckpt.MLA, num_hidden_layers=p["n_layers"],
+        n_routed_experts=p["moe"]["num_experts"], n_shared_experts=1,
+        num_experts_per_tok=2, moe_intermediate_size=p["moe"]["expert_hidden_dim"],
+        first_k_dense_replace=1, n_group=1, topk_group=1, norm_topk_prob=True))
+    torch.manual_seed(1234)
+    model = transformers.DeepseekV3ForCausalLM(cfg).to(torch.bfloat16)
+    with torch.no_grad():
+        for q in model.parameters():
+            q.add_(torch.randn_like(q) * 0.02)
+    tensors = {mistral_name(n, LARGE3_NAMES): t for n, t in hf_tensors(model).items()
+               if not n.endswith("e_score_correction_bias")}
+    save_consolidated(out, tensors, p, shards)
+
+
+def make_large3_single(out):
+    """The same in one consolidated.safetensors, no index."""
+    make_large3(out, shards=1)
+
+
+# Llama's names (transformers' MistralForCausalLM) -> Mistral's: the
+# inverse of vLLM's MistralForCausalLM.mistral_mapping
+DENSE_NAMES = [
+    (r"model\.layers\.(\d+)\.input_layernorm\.", r"layers.\1.attention_norm."),
+    (r"model\.layers\.(\d+)\.post_attention_layernorm\.", r"layers.\1.ffn_norm."),
+    (r"model\.layers\.(\d+)\.self_attn\.q_proj\.", r"layers.\1.attention.wq."),
+    (r"model\.layers\.(\d+)\.self_attn\.k_proj\.", r"layers.\1.attention.wk."),
+    (r"model\.layers\.(\d+)\.self_attn\.v_proj\.", r"layers.\1.attention.wv."),
+    (r"model\.layers\.(\d+)\.self_attn\.o_proj\.", r"layers.\1.attention.wo."),
+    (r"model\.layers\.(\d+)\.mlp\.gate_proj\.", r"layers.\1.feed_forward.w1."),
+    (r"model\.layers\.(\d+)\.mlp\.down_proj\.", r"layers.\1.feed_forward.w2."),
+    (r"model\.layers\.(\d+)\.mlp\.up_proj\.", r"layers.\1.feed_forward.w3."),
+    (r"model\.norm\.", "norm."),
+    (r"model\.embed_tokens\.", "tok_embeddings."),
+    (r"lm_head\.", "output."),
+]
+
+DENSE_PARAMS = {
+    "dim": 256, "n_layers": 2, "head_dim": 64, "hidden_dim": 512, "n_heads": 4,
+    "n_kv_heads": 2, "rope_theta": 1000000.0, "norm_eps": 1e-5, "vocab_size": 1000,
+    "tied_embeddings": False, "max_position_embeddings": 512,
+}
+
+
+def interleave_heads(w, heads):
+    """Mistral's rows of a q or k weight from Llama's: within each head,
+    rotary pairs interleaved (row 2k+j from row j*hd/2+k), the inverse of
+    the permute of vLLM's maybe_remap_mistral."""
+    rows, cols = w.shape
+    hd = rows // heads
+    return w.view(heads, 2, hd // 2, cols).transpose(1, 2).reshape(rows, cols)
+
+
+def make_dense(out):
+    """Mistral 7B's layout (MistralForCausalLM), tiny, from transformers'
+    own MistralForCausalLM: its q and k rows in Mistral's rotary order."""
+    import torch
+    import transformers
+    p = DENSE_PARAMS
+    cfg = transformers.MistralConfig(
+        hidden_size=p["dim"], num_hidden_layers=p["n_layers"], head_dim=p["head_dim"],
+        intermediate_size=p["hidden_dim"], num_attention_heads=p["n_heads"],
+        num_key_value_heads=p["n_kv_heads"], vocab_size=p["vocab_size"],
+        rms_norm_eps=p["norm_eps"], rope_theta=p["rope_theta"],
+        max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=False)
+    torch.manual_seed(1234)
+    model = transformers.MistralForCausalLM(cfg).to(torch.bfloat16)
+    with torch.no_grad():
+        for q in model.parameters():
+            q.add_(torch.randn_like(q) * 0.02)
+    tensors = {}
+    for n, t in hf_tensors(model).items():
+        if ".q_proj." in n:
+            t = interleave_heads(t, p["n_heads"])
+        elif ".k_proj." in n:
+            t = interleave_heads(t, p["n_kv_heads"])
+        tensors[mistral_name(n, DENSE_NAMES)] = t
+    save_consolidated(out, tensors, p, 1)
