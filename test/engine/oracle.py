@@ -353,6 +353,12 @@ def image_prompt(model):
         # row end)
         size = 32
         image = [cfg["vocabulary_map"]["<image>"]]
+    elif cfg["architectures"][0] == "Llama_Nemotron_Nano_VL":
+        # Llama-3.1-Nemotron-Nano-VL: <image> (ckpt_llama_nemotron_vl.py:
+        # 994), which vLLM replaces by <img>, <image> x 4 and </img>; one
+        # 64x64 tile of 16-pixel patches through the stand-in C-RADIO
+        size = 64
+        image = [994]
     elif cfg["architectures"][0].startswith("NemotronH_"):
         # Nemotron-H VL and omni: <image> (ckpt_nano_nemotron_vl.py: 994),
         # which vLLM replaces by <img>, the image's context tokens and
@@ -533,6 +539,7 @@ def arch_settings(model, kw):
                 "KananaVForConditionalGeneration", "NemotronH_Nano_VL_V2",
                 "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
                 "NemotronH_Super_Omni_Reasoning_V3", "LlamaNemotronVLModel",
+                "Llama_Nemotron_Nano_VL",
                 "LlamaNemotronVLForSequenceClassification"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
