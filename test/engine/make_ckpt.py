@@ -3719,6 +3719,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "nemotron_h-puzzle": "ckpt_nemotron_puzzle:make_dense",
        # Nemotron-H VL and omni (NemotronH_Nano_VL_V2 and the omni releases)
        "nano_nemotron_vl": "ckpt_nano_nemotron_vl",
+       "llama_nemotron_vl_embed": "ckpt_llama_nemotron_vl",
+       "llama_nemotron_vl_cls": "ckpt_llama_nemotron_vl:make_cls",
+       "llama_nemotron_nano_vl": "ckpt_llama_nemotron_vl:make_nano",
        "nano_nemotron_omni": "ckpt_nano_nemotron_vl:make_omni",
        # Gemma 4's MTP assistant (test/engine/run's ARCH:TP:assistant cases)
        "gemma4-assistant": "ckpt_gemma4_assistant",

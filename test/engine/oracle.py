@@ -81,7 +81,9 @@ POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "JinaEmbeddingsV5Model",
                                     "HF_ColBERT", "ColBERTModernBertModel",
                                     "ColBERTJinaRobertaModel", "ColBERTLfm2Model",
-                                    "BertSpladeSparseEmbeddingModel", "BgeM3EmbeddingModel"}
+                                    "BertSpladeSparseEmbeddingModel", "BgeM3EmbeddingModel",
+                                    "LlamaNemotronVLModel",
+                                    "LlamaNemotronVLForSequenceClassification"}
 # Multi-vector retrievers: an embedding a token (task token_embed); the
 # ColBERT late-interaction encoders (text alone)
 COLBERT = ("HF_ColBERT", "ColBERTModernBertModel", "ColBERTJinaRobertaModel",
@@ -240,7 +242,7 @@ def image_prompt(model):
                                                     "Cohere2Vision", "Idefics3", "SmolVLM",
                                                     "Lfm2Vl", "Granite4Vision", "H2OVLChatModel",
                                                     "NVLM_D", "SkyworkR1VChatModel",
-                                                    "Eagle2_5_VL")):
+                                                    "Eagle2_5_VL", "LlamaNemotronVL")):
         # one image token, which vLLM expands (Mistral 3 into rows of
         # [IMG], InternVL between <img> and </img>, Idefics3 between
         # <fake_token_around_image>s, LFM2-VL between <|image_start|> and
@@ -252,10 +254,12 @@ def image_prompt(model):
         if cfg["architectures"][0] in ("QianfanOCRForConditionalGeneration",
                                        "InternVLChatModel", "H2OVLChatModel", "NVLM_D",
                                        "SkyworkR1VChatModel",
-                                       "Eagle2_5_VLForConditionalGeneration"):
-            # InternVL's original layout and Eagle 2.5 (vLLM's InternVL
-            # processor): vLLM replaces an <image> token (make_ckpt.py's
-            # tokenizer: 994)
+                                       "Eagle2_5_VLForConditionalGeneration",
+                                       "LlamaNemotronVLModel",
+                                       "LlamaNemotronVLForSequenceClassification"):
+            # InternVL's original layout, Eagle 2.5 and Llama Nemotron VL
+            # (vLLM's InternVL processor): vLLM replaces an <image> token
+            # (make_ckpt.py's tokenizer: 994)
             image = [994]
     elif "DeepseekVLV2" in cfg["architectures"][0]:
         # DeepSeek-VL2: its <image> token (ckpt_deepseek_vl2.py's tokenizer:
@@ -358,6 +362,12 @@ def image_prompt(model):
         # row end)
         size = 32
         image = [cfg["vocabulary_map"]["<image>"]]
+    elif cfg["architectures"][0] == "Llama_Nemotron_Nano_VL":
+        # Llama-3.1-Nemotron-Nano-VL: <image> (ckpt_llama_nemotron_vl.py:
+        # 994), which vLLM replaces by <img>, <image> x 4 and </img>; one
+        # 64x64 tile of 16-pixel patches through the stand-in C-RADIO
+        size = 64
+        image = [994]
     elif cfg["architectures"][0].startswith("NemotronH_"):
         # Nemotron-H VL and omni: <image> (ckpt_nano_nemotron_vl.py: 994),
         # which vLLM replaces by <img>, the image's context tokens and
@@ -566,7 +576,9 @@ def arch_settings(model, kw):
                 "KananaVForConditionalGeneration", "LlavaOnevision2ForConditionalGeneration",
                 "NemotronH_Nano_VL_V2",
                 "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
-                "NemotronH_Super_Omni_Reasoning_V3"):
+                "NemotronH_Super_Omni_Reasoning_V3", "LlamaNemotronVLModel",
+                "Llama_Nemotron_Nano_VL",
+                "LlamaNemotronVLForSequenceClassification"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
@@ -669,7 +681,9 @@ def answers(model, tp, out, **kw):
         prompts = whisper_prompts()
     elif tok and architecture(model) not in TEXT_PROMPTS_ONLY and (
             kw.get("runner") != "pooling" or
-            architecture(model) in ("CLIPModel", "SiglipModel", "JinaVLForRanking") + RETRIEVERS) and (
+            architecture(model) in ("CLIPModel", "SiglipModel", "JinaVLForRanking",
+                                    "LlamaNemotronVLModel",
+                                    "LlamaNemotronVLForSequenceClassification") + RETRIEVERS) and (
             architecture(model) not in COLBERT):
         prompts.append(image_prompt(model))
     got = []

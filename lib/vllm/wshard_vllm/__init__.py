@@ -426,14 +426,22 @@ def unfilled_pooling_head(model, shapes, state):
     """A pooling model built on a causal one that keeps its LM head
     (JambaForSequenceClassification: JambaForCausalLM plus score): its
     checkpoint has no lm_head, so vLLM's own load leaves the one it builds
-    unfilled (pooling never uses it), and wshard's output holds none.  It
-    is left out of state where the rank holds none.  Returns the names
-    left out."""
-    if (not getattr(model, "is_pooling_model", False) or "lm_head.weight" in shapes or
-            "lm_head.weight" not in state):
+    unfilled (pooling never uses it), and wshard's output holds none.  The
+    same for the Llama Nemotron VL reranker's inner score head
+    (LlamaNemotronVLForSequenceClassification, nemotron_vl.py: its text
+    model, a LlamaBidirectionalForSequenceClassification, builds
+    language_model.score, which the checkpoint lacks and the outer score
+    replaces; its load_weights fills it with random values).  Each is left
+    out of state where the rank holds none.  Returns the names left out."""
+    if not getattr(model, "is_pooling_model", False):
         return []
-    del state["lm_head.weight"]
-    return ["lm_head.weight"]
+    names = ["lm_head.weight"]
+    if type(model).__name__ == "LlamaNemotronVLForSequenceClassification":
+        names += ["language_model.score.weight", "language_model.score.bias"]
+    out = [k for k in names if k in state and k not in shapes]
+    for k in out:
+        del state[k]
+    return out
 
 
 def refuse_draft(vllm_config, model_config, out):

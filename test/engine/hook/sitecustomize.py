@@ -164,6 +164,14 @@ def _patch(module):
             print("wshard oracle: lm_head.weight unfilled by a pooling model's"
                   " load_weights: left out", file=sys.stderr)
             state.pop("lm_head.weight")
+        if not draft and type(model).__name__ == "LlamaNemotronVLForSequenceClassification":
+            # the reranker's text model builds its own score head, which the
+            # checkpoint lacks and the outer score replaces: load_weights
+            # fills it with random values (nemotron_vl.py), no answer reads it
+            for k in [k for k in state if k.startswith("language_model.score.")]:
+                print(f"wshard oracle: {k} filled at random by the reranker's"
+                      " load_weights: left out", file=sys.stderr)
+                state.pop(k)
         path = os.path.join(dump, name + ".safetensors")
         save_file(state, path + ".tmp", metadata={"format": "pt"})
         os.replace(path + ".tmp", path)
