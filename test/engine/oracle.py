@@ -355,6 +355,13 @@ def image_prompt(model):
         # </img>; one 64x64 tile of 16-pixel patches
         size = 64
         image = [994]
+    elif cfg["architectures"][0] in ("HfMoondream", "Moondream3ForCausalLM"):
+        # Moondream 3: its bos and <image> (ckpt_moondream3.py's tokenizer:
+        # 0, 994), which vLLM replaces by the bos and 729 image tokens, the
+        # embeddings of the 27x27 global crop (any image up to 378 pixels
+        # is one crop of 378, and one local crop)
+        size = 56
+        image = [0, 994]
     elif cfg["architectures"][0] == "HCXVisionV2ForCausalLM":
         # HyperCLOVA X SEED Think: the image pad between <|image_start|>
         # and <|image_end|> (make_ckpt.py: 997, 996), its processor
@@ -533,6 +540,9 @@ def arch_settings(model, kw):
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
         kw.setdefault("trust_remote_code", True)
+    if arch in ("HfMoondream", "Moondream3ForCausalLM"):
+        # an image is 730 tokens, whatever its size (moondream3.py)
+        kw.setdefault("max_model_len", 1024)
     if arch == "Phi4ForCausalLMV":
         # an image is 256 tokens (ckpt_phi4_siglip.py)
         kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
