@@ -398,6 +398,27 @@ def whisper_prompts():
     return out
 
 
+def is_nemotron_parse(model):
+    cfg = json.load(open(os.path.join(model, "config.json")))
+    return cfg.get("architectures", [""])[0] == "NemotronParseForConditionalGeneration"
+
+
+def nemotron_parse_prompts():
+    """Nemotron-Parse's encoder takes an image alone (vLLM makes its
+    encoder prompt); each prompt's tokens are the decoder's, a fixed
+    pseudo-random 64x64 image (another for each) the encoder's
+    (ckpt_nemotron_parse.py: the image_size)."""
+    import numpy as np
+    from PIL import Image
+    out = []
+    for i, p in enumerate(PROMPTS):
+        px = np.random.default_rng(7 + i).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+        out.append({"encoder_prompt": {"prompt": "",
+                                       "multi_modal_data": {"image": Image.fromarray(px)}},
+                    "decoder_prompt": {"prompt_token_ids": p}})
+    return out
+
+
 def fork_workers():
     """vLLM's CPU platform starts its workers with spawn
     (CpuPlatform.check_and_update_config sets VLLM_WORKER_MULTIPROC_METHOD),
@@ -535,7 +556,7 @@ def arch_settings(model, kw):
                 "InternS2MobiusForConditionalGeneration",
                 "KananaVForConditionalGeneration", "NemotronH_Nano_VL_V2",
                 "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
-                "NemotronH_Super_Omni_Reasoning_V3"):
+                "NemotronH_Super_Omni_Reasoning_V3", "NemotronParseForConditionalGeneration"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
@@ -635,6 +656,8 @@ def answers(model, tp, out, **kw):
     prompts = [{"prompt_token_ids": p} for p in PROMPTS]
     if is_whisper(model):
         prompts = whisper_prompts()
+    elif is_nemotron_parse(model):
+        prompts = nemotron_parse_prompts()
     elif tok and architecture(model) not in TEXT_PROMPTS_ONLY and (
             kw.get("runner") != "pooling" or
             architecture(model) in ("CLIPModel", "SiglipModel", "JinaVLForRanking") + RETRIEVERS) and (
