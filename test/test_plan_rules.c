@@ -1425,6 +1425,19 @@ Test(ext, defaults)
 	fx_plan(&f, 2);
 	assert_shape(get_out(&f, 1, "model.layers.0.self_attn.qkv_proj.weight"), 2, 48, 64);
 	fx_close(&f);
+	/* and where config.json lacks the key named too, that key's own
+	 * default (Moondream 3's num_attention_heads: config.text.n_heads) */
+	fx_open(&f, BASE " --extra-tensor v.w:8,4 --omit-config num_attention_heads "
+		"--omit-config num_key_value_heads --set-config 'attn={\"kv\":2}'");
+	snprintf(rules, sizeof(rules), "{\"defaults\": {\"num_attention_heads\": \"attn.n_h\","
+		 " \"attn.n_h\": 8, \"num_key_value_heads\": \"attn.kv\", \"attn.kv\": 4,"
+		 " \"x_rows\": \"attn.n_h\", \"vision_config.depth\": 4},"
+		 " \"tensors\": [%s" CATCH_NO_QKV "]}", qkv);
+	use_rules(&f, rules);
+	fx_plan(&f, 2);
+	assert_shape(get_out(&f, 1, "model.layers.0.self_attn.qkv_proj.weight"), 2, 48, 64);
+	assert_shape(get_out(&f, 1, "v.w"), 2, 4, 4);
+	fx_close(&f);
 	/* or an element of an array key (ERNIE-4.5-VL's moe_num_experts[0]) */
 	fx_open(&f, BASE " --extra-tensor v.w:8,4 --omit-config num_attention_heads "
 		"--omit-config num_key_value_heads --set-config 'n_h=[8, 2]'");

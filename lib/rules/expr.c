@@ -142,8 +142,19 @@ static int64_t config_value(struct expr *x, const char *name, size_t len)
 			v = per_layer_alias(c, key);
 		if (!v && c->defaults)
 			v = json_object_get((json_t *)c->defaults, key);
-		if (json_is_string(v))	/* a default that names another key */
-			v = catalog_config_key(c, json_string_value(v));
+		if (json_is_string(v)) {	/* a default that names another key */
+			const char *other = json_string_value(v);
+
+			v = catalog_config_key(c, other);
+			if (json_is_null(v))
+				v = NULL;
+			/* that key's own default where config.json lacks it too
+			 * (Moondream 3's num_attention_heads: config.text.n_heads,
+			 * vLLM's 32 where the release's config says none) */
+			if (!v && c->defaults && json_is_integer(json_object_get(
+					(json_t *)c->defaults, other)))
+				v = json_object_get((json_t *)c->defaults, other);
+		}
 	}
 	/* "KEY[i]": element i of an array (MiMo-V2-Flash's
 	 * hybrid_layer_pattern[n], a layer's kind); x->s is at the '[' */

@@ -101,9 +101,13 @@ static int64_t field(const struct wshard_config *c, const char *key)
 	int64_t v = cfg_int(c->text, key);
 	json_t *d = c->defaults ? json_object_get((json_t *)c->defaults, key) : NULL;
 
-	if (v < 0 && json_is_string(d))	/* the name of the key that stands in */
+	if (v < 0 && json_is_string(d)) {	/* the name of the key that stands in */
 		v = cfg_int_value(catalog_config_key(c, json_string_value(d)));
-	else if (v < 0 && json_is_integer(d))
+		/* and that key's own default where config.json lacks it too */
+		d = json_object_get((json_t *)c->defaults, json_string_value(d));
+		if (v < 0 && json_is_integer(d))
+			v = (int64_t)json_integer_value(d);
+	} else if (v < 0 && json_is_integer(d))
 		v = (int64_t)json_integer_value(d);
 	return v;
 }

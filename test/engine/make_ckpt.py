@@ -3629,6 +3629,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "openpangu-ultra-nohead": "ckpt_openpangu:make_ultra_nohead", "openpangu-ultra-nohead2": "ckpt_openpangu:make_ultra_nohead2",
        "openpangu-pro": "ckpt_openpangu:make_pro_v2", "param2": "ckpt_param2",
        "openpangu_vl": "ckpt_openpangu_vl",
+       "moondream3": "ckpt_moondream3",
+       "nemotron_parse": "ckpt_nemotron_parse",
        "param2-bf16bias": "ckpt_param2:make_bf16_bias", "sarvam_mla": "ckpt_sarvam_mla",
        "sarvam_mla-freq2": "ckpt_sarvam_mla:make_freq2",
        "sarvam_mla-tied": "ckpt_sarvam_mla:make_tied",

@@ -380,6 +380,13 @@ def image_prompt(model):
         # processor scales the image up to 256 patches at least (64 tokens)
         size = 56
         image = [997]
+    elif cfg["architectures"][0] in ("HfMoondream", "Moondream3ForCausalLM"):
+        # Moondream 3: its bos and <image> (ckpt_moondream3.py's tokenizer:
+        # 0, 994), which vLLM replaces by the bos and 729 image tokens, the
+        # embeddings of the 27x27 global crop (any image up to 378 pixels
+        # is one crop of 378, and one local crop)
+        size = 56
+        image = [0, 994]
     elif cfg["architectures"][0] == "HCXVisionV2ForCausalLM":
         # HyperCLOVA X SEED Think: the image pad between <|image_start|>
         # and <|image_end|> (make_ckpt.py: 997, 996), its processor
@@ -422,6 +429,27 @@ def whisper_prompts():
     for i, p in enumerate(PROMPTS):
         wav = np.random.default_rng(7 + i).uniform(-0.5, 0.5, 16000).astype(np.float32)
         out.append({"encoder_prompt": {"prompt": "", "multi_modal_data": {"audio": (wav, 16000)}},
+                    "decoder_prompt": {"prompt_token_ids": p}})
+    return out
+
+
+def is_nemotron_parse(model):
+    cfg = json.load(open(os.path.join(model, "config.json")))
+    return cfg.get("architectures", [""])[0] == "NemotronParseForConditionalGeneration"
+
+
+def nemotron_parse_prompts():
+    """Nemotron-Parse's encoder takes an image alone (vLLM makes its
+    encoder prompt); each prompt's tokens are the decoder's, a fixed
+    pseudo-random 64x64 image (another for each) the encoder's
+    (ckpt_nemotron_parse.py: the image_size)."""
+    import numpy as np
+    from PIL import Image
+    out = []
+    for i, p in enumerate(PROMPTS):
+        px = np.random.default_rng(7 + i).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+        out.append({"encoder_prompt": {"prompt": "",
+                                       "multi_modal_data": {"image": Image.fromarray(px)}},
                     "decoder_prompt": {"prompt_token_ids": p}})
     return out
 
@@ -578,11 +606,15 @@ def arch_settings(model, kw):
                 "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
                 "NemotronH_Super_Omni_Reasoning_V3", "LlamaNemotronVLModel",
                 "Llama_Nemotron_Nano_VL",
-                "LlamaNemotronVLForSequenceClassification"):
+                "LlamaNemotronVLForSequenceClassification",
+                "NemotronParseForConditionalGeneration"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
         kw.setdefault("trust_remote_code", True)
+    if arch in ("HfMoondream", "Moondream3ForCausalLM"):
+        # an image is 730 tokens, whatever its size (moondream3.py)
+        kw.setdefault("max_model_len", 1024)
     if arch == "Phi4ForCausalLMV":
         # an image is 256 tokens (ckpt_phi4_siglip.py)
         kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
@@ -679,6 +711,8 @@ def answers(model, tp, out, **kw):
     prompts = [{"prompt_token_ids": p} for p in PROMPTS]
     if is_whisper(model):
         prompts = whisper_prompts()
+    elif is_nemotron_parse(model):
+        prompts = nemotron_parse_prompts()
     elif tok and architecture(model) not in TEXT_PROMPTS_ONLY and (
             kw.get("runner") != "pooling" or
             architecture(model) in ("CLIPModel", "SiglipModel", "JinaVLForRanking",
