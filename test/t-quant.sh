@@ -512,6 +512,57 @@ for r in range(2):
 PY
 fi
 echo "   quark: FP8 per channel (PTPC), dense and experts, as vLLM's QuarkW8A8Fp8 holds it"
+# Quark's INT8 experts (vLLM's QuarkW8A8Int8MoEMethod) as its FP8 experts,
+# I8 zero points beside the scales: per tensor w13_weight_scale and
+# w13_weight_zero_point [E, 2] (gate's, up's), w2's [E]; per channel
+# [E, 2I/tp] (gate's rows of the rank, then up's) and [E, H] whole;
+# w13_input_scale [E] (gate's), w13_input_zero_point [E, 2], w2's [E]; at
+# tp 2, and under --expert-parallel each rank's own experts whole.
+for q in int8 int8c; do
+	ncases=$((ncases + 1))
+	gen "$T/src-quark$q" --arch qwen3_moe --layers 1 --hidden 64 --heads 2 --kv-heads 2 \
+		--head-dim 32 --intermediate 128 --vocab 256 --experts 2 --moe-intermediate 64 \
+		--fp8 quark-$q --input-scale
+	if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quark$q" "$T/out-quark$q" &&
+	   expect_exit 0 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/src-quark$q" "$T/out-quark${q}ep" &&
+	   expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quark$q"; then
+		if [ $q = int8 ]; then w13="2,2" w2="2"; else w13="2,64" w2="2,64"; fi
+		for want in "w13_weight  *I8  *\[2,64,64\]" "w2_weight  *I8  *\[2,64,32\]" \
+			    "w13_weight_scale  *F32  *\[$w13\]" "w2_weight_scale  *F32  *\[$w2\]" \
+			    "w13_weight_zero_point  *I8  *\[$w13\]" "w2_weight_zero_point  *I8  *\[$w2\]" \
+			    "w13_input_scale  *F32  *\[2\]" "w2_input_scale  *F32  *\[2\]" \
+			    "w13_input_zero_point  *I8  *\[2,2\]" "w2_input_zero_point  *I8  *\[2\]"; do
+			grep -q "$want" "$T/out" || fail "quark $q experts: inspect does not show '$want'"
+		done
+		py_st "$T/out-quark$q" "$T/src-quark$q" "$T/out-quark${q}ep" <<'PY' || fail "quark $q experts: scales or zero points differ from the checkpoint's"
+import glob, os, sys
+import st
+s = st.read(glob.glob(os.path.join(sys.argv[2], "*.safetensors")))
+x = lambda e, p, n: s["model.layers.0.mlp.experts.%d.%s_proj.%s" % (e, p, n)][2]
+half = lambda b, r: b[r * len(b) // 2:(r + 1) * len(b) // 2]
+O = "model.layers.0.mlp.experts.routed_experts."
+for out, ep in ((sys.argv[1], False), (sys.argv[3], True)):
+    for r in range(2):
+        o = st.read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
+        es = [r] if ep else range(2)
+        cut = (lambda b: b) if ep else (lambda b: half(b, r))
+        want = {"w13_input_scale": [x(e, "gate", "input_scale") for e in es],
+                "w2_input_scale": [x(e, "down", "input_scale") for e in es],
+                "w13_input_zero_point": [x(e, p, "input_zero_point") for e in es for p in ("gate", "up")],
+                "w2_input_zero_point": [x(e, "down", "input_zero_point") for e in es],
+                "w13_weight": [cut(x(e, p, "weight")) for e in es for p in ("gate", "up")]}
+        for n in ("weight_scale", "weight_zero_point"):
+            # per tensor: a scalar an expert's part; per channel: its rows
+            rows = len(s["model.layers.0.mlp.experts.0.gate_proj." + n][1]) == 1
+            want["w13_" + n] = [cut(x(e, p, n)) if rows else x(e, p, n)
+                                for e in es for p in ("gate", "up")]
+            want["w2_" + n] = [x(e, "down", n) for e in es]
+        for k, v in want.items():
+            assert o[O + k][2] == b"".join(v), (out, r, k)
+PY
+	fi
+done
+echo "   quark: INT8 experts per tensor and per channel as vLLM's QuarkW8A8Int8MoEMethod holds them"
 gen "$T/src-hfqbad" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 256
 echo '{"producer": {"name": "modelopt"}}' >"$T/src-hfqbad/hf_quant_config.json"
 
@@ -641,10 +692,16 @@ refused quark-w4a16-word 2 "gate_proj.weight': dimension 1 holds 9 int32 words o
 gen "$T/src-quarkw4one" --layers 1 --hidden 128 --heads 2 --kv-heads 2 --intermediate 256 \
 	--vocab 256 --awq 128 --quark-names
 refused quark-w4a16-one 2 "o_proj.weight_scale': dimension 0 holds 1 group of 128 input rows" "$T/src-quarkw4one"
-# Its experts (vLLM's QuarkW4A16Int4MoEMethod, a layout of its own): refused.
+# Quark's INT8 experts with dynamic activations: vLLM's
+# QuarkW8A8Int8MoEMethod holds input zero points the checkpoint lacks.
+gen "$T/src-quarki8dyn" --arch qwen3_moe --layers 1 --hidden 64 --heads 2 --kv-heads 2 \
+	--head-dim 32 --intermediate 128 --vocab 256 --experts 2 --moe-intermediate 64 --fp8 quark-int8c
+refused quark-int8-moe-dynamic 2 "experts.0.gate_proj.weight': Quark's INT8 experts without 'model.layers.0.mlp.experts.0.gate_proj.input_zero_point' (dynamic activations" "$T/src-quarki8dyn"
+# Its experts (vLLM's QuarkW4A16Int4MoEMethod repacks them as it loads
+# them, U8 [E, 2I/tp, H/2] from the int32 [in, out/8] words): refused.
 gen "$T/src-quarkw4moe" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-heads 2 \
 	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 128 --awq 128 --quark-names
-refused quark-w4a16-moe 2 "experts.0.gate_proj.weight': Quark's W4A16 experts (vLLM's QuarkW4A16Int4MoEMethod) are not supported yet" "$T/src-quarkw4moe"
+refused quark-w4a16-moe 2 "experts.0.gate_proj.weight': Quark's W4A16 experts (vLLM's QuarkW4A16Int4MoEMethod, which repacks them as it loads them: U8 [out, in/2] from the int32 [in, out/8] words) are not supported yet" "$T/src-quarkw4moe"
 # vLLM holds a zero point beside every W4A16 weight: one missing is refused.
 gen "$T/src-quarkw4z" --layers 1 --hidden 256 --heads 4 --kv-heads 4 --intermediate 512 \
 	--vocab 256 --awq 128 --quark-names --drop-tensor model.layers.0.mlp.up_proj.weight_zero_point

@@ -345,7 +345,7 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 	char scale[1024];
 
 	if (!quark_method(plan) || !strstr(m->rule->match, "{e}") || len <= 7 ||
-	    strcmp(t->name + len - 7, ".weight") || len + 7 > sizeof(scale))
+	    strcmp(t->name + len - 7, ".weight") || len + 12 > sizeof(scale))
 		return WSHARD_OK;
 	/* MXFP8 (an FP8 weight with E8M0 scales a group of 32): vLLM's OCP MX
 	 * MoE method takes none ("MXFP8 experts are not supported through the
@@ -361,16 +361,33 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': Quark's MXFP6 experts are not supported yet",
 					t->name);
-	/* vLLM's QuarkW8A8Int8MoEMethod holds zero points [E, 2] and [E]
-	 * beside its scales, QuarkW4A16Int4MoEMethod experts of its own:
-	 * layouts not checked against it */
-	if (t->dtype != WSHARD_I8 && t->dtype != WSHARD_I32)
+	/*
+	 * INT8 (QuarkW8A8Int8MoEMethod): the weights, scales and zero points
+	 * as FP8's per-tensor or per-channel experts (rules_scale.c), with
+	 * w13_input_zero_point [E, 2] and w2_input_zero_point [E] beside
+	 * them whatever the activations: dynamic ones, whose checkpoint has
+	 * none, would need zeros written (not checked against vLLM)
+	 */
+	if (t->dtype == WSHARD_I8) {
+		snprintf(scale, sizeof(scale), "%.*s.input_zero_point", (int)(len - 7), t->name);
+		if (wshard_catalog_find(plan->cat, scale))
+			return WSHARD_OK;
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': Quark's INT8 experts without '%s' (dynamic activations: vLLM's QuarkW8A8Int8MoEMethod holds input zero points the checkpoint lacks) are not supported yet",
+					t->name, scale);
+	}
+	/*
+	 * W4A16 (QuarkW4A16Int4MoEMethod): its weight loader repacks each
+	 * expert tensor as it loads it (quark_int4_weight_loader: the int32
+	 * [in, out/8] words unpacked, transposed, packed again as U8
+	 * [out, in/2], the zero points [out/2, groups], the scales
+	 * transposed), bytes no piece of wshard's writes
+	 */
+	if (t->dtype != WSHARD_I32)
 		return WSHARD_OK;
 	return wshard_error_set(err, WSHARD_EINVAL,
-				"tensor '%s': Quark's %s experts (vLLM's %s) are not supported yet",
-				t->name, t->dtype == WSHARD_I8 ? "INT8" : "W4A16",
-				t->dtype == WSHARD_I8 ? "QuarkW8A8Int8MoEMethod" :
-				"QuarkW4A16Int4MoEMethod");
+				"tensor '%s': Quark's W4A16 experts (vLLM's QuarkW4A16Int4MoEMethod, which repacks them as it loads them: U8 [out, in/2] from the int32 [in, out/8] words) are not supported yet",
+				t->name);
 }
 
 /*
@@ -380,8 +397,9 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
  * (quark_fp8_block: X.weight_scale cut as DeepSeek's block scales),
  * QuarkOCP_MX's MXFP8 (quark_mxfp8: X.weight_scale cut as a group
  * scale), QuarkW8A8Int8 (quark_int8: the same with I8 zero points,
- * per-channel ones [rows, 1], one input scale a layer; its experts,
- * W4A16's and MXFP8's, are refused by plan_check_quark_experts),
+ * per-channel ones [rows, 1], one input scale a layer; its experts as
+ * FP8's with zero points beside, save those without input zero points,
+ * refused by plan_check_quark_experts as W4A16's and MXFP8's are),
  * QuarkOCP_MX's MXFP4 (quark_mxfp4: cut as ModelOpt's NVFP4 weights and
  * their group scales) and MXFP6 (quark_mxfp6: the same, three bytes for
  * four values; its experts refused), QuarkW4A16Int4 (quark_w4a16: cut as AWQ's, every

@@ -289,16 +289,19 @@ def quark_int8(out):
     amd/Llama-3.1-8B-Instruct-w-int8-a-int8-sym-test): each linear weight
     I8 with a scalar F32 weight_scale and I8 weight_zero_point (0), a
     static scalar F32 input_scale and I8 input_zero_point (0), as Quark
-    exports a quantizer's scale and zero point; lm_head excluded.
-    vLLM 0.32: QuarkW8A8Int8 (quark.py _is_w8a8_int8, kInt8StaticTensorSym
-    weights and activations)."""
+    exports a quantizer's scale and zero point; lm_head excluded.  MoE
+    experts are quantized alike, an expert's gate_proj and up_proj sharing
+    one input scale (vLLM keeps one an expert for both), the routers
+    excluded.  vLLM 0.32: QuarkW8A8Int8 (quark.py _is_w8a8_int8,
+    kInt8StaticTensorSym weights and activations), QuarkW8A8Int8MoEMethod."""
     import torch
 
     def scales(tensors, mod):
         # a static scale a module, distinct per layer and part: Quark
         # calibrates q/k/v (gate/up) on one input alike, but distinct
         # values show which part's scale vLLM keeps (the last it loads)
-        h = zlib.crc32(mod.encode()) % 7
+        key = mod.replace(".up_proj", ".gate_proj") if ".experts." in mod else mod
+        h = zlib.crc32(key.encode()) % 7
         tensors[mod + ".weight_zero_point"] = torch.tensor(0, dtype=torch.int8)
         tensors[mod + ".input_scale"] = torch.tensor(0.02 + 0.002 * h, dtype=torch.float32)
         tensors[mod + ".input_zero_point"] = torch.tensor(0, dtype=torch.int8)

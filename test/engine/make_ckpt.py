@@ -505,6 +505,9 @@ CASES = {
     "qwen3_moe-quark_ptpc": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
     "qwen3_moe-quark_mxfp4": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
     "qwen3_moe-quark_block": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
+    # Quark's W8A8 INT8 experts per tensor, static activations
+    # (ckpt_fp8x.quark_int8: vLLM's QuarkW8A8Int8MoEMethod).
+    "qwen3_moe-quark_int8": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
     # DeepSeek-V2-Lite: MLA without a query LoRA (q_proj), the first layer
     # dense, 2 shared experts, greedy top-k routing (softmax).
     "deepseek_v2_lite": ("DeepseekV2Config", "DeepseekV2ForCausalLM",
