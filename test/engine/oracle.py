@@ -355,6 +355,14 @@ def image_prompt(model):
         # </img>; one 64x64 tile of 16-pixel patches
         size = 64
         image = [994]
+    elif cfg["architectures"][0] == "Molmo2ForConditionalGeneration":
+        # Molmo2: <|image|> (ckpt_molmo2.py's tokenizer: 994), which vLLM
+        # replaces by the global crop's pooled rows and the tiling's; a
+        # 56x84 image is a global crop and two overlapping 56x56 crops
+        # (ckpt_molmo2.py's stand-in processor)
+        px = np.random.default_rng(7).integers(0, 256, (56, 84, 3), dtype=np.uint8)
+        return {"prompt_token_ids": [2, 17, 994, 243, 9],
+                "multi_modal_data": {"image": Image.fromarray(px)}}
     elif cfg["architectures"][0] == "HCXVisionV2ForCausalLM":
         # HyperCLOVA X SEED Think: the image pad between <|image_start|>
         # and <|image_end|> (make_ckpt.py: 997, 996), its processor
@@ -526,7 +534,8 @@ def arch_settings(model, kw):
                 "Ovis2_6_MoeForCausalLM", "ColBERTJinaRobertaModel",
                 "InternS2PreviewForConditionalGeneration",
                 "InternS2MobiusForConditionalGeneration",
-                "KananaVForConditionalGeneration", "NemotronH_Nano_VL_V2",
+                "KananaVForConditionalGeneration", "Molmo2ForConditionalGeneration",
+                "NemotronH_Nano_VL_V2",
                 "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
                 "NemotronH_Super_Omni_Reasoning_V3"):
         # their configs are remote code (transformers has no such model
