@@ -3616,7 +3616,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "step3_vl": "ckpt_step3_vl",
        "keye": "ckpt_keye", "keye_vl1_5": "ckpt_keye:make_v1_5",
        "kanana_v": "ckpt_kanana_v", "kanana_v-tied": "ckpt_kanana_v:make_tied",
-       "molmo2": "ckpt_molmo2",
+       "molmo2": "ckpt_molmo2", "molmo": "ckpt_molmo",
        "ovis2_5": "ckpt_ovis2_5", "ovis2_5-tied": "ckpt_ovis2_5:make_tied",
        "ovis2_5-moe": "ckpt_ovis2_5:make_moe", "ovis": "ckpt_ovis",
        "deepseek_moe": "ckpt_deepseek_moe", "deepseek_moe-freq2": "ckpt_deepseek_moe:make_freq2",
