@@ -387,6 +387,22 @@ def image_prompt(model):
         # is one crop of 378, and one local crop)
         size = 56
         image = [0, 994]
+    elif cfg["architectures"][0] == "MolmoForCausalLM":
+        # Molmo: vLLM inserts the image's tokens after the <|endoftext|>
+        # its processor puts first (ckpt_molmo.py's stand-in: a 336x336
+        # image is a global crop and one tile, 144 tokens each with their
+        # rows' ends)
+        px = np.random.default_rng(7).integers(0, 256, (336, 336, 3), dtype=np.uint8)
+        return {"prompt_token_ids": [17, 243, 9],
+                "multi_modal_data": {"image": Image.fromarray(px)}}
+    elif cfg["architectures"][0] == "Molmo2ForConditionalGeneration":
+        # Molmo2: <|image|> (ckpt_molmo2.py's tokenizer: 994), which vLLM
+        # replaces by the global crop's pooled rows and the tiling's; a
+        # 56x84 image is a global crop and two overlapping 56x56 crops
+        # (ckpt_molmo2.py's stand-in processor)
+        px = np.random.default_rng(7).integers(0, 256, (56, 84, 3), dtype=np.uint8)
+        return {"prompt_token_ids": [2, 17, 994, 243, 9],
+                "multi_modal_data": {"image": Image.fromarray(px)}}
     elif cfg["architectures"][0] == "HCXVisionV2ForCausalLM":
         # HyperCLOVA X SEED Think: the image pad between <|image_start|>
         # and <|image_end|> (make_ckpt.py: 997, 996), its processor
@@ -568,6 +584,14 @@ def arch_settings(model, kw):
         # profiling (the towers are built all the same, unlike with
         # limit_mm_per_prompt 0; the prompts are text alone)
         kw.setdefault("skip_mm_profiling", True)
+    if arch == "MolmoForCausalLM":
+        # its backbone is the release's (23 layers of 1024 over 577
+        # positions a crop): no multimodal profiling, which would run it
+        # over the dummy image; an image is a global crop and a tile of 144
+        # tokens each with their rows' ends, 316 tokens (ckpt_molmo.py's
+        # stand-in processor)
+        kw.setdefault("skip_mm_profiling", True)
+        kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
     if arch == "Phi3VForCausalLM":
         # its HD transform makes any image up to 16 crops of 336 pixels:
         # about 2500 tokens (ckpt_phi3v.py's stand-in processor)
@@ -602,6 +626,7 @@ def arch_settings(model, kw):
                 "InternS2PreviewForConditionalGeneration",
                 "InternS2MobiusForConditionalGeneration",
                 "KananaVForConditionalGeneration", "LlavaOnevision2ForConditionalGeneration",
+                "Molmo2ForConditionalGeneration", "MolmoForCausalLM",
                 "NemotronH_Nano_VL_V2",
                 "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Omni_Reasoning_V3",
                 "NemotronH_Super_Omni_Reasoning_V3", "LlamaNemotronVLModel",
