@@ -771,7 +771,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			188 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
+			190 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
@@ -818,6 +818,8 @@ Test(builtin, architectures_list)
 			      Qwen3-Next's, Qwen3.5's (2), GLM-OCR's,
 			      GLM-5-Next's, Nemotron-H's, Qwen4-Exp's,
 			      Hunyuan 4's, MiniMax-M3's, Inkling's, Ling 3's, Ling 2.5's,
+			      dots3 NOTE (2: Dots3NoteForCausalLM and its
+			      Dots3NoteMTPModel),
 			      Step-3.5's (and Step-3.7's), DeepSeek-V4's,
 			      Llama's EAGLE-3
 			      draft (5: LlamaForCausalLMEagle3,

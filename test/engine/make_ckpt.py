@@ -3735,6 +3735,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "jina_v5": "ckpt_jina_v5", "jina_v5-nano": "ckpt_jina_v5:make_nano",
        "jina_v5-untied": "ckpt_jina_v5:make_untied",
        "longcat_flash_ngram": "ckpt_longcat_flash_ngram",
+       # dots3 NOTE: vLLM's own config (model_type dots3_note), no transformers class
+       "dots3_note": "ckpt_dots3_note",
        # Ultravox: a Whisper encoder, a projector and a Llama text model
        "ultravox": "ckpt_ultravox"}
 

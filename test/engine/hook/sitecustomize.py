@@ -828,6 +828,71 @@ def _patch_alibi_sqrt(module):
     cls.__init__ = __init__
 
 
+def _install_dots3_note():
+    """WSHARD_ORACLE_DOTS3: vLLM 0.32 ships dots3 NOTE (vllm/models/
+    dots3_note) for NVIDIA GPUs only: its nvidia/attention.py imports
+    FlashAttention (vllm.vllm_flash_attn, whose __init__ raises without the
+    CUDA extensions) and FlashAttention's MLA prefill (fa_utils names the
+    CUDA build has), its towers import vllm.vllm_flash_attn too and its
+    vision tower vllm.third_party.deep_gemm, which the CPU build lacks.  Here
+    vllm.vllm_flash_attn is its interface module without the check, and
+    nvidia/attention.py a stand-in whose three backends are the CPU build's
+    MLA backend (CPU_MLA, its sliding-window one told no window, which CPU
+    MLA refuses; no FlashAttention prefill), deep_gemm an empty
+    stand-in, so that the model
+    and its MTP draft are built, loaded and their state saved (load and save
+    only: the sparse layers are built as with WSHARD_ORACLE_SPARSE)."""
+    import types
+    if "vllm.models.dots3_note.nvidia.attention" in sys.modules:
+        return
+    spec = importlib.util.find_spec("vllm")
+    fa_dir = os.path.join(os.path.dirname(spec.origin), "vllm_flash_attn")
+    if "vllm.vllm_flash_attn" not in sys.modules:
+        fa = types.ModuleType("vllm.vllm_flash_attn")
+        fa.__path__ = [fa_dir]
+        sys.modules["vllm.vllm_flash_attn"] = fa
+        import vllm.vllm_flash_attn.flash_attn_interface as fai
+        for n in ("flash_attn_varlen_func", "is_fa_version_supported",
+                  "get_scheduler_metadata", "fa_version_unsupported_reason"):
+            setattr(fa, n, getattr(fai, n, None))
+    if importlib.util.find_spec("vllm.third_party.deep_gemm") is None:
+        # nvidia/vision.py's FP8 cast for its experts (not called here)
+        dg = types.ModuleType("vllm.third_party.deep_gemm")
+        dg.per_block_cast_to_fp8 = None
+        sys.modules[dg.__name__] = dg
+    from vllm.v1.attention.backends.mla.cpu_mla import CPUMLABackend, CPUMLAImpl
+
+    class SlidingImpl(CPUMLAImpl):
+        # CPU MLA refuses a sliding window; the window is no part of the state
+        def __init__(self, num_heads, head_size, scale, num_kv_heads, alibi_slopes,
+                     sliding_window, *a, **kw):
+            super().__init__(num_heads, head_size, scale, num_kv_heads, alibi_slopes,
+                             None, *a, **kw)
+
+    class SlidingBackend(CPUMLABackend):
+        @staticmethod
+        def get_impl_cls():
+            return SlidingImpl
+
+    att = types.ModuleType("vllm.models.dots3_note.nvidia.attention")
+    att.Dots3NotePaddedSparseBackend = CPUMLABackend
+    att.Dots3NoteTritonMLABackend = SlidingBackend
+    att.Dots3NoteFlashAttnPrefillBackend = None
+    sys.modules[att.__name__] = att
+
+
+class _Dots3Finder(importlib.abc.MetaPathFinder):
+    """Installs _install_dots3_note's stand-ins before vllm.models.dots3_note
+    is imported."""
+    target = "vllm.models.dots3_note"
+
+    def find_spec(self, name, path, target=None):
+        if name == self.target:
+            sys.meta_path.remove(self)
+            _install_dots3_note()
+        return None
+
+
 def _hook(target, patch):
     """Patches the module target with patch once: when it is imported, or
     now where it already is (the engine server, oracle.py serve, imported
@@ -919,3 +984,7 @@ if os.environ.get("WSHARD_ORACLE_RNJ1"):
     _hook("vllm.v1.attention.backends.cpu_attn", _patch_rnj1)
 if os.environ.get("WSHARD_ORACLE_ALIBI_SQRT"):
     _hook("vllm.v1.attention.backends.cpu_attn", _patch_alibi_sqrt)
+if os.environ.get("WSHARD_ORACLE_DOTS3"):
+    _hook(_CPU, _patch_sparse)
+    if "vllm.models.dots3_note" not in sys.modules:
+        sys.meta_path.insert(0, _Dots3Finder())
