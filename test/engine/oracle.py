@@ -450,7 +450,7 @@ def whisper_prompts():
 
 
 def is_nemotron_parse(model):
-    cfg = json.load(open(os.path.join(model, "config.json")))
+    cfg = read_config(model)
     return cfg.get("architectures", [""])[0] == "NemotronParseForConditionalGeneration"
 
 
