@@ -86,19 +86,18 @@ VIT = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=3,
            hidden_act="gelu_pytorch_tanh", layer_norm_eps=1e-6)
 
 
-def make(out, select_layer=-1):
+def siglip_mlp1_tensors(vcfg, make_text):
+    """A SigLIP tower (vcfg) under vision_model.vision_model., the text model
+    make_text() builds under language_model. and the InternVL-style
+    projector mlp1 (LayerNorm, Linear, GELU, Linear, for a pixel shuffle of
+    0.5) between them, BF16, seeded and drawn alike for every release that
+    holds them so (Eagle 2.5, Llama Nemotron VL): name -> tensor."""
     import torch
     import transformers
-    from ckpt_io import save_shards, write_release_config
-    from make_ckpt import COMMON, word_tokenizer
-    select_layer = int(select_layer)
-    vcfg = transformers.SiglipVisionConfig(**VIT)
-    tcfg = transformers.Qwen2Config(**dict(COMMON, tie_word_embeddings=False,
-                                           bos_token_id=2, eos_token_id=1, pad_token_id=0))
     torch.manual_seed(1234)
     vision = transformers.SiglipVisionModel(vcfg).to(torch.bfloat16)
-    text = transformers.Qwen2ForCausalLM(tcfg).to(torch.bfloat16)
-    hv, h = vcfg.hidden_size, tcfg.hidden_size
+    text = make_text().to(torch.bfloat16)
+    hv, h = vcfg.hidden_size, text.config.hidden_size
     mlp1 = torch.nn.Sequential(torch.nn.LayerNorm(4 * hv), torch.nn.Linear(4 * hv, h),
                                torch.nn.GELU(), torch.nn.Linear(h, h)).to(torch.bfloat16)
     new = {}
@@ -112,6 +111,20 @@ def make(out, select_layer=-1):
                 p.add_(torch.randn_like(p) * 0.02)
             for k, t in m.state_dict().items():
                 new[prefix + k] = t.detach().clone().contiguous()
+    return new
+
+
+def make(out, select_layer=-1):
+    import torch
+    import transformers
+    from ckpt_io import save_shards, write_release_config
+    from make_ckpt import COMMON, word_tokenizer
+    select_layer = int(select_layer)
+    vcfg = transformers.SiglipVisionConfig(**VIT)
+    tcfg = transformers.Qwen2Config(**dict(COMMON, tie_word_embeddings=False,
+                                           bos_token_id=2, eos_token_id=1, pad_token_id=0))
+    new = siglip_mlp1_tensors(vcfg, lambda: transformers.Qwen2ForCausalLM(tcfg))
+    h = tcfg.hidden_size
     assert "vision_model.vision_model.head.probe" in new
     assert "language_model.model.layers.0.self_attn.q_proj.bias" in new
     os.makedirs(out, exist_ok=True)

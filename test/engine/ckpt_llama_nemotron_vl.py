@@ -121,23 +121,10 @@ def _model(cls_head):
     tcfg = transformers.LlamaConfig(**dict(COMMON, tie_word_embeddings=False, bos_token_id=2,
                                            eos_token_id=1, pad_token_id=0,
                                            rope_theta=500000.0))
-    torch.manual_seed(1234)
-    vision = transformers.SiglipVisionModel(vcfg).to(torch.bfloat16)
-    text = transformers.LlamaModel(tcfg).to(torch.bfloat16)
-    hv, h = vcfg.hidden_size, tcfg.hidden_size
-    mlp1 = torch.nn.Sequential(torch.nn.LayerNorm(4 * hv), torch.nn.Linear(4 * hv, h),
-                               torch.nn.GELU(), torch.nn.Linear(h, h)).to(torch.bfloat16)
-    new = {}
+    from ckpt_eagle2_5_vl import siglip_mlp1_tensors
+    new = siglip_mlp1_tensors(vcfg, lambda: transformers.LlamaModel(tcfg))
+    h = tcfg.hidden_size
     with torch.no_grad():
-        # transformers 5's SiglipVisionModel holds the transformer's modules
-        # itself (embeddings.*, encoder.*, post_layernorm.*, head.*); 4.x and
-        # the release nest them under vision_model.
-        for prefix, m in (("vision_model.vision_model.", vision), ("mlp1.", mlp1),
-                          ("language_model.", text)):
-            for p in m.parameters():
-                p.add_(torch.randn_like(p) * 0.02)
-            for k, t in m.state_dict().items():
-                new[prefix + k] = t.detach().clone().contiguous()
         if cls_head:
             new["score.weight"] = (torch.randn(1, h) * 0.05).to(torch.bfloat16)
     assert "vision_model.vision_model.head.probe" in new
