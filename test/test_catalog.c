@@ -346,6 +346,26 @@ Test(catalog, single_file_directory)
 	" \"expert_hidden_dim\": 32, \"first_k_dense_replace\": 1}}\n"
 
 /*
+ * A generated checkpoint in dir/m (gen's args) turned into Mistral's own
+ * format: its model.safetensors as consolidated.safetensors, no
+ * config.json, params as its params.json.  Returns dir/m (malloc'd).
+ */
+static char *mistral_ckpt(const char *dir, const char *args, const char *params)
+{
+	char *ck = fmt("%s/m", dir), *to = fmt("%s/consolidated.safetensors", ck);
+	char *from = fmt("%s/model.safetensors", ck), *cfg = fmt("%s/config.json", ck);
+
+	gen(ck, args);
+	cr_assert_eq(rename(from, to), 0);
+	cr_assert_eq(unlink(cfg), 0);
+	write_text(ck, "params.json", params);
+	free(from);
+	free(to);
+	free(cfg);
+	return ck;
+}
+
+/*
  * Mistral's own format: params.json beside consolidated*.safetensors (no
  * model.safetensors, no config.json) is read as vLLM reads it: every
  * consolidated file, params.json as the HF config vLLM makes of it, and
@@ -354,16 +374,11 @@ Test(catalog, single_file_directory)
 Test(catalog, mistral_format)
 {
 	char *dir = tmp_dir();
-	char *ck = fmt("%s/m", dir), *to = fmt("%s/consolidated.safetensors", ck);
-	char *from = fmt("%s/model.safetensors", ck), *cfg = fmt("%s/config.json", ck);
+	char *ck = mistral_ckpt(dir, "--layers 3", LARGE3_PARAMS);
 	static const char *const extra[] = { "generation_config.json", "params.json",
 		"special_tokens_map.json", "tekken.json", "tokenizer.json", "tokenizer_config.json", NULL };
 	struct wshard_catalog *cat;
 
-	gen(ck, "--layers 3");
-	cr_assert_eq(rename(from, to), 0);
-	cr_assert_eq(unlink(cfg), 0);
-	write_text(ck, "params.json", LARGE3_PARAMS);
 	write_text(ck, "tekken.json", "{}\n");
 	cat = open_ok(ck);
 	cr_assert_eq(cat->nfiles, 1);
@@ -378,9 +393,6 @@ Test(catalog, mistral_format)
 	cr_assert_eq(cat->config.tie_word_embeddings, 0);
 	assert_list(cat->extra, cat->nextra, extra);
 	wshard_catalog_free(cat);
-	free(from);
-	free(to);
-	free(cfg);
 	free(ck);
 	rm_tree(dir);
 }
@@ -390,26 +402,17 @@ Test(catalog, mistral_format)
 Test(catalog, mistral_format_dense)
 {
 	char *dir = tmp_dir();
-	char *ck = fmt("%s/m", dir);
-	char *to = fmt("%s/consolidated.safetensors", ck), *cfg = fmt("%s/config.json", ck);
-	char *from = fmt("%s/model.safetensors", ck);
+	char *ck = mistral_ckpt(dir, "--layers 1", "{\"dim\": 64, \"n_layers\": 1, \"n_heads\": 4,"
+				" \"n_kv_heads\": 2, \"head_dim\": 16, \"hidden_dim\": 128,"
+				" \"vocab_size\": 250, \"tied_embeddings\": true}\n");
 	struct wshard_catalog *cat;
 
-	gen(ck, "--layers 1");
-	cr_assert_eq(rename(from, to), 0);
-	cr_assert_eq(unlink(cfg), 0);
-	write_text(ck, "params.json", "{\"dim\": 64, \"n_layers\": 1, \"n_heads\": 4,"
-		   " \"n_kv_heads\": 2, \"head_dim\": 16, \"hidden_dim\": 128, \"vocab_size\": 250,"
-		   " \"tied_embeddings\": true}\n");
 	cat = open_ok(ck);
 	cr_assert_str_eq(cat->config.architecture, "mistral:MistralForCausalLM");
 	cr_assert_eq(cat->config.num_key_value_heads, 2);
 	cr_assert_eq(cat->config.head_dim, 16);
 	cr_assert_eq(cat->config.tie_word_embeddings, 1);
 	wshard_catalog_free(cat);
-	free(from);
-	free(to);
-	free(cfg);
 	free(ck);
 	rm_tree(dir);
 }
@@ -419,19 +422,11 @@ Test(catalog, mistral_format_dense)
 Test(catalog, mistral_format_unsupported)
 {
 	char *dir = tmp_dir();
-	char *ck = fmt("%s/m", dir);
-	char *to = fmt("%s/consolidated.safetensors", ck), *cfg = fmt("%s/config.json", ck);
-	char *from = fmt("%s/model.safetensors", ck);
+	char *ck = mistral_ckpt(dir, "--layers 1",
+				"{\"dim\": 64, \"n_layers\": 1, \"moe\": {\"num_experts\": 8}}\n");
 	const char *want[] = { "params.json", "MixtralForCausalLM", "no rules", NULL };
 
-	gen(ck, "--layers 1");
-	cr_assert_eq(rename(from, to), 0);
-	cr_assert_eq(unlink(cfg), 0);
-	write_text(ck, "params.json", "{\"dim\": 64, \"n_layers\": 1, \"moe\": {\"num_experts\": 8}}\n");
 	open_fails(ck, WSHARD_EINVAL, want);
-	free(from);
-	free(to);
-	free(cfg);
 	free(ck);
 	rm_tree(dir);
 }
