@@ -693,10 +693,35 @@ gen "$T/src-quarkw4one" --layers 1 --hidden 128 --heads 2 --kv-heads 2 --interme
 	--vocab 256 --awq 128 --quark-names
 refused quark-w4a16-one 2 "o_proj.weight_scale': dimension 0 holds 1 group of 128 input rows" "$T/src-quarkw4one"
 # Quark's INT8 experts with dynamic activations: vLLM's
-# QuarkW8A8Int8MoEMethod holds input zero points the checkpoint lacks.
+# QuarkW8A8Int8MoEMethod.create_weights registers w13_input_zero_point
+# [E, 2] and w2_input_zero_point [E] (torch.zeros) whatever the
+# activations, and no input scales; the checkpoint has none of them:
+# zeros on every rank, [2, 2] and [2] at tp 2, [1, 2] and [1] under
+# --expert-parallel, the weights, scales and zero points as the static
+# ones' (checked above).
+ncases=$((ncases + 1))
 gen "$T/src-quarki8dyn" --arch qwen3_moe --layers 1 --hidden 64 --heads 2 --kv-heads 2 \
 	--head-dim 32 --intermediate 128 --vocab 256 --experts 2 --moe-intermediate 64 --fp8 quark-int8c
-refused quark-int8-moe-dynamic 2 "experts.0.gate_proj.weight': Quark's INT8 experts without 'model.layers.0.mlp.experts.0.gate_proj.input_zero_point' (dynamic activations" "$T/src-quarki8dyn"
+if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarki8dyn" "$T/out-quarki8dyn" &&
+   expect_exit 0 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/src-quarki8dyn" "$T/out-quarki8dynep"; then
+	py_st "$T/out-quarki8dyn" "$T/out-quarki8dynep" <<'PY' || fail "quark int8 dynamic experts: input zero points are not vLLM's zeros"
+import glob, os, sys
+import st
+O = "model.layers.0.mlp.experts.routed_experts."
+# (experts a rank, w13 rows an expert: cut at tp 2, whole by expert)
+for out, e, rows in ((sys.argv[1], 2, 64), (sys.argv[2], 1, 128)):
+    for r in range(2):
+        o = st.read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
+        assert o[O + "w13_input_zero_point"][:2] == ("I8", [e, 2]), (out, r, o[O + "w13_input_zero_point"][:2])
+        assert o[O + "w13_input_zero_point"][2] == bytes(2 * e), (out, r)
+        assert o[O + "w2_input_zero_point"][:2] == ("I8", [e]), (out, r, o[O + "w2_input_zero_point"][:2])
+        assert o[O + "w2_input_zero_point"][2] == bytes(e), (out, r)
+        assert not any(k.endswith("input_scale") for k in o), (out, r)
+        assert sum(k.endswith("_input_zero_point") for k in o) == 2, (out, r)
+        assert o[O + "w13_weight_zero_point"][1] == [e, rows], (out, r)
+PY
+fi
+echo "   quark: INT8 experts with dynamic activations, vLLM's zero input zero points written"
 # Its experts (vLLM's QuarkW4A16Int4MoEMethod repacks them as it loads
 # them, U8 [E, 2I/tp, H/2] from the int32 [in, out/8] words): refused.
 gen "$T/src-quarkw4moe" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-heads 2 \

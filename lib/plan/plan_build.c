@@ -581,6 +581,8 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 			written = m[i].cap.n;
 	rc = plan_build_extras(plan, rules, nlayers, written, caps, err);
 	if (!rc)
+		rc = plan_quark_input_zeros(plan, caps, err);
+	if (!rc)
 		rc = plan_split_stages(plan, rules, nlayers, opt->pp_layers, err);
 	if (!rc)
 		rc = plan_layout(plan, err);

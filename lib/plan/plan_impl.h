@@ -262,13 +262,21 @@ const char *plan_quark_as(const struct wshard_plan *plan, const char *name, char
 			  size_t size);
 char *plan_quark_out(const struct wshard_plan *plan, char *out);
 
-/* plan_quark.c: WSHARD_EINVAL, naming the tensor, where m is Quark's INT8
- * or W4A16 experts' weight, whose layouts in vLLM (QuarkW8A8Int8MoEMethod,
- * QuarkW4A16Int4MoEMethod) wshard does not write, its MXFP6 experts', not
- * checked against vLLM, or its MXFP8 experts', which vLLM does not load;
- * else WSHARD_OK. */
+/* plan_quark.c: WSHARD_EINVAL, naming the tensor, where m is Quark's
+ * W4A16 experts' weight, whose layout in vLLM (QuarkW4A16Int4MoEMethod)
+ * wshard does not write, its MXFP6 experts', not checked against vLLM, or
+ * its MXFP8 experts', which vLLM does not load; else WSHARD_OK. */
 enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const struct member *m,
 					 struct wshard_error *err);
+
+/* plan_quark.c: beside each of a Quark checkpoint's I8 experts (each
+ * rank's X.w13_weight and X.w2_weight, [E, ...]) whose input zero points
+ * it lacks (dynamic activations), X.w13_input_zero_point I8 [E, 2] and
+ * X.w2_input_zero_point I8 [E] of zeros on that rank, as vLLM's
+ * QuarkW8A8Int8MoEMethod.create_weights registers them (torch.zeros)
+ * whatever the activations.  Returns WSHARD_OK or WSHARD_ENOMEM. */
+enum wshard_err plan_quark_input_zeros(struct wshard_plan *plan, size_t *caps,
+				       struct wshard_error *err);
 
 /* plan_quark.c: whether m is a linear layer's static input scale or input
  * zero point of which vLLM keeps one, whatever the fused parts: Quark's

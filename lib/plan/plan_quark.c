@@ -345,7 +345,7 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 	char scale[1024];
 
 	if (!quark_method(plan) || !strstr(m->rule->match, "{e}") || len <= 7 ||
-	    strcmp(t->name + len - 7, ".weight") || len + 12 > sizeof(scale))
+	    strcmp(t->name + len - 7, ".weight") || len + 7 > sizeof(scale))
 		return WSHARD_OK;
 	/* MXFP8 (an FP8 weight with E8M0 scales a group of 32): vLLM's OCP MX
 	 * MoE method takes none ("MXFP8 experts are not supported through the
@@ -365,17 +365,11 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 	 * INT8 (QuarkW8A8Int8MoEMethod): the weights, scales and zero points
 	 * as FP8's per-tensor or per-channel experts (rules_scale.c), with
 	 * w13_input_zero_point [E, 2] and w2_input_zero_point [E] beside
-	 * them whatever the activations: dynamic ones, whose checkpoint has
-	 * none, would need zeros written (not checked against vLLM)
+	 * them whatever the activations: the checkpoint's where static,
+	 * zeros where dynamic (plan_quark_input_zeros)
 	 */
-	if (t->dtype == WSHARD_I8) {
-		snprintf(scale, sizeof(scale), "%.*s.input_zero_point", (int)(len - 7), t->name);
-		if (wshard_catalog_find(plan->cat, scale))
-			return WSHARD_OK;
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': Quark's INT8 experts without '%s' (dynamic activations: vLLM's QuarkW8A8Int8MoEMethod holds input zero points the checkpoint lacks) are not supported yet",
-					t->name, scale);
-	}
+	if (t->dtype == WSHARD_I8)
+		return WSHARD_OK;
 	/*
 	 * W4A16 (QuarkW4A16Int4MoEMethod): its weight loader repacks each
 	 * expert tensor as it loads it (quark_int4_weight_loader: the int32
@@ -390,6 +384,75 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 				t->name);
 }
 
+/* Index of the tensor name in rank rp, or -1. */
+static long rank_find(const struct wshard_rank_plan *rp, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < rp->ntensors; i++)
+		if (strcmp(rp->tensors[i].name, name) == 0)
+			return (long)i;
+	return -1;
+}
+
+enum wshard_err plan_quark_input_zeros(struct wshard_plan *plan, size_t *caps,
+				       struct wshard_error *err)
+{
+	static const struct {
+		const char *weight, *zero;
+		uint64_t parts;		/* 0: [E]; else [E, parts] */
+	} pairs[] = {
+		{ "w13_weight", "w13_input_zero_point", 2 },
+		{ "w2_weight", "w2_input_zero_point", 0 },
+	};
+	int r;
+
+	if (!quark_method(plan))
+		return WSHARD_OK;
+	for (r = 0; r < plan->tp; r++) {
+		struct wshard_rank_plan *rp = &plan->ranks[r];
+		size_t i, n = rp->ntensors, k;
+
+		for (i = 0; i < n; i++) {
+			const char *name = rp->tensors[i].name;
+			size_t len = strlen(name), wl;
+
+			if (rp->tensors[i].dtype != WSHARD_I8 || rp->tensors[i].ndim != 3)
+				continue;
+			for (k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++) {
+				struct wshard_out_tensor t = { .dtype = WSHARD_I8,
+							       .quant = WSHARD_QUANT_ZERO_POINT };
+				enum wshard_err rc;
+
+				wl = strlen(pairs[k].weight);
+				if (len <= wl || name[len - wl - 1] != '.' ||
+				    strcmp(name + len - wl, pairs[k].weight))
+					continue;
+				t.name = malloc(len - wl + strlen(pairs[k].zero) + 1);
+				if (!t.name)
+					return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+				sprintf(t.name, "%.*s%s", (int)(len - wl), name, pairs[k].zero);
+				if (rank_find(rp, t.name) >= 0) {
+					free(t.name);
+					continue;
+				}
+				t.shape[0] = rp->tensors[i].shape[0];
+				t.shape[1] = pairs[k].parts;
+				t.ndim = pairs[k].parts ? 2 : 1;
+				rc = plan_push_zeros(&t, t.shape[0] * (pairs[k].parts ? pairs[k].parts : 1),
+						     err);
+				if (!rc)
+					rc = plan_rank_push(rp, &caps[r], &t, err);
+				free(t.name);
+				free(t.pieces);
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	return WSHARD_OK;
+}
+
 /*
  * Quark (AMD's -FP8-KV, PTPC and -MXFP4 releases): vLLM's QuarkW8A8Fp8
  * (quark_fp8 above: X.weight_scale, one F32 a fused part or a row, and
@@ -398,8 +461,9 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
  * QuarkOCP_MX's MXFP8 (quark_mxfp8: X.weight_scale cut as a group
  * scale), QuarkW8A8Int8 (quark_int8: the same with I8 zero points,
  * per-channel ones [rows, 1], one input scale a layer; its experts as
- * FP8's with zero points beside, save those without input zero points,
- * refused by plan_check_quark_experts as W4A16's and MXFP8's are),
+ * FP8's with zero points beside, zeros where dynamic activations leave
+ * the checkpoint none (plan_quark_input_zeros); W4A16's and MXFP8's
+ * experts refused by plan_check_quark_experts),
  * QuarkOCP_MX's MXFP4 (quark_mxfp4: cut as ModelOpt's NVFP4 weights and
  * their group scales) and MXFP6 (quark_mxfp6: the same, three bytes for
  * four values; its experts refused), QuarkW4A16Int4 (quark_w4a16: cut as AWQ's, every

@@ -508,6 +508,10 @@ CASES = {
     # Quark's W8A8 INT8 experts per tensor, static activations
     # (ckpt_fp8x.quark_int8: vLLM's QuarkW8A8Int8MoEMethod).
     "qwen3_moe-quark_int8": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
+    # Quark's W8A8 INT8 experts per channel, dynamic activations per token
+    # (ckpt_fp8x.quark_int8c): no input scales or zero points, vLLM's
+    # QuarkW8A8Int8MoEMethod holding its input zero points as zeros.
+    "qwen3_moe-quark_int8c": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
     # DeepSeek-V2-Lite: MLA without a query LoRA (q_proj), the first layer
     # dense, 2 shared experts, greedy top-k routing (softmax).
     "deepseek_v2_lite": ("DeepseekV2Config", "DeepseekV2ForCausalLM",

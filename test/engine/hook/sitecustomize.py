@@ -28,6 +28,7 @@ _TARGET = "vllm.model_executor.model_loader.base_loader"
 LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_MOE",
              "WSHARD_ORACLE_MXFP4_MOE", "WSHARD_ORACLE_OLMO_GDN", "WSHARD_ORACLE_FP8_BLOCK",
              "WSHARD_ORACLE_MXFP4_CPU", "WSHARD_ORACLE_MXFP6", "WSHARD_ORACLE_PANGU_VL",
+             "WSHARD_ORACLE_INT8_MOE",
              # nothing patched: the worker stops once its state is saved
              # (test/engine/run: Mistral Large 3's MLA, which vLLM's CPU
              # build runs only with AMX tiles, loaded from wshard's output)
@@ -278,6 +279,19 @@ def _patch_int4(module):
     configuration, so that the model is built, loaded and its state saved;
     then the worker stops (LOAD_ONLY_STOP)."""
     module.CPUExpertsInt4.is_supported_config = \
+        staticmethod(lambda *a, **kw: (True, None))
+
+
+def _patch_int8_moe(module):
+    """WSHARD_ORACLE_INT8_MOE: vLLM 0.32's CPU build has one INT8 MoE
+    kernel for dynamic activations (CPUExpertsInt8), for CPUs with AMX
+    tiles only, so it builds no Quark W8A8 INT8 MoE layer with dynamic
+    activations elsewhere ("No Int8 MoE backend supports the deployment
+    configuration", QuarkW8A8Int8MoEMethod.__init__), though loading the
+    experts' weights does not depend on the kernel.  The kernel is taken
+    as supported, so that the model is built, loaded and its state saved;
+    then the worker stops (LOAD_ONLY_STOP)."""
+    module.CPUExpertsInt8.is_supported_config = \
         staticmethod(lambda *a, **kw: (True, None))
 
 
@@ -924,6 +938,9 @@ if os.environ.get("WSHARD_BENCH_TIMES"):
 if os.environ.get("WSHARD_ORACLE_INT4"):
     _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
           _patch_int4)
+if os.environ.get("WSHARD_ORACLE_INT8_MOE"):
+    _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
+          _patch_int8_moe)
 if os.environ.get("WSHARD_ORACLE_FP8_BLOCK"):
     _hook("vllm.model_executor.kernels.linear.scaled_mm.cpu", _patch_fp8_block)
 if os.environ.get("WSHARD_ORACLE_FBGEMM"):
