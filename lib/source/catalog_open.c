@@ -407,6 +407,37 @@ static enum wshard_err open_mistral(struct wshard_catalog *cat, bool *out_mistra
 	return rc;
 }
 
+/*
+ * Cosmos 3's unified checkpoints (catalog_subdirs.c): every file of
+ * *.safetensors in the "[tv]*er" folders, as vLLM's class for config.json's architecture
+ * globs them, each checked to stay inside the directory.
+ */
+static enum wshard_err open_subdirs(struct wshard_catalog *cat, struct wshard_error *err)
+{
+	char **names = NULL;
+	size_t i, n = 0;
+	enum wshard_err rc;
+
+	rc = catalog_subdir_files(cat, &names, &n, err);
+	if (!rc && n == 0)
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "'%s' holds neither %s nor %s nor [tv]*er/*.safetensors, where vLLM reads %s's weights",
+				      cat->path, INDEX_NAME, SINGLE_NAME, catalog_subdir_arch(cat));
+	for (i = 0; i < n && !rc; i++) {
+		rc = check_member_name(cat, names[i], names[i], err);
+		if (!rc)
+			rc = add_file(cat, names[i], err);
+	}
+	if (!rc) {
+		qsort(cat->files, cat->nfiles, sizeof(*cat->files), cmp_file);
+		rc = open_files(cat, err);
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
 static enum wshard_err open_dir(struct wshard_catalog *cat,
 				const struct wshard_precheck *check,
 				struct wshard_error *err)
@@ -434,6 +465,8 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 			rc = add_file(cat, SINGLE_NAME, err);
 		if (!rc)
 			rc = open_files(cat, err);
+	} else if (catalog_subdir_arch(cat)) {
+		rc = open_subdirs(cat, err);
 	} else {
 		rc = open_mistral(cat, &mistral, err);
 	}
