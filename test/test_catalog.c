@@ -462,12 +462,12 @@ static char *subdir_ckpt(const char *dir, const char *args)
  * Cosmos 3's unified checkpoints: with no weights at the top and an
  * architecture whose vLLM class reads "[tv]*er" folders' *.safetensors,
  * those files are the weights (by their relative names), vae/'s and a
- * hidden file's not.
+ * hidden file's not, even beside a model.safetensors.
  */
 Test(catalog, subdir_format)
 {
 	char *dir = tmp_dir();
-	char *ck = subdir_ckpt(dir, COSMOS3);
+	char *ck = subdir_ckpt(dir, COSMOS3), *top, *from;
 	struct wshard_catalog *cat = open_ok(ck);
 
 	cr_assert_eq(cat->nfiles, 2);
@@ -477,6 +477,19 @@ Test(catalog, subdir_format)
 	cr_assert_str_eq(cat->config.architecture, "Cosmos3ForConditionalGeneration");
 	cr_assert_eq(cat->nignored, 0);
 	wshard_catalog_free(cat);
+	/* a model.safetensors at the top as well: vLLM's class still globs the
+	 * folders, and so does wshard; the top file is ignored */
+	top = fmt("%s/model.safetensors", ck);
+	from = fmt("%s/transformer/diffusion_pytorch_model.safetensors", ck);
+	copy_file(from, top);
+	cat = open_ok(ck);
+	cr_assert_eq(cat->nfiles, 2);
+	cr_assert_str_eq(cat->files[0].name, "transformer/diffusion_pytorch_model.safetensors");
+	cr_assert_eq(cat->nignored, 1);
+	cr_assert_str_eq(cat->ignored[0], "model.safetensors");
+	wshard_catalog_free(cat);
+	free(from);
+	free(top);
 	free(ck);
 	rm_tree(dir);
 }

@@ -7,9 +7,10 @@
  * and its default loader then reads every file that glob matches in the
  * model folder, with no index filtering (model_loader/default_loader.py
  * _prepare_weights): transformer/ and vision_encoder/, not vae/ or
- * sound_tokenizer/.  Where the top level has no model.safetensors(.index
- * .json) and config.json names one of those architectures, the same glob
- * gives the weight files here, by their relative names.
+ * sound_tokenizer/, nor a model.safetensors at the top.  Where
+ * config.json names one of those architectures, the same glob gives the
+ * weight files here, by their relative names (catalog_open.c falls back
+ * to the top level's weights where it finds none).
  */
 #include <dirent.h>
 #include <errno.h>
