@@ -91,6 +91,7 @@ LIB_SRC := \
 	lib/source/catalog_heads.c \
 	lib/source/catalog_made.c \
 	lib/source/catalog_mistral.c \
+	lib/source/catalog_subdirs.c \
 	lib/source/catalog_index.c \
 	lib/source/catalog_open.c \
 	lib/source/catalog_read.c \

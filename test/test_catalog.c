@@ -431,6 +431,90 @@ Test(catalog, mistral_format_unsupported)
 	rm_tree(dir);
 }
 
+/*
+ * A generated two-shard checkpoint in dir/m (gen's args) laid out as
+ * Cosmos 3's unified checkpoints are: shard 1 as
+ * transformer/diffusion_pytorch_model.safetensors, shard 2 as
+ * vision_encoder/model.safetensors, a copy of shard 1 in vae/ (which
+ * vLLM's glob "[tv]*er" does not match), no index.  Returns dir/m.
+ */
+static char *subdir_ckpt(const char *dir, const char *args)
+{
+	char *ck = fmt("%s/m", dir), *cmd;
+	int rc;
+
+	gen(ck, args);
+	cmd = fmt("cd '%s' && mkdir transformer vision_encoder vae && rm " INDEX " &&"
+		  " mv " SHARD1 " transformer/diffusion_pytorch_model.safetensors &&"
+		  " mv " SHARD2 " vision_encoder/model.safetensors &&"
+		  " cp transformer/diffusion_pytorch_model.safetensors vae/ &&"
+		  " cp vae/diffusion_pytorch_model.safetensors vision_encoder/.hidden.safetensors", ck);
+	rc = system(cmd);
+	cr_assert_eq(rc, 0, "%s: exit status %d", cmd, rc);
+	free(cmd);
+	return ck;
+}
+
+#define COSMOS3 "--layers 2 --shards 2 --set-config" \
+	" 'architectures=[\"Cosmos3ForConditionalGeneration\"]'"
+
+/*
+ * Cosmos 3's unified checkpoints: with no weights at the top and an
+ * architecture whose vLLM class reads "[tv]*er" folders' *.safetensors,
+ * those files are the weights (by their relative names), vae/'s and a
+ * hidden file's not, even beside a model.safetensors.
+ */
+Test(catalog, subdir_format)
+{
+	char *dir = tmp_dir();
+	char *ck = subdir_ckpt(dir, COSMOS3), *top, *from;
+	struct wshard_catalog *cat = open_ok(ck);
+
+	cr_assert_eq(cat->nfiles, 2);
+	cr_assert_str_eq(cat->files[0].name, "transformer/diffusion_pytorch_model.safetensors");
+	cr_assert_str_eq(cat->files[1].name, "vision_encoder/model.safetensors");
+	cr_assert_eq(cat->ntensors, llama_tensor_count(2));
+	cr_assert_str_eq(cat->config.architecture, "Cosmos3ForConditionalGeneration");
+	cr_assert_eq(cat->nignored, 0);
+	wshard_catalog_free(cat);
+	/* a model.safetensors at the top as well: vLLM's class still globs the
+	 * folders, and so does wshard; the top file is ignored */
+	top = fmt("%s/model.safetensors", ck);
+	from = fmt("%s/transformer/diffusion_pytorch_model.safetensors", ck);
+	copy_file(from, top);
+	cat = open_ok(ck);
+	cr_assert_eq(cat->nfiles, 2);
+	cr_assert_str_eq(cat->files[0].name, "transformer/diffusion_pytorch_model.safetensors");
+	cr_assert_eq(cat->nignored, 1);
+	cr_assert_str_eq(cat->ignored[0], "model.safetensors");
+	wshard_catalog_free(cat);
+	free(from);
+	free(top);
+	free(ck);
+	rm_tree(dir);
+}
+
+/* The same layout under another architecture has no weights; Cosmos 3's
+ * with no "[tv]*er" folder is refused naming the glob. */
+Test(catalog, subdir_format_refused)
+{
+	char *dir = tmp_dir();
+	char *ck = subdir_ckpt(dir, "--layers 1 --shards 2");
+	char *other = fmt("%s/o", dir), *cmd;
+	const char *want[] = { "holds neither", NULL };
+	const char *want2[] = { "[tv]*er/*.safetensors", "Cosmos3ForConditionalGeneration", NULL };
+
+	open_fails(ck, WSHARD_EINVAL, want);
+	gen(other, "--layers 1 --set-config 'architectures=[\"Cosmos3ForConditionalGeneration\"]'");
+	cmd = fmt("mkdir '%s/vae' && mv '%s/model.safetensors' '%s/vae/'", other, other, other);
+	cr_assert_eq(system(cmd), 0);
+	open_fails(other, WSHARD_EINVAL, want2);
+	free(cmd);
+	free(other);
+	free(ck);
+	rm_tree(dir);
+}
+
 /* An index wins over a model.safetensors beside it, which is then ignored. */
 Test(catalog, index_wins_over_single_file)
 {

@@ -319,7 +319,7 @@ static const char *const mm_archs[] = {
 	"Granite4VisionForConditionalGeneration", "AriaForConditionalGeneration",
 	"Gemma3nForConditionalGeneration", "CohereCompassForConditionalGeneration",
 	"DotsOCRForCausalLM", "JinaVLForRanking", "GraniteSpeechForConditionalGeneration",
-	"GraniteSpeechPlusForConditionalGeneration",
+	"GraniteSpeechPlusForConditionalGeneration", "Cosmos3ForConditionalGeneration",
 };
 #define NMM (sizeof(mm_archs) / sizeof(mm_archs[0]))
 

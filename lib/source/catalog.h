@@ -270,4 +270,19 @@ enum wshard_err catalog_mistral_files(const struct wshard_catalog *cat, char ***
  */
 enum wshard_err catalog_mistral_config(struct wshard_catalog *cat, struct wshard_error *err);
 
+/*
+ * catalog_subdirs.c: config.json's architectures[0] where vLLM's class for
+ * it reads its weights as the *.safetensors of "[tv]*er" folders (Cosmos 3's unified
+ * checkpoints), or NULL.
+ */
+const char *catalog_subdir_arch(const struct wshard_catalog *cat);
+
+/*
+ * The files vLLM's glob (*.safetensors in "[tv]*er" folders) finds in the checkpoint
+ * (transformer/..., vision_encoder/...), sorted, in *out_names (*out_n of
+ * them, 0 where none).  Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_subdir_files(const struct wshard_catalog *cat, char ***out_names,
+				     size_t *out_n, struct wshard_error *err);
+
 #endif /* WSHARD_CATALOG_H */

@@ -407,6 +407,42 @@ static enum wshard_err open_mistral(struct wshard_catalog *cat, bool *out_mistra
 	return rc;
 }
 
+/*
+ * Cosmos 3's unified checkpoints (catalog_subdirs.c): every file of
+ * *.safetensors in the "[tv]*er" folders, as vLLM's class for config.json's
+ * architecture globs them whether or not the top level has weights too
+ * (then ignored), each checked to stay inside the directory.  *opened
+ * false where the glob finds none and top (the top level has weights).
+ */
+static enum wshard_err open_subdirs(struct wshard_catalog *cat, bool top, bool *opened,
+				    struct wshard_error *err)
+{
+	char **names = NULL;
+	size_t i, n = 0;
+	enum wshard_err rc;
+
+	*opened = false;
+	rc = catalog_subdir_files(cat, &names, &n, err);
+	if (!rc && n == 0 && !top)
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "'%s' holds neither %s nor %s nor [tv]*er/*.safetensors, where vLLM reads %s's weights",
+				      cat->path, INDEX_NAME, SINGLE_NAME, catalog_subdir_arch(cat));
+	for (i = 0; i < n && !rc; i++) {
+		rc = check_member_name(cat, names[i], names[i], err);
+		if (!rc)
+			rc = add_file(cat, names[i], err);
+	}
+	if (!rc && n) {
+		qsort(cat->files, cat->nfiles, sizeof(*cat->files), cmp_file);
+		rc = open_files(cat, err);
+		*opened = !rc;
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
 static enum wshard_err open_dir(struct wshard_catalog *cat,
 				const struct wshard_precheck *check,
 				struct wshard_error *err)
@@ -414,7 +450,7 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 	char *index = wshard_path_join(cat->dir, INDEX_NAME);
 	char *single = wshard_path_join(cat->dir, SINGLE_NAME);
 	char *config = wshard_path_join(cat->dir, "config.json");
-	bool mistral = false;
+	bool mistral = false, sub = false;
 	enum wshard_err rc;
 
 	if (!index || !single || !config) {
@@ -426,7 +462,12 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 		if (rc)
 			goto out;
 	}
-	if (has_file(cat, index)) {
+	rc = catalog_subdir_arch(cat)
+		? open_subdirs(cat, has_file(cat, index) || has_file(cat, single), &sub, err)
+		: WSHARD_OK;
+	if (rc || sub) {
+		/* opened (or refused) above */
+	} else if (has_file(cat, index)) {
 		rc = load_index(cat, index, err);
 	} else if (has_file(cat, single)) {
 		rc = check_member_name(cat, SINGLE_NAME, SINGLE_NAME, err);

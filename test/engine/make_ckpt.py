@@ -3667,6 +3667,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "glm4v_chatglm": "ckpt_lightonocr_glm4v:make_glm4v",
        "phi3v": "ckpt_phi3v:make_phi3v", "phi3v-wte": "ckpt_phi3v:make_phi3v_wte",
        "dots_ocr": "ckpt_dots_ocr", "dots_ocr-bias": "ckpt_dots_ocr:make_bias",
+       # Cosmos 3's unified checkpoint: transformer/, vision_encoder/ (and vae/, ignored)
+       "cosmos3": "ckpt_cosmos3:make",
        "colqwen3": "ckpt_colqwen3:make_tomoro", "colqwen3-ops": "ckpt_colqwen3:make_ops",
        "colqwen3-nemotron": "ckpt_colqwen3:make_nemotron",
        "colqwen3-nodim": "ckpt_colqwen3:make_nodim",
