@@ -3706,6 +3706,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # one consolidated.safetensors, no index)
        "mistral_large_3": "ckpt_mistral:make_large3",
        "mistral_large_3-single": "ckpt_mistral:make_large3_single",
+       # its EAGLE draft in Mistral's format (EagleMistralLarge3ForCausalLM,
+       # method eagle: the ARCH:TP:eagle case mistral_large_3:2:eagle)
+       "mistral_large_3-eagle": "ckpt_mistral:make_large3_eagle",
        # Mistral 7B's layout in Mistral's own format (MistralForCausalLM:
        # wq and wk rows interleaved for rotary, one consolidated.safetensors)
        "mistral_consolidated": "ckpt_mistral:make_dense",
