@@ -192,7 +192,7 @@ def make_dense(out):
     save_consolidated(out, tensors, p, 1)
 
 
-def make_large3_eagle(out):
+def make_large3_eagle(out, embed=False):
     """Mistral Large 3's EAGLE draft in Mistral's format, for
     mistral_large_3's target (EagleMistralLarge3ForCausalLM: vLLM names
     a draft of MistralLarge3ForCausalLM so, config/speculative.py): one
@@ -201,7 +201,8 @@ def make_large3_eagle(out):
     expert and every layer dense), under the target's names, its final
     norm, and eagle_linear ([embedding, hidden state] to hidden, vLLM's
     model.fc); no tok_embeddings or output (vLLM's draft takes the
-    target's)."""
+    target's), or, with embed, both (which vLLM loads, then replaces with
+    the target's)."""
     import torch
     import transformers
     import make_ckpt
@@ -217,6 +218,11 @@ def make_large3_eagle(out):
         for q in model.parameters():
             q.add_(torch.randn_like(q) * 0.02)
     tensors = {mistral_name(n, LARGE3_NAMES): t for n, t in hf_tensors(model).items()
-               if not n.startswith(("model.embed_tokens.", "lm_head."))}
+               if embed or not n.startswith(("model.embed_tokens.", "lm_head."))}
     tensors["eagle_linear.weight"] = (torch.randn(p["dim"], 2 * p["dim"]) * 0.02).to(torch.bfloat16)
     save_consolidated(out, tensors, p, 1)
+
+
+def make_large3_eagle_embed(out):
+    """The same draft with its own tok_embeddings and output."""
+    make_large3_eagle(out, embed=True)
