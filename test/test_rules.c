@@ -771,7 +771,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			190 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
+			191 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
@@ -786,6 +786,7 @@ Test(builtin, architectures_list)
 			      Ovis2_6_MoeForCausalLM), Ovis2 (Ovis),
 			      HunYuanVL, Emu3, Mistral Large 3 and
 			      mistral:MistralForCausalLM (Mistral's format),
+			      EagleMistralLarge3ForCausalLM (its EAGLE draft),
 			      BertForMaskedLM,
 			      NomicBertModel, GteModel, EmbeddingGemma2Model,
 			      Qwen2 reward models (2), ColModernVBERT, Orion,

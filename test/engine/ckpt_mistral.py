@@ -190,3 +190,39 @@ def make_dense(out):
             t = interleave_heads(t, p["n_kv_heads"])
         tensors[mistral_name(n, DENSE_NAMES)] = t
     save_consolidated(out, tensors, p, 1)
+
+
+def make_large3_eagle(out, embed=False):
+    """Mistral Large 3's EAGLE draft in Mistral's format, for
+    mistral_large_3's target (EagleMistralLarge3ForCausalLM: vLLM names
+    a draft of MistralLarge3ForCausalLM so, config/speculative.py): one
+    MLA layer of transformers' own DeepseekV3ForCausalLM, dense (its
+    params.json has no moe, which adapt_config_dict makes one shared
+    expert and every layer dense), under the target's names, its final
+    norm, and eagle_linear ([embedding, hidden state] to hidden, vLLM's
+    model.fc); no tok_embeddings or output (vLLM's draft takes the
+    target's), or, with embed, both (which vLLM loads, then replaces with
+    the target's)."""
+    import torch
+    import transformers
+    import make_ckpt
+    p = {k: v for k, v in LARGE3_PARAMS.items() if k != "moe"}
+    p["n_layers"] = 1
+    cfg = transformers.DeepseekV3Config(**dict(
+        make_ckpt.COMMON, **make_ckpt.MLA, num_hidden_layers=1,
+        intermediate_size=p["hidden_dim"], n_routed_experts=1,
+        first_k_dense_replace=1))
+    torch.manual_seed(4321)
+    model = transformers.DeepseekV3ForCausalLM(cfg).to(torch.bfloat16)
+    with torch.no_grad():
+        for q in model.parameters():
+            q.add_(torch.randn_like(q) * 0.02)
+    tensors = {mistral_name(n, LARGE3_NAMES): t for n, t in hf_tensors(model).items()
+               if embed or not n.startswith(("model.embed_tokens.", "lm_head."))}
+    tensors["eagle_linear.weight"] = (torch.randn(p["dim"], 2 * p["dim"]) * 0.02).to(torch.bfloat16)
+    save_consolidated(out, tensors, p, 1)
+
+
+def make_large3_eagle_embed(out):
+    """The same draft with its own tok_embeddings and output."""
+    make_large3_eagle(out, embed=True)

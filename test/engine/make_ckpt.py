@@ -3712,6 +3712,11 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # one consolidated.safetensors, no index)
        "mistral_large_3": "ckpt_mistral:make_large3",
        "mistral_large_3-single": "ckpt_mistral:make_large3_single",
+       # its EAGLE draft in Mistral's format (EagleMistralLarge3ForCausalLM,
+       # method eagle: the ARCH:TP:eagle case mistral_large_3:2:eagle)
+       "mistral_large_3-eagle": "ckpt_mistral:make_large3_eagle",
+       # the same with tok_embeddings and output (mistral_large_3:2:eagle_embed)
+       "mistral_large_3-eagle_embed": "ckpt_mistral:make_large3_eagle_embed",
        # Mistral 7B's layout in Mistral's own format (MistralForCausalLM:
        # wq and wk rows interleaved for rotary, one consolidated.safetensors)
        "mistral_consolidated": "ckpt_mistral:make_dense",

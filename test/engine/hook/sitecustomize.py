@@ -361,6 +361,17 @@ def _patch_step3p5_mtp(module):
     cls.__init__ = __init__
 
 
+def _patch_ml3_eagle(module):
+    """WSHARD_ORACLE_ML3_EAGLE: vLLM 0.32's EagleMistralLarge3Model
+    (mistral_large_3_eagle.py) builds itself with nn.Module.__init__, not
+    DeepseekV2Model's, so it never sets is_fused_shared_expert_enabled,
+    which DeepseekV2Model.load_weights (deepseek_v2.py:1635) reads: an
+    AttributeError loading the draft on any platform.  It is set False, as
+    DeepseekV2Model's is_model_fused_shared_expert_compatible gives it
+    wherever shared experts are not fused (ROCm's AITER only)."""
+    module.EagleMistralLarge3Model.is_fused_shared_expert_enabled = False
+
+
 def _patch_dsv4_mtp(module):
     """WSHARD_ORACLE_DSV4_MTP: vLLM 0.32's CPU build has no DeepSeek-V4 MTP
     draft: cpu/mtp.py's DeepSeekV4MTP raises NotImplementedError ("DeepSeek-V4
@@ -988,6 +999,8 @@ if os.environ.get("WSHARD_ORACLE_QWEN4EXP"):
     _hook("vllm.models.qwen4_exp.nvidia.hyperconnection", _patch_qwen4exp_pad)
 if os.environ.get("WSHARD_ORACLE_STEP3P5_MTP"):
     _hook("vllm.transformers_utils.configs.step3p5", _patch_step3p5_mtp)
+if os.environ.get("WSHARD_ORACLE_ML3_EAGLE"):
+    _hook("vllm.model_executor.models.mistral_large_3_eagle", _patch_ml3_eagle)
 if os.environ.get("WSHARD_ORACLE_DSV4_MTP"):
     _hook("vllm.models.deepseek_v4.cpu.mtp", _patch_dsv4_mtp)
 if os.environ.get("WSHARD_ORACLE_DFLASH2"):
