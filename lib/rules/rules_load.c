@@ -38,13 +38,25 @@ enum wshard_err wshard_rules_load(struct wshard_rules **out_rules,
 	return rc;
 }
 
+/* Whether text has architecture between double quotes, as a file whose
+ * "architectures" names it has: only such files are parsed in a lookup
+ * (parsing all of them, blocks expanded, was most of a small convert's
+ * time). */
+static bool quotes_name(const char *text, const char *architecture)
+{
+	size_t n = strlen(architecture);
+	const char *p;
+
+	for (p = strstr(text, architecture); p; p = strstr(p + 1, architecture))
+		if (p > text && p[-1] == '"' && p[n] == '"')
+			return true;
+	return false;
+}
+
 /* The built-in file whose "architectures" names architecture: *out_rules
- * parsed from it and *out_file (both NULL where none does).  like gathers
- * the names that begin as architecture does, nknown counts them all, for
- * the message when none is found. */
+ * parsed from it and *out_file (both NULL where none does). */
 static enum wshard_err find_builtin(const char *architecture, struct wshard_rules **out_rules,
 				    const struct wshard_builtin_rule **out_file,
-				    char *like, size_t likesz, size_t *nknown,
 				    struct wshard_error *err)
 {
 	const struct wshard_builtin_rule *b;
@@ -57,6 +69,8 @@ static enum wshard_err find_builtin(const char *architecture, struct wshard_rule
 	for (b = wshard_builtin_rules; b->name; b++) {
 		struct wshard_rules *r;
 
+		if (!quotes_name(b->text, architecture))
+			continue;
 		snprintf(name, sizeof(name), "builtin:%s", b->name);
 		rc = wshard_rules_parse(&r, b->text, strlen(b->text), name, err);
 		if (rc)
@@ -67,13 +81,6 @@ static enum wshard_err find_builtin(const char *architecture, struct wshard_rule
 				*out_file = b;
 				return WSHARD_OK;
 			}
-			++*nknown;
-			/* the whole list would not fit one line: the names that
-			 * begin as this one does (its family, mostly) */
-			if (like && strncasecmp(r->archs[i], architecture, 4) == 0 &&
-			    strlen(like) + strlen(r->archs[i]) + 3 < likesz)
-				sprintf(like + strlen(like), "%s%s", *like ? ", " : "",
-					r->archs[i]);
 		}
 		wshard_rules_free(r);
 	}
@@ -176,7 +183,7 @@ static enum wshard_err derive_classifier(const char *architecture,
 {
 	const struct wshard_builtin_rule *b;
 	struct wshard_rules *base;
-	size_t len = classifier_base_len(architecture), nknown = 0;
+	size_t len = classifier_base_len(architecture);
 	char causal[256], name[160];
 	json_t *root;
 	char *text;
@@ -186,7 +193,7 @@ static enum wshard_err derive_classifier(const char *architecture,
 	if (!len || len + sizeof("ForCausalLM") > sizeof(causal))
 		return WSHARD_OK;
 	snprintf(causal, sizeof(causal), "%.*sForCausalLM", (int)len, architecture);
-	rc = find_builtin(causal, &base, &b, NULL, 0, &nknown, err);
+	rc = find_builtin(causal, &base, &b, err);
 	if (rc || !base)
 		return rc;
 	wshard_rules_free(base);
@@ -212,19 +219,27 @@ enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
 				     struct wshard_error *err)
 {
 	const struct wshard_builtin_rule *b;
+	const char *const *known;
 	char like[1024] = "";
-	size_t nknown = 0;
+	size_t nknown;
 	enum wshard_err rc;
 
 	*out_rules = NULL;
 	if (!architecture)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"config.json names no architecture (\"architectures\": [\"LlamaForCausalLM\"], for one): add it, or pass --rules FILE");
-	rc = find_builtin(architecture, out_rules, &b, like, sizeof(like), &nknown, err);
+	rc = find_builtin(architecture, out_rules, &b, err);
 	if (!rc && !*out_rules)
 		rc = derive_classifier(architecture, out_rules, err);
 	if (rc || *out_rules)
 		return rc;
+	/* the whole list would not fit one line: the names that begin as
+	 * this one does (its family, mostly) */
+	known = wshard_rules_architectures();
+	for (nknown = 0; known[nknown]; nknown++)
+		if (strncasecmp(known[nknown], architecture, 4) == 0 &&
+		    strlen(like) + strlen(known[nknown]) + 3 < sizeof(like))
+			sprintf(like + strlen(like), "%s%s", *like ? ", " : "", known[nknown]);
 	return wshard_error_set(err, WSHARD_EINVAL,
 				"no built-in rules for architecture '%s': pass --rules FILE (scripts/learn-rules writes one; wshard-families(7) lists the %zu built in%s%s)",
 				architecture, nknown, *like ? ", among them " : "", like);
@@ -232,7 +247,7 @@ enum wshard_err wshard_rules_builtin(struct wshard_rules **out_rules,
 
 const char *const *wshard_rules_architectures(void)
 {
-	static const char *list[512];
+	static const char *list[1024];
 	static bool done;
 	const struct wshard_builtin_rule *b;
 	size_t n = 0, i;
