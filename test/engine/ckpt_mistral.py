@@ -286,7 +286,20 @@ def write_tekken(out, vocab_size, image=None, specials=100):
         json.dump(tk, f)
 
 
-def make_pixtral(out):
+# Pixtral 12B's vision_encoder block, tiny: no patch merger and no norm
+# before the adapter, whose two linears have biases (adapter_bias); each
+# 14-pixel patch a token
+PIXTRAL_12B_VISION = dict(PIXTRAL_VISION, adapter_bias=True, mm_projector_id="",
+                          spatial_merge_size=1, add_pre_mm_projector_layer_norm=False)
+
+
+def make_pixtral_12b(out):
+    """Pixtral 12B's layout: make_pixtral's, its projector as Pixtral 12B's
+    (adapter biases; no pre_mm_projector_norm, no patch_merger)."""
+    make_pixtral(out, PIXTRAL_12B_VISION)
+
+
+def make_pixtral(out, vision=PIXTRAL_VISION):
     """Mistral Small 3.1's layout (PixtralForConditionalGeneration: a
     Mistral text model, the Pixtral tower, pre_mm_projector_norm, a 2x2
     patch merger, the adapter without biases), tiny, from transformers' own
@@ -294,8 +307,8 @@ def make_pixtral(out):
     the tower in Mistral's rotary order; tekken.json with its image config."""
     import torch
     import transformers
-    p = dict(DENSE_PARAMS, vision_encoder=PIXTRAL_VISION)
-    v = PIXTRAL_VISION
+    p = dict(DENSE_PARAMS, vision_encoder=vision)
+    v = vision
     vheads = v["num_attention_heads"]
     text = transformers.MistralConfig(
         hidden_size=p["dim"], num_hidden_layers=p["n_layers"], head_dim=p["head_dim"],
@@ -305,7 +318,7 @@ def make_pixtral(out):
         max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=False)
     cfg = transformers.Mistral3Config(
         text_config=text, image_token_index=v["image_token_id"],
-        spatial_merge_size=v["spatial_merge_size"], multimodal_projector_bias=False,
+        spatial_merge_size=v["spatial_merge_size"], multimodal_projector_bias=v["adapter_bias"],
         tie_word_embeddings=False,
         vision_config={"hidden_size": v["hidden_size"],
                        "intermediate_size": v["intermediate_size"],
@@ -337,7 +350,12 @@ def make_pixtral(out):
         else:
             if ".q_proj." in n or ".k_proj." in n:
                 t = interleave_heads(t, vheads)
-            tensors[mistral_name(n, PIXTRAL_NAMES)] = t
+            n = mistral_name(n, PIXTRAL_NAMES)
+            if n.startswith("patch_merger.") and v["mm_projector_id"] != "patch_merge" or \
+                    n.startswith("pre_mm_projector_norm.") and \
+                    not v["add_pre_mm_projector_layer_norm"]:
+                continue
+            tensors[n] = t
     save_consolidated(out, tensors, p, 1)
     write_tekken(out, p["vocab_size"], image={
         "image_patch_size": v["patch_size"], "max_image_size": v["max_image_size"],
