@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 
 #include "wshard.h"
 #include "source/catalog.h"
@@ -415,6 +416,37 @@ Test(catalog, mistral_format_dense)
 	wshard_catalog_free(cat);
 	free(ck);
 	rm_tree(dir);
+}
+
+/* A params.json with a vision_encoder object is vLLM's
+ * PixtralForConditionalGeneration, the object read as vision_config beside
+ * the text model's keys; one whose text model has a moe object is refused
+ * by name. */
+Test(catalog, mistral_format_pixtral)
+{
+	char *dir = tmp_dir(), *dir2 = tmp_dir();
+	char *ck = mistral_ckpt(dir, "--layers 1",
+				"{\"dim\": 64, \"n_layers\": 1, \"n_heads\": 4, \"n_kv_heads\": 2,"
+				" \"head_dim\": 16, \"hidden_dim\": 128, \"vocab_size\": 250,"
+				" \"vision_encoder\": {\"hidden_size\": 32, \"num_hidden_layers\": 2}}\n");
+	struct wshard_catalog *cat = open_ok(ck);
+	char *moe = mistral_ckpt(dir2, "--layers 1",
+				 "{\"dim\": 64, \"n_layers\": 1, \"moe\": {\"num_experts\": 8},"
+				 " \"vision_encoder\": {\"hidden_size\": 32}}\n");
+	const char *want[] = { "params.json", "PixtralForConditionalGeneration",
+			       "MixtralForCausalLM", NULL };
+
+	cr_assert_str_eq(cat->config.architecture, "PixtralForConditionalGeneration");
+	cr_assert_eq(cat->config.hidden_size, 64);
+	cr_assert_eq(cat->config.num_key_value_heads, 2);
+	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
+							   "vision_config.hidden_size")), 32);
+	wshard_catalog_free(cat);
+	open_fails(moe, WSHARD_EINVAL, want);
+	free(moe);
+	free(ck);
+	rm_tree(dir);
+	rm_tree(dir2);
 }
 
 /* params.json of an architecture without rules in Mistral's format

@@ -771,7 +771,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			191 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
+			192 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
@@ -784,8 +784,9 @@ Test(builtin, architectures_list)
 			      Moondream3ForCausalLM), Nemotron-Parse, Molmo2, Molmo,
 			      Ovis2.5 (3: Ovis2_5, Ovis2_6ForCausalLM,
 			      Ovis2_6_MoeForCausalLM), Ovis2 (Ovis),
-			      HunYuanVL, Emu3, Mistral Large 3 and
-			      mistral:MistralForCausalLM (Mistral's format),
+			      HunYuanVL, Emu3, Mistral Large 3,
+			      mistral:MistralForCausalLM and
+			      PixtralForConditionalGeneration (Mistral's format),
 			      EagleMistralLarge3ForCausalLM (its EAGLE draft),
 			      BertForMaskedLM,
 			      NomicBertModel, GteModel, EmbeddingGemma2Model,

@@ -10,8 +10,10 @@
  * and builds its config from params.json with adapt_config_dict
  * (transformers_utils/configs/mistral.py): the same renaming is done
  * here, in memory, for the architectures wshard has rules for in this
- * format (Mistral Large 3, and the dense MistralForCausalLM, named
- * mistral:MistralForCausalLM for its rules).  params.json and the
+ * format (Mistral Large 3, the dense MistralForCausalLM, named
+ * mistral:MistralForCausalLM for its rules, and PixtralForConditionalGeneration,
+ * a vision encoder around that dense model: its vision_encoder object read
+ * as vision_config).  params.json and the
  * tokenizer (tekken.json) go to OUT as they are, the non-weight files
  * they are.
  */
@@ -109,24 +111,17 @@ static int lift_moe(json_t *c)
 }
 
 /*
- * The architecture adapt_config_dict picks for params.json c (its keys
- * renamed already), as vLLM 0.32 names it.
+ * The architecture adapt_config_dict picks for the text model of
+ * params.json c (its keys renamed already), as vLLM 0.32 names it.
  */
-static const char *mistral_architecture(json_t *c)
+static const char *text_architecture(json_t *c)
 {
-	json_t *mm = json_object_get(c, "multimodal");
 	json_t *moe = json_object_get(c, "moe");
-	json_t *enc = json_object_get(json_object_get(mm, "whisper_model_args"), "encoder_args");
 	const char *type = json_string_value(json_object_get(c, "model_type"));
 	json_t *shared = json_object_get(moe, "num_shared_experts");
 	bool mla = json_is_true(json_object_get(c, "qk_nope_head_dim")) ||
 		   json_integer_value(json_object_get(c, "qk_nope_head_dim")) > 0;
 
-	if (json_object_get(mm, "vision_encoder_args") || json_object_get(c, "vision_encoder"))
-		return "PixtralForConditionalGeneration";
-	if (json_is_object(enc))
-		return json_is_true(json_object_get(enc, "causal")) ? "VoxtralRealtimeGeneration"
-								    : "VoxtralForConditionalGeneration";
 	if (type && !strcmp(type, "mamba"))
 		return "Mamba2ForCausalLM";
 	/* an MLA model without moe is given one shared expert (_remap_mistral_mla_args) */
@@ -137,10 +132,30 @@ static const char *mistral_architecture(json_t *c)
 	return "MistralForCausalLM";
 }
 
+/*
+ * The architecture adapt_config_dict picks for params.json c (its keys
+ * renamed already), as vLLM 0.32 names it: a vision encoder or an audio
+ * encoder makes it the multimodal model around text_architecture's (its
+ * text_config's).
+ */
+static const char *mistral_architecture(json_t *c)
+{
+	json_t *mm = json_object_get(c, "multimodal");
+	json_t *enc = json_object_get(json_object_get(mm, "whisper_model_args"), "encoder_args");
+
+	if (json_object_get(mm, "vision_encoder_args") || json_object_get(c, "vision_encoder"))
+		return "PixtralForConditionalGeneration";
+	if (json_is_object(enc))
+		return json_is_true(json_object_get(enc, "causal")) ? "VoxtralRealtimeGeneration"
+								    : "VoxtralForConditionalGeneration";
+	return text_architecture(c);
+}
+
 /* The architectures whose mistral-format names wshard has rules for. */
 static bool supported(const char *arch)
 {
-	return !strcmp(arch, "MistralLarge3ForCausalLM") || !strcmp(arch, "MistralForCausalLM");
+	return !strcmp(arch, "MistralLarge3ForCausalLM") || !strcmp(arch, "MistralForCausalLM") ||
+	       !strcmp(arch, "PixtralForConditionalGeneration");
 }
 
 /*
@@ -188,6 +203,19 @@ static enum wshard_err adapt(json_t *root, const char *path, const char **out_ar
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': a quantized mistral-format checkpoint (\"quantization\"), which wshard cannot read yet",
 					path);
+	if (!strcmp(arch, "PixtralForConditionalGeneration")) {
+		/* _remap_mistral_vision_args: the multimodal object (else
+		 * vision_encoder) becomes vision_config, the rest text_config,
+		 * whose architecture the rules' text model is */
+		const char *key = json_object_get(root, "multimodal") ? "multimodal" : "vision_encoder";
+
+		if (strcmp(text_architecture(root), "MistralForCausalLM"))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': a mistral-format PixtralForConditionalGeneration whose text model is %s, which wshard has no rules for in this format",
+						path, text_architecture(root));
+		if (rename_key(root, key, "vision_config"))
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
 	if (!strcmp(arch, "MistralLarge3ForCausalLM")) {
 		if (!json_object_get(root, "moe")) {
 			/* _remap_mistral_mla_args: one shared expert, every layer dense */

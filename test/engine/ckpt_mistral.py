@@ -226,3 +226,137 @@ def make_large3_eagle(out, embed=False):
 def make_large3_eagle_embed(out):
     """The same draft with its own tok_embeddings and output."""
     make_large3_eagle(out, embed=True)
+
+
+# Mistral 3's tower and projector (transformers' Mistral3ForConditionalGeneration,
+# as it saves them, its older names) -> Mistral's: the inverse of vLLM's
+# PixtralForConditionalGeneration.load_weights (vision_encoder.*,
+# pre_mm_projector_norm, patch_merger, vision_language_adapter)
+PIXTRAL_NAMES = [
+    (r"vision_tower\.transformer\.layers\.(\d+)\.attention\.q_proj\.",
+     r"vision_encoder.transformer.layers.\1.attention.wq."),
+    (r"vision_tower\.transformer\.layers\.(\d+)\.attention\.k_proj\.",
+     r"vision_encoder.transformer.layers.\1.attention.wk."),
+    (r"vision_tower\.transformer\.layers\.(\d+)\.attention\.v_proj\.",
+     r"vision_encoder.transformer.layers.\1.attention.wv."),
+    (r"vision_tower\.transformer\.layers\.(\d+)\.attention\.o_proj\.",
+     r"vision_encoder.transformer.layers.\1.attention.wo."),
+    (r"vision_tower\.transformer\.layers\.(\d+)\.feed_forward\.gate_proj\.",
+     r"vision_encoder.transformer.layers.\1.feed_forward.w1."),
+    (r"vision_tower\.transformer\.layers\.(\d+)\.feed_forward\.down_proj\.",
+     r"vision_encoder.transformer.layers.\1.feed_forward.w2."),
+    (r"vision_tower\.transformer\.layers\.(\d+)\.feed_forward\.up_proj\.",
+     r"vision_encoder.transformer.layers.\1.feed_forward.w3."),
+    (r"vision_tower\.", "vision_encoder."),
+    (r"multi_modal_projector\.norm\.", "pre_mm_projector_norm."),
+    (r"multi_modal_projector\.patch_merger\.", "patch_merger."),
+    (r"multi_modal_projector\.linear_1\.", "vision_language_adapter.w_in."),
+    (r"multi_modal_projector\.linear_2\.", "vision_language_adapter.w_out."),
+]
+
+# Mistral Small 3.1's vision_encoder block, tiny: 56-pixel images of
+# 14-pixel patches merged 2x2, [IMG] [IMG_BREAK] [IMG_END] 10, 12, 13 (the
+# tekken v7 special tokens)
+PIXTRAL_VISION = {
+    "hidden_size": 64, "num_channels": 3, "max_image_size": 56, "patch_size": 14,
+    "rope_theta": 10000.0, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "adapter_bias": False, "mm_projector_id": "patch_merge",
+    "spatial_merge_size": 2, "add_pre_mm_projector_layer_norm": True,
+    "image_token_id": 10, "image_break_token_id": 12, "image_end_token_id": 13,
+    "image_size": 56,
+}
+
+
+def write_tekken(out, vocab_size, image=None, specials=100):
+    """A tiny tekken.json (v7: Mistral's default special tokens, [IMG] 10):
+    the first vocab_size - specials byte tokens of mistral_common's own
+    tekken_240911.json; image, the tokenizer's image config (vLLM's Pixtral
+    processor takes its patch size, image size and merge from it)."""
+    import mistral_common
+    src = os.path.join(os.path.dirname(mistral_common.__file__), "data", "tekken_240911.json")
+    with open(src) as f:
+        full = json.load(f)
+    n = vocab_size - specials
+    tk = {"config": dict(full["config"], num_vocab_tokens=n, default_vocab_size=vocab_size,
+                         default_num_special_tokens=specials, version="v7"),
+          "vocab": full["vocab"][:n]}
+    if image:
+        tk["image"] = image
+    with open(os.path.join(out, "tekken.json"), "w") as f:
+        json.dump(tk, f)
+
+
+# Pixtral 12B's vision_encoder block, tiny: no patch merger and no norm
+# before the adapter, whose two linears have biases (adapter_bias); each
+# 14-pixel patch a token
+PIXTRAL_12B_VISION = dict(PIXTRAL_VISION, adapter_bias=True, mm_projector_id="",
+                          spatial_merge_size=1, add_pre_mm_projector_layer_norm=False)
+
+
+def make_pixtral_12b(out):
+    """Pixtral 12B's layout: make_pixtral's, its projector as Pixtral 12B's
+    (adapter biases; no pre_mm_projector_norm, no patch_merger)."""
+    make_pixtral(out, PIXTRAL_12B_VISION)
+
+
+def make_pixtral(out, vision=PIXTRAL_VISION):
+    """Mistral Small 3.1's layout (PixtralForConditionalGeneration: a
+    Mistral text model, the Pixtral tower, pre_mm_projector_norm, a 2x2
+    patch merger, the adapter without biases), tiny, from transformers' own
+    Mistral3ForConditionalGeneration: q and k rows of the text model and of
+    the tower in Mistral's rotary order; tekken.json with its image config."""
+    import torch
+    import transformers
+    p = dict(DENSE_PARAMS, vision_encoder=vision)
+    v = vision
+    vheads = v["num_attention_heads"]
+    text = transformers.MistralConfig(
+        hidden_size=p["dim"], num_hidden_layers=p["n_layers"], head_dim=p["head_dim"],
+        intermediate_size=p["hidden_dim"], num_attention_heads=p["n_heads"],
+        num_key_value_heads=p["n_kv_heads"], vocab_size=p["vocab_size"],
+        rms_norm_eps=p["norm_eps"], rope_theta=p["rope_theta"],
+        max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=False)
+    cfg = transformers.Mistral3Config(
+        text_config=text, image_token_index=v["image_token_id"],
+        spatial_merge_size=v["spatial_merge_size"], multimodal_projector_bias=v["adapter_bias"],
+        tie_word_embeddings=False,
+        vision_config={"hidden_size": v["hidden_size"],
+                       "intermediate_size": v["intermediate_size"],
+                       "num_hidden_layers": v["num_hidden_layers"],
+                       "num_attention_heads": vheads,
+                       "head_dim": v["hidden_size"] // vheads,
+                       "image_size": v["image_size"], "patch_size": v["patch_size"]})
+    torch.manual_seed(1234)
+    model = transformers.Mistral3ForConditionalGeneration(cfg).to(torch.bfloat16)
+    with torch.no_grad():
+        for q in model.parameters():
+            q.add_(torch.randn_like(q) * 0.02)
+    older = [("model.language_model.", "language_model.model."),
+             ("model.vision_tower.", "vision_tower."),
+             ("model.multi_modal_projector.", "multi_modal_projector."),
+             ("lm_head.", "language_model.lm_head.")]
+    tensors = {}
+    for n, t in hf_tensors(model).items():
+        for new, old in older:
+            if n.startswith(new):
+                n = old + n[len(new):]
+        if n.startswith("language_model."):
+            n = n[len("language_model."):]
+            if ".q_proj." in n:
+                t = interleave_heads(t, p["n_heads"])
+            elif ".k_proj." in n:
+                t = interleave_heads(t, p["n_kv_heads"])
+            tensors[mistral_name(n, DENSE_NAMES)] = t
+        else:
+            if ".q_proj." in n or ".k_proj." in n:
+                t = interleave_heads(t, vheads)
+            n = mistral_name(n, PIXTRAL_NAMES)
+            if n.startswith("patch_merger.") and v["mm_projector_id"] != "patch_merge" or \
+                    n.startswith("pre_mm_projector_norm.") and \
+                    not v["add_pre_mm_projector_layer_norm"]:
+                continue
+            tensors[n] = t
+    save_consolidated(out, tensors, p, 1)
+    write_tekken(out, p["vocab_size"], image={
+        "image_patch_size": v["patch_size"], "max_image_size": v["max_image_size"],
+        "spatial_merge_size": v["spatial_merge_size"]})

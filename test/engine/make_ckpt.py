@@ -3720,6 +3720,14 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # Mistral 7B's layout in Mistral's own format (MistralForCausalLM:
        # wq and wk rows interleaved for rotary, one consolidated.safetensors)
        "mistral_consolidated": "ckpt_mistral:make_dense",
+       # Mistral Small 3.1's layout in Mistral's own format
+       # (PixtralForConditionalGeneration: params.json's vision_encoder, the
+       # tower and projector under Mistral's names, tekken.json with its
+       # image config)
+       "pixtral_mistral": "ckpt_mistral:make_pixtral",
+       # Pixtral 12B's (adapter biases, no patch merger, no norm before
+       # the adapter)
+       "pixtral_mistral-12b": "ckpt_mistral:make_pixtral_12b",
        # llama's Medusa draft (test/engine/run's ARCH:TP:medusa cases)
        "llama-medusa": "ckpt_medusa",
        # llama's EAGLE-1 draft (test/engine/run's ARCH:TP:eagle cases)

@@ -161,6 +161,21 @@ def image_prompt(model):
     the config's boi_token_index is; vLLM expands it."""
     import numpy as np
     from PIL import Image
+    if not os.path.exists(os.path.join(model, "config.json")):
+        # Mistral's own format with a vision encoder (params.json's
+        # vision_encoder: PixtralForConditionalGeneration): vLLM's processor
+        # expands nothing, only checks the image's tokens as Mistral's
+        # tokenizer writes them, rows of [IMG] each ended by [IMG_BREAK],
+        # the last by [IMG_END] (ckpt_mistral.py: a 56x56 image of 14-pixel
+        # patches merged 2x2, two rows of two)
+        v = json.load(open(os.path.join(model, "params.json")))["vision_encoder"]
+        size = v["max_image_size"]
+        side = size // v["patch_size"] // v["spatial_merge_size"]
+        image = ([v["image_token_id"]] * side + [v["image_break_token_id"]]) * side
+        image[-1] = v["image_end_token_id"]
+        px = np.random.default_rng(7).integers(0, 256, (size, size, 3), dtype=np.uint8)
+        return {"prompt_token_ids": [2, 17] + image + [243, 9],
+                "multi_modal_data": {"image": Image.fromarray(px)}}
     cfg = json.load(open(os.path.join(model, "config.json")))
     if any(a in cfg["architectures"][0] for a in ("Qwen2Audio", "AudioFlamingo3", "Qwen3ASR",
                                                   "GlmAsr", "GraniteSpeech")):
@@ -719,8 +734,10 @@ def answers(model, tp, out, **kw):
         fork_workers()
     t0 = time.perf_counter()
     # A multimodal checkpoint ships a tokenizer: vLLM's processor for its
-    # images needs one (the prompts stay token ids).
-    tok = os.path.exists(os.path.join(model, "tokenizer.json"))
+    # images needs one (the prompts stay token ids); in Mistral's own
+    # format, tekken.json (ckpt_mistral.py's Pixtral).
+    tok = os.path.exists(os.path.join(model, "tokenizer.json")) or (
+        architecture(model) is None and os.path.exists(os.path.join(model, "tekken.json")))
     if "speculative_config" in kw:
         # the draft's counts (spec_counts below) come from the engine's stats
         kw.setdefault("disable_log_stats", False)
