@@ -149,9 +149,10 @@ Test(builtin, deepseek_v4_mtp)
 }
 
 /* the first rule for name whose "if" holds where config.json has a vision
- * tower: past the text model's rules for vision_n_layers == 0 and the
- * refusals for a tp that does not divide the tower's heads, or for
- * DeepseekV4ForConditionalGeneration without a tower */
+ * tower whose heads tp divides: past the text model's rules for
+ * vision_n_layers == 0, the tower's whole layout for a tp that does not
+ * divide its heads, and the refusal of DeepseekV4ForConditionalGeneration
+ * without a tower */
 static const struct rules_rule *find_vl(const struct wshard_rules *r,
 					const char *name, struct rules_capture *cap)
 {
@@ -161,7 +162,7 @@ static const struct rules_rule *find_vl(const struct wshard_rules *r,
 		if (rules_match(r->rules[i].match, name, cap) &&
 		    !(r->rules[i].cond && (strstr(r->rules[i].cond, "vision_n_layers == 0") ||
 					   strstr(r->rules[i].cond, "vision_n_layers < 1") ||
-					   strstr(r->rules[i].cond, "vision_n_heads % tp"))))
+					   strstr(r->rules[i].cond, "vision_n_heads % tp != 0"))))
 			return &r->rules[i];
 	return NULL;
 }
@@ -171,7 +172,8 @@ static const struct rules_rule *find_vl(const struct wshard_rules *r,
  * names DeepseekV4ForCausalLM): the text model under language_model.; the
  * tower's fused wqkv and mlp.w1 unpacked and cut, wo and w2 by columns; the
  * aligner's w1 by rows and w2 by columns; the image embeddings and each
- * router's bias_vl F32 and whole.  DeepseekV4ForConditionalGeneration named
+ * router's bias_vl F32 and whole; tower and aligner whole where tp does not
+ * divide the tower's heads.  DeepseekV4ForConditionalGeneration named
  * itself: the same, its own file.
  */
 Test(builtin, deepseek_v4_vl)
@@ -212,11 +214,10 @@ Test(builtin, deepseek_v4_vl)
 		cr_assert_eq(rule->dtype, WSHARD_F32);
 		cr_assert_str_eq(rule->output,
 				 "language_model.model.layers.{n}.ffn.experts.gate.bias_vl");
-		/* first, under conditions: a tp that does not divide the
-		 * tower's heads, or DeepseekV4ForConditionalGeneration without a
-		 * tower, refused */
-		rule = find_rule(r, "vision.norm.weight", &cap);
-		cr_assert_eq(rule->kind, RULE_REFUSE);
+		/* a tp that does not divide the tower's heads: whole, as the
+		 * checkpoint has it (vLLM's data-parallel fallback) */
+		rule = find_rule(r, "vision.blocks.0.attn.wqkv.weight", &cap);
+		cr_assert_eq(rule->kind, i ? RULE_REFUSE : RULE_REPLICATE);
 		cr_assert_not_null(rule->cond);
 		wshard_rules_free(r);
 		r = NULL;

@@ -200,7 +200,7 @@ DSV4_VISION = dict(vision_n_layers=2, vision_dim=64, vision_n_heads=4,
                    vision_rope_theta=10000.0)
 
 
-def deepseek_v4_vision(out):
+def deepseek_v4_vision(out, **over):
     """Adds to the DeepSeek-V4 checkpoint deepseek_v4_native made the
     tensors DeepSeek-V4-Flash-Vision-Exp ships beside its text model, in
     their names as vLLM 0.32's DeepseekV4ForConditionalGeneration reads
@@ -216,19 +216,22 @@ def deepseek_v4_vision(out):
     config.json, whose architectures stay DeepseekV4ForCausalLM as the
     release's do (vLLM routes it to the vision class).  The norms are F32
     (vLLM casts the tower to the model's dtype), the image embeddings BF16
-    (vLLM holds them F32), so that both casts show."""
+    (vLLM holds them F32), so that both casts show.  over: vision_* keys
+    other than DSV4_VISION's (deepseek_v4_vl-h3: 3 heads, which tp 2 does
+    not divide)."""
     import json
     import os
     import torch
     from safetensors.torch import save_file
     cfg_path = os.path.join(out, "config.json")
     cfg = json.load(open(cfg_path))
-    cfg.update(DSV4_VISION)
+    vis = dict(DSV4_VISION, **over)
+    cfg.update(vis)
     with open(cfg_path, "w") as f:
         json.dump(cfg, f, indent=2)
-    h, d = cfg["hidden_size"], DSV4_VISION["vision_dim"]
-    i, p = DSV4_VISION["vision_inter_dim"], DSV4_VISION["vision_patch_size"]
-    r = DSV4_VISION["vision_downsample_ratio"]
+    h, d = cfg["hidden_size"], vis["vision_dim"]
+    i, p = vis["vision_inter_dim"], vis["vision_patch_size"]
+    r = vis["vision_downsample_ratio"]
     g = torch.Generator().manual_seed(2468)
 
     def rnd(*shape, dtype=torch.bfloat16):
@@ -239,7 +242,7 @@ def deepseek_v4_vision(out):
          "vision.norm.weight": 1 + rnd(d, dtype=torch.float32),
          "aligner.w1.weight": rnd(h, d * r * r), "aligner.w1.bias": rnd(h),
          "aligner.w2.weight": rnd(h, h), "aligner.w2.bias": rnd(h)}
-    for n in range(DSV4_VISION["vision_n_layers"]):
+    for n in range(vis["vision_n_layers"]):
         b = f"vision.blocks.{n}."
         t.update({b + "norm1.weight": 1 + rnd(d, dtype=torch.float32),
                   b + "norm2.weight": 1 + rnd(d, dtype=torch.float32),
