@@ -147,3 +147,79 @@ Test(builtin, deepseek_v4_mtp)
 	cr_assert_eq(rule->dtype, WSHARD_U8);
 	wshard_rules_free(r);
 }
+
+/* the first rule for name whose "if" holds where config.json has a vision
+ * tower whose heads tp divides: past the text model's rules for
+ * vision_n_layers == 0, the tower's whole layout for a tp that does not
+ * divide its heads, and the refusal of DeepseekV4ForConditionalGeneration
+ * without a tower */
+static const struct rules_rule *find_vl(const struct wshard_rules *r,
+					const char *name, struct rules_capture *cap)
+{
+	size_t i;
+
+	for (i = 0; i < r->nrules; i++)
+		if (rules_match(r->rules[i].match, name, cap) &&
+		    !(r->rules[i].cond && (strstr(r->rules[i].cond, "vision_n_layers == 0") ||
+					   strstr(r->rules[i].cond, "vision_n_layers < 1") ||
+					   strstr(r->rules[i].cond, "vision_n_heads % tp != 0"))))
+			return &r->rules[i];
+	return NULL;
+}
+
+/*
+ * DeepSeek-V4 with its vision tower (DeepSeek-V4-Flash-Vision-Exp, which
+ * names DeepseekV4ForCausalLM): the text model under language_model.; the
+ * tower's fused wqkv and mlp.w1 unpacked and cut, wo and w2 by columns; the
+ * aligner's w1 by rows and w2 by columns; the image embeddings and each
+ * router's bias_vl F32 and whole; tower and aligner whole where tp does not
+ * divide the tower's heads.  DeepseekV4ForConditionalGeneration named
+ * itself: the same, its own file.
+ */
+Test(builtin, deepseek_v4_vl)
+{
+	static const char *const archs[] = { "DeepseekV4ForCausalLM",
+					     "DeepseekV4ForConditionalGeneration" };
+	struct wshard_rules *r = NULL;
+	struct wshard_error err;
+	struct rules_capture cap;
+	const struct rules_rule *rule;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		wshard_error_clear(&err);
+		cr_assert_eq(wshard_rules_builtin(&r, archs[i], &err), WSHARD_OK, "%s", err.msg);
+		cr_assert_str_eq(wshard_rules_name(r), i ? "builtin:deepseek_v4_vl"
+							 : "builtin:deepseek_v4");
+		rule = find_vl(r, "head.weight", &cap);
+		cr_assert_eq(rule->kind, RULE_VOCAB);
+		cr_assert_str_eq(rule->output, "language_model.lm_head.weight");
+		rule = find_vl(r, "layers.2.attn.wq_a.weight", &cap);
+		cr_assert_eq(rule->kind, RULE_FUSE);
+		cr_assert_str_eq(rule->output, "language_model.model.layers.{n}.attn.fused_wqa_wkv.weight");
+		rule = find_vl(r, "vision.blocks.1.attn.wqkv.weight", &cap);
+		cr_assert_eq(rule->kind, RULE_UNPACK);
+		cr_assert_str_eq(r->ops[rule->op].name, "vision_qkv");
+		rule = find_vl(r, "vision.blocks.1.mlp.w1.weight", &cap);
+		cr_assert_eq(rule->kind, RULE_UNPACK);
+		cr_assert_str_eq(r->ops[rule->op].name, "gate_up");
+		cr_assert_eq(find_vl(r, "vision.blocks.1.attn.wo.weight", &cap)->kind, RULE_COL);
+		cr_assert_eq(find_vl(r, "vision.blocks.1.attn.wo.bias", &cap)->kind, RULE_REPLICATE);
+		cr_assert_eq(find_vl(r, "aligner.w1.bias", &cap)->kind, RULE_ROW);
+		cr_assert_eq(find_vl(r, "aligner.w2.weight", &cap)->kind, RULE_COL);
+		rule = find_vl(r, "image_newline", &cap);
+		cr_assert_eq(rule->kind, RULE_REPLICATE);
+		cr_assert_eq(rule->dtype, WSHARD_F32);
+		rule = find_vl(r, "layers.0.ffn.gate.bias_vl", &cap);
+		cr_assert_eq(rule->dtype, WSHARD_F32);
+		cr_assert_str_eq(rule->output,
+				 "language_model.model.layers.{n}.ffn.experts.gate.bias_vl");
+		/* a tp that does not divide the tower's heads: whole, as the
+		 * checkpoint has it (vLLM's data-parallel fallback) */
+		rule = find_rule(r, "vision.blocks.0.attn.wqkv.weight", &cap);
+		cr_assert_eq(rule->kind, i ? RULE_REFUSE : RULE_REPLICATE);
+		cr_assert_not_null(rule->cond);
+		wshard_rules_free(r);
+		r = NULL;
+	}
+}

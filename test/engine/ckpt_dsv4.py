@@ -190,3 +190,93 @@ def deepseek_v4_fp4(out):
     cfg["quantization_config"]["scale_fmt"] = "ue8m0"
     with open(cfg_path, "w") as f:
         json.dump(cfg, f, indent=2)
+
+
+# DeepSeek-V4's vision tower in the test checkpoint (make_ckpt.py's
+# deepseek_v4_vl): 2 blocks of 4 heads, 64 wide, 4x4 patches merged 2x2.
+DSV4_VISION = dict(vision_n_layers=2, vision_dim=64, vision_n_heads=4,
+                   vision_inter_dim=96, vision_patch_size=4,
+                   vision_downsample_ratio=2, vision_max_n_token=64,
+                   vision_rope_theta=10000.0)
+
+
+def deepseek_v4_vision(out, **over):
+    """Adds to the DeepSeek-V4 checkpoint deepseek_v4_native made the
+    tensors DeepSeek-V4-Flash-Vision-Exp ships beside its text model, in
+    their names as vLLM 0.32's DeepseekV4ForConditionalGeneration reads
+    them (models/deepseek_v4/common/vision.py, common/vl_model.py), in a
+    shard of their own (transformers has no such model): the ViT
+    (vision.patch_embed.proj, vision.blocks.N.{norm1,attn.wqkv,attn.wo,
+    norm2,mlp.w1,mlp.w2}, vision.norm; wqkv and mlp.w1 fused as the
+    release ships them), the aligner (w1, w2 with biases), image_start,
+    image_end, image_newline and image_pad, and each MoE layer's router
+    bias for image tokens ffn.gate.bias_vl plus a router bias ffn.gate.bias
+    on the hash layers too (vLLM's vision model builds both on every MoE
+    layer: nvidia/model.py, DeepseekV4MoE).  The vision_* keys go into
+    config.json, whose architectures stay DeepseekV4ForCausalLM as the
+    release's do (vLLM routes it to the vision class).  The norms are F32
+    (vLLM casts the tower to the model's dtype), the image embeddings BF16
+    (vLLM holds them F32), so that both casts show.  over: vision_* keys
+    other than DSV4_VISION's (deepseek_v4_vl-h3: 3 heads, which tp 2 does
+    not divide)."""
+    import json
+    import os
+    import torch
+    from safetensors.torch import save_file
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    vis = dict(DSV4_VISION, **over)
+    cfg.update(vis)
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)
+    h, d = cfg["hidden_size"], vis["vision_dim"]
+    i, p = vis["vision_inter_dim"], vis["vision_patch_size"]
+    r = vis["vision_downsample_ratio"]
+    g = torch.Generator().manual_seed(2468)
+
+    def rnd(*shape, dtype=torch.bfloat16):
+        return (torch.randn(shape, generator=g) * 0.05).to(dtype)
+
+    t = {"vision.patch_embed.proj.weight": rnd(d, 3 * p * p),
+         "vision.patch_embed.proj.bias": rnd(d),
+         "vision.norm.weight": 1 + rnd(d, dtype=torch.float32),
+         "aligner.w1.weight": rnd(h, d * r * r), "aligner.w1.bias": rnd(h),
+         "aligner.w2.weight": rnd(h, h), "aligner.w2.bias": rnd(h)}
+    for n in range(vis["vision_n_layers"]):
+        b = f"vision.blocks.{n}."
+        t.update({b + "norm1.weight": 1 + rnd(d, dtype=torch.float32),
+                  b + "norm2.weight": 1 + rnd(d, dtype=torch.float32),
+                  b + "attn.wqkv.weight": rnd(3 * d, d),
+                  b + "attn.wqkv.bias": rnd(3 * d),
+                  b + "attn.wo.weight": rnd(d, d), b + "attn.wo.bias": rnd(d),
+                  b + "mlp.w1.weight": rnd(2 * i, d),
+                  b + "mlp.w2.weight": rnd(d, i)})
+    for s in ("start", "end", "newline", "pad"):
+        t["image_" + s] = rnd(h)
+    e = cfg["n_routed_experts"]
+    for n in range(cfg["num_hidden_layers"]):
+        t[f"layers.{n}.ffn.gate.bias_vl"] = rnd(e, dtype=torch.float32)
+        if n < cfg["num_hash_layers"]:
+            t[f"layers.{n}.ffn.gate.bias"] = rnd(e, dtype=torch.float32)
+    save_file(t, os.path.join(out, "model-vision.safetensors"),
+              metadata={"format": "pt"})
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    idx["weight_map"].update({k: "model-vision.safetensors" for k in t})
+    idx["weight_map"] = dict(sorted(idx["weight_map"].items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    # vLLM's processor for it needs a tokenizer (with skip_tokenizer_init it
+    # refuses: "DeepseekV4VLMultiModalProcessor requires a tokenizer") that
+    # holds the image placeholder and the five sentinel tokens at the ids it
+    # borrows (common/mm_preprocess.py, validate_image_sentinel_ids)
+    import transformers
+    from make_ckpt import word_tokenizer
+    special = {"<｜begin▁of▁sentence｜>": cfg["bos_token_id"],
+               "<｜end▁of▁sentence｜>": cfg["eos_token_id"], "<unk>": 2,
+               "<｜▁pad▁｜>": 3, "<｜deepseek_image｜>": cfg["vocab_size"] - 1}
+    special.update({"<|place_holder_mm_span_%04d|>" % (431 + k): 129257 + k
+                    for k in range(5)})
+    word_tokenizer(transformers.PretrainedConfig(vocab_size=cfg["vocab_size"]),
+                   special, "<｜▁pad▁｜>", "<｜end▁of▁sentence｜>",
+                   "<｜begin▁of▁sentence｜>", "<unk>").save_pretrained(out)

@@ -594,6 +594,13 @@ CASES = {
                          pad_token_id=0, eos_token_id=2)),
     # DeepSeek-V4 as DeepSeek ships it (ckpt_dsv4.py: deepseek_v4_native).
     "deepseek_v4": ("DeepseekV4Config", "DeepseekV4ForCausalLM", DSV4),
+    # DeepSeek-V4 with its vision tower, as DeepSeek-V4-Flash-Vision-Exp
+    # ships it (ckpt_dsv4.py: deepseek_v4_vision): config.json still names
+    # DeepseekV4ForCausalLM; vLLM builds DeepseekV4ForConditionalGeneration.
+    "deepseek_v4_vl": ("DeepseekV4Config", "DeepseekV4ForCausalLM", DSV4),
+    # ... with 3 vision heads (48 wide), which tp 2 does not divide: vLLM
+    # keeps the tower and the aligner whole on every rank
+    "deepseek_v4_vl-h3": ("DeepseekV4Config", "DeepseekV4ForCausalLM", DSV4),
     # DeepSeek-V4 with FP8 128x128 blocks as V4-Flash-Base ships them
     # (expert_dtype "fp8": F32 scales named X.scale), every split at tp 2
     # on whole blocks: 256 wo_a rows and expert rows.
@@ -4034,6 +4041,12 @@ def make(arch, out):
     if arch.startswith("deepseek_v4"):
         from ckpt_dsv4 import deepseek_v4_native
         deepseek_v4_native(out)
+    if arch == "deepseek_v4_vl":
+        from ckpt_dsv4 import deepseek_v4_vision
+        deepseek_v4_vision(out)
+    elif arch == "deepseek_v4_vl-h3":
+        from ckpt_dsv4 import deepseek_v4_vision
+        deepseek_v4_vision(out, vision_n_heads=3, vision_dim=48)
     if arch == "deepseek_v4-fp8":
         from ckpt_dsv4 import deepseek_v4_fp8
         deepseek_v4_fp8(out)

@@ -510,6 +510,16 @@ def architecture(model):
         return None
 
 
+def vision_layers(model):
+    """config.json's vision_n_layers (DeepSeek-V4's vision tower), 0 where
+    it has none."""
+    try:
+        return int(json.load(open(os.path.join(model, "config.json"))).get(
+            "vision_n_layers") or 0)
+    except (OSError, ValueError, TypeError):
+        return 0
+
+
 def step3p7_overrides(model):
     """Step-3.7's config.json keys that transformers' Step3p7Config drops or
     renames as it reads them and vLLM 0.32 reads under their release names
@@ -578,6 +588,11 @@ def arch_settings(model, kw):
         # tower): not profiled; its prompts are text alone (MiniCPM-V's
         # and MiniCPM-o's test checkpoints: their stub image processor
         # processes no image)
+        kw.setdefault("skip_mm_profiling", True)
+    if arch == "DeepseekV4ForCausalLM" and vision_layers(model) > 0:
+        # DeepSeek-V4 with its vision tower (vLLM builds
+        # DeepseekV4ForConditionalGeneration): its profiling image takes
+        # sentinel ids past the test checkpoint's vocabulary; not profiled
         kw.setdefault("skip_mm_profiling", True)
     if arch == "UltravoxModel":
         # its processor is a stand-in named by auto_map (ckpt_ultravox.py,

@@ -415,6 +415,56 @@ def _patch_dsv4_mtp(module):
         pkg.DeepSeekV4MTP = gpu_mtp.DeepSeekV4MTP
 
 
+def _patch_dsv4_vl(module):
+    """WSHARD_ORACLE_DSV4_VL: vLLM 0.32's CPU build has no DeepSeek-V4
+    vision model: the registry's DeepseekV4ForConditionalGeneration is
+    vl_stub.py's, which raises NotImplementedError ("DeepSeek-V4 vision
+    (DeepseekV4ForConditionalGeneration) is not supported on the current
+    platform; use CUDA or ROCm.").  Here it is vLLM's own (common/
+    vl_model.py: its tower and aligner, common/vision.py; its mapper and
+    load_weights), which builds the CPU build's DeepseekV4ForCausalLM as
+    its language_model, given what vLLM's GPU text model builds for a
+    vision checkpoint (nvidia/model.py, DeepseekV4MoE.__init__; amd/ the
+    same) and the CPU one does not: each MoE router's F32 bias_vl
+    [n_routed_experts], and its e_score_correction_bias on the hash layers
+    too where topk_method is noaux_tc (_patch_dsv4_vl_moe).  Load and save
+    only: the text model then fails as DeepSeek-V4's does on the CPU."""
+    from vllm.models.deepseek_v4.common import vl_model
+    module.DeepseekV4ForConditionalGeneration = vl_model.DeepseekV4ForConditionalGeneration
+    pkg = sys.modules.get("vllm.models.deepseek_v4")
+    if pkg is not None and hasattr(pkg, "DeepseekV4ForConditionalGeneration"):
+        pkg.DeepseekV4ForConditionalGeneration = \
+            vl_model.DeepseekV4ForConditionalGeneration
+
+
+def _patch_dsv4_vl_moe(module):
+    """WSHARD_ORACLE_DSV4_VL: the CPU build's DeepseekV4MoE given the
+    router parameters vLLM's GPU one builds where config.json has a
+    vision tower (nvidia/model.py, DeepseekV4MoE.__init__: bias_vl on every
+    MoE layer, e_score_correction_bias on the hash layers too); they are
+    loaded and saved, not used (the CPU forward never runs: see
+    _patch_dsv4_vl)."""
+    import torch
+    from torch import nn
+    real = module.DeepseekV4MoE.__init__
+
+    def __init__(self, vllm_config, prefix=""):
+        real(self, vllm_config, prefix)
+        config = vllm_config.model_config.hf_config
+        if getattr(config, "vision_n_layers", 0) <= 0:
+            return
+        if (getattr(config, "topk_method", None) == "noaux_tc" and
+                self.gate.e_score_correction_bias is None):
+            self.gate.e_score_correction_bias = nn.Parameter(
+                torch.empty(config.n_routed_experts, dtype=torch.float32),
+                requires_grad=False)
+        self.gate.bias_vl = nn.Parameter(
+            torch.empty(config.n_routed_experts, dtype=torch.float32),
+            requires_grad=False)
+
+    module.DeepseekV4MoE.__init__ = __init__
+
+
 def _patch_mxfp4_cpu(module):
     """WSHARD_ORACLE_MXFP4_CPU: vLLM 0.32's CPU MXFP4 MoE kernel
     (CPUExpertsMxfp4, GPT-OSS's and DeepSeek-V4's FP4 experts) is built only
@@ -1003,6 +1053,9 @@ if os.environ.get("WSHARD_ORACLE_ML3_EAGLE"):
     _hook("vllm.model_executor.models.mistral_large_3_eagle", _patch_ml3_eagle)
 if os.environ.get("WSHARD_ORACLE_DSV4_MTP"):
     _hook("vllm.models.deepseek_v4.cpu.mtp", _patch_dsv4_mtp)
+if os.environ.get("WSHARD_ORACLE_DSV4_VL"):
+    _hook("vllm.models.deepseek_v4.vl_stub", _patch_dsv4_vl)
+    _hook("vllm.models.deepseek_v4.cpu.model", _patch_dsv4_vl_moe)
 if os.environ.get("WSHARD_ORACLE_DFLASH2"):
     _hook("vllm.config.vllm", _patch_dflash2)
 if os.environ.get("WSHARD_ORACLE_LONGCAT_NGRAM"):
