@@ -451,6 +451,22 @@ Test(catalog, mistral_format_pixtral)
 
 /* params.json of an architecture without rules in Mistral's format
  * (Mixtral: a moe object without shared experts) is refused by name. */
+/* A bad entry of consolidated.safetensors.index.json is reported under
+ * that file's name, not the HF index's. */
+Test(catalog, mistral_format_bad_index)
+{
+	char *dir = tmp_dir();
+	char *ck = mistral_ckpt(dir, "--layers 1", LARGE3_PARAMS);
+	const char *want[] = { "consolidated.safetensors.index.json'",
+		"weight_map entry for 'model.norm.weight'", "leaves the directory", NULL };
+
+	write_text(ck, "consolidated.safetensors.index.json",
+		   "{\"weight_map\": {\"model.norm.weight\": \"../consolidated.safetensors\"}}\n");
+	open_fails(ck, WSHARD_EINVAL, want);
+	free(ck);
+	rm_tree(dir);
+}
+
 Test(catalog, mistral_format_unsupported)
 {
 	char *dir = tmp_dir();

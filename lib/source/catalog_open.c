@@ -50,33 +50,37 @@ static int cmp_tensor(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* A weight_map file name must stay inside the checkpoint directory. */
+/* A file the checkpoint names must stay inside its directory: a
+ * weight_map entry of index (the index file's path; tensor the entry's
+ * tensor), or a file found by name (index NULL). */
 static enum wshard_err check_member_name(const struct wshard_catalog *cat,
-					 const char *name, const char *tensor,
-					 struct wshard_error *err)
+					 const char *name, const char *index,
+					 const char *tensor, struct wshard_error *err)
 {
 	const char *dir = cat->dir;
-	char real_dir[PATH_MAX], real_file[PATH_MAX];
+	char real_dir[PATH_MAX], real_file[PATH_MAX], what[PATH_MAX + 512];
 	char *path;
 	const char *p;
 	size_t n;
 
+	if (index)
+		snprintf(what, sizeof(what), "'%s': weight_map entry for '%s' names '%s'",
+			 index, tensor, name);
+	else
+		snprintf(what, sizeof(what), "'%s': '%s'", dir, name);
 	if (!*name || name[0] == '/')
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s/%s': weight_map entry for '%s' names '%s', which is not a relative path",
-					dir, INDEX_NAME, tensor, name);
+		return wshard_error_set(err, WSHARD_EINVAL, "%s, which is not a relative path",
+					what);
 	for (p = name; *p; p += n + (p[n] == '/')) {
 		n = strcspn(p, "/");
 		if ((n == 2 && p[0] == '.' && p[1] == '.') || n == 0)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s/%s': weight_map entry for '%s' names '%s', which leaves the directory",
-						dir, INDEX_NAME, tensor, name);
+						"%s, which leaves the directory", what);
 	}
 	if (cat->archive) {
 		if (arc_find(cat->archive, name) < 0)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': weight_map entry for '%s' names '%s', which is not in the archive",
-						dir, tensor, name);
+						"%s, which is not in the archive", what);
 		return WSHARD_OK;
 	}
 	path = wshard_path_join(dir, name);
@@ -86,9 +90,7 @@ static enum wshard_err check_member_name(const struct wshard_catalog *cat,
 		int e = errno;
 
 		free(path);
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s/%s': weight_map entry for '%s' names '%s': %s",
-					dir, INDEX_NAME, tensor, name, strerror(e));
+		return wshard_error_set(err, WSHARD_EINVAL, "%s: %s", what, strerror(e));
 	}
 	free(path);
 	if (!realpath(dir, real_dir))
@@ -98,8 +100,7 @@ static enum wshard_err check_member_name(const struct wshard_catalog *cat,
 	if ((strncmp(real_file, real_dir, n) != 0 || real_file[n] != '/') &&
 	    !wshard_hf_is_blob(real_dir, real_file))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s/%s': weight_map entry for '%s' names '%s', a link that leaves the directory",
-					dir, INDEX_NAME, tensor, name);
+					"%s, a link that leaves the directory", what);
 	return WSHARD_OK;
 }
 
@@ -229,7 +230,7 @@ static enum wshard_err add_mapped_files(struct wshard_catalog *cat, const char *
 						path, e[i].name);
 		if (find_file(cat, e[i].file) >= 0)
 			continue;
-		rc = check_member_name(cat, e[i].file, e[i].name, err);
+		rc = check_member_name(cat, e[i].file, path, e[i].name, err);
 		if (!rc)
 			rc = add_file(cat, e[i].file, err);
 		if (rc)
@@ -428,7 +429,7 @@ static enum wshard_err open_subdirs(struct wshard_catalog *cat, bool top, bool *
 				      "'%s' holds neither %s nor %s nor [tv]*er/*.safetensors, where vLLM reads %s's weights",
 				      cat->path, INDEX_NAME, SINGLE_NAME, catalog_subdir_arch(cat));
 	for (i = 0; i < n && !rc; i++) {
-		rc = check_member_name(cat, names[i], names[i], err);
+		rc = check_member_name(cat, names[i], NULL, NULL, err);
 		if (!rc)
 			rc = add_file(cat, names[i], err);
 	}
@@ -470,7 +471,7 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 	} else if (has_file(cat, index)) {
 		rc = load_index(cat, index, err);
 	} else if (has_file(cat, single)) {
-		rc = check_member_name(cat, SINGLE_NAME, SINGLE_NAME, err);
+		rc = check_member_name(cat, SINGLE_NAME, NULL, NULL, err);
 		if (!rc)
 			rc = add_file(cat, SINGLE_NAME, err);
 		if (!rc)
