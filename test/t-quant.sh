@@ -722,11 +722,104 @@ for out, e, rows in ((sys.argv[1], 2, 64), (sys.argv[2], 1, 128)):
 PY
 fi
 echo "   quark: INT8 experts with dynamic activations, vLLM's zero input zero points written"
-# Its experts (vLLM's QuarkW4A16Int4MoEMethod repacks them as it loads
-# them, U8 [E, 2I/tp, H/2] from the int32 [in, out/8] words): refused.
-gen "$T/src-quarkw4moe" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-heads 2 \
+# Its experts: vLLM's QuarkW4A16Int4MoEMethod repacks them as it loads
+# them (quark_moe.py get_weight_loader, convert_quark_tensor): each int32
+# [in, out/8] word's nibbles (reordered by pack_method "reorder", XORed
+# with 8 where symmetric) transposed, two a byte, w13_weight U8
+# [E, 2I/tp, H/2] and w2_weight [E, H, I/tp/2]; zero points [out/2,
+# groups] (w13 [E, I/tp, H/g], w2 [E, H/2, I/tp/g]); scales transposed.
+# Hidden 128, 256 intermediate rows, groups of 128 (one a rank at tp 2),
+# "order" asymmetric as gen-checkpoint writes it and "reorder" symmetric
+# (the same words under another config): every byte at tp 2 against the
+# repacking done here.  Under --expert-parallel vLLM 0.32 loads none (its
+# loader stores the zero points at the global expert index): refused.
+gen "$T/src-quarkw4moe" --arch qwen3_moe --layers 1 --hidden 128 --heads 4 --kv-heads 2 \
+	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 256 --awq 128 --quark-names
+gen "$T/src-quarkw4moes" --arch qwen3_moe --layers 1 --hidden 128 --heads 4 --kv-heads 2 \
+	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 256 --awq 128 --quark-names \
+	--set-config 'quantization_config={"quant_method": "quark", "exclude": ["lm_head"], "export": {"pack_method": "reorder"}, "global_quant_config": {"weight": {"dtype": "int4", "qscheme": "per_group", "ch_axis": 1, "group_size": 128, "symmetric": true, "is_dynamic": false}, "input_tensors": null, "output_tensors": null, "bias": null}}'
+for v in quarkw4moe quarkw4moes; do
+	ncases=$((ncases + 1))
+	if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-$v" "$T/out-$v" &&
+	   expect_exit 0 "$WSHARD" verify "$T/out-$v"; then
+		py_st "$T/src-$v" "$T/out-$v" "$v" <<'PY' || fail "$v: W4A16 experts are not vLLM's repacked bytes"
+import glob, os, struct, sys
+import st
+src = st.read(glob.glob(os.path.join(sys.argv[1], "*.safetensors")))
+sym = sys.argv[3].endswith("s")
+pos = [0, 4, 1, 5, 2, 6, 3, 7] if sym else list(range(8))   # reorder iff symmetric here
+
+def nibbles(t):
+    """quark_int4_weight_loader's view of int32 [rows, cols/8]: [rows][cols] values"""
+    dt, (rows, words), b = t
+    assert dt == "I32"
+    out = []
+    for r in range(rows):
+        ws = struct.unpack_from("<%dI" % words, b, r * words * 4)
+        out.append([((w >> 4 * pos[c]) & 0xF) ^ (8 if sym else 0) for w in ws for c in range(8)])
+    return out
+
+def weight(t, c0, c1, r0, r1):
+    """U8 [out, in/2] of output columns [c0, c1), input rows [r0, r1)"""
+    v = nibbles(t)
+    return bytes(v[i][o] | v[i + 1][o] << 4 for o in range(c0, c1) for i in range(r0, r1, 2))
+
+def zeros(t, c0, c1, r0, r1):
+    """U8 [out/2, groups]"""
+    v = nibbles(t)
+    return bytes(v[g][o] | v[g][o + 1] << 4 for o in range(c0, c1, 2) for g in range(r0, r1))
+
+def scale(t, c0, c1, r0, r1):
+    """[out, groups] of BF16 [groups, out]"""
+    dt, (rows, cols), b = t
+    return b"".join(b[(g * cols + o) * 2:(g * cols + o) * 2 + 2] for o in range(c0, c1) for g in range(r0, r1))
+
+H, I, G = 128, 256, 128
+E = "model.layers.0.mlp.experts.%d.%s_proj.weight"
+O = "model.layers.0.mlp.experts.routed_experts."
+for out, tp, ep in ((sys.argv[2], 2, False),):
+    share = I // tp
+    for r in range(2):
+        o = st.read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
+        experts = [r] if ep else [0, 1]
+        i0 = 0 if ep else r * share
+        want = {"w13_weight": ("U8", [H // 2]), "w2_weight": ("U8", [share // 2]),
+                "w13_weight_scale": ("BF16", [H // G]), "w2_weight_scale": ("BF16", [share // G]),
+                "w13_weight_zero_point": ("U8", [H // G]), "w2_weight_zero_point": ("U8", [share // G])}
+        rows = {"w13_weight": 2 * share, "w2_weight": H, "w13_weight_scale": 2 * share,
+                "w2_weight_scale": H, "w13_weight_zero_point": share, "w2_weight_zero_point": H // 2}
+        for k, (dt, last) in want.items():
+            assert o[O + k][:2] == (dt, [len(experts), rows[k]] + last), (out, r, k, o[O + k][:2])
+        assert not any(k.endswith(("qweight", "qzeros", "scales")) for k in o), (out, r)
+        for n, k, f in (("weight", "weight", weight), ("weight_scale", "weight_scale", scale),
+                        ("weight_zero_point", "weight_zero_point", zeros)):
+            w13, w2 = b"", b""
+            for e in experts:
+                t = lambda p: src[(E % (e, p)) + n[len("weight"):]]
+                # w13: gate's then up's outputs [i0, i0 + share), every input
+                # (group); w2: every output, inputs (groups) of the rank's rows
+                ins = H if n == "weight" else H // G
+                w13 += f(t("gate"), i0, i0 + share, 0, ins) + f(t("up"), i0, i0 + share, 0, ins)
+                a, b = (i0, i0 + share) if n == "weight" else (i0 // G, (i0 + share) // G)
+                w2 += f(t("down"), 0, H, a, b)
+            assert o[O + "w13_" + k][2] == w13, (out, r, k)
+            assert o[O + "w2_" + k][2] == w2, (out, r, k)
+PY
+	fi
+done
+echo "   quark: W4A16 experts repacked as vLLM loads them (order, reorder and XOR; tp 2)"
+ncases=$((ncases + 1))
+if expect_exit 3 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/src-quarkw4moe" "$T/out-quarkw4moe-ep"; then
+	err_has quark-w4a16-ep "experts.0.gate_proj.weight': Quark's W4A16 experts under --expert-parallel: vLLM 0.32 cannot load them (QuarkW4A16Int4MoEMethod's weight loader stores each zero point at the global expert index, past a rank's own experts)"
+fi
+[ -e "$T/out-quarkw4moe-ep" ] && fail "quark-w4a16-ep: an output was written"
+# vLLM's create_weights halves the group size while a rank's intermediate
+# rows are no multiple of it (group_size_div_factor: each scale and zero
+# point repeated): 128 rows, 64 a rank at tp 2, groups of 128, refused
+# before anything is written.
+gen "$T/src-quarkw4moecut" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-heads 2 \
 	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 128 --awq 128 --quark-names
-refused quark-w4a16-moe 2 "experts.0.gate_proj.weight': Quark's W4A16 experts (vLLM's QuarkW4A16Int4MoEMethod, which repacks them as it loads them: U8 [out, in/2] from the int32 [in, out/8] words) are not supported yet" "$T/src-quarkw4moe"
+refused quark-w4a16-moe 2 "experts.0.gate_proj.weight': Quark's W4A16 experts of hidden size 128 and 64 intermediate rows a rank (tp 2) cut a group of 128 or a word of 8 (vLLM's QuarkW4A16Int4MoEMethod then halves its groups, repeating each scale and zero point, which wshard does not write)" "$T/src-quarkw4moecut"
 # vLLM holds a zero point beside every W4A16 weight: one missing is refused.
 gen "$T/src-quarkw4z" --layers 1 --hidden 256 --heads 4 --kv-heads 4 --intermediate 512 \
 	--vocab 256 --awq 128 --quark-names --drop-tensor model.layers.0.mlp.up_proj.weight_zero_point

@@ -11,7 +11,7 @@
  * (vLLM's load_moe_expert_weights under an expert_map), linear in one
  * piece, round_robin in one an expert; a deinterleaved block of whole
  * rows (Llama 4's q/k heads); and the same copies put in tiles of output
- * rows (stream_put_tile).
+ * rows (stream_put_tile); Quark's W4A16 int32 words repacked (int4).
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -43,6 +43,49 @@ Test(transpose, two_byte_elements)
 	for (j = 0; j < 4; j++)
 		for (k = 0; k < 3; k++)
 			cr_assert_eq(out[j * 3 + k], row[(1 + k) * 7 + 2 + j], "j %d k %d", j, k);
+}
+
+/*
+ * Quark's W4A16 experts (enum wshard_int4): two sub-rows of one int32
+ * word each, 0x76543210 and 0xfedcba98 (value c of a word in nibble c),
+ * the second word column of a source row of two; vLLM's
+ * convert_quark_tensor by hand.  WEIGHT: output c = value c of row 0 |
+ * value c of row 1 << 4; with REORDER value c is nibble
+ * [0, 4, 1, 5, 2, 6, 3, 7][c]; with XOR each value ^ 8.  ZEROS: output
+ * row h = (values 2h | 2h+1 << 4) of row 0, then of row 1.
+ */
+Test(transpose, int4_words)
+{
+	static const uint32_t row[4] = { 0xffffffffu, 0x76543210u, 0, 0xfedcba98u };
+	static const unsigned char weight[8] = { 0x80, 0x91, 0xa2, 0xb3, 0xc4, 0xd5, 0xe6, 0xf7 };
+	static const unsigned char reorder[8] = { 0x80, 0xc4, 0x91, 0xd5, 0xa2, 0xe6, 0xb3, 0xf7 };
+	static const unsigned char zeros[8] = { 0x10, 0x98, 0x32, 0xba, 0x54, 0xdc, 0x76, 0xfe };
+	struct wshard_piece p = {
+		.kind = WSHARD_PIECE_COPY, .tr_rows = 2, .tr_stride = 8, .tr_width = 4, .tr_es = 4,
+		.int4 = WSHARD_INT4_WEIGHT,
+	};
+	unsigned char out[8];
+	int c;
+
+	stream_transpose_row(&p, (const char *)row + 4, (char *)out);
+	cr_assert_arr_eq(out, weight, 8);
+	p.int4 = WSHARD_INT4_WEIGHT | WSHARD_INT4_REORDER;
+	stream_transpose_row(&p, (const char *)row + 4, (char *)out);
+	cr_assert_arr_eq(out, reorder, 8);
+	p.int4 = WSHARD_INT4_WEIGHT | WSHARD_INT4_XOR;
+	stream_transpose_row(&p, (const char *)row + 4, (char *)out);
+	for (c = 0; c < 8; c++)
+		cr_assert_eq(out[c], weight[c] ^ 0x88, "c %d", c);
+	p.int4 = WSHARD_INT4_ZEROS;
+	stream_transpose_row(&p, (const char *)row + 4, (char *)out);
+	cr_assert_arr_eq(out, zeros, 8);
+	p.int4 = WSHARD_INT4_ZEROS | WSHARD_INT4_REORDER | WSHARD_INT4_XOR;
+	stream_transpose_row(&p, (const char *)row + 4, (char *)out);
+	/* values in order 0, 4, 1, 5, ...: row 0 bytes 0x40, 0x51, 0x62, 0x73 */
+	cr_assert_eq(out[0], 0x40 ^ 0x88);
+	cr_assert_eq(out[1], 0xc8 ^ 0x88);
+	cr_assert_eq(out[6], 0x73 ^ 0x88);
+	cr_assert_eq(out[7], 0xfb ^ 0x88);
 }
 
 /* Larger than a tile both ways, four-byte elements: 40 x 70 whole. */

@@ -61,6 +61,25 @@ enum wshard_piece_add {
 };
 
 /*
+ * How a transposed piece repacks int32 words of eight 4-bit values (a
+ * source [A, B/8], value 8j+c of a row in word j, its nibble c, or with
+ * REORDER nibble [0, 4, 1, 5, 2, 6, 3, 7][c]), each value XORed with 8
+ * with XOR: WEIGHT, as U8 [B, A/2] (rows of the values transposed, two a
+ * byte, the even row's in the low nibble); ZEROS, as U8 [B/2, A] (values
+ * 2h and 2h+1 of a word column one byte of row h).  Each word column j
+ * gives output bytes [4jA, 4(j+1)A), as a plain transpose does.
+ */
+enum wshard_int4 {
+	WSHARD_INT4_WEIGHT = 1,
+	WSHARD_INT4_ZEROS = 2,
+	WSHARD_INT4_REORDER = 4,
+	WSHARD_INT4_XOR = 8,
+};
+
+/* int4 flags as the manifest names them ("weight", "zeros reorder xor", ...) */
+const char *wshard_int4_text(uint8_t int4);
+
+/*
  * One contiguous run of an output tensor.  A COPY takes a rectangle of
  * the source tensor seen as a matrix of rows x row_bytes (rows = shape[0],
  * 1 for a scalar): rows [row0, row0 + nrows), bytes [col0, col0 + ncols)
@@ -120,6 +139,10 @@ struct wshard_piece {
 	/* COPY of F32, F16 or BF16: each element x written as x + addend
 	 * (enum wshard_piece_add); 0: as it is */
 	uint8_t add;
+	/* A transposed COPY of I32 words of eight 4-bit values (tr_es 4),
+	 * repacked as vLLM's QuarkW4A16Int4MoEMethod loads Quark's experts
+	 * (enum wshard_int4); 0: none */
+	uint8_t int4;
 	/* 0: output rows back to back; else the bytes from one output row
 	 * of the piece to the next (a part of a fused output row) */
 	uint32_t out_stride;

@@ -583,6 +583,8 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	if (!rc)
 		rc = plan_quark_input_zeros(plan, caps, err);
 	if (!rc)
+		rc = plan_quark_w4a16_experts(plan, err);
+	if (!rc)
 		rc = plan_split_stages(plan, rules, nlayers, opt->pp_layers, err);
 	if (!rc)
 		rc = plan_layout(plan, err);

@@ -263,11 +263,25 @@ const char *plan_quark_as(const struct wshard_plan *plan, const char *name, char
 char *plan_quark_out(const struct wshard_plan *plan, char *out);
 
 /* plan_quark.c: WSHARD_EINVAL, naming the tensor, where m is Quark's
- * W4A16 experts' weight, whose layout in vLLM (QuarkW4A16Int4MoEMethod)
- * wshard does not write, its MXFP6 experts', not checked against vLLM, or
- * its MXFP8 experts', which vLLM does not load; else WSHARD_OK. */
+ * W4A16 experts' weight cut through a group or a word of 8 (vLLM's
+ * QuarkW4A16Int4MoEMethod then halves its groups, a layout wshard does
+ * not write), its MXFP6 experts', not checked against vLLM, or its MXFP8
+ * experts', which vLLM does not load; else WSHARD_OK. */
 enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const struct member *m,
 					 struct wshard_error *err);
+
+/* plan_quark.c: Quark's W4A16 experts, planned as AWQ's (each rank's
+ * X.w13_qweight [E, H, 2I/8] and X.w2_qweight [E, I, H/8] I32, qzeros and
+ * scales [E, groups, ...]), made what vLLM's QuarkW4A16Int4MoEMethod
+ * holds once its weight loader has repacked them (quark_moe.py
+ * get_weight_loader): X.w13_weight U8 [E, 2I, H/2], X.w2_weight U8
+ * [E, H, I/2], X.w13_weight_zero_point U8 [E, I, H/group],
+ * X.w2_weight_zero_point U8 [E, H/2, I/group], X.w13_weight_scale
+ * [E, 2I, H/group] and X.w2_weight_scale [E, H, I/group] (I a rank's
+ * intermediate rows): each piece transposed, the words' 4-bit values
+ * repacked (enum wshard_int4).  Returns WSHARD_OK, WSHARD_EINVAL or
+ * WSHARD_ENOMEM. */
+enum wshard_err plan_quark_w4a16_experts(struct wshard_plan *plan, struct wshard_error *err);
 
 /* plan_quark.c: beside each of a Quark checkpoint's I8 experts (each
  * rank's X.w13_weight and X.w2_weight, [E, ...]) whose input zero points

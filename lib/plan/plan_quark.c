@@ -2,8 +2,9 @@
  * plan_quark.c - AMD Quark's quantization_config: which of its schemes
  * vLLM 0.32 holds as wshard writes them (FP8 per tensor, per channel or
  * in blocks, INT8, MXFP4, MXFP6, MXFP8, W4A16 INT4), the INT8 scales and zero
- * points it holds in shapes of its own, and the W4A16 tensors and FP8
- * block scales it holds as AWQ's and DeepSeek's.
+ * points it holds in shapes of its own, the W4A16 tensors and FP8
+ * block scales it holds as AWQ's and DeepSeek's, and the W4A16 experts
+ * it repacks as it loads them.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -371,17 +372,208 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 	if (t->dtype == WSHARD_I8)
 		return WSHARD_OK;
 	/*
-	 * W4A16 (QuarkW4A16Int4MoEMethod): its weight loader repacks each
-	 * expert tensor as it loads it (quark_int4_weight_loader: the int32
-	 * [in, out/8] words unpacked, transposed, packed again as U8
-	 * [out, in/2], the zero points [out/2, groups], the scales
-	 * transposed), bytes no piece of wshard's writes
+	 * W4A16 (QuarkW4A16Int4MoEMethod): planned as AWQ's experts, then
+	 * repacked as its weight loader repacks them (plan_quark_w4a16_experts).
+	 * Its create_weights halves the group size while the intermediate
+	 * rows a rank or the hidden size is no multiple of it, repeating each
+	 * scale and zero point (group_size_div_factor): refused, as is a cut
+	 * through a word of eight outputs.  m: a gate or up projection's
+	 * [hidden, inter/8] words (fused into w13), or a down projection's
+	 * [inter, hidden/8].
 	 */
-	if (t->dtype != WSHARD_I32)
+	if (t->dtype != WSHARD_I32 || t->ndim != 2 || !plan->quark_w4a16_group)
 		return WSHARD_OK;
-	return wshard_error_set(err, WSHARD_EINVAL,
-				"tensor '%s': Quark's W4A16 experts (vLLM's QuarkW4A16Int4MoEMethod, which repacks them as it loads them: U8 [out, in/2] from the int32 [in, out/8] words) are not supported yet",
-				t->name);
+	/*
+	 * Under expert parallelism vLLM 0.32 loads none: its weight loader
+	 * stores each zero point at the global expert index
+	 * (param.data[expert_id] before RoutedExperts.weight_loader maps it
+	 * to the rank's own), an IndexError past a rank's experts.
+	 */
+	if (plan->opt.expert_parallel)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': Quark's W4A16 experts under --expert-parallel: vLLM 0.32 cannot load them (QuarkW4A16Int4MoEMethod's weight loader stores each zero point at the global expert index, past a rank's own experts)",
+					t->name);
+	{
+		bool w13 = m->rule->kind == RULE_FUSE;
+		uint64_t hidden = w13 ? t->shape[0] : t->shape[1] * 8;
+		uint64_t inter = w13 ? t->shape[1] * 8 : t->shape[0];
+		uint64_t tp = (uint64_t)plan->tp;
+		uint64_t share = inter / tp, group = (uint64_t)plan->quark_w4a16_group;
+
+		if (inter % tp == 0 && share % 8 == 0 && share % group == 0 && hidden % group == 0)
+			return WSHARD_OK;
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': Quark's W4A16 experts of hidden size %llu and %llu intermediate rows a rank (tp %llu) cut a group of %llu or a word of 8 (vLLM's QuarkW4A16Int4MoEMethod then halves its groups, repeating each scale and zero point, which wshard does not write)",
+					t->name, (unsigned long long)hidden, (unsigned long long)share,
+					(unsigned long long)tp, (unsigned long long)group);
+	}
+}
+
+const char *wshard_int4_text(uint8_t int4)
+{
+	static const char *const text[] = {
+		"weight", "weight xor", "weight reorder", "weight reorder xor",
+		"zeros", "zeros xor", "zeros reorder", "zeros reorder xor",
+	};
+
+	return text[(int4 & WSHARD_INT4_ZEROS ? 4 : 0) | (int4 & WSHARD_INT4_REORDER ? 2 : 0) |
+		    (int4 & WSHARD_INT4_XOR ? 1 : 0)];
+}
+
+/* The experts' AWQ-named tensors of Quark's W4A16 and what vLLM's
+ * QuarkW4A16Int4MoEMethod calls them. */
+static const struct {
+	const char *awq, *quark;
+	uint8_t int4;		/* enum wshard_int4: WEIGHT, ZEROS, 0 for scales */
+} w4_experts[] = {
+	{ "_qweight", "_weight", WSHARD_INT4_WEIGHT },
+	{ "_qzeros", "_weight_zero_point", WSHARD_INT4_ZEROS },
+	{ "_scales", "_weight_scale", 0 },
+};
+
+/* The enum wshard_int4 flags of the checkpoint's export and weights. */
+static uint8_t w4a16_flags(const struct wshard_plan *plan)
+{
+	json_t *q = quark_config(plan);
+	json_t *w = json_object_get(json_object_get(q, "global_quant_config"), "weight");
+	const char *pack = json_string_value(json_object_get(json_object_get(q, "export"),
+							     "pack_method"));
+
+	return (pack && !strcmp(pack, "reorder") ? WSHARD_INT4_REORDER : 0) |
+	       (json_is_true(json_object_get(w, "symmetric")) ? WSHARD_INT4_XOR : 0);
+}
+
+/*
+ * Piece p of an AWQ-layout expert tensor [E, a, row] (row bytes a row)
+ * made the transposed piece of vLLM's layout: an expert's a sub-rows, of
+ * which p takes all and its columns, written [row / es, a] (scales) or
+ * repacked (int4); the part at byte x of an AWQ row goes to byte x * a of
+ * the expert's matrix.  Its source seen as one row (plan->view_rows).
+ */
+static enum wshard_err w4a16_piece(struct wshard_plan *plan, struct wshard_out_tensor *t,
+				   struct wshard_piece *p, uint8_t int4, struct wshard_error *err)
+{
+	const struct wshard_src_tensor *s = &plan->cat->tensors[p->src];
+	uint64_t a = t->shape[1], row = t->nbytes / (t->shape[0] * a);
+	/* its rows as AWQ's pieces count them (a matrix's; another rank's
+	 * piece may have made them one already) */
+	uint64_t srows = s->info->ndim == 2 ? s->info->shape[0] : 1, srb = s->nbytes / srows;
+	uint64_t x = p->dst % row, es = wshard_dtype_bits(s->info->dtype) / 8;
+	uint64_t orow = p->out_stride ? p->out_ncols : p->ncols;
+
+	if (p->kind != WSHARD_PIECE_COPY || p->tr_rows || p->di_rows || p->pad || p->mul != 0 ||
+	    p->neg_exp || p->add || p->nrows != a || (p->dst - x) % (a * row) || x + orow > row ||
+	    p->len != a * p->out_ncols || s->info->ndim != 2 || !es ||
+	    (int4 && (es != 4 || p->from != p->to || (int4 & WSHARD_INT4_WEIGHT && a % 2))) ||
+	    srb > UINT32_MAX || a > UINT32_MAX)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': Quark's W4A16 experts: its piece from '%s' is not laid out as an AWQ expert's (internal)",
+					t->name, s->name);
+	if (p->row0 == 0 && p->nrows == srows) {	/* a column cut */
+		p->prov_dim = 1;
+		p->prov_col0 = (uint32_t)(p->col0 / es);
+		p->prov_ncols = (uint32_t)(p->ncols / es);
+	} else {
+		p->prov_dim = 0;
+		p->prov_col0 = (uint32_t)p->row0;
+		p->prov_ncols = (uint32_t)p->nrows;
+	}
+	p->tr_rows = (uint32_t)a;
+	p->tr_stride = (uint32_t)srb;
+	p->tr_width = (uint32_t)p->ncols;
+	p->tr_es = (uint32_t)es;
+	p->col0 += p->row0 * srb;
+	p->ncols = (a - 1) * srb + p->tr_width;
+	p->row0 = 0;
+	p->nrows = 1;
+	p->out_ncols = p->len;
+	p->out_stride = 0;
+	p->dst = p->dst - x + x * a;
+	p->int4 = int4;
+	if (!plan->view_rows) {
+		plan->view_rows = calloc(plan->cat->ntensors + 1, sizeof(uint64_t));
+		if (!plan->view_rows)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	plan->view_rows[p->src] = 1;
+	return WSHARD_OK;
+}
+
+/* Piece order: by dst (vLLM's layout puts an expert's up after its gate,
+ * where AWQ's had their rows side by side). */
+static int piece_cmp(const void *a, const void *b)
+{
+	const struct wshard_piece *x = a, *y = b;
+
+	return x->dst < y->dst ? -1 : x->dst > y->dst;
+}
+
+enum wshard_err plan_quark_w4a16_experts(struct wshard_plan *plan, struct wshard_error *err)
+{
+	uint8_t flags;
+	int r;
+
+	if (!plan->quark_w4a16_group)
+		return WSHARD_OK;
+	flags = w4a16_flags(plan);
+	for (r = 0; r < plan->nranks; r++) {
+		struct wshard_rank_plan *rp = &plan->ranks[r];
+		size_t i, k, j;
+
+		for (i = 0; i < rp->ntensors; i++) {
+			struct wshard_out_tensor *t = &rp->tensors[i];
+			size_t len = strlen(t->name), al;
+			uint64_t a, row;
+			uint8_t int4;
+			char *name;
+
+			for (k = 0; k < sizeof(w4_experts) / sizeof(w4_experts[0]); k++) {
+				al = strlen(w4_experts[k].awq);
+				if (t->ndim == 3 && len > al + 3 &&
+				    !strcmp(t->name + len - al, w4_experts[k].awq) &&
+				    (!strncmp(t->name + len - al - 3, "w13", 3) ||
+				     !strncmp(t->name + len - al - 2, "w2", 2)))
+					break;
+			}
+			if (k == sizeof(w4_experts) / sizeof(w4_experts[0]))
+				continue;
+			int4 = w4_experts[k].int4 ? w4_experts[k].int4 | flags : 0;
+			if ((int4 && t->dtype != WSHARD_I32) || !t->shape[0] || !t->shape[1])
+				return wshard_error_set(err, WSHARD_EINVAL,
+							"tensor '%s': Quark's W4A16 experts: not I32 words (internal)",
+							t->name);
+			for (j = 0; j < t->npieces; j++) {
+				enum wshard_err rc = w4a16_piece(plan, t, &t->pieces[j], int4, err);
+
+				if (rc)
+					return rc;
+			}
+			qsort(t->pieces, t->npieces, sizeof(*t->pieces), piece_cmp);
+			a = t->shape[1];
+			row = t->nbytes / (t->shape[0] * a);
+			/* [E, a, row/4 words] -> WEIGHT [E, row*2, a/2] U8, ZEROS
+			 * [E, row, a] U8; scales [E, row/es, a] */
+			if (int4 & WSHARD_INT4_WEIGHT) {
+				t->shape[1] = row * 2;
+				t->shape[2] = a / 2;
+			} else if (int4) {
+				t->shape[1] = row;
+				t->shape[2] = a;
+			} else {
+				t->shape[1] = t->shape[2];
+				t->shape[2] = a;
+			}
+			if (int4)
+				t->dtype = WSHARD_U8;
+			name = malloc(len - al + strlen(w4_experts[k].quark) + 1);
+			if (!name)
+				return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+			sprintf(name, "%.*s%s", (int)(len - al), t->name, w4_experts[k].quark);
+			free(t->name);
+			t->name = name;
+		}
+	}
+	return WSHARD_OK;
 }
 
 /* Index of the tensor name in rank rp, or -1. */
@@ -462,12 +654,14 @@ enum wshard_err plan_quark_input_zeros(struct wshard_plan *plan, size_t *caps,
  * scale), QuarkW8A8Int8 (quark_int8: the same with I8 zero points,
  * per-channel ones [rows, 1], one input scale a layer; its experts as
  * FP8's with zero points beside, zeros where dynamic activations leave
- * the checkpoint none (plan_quark_input_zeros); W4A16's and MXFP8's
- * experts refused by plan_check_quark_experts),
+ * the checkpoint none (plan_quark_input_zeros); MXFP8's experts refused
+ * by plan_check_quark_experts),
  * QuarkOCP_MX's MXFP4 (quark_mxfp4: cut as ModelOpt's NVFP4 weights and
  * their group scales) and MXFP6 (quark_mxfp6: the same, three bytes for
  * four values; its experts refused), QuarkW4A16Int4 (quark_w4a16: cut as AWQ's, every
- * config of it, with one group size) and QuarkKVCacheMethod's k_scale and
+ * config of it, with one group size; its experts, QuarkW4A16Int4MoEMethod,
+ * repacked as its weight loader repacks them: plan_quark_w4a16_experts)
+ * and QuarkKVCacheMethod's k_scale and
  * v_scale from k_proj's and v_proj's output scales.  Every config
  * (global_quant_config, each of layer_quant_config and
  * layer_type_quant_config) must be one of these: Quark's MXFP8 in 2-D

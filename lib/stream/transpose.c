@@ -3,9 +3,10 @@
  * one source row's sub-matrix written transposed, as vLLM holds
  * GPT-OSS's BF16 experts (transformers keeps them input dimension first,
  * vLLM output dimension first), or Llama 4's q/k heads, whose rows vLLM
- * takes even ones first (elements of a row each).  Only such pieces
- * come here; every other copy stays a memcpy or a row conversion in
- * stream.c.
+ * takes even ones first (elements of a row each), or Quark's W4A16
+ * experts' int32 words, whose 4-bit values vLLM repacks as it loads them
+ * (transpose_int4).  Only such pieces come here; every other copy stays
+ * a memcpy or a row conversion in stream.c.
  */
 #include <stdint.h>
 #include <string.h>
@@ -33,6 +34,43 @@ static void transpose16(const struct wshard_piece *p, const char *src, char *dst
 			}
 }
 
+/*
+ * I32 words of eight 4-bit values, repacked (p->int4, enum wshard_int4):
+ * word column j of sub-row k gives, for each value c (its nibble pos[c]),
+ * WEIGHT: output row 8j+c's byte k/2, nibble k&1 (rows m/2 bytes);
+ * ZEROS: output row 4j+c/2's byte k, nibble c&1 (rows m bytes).
+ */
+static void transpose_int4(const struct wshard_piece *p, const char *src, char *dst)
+{
+	static const unsigned order[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	static const unsigned reorder[8] = { 0, 4, 1, 5, 2, 6, 3, 7 };
+	const unsigned *pos = p->int4 & WSHARD_INT4_REORDER ? reorder : order;
+	unsigned flip = p->int4 & WSHARD_INT4_XOR ? 8 : 0;
+	uint64_t n = p->tr_width / 4, m = p->tr_rows, j, k;
+	unsigned c;
+
+	memset(dst, 0, (size_t)(n * m * 4));
+	for (k = 0; k < m; k++) {
+		const unsigned char *row = (const unsigned char *)src + k * p->tr_stride;
+
+		for (j = 0; j < n; j++) {
+			const unsigned char *b = row + j * 4;
+			uint32_t w = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+				     (uint32_t)b[3] << 24;
+
+			for (c = 0; c < 8; c++) {
+				unsigned v = ((w >> (4 * pos[c])) & 0xF) ^ flip;
+
+				if (p->int4 & WSHARD_INT4_WEIGHT)
+					dst[(j * 8 + c) * (m / 2) + k / 2] |=
+						(char)(v << (4 * (k & 1)));
+				else
+					dst[(j * 4 + c / 2) * m + k] |= (char)(v << (4 * (c & 1)));
+			}
+		}
+	}
+}
+
 void stream_transpose_row(const struct wshard_piece *p, const char *src, char *dst)
 {
 	uint64_t n = p->tr_width / p->tr_es, m = p->tr_rows, j, k;
@@ -41,6 +79,10 @@ void stream_transpose_row(const struct wshard_piece *p, const char *src, char *d
 	uint64_t vals = convert ? p->tr_es / (wshard_dtype_bits(p->from) / 8) : 1;
 	uint64_t oes = convert ? vals * (wshard_dtype_bits(p->to) / 8) : p->tr_es;
 
+	if (p->int4) {
+		transpose_int4(p, src, dst);
+		return;
+	}
 	if (!convert && p->tr_es == 2) {
 		transpose16(p, src, dst);
 		return;

@@ -512,6 +512,11 @@ CASES = {
     # (ckpt_fp8x.quark_int8c): no input scales or zero points, vLLM's
     # QuarkW8A8Int8MoEMethod holding its input zero points as zeros.
     "qwen3_moe-quark_int8c": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
+    # Quark's W4A16 INT4 experts (ckpt_fp8x.quark_w4a16: uint4 in groups of
+    # 128, pack_method "order"; -s: symmetric int4, "reorder"): vLLM's
+    # QuarkW4A16Int4MoEMethod, which repacks them as it loads them.
+    "qwen3_moe-quark_w4a16": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
+    "qwen3_moe-quark_w4a16s": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
     # DeepSeek-V2-Lite: MLA without a query LoRA (q_proj), the first layer
     # dense, 2 shared experts, greedy top-k routing (softmax).
     "deepseek_v2_lite": ("DeepseekV2Config", "DeepseekV2ForCausalLM",
