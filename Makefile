@@ -127,6 +127,7 @@ LIB_SRC := \
 	lib/plan/plan_piece.c \
 	lib/plan/plan_quant.c \
 	lib/plan/plan_quark.c \
+	lib/plan/plan_quark_experts.c \
 	lib/plan/plan_reorder.c \
 	lib/plan/plan_required.c \
 	lib/plan/plan_shape.c \

@@ -240,6 +240,9 @@ bool plan_modelopt_nvfp4(const struct wshard_plan *plan);
  * wshard writes, else WSHARD_EINVAL naming the first that is not. */
 enum wshard_err plan_check_quark(const struct wshard_plan *plan, struct wshard_error *err);
 
+/* plan_quark.c: whether the checkpoint is Quark's (quant_method quark). */
+bool plan_quark_method(const struct wshard_plan *plan);
+
 /* plan_quark.c: the group size of a Quark W4A16 checkpoint (vLLM's
  * QuarkW4A16Int4), 0 for any other (read once into
  * plan->quark_w4a16_group by plan_set_quant_keys). */
@@ -270,7 +273,7 @@ char *plan_quark_out(const struct wshard_plan *plan, char *out);
 enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const struct member *m,
 					 struct wshard_error *err);
 
-/* plan_quark.c: Quark's W4A16 experts, planned as AWQ's (each rank's
+/* plan_quark_experts.c: Quark's W4A16 experts, planned as AWQ's (each rank's
  * X.w13_qweight [E, H, 2I/8] and X.w2_qweight [E, I, H/8] I32, qzeros and
  * scales [E, groups, ...]), made what vLLM's QuarkW4A16Int4MoEMethod
  * holds once its weight loader has repacked them (quark_moe.py
@@ -283,7 +286,7 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
  * WSHARD_ENOMEM. */
 enum wshard_err plan_quark_w4a16_experts(struct wshard_plan *plan, struct wshard_error *err);
 
-/* plan_quark.c: beside each of a Quark checkpoint's I8 experts (each
+/* plan_quark_experts.c: beside each of a Quark checkpoint's I8 experts (each
  * rank's X.w13_weight and X.w2_weight, [E, ...]) whose input zero points
  * it lacks (dynamic activations), X.w13_input_zero_point I8 [E, 2] and
  * X.w2_input_zero_point I8 [E] of zeros on that rank, as vLLM's
