@@ -576,8 +576,9 @@ def arch_settings(model, kw):
         # midashenglm_processing.py); vLLM's model file imports torchaudio,
         # which the engine's venv lacks: a torch-only stand-in
         # (torchaudio_stub) for this run, its workers and vLLM's registry
-        # subprocess
+        # subprocess; not profiled (vLLM's dummy is ten seconds of sound)
         kw.setdefault("trust_remote_code", True)
+        kw.setdefault("skip_mm_profiling", True)
         import importlib.util
         if importlib.util.find_spec("torchaudio") is None:
             stub = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchaudio_stub")
