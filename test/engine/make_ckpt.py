@@ -3769,7 +3769,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # dots3 NOTE: vLLM's own config (model_type dots3_note), no transformers class
        "dots3_note": "ckpt_dots3_note",
        # Ultravox: a Whisper encoder, a projector and a Llama text model
-       "ultravox": "ckpt_ultravox"}
+       "ultravox": "ckpt_ultravox",
+       # MiDashengLM: a Dasheng encoder, a projector and a Qwen2 text model
+       "midashenglm": "ckpt_midashenglm"}
 
 
 def make(arch, out):
