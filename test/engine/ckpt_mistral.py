@@ -254,7 +254,7 @@ def make_dense_fp8dyn(out):
     make_dense(out, fp8=True, dynamic=True)
 
 
-def make_large3_eagle(out, embed=False):
+def make_large3_eagle(out, embed=False, fp8=False):
     """Mistral Large 3's EAGLE draft in Mistral's format, for
     mistral_large_3's target (EagleMistralLarge3ForCausalLM: vLLM names
     a draft of MistralLarge3ForCausalLM so, config/speculative.py): one
@@ -282,9 +282,18 @@ def make_large3_eagle(out, embed=False):
     tensors = {mistral_name(n, LARGE3_NAMES): t for n, t in hf_tensors(model).items()
                if embed or not n.startswith(("model.embed_tokens.", "lm_head."))}
     tensors["eagle_linear.weight"] = (torch.randn(p["dim"], 2 * p["dim"]) * 0.02).to(torch.bfloat16)
+    if fp8:
+        p = dict(p, quantization=FP8_QUANTIZATION)
+        quantize_fp8(tensors, re.compile(LARGE3_FP8.pattern + r"|eagle_linear\.weight\Z"))
     save_consolidated(out, tensors, p, 1)
 
 
 def make_large3_eagle_embed(out):
     """The same draft with its own tok_embeddings and output."""
     make_large3_eagle(out, embed=True)
+
+
+def make_large3_eagle_fp8(out):
+    """The draft in FP8 (quantize_fp8), eagle_linear included (vLLM's
+    mapper: model.fc.weight_scale and model.fc.input_scale)."""
+    make_large3_eagle(out, fp8=True)

@@ -3717,6 +3717,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "mistral_large_3-eagle": "ckpt_mistral:make_large3_eagle",
        # the same with tok_embeddings and output (mistral_large_3:2:eagle_embed)
        "mistral_large_3-eagle_embed": "ckpt_mistral:make_large3_eagle_embed",
+       # the same in FP8 (mistral_large_3:2:eagle_fp8)
+       "mistral_large_3-eagle_fp8": "ckpt_mistral:make_large3_eagle_fp8",
        # Mistral 7B's layout in Mistral's own format (MistralForCausalLM:
        # wq and wk rows interleaved for rotary, one consolidated.safetensors)
        "mistral_consolidated": "ckpt_mistral:make_dense",
