@@ -480,6 +480,58 @@ Test(catalog, mistral_format_unsupported)
 }
 
 /*
+ * Mistral's FP8 releases: params.json's "quantization" becomes the
+ * quantization_config vLLM makes of it (quant_method fp8, static
+ * activations for "TENSOR", dynamic for "NO_SCALES"); any other format
+ * is refused naming params.json.
+ */
+#define DENSE_PARAMS(q) "{\"dim\": 64, \"n_layers\": 1, \"n_heads\": 4, \"n_kv_heads\": 2," \
+	" \"head_dim\": 16, \"hidden_dim\": 128, \"vocab_size\": 250, \"quantization\": " q "}\n"
+
+Test(catalog, mistral_format_fp8)
+{
+	static const char *const q[][2] = {
+		{ DENSE_PARAMS("{\"qformat_weight\": \"fp8_e4m3\", \"qscheme_act\": \"TENSOR\"}"), "static" },
+		{ DENSE_PARAMS("{\"qformat_weight\": \"fp8_e4m3\", \"qscheme_act\": \"NO_SCALES\"}"), "dynamic" },
+		{ DENSE_PARAMS("{\"qformat_weight\": \"fp8_e4m3\"}"), "static" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		char *dir = tmp_dir();
+		char *ck = mistral_ckpt(dir, "--layers 1", q[i][0]);
+		struct wshard_catalog *cat = open_ok(ck);
+		json_t *qc = json_object_get(cat->config.json, "quantization_config");
+
+		cr_assert_str_eq(json_string_value(json_object_get(qc, "quant_method")), "fp8");
+		cr_assert_str_eq(json_string_value(json_object_get(qc, "activation_scheme")), q[i][1]);
+		cr_assert_null(json_object_get(cat->config.json, "quantization"));
+		wshard_catalog_free(cat);
+		free(ck);
+		rm_tree(dir);
+	}
+}
+
+Test(catalog, mistral_format_quant_unsupported)
+{
+	static const char *const q[] = {
+		DENSE_PARAMS("{\"quant_method\": \"compressed-tensors\"}"),
+		DENSE_PARAMS("{\"qformat_weight\": \"fp8_e4m3\", \"qscheme_act\": \"CHANNEL\"}"),
+	};
+	const char *want[] = { "params.json", "\"quantization\"", NULL };
+	size_t i;
+
+	for (i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		char *dir = tmp_dir();
+		char *ck = mistral_ckpt(dir, "--layers 1", q[i]);
+
+		open_fails(ck, WSHARD_EINVAL, want);
+		free(ck);
+		rm_tree(dir);
+	}
+}
+
+/*
  * A generated two-shard checkpoint in dir/m (gen's args) laid out as
  * Cosmos 3's unified checkpoints are: shard 1 as
  * transformer/diffusion_pytorch_model.safetensors, shard 2 as

@@ -635,6 +635,44 @@ Test(builtin, derived_scale_rules)
 }
 
 /*
+ * Mistral's own format names its per-tensor FP8 scales X.qscale_weight and
+ * X.qscale_act: derived like X.weight_scale and X.input_scale, written
+ * under those names (vLLM's mistral_mapping, MistralLarge3's suffixes),
+ * an expert's input scale one for w1 and w3.
+ */
+Test(builtin, derived_mistral_qscales)
+{
+	size_t i;
+	struct wshard_rules *r;
+	struct wshard_error err;
+	struct rules_capture cap;
+	const struct rules_rule *rule;
+
+	cr_assert_eq(wshard_rules_builtin(&r, "mistral:MistralForCausalLM", &err), WSHARD_OK);
+	rule = find_rule(r, "layers.1.attention.wk.qscale_weight", &cap);
+	cr_assert_not_null(rule);
+	cr_assert(rule->scale);
+	cr_assert_eq(rule->kind, RULE_FUSE);
+	cr_assert_str_eq(r->ops[rule->op].parts[rule->part], "k");
+	cr_assert_str_eq(rule->output, "model.layers.{n}.self_attn.qkv_proj.weight_scale");
+	rule = find_rule(r, "layers.1.feed_forward.w2.qscale_act", &cap);
+	cr_assert_not_null(rule);
+	cr_assert_eq(rule->kind, RULE_REPLICATE);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.mlp.down_proj.input_scale");
+	wshard_rules_free(r);
+
+	/* by its match: the first rule, for MTP layers, matches every name */
+	cr_assert_eq(wshard_rules_builtin(&r, "MistralLarge3ForCausalLM", &err), WSHARD_OK);
+	for (i = 0, rule = NULL; i < r->nrules && !rule; i++)
+		if (!strcmp(r->rules[i].match, "model.layers.{n}.mlp.experts.{e}.up_proj.qscale_act"))
+			rule = &r->rules[i];
+	cr_assert_not_null(rule);
+	cr_assert(rule->collapse);
+	cr_assert_str_eq(rule->output, "model.layers.{n}.mlp.experts.routed_experts.w13_input_scale");
+	wshard_rules_free(r);
+}
+
+/*
  * Qwen3-Next and Qwen3.5: the linear attention's conv1d unpacked into q, k
  * and v by the operator's sizes; Qwen3-Next's in_proj_qkvz split by rows
  * as shipped, Qwen3.5's built from in_proj_qkv (parts q, k, v) and

@@ -27,7 +27,9 @@ static char *dup_or_null(const char *s)
  * scale and a per-channel scale (one column) are replicated, block scales
  * have their block columns cut.  DeepSeek's own checkpoints (DeepSeek-V4)
  * name a block scale X.scale: vLLM's mapper renames it X.weight_scale_inv,
- * and so does its derived rule.
+ * and so does its derived rule.  Mistral's own format names the per-tensor
+ * X.weight_scale and X.input_scale X.qscale_weight and X.qscale_act, which
+ * vLLM's MistralForCausalLM and MistralLarge3ForCausalLM rename.
  *
  * compressed-tensors' NVFP4 (nvfp4-pack-quantized, vLLM's
  * CompressedTensorsW4A4Fp4) packs two FP4 values a byte, X.weight_packed
@@ -85,6 +87,10 @@ static const struct {
 	{ ".weight_scale_2", ".weight_scale_2", D_SCALE },
 	{ ".weight_scale_inv", ".weight_scale_inv", D_BLOCK },
 	{ ".scale", ".weight_scale_inv", D_BLOCK },
+	/* Mistral's own format (params.json "quantization" fp8_e4m3): its
+	 * per-tensor scales under the names vLLM's mappers rename */
+	{ ".qscale_weight", ".weight_scale", D_SCALE },
+	{ ".qscale_act", ".input_scale", D_INPUT },
 	{ ".weight_packed", ".weight_packed", D_PACKED },
 	{ ".weight_zero_point", ".weight_zero_point", D_ZERO },
 	{ ".weight_shape", ".weight_shape", D_SHAPE },
@@ -203,7 +209,7 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			d->optional = true;
 			d->kind = derived_kind(rules, n, w, how);
 			/* a dequantized weight's scales are in its values */
-			if (w->dequant && (how == D_BLOCK || !strcmp(suffix, ".weight_scale")))
+			if (w->dequant && (how == D_BLOCK || !strcmp(out, ".weight_scale")))
 				d->kind = RULE_SKIP;
 			d->op = w->op;
 			d->part = w->part;
@@ -252,7 +258,7 @@ enum wshard_err rules_derive_scales(struct wshard_rules *r, struct wshard_error 
 			 * Not NVFP4's, which it keeps one a part (plan_split.c).
 			 */
 			d->collapse = how == D_INPUT && strstr(w->match, "{e}") && w->kind == RULE_FUSE &&
-				      !strcmp(suffix, ".input_scale");
+				      !strcmp(out, ".input_scale");
 			add++;
 			r->nrules = n + add;
 		}

@@ -170,6 +170,43 @@ static const char *rules_name(const char *arch)
 	return strcmp(arch, "MistralForCausalLM") ? arch : "mistral:MistralForCausalLM";
 }
 
+/*
+ * params.json's "quantization" made the quantization_config vLLM makes of
+ * it (_remap_mistral_quantization_args): FP8 weights ("qformat_weight"
+ * "fp8_e4m3") are quant_method fp8, per tensor, their activations static
+ * ("qscheme_act" "TENSOR" or none) or dynamic ("NO_SCALES"); the
+ * tensors' qscale_weight and qscale_act are its weight_scale and
+ * input_scale (rules_scale.c).  vLLM passes compressed-tensors through,
+ * which is refused here, untried under Mistral's names.
+ */
+static enum wshard_err adapt_quantization(json_t *root, const char *path,
+					  struct wshard_error *err)
+{
+	json_t *q = json_object_get(root, "quantization"), *qc;
+	const char *fmt, *act;
+
+	/* vLLM reads an empty one as none */
+	if (!q || (json_is_object(q) && !json_object_size(q)))
+		return WSHARD_OK;
+	fmt = json_string_value(json_object_get(q, "qformat_weight"));
+	act = json_string_value(json_object_get(q, "qscheme_act"));
+	if (!fmt || strcmp(fmt, "fp8_e4m3"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"quantization\" other than FP8 (\"qformat_weight\": \"fp8_e4m3\"), which wshard cannot read in this format yet",
+					path);
+	if (json_object_get(q, "qscheme_act") && !json_is_null(json_object_get(q, "qscheme_act")) &&
+	    (!act || (strcmp(act, "TENSOR") && strcmp(act, "NO_SCALES"))))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"quantization\".qscheme_act is neither \"TENSOR\" nor \"NO_SCALES\", as vLLM requires",
+					path);
+	qc = json_pack("{s:s, s:s}", "quant_method", "fp8", "activation_scheme",
+		       act && !strcmp(act, "NO_SCALES") ? "dynamic" : "static");
+	if (!qc || json_object_set_new(root, "quantization_config", qc))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	json_object_del(root, "quantization");
+	return WSHARD_OK;
+}
+
 /* params.json root renamed, in place, to the HF config vLLM makes of it. */
 static enum wshard_err adapt(json_t *root, const char *path, const char **out_arch,
 			     struct wshard_error *err)
@@ -184,6 +221,7 @@ static enum wshard_err adapt(json_t *root, const char *path, const char **out_ar
 		{ "activation", "hidden_act" },
 		{ "tied_embeddings", "tie_word_embeddings" },
 	};
+	enum wshard_err rc;
 	const char *arch;
 	size_t i;
 
@@ -199,10 +237,9 @@ static enum wshard_err adapt(json_t *root, const char *path, const char **out_ar
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': a mistral-format %s, which wshard has no rules for in this format (its config.json and model.safetensors release converts, where there is one)",
 					path, arch);
-	if (json_object_get(root, "quantization"))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': a quantized mistral-format checkpoint (\"quantization\"), which wshard cannot read yet",
-					path);
+	rc = adapt_quantization(root, path, err);
+	if (rc)
+		return rc;
 	if (!strcmp(arch, "PixtralForConditionalGeneration")) {
 		/* _remap_mistral_vision_args: the multimodal object (else
 		 * vision_encoder) becomes vision_config, the rest text_config,

@@ -107,7 +107,7 @@ def save_consolidated(out, tensors, params, shards):
         json.dump(params, f, indent=2)
 
 
-def make_large3(out, shards=2):
+def make_large3(out, shards=2, fp8=False):
     import torch
     import transformers
     import make_ckpt
@@ -124,6 +124,9 @@ def make_large3(out, shards=2):
             q.add_(torch.randn_like(q) * 0.02)
     tensors = {mistral_name(n, LARGE3_NAMES): t for n, t in hf_tensors(model).items()
                if not n.endswith("e_score_correction_bias")}
+    if fp8:
+        p = dict(p, quantization=FP8_QUANTIZATION)
+        quantize_fp8(tensors, LARGE3_FP8)
     save_consolidated(out, tensors, p, shards)
 
 
@@ -165,9 +168,10 @@ def interleave_heads(w, heads):
     return w.view(heads, 2, hd // 2, cols).transpose(1, 2).reshape(rows, cols)
 
 
-def make_dense(out):
+def make_dense(out, fp8=False, dynamic=False):
     """Mistral 7B's layout (MistralForCausalLM), tiny, from transformers'
-    own MistralForCausalLM: its q and k rows in Mistral's rotary order."""
+    own MistralForCausalLM: its q and k rows in Mistral's rotary order;
+    fp8: as Ministral 3's and Devstral's FP8 releases (quantize_fp8)."""
     import torch
     import transformers
     p = DENSE_PARAMS
@@ -189,10 +193,68 @@ def make_dense(out):
         elif ".k_proj." in n:
             t = interleave_heads(t, p["n_kv_heads"])
         tensors[mistral_name(n, DENSE_NAMES)] = t
+    if fp8:
+        p = dict(p, quantization=dict(FP8_QUANTIZATION,
+                                      qscheme_act="NO_SCALES" if dynamic else "TENSOR"))
+        quantize_fp8(tensors, DENSE_FP8, act=not dynamic)
     save_consolidated(out, tensors, p, 1)
 
 
-def make_large3_eagle(out, embed=False):
+# params.json's "quantization" of Mistral's FP8 releases (Mistral Large 3,
+# Ministral 3, Devstral 2): FP8 weights, one scale a tensor, static
+# activation scales (vLLM's _remap_mistral_quantization_args: quant_method
+# fp8, activation_scheme static)
+FP8_QUANTIZATION = {"qformat_weight": "fp8_e4m3", "qscheme_act": "TENSOR"}
+
+# The weights quantized: every linear layer's but the router's (Mistral
+# Large 3: attention, dense MLP, shared and routed experts)
+LARGE3_FP8 = re.compile(r"layers\.\d+\.(attention\.w\w+|feed_forward\.w[123]|"
+                        r"shared_experts\.w[123]|experts\.\d+\.w[123])\.weight\Z")
+DENSE_FP8 = re.compile(r"layers\.\d+\.(attention\.w[qkvo]|feed_forward\.w[123])\.weight\Z")
+
+
+def quantize_fp8(tensors, pick, act=True):
+    """The weights of tensors (Mistral's names) that pick matches in
+    float8_e4m3fn, each with its F32 scalar X.qscale_weight and a static
+    activation scale X.qscale_act, distinct per layer and part except
+    that an expert's w1 and w3 share theirs (vLLM's FusedMoE requires it),
+    as Mistral's FP8 releases carry them; without act, none (dynamic
+    activations, "qscheme_act" "NO_SCALES")."""
+    import zlib
+    import torch
+    fmax = torch.finfo(torch.float8_e4m3fn).max
+    for name in sorted(tensors):
+        if not pick.match(name):
+            continue
+        w = tensors[name].float()
+        s = w.abs().max().clamp(min=1e-12) / fmax
+        base = name[:-len("weight")]
+        tensors[name] = (w / s).to(torch.float8_e4m3fn)
+        tensors[base + "qscale_weight"] = s.reshape([]).float()
+        if not act:
+            continue
+        key = re.sub(r"(experts\.\d+\.)w3\.", r"\1w1.", base)
+        tensors[base + "qscale_act"] = torch.tensor(
+            0.01 + 0.001 * (zlib.crc32(key.encode()) % 7), dtype=torch.float32)
+
+
+def make_large3_fp8(out):
+    """Mistral Large 3 as released (FP8: quantize_fp8), two shards."""
+    make_large3(out, fp8=True)
+
+
+def make_dense_fp8(out):
+    """Ministral 3's and Devstral's FP8 layout (MistralForCausalLM)."""
+    make_dense(out, fp8=True)
+
+
+def make_dense_fp8dyn(out):
+    """The same with dynamic activations ("qscheme_act" "NO_SCALES"):
+    no qscale_act, which vLLM's CPU build runs."""
+    make_dense(out, fp8=True, dynamic=True)
+
+
+def make_large3_eagle(out, embed=False, fp8=False):
     """Mistral Large 3's EAGLE draft in Mistral's format, for
     mistral_large_3's target (EagleMistralLarge3ForCausalLM: vLLM names
     a draft of MistralLarge3ForCausalLM so, config/speculative.py): one
@@ -220,6 +282,9 @@ def make_large3_eagle(out, embed=False):
     tensors = {mistral_name(n, LARGE3_NAMES): t for n, t in hf_tensors(model).items()
                if embed or not n.startswith(("model.embed_tokens.", "lm_head."))}
     tensors["eagle_linear.weight"] = (torch.randn(p["dim"], 2 * p["dim"]) * 0.02).to(torch.bfloat16)
+    if fp8:
+        p = dict(p, quantization=FP8_QUANTIZATION)
+        quantize_fp8(tensors, re.compile(LARGE3_FP8.pattern + r"|eagle_linear\.weight\Z"))
     save_consolidated(out, tensors, p, 1)
 
 
@@ -360,3 +425,8 @@ def make_pixtral(out, vision=PIXTRAL_VISION):
     write_tekken(out, p["vocab_size"], image={
         "image_patch_size": v["patch_size"], "max_image_size": v["max_image_size"],
         "spatial_merge_size": v["spatial_merge_size"]})
+
+def make_large3_eagle_fp8(out):
+    """The draft in FP8 (quantize_fp8), eagle_linear included (vLLM's
+    mapper: model.fc.weight_scale and model.fc.input_scale)."""
+    make_large3_eagle(out, fp8=True)

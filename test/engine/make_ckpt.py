@@ -3729,6 +3729,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "mistral_large_3-eagle": "ckpt_mistral:make_large3_eagle",
        # the same with tok_embeddings and output (mistral_large_3:2:eagle_embed)
        "mistral_large_3-eagle_embed": "ckpt_mistral:make_large3_eagle_embed",
+       # the same in FP8 (mistral_large_3:2:eagle_fp8)
+       "mistral_large_3-eagle_fp8": "ckpt_mistral:make_large3_eagle_fp8",
        # Mistral 7B's layout in Mistral's own format (MistralForCausalLM:
        # wq and wk rows interleaved for rotary, one consolidated.safetensors)
        "mistral_consolidated": "ckpt_mistral:make_dense",
@@ -3740,6 +3742,13 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # Pixtral 12B's (adapter biases, no patch merger, no norm before
        # the adapter)
        "pixtral_mistral-12b": "ckpt_mistral:make_pixtral_12b",
+       # the FP8 releases in Mistral's format (params.json "quantization"
+       # fp8_e4m3, per-tensor qscale_weight and qscale_act): Mistral Large 3
+       # (two shards), Ministral 3 and Devstral 2 (MistralForCausalLM)
+       "mistral_large_3-fp8": "ckpt_mistral:make_large3_fp8",
+       "mistral_consolidated-fp8": "ckpt_mistral:make_dense_fp8",
+       # the same with dynamic activations ("qscheme_act" "NO_SCALES")
+       "mistral_consolidated-fp8dyn": "ckpt_mistral:make_dense_fp8dyn",
        # llama's Medusa draft (test/engine/run's ARCH:TP:medusa cases)
        "llama-medusa": "ckpt_medusa",
        # llama's EAGLE-1 draft (test/engine/run's ARCH:TP:eagle cases)
