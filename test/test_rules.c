@@ -771,7 +771,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			191 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
+			193 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
@@ -836,7 +836,8 @@ Test(builtin, architectures_list)
 			      Muse Glimmer's (2: MuseGlimmerAssistantModel,
 			      DFlashMuseGlimmerAssistantModel), Qwen3's DFlash2
 			      draft (DFlash2DraftModel), Laguna's DFlash draft
-			      (DFlashLagunaForCausalLM),
+			      (DFlashLagunaForCausalLM), Qwen3's DSpark draft
+			      (2: Qwen3DSparkModel, Qwen3OmniDSparkModel),
 			      the Medusa draft (MedusaModel), Llama's EAGLE-1
 			      draft (EagleLlamaForCausalLM), MiniCPM's
 			      (EagleMiniCPMForCausalLM), Llama 4's
