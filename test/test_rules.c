@@ -771,7 +771,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			193 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
+			194 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
@@ -838,6 +838,7 @@ Test(builtin, architectures_list)
 			      draft (DFlash2DraftModel), Laguna's DFlash draft
 			      (DFlashLagunaForCausalLM), Qwen3's DSpark draft
 			      (2: Qwen3DSparkModel, Qwen3OmniDSparkModel),
+			      Gemma 4's (Gemma4DSparkModel),
 			      the Medusa draft (MedusaModel), Llama's EAGLE-1
 			      draft (EagleLlamaForCausalLM), MiniCPM's
 			      (EagleMiniCPMForCausalLM), Llama 4's
