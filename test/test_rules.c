@@ -809,7 +809,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			194 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			197 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
 			      vision tower), GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
@@ -876,7 +876,9 @@ Test(builtin, architectures_list)
 			      Muse Glimmer's (2: MuseGlimmerAssistantModel,
 			      DFlashMuseGlimmerAssistantModel), Qwen3's DFlash2
 			      draft (DFlash2DraftModel), Laguna's DFlash draft
-			      (DFlashLagunaForCausalLM),
+			      (DFlashLagunaForCausalLM), Qwen3's DSpark draft
+			      (2: Qwen3DSparkModel, Qwen3OmniDSparkModel),
+			      Gemma 4's (Gemma4DSparkModel),
 			      the Medusa draft (MedusaModel), Llama's EAGLE-1
 			      draft (EagleLlamaForCausalLM), MiniCPM's
 			      (EagleMiniCPMForCausalLM), Llama 4's

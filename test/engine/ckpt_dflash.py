@@ -149,6 +149,114 @@ def make_dflash2(out, layers=2):
                        "selector_rank": rank, "selector_top_k": 4}))
 
 
+DSPARK_RANK = 16
+
+
+def make_dspark(out, layers=2):
+    """A DSpark draft (vLLM's Qwen3DSparkModel, qwen3_dspark.py) for
+    make_ckpt.py's qwen3 target, laid out as deepseek-ai's dense releases
+    (deepseek-ai/dspark_qwen3_8b_block7): make's DFlash draft (layers.N.*,
+    fc, hidden_norm, norm; no embedding or head: the target's serve) with
+    the sequential Markov head, markov_head.markov_w1 and markov_w2 [vocab,
+    markov_rank] (an nn.Embedding and a ParallelLMHead in vLLM), and the
+    confidence head, confidence_head.proj [1, hidden + markov_rank] with
+    its bias [1] (enable_confidence_head, confidence_head_with_markov),
+    under the names vLLM's Qwen3DSparkForCausalLM loads (no transformers
+    class has them); config.json a Qwen3Config with architectures
+    ["Qwen3DSparkModel"], markov_rank, block_size and dflash_config as
+    DFlash's.  The Markov tables start near zero (0.02 noise), so that the
+    draft proposes as make's does."""
+    import torch
+    import torch.nn as nn
+    import transformers
+    from transformers.models.qwen3.modeling_qwen3 import Qwen3DecoderLayer, Qwen3RMSNorm
+    from make_ckpt import COMMON
+    cfg = transformers.Qwen3Config(**dict(COMMON, num_hidden_layers=layers))
+    h, v, r = cfg.hidden_size, cfg.vocab_size, DSPARK_RANK
+    torch.manual_seed(2470)
+    mods = {f"layers.{i}": Qwen3DecoderLayer(cfg, layer_idx=i) for i in range(layers)}
+    mods.update({"fc": nn.Linear(len(TARGET_LAYER_IDS) * h, h, bias=False),
+                 "hidden_norm": Qwen3RMSNorm(h, cfg.rms_norm_eps),
+                 "norm": Qwen3RMSNorm(h, cfg.rms_norm_eps)})
+    markov = nn.Module()
+    markov.markov_w1 = nn.Embedding(v, r)
+    markov.markov_w2 = nn.Linear(r, v, bias=False)
+    markov.markov_w1.weight.data.zero_()
+    markov.markov_w2.weight.data.zero_()
+    mods["markov_head"] = markov
+    conf = nn.Module()
+    conf.proj = nn.Linear(h + r, 1, bias=True)
+    mods["confidence_head"] = conf
+    tensors = module_tensors(mods, damp)
+    save_draft(out, tensors, draft_config(
+        cfg, architectures=["Qwen3DSparkModel"], block_size=8,
+        num_target_layers=COMMON["num_hidden_layers"], tie_word_embeddings=False,
+        markov_rank=r, markov_head_type="vanilla", enable_confidence_head=True,
+        confidence_head_with_markov=True,
+        dflash_config={"target_layer_ids": TARGET_LAYER_IDS,
+                       "mask_token_id": MASK_TOKEN_ID}))
+
+
+GEMMA4_TARGET_LAYER_IDS = [1, 3]
+
+
+def make_gemma4_dspark(out, layers=2):
+    """A Gemma 4 DSpark draft (vLLM's Gemma4DSparkModel, gemma4_dspark.py)
+    for make_ckpt.py's gemma4_mm target, a self-contained checkpoint as
+    vLLM's Gemma4DSparkForCausalLM loads one: config.json a
+    Gemma4TextConfig (model_type gemma4_text) with architectures
+    ["Gemma4DSparkModel"], target_layer_ids, markov_rank, block_size,
+    mask_token_id; the tensors embed_tokens, lm_head (its own, which vLLM
+    loads and then replaces with the target's), fc [hidden, 2*hidden], hidden_norm,
+    norm, layers.N.* transformers' own Gemma4TextDecoderLayer (every layer
+    full attention with k as v, attention_k_eq_v, as vLLM's fused context
+    projection requires: q/k/o, q_norm/k_norm, the MLP, four norms,
+    layer_scalar), and make_dspark's Markov and confidence heads.  Sizes
+    are the target's text model's (256 wide, 4 heads), the heads those of
+    its full layers (global_head_dim 128), 2 kv heads (tp 2 divides them:
+    vLLM cuts k_proj by rows), 2 layers."""
+    import torch
+    import torch.nn as nn
+    import transformers
+    from transformers.models.gemma4.modeling_gemma4 import (Gemma4RMSNorm,
+                                                            Gemma4TextDecoderLayer)
+    from make_ckpt import COMMON
+    cfg = transformers.Gemma4TextConfig(**dict(
+        COMMON, num_hidden_layers=layers, layer_types=["full_attention"] * layers,
+        attention_k_eq_v=True, num_global_key_value_heads=2, global_head_dim=128,
+        hidden_size_per_layer_input=0, vocab_size_per_layer_input=0,
+        enable_moe_block=False, num_kv_shared_layers=0))
+    h, v, r = cfg.hidden_size, cfg.vocab_size, DSPARK_RANK
+    torch.manual_seed(2471)
+    mods = {f"layers.{i}": Gemma4TextDecoderLayer(cfg, i) for i in range(layers)}
+    mods.update({"embed_tokens": nn.Embedding(v, h), "lm_head": nn.Linear(h, v, bias=False),
+                 "fc": nn.Linear(len(GEMMA4_TARGET_LAYER_IDS) * h, h, bias=False),
+                 "hidden_norm": Gemma4RMSNorm(h, cfg.rms_norm_eps),
+                 "norm": Gemma4RMSNorm(h, cfg.rms_norm_eps)})
+    markov = nn.Module()
+    markov.markov_w1 = nn.Embedding(v, r)
+    markov.markov_w2 = nn.Linear(r, v, bias=False)
+    markov.markov_w1.weight.data.zero_()
+    markov.markov_w2.weight.data.zero_()
+    mods["markov_head"] = markov
+    conf = nn.Module()
+    conf.proj = nn.Linear(h + r, 1, bias=True)
+    mods["confidence_head"] = conf
+    tensors = module_tensors(mods, damp)
+    for i in range(layers):
+        # a buffer, which module_tensors leaves out
+        tensors[f"layers.{i}.layer_scalar"] = torch.tensor([0.9 + 0.05 * i],
+                                                           dtype=torch.bfloat16)
+    c = draft_config(
+        cfg, architectures=["Gemma4DSparkModel"], block_size=8,
+        tie_word_embeddings=False, markov_rank=r, markov_head_type="vanilla",
+        enable_confidence_head=True, confidence_head_with_markov=True,
+        target_layer_ids=GEMMA4_TARGET_LAYER_IDS, mask_token_id=MASK_TOKEN_ID)
+    c.pop("per_layer_config", None)
+    c["global_head_dim"], c["num_global_key_value_heads"] = 128, 2
+    save_draft(out, tensors, c)
+
+
 LAGUNA_TARGET_LAYER_IDS = [0, 2]
 
 

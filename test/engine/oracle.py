@@ -44,7 +44,9 @@ kills the group when it ends, since vLLM's workers can outlive the LLM object.
     compares with --draft first.  --eagle3 MODEL the same with method
     eagle3, MODEL an EAGLE-3 draft's own checkpoint (for ref) or wshard's
     output of it (for load); --dflash MODEL with method dflash, MODEL a
-    DFlash draft's; --medusa MODEL with method medusa and as many
+    DFlash draft's; --dspark MODEL with method dspark, MODEL a DSpark
+    draft's (on the CPU build only with WSHARD_ORACLE_DSPARK, the hook's);
+    --medusa MODEL with method medusa and as many
     speculative tokens as MODEL's config.json has heads (num_heads);
     --eagle MODEL with method eagle, MODEL an EAGLE-1 draft's.
     ref, load and time take --ep PLACEMENT first (linear or round_robin):
@@ -1192,7 +1194,7 @@ def main(argv):
     pp = 1
     draft = False
     while len(argv) > 3 and argv[1] in ("--ep", "--pp", "--mtp", "--eagle3", "--dflash",
-                                        "--medusa", "--eagle", "--peagle", "--draft"):
+                                        "--dspark", "--medusa", "--eagle", "--peagle", "--draft"):
         if argv[1] == "--draft":
             draft = True
             argv = argv[:1] + argv[2:]
@@ -1200,7 +1202,8 @@ def main(argv):
         if argv[1] == "--ep":
             ep["enable_expert_parallel"] = True
             ep["expert_placement_strategy"] = argv[2]
-        elif argv[1] in ("--mtp", "--eagle3", "--dflash", "--medusa", "--eagle", "--peagle"):
+        elif argv[1] in ("--mtp", "--eagle3", "--dflash", "--dspark", "--medusa", "--eagle",
+                         "--peagle"):
             ep["speculative_config"] = {"method": argv[1][2:], "model": os.path.abspath(argv[2]),
                                         "num_speculative_tokens": 1}
             if argv[1] == "--peagle":

@@ -340,6 +340,30 @@ def _patch_dflash2(module):
     cls._get_v1_model_runner_unsupported_features = unsupported
 
 
+def _patch_dspark(module):
+    """WSHARD_ORACLE_DSPARK: vLLM 0.32 drafts with DSpark (speculative_config
+    method dspark) only in its V2 GPU model runner (v1/worker/gpu/
+    spec_decode/dspark); the V1 runner, its CPU build's, refuses it
+    (config/vllm.py: "Model Runner V1 does not support: dspark speculative
+    decoding").  Qwen3's DSpark draft (qwen3_dspark.py) is DFlash's Qwen3
+    draft (Qwen3DSparkForCausalLM subclasses DFlashQwen3ForCausalLM) with a
+    Markov and a confidence head: once SpeculativeConfig has resolved
+    method dspark and built the draft's config (its architecture kept, no
+    EAGLEConfig), the method is made dflash, so that V1's DFlashProposer
+    builds the draft by that architecture, loads it with its own
+    load_weights and drafts with its DFlash layers (the Markov bias and the
+    confidence head loaded, not run)."""
+    cls = module.SpeculativeConfig
+    real = cls.__post_init__
+
+    def __post_init__(self):
+        real(self)
+        if self.method == "dspark":
+            self.method = "dflash"
+
+    cls.__post_init__ = __post_init__
+
+
 def _patch_step3p5_mtp(module):
     """WSHARD_ORACLE_STEP3P5_MTP: vLLM 0.32's Step3p5Config crops
     layer_types to num_hidden_layers (transformers' check of its length),
@@ -1058,6 +1082,8 @@ if os.environ.get("WSHARD_ORACLE_DSV4_VL"):
     _hook("vllm.models.deepseek_v4.cpu.model", _patch_dsv4_vl_moe)
 if os.environ.get("WSHARD_ORACLE_DFLASH2"):
     _hook("vllm.config.vllm", _patch_dflash2)
+if os.environ.get("WSHARD_ORACLE_DSPARK"):
+    _hook("vllm.config.speculative", _patch_dspark)
 if os.environ.get("WSHARD_ORACLE_LONGCAT_NGRAM"):
     _hook("vllm.model_executor.models.longcat_flash_ngram", _patch_longcat_ngram)
 if os.environ.get("WSHARD_ORACLE_UNLIMITED_OCR"):
