@@ -771,7 +771,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			191 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
+			192 /* DeepSeek-V4, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,
@@ -797,7 +797,7 @@ Test(builtin, architectures_list)
 			      NemotronH_Super_Omni_Reasoning_V3), InternLM2 (2), ChatGLM (2), MiniCPM,
 			      EXAONE 3, ERNIE-4.5-VL, Kimi K3, Ling (2), Ling 3, Ling 2.5,
 			      InternVLChatModel, TeleChat2, Step-3.5, Step-3.7,
-			      DeepSeek-MoE, IQuest-Coder Loop, Step-3 text, Step-1,
+			      DeepSeek-MoE, IQuest-Coder Loop, Nanbeige 4.2, Step-3 text, Step-1,
 			      Sarvam-30B, mGTE (2), openPangu (3), openPangu-VL, Param-2,
 			      Sarvam-105B, mGTE reranker (2), K2-Horizon,
 			      PLaMo 3, H2OVL, NVLM-D, Skywork-R1V,

@@ -632,7 +632,7 @@ def arch_settings(model, kw):
                 "NemotronH_Super_Omni_Reasoning_V3", "LlamaNemotronVLModel",
                 "Llama_Nemotron_Nano_VL",
                 "LlamaNemotronVLForSequenceClassification",
-                "NemotronParseForConditionalGeneration"):
+                "NemotronParseForConditionalGeneration", "NanbeigeForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
