@@ -3630,6 +3630,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "ovis2_5-moe": "ckpt_ovis2_5:make_moe", "ovis": "ckpt_ovis",
        "deepseek_moe": "ckpt_deepseek_moe", "deepseek_moe-freq2": "ckpt_deepseek_moe:make_freq2",
        "iquest_loopcoder": "ckpt_iquest_loopcoder", "nanbeige": "ckpt_nanbeige",
+       "phi4mm": "ckpt_phi4mm",
        "iquest_loopcoder-loop3": "ckpt_iquest_loopcoder:make_loop3",
        "step3_text": "ckpt_step3_text", "bailing_moe-sarvam": "ckpt_bailing_moe:make_sarvam",
        "gte_new": "ckpt_gte_new", "openpangu": "ckpt_openpangu:make_embedded",
