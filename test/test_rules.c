@@ -809,7 +809,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			197 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			199 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
 			      vision tower), GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
@@ -817,7 +817,7 @@ Test(builtin, architectures_list)
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next
 			      (2: with its tower and without), MiniMax-M3 (2), Muse Glimmer (2: with its tower and
-			      without), HyperCLOVA X SEED Think, OpenCUA, Bee, Phi-4-reasoning-vision, Eagle 2.5, Llama Nemotron VL
+			      without), HyperCLOVA X SEED Think, OpenCUA, Bee, Phi-4-reasoning-vision, Phi-4-multimodal, Eagle 2.5, Llama Nemotron VL
 			      (3: the embedding model, the reranker, Nano VL), StepVL, Step-3 VL,
 			      Keye-VL, Keye-VL 1.5, Kanana-V, LLaVA-OneVision-2, Moondream 3 (2: HfMoondream,
 			      Moondream3ForCausalLM), Nemotron-Parse, Molmo2, Molmo,
@@ -837,7 +837,7 @@ Test(builtin, architectures_list)
 			      NemotronH_Super_Omni_Reasoning_V3), InternLM2 (2), ChatGLM (2), MiniCPM,
 			      EXAONE 3, ERNIE-4.5-VL, Kimi K3, Ling (2), Ling 3, Ling 2.5,
 			      InternVLChatModel, TeleChat2, Step-3.5, Step-3.7,
-			      DeepSeek-MoE, IQuest-Coder Loop, Step-3 text, Step-1,
+			      DeepSeek-MoE, IQuest-Coder Loop, Nanbeige 4.2, Step-3 text, Step-1,
 			      Sarvam-30B, mGTE (2), openPangu (3), openPangu-VL, Param-2,
 			      Sarvam-105B, mGTE reranker (2), K2-Horizon,
 			      PLaMo 3, H2OVL, NVLM-D, Skywork-R1V,

@@ -117,13 +117,16 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # processor is Kakao's remote code, which the test checkpoint stands in for
 # with one that processes no image, ckpt_kanana_v.write_stub_processor: its
 # tower and abstractor are checked by bytes), MiniCPM-o (the same stub
-# image processor as MiniCPM-V's: its towers are checked by bytes)
+# image processor as MiniCPM-V's: its towers are checked by bytes),
+# Phi-4-multimodal (its processor is Microsoft's remote code, which the
+# test checkpoint stands in for with one that vLLM only needs to start,
+# phi4mm_processing.py: its image and audio towers are checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "MiniCPMO",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
                      "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
-                     "UltravoxModel", "KananaVForConditionalGeneration")
+                     "UltravoxModel", "KananaVForConditionalGeneration", "Phi4MMForCausalLM")
 GRANITE_SPEECH = ("GraniteSpeechForConditionalGeneration",
                   "GraniteSpeechPlusForConditionalGeneration")
 MAX_TOKENS = 8
@@ -639,6 +642,14 @@ def arch_settings(model, kw):
         # stand-in processor)
         kw.setdefault("skip_mm_profiling", True)
         kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
+    if arch == "Phi4MMForCausalLM":
+        # its config is remote code (model type phi4mm); its processor is
+        # the release's remote code, which the test checkpoint stands in
+        # for (ckpt_phi4mm.py, phi4mm_processing.py): not profiled (the
+        # prompts are text alone); its dummy image is 545 tokens
+        kw.setdefault("trust_remote_code", True)
+        kw.setdefault("skip_mm_profiling", True)
+        kw.setdefault("max_model_len", 4 * MAX_MODEL_LEN)
     if arch == "Phi3VForCausalLM":
         # its HD transform makes any image up to 16 crops of 336 pixels:
         # about 2500 tokens (ckpt_phi3v.py's stand-in processor)
@@ -679,7 +690,7 @@ def arch_settings(model, kw):
                 "NemotronH_Super_Omni_Reasoning_V3", "LlamaNemotronVLModel",
                 "Llama_Nemotron_Nano_VL",
                 "LlamaNemotronVLForSequenceClassification",
-                "NemotronParseForConditionalGeneration"):
+                "NemotronParseForConditionalGeneration", "NanbeigeForCausalLM"):
         # their configs are remote code (transformers has no such model
         # type; Nemotron-NAS's block_configs are read as objects): the
         # releases load only so
