@@ -395,6 +395,12 @@ def image_prompt(model):
         px = np.random.default_rng(7).integers(0, 256, (336, 336, 3), dtype=np.uint8)
         return {"prompt_token_ids": [17, 243, 9],
                 "multi_modal_data": {"image": Image.fromarray(px)}}
+    elif cfg["architectures"][0] == "BagelForConditionalGeneration":
+        # BAGEL: <|image_pad|> (ckpt_bagel.py's tokenizer: 999), which vLLM
+        # replaces by vit_max_num_patch_per_side**2 tokens (16: a 56x56
+        # image of 14-pixel patches)
+        size = 56
+        image = [999]
     elif cfg["architectures"][0] == "Molmo2ForConditionalGeneration":
         # Molmo2: <|image|> (ckpt_molmo2.py's tokenizer: 994), which vLLM
         # replaces by the global crop's pooled rows and the tiling's; a
