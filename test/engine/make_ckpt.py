@@ -3626,6 +3626,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "llava_onevision2": "ckpt_llava_onevision2",
        "llava_onevision2-tied": "ckpt_llava_onevision2:make_tied",
        "molmo2": "ckpt_molmo2", "molmo": "ckpt_molmo", "bagel": "ckpt_bagel",
+       "openvla": "ckpt_openvla",
        "ovis2_5": "ckpt_ovis2_5", "ovis2_5-tied": "ckpt_ovis2_5:make_tied",
        "ovis2_5-moe": "ckpt_ovis2_5:make_moe", "ovis": "ckpt_ovis",
        "deepseek_moe": "ckpt_deepseek_moe", "deepseek_moe-freq2": "ckpt_deepseek_moe:make_freq2",
