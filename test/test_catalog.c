@@ -615,6 +615,32 @@ Test(catalog, subdir_format_refused)
 	rm_tree(dir);
 }
 
+/*
+ * Neither an index nor model.safetensors nor params.json: every top-level
+ * *.safetensors, sorted, as vLLM's default loader globs them (BAGEL's
+ * ema.safetensors and ae.safetensors); a hidden one is not.
+ */
+Test(catalog, glob_top_level)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir), *cmd;
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 2 --shards 2");
+	cmd = fmt("cd '%s' && rm " INDEX " && mv " SHARD1 " ema.safetensors &&"
+		  " mv " SHARD2 " ae.safetensors && cp ae.safetensors .hidden.safetensors", ck);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	cat = open_ok(ck);
+	cr_assert_eq(cat->nfiles, 2);
+	cr_assert_str_eq(cat->files[0].name, "ae.safetensors");
+	cr_assert_str_eq(cat->files[1].name, "ema.safetensors");
+	cr_assert_eq(cat->ntensors, llama_tensor_count(2));
+	wshard_catalog_free(cat);
+	free(cmd);
+	free(ck);
+	rm_tree(dir);
+}
+
 /* An index wins over a model.safetensors beside it, which is then ignored. */
 Test(catalog, index_wins_over_single_file)
 {

@@ -272,6 +272,13 @@ Test(view, rules_keys_checked)
 		    "\"reshape\" is an array of 1 to 8 expressions");
 	parse_fails("{\"match\": \"a\", \"split\": \"row\", \"reshape\": [1, [2]]}",
 		    "\"reshape\" entry 1 is neither a number nor a string");
+	parse_fails("{\"match\": \"a\", \"split\": \"replicate\", \"transpose_cols\": 3}",
+		    "\"transpose_cols\" is an expression on a \"replicate\" split with "
+		    "\"transpose\", without \"view\"");
+	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"transpose\": true, "
+		    "\"transpose_cols\": 3}", "\"transpose_cols\" is an expression");
+	parse_fails("{\"match\": \"a\", \"split\": \"replicate\", \"transpose\": true, "
+		    "\"transpose_cols\": [3]}", "\"transpose_cols\" is an expression");
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"beside\": true}",
 		    "\"beside\" is true or false on a \"col\" split with \"rows\": 2");
 	parse_fails("{\"match\": \"a\", \"split\": \"col\", \"rows\": 2, \"beside\": 1}",

@@ -809,7 +809,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			199 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			201 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
 			      vision tower), GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
@@ -820,7 +820,7 @@ Test(builtin, architectures_list)
 			      without), HyperCLOVA X SEED Think, OpenCUA, Bee, Phi-4-reasoning-vision, Phi-4-multimodal, Eagle 2.5, Llama Nemotron VL
 			      (3: the embedding model, the reranker, Nano VL), StepVL, Step-3 VL,
 			      Keye-VL, Keye-VL 1.5, Kanana-V, LLaVA-OneVision-2, Moondream 3 (2: HfMoondream,
-			      Moondream3ForCausalLM), Nemotron-Parse, Molmo2, Molmo,
+			      Moondream3ForCausalLM), Nemotron-Parse, Molmo2, Molmo, BAGEL, OpenVLA,
 			      Ovis2.5 (3: Ovis2_5, Ovis2_6ForCausalLM,
 			      Ovis2_6_MoeForCausalLM), Ovis2 (Ovis),
 			      HunYuanVL, Emu3, Mistral Large 3,

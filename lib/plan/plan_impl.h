@@ -511,6 +511,27 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 				const struct member *m, uint64_t *shape,
 				struct wshard_error *err);
 
+/*
+ * plan_view.c: the pieces of a transposed split without "chunks": shp the
+ * source as [E, A, B], lead 1 (or 0 for a matrix, E = 1), cut in
+ * dimension dim (1 or 2), out its rank shape; a "replicate" rule's whole
+ * on every rank, as at tp 1.  Returns WSHARD_OK, WSHARD_EINVAL
+ * (indivisible) or WSHARD_ENOMEM.
+ */
+enum wshard_err plan_transposed_cut(const struct wshard_plan *plan, struct group_out *g,
+				    const struct member *m, const uint64_t *shp, int dim,
+				    int lead, uint64_t *out, struct wshard_error *err);
+
+/*
+ * plan_reorder.c: "transpose_cols" C on a whole 2-D source [R, X]: each
+ * row a matrix [X/C, C], written transposed; shape[] stays [R, X].
+ * Returns WSHARD_OK, WSHARD_EINVAL (not 2-D, or C does not divide X) or
+ * WSHARD_ENOMEM.
+ */
+enum wshard_err plan_transposed_rows(const struct wshard_plan *plan, struct group_out *g,
+				     const struct member *m, uint64_t *shape,
+				     struct wshard_error *err);
+
 /* plan_reorder.c: t's pieces from a source whose rule has "permute_rows"
  * (m[0..n) the group's members), each whole blocks, as a piece a range a
  * block.  Returns WSHARD_OK, WSHARD_EINVAL or WSHARD_ENOMEM. */

@@ -2,7 +2,8 @@
  * plan_reorder.c - cuts whose rows or columns vLLM reorders as it loads:
  * Inkling's experts (a rule's "deinterleave" on a "col" split, and
  * "beside"), the OpenAI Privacy Filter's ("interleave"), K2-Horizon's q
- * and k heads ("permute_rows").
+ * and k heads ("permute_rows"), BAGEL's patch embedding
+ * ("transpose_cols").
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -274,4 +275,35 @@ enum wshard_err plan_permute_rows(const struct wshard_plan *plan, const struct m
 	t->npieces = o.npieces;
 	t->nbytes = o.nbytes;
 	return WSHARD_OK;
+}
+
+/*
+ * "transpose_cols": BAGEL's patch embedding, a Linear over patches
+ * flattened (p, p, c), which vLLM's bagel.py load_weights reshapes to
+ * [O, p, p, c] and permutes to its Conv2d's [O, c, p, p]: each row
+ * [p*p, c] written [c, p*p], one piece a rank ("reshape" gives the
+ * dimensions).
+ */
+enum wshard_err plan_transposed_rows(const struct wshard_plan *plan, struct group_out *g,
+				     const struct member *m, uint64_t *shape,
+				     struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	uint64_t shp[3], out[3];
+	int64_t c;
+	enum wshard_err rc;
+
+	rc = expr_eval_dim(plan->config, m->rule->transpose_cols, t->name, &c, err);
+	if (rc)
+		return rc;
+	if (t->ndim != 2 || c <= 0 || t->shape[1] % (uint64_t)c)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': \"transpose_cols\" %lld needs 2 dimensions, the second a multiple of it",
+					t->name, (long long)c);
+	shp[0] = t->shape[0];
+	shp[1] = t->shape[1] / (uint64_t)c;
+	shp[2] = (uint64_t)c;
+	shape[0] = t->shape[0];
+	shape[1] = t->shape[1];
+	return plan_transposed_cut(plan, g, m, shp, 1, 1, out, err);
 }

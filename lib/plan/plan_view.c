@@ -108,7 +108,7 @@ enum wshard_err plan_set_views(struct wshard_plan *plan, const struct member *m,
 			continue;
 		}
 		/* a transposed matrix is one row (an expert of one) */
-		if (m[i].rule->transpose && t->ndim == 2) {
+		if (m[i].rule->transpose && t->ndim == 2 && !m[i].rule->transpose_cols) {
 			rc = set_view_rows(plan, m[i].src, 1, err);
 			if (rc)
 				return rc;
@@ -386,13 +386,11 @@ static enum wshard_err split_transposed_ep(const struct wshard_plan *plan,
 }
 
 /*
- * The pieces of split_transposed without "chunks": shp the source as
- * [E, A, B], lead 1 (or 0 for a matrix, E = 1), out its rank shape.  A
- * "replicate" rule's is whole on every rank, as at tp 1.
+ * The pieces of split_transposed without "chunks" (plan_impl.h).
  */
-static enum wshard_err transposed_cut(const struct wshard_plan *plan, struct group_out *g,
-				      const struct member *m, const uint64_t *shp, int dim,
-				      int lead, uint64_t *out, struct wshard_error *err)
+enum wshard_err plan_transposed_cut(const struct wshard_plan *plan, struct group_out *g,
+				    const struct member *m, const uint64_t *shp, int dim,
+				    int lead, uint64_t *out, struct wshard_error *err)
 {
 	const struct wshard_st_tensor *t = src_info(plan, m->src);
 	bool whole = m->rule->kind == RULE_REPLICATE;
@@ -417,7 +415,7 @@ static enum wshard_err transposed_cut(const struct wshard_plan *plan, struct gro
 			.tr_width = dim == 1 ? stride : cut * es,
 			.tr_es = (unsigned)es,
 			.prov_col0 = part * cut,
-			.prov_ncols = cut,
+			.prov_ncols = m->rule->transpose_cols ? shp[1] * shp[2] : cut,
 			.prov_dim = dim - 1 + lead,
 		};
 
@@ -457,6 +455,8 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 	shp[0] = lead ? t->shape[0] : 1;
 	shp[1] = t->shape[lead];
 	shp[2] = t->shape[lead + 1];
+	if (m->rule->transpose_cols)
+		return plan_transposed_rows(plan, g, m, shape, err);
 	/* a transposed piece counts its sub-rows and their bytes in 32 bits */
 	if (shp[1] > UINT32_MAX || shp[2] * es > UINT32_MAX)
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -471,7 +471,7 @@ static enum wshard_err split_transposed(const struct wshard_plan *plan, struct g
 	}
 	memcpy(out, shp, sizeof(out));
 	rc = m->rule->chunks > 1 ? split_chunks(plan, g, m, shp, 2, 0, out, err)
-				 : transposed_cut(plan, g, m, shp, dim, lead, out, err);
+				 : plan_transposed_cut(plan, g, m, shp, dim, lead, out, err);
 	memcpy(shape, out + 1 - lead, (size_t)t->ndim * sizeof(uint64_t));
 	return rc;
 }

@@ -172,6 +172,7 @@ void wshard_rules_free(struct wshard_rules *r)
 		for (j = 0; j < r->rules[i].nreshape; j++)
 			free(r->rules[i].reshape[j]);
 		free(r->rules[i].pad_to);
+		free(r->rules[i].transpose_cols);
 		free(r->rules[i].times_sqrt[0]);
 		free(r->rules[i].times_sqrt[1]);
 		free(r->rules[i].permute_block);

@@ -175,6 +175,13 @@ struct rules_rule {
 				 * first, then odd ones; NULL: none */
 	bool deinterleave_cut;	/* "deinterleave": true on a "col" split: a
 				 * rank's cut is one such block */
+	char *transpose_cols;	/* "transpose_cols": on a "replicate" with
+				 * "transpose" of a 2-D source [R, X], each
+				 * row a matrix of this many columns (an
+				 * expression), [X/C, C], written transposed
+				 * [C, X/C]: BAGEL's patch embedding, a Linear
+				 * over (p, p, c) patches, held as vLLM's
+				 * Conv2d [O, c, p, p]; NULL: none */
 	int nreshape;		/* "reshape": the output's dimensions (0:
 				 * none), each an expression (tp allowed) */
 	char *reshape[WSHARD_MAX_DIMS];

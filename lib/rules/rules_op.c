@@ -1,7 +1,7 @@
 /*
  * rules_op.c - the keys a rule or a fused operator takes beside its
- * match: a rule's "chunks", "deinterleave", "reshape", "pad_to" and
- * "num_experts", and a
+ * match: a rule's "chunks", "deinterleave", "reshape", "transpose_cols",
+ * "pad_to" and "num_experts", and a
  * fused operator's "sizes", "groups" and "zero".
  */
 #include <stdbool.h>
@@ -74,6 +74,26 @@ static enum wshard_err parse_reshape(const struct wshard_rules *r, struct rules_
 					r->name, rule->match, bad_at);
 	if (rc)
 		return wshard_error_set(err, rc, "out of memory");
+	return WSHARD_OK;
+}
+
+/* "transpose_cols": an expression, on a "replicate" split with
+ * "transpose" (each row of a 2-D source a matrix of that many columns,
+ * written transposed: BAGEL's patch embedding, plan_view.c). */
+static enum wshard_err parse_transpose_cols(const struct wshard_rules *r,
+					    struct rules_rule *rule, json_t *tc,
+					    struct wshard_error *err)
+{
+	bool bad = false;
+
+	if (!tc)
+		return WSHARD_OK;
+	if ((rule->transpose_cols = rules_expr_copy(tc, &bad)) == NULL && !bad)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (bad || rule->kind != RULE_REPLICATE || !rule->transpose || rule->view)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"transpose_cols\" is an expression on a \"replicate\" split with \"transpose\", without \"view\"",
+					r->name, rule->match);
 	return WSHARD_OK;
 }
 
@@ -182,6 +202,9 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 					"'%s': rule '%s': \"num_experts\" is an expression on a match with {e} whose output stacks the experts (has no {e})",
 					r->name, rule->match);
 	rc = parse_reshape(r, rule, json_object_get(t, "reshape"), err);
+	if (rc)
+		return rc;
+	rc = parse_transpose_cols(r, rule, json_object_get(t, "transpose_cols"), err);
 	if (rc)
 		return rc;
 	rule->beside = json_is_true(json_object_get(t, "beside"));

@@ -285,4 +285,14 @@ const char *catalog_subdir_arch(const struct wshard_catalog *cat);
 enum wshard_err catalog_subdir_files(const struct wshard_catalog *cat, char ***out_names,
 				     size_t *out_n, struct wshard_error *err);
 
+/*
+ * catalog_subdirs.c: every top-level *.safetensors (none hidden), sorted,
+ * in *out_names (*out_n of them, 0 where none): the files vLLM's default
+ * loader globs where a checkpoint has no index, no model.safetensors and
+ * no Mistral params.json (BAGEL-7B-MoT's ema.safetensors and
+ * ae.safetensors).  Returns WSHARD_OK, WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_top_files(const struct wshard_catalog *cat, char ***out_names,
+				  size_t *out_n, struct wshard_error *err);
+
 #endif /* WSHARD_CATALOG_H */

@@ -372,10 +372,40 @@ static enum wshard_err precheck(struct wshard_catalog *cat, const char *config,
 }
 
 /*
+ * Neither an index nor model.safetensors nor Mistral's params.json: every
+ * top-level *.safetensors (catalog_top_files), as vLLM's default loader
+ * globs them; an error where there is none.
+ */
+static enum wshard_err open_glob(struct wshard_catalog *cat, struct wshard_error *err)
+{
+	char **names = NULL;
+	size_t i, n = 0;
+	enum wshard_err rc;
+
+	rc = catalog_top_files(cat, &names, &n, err);
+	if (!rc && n == 0)
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "'%s' holds neither %s nor %s (nor params.json with consolidated*.safetensors)",
+				      cat->path, INDEX_NAME, SINGLE_NAME);
+	for (i = 0; i < n && !rc; i++) {
+		rc = check_member_name(cat, names[i], names[i], err);
+		if (!rc)
+			rc = add_file(cat, names[i], err);
+	}
+	if (!rc)
+		rc = open_files(cat, err);
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+/*
  * Mistral's own format (catalog_mistral.c): consolidated*.safetensors
  * beside params.json, through consolidated.safetensors.index.json where
  * there is one, as vLLM's mistral loader filters them.  *out_mistral
- * false and an error where the checkpoint has neither kind of weights.
+ * false where it has none: then every top-level *.safetensors
+ * (open_glob), an error where there is none.
  */
 static enum wshard_err open_mistral(struct wshard_catalog *cat, bool *out_mistral,
 				    struct wshard_error *err)
@@ -388,10 +418,10 @@ static enum wshard_err open_mistral(struct wshard_catalog *cat, bool *out_mistra
 	*out_mistral = false;
 	rc = index ? catalog_mistral_files(cat, &names, &n, err)
 		   : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	if (!rc && n == 0)
-		rc = wshard_error_set(err, WSHARD_EINVAL,
-				      "'%s' holds neither %s nor %s (nor params.json with consolidated*.safetensors)",
-				      cat->path, INDEX_NAME, SINGLE_NAME);
+	if (!rc && n == 0) {
+		free(index);
+		return open_glob(cat, err);
+	}
 	if (!rc && has_file(cat, index)) {
 		rc = load_index(cat, index, err);
 	} else {

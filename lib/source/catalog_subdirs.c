@@ -10,7 +10,9 @@
  * sound_tokenizer/, nor a model.safetensors at the top.  Where
  * config.json names one of those architectures, the same glob gives the
  * weight files here, by their relative names (catalog_open.c falls back
- * to the top level's weights where it finds none).
+ * to the top level's weights where it finds none).  The same loader's
+ * glob at the top level, where a checkpoint has no index and no
+ * model.safetensors: catalog_top_files.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -134,6 +136,39 @@ enum wshard_err catalog_subdir_files(const struct wshard_catalog *cat, char ***o
 		if (matches(DIR_PATTERN, e->d_name))
 			rc = scan_sub(cat, e->d_name, out_names, out_n, err);
 	closedir(d);
+	catalog_sort_names(*out_names, *out_n);
+	return rc;
+}
+
+/* See catalog.h. */
+enum wshard_err catalog_top_files(const struct wshard_catalog *cat, char ***out_names,
+				  size_t *out_n, struct wshard_error *err)
+{
+	enum wshard_err rc = WSHARD_OK;
+	struct dirent *e;
+	DIR *d;
+	size_t i;
+
+	*out_names = NULL;
+	*out_n = 0;
+	if (cat->archive) {
+		for (i = 0; i < cat->archive->nmembers && !rc; i++) {
+			const char *n = cat->archive->members[i].name;
+
+			if (!strchr(n, '/') && fnmatch(FILE_PATTERN, n, FNM_PERIOD) == 0)
+				rc = catalog_push_name(out_names, out_n, n, err);
+		}
+	} else {
+		d = opendir(cat->dir);
+		if (!d)
+			return wshard_error_set(err, WSHARD_EIO, "cannot open directory '%s': %s",
+						cat->dir, strerror(errno));
+		while (!rc && (e = readdir(d)))
+			if (fnmatch(FILE_PATTERN, e->d_name, FNM_PERIOD) == 0 &&
+			    wshard_catalog_has_file(cat, e->d_name))
+				rc = catalog_push_name(out_names, out_n, e->d_name, err);
+		closedir(d);
+	}
 	catalog_sort_names(*out_names, *out_n);
 	return rc;
 }

@@ -417,6 +417,18 @@ def image_prompt(model):
         px = np.random.default_rng(7).integers(0, 256, (336, 336, 3), dtype=np.uint8)
         return {"prompt_token_ids": [17, 243, 9],
                 "multi_modal_data": {"image": Image.fromarray(px)}}
+    elif cfg["architectures"][0] == "OpenVLAForActionPrediction":
+        # OpenVLA: vLLM inserts the image's 256 tokens after the bos
+        # (openvla.py:363-370); its own processor makes any image 224x224
+        px = np.random.default_rng(7).integers(0, 256, (224, 224, 3), dtype=np.uint8)
+        return {"prompt_token_ids": [2, 17, 243, 9],
+                "multi_modal_data": {"image": Image.fromarray(px)}}
+    elif cfg["architectures"][0] == "BagelForConditionalGeneration":
+        # BAGEL: <|image_pad|> (ckpt_bagel.py's tokenizer: 999), which vLLM
+        # replaces by vit_max_num_patch_per_side**2 tokens (16: a 56x56
+        # image of 14-pixel patches)
+        size = 56
+        image = [999]
     elif cfg["architectures"][0] == "Molmo2ForConditionalGeneration":
         # Molmo2: <|image|> (ckpt_molmo2.py's tokenizer: 994), which vLLM
         # replaces by the global crop's pooled rows and the tiling's; a
@@ -634,6 +646,12 @@ def arch_settings(model, kw):
         # profiling (the towers are built all the same, unlike with
         # limit_mm_per_prompt 0; the prompts are text alone)
         kw.setdefault("skip_mm_profiling", True)
+    if arch == "OpenVLAForActionPrediction":
+        # its towers are the release's (timm's DINOv2 ViT-L and SigLIP
+        # So400m): no multimodal profiling, which would run them over the
+        # dummy image; an image is 256 tokens (ckpt_openvla.py)
+        kw.setdefault("skip_mm_profiling", True)
+        kw.setdefault("max_model_len", 2 * MAX_MODEL_LEN)
     if arch == "MolmoForCausalLM":
         # its backbone is the release's (23 layers of 1024 over 577
         # positions a crop): no multimodal profiling, which would run it
