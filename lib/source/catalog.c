@@ -3,6 +3,8 @@
  * and the whole freed; the lists of names its builders keep.
  * catalog_open.c builds it.
  */
+#include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,4 +98,40 @@ void catalog_sort_names(char **list, size_t n)
 {
 	if (n)
 		qsort(list, n, sizeof(char *), cmp_str);
+}
+
+enum wshard_err catalog_push_file(const struct wshard_catalog *cat, const char *name,
+				  char ***names, size_t *n, struct wshard_error *err)
+{
+	return wshard_catalog_has_file(cat, name) ? catalog_push_name(names, n, name, err)
+						  : WSHARD_OK;
+}
+
+enum wshard_err catalog_list_names(const struct wshard_catalog *cat, bool (*member)(const char *),
+				   catalog_entry_fn entry, char ***out_names, size_t *out_n,
+				   struct wshard_error *err)
+{
+	enum wshard_err rc = WSHARD_OK;
+	struct dirent *e;
+	DIR *d;
+	size_t i;
+
+	*out_names = NULL;
+	*out_n = 0;
+	if (cat->archive) {
+		for (i = 0; i < cat->archive->nmembers && !rc; i++)
+			if (member(cat->archive->members[i].name))
+				rc = catalog_push_name(out_names, out_n,
+						       cat->archive->members[i].name, err);
+		return rc;
+	}
+	d = opendir(cat->dir);
+	if (!d)
+		return wshard_error_set(err, WSHARD_EIO, "cannot open directory '%s': %s",
+					cat->dir, strerror(errno));
+	while (!rc && (e = readdir(d)))
+		rc = entry(cat, e->d_name, out_names, out_n, err);
+	closedir(d);
+	catalog_sort_names(*out_names, *out_n);
+	return rc;
 }

@@ -172,6 +172,24 @@ enum wshard_err catalog_push_name(char ***list, size_t *n, const char *name,
 void catalog_sort_names(char **list, size_t n);
 
 /*
+ * catalog.c: the names of cat's weight files some glob of vLLM's loader
+ * picks: in an archive, each member name member() accepts, in archive
+ * order; in a folder, what entry() pushes for each top-level entry (name)
+ * onto *names (*n), a subfolder's files included, in strcmp order.
+ * Returns WSHARD_OK or entry()'s error, WSHARD_EIO or WSHARD_ENOMEM.
+ */
+typedef enum wshard_err (*catalog_entry_fn)(const struct wshard_catalog *cat, const char *name,
+					     char ***names, size_t *n, struct wshard_error *err);
+enum wshard_err catalog_list_names(const struct wshard_catalog *cat, bool (*member)(const char *),
+				   catalog_entry_fn entry, char ***out_names, size_t *out_n,
+				   struct wshard_error *err);
+
+/* catalog.c: name pushed onto *names (*n) where cat has it as a regular
+ * file (a catalog_entry_fn's last step). */
+enum wshard_err catalog_push_file(const struct wshard_catalog *cat, const char *name,
+				  char ***names, size_t *n, struct wshard_error *err);
+
+/*
  * catalog_st.c: where cat->extra has a sentence-transformers modules.json,
  * adds the files of each module folder it names ("1_Pooling/config.json"),
  * which vLLM reads for the pooling and Dense layers.  Returns WSHARD_OK,

@@ -17,8 +17,6 @@
  * tokenizer (tekken.json) go to OUT as they are, the non-weight files
  * they are.
  */
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,35 +39,20 @@ static bool is_consolidated(const char *name)
 	       !strcmp(name + n - s, ".safetensors") && !strchr(name, '/');
 }
 
+static enum wshard_err consolidated_entry(const struct wshard_catalog *cat, const char *name,
+					  char ***names, size_t *n, struct wshard_error *err)
+{
+	return is_consolidated(name) ? catalog_push_file(cat, name, names, n, err) : WSHARD_OK;
+}
+
 enum wshard_err catalog_mistral_files(const struct wshard_catalog *cat, char ***out_names,
 				      size_t *out_n, struct wshard_error *err)
 {
-	enum wshard_err rc = WSHARD_OK;
-	struct dirent *e;
-	DIR *d;
-	size_t i;
-
 	*out_names = NULL;
 	*out_n = 0;
 	if (!wshard_catalog_has_file(cat, PARAMS_NAME))
 		return WSHARD_OK;
-	if (cat->archive) {
-		for (i = 0; i < cat->archive->nmembers && !rc; i++)
-			if (is_consolidated(cat->archive->members[i].name))
-				rc = catalog_push_name(out_names, out_n,
-						       cat->archive->members[i].name, err);
-		return rc;
-	}
-	d = opendir(cat->dir);
-	if (!d)
-		return wshard_error_set(err, WSHARD_EIO, "cannot open directory '%s': %s",
-					cat->dir, strerror(errno));
-	while (!rc && (e = readdir(d)))
-		if (is_consolidated(e->d_name) && wshard_catalog_has_file(cat, e->d_name))
-			rc = catalog_push_name(out_names, out_n, e->d_name, err);
-	closedir(d);
-	catalog_sort_names(*out_names, *out_n);
-	return rc;
+	return catalog_list_names(cat, is_consolidated, consolidated_entry, out_names, out_n, err);
 }
 
 /* key renamed to to (vLLM's _remap_general_mistral_args). */

@@ -385,10 +385,10 @@ static enum wshard_err open_glob(struct wshard_catalog *cat, struct wshard_error
 	rc = catalog_top_files(cat, &names, &n, err);
 	if (!rc && n == 0)
 		rc = wshard_error_set(err, WSHARD_EINVAL,
-				      "'%s' holds neither %s nor %s (nor params.json with consolidated*.safetensors)",
+				      "'%s' holds neither %s nor %s nor any other *.safetensors",
 				      cat->path, INDEX_NAME, SINGLE_NAME);
 	for (i = 0; i < n && !rc; i++) {
-		rc = check_member_name(cat, names[i], names[i], err);
+		rc = check_member_name(cat, names[i], NULL, NULL, err);
 		if (!rc)
 			rc = add_file(cat, names[i], err);
 	}

@@ -80,15 +80,19 @@ static bool member_matches(const char *name)
 	return ok;
 }
 
-/* The regular files of folder sub (a DIR_PATTERN folder) matching FILE_PATTERN. */
+/* The regular files of folder sub matching FILE_PATTERN, where sub
+ * matches DIR_PATTERN (a catalog_entry_fn). */
 static enum wshard_err scan_sub(const struct wshard_catalog *cat, const char *sub,
 				char ***names, size_t *n, struct wshard_error *err)
 {
-	char *path = wshard_path_join(cat->dir, sub);
 	enum wshard_err rc = WSHARD_OK;
 	struct dirent *e;
+	char *path;
 	DIR *d;
 
+	if (!matches(DIR_PATTERN, sub))
+		return WSHARD_OK;
+	path = wshard_path_join(cat->dir, sub);
 	if (!path)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	d = opendir(path);
@@ -101,10 +105,8 @@ static enum wshard_err scan_sub(const struct wshard_catalog *cat, const char *su
 		if (!matches(FILE_PATTERN, e->d_name))
 			continue;
 		rel = wshard_path_join(sub, e->d_name);
-		if (!rel)
-			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		else if (wshard_catalog_has_file(cat, rel))
-			rc = catalog_push_name(names, n, rel, err);
+		rc = rel ? catalog_push_file(cat, rel, names, n, err)
+			 : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		free(rel);
 	}
 	closedir(d);
@@ -114,61 +116,24 @@ static enum wshard_err scan_sub(const struct wshard_catalog *cat, const char *su
 enum wshard_err catalog_subdir_files(const struct wshard_catalog *cat, char ***out_names,
 				     size_t *out_n, struct wshard_error *err)
 {
-	enum wshard_err rc = WSHARD_OK;
-	struct dirent *e;
-	DIR *d;
-	size_t i;
+	return catalog_list_names(cat, member_matches, scan_sub, out_names, out_n, err);
+}
 
-	*out_names = NULL;
-	*out_n = 0;
-	if (cat->archive) {
-		for (i = 0; i < cat->archive->nmembers && !rc; i++)
-			if (member_matches(cat->archive->members[i].name))
-				rc = catalog_push_name(out_names, out_n,
-						       cat->archive->members[i].name, err);
-		return rc;
-	}
-	d = opendir(cat->dir);
-	if (!d)
-		return wshard_error_set(err, WSHARD_EIO, "cannot open directory '%s': %s",
-					cat->dir, strerror(errno));
-	while (!rc && (e = readdir(d)))
-		if (matches(DIR_PATTERN, e->d_name))
-			rc = scan_sub(cat, e->d_name, out_names, out_n, err);
-	closedir(d);
-	catalog_sort_names(*out_names, *out_n);
-	return rc;
+/* A top-level name matching FILE_PATTERN. */
+static bool top_member(const char *name)
+{
+	return !strchr(name, '/') && matches(FILE_PATTERN, name);
+}
+
+static enum wshard_err top_entry(const struct wshard_catalog *cat, const char *name,
+				 char ***names, size_t *n, struct wshard_error *err)
+{
+	return top_member(name) ? catalog_push_file(cat, name, names, n, err) : WSHARD_OK;
 }
 
 /* See catalog.h. */
 enum wshard_err catalog_top_files(const struct wshard_catalog *cat, char ***out_names,
 				  size_t *out_n, struct wshard_error *err)
 {
-	enum wshard_err rc = WSHARD_OK;
-	struct dirent *e;
-	DIR *d;
-	size_t i;
-
-	*out_names = NULL;
-	*out_n = 0;
-	if (cat->archive) {
-		for (i = 0; i < cat->archive->nmembers && !rc; i++) {
-			const char *n = cat->archive->members[i].name;
-
-			if (!strchr(n, '/') && fnmatch(FILE_PATTERN, n, FNM_PERIOD) == 0)
-				rc = catalog_push_name(out_names, out_n, n, err);
-		}
-	} else {
-		d = opendir(cat->dir);
-		if (!d)
-			return wshard_error_set(err, WSHARD_EIO, "cannot open directory '%s': %s",
-						cat->dir, strerror(errno));
-		while (!rc && (e = readdir(d)))
-			if (fnmatch(FILE_PATTERN, e->d_name, FNM_PERIOD) == 0 &&
-			    wshard_catalog_has_file(cat, e->d_name))
-				rc = catalog_push_name(out_names, out_n, e->d_name, err);
-		closedir(d);
-	}
-	catalog_sort_names(*out_names, *out_n);
-	return rc;
+	return catalog_list_names(cat, top_member, top_entry, out_names, out_n, err);
 }
