@@ -5,6 +5,8 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +17,7 @@
 #include "catalog.h"
 #include "arc.h"
 #include "hfcache.h"
+#include "base/fileio.h"
 
 long wshard_catalog_index(const struct wshard_catalog *cat, const char *name)
 {
@@ -134,4 +137,55 @@ enum wshard_err catalog_list_names(const struct wshard_catalog *cat, bool (*memb
 	closedir(d);
 	catalog_sort_names(*out_names, *out_n);
 	return rc;
+}
+
+enum wshard_err catalog_check_member(const struct wshard_catalog *cat, const char *name,
+				     const char *index, const char *tensor,
+				     struct wshard_error *err)
+{
+	const char *dir = cat->dir;
+	char real_dir[PATH_MAX], real_file[PATH_MAX], what[PATH_MAX + 512];
+	char *path;
+	const char *p;
+	size_t n;
+
+	if (index)
+		snprintf(what, sizeof(what), "'%s': weight_map entry for '%s' names '%s'",
+			 index, tensor, name);
+	else
+		snprintf(what, sizeof(what), "'%s': '%s'", dir, name);
+	if (!*name || name[0] == '/')
+		return wshard_error_set(err, WSHARD_EINVAL, "%s, which is not a relative path",
+					what);
+	for (p = name; *p; p += n + (p[n] == '/')) {
+		n = strcspn(p, "/");
+		if ((n == 2 && p[0] == '.' && p[1] == '.') || n == 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"%s, which leaves the directory", what);
+	}
+	if (cat->archive) {
+		if (arc_find(cat->archive, name) < 0)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"%s, which is not in the archive", what);
+		return WSHARD_OK;
+	}
+	path = wshard_path_join(dir, name);
+	if (!path)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (!realpath(path, real_file)) {
+		int e = errno;
+
+		free(path);
+		return wshard_error_set(err, WSHARD_EINVAL, "%s: %s", what, strerror(e));
+	}
+	free(path);
+	if (!realpath(dir, real_dir))
+		return wshard_error_set(err, WSHARD_EIO, "cannot resolve '%s': %s",
+					dir, strerror(errno));
+	n = strlen(real_dir);
+	if ((strncmp(real_file, real_dir, n) != 0 || real_file[n] != '/') &&
+	    !wshard_hf_is_blob(real_dir, real_file))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"%s, a link that leaves the directory", what);
+	return WSHARD_OK;
 }

@@ -184,6 +184,14 @@ enum wshard_err catalog_list_names(const struct wshard_catalog *cat, bool (*memb
 				   catalog_entry_fn entry, char ***out_names, size_t *out_n,
 				   struct wshard_error *err);
 
+/* catalog.c: WSHARD_EINVAL, naming it, where a file the checkpoint names
+ * leaves its directory (an absolute path, "..", a link out of it) or is
+ * missing: a weight_map entry of index (the index file's path; tensor the
+ * entry's tensor), or a file found by name (index and tensor NULL). */
+enum wshard_err catalog_check_member(const struct wshard_catalog *cat, const char *name,
+				     const char *index, const char *tensor,
+				     struct wshard_error *err);
+
 /* catalog.c: name pushed onto *names (*n) where cat has it as a regular
  * file (a catalog_entry_fn's last step). */
 enum wshard_err catalog_push_file(const struct wshard_catalog *cat, const char *name,

@@ -50,60 +50,6 @@ static int cmp_tensor(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* A file the checkpoint names must stay inside its directory: a
- * weight_map entry of index (the index file's path; tensor the entry's
- * tensor), or a file found by name (index NULL). */
-static enum wshard_err check_member_name(const struct wshard_catalog *cat,
-					 const char *name, const char *index,
-					 const char *tensor, struct wshard_error *err)
-{
-	const char *dir = cat->dir;
-	char real_dir[PATH_MAX], real_file[PATH_MAX], what[PATH_MAX + 512];
-	char *path;
-	const char *p;
-	size_t n;
-
-	if (index)
-		snprintf(what, sizeof(what), "'%s': weight_map entry for '%s' names '%s'",
-			 index, tensor, name);
-	else
-		snprintf(what, sizeof(what), "'%s': '%s'", dir, name);
-	if (!*name || name[0] == '/')
-		return wshard_error_set(err, WSHARD_EINVAL, "%s, which is not a relative path",
-					what);
-	for (p = name; *p; p += n + (p[n] == '/')) {
-		n = strcspn(p, "/");
-		if ((n == 2 && p[0] == '.' && p[1] == '.') || n == 0)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"%s, which leaves the directory", what);
-	}
-	if (cat->archive) {
-		if (arc_find(cat->archive, name) < 0)
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"%s, which is not in the archive", what);
-		return WSHARD_OK;
-	}
-	path = wshard_path_join(dir, name);
-	if (!path)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	if (!realpath(path, real_file)) {
-		int e = errno;
-
-		free(path);
-		return wshard_error_set(err, WSHARD_EINVAL, "%s: %s", what, strerror(e));
-	}
-	free(path);
-	if (!realpath(dir, real_dir))
-		return wshard_error_set(err, WSHARD_EIO, "cannot resolve '%s': %s",
-					dir, strerror(errno));
-	n = strlen(real_dir);
-	if ((strncmp(real_file, real_dir, n) != 0 || real_file[n] != '/') &&
-	    !wshard_hf_is_blob(real_dir, real_file))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"%s, a link that leaves the directory", what);
-	return WSHARD_OK;
-}
-
 static long find_file(const struct wshard_catalog *cat, const char *name)
 {
 	size_t i;
@@ -230,7 +176,7 @@ static enum wshard_err add_mapped_files(struct wshard_catalog *cat, const char *
 						path, e[i].name);
 		if (find_file(cat, e[i].file) >= 0)
 			continue;
-		rc = check_member_name(cat, e[i].file, path, e[i].name, err);
+		rc = catalog_check_member(cat, e[i].file, path, e[i].name, err);
 		if (!rc)
 			rc = add_file(cat, e[i].file, err);
 		if (rc)
@@ -376,10 +322,32 @@ static enum wshard_err precheck(struct wshard_catalog *cat, const char *config,
  * top-level *.safetensors (catalog_top_files), as vLLM's default loader
  * globs them; an error where there is none.
  */
+/* The n weight files a glob found, unless rc is an error: each checked to
+ * stay inside the directory, then opened in archive order; names freed. */
+static enum wshard_err open_found(struct wshard_catalog *cat, enum wshard_err rc, char **names,
+				  size_t n, struct wshard_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < n && !rc; i++) {
+		rc = catalog_check_member(cat, names[i], NULL, NULL, err);
+		if (!rc)
+			rc = add_file(cat, names[i], err);
+	}
+	if (!rc) {
+		qsort(cat->files, cat->nfiles, sizeof(*cat->files), cmp_file);
+		rc = open_files(cat, err);
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
 static enum wshard_err open_glob(struct wshard_catalog *cat, struct wshard_error *err)
 {
 	char **names = NULL;
-	size_t i, n = 0;
+	size_t n = 0;
 	enum wshard_err rc;
 
 	rc = catalog_top_files(cat, &names, &n, err);
@@ -387,17 +355,7 @@ static enum wshard_err open_glob(struct wshard_catalog *cat, struct wshard_error
 		rc = wshard_error_set(err, WSHARD_EINVAL,
 				      "'%s' holds neither %s nor %s nor any other *.safetensors",
 				      cat->path, INDEX_NAME, SINGLE_NAME);
-	for (i = 0; i < n && !rc; i++) {
-		rc = check_member_name(cat, names[i], NULL, NULL, err);
-		if (!rc)
-			rc = add_file(cat, names[i], err);
-	}
-	if (!rc)
-		rc = open_files(cat, err);
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return rc;
+	return open_found(cat, rc, names, n, err);
 }
 
 /*
@@ -449,7 +407,7 @@ static enum wshard_err open_subdirs(struct wshard_catalog *cat, bool top, bool *
 				    struct wshard_error *err)
 {
 	char **names = NULL;
-	size_t i, n = 0;
+	size_t n = 0;
 	enum wshard_err rc;
 
 	*opened = false;
@@ -458,19 +416,10 @@ static enum wshard_err open_subdirs(struct wshard_catalog *cat, bool top, bool *
 		rc = wshard_error_set(err, WSHARD_EINVAL,
 				      "'%s' holds neither %s nor %s nor [tv]*er/*.safetensors, where vLLM reads %s's weights",
 				      cat->path, INDEX_NAME, SINGLE_NAME, catalog_subdir_arch(cat));
-	for (i = 0; i < n && !rc; i++) {
-		rc = check_member_name(cat, names[i], NULL, NULL, err);
-		if (!rc)
-			rc = add_file(cat, names[i], err);
-	}
-	if (!rc && n) {
-		qsort(cat->files, cat->nfiles, sizeof(*cat->files), cmp_file);
-		rc = open_files(cat, err);
-		*opened = !rc;
-	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	if (!rc && n == 0)
+		return WSHARD_OK;
+	rc = open_found(cat, rc, names, n, err);
+	*opened = !rc;
 	return rc;
 }
 
@@ -501,7 +450,7 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 	} else if (has_file(cat, index)) {
 		rc = load_index(cat, index, err);
 	} else if (has_file(cat, single)) {
-		rc = check_member_name(cat, SINGLE_NAME, NULL, NULL, err);
+		rc = catalog_check_member(cat, SINGLE_NAME, NULL, NULL, err);
 		if (!rc)
 			rc = add_file(cat, SINGLE_NAME, err);
 		if (!rc)
