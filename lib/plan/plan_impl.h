@@ -512,7 +512,7 @@ enum wshard_err plan_split_cols(const struct wshard_plan *plan, struct group_out
 				struct wshard_error *err);
 
 /*
- * plan_view.c: the pieces of a transposed split without "chunks": shp the
+ * plan_reorder.c: the pieces of a transposed split without "chunks": shp the
  * source as [E, A, B], lead 1 (or 0 for a matrix, E = 1), cut in
  * dimension dim (1 or 2), out its rank shape; a "replicate" rule's whole
  * on every rank, as at tp 1.  Returns WSHARD_OK, WSHARD_EINVAL

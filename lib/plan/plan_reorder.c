@@ -278,6 +278,50 @@ enum wshard_err plan_permute_rows(const struct wshard_plan *plan, const struct m
 }
 
 /*
+ * The pieces of plan_view.c's split_transposed without "chunks", and of
+ * "transpose_cols" below (plan_impl.h).
+ */
+enum wshard_err plan_transposed_cut(const struct wshard_plan *plan, struct group_out *g,
+				    const struct member *m, const uint64_t *shp, int dim,
+				    int lead, uint64_t *out, struct wshard_error *err)
+{
+	const struct wshard_st_tensor *t = src_info(plan, m->src);
+	bool whole = m->rule->kind == RULE_REPLICATE;
+	uint64_t tp = whole ? 1 : (uint64_t)plan->tp, es = wshard_dtype_bits(t->dtype) / 8;
+	uint64_t a = shp[1], stride = shp[2] * es, cut;
+	enum wshard_err rc = WSHARD_OK;
+	int r;
+
+	if (shp[dim] % tp)
+		return plan_indivisible(plan, m, dim - 1 + lead, shp[dim], err);
+	cut = shp[dim] / tp;
+	out[1] = dim == 1 ? shp[2] : cut;
+	out[2] = dim == 1 ? cut : a;
+	for (r = 0; r < plan->tp && !rc; r++) {
+		uint64_t part = whole ? 0 : (uint64_t)r;
+		struct wshard_piece p = {
+			.kind = WSHARD_PIECE_COPY,
+			.src = m->src,
+			.nrows = shp[0],
+			.tr_rows = dim == 1 ? cut : a,
+			.tr_stride = stride,
+			.tr_width = dim == 1 ? stride : cut * es,
+			.tr_es = (unsigned)es,
+			.prov_col0 = part * cut,
+			.prov_ncols = m->rule->transpose_cols ? shp[1] * shp[2] : cut,
+			.prov_dim = dim - 1 + lead,
+		};
+
+		p.col0 = dim == 1 ? part * cut * stride : part * cut * es;
+		p.ncols = (p.tr_rows - 1) * stride + p.tr_width;
+		p.out_ncols = p.tr_rows * p.tr_width;
+		p.len = p.nrows * p.out_ncols;
+		rc = plan_push_piece(&g->ranks[r], &p, err);
+	}
+	return rc;
+}
+
+/*
  * "transpose_cols": BAGEL's patch embedding, a Linear over patches
  * flattened (p, p, c), which vLLM's bagel.py load_weights reshapes to
  * [O, p, p, c] and permutes to its Conv2d's [O, c, p, p]: each row
