@@ -79,7 +79,7 @@ static enum wshard_err parse_reshape(const struct wshard_rules *r, struct rules_
 
 /* "transpose_cols": an expression, on a "replicate" split with
  * "transpose" (each row of a 2-D source a matrix of that many columns,
- * written transposed: BAGEL's patch embedding, plan_view.c). */
+ * written transposed: BAGEL's patch embedding, plan_reorder.c). */
 static enum wshard_err parse_transpose_cols(const struct wshard_rules *r,
 					    struct rules_rule *rule, json_t *tc,
 					    struct wshard_error *err)
