@@ -152,6 +152,21 @@ def make_dflash2(out, layers=2):
 DSPARK_RANK = 16
 
 
+def dspark_heads(mods, h, v, r):
+    """DSpark's Markov head (rank r, zeros) and confidence head (over the
+    hidden state and the Markov rank), added to mods."""
+    import torch.nn as nn
+    markov = nn.Module()
+    markov.markov_w1 = nn.Embedding(v, r)
+    markov.markov_w2 = nn.Linear(r, v, bias=False)
+    markov.markov_w1.weight.data.zero_()
+    markov.markov_w2.weight.data.zero_()
+    mods["markov_head"] = markov
+    conf = nn.Module()
+    conf.proj = nn.Linear(h + r, 1, bias=True)
+    mods["confidence_head"] = conf
+
+
 def make_dspark(out, layers=2):
     """A DSpark draft (vLLM's Qwen3DSparkModel, qwen3_dspark.py) for
     make_ckpt.py's qwen3 target, laid out as deepseek-ai's dense releases
@@ -178,15 +193,7 @@ def make_dspark(out, layers=2):
     mods.update({"fc": nn.Linear(len(TARGET_LAYER_IDS) * h, h, bias=False),
                  "hidden_norm": Qwen3RMSNorm(h, cfg.rms_norm_eps),
                  "norm": Qwen3RMSNorm(h, cfg.rms_norm_eps)})
-    markov = nn.Module()
-    markov.markov_w1 = nn.Embedding(v, r)
-    markov.markov_w2 = nn.Linear(r, v, bias=False)
-    markov.markov_w1.weight.data.zero_()
-    markov.markov_w2.weight.data.zero_()
-    mods["markov_head"] = markov
-    conf = nn.Module()
-    conf.proj = nn.Linear(h + r, 1, bias=True)
-    mods["confidence_head"] = conf
+    dspark_heads(mods, h, v, r)
     tensors = module_tensors(mods, damp)
     save_draft(out, tensors, draft_config(
         cfg, architectures=["Qwen3DSparkModel"], block_size=8,
@@ -233,15 +240,7 @@ def make_gemma4_dspark(out, layers=2):
                  "fc": nn.Linear(len(GEMMA4_TARGET_LAYER_IDS) * h, h, bias=False),
                  "hidden_norm": Gemma4RMSNorm(h, cfg.rms_norm_eps),
                  "norm": Gemma4RMSNorm(h, cfg.rms_norm_eps)})
-    markov = nn.Module()
-    markov.markov_w1 = nn.Embedding(v, r)
-    markov.markov_w2 = nn.Linear(r, v, bias=False)
-    markov.markov_w1.weight.data.zero_()
-    markov.markov_w2.weight.data.zero_()
-    mods["markov_head"] = markov
-    conf = nn.Module()
-    conf.proj = nn.Linear(h + r, 1, bias=True)
-    mods["confidence_head"] = conf
+    dspark_heads(mods, h, v, r)
     tensors = module_tensors(mods, damp)
     for i in range(layers):
         # a buffer, which module_tensors leaves out
