@@ -489,6 +489,40 @@ Test(kinds, pipeline_none_with)
 		    "optionally \"first_stage_min\", \"none_with\" (config keys) and \"none_if\"");
 }
 
+#define LAYER_PREFIXES(layers) "{\"pipeline\": {\"layers\": " layers ", " \
+	"\"stages\": [{\"model.embed_tokens.weight\": \"first\"}, {\"*\": \"last\"}]}, " \
+	"\"tensors\": [" CATCH_ALL "]}"
+
+/* A pipeline's "layers" as an array of prefixes: a layer's outputs go
+ * to its stage under any of them (DeepSeek-V4's text model, alone or
+ * under language_model.); an empty array or a prefix without {n} is
+ * refused. */
+Test(kinds, pipeline_layer_prefixes)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_error err;
+
+	fx_open(&f, BASE);
+	use_rules(&f, LAYER_PREFIXES("[\"lm.layers.{n}.\", \"model.layers.{n}.\"]"));
+	f.opt.pp = 2;
+	f.opt.tp = 1;
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
+		     err.msg);
+	cr_assert_eq(f.plan->nranks, 2);
+	get_out(&f, 0, "model.layers.0.input_layernorm.weight");
+	get_out(&f, 1, "model.layers.1.input_layernorm.weight");
+	cr_assert_null(find_out(&f, 1, "model.layers.0.input_layernorm.weight"));
+	cr_assert_null(find_out(&f, 0, "model.layers.1.input_layernorm.weight"));
+	get_out(&f, 0, "model.embed_tokens.weight");
+	cr_assert_null(find_out(&f, 1, "model.embed_tokens.weight"));
+	f.opt.pp = 1;
+	fx_close(&f);
+	rules_fails(&f, LAYER_PREFIXES("[]"), "(a name prefix with {n}, or an array of them)");
+	rules_fails(&f, LAYER_PREFIXES("[\"model.layers.{n}.\", \"lm.layers.\"]"),
+		    "(a name prefix with {n}, or an array of them)");
+}
+
 #define NONE_IF "{\"pipeline\": {\"none_if\": \"llm.archs[0] == 'X'\", " \
 	"\"layers\": \"model.layers.{n}.\", \"stages\": [{\"*\": \"all\"}]}, " \
 	"\"tensors\": [" CATCH_ALL "]}"

@@ -217,6 +217,8 @@ void wshard_rules_free(struct wshard_rules *r)
 	for (i = 0; i < r->npp_stages; i++)
 		free(r->pp_stages[i].pattern);
 	free(r->pp_stages);
+	for (i = 0; r->pp_layers && r->pp_layers[i]; i++)
+		free(r->pp_layers[i]);
 	free(r->pp_layers);
 	free(r->pp_first_min);
 	free(r->pp_none_with);

@@ -344,11 +344,12 @@ struct wshard_rules {
 	char **refuse_beside;
 	char *refuse_beside_reason;
 	/* "pipeline": what each stage of vLLM's pipeline holds (--pp).
-	 * pp_layers: the prefix of a decoder layer's outputs, with {n} for
-	 * its index ("model.layers.{n}."), or NULL: --pp is not written for
-	 * these rules.  pp_stages: for the other outputs, in order, the
-	 * first matching one decides. */
-	char *pp_layers;
+	 * pp_layers: the prefixes of a decoder layer's outputs, with {n} for
+	 * its index ("model.layers.{n}."), NULL-terminated (more than one
+	 * where a block is used under another output_prefix too), or NULL:
+	 * --pp is not written for these rules.  pp_stages: for the other
+	 * outputs, in order, the first matching one decides. */
+	char **pp_layers;
 	/* "first_stage_min": a config.json key whose entries (an array) or
 	 * value is the fewest decoder layers vLLM lets the first stage hold
 	 * (Qwen3-VL's deepstack layers), or NULL */
@@ -517,7 +518,7 @@ enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
 
 /*
  * Which stages hold output name (rules_stage.c): *out_layer, the decoder
- * layer it belongs to (name starts with r's pp_layers), or -1 and
+ * layer it belongs to (name starts with one of r's pp_layers), or -1 and
  * *out_stage, the first matching "stages" entry's.  Returns false when
  * neither matches.
  */

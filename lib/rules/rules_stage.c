@@ -32,6 +32,24 @@ static int parse_stage(const char *s)
 	return -1;
 }
 
+/* "layers": a name prefix with {n}, or a non-empty array of them (one
+ * block used under two output prefixes: DeepSeek-V4's text model, alone
+ * or under language_model. beside its vision tower). */
+static bool layer_prefixes_ok(json_t *layers)
+{
+	json_t *v;
+	size_t i;
+
+	if (json_is_string(layers))
+		return strstr(json_string_value(layers), "{n}") != NULL;
+	if (!json_is_array(layers) || json_array_size(layers) == 0)
+		return false;
+	json_array_foreach(layers, i, v)
+		if (!json_is_string(v) || !strstr(json_string_value(v), "{n}"))
+			return false;
+	return true;
+}
+
 enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
 				     struct wshard_error *err)
 {
@@ -40,29 +58,35 @@ enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
 	json_t *first_min = json_object_get(pipeline, "first_stage_min");
 	json_t *none_with = json_object_get(pipeline, "none_with");
 	json_t *none_if = json_object_get(pipeline, "none_if");
-	const char *key, *s = json_string_value(layers);
+	const char *key;
 	json_t *val, *v;
 	size_t i;
 
 	if (!pipeline)
 		return WSHARD_OK;
-	if (!json_is_object(pipeline) || !s || !strstr(s, "{n}") || !json_is_array(stages) ||
+	if (!json_is_object(pipeline) || !layer_prefixes_ok(layers) || !json_is_array(stages) ||
 	    (first_min && !json_is_string(first_min)) || (none_with && !json_is_string(none_with)) ||
 	    (none_if && !json_is_string(none_if)) ||
 	    json_object_size(pipeline) != (size_t)(2 + (first_min != NULL) + (none_with != NULL) +
 						   (none_if != NULL)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"pipeline\" is an object of \"layers\" (a name prefix with {n}), \"stages\" (an array of one-key objects) and optionally \"first_stage_min\", \"none_with\" (config keys) and \"none_if\" (a condition)",
+					"'%s': \"pipeline\" is an object of \"layers\" (a name prefix with {n}, or an array of them), \"stages\" (an array of one-key objects) and optionally \"first_stage_min\", \"none_with\" (config keys) and \"none_if\" (a condition)",
 					r->name);
 	if (first_min && !(r->pp_first_min = strdup(json_string_value(first_min))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	if ((none_with && !(r->pp_none_with = strdup(json_string_value(none_with)))) ||
 	    (none_if && !(r->pp_none_if = strdup(json_string_value(none_if)))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	r->pp_layers = strdup(s);
+	r->pp_layers = calloc(json_is_array(layers) ? json_array_size(layers) + 1 : 2,
+			      sizeof(*r->pp_layers));
 	r->pp_stages = calloc(json_array_size(stages) + 1, sizeof(*r->pp_stages));
 	if (!r->pp_layers || !r->pp_stages)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (!json_is_array(layers) && !(r->pp_layers[0] = strdup(json_string_value(layers))))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	json_array_foreach(layers, i, v)
+		if (!(r->pp_layers[i] = strdup(json_string_value(v))))
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	json_array_foreach(stages, i, val) {
 		int st = -1;
 
@@ -104,7 +128,9 @@ bool rules_stage_of(const struct wshard_rules *r, const char *name, long *out_la
 {
 	size_t i;
 
-	*out_layer = layer_of(r->pp_layers, name);
+	*out_layer = -1;
+	for (i = 0; r->pp_layers[i] && *out_layer < 0; i++)
+		*out_layer = layer_of(r->pp_layers[i], name);
 	if (*out_layer >= 0)
 		return true;
 	for (i = 0; i < r->npp_stages; i++) {
