@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -117,15 +118,25 @@ static int parse_validate(const char *s, enum wshard_validate_mode *out)
 /* --dtype's value.  Returns 0, or -1 if it names no target dtype. */
 static int parse_dtype(const char *s, enum wshard_dtype *out)
 {
-	if (!strcmp(s, "bf16") || !strcmp(s, "BF16"))
-		*out = WSHARD_BF16;
-	else if (!strcmp(s, "f16") || !strcmp(s, "F16"))
-		*out = WSHARD_F16;
-	else if (!strcmp(s, "f32") || !strcmp(s, "F32"))
-		*out = WSHARD_F32;
-	else
-		return -1;
-	return 0;
+	/* wshard's names and vLLM's --dtype names (torch's), any case */
+	static const struct {
+		const char *name;
+		enum wshard_dtype dt;
+	} names[] = {
+		{ "bf16", WSHARD_BF16 }, { "bfloat16", WSHARD_BF16 },
+		{ "f16", WSHARD_F16 }, { "fp16", WSHARD_F16 }, { "float16", WSHARD_F16 },
+		{ "half", WSHARD_F16 },
+		{ "f32", WSHARD_F32 }, { "fp32", WSHARD_F32 }, { "float32", WSHARD_F32 },
+		{ "float", WSHARD_F32 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(s, names[i].name)) {
+			*out = names[i].dt;
+			return 0;
+		}
+	return -1;
 }
 
 /* --archive's value.  Returns 0, or -1 if it names no format. */

@@ -187,5 +187,19 @@ if [ -e "$T/big-bf16-tp2/wshard.json" ]; then
 	done
 fi
 
+# vLLM's --dtype names, in any case, are wshard's: the same bytes
+if [ -e "$T/big-default/wshard.json" ]; then
+	"$WSHARD" convert --tp 2 --dtype BFloat16 "$T/src-big" "$T/big-torch" >/dev/null 2>"$T/cerr" ||
+		fail "big: --dtype BFloat16 failed: $(head -c 400 "$T/cerr")"
+	for f in model-rank-0-part-0.safetensors model-rank-1-part-0.safetensors; do
+		cmp -s "$T/big-torch/$f" "$T/big-default/$f" ||
+			fail "big: $f differs between --dtype BFloat16 and bf16"
+	done
+fi
+"$WSHARD" convert --tp 2 --dtype fp8 "$T/src-big" "$T/big-fp8" >/dev/null 2>"$T/cerr"
+rc=$?
+[ "$rc" = 2 ] && grep -q "'fp8' is not bf16, f16 or f32" "$T/cerr" && [ ! -e "$T/big-fp8" ] ||
+	fail "--dtype fp8: want status 2 naming it, nothing written (status $rc: $(head -c 300 "$T/cerr"))"
+
 echo "$ncases conversions checked value by value"
 finish
