@@ -438,6 +438,10 @@ struct wshard_manifest {
 	struct wshard_manifest_left_out *left_out;
 	struct wshard_options options;	/* those the plan was built with */
 	const char *expert_placement;	/* the ranks' (EP only), else NULL */
+	/* "parallel"'s "experts": 1, some tensor laid out by expert; 0,
+	 * none (expert parallelism leaves the layout as it is); -1, not
+	 * recorded (an output written before the field) */
+	int experts;
 	/* the source's quantization_config ("quantization"): its
 	 * quant_method and compressed-tensors' format, or NULL */
 	const char *quant_method, *quant_format;

@@ -104,7 +104,7 @@ import json, sys
 m = json.load(open(sys.argv[1]))
 o, p = m["options"], m["parallel"]
 sys.exit(not (o["expert_parallel"] is True and o["expert_placement"] == "round_robin"
-              and p == {"tp": 2, "pp": 1, "pp_layers": None, "expert_parallel": True,
+              and p == {"tp": 2, "pp": 1, "pp_layers": None, "experts": True, "expert_parallel": True,
                         "expert_placement": "linear"}))
 EOF
 $PLAIN "$WSHARD" inspect "$T/q3-rr" >"$T/iout" 2>&1

@@ -6,7 +6,8 @@
 #     read piece (1 MiB; 12 MiB) included; the same with xxh3-64 and sha256 sums
 #     (hashed again whole) as with crc64-nvme (pieces' sums joined);
 #  2. refused, the message naming both sides: another tp, engine release or
-#     engine, pipeline stages (either way), expert parallelism, a rank out of range, no
+#     engine, pipeline stages (either way), expert parallelism (either way;
+#     a model without experts loads either way), a rank out of range, no
 #     wshard.json, a manifest of another format;
 #  3. refused, naming the file and tensor: a flipped data byte (each sum),
 #     a renamed tensor in a header, a truncated file; a tensor given no
@@ -54,8 +55,20 @@ refuse "stages, pp 1" "$T/stages" 1 "made for 2 pipeline stages, the engine runs
 	'{"tp": 2}'
 refuse "stages, stage 2" "$T/stages" 1 "no stage 2 (2 stages)" '{"tp": 2, "pp": 2, "stage": 2}'
 $CHECK stage "$T/stages" "$T/out-crc64-nvme" || fail "stages: a stage's rank loads otherwise"
-refuse "ep" "$O" 1 "made without expert parallelism, the engine runs with" \
+# expert parallelism: refused either way for a model with experts; a
+# model without is laid out alike, and loads either way
+gen "$T/moe" --arch mixtral --layers 2 --hidden 256 --heads 4 --kv-heads 2 --experts 4 \
+	--intermediate 96 --vocab 512
+"$WSHARD" convert -q --tp 2 "$T/moe" "$T/moe-tp" || fail "convert mixtral failed"
+"$WSHARD" convert -q --tp 2 --expert-parallel "$T/moe" "$T/moe-ep" ||
+	fail "convert mixtral --expert-parallel failed"
+refuse "ep" "$T/moe-tp" 1 "made without expert parallelism, the engine runs with" \
 	'{"tp": 2, "ep": true}'
+refuse "no ep" "$T/moe-ep" 1 "made with expert parallelism, the engine runs without" '{"tp": 2}'
+refuse "dense, ep" "$O" 0 "" '{"tp": 2, "ep": true}'
+"$WSHARD" convert -q --tp 2 --expert-parallel "$T/src" "$T/dense-ep" ||
+	fail "convert llama --expert-parallel failed"
+refuse "dense made with ep" "$T/dense-ep" 0 "" '{"tp": 2}'
 refuse "rank 2" "$O" 1 "no rank 2 (2 ranks)" '{"tp": 2, "rank": 2}'
 refuse "patch release" "$O" 0 "" '{"tp": 2, "engine": "vllm==0.32.7"}'
 mkdir "$T/empty"

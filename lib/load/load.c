@@ -75,7 +75,8 @@ static enum wshard_err check_layout(const struct wshard_manifest *m,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': made for tensor-parallel size %d, the engine "
 					"runs %d", m->path, m->tp, w->tp);
-	if (w->expert_parallel != m->options.expert_parallel)
+	/* (a model without experts is laid out alike either way) */
+	if (w->expert_parallel != m->options.expert_parallel && m->experts != 0)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': made %s expert parallelism, the engine runs "
 					"%s", m->path, ep_m, ep_w);

@@ -510,10 +510,11 @@ json_t *manifest_doc(const struct wshard_plan *plan, enum wshard_validate_mode m
 				    json_string(o->architecture));
 	/* the layout the ranks hold: placement is the one vLLM uses (its
 	 * round_robin falls back to linear without grouped routing) */
-	json_object_set_new(doc, "parallel", json_pack("{s:i,s:i,s:o,s:b,s:o}",
+	json_object_set_new(doc, "parallel", json_pack("{s:i,s:i,s:o,s:b,s:b,s:o}",
 		"tp", plan->tp,
 		"pp", o->pp,
 		"pp_layers", stage_layers_json(plan),
+		"experts", plan->has_experts,
 		"expert_parallel", o->expert_parallel,
 		"expert_placement", o->expert_parallel
 			? json_string(wshard_placement_name(plan->placement)) : json_null()));

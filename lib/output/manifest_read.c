@@ -502,6 +502,8 @@ enum wshard_err wshard_manifest_open(struct wshard_manifest **out_m, const char 
 	m->rules = json_string_value(json_object_get(mf->doc, "rules"));
 	m->expert_placement = json_string_value(json_object_get(
 		json_object_get(mf->doc, "parallel"), "expert_placement"));
+	x = json_object_get(json_object_get(mf->doc, "parallel"), "experts");
+	m->experts = json_is_boolean(x) ? json_is_true(x) : -1;
 	q = json_object_get(mf->doc, "quantization");
 	m->quant_method = json_string_value(json_object_get(q, "quant_method"));
 	m->quant_format = json_string_value(json_object_get(q, "format"));

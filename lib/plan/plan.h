@@ -211,6 +211,9 @@ struct wshard_plan {
 	/* expert parallelism: the placement vLLM uses (round_robin falls
 	 * back to linear without grouped routing) */
 	enum wshard_placement placement;
+	/* some output is laid out by expert (stacked, or a rule's
+	 * "experts"): expert parallelism changes what a rank holds */
+	bool has_experts;
 	size_t nleft_out;
 	struct wshard_left_out *left_out;	/* in source order */
 	/* per source tensor, the rows its pieces count when a rule's "rows"

@@ -216,6 +216,8 @@ static enum wshard_err build_group(struct wshard_plan *plan,
 	if (!g.ranks)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	rc = plan_check_experts(plan, &m[0], err);
+	if (is_stacked(&m[0]) || m[0].rule->experts)
+		plan->has_experts = true;
 	if (!rc)
 		rc = build_items(plan, rules, &g, m, n, &nitems, err);
 	/* read once, added on every rank */
