@@ -233,7 +233,9 @@ static int inspect_output(const struct inspect_opts *o)
 	       m->target, m->target_checked ? " (checked against " : "",
 	       m->target_checked ? m->target_checked : "", m->target_checked ? ")" : "",
 	       m->tp, m->rules);
-	if (m->expert_placement) {
+	if (m->expert_placement && m->experts == 0)
+		printf("expert parallel: asked, but the model has no experts (the layout of tp alone)\n");
+	else if (m->expert_placement) {
 		const char *asked = wshard_placement_name(m->options.placement);
 		bool same = asked && strcmp(asked, m->expert_placement) == 0;
 

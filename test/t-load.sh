@@ -69,6 +69,8 @@ refuse "dense, ep" "$O" 0 "" '{"tp": 2, "ep": true}'
 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/src" "$T/dense-ep" ||
 	fail "convert llama --expert-parallel failed"
 refuse "dense made with ep" "$T/dense-ep" 0 "" '{"tp": 2}'
+"$WSHARD" inspect "$T/dense-ep" | grep -qx "expert parallel: asked, but the model has no experts (the layout of tp alone)" ||
+	fail "inspect of a dense output made with --expert-parallel: no line saying it has no experts"
 refuse "rank 2" "$O" 1 "no rank 2 (2 ranks)" '{"tp": 2, "rank": 2}'
 refuse "patch release" "$O" 0 "" '{"tp": 2, "engine": "vllm==0.32.7"}'
 mkdir "$T/empty"
