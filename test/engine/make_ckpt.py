@@ -3740,6 +3740,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # Mistral 7B's layout in Mistral's own format (MistralForCausalLM:
        # wq and wk rows interleaved for rotary, one consolidated.safetensors)
        "mistral_consolidated": "ckpt_mistral:make_dense",
+       # its EAGLE-1 draft in Mistral's format (EagleMistralForCausalLM,
+       # method eagle: mistral_consolidated:2:eagle)
+       "mistral_consolidated-eagle": "ckpt_mistral:make_dense_eagle",
        # Mistral Small 3.1's layout in Mistral's own format
        # (PixtralForConditionalGeneration: params.json's vision_encoder, the
        # tower and projector under Mistral's names, tekken.json with its
