@@ -3714,6 +3714,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "muse_glimmer-dflash": "ckpt_dflash:make_muse_glimmer",
        # qwen3's DFlash2 draft (DFlash2DraftModel: ARCH:TP:dflash2 cases)
        "qwen3-dflash2": "ckpt_dflash:make_dflash2",
+       # qwen3's LiLiCorr draft (LiLiCorrDraftModel: qwen3:2:dflash_lilicorr)
+       "qwen3-dflash_lilicorr": "ckpt_dflash:make_lilicorr",
        # laguna's (DFlashLagunaForCausalLM, vLLM's names: qkv_proj fused)
        "laguna-dflash": "ckpt_dflash:make_laguna",
        # qwen3's DSpark draft (Qwen3DSparkModel: ARCH:TP:dspark cases)
