@@ -809,7 +809,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			201 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			203 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
 			      vision tower), GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
@@ -883,7 +883,9 @@ Test(builtin, architectures_list)
 			      draft (EagleLlamaForCausalLM), MiniCPM's
 			      (EagleMiniCPMForCausalLM), Llama 4's
 			      (EagleLlama4ForCausalLM), Command A's
-			      (EagleCohereForCausalLM) */,
+			      (EagleCohereForCausalLM), a dense Mistral's
+			      (EagleMistralForCausalLM), Qwen3's LiLiCorr
+			      draft (LiLiCorrDraftModel) */,
 		     "%zu listed", n);
 	for (i = 0; i < NARCHS; i++) {
 		bool found = false;

@@ -301,3 +301,83 @@ def make_laguna(out, layers=2):
         draft_vocab_size=COMMON["vocab_size"], tie_word_embeddings=False,
         dflash_config={"target_layer_ids": LAGUNA_TARGET_LAYER_IDS,
                        "mask_token_id": MASK_TOKEN_ID}))
+
+
+def make_lilicorr(out, layers=2):
+    """A LiLiCorr draft (vLLM's LiLiCorrDraftModel, lilicorr.py) for
+    make_ckpt.py's qwen3 target: make_dflash2's DFlash layers with their
+    convolutions (no candidate selector: LiLiCorr is DFlashQwen3Model's)
+    and the correlator head under lilicorr.*, no transformers class having
+    one: a stand-in built from vLLM's own names and shapes (LiLiCorrHead,
+    lilicorr.py:125-255) with torch's modules of those names: nn.Linear
+    with bias for each ReplicatedLinear, the lattice attention torch's
+    nn.MultiheadAttention (in_proj_weight, in_proj_bias, out_proj, as
+    vLLM's LiLiCorrLatticeAttention names them), NemotronHMLP's up_proj and
+    down_proj as two biased nn.Linear, torch's RMSNorm and LayerNorm; the
+    learned slot and rank embeddings and attention biases as parameters.
+    dflash_config carries the lilicorr_* sizes vLLM reads (the head as wide
+    as the draft: no token_proj)."""
+    import torch
+    import torch.nn as nn
+    import transformers
+    from transformers.models.qwen3.modeling_qwen3 import Qwen3DecoderLayer, Qwen3RMSNorm
+    from make_ckpt import COMMON
+    cfg = transformers.Qwen3Config(**dict(COMMON, num_hidden_layers=layers))
+    h = cfg.hidden_size
+    taps, group, block = 3, 64, 16
+    heads, ratio, fdim, topk, nlayers = 4, 2.0, 32, 4, 1
+    torch.manual_seed(2470)
+    mods = {f"layers.{i}": Qwen3DecoderLayer(cfg, layer_idx=i) for i in range(layers)}
+    mods.update({"fc": nn.Linear(len(TARGET_LAYER_IDS) * h, h, bias=False),
+                 "hidden_norm": Qwen3RMSNorm(h, cfg.rms_norm_eps),
+                 "norm": Qwen3RMSNorm(h, cfg.rms_norm_eps)})
+    for i in range(layers):
+        for conv in ("attention_conv", "mlp_conv"):
+            m = nn.Module()
+            m.base_kernel = nn.Parameter(torch.zeros(2, taps, h))
+            m.base_kernel.data[:, 0] = 1
+            m.kernel_projection = nn.Linear(h, 2 * taps * (h // group), bias=False)
+            m.kernel_projection.weight.data.zero_()
+            mods[f"layers.{i}.{conv}"] = m
+
+    def mlp(inp, mid, outp):
+        m = nn.Module()
+        m.up_proj = nn.Linear(inp, mid)
+        m.down_proj = nn.Linear(mid, outp)
+        return m
+
+    head = nn.Module()
+    head.pass_hidden_proj = nn.Linear(h, h)
+    head.feature_norm = nn.LayerNorm(5)
+    head.feature_mlp = mlp(5, h, h)
+    head.slot_embedding = nn.Parameter(torch.zeros(1, 1, block - 1, 1, h))
+    head.rank_embedding = nn.Parameter(torch.zeros(1, 1, 1, topk, h))
+    head.relative_slot_bias = nn.Parameter(torch.zeros(heads, 2 * block - 1))
+    head.same_slot_bias = nn.Parameter(torch.zeros(heads))
+    head.context_proj = nn.Linear(h, h)
+    head.layers = nn.ModuleList()
+    for _ in range(nlayers):
+        lay = nn.Module()
+        lay.attn_norm = nn.RMSNorm(h, eps=cfg.rms_norm_eps)
+        lay.attn = nn.MultiheadAttention(h, heads, bias=True)
+        lay.mlp_norm = nn.RMSNorm(h, eps=cfg.rms_norm_eps)
+        lay.mlp = mlp(h, int(h * ratio), h)
+        head.layers.append(lay)
+    head.output_norm = nn.RMSNorm(h, eps=cfg.rms_norm_eps)
+    head.anchor_norm = nn.RMSNorm(h, eps=cfg.rms_norm_eps)
+    head.factor_input_proj = nn.Linear(3 * h, h)
+    head.out_head = nn.Linear(h, fdim)
+    head.in_head = nn.Linear(h, fdim)
+    head.anchor_out_head = nn.Linear(h, fdim)
+    mods["lilicorr"] = head
+    tensors = module_tensors(mods, damp)
+    save_draft(out, tensors, draft_config(
+        cfg, architectures=["LiLiCorrDraftModel"], block_size=block,
+        num_target_layers=COMMON["num_hidden_layers"], tie_word_embeddings=False,
+        dflash_config={"target_layer_ids": TARGET_LAYER_IDS, "mask_token_id": MASK_TOKEN_ID,
+                       "block_size": block, "conv_kernel_size": taps, "conv_group_size": group,
+                       "lilicorr_enabled": True, "lilicorr_hidden_size": 0,
+                       "lilicorr_candidate_topk": topk, "lilicorr_num_heads": heads,
+                       "lilicorr_mlp_ratio": ratio, "lilicorr_factor_dim": fdim,
+                       "lilicorr_vector_eps": 1e-6, "lilicorr_logit_scale": 10.0,
+                       "lilicorr_num_layers": nlayers}))

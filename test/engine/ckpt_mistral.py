@@ -430,3 +430,38 @@ def make_large3_eagle_fp8(out):
     """The draft in FP8 (quantize_fp8), eagle_linear included (vLLM's
     mapper: model.fc.weight_scale and model.fc.input_scale)."""
     make_large3_eagle(out, fp8=True)
+
+
+def make_dense_eagle(out):
+    """An EAGLE-1 draft for mistral_consolidated's target in Mistral's
+    format (EagleMistralForCausalLM: vLLM names a draft of a dense
+    MistralForCausalLM so, transformers_utils/configs/eagle.py): one
+    decoder layer of transformers' own MistralForCausalLM under Mistral's
+    names (wq and wk rows in Mistral's rotary order), its final norm and
+    eagle_linear ([embedding, hidden state] to hidden, vLLM's model.fc);
+    no tok_embeddings or output (vLLM's draft takes the target's)."""
+    import torch
+    import transformers
+    p = dict(DENSE_PARAMS, n_layers=1)
+    cfg = transformers.MistralConfig(
+        hidden_size=p["dim"], num_hidden_layers=1, head_dim=p["head_dim"],
+        intermediate_size=p["hidden_dim"], num_attention_heads=p["n_heads"],
+        num_key_value_heads=p["n_kv_heads"], vocab_size=p["vocab_size"],
+        rms_norm_eps=p["norm_eps"], rope_theta=p["rope_theta"],
+        max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=False)
+    torch.manual_seed(4321)
+    model = transformers.MistralForCausalLM(cfg).to(torch.bfloat16)
+    with torch.no_grad():
+        for q in model.parameters():
+            q.add_(torch.randn_like(q) * 0.02)
+    tensors = {}
+    for n, t in hf_tensors(model).items():
+        if n.startswith(("model.embed_tokens.", "lm_head.")):
+            continue
+        if ".q_proj." in n:
+            t = interleave_heads(t, p["n_heads"])
+        elif ".k_proj." in n:
+            t = interleave_heads(t, p["n_kv_heads"])
+        tensors[mistral_name(n, DENSE_NAMES)] = t
+    tensors["eagle_linear.weight"] = (torch.randn(p["dim"], 2 * p["dim"]) * 0.02).to(torch.bfloat16)
+    save_consolidated(out, tensors, p, 1)

@@ -3714,6 +3714,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "muse_glimmer-dflash": "ckpt_dflash:make_muse_glimmer",
        # qwen3's DFlash2 draft (DFlash2DraftModel: ARCH:TP:dflash2 cases)
        "qwen3-dflash2": "ckpt_dflash:make_dflash2",
+       # qwen3's LiLiCorr draft (LiLiCorrDraftModel: qwen3:2:dflash_lilicorr)
+       "qwen3-dflash_lilicorr": "ckpt_dflash:make_lilicorr",
        # laguna's (DFlashLagunaForCausalLM, vLLM's names: qkv_proj fused)
        "laguna-dflash": "ckpt_dflash:make_laguna",
        # qwen3's DSpark draft (Qwen3DSparkModel: ARCH:TP:dspark cases)
@@ -3740,6 +3742,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # Mistral 7B's layout in Mistral's own format (MistralForCausalLM:
        # wq and wk rows interleaved for rotary, one consolidated.safetensors)
        "mistral_consolidated": "ckpt_mistral:make_dense",
+       # its EAGLE-1 draft in Mistral's format (EagleMistralForCausalLM,
+       # method eagle: mistral_consolidated:2:eagle)
+       "mistral_consolidated-eagle": "ckpt_mistral:make_dense_eagle",
        # Mistral Small 3.1's layout in Mistral's own format
        # (PixtralForConditionalGeneration: params.json's vision_encoder, the
        # tower and projector under Mistral's names, tekken.json with its
