@@ -173,7 +173,9 @@ static enum wshard_err read_config(struct wshard_catalog *cat, const char *folde
 				      "'%s' has no config.json to read '%s' beside", cat->path, rel);
 	else
 		rc = wshard_catalog_slurp(cat, rel, &text, &len, err);
-	if (!rc && !json_is_object(obj = json_loadb(text, len, 0, NULL)))
+	if (!rc)
+		obj = json_loadb(text, len, 0, NULL);	/* (json_is_object is a macro) */
+	if (!rc && !json_is_object(obj))
 		rc = wshard_error_set(err, WSHARD_EINVAL, "'%s/%s': not a JSON object",
 				      cat->path, rel);
 	if (!rc && json_object_get(cat->config.json, key))

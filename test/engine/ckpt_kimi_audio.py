@@ -1,12 +1,13 @@
 """Kimi-Audio (MoonshotKimiaForCausalLM) as vLLM 0.32 reads it, tiny, laid
 out as Moonshot's Kimi-Audio-7B-Instruct is: at the top, the Qwen2 text
-model under the release's names (model.layers., model.embed_tokens.,
+model (2 heads of 32, vLLM's CPU attention has no heads of 16, one kv
+head) under the release's names (model.layers., model.embed_tokens.,
 model.norm., lm_head.; transformers' Qwen2ForCausalLM), the VQ-adaptor
 model.vq_adaptor.layers.0/3/4 (two Linears and a LayerNorm over 4 stacked
 Whisper frames) and the speech-output branch vLLM drops (mimo_layers.0.,
 a Qwen2 decoder layer, mimo_norm., mimo_output.); in whisper-large-v3/, a
 Whisper model saved by transformers' WhisperForConditionalGeneration (2
-encoder layers of 4 heads of 16 over 80 mel bins, 100 positions; its
+encoder layers of 2 heads of 32 over 80 mel bins, 100 positions; its
 decoder, which vLLM drops) with its preprocessor_config.json (a 2-second
 chunk), which vLLM reads from that folder (kimi_audio.py:99-106, 127-142,
 406-412).  config.json is the release's keys under model_type qwen2 (the
@@ -20,11 +21,11 @@ import json
 import os
 
 TEXT = dict(vocab_size=151680, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+            num_attention_heads=2, num_key_value_heads=1, head_dim=32,
             max_position_embeddings=1024, rms_norm_eps=1e-6, bos_token_id=151643,
             eos_token_id=151644, pad_token_id=151643, tie_word_embeddings=False)
-WHISPER = dict(d_model=64, encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=128,
-               decoder_layers=1, decoder_attention_heads=4, decoder_ffn_dim=128,
+WHISPER = dict(d_model=64, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=128,
+               decoder_layers=1, decoder_attention_heads=2, decoder_ffn_dim=128,
                num_mel_bins=80, max_source_positions=100, max_target_positions=32,
                vocab_size=128, pad_token_id=0, bos_token_id=1, eos_token_id=2,
                decoder_start_token_id=1)
