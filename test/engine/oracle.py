@@ -963,7 +963,8 @@ def unset_parts(out):
     (kimi_audio.py:114-116) loads no k_proj bias (Whisper has none),
     where Whisper's own load_weights feeds zeros (whisper.py:1042-1049,
     _create_fake_bias_for_k_proj): the k third of each layer's
-    self_attn.qkv_proj.bias is memory never written (wshard writes zeros,
+    self_attn.qkv_proj.bias (ColumnParallelLinear's torch.empty,
+    layers/linear.py:534-535) is memory never written (wshard writes zeros,
     which give the same attention).  The q and v thirds are compared."""
     import re
     if architecture(out) != "MoonshotKimiaForCausalLM":
