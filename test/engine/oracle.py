@@ -956,27 +956,9 @@ def within_ulps(a, b, dtype, n):
     return all(abs(u - v) <= n for u, v in zip(x, y))
 
 
-def unset_parts(out):
-    """{name: (begin, end)}: the byte range of a tensor that vLLM's own
-    load leaves as torch.empty made it, not compared.  Kimi-Audio's
-    Whisper encoder: its KimiAudioWhisperEncoder.load_weights
-    (kimi_audio.py:114-116) loads no k_proj bias (Whisper has none),
-    where Whisper's own load_weights feeds zeros (whisper.py:1042-1049,
-    _create_fake_bias_for_k_proj): the k third of each layer's
-    self_attn.qkv_proj.bias (ColumnParallelLinear's torch.empty,
-    layers/linear.py:534-535) is memory never written (wshard writes zeros,
-    which give the same attention).  The q and v thirds are compared."""
-    import re
-    if architecture(out) != "MoonshotKimiaForCausalLM":
-        return lambda name, size: None
-    pat = re.compile(r"audio_tower\.layers\.\d+\.self_attn\.qkv_proj\.bias$")
-    return lambda name, size: (size // 3, 2 * size // 3) if pat.match(name) else None
-
-
 def compare_bytes(dump, out, tp, pp=1, kind="model"):
     bad = 0
     approx = approx_names(out)
-    unset = unset_parts(out)
     for s, r in [(s, r) for s in range(pp) for r in range(tp)]:
         ref = read_all([os.path.join(dump, rank_name(pp, s, r, kind) + ".safetensors")])
         got = read_all(rank_files(out, r, pp, s))
@@ -995,12 +977,6 @@ def compare_bytes(dump, out, tp, pp=1, kind="model"):
                 print(f"rank {r}: {k}: vLLM {ref[k][0]} {ref[k][1]}"
                       f", wshard {got[k][0]} {got[k][1]}")
                 bad += 1
-            elif unset(k, len(ref[k][2])) and len(ref[k][2]) == len(got[k][2]):
-                a, b = unset(k, len(ref[k][2]))
-                if ref[k][2][:a] + ref[k][2][b:] != got[k][2][:a] + got[k][2][b:]:
-                    print(f"rank {r}: {k}: bytes differ outside {a}:{b}, "
-                          "which vLLM leaves unset")
-                    bad += 1
             elif ref[k][2] != got[k][2] and not (
                     k in approx and within_ulps(ref[k][2], got[k][2], ref[k][0], approx[k])):
                 a, b = ref[k][2], got[k][2]
