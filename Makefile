@@ -88,6 +88,7 @@ LIB_SRC := \
 	lib/base/sha256.c \
 	lib/source/archive.c \
 	lib/source/catalog.c \
+	lib/source/catalog_folder.c \
 	lib/source/catalog_heads.c \
 	lib/source/catalog_made.c \
 	lib/source/catalog_mistral.c \

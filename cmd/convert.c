@@ -534,6 +534,8 @@ int cmd_convert(int argc, char **argv)
 	if (!wshard_catalog_open_source_checked(&cat, o.src, o.revision, &check, &err))
 		open_rules(&o, cat, &rules, &err);
 	if (!err.code)
+		wshard_rules_add_folders(rules, cat, &err);
+	if (!err.code)
 		wshard_plan_build(&plan, cat, rules, &o.opt, &err);
 	if (wshard_comm_agree(comm, &err))
 		goto out;

@@ -1467,3 +1467,89 @@ Test(ext, defaults)
 			   "%s", err.msg);
 	wshard_rules_free(bad);
 }
+
+/* Writes dir/name, a safetensors file of one BF16 tensor [rows, 8]. */
+static void write_st(const char *dir, const char *name, const char *tensor, int rows)
+{
+	char *path = fmt("%s/%s", dir, name);
+	char head[256];
+	unsigned long long n;
+	FILE *fp = fopen(path, "wb");
+	int i;
+
+	cr_assert_not_null(fp, "%s", path);
+	n = (unsigned long long)snprintf(head, sizeof(head),
+					 "{\"%s\":{\"dtype\":\"BF16\",\"shape\":[%d,8],\"data_offsets\":[0,%d]}}",
+					 tensor, rows, rows * 16);
+	while (n % 8)
+		head[n++] = ' ';
+	fwrite(&n, 8, 1, fp);	/* little-endian hosts only, as the suite */
+	fwrite(head, 1, n, fp);
+	for (i = 0; i < rows * 16; i++)
+		fputc(i & 0x7f, fp);
+	fclose(fp);
+	free(path);
+}
+
+/* "weight_folders": a folder's weights join the catalog, its other files
+ * are copied, its config.json is read under the key the rules give (here
+ * by "tp_divides" and a shape); a missing folder and a tensor also at
+ * the top level are refused, a malformed entry is an error. */
+Test(ext, weight_folders)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *rules = "{\"weight_folders\": [{\"folder\": \"enc\", \"config\": \"ec\"}],"
+			    "\"tp_divides\": [\"ec.heads\"], \"tensors\": ["
+			    "{\"match\": \"e.w\", \"split\": \"row\", \"shape\": [\"ec.rows\", 8]},"
+			    CATCH_ALL "]}";
+	const char *bad_rules = "{\"name\": \"t\", \"weight_folders\": [{\"folder\": \"a/b\"}], "
+				"\"tensors\": []}";
+	char *sub;
+	FILE *fp;
+	size_t i;
+	bool copied = false;
+
+	fx_open(&f, BASE);
+	use_rules(&f, rules);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "has no 'enc/*.safetensors'"), "%s", err.msg);
+	fx_close(&f);
+	fx_open(&f, BASE);
+	use_rules(&f, rules);
+	sub = fmt("%s/enc", f.dir);
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	write_st(sub, "model.safetensors", "e.w", 4);
+	free(sub);
+	sub = fmt("%s/enc/config.json", f.dir);
+	fp = fopen(sub, "w");
+	free(sub);
+	cr_assert_not_null(fp);
+	fputs("{\"heads\": 2, \"rows\": 4}", fp);
+	fclose(fp);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_OK, "%s", err.msg);
+	for (i = 0; i < f.cat->nextra; i++)
+		copied |= !strcmp(f.cat->extra[i], "enc/config.json");
+	cr_assert(copied);
+	fx_plan(&f, 2);
+	cr_assert_eq(get_out(&f, 1, "e.w")->nbytes, 2 * 16);
+	fx_plan_fails(&f, 4, WSHARD_EINVAL, "ec.heads=2 is not divisible by --tp 4");
+	fx_close(&f);
+	fx_open(&f, BASE);
+	use_rules(&f, rules);
+	sub = fmt("%s/enc", f.dir);
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	write_st(sub, "model.safetensors", "model.norm.weight", 4);
+	free(sub);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "tensor 'model.norm.weight' is in both"), "%s", err.msg);
+	fx_close(&f);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, bad_rules, strlen(bad_rules), "t", &err),
+		     WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "\"weight_folders\"[0] is not"), "%s", err.msg);
+}

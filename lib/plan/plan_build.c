@@ -409,9 +409,11 @@ static enum wshard_err check_bare_split(const struct wshard_plan *plan,
 				expr, (long long)v, plan->tp);
 }
 
-/* The rules' "tp_divides": each expression's value divisible by --tp. */
+/* The rules' "tp_divides": each expression's value divisible by --tp
+ * (early: those a weight folder's config.json decides are left to the
+ * plan). */
 static enum wshard_err check_tp_divides(const struct wshard_plan *plan,
-					const struct wshard_rules *rules,
+					const struct wshard_rules *rules, bool early,
 					struct wshard_error *err)
 {
 	char what[256];
@@ -421,6 +423,8 @@ static enum wshard_err check_tp_divides(const struct wshard_plan *plan,
 
 	snprintf(what, sizeof(what), "tp_divides of %s", rules->name);
 	for (i = 0; i < rules->ntp_divides; i++) {
+		if (early && rules_reads_folder_config(rules, rules->tp_divides[i]))
+			continue;
 		rc = expr_eval_dim(plan->config, rules->tp_divides[i], what, &v, err);
 		if (rc)
 			return rc;
@@ -485,7 +489,7 @@ enum wshard_err wshard_plan_check_config(const struct wshard_catalog *cat,
 		return err ? err->code : WSHARD_EINVAL;
 	plan_set_quant_keys(&plan);
 	if (check_requires(&plan, rules, err) || check_beside(&plan, rules, err) ||
-	    check_tp_divides(&plan, rules, err))
+	    check_tp_divides(&plan, rules, true, err))
 		return err ? err->code : WSHARD_EINVAL;
 	if (c->num_attention_heads <= 0 || c->head_dim <= 0)
 		return WSHARD_OK;
@@ -563,7 +567,7 @@ enum wshard_err wshard_plan_build(struct wshard_plan **out_plan,
 	if (!rc)
 		rc = check_beside(plan, rules, err);
 	if (!rc)
-		rc = check_tp_divides(plan, rules, err);
+		rc = check_tp_divides(plan, rules, false, err);
 	if (!rc)
 		rc = plan_match_sources(plan, rules, &m, &n, err);
 	if (!rc)

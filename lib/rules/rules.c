@@ -145,6 +145,12 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->unstack[i].rows);
 	}
 	free(r->unstack);
+	for (i = 0; i < r->nfolders; i++) {
+		free(r->folder[i]);
+		free(r->folder_config[i]);
+	}
+	free(r->folder);
+	free(r->folder_config);
 	for (i = 0; i < r->ntp_divides; i++)
 		free(r->tp_divides[i]);
 	free(r->tp_divides);

@@ -315,6 +315,11 @@ struct wshard_rules {
 	 * hf_to_vllm_mapper renames it; before source_prefix */
 	char **src_from, **src_to;
 	size_t nsrc_renames;
+	/* "weight_folders": folders of the checkpoint whose weights vLLM
+	 * reads too (a model class's secondary_weights), folder_config[i]
+	 * the config key folder[i]'s config.json is read under, or NULL */
+	char **folder, **folder_config;
+	size_t nfolders;
 	/* "rename_layers": decoder layers that vLLM holds under another name
 	 * from layer rename_from (an expression) on: an output beginning with
 	 * rename_prefix for layer n >= that begins with rename_to for layer
@@ -400,7 +405,12 @@ bool rules_match(const char *pattern, const char *name, struct rules_capture *ca
  */
 const char *rules_source_name(const struct wshard_rules *r, const char *name, char *buf);
 
-/* Parses root's "source_prefix" and "source_renames" into r. */
+/* Whether expression e reads a key of a "weight_folders" config (KEY.x),
+ * which config.json has only once the folder is added. */
+bool rules_reads_folder_config(const struct wshard_rules *r, const char *e);
+
+/* Parses root's "weight_folders", "source_prefix" and "source_renames"
+ * into r. */
 enum wshard_err rules_parse_source(struct wshard_rules *r, json_t *root,
 				   struct wshard_error *err);
 

@@ -10,6 +10,7 @@
  * own name.  A rename's "{n}" and "{e}" stand for a layer's and an
  * expert's number, which its "to" puts where it says.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 
 #include "wshard.h"
 #include "rules.h"
+#include "expr.h"
+#include "source/catalog.h"
 
 /*
  * Whether name begins with pattern from, whose "{n}" and "{e}" each stand
@@ -105,12 +108,80 @@ static bool prefix_ok(json_t *v)
 	       json_string_length(v) < RULES_PREFIX_MAX;
 }
 
+/* "weight_folders": [{"folder": NAME, "config": KEY}, ...], "config"
+ * optional. */
+static enum wshard_err parse_folders(struct wshard_rules *r, json_t *val,
+				     struct wshard_error *err)
+{
+	json_t *item;
+	size_t i;
+
+	if (!val)
+		return WSHARD_OK;
+	if (!json_is_array(val) || json_array_size(val) == 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"weight_folders\" is not a non-empty array", r->name);
+	r->folder = calloc(json_array_size(val), sizeof(char *));
+	r->folder_config = calloc(json_array_size(val), sizeof(char *));
+	if (!r->folder || !r->folder_config)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	json_array_foreach(val, i, item) {
+		json_t *folder = json_object_get(item, "folder");
+		json_t *config = json_object_get(item, "config");
+		const char *f = json_string_value(folder);
+
+		if (!json_is_object(item) || !f || !*f || f[0] == '.' || strchr(f, '/') ||
+		    json_object_size(item) != 1u + (config != NULL) ||
+		    (config && (!json_is_string(config) ||
+				!expr_is_bare_key(json_string_value(config)) ||
+				strchr(json_string_value(config), '.'))))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': \"weight_folders\"[%zu] is not {\"folder\": NAME, \"config\": KEY} (a folder's name; \"config\", optional, an undotted config key)",
+						r->name, i);
+		r->folder[i] = strdup(f);
+		r->folder_config[i] = config ? strdup(json_string_value(config)) : NULL;
+		r->nfolders = i + 1;
+		if (!r->folder[i] || (config && !r->folder_config[i]))
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
+
+bool rules_reads_folder_config(const struct wshard_rules *r, const char *e)
+{
+	const char *at;
+	size_t i, n;
+
+	for (i = 0; i < r->nfolders; i++) {
+		n = r->folder_config[i] ? strlen(r->folder_config[i]) : 0;
+		for (at = e; n && (at = strstr(at, r->folder_config[i])); at += n)
+			if (at[n] == '.' && (at == e || !(isalnum((unsigned char)at[-1]) ||
+							 at[-1] == '_' || at[-1] == '.')))
+				return true;
+	}
+	return false;
+}
+
+enum wshard_err wshard_rules_add_folders(const struct wshard_rules *rules,
+					 struct wshard_catalog *cat, struct wshard_error *err)
+{
+	enum wshard_err rc = WSHARD_OK;
+	size_t i;
+
+	for (i = 0; i < rules->nfolders && !rc; i++)
+		rc = catalog_add_folder(cat, rules->folder[i], rules->folder_config[i], err);
+	return rc;
+}
+
 enum wshard_err rules_parse_source(struct wshard_rules *r, json_t *root,
 				   struct wshard_error *err)
 {
 	json_t *val = json_object_get(root, "source_prefix"), *item;
 	size_t i;
+	enum wshard_err rc = parse_folders(r, json_object_get(root, "weight_folders"), err);
 
+	if (rc)
+		return rc;
 	if (val && !prefix_ok(val))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': \"source_prefix\" is not a string of 1 to %d characters",

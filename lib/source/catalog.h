@@ -321,4 +321,34 @@ enum wshard_err catalog_subdir_files(const struct wshard_catalog *cat, char ***o
 enum wshard_err catalog_top_files(const struct wshard_catalog *cat, char ***out_names,
 				  size_t *out_n, struct wshard_error *err);
 
+/*
+ * catalog_open.c: file name (relative to the checkpoint) added to files,
+ * not opened yet.  Returns WSHARD_OK, WSHARD_EINVAL (not in the archive)
+ * or WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_add_file(struct wshard_catalog *cat, const char *name,
+				 struct wshard_error *err);
+
+/*
+ * catalog_open.c: files sorted (archive order in an archive), each not
+ * opened yet opened (its header read), and the tensor index made again
+ * from all of them.  Returns WSHARD_OK, WSHARD_EINVAL (a bad header, a
+ * tensor in two files), WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_open_files(struct wshard_catalog *cat, struct wshard_error *err);
+
+/*
+ * catalog_folder.c: the weights of the checkpoint's folder folder (one
+ * name, no '/') added to cat as vLLM's loader reads a model's
+ * secondary_weights of that subfolder: every folder/ *.safetensors, only
+ * those folder/model.safetensors.index.json names where there is one;
+ * the folder's other files (config.json...) onto extra, as
+ * "folder/NAME"; with config_key, folder/config.json set under that key
+ * of config.json (cat->config.json) for the rules' expressions.  Returns
+ * WSHARD_OK, WSHARD_EINVAL (no such weights, no config.json, a tensor
+ * also at the top level, a bad header), WSHARD_EIO or WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_add_folder(struct wshard_catalog *cat, const char *folder,
+				   const char *config_key, struct wshard_error *err);
+
 #endif /* WSHARD_CATALOG_H */

@@ -32,7 +32,8 @@ static void *head_worker(void *arg)
 		pthread_mutex_unlock(&h->lock);
 		if (i >= h->cat->nfiles)
 			return NULL;
-		wshard_st_open(&h->cat->files[i].st, h->cat->files[i].path, &h->errs[i]);
+		if (!h->cat->files[i].st)	/* (opened before: see catalog_open_files) */
+			wshard_st_open(&h->cat->files[i].st, h->cat->files[i].path, &h->errs[i]);
 	}
 }
 

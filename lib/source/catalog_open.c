@@ -60,8 +60,8 @@ static long find_file(const struct wshard_catalog *cat, const char *name)
 	return -1;
 }
 
-static enum wshard_err add_file(struct wshard_catalog *cat, const char *name,
-				struct wshard_error *err)
+enum wshard_err catalog_add_file(struct wshard_catalog *cat, const char *name,
+				 struct wshard_error *err)
 {
 	struct wshard_src_file *f, *files;
 
@@ -89,19 +89,21 @@ static enum wshard_err add_file(struct wshard_catalog *cat, const char *name,
 	return WSHARD_OK;
 }
 
-static enum wshard_err open_files(struct wshard_catalog *cat,
-				  struct wshard_error *err)
+/* See catalog.h: a file opened before (a rules' weight folder added
+ * later) is kept as it is, and the tensor index made again. */
+enum wshard_err catalog_open_files(struct wshard_catalog *cat, struct wshard_error *err)
 {
 	size_t i, j, k, n = 0;
 	enum wshard_err rc;
 
+	qsort(cat->files, cat->nfiles, sizeof(*cat->files), cmp_file);
 	rc = cat->archive ? WSHARD_OK : catalog_open_heads(cat, err);
 	if (rc)
 		return rc;
 	for (i = 0; i < cat->nfiles; i++) {
 		struct wshard_src_file *f = &cat->files[i];
 
-		if (!cat->archive) {
+		if (!cat->archive || f->st) {
 			rc = WSHARD_OK;	/* read above */
 		} else if (cat->archive->in_place) {
 			const struct arc_member *m = &cat->archive->members[f->member];
@@ -119,6 +121,8 @@ static enum wshard_err open_files(struct wshard_catalog *cat,
 		f->size = f->st->size;
 		n += f->st->ntensors;
 	}
+	free(cat->tensors);
+	cat->tensor_bytes = 0;
 	cat->tensors = calloc(n ? n : 1, sizeof(*cat->tensors));
 	if (!cat->tensors)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
@@ -178,7 +182,7 @@ static enum wshard_err add_mapped_files(struct wshard_catalog *cat, const char *
 			continue;
 		rc = catalog_check_member(cat, e[i].file, path, e[i].name, err);
 		if (!rc)
-			rc = add_file(cat, e[i].file, err);
+			rc = catalog_add_file(cat, e[i].file, err);
 		if (rc)
 			return rc;
 	}
@@ -206,8 +210,7 @@ static enum wshard_err load_index(struct wshard_catalog *cat, const char *path,
 		rc = add_mapped_files(cat, path, e, n, err);
 	if (rc)
 		goto out;
-	qsort(cat->files, cat->nfiles, sizeof(*cat->files), cmp_file);
-	rc = open_files(cat, err);
+	rc = catalog_open_files(cat, err);
 	if (!rc)
 		rc = catalog_index_check(cat, path, e, n, err);
 out:
@@ -332,12 +335,10 @@ static enum wshard_err open_found(struct wshard_catalog *cat, enum wshard_err rc
 	for (i = 0; i < n && !rc; i++) {
 		rc = catalog_check_member(cat, names[i], NULL, NULL, err);
 		if (!rc)
-			rc = add_file(cat, names[i], err);
+			rc = catalog_add_file(cat, names[i], err);
 	}
-	if (!rc) {
-		qsort(cat->files, cat->nfiles, sizeof(*cat->files), cmp_file);
-		rc = open_files(cat, err);
-	}
+	if (!rc)
+		rc = catalog_open_files(cat, err);
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -384,9 +385,9 @@ static enum wshard_err open_mistral(struct wshard_catalog *cat, bool *out_mistra
 		rc = load_index(cat, index, err);
 	} else {
 		for (i = 0; i < n && !rc; i++)
-			rc = add_file(cat, names[i], err);
+			rc = catalog_add_file(cat, names[i], err);
 		if (!rc)
-			rc = open_files(cat, err);
+			rc = catalog_open_files(cat, err);
 	}
 	*out_mistral = !rc;
 	for (i = 0; i < n; i++)
@@ -452,9 +453,9 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 	} else if (has_file(cat, single)) {
 		rc = catalog_check_member(cat, SINGLE_NAME, NULL, NULL, err);
 		if (!rc)
-			rc = add_file(cat, SINGLE_NAME, err);
+			rc = catalog_add_file(cat, SINGLE_NAME, err);
 		if (!rc)
-			rc = open_files(cat, err);
+			rc = catalog_open_files(cat, err);
 	} else {
 		rc = open_mistral(cat, &mistral, err);
 	}
@@ -520,9 +521,9 @@ static enum wshard_err catalog_open_checked(struct wshard_catalog **out_cat,
 			rc = wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 			goto out;
 		}
-		rc = add_file(cat, slash ? slash + 1 : path, err);
+		rc = catalog_add_file(cat, slash ? slash + 1 : path, err);
 		if (!rc)
-			rc = open_files(cat, err);
+			rc = catalog_open_files(cat, err);
 	} else {
 		rc = wshard_error_set(err, WSHARD_EINVAL,
 				      "cannot open '%s': not a directory or a file", path);

@@ -288,6 +288,8 @@ enum wshard_err verify_check_source(struct verify *v, struct wshard_error *err)
 	rc = open_source(v, &cat, err);
 	if (!rc)
 		rc = load_rules(v, cat, &rules, err);
+	if (!rc)
+		rc = wshard_rules_add_folders(rules, cat, err);
 	if (wshard_comm_agree(v->comm, err))
 		goto out;
 	if (wshard_plan_build(&plan, cat, rules, &v->m->options, &perr)) {

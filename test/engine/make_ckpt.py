@@ -3791,7 +3791,10 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # Ultravox: a Whisper encoder, a projector and a Llama text model
        "ultravox": "ckpt_ultravox",
        # MiDashengLM: a Dasheng encoder, a projector and a Qwen2 text model
-       "midashenglm": "ckpt_midashenglm"}
+       "midashenglm": "ckpt_midashenglm",
+       # Kimi-Audio: a Qwen2 text model and a projector at the top, the
+       # Whisper model in whisper-large-v3/ (weights vLLM reads too)
+       "kimi_audio": "ckpt_kimi_audio"}
 
 
 def make(arch, out):

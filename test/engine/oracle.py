@@ -214,6 +214,13 @@ def image_prompt(model):
                                      tc["vision_end_token_id"], tc["audio_start_token_id"],
                                      audio, tc["audio_end_token_id"], 243, 9],
                 "multi_modal_data": {"image": Image.fromarray(px), "audio": (wav, 16000)}}
+    if cfg["architectures"][0] == "MoonshotKimiaForCausalLM":
+        # Kimi-Audio: a second of sound at <|im_kimia_text_blank|> between
+        # <|im_media_begin|> and <|im_media_end|> (the ids vLLM's
+        # KimiAudioProcessor has; ckpt_kimi_audio.py), which vLLM expands
+        wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
+        return {"prompt_token_ids": [2, 17, 151661, 151666, 151663, 243, 9],
+                "multi_modal_data": {"audio": (wav, 16000)}}
     if cfg["architectures"][0] == "Gemma3nForConditionalGeneration":
         # Gemma 3n: an image (768x768, its processor's size) at its image
         # token and a second of sound at its audio token, each expanded by
@@ -631,6 +638,11 @@ def arch_settings(model, kw):
             stub = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchaudio_stub")
             sys.path.insert(0, stub)
             os.environ["PYTHONPATH"] = stub + os.pathsep + os.environ.get("PYTHONPATH", "")
+    if arch == "MoonshotKimiaForCausalLM":
+        # Kimi-Audio: vLLM's profiling sound is a whole chunk
+        # (preprocessor_config.json's, ckpt_kimi_audio.py: 2 s): not
+        # profiled; the audio prompt runs the encoder
+        kw.setdefault("skip_mm_profiling", True)
     if arch in GRANITE_SPEECH:
         # the test checkpoint's feature extractor is a stand-in named by
         # auto_map (make_ckpt.py, granite_speech_features.py)
@@ -798,7 +810,9 @@ def answers(model, tp, out, **kw):
     # images needs one (the prompts stay token ids); in Mistral's own
     # format, tekken.json (ckpt_mistral.py's Pixtral).
     tok = os.path.exists(os.path.join(model, "tokenizer.json")) or (
-        architecture(model) is None and os.path.exists(os.path.join(model, "tekken.json")))
+        architecture(model) is None and os.path.exists(os.path.join(model, "tekken.json"))) or (
+        architecture(model) == "MoonshotKimiaForCausalLM" and
+        os.path.exists(os.path.join(model, "tiktoken.model")))
     if "speculative_config" in kw:
         # the draft's counts (spec_counts below) come from the engine's stats
         kw.setdefault("disable_log_stats", False)

@@ -97,6 +97,26 @@ def _share_unfilled(model, state, pp_size):
             state[name] = src.clone()
 
 
+def _zero_kimi_audio_k_bias(model):
+    """Kimi-Audio's Whisper encoder: KimiAudioWhisperEncoder.load_weights
+    (kimi_audio.py:114-116) loads no k_proj bias (Whisper has none) where
+    Whisper's own load_weights feeds zeros (whisper.py:1042-1049,
+    _create_fake_bias_for_k_proj), so the k third of each layer's
+    self_attn.qkv_proj.bias keeps what torch.empty handed back
+    (ColumnParallelLinear, layers/linear.py:534-535): any bytes, NaN
+    among them, which make the reference's answers to the audio prompt
+    change from one start to the next (all token 0 in one run).  The
+    reference sets them to zeros, as Whisper's load would and as wshard
+    writes them; nothing else of the state is touched."""
+    import torch
+    with torch.no_grad():
+        for layer in getattr(model.audio_tower, "layers", []):
+            attn = getattr(layer, "self_attn", None)
+            if attn is None or getattr(attn.qkv_proj, "bias", None) is None:
+                continue  # (a pipeline stage's missing layer)
+            attn.qkv_proj.bias[attn.q_size:attn.q_size + attn.kv_size].zero_()
+
+
 def _patch(module):
     real = module.process_weights_after_loading
     dump = os.environ["WSHARD_ORACLE_DUMP"]
@@ -108,6 +128,8 @@ def _patch(module):
         from vllm.model_executor.model_loader.sharded_state_loader import (
             ShardedStateLoader)
         rank = get_tensor_model_parallel_rank()
+        if type(model).__name__ == "KimiAudioForConditionalGeneration":
+            _zero_kimi_audio_k_bias(model)
         state = ShardedStateLoader._filter_subtensors(model.state_dict())
         state = {k: v.detach().to("cpu").contiguous().clone()
                  for k, v in state.items()}
