@@ -120,7 +120,10 @@ static enum wshard_err find_scale(const struct wshard_plan *plan, size_t i, size
 
 	for (k = 0; k < 2 && at < 0; k++)
 		if (len + strlen(names[k]) < sizeof(name)) {
-			snprintf(name, sizeof(name), "%.*s%s", (int)len, w->name, names[k]);
+			/* (checked to fit: no snprintf, which GCC under ASan
+			 * warns may truncate) */
+			memcpy(name, w->name, len);
+			strcpy(name + len, names[k]);
 			at = wshard_catalog_index(plan->cat, name);
 		}
 	if (at < 0)
