@@ -232,6 +232,38 @@ else
 	fail "arange: convert or verify failed: $(head -c 300 "$T/aerr")"
 fi
 
+# A "sinusoid" extra (Whisper's position table, Voxtral's): F32 [N, C] on
+# every rank, each F32 step of transformers' sinusoids correctly rounded;
+# verify re-derives it.
+gen "$T/src-sn" $S
+py_st "$ROOT/lib/rules/llama.json" "$T/sn.json" <<'EOF' || fail "sinusoid: rules not written"
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["extra"].append({"name": "model.pos.weight", "sinusoid": [37, "hidden_size"]})
+json.dump(r, open(sys.argv[2], "w"))
+EOF
+if "$WSHARD" convert --tp 2 --rules "$T/sn.json" "$T/src-sn" "$T/sn-out" >/dev/null 2>"$T/serr" &&
+	"$WSHARD" verify "$T/sn-out" >/dev/null 2>>"$T/serr"; then
+	py_st "$T/src-sn/config.json" "$T"/sn-out/model-rank-*.safetensors <<'EOF' ||
+import json, math, sys
+import numpy as np
+import st
+c = json.load(open(sys.argv[1]))["hidden_size"]
+h = c // 2
+w = np.exp((np.float32(-math.log(10000) / (h - 1)) * np.arange(h, dtype=np.float32))
+           .astype(np.float64)).astype(np.float32)
+x = (np.arange(37, dtype=np.float32)[:, None] * w[None, :]).astype(np.float64)
+want = np.concatenate([np.sin(x), np.cos(x)], 1).astype("<f4").tobytes()
+for p in sys.argv[2:]:
+    got = st.read([p]).get("model.pos.weight")
+    if got != ("F32", [37, c], want):
+        sys.exit("%s: pos %r" % (p, got and got[:2]))
+EOF
+		fail "sinusoid: the output's table is not transformers' sinusoids"
+else
+	fail "sinusoid: convert or verify failed: $(head -c 300 "$T/serr")"
+fi
+
 # A sentence-transformers model: the module folders modules.json names
 # (1_Pooling, 2_Dense) are copied with their files, which vLLM reads for
 # the pooling and Dense layers; a folder it does not name (onnx) and a

@@ -449,6 +449,45 @@ Test(catalog, mistral_format_pixtral)
 	rm_tree(dir2);
 }
 
+/* Voxtral: multimodal.whisper_model_args's encoder_args read as
+ * audio_config under WhisperConfig's names (max_source_positions 1500
+ * when none is given); a causal encoder (Voxtral Realtime) is refused by
+ * name. */
+Test(catalog, mistral_format_voxtral)
+{
+	char *dir = tmp_dir(), *dir2 = tmp_dir();
+	char *ck = mistral_ckpt(dir, "--layers 1",
+				"{\"dim\": 64, \"n_layers\": 1, \"n_heads\": 4, \"n_kv_heads\": 2,"
+				" \"head_dim\": 16, \"hidden_dim\": 128, \"vocab_size\": 250,"
+				" \"multimodal\": {\"whisper_model_args\": {\"encoder_args\":"
+				" {\"dim\": 32, \"n_layers\": 2, \"hidden_dim\": 128, \"n_heads\": 4,"
+				" \"audio_encoding_args\": {\"num_mel_bins\": 16}},"
+				" \"downsample_args\": {\"downsample_factor\": 4}}}}\n");
+	struct wshard_catalog *cat = open_ok(ck);
+	char *rt = mistral_ckpt(dir2, "--layers 1",
+				"{\"dim\": 64, \"n_layers\": 1,"
+				" \"multimodal\": {\"whisper_model_args\": {\"encoder_args\":"
+				" {\"dim\": 32, \"causal\": true}}}}\n");
+	const char *want[] = { "params.json", "VoxtralRealtimeGeneration", NULL };
+
+	cr_assert_str_eq(cat->config.architecture, "VoxtralForConditionalGeneration");
+	cr_assert_eq(cat->config.hidden_size, 64);
+	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
+							   "audio_config.d_model")), 32);
+	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
+							   "audio_config.encoder_ffn_dim")), 128);
+	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
+							   "audio_config.max_source_positions")), 1500);
+	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
+							   "audio_config.downsample_factor")), 4);
+	wshard_catalog_free(cat);
+	open_fails(rt, WSHARD_EINVAL, want);
+	free(rt);
+	free(ck);
+	rm_tree(dir);
+	rm_tree(dir2);
+}
+
 /* params.json of an architecture without rules in Mistral's format
  * (Mixtral: a moe object without shared experts) is refused by name. */
 /* A bad entry of consolidated.safetensors.index.json is reported under

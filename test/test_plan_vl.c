@@ -184,7 +184,7 @@ Test(vl, image_norm_parse)
 	};
 	static const char *const want[] = {
 		"unknown \"image_norm\"", "takes no \"value\"", "takes no \"value\"",
-		"takes no \"value\"", "needs a numeric \"value\", \"image_norm\" or",
+		"takes no \"value\"", "needs a numeric \"value\", \"image_norm\",",
 	};
 	size_t i;
 

@@ -375,7 +375,7 @@ Test(parse, bad_extra)
 		 "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"F99\"}]");
 	parse_fails(text, "extra 's': dtype must be F32, F16, BF16 or model");
 	snprintf(text, sizeof(text), base, "[{\"name\": \"s\", \"value\": \"1\"}]");
-	parse_fails(text, "extra 's' needs a numeric \"value\", \"image_norm\" or \"arange\"");
+	parse_fails(text, "extra 's' needs a numeric \"value\", \"image_norm\", \"arange\" or \"sinusoid\"");
 	/* "arange": an expression, alone, I64, once (no {n}) */
 	snprintf(text, sizeof(text), base, "[{\"name\": \"p\", \"arange\": [512]}]");
 	parse_fails(text, "extra 'p': \"arange\" is an expression, with no");
@@ -388,6 +388,18 @@ Test(parse, bad_extra)
 	snprintf(text, sizeof(text), base,
 		 "[{\"name\": \"p\", \"arange\": 512, \"dtype\": \"I32\"}]");
 	parse_fails(text, "and is I64");
+	/* "sinusoid": two expressions, alone, F32, once (no {n}) */
+	snprintf(text, sizeof(text), base, "[{\"name\": \"p\", \"sinusoid\": [1500]}]");
+	parse_fails(text, "extra 'p': \"sinusoid\" is [POSITIONS, CHANNELS]");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"p\", \"sinusoid\": [1500, \"d_model\"], \"value\": 1}]");
+	parse_fails(text, "extra 'p': \"sinusoid\" is [POSITIONS, CHANNELS]");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"l.{n}.p\", \"sinusoid\": [1500, 64]}]");
+	parse_fails(text, "extra 'l.{n}.p': \"sinusoid\" is [POSITIONS, CHANNELS]");
+	snprintf(text, sizeof(text), base,
+		 "[{\"name\": \"p\", \"sinusoid\": [1500, 64], \"dtype\": \"BF16\"}]");
+	parse_fails(text, "and is F32");
 	/* "len": an expression, with a value, no "when" or "option" */
 	snprintf(text, sizeof(text), base,
 		 "[{\"name\": \"l.{n}.ls1\", \"value\": 1, \"len\": [32]}]");

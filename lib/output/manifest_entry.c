@@ -311,6 +311,11 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 		o = json_pack("{s:[I,I]}", "arange", (json_int_t)p->prov_value,
 			      (json_int_t)p->prov_value + (json_int_t)(p->len / 8));
 		break;
+	case WSHARD_PIECE_SINUSOID:
+		o = json_pack("{s:[I,I]}", "sinusoid",
+			      (json_int_t)(p->len / 4 / (uint64_t)p->prov_value),
+			      (json_int_t)p->prov_value);
+		break;
 	}
 	return o;
 }
@@ -459,7 +464,8 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 		      const struct wshard_piece *p, int d, const char *name)
 {
 	put(b, "{", 1);
-	if (p->kind == WSHARD_PIECE_CONST || p->kind == WSHARD_PIECE_ARANGE || p->mul != 0 ||
+	if (p->kind == WSHARD_PIECE_CONST || p->kind == WSHARD_PIECE_ARANGE ||
+	    p->kind == WSHARD_PIECE_SINUSOID || p->mul != 0 ||
 	    p->neg_exp || p->add || p->int4) {
 		b->odd = true;	/* a float or a rare kind: jansson writes it */
 	} else if (p->kind == WSHARD_PIECE_ZERO) {

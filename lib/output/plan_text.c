@@ -28,6 +28,9 @@ static void piece_text(FILE *f, const struct wshard_plan *plan,
 	else if (p->kind == WSHARD_PIECE_ARANGE)
 		fprintf(f, "    arange [%.0f, %.0f)\n", p->prov_value,
 			p->prov_value + (double)(p->len / 8));
+	else if (p->kind == WSHARD_PIECE_SINUSOID)
+		fprintf(f, "    sinusoid [%.0f, %.0f]\n",
+			(double)(p->len / 4) / p->prov_value, p->prov_value);
 	else if (p->tr_rows && !p->di_rows && t.ndim == 2)
 		/* a transposed matrix is one row: the cut is all there is */
 		fprintf(f, "    %s [%llu, %llu) of dimension %d, transposed%s%s\n",

@@ -45,6 +45,9 @@ enum wshard_piece_kind {
 	WSHARD_PIECE_CONST,	/* one element repeated (scales of 1.0) */
 	WSHARD_PIECE_ARANGE,	/* I64 elements prov_value, prov_value + 1, ...
 				 * (len / 8 of them: a position_ids buffer) */
+	WSHARD_PIECE_SINUSOID,	/* F32 [len / 4 / C, C], C = prov_value
+				 * channels: Whisper's sinusoid position table
+				 * (stream.c, sinusoid_at) */
 };
 
 /*
@@ -104,7 +107,8 @@ struct wshard_piece {
 	uint64_t len;			/* bytes produced */
 	uint64_t out_ncols;
 	unsigned char value[8];		/* CONST: one element, little-endian */
-	double prov_value;		/* CONST: the value */
+	double prov_value;		/* CONST: the value; ARANGE: the first;
+					 * SINUSOID: the channels */
 	/* Provenance in elements, for the manifest (prov_ncols 0: whole rows). */
 	uint32_t prov_col0, prov_ncols;
 	/*

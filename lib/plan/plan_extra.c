@@ -158,6 +158,41 @@ static enum wshard_err push_arange(struct wshard_plan *plan, const struct rules_
 	return rc;
 }
 
+/*
+ * Appends extra e's "sinusoid" tensor, F32 [positions, channels] (Whisper's
+ * position table; stream.c computes it), to every rank.  transformers'
+ * sinusoids refuses odd channels and divides by channels / 2 - 1.
+ */
+static enum wshard_err push_sinusoid(struct wshard_plan *plan, const struct rules_extra *e,
+				     size_t *caps, struct wshard_error *err)
+{
+	const struct rules_capture top = { .n = -1, .e = -1, .i = -1 };
+	struct wshard_out_tensor t = { .dtype = WSHARD_F32, .ndim = 2 };
+	struct wshard_piece p = { .kind = WSHARD_PIECE_SINUSOID, .value_len = 4 };
+	enum wshard_err rc;
+	char *name;
+	int64_t n, c;
+
+	rc = expr_eval_dim(plan->config, e->sinusoid[0], e->name, &n, err);
+	if (!rc)
+		rc = expr_eval_dim(plan->config, e->sinusoid[1], e->name, &c, err);
+	if (!rc && (n < 1 || n > 1 << 24 || c < 4 || c > 1 << 20 || c % 2))
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "extra '%s': \"sinusoid\" is [%lld, %lld], not 1 to 2^24 positions of an even 4 to 2^20 channels",
+				      e->name, (long long)n, (long long)c);
+	if (rc)
+		return rc;
+	t.shape[0] = (uint64_t)n;
+	t.shape[1] = (uint64_t)c;
+	p.len = (uint64_t)n * (uint64_t)c * 4;
+	p.prov_value = (double)c;
+	name = plan_output_name(plan, e->name, &top);
+	rc = name ? push_one_piece(plan, &t, name, &p, caps, err)
+		  : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	free(name);
+	return rc;
+}
+
 const struct wshard_src_tensor *plan_source_named(const struct wshard_plan *plan,
 						   const struct wshard_rules *rules,
 						   const char *name)
@@ -467,8 +502,9 @@ enum wshard_err plan_build_extras(struct wshard_plan *plan, const struct wshard_
 
 		if (e->option && strcmp(e->option, "attn_scales") == 0 && !plan->opt.attn_scales)
 			continue;
-		if (e->arange) {
-			rc = push_arange(plan, e, caps, err);
+		if (e->arange || e->sinusoid[0]) {
+			rc = e->arange ? push_arange(plan, e, caps, err)
+				       : push_sinusoid(plan, e, caps, err);
 			if (rc)
 				return rc;
 			continue;

@@ -208,6 +208,8 @@ void wshard_rules_free(struct wshard_rules *r)
 		free(r->extras[i].each_count);
 		free(r->extras[i].each_if);
 		free(r->extras[i].arange);
+		free(r->extras[i].sinusoid[0]);
+		free(r->extras[i].sinusoid[1]);
 		free(r->extras[i].len);
 	}
 	free(r->extras);

@@ -242,6 +242,9 @@ struct rules_extra {
 	char *arange;		/* "arange": EXPR over config.json: an I64
 				 * [1, EXPR] of 0 .. EXPR - 1 instead of
 				 * "value" (BERT's position_ids buffer) */
+	char *sinusoid[2];	/* "sinusoid": [POSITIONS, CHANNELS], EXPRs
+				 * over config.json: Whisper's F32 sinusoid
+				 * table instead of "value", or NULLs */
 	char *len;		/* "len": EXPR over config.json: a vector of
 				 * EXPR copies of "value" (a parameter vLLM
 				 * builds as ones and never loads), or NULL */

@@ -86,6 +86,40 @@ static enum wshard_err parse_arange(const struct wshard_rules *r, json_t *x,
 }
 
 /*
+ * "sinusoid": [POSITIONS, CHANNELS] (config.json expressions) makes extra
+ * e the F32 tensor [POSITIONS, CHANNELS] of transformers' sinusoids (the
+ * Whisper encoder's position table, whisper.py's WhisperEncoder: vLLM
+ * builds it so and Voxtral's checkpoint has none), whole on every rank.
+ */
+static enum wshard_err parse_sinusoid(const struct wshard_rules *r, json_t *x,
+				      const char *name, struct rules_extra *e,
+				      struct wshard_error *err)
+{
+	json_t *v = json_object_get(x, "sinusoid");
+	const char *dtype = json_string_value(json_object_get(x, "dtype"));
+	json_t *a = json_array_get(v, 0), *b = json_array_get(v, 1);
+	bool bad;
+
+	if (!v)
+		return WSHARD_OK;
+	if (json_array_size(v) != 2 || !(json_is_string(a) || json_is_integer(a)) ||
+	    !(json_is_string(b) || json_is_integer(b)) || json_object_get(x, "value") ||
+	    json_object_get(x, "image_norm") || json_object_get(x, "arange") ||
+	    json_object_get(x, "with") || json_object_get(x, "when") ||
+	    json_object_get(x, "each") || json_object_get(x, "option") ||
+	    json_object_get(x, "len") || json_object_get(x, "if") || strstr(name, "{n}") ||
+	    strstr(name, "{i}") || (dtype && strcmp(dtype, "F32")))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': extra '%s': \"sinusoid\" is [POSITIONS, CHANNELS], two expressions, with no \"value\", \"image_norm\", \"arange\", \"with\", \"when\", \"each\", \"option\", \"len\", \"if\" or {n}, and is F32",
+					r->name, name);
+	e->sinusoid[0] = rules_expr_copy(a, &bad);
+	e->sinusoid[1] = rules_expr_copy(b, &bad);
+	if (!e->sinusoid[0] || !e->sinusoid[1])
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
+/*
  * "len": EXPR (a config.json expression, with "value") makes extra e a
  * vector of EXPR copies of its value: a parameter vLLM builds filled and no
  * load_weights fills (RADIO's ls1 and ls2, torch.ones, radio.py skipping
@@ -159,11 +193,13 @@ static enum wshard_err parse_extras(struct wshard_rules *r, json_t *extra,
 		rc = parse_image_norm(r, x, name, e, err);
 		if (!rc)
 			rc = parse_arange(r, x, name, e, err);
+		if (!rc)
+			rc = parse_sinusoid(r, x, name, e, err);
 		if (rc)
 			return rc;
-		if (!e->image_norm && !e->arange && !json_is_number(value))
+		if (!e->image_norm && !e->arange && !e->sinusoid[0] && !json_is_number(value))
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': extra '%s' needs a numeric \"value\", \"image_norm\" or \"arange\"",
+						"'%s': extra '%s' needs a numeric \"value\", \"image_norm\", \"arange\" or \"sinusoid\"",
 						r->name, name);
 		e->model_dtype = dtype && strcmp(dtype, "model") == 0;
 		if (e->model_dtype)
@@ -229,7 +265,7 @@ static enum wshard_err expand_attn_scales(const struct wshard_rules *r, json_t *
 					  json_t *out, struct wshard_error *err)
 {
 	static const char *const own[] = { "name", "dtype", "value", "option", "when",
-					   "image_norm", "arange", "len" };
+					   "image_norm", "arange", "sinusoid", "len" };
 	const char *module = json_string_value(json_object_get(x, "attn_scales"));
 	json_t *quantized = json_object_get(x, "quantized");
 	size_t i, k;

@@ -11,9 +11,10 @@
  * (transformers_utils/configs/mistral.py): the same renaming is done
  * here, in memory, for the architectures wshard has rules for in this
  * format (Mistral Large 3, the dense MistralForCausalLM, named
- * mistral:MistralForCausalLM for its rules, and PixtralForConditionalGeneration,
+ * mistral:MistralForCausalLM for its rules, PixtralForConditionalGeneration,
  * a vision encoder around that dense model: its vision_encoder object read
- * as vision_config).  params.json and the
+ * as vision_config, and VoxtralForConditionalGeneration, a Whisper encoder
+ * around it: its encoder_args read as audio_config).  params.json and the
  * tokenizer (tekken.json) go to OUT as they are, the non-weight files
  * they are.
  */
@@ -138,7 +139,8 @@ static const char *mistral_architecture(json_t *c)
 static bool supported(const char *arch)
 {
 	return !strcmp(arch, "MistralLarge3ForCausalLM") || !strcmp(arch, "MistralForCausalLM") ||
-	       !strcmp(arch, "PixtralForConditionalGeneration");
+	       !strcmp(arch, "PixtralForConditionalGeneration") ||
+	       !strcmp(arch, "VoxtralForConditionalGeneration");
 }
 
 /*
@@ -190,6 +192,54 @@ static enum wshard_err adapt_quantization(json_t *root, const char *path,
 	return WSHARD_OK;
 }
 
+/* The integer at key of o, or def where o has none (or null). */
+static json_int_t int_or(json_t *o, const char *key, json_int_t def)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? json_integer_value(v) : def;
+}
+
+/*
+ * _remap_mistral_audio_args: multimodal.whisper_model_args's encoder_args
+ * become audio_config with WhisperConfig's names (the sizes the rules
+ * read; max_source_positions WhisperConfig's 1500 where it has none),
+ * the rest text_config.  The non-causal encoder vLLM builds is
+ * WhisperEncoder, whose position table is a sinusoid (pos_embed
+ * "sinusoidal") or "learned" (never in a release: refused).
+ */
+static enum wshard_err adapt_audio(json_t *root, const char *path, struct wshard_error *err)
+{
+	json_t *w = json_object_get(json_object_get(root, "multimodal"), "whisper_model_args");
+	json_t *enc = json_object_get(w, "encoder_args");
+	json_t *mel = json_object_get(enc, "audio_encoding_args");
+	json_t *ds = json_object_get(w, "downsample_args"), *ac;
+	const char *pos = json_string_value(json_object_get(enc, "pos_embed"));
+
+	if (strcmp(text_architecture(root), "MistralForCausalLM"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': a mistral-format VoxtralForConditionalGeneration whose text model is %s, which wshard has no rules for in this format",
+					path, text_architecture(root));
+	if (pos && strcmp(pos, "sinusoidal"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': an audio encoder whose pos_embed is \"%s\", not \"sinusoidal\", which wshard cannot write",
+					path, pos);
+	if (!json_is_integer(json_object_get(ds, "downsample_factor")) ||
+	    !json_is_integer(json_object_get(mel, "num_mel_bins")))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': multimodal.whisper_model_args lacks downsample_args.downsample_factor or encoder_args.audio_encoding_args.num_mel_bins",
+					path);
+	ac = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "d_model", int_or(enc, "dim", 0),
+		       "encoder_layers", int_or(enc, "n_layers", 0), "encoder_ffn_dim",
+		       int_or(enc, "hidden_dim", 0), "encoder_attention_heads",
+		       int_or(enc, "n_heads", 0), "num_mel_bins", int_or(mel, "num_mel_bins", 0),
+		       "downsample_factor", int_or(ds, "downsample_factor", 0),
+		       "max_source_positions", int_or(enc, "max_source_positions", 1500));
+	if (!ac || json_object_set_new(root, "audio_config", ac))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
 /* params.json root renamed, in place, to the HF config vLLM makes of it. */
 static enum wshard_err adapt(json_t *root, const char *path, const char **out_arch,
 			     struct wshard_error *err)
@@ -235,6 +285,11 @@ static enum wshard_err adapt(json_t *root, const char *path, const char **out_ar
 						path, text_architecture(root));
 		if (rename_key(root, key, "vision_config"))
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	if (!strcmp(arch, "VoxtralForConditionalGeneration")) {
+		rc = adapt_audio(root, path, err);
+		if (rc)
+			return rc;
 	}
 	if (!strcmp(arch, "MistralLarge3ForCausalLM")) {
 		if (!json_object_get(root, "moe")) {

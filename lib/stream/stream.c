@@ -2,11 +2,12 @@
  * stream.c - the bottom of the stream, under its two headers (stream.h,
  * stream_impl.h): every output byte a stream thread hands to the sink
  * (rows of a piece, converted or transposed through the stage; tiles of
- * a transposed piece; zero padding and constants), the progress those
+ * a transposed piece; zero padding, constants and computed tables), the progress those
  * puts report, and the buffers a thread owns: grown on demand, emptied
  * for a clone, released.  Calls no other file of the stream but
  * transpose.c.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +268,44 @@ static uint64_t put_arange(struct stream *s, int r, size_t i, const struct wshar
 	return n * 8;
 }
 
+/*
+ * Element e of a sinusoid table of ch channels (an even ch >= 4): row t =
+ * e / ch holds transformers' sinusoids (whisper's, which vLLM's
+ * WhisperEncoder fills its position table with, in F32): for k < ch / 2,
+ * sin(t * w_k), then cos(t * w_k), w_k = exp(-k * ln(10000) / (ch / 2 -
+ * 1)).  Each F32 step torch takes is taken here, correctly rounded: the
+ * step and its product with k, w_k, its product with t, the sine.
+ * torch's own exp, sin and cos (MKL or SLEEF on a CPU, CUDA's on a GPU)
+ * are within an ulp or two of these, and differ from each other so.
+ */
+static float sinusoid_at(uint64_t e, uint64_t ch)
+{
+	uint64_t t = e / ch, j = e % ch, half = ch / 2, k = j < half ? j : j - half;
+	float step = (float)(log(10000.0) / (double)(half - 1));
+	float w = (float)exp((double)(-step * (float)k));
+	float x = (float)t * w;
+
+	return j < half ? (float)sin((double)x) : (float)cos((double)x);
+}
+
+/* Up to 8 KiB of sinusoid piece p from byte done on (a multiple of 4):
+ * the bytes done. */
+static uint64_t put_sinusoid(struct stream *s, int r, size_t i,
+			     const struct wshard_piece *p, uint64_t done)
+{
+	float buf[2048];
+	size_t n = (size_t)WSHARD_MIN((p->len - done) / 4, 2048), j;
+	uint64_t first = done / 4, ch = (uint64_t)p->prov_value;
+
+	if (!n)
+		return p->len - done;
+	for (j = 0; j < n; j++)
+		buf[j] = sinusoid_at(first + j, ch);	/* host order: little-endian */
+	if (!s->sink->put(s->sink->ctx, s->slot, r, i, p->dst + done, buf, n * 4, &s->local))
+		report(s, n * 4);
+	return n * 4;
+}
+
 /* Zero padding and constants: no source bytes behind them. */
 enum wshard_err stream_put_generated(struct stream *s)
 {
@@ -303,6 +342,9 @@ enum wshard_err stream_put_generated(struct stream *s)
 				while (p->kind == WSHARD_PIECE_ARANGE && done < p->len &&
 				       !s->local.code)
 					done += put_arange(s, r, i, p, done);
+				while (p->kind == WSHARD_PIECE_SINUSOID && done < p->len &&
+				       !s->local.code)
+					done += put_sinusoid(s, r, i, p, done);
 			}
 		}
 	}

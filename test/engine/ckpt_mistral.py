@@ -332,7 +332,7 @@ PIXTRAL_VISION = {
 }
 
 
-def write_tekken(out, vocab_size, image=None, specials=100):
+def write_tekken(out, vocab_size, image=None, specials=100, audio=None):
     """A tiny tekken.json (v7: Mistral's default special tokens, [IMG] 10):
     the first vocab_size - specials byte tokens of mistral_common's own
     tekken_240911.json; image, the tokenizer's image config (vLLM's Pixtral
@@ -347,6 +347,18 @@ def write_tekken(out, vocab_size, image=None, specials=100):
           "vocab": full["vocab"][:n]}
     if image:
         tk["image"] = image
+    if audio:
+        # Voxtral's special tokens: v7's first 20, [AUDIO] 24,
+        # [BEGIN_AUDIO] 25 and [TRANSCRIBE] 34 (mistral_common's audio
+        # encoder and InstructTokenizerV7 require them), the rest fillers
+        from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+        named = {t["rank"]: str(t["token_str"].value if hasattr(t["token_str"], "value")
+                                else t["token_str"])
+                 for t in Tekkenizer.DEPRECATED_SPECIAL_TOKENS}
+        named.update({24: "[AUDIO]", 25: "[BEGIN_AUDIO]", 34: "[TRANSCRIBE]"})
+        tk["special_tokens"] = [{"rank": i, "token_str": named.get(i, f"<SPECIAL_{i}>"),
+                                 "is_control": True} for i in range(35)]
+        tk["audio"] = audio
     with open(os.path.join(out, "tekken.json"), "w") as f:
         json.dump(tk, f)
 
@@ -465,3 +477,115 @@ def make_dense_eagle(out):
         tensors[mistral_name(n, DENSE_NAMES)] = t
     tensors["eagle_linear.weight"] = (torch.randn(p["dim"], 2 * p["dim"]) * 0.02).to(torch.bfloat16)
     save_consolidated(out, tensors, p, 1)
+# Voxtral's tower and projector (transformers' VoxtralForConditionalGeneration,
+# as it saves them) -> Mistral's: the inverse of vLLM's
+# VoxtralEncoderModel.mistral_remapping and load_weights' (voxtral.py)
+VOXTRAL_NAMES = [
+    (r"audio_tower\.conv1\.", "mm_whisper_embeddings.whisper_encoder.conv_layers.0.conv."),
+    (r"audio_tower\.conv2\.", "mm_whisper_embeddings.whisper_encoder.conv_layers.1.conv."),
+    (r"audio_tower\.layers\.(\d+)\.self_attn\.q_proj\.",
+     r"mm_whisper_embeddings.whisper_encoder.transformer.layers.\1.attention.wq."),
+    (r"audio_tower\.layers\.(\d+)\.self_attn\.k_proj\.",
+     r"mm_whisper_embeddings.whisper_encoder.transformer.layers.\1.attention.wk."),
+    (r"audio_tower\.layers\.(\d+)\.self_attn\.v_proj\.",
+     r"mm_whisper_embeddings.whisper_encoder.transformer.layers.\1.attention.wv."),
+    (r"audio_tower\.layers\.(\d+)\.self_attn\.out_proj\.",
+     r"mm_whisper_embeddings.whisper_encoder.transformer.layers.\1.attention.wo."),
+    (r"audio_tower\.layers\.(\d+)\.self_attn_layer_norm\.",
+     r"mm_whisper_embeddings.whisper_encoder.transformer.layers.\1.attention_norm."),
+    (r"audio_tower\.layers\.(\d+)\.fc1\.",
+     r"mm_whisper_embeddings.whisper_encoder.transformer.layers.\1.feed_forward.w1."),
+    (r"audio_tower\.layers\.(\d+)\.fc2\.",
+     r"mm_whisper_embeddings.whisper_encoder.transformer.layers.\1.feed_forward.w2."),
+    (r"audio_tower\.layers\.(\d+)\.final_layer_norm\.",
+     r"mm_whisper_embeddings.whisper_encoder.transformer.layers.\1.ffn_norm."),
+    (r"audio_tower\.layer_norm\.", "mm_whisper_embeddings.whisper_encoder.transformer.norm."),
+    (r"multi_modal_projector\.linear_1\.", "mm_whisper_embeddings.audio_language_projection.0."),
+    (r"multi_modal_projector\.linear_2\.", "mm_whisper_embeddings.audio_language_projection.2."),
+]
+
+# Voxtral Mini's multimodal.whisper_model_args, tiny: 32 mel bins, a
+# 50-position encoder (one 1-second chunk: 100 mel frames, conv2's stride
+# 2), 4 positions an audio token (12.5 a second)
+VOXTRAL_AUDIO = {
+    "encoder_args": {
+        "audio_encoding_args": {"sampling_rate": 16000, "num_mel_bins": 32, "hop_length": 160,
+                                "window_size": 400},
+        "dim": 64, "n_layers": 2, "head_dim": 16, "hidden_dim": 256, "n_heads": 4,
+        "vocab_size": 51866, "max_source_positions": 50},
+    "downsample_args": {"downsample_factor": 4},
+}
+
+
+def make_voxtral(out, tied=True):
+    """Voxtral Mini's layout (VoxtralForConditionalGeneration in Mistral's
+    format: a Mistral text model, its embedding tied as Mini's and named
+    mm_whisper_embeddings.tok_embeddings as Voxtral ships it, the Whisper
+    encoder, the two-linear adapter), tiny, from transformers' own
+    VoxtralForConditionalGeneration: the text model's q and k rows in
+    Mistral's rotary order, its encoder's embed_positions dropped (Mistral's
+    checkpoint has none); tekken.json with [AUDIO] and [BEGIN_AUDIO] and its
+    audio config (1-second chunks)."""
+    import torch
+    import transformers
+    a = VOXTRAL_AUDIO["encoder_args"]
+    ds = VOXTRAL_AUDIO["downsample_args"]["downsample_factor"]
+    p = dict(DENSE_PARAMS, tied_embeddings=tied, multimodal={"whisper_model_args": VOXTRAL_AUDIO})
+    text = dict(
+        hidden_size=p["dim"], num_hidden_layers=p["n_layers"], head_dim=p["head_dim"],
+        intermediate_size=p["hidden_dim"], num_attention_heads=p["n_heads"],
+        num_key_value_heads=p["n_kv_heads"], vocab_size=p["vocab_size"],
+        rms_norm_eps=p["norm_eps"], rope_theta=p["rope_theta"],
+        max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=tied)
+    cfg = transformers.VoxtralConfig(
+        text_config=text, audio_token_id=24,
+        audio_config={"hidden_size": a["dim"], "intermediate_size": a["dim"] * ds,
+                      "num_hidden_layers": a["n_layers"], "num_attention_heads": a["n_heads"],
+                      "num_mel_bins": a["audio_encoding_args"]["num_mel_bins"],
+                      "max_source_positions": a["max_source_positions"]})
+    # vLLM's w1 and w2 are [hidden_dim, dim] and [dim, hidden_dim]; the
+    # projector's input is dim * downsample_factor (transformers takes
+    # intermediate_size for both, so the two are equal here)
+    assert a["hidden_dim"] == a["dim"] * ds
+    torch.manual_seed(1234)
+    model = transformers.VoxtralForConditionalGeneration(cfg).to(torch.bfloat16)
+    with torch.no_grad():
+        for q in model.parameters():
+            q.add_(torch.randn_like(q) * 0.02)
+    older = [("model.language_model.", "language_model.model."),
+             ("model.audio_tower.", "audio_tower."),
+             ("model.multi_modal_projector.", "multi_modal_projector."),
+             ("lm_head.", "language_model.lm_head.")]
+    tensors = {}
+    for n, t in hf_tensors(model).items():
+        for new, old in older:
+            if n.startswith(new):
+                n = old + n[len(new):]
+        if n.startswith("language_model."):
+            # (transformers 5 saves the text model's names as
+            # language_model.model.model.*)
+            n = n[len("language_model."):]
+            if n.startswith("model.model."):
+                n = n[len("model."):]
+            if ".q_proj." in n:
+                t = interleave_heads(t, p["n_heads"])
+            elif ".k_proj." in n:
+                t = interleave_heads(t, p["n_kv_heads"])
+            if tied and n.startswith("lm_head."):
+                continue
+            n = mistral_name(n, DENSE_NAMES)
+            if tied and n.startswith("tok_embeddings."):
+                n = "mm_whisper_embeddings." + n
+            tensors[n] = t
+        elif n != "audio_tower.embed_positions.weight":
+            tensors[mistral_name(n, VOXTRAL_NAMES)] = t
+    save_consolidated(out, tensors, p, 1)
+    write_tekken(out, p["vocab_size"], audio={
+        "sampling_rate": 16000, "frame_rate": 12.5, "chunk_length_s": 1.0,
+        "audio_encoding_config": {k: a["audio_encoding_args"][k]
+                                  for k in ("num_mel_bins", "hop_length", "window_size")}})
+
+
+def make_voxtral_untied(out):
+    """Voxtral Small's: its own output, tok_embeddings under its own name."""
+    make_voxtral(out, tied=False)

@@ -3753,6 +3753,14 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # Pixtral 12B's (adapter biases, no patch merger, no norm before
        # the adapter)
        "pixtral_mistral-12b": "ckpt_mistral:make_pixtral_12b",
+       # Voxtral Mini's layout in Mistral's own format
+       # (VoxtralForConditionalGeneration: multimodal.whisper_model_args,
+       # the Whisper encoder and adapter under Mistral's names, tied
+       # embeddings as mm_whisper_embeddings.tok_embeddings, tekken.json
+       # with its audio config)
+       "voxtral": "ckpt_mistral:make_voxtral",
+       # Voxtral Small's (its own output.weight)
+       "voxtral-untied": "ckpt_mistral:make_voxtral_untied",
        # the FP8 releases in Mistral's format (params.json "quantization"
        # fp8_e4m3, per-tensor qscale_weight and qscale_act): Mistral Large 3
        # (two shards), Ministral 3 and Devstral 2 (MistralForCausalLM)
