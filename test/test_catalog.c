@@ -451,8 +451,9 @@ Test(catalog, mistral_format_pixtral)
 
 /* Voxtral: multimodal.whisper_model_args's encoder_args read as
  * audio_config under WhisperConfig's names (max_source_positions 1500
- * when none is given); a causal encoder (Voxtral Realtime) is refused by
- * name. */
+ * when none is given), also where transformers' format is beside it (a
+ * release's config.json naming Voxtral: vLLM loads only Mistral's); a
+ * causal encoder (Voxtral Realtime) is refused by name. */
 Test(catalog, mistral_format_voxtral)
 {
 	char *dir = tmp_dir(), *dir2 = tmp_dir();
@@ -480,6 +481,14 @@ Test(catalog, mistral_format_voxtral)
 							   "audio_config.max_source_positions")), 1500);
 	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
 							   "audio_config.downsample_factor")), 4);
+	wshard_catalog_free(cat);
+	write_text(ck, "config.json", "{\"architectures\": [\"VoxtralForConditionalGeneration\"],"
+		   " \"hidden_size\": 999}\n");
+	write_text(ck, "model.safetensors.index.json",
+		   "{\"weight_map\": {\"x\": \"model-00001-of-00001.safetensors\"}}\n");
+	cat = open_ok(ck);
+	cr_assert_str_eq(cat->config.architecture, "VoxtralForConditionalGeneration");
+	cr_assert_eq(cat->config.hidden_size, 64);
 	wshard_catalog_free(cat);
 	open_fails(rt, WSHARD_EINVAL, want);
 	free(rt);

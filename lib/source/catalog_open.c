@@ -300,6 +300,15 @@ static enum wshard_err scan_archive(struct wshard_catalog *cat, struct wshard_er
 	return rc;
 }
 
+/* Forgets a config.json read only to look at it. */
+static void forget_config(struct wshard_catalog *cat)
+{
+	free(cat->config.architecture);
+	json_decref(cat->config.json);
+	memset(&cat->config, 0, sizeof(cat->config));
+	cat->has_config = false;
+}
+
 /*
  * Runs check on config.json alone, then forgets it: the open reads it
  * again in its turn, so that any other error comes in the order it
@@ -313,10 +322,7 @@ static enum wshard_err precheck(struct wshard_catalog *cat, const char *config,
 
 	if (!catalog_load_config(cat, config, &ignored))
 		rc = check->fn(cat, check->ctx, err);
-	free(cat->config.architecture);
-	json_decref(cat->config.json);
-	memset(&cat->config, 0, sizeof(cat->config));
-	cat->has_config = false;
+	forget_config(cat);
 	return rc;
 }
 
@@ -424,6 +430,29 @@ static enum wshard_err open_subdirs(struct wshard_catalog *cat, bool top, bool *
 	return rc;
 }
 
+/*
+ * Whether config.json (at config) names an architecture vLLM 0.32 loads
+ * only from Mistral's format, beside params.json: Voxtral, whose class
+ * reads params.json's names and audio_config.downsample_factor
+ * (voxtral.py), while its releases ship transformers' format too.  Such a
+ * folder is read as Mistral's, as vLLM must be told to read it
+ * (--config-format mistral).
+ */
+static bool mistral_only(struct wshard_catalog *cat, const char *config)
+{
+	struct wshard_error ignored = { 0 };
+	char *params = wshard_path_join(cat->dir, "params.json");
+	bool only = false;
+
+	if (params && has_file(cat, params) && has_file(cat, config) &&
+	    !catalog_load_config(cat, config, &ignored))
+		only = cat->config.architecture &&
+		       !strcmp(cat->config.architecture, "VoxtralForConditionalGeneration");
+	free(params);
+	forget_config(cat);
+	return only;
+}
+
 static enum wshard_err open_dir(struct wshard_catalog *cat,
 				const struct wshard_precheck *check,
 				struct wshard_error *err)
@@ -448,6 +477,8 @@ static enum wshard_err open_dir(struct wshard_catalog *cat,
 		: WSHARD_OK;
 	if (rc || sub) {
 		/* opened (or refused) above */
+	} else if (mistral_only(cat, config)) {
+		rc = open_mistral(cat, &mistral, err);
 	} else if (has_file(cat, index)) {
 		rc = load_index(cat, index, err);
 	} else if (has_file(cat, single)) {
