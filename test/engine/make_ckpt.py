@@ -3788,7 +3788,10 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # MiDashengLM: a Dasheng encoder, a projector and a Qwen2 text model
        "midashenglm": "ckpt_midashenglm",
        # FireRedASR2: a Conformer encoder, an adapter and a Qwen2 text model
-       "fireredasr2": "ckpt_fireredasr2"}
+       "fireredasr2": "ckpt_fireredasr2",
+       # Cohere Transcribe: a Conformer encoder and a Transformer decoder
+       # (transformers' CohereAsrForConditionalGeneration, saved in NeMo's names)
+       "cohere_asr": "ckpt_cohere_asr"}
 
 
 def make(arch, out):

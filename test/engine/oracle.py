@@ -472,8 +472,11 @@ def read_config(model):
 
 
 def is_whisper(model):
+    """Whisper, and Cohere Transcribe, an encoder-decoder prompted alike
+    (vLLM makes its encoder prompt of the sound: cohere_asr.py:1970-1976)."""
     cfg = read_config(model)
-    return cfg.get("architectures", [""])[0] == "WhisperForConditionalGeneration"
+    return cfg.get("architectures", [""])[0] in ("WhisperForConditionalGeneration",
+                                                 "CohereAsrForConditionalGeneration")
 
 
 def whisper_prompts():
@@ -631,6 +634,10 @@ def arch_settings(model, kw):
         # (torchaudio_stub) for this run, its workers and vLLM's registry
         # subprocess; not profiled (vLLM's dummy is ten seconds of sound)
         kw.setdefault("trust_remote_code", True)
+    if arch in ("MiDashengLMModel", "CohereAsrForConditionalGeneration"):
+        # (Cohere Transcribe's feature extractor, vLLM's own, imports
+        # torchaudio's melscale_fbanks: the same stand-in; not profiled,
+        # vLLM's dummy being thirty seconds of sound)
         kw.setdefault("skip_mm_profiling", True)
         import importlib.util
         if importlib.util.find_spec("torchaudio") is None:
