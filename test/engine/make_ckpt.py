@@ -3802,7 +3802,12 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "midashenglm": "ckpt_midashenglm",
        # Kimi-Audio: a Qwen2 text model and a projector at the top, the
        # Whisper model in whisper-large-v3/ (weights vLLM reads too)
-       "kimi_audio": "ckpt_kimi_audio"}
+       "kimi_audio": "ckpt_kimi_audio",
+       # FireRedASR2: a Conformer encoder, an adapter and a Qwen2 text model
+       "fireredasr2": "ckpt_fireredasr2",
+       # Cohere Transcribe: a Conformer encoder and a Transformer decoder
+       # (transformers' CohereAsrForConditionalGeneration, saved in NeMo's names)
+       "cohere_asr": "ckpt_cohere_asr"}
 
 
 def make(arch, out):

@@ -182,6 +182,12 @@ def image_prompt(model):
         return {"prompt_token_ids": [2, 17] + image + [243, 9],
                 "multi_modal_data": {"image": Image.fromarray(px)}}
     cfg = json.load(open(os.path.join(model, "config.json")))
+    if cfg["architectures"][0] == "FireRedASR2ForConditionalGeneration":
+        # FireRedASR2: a second of sound at <|AUDIO|> alone (ckpt_fireredasr2.py:
+        # 999), which vLLM expands to the feature extractor's count
+        wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
+        return {"prompt_token_ids": [2, 17, 999, 243, 9],
+                "multi_modal_data": {"audio": (wav, 16000)}}
     if any(a in cfg["architectures"][0] for a in ("Qwen2Audio", "AudioFlamingo3", "Qwen3ASR",
                                                   "GlmAsr", "GraniteSpeech", "MiDashengLM")):
         # one second of fixed pseudo-random sound at 16 kHz at the audio
@@ -473,8 +479,11 @@ def read_config(model):
 
 
 def is_whisper(model):
+    """Whisper, and Cohere Transcribe, an encoder-decoder prompted alike
+    (vLLM makes its encoder prompt of the sound: cohere_asr.py:1970-1976)."""
     cfg = read_config(model)
-    return cfg.get("architectures", [""])[0] == "WhisperForConditionalGeneration"
+    return cfg.get("architectures", [""])[0] in ("WhisperForConditionalGeneration",
+                                                 "CohereAsrForConditionalGeneration")
 
 
 def whisper_prompts():
@@ -649,6 +658,10 @@ def arch_settings(model, kw):
         # (torchaudio_stub) for this run, its workers and vLLM's registry
         # subprocess; not profiled (vLLM's dummy is ten seconds of sound)
         kw.setdefault("trust_remote_code", True)
+    if arch in ("MiDashengLMModel", "CohereAsrForConditionalGeneration"):
+        # (Cohere Transcribe's feature extractor, vLLM's own, imports
+        # torchaudio's melscale_fbanks: the same stand-in; not profiled,
+        # vLLM's dummy being thirty seconds of sound)
         kw.setdefault("skip_mm_profiling", True)
         import importlib.util
         if importlib.util.find_spec("torchaudio") is None:
@@ -660,6 +673,19 @@ def arch_settings(model, kw):
         # (preprocessor_config.json's, ckpt_kimi_audio.py: 2 s): not
         # profiled; the audio prompt runs the encoder
         kw.setdefault("skip_mm_profiling", True)
+    if arch == "FireRedASR2ForConditionalGeneration":
+        # its processor is vLLM's own (ckpt_fireredasr2.py), whose feature
+        # extractor calls kaldi_native_fbank, which the engine's venv lacks:
+        # a numpy-only stand-in (kaldi_native_fbank_stub) for this run, its
+        # workers and vLLM's registry subprocess; not profiled (vLLM's
+        # dummy is thirty seconds of sound)
+        kw.setdefault("skip_mm_profiling", True)
+        import importlib.util
+        if importlib.util.find_spec("kaldi_native_fbank") is None:
+            stub = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "kaldi_native_fbank_stub")
+            sys.path.insert(0, stub)
+            os.environ["PYTHONPATH"] = stub + os.pathsep + os.environ.get("PYTHONPATH", "")
     if arch in GRANITE_SPEECH:
         # the test checkpoint's feature extractor is a stand-in named by
         # auto_map (make_ckpt.py, granite_speech_features.py)

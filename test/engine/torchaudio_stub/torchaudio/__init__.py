@@ -2,8 +2,10 @@
 that vLLM 0.32's MiDashengLM imports at module level (midashenglm.py:34:
 spectrogram, melscale_fbanks, amplitude_to_DB in DashengFrontend), which
 the engine's venv does not have (torchaudio is not among vLLM's CPU
-requirements).  oracle.py puts this folder on the path of MiDashengLM's
-engine runs only, and only where torchaudio itself cannot be imported; the
+requirements), and the melscale_fbanks that vLLM's own Cohere Transcribe
+feature extractor imports (transformers_utils/processors/cohere_asr.py:11,
+Slaney's scale and norm).  oracle.py puts this folder on the path of
+MiDashengLM's and Cohere Transcribe's engine runs only, and only where torchaudio itself cannot be imported; the
 reference run and the runs of wshard's output use the same functions, so
 their answers still differ only if the weights do."""
 from . import functional  # noqa: F401
