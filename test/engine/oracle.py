@@ -183,21 +183,24 @@ def image_prompt(model):
                 "multi_modal_data": {"image": Image.fromarray(px)}}
     cfg = json.load(open(os.path.join(model, "config.json")))
     if any(a in cfg["architectures"][0] for a in ("Qwen2Audio", "AudioFlamingo3", "Qwen3ASR",
-                                                  "GlmAsr", "GraniteSpeech", "MiDashengLM")):
+                                                  "GlmAsr", "GraniteSpeech", "MiDashengLM",
+                                                  "FunASR")):
         # one second of fixed pseudo-random sound at 16 kHz at the audio
         # token, which vLLM expands: Qwen2-Audio's <|AUDIO|> between
         # <|audio_bos|> and <|audio_eos|> (make_ckpt.py: 997, 996), Qwen3-ASR's
         # <|audio_pad|> between <|audio_start|> and <|audio_end|>, GLM-ASR's
         # <|pad|> between <|begin_of_audio|> and <|end_of_audio|> and
         # MiDashengLM's <|AUDIO|> between <|audio_bos|> and <|audio_eos|>
-        # (ckpt_midashenglm.py; the same ids), Audio Flamingo 3's <sound> and
-        # Granite Speech's <|audio|> alone
+        # (ckpt_midashenglm.py; the same ids), Audio Flamingo 3's <sound>,
+        # Granite Speech's <|audio|> and FunASR's <|AUDIO|> (ckpt_funasr.py:
+        # 999) alone
         wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
         tc = cfg.get("thinker_config", cfg)
         audio = ([cfg["audio_token_index"]] if cfg["architectures"][0] in GRANITE_SPEECH
                  else [997, cfg["audio_token_index"], 996] if "audio_token_index" in cfg
                  else [997, tc["audio_token_id"], 996] if any(
                      a in cfg["architectures"][0] for a in ("Qwen3ASR", "GlmAsr", "MiDashengLM"))
+                 else [999] if cfg["architectures"][0] == "FunASRForConditionalGeneration"
                  else [cfg["audio_token_id"]])
         return {"prompt_token_ids": [2, 17] + audio + [243, 9],
                 "multi_modal_data": {"audio": (wav, 16000)}}
@@ -618,13 +621,16 @@ def arch_settings(model, kw):
         # ultravox_processing.py): not profiled
         kw.setdefault("skip_mm_profiling", True)
         kw.setdefault("trust_remote_code", True)
-    if arch == "MiDashengLMModel":
-        # its processor is a stand-in named by auto_map (ckpt_midashenglm.py,
-        # midashenglm_processing.py); vLLM's model file imports torchaudio,
-        # which the engine's venv lacks: a torch-only stand-in
-        # (torchaudio_stub) for this run, its workers and vLLM's registry
-        # subprocess; not profiled (vLLM's dummy is ten seconds of sound)
-        kw.setdefault("trust_remote_code", True)
+    if arch in ("MiDashengLMModel", "FunASRForConditionalGeneration"):
+        # MiDashengLM's processor is a stand-in named by auto_map
+        # (ckpt_midashenglm.py, midashenglm_processing.py); vLLM's model
+        # file imports torchaudio, FunASR's feature extractor
+        # torchaudio.compliance.kaldi, which the engine's venv lacks: a
+        # torch-only stand-in (torchaudio_stub) for this run, its workers
+        # and vLLM's registry subprocess; not profiled (vLLM's dummies are
+        # ten and thirty seconds of sound)
+        if arch == "MiDashengLMModel":
+            kw.setdefault("trust_remote_code", True)
         kw.setdefault("skip_mm_profiling", True)
         import importlib.util
         if importlib.util.find_spec("torchaudio") is None:

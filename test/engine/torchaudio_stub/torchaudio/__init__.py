@@ -2,8 +2,10 @@
 that vLLM 0.32's MiDashengLM imports at module level (midashenglm.py:34:
 spectrogram, melscale_fbanks, amplitude_to_DB in DashengFrontend), which
 the engine's venv does not have (torchaudio is not among vLLM's CPU
-requirements).  oracle.py puts this folder on the path of MiDashengLM's
-engine runs only, and only where torchaudio itself cannot be imported; the
-reference run and the runs of wshard's output use the same functions, so
-their answers still differ only if the weights do."""
+requirements), and of compliance.kaldi's fbank, which vLLM's FunASR
+feature extractor imports (compliance/kaldi.py).  oracle.py puts this
+folder on the path of MiDashengLM's and FunASR's engine runs only, and
+only where torchaudio itself cannot be imported; the reference run and the
+runs of wshard's output use the same functions, so their answers still
+differ only if the weights do."""
 from . import functional  # noqa: F401
