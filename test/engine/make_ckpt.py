@@ -3789,7 +3789,10 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "midashenglm": "ckpt_midashenglm",
        # FunASR (Fun-ASR-Nano): a SenseVoice encoder, an adaptor and a Qwen3
        # text model
-       "funasr": "ckpt_funasr"}
+       "funasr": "ckpt_funasr",
+       # FunAudioChat: vLLM's own config, two audio towers and a Qwen3 text
+       # model
+       "funaudiochat": "ckpt_funaudiochat"}
 
 
 def make(arch, out):

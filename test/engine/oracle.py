@@ -120,13 +120,18 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # image processor as MiniCPM-V's: its towers are checked by bytes),
 # Phi-4-multimodal (its processor is Microsoft's remote code, which the
 # test checkpoint stands in for with one that vLLM only needs to start,
-# phi4mm_processing.py: its image and audio towers are checked by bytes)
+# phi4mm_processing.py: its image and audio towers are checked by bytes),
+# FunAudioChat (vLLM's processor reads a speech tokenizer from the model's
+# speech_tokenizer/ folder, funaudiochat.py:527-533, which wshard's output
+# does not carry: it copies the checkpoint's top-level files; its towers
+# are checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "MiniCPMO",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
                      "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
-                     "UltravoxModel", "KananaVForConditionalGeneration", "Phi4MMForCausalLM")
+                     "UltravoxModel", "KananaVForConditionalGeneration", "Phi4MMForCausalLM",
+                     "FunAudioChatForConditionalGeneration")
 GRANITE_SPEECH = ("GraniteSpeechForConditionalGeneration",
                   "GraniteSpeechPlusForConditionalGeneration")
 MAX_TOKENS = 8
@@ -637,6 +642,11 @@ def arch_settings(model, kw):
             stub = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchaudio_stub")
             sys.path.insert(0, stub)
             os.environ["PYTHONPATH"] = stub + os.pathsep + os.environ.get("PYTHONPATH", "")
+    if arch == "FunAudioChatForConditionalGeneration":
+        # its profiling dummy is max_source_positions x group_size frames of
+        # sound through the speech tokenizer (funaudiochat.py:579-607),
+        # which the test checkpoint does not ship: not profiled
+        kw.setdefault("skip_mm_profiling", True)
     if arch in GRANITE_SPEECH:
         # the test checkpoint's feature extractor is a stand-in named by
         # auto_map (make_ckpt.py, granite_speech_features.py)
