@@ -3807,7 +3807,13 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "fireredasr2": "ckpt_fireredasr2",
        # Cohere Transcribe: a Conformer encoder and a Transformer decoder
        # (transformers' CohereAsrForConditionalGeneration, saved in NeMo's names)
-       "cohere_asr": "ckpt_cohere_asr"}
+       "cohere_asr": "ckpt_cohere_asr",
+       # FunASR (Fun-ASR-Nano): a SenseVoice encoder, an adaptor and a Qwen3
+       # text model
+       "funasr": "ckpt_funasr",
+       # FunAudioChat: vLLM's own config, two audio towers and a Qwen3 text
+       # model
+       "funaudiochat": "ckpt_funaudiochat"}
 
 
 def make(arch, out):

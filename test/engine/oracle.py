@@ -120,13 +120,18 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # image processor as MiniCPM-V's: its towers are checked by bytes),
 # Phi-4-multimodal (its processor is Microsoft's remote code, which the
 # test checkpoint stands in for with one that vLLM only needs to start,
-# phi4mm_processing.py: its image and audio towers are checked by bytes)
+# phi4mm_processing.py: its image and audio towers are checked by bytes),
+# FunAudioChat (vLLM's processor reads a speech tokenizer from the model's
+# speech_tokenizer/ folder, funaudiochat.py:527-533, which wshard's output
+# does not carry: it copies the checkpoint's top-level files; its towers
+# are checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "MiniCPMO",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
                      "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
-                     "UltravoxModel", "KananaVForConditionalGeneration", "Phi4MMForCausalLM")
+                     "UltravoxModel", "KananaVForConditionalGeneration", "Phi4MMForCausalLM",
+                     "FunAudioChatForConditionalGeneration")
 GRANITE_SPEECH = ("GraniteSpeechForConditionalGeneration",
                   "GraniteSpeechPlusForConditionalGeneration")
 MAX_TOKENS = 8
@@ -189,21 +194,24 @@ def image_prompt(model):
         return {"prompt_token_ids": [2, 17, 999, 243, 9],
                 "multi_modal_data": {"audio": (wav, 16000)}}
     if any(a in cfg["architectures"][0] for a in ("Qwen2Audio", "AudioFlamingo3", "Qwen3ASR",
-                                                  "GlmAsr", "GraniteSpeech", "MiDashengLM")):
+                                                  "GlmAsr", "GraniteSpeech", "MiDashengLM",
+                                                  "FunASR")):
         # one second of fixed pseudo-random sound at 16 kHz at the audio
         # token, which vLLM expands: Qwen2-Audio's <|AUDIO|> between
         # <|audio_bos|> and <|audio_eos|> (make_ckpt.py: 997, 996), Qwen3-ASR's
         # <|audio_pad|> between <|audio_start|> and <|audio_end|>, GLM-ASR's
         # <|pad|> between <|begin_of_audio|> and <|end_of_audio|> and
         # MiDashengLM's <|AUDIO|> between <|audio_bos|> and <|audio_eos|>
-        # (ckpt_midashenglm.py; the same ids), Audio Flamingo 3's <sound> and
-        # Granite Speech's <|audio|> alone
+        # (ckpt_midashenglm.py; the same ids), Audio Flamingo 3's <sound>,
+        # Granite Speech's <|audio|> and FunASR's <|AUDIO|> (ckpt_funasr.py:
+        # 999) alone
         wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
         tc = cfg.get("thinker_config", cfg)
         audio = ([cfg["audio_token_index"]] if cfg["architectures"][0] in GRANITE_SPEECH
                  else [997, cfg["audio_token_index"], 996] if "audio_token_index" in cfg
                  else [997, tc["audio_token_id"], 996] if any(
                      a in cfg["architectures"][0] for a in ("Qwen3ASR", "GlmAsr", "MiDashengLM"))
+                 else [999] if cfg["architectures"][0] == "FunASRForConditionalGeneration"
                  else [cfg["audio_token_id"]])
         return {"prompt_token_ids": [2, 17] + audio + [243, 9],
                 "multi_modal_data": {"audio": (wav, 16000)}}
@@ -653,15 +661,16 @@ def arch_settings(model, kw):
         kw.setdefault("trust_remote_code", True)
     if arch == "MiDashengLMModel":
         # its processor is a stand-in named by auto_map (ckpt_midashenglm.py,
-        # midashenglm_processing.py); vLLM's model file imports torchaudio,
-        # which the engine's venv lacks: a torch-only stand-in
-        # (torchaudio_stub) for this run, its workers and vLLM's registry
-        # subprocess; not profiled (vLLM's dummy is ten seconds of sound)
+        # midashenglm_processing.py)
         kw.setdefault("trust_remote_code", True)
-    if arch in ("MiDashengLMModel", "CohereAsrForConditionalGeneration"):
-        # (Cohere Transcribe's feature extractor, vLLM's own, imports
-        # torchaudio's melscale_fbanks: the same stand-in; not profiled,
-        # vLLM's dummy being thirty seconds of sound)
+    if arch in ("MiDashengLMModel", "CohereAsrForConditionalGeneration",
+                "FunASRForConditionalGeneration"):
+        # vLLM's MiDashengLM model file imports torchaudio, Cohere
+        # Transcribe's feature extractor (vLLM's own) its melscale_fbanks,
+        # FunASR's torchaudio.compliance.kaldi, which the engine's venv
+        # lacks: a torch-only stand-in (torchaudio_stub) for this run, its
+        # workers and vLLM's registry subprocess; not profiled (vLLM's
+        # dummies are ten or thirty seconds of sound)
         kw.setdefault("skip_mm_profiling", True)
         import importlib.util
         if importlib.util.find_spec("torchaudio") is None:
@@ -686,6 +695,11 @@ def arch_settings(model, kw):
                                 "kaldi_native_fbank_stub")
             sys.path.insert(0, stub)
             os.environ["PYTHONPATH"] = stub + os.pathsep + os.environ.get("PYTHONPATH", "")
+    if arch == "FunAudioChatForConditionalGeneration":
+        # its profiling dummy is max_source_positions x group_size frames of
+        # sound through the speech tokenizer (funaudiochat.py:579-607),
+        # which the test checkpoint does not ship: not profiled
+        kw.setdefault("skip_mm_profiling", True)
     if arch in GRANITE_SPEECH:
         # the test checkpoint's feature extractor is a stand-in named by
         # auto_map (make_ckpt.py, granite_speech_features.py)
