@@ -1553,3 +1553,39 @@ Test(ext, weight_folders)
 		     WSHARD_EINVAL);
 	cr_assert_not_null(strstr(err.msg, "\"weight_folders\"[0] is not"), "%s", err.msg);
 }
+
+/* "copy_folders": every file of a folder copied, weights included, none
+ * read as the model's; an absent folder copies nothing; a name with a
+ * '/' is refused. */
+Test(ext, copy_folders)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *rules = "{\"copy_folders\": [\"lora\", \"absent\"], \"tensors\": ["
+			    CATCH_ALL "]}";
+	const char *bad_rules = "{\"name\": \"t\", \"copy_folders\": [\"a/b\"], \"tensors\": []}";
+	size_t i, ntensors;
+	int copied = 0;
+	char *sub;
+
+	fx_open(&f, BASE);
+	use_rules(&f, rules);
+	ntensors = f.cat->ntensors;
+	sub = fmt("%s/lora", f.dir);
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	write_st(sub, "adapter_model.safetensors", "e.w", 4);
+	free(sub);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_OK, "%s", err.msg);
+	for (i = 0; i < f.cat->nextra; i++)
+		copied += !strcmp(f.cat->extra[i], "lora/adapter_model.safetensors");
+	cr_assert_eq(copied, 1);
+	cr_assert_eq(f.cat->ntensors, ntensors);
+	fx_close(&f);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, bad_rules, strlen(bad_rules), "t", &err),
+		     WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "\"copy_folders\"[0] is not the name of a folder"), "%s",
+			   err.msg);
+}

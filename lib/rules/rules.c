@@ -151,6 +151,9 @@ void wshard_rules_free(struct wshard_rules *r)
 	}
 	free(r->folder);
 	free(r->folder_config);
+	for (i = 0; i < r->ncopy_folders; i++)
+		free(r->copy_folder[i]);
+	free(r->copy_folder);
 	for (i = 0; i < r->ntp_divides; i++)
 		free(r->tp_divides[i]);
 	free(r->tp_divides);

@@ -323,6 +323,11 @@ struct wshard_rules {
 	 * the config key folder[i]'s config.json is read under, or NULL */
 	char **folder, **folder_config;
 	size_t nfolders;
+	/* "copy_folders": folders of the checkpoint vLLM reads at run time
+	 * but not as the model's weights (FunAudioChat's speech tokenizer,
+	 * Phi-4-multimodal's LoRA adapters), copied whole where present */
+	char **copy_folder;
+	size_t ncopy_folders;
 	/* "rename_layers": decoder layers that vLLM holds under another name
 	 * from layer rename_from (an expression) on: an output beginning with
 	 * rename_prefix for layer n >= that begins with rename_to for layer

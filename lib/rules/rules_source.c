@@ -147,6 +147,36 @@ static enum wshard_err parse_folders(struct wshard_rules *r, json_t *val,
 	return WSHARD_OK;
 }
 
+/* "copy_folders": [NAME, ...], each one folder's name. */
+static enum wshard_err parse_copy_folders(struct wshard_rules *r, json_t *val,
+					  struct wshard_error *err)
+{
+	json_t *item;
+	size_t i;
+
+	if (!val)
+		return WSHARD_OK;
+	if (!json_is_array(val) || json_array_size(val) == 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"copy_folders\" is not a non-empty array", r->name);
+	r->copy_folder = calloc(json_array_size(val), sizeof(char *));
+	if (!r->copy_folder)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	json_array_foreach(val, i, item) {
+		const char *f = json_string_value(item);
+
+		if (!f || !*f || f[0] == '.' || strchr(f, '/'))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': \"copy_folders\"[%zu] is not the name of a folder",
+						r->name, i);
+		r->copy_folder[i] = strdup(f);
+		r->ncopy_folders = i + 1;
+		if (!r->copy_folder[i])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
+
 bool rules_reads_folder_config(const struct wshard_rules *r, const char *e)
 {
 	const char *at;
@@ -170,6 +200,8 @@ enum wshard_err wshard_rules_add_folders(const struct wshard_rules *rules,
 
 	for (i = 0; i < rules->nfolders && !rc; i++)
 		rc = catalog_add_folder(cat, rules->folder[i], rules->folder_config[i], err);
+	for (i = 0; i < rules->ncopy_folders && !rc; i++)
+		rc = catalog_copy_folder(cat, rules->copy_folder[i], err);
 	return rc;
 }
 
@@ -180,6 +212,8 @@ enum wshard_err rules_parse_source(struct wshard_rules *r, json_t *root,
 	size_t i;
 	enum wshard_err rc = parse_folders(r, json_object_get(root, "weight_folders"), err);
 
+	if (!rc)
+		rc = parse_copy_folders(r, json_object_get(root, "copy_folders"), err);
 	if (rc)
 		return rc;
 	if (val && !prefix_ok(val))

@@ -351,4 +351,13 @@ enum wshard_err catalog_open_files(struct wshard_catalog *cat, struct wshard_err
 enum wshard_err catalog_add_folder(struct wshard_catalog *cat, const char *folder,
 				   const char *config_key, struct wshard_error *err);
 
+/*
+ * catalog_folder.c: every file of the checkpoint's folder folder (one
+ * name, no '/'; none where it is absent) onto extra, as "folder/NAME", to
+ * be copied whole: a folder vLLM reads at run time, not as the model's
+ * weights.  Returns WSHARD_OK, WSHARD_EINVAL (a bad name) or WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_copy_folder(struct wshard_catalog *cat, const char *folder,
+				    struct wshard_error *err);
+
 #endif /* WSHARD_CATALOG_H */

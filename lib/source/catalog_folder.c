@@ -44,7 +44,8 @@ static bool is_weight(const char *name)
 }
 
 /* Pushes folder/name onto the weight files (*.safetensors, not hidden) or
- * cat's files to copy, where it is a regular file of cat. */
+ * cat's files to copy, where it is a regular file of cat; with weights
+ * NULL, onto the files to copy whatever it is. */
 static enum wshard_err push_entry(struct wshard_catalog *cat, const char *folder,
 				  const char *name, char ***weights, size_t *nweights,
 				  struct wshard_error *err)
@@ -59,6 +60,8 @@ static enum wshard_err push_entry(struct wshard_catalog *cat, const char *folder
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	if (!wshard_catalog_has_file(cat, rel))
 		;
+	else if (!weights)
+		rc = catalog_push_name(&cat->extra, &cat->nextra, rel, err);
 	else if (fnmatch("*.safetensors", name, FNM_PERIOD) == 0)
 		rc = catalog_push_name(weights, nweights, rel, err);
 	else if (!is_weight(name))
@@ -224,5 +227,21 @@ enum wshard_err catalog_add_folder(struct wshard_catalog *cat, const char *folde
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+	return rc;
+}
+
+/* See catalog.h. */
+enum wshard_err catalog_copy_folder(struct wshard_catalog *cat, const char *folder,
+				    struct wshard_error *err)
+{
+	size_t nextra = cat->nextra;
+	enum wshard_err rc;
+
+	if (!*folder || folder[0] == '.' || strchr(folder, '/'))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"folder '%s' is not the name of a folder", folder);
+	rc = scan_folder(cat, folder, NULL, NULL, err);
+	if (!rc && cat->nextra > nextra)
+		catalog_sort_names(cat->extra, cat->nextra);
 	return rc;
 }
