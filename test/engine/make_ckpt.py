@@ -3786,7 +3786,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # Ultravox: a Whisper encoder, a projector and a Llama text model
        "ultravox": "ckpt_ultravox",
        # MiDashengLM: a Dasheng encoder, a projector and a Qwen2 text model
-       "midashenglm": "ckpt_midashenglm"}
+       "midashenglm": "ckpt_midashenglm",
+       # MOSS-Transcribe-Diarize: a Whisper encoder, an adaptor and a Qwen3 text model
+       "moss_td": "ckpt_moss_td"}
 
 
 def make(arch, out):

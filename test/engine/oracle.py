@@ -183,21 +183,25 @@ def image_prompt(model):
                 "multi_modal_data": {"image": Image.fromarray(px)}}
     cfg = json.load(open(os.path.join(model, "config.json")))
     if any(a in cfg["architectures"][0] for a in ("Qwen2Audio", "AudioFlamingo3", "Qwen3ASR",
-                                                  "GlmAsr", "GraniteSpeech", "MiDashengLM")):
+                                                  "GlmAsr", "GraniteSpeech", "MiDashengLM",
+                                                  "MossTranscribeDiarize")):
         # one second of fixed pseudo-random sound at 16 kHz at the audio
         # token, which vLLM expands: Qwen2-Audio's <|AUDIO|> between
         # <|audio_bos|> and <|audio_eos|> (make_ckpt.py: 997, 996), Qwen3-ASR's
         # <|audio_pad|> between <|audio_start|> and <|audio_end|>, GLM-ASR's
         # <|pad|> between <|begin_of_audio|> and <|end_of_audio|> and
         # MiDashengLM's <|AUDIO|> between <|audio_bos|> and <|audio_eos|>
-        # (ckpt_midashenglm.py; the same ids), Audio Flamingo 3's <sound> and
+        # (ckpt_midashenglm.py; the same ids), MOSS-Transcribe-Diarize's
+        # <|audio_pad|> between <|audio_start|> and <|audio_end|>
+        # (ckpt_moss_td.py; the same ids), Audio Flamingo 3's <sound> and
         # Granite Speech's <|audio|> alone
         wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
         tc = cfg.get("thinker_config", cfg)
         audio = ([cfg["audio_token_index"]] if cfg["architectures"][0] in GRANITE_SPEECH
                  else [997, cfg["audio_token_index"], 996] if "audio_token_index" in cfg
                  else [997, tc["audio_token_id"], 996] if any(
-                     a in cfg["architectures"][0] for a in ("Qwen3ASR", "GlmAsr", "MiDashengLM"))
+                     a in cfg["architectures"][0] for a in ("Qwen3ASR", "GlmAsr", "MiDashengLM",
+                                                            "MossTranscribeDiarize"))
                  else [cfg["audio_token_id"]])
         return {"prompt_token_ids": [2, 17] + audio + [243, 9],
                 "multi_modal_data": {"audio": (wav, 16000)}}
@@ -631,6 +635,12 @@ def arch_settings(model, kw):
             stub = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchaudio_stub")
             sys.path.insert(0, stub)
             os.environ["PYTHONPATH"] = stub + os.pathsep + os.environ.get("PYTHONPATH", "")
+    if arch == "MossTranscribeDiarizeForConditionalGeneration":
+        # its processor is a stand-in named by auto_map (ckpt_moss_td.py,
+        # moss_td_processing.py); not profiled (vLLM's dummy is 90 minutes
+        # of sound, moss_transcribe_diarize.py:74)
+        kw.setdefault("trust_remote_code", True)
+        kw.setdefault("skip_mm_profiling", True)
     if arch in GRANITE_SPEECH:
         # the test checkpoint's feature extractor is a stand-in named by
         # auto_map (make_ckpt.py, granite_speech_features.py)
