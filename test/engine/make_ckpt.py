@@ -3788,7 +3788,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # MiDashengLM: a Dasheng encoder, a projector and a Qwen2 text model
        "midashenglm": "ckpt_midashenglm",
        # MOSS-Transcribe-Diarize: a Whisper encoder, an adaptor and a Qwen3 text model
-       "moss_td": "ckpt_moss_td"}
+       "moss_td": "ckpt_moss_td",
+       # MOSS-Audio: its own audio encoder, adapters and a Qwen3 text model
+       "moss_audio": "ckpt_moss_audio"}
 
 
 def make(arch, out):

@@ -184,7 +184,7 @@ def image_prompt(model):
     cfg = json.load(open(os.path.join(model, "config.json")))
     if any(a in cfg["architectures"][0] for a in ("Qwen2Audio", "AudioFlamingo3", "Qwen3ASR",
                                                   "GlmAsr", "GraniteSpeech", "MiDashengLM",
-                                                  "MossTranscribeDiarize")):
+                                                  "MossTranscribeDiarize", "MossAudio")):
         # one second of fixed pseudo-random sound at 16 kHz at the audio
         # token, which vLLM expands: Qwen2-Audio's <|AUDIO|> between
         # <|audio_bos|> and <|audio_eos|> (make_ckpt.py: 997, 996), Qwen3-ASR's
@@ -193,11 +193,15 @@ def image_prompt(model):
         # MiDashengLM's <|AUDIO|> between <|audio_bos|> and <|audio_eos|>
         # (ckpt_midashenglm.py; the same ids), MOSS-Transcribe-Diarize's
         # <|audio_pad|> between <|audio_start|> and <|audio_end|>
-        # (ckpt_moss_td.py; the same ids), Audio Flamingo 3's <sound> and
+        # (ckpt_moss_td.py; the same ids), MOSS-Audio's <|AUDIO|> between
+        # <|audio_bos|> and <|audio_eos|> (ckpt_moss_audio.py: its
+        # processor_config.json's ids; vLLM's default ids are the
+        # release's, past the tiny vocabulary), Audio Flamingo 3's <sound> and
         # Granite Speech's <|audio|> alone
         wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
         tc = cfg.get("thinker_config", cfg)
         audio = ([cfg["audio_token_index"]] if cfg["architectures"][0] in GRANITE_SPEECH
+                 else [997, 999, 996] if cfg["architectures"][0] == "MossAudioModel"
                  else [997, cfg["audio_token_index"], 996] if "audio_token_index" in cfg
                  else [997, tc["audio_token_id"], 996] if any(
                      a in cfg["architectures"][0] for a in ("Qwen3ASR", "GlmAsr", "MiDashengLM",
@@ -641,6 +645,10 @@ def arch_settings(model, kw):
         # of sound, moss_transcribe_diarize.py:74)
         kw.setdefault("trust_remote_code", True)
         kw.setdefault("skip_mm_profiling", True)
+    if arch == "MossAudioModel":
+        # its config class is the release's remote code: a stand-in named
+        # by auto_map (ckpt_moss_audio.py, moss_audio_config.py)
+        kw.setdefault("trust_remote_code", True)
     if arch in GRANITE_SPEECH:
         # the test checkpoint's feature extractor is a stand-in named by
         # auto_map (make_ckpt.py, granite_speech_features.py)
