@@ -120,13 +120,18 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # image processor as MiniCPM-V's: its towers are checked by bytes),
 # Phi-4-multimodal (its processor is Microsoft's remote code, which the
 # test checkpoint stands in for with one that vLLM only needs to start,
-# phi4mm_processing.py: its image and audio towers are checked by bytes)
+# phi4mm_processing.py: its image and audio towers are checked by bytes),
+# VibeVoice-ASR (vLLM's CPU build fails on a second of sound: transformers'
+# VibeVoice tokenizer encoder hands a linear a transposed view, which the
+# CPU gemm, oneDNN's, refuses: "Expected a.stride(-1) == 1"; its encoders
+# and projector are checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "MiniCPMO",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
                      "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
-                     "UltravoxModel", "KananaVForConditionalGeneration", "Phi4MMForCausalLM")
+                     "UltravoxModel", "KananaVForConditionalGeneration", "Phi4MMForCausalLM",
+                     "VibeVoiceAsrForConditionalGeneration")
 GRANITE_SPEECH = ("GraniteSpeechForConditionalGeneration",
                   "GraniteSpeechPlusForConditionalGeneration")
 MAX_TOKENS = 8
@@ -649,6 +654,11 @@ def arch_settings(model, kw):
         # its config class is the release's remote code: a stand-in named
         # by auto_map (ckpt_moss_audio.py, moss_audio_config.py)
         kw.setdefault("trust_remote_code", True)
+    if arch == "VibeVoiceAsrForConditionalGeneration":
+        # not profiled: profiling would run the tokenizer encoders over a
+        # dummy sound, which vLLM's CPU build fails on as on the audio
+        # prompt (TEXT_PROMPTS_ONLY above)
+        kw.setdefault("skip_mm_profiling", True)
     if arch in GRANITE_SPEECH:
         # the test checkpoint's feature extractor is a stand-in named by
         # auto_map (make_ckpt.py, granite_speech_features.py)
