@@ -809,7 +809,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			209 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			212 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
 			      vision tower), GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
@@ -846,6 +846,7 @@ Test(builtin, architectures_list)
 			      Kimi-VL, Rnj-1, MiMo-V2, MiMo-V2.5 omni
 			      (MiMoV2OmniForCausalLM), Ultravox, MiDashengLM, Kimi-Audio,
 			      FireRedASR2, Cohere Transcribe, FunASR, FunAudioChat,
+			      MOSS-Transcribe-Diarize, MOSS-Audio, VibeVoice-ASR,
 			      MiniCPMV, MiniCPMO, Isaac, DeepSeek-VL2, LightOnOCR, GLM-4V,
 			      Phi-3-V, ColQwen3 (3), ColQwen3.5, Voyage Qwen3,
 			      JinaForRanking, ColBERT (4: HF_ColBERT,

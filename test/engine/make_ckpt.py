@@ -1382,6 +1382,20 @@ CASES["emu3"] = ("Emu3Config", "Emu3ForConditionalGeneration", dict(
                "base_channels": 32, "channel_multiplier": [1, 1, 2, 2], "num_res_blocks": 1,
                "attn_resolutions": [3], "temporal_downsample_factor": 4, "hidden_size": 64}))
 
+# VibeVoice-ASR (microsoft/VibeVoice-ASR-HF): a Qwen2 text model beside
+# two VibeVoice tokenizer encoders (acoustic and semantic: causal
+# convolutions and ConvNeXt blocks, as the release's six downsampling
+# stages of 2, 2, 4, 5, 5, 8 samples) at 4 filters and one block a stage,
+# and their projector; vLLM runs it through its Transformers backend.
+CASES["vibevoice_asr"] = ("VibeVoiceAsrConfig", "VibeVoiceAsrForConditionalGeneration", dict(
+    audio_token_id=999, audio_bos_token_id=997, audio_eos_token_id=996,
+    text_config=dict(model_type="qwen2", pad_token_id=0, eos_token_id=1, bos_token_id=2,
+                     tie_word_embeddings=False),
+    acoustic_tokenizer_encoder_config={"hidden_size": 16, "num_filters": 4,
+                                       "depths": [1, 1, 1, 1, 1, 1, 1]},
+    semantic_tokenizer_encoder_config={"hidden_size": 32, "num_filters": 4,
+                                       "depths": [1, 1, 1, 1, 1, 1, 1]}))
+
 # Linear weights the FP8 variants quantize (the rest stays BF16).
 FP8_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
               "down_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
@@ -2475,6 +2489,20 @@ def emu3_processor(out, cfg):
                              "eof_token": "<|extra_201|>"})
     ip = transformers.Emu3ImageProcessor(min_pixels=16 * 16, max_pixels=32 * 32)
     transformers.Emu3Processor(image_processor=ip, tokenizer=tok).save_pretrained(out)
+
+
+def vibevoice_asr_processor(out, cfg):
+    """Writes a word-level tokenizer (VibeVoice-ASR's audio tokens named as
+    its Qwen2 tokenizer names them, at config.json's ids) and transformers'
+    VibeVoiceAsrProcessor with its feature extractor (24 kHz samples)."""
+    import transformers
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<|object_ref_start|>": cfg.audio_bos_token_id,
+               "<|object_ref_end|>": cfg.audio_eos_token_id,
+               "<|box_start|>": cfg.audio_token_id}
+    tok = word_tokenizer(cfg.text_config, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    fe = transformers.VibeVoiceAcousticTokenizerFeatureExtractor()
+    transformers.VibeVoiceAsrProcessor(feature_extractor=fe, tokenizer=tok).save_pretrained(out)
 
 
 def qwen2vl_processors():
@@ -3813,7 +3841,11 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "funasr": "ckpt_funasr",
        # FunAudioChat: vLLM's own config, two audio towers and a Qwen3 text
        # model
-       "funaudiochat": "ckpt_funaudiochat"}
+       "funaudiochat": "ckpt_funaudiochat",
+       # MOSS-Transcribe-Diarize: a Whisper encoder, an adaptor and a Qwen3 text model
+       "moss_td": "ckpt_moss_td",
+       # MOSS-Audio: its own audio encoder, adapters and a Qwen3 text model
+       "moss_audio": "ckpt_moss_audio"}
 
 
 def make(arch, out):
@@ -3991,6 +4023,14 @@ def make(arch, out):
         hunyuan_vl_processor(out, cfg)
     if arch.startswith("emu3"):
         emu3_processor(out, cfg)
+    if arch.startswith("vibevoice_asr"):
+        vibevoice_asr_processor(out, cfg)
+        # the release's names (transformers' vibevoice_asr conversion
+        # mapping reads language_model.model. as model.language_model.);
+        # transformers 5.19 saves language_model.model.model., which
+        # neither it nor vLLM reads back
+        from ckpt_io import rename_prefix
+        rename_prefix(out, "language_model.model.model.", "language_model.model.")
     if arch.startswith("glm5_next"):
         glm5_next_processor(out, cfg)
         # the release's spelling of the MLA layers' type (transformers

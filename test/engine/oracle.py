@@ -122,16 +122,20 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # test checkpoint stands in for with one that vLLM only needs to start,
 # phi4mm_processing.py: its image and audio towers are checked by bytes),
 # FunAudioChat (vLLM's processor reads a speech tokenizer from the model's
-# speech_tokenizer/ folder, funaudiochat.py:527-533, which wshard's output
-# does not carry: it copies the checkpoint's top-level files; its towers
-# are checked by bytes)
+# speech_tokenizer/ folder, funaudiochat.py:527-533, which the test
+# checkpoint does not ship; its towers are checked by bytes),
+# VibeVoice-ASR (vLLM's CPU build fails on a second of sound: transformers'
+# VibeVoice tokenizer encoder hands a linear a transposed view, which the
+# CPU gemm, oneDNN's, refuses: "Expected a.stride(-1) == 1"; its encoders
+# and projector are checked by bytes)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "MiniCPMO",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
                      "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
                      "UltravoxModel", "KananaVForConditionalGeneration", "Phi4MMForCausalLM",
-                     "FunAudioChatForConditionalGeneration")
+                     "FunAudioChatForConditionalGeneration",
+                     "VibeVoiceAsrForConditionalGeneration")
 GRANITE_SPEECH = ("GraniteSpeechForConditionalGeneration",
                   "GraniteSpeechPlusForConditionalGeneration")
 MAX_TOKENS = 8
@@ -195,22 +199,29 @@ def image_prompt(model):
                 "multi_modal_data": {"audio": (wav, 16000)}}
     if any(a in cfg["architectures"][0] for a in ("Qwen2Audio", "AudioFlamingo3", "Qwen3ASR",
                                                   "GlmAsr", "GraniteSpeech", "MiDashengLM",
-                                                  "FunASR")):
+                                                  "FunASR", "MossTranscribeDiarize", "MossAudio")):
         # one second of fixed pseudo-random sound at 16 kHz at the audio
         # token, which vLLM expands: Qwen2-Audio's <|AUDIO|> between
         # <|audio_bos|> and <|audio_eos|> (make_ckpt.py: 997, 996), Qwen3-ASR's
         # <|audio_pad|> between <|audio_start|> and <|audio_end|>, GLM-ASR's
         # <|pad|> between <|begin_of_audio|> and <|end_of_audio|> and
         # MiDashengLM's <|AUDIO|> between <|audio_bos|> and <|audio_eos|>
-        # (ckpt_midashenglm.py; the same ids), Audio Flamingo 3's <sound>,
+        # (ckpt_midashenglm.py; the same ids), MOSS-Transcribe-Diarize's
+        # <|audio_pad|> between <|audio_start|> and <|audio_end|>
+        # (ckpt_moss_td.py; the same ids), MOSS-Audio's <|AUDIO|> between
+        # <|audio_bos|> and <|audio_eos|> (ckpt_moss_audio.py: its
+        # processor_config.json's ids; vLLM's default ids are the
+        # release's, past the tiny vocabulary), Audio Flamingo 3's <sound>,
         # Granite Speech's <|audio|> and FunASR's <|AUDIO|> (ckpt_funasr.py:
         # 999) alone
         wav = np.random.default_rng(7).uniform(-0.5, 0.5, 16000).astype(np.float32)
         tc = cfg.get("thinker_config", cfg)
         audio = ([cfg["audio_token_index"]] if cfg["architectures"][0] in GRANITE_SPEECH
+                 else [997, 999, 996] if cfg["architectures"][0] == "MossAudioModel"
                  else [997, cfg["audio_token_index"], 996] if "audio_token_index" in cfg
                  else [997, tc["audio_token_id"], 996] if any(
-                     a in cfg["architectures"][0] for a in ("Qwen3ASR", "GlmAsr", "MiDashengLM"))
+                     a in cfg["architectures"][0] for a in ("Qwen3ASR", "GlmAsr", "MiDashengLM",
+                                                            "MossTranscribeDiarize"))
                  else [999] if cfg["architectures"][0] == "FunASRForConditionalGeneration"
                  else [cfg["audio_token_id"]])
         return {"prompt_token_ids": [2, 17] + audio + [243, 9],
@@ -699,6 +710,21 @@ def arch_settings(model, kw):
         # its profiling dummy is max_source_positions x group_size frames of
         # sound through the speech tokenizer (funaudiochat.py:579-607),
         # which the test checkpoint does not ship: not profiled
+        kw.setdefault("skip_mm_profiling", True)
+    if arch == "MossTranscribeDiarizeForConditionalGeneration":
+        # its processor is a stand-in named by auto_map (ckpt_moss_td.py,
+        # moss_td_processing.py); not profiled (vLLM's dummy is 90 minutes
+        # of sound, moss_transcribe_diarize.py:74)
+        kw.setdefault("trust_remote_code", True)
+        kw.setdefault("skip_mm_profiling", True)
+    if arch == "MossAudioModel":
+        # its config class is the release's remote code: a stand-in named
+        # by auto_map (ckpt_moss_audio.py, moss_audio_config.py)
+        kw.setdefault("trust_remote_code", True)
+    if arch == "VibeVoiceAsrForConditionalGeneration":
+        # not profiled: profiling would run the tokenizer encoders over a
+        # dummy sound, which vLLM's CPU build fails on as on the audio
+        # prompt (TEXT_PROMPTS_ONLY above)
         kw.setdefault("skip_mm_profiling", True)
     if arch in GRANITE_SPEECH:
         # the test checkpoint's feature extractor is a stand-in named by
