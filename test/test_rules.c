@@ -809,7 +809,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			201 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			203 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
 			      vision tower), GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
@@ -844,6 +844,9 @@ Test(builtin, architectures_list)
 			      Intern-S1, Intern-S1-Pro, Intern-S2-Preview, Intern-S2-Mobius,
 			      Kimi-VL, Rnj-1, MiMo-V2, MiMo-V2.5 omni
 			      (MiMoV2OmniForCausalLM), Ultravox, MiDashengLM,
+			      Qwen3-ASR's streaming class and forced aligner (2:
+			      Qwen3ASRRealtimeGeneration,
+			      Qwen3ASRForcedAlignerForTokenClassification),
 			      MiniCPMV, MiniCPMO, Isaac, DeepSeek-VL2, LightOnOCR, GLM-4V,
 			      Phi-3-V, ColQwen3 (3), ColQwen3.5, Voyage Qwen3,
 			      JinaForRanking, ColBERT (4: HF_ColBERT,

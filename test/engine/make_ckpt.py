@@ -3786,7 +3786,11 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # Ultravox: a Whisper encoder, a projector and a Llama text model
        "ultravox": "ckpt_ultravox",
        # MiDashengLM: a Dasheng encoder, a projector and a Qwen2 text model
-       "midashenglm": "ckpt_midashenglm"}
+       "midashenglm": "ckpt_midashenglm",
+       # Qwen3-ASR's streaming class and its forced aligner (a timestamp
+       # classifier for a head), as Qwen releases them
+       "qwen3_asr-realtime": "ckpt_qwen3_asr:make_realtime",
+       "qwen3_asr_aligner": "ckpt_qwen3_asr:make_aligner"}
 
 
 def make(arch, out):

@@ -85,7 +85,8 @@ POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "ColBERTJinaRobertaModel", "ColBERTLfm2Model",
                                     "BertSpladeSparseEmbeddingModel", "BgeM3EmbeddingModel",
                                     "LlamaNemotronVLModel",
-                                    "LlamaNemotronVLForSequenceClassification"}
+                                    "LlamaNemotronVLForSequenceClassification",
+                                    "Qwen3ASRForcedAlignerForTokenClassification"}
 # Multi-vector retrievers: an embedding a token (task token_embed); the
 # ColBERT late-interaction encoders (text alone)
 COLBERT = ("HF_ColBERT", "ColBERTModernBertModel", "ColBERTJinaRobertaModel",
@@ -820,7 +821,9 @@ def answers(model, tp, out, **kw):
             kw.get("runner") != "pooling" or
             architecture(model) in ("CLIPModel", "SiglipModel", "JinaVLForRanking",
                                     "LlamaNemotronVLModel",
-                                    "LlamaNemotronVLForSequenceClassification") + RETRIEVERS) and (
+                                    "LlamaNemotronVLForSequenceClassification",
+                                    "Qwen3ASRForcedAlignerForTokenClassification")
+            + RETRIEVERS) and (
             architecture(model) not in COLBERT):
         prompts.append(image_prompt(model))
     got = []
