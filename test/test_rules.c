@@ -809,7 +809,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			203 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			204 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
 			      vision tower), GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
@@ -835,7 +835,7 @@ Test(builtin, architectures_list)
 			      NemotronH_Nano_Omni_Reasoning_V3,
 			      NemotronH_Omni_Reasoning_V3,
 			      NemotronH_Super_Omni_Reasoning_V3), InternLM2 (2), ChatGLM (2), MiniCPM,
-			      EXAONE 3, ERNIE-4.5-VL, Kimi K3, Ling (2), Ling 3, Ling 2.5,
+			      EXAONE 3, ERNIE-4.5-VL, Kimi K3, Ling (2), Ling 3, Ling 3 VL, Ling 2.5,
 			      InternVLChatModel, TeleChat2, Step-3.5, Step-3.7,
 			      DeepSeek-MoE, IQuest-Coder Loop, Nanbeige 4.2, Step-3 text, Step-1,
 			      Sarvam-30B, mGTE (2), openPangu (3), openPangu-VL, Param-2,

@@ -3616,6 +3616,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "ernie45_vl": "ckpt_ernie45_vl", "ernie45_vl-untied": "ckpt_ernie45_vl:make_untied",
        "kimi_k3": "ckpt_kimi_k3", "kimi_k3-nohead": "ckpt_kimi_k3:make_nohead", "kimi_k3-nohead2": "ckpt_kimi_k3:make_nohead2",
        "bailing_moe": "ckpt_bailing_moe", "bailing_moe_v3": "ckpt_bailing_moe_v3",
+       "bailing_moe_v3_vl": "ckpt_bailing_moe_v3_vl",
        "bailing_moe_v25": "ckpt_bailing_moe_v25",
        "bailing_moe_v25-qlora": "ckpt_bailing_moe_v25:make_qlora",
        "bailing_moe-v1": "ckpt_bailing_moe:make_v1", "internvl_chat": "ckpt_internvl_chat",

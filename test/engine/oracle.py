@@ -121,13 +121,16 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # image processor as MiniCPM-V's: its towers are checked by bytes),
 # Phi-4-multimodal (its processor is Microsoft's remote code, which the
 # test checkpoint stands in for with one that vLLM only needs to start,
-# phi4mm_processing.py: its image and audio towers are checked by bytes)
+# phi4mm_processing.py: its image and audio towers are checked by bytes),
+# Ling 3 VL (its processor is inclusionAI's remote code, which the test
+# checkpoint stands in for with Qwen3-VL's; bytes only)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "MiniCPMO",
                      "Ernie4_5_VLMoeForConditionalGeneration",
                      "Step3p7ForConditionalGeneration", "StepVLForConditionalGeneration",
                      "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
-                     "UltravoxModel", "KananaVForConditionalGeneration", "Phi4MMForCausalLM")
+                     "UltravoxModel", "KananaVForConditionalGeneration", "Phi4MMForCausalLM",
+                     "BailingMoeV3VLForConditionalGeneration")
 GRANITE_SPEECH = ("GraniteSpeechForConditionalGeneration",
                   "GraniteSpeechPlusForConditionalGeneration")
 MAX_TOKENS = 8
@@ -583,9 +586,9 @@ def arch_settings(model, kw):
         kw.setdefault("pooler_config", PoolerConfig(task="token_classify"))
     if arch in ("KimiLinearForCausalLM", "Glm5NextForConditionalGeneration",
                 "Glm5NextForCausalLM", "KimiK3ForConditionalGeneration", "BailingMoeV3ForCausalLM",
-                "BailingMoeV2_5ForCausalLM"):
-        # (GLM-5-Next's and Ling 3's KDA beside MLA, Ling 2.5's lightning
-        # attention beside MLA: the same)
+                "BailingMoeV3VLForConditionalGeneration", "BailingMoeV2_5ForCausalLM"):
+        # (GLM-5-Next's and Ling 3's KDA beside MLA, its VL model's too,
+        # Ling 2.5's lightning attention beside MLA: the same)
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
         os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
     if arch is None and os.path.exists(os.path.join(model, "params.json")):
@@ -646,6 +649,12 @@ def arch_settings(model, kw):
         # stands in for with one that processes no image: no multimodal
         # profiling (the towers are built all the same, unlike with
         # limit_mm_per_prompt 0; the prompts are text alone)
+        kw.setdefault("skip_mm_profiling", True)
+    if arch == "BailingMoeV3VLForConditionalGeneration":
+        # its processor is the release's remote code, which the test
+        # checkpoint stands in for with Qwen3-VL's: no multimodal profiling
+        # (the tower and projector are built all the same and checked by
+        # bytes; vLLM's CPU build runs no Ling 3)
         kw.setdefault("skip_mm_profiling", True)
     if arch == "OpenVLAForActionPrediction":
         # its towers are the release's (timm's DINOv2 ViT-L and SigLIP
