@@ -809,7 +809,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			212 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			215 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
 			      vision tower), GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
@@ -836,7 +836,7 @@ Test(builtin, architectures_list)
 			      NemotronH_Nano_Omni_Reasoning_V3,
 			      NemotronH_Omni_Reasoning_V3,
 			      NemotronH_Super_Omni_Reasoning_V3), InternLM2 (2), ChatGLM (2), MiniCPM,
-			      EXAONE 3, ERNIE-4.5-VL, Kimi K3, Ling (2), Ling 3, Ling 2.5,
+			      EXAONE 3, ERNIE-4.5-VL, Kimi K3, Ling (2), Ling 3, Ling 3 VL, Ling 2.5,
 			      InternVLChatModel, TeleChat2, Step-3.5, Step-3.7,
 			      DeepSeek-MoE, IQuest-Coder Loop, Nanbeige 4.2, Step-3 text, Step-1,
 			      Sarvam-30B, mGTE (2), openPangu (3), openPangu-VL, Param-2,
@@ -847,6 +847,9 @@ Test(builtin, architectures_list)
 			      (MiMoV2OmniForCausalLM), Ultravox, MiDashengLM, Kimi-Audio,
 			      FireRedASR2, Cohere Transcribe, FunASR, FunAudioChat,
 			      MOSS-Transcribe-Diarize, MOSS-Audio, VibeVoice-ASR,
+			      Qwen3-ASR's streaming class and forced aligner (2:
+			      Qwen3ASRRealtimeGeneration,
+			      Qwen3ASRForcedAlignerForTokenClassification),
 			      MiniCPMV, MiniCPMO, Isaac, DeepSeek-VL2, LightOnOCR, GLM-4V,
 			      Phi-3-V, ColQwen3 (3), ColQwen3.5, Voyage Qwen3,
 			      JinaForRanking, ColBERT (4: HF_ColBERT,

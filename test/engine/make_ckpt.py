@@ -3644,6 +3644,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "ernie45_vl": "ckpt_ernie45_vl", "ernie45_vl-untied": "ckpt_ernie45_vl:make_untied",
        "kimi_k3": "ckpt_kimi_k3", "kimi_k3-nohead": "ckpt_kimi_k3:make_nohead", "kimi_k3-nohead2": "ckpt_kimi_k3:make_nohead2",
        "bailing_moe": "ckpt_bailing_moe", "bailing_moe_v3": "ckpt_bailing_moe_v3",
+       "bailing_moe_v3_vl": "ckpt_bailing_moe_v3_vl",
        "bailing_moe_v25": "ckpt_bailing_moe_v25",
        "bailing_moe_v25-qlora": "ckpt_bailing_moe_v25:make_qlora",
        "bailing_moe-v1": "ckpt_bailing_moe:make_v1", "internvl_chat": "ckpt_internvl_chat",
@@ -3845,7 +3846,11 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # MOSS-Transcribe-Diarize: a Whisper encoder, an adaptor and a Qwen3 text model
        "moss_td": "ckpt_moss_td",
        # MOSS-Audio: its own audio encoder, adapters and a Qwen3 text model
-       "moss_audio": "ckpt_moss_audio"}
+       "moss_audio": "ckpt_moss_audio",
+       # Qwen3-ASR's streaming class and its forced aligner (a timestamp
+       # classifier for a head), as Qwen releases them
+       "qwen3_asr-realtime": "ckpt_qwen3_asr:make_realtime",
+       "qwen3_asr_aligner": "ckpt_qwen3_asr:make_aligner"}
 
 
 def make(arch, out):

@@ -85,7 +85,8 @@ POOLING = set(make_ckpt.POOLING) | {"LlamaBidirectionalModel",
                                     "ColBERTJinaRobertaModel", "ColBERTLfm2Model",
                                     "BertSpladeSparseEmbeddingModel", "BgeM3EmbeddingModel",
                                     "LlamaNemotronVLModel",
-                                    "LlamaNemotronVLForSequenceClassification"}
+                                    "LlamaNemotronVLForSequenceClassification",
+                                    "Qwen3ASRForcedAlignerForTokenClassification"}
 # Multi-vector retrievers: an embedding a token (task token_embed); the
 # ColBERT late-interaction encoders (text alone)
 COLBERT = ("HF_ColBERT", "ColBERTModernBertModel", "ColBERTJinaRobertaModel",
@@ -127,7 +128,9 @@ TOKEN_CLASSIFY = ("BertForMaskedLM", "Qwen2ForRewardModel", "Qwen2ForProcessRewa
 # VibeVoice-ASR (vLLM's CPU build fails on a second of sound: transformers'
 # VibeVoice tokenizer encoder hands a linear a transposed view, which the
 # CPU gemm, oneDNN's, refuses: "Expected a.stride(-1) == 1"; its encoders
-# and projector are checked by bytes)
+# and projector are checked by bytes),
+# Ling 3 VL (its processor is inclusionAI's remote code, which the test
+# checkpoint stands in for with Qwen3-VL's; bytes only)
 TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausalLM", "MiniCPMV",
                      "MiniCPMO",
                      "Ernie4_5_VLMoeForConditionalGeneration",
@@ -135,7 +138,8 @@ TEXT_PROMPTS_ONLY = ("MuseGlimmerForConditionalGeneration", "MuseGlimmerForCausa
                      "Step3VLForConditionalGeneration", "HunYuanVLForConditionalGeneration",
                      "UltravoxModel", "KananaVForConditionalGeneration", "Phi4MMForCausalLM",
                      "FunAudioChatForConditionalGeneration",
-                     "VibeVoiceAsrForConditionalGeneration")
+                     "VibeVoiceAsrForConditionalGeneration",
+                     "BailingMoeV3VLForConditionalGeneration")
 GRANITE_SPEECH = ("GraniteSpeechForConditionalGeneration",
                   "GraniteSpeechPlusForConditionalGeneration")
 MAX_TOKENS = 8
@@ -632,9 +636,9 @@ def arch_settings(model, kw):
         kw.setdefault("pooler_config", PoolerConfig(task="token_classify"))
     if arch in ("KimiLinearForCausalLM", "Glm5NextForConditionalGeneration",
                 "Glm5NextForCausalLM", "KimiK3ForConditionalGeneration", "BailingMoeV3ForCausalLM",
-                "BailingMoeV2_5ForCausalLM"):
-        # (GLM-5-Next's and Ling 3's KDA beside MLA, Ling 2.5's lightning
-        # attention beside MLA: the same)
+                "BailingMoeV3VLForConditionalGeneration", "BailingMoeV2_5ForCausalLM"):
+        # (GLM-5-Next's and Ling 3's KDA beside MLA, its VL model's too,
+        # Ling 2.5's lightning attention beside MLA: the same)
         kw.setdefault("mamba_block_size", MAX_MODEL_LEN)
         os.environ.setdefault("VLLM_KIMI_K3_GEMM_AR", "0")
     if arch is None and os.path.exists(os.path.join(model, "params.json")):
@@ -740,6 +744,12 @@ def arch_settings(model, kw):
         # stands in for with one that processes no image: no multimodal
         # profiling (the towers are built all the same, unlike with
         # limit_mm_per_prompt 0; the prompts are text alone)
+        kw.setdefault("skip_mm_profiling", True)
+    if arch == "BailingMoeV3VLForConditionalGeneration":
+        # its processor is the release's remote code, which the test
+        # checkpoint stands in for with Qwen3-VL's: no multimodal profiling
+        # (the tower and projector are built all the same and checked by
+        # bytes; vLLM's CPU build runs no Ling 3)
         kw.setdefault("skip_mm_profiling", True)
     if arch == "OpenVLAForActionPrediction":
         # its towers are the release's (timm's DINOv2 ViT-L and SigLIP
@@ -917,7 +927,9 @@ def answers(model, tp, out, **kw):
             kw.get("runner") != "pooling" or
             architecture(model) in ("CLIPModel", "SiglipModel", "JinaVLForRanking",
                                     "LlamaNemotronVLModel",
-                                    "LlamaNemotronVLForSequenceClassification") + RETRIEVERS) and (
+                                    "LlamaNemotronVLForSequenceClassification",
+                                    "Qwen3ASRForcedAlignerForTokenClassification")
+            + RETRIEVERS) and (
             architecture(model) not in COLBERT):
         prompts.append(image_prompt(model))
     got = []
