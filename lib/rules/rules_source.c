@@ -108,6 +108,12 @@ static bool prefix_ok(json_t *v)
 	       json_string_length(v) < RULES_PREFIX_MAX;
 }
 
+/* One folder of the checkpoint's top level: a name, no '/', not hidden. */
+static bool is_folder_name(const char *f)
+{
+	return f && *f && f[0] != '.' && !strchr(f, '/');
+}
+
 /* "weight_folders": [{"folder": NAME, "config": KEY}, ...], "config"
  * optional. */
 static enum wshard_err parse_folders(struct wshard_rules *r, json_t *val,
@@ -130,7 +136,7 @@ static enum wshard_err parse_folders(struct wshard_rules *r, json_t *val,
 		json_t *config = json_object_get(item, "config");
 		const char *f = json_string_value(folder);
 
-		if (!json_is_object(item) || !f || !*f || f[0] == '.' || strchr(f, '/') ||
+		if (!json_is_object(item) || !is_folder_name(f) ||
 		    json_object_size(item) != 1u + (config != NULL) ||
 		    (config && (!json_is_string(config) ||
 				!expr_is_bare_key(json_string_value(config)) ||
@@ -165,7 +171,7 @@ static enum wshard_err parse_copy_folders(struct wshard_rules *r, json_t *val,
 	json_array_foreach(val, i, item) {
 		const char *f = json_string_value(item);
 
-		if (!f || !*f || f[0] == '.' || strchr(f, '/'))
+		if (!is_folder_name(f))
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': \"copy_folders\"[%zu] is not the name of a folder",
 						r->name, i);

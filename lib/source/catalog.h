@@ -352,6 +352,15 @@ enum wshard_err catalog_add_folder(struct wshard_catalog *cat, const char *folde
 				   const char *config_key, struct wshard_error *err);
 
 /*
+ * The n weight files a glob found (names), unless rc is an error: each
+ * checked to stay inside the directory, then opened in archive order;
+ * names freed either way (catalog_open.c).  Returns rc, or the first
+ * error of the checks and the open.
+ */
+enum wshard_err catalog_open_found(struct wshard_catalog *cat, enum wshard_err rc, char **names,
+				   size_t n, struct wshard_error *err);
+
+/*
  * catalog_folder.c: every file of the checkpoint's folder folder (one
  * name, no '/'; none where it is absent) onto extra, as "folder/NAME", to
  * be copied whole: a folder vLLM reads at run time, not as the model's

@@ -198,7 +198,7 @@ enum wshard_err catalog_add_folder(struct wshard_catalog *cat, const char *folde
 				   const char *config_key, struct wshard_error *err)
 {
 	char **names = NULL;
-	size_t i, n = 0, nextra = cat->nextra;
+	size_t n = 0, nextra = cat->nextra;
 	enum wshard_err rc;
 
 	if (!*folder || folder[0] == '.' || strchr(folder, '/'))
@@ -213,20 +213,11 @@ enum wshard_err catalog_add_folder(struct wshard_catalog *cat, const char *folde
 				      cat->path, folder, cat->config.architecture ?
 				      cat->config.architecture : "the model");
 	catalog_sort_names(names, n);
-	for (i = 0; i < n && !rc; i++) {
-		rc = catalog_check_member(cat, names[i], NULL, NULL, err);
-		if (!rc)
-			rc = catalog_add_file(cat, names[i], err);
-	}
-	if (!rc)
-		rc = catalog_open_files(cat, err);
+	rc = catalog_open_found(cat, rc, names, n, err);
 	if (!rc && config_key)
 		rc = read_config(cat, folder, config_key, err);
 	if (!rc && cat->nextra > nextra)
 		catalog_sort_names(cat->extra, cat->nextra);
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
 	return rc;
 }
 

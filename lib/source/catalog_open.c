@@ -331,10 +331,9 @@ static enum wshard_err precheck(struct wshard_catalog *cat, const char *config,
  * top-level *.safetensors (catalog_top_files), as vLLM's default loader
  * globs them; an error where there is none.
  */
-/* The n weight files a glob found, unless rc is an error: each checked to
- * stay inside the directory, then opened in archive order; names freed. */
-static enum wshard_err open_found(struct wshard_catalog *cat, enum wshard_err rc, char **names,
-				  size_t n, struct wshard_error *err)
+/* See catalog.h. */
+enum wshard_err catalog_open_found(struct wshard_catalog *cat, enum wshard_err rc, char **names,
+				   size_t n, struct wshard_error *err)
 {
 	size_t i;
 
@@ -362,7 +361,7 @@ static enum wshard_err open_glob(struct wshard_catalog *cat, struct wshard_error
 		rc = wshard_error_set(err, WSHARD_EINVAL,
 				      "'%s' holds neither %s nor %s nor any other *.safetensors",
 				      cat->path, INDEX_NAME, SINGLE_NAME);
-	return open_found(cat, rc, names, n, err);
+	return catalog_open_found(cat, rc, names, n, err);
 }
 
 /*
@@ -425,7 +424,7 @@ static enum wshard_err open_subdirs(struct wshard_catalog *cat, bool top, bool *
 				      cat->path, INDEX_NAME, SINGLE_NAME, catalog_subdir_arch(cat));
 	if (!rc && n == 0)
 		return WSHARD_OK;
-	rc = open_found(cat, rc, names, n, err);
+	rc = catalog_open_found(cat, rc, names, n, err);
 	*opened = !rc;
 	return rc;
 }
