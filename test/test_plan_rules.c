@@ -332,6 +332,13 @@ Test(ext, tp_divides)
 	use_rules(&f, "{\"tp_divides\": [\"num_key_value_heads\"], \"tensors\": [" CATCH_ALL "]}");
 	fx_plan_fails(&f, 4, WSHARD_EINVAL, "num_key_value_heads=2 is not divisible by --tp 4");
 	fx_close(&f);
+	/* a number alone: a size the model class fixes, said so */
+	fx_open(&f, BASE);
+	use_rules(&f, "{\"tp_divides\": [\"8\"], \"tensors\": [" CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	fx_plan_fails(&f, 16, WSHARD_EINVAL,
+		      "8 (a size vLLM's class fixes; rules 't.json') is not divisible by --tp 16");
+	fx_close(&f);
 	fx_open(&f, BASE);
 	use_rules(&f, "{\"tp_divides\": [\"n_groups\"], \"tensors\": [" CATCH_ALL "]}");
 	fx_plan_fails(&f, 2, WSHARD_EINVAL,

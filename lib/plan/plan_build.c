@@ -428,6 +428,12 @@ static enum wshard_err check_tp_divides(const struct wshard_plan *plan,
 		rc = expr_eval_dim(plan->config, rules->tp_divides[i], what, &v, err);
 		if (rc)
 			return rc;
+		/* (a number alone: a size the model class fixes) */
+		if ((v <= 0 || v % plan->tp) &&
+		    strspn(rules->tp_divides[i], "0123456789") == strlen(rules->tp_divides[i]))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"%lld (a size vLLM's class fixes; rules '%s') is not divisible by --tp %d",
+						(long long)v, rules->name, plan->tp);
 		if (v <= 0 || v % plan->tp)
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"%s=%lld is not divisible by --tp %d", rules->tp_divides[i],
