@@ -1014,6 +1014,17 @@ class _Dots3Finder(importlib.abc.MetaPathFinder):
         return None
 
 
+def _patch_inspect_in_process(module):
+    """vLLM inspects a model class the first time in a new Python process
+    (registry.py _run_in_subprocess, so that CUDA stays uninitialised in
+    the engine's) and keeps what it learns under VLLM_CACHE_ROOT/modelinfos:
+    on a machine whose cache is empty (a new one, CI's), ten seconds of
+    imports for each architecture on two cores, most of the suite's time.
+    The CPU build initialises no CUDA: the class is inspected in the
+    engine's own process, which imports it to build the model anyway."""
+    module._run_in_subprocess = lambda fn: fn()
+
+
 def _hook(target, patch):
     """Patches the module target with patch once: when it is imported, or
     now where it already is (the engine server, oracle.py serve, imported
@@ -1034,6 +1045,7 @@ def _hook(target, patch):
 
 
 _hook("llvmlite.binding.ffi", _patch_llvmlite)
+_hook("vllm.model_executor.models.registry", _patch_inspect_in_process)
 _hook("vllm.model_executor.models.dbrx", _patch_dbrx)
 _hook("vllm.model_executor.models.laguna", _patch_laguna)
 _hook("vllm.model_executor.models.opencua", _patch_opencua)
