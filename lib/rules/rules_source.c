@@ -114,22 +114,36 @@ static bool is_folder_name(const char *f)
 	return f && *f && f[0] != '.' && !strchr(f, '/');
 }
 
+/* The prologue of a key whose value is a non-empty array: *names gets
+ * room for one string an item. */
+static enum wshard_err name_array(const struct wshard_rules *r, json_t *val,
+				  const char *key, char ***names,
+				  struct wshard_error *err)
+{
+	if (!json_is_array(val) || json_array_size(val) == 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"%s\" is not a non-empty array", r->name, key);
+	*names = calloc(json_array_size(val), sizeof(char *));
+	if (!*names)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
 /* "weight_folders": [{"folder": NAME, "config": KEY}, ...], "config"
  * optional. */
 static enum wshard_err parse_folders(struct wshard_rules *r, json_t *val,
 				     struct wshard_error *err)
 {
+	enum wshard_err rc;
 	json_t *item;
 	size_t i;
 
 	if (!val)
 		return WSHARD_OK;
-	if (!json_is_array(val) || json_array_size(val) == 0)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"weight_folders\" is not a non-empty array", r->name);
-	r->folder = calloc(json_array_size(val), sizeof(char *));
+	if ((rc = name_array(r, val, "weight_folders", &r->folder, err)))
+		return rc;
 	r->folder_config = calloc(json_array_size(val), sizeof(char *));
-	if (!r->folder || !r->folder_config)
+	if (!r->folder_config)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	json_array_foreach(val, i, item) {
 		json_t *folder = json_object_get(item, "folder");
@@ -157,17 +171,14 @@ static enum wshard_err parse_folders(struct wshard_rules *r, json_t *val,
 static enum wshard_err parse_copy_folders(struct wshard_rules *r, json_t *val,
 					  struct wshard_error *err)
 {
+	enum wshard_err rc;
 	json_t *item;
 	size_t i;
 
 	if (!val)
 		return WSHARD_OK;
-	if (!json_is_array(val) || json_array_size(val) == 0)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"copy_folders\" is not a non-empty array", r->name);
-	r->copy_folder = calloc(json_array_size(val), sizeof(char *));
-	if (!r->copy_folder)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if ((rc = name_array(r, val, "copy_folders", &r->copy_folder, err)))
+		return rc;
 	json_array_foreach(val, i, item) {
 		const char *f = json_string_value(item);
 
