@@ -114,17 +114,21 @@ static bool is_folder_name(const char *f)
 	return f && *f && f[0] != '.' && !strchr(f, '/');
 }
 
-/* The prologue of a key whose value is a non-empty array: *names gets
- * room for one string an item. */
+/* The prologue of a key whose value, where given, is a non-empty array:
+ * *names, and *more where not NULL, get room for one string an item. */
 static enum wshard_err name_array(const struct wshard_rules *r, json_t *val,
-				  const char *key, char ***names,
+				  const char *key, char ***names, char ***more,
 				  struct wshard_error *err)
 {
+	if (!val)
+		return WSHARD_OK;
 	if (!json_is_array(val) || json_array_size(val) == 0)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': \"%s\" is not a non-empty array", r->name, key);
 	*names = calloc(json_array_size(val), sizeof(char *));
-	if (!*names)
+	if (more)
+		*more = calloc(json_array_size(val), sizeof(char *));
+	if (!*names || (more && !*more))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	return WSHARD_OK;
 }
@@ -134,17 +138,13 @@ static enum wshard_err name_array(const struct wshard_rules *r, json_t *val,
 static enum wshard_err parse_folders(struct wshard_rules *r, json_t *val,
 				     struct wshard_error *err)
 {
-	enum wshard_err rc;
+	enum wshard_err rc = name_array(r, val, "weight_folders", &r->folder,
+					&r->folder_config, err);
 	json_t *item;
 	size_t i;
 
-	if (!val)
-		return WSHARD_OK;
-	if ((rc = name_array(r, val, "weight_folders", &r->folder, err)))
+	if (rc)
 		return rc;
-	r->folder_config = calloc(json_array_size(val), sizeof(char *));
-	if (!r->folder_config)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	json_array_foreach(val, i, item) {
 		json_t *folder = json_object_get(item, "folder");
 		json_t *config = json_object_get(item, "config");
@@ -171,13 +171,11 @@ static enum wshard_err parse_folders(struct wshard_rules *r, json_t *val,
 static enum wshard_err parse_copy_folders(struct wshard_rules *r, json_t *val,
 					  struct wshard_error *err)
 {
-	enum wshard_err rc;
 	json_t *item;
 	size_t i;
+	enum wshard_err rc = name_array(r, val, "copy_folders", &r->copy_folder, NULL, err);
 
-	if (!val)
-		return WSHARD_OK;
-	if ((rc = name_array(r, val, "copy_folders", &r->copy_folder, err)))
+	if (rc)
 		return rc;
 	json_array_foreach(val, i, item) {
 		const char *f = json_string_value(item);
