@@ -282,20 +282,11 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
  * X.w2_weight_zero_point U8 [E, H/2, I/group], X.w13_weight_scale
  * [E, 2I, H/group] and X.w2_weight_scale [E, H, I/group] (I a rank's
  * intermediate rows): each piece transposed, the words' 4-bit values
- * repacked (enum wshard_int4), the scales and zero points repeated where
- * vLLM halves the group (plan_quark_w4a16_div; group the halved one).  Returns WSHARD_OK, WSHARD_EINVAL or
- * WSHARD_ENOMEM. */
+ * repacked (enum wshard_int4), scales and zero points repeated where vLLM
+ * halves the group (plan_quark_w4a16_div: its group_size_div_factor, 0
+ * where it cannot; plan_quark_repeats: whether m is a down projection's
+ * scales or zero points so repeated, planned whole).  Returns an err. */
 enum wshard_err plan_quark_w4a16_experts(struct wshard_plan *plan, struct wshard_error *err);
-
-/* plan_quark_experts.c: vLLM's group_size_div_factor for Quark's W4A16
- * experts in groups of group, share intermediate rows a rank and hidden
- * size hidden (QuarkW4A16Int4MoEMethod.create_weights halves the group
- * until it divides both, repeating each scale and zero point): 1 where
- * the group divides both, 0 where vLLM cannot load them (a group under 32,
- * its assert, or one halved unevenly).  plan_quark_repeats: whether m is
- * such experts' down projection scales or zero points (split by groups)
- * with a factor over 1, planned whole on every rank and cut once repeated
- * by plan_quark_w4a16_experts. */
 uint64_t plan_quark_w4a16_div(uint64_t group, uint64_t share, uint64_t hidden);
 bool plan_quark_repeats(const struct wshard_plan *plan, const struct member *m);
 

@@ -5,8 +5,9 @@
  * vLLM output dimension first), or Llama 4's q/k heads, whose rows vLLM
  * takes even ones first (elements of a row each), or Quark's W4A16
  * experts' int32 words, whose 4-bit values vLLM repacks as it loads them
- * (transpose_int4).  Only such pieces come here; every other copy stays
- * a memcpy or a row conversion in stream.c.
+ * (transpose_int4), and their scales and zero points, each repeated where
+ * vLLM halves the group (tr_rep: rep_cols).  Only such pieces come here;
+ * every other copy stays a memcpy or a row conversion in stream.c.
  */
 #include <stdint.h>
 #include <string.h>
