@@ -738,11 +738,26 @@ gen "$T/src-quarkw4moe" --arch qwen3_moe --layers 1 --hidden 128 --heads 4 --kv-
 gen "$T/src-quarkw4moes" --arch qwen3_moe --layers 1 --hidden 128 --heads 4 --kv-heads 2 \
 	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 256 --awq 128 --quark-names \
 	--set-config 'quantization_config={"quant_method": "quark", "exclude": ["lm_head"], "export": {"pack_method": "reorder"}, "global_quant_config": {"weight": {"dtype": "int4", "qscheme": "per_group", "ch_axis": 1, "group_size": 128, "symmetric": true, "is_dynamic": false}, "input_tensors": null, "output_tensors": null, "bias": null}}'
-for v in quarkw4moe quarkw4moes; do
+# vLLM's create_weights halves the group size while a rank's intermediate
+# rows are no multiple of it, repeating each scale and zero point
+# (group_size_div_factor) before its weight loader cuts them: 128 rows, 64
+# a rank at tp 2 (groups of 64, each repeated twice, rank 1 keeping the
+# second copy of w2's only group); 384 rows at tp 2 (192 a rank: groups of
+# 64, w2's 3 groups repeated, a rank keeping 3 of the 6, rank 0 groups 0
+# to 1, rank 1 groups 1 to 2) and tp 4 (96 a rank: groups of 32, 12
+# repeated, 3 a rank, rank 1 keeping the last of group 0 and two of 1).
+gen "$T/src-quarkw4moecut" --arch qwen3_moe --layers 1 --hidden 128 --heads 4 --kv-heads 2 \
+	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 128 --awq 128 --quark-names
+gen "$T/src-quarkw4moer" --arch qwen3_moe --layers 1 --hidden 128 --heads 8 --kv-heads 4 \
+	--head-dim 64 --intermediate 512 --vocab 256 --experts 2 --moe-intermediate 384 --awq 128 --quark-names
+for c in "quarkw4moe 256 2" "quarkw4moes 256 2" "quarkw4moecut 128 2" "quarkw4moer 384 2" \
+	 "quarkw4moer 384 4"; do
+	v=${c%% *} i=${c#* } tp=${c##* }
+	i=${i%% *} o=$v-$tp
 	ncases=$((ncases + 1))
-	if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-$v" "$T/out-$v" &&
-	   expect_exit 0 "$WSHARD" verify "$T/out-$v"; then
-		py_st "$T/src-$v" "$T/out-$v" "$v" <<'PY' || fail "$v: W4A16 experts are not vLLM's repacked bytes"
+	if expect_exit 0 "$WSHARD" convert -q --tp "$tp" "$T/src-$v" "$T/out-$o" &&
+	   expect_exit 0 "$WSHARD" verify "$T/out-$o"; then
+		py_st "$T/src-$v" "$T/out-$o" "$v" "$i" "$tp" <<'PY' || fail "$o: W4A16 experts are not vLLM's repacked bytes"
 import glob, os, struct, sys
 import st
 src = st.read(glob.glob(os.path.join(sys.argv[1], "*.safetensors")))
@@ -764,28 +779,33 @@ def weight(t, c0, c1, r0, r1):
     v = nibbles(t)
     return bytes(v[i][o] | v[i + 1][o] << 4 for o in range(c0, c1) for i in range(r0, r1, 2))
 
+H, I, G, TP = 128, int(sys.argv[4]), 128, int(sys.argv[5])
+share, g, F = I // TP, G, 1
+while share % g or H % g:   # quark_moe.py create_weights
+    g, F = g // 2, F * 2
+C = share // g              # a rank's w2 groups of g
+
 def zeros(t, c0, c1, r0, r1):
-    """U8 [out/2, groups]"""
+    """U8 [out/2, groups], groups [r0, r1) of each repeated F times"""
     v = nibbles(t)
-    return bytes(v[g][o] | v[g][o + 1] << 4 for o in range(c0, c1, 2) for g in range(r0, r1))
+    return bytes(v[q // F][o] | v[q // F][o + 1] << 4 for o in range(c0, c1, 2) for q in range(r0, r1))
 
 def scale(t, c0, c1, r0, r1):
-    """[out, groups] of BF16 [groups, out]"""
+    """[out, groups] of BF16 [groups, out], each group repeated F times"""
     dt, (rows, cols), b = t
-    return b"".join(b[(g * cols + o) * 2:(g * cols + o) * 2 + 2] for o in range(c0, c1) for g in range(r0, r1))
+    return b"".join(b[(q // F * cols + o) * 2:(q // F * cols + o) * 2 + 2]
+                    for o in range(c0, c1) for q in range(r0, r1))
 
-H, I, G = 128, 256, 128
 E = "model.layers.0.mlp.experts.%d.%s_proj.weight"
 O = "model.layers.0.mlp.experts.routed_experts."
-for out, tp, ep in ((sys.argv[2], 2, False),):
-    share = I // tp
-    for r in range(2):
+for out, tp, ep in ((sys.argv[2], TP, False),):
+    for r in range(tp):
         o = st.read(glob.glob(os.path.join(out, "model-rank-%d-part-*.safetensors" % r)))
         experts = [r] if ep else [0, 1]
         i0 = 0 if ep else r * share
         want = {"w13_weight": ("U8", [H // 2]), "w2_weight": ("U8", [share // 2]),
-                "w13_weight_scale": ("BF16", [H // G]), "w2_weight_scale": ("BF16", [share // G]),
-                "w13_weight_zero_point": ("U8", [H // G]), "w2_weight_zero_point": ("U8", [share // G])}
+                "w13_weight_scale": ("BF16", [H // g]), "w2_weight_scale": ("BF16", [C]),
+                "w13_weight_zero_point": ("U8", [H // g]), "w2_weight_zero_point": ("U8", [C])}
         rows = {"w13_weight": 2 * share, "w2_weight": H, "w13_weight_scale": 2 * share,
                 "w2_weight_scale": H, "w13_weight_zero_point": share, "w2_weight_zero_point": H // 2}
         for k, (dt, last) in want.items():
@@ -798,28 +818,27 @@ for out, tp, ep in ((sys.argv[2], 2, False),):
                 t = lambda p: src[(E % (e, p)) + n[len("weight"):]]
                 # w13: gate's then up's outputs [i0, i0 + share), every input
                 # (group); w2: every output, inputs (groups) of the rank's rows
-                ins = H if n == "weight" else H // G
+                ins = H if n == "weight" else H // g
                 w13 += f(t("gate"), i0, i0 + share, 0, ins) + f(t("up"), i0, i0 + share, 0, ins)
-                a, b = (i0, i0 + share) if n == "weight" else (i0 // G, (i0 + share) // G)
+                a, b = (i0, i0 + share) if n == "weight" else (r * C, r * C + C)
                 w2 += f(t("down"), 0, H, a, b)
             assert o[O + "w13_" + k][2] == w13, (out, r, k)
             assert o[O + "w2_" + k][2] == w2, (out, r, k)
 PY
 	fi
 done
-echo "   quark: W4A16 experts repacked as vLLM loads them (order, reorder and XOR; tp 2)"
+echo "   quark: W4A16 experts repacked as vLLM loads them (order, reorder and XOR; tp 2; groups repeated at tp 2 and 4)"
 ncases=$((ncases + 1))
 if expect_exit 3 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/src-quarkw4moe" "$T/out-quarkw4moe-ep"; then
 	err_has quark-w4a16-ep "experts.0.gate_proj.weight': Quark's W4A16 experts under --expert-parallel: vLLM 0.32 cannot load them (QuarkW4A16Int4MoEMethod's weight loader stores each zero point at the global expert index, past a rank's own experts)"
 fi
 [ -e "$T/out-quarkw4moe-ep" ] && fail "quark-w4a16-ep: an output was written"
-# vLLM's create_weights halves the group size while a rank's intermediate
-# rows are no multiple of it (group_size_div_factor: each scale and zero
-# point repeated): 128 rows, 64 a rank at tp 2, groups of 128, refused
-# before anything is written.
-gen "$T/src-quarkw4moecut" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-heads 2 \
-	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 128 --awq 128 --quark-names
-refused quark-w4a16-moe 2 "experts.0.gate_proj.weight': Quark's W4A16 experts of hidden size 128 and 64 intermediate rows a rank (tp 2) cut a group of 128 or a word of 8 (vLLM's QuarkW4A16Int4MoEMethod then halves its groups, repeating each scale and zero point, which wshard does not write)" "$T/src-quarkw4moecut"
+# Where even groups of 32 do not divide a rank's rows, vLLM's
+# create_weights fails its assert (group_size >= 32): 32 rows in groups of
+# 32, 16 a rank at tp 2, refused before anything is written.
+gen "$T/src-quarkw4moe32" --arch qwen3_moe --layers 1 --hidden 128 --heads 2 --kv-heads 2 \
+	--head-dim 64 --intermediate 256 --vocab 256 --experts 2 --moe-intermediate 32 --awq 32 --quark-names
+refused quark-w4a16-moe 2 "experts.0.gate_proj.weight': Quark's W4A16 experts of hidden size 128 and 16 intermediate rows a rank (tp 2) cut a word of 8 or a group of 32 that vLLM's QuarkW4A16Int4MoEMethod cannot halve (its create_weights asserts groups of 32 or more)" "$T/src-quarkw4moe32"
 # vLLM holds a zero point beside every W4A16 weight: one missing is refused.
 gen "$T/src-quarkw4z" --layers 1 --hidden 256 --heads 4 --kv-heads 4 --intermediate 512 \
 	--vocab 256 --awq 128 --quark-names --drop-tensor model.layers.0.mlp.up_proj.weight_zero_point

@@ -11,7 +11,8 @@
  * (vLLM's load_moe_expert_weights under an expert_map), linear in one
  * piece, round_robin in one an expert; a deinterleaved block of whole
  * rows (Llama 4's q/k heads); and the same copies put in tiles of output
- * rows (stream_put_tile); Quark's W4A16 int32 words repacked (int4).
+ * rows (stream_put_tile); Quark's W4A16 int32 words repacked (int4),
+ * and sub-rows repeated (their scales and zero points in halved groups).
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -246,6 +247,55 @@ Test(transpose, tiles_of_output_rows)
 	d.out_ncols = 6 * 3 * 4;
 	tiles_match(&d, (const char *)block, 1, 1);
 	tiles_match(&d, (const char *)block, 2, 1 << 10);
+}
+
+/*
+ * Sub-rows repeated (Quark's W4A16 experts' scales and zero points where
+ * vLLM halves the group, repeat_interleave then a rank's cut): 3 sub-rows
+ * of 4 BF16 elements, each repeated 4 times less the first 3 and last 2
+ * copies (a row of 7: out[j * 7 + c] = sub-row (c + 3) / 4's element j),
+ * as they are, widened to F32, and in tiles; then int4_words' ZEROS with
+ * each sub-row twice less the first copy (rows of 3 bytes).
+ */
+Test(transpose, repeated_groups)
+{
+	static const uint32_t word[2] = { 0x76543210u, 0xfedcba98u };
+	static const unsigned char zeros[8] = { 0x10, 0x98, 0x32, 0xba, 0x54, 0xdc, 0x76, 0xfe };
+	uint16_t row[3 * 4], out[4 * 7];
+	uint32_t wide[4 * 7];
+	unsigned char z[4 * 3];
+	struct wshard_piece p = {
+		.kind = WSHARD_PIECE_COPY, .tr_rows = 3, .tr_stride = 8, .tr_width = 8, .tr_es = 2,
+		.tr_rep = 4, .tr_skip = 3, .tr_cut = 2, .from = WSHARD_BF16, .to = WSHARD_BF16,
+		.out_ncols = 4 * 7 * 2,
+	};
+	struct wshard_piece q = {
+		.kind = WSHARD_PIECE_COPY, .tr_rows = 2, .tr_stride = 4, .tr_width = 4, .tr_es = 4,
+		.tr_rep = 2, .tr_skip = 1, .int4 = WSHARD_INT4_ZEROS,
+	};
+	int j, c, h;
+
+	for (j = 0; j < 12; j++)
+		row[j] = (uint16_t)(0x3f80 + 3 * j);
+	stream_transpose_row(&p, (const char *)row, (char *)out);
+	for (j = 0; j < 4; j++)
+		for (c = 0; c < 7; c++)
+			cr_assert_eq(out[j * 7 + c], row[(c + 3) / 4 * 4 + j], "j %d c %d", j, c);
+	p.to = WSHARD_F32;
+	stream_transpose_row(&p, (const char *)row, (char *)wide);
+	for (j = 0; j < 4; j++)
+		for (c = 0; c < 7; c++)
+			cr_assert_eq(wide[j * 7 + c], (uint32_t)row[(c + 3) / 4 * 4 + j] << 16,
+				     "j %d c %d", j, c);
+	p.to = WSHARD_BF16;
+	tiles_match(&p, (const char *)row, 1, 1);
+	tiles_match(&p, (const char *)row, 3, 1 << 10);
+	stream_transpose_row(&q, (const char *)word, (char *)z);
+	for (h = 0; h < 4; h++) {
+		cr_assert_eq(z[h * 3], zeros[2 * h], "h %d", h);
+		cr_assert_eq(z[h * 3 + 1], zeros[2 * h + 1], "h %d", h);
+		cr_assert_eq(z[h * 3 + 2], zeros[2 * h + 1], "h %d", h);
+	}
 }
 
 /* The fields of transposed piece i of t. */

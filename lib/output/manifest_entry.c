@@ -66,7 +66,7 @@ struct prov {
 	uint64_t di_rows, row_dims, dim;
 	uint64_t pad;
 	bool cols, tr, beside, neg_exp;
-	uint8_t add, int4;
+	uint8_t add, int4, rep, skip, cut;
 	float mul, addend;
 };
 
@@ -89,6 +89,9 @@ static void piece_prov(const struct wshard_plan *plan, const struct wshard_piece
 	v->mul = p->mul;
 	v->neg_exp = p->neg_exp != 0;
 	v->int4 = p->int4;
+	v->rep = p->tr_rep;
+	v->skip = p->tr_skip;
+	v->cut = p->tr_cut;
 	v->add = p->add;
 	v->addend = p->add ? p->addend : 0;
 }
@@ -292,6 +295,12 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 			json_object_set_new(o, "neg_exp", json_true());
 		if (o && p->int4)
 			json_object_set_new(o, "int4", json_string(wshard_int4_text(p->int4)));
+		if (o && p->tr_rep)
+			json_object_set_new(o, "repeat", json_integer(p->tr_rep));
+		if (o && (p->tr_skip || p->tr_cut))
+			json_object_set_new(o, "kept",
+					    json_range(p->tr_skip, (uint64_t)p->tr_rows * p->tr_rep -
+								   p->tr_cut));
 		if (o && p->add == WSHARD_ADD_SOURCE)
 			json_object_set_new(o, "minus_mean", json_real(-p->addend));
 		if (o && p->add == WSHARD_ADD_OUTPUT)
@@ -466,7 +475,7 @@ static void put_piece(struct ebuf *b, const struct wshard_plan *plan,
 	put(b, "{", 1);
 	if (p->kind == WSHARD_PIECE_CONST || p->kind == WSHARD_PIECE_ARANGE ||
 	    p->kind == WSHARD_PIECE_SINUSOID || p->mul != 0 ||
-	    p->neg_exp || p->add || p->int4) {
+	    p->neg_exp || p->add || p->int4 || p->tr_rep) {
 		b->odd = true;	/* a float or a rare kind: jansson writes it */
 	} else if (p->kind == WSHARD_PIECE_ZERO) {
 		put_key(b, d + 1, "zeros", true);

@@ -33,11 +33,12 @@ static void piece_text(FILE *f, const struct wshard_plan *plan,
 			(double)(p->len / 4) / p->prov_value, p->prov_value);
 	else if (p->tr_rows && !p->di_rows && t.ndim == 2)
 		/* a transposed matrix is one row: the cut is all there is */
-		fprintf(f, "    %s [%llu, %llu) of dimension %d, transposed%s%s\n",
+		fprintf(f, "    %s [%llu, %llu) of dimension %d, transposed%s%s%s%.0d%s\n",
 			t.name, (unsigned long long)p->prov_col0,
 			(unsigned long long)(p->prov_col0 + p->prov_ncols), p->prov_dim,
 			p->int4 ? ", 4-bit values repacked: " : "",
-			p->int4 ? wshard_int4_text(p->int4) : "");
+			p->int4 ? wshard_int4_text(p->int4) : "",
+			p->tr_rep ? ", each group " : "", p->tr_rep, p->tr_rep ? " times" : "");
 	else if (p->prov_ncols)
 		/* a "rows" view counts merged rows; a transposed piece, cols
 		 * of its prov_dim */

@@ -157,6 +157,14 @@ struct wshard_piece {
 	 * rule's "times_sqrt"; from and to set) */
 	float mul;
 	float addend;			/* add: what is added */
+	/*
+	 * A transposed COPY's sub-rows repeated (Quark's W4A16 experts' scales
+	 * and zero points, vLLM's group_size_div_factor): 0, each written
+	 * once; else each output row holds each sub-row's element tr_rep
+	 * times in a row, less the first tr_skip and last tr_cut of them
+	 * (tr_rows * tr_rep - tr_skip - tr_cut elements a row)
+	 */
+	uint8_t tr_rep, tr_skip, tr_cut;
 };
 
 struct wshard_out_tensor {

@@ -266,10 +266,10 @@ const char *plan_quark_as(const struct wshard_plan *plan, const char *name, char
 char *plan_quark_out(const struct wshard_plan *plan, char *out);
 
 /* plan_quark.c: WSHARD_EINVAL, naming the tensor, where m is Quark's
- * W4A16 experts' weight cut through a group or a word of 8 (vLLM's
- * QuarkW4A16Int4MoEMethod then halves its groups, a layout wshard does
- * not write), its MXFP6 experts', not checked against vLLM, or its MXFP8
- * experts', which vLLM does not load; else WSHARD_OK. */
+ * W4A16 experts' weight cut through a word of 8 or a group vLLM's
+ * QuarkW4A16Int4MoEMethod cannot halve (plan_quark_w4a16_div) or under
+ * --expert-parallel, its MXFP6 experts', not checked against vLLM, or its
+ * MXFP8 experts', which vLLM does not load; else WSHARD_OK. */
 enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const struct member *m,
 					 struct wshard_error *err);
 
@@ -282,9 +282,13 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
  * X.w2_weight_zero_point U8 [E, H/2, I/group], X.w13_weight_scale
  * [E, 2I, H/group] and X.w2_weight_scale [E, H, I/group] (I a rank's
  * intermediate rows): each piece transposed, the words' 4-bit values
- * repacked (enum wshard_int4).  Returns WSHARD_OK, WSHARD_EINVAL or
- * WSHARD_ENOMEM. */
+ * repacked (enum wshard_int4), scales and zero points repeated where vLLM
+ * halves the group (plan_quark_w4a16_div: its group_size_div_factor, 0
+ * where it cannot; plan_quark_repeats: whether m is a down projection's
+ * scales or zero points so repeated, planned whole).  Returns an err. */
 enum wshard_err plan_quark_w4a16_experts(struct wshard_plan *plan, struct wshard_error *err);
+uint64_t plan_quark_w4a16_div(uint64_t group, uint64_t share, uint64_t hidden);
+bool plan_quark_repeats(const struct wshard_plan *plan, const struct member *m);
 
 /* plan_quark_experts.c: beside each of a Quark checkpoint's I8 experts (each
  * rank's X.w13_weight and X.w2_weight, [E, ...]) whose input zero points

@@ -376,10 +376,12 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 	 * repacked as its weight loader repacks them (plan_quark_w4a16_experts).
 	 * Its create_weights halves the group size while the intermediate
 	 * rows a rank or the hidden size is no multiple of it, repeating each
-	 * scale and zero point (group_size_div_factor): refused, as is a cut
-	 * through a word of eight outputs.  m: a gate or up projection's
-	 * [hidden, inter/8] words (fused into w13), or a down projection's
-	 * [inter, hidden/8].
+	 * scale and zero point (group_size_div_factor, written so): refused
+	 * where it cannot (plan_quark_w4a16_div 0, an AssertionError in vLLM),
+	 * where the checkpoint's groups are not whole, and at a cut through a
+	 * word of eight outputs.  m: a gate or up projection's [hidden,
+	 * inter/8] words (fused into w13), or a down projection's [inter,
+	 * hidden/8].
 	 */
 	if (t->dtype != WSHARD_I32 || t->ndim != 2 || !plan->quark_w4a16_group)
 		return WSHARD_OK;
@@ -400,10 +402,11 @@ enum wshard_err plan_check_quark_experts(const struct wshard_plan *plan, const s
 		uint64_t tp = (uint64_t)plan->tp;
 		uint64_t share = inter / tp, group = (uint64_t)plan->quark_w4a16_group;
 
-		if (inter % tp == 0 && share % 8 == 0 && share % group == 0 && hidden % group == 0)
+		if (inter % tp == 0 && share % 8 == 0 && inter % group == 0 && hidden % group == 0 &&
+		    plan_quark_w4a16_div(group, share, hidden))
 			return WSHARD_OK;
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"tensor '%s': Quark's W4A16 experts of hidden size %llu and %llu intermediate rows a rank (tp %llu) cut a group of %llu or a word of 8 (vLLM's QuarkW4A16Int4MoEMethod then halves its groups, repeating each scale and zero point, which wshard does not write)",
+					"tensor '%s': Quark's W4A16 experts of hidden size %llu and %llu intermediate rows a rank (tp %llu) cut a word of 8 or a group of %llu that vLLM's QuarkW4A16Int4MoEMethod cannot halve (its create_weights asserts groups of 32 or more)",
 					t->name, (unsigned long long)hidden, (unsigned long long)share,
 					(unsigned long long)tp, (unsigned long long)group);
 	}

@@ -107,6 +107,80 @@ static enum wshard_err w4a16_piece(struct wshard_plan *plan, struct wshard_out_t
 	return WSHARD_OK;
 }
 
+uint64_t plan_quark_w4a16_div(uint64_t group, uint64_t share, uint64_t hidden)
+{
+	uint64_t g = group, f = 1;
+
+	/* quark_moe.py QuarkW4A16Int4MoEMethod.create_weights */
+	while (share % g || hidden % g) {
+		g /= 2;
+		f *= 2;
+		if (g < 32)	/* its assert group_size >= 32 */
+			return 0;
+	}
+	return g * f == group && f <= UINT8_MAX ? f : 0;
+}
+
+/* vLLM's repeat (group_size_div_factor) of Quark's expert scales or zero
+ * points t ([groups, outputs], packed 8 an I32 word for the zero points)
+ * of a gate or up projection or, w2, a down projection; 0 where none. */
+static uint64_t src_div(const struct wshard_plan *plan, const struct wshard_st_tensor *t,
+			bool w2)
+{
+	uint64_t group = (uint64_t)plan->quark_w4a16_group, tp = (uint64_t)plan->tp;
+	uint64_t cols, inter, hidden;
+
+	if (t->ndim != 2)
+		return 0;
+	cols = t->shape[1] * (t->dtype == WSHARD_I32 ? 8 : 1);
+	inter = w2 ? t->shape[0] * group : cols;
+	hidden = w2 ? cols : t->shape[0] * group;
+	return inter % tp ? 0 : plan_quark_w4a16_div(group, inter / tp, hidden);
+}
+
+bool plan_quark_repeats(const struct wshard_plan *plan, const struct member *m)
+{
+	return plan->quark_w4a16_group && m->rule->inout && m->rule->grouped &&
+	       m->rule->kind == RULE_ROW && strstr(m->rule->match, "{e}") &&
+	       src_div(plan, src_info(plan, m->src), true) > 1;
+}
+
+/*
+ * A rank's down projection scales or zero points whose groups vLLM
+ * repeats f times: planned whole ([E, G, row], plan_quark_repeats), made
+ * the source groups its cut of the G * f repeated ones, [tp_rank * C,
+ * (tp_rank + 1) * C), touches (first to last, m of them), of which the
+ * first *skip and last *cut repeats are left out (the zero points' view
+ * [H/2, tp, C] and the scales' narrow of weight_loader).
+ */
+static enum wshard_err narrow_w2(struct wshard_out_tensor *t, uint64_t f, uint64_t tp,
+				 uint64_t tp_rank, uint64_t *skip, uint64_t *cut,
+				 struct wshard_error *err)
+{
+	uint64_t g = t->shape[1], row = t->nbytes / (t->shape[0] * g), c = g * f / tp;
+	uint64_t lo = tp_rank * c, first = lo / f, m = (lo + c - 1) / f - first + 1;
+	size_t j;
+
+	for (j = 0; j < t->npieces; j++) {
+		struct wshard_piece *p = &t->pieces[j];
+
+		if (p->kind != WSHARD_PIECE_COPY || p->row0 || p->nrows != g ||
+		    p->dst % (g * row) || p->len != g * row)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"tensor '%s': Quark's W4A16 experts: a piece is not an expert's groups (internal)",
+						t->name);
+		p->row0 = first;
+		p->nrows = m;
+		p->len = m * row;
+		p->dst = p->dst / (g * row) * m * row;
+	}
+	t->shape[1] = m;
+	t->nbytes = t->shape[0] * m * row;
+	*skip = lo - first * f;
+	*cut = m * f - *skip - c;
+	return WSHARD_OK;
+}
+
 /* Piece order: by dst (vLLM's layout puts an expert's up after its gate,
  * where AWQ's had their rows side by side). */
 static int piece_cmp(const void *a, const void *b)
@@ -114,6 +188,63 @@ static int piece_cmp(const void *a, const void *b)
 	const struct wshard_piece *x = a, *y = b;
 
 	return x->dst < y->dst ? -1 : x->dst > y->dst;
+}
+
+/*
+ * Rank tensor t of Quark's W4A16 experts planned as AWQ's, [E, a, row
+ * bytes] (int4 its enum wshard_int4, w2 a down projection's), made
+ * vLLM's: each piece transposed (w4a16_piece), a scale's or zero point's
+ * groups repeated where vLLM halves them (src_div, narrow_w2): [E, a,
+ * row/4 words] -> WEIGHT [E, row*2, a/2] U8, ZEROS [E, row, n] U8;
+ * scales [E, row/es, n] (n: a, or the repeated groups a rank keeps).
+ */
+static enum wshard_err w4a16_tensor(struct wshard_plan *plan, struct wshard_out_tensor *t,
+				    uint64_t tp_rank, uint8_t int4, bool w2,
+				    struct wshard_error *err)
+{
+	uint64_t f = 1, skip = 0, cut = 0, a, row, n;
+	enum wshard_err rc;
+	size_t j;
+
+	if (!(int4 & WSHARD_INT4_WEIGHT) && t->npieces)
+		f = src_div(plan, plan->cat->tensors[t->pieces[0].src].info, w2);
+	if (!f)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"tensor '%s': Quark's W4A16 experts: groups vLLM cannot halve (internal)",
+					t->name);
+	if (f > 1 && w2) {
+		rc = narrow_w2(t, f, (uint64_t)plan->tp, tp_rank, &skip, &cut, err);
+		if (rc)
+			return rc;
+	}
+	a = t->shape[1];
+	row = t->nbytes / (t->shape[0] * a);
+	n = a * f - skip - cut;
+	for (j = 0; j < t->npieces; j++) {
+		struct wshard_piece *p = &t->pieces[j];
+
+		rc = w4a16_piece(plan, t, p, int4, err);
+		if (rc)
+			return rc;
+		if (f == 1)
+			continue;
+		p->tr_rep = (uint8_t)f;
+		p->tr_skip = (uint8_t)skip;
+		p->tr_cut = (uint8_t)cut;
+		p->dst = p->dst / a * n;
+		p->len = p->len / a * n;
+		p->out_ncols = p->len;
+	}
+	qsort(t->pieces, t->npieces, sizeof(*t->pieces), piece_cmp);
+	if (int4 & WSHARD_INT4_WEIGHT) {
+		t->shape[1] = row * 2;
+		t->shape[2] = a / 2;
+	} else {
+		t->shape[1] = int4 ? row : t->shape[2];
+		t->shape[2] = n;
+		t->nbytes = t->nbytes / a * n;
+	}
+	return WSHARD_OK;
 }
 
 enum wshard_err plan_quark_w4a16_experts(struct wshard_plan *plan, struct wshard_error *err)
@@ -126,12 +257,12 @@ enum wshard_err plan_quark_w4a16_experts(struct wshard_plan *plan, struct wshard
 	flags = w4a16_flags(plan);
 	for (r = 0; r < plan->nranks; r++) {
 		struct wshard_rank_plan *rp = &plan->ranks[r];
-		size_t i, k, j;
+		size_t i, k;
 
 		for (i = 0; i < rp->ntensors; i++) {
 			struct wshard_out_tensor *t = &rp->tensors[i];
 			size_t len = strlen(t->name), al;
-			uint64_t a, row;
+			enum wshard_err rc;
 			uint8_t int4;
 			char *name;
 
@@ -150,27 +281,10 @@ enum wshard_err plan_quark_w4a16_experts(struct wshard_plan *plan, struct wshard
 				return wshard_error_set(err, WSHARD_EINVAL,
 							"tensor '%s': Quark's W4A16 experts: not I32 words (internal)",
 							t->name);
-			for (j = 0; j < t->npieces; j++) {
-				enum wshard_err rc = w4a16_piece(plan, t, &t->pieces[j], int4, err);
-
-				if (rc)
-					return rc;
-			}
-			qsort(t->pieces, t->npieces, sizeof(*t->pieces), piece_cmp);
-			a = t->shape[1];
-			row = t->nbytes / (t->shape[0] * a);
-			/* [E, a, row/4 words] -> WEIGHT [E, row*2, a/2] U8, ZEROS
-			 * [E, row, a] U8; scales [E, row/es, a] */
-			if (int4 & WSHARD_INT4_WEIGHT) {
-				t->shape[1] = row * 2;
-				t->shape[2] = a / 2;
-			} else if (int4) {
-				t->shape[1] = row;
-				t->shape[2] = a;
-			} else {
-				t->shape[1] = t->shape[2];
-				t->shape[2] = a;
-			}
+			rc = w4a16_tensor(plan, t, (uint64_t)rp->tp_rank, int4,
+					  !strncmp(t->name + len - al - 2, "w2", 2), err);
+			if (rc)
+				return rc;
 			if (int4)
 				t->dtype = WSHARD_U8;
 			name = malloc(len - al + strlen(w4_experts[k].quark) + 1);

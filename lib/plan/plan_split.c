@@ -298,6 +298,8 @@ static enum wshard_err build_plain(const struct wshard_plan *plan,
 		 (t->ndim != 2 || t->shape[m->rule->inout ? 0 : 1] == 1) &&
 		 !(m->rule->inout && plan->quark_w4a16_group))	/* vLLM cuts Quark's */
 		kind = RULE_REPLICATE;
+	else if (plan_quark_repeats(plan, m))	/* cut once repeated */
+		kind = RULE_REPLICATE;
 	else if (m->rule->inout && (kind == RULE_ROW || kind == RULE_COL)) {
 		rc = plan_check_inout(plan, m, kind == RULE_COL ? 1 : 0, (uint64_t)plan->tp, err);
 		if (rc)

@@ -417,3 +417,14 @@ def quark_w4a16s(out):
     pack_method "reorder": the zero points written (0) as Quark exports
     a quantizer's, which vLLM holds as loaded but does not use."""
     _quark_w4a16(out, True, "reorder")
+
+
+def quark_w4a16h(out):
+    """Quark's W4A16 as quark_w4a16 writes it, of a model whose experts'
+    intermediate rows a rank are no multiple of the group (the case's
+    config): the checkpoint is the same kind, vLLM's load of it differs
+    (QuarkW4A16Int4MoEMethod's group_size_div_factor)."""
+    _quark_w4a16(out, False, "order")
+
+
+quark_w4a16q = quark_w4a16h     # the same at tp 4 (the case's config)

@@ -517,6 +517,19 @@ CASES = {
     # QuarkW4A16Int4MoEMethod, which repacks them as it loads them.
     "qwen3_moe-quark_w4a16": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
     "qwen3_moe-quark_w4a16s": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN3_MOE_Q),
+    # -h: 384 intermediate rows, 192 a rank at tp 2, no multiple of the
+    # group of 128: vLLM's create_weights halves it (group_size_div_factor
+    # 2), repeating each scale and zero point; w2's 3 groups become 6, 3 a
+    # rank, rank 1's starting with group 1's second copy.
+    "qwen3_moe-quark_w4a16h": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                               dict(QWEN3_MOE_Q, moe_intermediate_size=384)),
+    # -q: the same at tp 4 (8 heads: o_proj's 128 inputs a rank, a whole
+    # group): 96 rows a rank, groups halved twice (factor 4), w2's 12
+    # repeated groups 3 a rank, rank 1 keeping group 0's last copy and two
+    # of group 1's.
+    "qwen3_moe-quark_w4a16q": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                               dict(QWEN3_MOE_Q, moe_intermediate_size=384,
+                                    num_attention_heads=8)),
     # DeepSeek-V2-Lite: MLA without a query LoRA (q_proj), the first layer
     # dense, 2 shared experts, greedy top-k routing (softmax).
     "deepseek_v2_lite": ("DeepseekV2Config", "DeepseekV2ForCausalLM",
@@ -4178,7 +4191,7 @@ def make(arch, out):
         modelopt_nvfp4(out)
     elif variant in ("fbgemm", "quark", "quark_ptpc", "quark_block", "quark_mxfp4",
                      "quark_mxfp6", "quark_mxfp8", "quark_int8", "quark_int8c", "quark_w4a16",
-                     "quark_w4a16s"):
+                     "quark_w4a16s", "quark_w4a16h", "quark_w4a16q"):
         import ckpt_fp8x
         getattr(ckpt_fp8x, variant)(out)
     elif variant in ("gptq", "gptqc", "awq"):
