@@ -333,3 +333,31 @@ def remote_config_py(cls, model_type, doc, defaults, derived=()):
     lines += ["        " + d for d in derived]
     lines += ["        super().__init__(**kwargs)", ""]
     return "\n".join(lines)
+
+
+def noise(g):
+    """w(*shape, s=0.05): a float32 tensor of SHAPE drawn from the torch
+    generator g (standard normal) times s, each call the next draw: the
+    tensors of the stand-in towers that no transformers class saves, made
+    under vLLM's names and shapes."""
+    import torch
+
+    def w(*shape, s=0.05):
+        return torch.randn(*shape, generator=g) * s
+    return w
+
+
+def norm_tensors(w, prefix, n):
+    """A LayerNorm's PREFIX.weight (1 plus noise of 0.1) and PREFIX.bias
+    [n], drawn by w (noise's), in that order."""
+    return {prefix + ".weight": 1 + w(n, s=0.1), prefix + ".bias": w(n)}
+
+
+def save_prefix_shards(out, tensors, prefixes):
+    """Writes tensors (name: torch tensor) into OUT (made if missing) as
+    save_shards does: a shard for each of PREFIXES (the tensors whose
+    names start with it, or with one of a tuple), then one of the rest."""
+    os.makedirs(out, exist_ok=True)
+    groups = [sorted(k for k in tensors if k.startswith(p)) for p in prefixes]
+    groups.append(sorted(set(tensors) - {k for g in groups for k in g}))
+    save_shards(out, tensors, groups)
