@@ -289,8 +289,7 @@ def processor(out):
     here = os.path.dirname(os.path.abspath(__file__))
     if here not in sys.path:
         sys.path.insert(0, here)
-    import transformers
-    from make_ckpt import word_tokenizer
+    from make_ckpt import kimi_media_config, word_tokenizer
 
     class C:
         vocab_size = TEXT["vocab_size"]
@@ -302,11 +301,4 @@ def processor(out):
                          "<|media_content|>": 995, "<|media_pad|>": MEDIA_PAD,
                          "<|kimi_image_placeholder|>": 998},
                    "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
-    media = {"patch_size": 14, "merge_kernel_size": 2,
-             "temporal_merge_kernel_size": 4, "in_patch_limit": 64,
-             "patch_limit_on_one_side": 8, "in_patch_limit_each_frame": 64,
-             "in_patch_limit_video": None, "fixed_output_tokens": None,
-             "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
-             "sample_fps": 2.0, "timestamp_mode": "hh:mm:ss.fff"}
-    with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
-        json.dump({"media_proc_cfg": media}, f, indent=2)
+    kimi_media_config(out)

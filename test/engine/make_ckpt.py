@@ -3194,8 +3194,6 @@ def kimi_k25_processor(out, cfg):
     preprocessor_config.json (media_proc_cfg) vLLM's Kimi-K2.5 processor
     reads: it needs both to build the vision tower.  An image is at most
     8x8 patches of 14 (4x4 merged: 16 tokens)."""
-    import json
-    import os
     import transformers
     from tokenizers import AddedToken
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
@@ -3210,6 +3208,15 @@ def kimi_k25_processor(out, cfg):
     transformers.PreTrainedTokenizerFast(
         tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
         bos_token="<bos>", unk_token="<unk>").save_pretrained(out)
+    kimi_media_config(out)
+
+
+def kimi_media_config(out):
+    """Writes OUT/preprocessor_config.json, the media_proc_cfg that vLLM's
+    Kimi-K2.5 and K3 processors read (KimiK25FusedVisionProcessor): an
+    image at most 8x8 patches of 14, merged 2x2."""
+    import json
+    import os
     media = {"patch_size": 14, "merge_kernel_size": 2,
              "temporal_merge_kernel_size": 4, "in_patch_limit": 64,
              "patch_limit_on_one_side": 8, "in_patch_limit_each_frame": 64,
