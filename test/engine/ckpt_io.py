@@ -308,6 +308,20 @@ def save_draft(out, tensors, config):
         json.dump(config, f, indent=2, sort_keys=True)
 
 
+def text_config_keys(cfg):
+    """cfg.to_dict() (a transformers text config) less transformers'
+    bookkeeping, its architecture and model type, layer_types and
+    rope_parameters: the text keys the MiniCPM-V and Isaac builders write
+    into a release's config.json, under their own architecture."""
+    c = cfg.to_dict()
+    for k in ("dtype", "transformers_version", "architectures", "model_type", "output_attentions",
+              "output_hidden_states", "return_dict", "torch_dtype", "layer_types", "_name_or_path",
+              "id2label", "label2id", "chunk_size_feed_forward", "is_encoder_decoder",
+              "problem_type", "rope_parameters"):
+        c.pop(k, None)
+    return c
+
+
 # The keys a remote-code configuration passes on to PretrainedConfig
 CONFIG_SUPER_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "tie_word_embeddings")
 
