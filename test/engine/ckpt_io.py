@@ -349,15 +349,19 @@ def remote_config_py(cls, model_type, doc, defaults, derived=()):
     return "\n".join(lines)
 
 
-def noise(g):
-    """w(*shape, s=0.05): a float32 tensor of SHAPE drawn from the torch
-    generator g (standard normal) times s, each call the next draw: the
-    tensors of the stand-in towers that no transformers class saves, made
-    under vLLM's names and shapes."""
+def noise(g, s=0.05, dtype=None):
+    """w(*shape, s=S, base=0, dtype=DTYPE): base plus a tensor of SHAPE
+    drawn from the torch generator g (standard normal) times s, in dtype
+    (float32 where None), each call the next draw: the tensors that no
+    transformers class saves (stand-in towers, projectors, norms), made
+    under vLLM's or a release's names and shapes."""
     import torch
 
-    def w(*shape, s=0.05):
-        return torch.randn(*shape, generator=g) * s
+    def w(*shape, s=s, base=0, dtype=dtype):
+        t = torch.randn(*shape, generator=g) * s
+        if base:
+            t = base + t
+        return t if dtype is None else t.to(dtype)
     return w
 
 

@@ -77,7 +77,7 @@ def make_glm4v(out):
     import torch
     import transformers
     import ckpt_chatglm
-    from ckpt_io import saved_tensors
+    from ckpt_io import noise, saved_tensors
     from make_ckpt import word_tokenizer
     from safetensors.torch import save_file
     ckpt_chatglm.make(out, arch="GLM4VForCausalLM")
@@ -95,9 +95,7 @@ def make_glm4v(out):
     src = {k[len("vision_model."):] if k.startswith("vision_model.") else k: v
            for k, v in saved_tensors(clip, out).items()}
     g = torch.Generator().manual_seed(11)
-
-    def rnd(*shape):
-        return (torch.randn(*shape, generator=g) * 0.02).to(torch.bfloat16)
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     p = "transformer.vision."
     t = {p + "patch_embedding.proj.weight": src["embeddings.patch_embedding.weight"],
          p + "patch_embedding.proj.bias": rnd(vH),

@@ -131,10 +131,9 @@ def tower(g):
 
 def tensors(g):
     import torch
+    from ckpt_io import noise
     D, F, V = DECODER["d_model"], DECODER["encoder_ffn_dim"], DECODER["vocab_size"]
-
-    def rnd(*shape, base=0.0):
-        return (base + torch.randn(*shape, generator=g) * 0.02).to(torch.bfloat16)
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
 
     def linear(sd, name, rows, cols, bias=True):
         sd[name + ".weight"] = rnd(rows, cols)

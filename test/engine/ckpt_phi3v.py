@@ -113,7 +113,7 @@ def make_phi3v(out, wte=False):
     would): vLLM then loads it as a separate embed_tokens.weight."""
     import torch
     import transformers
-    from ckpt_io import perturb_and_save, saved_tensors, write_release_config
+    from ckpt_io import noise, perturb_and_save, saved_tensors, write_release_config
     from make_ckpt import COMMON
     from safetensors.torch import load_file, save_file
     # the release's vocabulary: vLLM's image placeholder id is fixed at 32044
@@ -138,9 +138,7 @@ def make_phi3v(out, wte=False):
         t["model.vision_embed_tokens.img_processor." + k] = v
     H, D = cfg.hidden_size, 1024 * 4
     g = torch.Generator().manual_seed(7)
-
-    def rnd(*shape):
-        return (torch.randn(*shape, generator=g) * 0.02).to(torch.bfloat16)
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     p = "model.vision_embed_tokens."
     t[p + "glb_GN"] = rnd(1, 1, D)
     t[p + "sub_GN"] = rnd(1, 1, 1, D)
