@@ -124,6 +124,21 @@ def add_to_first_shard(out, new):
     rewrite_shards(out, add)
 
 
+def add_shard(out, name, tensors):
+    """Writes tensors (name: torch tensor) into the checkpoint in OUT as a
+    shard of their own, NAME, named in the index for each (its names
+    sorted): the parts a release ships beside its text model's shards."""
+    from safetensors.torch import save_file
+    save_file(tensors, os.path.join(out, name), metadata={"format": "pt"})
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    for k in tensors:
+        idx["weight_map"][k] = name
+    idx["weight_map"] = dict(sorted(idx["weight_map"].items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+
+
 def update_config(out, fn, name="config.json"):
     """fn(cfg) changes OUT's config.json (a dict; or the JSON file NAME,
     such as tokenizer_config.json) in place; it is saved."""

@@ -1680,6 +1680,7 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True, hy_v
     import os
     import torch
     from safetensors.torch import load_file, save_file
+    from ckpt_io import add_shard
     idx_path = os.path.join(out, "model.safetensors.index.json")
     idx = json.load(open(idx_path))
     cfg_path = os.path.join(out, "config.json")
@@ -1723,14 +1724,7 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True, hy_v
             del new[pre + "embed_tokens.weight"], new[pre + "shared_head.head.weight"]
         if hy_v3:
             new[pre + "final_layernorm.weight"] = new.pop(pre + "shared_head.norm.weight")
-    fname = "model-mtp.safetensors"
-    save_file({k: t.contiguous() for k, t in new.items()},
-              os.path.join(out, fname), metadata={"format": "pt"})
-    for k in new:
-        idx["weight_map"][k] = fname
-    idx["weight_map"] = dict(sorted(idx["weight_map"].items()))
-    with open(idx_path, "w") as f:
-        json.dump(idx, f, indent=2)
+    add_shard(out, "model-mtp.safetensors", {k: t.contiguous() for k, t in new.items()})
     cfg["num_nextn_predict_layers"] = nextn
     with open(cfg_path, "w") as f:
         json.dump(top, f, indent=2)
