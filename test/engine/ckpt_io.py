@@ -139,6 +139,32 @@ def add_shard(out, name, tensors):
         json.dump(idx, f, indent=2)
 
 
+def remote_processor(out, module, cls, text=None):
+    """Names the class CLS of OUT/MODULE.py (a stand-in for a release's
+    remote-code processor; written from TEXT where given) as the
+    checkpoint's AutoProcessor, as the release does: processor_config.json
+    and tokenizer_config.json's auto_map and processor_class."""
+    if text is not None:
+        with open(os.path.join(out, module + ".py"), "w") as f:
+            f.write(text)
+    auto = {"auto_map": {"AutoProcessor": "%s.%s" % (module, cls)}, "processor_class": cls}
+    with open(os.path.join(out, "processor_config.json"), "w") as f:
+        json.dump(auto, f, indent=2)
+    update_config(out, lambda t: t.update(auto), "tokenizer_config.json")
+
+
+def copy_processor(out, module, cls, **keys):
+    """Copies test/engine/MODULE.py, a stand-in for a release's remote-code
+    processor, into OUT, and writes processor_config.json naming its class
+    CLS (with KEYS, the processor's settings) for AutoProcessor."""
+    import shutil
+    here = os.path.dirname(os.path.abspath(__file__))
+    shutil.copy(os.path.join(here, module + ".py"), out)
+    with open(os.path.join(out, "processor_config.json"), "w") as f:
+        json.dump(dict(processor_class=cls, **keys,
+                       auto_map={"AutoProcessor": "%s.%s" % (module, cls)}), f)
+
+
 def update_config(out, fn, name="config.json"):
     """fn(cfg) changes OUT's config.json (a dict; or the JSON file NAME,
     such as tokenizer_config.json) in place; it is saved."""

@@ -13,7 +13,6 @@ the audio tokens and a stand-in for mispeech's processor (remote code:
 midashenglm_processing.py), which vLLM's processor needs."""
 import json
 import os
-import shutil
 
 # (patches of all 64 mel bins by 4 frames, as the release's: vLLM's
 # encoder masks and splits its input in 4-frame patches, midashenglm.py:428-446)
@@ -59,7 +58,7 @@ def audio_tensors(g, hidden):
 def make(out):
     import torch
     import transformers
-    from ckpt_io import module_tensors, save_prefix_shards
+    from ckpt_io import copy_processor, module_tensors, save_prefix_shards
     from make_ckpt import COMMON, word_tokenizer
     text_cfg = transformers.Qwen2Config(**dict(COMMON, tie_word_embeddings=False,
                                                bos_token_id=2, eos_token_id=1, pad_token_id=0))
@@ -85,11 +84,7 @@ def make(out):
     # feature extractor beside it, whose sampling rate vLLM reads
     transformers.Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000,
                                           do_normalize=False).save_pretrained(out)
-    here = os.path.dirname(os.path.abspath(__file__))
-    shutil.copy(os.path.join(here, "midashenglm_processing.py"), out)
-    with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump({"processor_class": "MiDashengLMProcessor",
-                   "auto_map": {"AutoProcessor": "midashenglm_processing.MiDashengLMProcessor"}}, f)
+    copy_processor(out, "midashenglm_processing", "MiDashengLMProcessor")
 
 
 if __name__ == "__main__":

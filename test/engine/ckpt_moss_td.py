@@ -13,7 +13,6 @@ tokenizer with the audio tokens and a stand-in for the release's processor
 (remote code: moss_td_processing.py)."""
 import json
 import os
-import shutil
 
 AUDIO = dict(d_model=64, encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=128,
              num_mel_bins=80, max_source_positions=100, decoder_layers=1,
@@ -26,7 +25,7 @@ def make(out):
     import torch
     import transformers
     from transformers.models.whisper.modeling_whisper import WhisperEncoder
-    from ckpt_io import module_tensors, save_prefix_shards
+    from ckpt_io import copy_processor, module_tensors, save_prefix_shards
     from make_ckpt import COMMON, word_tokenizer
     text_cfg = transformers.Qwen3Config(**dict(COMMON, tie_word_embeddings=True,
                                                bos_token_id=2, eos_token_id=1, pad_token_id=0))
@@ -61,12 +60,8 @@ def make(out):
     # feature extractor, 2-second chunks (100 encoder positions)
     transformers.WhisperFeatureExtractor(feature_size=AUDIO["num_mel_bins"],
                                          chunk_length=2).save_pretrained(out)
-    here = os.path.dirname(os.path.abspath(__file__))
-    shutil.copy(os.path.join(here, "moss_td_processing.py"), out)
-    with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump({"processor_class": "MossTranscribeDiarizeProcessor", "audio_merge_size": MERGE,
-                   "auto_map": {"AutoProcessor":
-                                "moss_td_processing.MossTranscribeDiarizeProcessor"}}, f)
+    copy_processor(out, "moss_td_processing", "MossTranscribeDiarizeProcessor",
+                   audio_merge_size=MERGE)
 
 
 if __name__ == "__main__":

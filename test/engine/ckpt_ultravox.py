@@ -12,7 +12,6 @@ ultravox_processing.py), which vLLM's processor needs: the engine cases'
 prompts are text."""
 import json
 import os
-import shutil
 
 AUDIO = dict(model_type="whisper", d_model=64, encoder_layers=2, encoder_attention_heads=4,
              encoder_ffn_dim=128, num_mel_bins=128, max_source_positions=1500,
@@ -26,7 +25,7 @@ def make(out):
     import torch
     import transformers
     from transformers.models.whisper.modeling_whisper import WhisperEncoder
-    from ckpt_io import module_tensors, noise, save_prefix_shards
+    from ckpt_io import copy_processor, module_tensors, noise, save_prefix_shards
     from make_ckpt import COMMON, word_tokenizer
     text_cfg = transformers.LlamaConfig(**dict(COMMON, tie_word_embeddings=False,
                                                bos_token_id=2, eos_token_id=1, pad_token_id=0))
@@ -60,11 +59,7 @@ def make(out):
     # inside the engine cases' max_model_len)
     transformers.WhisperFeatureExtractor(feature_size=AUDIO["num_mel_bins"],
                                          chunk_length=2).save_pretrained(out)
-    here = os.path.dirname(os.path.abspath(__file__))
-    shutil.copy(os.path.join(here, "ultravox_processing.py"), out)
-    with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump({"processor_class": "UltravoxProcessor", "stack_factor": STACK,
-                   "auto_map": {"AutoProcessor": "ultravox_processing.UltravoxProcessor"}}, f)
+    copy_processor(out, "ultravox_processing", "UltravoxProcessor", stack_factor=STACK)
 
 
 if __name__ == "__main__":
