@@ -118,7 +118,7 @@ NVLM_DUMMY_HEADS = 7
 
 def make_nvlm_d(out, vit="6b"):
     import torch
-    from ckpt_io import noise, rewrite_shards
+    from ckpt_io import noise, perturb, rewrite_shards
     cic.make(out, llm="qwen2", vit=vit)
     v = cic.VITS[vit]
     hv, heads = v["hidden_size"], v["num_attention_heads"]
@@ -135,9 +135,7 @@ def make_nvlm_d(out, vit="6b"):
         torch.nn.GELU(),
         torch.nn.Linear(COMMON["intermediate_size"], COMMON["hidden_size"], bias=False),
     ).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in mlp1.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(mlp1)
     proj = {"mlp1." + k: t.detach().clone().contiguous() for k, t in mlp1.state_dict().items()}
 
     def shard(tensors):

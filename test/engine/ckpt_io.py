@@ -175,14 +175,23 @@ def update_config(out, fn, name="config.json"):
         json.dump(cfg, f, indent=2)
 
 
+def perturb(*mods):
+    """Adds noise of standard deviation 0.02 from torch's global generator
+    to every parameter of each of mods (torch modules), in order: random
+    init leaves norms at 1 and biases at 0, and a misplaced or missing
+    tensor must change the answers."""
+    import torch
+    with torch.no_grad():
+        for m in mods:
+            for p in m.parameters():
+                p.add_(torch.randn_like(p) * 0.02)
+
+
 def perturb_and_save(model, out):
     """Saves model (a transformers model) into OUT in 1 MB shards, each
     parameter perturbed first: random init leaves norms at 1 and biases at
     0, and a misplaced or missing tensor must change the answers."""
-    import torch
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(model)
     model.save_pretrained(out, max_shard_size="1MB")
 
 

@@ -51,7 +51,7 @@ def tokenizer(out):
 def make(out):
     import torch
     import transformers
-    from ckpt_io import module_tensors, save_prefix_shards
+    from ckpt_io import module_tensors, perturb, save_prefix_shards
     cfg = transformers.Qwen2Config(**TEXT)
     wcfg = transformers.WhisperConfig(**WHISPER)
     d, h = WHISPER["d_model"], TEXT["hidden_size"]
@@ -81,9 +81,7 @@ def make(out):
     wdir = os.path.join(out, "whisper-large-v3")
     torch.manual_seed(99)
     whisper = transformers.WhisperForConditionalGeneration(wcfg)
-    with torch.no_grad():
-        for p in whisper.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(whisper)
     whisper.to(torch.bfloat16).save_pretrained(wdir)
     transformers.WhisperFeatureExtractor(feature_size=WHISPER["num_mel_bins"],
                                          chunk_length=2).save_pretrained(wdir)

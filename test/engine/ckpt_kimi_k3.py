@@ -89,7 +89,7 @@ def make(out, variant=""):
     import torch
     import transformers
     from safetensors.torch import load_file, save_file
-    from ckpt_io import noise
+    from ckpt_io import noise, perturb
     moe_i = 128 if variant == "pad" else TEXT["moe_intermediate_size"]
     L = TEXT["num_hidden_layers"]
     H = TEXT["hidden_size"]
@@ -104,9 +104,7 @@ def make(out, variant=""):
     tc.dtype = torch.bfloat16
     torch.manual_seed(1234)
     model = transformers.KimiLinearForCausalLM(tc).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(model)
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(tmp)
         src = {}
