@@ -74,7 +74,7 @@ def is_kda(n):
 def make(out):
     import torch
     import transformers
-    from ckpt_io import layer_shards, save_shards, saved_tensors, write_release_config
+    from ckpt_io import layer_shards, noise, save_shards, saved_tensors, write_release_config
     P = HEADS * HD
     types = ["linear_attention" if is_kda(n) else "full_attention" for n in range(L)]
     tc = transformers.KimiLinearConfig(
@@ -92,11 +92,7 @@ def make(out):
     model = transformers.KimiLinearForCausalLM(tc).to(torch.bfloat16)
     sd = saved_tensors(model, out)
     g = torch.Generator().manual_seed(4321)
-
-    def rnd(*shape, one=False):
-        t = torch.randn(*shape, generator=g) * 0.02
-        return (t + 1 if one else t).to(torch.bfloat16)
-
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     t = {"model.word_embeddings.weight": sd.pop("model.embed_tokens.weight"),
          "model.norm.weight": sd.pop("model.norm.weight"),
          "lm_head.weight": sd.pop("lm_head.weight")}
@@ -141,10 +137,10 @@ def make(out):
     for k in [k for k in t if k.startswith(q)]:
         v = t[k]
         t[p + k[len(q):]] = (torch.randn(E, generator=g) * 0.1).float() if \
-            k.endswith("expert_bias") else rnd(*v.shape, one=k.endswith("norm.weight"))
+            k.endswith("expert_bias") else rnd(*v.shape, base=int(k.endswith("norm.weight")))
     for name, shape in (("enorm.weight", (H,)), ("hnorm.weight", (H,)),
                         ("final_layernorm.weight", (H,)), ("eh_proj.weight", (H, 2 * H))):
-        t[p + name] = rnd(*shape, one=len(shape) == 1)
+        t[p + name] = rnd(*shape, base=int(len(shape) == 1))
     t = {k: v.contiguous() for k, v in t.items()}
     os.makedirs(out, exist_ok=True)
     save_shards(out, t, layer_shards(t, "model.word_embeddings.weight", L + 1))

@@ -44,7 +44,7 @@ IMAGE, VIDEO, V_START, V_END = 999, 998, 997, 996
 def make(out):
     import torch
     import transformers
-    from ckpt_io import add_to_first_shard, module_tensors
+    from ckpt_io import add_to_first_shard, module_tensors, noise
     ckpt_bailing_moe_v3.make(out)
     text = json.load(open(os.path.join(out, "config.json")))
     os.remove(os.path.join(out, "configuration_bailing_moe_v3.py"))
@@ -58,9 +58,7 @@ def make(out):
         ("model.visual.merger.linear_fc", "model.visual.deepstack_merger_list."))}
     H = text["hidden_size"]
     g = torch.Generator().manual_seed(1357)
-
-    def rnd(*shape):
-        return (torch.randn(*shape, generator=g) * 0.02).to(torch.bfloat16)
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     tower.update({"model.linear_proj.0.weight": rnd(H, merged), "model.linear_proj.0.bias": rnd(H),
                   "model.linear_proj.2.weight": rnd(H, H), "model.linear_proj.2.bias": rnd(H)})
     add_to_first_shard(out, tower)

@@ -61,7 +61,7 @@ def make(out):
     import torch
     import transformers
     from safetensors.torch import load_file
-    from ckpt_io import save_shards
+    from ckpt_io import save_prefix_shards
     from make_ckpt import word_tokenizer
     cfg = transformers.CohereAsrConfig(encoder_config=dict(ENC), bos_token_id=4, eos_token_id=3,
                                        pad_token_id=2, **DEC)
@@ -85,12 +85,8 @@ def make(out):
     sd["preprocessor.featurizer.fb"] = torch.rand(1, ENC["num_mel_bins"], 257,
                                                    generator=g).to(torch.bfloat16)
     sd["preprocessor.featurizer.window"] = torch.hann_window(400).to(torch.bfloat16)
-    os.makedirs(out, exist_ok=True)
-    groups = [sorted(k for k in sd if k.startswith(p))
-              for p in ("encoder.", "transf_decoder._decoder.layers.0.",
-                        "transf_decoder._decoder.layers.1.")]
-    groups.append(sorted(set(sd) - {k for g in groups for k in g}))
-    save_shards(out, sd, groups)
+    save_prefix_shards(out, sd, ("encoder.", "transf_decoder._decoder.layers.0.",
+                                 "transf_decoder._decoder.layers.1."))
     c = cfg.to_dict()
     c.update(nemo_sections())
     c.update({"architectures": ["CohereAsrForConditionalGeneration"], "dtype": "bfloat16"})

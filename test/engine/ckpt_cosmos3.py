@@ -44,7 +44,7 @@ def make(out):
     import torch
     import transformers
     from safetensors.torch import save_file
-    from ckpt_io import saved_tensors
+    from ckpt_io import noise, saved_tensors
     import make_ckpt
 
     over = make_ckpt.CASES["qwen3_vl"][2]
@@ -59,9 +59,7 @@ def make(out):
     h, inter, hd = text.hidden_size, text.intermediate_size, text.head_dim
     nq, nkv = text.num_attention_heads * hd, text.num_key_value_heads * hd
     g = torch.Generator().manual_seed(77)
-
-    def rnd(*shape):
-        return (torch.randn(*shape, generator=g) * 0.02).to(torch.bfloat16)
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     llm, vit = {}, {}
     for name, t in sd.items():
         flat = _flat(name)

@@ -66,7 +66,7 @@ def make_unlimited(out):
 def _make(out, ocr2, unlimited=False):
     import torch
     import transformers
-    from ckpt_io import save_shards
+    from ckpt_io import noise, save_shards
     sd = text_model(out, "", 1270)
 
     def perturbed(v):
@@ -143,14 +143,12 @@ def _make(out, ocr2, unlimited=False):
             sd["model.vision_model." + n] = perturbed(v)
 
     g = torch.Generator().manual_seed(1271)
-
-    def rnd(*s, scale=0.02):
-        return (torch.randn(*s, generator=g) * scale).to(torch.bfloat16)
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     sd["model.projector.layers.weight"] = rnd(H, 896 if ocr2 else 2048)
     sd["model.projector.layers.bias"] = rnd(H)
     if not ocr2:
-        sd["model.image_newline"] = rnd(H, scale=1 / H ** 0.5)
-    sd["model.view_seperator"] = rnd(H, scale=1 / H ** 0.5)
+        sd["model.image_newline"] = rnd(H, s=1 / H ** 0.5)
+    sd["model.view_seperator"] = rnd(H, s=1 / H ** 0.5)
     names = sorted(sd)
     os.makedirs(out, exist_ok=True)
     clip_early = [k for k in names if k.startswith("model.vision_model.transformer.layers.")

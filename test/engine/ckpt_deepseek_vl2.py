@@ -118,7 +118,7 @@ def write_config(out, c):
 def _make(out, mla):
     import torch
     import timm
-    from ckpt_io import save_shards
+    from ckpt_io import noise, save_shards
     sd = text_model(out, "language.", 1260, mla)
     vit = timm.create_model("vit_so400m_patch14_siglip_384.webli", pretrained=False,
                             num_classes=0, dynamic_img_size=True, dynamic_img_pad=True)
@@ -128,14 +128,13 @@ def _make(out, mla):
     del vit
     n_embed, input_dim, ds = H, 1152, 2
     g = torch.Generator().manual_seed(1261)
-    def rnd(*s, scale=0.02):
-        return (torch.randn(*s, generator=g) * scale).to(torch.bfloat16)
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     sd["projector.layers.0.weight"] = rnd(n_embed, input_dim * ds * ds)
     sd["projector.layers.0.bias"] = rnd(n_embed)
     sd["projector.layers.2.weight"] = rnd(n_embed, n_embed)
     sd["projector.layers.2.bias"] = rnd(n_embed)
-    sd["image_newline"] = rnd(n_embed, scale=1 / n_embed ** 0.5)
-    sd["view_seperator"] = rnd(n_embed, scale=1 / n_embed ** 0.5)
+    sd["image_newline"] = rnd(n_embed, s=1 / n_embed ** 0.5)
+    sd["view_seperator"] = rnd(n_embed, s=1 / n_embed ** 0.5)
     names = sorted(sd)
     os.makedirs(out, exist_ok=True)
     save_shards(out, sd, [[k for k in names if k.startswith("language.")],

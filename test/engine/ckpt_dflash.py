@@ -41,7 +41,12 @@ def damp(name, p):
         p.mul_(DAMP)
 
 
-def make(out, layers=2):
+def qwen3_draft(layers, seed):
+    """The qwen3 target's DFlash draft as make and the drafts built on it
+    have it: (cfg, mods), cfg the Qwen3Config (make_ckpt.COMMON, LAYERS
+    layers) and mods {prefix: module} of transformers' own modules,
+    layers.N (Qwen3DecoderLayer), fc, hidden_norm and norm, made in that
+    order after torch's generator is seeded with SEED."""
     import torch
     import torch.nn as nn
     import transformers
@@ -49,11 +54,34 @@ def make(out, layers=2):
     from make_ckpt import COMMON
     cfg = transformers.Qwen3Config(**dict(COMMON, num_hidden_layers=layers))
     h = cfg.hidden_size
-    torch.manual_seed(2468)
+    torch.manual_seed(seed)
     mods = {f"layers.{i}": Qwen3DecoderLayer(cfg, layer_idx=i) for i in range(layers)}
     mods.update({"fc": nn.Linear(len(TARGET_LAYER_IDS) * h, h, bias=False),
                  "hidden_norm": Qwen3RMSNorm(h, cfg.rms_norm_eps),
                  "norm": Qwen3RMSNorm(h, cfg.rms_norm_eps)})
+    return cfg, mods
+
+
+def add_convs(mods, layers, h, taps, group):
+    """Adds DFlash2's grouped convolutions to each of LAYERS layers of mods
+    (layers.N.attention_conv and layers.N.mlp_conv: base_kernel [2, taps,
+    h], its first tap 1, and kernel_projection, zeros), under vLLM's names
+    (no transformers class has them)."""
+    import torch
+    import torch.nn as nn
+    for i in range(layers):
+        for conv in ("attention_conv", "mlp_conv"):
+            m = nn.Module()
+            m.base_kernel = nn.Parameter(torch.zeros(2, taps, h))
+            m.base_kernel.data[:, 0] = 1
+            m.kernel_projection = nn.Linear(h, 2 * taps * (h // group), bias=False)
+            m.kernel_projection.weight.data.zero_()
+            mods[f"layers.{i}.{conv}"] = m
+
+
+def make(out, layers=2):
+    from make_ckpt import COMMON
+    cfg, mods = qwen3_draft(layers, 2468)
     tensors = module_tensors(mods, damp)
     save_draft(out, tensors, draft_config(
         cfg, architectures=["DFlashDraftModel"], block_size=16,
@@ -115,26 +143,12 @@ def make_dflash2(out, layers=2):
     convolution starts near the identity (its first tap's base_kernel 1),
     so that the draft proposes as make's does."""
     import torch
-    import transformers
-    from transformers.models.qwen3.modeling_qwen3 import Qwen3DecoderLayer, Qwen3RMSNorm
     import torch.nn as nn
     from make_ckpt import COMMON
-    cfg = transformers.Qwen3Config(**dict(COMMON, num_hidden_layers=layers))
-    h, v = cfg.hidden_size, cfg.vocab_size
     taps, group, rank = 3, 64, 16
-    torch.manual_seed(2469)
-    mods = {f"layers.{i}": Qwen3DecoderLayer(cfg, layer_idx=i) for i in range(layers)}
-    mods.update({"fc": nn.Linear(len(TARGET_LAYER_IDS) * h, h, bias=False),
-                 "hidden_norm": Qwen3RMSNorm(h, cfg.rms_norm_eps),
-                 "norm": Qwen3RMSNorm(h, cfg.rms_norm_eps)})
-    for i in range(layers):
-        for conv in ("attention_conv", "mlp_conv"):
-            m = nn.Module()
-            m.base_kernel = nn.Parameter(torch.zeros(2, taps, h))
-            m.base_kernel.data[:, 0] = 1
-            m.kernel_projection = nn.Linear(h, 2 * taps * (h // group), bias=False)
-            m.kernel_projection.weight.data.zero_()
-            mods[f"layers.{i}.{conv}"] = m
+    cfg, mods = qwen3_draft(layers, 2469)
+    h, v = cfg.hidden_size, cfg.vocab_size
+    add_convs(mods, layers, h, taps, group)
     sel = nn.Module()
     sel.predecessor_codebook = nn.Parameter(torch.zeros(v, rank))
     sel.successor_codebook = nn.Parameter(torch.zeros(v, rank))
@@ -181,18 +195,9 @@ def make_dspark(out, layers=2):
     ["Qwen3DSparkModel"], markov_rank, block_size and dflash_config as
     DFlash's.  The Markov tables start near zero (0.02 noise), so that the
     draft proposes as make's does."""
-    import torch
-    import torch.nn as nn
-    import transformers
-    from transformers.models.qwen3.modeling_qwen3 import Qwen3DecoderLayer, Qwen3RMSNorm
     from make_ckpt import COMMON
-    cfg = transformers.Qwen3Config(**dict(COMMON, num_hidden_layers=layers))
+    cfg, mods = qwen3_draft(layers, 2470)
     h, v, r = cfg.hidden_size, cfg.vocab_size, DSPARK_RANK
-    torch.manual_seed(2470)
-    mods = {f"layers.{i}": Qwen3DecoderLayer(cfg, layer_idx=i) for i in range(layers)}
-    mods.update({"fc": nn.Linear(len(TARGET_LAYER_IDS) * h, h, bias=False),
-                 "hidden_norm": Qwen3RMSNorm(h, cfg.rms_norm_eps),
-                 "norm": Qwen3RMSNorm(h, cfg.rms_norm_eps)})
     dspark_heads(mods, h, v, r)
     tensors = module_tensors(mods, damp)
     save_draft(out, tensors, draft_config(
@@ -319,26 +324,12 @@ def make_lilicorr(out, layers=2):
     as the draft: no token_proj)."""
     import torch
     import torch.nn as nn
-    import transformers
-    from transformers.models.qwen3.modeling_qwen3 import Qwen3DecoderLayer, Qwen3RMSNorm
     from make_ckpt import COMMON
-    cfg = transformers.Qwen3Config(**dict(COMMON, num_hidden_layers=layers))
-    h = cfg.hidden_size
     taps, group, block = 3, 64, 16
     heads, ratio, fdim, topk, nlayers = 4, 2.0, 32, 4, 1
-    torch.manual_seed(2470)
-    mods = {f"layers.{i}": Qwen3DecoderLayer(cfg, layer_idx=i) for i in range(layers)}
-    mods.update({"fc": nn.Linear(len(TARGET_LAYER_IDS) * h, h, bias=False),
-                 "hidden_norm": Qwen3RMSNorm(h, cfg.rms_norm_eps),
-                 "norm": Qwen3RMSNorm(h, cfg.rms_norm_eps)})
-    for i in range(layers):
-        for conv in ("attention_conv", "mlp_conv"):
-            m = nn.Module()
-            m.base_kernel = nn.Parameter(torch.zeros(2, taps, h))
-            m.base_kernel.data[:, 0] = 1
-            m.kernel_projection = nn.Linear(h, 2 * taps * (h // group), bias=False)
-            m.kernel_projection.weight.data.zero_()
-            mods[f"layers.{i}.{conv}"] = m
+    cfg, mods = qwen3_draft(layers, 2470)
+    h = cfg.hidden_size
+    add_convs(mods, layers, h, taps, group)
 
     def mlp(inp, mid, outp):
         m = nn.Module()

@@ -118,7 +118,7 @@ def tower(v):
 def make(out, use_bias=False):
     import torch
     import transformers
-    from ckpt_io import add_to_first_shard, perturb_and_save, write_release_config
+    from ckpt_io import add_to_first_shard, perturb, perturb_and_save, write_release_config
     from make_ckpt import COMMON, word_tokenizer
     text = dict(COMMON, bos_token_id=2, eos_token_id=1, tie_word_embeddings=False,
                 rope_theta=1000000.0, rms_norm_eps=1e-6, hidden_act="silu")
@@ -129,9 +129,7 @@ def make(out, use_bias=False):
     perturb_and_save(model, out)
     v = dict(VISION, use_bias=use_bias, hidden_size=text["hidden_size"])
     vt = tower(v).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in vt.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(vt)
     add_to_first_shard(out, {"vision_tower." + k: t.contiguous()
                              for k, t in vt.state_dict().items()})
     with open(os.path.join(out, "config.json")) as f:

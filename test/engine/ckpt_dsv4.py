@@ -223,6 +223,7 @@ def deepseek_v4_vision(out, **over):
     import os
     import torch
     from safetensors.torch import save_file
+    from ckpt_io import noise
     cfg_path = os.path.join(out, "config.json")
     cfg = json.load(open(cfg_path))
     vis = dict(DSV4_VISION, **over)
@@ -233,10 +234,7 @@ def deepseek_v4_vision(out, **over):
     i, p = vis["vision_inter_dim"], vis["vision_patch_size"]
     r = vis["vision_downsample_ratio"]
     g = torch.Generator().manual_seed(2468)
-
-    def rnd(*shape, dtype=torch.bfloat16):
-        return (torch.randn(shape, generator=g) * 0.05).to(dtype)
-
+    rnd = noise(g, dtype=torch.bfloat16)
     t = {"vision.patch_embed.proj.weight": rnd(d, 3 * p * p),
          "vision.patch_embed.proj.bias": rnd(d),
          "vision.norm.weight": 1 + rnd(d, dtype=torch.float32),

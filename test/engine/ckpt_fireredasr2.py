@@ -25,15 +25,10 @@ AUDIO_TOKEN = 999
 
 def encoder_tensors(g, hidden):
     import torch
+    from ckpt_io import noise, norm_tensors
     d, k = ENC["d_model"], ENC["kernel_size"]
     sub = ((ENC["idim"] - 1) // 2 - 1) // 2
-
-    def w(*shape, s=0.05):
-        return torch.randn(*shape, generator=g) * s
-
-    def norm(p, n):
-        return {p + ".weight": 1 + w(n, s=0.1), p + ".bias": w(n)}
-
+    w = noise(g)
     e = "encoder."
     t = {e + "input_preprocessor.conv.0.weight": w(32, 1, 3, 3, s=0.2),
          e + "input_preprocessor.conv.0.bias": w(32),
@@ -45,21 +40,21 @@ def encoder_tensors(g, hidden):
     for i in range(ENC["n_layers_enc"]):
         p = e + "layer_stack.%d." % i
         for f in ("ffn1", "ffn2"):
-            t.update(norm(p + f + ".net.0", d))
+            t.update(norm_tensors(w, p + f + ".net.0", d))
             t.update({p + f + ".net.1.weight": w(4 * d, d), p + f + ".net.1.bias": w(4 * d),
                       p + f + ".net.4.weight": w(d, 4 * d), p + f + ".net.4.bias": w(d)})
         for n in ("w_qs", "w_ks", "w_vs", "linear_pos", "fc"):
             t[p + "mhsa.%s.weight" % n] = w(d, d)
         for n in ("q", "k", "v"):
-            t.update(norm(p + "mhsa.layer_norm_" + n, d))
+            t.update(norm_tensors(w, p + "mhsa.layer_norm_" + n, d))
         h = ENC["n_head"]
         t.update({p + "mhsa.pos_bias_u": w(h, d // h), p + "mhsa.pos_bias_v": w(h, d // h)})
-        t.update(norm(p + "conv.pre_layer_norm", d))
-        t.update(norm(p + "conv.batch_norm", 2 * d))
+        t.update(norm_tensors(w, p + "conv.pre_layer_norm", d))
+        t.update(norm_tensors(w, p + "conv.batch_norm", 2 * d))
         t.update({p + "conv.pointwise_conv1.weight": w(4 * d, d, 1),
                   p + "conv.depthwise_conv.weight": w(2 * d, 1, k, s=0.2),
                   p + "conv.pointwise_conv2.weight": w(d, 2 * d, 1)})
-        t.update(norm(p + "layer_norm", d))
+        t.update(norm_tensors(w, p + "layer_norm", d))
     t.update({"encoder_projector.linear1.weight": w(hidden, DOWNSAMPLE * d),
               "encoder_projector.linear1.bias": w(hidden),
               "encoder_projector.linear2.weight": w(hidden, hidden),
@@ -70,19 +65,15 @@ def encoder_tensors(g, hidden):
 def make(out):
     import torch
     import transformers
-    from ckpt_io import module_tensors, save_shards
+    from ckpt_io import module_tensors, save_prefix_shards
     from make_ckpt import COMMON, word_tokenizer
     text_cfg = transformers.Qwen2Config(**dict(COMMON, tie_word_embeddings=False,
                                                bos_token_id=2, eos_token_id=1, pad_token_id=0))
     torch.manual_seed(1234)
     sd = module_tensors({"llm": transformers.Qwen2ForCausalLM(text_cfg)})
     sd.update(encoder_tensors(torch.Generator().manual_seed(5), text_cfg.hidden_size))
-    os.makedirs(out, exist_ok=True)
-    groups = [sorted(k for k in sd if k.startswith(p))
-              for p in ("encoder.", "encoder_projector.", "llm.model.layers.0.",
-                        "llm.model.layers.1.")]
-    groups.append(sorted(set(sd) - {k for g in groups for k in g}))
-    save_shards(out, sd, groups)
+    save_prefix_shards(out, sd, ("encoder.", "encoder_projector.", "llm.model.layers.0.",
+                                 "llm.model.layers.1."))
     cfg = {k: v for k, v in text_cfg.to_dict().items()
            if k in COMMON or k in ("tie_word_embeddings", "bos_token_id", "eos_token_id",
                                    "pad_token_id", "rms_norm_eps", "hidden_act", "rope_theta",

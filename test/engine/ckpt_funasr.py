@@ -18,6 +18,8 @@ and a word-level tokenizer with <|AUDIO|>."""
 import json
 import os
 
+from ckpt_io import module_tensors, noise, norm_tensors, save_prefix_shards
+
 # SenseVoiceEncoderSmall's settings (funasr.py:298-312); output_size is
 # the adaptor's encoder_dim, which vLLM fixes at 512
 AUDIO = dict(output_size=512, attention_heads=4, linear_units=128, num_blocks=2,
@@ -34,16 +36,12 @@ def sanm_layer(w, p, din, d, units, kernel):
             p + "self_attn.fsmn_block.weight": w(d, 1, kernel),
             p + "feed_forward.w_1.weight": w(units, d), p + "feed_forward.w_1.bias": w(units),
             p + "feed_forward.w_2.weight": w(d, units), p + "feed_forward.w_2.bias": w(d),
-            p + "norm1.weight": 1 + w(din, s=0.1), p + "norm1.bias": w(din),
-            p + "norm2.weight": 1 + w(d, s=0.1), p + "norm2.bias": w(d)}
+            **norm_tensors(w, p + "norm1", din), **norm_tensors(w, p + "norm2", d)}
 
 
 def audio_tensors(g):
     import torch
-
-    def w(*shape, s=0.05):
-        return torch.randn(*shape, generator=g) * s
-
+    w = noise(g)
     d, units, k = AUDIO["output_size"], AUDIO["linear_units"], AUDIO["kernel_size"]
     t = sanm_layer(w, "audio_encoder.encoders0.0.", IN_SIZE, d, units, k)
     for i in range(AUDIO["num_blocks"] - 1):
@@ -51,8 +49,7 @@ def audio_tensors(g):
     for i in range(AUDIO["tp_blocks"]):
         t.update(sanm_layer(w, "audio_encoder.tp_encoders.%d." % i, d, d, units, k))
     for n in ("after_norm", "tp_norm"):
-        t.update({"audio_encoder.%s.weight" % n: 1 + w(d, s=0.1),
-                  "audio_encoder.%s.bias" % n: w(d)})
+        t.update(norm_tensors(w, "audio_encoder." + n, d))
     f, h = ADAPTOR["ffn"], ADAPTOR["dim"]
     t.update({"audio_adaptor.linear1.weight": w(f, d), "audio_adaptor.linear1.bias": w(f),
               "audio_adaptor.linear2.weight": w(h, f, s=0.02), "audio_adaptor.linear2.bias": w(h)})
@@ -63,15 +60,13 @@ def audio_tensors(g):
             t[p + "self_attn.linear_%s.bias" % x] = w(h)
         t.update({p + "feed_forward.w_1.weight": w(h // 4, h), p + "feed_forward.w_1.bias": w(h // 4),
                   p + "feed_forward.w_2.weight": w(h, h // 4), p + "feed_forward.w_2.bias": w(h),
-                  p + "norm1.weight": 1 + w(h, s=0.1), p + "norm1.bias": w(h),
-                  p + "norm2.weight": 1 + w(h, s=0.1), p + "norm2.bias": w(h)})
+                  **norm_tensors(w, p + "norm1", h), **norm_tensors(w, p + "norm2", h)})
     return {k: v.to(torch.bfloat16) for k, v in t.items()}
 
 
 def make(out):
     import torch
     import transformers
-    from ckpt_io import module_tensors, save_shards
     from make_ckpt import word_tokenizer
     # the text model's width is the adaptor's output, 1024 (funasr.py:629)
     text = dict(hidden_size=ADAPTOR["dim"], intermediate_size=256, num_hidden_layers=2,
@@ -82,11 +77,7 @@ def make(out):
     torch.manual_seed(1234)
     sd = module_tensors({"llm": transformers.Qwen3ForCausalLM(text_cfg)})
     sd.update(audio_tensors(torch.Generator().manual_seed(5)))
-    os.makedirs(out, exist_ok=True)
-    groups = [sorted(k for k in sd if k.startswith(p))
-              for p in ("audio_encoder.", "audio_adaptor.", "llm.model.layers.0.")]
-    groups.append(sorted(set(sd) - {k for g in groups for k in g}))
-    save_shards(out, sd, groups)
+    save_prefix_shards(out, sd, ("audio_encoder.", "audio_adaptor.", "llm.model.layers.0."))
     cfg = dict(text, architectures=["FunASRForConditionalGeneration"], model_type="qwen3",
                dtype="bfloat16", rms_norm_eps=1e-6, hidden_act="silu",
                audio_encoder_conf=dict(AUDIO))

@@ -26,15 +26,13 @@ AUDIO_TOKEN, AUDIO_BOS, AUDIO_EOS = 999, 997, 996
 
 def audio_tensors(g):
     import torch
-
-    def w(*shape, s=0.05):
-        return torch.randn(*shape, generator=g) * s
-
+    from ckpt_io import noise, norm_tensors
+    w = noise(g)
     d, m, f, o = AUDIO["d_model"], AUDIO["num_mel_bins"], AUDIO["encoder_ffn_dim"], AUDIO["output_dim"]
     c = "continuous_audio_tower."
     t = {c + "conv1.weight": w(d, m, 3), c + "conv1.bias": w(d),
          c + "conv2.weight": w(d, d, 3), c + "conv2.bias": w(d),
-         c + "ln_post.weight": 1 + w(d, s=0.1), c + "ln_post.bias": w(d),
+         **norm_tensors(w, c + "ln_post", d),
          c + "proj.weight": w(o, d), c + "proj.bias": w(o),
          c + "audio_bos_eos_token.weight": w(2, o)}
     for i in range(AUDIO["encoder_layers"]):
@@ -44,11 +42,10 @@ def audio_tensors(g):
         t.update({p + "self_attn.qkv_proj.weight": w(3 * d, d),
                   p + "self_attn.qkv_proj.bias": torch.cat([w(d), torch.zeros(d), w(d)]),
                   p + "self_attn.out_proj.weight": w(d, d), p + "self_attn.out_proj.bias": w(d),
-                  p + "self_attn_layer_norm.weight": 1 + w(d, s=0.1),
-                  p + "self_attn_layer_norm.bias": w(d),
+                  **norm_tensors(w, p + "self_attn_layer_norm", d),
                   p + "fc1.weight": w(f, d), p + "fc1.bias": w(f),
                   p + "fc2.weight": w(d, f), p + "fc2.bias": w(d),
-                  p + "final_layer_norm.weight": 1 + w(d, s=0.1), p + "final_layer_norm.bias": w(d)})
+                  **norm_tensors(w, p + "final_layer_norm", d)})
     t.update({"audio_tower.embed_tokens.weight": w(AUDIO["codebook_size"], o),
               "audio_tower.output_matching.weight": w(o, o),
               "audio_tower.continual_output_matching.weight": w(o, o),
@@ -60,18 +57,15 @@ def audio_tensors(g):
 def make(out):
     import torch
     import transformers
-    from ckpt_io import module_tensors, save_shards
+    from ckpt_io import module_tensors, save_prefix_shards
     from make_ckpt import COMMON, word_tokenizer
     text = dict(COMMON, tie_word_embeddings=False, bos_token_id=2, eos_token_id=1, pad_token_id=0)
     text_cfg = transformers.Qwen3Config(**text)
     torch.manual_seed(1234)
     sd = module_tensors({"language_model": transformers.Qwen3ForCausalLM(text_cfg)})
     sd.update(audio_tensors(torch.Generator().manual_seed(5)))
-    os.makedirs(out, exist_ok=True)
-    groups = [sorted(k for k in sd if k.startswith(p))
-              for p in ("continuous_audio_tower.", "audio_", "language_model.model.layers.0.")]
-    groups.append(sorted(set(sd) - {k for g in groups for k in g}))
-    save_shards(out, sd, groups)
+    save_prefix_shards(out, sd, ("continuous_audio_tower.", "audio_",
+                                 "language_model.model.layers.0."))
     cfg = {"architectures": ["FunAudioChatForConditionalGeneration"], "model_type": "funaudiochat",
            "dtype": "bfloat16", "audio_token_index": AUDIO_TOKEN,
            "audio_config": dict(AUDIO, model_type="funaudiochat_audio_encoder"),

@@ -99,15 +99,13 @@ def make(out, reward=False, rope_scaling=None):
     null keeps vLLM's default rope; the weights do not depend on it)."""
     import torch
     import transformers
-    from ckpt_io import save_shards, write_release_config
+    from ckpt_io import perturb, save_shards, write_release_config
     from make_ckpt import COMMON, word_tokenizer
     cfg = transformers.LlamaConfig(**dict(COMMON, bos_token_id=1, eos_token_id=2,
                                           pad_token_id=2, tie_word_embeddings=False))
     torch.manual_seed(1234)
     model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(model)
     sd = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
     nh, kv, H = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.hidden_size
     new = release_names(sd, cfg)

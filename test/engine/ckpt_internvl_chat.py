@@ -165,7 +165,7 @@ LLM_ARCH = {"qwen2": "Qwen2ForCausalLM", "llama": "LlamaForCausalLM",
 def make(out, llm="qwen2", vit="300m", tie=False, select_layer=-1):
     import torch
     import transformers
-    from ckpt_io import save_shards
+    from ckpt_io import perturb, save_shards
     from make_ckpt import COMMON, word_tokenizer
     v = VITS[vit]
     text_type = "llama" if llm == "internlm2" else llm
@@ -188,9 +188,7 @@ def make(out, llm="qwen2", vit="300m", tie=False, select_layer=-1):
         text_config=text)
     torch.manual_seed(1234)
     model = transformers.InternVLForConditionalGeneration(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(model)
     sd = {k: t.detach().clone().contiguous() for k, t in model.state_dict().items()}
     new = {}
     # the tower

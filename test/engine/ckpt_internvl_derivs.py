@@ -118,7 +118,7 @@ NVLM_DUMMY_HEADS = 7
 
 def make_nvlm_d(out, vit="6b"):
     import torch
-    from ckpt_io import rewrite_shards
+    from ckpt_io import noise, perturb, rewrite_shards
     cic.make(out, llm="qwen2", vit=vit)
     v = cic.VITS[vit]
     hv, heads = v["hidden_size"], v["num_attention_heads"]
@@ -126,10 +126,7 @@ def make_nvlm_d(out, vit="6b"):
     pad = NVLM_DUMMY_HEADS * hd
     from make_ckpt import COMMON
     g = torch.Generator().manual_seed(4321)
-
-    def rnd(*shape, mean=0.0):
-        return (torch.randn(*shape, generator=g) * 0.02 + mean).to(torch.bfloat16)
-
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     # the projector as NVLM's modeling_nvlm_d.py builds it
     torch.manual_seed(4321)
     mlp1 = torch.nn.Sequential(
@@ -138,9 +135,7 @@ def make_nvlm_d(out, vit="6b"):
         torch.nn.GELU(),
         torch.nn.Linear(COMMON["intermediate_size"], COMMON["hidden_size"], bias=False),
     ).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in mlp1.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(mlp1)
     proj = {"mlp1." + k: t.detach().clone().contiguous() for k, t in mlp1.state_dict().items()}
 
     def shard(tensors):
@@ -152,7 +147,7 @@ def make_nvlm_d(out, vit="6b"):
                 tensors[name] = torch.cat(
                     [torch.cat([p, rnd(pad, *p.shape[1:])]) for p in parts]).contiguous()
             elif name.endswith(".attn.q_norm.weight") or name.endswith(".attn.k_norm.weight"):
-                tensors[name] = torch.cat([t, rnd(pad, mean=1.0)]).contiguous()
+                tensors[name] = torch.cat([t, rnd(pad, base=1.0)]).contiguous()
             elif name.endswith(".attn.proj.weight"):
                 tensors[name] = torch.cat([t, rnd(t.shape[0], pad)], 1).contiguous()
             elif name.startswith("mlp1."):

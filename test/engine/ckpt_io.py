@@ -124,6 +124,47 @@ def add_to_first_shard(out, new):
     rewrite_shards(out, add)
 
 
+def add_shard(out, name, tensors):
+    """Writes tensors (name: torch tensor) into the checkpoint in OUT as a
+    shard of their own, NAME, named in the index for each (its names
+    sorted): the parts a release ships beside its text model's shards."""
+    from safetensors.torch import save_file
+    save_file(tensors, os.path.join(out, name), metadata={"format": "pt"})
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    for k in tensors:
+        idx["weight_map"][k] = name
+    idx["weight_map"] = dict(sorted(idx["weight_map"].items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+
+
+def remote_processor(out, module, cls, text=None):
+    """Names the class CLS of OUT/MODULE.py (a stand-in for a release's
+    remote-code processor; written from TEXT where given) as the
+    checkpoint's AutoProcessor, as the release does: processor_config.json
+    and tokenizer_config.json's auto_map and processor_class."""
+    if text is not None:
+        with open(os.path.join(out, module + ".py"), "w") as f:
+            f.write(text)
+    auto = {"auto_map": {"AutoProcessor": "%s.%s" % (module, cls)}, "processor_class": cls}
+    with open(os.path.join(out, "processor_config.json"), "w") as f:
+        json.dump(auto, f, indent=2)
+    update_config(out, lambda t: t.update(auto), "tokenizer_config.json")
+
+
+def copy_processor(out, module, cls, **keys):
+    """Copies test/engine/MODULE.py, a stand-in for a release's remote-code
+    processor, into OUT, and writes processor_config.json naming its class
+    CLS (with KEYS, the processor's settings) for AutoProcessor."""
+    import shutil
+    here = os.path.dirname(os.path.abspath(__file__))
+    shutil.copy(os.path.join(here, module + ".py"), out)
+    with open(os.path.join(out, "processor_config.json"), "w") as f:
+        json.dump(dict(processor_class=cls, **keys,
+                       auto_map={"AutoProcessor": "%s.%s" % (module, cls)}), f)
+
+
 def update_config(out, fn, name="config.json"):
     """fn(cfg) changes OUT's config.json (a dict; or the JSON file NAME,
     such as tokenizer_config.json) in place; it is saved."""
@@ -134,14 +175,23 @@ def update_config(out, fn, name="config.json"):
         json.dump(cfg, f, indent=2)
 
 
+def perturb(*mods):
+    """Adds noise of standard deviation 0.02 from torch's global generator
+    to every parameter of each of mods (torch modules), in order: random
+    init leaves norms at 1 and biases at 0, and a misplaced or missing
+    tensor must change the answers."""
+    import torch
+    with torch.no_grad():
+        for m in mods:
+            for p in m.parameters():
+                p.add_(torch.randn_like(p) * 0.02)
+
+
 def perturb_and_save(model, out):
     """Saves model (a transformers model) into OUT in 1 MB shards, each
     parameter perturbed first: random init leaves norms at 1 and biases at
     0, and a misplaced or missing tensor must change the answers."""
-    import torch
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(model)
     model.save_pretrained(out, max_shard_size="1MB")
 
 
@@ -308,6 +358,20 @@ def save_draft(out, tensors, config):
         json.dump(config, f, indent=2, sort_keys=True)
 
 
+def text_config_keys(cfg):
+    """cfg.to_dict() (a transformers text config) less transformers'
+    bookkeeping, its architecture and model type, layer_types and
+    rope_parameters: the text keys the MiniCPM-V and Isaac builders write
+    into a release's config.json, under their own architecture."""
+    c = cfg.to_dict()
+    for k in ("dtype", "transformers_version", "architectures", "model_type", "output_attentions",
+              "output_hidden_states", "return_dict", "torch_dtype", "layer_types", "_name_or_path",
+              "id2label", "label2id", "chunk_size_feed_forward", "is_encoder_decoder",
+              "problem_type", "rope_parameters"):
+        c.pop(k, None)
+    return c
+
+
 # The keys a remote-code configuration passes on to PretrainedConfig
 CONFIG_SUPER_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "tie_word_embeddings")
 
@@ -333,3 +397,35 @@ def remote_config_py(cls, model_type, doc, defaults, derived=()):
     lines += ["        " + d for d in derived]
     lines += ["        super().__init__(**kwargs)", ""]
     return "\n".join(lines)
+
+
+def noise(g, s=0.05, dtype=None):
+    """w(*shape, s=S, base=0, dtype=DTYPE): base plus a tensor of SHAPE
+    drawn from the torch generator g (standard normal) times s, in dtype
+    (float32 where None), each call the next draw: the tensors that no
+    transformers class saves (stand-in towers, projectors, norms), made
+    under vLLM's or a release's names and shapes."""
+    import torch
+
+    def w(*shape, s=s, base=0, dtype=dtype):
+        t = torch.randn(*shape, generator=g) * s
+        if base:
+            t = base + t
+        return t if dtype is None else t.to(dtype)
+    return w
+
+
+def norm_tensors(w, prefix, n):
+    """A LayerNorm's PREFIX.weight (1 plus noise of 0.1) and PREFIX.bias
+    [n], drawn by w (noise's), in that order."""
+    return {prefix + ".weight": 1 + w(n, s=0.1), prefix + ".bias": w(n)}
+
+
+def save_prefix_shards(out, tensors, prefixes):
+    """Writes tensors (name: torch tensor) into OUT (made if missing) as
+    save_shards does: a shard for each of PREFIXES (the tensors whose
+    names start with it, or with one of a tuple), then one of the rest."""
+    os.makedirs(out, exist_ok=True)
+    groups = [sorted(k for k in tensors if k.startswith(p)) for p in prefixes]
+    groups.append(sorted(set(tensors) - {k for g in groups for k in g}))
+    save_shards(out, tensors, groups)

@@ -37,7 +37,7 @@ IMAGE, IMAGE_PAD = 997, 996
 def make(out, text_prefix="model.", tied=False):
     import torch
     import transformers
-    from ckpt_io import module_tensors, save_shards
+    from ckpt_io import module_tensors, save_shards, text_config_keys
     from make_ckpt import COMMON, word_tokenizer
     text = dict(COMMON, tie_word_embeddings=tied, bos_token_id=2, eos_token_id=1,
                 pad_token_id=0, rms_norm_eps=1e-6, rope_theta=1000000.0)
@@ -73,12 +73,7 @@ def make(out, text_prefix="model.", tied=False):
     groups.append(sorted(set(new) - {k for g in groups for k in g}))
     assert sum(map(len, groups)) == len(new)
     save_shards(out, new, groups)
-    c = tcfg.to_dict()
-    for k in ("dtype", "transformers_version", "architectures", "model_type", "output_attentions",
-              "output_hidden_states", "return_dict", "torch_dtype", "layer_types", "_name_or_path",
-              "id2label", "label2id", "chunk_size_feed_forward", "is_encoder_decoder",
-              "problem_type", "rope_parameters"):
-        c.pop(k, None)
+    c = text_config_keys(tcfg)
     tc = dict(c, model_type="qwen3")
     vc = dict(VISION, model_type="pixel_shuffle_siglip2", pixel_shuffle_scale_factor=SCALE)
     c.update({"architectures": ["IsaacForConditionalGeneration"], "model_type": "isaac",

@@ -101,7 +101,7 @@ AUTO_MAP = {"AutoConfig": "configuration_k2_horizon.K2HorizonConfig",
 def _make(out, rope_head_dim, mova=0, seed=1260, score="sigmoid"):
     import torch
     import transformers
-    from ckpt_io import save_shards, saved_tensors, write_release_config
+    from ckpt_io import noise, save_shards, saved_tensors, write_release_config
     H, nh, kv, hd, V, I, E, I_moe, L = 256, 4, 2, 64, 1000, 512, 8, 128, 3
     cfg = transformers.Glm4MoeConfig(
         hidden_size=H, intermediate_size=I, num_hidden_layers=L, num_attention_heads=nh,
@@ -116,24 +116,21 @@ def _make(out, rope_head_dim, mova=0, seed=1260, score="sigmoid"):
     model = transformers.Glm4MoeForCausalLM(cfg).to(torch.bfloat16)
     sd = saved_tensors(model, out)
     g = torch.Generator().manual_seed(seed + 7)
-
-    def rnd(*shape, scale=0.02, base=0.0):
-        return (base + torch.randn(*shape, generator=g) * scale).to(torch.bfloat16)
-
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     for n in range(L):
         p = "model.layers.%d." % n
         b = sd.pop(p + "mlp.gate.e_score_correction_bias", None)
         if b is not None:
-            sd[p + "mlp.gate.bias"] = rnd(E, scale=0.1)
+            sd[p + "mlp.gate.bias"] = rnd(E, s=0.1)
         if mova:
             a = p + "self_attn."
-            sd[a + "q_norm.weight"] = rnd(nh * hd, scale=0.1, base=1.0)
-            sd[a + "k_norm.weight"] = rnd(kv * hd, scale=0.1, base=1.0)
+            sd[a + "q_norm.weight"] = rnd(nh * hd, s=0.1, base=1.0)
+            sd[a + "k_norm.weight"] = rnd(kv * hd, s=0.1, base=1.0)
             sd[a + "gate_proj.weight"] = rnd(nh * hd, H)
             if n >= 1:      # the sparse layers' attention is MoVA
                 del sd[a + "v_proj.weight"]
                 sd[a + "v_router.weight"] = rnd(mova, H)
-                sd[a + "v_router.bias"] = rnd(mova, scale=0.1)
+                sd[a + "v_router.bias"] = rnd(mova, s=0.1)
                 for i in range(mova):
                     sd[a + "v_experts.%d.weight" % i] = rnd(kv * hd, H)
     names = sorted(sd)

@@ -155,16 +155,8 @@ def make_tied(out):
 def write_stub_processor(out, module, name):
     """Writes processing_MODULE.py with the stand-in processor NAME into OUT,
     named by processor_config.json's and tokenizer_config.json's auto_map."""
-    import json
-    import os
-    from ckpt_io import update_config
-    with open(os.path.join(out, "processing_%s.py" % module), "w") as f:
-        f.write(PROCESSOR_PY.replace("NAME", name))
-    auto = {"auto_map": {"AutoProcessor": "processing_%s.%s" % (module, name)},
-            "processor_class": name}
-    with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump(auto, f, indent=2)
-    update_config(out, lambda t: t.update(auto), "tokenizer_config.json")
+    from ckpt_io import remote_processor
+    remote_processor(out, "processing_" + module, name, PROCESSOR_PY.replace("NAME", name))
 
 
 if __name__ == "__main__":

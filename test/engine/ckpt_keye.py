@@ -28,7 +28,6 @@ longest_edge.  56x56 images, 4 image tokens.
     make(out)        Keye-VL (8B-Preview)
     make_v1_5(out)   Keye-VL 1.5
 """
-import json
 import os
 
 # A stand-in for the releases' processor (remote code): keye_processing.py
@@ -99,7 +98,7 @@ def make(out, v1_5=False):
     import torch
     import transformers
     from transformers.models.paddleocr_vl.modeling_paddleocr_vl import PaddleOCRProjector
-    from ckpt_io import module_tensors, save_shards, update_config, write_release_config
+    from ckpt_io import module_tensors, remote_processor, save_shards, write_release_config
     from make_ckpt import COMMON, word_tokenizer
     H, V = COMMON["hidden_size"], VISION["hidden_size"]
     tcfg = transformers.Qwen3Config(**dict(COMMON, tie_word_embeddings=False, bos_token_id=2,
@@ -154,13 +153,7 @@ def make(out, v1_5=False):
                "<|vision_start|>": TOKENS["vision_start_token_id"],
                "<|vision_end|>": TOKENS["vision_end_token_id"]}
     word_tokenizer(tcfg, special, "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
-    with open(os.path.join(out, "processing_keye.py"), "w") as f:
-        f.write(open(KEYE_PROCESSOR).read())
-    auto = {"auto_map": {"AutoProcessor": "processing_keye.KeyeProcessor"},
-            "processor_class": "KeyeProcessor"}
-    with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump(auto, f, indent=2)
-    update_config(out, lambda t: t.update(auto), "tokenizer_config.json")
+    remote_processor(out, "processing_keye", "KeyeProcessor", open(KEYE_PROCESSOR).read())
 
 
 def make_v1_5(out):

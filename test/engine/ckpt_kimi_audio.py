@@ -51,7 +51,7 @@ def tokenizer(out):
 def make(out):
     import torch
     import transformers
-    from ckpt_io import module_tensors, save_shards
+    from ckpt_io import module_tensors, perturb, save_prefix_shards
     cfg = transformers.Qwen2Config(**TEXT)
     wcfg = transformers.WhisperConfig(**WHISPER)
     d, h = WHISPER["d_model"], TEXT["hidden_size"]
@@ -66,12 +66,8 @@ def make(out):
                          "mimo_norm": torch.nn.LayerNorm(h),
                          "mimo_output": torch.nn.Linear(h, 512, bias=False)})
     sd = {k: v for k, v in sd.items() if "rotary_emb" not in k}
-    os.makedirs(out, exist_ok=True)
-    groups = [["model.embed_tokens.weight"],
-              sorted(k for k in sd if k.startswith(("model.layers.", "model.norm."))),
-              sorted(k for k in sd if k.startswith(("model.vq_adaptor.", "lm_head.")))]
-    groups.append(sorted(set(sd) - {k for g in groups for k in g}))
-    save_shards(out, sd, groups)
+    save_prefix_shards(out, sd, ("model.embed_tokens.weight", ("model.layers.", "model.norm."),
+                                 ("model.vq_adaptor.", "lm_head.")))
     conf = dict(TEXT, architectures=["MoonshotKimiaForCausalLM"], model_type="qwen2",
                 dtype="bfloat16", rope_theta=1000000.0, hidden_act="silu",
                 kimia_adaptor_input_dim=4 * d, kimia_mimo_layers=1,
@@ -85,9 +81,7 @@ def make(out):
     wdir = os.path.join(out, "whisper-large-v3")
     torch.manual_seed(99)
     whisper = transformers.WhisperForConditionalGeneration(wcfg)
-    with torch.no_grad():
-        for p in whisper.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(whisper)
     whisper.to(torch.bfloat16).save_pretrained(wdir)
     transformers.WhisperFeatureExtractor(feature_size=WHISPER["num_mel_bins"],
                                          chunk_length=2).save_pretrained(wdir)

@@ -89,6 +89,7 @@ def make(out, variant=""):
     import torch
     import transformers
     from safetensors.torch import load_file, save_file
+    from ckpt_io import noise, perturb
     moe_i = 128 if variant == "pad" else TEXT["moe_intermediate_size"]
     L = TEXT["num_hidden_layers"]
     H = TEXT["hidden_size"]
@@ -103,9 +104,7 @@ def make(out, variant=""):
     tc.dtype = torch.bfloat16
     torch.manual_seed(1234)
     model = transformers.KimiLinearForCausalLM(tc).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(model)
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(tmp)
         src = {}
@@ -114,11 +113,7 @@ def make(out, variant=""):
                 src.update(load_file(os.path.join(tmp, f)))
 
     g = torch.Generator().manual_seed(4321)
-
-    def rnd(*shape, one=False):
-        t = torch.randn(*shape, generator=g) * 0.02
-        return (t + 1 if one else t).to(torch.bfloat16)
-
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     P = KDA["num_heads"] * KDA["head_dim"]
     t = {}
     for k, v in src.items():
@@ -150,7 +145,7 @@ def make(out, variant=""):
         if n >= TEXT_DENSE:
             m = p + "block_sparse_moe."
             t[m + "routed_expert_down_proj.weight"] = rnd(LATENT, H)
-            t[m + "routed_expert_norm.weight"] = rnd(LATENT, one=True)
+            t[m + "routed_expert_norm.weight"] = rnd(LATENT, base=1)
             t[m + "routed_expert_up_proj.weight"] = rnd(H, LATENT)
             for e in range(EXPERTS):
                 for w, (rows, cols) in (("w1", (moe_i, LATENT)), ("w3", (moe_i, LATENT)),
@@ -166,11 +161,11 @@ def make(out, variant=""):
                             118, 128, (rows, cols // 32), generator=g, dtype=torch.uint8)
                     else:
                         t[x + "weight"] = rnd(rows, cols)
-        t[p + "self_attention_res_norm.weight"] = rnd(H, one=True)
-        t[p + "mlp_res_norm.weight"] = rnd(H, one=True)
+        t[p + "self_attention_res_norm.weight"] = rnd(H, base=1)
+        t[p + "mlp_res_norm.weight"] = rnd(H, base=1)
         t[p + "self_attention_res_proj.weight"] = rnd(1, H)
         t[p + "mlp_res_proj.weight"] = rnd(1, H)
-    t["language_model.model.output_attn_res_norm.weight"] = rnd(H, one=True)
+    t["language_model.model.output_attn_res_norm.weight"] = rnd(H, base=1)
     t["language_model.model.output_attn_res_proj.weight"] = rnd(1, H)
     # the MTP layer, as KimiK3MTP loads it (the main model skips layers.{L}.):
     # its block is the decoder layer KimiDecoderLayer builds for layer L (MLA
@@ -187,14 +182,14 @@ def make(out, variant=""):
             if v.dtype == torch.uint8:
                 t[p + k[len(q):]] = torch.randint(0, 256, tuple(v.shape), generator=g, dtype=torch.uint8)
             else:
-                t[p + k[len(q):]] = rnd(*v.shape, one=k.endswith("norm.weight")).to(v.dtype)
+                t[p + k[len(q):]] = rnd(*v.shape, base=int(k.endswith("norm.weight"))).to(v.dtype)
         V = TEXT["vocab_size"]
         for name, shape in {"enorm.weight": [H], "hnorm.weight": [H], "eh_proj.weight": [H, 2 * H],
                             "shared_head.norm.weight": [H], "shared_head.head.weight": [V, H],
                             "embed_tokens.weight": [V, H]}.items():
             if variant.startswith("nohead") and name in ("shared_head.head.weight", "embed_tokens.weight"):
                 continue
-            t[p + name] = rnd(*shape, one=name.endswith("norm.weight"))
+            t[p + name] = rnd(*shape, base=int(name.endswith("norm.weight")))
 
     # 2. MoonViT in K3's form and the patchmergerv2 projector
     vh, vq, vi = VISION["vt_hidden_size"], VISION["qkv_hidden_size"], VISION["vt_intermediate_size"]
@@ -205,16 +200,16 @@ def make(out, variant=""):
                                               VISION["init_pos_emb_width"], vh)
     for n in range(VISION["vt_num_hidden_layers"]):
         b = v + f"encoder.blocks.{n}."
-        t[b + "norm0.weight"] = rnd(vh, one=True)
-        t[b + "norm1.weight"] = rnd(vh, one=True)
+        t[b + "norm0.weight"] = rnd(vh, base=1)
+        t[b + "norm1.weight"] = rnd(vh, base=1)
         t[b + "wqkv.weight"] = rnd(3 * vq, vh)
         t[b + "wo.weight"] = rnd(vh, vq)
         t[b + "mlp.fc0.weight"] = rnd(vi, vh)
         t[b + "mlp.fc1.weight"] = rnd(vh, vi)
-    t[v + "encoder.final_layernorm.weight"] = rnd(vh, one=True)
+    t[v + "encoder.final_layernorm.weight"] = rnd(vh, base=1)
     t["mm_projector.proj.0.weight"] = rnd(4 * vh, 4 * vh)
     t["mm_projector.proj.2.weight"] = rnd(H, 4 * vh)
-    t["mm_projector.post_norm.weight"] = rnd(H, one=True)
+    t["mm_projector.post_norm.weight"] = rnd(H, base=1)
 
     # 3. write: two shards and an index, config.json, tokenizer, processor
     os.makedirs(out, exist_ok=True)
@@ -289,8 +284,7 @@ def processor(out):
     here = os.path.dirname(os.path.abspath(__file__))
     if here not in sys.path:
         sys.path.insert(0, here)
-    import transformers
-    from make_ckpt import word_tokenizer
+    from make_ckpt import kimi_media_config, word_tokenizer
 
     class C:
         vocab_size = TEXT["vocab_size"]
@@ -302,11 +296,4 @@ def processor(out):
                          "<|media_content|>": 995, "<|media_pad|>": MEDIA_PAD,
                          "<|kimi_image_placeholder|>": 998},
                    "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
-    media = {"patch_size": 14, "merge_kernel_size": 2,
-             "temporal_merge_kernel_size": 4, "in_patch_limit": 64,
-             "patch_limit_on_one_side": 8, "in_patch_limit_each_frame": 64,
-             "in_patch_limit_video": None, "fixed_output_tokens": None,
-             "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
-             "sample_fps": 2.0, "timestamp_mode": "hh:mm:ss.fff"}
-    with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
-        json.dump({"media_proc_cfg": media}, f, indent=2)
+    kimi_media_config(out)

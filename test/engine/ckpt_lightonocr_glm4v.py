@@ -77,9 +77,8 @@ def make_glm4v(out):
     import torch
     import transformers
     import ckpt_chatglm
-    from ckpt_io import saved_tensors
+    from ckpt_io import add_shard, noise, saved_tensors
     from make_ckpt import word_tokenizer
-    from safetensors.torch import save_file
     ckpt_chatglm.make(out, arch="GLM4VForCausalLM")
     c = json.load(open(os.path.join(out, "config.json")))
     H, F = c["hidden_size"], c["ffn_hidden_size"]
@@ -95,9 +94,7 @@ def make_glm4v(out):
     src = {k[len("vision_model."):] if k.startswith("vision_model.") else k: v
            for k, v in saved_tensors(clip, out).items()}
     g = torch.Generator().manual_seed(11)
-
-    def rnd(*shape):
-        return (torch.randn(*shape, generator=g) * 0.02).to(torch.bfloat16)
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     p = "transformer.vision."
     t = {p + "patch_embedding.proj.weight": src["embeddings.patch_embedding.weight"],
          p + "patch_embedding.proj.bias": rnd(vH),
@@ -124,15 +121,7 @@ def make_glm4v(out):
     t[p + "conv.bias"] = rnd(H)
     t[p + "boi"] = rnd(1, 1, H)
     t[p + "eoi"] = rnd(1, 1, H)
-    name = "model-vision.safetensors"
-    save_file(t, os.path.join(out, name), metadata={"format": "pt"})
-    idx_path = os.path.join(out, "model.safetensors.index.json")
-    idx = json.load(open(idx_path))
-    for k in t:
-        idx["weight_map"][k] = name
-    idx["weight_map"] = dict(sorted(idx["weight_map"].items()))
-    with open(idx_path, "w") as f:
-        json.dump(idx, f, indent=2)
+    add_shard(out, "model-vision.safetensors", t)
     c.update({"_name_or_path": "THUDM/glm-4v-9b", "boi_token_id": 997, "eoi_token_id": 998,
               "vision_config": vc, "pad_token_id": 0, "eos_token_id": [1],
               "transformers_version": "4.44.0"})

@@ -13,7 +13,6 @@ the audio tokens and a stand-in for mispeech's processor (remote code:
 midashenglm_processing.py), which vLLM's processor needs."""
 import json
 import os
-import shutil
 
 # (patches of all 64 mel bins by 4 frames, as the release's: vLLM's
 # encoder masks and splits its input in 4-frame patches, midashenglm.py:428-446)
@@ -25,28 +24,26 @@ AUDIO_TOKEN, AUDIO_BOS, AUDIO_EOS = 999, 997, 996
 
 def audio_tensors(g, hidden):
     import torch
+    from ckpt_io import noise, norm_tensors
     d, m = AUDIO["embed_dim"], AUDIO["n_mels"]
     (pf, pt), (sf, st) = AUDIO["patch_size"], AUDIO["patch_stride"]
     grid_f, grid_t = m // sf, AUDIO["target_length"] // st
-
-    def w(*shape, s=0.05):
-        return torch.randn(*shape, generator=g) * s
-
-    t = {"audio_encoder.init_bn.weight": 1 + w(m, s=0.1), "audio_encoder.init_bn.bias": w(m),
+    w = noise(g)
+    t = {**norm_tensors(w, "audio_encoder.init_bn", m),
          "audio_encoder.init_bn.running_mean": w(m, s=1.0),
          "audio_encoder.init_bn.running_var": 1 + torch.rand(m, generator=g),
          "audio_encoder.patch_embed.proj.weight": w(d, 1, pf, pt),
          "audio_encoder.patch_embed.proj.bias": w(d),
          "audio_encoder.time_pos_embed": w(1, d, 1, grid_t, s=0.02),
          "audio_encoder.freq_pos_embed": w(1, d, grid_f, 1, s=0.02),
-         "audio_encoder.norm.weight": 1 + w(d, s=0.1), "audio_encoder.norm.bias": w(d)}
+         **norm_tensors(w, "audio_encoder.norm", d)}
     ff = int(d * AUDIO["mlp_ratio"])
     for i in range(AUDIO["depth"]):
         p = "audio_encoder.blocks.%d." % i
-        t.update({p + "norm1.weight": 1 + w(d, s=0.1), p + "norm1.bias": w(d),
+        t.update({**norm_tensors(w, p + "norm1", d),
                   p + "attn.qkv.weight": w(3 * d, d), p + "attn.qkv.bias": w(3 * d),
                   p + "attn.proj.weight": w(d, d), p + "attn.proj.bias": w(d),
-                  p + "norm2.weight": 1 + w(d, s=0.1), p + "norm2.bias": w(d),
+                  **norm_tensors(w, p + "norm2", d),
                   p + "mlp.fc1.weight": w(ff, d), p + "mlp.fc1.bias": w(ff),
                   p + "mlp.fc2.weight": w(d, ff), p + "mlp.fc2.bias": w(d)})
     t.update({"audio_projector.net.0.weight": w(hidden, SUBSAMPLE * d),
@@ -61,19 +58,15 @@ def audio_tensors(g, hidden):
 def make(out):
     import torch
     import transformers
-    from ckpt_io import module_tensors, save_shards
+    from ckpt_io import copy_processor, module_tensors, save_prefix_shards
     from make_ckpt import COMMON, word_tokenizer
     text_cfg = transformers.Qwen2Config(**dict(COMMON, tie_word_embeddings=False,
                                                bos_token_id=2, eos_token_id=1, pad_token_id=0))
     torch.manual_seed(1234)
     sd = module_tensors({"decoder": transformers.Qwen2ForCausalLM(text_cfg)})
     sd.update(audio_tensors(torch.Generator().manual_seed(5), text_cfg.hidden_size))
-    os.makedirs(out, exist_ok=True)
-    groups = [sorted(k for k in sd if k.startswith(p))
-              for p in ("audio_encoder.", "audio_projector.", "decoder.model.layers.0.",
-                        "decoder.model.layers.1.")]
-    groups.append(sorted(set(sd) - {k for g in groups for k in g}))
-    save_shards(out, sd, groups)
+    save_prefix_shards(out, sd, ("audio_encoder.", "audio_projector.",
+                                 "decoder.model.layers.0.", "decoder.model.layers.1."))
     text = {k: v for k, v in text_cfg.to_dict().items()
             if k in COMMON or k in ("tie_word_embeddings", "bos_token_id", "eos_token_id",
                                     "pad_token_id", "rms_norm_eps", "hidden_act")}
@@ -91,11 +84,7 @@ def make(out):
     # feature extractor beside it, whose sampling rate vLLM reads
     transformers.Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000,
                                           do_normalize=False).save_pretrained(out)
-    here = os.path.dirname(os.path.abspath(__file__))
-    shutil.copy(os.path.join(here, "midashenglm_processing.py"), out)
-    with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump({"processor_class": "MiDashengLMProcessor",
-                   "auto_map": {"AutoProcessor": "midashenglm_processing.MiDashengLMProcessor"}}, f)
+    copy_processor(out, "midashenglm_processing", "MiDashengLMProcessor")
 
 
 if __name__ == "__main__":

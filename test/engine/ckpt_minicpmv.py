@@ -93,7 +93,7 @@ def make(out, version="2.6", query_num=16, omni=None):
     the tensors beside the tower's in the first shard."""
     import torch
     import transformers
-    from ckpt_io import save_shards, write_release_config
+    from ckpt_io import perturb, save_shards, text_config_keys, write_release_config
     from make_ckpt import COMMON
     text_type, cfg_cls, model_cls = RELEASES[version]
     text = dict(COMMON, tie_word_embeddings=False, bos_token_id=2, eos_token_id=1,
@@ -115,10 +115,7 @@ def make(out, version="2.6", query_num=16, omni=None):
     rs.register_parameter("proj", torch.nn.Parameter((H ** -0.5) * torch.randn(H, H)))
     rs = rs.to(torch.bfloat16)
     new = {}
-    with torch.no_grad():
-        for m in (lm, vm, rs):
-            for p in m.parameters():
-                p.add_(torch.randn_like(p) * 0.02)
+    perturb(lm, vm, rs)
     for k, t in lm.state_dict().items():
         if "rotary_emb" in k:
             continue
@@ -144,12 +141,7 @@ def make(out, version="2.6", query_num=16, omni=None):
     groups.append(["llm.lm_head.weight"])
     assert sum(map(len, groups)) == len(new)
     save_shards(out, new, groups)
-    c = tcfg.to_dict()
-    for k in ("dtype", "transformers_version", "architectures", "model_type", "output_attentions",
-              "output_hidden_states", "return_dict", "torch_dtype", "layer_types", "_name_or_path",
-              "id2label", "label2id", "chunk_size_feed_forward", "is_encoder_decoder",
-              "problem_type", "rope_parameters"):
-        c.pop(k, None)
+    c = text_config_keys(tcfg)
     c.update({
         "architectures": ["MiniCPMV"], "model_type": "minicpmv",
         "auto_map": {"AutoConfig": "configuration_minicpm.MiniCPMVConfig",

@@ -156,9 +156,8 @@ def make(out):
     import os
     import torch
     import transformers
-    from ckpt_io import save_shards, write_release_config, update_config
+    from ckpt_io import remote_processor, save_shards, write_release_config
     from make_ckpt import word_tokenizer
-    import json
     torch.manual_seed(1234)
     sd = {}
     for k, shape in shapes().items():
@@ -177,13 +176,7 @@ def make(out):
     tcfg = transformers.LlamaConfig(vocab_size=TEXT["vocab_size"])
     special = dict({"<pad>": 0, "<|endoftext|>": 1, "<unk>": 3}, **IMAGE_TOKENS)
     word_tokenizer(tcfg, special, "<pad>", "<|endoftext|>", None, "<unk>").save_pretrained(out)
-    with open(os.path.join(out, "processing_molmo.py"), "w") as f:
-        f.write(PROCESSOR_PY)
-    auto = {"auto_map": {"AutoProcessor": "processing_molmo.MolmoProcessor"},
-            "processor_class": "MolmoProcessor"}
-    with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump(auto, f, indent=2)
-    update_config(out, lambda t: t.update(auto), "tokenizer_config.json")
+    remote_processor(out, "processing_molmo", "MolmoProcessor", PROCESSOR_PY)
 
 
 if __name__ == "__main__":

@@ -287,16 +287,9 @@ def make(out):
 def write_processor(out):
     """Writes processing_molmo2.py with the stand-in processor into OUT,
     named by processor_config.json's and tokenizer_config.json's auto_map."""
-    import json
-    import os
-    from ckpt_io import update_config
-    with open(os.path.join(out, "processing_molmo2.py"), "w") as f:
-        f.write(PROCESSOR_PY.replace("NAME", "Molmo2Processor"))
-    auto = {"auto_map": {"AutoProcessor": "processing_molmo2.Molmo2Processor"},
-            "processor_class": "Molmo2Processor"}
-    with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump(auto, f, indent=2)
-    update_config(out, lambda t: t.update(auto), "tokenizer_config.json")
+    from ckpt_io import remote_processor
+    remote_processor(out, "processing_molmo2", "Molmo2Processor",
+                     PROCESSOR_PY.replace("NAME", "Molmo2Processor"))
 
 
 if __name__ == "__main__":

@@ -45,14 +45,12 @@ IMAGE_TOKEN = 994
 
 
 def tensors(g, dtype):
-    import torch
+    from ckpt_io import noise
     t, v, r = TEXT, VISION, REGION
     D, H, E, I = t["dim"], t["n_heads"], t["moe"]["n_experts"], t["moe"]["expert_inner_dim"]
     C, P = v["enc_dim"], v["enc_patch_size"]
     grid = v["crop_size"] // P
-
-    def rnd(*shape, base=0.0):
-        return (base + torch.randn(*shape, generator=g) * 0.02).to(dtype)
+    rnd = noise(g, s=0.02, dtype=dtype)
 
     def linear(sd, name, rows, cols):
         sd[name + ".weight"] = rnd(rows, cols)

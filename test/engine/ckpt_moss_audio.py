@@ -34,21 +34,18 @@ def gated_mlp(w, prefix, d_in, hidden, d_out):
 
 def audio_tensors(g, text_hidden):
     import torch
+    from ckpt_io import noise, norm_tensors
     a = AUDIO
     d, c, ff = a["d_model"], a["downsample_hidden_size"], a["encoder_ffn_dim"]
     freq = a["num_mel_bins"]
     for _ in range(3):
         freq = (freq - 1) // 2 + 1
-
-    def w(*shape, s=0.05):
-        return torch.randn(*shape, generator=g) * s
-
+    w = noise(g)
     t = {"audio_encoder.conv1.weight": w(c, 1, 3, 3), "audio_encoder.conv1.bias": w(c),
          "audio_encoder.conv2.weight": w(c, c, 3, 3), "audio_encoder.conv2.bias": w(c),
          "audio_encoder.conv3.weight": w(c, c, 3, 3), "audio_encoder.conv3.bias": w(c),
          "audio_encoder.stem_proj.weight": w(d, c * freq), "audio_encoder.stem_proj.bias": w(d),
-         "audio_encoder.layer_norm.weight": 1 + w(d, s=0.1),
-         "audio_encoder.layer_norm.bias": w(d),
+         **norm_tensors(w, "audio_encoder.layer_norm", d),
          "audio_encoder.out_proj.weight": w(a["output_dim"], d)}
     for i in range(a["encoder_layers"]):
         p = "audio_encoder.layers.%d." % i
@@ -56,12 +53,10 @@ def audio_tensors(g, text_hidden):
                   p + "self_attn.k_proj.weight": w(d, d),
                   p + "self_attn.v_proj.weight": w(d, d), p + "self_attn.v_proj.bias": w(d),
                   p + "self_attn.out_proj.weight": w(d, d), p + "self_attn.out_proj.bias": w(d),
-                  p + "self_attn_layer_norm.weight": 1 + w(d, s=0.1),
-                  p + "self_attn_layer_norm.bias": w(d),
+                  **norm_tensors(w, p + "self_attn_layer_norm", d),
                   p + "fc1.weight": w(ff, d), p + "fc1.bias": w(ff),
                   p + "fc2.weight": w(d, ff), p + "fc2.bias": w(d),
-                  p + "final_layer_norm.weight": 1 + w(d, s=0.1),
-                  p + "final_layer_norm.bias": w(d)})
+                  **norm_tensors(w, p + "final_layer_norm", d)})
     t.update(gated_mlp(w, "audio_adapter.", a["output_dim"], ADAPTER, text_hidden))
     for i in range(len(a["deepstack_encoder_layer_indexes"])):
         t.update(gated_mlp(w, "deepstack_audio_merger_list.%d." % i, a["output_dim"], ADAPTER,
@@ -72,22 +67,17 @@ def audio_tensors(g, text_hidden):
 def make(out):
     import torch
     import transformers
-    from ckpt_io import module_tensors, save_shards
+    from ckpt_io import module_tensors, noise, save_prefix_shards
     from make_ckpt import COMMON, word_tokenizer
     text_cfg = transformers.Qwen3Config(**dict(COMMON, tie_word_embeddings=False,
                                                bos_token_id=2, eos_token_id=1, pad_token_id=0))
     torch.manual_seed(1234)
     sd = module_tensors({"language_model": transformers.Qwen3Model(text_cfg)})
     g = torch.Generator().manual_seed(5)
-    sd["lm_head.weight"] = (torch.randn(text_cfg.vocab_size, text_cfg.hidden_size, generator=g)
-                            * 0.05).to(torch.bfloat16)
+    sd["lm_head.weight"] = noise(g)(text_cfg.vocab_size, text_cfg.hidden_size).to(torch.bfloat16)
     sd.update(audio_tensors(g, text_cfg.hidden_size))
-    os.makedirs(out, exist_ok=True)
-    groups = [sorted(k for k in sd if k.startswith(p))
-              for p in ("audio_encoder.", "audio_adapter.", "deepstack_audio_merger_list.",
-                        "language_model.layers.0.", "language_model.layers.1.")]
-    groups.append(sorted(set(sd) - {k for g in groups for k in g}))
-    save_shards(out, sd, groups)
+    save_prefix_shards(out, sd, ("audio_encoder.", "audio_adapter.", "deepstack_audio_merger_list.",
+                                 "language_model.layers.0.", "language_model.layers.1."))
     lang = {k: v for k, v in text_cfg.to_dict().items()
             if k in COMMON or k in ("bos_token_id", "eos_token_id", "pad_token_id",
                                     "rms_norm_eps", "hidden_act", "attention_bias",

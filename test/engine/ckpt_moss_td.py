@@ -13,7 +13,6 @@ tokenizer with the audio tokens and a stand-in for the release's processor
 (remote code: moss_td_processing.py)."""
 import json
 import os
-import shutil
 
 AUDIO = dict(d_model=64, encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=128,
              num_mel_bins=80, max_source_positions=100, decoder_layers=1,
@@ -26,7 +25,7 @@ def make(out):
     import torch
     import transformers
     from transformers.models.whisper.modeling_whisper import WhisperEncoder
-    from ckpt_io import module_tensors, save_shards
+    from ckpt_io import copy_processor, module_tensors, save_prefix_shards
     from make_ckpt import COMMON, word_tokenizer
     text_cfg = transformers.Qwen3Config(**dict(COMMON, tie_word_embeddings=True,
                                                bos_token_id=2, eos_token_id=1, pad_token_id=0))
@@ -39,12 +38,9 @@ def make(out):
     sd = module_tensors({"model.language_model": transformers.Qwen3Model(text_cfg),
                          "model.whisper_encoder": WhisperEncoder(audio_cfg),
                          "model.vq_adaptor.layers": adaptor})
-    os.makedirs(out, exist_ok=True)
-    groups = [sorted(k for k in sd if k.startswith(p))
-              for p in ("model.whisper_encoder.", "model.vq_adaptor.",
-                        "model.language_model.layers.0.", "model.language_model.layers.1.")]
-    groups.append(sorted(set(sd) - {k for g in groups for k in g}))
-    save_shards(out, sd, groups)
+    save_prefix_shards(out, sd, ("model.whisper_encoder.", "model.vq_adaptor.",
+                                 "model.language_model.layers.0.",
+                                 "model.language_model.layers.1."))
     text = {k: v for k, v in text_cfg.to_dict().items()
             if k in COMMON or k in ("bos_token_id", "eos_token_id", "pad_token_id",
                                     "rms_norm_eps", "hidden_act", "attention_bias")}
@@ -64,12 +60,8 @@ def make(out):
     # feature extractor, 2-second chunks (100 encoder positions)
     transformers.WhisperFeatureExtractor(feature_size=AUDIO["num_mel_bins"],
                                          chunk_length=2).save_pretrained(out)
-    here = os.path.dirname(os.path.abspath(__file__))
-    shutil.copy(os.path.join(here, "moss_td_processing.py"), out)
-    with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump({"processor_class": "MossTranscribeDiarizeProcessor", "audio_merge_size": MERGE,
-                   "auto_map": {"AutoProcessor":
-                                "moss_td_processing.MossTranscribeDiarizeProcessor"}}, f)
+    copy_processor(out, "moss_td_processing", "MossTranscribeDiarizeProcessor",
+                   audio_merge_size=MERGE)
 
 
 if __name__ == "__main__":

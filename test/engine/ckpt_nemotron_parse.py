@@ -131,10 +131,9 @@ def tower(g):
 
 def tensors(g):
     import torch
+    from ckpt_io import noise
     D, F, V = DECODER["d_model"], DECODER["encoder_ffn_dim"], DECODER["vocab_size"]
-
-    def rnd(*shape, base=0.0):
-        return (base + torch.randn(*shape, generator=g) * 0.02).to(torch.bfloat16)
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
 
     def linear(sd, name, rows, cols, bias=True):
         sd[name + ".weight"] = rnd(rows, cols)
@@ -168,11 +167,10 @@ def tensors(g):
 
 
 def make(out):
-    import json
     import os
     import torch
     import transformers
-    from ckpt_io import save_shards, write_release_config, update_config
+    from ckpt_io import remote_processor, save_shards, write_release_config
     from make_ckpt import word_tokenizer
     g = torch.Generator().manual_seed(61)
     sd = tower(g)
@@ -194,11 +192,8 @@ def make(out):
     special = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
     tcfg = transformers.PretrainedConfig(vocab_size=DECODER["vocab_size"])
     word_tokenizer(tcfg, special, "<pad>", "</s>", "<s>", "<unk>").save_pretrained(out)
-    auto = {"auto_map": {"AutoProcessor": "hf_nemotron_parse_processor.NemotronParseProcessor"},
-            "processor_class": "NemotronParseProcessor"}
-    with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump(auto, f, indent=2)
-    update_config(out, lambda t: t.update(auto), "tokenizer_config.json")
+    # the processor's module, written above beside the model's
+    remote_processor(out, "hf_nemotron_parse_processor", "NemotronParseProcessor")
 
 
 if __name__ == "__main__":

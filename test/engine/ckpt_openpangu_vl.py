@@ -52,13 +52,11 @@ TOKENS = {"image_token_id": 999, "video_token_id": 998,
 
 
 def _tower(g, dtype, hidden_text):
-    import torch
+    from ckpt_io import noise
     v = VISION
     h, i = v["hidden_size"], v["intermediate_size"]
     m = h * v["spatial_merge_size"] ** 2
-
-    def rnd(*shape, base=0.0):
-        return (base + torch.randn(*shape, generator=g) * 0.02).to(dtype)
+    rnd = noise(g, s=0.02, dtype=dtype)
     sd = {"model.visual.patch_embed.proj.weight":
           rnd(h, v["in_channels"], v["temporal_patch_size"], v["patch_size"], v["patch_size"]),
           "model.visual.final_layernorm.weight": rnd(h, base=1.0),

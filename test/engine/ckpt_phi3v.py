@@ -113,9 +113,9 @@ def make_phi3v(out, wte=False):
     would): vLLM then loads it as a separate embed_tokens.weight."""
     import torch
     import transformers
-    from ckpt_io import perturb_and_save, saved_tensors, write_release_config
+    from ckpt_io import add_shard, noise, perturb_and_save, saved_tensors, write_release_config
     from make_ckpt import COMMON
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load_file
     # the release's vocabulary: vLLM's image placeholder id is fixed at 32044
     kw = {k: v for k, v in COMMON.items() if k not in ("head_dim", "vocab_size")}
     cfg = transformers.Phi3Config(**kw, vocab_size=32064, tie_word_embeddings=False, rms_norm_eps=1e-5,
@@ -138,9 +138,7 @@ def make_phi3v(out, wte=False):
         t["model.vision_embed_tokens.img_processor." + k] = v
     H, D = cfg.hidden_size, 1024 * 4
     g = torch.Generator().manual_seed(7)
-
-    def rnd(*shape):
-        return (torch.randn(*shape, generator=g) * 0.02).to(torch.bfloat16)
+    rnd = noise(g, s=0.02, dtype=torch.bfloat16)
     p = "model.vision_embed_tokens."
     t[p + "glb_GN"] = rnd(1, 1, D)
     t[p + "sub_GN"] = rnd(1, 1, 1, D)
@@ -154,14 +152,7 @@ def make_phi3v(out, wte=False):
             if f.endswith(".safetensors"):
                 emb.update(load_file(os.path.join(out, f)))
         t[p + "wte.weight"] = emb["model.embed_tokens.weight"].clone()
-    name = "model-vision.safetensors"
-    save_file(t, os.path.join(out, name), metadata={"format": "pt"})
-    idx_path = os.path.join(out, "model.safetensors.index.json")
-    idx = json.load(open(idx_path))
-    for k in t:
-        idx["weight_map"][k] = name
-    with open(idx_path, "w") as f:
-        json.dump(idx, f, indent=2)
+    add_shard(out, "model-vision.safetensors", t)
     rel = {"_name_or_path": "Phi-3-vision-128k-instruct",
            "architectures": ["Phi3VForCausalLM"], "attention_dropout": 0.0,
            "auto_map": {"AutoConfig": "configuration_phi3_v.Phi3VConfig",

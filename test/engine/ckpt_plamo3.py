@@ -172,7 +172,7 @@ LAYER_RENAMES = {
 def _make(out, vocab=1000, tie=True, keep_head=False, layers=2):
     import torch
     import transformers
-    from ckpt_io import save_shards, write_release_config
+    from ckpt_io import perturb, save_shards, write_release_config
     from make_ckpt import COMMON
     H, I, nh, kv, hd = (COMMON["hidden_size"], COMMON["intermediate_size"],
                         COMMON["num_attention_heads"], COMMON["num_key_value_heads"],
@@ -186,9 +186,7 @@ def _make(out, vocab=1000, tie=True, keep_head=False, layers=2):
         tie_word_embeddings=tie and not keep_head)
     torch.manual_seed(1234)
     model = transformers.Gemma3ForCausalLM(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
+    perturb(model)
     sd = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
     t = {"model.embed_tokens.weight": sd["model.embed_tokens.weight"],
          "model.norm.weight": sd["model.norm.weight"]}

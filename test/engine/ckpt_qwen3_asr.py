@@ -31,7 +31,7 @@ def make_realtime(out):
 def make_aligner(out):
     import torch
     import transformers
-    from ckpt_io import rename_prefix, update_config
+    from ckpt_io import perturb_and_save, rename_prefix, update_config
     over = make_ckpt.CASES["qwen3_asr"][2]
     kw = dict(over, text_config=dict(make_ckpt.COMMON, **over["text_config"]),
               num_labels=CLASSES, token_classification_bias=False)
@@ -39,10 +39,7 @@ def make_aligner(out):
     cfg.dtype = torch.bfloat16
     torch.manual_seed(1234)
     model = transformers.Qwen3ASRForTokenClassification(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
-    model.save_pretrained(out, max_shard_size="1MB")
+    perturb_and_save(model, out)
     make_ckpt.audio_processor(out, cfg)
     rename_prefix(out, "score.", "lm_head.")
     make_ckpt.released_qwen3_asr(out)

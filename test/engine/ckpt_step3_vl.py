@@ -31,15 +31,13 @@ D, VH, VL, IV, O, IMG, P = 64, 4, 2, 128, 96, 56, 14
 
 def make(out):
     import torch
-    from ckpt_io import written_tensors, save_shards
+    from ckpt_io import noise, save_shards, written_tensors
     from ckpt_step3p7 import step3_tokenizer
     import ckpt_step3_text
     sd, text = written_tensors(ckpt_step3_text.make)
     H, V = text["hidden_size"], text["vocab_size"]
     g = torch.Generator().manual_seed(2024)
-
-    def r(*shape, base=0.0):
-        return (base + 0.02 * torch.randn(*shape, generator=g)).to(torch.bfloat16)
+    r = noise(g, s=0.02, dtype=torch.bfloat16)
     vis = {"vision_model.embeddings.class_embedding": r(1, D),
            "vision_model.embeddings.patch_embedding.weight": r(D, 3, P, P),
            "vision_model.embeddings.patch_embedding.bias": r(D),

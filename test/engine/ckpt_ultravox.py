@@ -12,7 +12,6 @@ ultravox_processing.py), which vLLM's processor needs: the engine cases'
 prompts are text."""
 import json
 import os
-import shutil
 
 AUDIO = dict(model_type="whisper", d_model=64, encoder_layers=2, encoder_attention_heads=4,
              encoder_ffn_dim=128, num_mel_bins=128, max_source_positions=1500,
@@ -26,7 +25,7 @@ def make(out):
     import torch
     import transformers
     from transformers.models.whisper.modeling_whisper import WhisperEncoder
-    from ckpt_io import module_tensors, save_shards
+    from ckpt_io import copy_processor, module_tensors, noise, save_prefix_shards
     from make_ckpt import COMMON, word_tokenizer
     text_cfg = transformers.LlamaConfig(**dict(COMMON, tie_word_embeddings=False,
                                                bos_token_id=2, eos_token_id=1, pad_token_id=0))
@@ -34,20 +33,15 @@ def make(out):
     torch.manual_seed(1234)
     sd = module_tensors({"language_model": transformers.LlamaForCausalLM(text_cfg),
                          "audio_tower": WhisperEncoder(audio_cfg)})
-    g = torch.Generator().manual_seed(5)
+    w = noise(torch.Generator().manual_seed(5))
     d_in = AUDIO["d_model"] * STACK
-    proj = {"ln_pre.weight": 1 + torch.randn(d_in, generator=g) * 0.1,
-            "linear_1.weight": torch.randn(PROJ_HIDDEN, d_in, generator=g) * 0.05,
-            "ln_mid.weight": 1 + torch.randn(PROJ_HIDDEN // 2, generator=g) * 0.1,
-            "linear_2.weight": torch.randn(text_cfg.hidden_size, PROJ_HIDDEN // 2,
-                                           generator=g) * 0.05}
+    proj = {"ln_pre.weight": 1 + w(d_in, s=0.1), "linear_1.weight": w(PROJ_HIDDEN, d_in),
+            "ln_mid.weight": 1 + w(PROJ_HIDDEN // 2, s=0.1),
+            "linear_2.weight": w(text_cfg.hidden_size, PROJ_HIDDEN // 2)}
     sd.update({"multi_modal_projector." + k: v.to(torch.bfloat16) for k, v in proj.items()})
-    os.makedirs(out, exist_ok=True)
-    groups = [sorted(k for k in sd if k.startswith(p))
-              for p in ("audio_tower.", "multi_modal_projector.", "language_model.model.layers.0.",
-                        "language_model.model.layers.1.")]
-    groups.append(sorted(set(sd) - {k for g in groups for k in g}))
-    save_shards(out, sd, groups)
+    save_prefix_shards(out, sd, ("audio_tower.", "multi_modal_projector.",
+                                 "language_model.model.layers.0.",
+                                 "language_model.model.layers.1."))
     cfg = {"architectures": ["UltravoxModel"], "model_type": "ultravox", "dtype": "bfloat16",
            "audio_config": audio_cfg.to_dict(), "text_config": text_cfg.to_dict(),
            "audio_model_id": None, "text_model_id": None, "hidden_size": PROJ_HIDDEN,
@@ -65,11 +59,7 @@ def make(out):
     # inside the engine cases' max_model_len)
     transformers.WhisperFeatureExtractor(feature_size=AUDIO["num_mel_bins"],
                                          chunk_length=2).save_pretrained(out)
-    here = os.path.dirname(os.path.abspath(__file__))
-    shutil.copy(os.path.join(here, "ultravox_processing.py"), out)
-    with open(os.path.join(out, "processor_config.json"), "w") as f:
-        json.dump({"processor_class": "UltravoxProcessor", "stack_factor": STACK,
-                   "auto_map": {"AutoProcessor": "ultravox_processing.UltravoxProcessor"}}, f)
+    copy_processor(out, "ultravox_processing", "UltravoxProcessor", stack_factor=STACK)
 
 
 if __name__ == "__main__":

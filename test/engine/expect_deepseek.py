@@ -253,6 +253,15 @@ class Spec:
         self.experts(o + ".routed_experts", p + ".experts",
                      c["n_routed_experts"])
 
+    def skip_mtp_layers(self):
+        """The MTP layers (model.layers.{num_hidden_layers + i}), which the
+        main model's load_weights skips: used, none of them kept."""
+        n = self.cfg["num_hidden_layers"]
+        for k in self.src:
+            mt = re.match(r"model\.layers\.(\d+)\.", k)
+            if mt and int(mt.group(1)) >= n:
+                self.used.add(k)
+
     # Families ----------------------------------------------------------
     def deepseek(self):
         c = self.cfg
@@ -284,13 +293,7 @@ class Spec:
             self.col_split(m + ".o_proj.weight", a + ".o_proj.weight")
             self.attn_scales(m + ".mla_attn", mla=True)
             self.mlp(L)
-        # The MTP layers (model.layers.{num_hidden_layers + i}) are skipped
-        # by the main model's load_weights.
-        n = c["num_hidden_layers"]
-        for k in self.src:
-            mt = re.match(r"model\.layers\.(\d+)\.", k)
-            if mt and int(mt.group(1)) >= n:
-                self.used.add(k)
+        self.skip_mtp_layers()
 
     def glm4_moe(self):
         c = self.cfg
@@ -308,11 +311,7 @@ class Spec:
             self.col_split(a + ".o_proj.weight", a + ".o_proj.weight")
             self.attn_scales(a + ".attn", mla=False)
             self.mlp(L)
-        n = c["num_hidden_layers"]
-        for k in self.src:
-            mt = re.match(r"model\.layers\.(\d+)\.", k)
-            if mt and int(mt.group(1)) >= n:
-                self.used.add(k)
+        self.skip_mtp_layers()
 
     def gpt_oss_experts(self, out, src):
         """GPT-OSS's experts (GptOssModel._load_weights_other for BF16,

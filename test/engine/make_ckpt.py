@@ -1693,6 +1693,7 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True, hy_v
     import os
     import torch
     from safetensors.torch import load_file, save_file
+    from ckpt_io import add_shard
     idx_path = os.path.join(out, "model.safetensors.index.json")
     idx = json.load(open(idx_path))
     cfg_path = os.path.join(out, "config.json")
@@ -1736,14 +1737,7 @@ def add_mtp_layer(out, model="model.", f32_router_bias=True, own_head=True, hy_v
             del new[pre + "embed_tokens.weight"], new[pre + "shared_head.head.weight"]
         if hy_v3:
             new[pre + "final_layernorm.weight"] = new.pop(pre + "shared_head.norm.weight")
-    fname = "model-mtp.safetensors"
-    save_file({k: t.contiguous() for k, t in new.items()},
-              os.path.join(out, fname), metadata={"format": "pt"})
-    for k in new:
-        idx["weight_map"][k] = fname
-    idx["weight_map"] = dict(sorted(idx["weight_map"].items()))
-    with open(idx_path, "w") as f:
-        json.dump(idx, f, indent=2)
+    add_shard(out, "model-mtp.safetensors", {k: t.contiguous() for k, t in new.items()})
     cfg["num_nextn_predict_layers"] = nextn
     with open(cfg_path, "w") as f:
         json.dump(top, f, indent=2)
@@ -3207,8 +3201,6 @@ def kimi_k25_processor(out, cfg):
     preprocessor_config.json (media_proc_cfg) vLLM's Kimi-K2.5 processor
     reads: it needs both to build the vision tower.  An image is at most
     8x8 patches of 14 (4x4 merged: 16 tokens)."""
-    import json
-    import os
     import transformers
     from tokenizers import AddedToken
     special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
@@ -3223,6 +3215,15 @@ def kimi_k25_processor(out, cfg):
     transformers.PreTrainedTokenizerFast(
         tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>",
         bos_token="<bos>", unk_token="<unk>").save_pretrained(out)
+    kimi_media_config(out)
+
+
+def kimi_media_config(out):
+    """Writes OUT/preprocessor_config.json, the media_proc_cfg that vLLM's
+    Kimi-K2.5 and K3 processors read (KimiK25FusedVisionProcessor): an
+    image at most 8x8 patches of 14, merged 2x2."""
+    import json
+    import os
     media = {"patch_size": 14, "merge_kernel_size": 2,
              "temporal_merge_kernel_size": 4, "in_patch_limit": 64,
              "patch_limit_on_one_side": 8, "in_patch_limit_each_frame": 64,

@@ -1023,36 +1023,39 @@ def read_all(paths):
     return t
 
 
-def approx_names(out):
-    """The output tensors the manifest says are computed in a way vLLM's
-    CPU build does not round alike, with the units in the last place
-    they may differ by: -exp of their source (a rule's "neg_exp", vLLM's
-    Mamba A: torch.exp is not rounded correctly, wshard's -exp is) 2, an
-    offset added ("plus", PLaMo 3's norms: wshard adds the F32 offset as
-    CUDA does, vLLM's CPU build rounds it to the parameter's dtype first) 1."""
+def manifest(out):
+    """wshard's manifest in OUT (wshard.json, a dict), {} where there is
+    none or it does not parse."""
     try:
-        m = json.load(open(os.path.join(out, "wshard.json")))
+        return json.load(open(os.path.join(out, "wshard.json")))
     except (OSError, ValueError):
         return {}
+
+
+def approx_names(m):
+    """The output tensors the manifest m (manifest's) says are computed
+    in a way vLLM's CPU build does not round alike, with the units in the
+    last place they may differ by: -exp of their source (a rule's
+    "neg_exp", vLLM's Mamba A: torch.exp is not rounded correctly,
+    wshard's -exp is) 2, an offset added ("plus", PLaMo 3's norms: wshard
+    adds the F32 offset as CUDA does, vLLM's CPU build rounds it to the
+    parameter's dtype first) 1."""
     return {t["name"]: 2 if any(s.get("neg_exp") for s in t["sources"]) else 1
             for rk in m.get("ranks", []) for t in rk.get("tensors", [])
             if any(s.get("neg_exp") or "plus" in s for s in t.get("sources", []))}
 
 
-def sinusoid_names(out):
-    """The output tensors the manifest says are a "sinusoid" extra
-    (Whisper's position table, {"sinusoid": [N, C]}), with the absolute
-    difference their elements may have from vLLM's: (N + 1) * 2^-22.
+def sinusoid_names(m):
+    """The output tensors the manifest m (manifest's) says are a
+    "sinusoid" extra (Whisper's position table, {"sinusoid": [N, C]}),
+    with the absolute difference their elements may have from vLLM's:
+    (N + 1) * 2^-22.
     wshard rounds each F32 step of transformers' sinusoids correctly;
     torch's own exp, sin and cos are not (MKL or SLEEF on a CPU, another
     on a GPU, so vLLM's table is not one set of bytes), within an ulp:
     an ulp of w_k moves t * w_k (t < N, w_k <= 1) by up to N * 2^-23, its
     rounding on either side by N * 2^-24 each, the sine's or cosine's (a
     1-Lipschitz function) last bit 2^-23 on either side."""
-    try:
-        m = json.load(open(os.path.join(out, "wshard.json")))
-    except (OSError, ValueError):
-        return {}
     return {t["name"]: (s["sinusoid"][0] + 1) * 2.0 ** -22
             for rk in m.get("ranks", []) for t in rk.get("tensors", [])
             for s in t.get("sources", []) if "sinusoid" in s}
@@ -1081,8 +1084,9 @@ def within_ulps(a, b, dtype, n):
 
 def compare_bytes(dump, out, tp, pp=1, kind="model"):
     bad = 0
-    approx = approx_names(out)
-    sinus = sinusoid_names(out)
+    m = manifest(out)
+    approx = approx_names(m)
+    sinus = sinusoid_names(m)
     for s, r in [(s, r) for s in range(pp) for r in range(tp)]:
         ref = read_all([os.path.join(dump, rank_name(pp, s, r, kind) + ".safetensors")])
         got = read_all(rank_files(out, r, pp, s))
