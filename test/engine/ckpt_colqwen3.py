@@ -10,8 +10,6 @@ ops_colqwen3, qwen3_vl_nemotron_embed; Qwen3VLConfig's keys at the top and
 the projection's width as embed_dim or dims), Qwen3_5Config for ColQwen3.5
 with retrieval_attention_contract."""
 import os
-import shutil
-import tempfile
 
 DIM = 48
 

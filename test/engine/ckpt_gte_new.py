@@ -8,7 +8,6 @@ mlp_ln); only config.json is the release's, with a minimal
 configuration_new.py beside it (transformers knows no "new"; vLLM asserts
 the class name NewConfig).  config.json names GteNewModel, what the
 override gives: the oracle passes no hf_overrides."""
-import os
 
 CONFIG_NEW_PY = '''"""mGTE's configuration (the keys of Alibaba-NLP/new-impl configuration.py,
 written for the wshard test checkpoints: transformers knows no "new")."""

@@ -28,7 +28,6 @@ same checkpoint: layer B's router and experts become bank B (2 banks over
 4 layers), the other layers' dropped; the MTP layer keeps its first 2 of
 4 experts (mtp_num_experts 2).
 """
-import json
 import os
 
 PREVIEW_PY = '''"""Intern-S2-Preview's configuration, minimal, written for the wshard

@@ -209,7 +209,7 @@ class KimiVLProcessor(ProcessorMixin):
 def make(out):
     import torch
     import transformers
-    from ckpt_io import perturb_and_save, rewrite_shards, update_config, write_release_config
+    from ckpt_io import perturb_and_save, rewrite_shards, write_release_config
     from make_ckpt import COMMON, V3, released_kimi_k25
     # Kimi-VL-A3B's text model: DeepSeek-V3 with q_lora_rank null (q_proj),
     # one expert group, two shared experts, layer 0 dense

@@ -25,7 +25,6 @@ the release's names and no lm_head.weight (tied).
                        cannot build this one.
     make_untied(out)   tie_word_embeddings false, lm_head.weight shipped.
 """
-import json
 import os
 
 
