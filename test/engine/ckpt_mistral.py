@@ -168,6 +168,35 @@ def interleave_heads(w, heads):
     return w.view(heads, 2, hd // 2, cols).transpose(1, 2).reshape(rows, cols)
 
 
+def hf_mm_tensors(model, tower, p):
+    """(text, name, tensor) for each tensor a transformers multimodal model
+    (Mistral3's, Voxtral's) saves, under the older names (tower.*,
+    multi_modal_projector.*, the text model's model.* and lm_head.*): text
+    is true for the text model's, their q and k rows in Mistral's rotary
+    order (p's n_heads and n_kv_heads)."""
+    older = [("model.language_model.", "language_model.model."),
+             ("model." + tower + ".", tower + "."),
+             ("model.multi_modal_projector.", "multi_modal_projector."),
+             ("lm_head.", "language_model.lm_head.")]
+    for n, t in hf_tensors(model).items():
+        for new, old in older:
+            if n.startswith(new):
+                n = old + n[len(new):]
+        if not n.startswith("language_model."):
+            yield False, n, t
+            continue
+        # (transformers 5 saves Voxtral's text model's names as
+        # language_model.model.model.*)
+        n = n[len("language_model."):]
+        if n.startswith("model.model."):
+            n = n[len("model."):]
+        if ".q_proj." in n:
+            t = interleave_heads(t, p["n_heads"])
+        elif ".k_proj." in n:
+            t = interleave_heads(t, p["n_kv_heads"])
+        yield True, n, t
+
+
 def make_dense(out, fp8=False, dynamic=False):
     """Mistral 7B's layout (MistralForCausalLM), tiny, from transformers'
     own MistralForCausalLM: its q and k rows in Mistral's rotary order;
@@ -408,21 +437,9 @@ def make_pixtral(out, vision=PIXTRAL_VISION):
     with torch.no_grad():
         for q in model.parameters():
             q.add_(torch.randn_like(q) * 0.02)
-    older = [("model.language_model.", "language_model.model."),
-             ("model.vision_tower.", "vision_tower."),
-             ("model.multi_modal_projector.", "multi_modal_projector."),
-             ("lm_head.", "language_model.lm_head.")]
     tensors = {}
-    for n, t in hf_tensors(model).items():
-        for new, old in older:
-            if n.startswith(new):
-                n = old + n[len(new):]
-        if n.startswith("language_model."):
-            n = n[len("language_model."):]
-            if ".q_proj." in n:
-                t = interleave_heads(t, p["n_heads"])
-            elif ".k_proj." in n:
-                t = interleave_heads(t, p["n_kv_heads"])
+    for text, n, t in hf_mm_tensors(model, "vision_tower", p):
+        if text:
             tensors[mistral_name(n, DENSE_NAMES)] = t
         else:
             if ".q_proj." in n or ".k_proj." in n:
@@ -552,25 +569,9 @@ def make_voxtral(out, tied=True):
     with torch.no_grad():
         for q in model.parameters():
             q.add_(torch.randn_like(q) * 0.02)
-    older = [("model.language_model.", "language_model.model."),
-             ("model.audio_tower.", "audio_tower."),
-             ("model.multi_modal_projector.", "multi_modal_projector."),
-             ("lm_head.", "language_model.lm_head.")]
     tensors = {}
-    for n, t in hf_tensors(model).items():
-        for new, old in older:
-            if n.startswith(new):
-                n = old + n[len(new):]
-        if n.startswith("language_model."):
-            # (transformers 5 saves the text model's names as
-            # language_model.model.model.*)
-            n = n[len("language_model."):]
-            if n.startswith("model.model."):
-                n = n[len("model."):]
-            if ".q_proj." in n:
-                t = interleave_heads(t, p["n_heads"])
-            elif ".k_proj." in n:
-                t = interleave_heads(t, p["n_kv_heads"])
+    for text, n, t in hf_mm_tensors(model, "audio_tower", p):
+        if text:
             if tied and n.startswith("lm_head."):
                 continue
             n = mistral_name(n, DENSE_NAMES)
