@@ -3790,6 +3790,12 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "voxtral": "ckpt_mistral:make_voxtral",
        # Voxtral Small's (its own output.weight)
        "voxtral-untied": "ckpt_mistral:make_voxtral_untied",
+       # Voxtral Mini 4B Realtime's layout in Mistral's own format
+       # (VoxtralRealtimeGeneration: a causal encoder, ada_rms_norm_t_cond
+       # in the text model's layers, everything but the text model's layers
+       # and norm under mm_streams_embeddings.embedding_module., tekken.json
+       # with a streaming audio config)
+       "voxtral_realtime": "ckpt_mistral:make_voxtral_realtime",
        # the FP8 releases in Mistral's format (params.json "quantization"
        # fp8_e4m3, per-tensor qscale_weight and qscale_act): Mistral Large 3
        # (two shards), Ministral 3 and Devstral 2 (MistralForCausalLM)
