@@ -338,6 +338,35 @@ Test(catalog, single_file_directory)
 	rm_tree(dir);
 }
 
+/* Clef-Omni: config.json's Qwen3OmniMoeForConditionalGeneration alone with
+ * joint_head_config.json beside is ClefOmniForJointSchema, the file read
+ * under joint_head_config; without the file, or beside another
+ * architecture, the name stays. */
+Test(catalog, clef_omni)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir);
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 1");
+	write_text(ck, "config.json", "{\"architectures\": [\"Qwen3OmniMoeForConditionalGeneration\"]}\n");
+	cat = open_ok(ck);
+	cr_assert_str_eq(cat->config.architecture, "Qwen3OmniMoeForConditionalGeneration");
+	wshard_catalog_free(cat);
+	write_text(ck, "joint_head_config.json", "{\"width\": 32, \"layers\": 1}\n");
+	cat = open_ok(ck);
+	cr_assert_str_eq(cat->config.architecture, "ClefOmniForJointSchema");
+	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
+							   "joint_head_config.width")), 32);
+	wshard_catalog_free(cat);
+	write_text(ck, "config.json", "{\"architectures\": [\"LlamaForCausalLM\"]}\n");
+	cat = open_ok(ck);
+	cr_assert_str_eq(cat->config.architecture, "LlamaForCausalLM");
+	wshard_catalog_free(cat);
+	free(ck);
+	rm_tree(dir);
+}
+
 /* Mistral Large 3's params.json (the keys adapt_config_dict reads), tiny. */
 #define LARGE3_PARAMS "{\"dim\": 64, \"n_layers\": 3, \"n_heads\": 4, \"n_kv_heads\": 4," \
 	" \"hidden_dim\": 128, \"vocab_size\": 250, \"norm_eps\": 1e-6, \"q_lora_rank\": 32," \
