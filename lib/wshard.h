@@ -200,9 +200,11 @@ void wshard_rules_free(struct wshard_rules *rules);
 /* Adds to cat (opened, not yet planned) the weight folders rules name
  * ("weight_folders": weights vLLM's loader reads from a folder beside the
  * top level's), their tensors, their other files to copy and their
- * config.json where the rules read it.  Returns WSHARD_OK, WSHARD_EINVAL
- * (a folder missing or unreadable as vLLM would read it), WSHARD_EIO or
- * WSHARD_ENOMEM. */
+ * config.json where the rules read it; the folders to copy
+ * ("copy_folders"); and the top-level files whose tensors vLLM reads under
+ * a prefix ("weight_files"), so named.  Returns WSHARD_OK, WSHARD_EINVAL
+ * (a folder or file missing or unreadable as vLLM would read it),
+ * WSHARD_EIO or WSHARD_ENOMEM. */
 enum wshard_err wshard_rules_add_folders(const struct wshard_rules *rules,
 					 struct wshard_catalog *cat, struct wshard_error *err);
 

@@ -338,6 +338,35 @@ Test(catalog, single_file_directory)
 	rm_tree(dir);
 }
 
+/* Clef-Omni: config.json's Qwen3OmniMoeForConditionalGeneration alone with
+ * joint_head_config.json beside is ClefOmniForJointSchema, the file read
+ * under joint_head_config; without the file, or beside another
+ * architecture, the name stays. */
+Test(catalog, clef_omni)
+{
+	char *dir = tmp_dir();
+	char *ck = fmt("%s/m", dir);
+	struct wshard_catalog *cat;
+
+	gen(ck, "--layers 1");
+	write_text(ck, "config.json", "{\"architectures\": [\"Qwen3OmniMoeForConditionalGeneration\"]}\n");
+	cat = open_ok(ck);
+	cr_assert_str_eq(cat->config.architecture, "Qwen3OmniMoeForConditionalGeneration");
+	wshard_catalog_free(cat);
+	write_text(ck, "joint_head_config.json", "{\"width\": 32, \"layers\": 1}\n");
+	cat = open_ok(ck);
+	cr_assert_str_eq(cat->config.architecture, "ClefOmniForJointSchema");
+	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
+							   "joint_head_config.width")), 32);
+	wshard_catalog_free(cat);
+	write_text(ck, "config.json", "{\"architectures\": [\"LlamaForCausalLM\"]}\n");
+	cat = open_ok(ck);
+	cr_assert_str_eq(cat->config.architecture, "LlamaForCausalLM");
+	wshard_catalog_free(cat);
+	free(ck);
+	rm_tree(dir);
+}
+
 /* Mistral Large 3's params.json (the keys adapt_config_dict reads), tiny. */
 #define LARGE3_PARAMS "{\"dim\": 64, \"n_layers\": 3, \"n_heads\": 4, \"n_kv_heads\": 4," \
 	" \"hidden_dim\": 128, \"vocab_size\": 250, \"norm_eps\": 1e-6, \"q_lora_rank\": 32," \
@@ -453,10 +482,12 @@ Test(catalog, mistral_format_pixtral)
  * audio_config under WhisperConfig's names (max_source_positions 1500
  * when none is given), also where transformers' format is beside it (a
  * release's config.json naming Voxtral: vLLM loads only Mistral's); a
- * causal encoder (Voxtral Realtime) is refused by name. */
+ * causal encoder (Voxtral Realtime) is VoxtralRealtimeGeneration, its
+ * head_dim encoder_head_dim (dim / n_heads where none is given), and
+ * refused without pos_embed "rope", which vLLM's causal encoder asserts. */
 Test(catalog, mistral_format_voxtral)
 {
-	char *dir = tmp_dir(), *dir2 = tmp_dir();
+	char *dir = tmp_dir(), *dir2 = tmp_dir(), *dir3 = tmp_dir();
 	char *ck = mistral_ckpt(dir, "--layers 1",
 				"{\"dim\": 64, \"n_layers\": 1, \"n_heads\": 4, \"n_kv_heads\": 2,"
 				" \"head_dim\": 16, \"hidden_dim\": 128, \"vocab_size\": 250,"
@@ -469,7 +500,15 @@ Test(catalog, mistral_format_voxtral)
 				"{\"dim\": 64, \"n_layers\": 1,"
 				" \"multimodal\": {\"whisper_model_args\": {\"encoder_args\":"
 				" {\"dim\": 32, \"causal\": true}}}}\n");
-	const char *want[] = { "params.json", "VoxtralRealtimeGeneration", NULL };
+	char *ok = mistral_ckpt(dir3, "--layers 1",
+				"{\"dim\": 64, \"n_layers\": 1, \"n_heads\": 4, \"n_kv_heads\": 2,"
+				" \"head_dim\": 16, \"hidden_dim\": 128, \"vocab_size\": 250,"
+				" \"multimodal\": {\"whisper_model_args\": {\"encoder_args\":"
+				" {\"dim\": 32, \"n_layers\": 2, \"hidden_dim\": 128, \"n_heads\": 4,"
+				" \"head_dim\": 16, \"causal\": true, \"pos_embed\": \"rope\","
+				" \"audio_encoding_args\": {\"num_mel_bins\": 16}},"
+				" \"downsample_args\": {\"downsample_factor\": 4}}}}\n");
+	const char *want[] = { "params.json", "causal", "\"rope\"", NULL };
 
 	cr_assert_str_eq(cat->config.architecture, "VoxtralForConditionalGeneration");
 	cr_assert_eq(cat->config.hidden_size, 64);
@@ -481,6 +520,8 @@ Test(catalog, mistral_format_voxtral)
 							   "audio_config.max_source_positions")), 1500);
 	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
 							   "audio_config.downsample_factor")), 4);
+	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
+							   "audio_config.encoder_head_dim")), 8);
 	wshard_catalog_free(cat);
 	write_text(ck, "config.json", "{\"architectures\": [\"VoxtralForConditionalGeneration\"],"
 		   " \"hidden_size\": 999}\n");
@@ -490,11 +531,18 @@ Test(catalog, mistral_format_voxtral)
 	cr_assert_str_eq(cat->config.architecture, "VoxtralForConditionalGeneration");
 	cr_assert_eq(cat->config.hidden_size, 64);
 	wshard_catalog_free(cat);
+	cat = open_ok(ok);
+	cr_assert_str_eq(cat->config.architecture, "VoxtralRealtimeGeneration");
+	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
+							   "audio_config.encoder_head_dim")), 16);
+	wshard_catalog_free(cat);
 	open_fails(rt, WSHARD_EINVAL, want);
 	free(rt);
+	free(ok);
 	free(ck);
 	rm_tree(dir);
 	rm_tree(dir2);
+	rm_tree(dir3);
 }
 
 /* params.json of an architecture without rules in Mistral's format

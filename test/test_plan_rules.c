@@ -1596,3 +1596,52 @@ Test(ext, copy_folders)
 	cr_assert_not_null(strstr(err.msg, "\"copy_folders\"[0] is not the name of a folder"), "%s",
 			   err.msg);
 }
+
+/* "weight_files": a top-level file's tensors join the catalog under the
+ * prefix and are cut by the rules under that name, no longer an ignored
+ * file; a missing file, one the weights hold already and a malformed
+ * entry are refused. */
+Test(ext, weight_files)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_rules *bad = NULL;
+	struct wshard_error err;
+	const char *rules = "{\"weight_files\": [{\"file\": \"head.safetensors\","
+			    " \"prefix\": \"pooler.head.\"}], \"tensors\": ["
+			    "{\"match\": \"pooler.head.e.w\", \"split\": \"row\", \"shape\": [4, 8]},"
+			    CATCH_ALL "]}";
+	const char *bad_rules = "{\"name\": \"t\", \"weight_files\": [{\"file\": \"a/b.safetensors\","
+				" \"prefix\": \"p.\"}], \"tensors\": []}";
+	char *own;
+	size_t i;
+
+	fx_open(&f, BASE);
+	use_rules(&f, rules);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "has no 'head.safetensors'"), "%s", err.msg);
+	fx_close(&f);
+	fx_open(&f, BASE);
+	use_rules(&f, rules);
+	own = fmt("{\"weight_files\": [{\"file\": \"%s\", \"prefix\": \"p.\"}], \"tensors\": ["
+		  CATCH_ALL "]}", f.cat->files[0].name);
+	write_st(f.dir, "head.safetensors", "e.w", 4);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_OK, "%s", err.msg);
+	for (i = 0; i < f.cat->nignored; i++)
+		cr_assert_str_neq(f.cat->ignored[i], "head.safetensors");
+	fx_plan(&f, 2);
+	cr_assert_eq(get_out(&f, 1, "pooler.head.e.w")->nbytes, 2 * 16);
+	fx_close(&f);
+	fx_open(&f, BASE);
+	use_rules(&f, own);
+	free(own);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "is read as the model's weights"), "%s", err.msg);
+	fx_close(&f);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&bad, bad_rules, strlen(bad_rules), "t", &err),
+		     WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "\"weight_files\"[0] is not"), "%s", err.msg);
+}

@@ -809,7 +809,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			215 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			217 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
 			      vision tower), GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
@@ -826,7 +826,9 @@ Test(builtin, architectures_list)
 			      HunYuanVL, Emu3, Mistral Large 3,
 			      mistral:MistralForCausalLM and
 			      PixtralForConditionalGeneration and
-			      VoxtralForConditionalGeneration (Mistral's format),
+			      VoxtralForConditionalGeneration and
+			      VoxtralRealtimeGeneration (Mistral's format),
+			      ClefOmniForJointSchema,
 			      EagleMistralLarge3ForCausalLM (its EAGLE draft),
 			      BertForMaskedLM,
 			      NomicBertModel, GteModel, EmbeddingGemma2Model,

@@ -154,6 +154,12 @@ void wshard_rules_free(struct wshard_rules *r)
 	for (i = 0; i < r->ncopy_folders; i++)
 		free(r->copy_folder[i]);
 	free(r->copy_folder);
+	for (i = 0; i < r->nfiles; i++) {
+		free(r->file[i]);
+		free(r->file_prefix[i]);
+	}
+	free(r->file);
+	free(r->file_prefix);
 	for (i = 0; i < r->ntp_divides; i++)
 		free(r->tp_divides[i]);
 	free(r->tp_divides);

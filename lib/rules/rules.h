@@ -328,6 +328,12 @@ struct wshard_rules {
 	 * Phi-4-multimodal's LoRA adapters), copied whole where present */
 	char **copy_folder;
 	size_t ncopy_folders;
+	/* "weight_files": top-level safetensors files vLLM reads beside the
+	 * weights as a model class's secondary_weights with a prefix
+	 * (Clef-Omni's joint_head.safetensors under pooler.head.): file[i]'s
+	 * tensors are named file_prefix[i] followed by their own names */
+	char **file, **file_prefix;
+	size_t nfiles;
 	/* "rename_layers": decoder layers that vLLM holds under another name
 	 * from layer rename_from (an expression) on: an output beginning with
 	 * rename_prefix for layer n >= that begins with rename_to for layer

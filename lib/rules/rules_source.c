@@ -192,6 +192,43 @@ static enum wshard_err parse_copy_folders(struct wshard_rules *r, json_t *val,
 	return WSHARD_OK;
 }
 
+/* "weight_files": [{"file": NAME, "prefix": P}, ...]: NAME a top-level
+ * *.safetensors, P the prefix vLLM puts before its names. */
+static enum wshard_err parse_files(struct wshard_rules *r, json_t *val,
+				   struct wshard_error *err)
+{
+	json_t *item;
+	size_t i;
+
+	if (!val)
+		return WSHARD_OK;
+	if (!json_is_array(val) || json_array_size(val) == 0)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"weight_files\" is not a non-empty array", r->name);
+	r->file = calloc(json_array_size(val), sizeof(char *));
+	r->file_prefix = calloc(json_array_size(val), sizeof(char *));
+	if (!r->file || !r->file_prefix)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	json_array_foreach(val, i, item) {
+		const char *f = json_string_value(json_object_get(item, "file"));
+		json_t *prefix = json_object_get(item, "prefix");
+		size_t n = f ? strlen(f) : 0;
+
+		if (!json_is_object(item) || json_object_size(item) != 2 || !is_folder_name(f) ||
+		    n <= strlen(".safetensors") || strcmp(f + n - strlen(".safetensors"), ".safetensors") ||
+		    !prefix_ok(prefix))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': \"weight_files\"[%zu] is not {\"file\": NAME, \"prefix\": P} (a top-level *.safetensors; P of 1 to %d characters)",
+						r->name, i, RULES_PREFIX_MAX - 1);
+		r->file[i] = strdup(f);
+		r->file_prefix[i] = strdup(json_string_value(prefix));
+		r->nfiles = i + 1;
+		if (!r->file[i] || !r->file_prefix[i])
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	}
+	return WSHARD_OK;
+}
+
 bool rules_reads_folder_config(const struct wshard_rules *r, const char *e)
 {
 	const char *at;
@@ -217,6 +254,8 @@ enum wshard_err wshard_rules_add_folders(const struct wshard_rules *rules,
 		rc = catalog_add_folder(cat, rules->folder[i], rules->folder_config[i], err);
 	for (i = 0; i < rules->ncopy_folders && !rc; i++)
 		rc = catalog_copy_folder(cat, rules->copy_folder[i], err);
+	for (i = 0; i < rules->nfiles && !rc; i++)
+		rc = catalog_add_prefixed(cat, rules->file[i], rules->file_prefix[i], err);
 	return rc;
 }
 
@@ -229,6 +268,8 @@ enum wshard_err rules_parse_source(struct wshard_rules *r, json_t *root,
 
 	if (!rc)
 		rc = parse_copy_folders(r, json_object_get(root, "copy_folders"), err);
+	if (!rc)
+		rc = parse_files(r, json_object_get(root, "weight_files"), err);
 	if (rc)
 		return rc;
 	if (val && !prefix_ok(val))

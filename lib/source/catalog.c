@@ -56,6 +56,7 @@ void wshard_catalog_free(struct wshard_catalog *cat)
 		wshard_st_free(cat->files[i].st);
 		free(cat->files[i].name);
 		free(cat->files[i].path);
+		free(cat->files[i].prefix);
 	}
 	free(cat->files);
 	free(cat->tensors);

@@ -54,6 +54,9 @@ struct wshard_src_file {
 	uint64_t size;
 	struct wshard_st *st;
 	long member;		/* index in the archive, -1 for a plain file */
+	char *prefix;		/* put before its tensors' names, or NULL
+				 * (a rules' "weight_files": catalog_add_prefixed) */
+	bool prefixed;		/* its st's names carry prefix already */
 };
 
 struct wshard_archive;
@@ -368,5 +371,22 @@ enum wshard_err catalog_open_found(struct wshard_catalog *cat, enum wshard_err r
  */
 enum wshard_err catalog_copy_folder(struct wshard_catalog *cat, const char *folder,
 				    struct wshard_error *err);
+
+/*
+ * catalog_folder.c: the checkpoint's top-level safetensors file file
+ * added to cat with its tensors named prefix followed by their own names,
+ * as vLLM's loader reads a model's secondary_weights of that file
+ * (DefaultModelLoader.Source with allow_patterns_overrides [file] and a
+ * prefix: Clef-Omni's joint_head.safetensors under pooler.head.).
+ * Returns WSHARD_OK, WSHARD_EINVAL (no such file, the file read as the
+ * weights already, a tensor's name taken, a bad header), WSHARD_EIO or
+ * WSHARD_ENOMEM.
+ */
+enum wshard_err catalog_add_prefixed(struct wshard_catalog *cat, const char *file,
+				     const char *prefix, struct wshard_error *err);
+
+/* catalog_folder.c: f's st's tensor names given f->prefix, once (they
+ * stay sorted).  Returns WSHARD_OK or WSHARD_ENOMEM. */
+enum wshard_err catalog_prefix_names(struct wshard_src_file *f, struct wshard_error *err);
 
 #endif /* WSHARD_CATALOG_H */

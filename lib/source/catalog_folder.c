@@ -11,6 +11,9 @@
  * config.json, preprocessor_config.json) are copied to the output's folder
  * of the same name, where vLLM reads them again, and its config.json can
  * be read by the rules' expressions under a key of config.json.
+ * A top-level file vLLM reads so with a prefix (allow_patterns_overrides
+ * [FILE], Clef-Omni's joint_head.safetensors under pooler.head.) joins
+ * the catalog with its tensors so named ("weight_files").
  */
 #include <dirent.h>
 #include <errno.h>
@@ -235,4 +238,68 @@ enum wshard_err catalog_copy_folder(struct wshard_catalog *cat, const char *fold
 	if (!rc && cat->nextra > nextra)
 		catalog_sort_names(cat->extra, cat->nextra);
 	return rc;
+}
+
+/* See catalog.h. */
+enum wshard_err catalog_prefix_names(struct wshard_src_file *f, struct wshard_error *err)
+{
+	size_t i, np;
+
+	if (!f->prefix || f->prefixed)
+		return WSHARD_OK;
+	np = strlen(f->prefix);
+	for (i = 0; i < f->st->ntensors; i++) {
+		char *old = f->st->tensors[i].name;
+		size_t n = strlen(old);
+		char *name = malloc(np + n + 1);
+
+		if (!name)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		memcpy(name, f->prefix, np);
+		memcpy(name + np, old, n + 1);
+		f->st->tensors[i].name = name;
+		free(old);
+	}
+	f->prefixed = true;
+	return WSHARD_OK;
+}
+
+/* See catalog.h. */
+enum wshard_err catalog_add_prefixed(struct wshard_catalog *cat, const char *file,
+				     const char *prefix, struct wshard_error *err)
+{
+	struct wshard_src_file *f;
+	size_t i;
+	enum wshard_err rc;
+
+	for (i = 0; i < cat->nfiles; i++)
+		if (!strcmp(cat->files[i].name, file))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': '%s' is read as the model's weights, where vLLM reads it only under the prefix '%s' (list the others in model.safetensors.index.json)",
+						cat->path, file, prefix);
+	if (!wshard_catalog_has_file(cat, file))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s' has no '%s', where vLLM reads %s's %s* weights",
+					cat->path, file, cat->config.architecture ?
+					cat->config.architecture : "the model", prefix);
+	rc = catalog_check_member(cat, file, NULL, NULL, err);
+	if (!rc)
+		rc = catalog_add_file(cat, file, err);
+	if (rc)
+		return rc;
+	f = &cat->files[cat->nfiles - 1];
+	f->prefix = strdup(prefix);
+	if (!f->prefix)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	/* no longer a file the weights ignore (scan_dir listed it) */
+	for (i = 0; i < cat->nignored; i++) {
+		if (strcmp(cat->ignored[i], file))
+			continue;
+		free(cat->ignored[i]);
+		memmove(&cat->ignored[i], &cat->ignored[i + 1],
+			(cat->nignored - i - 1) * sizeof(*cat->ignored));
+		cat->nignored--;
+		break;
+	}
+	return catalog_open_files(cat, err);
 }

@@ -14,7 +14,8 @@
  * mistral:MistralForCausalLM for its rules, PixtralForConditionalGeneration,
  * a vision encoder around that dense model: its vision_encoder object read
  * as vision_config, and VoxtralForConditionalGeneration, a Whisper encoder
- * around it: its encoder_args read as audio_config).  params.json and the
+ * around it, or VoxtralRealtimeGeneration, a causal one: its encoder_args
+ * read as audio_config).  params.json and the
  * tokenizer (tekken.json) go to OUT as they are, the non-weight files
  * they are.
  */
@@ -140,7 +141,8 @@ static bool supported(const char *arch)
 {
 	return !strcmp(arch, "MistralLarge3ForCausalLM") || !strcmp(arch, "MistralForCausalLM") ||
 	       !strcmp(arch, "PixtralForConditionalGeneration") ||
-	       !strcmp(arch, "VoxtralForConditionalGeneration");
+	       !strcmp(arch, "VoxtralForConditionalGeneration") ||
+	       !strcmp(arch, "VoxtralRealtimeGeneration");
 }
 
 /*
@@ -203,27 +205,34 @@ static json_int_t int_or(json_t *o, const char *key, json_int_t def)
 /*
  * _remap_mistral_audio_args: multimodal.whisper_model_args's encoder_args
  * become audio_config with WhisperConfig's names (the sizes the rules
- * read; max_source_positions WhisperConfig's 1500 where it has none),
- * the rest text_config.  The non-causal encoder vLLM builds is
- * WhisperEncoder, whose position table is a sinusoid (pos_embed
- * "sinusoidal") or "learned" (never in a release: refused).
+ * read; max_source_positions WhisperConfig's 1500 where it has none;
+ * encoder_head_dim, which only the causal encoder reads, dim / n_heads
+ * where it has none), the rest text_config.  The non-causal encoder vLLM
+ * builds is WhisperEncoder, whose position table is a sinusoid (pos_embed
+ * "sinusoidal") or "learned" (never in a release: refused); the causal
+ * one (arch VoxtralRealtimeGeneration) WhisperCausalEncoder, which
+ * asserts pos_embed "rope" (whisper_causal.py:598).
  */
-static enum wshard_err adapt_audio(json_t *root, const char *path, struct wshard_error *err)
+static enum wshard_err adapt_audio(json_t *root, const char *arch, const char *path,
+				   struct wshard_error *err)
 {
 	json_t *w = json_object_get(json_object_get(root, "multimodal"), "whisper_model_args");
 	json_t *enc = json_object_get(w, "encoder_args");
 	json_t *mel = json_object_get(enc, "audio_encoding_args");
 	json_t *ds = json_object_get(w, "downsample_args"), *ac;
 	const char *pos = json_string_value(json_object_get(enc, "pos_embed"));
+	bool causal = !strcmp(arch, "VoxtralRealtimeGeneration");
+	const char *want = causal ? "rope" : "sinusoidal";
+	json_int_t heads = int_or(enc, "n_heads", 0);
 
 	if (strcmp(text_architecture(root), "MistralForCausalLM"))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': a mistral-format VoxtralForConditionalGeneration whose text model is %s, which wshard has no rules for in this format",
-					path, text_architecture(root));
-	if (pos && strcmp(pos, "sinusoidal"))
+					"'%s': a mistral-format %s whose text model is %s, which wshard has no rules for in this format",
+					path, arch, text_architecture(root));
+	if (strcmp(pos ? pos : "sinusoidal", want))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': an audio encoder whose pos_embed is \"%s\", not \"sinusoidal\", which wshard cannot write",
-					path, pos);
+					"'%s': %s audio encoder whose pos_embed is \"%s\", not \"%s\", which vLLM cannot build",
+					path, causal ? "a causal" : "an", pos ? pos : "sinusoidal", want);
 	if (!json_is_integer(json_object_get(ds, "downsample_factor")) ||
 	    !json_is_integer(json_object_get(mel, "num_mel_bins")))
 		return wshard_error_set(err, WSHARD_EINVAL,
@@ -235,6 +244,12 @@ static enum wshard_err adapt_audio(json_t *root, const char *path, struct wshard
 		       int_or(enc, "n_heads", 0), "num_mel_bins", int_or(mel, "num_mel_bins", 0),
 		       "downsample_factor", int_or(ds, "downsample_factor", 0),
 		       "max_source_positions", int_or(enc, "max_source_positions", 1500));
+	if (ac && json_object_set_new(ac, "encoder_head_dim",
+				      json_integer(int_or(enc, "head_dim",
+							  heads > 0 ? int_or(enc, "dim", 0) / heads : 0)))) {
+		json_decref(ac);
+		ac = NULL;
+	}
 	if (!ac || json_object_set_new(root, "audio_config", ac))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	return WSHARD_OK;
@@ -286,8 +301,9 @@ static enum wshard_err adapt(json_t *root, const char *path, const char **out_ar
 		if (rename_key(root, key, "vision_config"))
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
-	if (!strcmp(arch, "VoxtralForConditionalGeneration")) {
-		rc = adapt_audio(root, path, err);
+	if (!strcmp(arch, "VoxtralForConditionalGeneration") ||
+	    !strcmp(arch, "VoxtralRealtimeGeneration")) {
+		rc = adapt_audio(root, arch, path, err);
 		if (rc)
 			return rc;
 	}

@@ -266,6 +266,42 @@ static const char *vllm_architecture(json_t *root)
 	return NULL;
 }
 
+/*
+ * Clef-Omni: a config.json whose architectures are
+ * ["Qwen3OmniMoeForConditionalGeneration"] alone, with
+ * joint_head_config.json beside, is ClefOmniForJointSchema, its joint
+ * schema head's sizes that file (vLLM's Qwen3OmniMoeModelArchConfigConvertor,
+ * transformers_utils/model_arch_config_convertor.py:650-670), read under
+ * joint_head_config; *arch is left alone otherwise.
+ */
+static enum wshard_err clef_omni(struct wshard_catalog *cat, json_t *root, const char **arch,
+				 struct wshard_error *err)
+{
+	static const char head_name[] = "joint_head_config.json";
+	json_t *archs = json_object_get(root, "architectures"), *head;
+	char *text = NULL;
+	size_t len;
+	enum wshard_err rc;
+
+	if (!*arch || strcmp(*arch, "Qwen3OmniMoeForConditionalGeneration") ||
+	    json_array_size(archs) != 1 || !wshard_catalog_has_file(cat, head_name))
+		return WSHARD_OK;
+	rc = wshard_catalog_slurp(cat, head_name, &text, &len, err);
+	if (rc)
+		return rc;
+	head = json_loadb(text, len, 0, NULL);
+	free(text);
+	if (!json_is_object(head)) {
+		json_decref(head);
+		return wshard_error_set(err, WSHARD_EINVAL, "'%s/%s': not a JSON object", cat->path,
+					head_name);
+	}
+	if (json_object_set_new(root, "joint_head_config", head))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	*arch = "ClefOmniForJointSchema";
+	return WSHARD_OK;
+}
+
 enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path,
 				    struct wshard_error *err)
 {
@@ -295,6 +331,9 @@ enum wshard_err catalog_load_config(struct wshard_catalog *cat, const char *path
 	if (rc)
 		return rc;
 	arch = vllm_architecture(root);
+	rc = clef_omni(cat, root, &arch, err);
+	if (rc)
+		return rc;
 	if (arch && !(c->architecture = strdup(arch)))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	catalog_config_fields(c);

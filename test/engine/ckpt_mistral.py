@@ -168,6 +168,35 @@ def interleave_heads(w, heads):
     return w.view(heads, 2, hd // 2, cols).transpose(1, 2).reshape(rows, cols)
 
 
+def hf_mm_tensors(model, tower, p):
+    """(text, name, tensor) for each tensor a transformers multimodal model
+    (Mistral3's, Voxtral's) saves, under the older names (tower.*,
+    multi_modal_projector.*, the text model's model.* and lm_head.*): text
+    is true for the text model's, their q and k rows in Mistral's rotary
+    order (p's n_heads and n_kv_heads)."""
+    older = [("model.language_model.", "language_model.model."),
+             ("model." + tower + ".", tower + "."),
+             ("model.multi_modal_projector.", "multi_modal_projector."),
+             ("lm_head.", "language_model.lm_head.")]
+    for n, t in hf_tensors(model).items():
+        for new, old in older:
+            if n.startswith(new):
+                n = old + n[len(new):]
+        if not n.startswith("language_model."):
+            yield False, n, t
+            continue
+        # (transformers 5 saves Voxtral's text model's names as
+        # language_model.model.model.*)
+        n = n[len("language_model."):]
+        if n.startswith("model.model."):
+            n = n[len("model."):]
+        if ".q_proj." in n:
+            t = interleave_heads(t, p["n_heads"])
+        elif ".k_proj." in n:
+            t = interleave_heads(t, p["n_kv_heads"])
+        yield True, n, t
+
+
 def make_dense(out, fp8=False, dynamic=False):
     """Mistral 7B's layout (MistralForCausalLM), tiny, from transformers'
     own MistralForCausalLM: its q and k rows in Mistral's rotary order;
@@ -336,7 +365,9 @@ def write_tekken(out, vocab_size, image=None, specials=100, audio=None):
     """A tiny tekken.json (v7: Mistral's default special tokens, [IMG] 10):
     the first vocab_size - specials byte tokens of mistral_common's own
     tekken_240911.json; image, the tokenizer's image config (vLLM's Pixtral
-    processor takes its patch size, image size and merge from it)."""
+    processor takes its patch size, image size and merge from it); audio,
+    its audio config ([STREAMING_PAD] 32 too where it is a streaming one,
+    as Voxtral Realtime's)."""
     import mistral_common
     src = os.path.join(os.path.dirname(mistral_common.__file__), "data", "tekken_240911.json")
     with open(src) as f:
@@ -356,6 +387,8 @@ def write_tekken(out, vocab_size, image=None, specials=100, audio=None):
                                 else t["token_str"])
                  for t in Tekkenizer.DEPRECATED_SPECIAL_TOKENS}
         named.update({24: "[AUDIO]", 25: "[BEGIN_AUDIO]", 34: "[TRANSCRIBE]"})
+        if audio.get("transcription_format") == "streaming":
+            named[32] = "[STREAMING_PAD]"
         tk["special_tokens"] = [{"rank": i, "token_str": named.get(i, f"<SPECIAL_{i}>"),
                                  "is_control": True} for i in range(35)]
         tk["audio"] = audio
@@ -408,21 +441,9 @@ def make_pixtral(out, vision=PIXTRAL_VISION):
     with torch.no_grad():
         for q in model.parameters():
             q.add_(torch.randn_like(q) * 0.02)
-    older = [("model.language_model.", "language_model.model."),
-             ("model.vision_tower.", "vision_tower."),
-             ("model.multi_modal_projector.", "multi_modal_projector."),
-             ("lm_head.", "language_model.lm_head.")]
     tensors = {}
-    for n, t in hf_tensors(model).items():
-        for new, old in older:
-            if n.startswith(new):
-                n = old + n[len(new):]
-        if n.startswith("language_model."):
-            n = n[len("language_model."):]
-            if ".q_proj." in n:
-                t = interleave_heads(t, p["n_heads"])
-            elif ".k_proj." in n:
-                t = interleave_heads(t, p["n_kv_heads"])
+    for text, n, t in hf_mm_tensors(model, "vision_tower", p):
+        if text:
             tensors[mistral_name(n, DENSE_NAMES)] = t
         else:
             if ".q_proj." in n or ".k_proj." in n:
@@ -552,25 +573,9 @@ def make_voxtral(out, tied=True):
     with torch.no_grad():
         for q in model.parameters():
             q.add_(torch.randn_like(q) * 0.02)
-    older = [("model.language_model.", "language_model.model."),
-             ("model.audio_tower.", "audio_tower."),
-             ("model.multi_modal_projector.", "multi_modal_projector."),
-             ("lm_head.", "language_model.lm_head.")]
     tensors = {}
-    for n, t in hf_tensors(model).items():
-        for new, old in older:
-            if n.startswith(new):
-                n = old + n[len(new):]
-        if n.startswith("language_model."):
-            # (transformers 5 saves the text model's names as
-            # language_model.model.model.*)
-            n = n[len("language_model."):]
-            if n.startswith("model.model."):
-                n = n[len("model."):]
-            if ".q_proj." in n:
-                t = interleave_heads(t, p["n_heads"])
-            elif ".k_proj." in n:
-                t = interleave_heads(t, p["n_kv_heads"])
+    for text, n, t in hf_mm_tensors(model, "audio_tower", p):
+        if text:
             if tied and n.startswith("lm_head."):
                 continue
             n = mistral_name(n, DENSE_NAMES)
@@ -589,3 +594,113 @@ def make_voxtral(out, tied=True):
 def make_voxtral_untied(out):
     """Voxtral Small's: its own output, tok_embeddings under its own name."""
     make_voxtral(out, tied=False)
+
+
+# Voxtral Realtime's encoder (transformers' VoxtralRealtimeEncoder, as it
+# saves it) -> Mistral's, as Voxtral Mini 4B Realtime ships it under
+# mm_streams_embeddings.embedding_module.: the inverse of vLLM's
+# VoxtralEncoderModel.mistral_remapping (voxtral.py:665-717) and
+# load_weights' (:494-560), the text model's ada_rms_norm_t_cond
+# (mistral.py:161-178) as Mistral names it
+REALTIME_PREFIX = "mm_streams_embeddings.embedding_module."
+REALTIME_NAMES = [
+    (r"audio_tower\.embedder\.conv1\.", "whisper_encoder.conv_layers.0.conv."),
+    (r"audio_tower\.embedder\.conv2\.", "whisper_encoder.conv_layers.1.conv."),
+    (r"audio_tower\.layers\.(\d+)\.self_attn\.([qkv])_proj\.",
+     r"whisper_encoder.transformer.layers.\1.attention.w\2."),
+    (r"audio_tower\.layers\.(\d+)\.self_attn\.o_proj\.",
+     r"whisper_encoder.transformer.layers.\1.attention.wo."),
+    (r"audio_tower\.layers\.(\d+)\.self_attn_layer_norm\.",
+     r"whisper_encoder.transformer.layers.\1.attention_norm."),
+    (r"audio_tower\.layers\.(\d+)\.mlp\.gate_proj\.",
+     r"whisper_encoder.transformer.layers.\1.feed_forward.w1."),
+    (r"audio_tower\.layers\.(\d+)\.mlp\.down_proj\.",
+     r"whisper_encoder.transformer.layers.\1.feed_forward.w2."),
+    (r"audio_tower\.layers\.(\d+)\.mlp\.up_proj\.",
+     r"whisper_encoder.transformer.layers.\1.feed_forward.w3."),
+    (r"audio_tower\.layers\.(\d+)\.final_layer_norm\.",
+     r"whisper_encoder.transformer.layers.\1.ffn_norm."),
+    (r"audio_tower\.norm\.", "whisper_encoder.transformer.norm."),
+    (r"multi_modal_projector\.linear_1\.", "audio_language_projection.0."),
+    (r"multi_modal_projector\.linear_2\.", "audio_language_projection.2."),
+]
+REALTIME_TEXT_NAMES = [
+    (r"model\.layers\.(\d+)\.ada_rms_norm\.linear1\.", r"layers.\1.ada_rms_norm_t_cond.0."),
+    (r"model\.layers\.(\d+)\.ada_rms_norm\.linear2\.", r"layers.\1.ada_rms_norm_t_cond.2."),
+] + DENSE_NAMES
+
+# Voxtral Mini 4B Realtime's multimodal.whisper_model_args, tiny: a causal
+# encoder (WhisperCausalEncoder, whisper_causal.py: RoPE, a sliding window,
+# SwiGLU, RMSNorm), 32 mel bins, 4 positions an audio token; its heads
+# together wider than dim (4 of 32 over 64, as the release's 32 of 64 over
+# 1280)
+REALTIME_AUDIO = {
+    "encoder_args": {
+        "audio_encoding_args": {"sampling_rate": 16000, "num_mel_bins": 32, "hop_length": 160,
+                                "window_size": 400, "global_log_mel_max": 1.5},
+        "dim": 64, "n_layers": 2, "head_dim": 32, "hidden_dim": 128, "n_heads": 4,
+        "vocab_size": 131072, "causal": True, "sliding_window": 64, "pos_embed": "rope"},
+    "downsample_args": {"downsample_factor": 4},
+}
+
+
+def make_voxtral_realtime(out):
+    """Voxtral Mini 4B Realtime's layout (VoxtralRealtimeGeneration in
+    Mistral's format, the only one vLLM 0.32 loads it in: adapt_config_dict
+    names it so for a causal encoder, transformers_utils/configs/mistral.py:
+    235-245), tiny, from transformers' own
+    VoxtralRealtimeForConditionalGeneration: a Mistral text model with
+    ada_rms_norm_t_cond in each layer (params.json's ada_rms_norm_t_cond
+    and its width, 32 as transformers fixes it), its embedding tied and
+    named as the release names it, the causal encoder and the adapter
+    under mm_streams_embeddings.embedding_module.; q and k rows of the
+    text model in Mistral's rotary order, and of the encoder too (its rope
+    interleaved, is_neox_style=False: whisper_causal.py:499, where
+    transformers' rotates halves), the q bias with them; tekken.json with
+    a streaming audio config."""
+    import torch
+    import transformers
+    a = REALTIME_AUDIO["encoder_args"]
+    ds = REALTIME_AUDIO["downsample_args"]["downsample_factor"]
+    p = dict(DENSE_PARAMS, tied_embeddings=True, ada_rms_norm_t_cond=True,
+             ada_rms_norm_t_cond_dim=32, multimodal={"whisper_model_args": REALTIME_AUDIO})
+    cfg = transformers.VoxtralRealtimeConfig(
+        downsample_factor=ds, tie_word_embeddings=True,
+        text_config=dict(
+            hidden_size=p["dim"], num_hidden_layers=p["n_layers"], head_dim=p["head_dim"],
+            intermediate_size=p["hidden_dim"], num_attention_heads=p["n_heads"],
+            num_key_value_heads=p["n_kv_heads"], vocab_size=p["vocab_size"],
+            rms_norm_eps=p["norm_eps"], max_position_embeddings=p["max_position_embeddings"],
+            sliding_window=None),
+        audio_config=dict(
+            hidden_size=a["dim"], intermediate_size=a["hidden_dim"],
+            num_hidden_layers=a["n_layers"], num_attention_heads=a["n_heads"],
+            head_dim=a["head_dim"], sliding_window=a["sliding_window"],
+            num_mel_bins=a["audio_encoding_args"]["num_mel_bins"]))
+    torch.manual_seed(1234)
+    model = transformers.VoxtralRealtimeForConditionalGeneration(cfg).to(torch.bfloat16)
+    with torch.no_grad():
+        for q in model.parameters():
+            q.add_(torch.randn_like(q) * 0.02)
+    tensors = {}
+    for text, n, t in hf_mm_tensors(model, "audio_tower", p):
+        if text:
+            if n.startswith("lm_head."):
+                continue
+            n = mistral_name(n, REALTIME_TEXT_NAMES)
+            if n.startswith("tok_embeddings."):
+                n = REALTIME_PREFIX + n
+            tensors[n] = t
+            continue
+        if re.match(r"audio_tower\.layers\.\d+\.self_attn\.[qk]_proj\.", n):
+            t = interleave_heads(t.unsqueeze(-1), a["n_heads"]).squeeze(-1) if t.dim() == 1 \
+                else interleave_heads(t, a["n_heads"])
+        tensors[REALTIME_PREFIX + mistral_name(n, REALTIME_NAMES)] = t
+    save_consolidated(out, tensors, p, 1)
+    write_tekken(out, p["vocab_size"], audio={
+        "sampling_rate": 16000, "frame_rate": 12.5,
+        "audio_encoding_config": {k: a["audio_encoding_args"][k]
+                                  for k in ("num_mel_bins", "hop_length", "window_size")},
+        "transcription_format": "streaming", "transcription_delay_ms": 480,
+        "streaming_look_ahead_ms": 2.5, "streaming_look_back_ms": 52.5,
+        "streaming_n_left_pad_tokens": 32})

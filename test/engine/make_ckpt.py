@@ -1208,6 +1208,8 @@ CASES["qwen3_omni_moe"] = ("Qwen3OmniMoeConfig", "Qwen3OmniMoeForConditionalGene
                          pad_token_id=0, tie_word_embeddings=False,
                          rope_scaling={"rope_type": "default", "mrope_section": [8, 12, 12],
                                        "interleaved": True}))))
+# Clef-Omni: Qwen3-Omni's thinker with a joint schema head (clef_head below)
+CASES["clef_omni"] = CASES["qwen3_omni_moe"]
 # Qwen2.5-Omni: its thinker (a Qwen2 text model, untied as the 7B's, a
 # Whisper-like audio encoder of 2 layers, a Qwen2.5-VL tower of 2 blocks,
 # the second full attention)
@@ -2260,6 +2262,35 @@ def released_qwen3_omni(out):
         "talker.model.layers.0.mlp.gate.weight": torch.zeros(4, 64, dtype=torch.bfloat16),
         "code2wav.pre_transformer.norm.weight": torch.ones(64, dtype=torch.bfloat16)})
     update_config(out, vision)
+
+
+def clef_head(out, cfg):
+    """Clef-Omni's joint schema head beside a Qwen3-Omni checkpoint (whose
+    shards model.safetensors.index.json lists, as vLLM's loader needs:
+    default_loader.py:240-254): joint_head_config.json, JointSchemaHead's
+    arguments, which makes vLLM build ClefOmniForJointSchema
+    (model_arch_config_convertor.py:650-670), and joint_head.safetensors,
+    the head's own names, which vLLM reads under pooler.head.
+    (clef_omni.py:424-432).  Cloudflare's reference head is in no library:
+    the head is vLLM's own JointSchemaHead (plain torch modules, named as
+    the reference's: clef_omni.py:86-222), tiny, perturbed, in BF16."""
+    import json
+    import os
+    import torch
+    from safetensors.torch import save_file
+    from vllm.model_executor.models.clef_omni import JointSchemaHead
+    head_cfg = {"hidden_size": cfg.thinker_config.text_config.hidden_size, "width": 32,
+                "routing_layers": 1, "layers": 1, "heads": 4, "feedforward": 64}
+    assert os.path.exists(os.path.join(out, "model.safetensors.index.json"))
+    torch.manual_seed(4321)
+    head = JointSchemaHead(**head_cfg)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.add_(torch.randn_like(p) * 0.02)
+    save_file({k: v.to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()},
+              os.path.join(out, "joint_head.safetensors"))
+    with open(os.path.join(out, "joint_head_config.json"), "w") as f:
+        json.dump(head_cfg, f, indent=2)
 
 
 def released_qwen2_5_omni(out):
@@ -3804,6 +3835,12 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "voxtral": "ckpt_mistral:make_voxtral",
        # Voxtral Small's (its own output.weight)
        "voxtral-untied": "ckpt_mistral:make_voxtral_untied",
+       # Voxtral Mini 4B Realtime's layout in Mistral's own format
+       # (VoxtralRealtimeGeneration: a causal encoder, ada_rms_norm_t_cond
+       # in the text model's layers, everything but the text model's layers
+       # and norm under mm_streams_embeddings.embedding_module., tekken.json
+       # with a streaming audio config)
+       "voxtral_realtime": "ckpt_mistral:make_voxtral_realtime",
        # the FP8 releases in Mistral's format (params.json "quantization"
        # fp8_e4m3, per-tensor qscale_weight and qscale_act): Mistral Large 3
        # (two shards), Ministral 3 and Devstral 2 (MistralForCausalLM)
@@ -4000,9 +4037,11 @@ def make(arch, out):
     if arch.startswith("granite_speech"):
         released_qwen2_audio(out)
         granite_speech_processor(out, cfg)
-    if arch.startswith("qwen3_omni_moe"):
+    if arch.startswith("qwen3_omni_moe") or arch == "clef_omni":
         omni_processor(out, cfg.thinker_config)
         released_qwen3_omni(out)
+    if arch == "clef_omni":
+        clef_head(out, cfg)
     if arch.startswith("granite4_vision"):
         released_vision_names(out, "model.vision_tower.")
         granite4_vision_processor(out, cfg)

@@ -568,6 +568,22 @@ def architecture(model):
         return None
 
 
+def clef_omni(model):
+    """True for Clef-Omni: a Qwen3-Omni config.json with
+    joint_head_config.json beside, which vLLM builds as
+    ClefOmniForJointSchema (model_arch_config_convertor.py:650-670), a
+    pooling model (task token_classify) whose answers need a joint schema
+    (CLEF_SCHEMA); without one it answers nothing (clef_omni.py:297-300)."""
+    return architecture(model) == "Qwen3OmniMoeForConditionalGeneration" and \
+        os.path.exists(os.path.join(model, "joint_head_config.json"))
+
+
+# One question of two options on each prompt's last three tokens (spans
+# count from the prompt's end: clef_omni.py:9-20)
+CLEF_SCHEMA = {"question_types": [1], "question_spans": [[-3, -2]],
+               "option_spans": [[-2, -1], [-1, 0]], "option_counts": [2]}
+
+
 def mistral_audio(model):
     """True for Mistral's own format with an audio encoder (params.json's
     multimodal.whisper_model_args: Voxtral).  vLLM's Voxtral processor
@@ -627,7 +643,8 @@ def arch_settings(model, kw):
     arch = architecture(model)
     # (vLLM picks the pooling runner itself where sentence-transformers'
     # modules.json is beside the model; the answers are then embeddings)
-    if arch in POOLING or os.path.exists(os.path.join(model, "modules.json")):
+    if arch in POOLING or os.path.exists(os.path.join(model, "modules.json")) or \
+            clef_omni(model):
         kw.setdefault("runner", "pooling")
     if arch == "BgeM3EmbeddingModel":
         # BGE-M3's answers are its sparse head's (one task an engine: dense
@@ -945,6 +962,13 @@ def answers(model, tp, out, **kw):
     elif kw.get("runner") == "pooling" and architecture(model) in RETRIEVERS:
         # a multi-vector retriever: an embedding a token, the tokens in turn
         for r in llm.encode(prompts, pooling_task="token_embed", use_tqdm=False):
+            got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
+        res = []
+    elif kw.get("runner") == "pooling" and clef_omni(model):
+        # Clef-Omni's head: each option's probability within its question
+        from vllm import PoolingParams
+        pp = PoolingParams(extra_kwargs={"joint_schema": CLEF_SCHEMA})
+        for r in llm.encode(prompts, pp, pooling_task="token_classify", use_tqdm=False):
             got.append({"pooled": [round(x, 6) for x in r.outputs.data.flatten().tolist()]})
         res = []
     elif kw.get("runner") == "pooling" and (architecture(model).endswith("TokenClassification")
