@@ -518,9 +518,97 @@ Test(kinds, pipeline_layer_prefixes)
 	cr_assert_null(find_out(&f, 1, "model.embed_tokens.weight"));
 	f.opt.pp = 1;
 	fx_close(&f);
-	rules_fails(&f, LAYER_PREFIXES("[]"), "(a name prefix with {n}, or an array of them)");
+	rules_fails(&f, LAYER_PREFIXES("[]"),
+		    "(a name prefix with {n}, or an array of them or of {\"prefix\", \"count\"})");
 	rules_fails(&f, LAYER_PREFIXES("[\"model.layers.{n}.\", \"lm.layers.\"]"),
-		    "(a name prefix with {n}, or an array of them)");
+		    "(a name prefix with {n}, or an array of them or of {\"prefix\", \"count\"})");
+}
+
+#define STACK(enc) "{\"pipeline\": {\"layers\": [\"model.layers.{n}.\", " enc "], " \
+	"\"stages\": [{\"model.embed_tokens.weight\": \"first\"}, {\"*\": \"last\"}]}, " \
+	"\"tensors\": [{\"match\": \"enc.layers.{n}.w\", \"split\": \"replicate\", " \
+	"\"if\": \"n < enc_layers\"}," CATCH_ALL "]}"
+#define STACK_OK STACK("{\"prefix\": \"enc.layers.{n}.\", \"count\": \"enc_layers\"}")
+
+/* A "layers" entry {"prefix", "count"}: a stack of layers of its own
+ * count, dealt between the stages on its own as vLLM's make_layers deals
+ * a Whisper encoder's beside the decoder's (get_pp_indices: 3 layers at
+ * pp 2 are 2 + 1, the decoder's 2 are 1 + 1); --pp-layers, which vLLM
+ * applies to every stack, is refused where it does not add up to the
+ * stack's count (vLLM raises); the entry wants {n} and a count, and
+ * stands only in an array. */
+Test(kinds, pipeline_layer_stack)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	static const int pp_layers[] = { 1, 1 };
+	struct wshard_error err;
+
+	fx_open(&f, BASE " --extra-tensor enc.layers.0.w:8 --extra-tensor enc.layers.1.w:8"
+		" --extra-tensor enc.layers.2.w:8 --set-config enc_layers=3");
+	use_rules(&f, STACK_OK);
+	f.opt.pp = 2;
+	f.opt.tp = 1;
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
+		     err.msg);
+	cr_assert_eq(f.plan->nranks, 2);
+	get_out(&f, 0, "enc.layers.0.w");
+	get_out(&f, 0, "enc.layers.1.w");
+	get_out(&f, 1, "enc.layers.2.w");
+	cr_assert_null(find_out(&f, 1, "enc.layers.1.w"));
+	cr_assert_null(find_out(&f, 0, "enc.layers.2.w"));
+	get_out(&f, 0, "model.layers.0.input_layernorm.weight");
+	get_out(&f, 1, "model.layers.1.input_layernorm.weight");
+	cr_assert_null(find_out(&f, 0, "model.layers.1.input_layernorm.weight"));
+	wshard_plan_free(f.plan);
+	f.plan = NULL;
+	f.opt.pp_layers = pp_layers;
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "--pp-layers adds up to 2 layers, but vLLM splits "
+				  "the 3 layers of 'enc.layers.{n}.' (enc_layers)"), "%s", err.msg);
+	f.opt.pp_layers = NULL;
+	f.opt.pp = 1;
+	fx_close(&f);
+	rules_fails(&f, STACK("{\"prefix\": \"enc.layers.\", \"count\": \"enc_layers\"}"),
+		    "or of {\"prefix\", \"count\"}");
+	rules_fails(&f, STACK("{\"prefix\": \"enc.layers.{n}.\"}"), "or of {\"prefix\", \"count\"}");
+	rules_fails(&f, STACK("{\"prefix\": \"enc.layers.{n}.\", \"count\": 3}"),
+		    "or of {\"prefix\", \"count\"}");
+	rules_fails(&f, "{\"pipeline\": {\"layers\": {\"prefix\": \"enc.layers.{n}.\", "
+		    "\"count\": \"enc_layers\"}, \"stages\": [{\"*\": \"all\"}]}, \"tensors\": [" CATCH_ALL "]}",
+		    "or of {\"prefix\", \"count\"}");
+}
+
+#define NO_PIPELINE(extra) "{\"no_pipeline\": \"its load_weights wants every layer\", " \
+	extra "\"tensors\": [" CATCH_ALL "]}"
+
+/* "no_pipeline": --pp refused with the rules' reason (Voxtral, whose
+ * vLLM load raises on every stage); a reason that is not a non-empty
+ * string, or beside "pipeline", is refused. */
+Test(kinds, no_pipeline)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	struct wshard_error err;
+
+	fx_open(&f, BASE);
+	use_rules(&f, NO_PIPELINE(""));
+	fx_plan(&f, 2);
+	wshard_plan_free(f.plan);
+	f.plan = NULL;
+	f.opt.pp = 2;
+	f.opt.tp = 1;
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "--pp 2 is not written for t.json: its load_weights wants every layer"),
+			   "%s", err.msg);
+	f.opt.pp = 1;
+	fx_close(&f);
+	rules_fails(&f, NO_PIPELINE("\"pipeline\": {\"layers\": \"model.layers.{n}.\", "
+				    "\"stages\": [{\"*\": \"all\"}]}, "),
+		    "\"no_pipeline\" is not a non-empty string (the reason) or stands beside \"pipeline\"");
+	rules_fails(&f, "{\"no_pipeline\": \"\", \"tensors\": [" CATCH_ALL "]}",
+		    "\"no_pipeline\" is not a non-empty string");
 }
 
 #define NONE_IF "{\"pipeline\": {\"none_if\": \"llm.archs[0] == 'X'\", " \

@@ -361,7 +361,7 @@ static enum wshard_err check_options(const struct wshard_rules *rules,
 		return wshard_error_set(err, WSHARD_EUSAGE,
 					"--pp %d is out of range (1 to 1024, at most 65536 ranks in all)",
 					opt->pp);
-	if (opt->pp > 1 && !rules->pp_layers)
+	if (opt->pp > 1 && !rules->pp_layers && !rules->no_pp)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"--pp is not written for %s: what each pipeline stage of vLLM holds is not checked for it (no \"pipeline\" in its rules)",
 					rules->name);

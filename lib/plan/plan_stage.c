@@ -28,11 +28,22 @@
 #include "rules/rules.h"
 #include "rules/expr.h"
 
+/* n layers dealt to pp stages as vLLM 0.32's get_pp_indices deals them
+ * (distributed/utils.py:153-158): n / pp each and the remainder one more
+ * to each stage before the last, from the one before the last backwards. */
+static void partition(long n, int pp, int *out)
+{
+	int s;
+
+	for (s = 0; s < pp; s++)
+		out[s] = (int)(n / pp);
+	for (s = 0; s < (int)(n % pp); s++)
+		out[pp - 2 - s]++;
+}
+
 /*
- * The layers of each stage, as vLLM 0.32's get_pp_indices gives them:
- * --pp-layers as given (VLLM_PP_LAYER_PARTITION), else nlayers / pp each
- * and the remainder one more to each stage before the last, from the one
- * before the last backwards.
+ * The decoder layers of each stage: --pp-layers as given
+ * (VLLM_PP_LAYER_PARTITION), else as partition() deals them.
  */
 static enum wshard_err stage_layers(struct wshard_plan *plan, long nlayers,
 				    const int *pp_layers, struct wshard_error *err)
@@ -61,10 +72,54 @@ static enum wshard_err stage_layers(struct wshard_plan *plan, long nlayers,
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"--pp %d: the model has %ld decoder layers (num_hidden_layers), fewer than the stages",
 					pp, nlayers);
+	partition(nlayers, pp, plan->stage_layers);
+	return WSHARD_OK;
+}
+
+/*
+ * The layers of each stage for each of the rules' layer stacks (*out,
+ * stack-major): the decoder's, or where the rules give a stack a count of
+ * its own (a Whisper encoder's), that count dealt as vLLM's make_layers
+ * deals it, by get_pp_indices on its own (a stage may hold none).  vLLM
+ * splits every stack by one VLLM_PP_LAYER_PARTITION and raises where it
+ * does not add up to the stack's layers (distributed/utils.py:150-151):
+ * --pp-layers is refused so.
+ */
+static enum wshard_err stack_layers(struct wshard_plan *plan, const struct wshard_rules *rules,
+				    const int *pp_layers, int **out, struct wshard_error *err)
+{
+	int pp = plan->opt.pp;
+	size_t n = 0, i;
+	int64_t count;
+	long sum = 0;
+	int s;
+	enum wshard_err rc;
+
+	while (rules->pp_layers[n])
+		n++;
+	*out = calloc(n * (size_t)pp, sizeof(int));
+	if (!*out)
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	for (s = 0; s < pp; s++)
-		plan->stage_layers[s] = (int)(nlayers / pp);
-	for (s = 0; s < (int)(nlayers % pp); s++)
-		plan->stage_layers[pp - 2 - s]++;
+		sum += plan->stage_layers[s];
+	for (i = 0; i < n; i++) {
+		int *st = *out + i * (size_t)pp;
+
+		if (!rules->pp_counts[i]) {
+			memcpy(st, plan->stage_layers, (size_t)pp * sizeof(int));
+			continue;
+		}
+		rc = expr_eval_dim(plan->config, rules->pp_counts[i], rules->pp_layers[i], &count,
+				   err);
+		if (rc)
+			return rc;
+		if (pp_layers && count != sum)
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"--pp-layers adds up to %ld layers, but vLLM splits the %lld layers of '%s' (%s) by the same partition and refuses it (rules '%s')",
+						sum, (long long)count, rules->pp_layers[i],
+						rules->pp_counts[i], rules->name);
+		partition(count, pp, st);
+	}
 	return WSHARD_OK;
 }
 
@@ -74,21 +129,23 @@ struct place {
 	enum rules_stage kind;
 };
 
-/* *out for output name.  Returns false when the rules give it no stage
+/* *out for output name, stacks the layers of each stage of each layer
+ * stack (stack_layers).  Returns false when the rules give it no stage
  * (*out_past: it is of a layer past the stages' layers). */
 static bool place_of(const struct wshard_plan *plan, const struct wshard_rules *rules,
-		     const char *name, struct place *out, bool *out_past)
+		     const int *stacks, const char *name, struct place *out, bool *out_past)
 {
 	long layer, first = 0;
+	size_t stack = 0;
 	int s;
 
 	out->stage = -1;
 	out->kind = RULES_STAGE_ALL;
 	*out_past = false;
-	if (!rules_stage_of(rules, name, &layer, &out->kind))
+	if (!rules_stage_of(rules, name, &layer, &stack, &out->kind))
 		return false;
 	for (s = 0; layer >= 0 && s < plan->opt.pp && out->stage < 0; s++) {
-		first += plan->stage_layers[s];
+		first += stacks[stack * (size_t)plan->opt.pp + (size_t)s];
 		if (layer < first)
 			out->stage = s;
 	}
@@ -146,18 +203,18 @@ struct tied {
  * tied->pl) to its others.
  */
 static enum wshard_err deal(struct wshard_plan *plan, const struct wshard_rules *rules,
-			    const struct tied *tied, struct wshard_rank_plan *ranks,
-			    size_t *caps, int r, struct wshard_out_tensor *t,
-			    struct wshard_error *err)
+			    const int *stacks, const struct tied *tied,
+			    struct wshard_rank_plan *ranks, size_t *caps, int r,
+			    struct wshard_out_tensor *t, struct wshard_error *err)
 {
 	bool tie = tied->embed && strcmp(t->name, tied->head) == 0, past;
 	struct place pl;
 	int s, own = -1, k;
 	enum wshard_err rc = WSHARD_OK;
 
-	if (!place_of(plan, rules, t->name, &pl, &past))
+	if (!place_of(plan, rules, stacks, t->name, &pl, &past))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					past ? "rules '%s': output '%s' is of a layer past num_hidden_layers"
+					past ? "rules '%s': output '%s' is of a layer past its stack's (num_hidden_layers, or the pipeline's count)"
 					     : "rules '%s' give no pipeline stage for output '%s'",
 					rules->name, t->name);
 	for (s = 0; s < plan->opt.pp; s++)
@@ -183,10 +240,14 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 	bool past;
 	size_t i, *caps;
 	int64_t first_min;
+	int *stacks = NULL;
 	enum wshard_err rc;
 
 	if (pp == 1)
 		return WSHARD_OK;
+	if (rules->no_pp)
+		return wshard_error_set(err, WSHARD_EINVAL, "--pp %d is not written for %s: %s",
+					pp, rules->name, rules->no_pp);
 	if (rules->pp_none_with && expr_config_count(plan->config, rules->pp_none_with) > 0)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"--pp %d: no pipeline is written for this checkpoint (config.json's %s is set; rules '%s')",
@@ -213,8 +274,10 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 					"--pp %d: the first stage would hold %d decoder layers; vLLM wants at least %lld there (%s)",
 					pp, plan->stage_layers[0], (long long)first_min,
 					rules->pp_first_min);
+	rc = stack_layers(plan, rules, pp_layers, &stacks, err);
 	/* tied: the embedding's own output name (the tie source's rule's) */
-	for (i = 0; rules_is_tied(rules, plan->config) && i < rules->nrules && !tied.embed; i++)
+	for (i = 0; !rc && rules_is_tied(rules, plan->config) && i < rules->nrules && !tied.embed;
+	     i++)
 		if (strcmp(rules->rules[i].match, rules->tie_source) == 0)
 			tied.embed = rules->rules[i].output ? rules->rules[i].output
 							    : rules->rules[i].match;
@@ -224,18 +287,19 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 	 * tie_word_embeddings) */
 	tied.head = !tied.embed ? NULL : plan->cat->st_pooling ? tied.embed
 							       : rules_tie_output(rules, plan->config);
-	if (tied.embed && !place_of(plan, rules, plan->cat->st_pooling ?
-				    rules_tie_output(rules, plan->config) : tied.embed,
-				    &tied.pl, &past))
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"rules '%s' give no pipeline stage for output '%s'",
-					rules->name, tied.embed);
-	ranks = calloc((size_t)n, sizeof(*ranks));
-	caps = calloc((size_t)n, sizeof(*caps));
-	if (!ranks || !caps) {
+	if (!rc && tied.embed && !place_of(plan, rules, stacks, plan->cat->st_pooling ?
+					   rules_tie_output(rules, plan->config) : tied.embed,
+					   &tied.pl, &past))
+		rc = wshard_error_set(err, WSHARD_EINVAL,
+				      "rules '%s' give no pipeline stage for output '%s'",
+				      rules->name, tied.embed);
+	ranks = rc ? NULL : calloc((size_t)n, sizeof(*ranks));
+	caps = rc ? NULL : calloc((size_t)n, sizeof(*caps));
+	if (rc || !ranks || !caps) {
 		free(ranks);
 		free(caps);
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		free(stacks);
+		return rc ? rc : wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
 	for (s = 0; s < pp; s++) {
 		for (r = 0; r < tp; r++) {
@@ -248,7 +312,7 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 		struct wshard_rank_plan *rp = &plan->ranks[r];
 
 		for (i = 0; i < rp->ntensors && !rc; i++)
-			rc = deal(plan, rules, &tied, ranks, caps, r, &rp->tensors[i], err);
+			rc = deal(plan, rules, stacks, &tied, ranks, caps, r, &rp->tensors[i], err);
 	}
 	/* what was not dealt (a failure) is freed with the old ranks (dealt
 	 * ones were zeroed); the new ones go with the plan either way */
@@ -261,6 +325,7 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 	}
 	free(plan->ranks);
 	free(caps);
+	free(stacks);
 	plan->ranks = ranks;
 	plan->nranks = n;
 	return rc;

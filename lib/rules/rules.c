@@ -129,6 +129,7 @@ void wshard_rules_free(struct wshard_rules *r)
 	if (!r)
 		return;
 	free(r->no_ep);
+	free(r->no_pp);
 	free(r->source_prefix);
 	for (i = 0; i < r->nsrc_renames; i++) {
 		free(r->src_from[i]);
@@ -234,9 +235,12 @@ void wshard_rules_free(struct wshard_rules *r)
 	for (i = 0; i < r->npp_stages; i++)
 		free(r->pp_stages[i].pattern);
 	free(r->pp_stages);
-	for (i = 0; r->pp_layers && r->pp_layers[i]; i++)
+	for (i = 0; r->pp_layers && r->pp_layers[i]; i++) {
 		free(r->pp_layers[i]);
+		free(r->pp_counts ? r->pp_counts[i] : NULL);
+	}
 	free(r->pp_layers);
+	free(r->pp_counts);
 	free(r->pp_first_min);
 	free(r->pp_none_with);
 	free(r->pp_none_if);

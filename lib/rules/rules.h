@@ -366,9 +366,17 @@ struct wshard_rules {
 	 * pp_layers: the prefixes of a decoder layer's outputs, with {n} for
 	 * its index ("model.layers.{n}."), NULL-terminated (more than one
 	 * where a block is used under another output_prefix too), or NULL:
-	 * --pp is not written for these rules.  pp_stages: for the other
-	 * outputs, in order, the first matching one decides. */
+	 * --pp is not written for these rules.  pp_counts, as many: NULL
+	 * where the prefix's layers are the decoder's (num_hidden_layers),
+	 * else the count (an expression over config.json) of a stack vLLM
+	 * splits between the stages on its own (a Whisper encoder's).
+	 * pp_stages: for the other outputs, in order, the first matching
+	 * one decides. */
 	char **pp_layers;
+	char **pp_counts;
+	/* "no_pipeline": why these rules write no --pp where vLLM cannot
+	 * build or load the model in stages (convert refuses it), or NULL */
+	char *no_pp;
 	/* "first_stage_min": a config.json key whose entries (an array) or
 	 * value is the fewest decoder layers vLLM lets the first stage hold
 	 * (Qwen3-VL's deepstack layers), or NULL */
@@ -535,18 +543,19 @@ char *rules_expr_copy(json_t *d, bool *bad);
 enum wshard_err rules_parse_op_keys(const struct wshard_rules *r, struct rules_op *op,
 				    json_t *val, struct wshard_error *err);
 
-/* The "pipeline" object of rules document r (rules_stage.c).  Returns
- * WSHARD_OK, WSHARD_EINVAL (the message names r) or WSHARD_ENOMEM. */
-enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
+/* The "pipeline" object and "no_pipeline" reason of rules document r,
+ * whose top-level object is root (rules_stage.c).  Returns WSHARD_OK,
+ * WSHARD_EINVAL (the message names r) or WSHARD_ENOMEM. */
+enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *root,
 				     struct wshard_error *err);
 
 /*
- * Which stages hold output name (rules_stage.c): *out_layer, the decoder
- * layer it belongs to (name starts with one of r's pp_layers), or -1 and
+ * Which stages hold output name (rules_stage.c): *out_layer, the layer it
+ * belongs to (name starts with r's pp_layers[*out_stack]), or -1 and
  * *out_stage, the first matching "stages" entry's.  Returns false when
  * neither matches.
  */
 bool rules_stage_of(const struct wshard_rules *r, const char *name, long *out_layer,
-		    enum rules_stage *out_stage);
+		    size_t *out_stack, enum rules_stage *out_stage);
 
 #endif /* WSHARD_RULES_H */

@@ -510,16 +510,16 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		return wshard_error_set(err, WSHARD_EINVAL, "'%s': not a JSON object", r->name);
 	json_object_foreach(root, key, val) {
 		static const char *const known[] = {
-			"name", "comment", "architectures", "tensors", "fused", "extra", "tie", "defaults",
-			"no_expert_parallel", "pipeline", "tp_divides", "requires", "refuse_beside", "source_prefix",
-			"source_renames", "rename_layers", "experts_in_rows", "weight_folders", "copy_folders", "weight_files" };
+			"name", "comment", "architectures", "tensors", "fused", "extra", "tie", "defaults", "no_expert_parallel",
+			"pipeline", "no_pipeline", "tp_divides", "requires", "refuse_beside", "source_prefix", "source_renames",
+			"rename_layers", "experts_in_rows", "weight_folders", "copy_folders", "weight_files" };
 		bool ok = false;
 
 		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, requires, refuse_beside, source_prefix, source_renames, rename_layers, experts_in_rows, weight_folders, copy_folders, weight_files)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, no_pipeline, tp_divides, requires, refuse_beside, source_prefix, source_renames, rename_layers, experts_in_rows, weight_folders, copy_folders, weight_files)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))
@@ -612,7 +612,7 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		return rc;
 	rc = rules_parse_defaults(r, json_object_get(root, "defaults"), err);
 	if (!rc)
-		rc = rules_parse_pipeline(r, json_object_get(root, "pipeline"), err);
+		rc = rules_parse_pipeline(r, root, err);
 	if (rc)
 		return rc;
 	return rules_parse_tie(r, json_object_get(root, "tie"), err);

@@ -32,27 +32,74 @@ static int parse_stage(const char *s)
 	return -1;
 }
 
-/* "layers": a name prefix with {n}, or a non-empty array of them (one
- * block used under two output prefixes: DeepSeek-V4's text model, alone
- * or under language_model. beside its vision tower). */
+/* A "layers" entry: a name prefix with {n}, or (in an array) an object
+ * {"prefix": PREFIX, "count": EXPR}, a stack of layers of its own count
+ * (a Whisper encoder's, which vLLM's make_layers splits between the
+ * stages as it splits the decoder's: whisper.py:526-531). */
+static bool layer_entry_ok(json_t *v, bool in_array)
+{
+	json_t *p = json_object_get(v, "prefix"), *c = json_object_get(v, "count");
+
+	if (json_is_string(v))
+		return strstr(json_string_value(v), "{n}") != NULL;
+	return in_array && json_is_object(v) && json_object_size(v) == 2 && json_is_string(p) &&
+	       strstr(json_string_value(p), "{n}") && json_is_string(c);
+}
+
+/* "layers": one entry, or a non-empty array of them (one block used
+ * under two output prefixes: DeepSeek-V4's text model, alone or under
+ * language_model. beside its vision tower; or stacks of their own). */
 static bool layer_prefixes_ok(json_t *layers)
 {
 	json_t *v;
 	size_t i;
 
-	if (json_is_string(layers))
-		return strstr(json_string_value(layers), "{n}") != NULL;
-	if (!json_is_array(layers) || json_array_size(layers) == 0)
+	if (!json_is_array(layers))
+		return layer_entry_ok(layers, false);
+	if (json_array_size(layers) == 0)
 		return false;
 	json_array_foreach(layers, i, v)
-		if (!json_is_string(v) || !strstr(json_string_value(v), "{n}"))
+		if (!layer_entry_ok(v, true))
 			return false;
 	return true;
 }
 
-enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
+/* Entry i of "layers" (v) into r->pp_layers[i] and r->pp_counts[i]. */
+static enum wshard_err set_layer_entry(struct wshard_rules *r, size_t i, json_t *v,
+				       struct wshard_error *err)
+{
+	json_t *count = json_object_get(v, "count");
+
+	r->pp_layers[i] = strdup(json_string_value(json_is_string(v) ? v
+								     : json_object_get(v, "prefix")));
+	if (!r->pp_layers[i] || (count && !(r->pp_counts[i] = strdup(json_string_value(count)))))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
+/* "no_pipeline": why vLLM builds or loads no pipeline of the model (its
+ * load_weights looks up every encoder layer on every stage, say), so that
+ * --pp is refused with that reason; not beside "pipeline". */
+static enum wshard_err parse_no_pipeline(struct wshard_rules *r, json_t *root,
+					 struct wshard_error *err)
+{
+	json_t *val = json_object_get(root, "no_pipeline");
+
+	if (!val)
+		return WSHARD_OK;
+	if (!json_is_string(val) || !json_string_length(val) || json_object_get(root, "pipeline"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"no_pipeline\" is not a non-empty string (the reason) or stands beside \"pipeline\"",
+					r->name);
+	if (!(r->no_pp = strdup(json_string_value(val))))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
+enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *root,
 				     struct wshard_error *err)
 {
+	json_t *pipeline = json_object_get(root, "pipeline");
 	json_t *layers = json_object_get(pipeline, "layers");
 	json_t *stages = json_object_get(pipeline, "stages");
 	json_t *first_min = json_object_get(pipeline, "first_stage_min");
@@ -60,33 +107,36 @@ enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *pipeline,
 	json_t *none_if = json_object_get(pipeline, "none_if");
 	const char *key;
 	json_t *val, *v;
-	size_t i;
+	size_t i, n;
+	enum wshard_err rc;
 
-	if (!pipeline)
-		return WSHARD_OK;
+	rc = parse_no_pipeline(r, root, err);
+	if (rc || !pipeline)
+		return rc;
 	if (!json_is_object(pipeline) || !layer_prefixes_ok(layers) || !json_is_array(stages) ||
 	    (first_min && !json_is_string(first_min)) || (none_with && !json_is_string(none_with)) ||
 	    (none_if && !json_is_string(none_if)) ||
 	    json_object_size(pipeline) != (size_t)(2 + (first_min != NULL) + (none_with != NULL) +
 						   (none_if != NULL)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"pipeline\" is an object of \"layers\" (a name prefix with {n}, or an array of them), \"stages\" (an array of one-key objects) and optionally \"first_stage_min\", \"none_with\" (config keys) and \"none_if\" (a condition)",
+					"'%s': \"pipeline\" is an object of \"layers\" (a name prefix with {n}, or an array of them or of {\"prefix\", \"count\"}), \"stages\" (an array of one-key objects) and optionally \"first_stage_min\", \"none_with\" (config keys) and \"none_if\" (a condition)",
 					r->name);
 	if (first_min && !(r->pp_first_min = strdup(json_string_value(first_min))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	if ((none_with && !(r->pp_none_with = strdup(json_string_value(none_with)))) ||
 	    (none_if && !(r->pp_none_if = strdup(json_string_value(none_if)))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	r->pp_layers = calloc(json_is_array(layers) ? json_array_size(layers) + 1 : 2,
-			      sizeof(*r->pp_layers));
+	n = json_is_array(layers) ? json_array_size(layers) : 1;
+	r->pp_layers = calloc(n + 1, sizeof(*r->pp_layers));
+	r->pp_counts = calloc(n + 1, sizeof(*r->pp_counts));
 	r->pp_stages = calloc(json_array_size(stages) + 1, sizeof(*r->pp_stages));
-	if (!r->pp_layers || !r->pp_stages)
+	if (!r->pp_layers || !r->pp_counts || !r->pp_stages)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	if (!json_is_array(layers) && !(r->pp_layers[0] = strdup(json_string_value(layers))))
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	json_array_foreach(layers, i, v)
-		if (!(r->pp_layers[i] = strdup(json_string_value(v))))
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	for (i = 0, rc = WSHARD_OK; i < n && !rc; i++)
+		rc = set_layer_entry(r, i, json_is_array(layers) ? json_array_get(layers, i) : layers,
+				     err);
+	if (rc)
+		return rc;
 	json_array_foreach(stages, i, val) {
 		int st = -1;
 
@@ -124,13 +174,15 @@ static long layer_of(const char *p, const char *name)
 }
 
 bool rules_stage_of(const struct wshard_rules *r, const char *name, long *out_layer,
-		    enum rules_stage *out_stage)
+		    size_t *out_stack, enum rules_stage *out_stage)
 {
 	size_t i;
 
 	*out_layer = -1;
-	for (i = 0; r->pp_layers[i] && *out_layer < 0; i++)
+	for (i = 0; r->pp_layers[i] && *out_layer < 0; i++) {
 		*out_layer = layer_of(r->pp_layers[i], name);
+		*out_stack = i;
+	}
 	if (*out_layer >= 0)
 		return true;
 	for (i = 0; i < r->npp_stages; i++) {

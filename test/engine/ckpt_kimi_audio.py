@@ -48,12 +48,13 @@ def tokenizer(out):
                    "eos_token": "<|im_kimia_text_eos|>"}, f, indent=1)
 
 
-def make(out):
+def make(out, encoder_layers=None):
     import torch
     import transformers
     from ckpt_io import module_tensors, perturb, save_prefix_shards
     cfg = transformers.Qwen2Config(**TEXT)
-    wcfg = transformers.WhisperConfig(**WHISPER)
+    wcfg = transformers.WhisperConfig(**dict(WHISPER, encoder_layers=encoder_layers or
+                                             WHISPER["encoder_layers"]))
     d, h = WHISPER["d_model"], TEXT["hidden_size"]
     torch.manual_seed(1234)
     llm = transformers.Qwen2ForCausalLM(cfg)
@@ -85,6 +86,13 @@ def make(out):
     whisper.to(torch.bfloat16).save_pretrained(wdir)
     transformers.WhisperFeatureExtractor(feature_size=WHISPER["num_mel_bins"],
                                          chunk_length=2).save_pretrained(wdir)
+
+
+def make_e3(out):
+    """Three encoder layers beside the text model's two: vLLM deals each
+    stack between pipeline stages on its own (get_pp_indices: 2 + 1
+    encoder layers, 1 + 1 decoder layers at pp 2)."""
+    make(out, encoder_layers=3)
 
 
 if __name__ == "__main__":

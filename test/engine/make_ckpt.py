@@ -3883,6 +3883,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # Kimi-Audio: a Qwen2 text model and a projector at the top, the
        # Whisper model in whisper-large-v3/ (weights vLLM reads too)
        "kimi_audio": "ckpt_kimi_audio",
+       # with three encoder layers beside two decoder layers (its pipeline
+       # stages: each stack dealt on its own)
+       "kimi_audio-e3": "ckpt_kimi_audio:make_e3",
        # FireRedASR2: a Conformer encoder, an adapter and a Qwen2 text model
        "fireredasr2": "ckpt_fireredasr2",
        # Cohere Transcribe: a Conformer encoder and a Transformer decoder
