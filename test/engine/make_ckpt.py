@@ -606,6 +606,10 @@ CASES = {
     # ... with 3 vision heads (48 wide), which tp 2 does not divide: vLLM
     # keeps the tower and the aligner whole on every rank
     "deepseek_v4_vl-h3": ("DeepseekV4Config", "DeepseekV4ForCausalLM", DSV4),
+    # DeepSeek-V4 with DSpark draft stages as its mtp.* (ckpt_dsv4.py:
+    # deepseek_v4_dspark): the target and, converted with --architecture
+    # DSparkDraftModel, its draft (deepseek_v4-dspark:TP:bytes:dspark)
+    "deepseek_v4-dspark": ("DeepseekV4Config", "DeepseekV4ForCausalLM", DSV4),
     # DeepSeek-V4 with FP8 128x128 blocks as V4-Flash-Base ships them
     # (expert_dtype "fp8": F32 scales named X.scale), every split at tp 2
     # on whole blocks: 256 wo_a rows and expert rows.
@@ -4141,6 +4145,9 @@ def make(arch, out):
     elif arch == "deepseek_v4_vl-h3":
         from ckpt_dsv4 import deepseek_v4_vision
         deepseek_v4_vision(out, vision_n_heads=3, vision_dim=48)
+    if arch == "deepseek_v4-dspark":
+        from ckpt_dsv4 import deepseek_v4_dspark
+        deepseek_v4_dspark(out)
     if arch == "deepseek_v4-fp8":
         from ckpt_dsv4 import deepseek_v4_fp8
         deepseek_v4_fp8(out)
