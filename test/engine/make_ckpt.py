@@ -3755,6 +3755,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "qwen3-dspark": "ckpt_dflash:make_dspark",
        # gemma4_mm's (Gemma4DSparkModel: its own embedding and head)
        "gemma4_mm-dspark": "ckpt_dflash:make_gemma4_dspark",
+       # kimi_k3's (K3DSparkModel: MLA with RoPE, a dense MLP)
+       "kimi_k3-dspark": "ckpt_kimi_k3:make_dspark",
        # deepseek_v3's, a DeepSeek-V3 layer (MLA, dense MLP): Eagle3DeepseekV2ForCausalLM
        "deepseek_v3-eagle3": "ckpt_eagle3:make_deepseek",
        # deepseek_v3's EAGLE draft (its MTP layer under EAGLE's names):
