@@ -337,7 +337,7 @@ def deepseek_v4_dspark(out, stages=2, markov_rank=16):
     new[z + "markov_head.markov_w2.weight"] = rnd([vocab, markov_rank])
     new[z + "confidence_head.proj.weight"] = rnd([1, h + markov_rank], torch.float32)
     for k, v in new.items():
-        if v.is_floating_point():
+        if v.dtype in (torch.bfloat16, torch.float32):
             new[k] = v + rnd(v.shape, v.dtype)
         wm[k] = "model-dspark.safetensors"
     save_file(new, os.path.join(out, "model-dspark.safetensors"),
