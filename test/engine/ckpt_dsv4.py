@@ -278,3 +278,75 @@ def deepseek_v4_vision(out, **over):
     word_tokenizer(transformers.PretrainedConfig(vocab_size=cfg["vocab_size"]),
                    special, "<｜▁pad▁｜>", "<｜end▁of▁sentence｜>",
                    "<｜begin▁of▁sentence｜>", "<unk>").save_pretrained(out)
+
+
+def deepseek_v4_dspark(out, stages=2, markov_rank=16):
+    """DeepSeek-V4 with DSpark draft stages in place of its MTP layer, as
+    DeepSeek ships its DSpark drafts (vLLM 0.32's DSparkDeepseekV4ForCausalLM,
+    nvidia/dspark.py: "Draft weights ship in the target checkpoint (mtp.*)"):
+    mtp.0 to mtp.{stages-1}, each a decoder layer (a perturbed copy of the
+    last layer without its compressor and indexer: compress_ratios 0, as the
+    MTP layer's), mtp.0 also main_proj [hidden, hidden * len(target layers)]
+    and main_norm, the last stage the head stack: norm, hc_head_fn/base/scale
+    (F32), markov_head.markov_w1 and markov_w2 [vocab, markov_rank] and
+    confidence_head.proj.weight [1, hidden + markov_rank] (F32, no bias:
+    DSparkConfidenceHead as nvidia/dspark.py builds it).  config.json gets
+    n_mtp_layers, dspark_target_layer_ids, dspark_markov_rank,
+    dspark_noise_token_id and dspark_block_size, and compress_ratios an entry
+    a stage (vLLM's CPU decoder layer reads compress_ratios[layer_id], each
+    draft layer numbered past num_hidden_layers)."""
+    import json
+    import os
+    import torch
+    from safetensors.torch import load_file, save_file
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    wm = {k: v for k, v in idx["weight_map"].items() if not k.startswith("mtp.")}
+    os.remove(os.path.join(out, "model-mtp.safetensors"))
+    n = cfg["num_hidden_layers"]
+    last = f"layers.{n - 1}."
+    h, hc, vocab = cfg["hidden_size"], cfg["hc_mult"], cfg["vocab_size"]
+    targets = [1, n - 2]
+    g = torch.Generator().manual_seed(9876)
+    base = {}
+    for fname in sorted(set(wm.values())):
+        for k, v in load_file(os.path.join(out, fname)).items():
+            if k.startswith(last) and not k.startswith(
+                    (last + "attn.compressor.", last + "attn.indexer.")):
+                base[k[len(last):]] = v
+    new = {}
+    for s in range(stages):
+        for k, v in base.items():
+            new[f"mtp.{s}.{k}"] = v.clone()
+
+    def rnd(shape, dtype=torch.bfloat16):
+        return (torch.randn(shape, generator=g) * 0.02).to(dtype)
+
+    new["mtp.0.main_proj.weight"] = rnd([h, h * len(targets)])
+    new["mtp.0.main_norm.weight"] = rnd([h])
+    z = f"mtp.{stages - 1}."
+    new[z + "norm.weight"] = rnd([h])
+    for k, shape in (("hc_head_fn", [hc, hc * h]), ("hc_head_base", [hc]),
+                     ("hc_head_scale", [1])):
+        new[z + k] = rnd(shape, torch.float32)
+    new[z + "markov_head.markov_w1.weight"] = rnd([vocab, markov_rank])
+    new[z + "markov_head.markov_w2.weight"] = rnd([vocab, markov_rank])
+    new[z + "confidence_head.proj.weight"] = rnd([1, h + markov_rank], torch.float32)
+    for k, v in new.items():
+        if v.dtype in (torch.bfloat16, torch.float32):
+            new[k] = v + rnd(v.shape, v.dtype)
+        wm[k] = "model-dspark.safetensors"
+    save_file(new, os.path.join(out, "model-dspark.safetensors"),
+              metadata={"format": "pt"})
+    idx["weight_map"] = dict(sorted(wm.items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    cfg["compress_ratios"] = cfg["compress_ratios"][:n] + [0] * stages
+    cfg.pop("num_nextn_predict_layers", None)
+    cfg.update(n_mtp_layers=stages, dspark_target_layer_ids=targets,
+               dspark_markov_rank=markov_rank, dspark_noise_token_id=vocab - 1,
+               dspark_block_size=2)
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)

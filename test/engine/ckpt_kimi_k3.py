@@ -297,3 +297,64 @@ def processor(out):
                          "<|kimi_image_placeholder|>": 998},
                    "<pad>", "<eos>", "<bos>", "<unk>").save_pretrained(out)
     kimi_media_config(out)
+
+
+K3_DSPARK_TARGET_LAYER_IDS = [0, 2]
+
+
+def make_dspark(out, layers=2, rank=16):
+    """A Kimi K3 DSpark draft (vLLM 0.32's K3DSparkModel, kimi_k3/nvidia/
+    dspark_mla.py K3DSparkForCausalLM) for make's kimi_k3 target, a
+    checkpoint of its own as that class loads one: config.json a
+    K3DSparkConfig (transformers_utils/configs/k3_dspark.py, model_type
+    k3_dspark, a DeepseekV3Config: q-LoRA MLA with RoPE, a dense MLP) with
+    architectures ["K3DSparkModel"], target_hidden_size, target_layer_ids
+    and num_target_layers, markov_rank, enable_confidence_head,
+    confidence_head_with_markov, dspark_noise_token_id, block_size; the
+    tensors layers.N.* transformers' own DeepseekV3DecoderLayer (every
+    layer dense: first_k_dense_replace), context_proj [hidden,
+    target_hidden * num_target_layers], context_norm, final_norm,
+    markov_head.markov_w1/markov_w2 [vocab, rank], confidence_head.proj
+    [1, hidden + rank] with its bias, and an embed_tokens and lm_head
+    (vLLM's mapper drops both: the target's serve).  Sizes are the
+    target's text model's (256 wide, 4 heads, its MLA ranks)."""
+    import torch
+    import torch.nn as nn
+    import transformers
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
+        DeepseekV3DecoderLayer, DeepseekV3RMSNorm)
+    from ckpt_dflash import dspark_heads
+    from ckpt_io import draft_config, module_tensors, save_draft
+    t = TEXT
+    cfg = transformers.DeepseekV3Config(
+        vocab_size=t["vocab_size"], hidden_size=t["hidden_size"],
+        intermediate_size=t["intermediate_size"], num_hidden_layers=layers,
+        num_attention_heads=t["num_attention_heads"],
+        num_key_value_heads=t["num_attention_heads"], q_lora_rank=t["q_lora_rank"],
+        kv_lora_rank=t["kv_lora_rank"], qk_nope_head_dim=t["qk_nope_head_dim"],
+        qk_rope_head_dim=t["qk_rope_head_dim"], v_head_dim=t["v_head_dim"],
+        first_k_dense_replace=layers, n_routed_experts=0, n_shared_experts=0,
+        num_experts_per_tok=0, max_position_embeddings=t["max_position_embeddings"],
+        rms_norm_eps=1e-5, hidden_act="silu", tie_word_embeddings=False,
+        bos_token_id=t["bos_token_id"], eos_token_id=t["eos_token_id"],
+        pad_token_id=t["pad_token_id"])
+    h, v = cfg.hidden_size, cfg.vocab_size
+    torch.manual_seed(2472)
+    mods = {f"layers.{i}": DeepseekV3DecoderLayer(cfg, i) for i in range(layers)}
+    ids = K3_DSPARK_TARGET_LAYER_IDS
+    mods.update({"embed_tokens": nn.Embedding(v, h), "lm_head": nn.Linear(h, v, bias=False),
+                 "context_proj": nn.Linear(len(ids) * h, h, bias=False),
+                 "context_norm": DeepseekV3RMSNorm(h, cfg.rms_norm_eps),
+                 "final_norm": DeepseekV3RMSNorm(h, cfg.rms_norm_eps)})
+    dspark_heads(mods, h, v, rank)
+    tensors = module_tensors(mods)
+    c = draft_config(
+        cfg, model_type="k3_dspark", architectures=["K3DSparkModel"],
+        target_hidden_size=h, target_layer_ids=ids, num_target_layers=len(ids),
+        markov_rank=rank, enable_confidence_head=True,
+        confidence_head_with_markov=True, dspark_noise_token_id=v - 1,
+        block_size=4, rope_parameters={"rope_type": "default", "rope_theta": 50000.0})
+    for k in ("n_routed_experts", "n_shared_experts", "num_experts_per_tok",
+              "first_k_dense_replace"):
+        c.pop(k, None)
+    save_draft(out, tensors, c)

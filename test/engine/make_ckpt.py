@@ -619,6 +619,10 @@ CASES = {
     # ... with 3 vision heads (48 wide), which tp 2 does not divide: vLLM
     # keeps the tower and the aligner whole on every rank
     "deepseek_v4_vl-h3": ("DeepseekV4Config", "DeepseekV4ForCausalLM", DSV4),
+    # DeepSeek-V4 with DSpark draft stages as its mtp.* (ckpt_dsv4.py:
+    # deepseek_v4_dspark): the target and, converted with --architecture
+    # DSparkDraftModel, its draft (deepseek_v4-dspark:TP:bytes:dspark)
+    "deepseek_v4-dspark": ("DeepseekV4Config", "DeepseekV4ForCausalLM", DSV4),
     # DeepSeek-V4 with FP8 128x128 blocks as V4-Flash-Base ships them
     # (expert_dtype "fp8": F32 scales named X.scale), every split at tp 2
     # on whole blocks: 256 wo_a rows and expert rows.
@@ -3796,6 +3800,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "qwen3-dspark": "ckpt_dflash:make_dspark",
        # gemma4_mm's (Gemma4DSparkModel: its own embedding and head)
        "gemma4_mm-dspark": "ckpt_dflash:make_gemma4_dspark",
+       # kimi_k3's (K3DSparkModel: MLA with RoPE, a dense MLP)
+       "kimi_k3-dspark": "ckpt_kimi_k3:make_dspark",
        # deepseek_v3's, a DeepSeek-V3 layer (MLA, dense MLP): Eagle3DeepseekV2ForCausalLM
        "deepseek_v3-eagle3": "ckpt_eagle3:make_deepseek",
        # deepseek_v3's EAGLE draft (its MTP layer under EAGLE's names):
@@ -4197,6 +4203,9 @@ def make(arch, out):
     elif arch == "deepseek_v4_vl-h3":
         from ckpt_dsv4 import deepseek_v4_vision
         deepseek_v4_vision(out, vision_n_heads=3, vision_dim=48)
+    if arch == "deepseek_v4-dspark":
+        from ckpt_dsv4 import deepseek_v4_dspark
+        deepseek_v4_dspark(out)
     if arch == "deepseek_v4-fp8":
         from ckpt_dsv4 import deepseek_v4_fp8
         deepseek_v4_fp8(out)

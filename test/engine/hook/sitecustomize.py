@@ -461,6 +461,40 @@ def _patch_dsv4_mtp(module):
         pkg.DeepSeekV4MTP = gpu_mtp.DeepSeekV4MTP
 
 
+def _patch_dsv4_dspark(module):
+    """WSHARD_ORACLE_DSV4_DSPARK: vLLM 0.32's CPU build has no DeepSeek-V4
+    DSpark draft (registry DSparkDraftModel): cpu/dspark.py's
+    DSparkDeepseekV4ForCausalLM raises NotImplementedError ("DeepSeek-V4
+    speculative decoding (DSpark) is not implemented on CPU.").  Here it is
+    vLLM's own GPU draft (nvidia/dspark.py: its model, its names, its
+    load_weights) with the CPU build's DeepseekV4DecoderLayer, the one its
+    DeepSeek-V4 target holds, as each draft layer: without the native
+    MegaMoE (a CUDA kernel; the CPU layer's MoE is never one) and with the
+    n_redundant_experts nvidia/model.py's MoE sets (eplb_config's,
+    model.py:808), which its load_weights reads and the CPU MoE lacks.
+    collect_moe_layers finds no nvidia DeepseekV4MoE in the CPU layers and
+    leaves the EPLB counts 0 (no state).  With WSHARD_ORACLE_DSPARK the V1
+    runner builds it as a DFlash draft.  Load and save only: the draft's
+    forward runs GPU kernels (tilelang's mhc, the fused KV inserts)."""
+    from vllm.models.deepseek_v4.cpu import model as cpu_model
+    from vllm.models.deepseek_v4.nvidia import dspark as gpu_dspark
+
+    class Layer(cpu_model.DeepseekV4DecoderLayer):
+        def __init__(self, vllm_config, prefix, topk_indices_buffer=None):
+            super().__init__(vllm_config, prefix,
+                             topk_indices_buffer=topk_indices_buffer)
+            self.ffn.use_native_mega_moe = False
+            self.ffn.finalize_mega_moe_weights = lambda: None
+            self.ffn.n_redundant_experts = \
+                vllm_config.parallel_config.eplb_config.num_redundant_experts
+
+    gpu_dspark.DeepseekV4DecoderLayer = Layer
+    module.DSparkDeepseekV4ForCausalLM = gpu_dspark.DSparkDeepseekV4ForCausalLM
+    pkg = sys.modules.get("vllm.models.deepseek_v4")
+    if pkg is not None and hasattr(pkg, "DSparkDeepseekV4ForCausalLM"):
+        pkg.DSparkDeepseekV4ForCausalLM = gpu_dspark.DSparkDeepseekV4ForCausalLM
+
+
 def _patch_dsv4_vl(module):
     """WSHARD_ORACLE_DSV4_VL: vLLM 0.32's CPU build has no DeepSeek-V4
     vision model: the registry's DeepseekV4ForConditionalGeneration is
@@ -1111,6 +1145,8 @@ if os.environ.get("WSHARD_ORACLE_ML3_EAGLE"):
     _hook("vllm.model_executor.models.mistral_large_3_eagle", _patch_ml3_eagle)
 if os.environ.get("WSHARD_ORACLE_DSV4_MTP"):
     _hook("vllm.models.deepseek_v4.cpu.mtp", _patch_dsv4_mtp)
+if os.environ.get("WSHARD_ORACLE_DSV4_DSPARK"):
+    _hook("vllm.models.deepseek_v4.cpu.dspark", _patch_dsv4_dspark)
 if os.environ.get("WSHARD_ORACLE_DSV4_VL"):
     _hook("vllm.models.deepseek_v4.vl_stub", _patch_dsv4_vl)
     _hook("vllm.models.deepseek_v4.cpu.model", _patch_dsv4_vl_moe)
