@@ -1009,6 +1009,17 @@ CASES = {
                                 "image_size": 56, "patch_size": 14,
                                 "vision_use_head": False},
                  text_config={"model_type": "qwen3", "head_dim": 64})),
+    # R-4B (RForConditionalGeneration): LLaVA-OneVision with a Qwen3 text
+    # model and R's projector (pre_norm, linear_1 to H, linear_2), named
+    # and configured as released (ckpt_rvl.py)
+    "rvl": ("LlavaOnevisionConfig", "LlavaOnevisionForConditionalGeneration",
+            dict(image_token_index=999, video_token_index=998,
+                 image_grid_pinpoints=[[56, 56]],
+                 vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                "num_hidden_layers": 2, "num_attention_heads": 4,
+                                "image_size": 56, "patch_size": 14,
+                                "vision_use_head": False},
+                 text_config={"model_type": "qwen3", "head_dim": 64})),
     # Command A Vision: a Cohere2 text model, a SigLIP tower and a
     # pixel-shuffling SwiGLU projector; 64x64 images of 16-pixel patches,
     # downsampled 2x2 (4 image tokens).
@@ -4049,6 +4060,9 @@ def make(arch, out):
             for t in c["text_config"]["layer_types"]]))
     if arch == "bee":
         released_bee(out, cfg)
+    if arch == "rvl":
+        from ckpt_rvl import released
+        released(out, cfg)
     if arch == "llava-pixtral":
         pixtral_processor(out, cfg)
     elif arch.startswith("llava"):
