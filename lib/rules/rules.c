@@ -130,6 +130,7 @@ void wshard_rules_free(struct wshard_rules *r)
 		return;
 	free(r->no_ep);
 	free(r->source_prefix);
+	free(r->num_layers);
 	for (i = 0; i < r->nsrc_renames; i++) {
 		free(r->src_from[i]);
 		free(r->src_to[i]);

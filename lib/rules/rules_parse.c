@@ -512,14 +512,14 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		static const char *const known[] = {
 			"name", "comment", "architectures", "tensors", "fused", "extra", "tie", "defaults",
 			"no_expert_parallel", "pipeline", "tp_divides", "requires", "refuse_beside", "source_prefix",
-			"source_renames", "rename_layers", "experts_in_rows", "weight_folders", "copy_folders" };
+			"source_renames", "rename_layers", "experts_in_rows", "weight_folders", "copy_folders", "num_layers" };
 		bool ok = false;
 
 		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, requires, refuse_beside, source_prefix, source_renames, rename_layers, experts_in_rows, weight_folders, copy_folders)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, tp_divides, requires, refuse_beside, source_prefix, source_renames, rename_layers, experts_in_rows, weight_folders, copy_folders, num_layers)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))

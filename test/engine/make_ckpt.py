@@ -3723,6 +3723,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "dots_ocr": "ckpt_dots_ocr", "dots_ocr-bias": "ckpt_dots_ocr:make_bias",
        # Cosmos 3's unified checkpoint: transformer/, vision_encoder/ (and vae/, ignored)
        "cosmos3": "ckpt_cosmos3:make",
+       "cosmos3_edge": "ckpt_cosmos3_edge",
        "colqwen3": "ckpt_colqwen3:make_tomoro", "colqwen3-ops": "ckpt_colqwen3:make_ops",
        "colqwen3-nemotron": "ckpt_colqwen3:make_nemotron",
        "colqwen3-nodim": "ckpt_colqwen3:make_nodim",
