@@ -1062,6 +1062,44 @@ Test(ext, source_renames_numbers)
 	fx_close(&f);
 }
 
+/* A "to"'s {2n} and {2n+1} put twice the layer's number there, or one
+ * more (Cosmos 3 Edge's block N: vLLM's layers 2N and 2N+1). */
+Test(ext, source_renames_doubled)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	int r;
+
+	fx_open(&f, BASE " --extra-tensor blocks.3.a.weight:4,8"
+		" --extra-tensor blocks.3.b.weight:4,8");
+	use_rules(&f, "{\"source_renames\": ["
+		  "{\"from\": \"blocks.{n}.a.\", \"to\": \"model.layers.{2n}.a.\"},"
+		  "{\"from\": \"blocks.{n}.b.\", \"to\": \"model.layers.{2n+1}.b.\"}],"
+		  " \"tensors\": ["
+		  "{\"match\": \"model.layers.{n}.a.weight\", \"split\": \"row\", \"if\": \"n < 16\","
+		  " \"optional\": true},"
+		  "{\"match\": \"model.layers.{n}.b.weight\", \"split\": \"col\", \"if\": \"n < 16\","
+		  " \"optional\": true},"
+		  CATCH_ALL "]}");
+	fx_plan(&f, 2);
+	for (r = 0; r < 2; r++) {
+		assert_shape(get_out(&f, r, "model.layers.6.a.weight"), 2, 2, 8);
+		assert_shape(get_out(&f, r, "model.layers.7.b.weight"), 2, 4, 4);
+	}
+	fx_close(&f);
+}
+
+/* "num_layers" is the layer count rules require layers in: twice the
+ * base's two layers asks for layers 2 and 3, which it lacks. */
+Test(ext, num_layers)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, BASE);
+	use_rules(&f, "{\"num_layers\": \"2*num_hidden_layers\", \"tensors\": [" CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~model.layers.2.input_layernorm.weight");
+	fx_close(&f);
+}
+
 /* A "to" with a {n} its "from" lacks is refused. */
 Test(ext, source_renames_unbound)
 {

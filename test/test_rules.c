@@ -809,7 +809,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			219 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			221 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
 			      vision tower), GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
@@ -817,7 +817,7 @@ Test(builtin, architectures_list)
 			      OLMo Hybrid, Phi-3.5-MoE, Gemma3TextModel, CLIPModel,
 			      SiglipModel, ColPaliForRetrieval, Inkling (2), GLM-5-Next
 			      (2: with its tower and without), MiniMax-M3 (2), Muse Glimmer (2: with its tower and
-			      without), HyperCLOVA X SEED Think, OpenCUA, Bee, Phi-4-reasoning-vision, Phi-4-multimodal, Eagle 2.5, Llama Nemotron VL
+			      without), HyperCLOVA X SEED Think, OpenCUA, Bee, R-4B, Cosmos 3 Edge, Phi-4-reasoning-vision, Phi-4-multimodal, Eagle 2.5, Llama Nemotron VL
 			      (3: the embedding model, the reranker, Nano VL), StepVL, Step-3 VL,
 			      Keye-VL, Keye-VL 1.5, Kanana-V, LLaVA-OneVision-2, Moondream 3 (2: HfMoondream,
 			      Moondream3ForCausalLM), Nemotron-Parse, Molmo2, Molmo, BAGEL, OpenVLA,

@@ -70,7 +70,12 @@ long plan_count_layers(const struct wshard_plan *plan, const struct wshard_rules
 	size_t i, j;
 	int64_t v;
 
-	/* config.json's, or the rules' default (DBRX's names n_layers) */
+	/* the rules' own count (Cosmos 3 Edge's blocks are two layers each),
+	 * else config.json's, or the rules' default (DBRX's names n_layers) */
+	if (rules->num_layers &&
+	    !expr_eval_dim(plan->config, rules->num_layers, "num_layers", &v, &ignored) &&
+	    v > 0 && v < PLAN_MAX_LAYERS)
+		return (long)v;
 	if (!expr_eval_dim(plan->config, "num_hidden_layers", "num_hidden_layers", &v, &ignored) &&
 	    v > 0 && v < PLAN_MAX_LAYERS)
 		return (long)v;

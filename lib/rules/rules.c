@@ -131,6 +131,7 @@ void wshard_rules_free(struct wshard_rules *r)
 	free(r->no_ep);
 	free(r->no_pp);
 	free(r->source_prefix);
+	free(r->num_layers);
 	for (i = 0; i < r->nsrc_renames; i++) {
 		free(r->src_from[i]);
 		free(r->src_to[i]);

@@ -318,6 +318,10 @@ struct wshard_rules {
 	 * hf_to_vllm_mapper renames it; before source_prefix */
 	char **src_from, **src_to;
 	size_t nsrc_renames;
+	/* "num_layers": an expression for vLLM's decoder layer count where
+	 * num_hidden_layers is not it (Cosmos 3 Edge's: two a block), or
+	 * NULL */
+	char *num_layers;
 	/* "weight_folders": folders of the checkpoint whose weights vLLM
 	 * reads too (a model class's secondary_weights), folder_config[i]
 	 * the config key folder[i]'s config.json is read under, or NULL */

@@ -502,7 +502,6 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 	json_t *tensors = json_object_get(root, "tensors");
 	size_t i;
 	enum wshard_err rc;
-
 	const char *key;
 	json_t *val;
 
@@ -512,14 +511,15 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		static const char *const known[] = {
 			"name", "comment", "architectures", "tensors", "fused", "extra", "tie", "defaults", "no_expert_parallel",
 			"pipeline", "no_pipeline", "tp_divides", "requires", "refuse_beside", "source_prefix", "source_renames",
-			"rename_layers", "experts_in_rows", "weight_folders", "copy_folders", "weight_files" };
+			"rename_layers", "experts_in_rows", "weight_folders", "copy_folders", "weight_files",
+			"num_layers" };
 		bool ok = false;
 
 		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 			ok |= strcmp(key, known[i]) == 0;
 		if (!ok)
 			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, no_pipeline, tp_divides, requires, refuse_beside, source_prefix, source_renames, rename_layers, experts_in_rows, weight_folders, copy_folders, weight_files)",
+						"'%s': unknown key \"%s\" (known: name, comment, architectures, tensors, fused, extra, tie, defaults, no_expert_parallel, pipeline, no_pipeline, tp_divides, requires, refuse_beside, source_prefix, source_renames, rename_layers, experts_in_rows, weight_folders, copy_folders, weight_files, num_layers)",
 						r->name, key);
 	}
 	if (archs && !json_is_array(archs))
@@ -591,7 +591,6 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		rc = parse_ops(r, json_object_get(root, "fused"), err);
 	if (rc)
 		return rc;
-	tensors = json_object_get(root, "tensors");
 	if (!json_is_array(tensors) || json_array_size(tensors) == 0)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': \"tensors\" must be a non-empty array of rules", r->name);

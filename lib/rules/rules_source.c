@@ -52,14 +52,28 @@ static bool from_match(const char *from, const char *name, size_t *out_len,
 	return true;
 }
 
-/* to, its "{n}" and "{e}" the digits from_match found, then tail, into
- * buf; false where it would not fit. */
+/* to, its "{n}" and "{e}" the digits from_match found, "{2n}" and
+ * "{2n+1}" twice the layer's number and one more (Cosmos 3 Edge's blocks,
+ * each two of vLLM's layers), then tail, into buf; false where it would
+ * not fit. */
 static bool to_name(const char *to, const char *at[2], const size_t len[2],
 		    const char *tail, char *buf)
 {
 	size_t o = 0, nt = strlen(tail);
 
 	while (*to) {
+		bool odd = !strncmp(to, "{2n+1}", 6);
+
+		if ((odd || !strncmp(to, "{2n}", 4)) && at[0] && len[0] < 10) {
+			int w = snprintf(buf + o, RULES_NAME_MAX - o, "%lu",
+					 2 * strtoul(at[0], NULL, 10) + odd);
+
+			if (w < 0 || o + (size_t)w >= RULES_NAME_MAX)
+				return false;
+			o += (size_t)w;
+			to += odd ? 6 : 4;
+			continue;
+		}
 		if ((!strncmp(to, "{n}", 3) || !strncmp(to, "{e}", 3)) && at[to[1] == 'e']) {
 			int k = to[1] == 'e';
 
@@ -272,6 +286,16 @@ enum wshard_err rules_parse_source(struct wshard_rules *r, json_t *root,
 		rc = parse_files(r, json_object_get(root, "weight_files"), err);
 	if (rc)
 		return rc;
+	/* "num_layers": vLLM's decoder layers, an expression, where
+	 * config.json's num_hidden_layers counts something else */
+	val = json_object_get(root, "num_layers");
+	if (val && (!json_is_string(val) || !json_string_length(val)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': \"num_layers\" is not an expression of config.json keys",
+					r->name);
+	if (val && !(r->num_layers = strdup(json_string_value(val))))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	val = json_object_get(root, "source_prefix");
 	if (val && !prefix_ok(val))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': \"source_prefix\" is not a string of 1 to %d characters",
@@ -296,7 +320,7 @@ enum wshard_err rules_parse_source(struct wshard_rules *r, json_t *root,
 			return wshard_error_set(err, WSHARD_EINVAL,
 						"'%s': \"source_renames\"[%zu] is not {\"from\": PREFIX, \"to\": PREFIX}, each of 1 to %d characters",
 						r->name, i, RULES_PREFIX_MAX - 1);
-		if ((strstr(json_string_value(to), "{n}") &&
+		if (((strstr(json_string_value(to), "{n}") || strstr(json_string_value(to), "{2n")) &&
 		     !strstr(json_string_value(from), "{n}")) ||
 		    (strstr(json_string_value(to), "{e}") &&
 		     !strstr(json_string_value(from), "{e}")))

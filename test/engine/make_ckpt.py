@@ -1026,6 +1026,17 @@ CASES = {
                                 "image_size": 56, "patch_size": 14,
                                 "vision_use_head": False},
                  text_config={"model_type": "qwen3", "head_dim": 64})),
+    # R-4B (RForConditionalGeneration): LLaVA-OneVision with a Qwen3 text
+    # model and R's projector (pre_norm, linear_1 to H, linear_2), named
+    # and configured as released (ckpt_rvl.py)
+    "rvl": ("LlavaOnevisionConfig", "LlavaOnevisionForConditionalGeneration",
+            dict(image_token_index=999, video_token_index=998,
+                 image_grid_pinpoints=[[56, 56]],
+                 vision_config={"hidden_size": 64, "intermediate_size": 128,
+                                "num_hidden_layers": 2, "num_attention_heads": 4,
+                                "image_size": 56, "patch_size": 14,
+                                "vision_use_head": False},
+                 text_config={"model_type": "qwen3", "head_dim": 64})),
     # Command A Vision: a Cohere2 text model, a SigLIP tower and a
     # pixel-shuffling SwiGLU projector; 64x64 images of 16-pixel patches,
     # downsampled 2x2 (4 image tokens).
@@ -3761,6 +3772,7 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "dots_ocr": "ckpt_dots_ocr", "dots_ocr-bias": "ckpt_dots_ocr:make_bias",
        # Cosmos 3's unified checkpoint: transformer/, vision_encoder/ (and vae/, ignored)
        "cosmos3": "ckpt_cosmos3:make",
+       "cosmos3_edge": "ckpt_cosmos3_edge",
        "colqwen3": "ckpt_colqwen3:make_tomoro", "colqwen3-ops": "ckpt_colqwen3:make_ops",
        "colqwen3-nemotron": "ckpt_colqwen3:make_nemotron",
        "colqwen3-nodim": "ckpt_colqwen3:make_nodim",
@@ -4111,6 +4123,9 @@ def make(arch, out):
             for t in c["text_config"]["layer_types"]]))
     if arch == "bee":
         released_bee(out, cfg)
+    if arch == "rvl":
+        from ckpt_rvl import released
+        released(out, cfg)
     if arch == "llava-pixtral":
         pixtral_processor(out, cfg)
     elif arch.startswith("llava"):

@@ -294,7 +294,8 @@ def image_prompt(model):
         size = 56
         image = [cfg["vision_start_token_id"], cfg["image_token_id"],
                  cfg["vision_end_token_id"]]
-    elif any(a in cfg["architectures"][0] for a in ("Mistral3", "LightOnOCR", "Llava", "Bee", "InternVL",
+    elif cfg["architectures"][0] == "RForConditionalGeneration" or any(
+            a in cfg["architectures"][0] for a in ("Mistral3", "LightOnOCR", "Llava", "Bee", "InternVL",
                                                     "InternS1",
                                                     "QianfanOCR",
                                                     "Cohere2Vision", "Idefics3", "SmolVLM",
@@ -813,7 +814,7 @@ def arch_settings(model, kw):
                 "Plamo3ForCausalLM", "InternS1ForConditionalGeneration",
                 "InternS1ProForConditionalGeneration", "OpenPanguVLForConditionalGeneration",
                 "KimiVLForConditionalGeneration", "OpenCUAForConditionalGeneration",
-                "BeeForConditionalGeneration", "Phi4ForCausalLMV",
+                "BeeForConditionalGeneration", "RForConditionalGeneration", "Phi4ForCausalLMV",
                 "Eagle2_5_VLForConditionalGeneration",
                 "MiniCPMV", "MiniCPMO", "Phi3VForCausalLM",
                 "DotsOCRForCausalLM", "NemotronHPuzzleForCausalLM",
