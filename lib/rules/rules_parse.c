@@ -498,8 +498,7 @@ static enum wshard_err parse_rule(struct wshard_rules *r, json_t *t, size_t idx,
 static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 				 struct wshard_error *err)
 {
-	json_t *archs = json_object_get(root, "architectures");
-	json_t *tensors = json_object_get(root, "tensors");
+	json_t *archs = json_object_get(root, "architectures"), *tensors;
 	size_t i;
 	enum wshard_err rc;
 	const char *key;
@@ -591,6 +590,8 @@ static enum wshard_err parse_doc(struct wshard_rules *r, json_t *root,
 		rc = parse_ops(r, json_object_get(root, "fused"), err);
 	if (rc)
 		return rc;
+	/* (after rules_expand_uses, which puts a new array there) */
+	tensors = json_object_get(root, "tensors");
 	if (!json_is_array(tensors) || json_array_size(tensors) == 0)
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s': \"tensors\" must be a non-empty array of rules", r->name);
