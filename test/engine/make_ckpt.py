@@ -2817,6 +2817,21 @@ def released_bee(out, cfg):
     the text width, GELU, linear_2 back (random, seeded); config.json
     BeeConfig's (model_type bee), LLaVA-OneVision's processor and a
     tokenizer beside it."""
+    onevision_release(out, cfg, 11, 4, "BeeForConditionalGeneration", "bee",
+                      "configuration_bee.BeeConfig", BEE_CONFIG_PY)
+
+
+def onevision_release(out, cfg, seed, wide, architecture, model_type, config_class,
+                      config_py):
+    """Rewrites the LLaVA-OneVision checkpoint saved in out as a release
+    of a derivative with a projector of its own (Bee, R-4B): the names
+    transformers 4.52 and later write, a projector of pre_norm, linear_1
+    from the tower's width to wide times the text width and linear_2 back
+    (random, from seed), config.json under model_type with architecture
+    and config_class (MODULE.CLASS) in auto_map, config_py its module."""
+    import json
+    import os
+
     import torch
     from ckpt_io import rename_prefixes, rewrite_shards, update_config, write_release_config
     rename_prefixes(out, (("language_model.model.", "model.language_model."),
@@ -2825,13 +2840,13 @@ def released_bee(out, cfg):
                           ("multi_modal_projector.", "model.multi_modal_projector."),
                           ("image_newline", "model.image_newline")))
     h, v = cfg.text_config.hidden_size, cfg.vision_config.hidden_size
-    g = torch.Generator().manual_seed(11)
+    g = torch.Generator().manual_seed(seed)
 
     def rand(*shape):
         return (torch.randn(*shape, generator=g) * 0.02).to(torch.bfloat16)
     proj = {"pre_norm.weight": (1 + rand(v)).to(torch.bfloat16), "pre_norm.bias": rand(v),
-            "linear_1.weight": rand(4 * h, v), "linear_1.bias": rand(4 * h),
-            "linear_2.weight": rand(h, 4 * h), "linear_2.bias": rand(h)}
+            "linear_1.weight": rand(wide * h, v), "linear_1.bias": rand(wide * h),
+            "linear_2.weight": rand(h, wide * h), "linear_2.bias": rand(h)}
 
     def shard(tensors):
         pre = "model.multi_modal_projector."
@@ -2842,12 +2857,10 @@ def released_bee(out, cfg):
     rewrite_shards(out, shard)
     llava_processor(out, cfg)
     update_config(out, lambda c: c.update(
-        architectures=["BeeForConditionalGeneration"], model_type="bee",
-        auto_map={"AutoConfig": "configuration_bee.BeeConfig"}))
-    import json
-    import os
+        architectures=[architecture], model_type=model_type,
+        auto_map={"AutoConfig": config_class}))
     write_release_config(out, json.load(open(os.path.join(out, "config.json"))),
-                         {"configuration_bee.py": BEE_CONFIG_PY})
+                         {config_class.split(".")[0] + ".py": config_py})
 
 
 def text_release(out, architecture, prefixes, hoist=True):
