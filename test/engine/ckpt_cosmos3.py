@@ -40,10 +40,30 @@ def _flat(name):
     return name
 
 
+def save_unified(out, llm, vit, rnd):
+    """Writes a Cosmos 3 unified checkpoint's weights: llm (the text model
+    and the generation tower's tensors) in two shards under transformer/,
+    vit under vision_encoder/, and a VAE (from rnd) whose names clash with
+    the text model's: read, it would be refused."""
+    from safetensors.torch import save_file
+    names = sorted(llm)
+    half = len(names) // 2
+    parts = {"transformer/diffusion_pytorch_model-00001-of-00002.safetensors": names[:half],
+             "transformer/diffusion_pytorch_model-00002-of-00002.safetensors": names[half:]}
+    for sub in ("transformer", "vision_encoder", "vae"):
+        os.makedirs(os.path.join(out, sub), exist_ok=True)
+    for fname, keys in parts.items():
+        save_file({k: llm[k] for k in keys}, os.path.join(out, fname), metadata={"format": "pt"})
+    save_file(vit, os.path.join(out, "vision_encoder/model.safetensors"),
+              metadata={"format": "pt"})
+    save_file({"embed_tokens.weight": rnd(4, 4), "decoder.conv_in.weight": rnd(8, 4, 3, 3)},
+              os.path.join(out, "vae/diffusion_pytorch_model.safetensors"),
+              metadata={"format": "pt"})
+
+
 def make(out):
     import torch
     import transformers
-    from safetensors.torch import save_file
     from ckpt_io import noise, saved_tensors
     import make_ckpt
 
@@ -81,20 +101,7 @@ def make(out):
                     p + "mlp_moe_gen.up_proj.weight": rnd(inter, h),
                     p + "mlp_moe_gen.down_proj.weight": rnd(h, inter)})
     llm.update(gen)
-    names = sorted(llm)
-    half = len(names) // 2
-    parts = {"transformer/diffusion_pytorch_model-00001-of-00002.safetensors": names[:half],
-             "transformer/diffusion_pytorch_model-00002-of-00002.safetensors": names[half:]}
-    for sub in ("transformer", "vision_encoder", "vae"):
-        os.makedirs(os.path.join(out, sub), exist_ok=True)
-    for fname, keys in parts.items():
-        save_file({k: llm[k] for k in keys}, os.path.join(out, fname), metadata={"format": "pt"})
-    save_file(vit, os.path.join(out, "vision_encoder/model.safetensors"),
-              metadata={"format": "pt"})
-    # a VAE whose names clash with the text model's: read, it would be refused
-    save_file({"embed_tokens.weight": rnd(4, 4), "decoder.conv_in.weight": rnd(8, 4, 3, 3)},
-              os.path.join(out, "vae/diffusion_pytorch_model.safetensors"),
-              metadata={"format": "pt"})
+    save_unified(out, llm, vit, rnd)
     cfg.architectures = ["Cosmos3ForConditionalGeneration"]
     cfg.save_pretrained(out)
     with open(os.path.join(out, "vae/config.json"), "w") as f:

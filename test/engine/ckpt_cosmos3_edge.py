@@ -56,7 +56,7 @@ def processor(out, cfg):
 def make(out):
     import torch
     import transformers
-    from safetensors.torch import save_file
+    from ckpt_cosmos3 import save_unified
     from ckpt_io import saved_tensors
     from make_ckpt import COMMON
 
@@ -96,20 +96,7 @@ def make(out):
                     p + "input_layernorm_moe_gen.weight": rnd(h),
                     p + "mlp_moe_gen.up_proj.weight": rnd(64, h)})
     llm.update(gen)
-    names = sorted(llm)
-    half = len(names) // 2
-    parts = {"transformer/diffusion_pytorch_model-00001-of-00002.safetensors": names[:half],
-             "transformer/diffusion_pytorch_model-00002-of-00002.safetensors": names[half:]}
-    for sub in ("transformer", "vision_encoder", "vae"):
-        os.makedirs(os.path.join(out, sub), exist_ok=True)
-    for fname, keys in parts.items():
-        save_file({k: llm[k] for k in keys}, os.path.join(out, fname), metadata={"format": "pt"})
-    save_file(vit, os.path.join(out, "vision_encoder/model.safetensors"),
-              metadata={"format": "pt"})
-    # a VAE whose names clash with the text model's: read, it would be refused
-    save_file({"embed_tokens.weight": rnd(4, 4), "decoder.conv_in.weight": rnd(8, 4, 3, 3)},
-              os.path.join(out, "vae/diffusion_pytorch_model.safetensors"),
-              metadata={"format": "pt"})
+    save_unified(out, llm, vit, rnd)
     cfg.save_pretrained(out)
     path = os.path.join(out, "config.json")
     c = json.load(open(path))
