@@ -1026,17 +1026,6 @@ CASES = {
                                 "image_size": 56, "patch_size": 14,
                                 "vision_use_head": False},
                  text_config={"model_type": "qwen3", "head_dim": 64})),
-    # R-4B (RForConditionalGeneration): LLaVA-OneVision with a Qwen3 text
-    # model and R's projector (pre_norm, linear_1 to H, linear_2), named
-    # and configured as released (ckpt_rvl.py)
-    "rvl": ("LlavaOnevisionConfig", "LlavaOnevisionForConditionalGeneration",
-            dict(image_token_index=999, video_token_index=998,
-                 image_grid_pinpoints=[[56, 56]],
-                 vision_config={"hidden_size": 64, "intermediate_size": 128,
-                                "num_hidden_layers": 2, "num_attention_heads": 4,
-                                "image_size": 56, "patch_size": 14,
-                                "vision_use_head": False},
-                 text_config={"model_type": "qwen3", "head_dim": 64})),
     # Command A Vision: a Cohere2 text model, a SigLIP tower and a
     # pixel-shuffling SwiGLU projector; 64x64 images of 16-pixel patches,
     # downsampled 2x2 (4 image tokens).
@@ -1225,6 +1214,10 @@ CASES["qwen3_omni_moe"] = ("Qwen3OmniMoeConfig", "Qwen3OmniMoeForConditionalGene
                                        "interleaved": True}))))
 # Clef-Omni: Qwen3-Omni's thinker with a joint schema head (clef_head below)
 CASES["clef_omni"] = CASES["qwen3_omni_moe"]
+# R-4B (RForConditionalGeneration): Bee's LLaVA-OneVision with a Qwen3 text
+# model, R's projector (pre_norm, linear_1 to H, linear_2) in place of
+# Bee's, named and configured as released (ckpt_rvl.py)
+CASES["rvl"] = CASES["bee"]
 # Qwen2.5-Omni: its thinker (a Qwen2 text model, untied as the 7B's, a
 # Whisper-like audio encoder of 2 layers, a Qwen2.5-VL tower of 2 blocks,
 # the second full attention)
