@@ -38,13 +38,8 @@ def processor(out, cfg):
     vLLM reads with its own image and video processors (vLLM's
     transformers_utils/processors/cosmos3_edge.py)."""
     import transformers
-    from make_ckpt import word_tokenizer
-    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
-               "<|vision_start|>": cfg.vision_start_token_id,
-               "<|vision_end|>": cfg.vision_end_token_id,
-               "<|image_pad|>": cfg.image_token_id,
-               "<|video_pad|>": cfg.video_token_id}
-    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    from make_ckpt import vision_tokenizer
+    tok = vision_tokenizer(cfg)
     px = 56 * 56
     kw = dict(size={"shortest_edge": px, "longest_edge": px}, patch_size=14, merge_size=2,
               temporal_patch_size=1)

@@ -2197,6 +2197,18 @@ def cohere_compass_processor(out, cfg):
         tokenizer=tok).save_pretrained(out)
 
 
+def vision_tokenizer(cfg):
+    """A word-level tokenizer for a Qwen-VL-style vision checkpoint: the
+    four basic tokens, and the config's vision start, end, image and video
+    token ids."""
+    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
+               "<|vision_start|>": cfg.vision_start_token_id,
+               "<|vision_end|>": cfg.vision_end_token_id,
+               "<|image_pad|>": cfg.image_token_id,
+               "<|video_pad|>": cfg.video_token_id}
+    return word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+
+
 def qwen3_vl_processor(out, cfg, processor="Qwen3VLProcessor",
                        video="Qwen3VLVideoProcessor"):
     """Writes a tokenizer and Qwen3VLProcessor for the tiny vocabulary: vLLM's
@@ -2205,12 +2217,7 @@ def qwen3_vl_processor(out, cfg, processor="Qwen3VLProcessor",
     image processor's pixel bounds make every image 56x56 (4x4 patches of
     14, merged 2x2: 4 image tokens)."""
     import transformers
-    special = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3,
-               "<|vision_start|>": cfg.vision_start_token_id,
-               "<|vision_end|>": cfg.vision_end_token_id,
-               "<|image_pad|>": cfg.image_token_id,
-               "<|video_pad|>": cfg.video_token_id}
-    tok = word_tokenizer(cfg, special, "<pad>", "<eos>", "<bos>", "<unk>")
+    tok = vision_tokenizer(cfg)
     px = 56 * 56
     ip = transformers.Qwen2VLImageProcessor(
         size={"shortest_edge": px, "longest_edge": px}, patch_size=14,
