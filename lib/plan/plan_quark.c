@@ -182,6 +182,20 @@ static bool quark_w4a16(json_t *c, json_t *q)
 	       (!strcmp(pack, "order") || !strcmp(pack, "reorder"));
 }
 
+uint64_t plan_quark_w4a16_div(uint64_t group, uint64_t share, uint64_t hidden)
+{
+	uint64_t g = group, f = 1;
+
+	/* quark_moe.py QuarkW4A16Int4MoEMethod.create_weights */
+	while (share % g || hidden % g) {
+		g /= 2;
+		f *= 2;
+		if (g < 32)	/* its assert group_size >= 32 */
+			return 0;
+	}
+	return g * f == group && f <= UINT8_MAX ? f : 0;
+}
+
 /* Whether the checkpoint is Quark's (quant_method quark). */
 bool plan_quark_method(const struct wshard_plan *plan)
 {

@@ -107,20 +107,6 @@ static enum wshard_err w4a16_piece(struct wshard_plan *plan, struct wshard_out_t
 	return WSHARD_OK;
 }
 
-uint64_t plan_quark_w4a16_div(uint64_t group, uint64_t share, uint64_t hidden)
-{
-	uint64_t g = group, f = 1;
-
-	/* quark_moe.py QuarkW4A16Int4MoEMethod.create_weights */
-	while (share % g || hidden % g) {
-		g /= 2;
-		f *= 2;
-		if (g < 32)	/* its assert group_size >= 32 */
-			return 0;
-	}
-	return g * f == group && f <= UINT8_MAX ? f : 0;
-}
-
 /* vLLM's repeat (group_size_div_factor) of Quark's expert scales or zero
  * points t ([groups, outputs], packed 8 an I32 word for the zero points)
  * of a gate or up projection or, w2, a down projection; 0 where none. */

@@ -385,8 +385,4 @@ enum wshard_err catalog_copy_folder(struct wshard_catalog *cat, const char *fold
 enum wshard_err catalog_add_prefixed(struct wshard_catalog *cat, const char *file,
 				     const char *prefix, struct wshard_error *err);
 
-/* catalog_folder.c: f's st's tensor names given f->prefix, once (they
- * stay sorted).  Returns WSHARD_OK or WSHARD_ENOMEM. */
-enum wshard_err catalog_prefix_names(struct wshard_src_file *f, struct wshard_error *err);
-
 #endif /* WSHARD_CATALOG_H */

@@ -241,30 +241,6 @@ enum wshard_err catalog_copy_folder(struct wshard_catalog *cat, const char *fold
 }
 
 /* See catalog.h. */
-enum wshard_err catalog_prefix_names(struct wshard_src_file *f, struct wshard_error *err)
-{
-	size_t i, np;
-
-	if (!f->prefix || f->prefixed)
-		return WSHARD_OK;
-	np = strlen(f->prefix);
-	for (i = 0; i < f->st->ntensors; i++) {
-		char *old = f->st->tensors[i].name;
-		size_t n = strlen(old);
-		char *name = malloc(np + n + 1);
-
-		if (!name)
-			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-		memcpy(name, f->prefix, np);
-		memcpy(name + np, old, n + 1);
-		f->st->tensors[i].name = name;
-		free(old);
-	}
-	f->prefixed = true;
-	return WSHARD_OK;
-}
-
-/* See catalog.h. */
 enum wshard_err catalog_add_prefixed(struct wshard_catalog *cat, const char *file,
 				     const char *prefix, struct wshard_error *err)
 {

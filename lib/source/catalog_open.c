@@ -116,8 +116,10 @@ enum wshard_err catalog_open_files(struct wshard_catalog *cat, struct wshard_err
 			rc = wshard_st_parse_head(&f->st, m->head, m->head_len, m->size, f->path,
 						  err);
 		}
-		if (!rc)
-			rc = catalog_prefix_names(f, err);
+		if (!rc && f->prefix && !f->prefixed) {	/* "weight_files" */
+			rc = wshard_st_prefix_names(f->st, f->prefix, err);
+			f->prefixed = !rc;
+		}
 		if (rc)
 			return rc;
 		f->size = f->st->size;

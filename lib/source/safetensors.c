@@ -176,3 +176,23 @@ const char *wshard_st_meta_get(const struct wshard_st *st, const char *key)
 			return st->meta[i].value;
 	return NULL;
 }
+
+enum wshard_err wshard_st_prefix_names(struct wshard_st *st, const char *prefix,
+				       struct wshard_error *err)
+{
+	size_t i, np = strlen(prefix);
+
+	for (i = 0; i < st->ntensors; i++) {
+		char *old = st->tensors[i].name;
+		size_t n = strlen(old);
+		char *name = malloc(np + n + 1);
+
+		if (!name)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+		memcpy(name, prefix, np);
+		memcpy(name + np, old, n + 1);
+		st->tensors[i].name = name;
+		free(old);
+	}
+	return WSHARD_OK;
+}

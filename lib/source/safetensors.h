@@ -93,6 +93,12 @@ enum wshard_err wshard_st_read(const struct wshard_st *st,
 			       const struct wshard_st_tensor *t, uint64_t off,
 			       void *buf, size_t len, struct wshard_error *err);
 
+/* Puts prefix before each of st's tensor names (a file whose tensors a
+ * loader reads under a prefix); the names stay sorted, so wshard_st_find
+ * takes the prefixed ones.  Returns WSHARD_OK or WSHARD_ENOMEM. */
+enum wshard_err wshard_st_prefix_names(struct wshard_st *st, const char *prefix,
+				       struct wshard_error *err);
+
 /* Closes (if owned) and frees st; accepts NULL. */
 void wshard_st_free(struct wshard_st *st);
 
