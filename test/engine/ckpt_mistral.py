@@ -20,6 +20,8 @@ import os
 import re
 import tempfile
 
+from ckpt_io import perturb
+
 # DeepSeek-V3's names (as transformers saves them) -> Mistral's: the
 # inverse of MistralLarge3ForCausalLM.hf_to_vllm_mapper
 LARGE3_NAMES = [
@@ -119,9 +121,7 @@ def make_large3(out, shards=2, fp8=False):
         first_k_dense_replace=1, n_group=1, topk_group=1, norm_topk_prob=True))
     torch.manual_seed(1234)
     model = transformers.DeepseekV3ForCausalLM(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for q in model.parameters():
-            q.add_(torch.randn_like(q) * 0.02)
+    perturb(model)
     tensors = {mistral_name(n, LARGE3_NAMES): t for n, t in hf_tensors(model).items()
                if not n.endswith("e_score_correction_bias")}
     if fp8:
@@ -212,9 +212,7 @@ def make_dense(out, fp8=False, dynamic=False):
         max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=False)
     torch.manual_seed(1234)
     model = transformers.MistralForCausalLM(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for q in model.parameters():
-            q.add_(torch.randn_like(q) * 0.02)
+    perturb(model)
     tensors = {}
     for n, t in hf_tensors(model).items():
         if ".q_proj." in n:
@@ -305,9 +303,7 @@ def make_large3_eagle(out, embed=False, fp8=False):
         first_k_dense_replace=1))
     torch.manual_seed(4321)
     model = transformers.DeepseekV3ForCausalLM(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for q in model.parameters():
-            q.add_(torch.randn_like(q) * 0.02)
+    perturb(model)
     tensors = {mistral_name(n, LARGE3_NAMES): t for n, t in hf_tensors(model).items()
                if embed or not n.startswith(("model.embed_tokens.", "lm_head."))}
     tensors["eagle_linear.weight"] = (torch.randn(p["dim"], 2 * p["dim"]) * 0.02).to(torch.bfloat16)
@@ -438,9 +434,7 @@ def make_pixtral(out, vision=PIXTRAL_VISION):
                        "image_size": v["image_size"], "patch_size": v["patch_size"]})
     torch.manual_seed(1234)
     model = transformers.Mistral3ForConditionalGeneration(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for q in model.parameters():
-            q.add_(torch.randn_like(q) * 0.02)
+    perturb(model)
     tensors = {}
     for text, n, t in hf_mm_tensors(model, "vision_tower", p):
         if text:
@@ -484,9 +478,7 @@ def make_dense_eagle(out):
         max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=False)
     torch.manual_seed(4321)
     model = transformers.MistralForCausalLM(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for q in model.parameters():
-            q.add_(torch.randn_like(q) * 0.02)
+    perturb(model)
     tensors = {}
     for n, t in hf_tensors(model).items():
         if n.startswith(("model.embed_tokens.", "lm_head.")):
@@ -570,9 +562,7 @@ def make_voxtral(out, tied=True):
     assert a["hidden_dim"] == a["dim"] * ds
     torch.manual_seed(1234)
     model = transformers.VoxtralForConditionalGeneration(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for q in model.parameters():
-            q.add_(torch.randn_like(q) * 0.02)
+    perturb(model)
     tensors = {}
     for text, n, t in hf_mm_tensors(model, "audio_tower", p):
         if text:
@@ -679,9 +669,7 @@ def make_voxtral_realtime(out):
             num_mel_bins=a["audio_encoding_args"]["num_mel_bins"]))
     torch.manual_seed(1234)
     model = transformers.VoxtralRealtimeForConditionalGeneration(cfg).to(torch.bfloat16)
-    with torch.no_grad():
-        for q in model.parameters():
-            q.add_(torch.randn_like(q) * 0.02)
+    perturb(model)
     tensors = {}
     for text, n, t in hf_mm_tensors(model, "audio_tower", p):
         if text:
