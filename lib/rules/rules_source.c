@@ -211,18 +211,12 @@ static enum wshard_err parse_copy_folders(struct wshard_rules *r, json_t *val,
 static enum wshard_err parse_files(struct wshard_rules *r, json_t *val,
 				   struct wshard_error *err)
 {
+	enum wshard_err rc = name_array(r, val, "weight_files", &r->file, &r->file_prefix, err);
 	json_t *item;
 	size_t i;
 
-	if (!val)
-		return WSHARD_OK;
-	if (!json_is_array(val) || json_array_size(val) == 0)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"weight_files\" is not a non-empty array", r->name);
-	r->file = calloc(json_array_size(val), sizeof(char *));
-	r->file_prefix = calloc(json_array_size(val), sizeof(char *));
-	if (!r->file || !r->file_prefix)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (rc)
+		return rc;
 	json_array_foreach(val, i, item) {
 		const char *f = json_string_value(json_object_get(item, "file"));
 		json_t *prefix = json_object_get(item, "prefix");
@@ -303,15 +297,9 @@ enum wshard_err rules_parse_source(struct wshard_rules *r, json_t *root,
 	if (val && !(r->source_prefix = strdup(json_string_value(val))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	val = json_object_get(root, "source_renames");
-	if (!val)
-		return WSHARD_OK;
-	if (!json_is_array(val) || json_array_size(val) == 0)
-		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"source_renames\" is not a non-empty array", r->name);
-	r->src_from = calloc(json_array_size(val), sizeof(char *));
-	r->src_to = calloc(json_array_size(val), sizeof(char *));
-	if (!r->src_from || !r->src_to)
-		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	rc = name_array(r, val, "source_renames", &r->src_from, &r->src_to, err);
+	if (rc)
+		return rc;
 	json_array_foreach(val, i, item) {
 		json_t *from = json_object_get(item, "from"), *to = json_object_get(item, "to");
 
