@@ -6,6 +6,9 @@
 #ifndef WSHARD_RULES_TEST_UTIL_H
 #define WSHARD_RULES_TEST_UTIL_H
 
+#include <criterion/criterion.h>
+#include <string.h>
+
 #include "rules/rules.h"
 
 static inline const struct rules_rule *find_rule(const struct wshard_rules *r,
@@ -18,6 +21,28 @@ static inline const struct rules_rule *find_rule(const struct wshard_rules *r,
 		if (rules_match(r->rules[i].match, name, cap))
 			return &r->rules[i];
 	return NULL;
+}
+
+/* text is rejected with EINVAL; the message starts with 't.json' and
+ * holds want. */
+static inline void parse_fails(const char *text, const char *want)
+{
+	struct wshard_rules *r = (void *)1;
+	struct wshard_error err;
+
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err),
+		     WSHARD_EINVAL, "accepted: %s", text);
+	cr_assert_null(r);
+	cr_assert_eq(err.code, WSHARD_EINVAL);
+	cr_assert_eq(strncmp(err.msg, "'t.json': ", 10), 0, "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, want), "message '%s' lacks '%s'",
+			   err.msg, want);
+	cr_assert_null(strchr(err.msg, '\n'));
+	/* Without an error sink too. */
+	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", NULL),
+		     WSHARD_EINVAL);
+	cr_assert_null(r);
 }
 
 /* gen-checkpoint's small Llama, and rules replicating all its tensors */

@@ -107,8 +107,6 @@ Test(ext, neg_exp)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
 	const struct wshard_out_tensor *t;
-	struct wshard_rules *bad = NULL;
-	struct wshard_error err;
 	const char *col = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
 			  "{\"match\": \"a\", \"split\": \"col\", \"neg_exp\": true}]}";
 	const char *times = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
@@ -138,13 +136,8 @@ Test(ext, neg_exp)
 		cr_assert_eq(t->pieces[0].neg_exp, 0);
 	}
 	fx_close(&f);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, col, strlen(col), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "\"neg_exp\" is true or false, on a \"replicate\" or \"row\" split"),
-			   "%s", err.msg);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, times, strlen(times), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "without \"times_sqrt\""), "%s", err.msg);
+	parse_fails(col, "\"neg_exp\" is true or false, on a \"replicate\" or \"row\" split");
+	parse_fails(times, "without \"times_sqrt\"");
 }
 
 /*
@@ -159,7 +152,6 @@ Test(ext, zero_mean)
 	static struct fx f;	/* static: outlives an aborted test for fini */
 	const struct wshard_out_tensor *t;
 	const struct wshard_src_tensor *s;
-	struct wshard_rules *bad = NULL;
 	struct wshard_error err;
 	const char *row = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
 			  "{\"match\": \"a\", \"split\": \"row\", \"zero_mean\": true}]}";
@@ -211,13 +203,8 @@ Test(ext, zero_mean)
 	fx_plan_fails(&f, 2, WSHARD_EINVAL,
 		      "tensor 'x.mat': \"zero_mean\" needs a vector of at most 32768 F32, F16 or BF16 elements, not BF16 of 2 dimensions");
 	fx_close(&f);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, row, strlen(row), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "\"zero_mean\" is true or false, on a \"replicate\" split"),
-			   "%s", err.msg);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, both, strlen(both), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "without \"times_sqrt\" or \"neg_exp\""), "%s", err.msg);
+	parse_fails(row, "\"zero_mean\" is true or false, on a \"replicate\" split");
+	parse_fails(both, "without \"times_sqrt\" or \"neg_exp\"");
 }
 
 /*
@@ -229,8 +216,6 @@ Test(ext, plus)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
 	const struct wshard_out_tensor *t;
-	struct wshard_rules *bad = NULL;
-	struct wshard_error err;
 	const char *col = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
 			  "{\"match\": \"a\", \"split\": \"col\", \"plus\": 1}]}";
 	const char *both = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
@@ -254,14 +239,8 @@ Test(ext, plus)
 		cr_assert_float_eq(t->pieces[0].addend, 0.2f, 0);
 	}
 	fx_close(&f);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, col, strlen(col), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "\"plus\" is a number, on a \"replicate\" or \"row\" split"),
-			   "%s", err.msg);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, both, strlen(both), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "without \"times_sqrt\", \"neg_exp\" or \"zero_mean\""),
-			   "%s", err.msg);
+	parse_fails(col, "\"plus\" is a number, on a \"replicate\" or \"row\" split");
+	parse_fails(both, "without \"times_sqrt\", \"neg_exp\" or \"zero_mean\"");
 }
 
 /*
@@ -276,8 +255,6 @@ Test(ext, permute_rows)
 	static struct fx f;	/* static: outlives an aborted test for fini */
 	static const uint64_t order[4] = { 0, 2, 1, 3 };
 	const struct wshard_out_tensor *t;
-	struct wshard_rules *bad = NULL;
-	struct wshard_error err;
 	const char *col = "{\"name\": \"t\", \"architectures\": [\"X\"], \"tensors\": ["
 			  "{\"match\": \"a\", \"split\": \"col\", \"permute_rows\": "
 			  "{\"block\": \"2\", \"ranges\": [[\"0\", \"2\"]]}}]}";
@@ -308,10 +285,7 @@ Test(ext, permute_rows)
 		      "tensor 'x.q': \"permute_rows\" ranges do not take each of the block's 4 rows once");
 	fx_close(&f);
 #undef PERMUTE
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, col, strlen(col), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "on a \"row\", \"replicate\" or \"fuse\" rule"), "%s",
-			   err.msg);
+	parse_fails(col, "on a \"row\", \"replicate\" or \"fuse\" rule");
 }
 
 /* "tp_divides": each expression divisible by --tp, else refused; a
@@ -319,8 +293,6 @@ Test(ext, permute_rows)
 Test(ext, tp_divides)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	struct wshard_rules *bad = NULL;
-	struct wshard_error err;
 	const char *num = "{\"name\": \"t\", \"tp_divides\": [2], \"tensors\": []}";
 
 	fx_open(&f, BASE);
@@ -344,9 +316,7 @@ Test(ext, tp_divides)
 	fx_plan_fails(&f, 2, WSHARD_EINVAL,
 		      "config.json has no integer 'n_groups', needed to check 'tp_divides of t.json'");
 	fx_close(&f);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, num, strlen(num), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "\"tp_divides\" entry 0 is not a non-empty string"), "%s", err.msg);
+	parse_fails(num, "\"tp_divides\" entry 0 is not a non-empty string");
 }
 
 /* "requires": a config key that must be there, defaults notwithstanding;
@@ -354,8 +324,6 @@ Test(ext, tp_divides)
 Test(ext, requires)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	struct wshard_rules *bad = NULL;
-	struct wshard_error err;
 	const char *expr = "{\"name\": \"t\", \"requires\": [\"2*a\"], \"tensors\": []}";
 
 	fx_open(&f, BASE);
@@ -367,10 +335,7 @@ Test(ext, requires)
 		  "\"tensors\": [" CATCH_ALL "]}");
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "config.json: no 'n_groups', which vLLM needs to build LlamaForCausalLM (rules t.json)");
 	fx_close(&f);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, expr, strlen(expr), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "\"requires\" entry \"2*a\" is not a config key"), "%s",
-			   err.msg);
+	parse_fails(expr, "\"requires\" entry \"2*a\" is not a config key");
 }
 
 /* "refuse_beside": a file beside the weights refuses the checkpoint with
@@ -378,8 +343,6 @@ Test(ext, requires)
 Test(ext, refuse_beside)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	struct wshard_rules *bad = NULL;
-	struct wshard_error err;
 	const char *noreason = "{\"name\": \"t\", \"refuse_beside\": {\"files\": [\"a\"]}, "
 			       "\"tensors\": []}";
 	const char *rules = "{\"refuse_beside\": {\"files\": [\"adapters/x/w.safetensors\"], "
@@ -407,9 +370,7 @@ Test(ext, refuse_beside)
 	fx_plan_fails(&f, 2, WSHARD_EINVAL,
 		      "'adapters/x/w.safetensors' beside the weights: merged as vLLM loads (rules t.json)");
 	fx_close(&f);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, noreason, strlen(noreason), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "\"refuse_beside\" is not an object"), "%s", err.msg);
+	parse_fails(noreason, "\"refuse_beside\" is not an object");
 }
 
 /* "split": "refuse": a tensor it matches is refused with its reason;
@@ -417,8 +378,6 @@ Test(ext, refuse_beside)
 Test(ext, refuse)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	struct wshard_rules *bad = NULL;
-	struct wshard_error err;
 	const char *bare = "{\"name\": \"t\", \"tensors\": [{\"match\": \"a\", \"split\": \"refuse\"}]}";
 
 	fx_open(&f, BASE);
@@ -426,10 +385,7 @@ Test(ext, refuse)
 		  "\"reason\": \"no head here\"}, " CATCH_ALL "]}");
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "tensor 'lm_head.weight': no head here (rules t.json)");
 	fx_close(&f);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, bare, strlen(bare), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "\"reason\" goes with \"split\": \"skip\" (may) or \"refuse\" (must)"),
-			   "%s", err.msg);
+	parse_fails(bare, "\"reason\" goes with \"split\": \"skip\" (may) or \"refuse\" (must)");
 }
 
 /*
@@ -906,8 +862,6 @@ Test(ext, unpack_sizes)
 Test(ext, part_groups)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	struct wshard_rules *bad = NULL;
-	struct wshard_error err;
 	const char *notpart = "{\"fused\": {\"c\": {\"parts\": [\"q\"], \"groups\": {\"k\": 1}}},"
 			      " \"tensors\": []}";
 	int r;
@@ -936,9 +890,7 @@ Test(ext, part_groups)
 	fx_plan_fails(&f, 4, WSHARD_EINVAL, "tensor 'x.c.weight': part 'v' of 'c' holds "
 		      "num_key_value_heads=2 groups, neither 1 nor divisible by --tp 4");
 	fx_close(&f);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, notpart, strlen(notpart), "t", &err), WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "\"groups\" entry 'k' is not a part"), "%s", err.msg);
+	parse_fails(notpart, "\"groups\" entry 'k' is not a part");
 }
 
 Test(ext, fuse_several_parts)
@@ -1105,12 +1057,8 @@ Test(ext, source_renames_unbound)
 {
 	static const char text[] = "{\"source_renames\": [{\"from\": \"y.\","
 				   " \"to\": \"model.layers.{n}.\"}], \"tensors\": [" CATCH_ALL "]}";
-	struct wshard_rules *bad = NULL;
-	struct wshard_error err;
 
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, text, strlen(text), "t", &err), WSHARD_EINVAL);
-	cr_assert(strstr(err.msg, "lacks"), "%s", err.msg);
+	parse_fails(text, "lacks");
 }
 
 /* An extra with {i} is added once for each {i} its "with" matches in the
@@ -1543,7 +1491,6 @@ static void write_st(const char *dir, const char *name, const char *tensor, int 
 Test(ext, weight_folders)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	struct wshard_rules *bad = NULL;
 	struct wshard_error err;
 	const char *rules = "{\"weight_folders\": [{\"folder\": \"enc\", \"config\": \"ec\"}],"
 			    "\"tp_divides\": [\"ec.heads\"], \"tensors\": ["
@@ -1593,10 +1540,7 @@ Test(ext, weight_folders)
 	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_EINVAL);
 	cr_assert_not_null(strstr(err.msg, "tensor 'model.norm.weight' is in both"), "%s", err.msg);
 	fx_close(&f);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, bad_rules, strlen(bad_rules), "t", &err),
-		     WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "\"weight_folders\"[0] is not"), "%s", err.msg);
+	parse_fails(bad_rules, "\"weight_folders\"[0] is not");
 }
 
 /* "copy_folders": every file of a folder copied, weights included, none
@@ -1605,7 +1549,6 @@ Test(ext, weight_folders)
 Test(ext, copy_folders)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	struct wshard_rules *bad = NULL;
 	struct wshard_error err;
 	const char *rules = "{\"copy_folders\": [\"lora\", \"absent\"], \"tensors\": ["
 			    CATCH_ALL "]}";
@@ -1628,11 +1571,7 @@ Test(ext, copy_folders)
 	cr_assert_eq(copied, 1);
 	cr_assert_eq(f.cat->ntensors, ntensors);
 	fx_close(&f);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, bad_rules, strlen(bad_rules), "t", &err),
-		     WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "\"copy_folders\"[0] is not the name of a folder"), "%s",
-			   err.msg);
+	parse_fails(bad_rules, "\"copy_folders\"[0] is not the name of a folder");
 }
 
 /* "weight_files": a top-level file's tensors join the catalog under the
@@ -1642,7 +1581,6 @@ Test(ext, copy_folders)
 Test(ext, weight_files)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	struct wshard_rules *bad = NULL;
 	struct wshard_error err;
 	const char *rules = "{\"weight_files\": [{\"file\": \"head.safetensors\","
 			    " \"prefix\": \"pooler.head.\"}], \"tensors\": ["
@@ -1678,8 +1616,5 @@ Test(ext, weight_files)
 	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_EINVAL);
 	cr_assert_not_null(strstr(err.msg, "is read as the model's weights"), "%s", err.msg);
 	fx_close(&f);
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&bad, bad_rules, strlen(bad_rules), "t", &err),
-		     WSHARD_EINVAL);
-	cr_assert_not_null(strstr(err.msg, "\"weight_files\"[0] is not"), "%s", err.msg);
+	parse_fails(bad_rules, "\"weight_files\"[0] is not");
 }

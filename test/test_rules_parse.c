@@ -12,6 +12,7 @@
 #include "wshard.h"
 #include "base/error.h"
 #include "rules/rules.h"
+#include "rules_test_util.h"
 
 /* ------------------------------------------------------------------ */
 /* Parsing                                                             */
@@ -28,28 +29,6 @@ static void parse_ok(const char *text)
 	cr_assert_not_null(r);
 	cr_assert_str_eq(wshard_rules_name(r), "t.json");
 	wshard_rules_free(r);
-}
-
-/* text is rejected with EINVAL; the message starts with 't.json' and
- * holds want. */
-static void parse_fails(const char *text, const char *want)
-{
-	struct wshard_rules *r = (void *)1;
-	struct wshard_error err;
-
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err),
-		     WSHARD_EINVAL, "accepted: %s", text);
-	cr_assert_null(r);
-	cr_assert_eq(err.code, WSHARD_EINVAL);
-	cr_assert_eq(strncmp(err.msg, "'t.json': ", 10), 0, "%s", err.msg);
-	cr_assert_not_null(strstr(err.msg, want), "message '%s' lacks '%s'",
-			   err.msg, want);
-	cr_assert_null(strchr(err.msg, '\n'));
-	/* Without an error sink too. */
-	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", NULL),
-		     WSHARD_EINVAL);
-	cr_assert_null(r);
 }
 
 #define RULES(tensors) "{\"architectures\": [\"X\"], \"tensors\": [" tensors "]}"
