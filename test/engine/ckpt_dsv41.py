@@ -146,3 +146,33 @@ def make(out):
         tok["model"]["vocab"][ph] = IMAGE_ID
     with open(tok_path, "w") as f:
         json.dump(tok, f)
+
+
+# What vLLM 0.32 keeps per rank for this checkpoint at tp 2 (the oracle's
+# dump, WSHARD_ORACLE_DSV41; 136 tensors a rank), where it differs from
+# deepseek_v4.json's blocks -- what rules for V4.1 still need:
+# - language_model.model.layers.N.attn.attn_sink: F32 [64], the rank's
+#   num_attention_heads/tp sinks first, then -inf (attention.py:356-362:
+#   padded to get_padded_num_q_heads, FlashMLA's 64 or 128 on SM 90/100,
+#   nvidia/flashmla.py:67-74; FlashInfer's 8/16/32/64/128,
+#   nvidia/flashinfer_sparse.py:78-85): a pad with -inf, not zeros (no
+#   rules key pads so), and a size that depends on the GPU's backend
+#   (ShardedStateLoader narrows a parameter to a smaller tensor,
+#   sharded_state_loader.py:233-244, so the unpadded sinks load everywhere).
+# - layers.N.engram.embed.{weight,scale} -> ...engram.embed_tokens.weight
+#   (F8_E4M3) and .weight_scale_inv (U8, raw E8M0 bytes): rows cut by hash
+#   head, not evenly: rank r keeps ceil(n_hash_cols/tp) heads' rows
+#   [sum(sizes[:r*p]), sum(sizes[:(r+1)*p])) where sizes are the prime
+#   bucket sizes common/engram.py:217-244 (EngramLayout) draws from
+#   engram_vocab_size-1 up, never reused across layers (here 101, 103 |
+#   107, 109: rows 0-204 and 204-420; rows past their sum on no rank)
+#   (engram.py:986-1000, _engram_head_shard_weight_loader:604-617).
+# - ...engram.wkv.weight: cut by rows (ColumnParallelLinear, gather_output;
+#   whole under sequence parallel); q_weight, k_weight whole.
+# - compressor (kv sources only): fused_wkv_wgate [head_dim*(2 if ratio 2
+#   else 1), hidden] whole, norm whole, no ape; indexer (index sources):
+#   wq_b, weights_proj whole, wk and k_norm on kv sources, no compressor.
+# - no hc_head_*, no tid2eid; every MoE layer's router has
+#   e_score_correction_bias and bias_vl (vision_n_layers > 0);
+#   image_start/end/newline F32, no image_pad; the vision tower and aligner
+#   as deepseek_v4_vision.json's block.
