@@ -141,9 +141,21 @@ enum wshard_err plan_pad_rows(const struct wshard_plan *plan, struct wshard_out_
 
 	if (rc || to == *nrows)
 		return rc;
-	rc = plan_push_zeros(t, (to - *nrows) * src_row_bytes(src_info(plan, m->src)), err);
+	rc = plan_push_pad(plan, t, m, (to - *nrows) * src_row_bytes(src_info(plan, m->src)), err);
 	*nrows = to;
 	return rc;
+}
+
+enum wshard_err plan_push_pad(const struct wshard_plan *plan, struct wshard_out_tensor *t,
+			      const struct member *m, uint64_t len, struct wshard_error *err)
+{
+	struct wshard_piece p;
+
+	if (!m->rule->has_pad_value)
+		return plan_push_zeros(t, len, err);
+	p = plan_const_piece(m->rule->pad_value, src_info(plan, m->src)->dtype);
+	p.len = len;
+	return plan_push_piece(t, &p, err);
 }
 
 enum wshard_err plan_indivisible(const struct wshard_plan *plan,
