@@ -164,10 +164,10 @@ static enum wshard_err parse_prime_heads(const struct wshard_rules *r, struct ru
 		if ((rule->prime_heads[i] = rules_expr_copy(json_array_get(a, (size_t)i), &bad)) ==
 		    NULL && !bad)
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	if (bad || rule->kind != RULE_ROW || rule->pad_to || rule->kv_heads || rule->rows ||
-	    rule->view || json_object_get(t, "concat"))
+	if (bad || rule->kind != RULE_ROW || !strstr(rule->match, "{n}") || rule->pad_to ||
+	    rule->kv_heads || rule->rows || rule->view || json_object_get(t, "concat"))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"prime_heads\" is [FROM, HEADS, LAYERS] (two expressions and a config array's name) on a \"row\" split without \"pad_to\", \"kv_heads\", \"concat\", \"rows\" or \"view\"",
+					"'%s': rule '%s': \"prime_heads\" is [FROM, HEADS, LAYERS] (two expressions and a config array's name) on a \"row\" split whose match has {n}, without \"pad_to\", \"kv_heads\", \"concat\", \"rows\" or \"view\"",
 					r->name, rule->match);
 	return WSHARD_OK;
 }
