@@ -130,36 +130,20 @@ enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 /*
  * plan_piece.c: what a rank's share of m's split dimension (share rows
  * of a fused part or a "row" split, or columns) is padded to: the
- * rule's "pad_to" when --tp is above 1 (or the part's operator is
- * replicated, or the split is by rows) and share is narrower, else
- * share.  Zeros (or "pad_value") follow the share's bytes; only BF16, F16 and F32 sources are padded (a quantized
- * expert's blocks and scales would be too).  Returns WSHARD_OK and
- * *out, or WSHARD_EINVAL naming the tensor.
+ * rule's "pad_to" when --tp is above 1 (or its pad_always) and share is
+ * narrower, else share.  Zeros (or "pad_value") follow the share's
+ * bytes; only BF16, F16 and F32 sources are padded (a quantized expert's
+ * blocks and scales would be too).  Returns WSHARD_OK and *out, or
+ * WSHARD_EINVAL naming the tensor.
  */
 enum wshard_err plan_pad_share(const struct wshard_plan *plan, const struct member *m,
 			       uint64_t share, uint64_t *out, struct wshard_error *err);
 
-/* plan_piece.c: padding rows (plan_push_pad) after a rank's *nrows of
- * fused part or "row" split m, up to
- * its "pad_to" (plan_pad_share); *nrows becomes the padded count.
- * Returns as plan_pad_share, or plan_push_piece's WSHARD_ENOMEM. */
+/* plan_piece.c: padding rows after a rank's *nrows of m, up to its
+ * "pad_to" (plan_pad_share); *nrows becomes the padded count.  Returns
+ * as plan_pad_share, or plan_push_piece's WSHARD_ENOMEM. */
 enum wshard_err plan_pad_rows(const struct wshard_plan *plan, struct wshard_out_tensor *t,
 			      const struct member *m, uint64_t *nrows, struct wshard_error *err);
-
-/* plan_piece.c: len bytes of padding after m's rows: zeros, or the
- * rule's "pad_value" (a CONST piece in m's source dtype, BF16, F16 or
- * F32, which plan_pad_share has checked).  Returns as plan_push_piece. */
-enum wshard_err plan_push_pad(const struct wshard_plan *plan, struct wshard_out_tensor *t,
-			      const struct member *m, uint64_t len, struct wshard_error *err);
-
-/* plan_prime.c: a "row" split by prime-sized hash heads (a rule's
- * "prime_heads"): rank r holds the rows of its heads; shape[0] becomes
- * rank 0's rows (name_and_shape sets each rank's from its pieces).
- * Returns WSHARD_OK, or WSHARD_EINVAL naming the tensor for a layout
- * vLLM does not load. */
-enum wshard_err plan_split_prime(const struct wshard_plan *plan, struct group_out *g,
-				 const struct member *m, uint64_t *shape,
-				 struct wshard_error *err);
 
 /* plan_piece.c: the error for dimension dim (size) of m's source not
  * divisible by --tp, naming the config key of the rule's shape there

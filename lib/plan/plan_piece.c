@@ -133,21 +133,10 @@ enum wshard_err plan_pad_share(const struct wshard_plan *plan, const struct memb
 	return WSHARD_OK;
 }
 
-enum wshard_err plan_pad_rows(const struct wshard_plan *plan, struct wshard_out_tensor *t,
-			      const struct member *m, uint64_t *nrows, struct wshard_error *err)
-{
-	uint64_t to;
-	enum wshard_err rc = plan_pad_share(plan, m, *nrows, &to, err);
-
-	if (rc || to == *nrows)
-		return rc;
-	rc = plan_push_pad(plan, t, m, (to - *nrows) * src_row_bytes(src_info(plan, m->src)), err);
-	*nrows = to;
-	return rc;
-}
-
-enum wshard_err plan_push_pad(const struct wshard_plan *plan, struct wshard_out_tensor *t,
-			      const struct member *m, uint64_t len, struct wshard_error *err)
+/* len bytes of padding after m's rows: zeros, or the rule's "pad_value"
+ * (a CONST piece in m's source dtype, which plan_pad_share has checked). */
+static enum wshard_err push_pad(const struct wshard_plan *plan, struct wshard_out_tensor *t,
+				const struct member *m, uint64_t len, struct wshard_error *err)
 {
 	struct wshard_piece p;
 
@@ -157,6 +146,20 @@ enum wshard_err plan_push_pad(const struct wshard_plan *plan, struct wshard_out_
 	p.len = len;
 	return plan_push_piece(t, &p, err);
 }
+
+enum wshard_err plan_pad_rows(const struct wshard_plan *plan, struct wshard_out_tensor *t,
+			      const struct member *m, uint64_t *nrows, struct wshard_error *err)
+{
+	uint64_t to;
+	enum wshard_err rc = plan_pad_share(plan, m, *nrows, &to, err);
+
+	if (rc || to == *nrows)
+		return rc;
+	rc = push_pad(plan, t, m, (to - *nrows) * src_row_bytes(src_info(plan, m->src)), err);
+	*nrows = to;
+	return rc;
+}
+
 
 enum wshard_err plan_indivisible(const struct wshard_plan *plan,
 				 const struct member *m, int dim,

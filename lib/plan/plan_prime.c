@@ -22,6 +22,7 @@
 #include "rules/rules.h"
 #include "rules/expr.h"
 #include "plan_impl.h"
+#include "plan_prime.h"
 
 enum { PRIME_HEADS_MAX = 1 << 16 };	/* heads a table, and tables before it */
 

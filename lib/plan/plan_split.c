@@ -19,6 +19,7 @@
 #include "rules/rules.h"
 #include "rules/expr.h"
 #include "plan_impl.h"
+#include "plan_prime.h"
 
 /* Checks the head counts once (a layer's, where op's "kv_heads" reads n),
  * so the messages name config.json's fields (op's "kv_heads" where it has
