@@ -160,7 +160,6 @@ enum wshard_err plan_pad_rows(const struct wshard_plan *plan, struct wshard_out_
 	return rc;
 }
 
-
 enum wshard_err plan_indivisible(const struct wshard_plan *plan,
 				 const struct member *m, int dim,
 				 uint64_t size, struct wshard_error *err)

@@ -239,7 +239,6 @@ static enum wshard_err split_rows(const struct wshard_plan *plan, struct group_o
 	}
 	if (rows % tp)
 		return plan_indivisible(plan, m, 0, rows, err);
-	shape[0] = rows / tp;
 	for (r = 0; r < plan->tp && !rc; r++) {
 		uint64_t n = rows / tp;
 

@@ -150,13 +150,14 @@ def make(out):
 
 # What vLLM 0.32 keeps per rank for this checkpoint at tp 2 (the oracle's
 # dump, WSHARD_ORACLE_DSV41; 136 tensors a rank), where it differs from
-# deepseek_v4.json's blocks -- what rules for V4.1 still need:
+# deepseek_v4.json's blocks -- what lib/rules/deepseek_v41.json writes
+# (its "pad_to"/"pad_value" sinks and "prime_heads" Engram tables):
 # - language_model.model.layers.N.attn.attn_sink: F32 [64], the rank's
 #   num_attention_heads/tp sinks first, then -inf (attention.py:356-362:
 #   padded to get_padded_num_q_heads, FlashMLA's 64 or 128 on SM 90/100,
 #   nvidia/flashmla.py:67-74; FlashInfer's 8/16/32/64/128,
-#   nvidia/flashinfer_sparse.py:78-85): a pad with -inf, not zeros (no
-#   rules key pads so), and a size that depends on the GPU's backend
+#   nvidia/flashinfer_sparse.py:78-85): a pad with -inf, not zeros, and
+#   a size that depends on the GPU's backend (wshard writes SM 9.0's)
 #   (ShardedStateLoader narrows a parameter to a smaller tensor,
 #   sharded_state_loader.py:233-244, so the unpadded sinks load everywhere).
 # - layers.N.engram.embed.{weight,scale} -> ...engram.embed_tokens.weight
