@@ -126,6 +126,7 @@ LIB_SRC := \
 	lib/plan/plan_layout.c \
 	lib/plan/plan_match.c \
 	lib/plan/plan_piece.c \
+	lib/plan/plan_prime.c \
 	lib/plan/plan_quant.c \
 	lib/plan/plan_quark.c \
 	lib/plan/plan_quark_experts.c \

@@ -397,6 +397,7 @@ class Source:
 
 
 def value_bytes(dtype, v):
+    v = float(v)  # a manifest writes an infinity as "-inf" or "inf"
     if dtype == "F32":
         return struct.pack("<f", v)
     if dtype == "F64":

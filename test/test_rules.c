@@ -809,8 +809,8 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			221 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
-			      vision tower), GPT-OSS, OpenAI Privacy Filter,
+			222 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			      vision tower), DeepSeek-V4.1, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
 			      MiMo-V2-Flash, Falcon, BLOOM, GPT-2, DBRX, Whisper,

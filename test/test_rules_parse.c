@@ -291,7 +291,8 @@ Test(parse, pad_to)
 	parse_ok(RULES("{\"match\": \"a\", \"split\": \"col\", \"pad_to\": 256}"));
 	parse_ok(RULES("{\"match\": \"a\", \"fuse\": \"gate_up.gate\", \"output\": \"b\", "
 		       "\"pad_to\": \"min_moe_intermediate_per_partition\"}"));
-	parse_fails(RULES("{\"match\": \"a\", \"split\": \"row\", \"pad_to\": 256}"),
+	parse_ok(RULES("{\"match\": \"a\", \"split\": \"row\", \"pad_to\": 256}"));
+	parse_fails(RULES("{\"match\": \"a\", \"split\": \"vocab\", \"pad_to\": 256}"),
 		    "rule 'a': \"pad_to\" is an expression (rows or columns a rank) on a \"fuse\" part");
 	parse_fails(RULES("{\"match\": \"a\", \"split\": \"col\", \"pad_to\": true}"),
 		    "\"pad_to\" is an expression");

@@ -16,6 +16,7 @@
  * wshard-convert(1), Manifest).  Written out, the 512 experts of each of
  * a 94k-tensor MoE's stacked tensors were 57 MB of its manifest.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,10 +312,12 @@ static json_t *piece_json(const struct wshard_plan *plan, const struct wshard_pi
 		o = json_pack("{s:I}", "zeros", (json_int_t)p->len);
 		break;
 	case WSHARD_PIECE_CONST:
-		o = p->len > p->value_len
-			    ? json_pack("{s:f,s:I}", "value", p->prov_value, "count",
-					(json_int_t)(p->len / p->value_len))
-			    : json_pack("{s:f}", "value", p->prov_value);
+		/* JSON has no infinities: a "pad_value" of -inf is "-inf" */
+		o = json_pack("{s:o}", "value",
+			      isinf(p->prov_value) ? json_string(p->prov_value < 0 ? "-inf" : "inf")
+						   : json_real(p->prov_value));
+		if (o && p->len > p->value_len)
+			json_object_set_new(o, "count", json_integer((json_int_t)(p->len / p->value_len)));
 		break;
 	case WSHARD_PIECE_ARANGE:
 		o = json_pack("{s:[I,I]}", "arange", (json_int_t)p->prov_value,

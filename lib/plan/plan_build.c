@@ -136,6 +136,7 @@ static enum wshard_err name_and_shape(const struct wshard_plan *plan,
 				      struct wshard_error *err)
 {
 	bool stacked = is_stacked(m);
+	long first, stride;
 
 	t->name = strdup(m->out);
 	if (!t->name)
@@ -147,8 +148,6 @@ static enum wshard_err name_and_shape(const struct wshard_plan *plan,
 					"output '%s' would have more than %d dimensions",
 					m->out, WSHARD_MAX_DIMS);
 	if (stacked && plan->opt.expert_parallel) {
-		long first, stride;
-
 		t->shape[0] = (uint64_t)wshard_expert_range((long)nitems, plan->tp, r,
 							    plan->placement, &first, &stride);
 		memcpy(t->shape + 1, g->shape, sizeof(uint64_t) * (size_t)g->ndim);
@@ -159,12 +158,12 @@ static enum wshard_err name_and_shape(const struct wshard_plan *plan,
 		memcpy(t->shape, g->shape, sizeof(uint64_t) * (size_t)g->ndim);
 	}
 	/* experts fused in one tensor (Llama 4's): dimension 0 counts them */
-	if (!stacked && plan->opt.expert_parallel && m->rule->experts && t->ndim > 0) {
-		long first, stride;
-
+	if (!stacked && plan->opt.expert_parallel && m->rule->experts && t->ndim > 0)
 		t->shape[0] = (uint64_t)wshard_expert_range((long)g->shape[0], plan->tp, r,
 							    plan->placement, &first, &stride);
-	}
+	/* hash heads of prime sizes: each rank's own rows (plan_prime.c) */
+	if (m->rule->prime_heads[0] && t->ndim > 0)
+		t->shape[0] = t->nbytes / src_row_bytes(src_info(plan, m->src));
 	return WSHARD_OK;
 }
 

@@ -129,19 +129,19 @@ enum wshard_err plan_push_zeros(struct wshard_out_tensor *t, uint64_t len,
 
 /*
  * plan_piece.c: what a rank's share of m's split dimension (share rows
- * of a fused part, or columns) is padded to: the rule's "pad_to" when
- * --tp is above 1 (or the part's operator is replicated) and share is
- * narrower, else share.  Zeros follow the
- * share's bytes; only BF16, F16 and F32 sources are padded (a quantized
- * expert's blocks and scales would be too).  Returns WSHARD_OK and
- * *out, or WSHARD_EINVAL naming the tensor.
+ * of a fused part or a "row" split, or columns) is padded to: the
+ * rule's "pad_to" when --tp is above 1 (or its pad_always) and share is
+ * narrower, else share.  Zeros (or "pad_value") follow the share's
+ * bytes; only BF16, F16 and F32 sources are padded (a quantized expert's
+ * blocks and scales would be too).  Returns WSHARD_OK and *out, or
+ * WSHARD_EINVAL naming the tensor.
  */
 enum wshard_err plan_pad_share(const struct wshard_plan *plan, const struct member *m,
 			       uint64_t share, uint64_t *out, struct wshard_error *err);
 
-/* plan_piece.c: zero rows after a rank's *nrows of fused part m, up to
- * its "pad_to" (plan_pad_share); *nrows becomes the padded count.
- * Returns as plan_pad_share, or plan_push_piece's WSHARD_ENOMEM. */
+/* plan_piece.c: padding rows after a rank's *nrows of m, up to its
+ * "pad_to" (plan_pad_share); *nrows becomes the padded count.  Returns
+ * as plan_pad_share, or plan_push_piece's WSHARD_ENOMEM. */
 enum wshard_err plan_pad_rows(const struct wshard_plan *plan, struct wshard_out_tensor *t,
 			      const struct member *m, uint64_t *nrows, struct wshard_error *err);
 

@@ -133,6 +133,20 @@ enum wshard_err plan_pad_share(const struct wshard_plan *plan, const struct memb
 	return WSHARD_OK;
 }
 
+/* len bytes of padding after m's rows: zeros, or the rule's "pad_value"
+ * (a CONST piece in m's source dtype, which plan_pad_share has checked). */
+static enum wshard_err push_pad(const struct wshard_plan *plan, struct wshard_out_tensor *t,
+				const struct member *m, uint64_t len, struct wshard_error *err)
+{
+	struct wshard_piece p;
+
+	if (!m->rule->has_pad_value)
+		return plan_push_zeros(t, len, err);
+	p = plan_const_piece(m->rule->pad_value, src_info(plan, m->src)->dtype);
+	p.len = len;
+	return plan_push_piece(t, &p, err);
+}
+
 enum wshard_err plan_pad_rows(const struct wshard_plan *plan, struct wshard_out_tensor *t,
 			      const struct member *m, uint64_t *nrows, struct wshard_error *err)
 {
@@ -141,7 +155,7 @@ enum wshard_err plan_pad_rows(const struct wshard_plan *plan, struct wshard_out_
 
 	if (rc || to == *nrows)
 		return rc;
-	rc = plan_push_zeros(t, (to - *nrows) * src_row_bytes(src_info(plan, m->src)), err);
+	rc = push_pad(plan, t, m, (to - *nrows) * src_row_bytes(src_info(plan, m->src)), err);
 	*nrows = to;
 	return rc;
 }

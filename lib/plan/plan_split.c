@@ -19,6 +19,7 @@
 #include "rules/rules.h"
 #include "rules/expr.h"
 #include "plan_impl.h"
+#include "plan_prime.h"
 
 /* Checks the head counts once (a layer's, where op's "kv_heads" reads n),
  * so the messages name config.json's fields (op's "kv_heads" where it has
@@ -204,7 +205,8 @@ static enum wshard_err replicate(const struct wshard_plan *plan, struct group_ou
 	return rc;
 }
 
-/* Rank r holds rows [r * rows / tp, (r + 1) * rows / tp); shape[0] shrinks. */
+/* Rank r holds rows [r * rows / tp, (r + 1) * rows / tp), then the rule's
+ * "pad_to" rows; shape[0] shrinks (or grows). */
 static enum wshard_err split_rows(const struct wshard_plan *plan, struct group_out *g,
 				  const struct member *m, uint64_t *shape,
 				  struct wshard_error *err)
@@ -218,6 +220,8 @@ static enum wshard_err split_rows(const struct wshard_plan *plan, struct group_o
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"tensor '%s': cannot be split by rows (%s)", t->name,
 					t->ndim < 1 ? "a scalar" : "rows are not whole bytes");
+	if (m->rule->prime_heads[0])
+		return plan_split_prime(plan, g, m, shape, err);
 	if (m->rule->kv_heads && tp > (uint64_t)plan->config->num_key_value_heads) {
 		uint64_t kv = (uint64_t)plan->config->num_key_value_heads;
 
@@ -235,10 +239,15 @@ static enum wshard_err split_rows(const struct wshard_plan *plan, struct group_o
 	}
 	if (rows % tp)
 		return plan_indivisible(plan, m, 0, rows, err);
-	shape[0] = rows / tp;
-	for (r = 0; r < plan->tp && !rc; r++)
-		rc = plan_push_rows(plan, &g->ranks[r], m->src, (uint64_t)r * shape[0],
-				    shape[0], err);
+	for (r = 0; r < plan->tp && !rc; r++) {
+		uint64_t n = rows / tp;
+
+		rc = plan_push_rows(plan, &g->ranks[r], m->src, (uint64_t)r * n, n, err);
+		/* "pad_to": vLLM's padded heads (DeepSeek-V4.1's sinks) */
+		if (!rc)
+			rc = plan_pad_rows(plan, &g->ranks[r], m, &n, err);
+		shape[0] = n;
+	}
 	return rc;
 }
 

@@ -59,6 +59,14 @@ void plan_convert_dtype(enum wshard_dtype to, struct wshard_out_tensor *t, bool 
 		p->out_stride = p->out_stride / in * out;
 		p->tr_ostride = p->tr_ostride / in * out;
 		p->pad = p->pad / in * out;
+		/* a "pad_value" constant: its element in the new dtype */
+		if (p->kind == WSHARD_PIECE_CONST && (to == WSHARD_F32 || to == WSHARD_BF16 ||
+						    to == WSHARD_F16)) {
+			struct wshard_piece c = plan_const_piece(p->prov_value, to);
+
+			memcpy(p->value, c.value, sizeof(p->value));
+			p->value_len = c.value_len;
+		}
 	}
 	t->dtype = to;
 }

@@ -189,6 +189,8 @@ void wshard_rules_free(struct wshard_rules *r)
 		for (j = 0; j < r->rules[i].nreshape; j++)
 			free(r->rules[i].reshape[j]);
 		free(r->rules[i].pad_to);
+		for (j = 0; j < 3; j++)
+			free(r->rules[i].prime_heads[j]);
 		free(r->rules[i].transpose_cols);
 		free(r->rules[i].times_sqrt[0]);
 		free(r->rules[i].times_sqrt[1]);

@@ -198,7 +198,16 @@ struct rules_rule {
 				 * is followed by zeros up to it (vLLM's
 				 * padded expert width); NULL: none */
 	bool pad_always;	/* "pad_to" on a part of a "replicate"
-				 * operator: padded at tp 1 too */
+				 * operator, or on a "row" split: padded at
+				 * tp 1 too */
+	bool has_pad_value;	/* "pad_value": "pad_to"'s rows hold this */
+	double pad_value;	/* (a number, or -inf, inf), not zeros */
+	/* "prime_heads": [FROM, HEADS, LAYERS] on a "row" split: the rows
+	 * are hash heads of prime sizes, the smallest unused primes >= FROM
+	 * (an expression), HEADS (an expression) a layer, layer n's the
+	 * i-th HEADS of them where n is element i of config array LAYERS;
+	 * rank r holds its heads' rows (plan_prime.c); NULLs: none */
+	char *prime_heads[3];
 	bool concat;		/* "concat": the sources {e} matches are
 				 * row pieces of one tensor, {e} from 0,
 				 * split together (plan_concat.c) */

@@ -1,9 +1,10 @@
 /*
  * rules_op.c - the keys a rule or a fused operator takes beside its
  * match: a rule's "chunks", "deinterleave", "reshape", "transpose_cols",
- * "pad_to" and "num_experts", and a
+ * "pad_to", "pad_value", "prime_heads" and "num_experts", and a
  * fused operator's "sizes", "groups" and "zero".
  */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,59 @@ static enum wshard_err parse_transpose_cols(const struct wshard_rules *r,
  * (the sources {e} matches are row pieces of one tensor: Qwen4-Exp's
  * ngram_embedding.shard_{e}) on a "row", "vocab" or "replicate" split.
  */
+/*
+ * "pad_value" (a number, "-inf" or "inf") beside "pad_to" on a "row"
+ * split or a "fuse" part: the padding rows hold it, not zeros (vLLM's
+ * attention sinks padded with -inf, DeepSeek-V4.1's attention.py).
+ */
+static enum wshard_err parse_pad_value(const struct wshard_rules *r, struct rules_rule *rule,
+				       json_t *v, struct wshard_error *err)
+{
+	const char *s = json_is_string(v) ? json_string_value(v) : "";
+
+	if (!v)
+		return WSHARD_OK;
+	rule->has_pad_value = true;
+	if (json_is_number(v))
+		rule->pad_value = json_number_value(v);
+	else if (!strcmp(s, "-inf") || !strcmp(s, "inf"))
+		rule->pad_value = *s == '-' ? -HUGE_VAL : HUGE_VAL;
+	else
+		rule->has_pad_value = false;
+	if (!rule->has_pad_value || !rule->pad_to || rule->kind == RULE_COL)
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"pad_value\" is a number, \"-inf\" or \"inf\" beside \"pad_to\" on a \"row\" split or a \"fuse\" part",
+					r->name, rule->match);
+	return WSHARD_OK;
+}
+
+/*
+ * "prime_heads": [FROM, HEADS, LAYERS] on a "row" split (FROM and HEADS
+ * expressions, LAYERS the name of a config array): DeepSeek-V4.1's
+ * Engram tables, cut by hash heads of prime sizes (plan_prime.c).
+ */
+static enum wshard_err parse_prime_heads(const struct wshard_rules *r, struct rules_rule *rule,
+					 json_t *t, struct wshard_error *err)
+{
+	json_t *a = json_object_get(t, "prime_heads");
+	bool bad = !json_is_array(a) || json_array_size(a) != 3 ||
+		   !json_is_string(json_array_get(a, 2));
+	int i;
+
+	if (!a)
+		return WSHARD_OK;
+	for (i = 0; i < 3 && !bad; i++)
+		if ((rule->prime_heads[i] = rules_expr_copy(json_array_get(a, (size_t)i), &bad)) ==
+		    NULL && !bad)
+			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	if (bad || rule->kind != RULE_ROW || !strstr(rule->match, "{n}") || rule->pad_to ||
+	    rule->kv_heads || rule->rows || rule->view || json_object_get(t, "concat"))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': rule '%s': \"prime_heads\" is [FROM, HEADS, LAYERS] (two expressions and a config array's name) on a \"row\" split whose match has {n}, without \"pad_to\", \"kv_heads\", \"concat\", \"rows\" or \"view\"",
+					r->name, rule->match);
+	return WSHARD_OK;
+}
+
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err)
 {
@@ -151,15 +205,24 @@ enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_ru
 	rule->experts = json_is_true(experts);
 	if (pad && (rule->pad_to = rules_expr_copy(pad, &bad)) == NULL && !bad)
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
-	if (pad && (bad || (rule->kind != RULE_FUSE && rule->kind != RULE_COL) ||
-		    rule->transpose || rule->chunks > 1 || rule->rows > 1 || rule->nparts > 1))
+	if (pad && (bad || (rule->kind != RULE_FUSE && rule->kind != RULE_COL &&
+			    rule->kind != RULE_ROW) ||
+		    rule->transpose || rule->chunks > 1 || rule->rows > 1 || rule->nparts > 1 ||
+		    (rule->kind == RULE_ROW && (rule->kv_heads || concat))))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': rule '%s': \"pad_to\" is an expression (rows or columns a rank) on a \"fuse\" part or a \"col\" split without \"transpose\", \"chunks\" or \"rows\"",
+					"'%s': rule '%s': \"pad_to\" is an expression (rows or columns a rank) on a \"fuse\" part, a \"row\" split (without \"kv_heads\" or \"concat\") or a \"col\" split, without \"transpose\", \"chunks\" or \"rows\"",
 					r->name, rule->match);
 	/* every rank holds a replicated operator's parts whole at any tp, so
 	 * their padding is the same at tp 1 (Qwen4Exp's hyper-connection
-	 * projections, padded to 16 rows together) */
-	rule->pad_always = pad && rule->kind == RULE_FUSE && r->ops[rule->op].kind == OP_REPLICATE;
+	 * projections, padded to 16 rows together); a row split's pad_to
+	 * says what a rank holds at every tp (DeepSeek-V4.1's sinks) */
+	rule->pad_always = pad && (rule->kind == RULE_ROW ||
+				   (rule->kind == RULE_FUSE && r->ops[rule->op].kind == OP_REPLICATE));
+	rc = parse_pad_value(r, rule, json_object_get(t, "pad_value"), err);
+	if (!rc)
+		rc = parse_prime_heads(r, rule, t, err);
+	if (rc)
+		return rc;
 	rule->qkv_groups = json_is_true(json_object_get(t, "qkv_groups"));
 	if (json_object_get(t, "qkv_groups") &&
 	    (!json_is_boolean(json_object_get(t, "qkv_groups")) ||

@@ -193,7 +193,7 @@ static enum wshard_err check_rule_keys(const struct wshard_rules *r, json_t *t,
 		"interleave", "experts", "deinterleave", "kv_heads", "times_sqrt", "neg_exp",
 		"zero_mean", "plus", "permute_rows", "pad_to", "qkv_groups", "also", "concat",
 		"beside", "reshape", "experts_from", "layer", "unless", "dequant", "pass_on",
-		"num_experts", "transpose_cols",
+		"num_experts", "transpose_cols", "pad_value", "prime_heads",
 	};
 	const char *key;
 	json_t *val;

@@ -28,7 +28,7 @@ _TARGET = "vllm.model_executor.model_loader.base_loader"
 LOAD_ONLY = ("WSHARD_ORACLE_INT4", "WSHARD_ORACLE_NOGATE", "WSHARD_ORACLE_NVFP4_MOE",
              "WSHARD_ORACLE_MXFP4_MOE", "WSHARD_ORACLE_OLMO_GDN", "WSHARD_ORACLE_FP8_BLOCK",
              "WSHARD_ORACLE_MXFP4_CPU", "WSHARD_ORACLE_MXFP6", "WSHARD_ORACLE_PANGU_VL",
-             "WSHARD_ORACLE_INT8_MOE",
+             "WSHARD_ORACLE_INT8_MOE", "WSHARD_ORACLE_DSV41",
              # nothing patched: the worker stops once its state is saved
              # (test/engine/run: Mistral Large 3's MLA, which vLLM's CPU
              # build runs only with AMX tiles, loaded from wshard's output)
@@ -543,6 +543,70 @@ def _patch_dsv4_vl_moe(module):
             requires_grad=False)
 
     module.DeepseekV4MoE.__init__ = __init__
+
+
+def _patch_dsv41(module):
+    """WSHARD_ORACLE_DSV41: vLLM 0.32 builds DeepSeek-V4.1
+    (DeepseekV41ForCausalLM, models/deepseek_v41) from its NVIDIA classes
+    on every platform but ROCm (deepseek_v41/__init__.py), and the CPU
+    build has no V4.1 of its own.  Those classes are built here as vLLM
+    builds them, their load_weights and mappers vLLM's own, with what needs
+    a GPU to exist stood in for while the model is built: CUDA streams and
+    events (nvidia/model.py, DeepseekV4Model; attention.py, ln_events;
+    common/engram.py, Engram), the device's SM count the Engram lookup
+    reads (common/engram.py, ParallelEngramEmbedding), the device's
+    capability (a Hopper GPU's, SM 9.0: nvidia/model.py,
+    _select_dsv4_attn_cls then takes FlashMLA's attention, nvidia/
+    flashmla.py, whose get_padded_num_q_heads sizes attn_sink to 64 or 128
+    heads; deepseek_v4/nvidia/ops/o_proj.py asserts a CUDA device), and the
+    Engram
+    table kept in plain host memory, not pinned host memory a GPU reads
+    through UVA (engram_config.cpu_offload: the same tensor, the same
+    rows).  Load and save only: the forward pass runs CUDA kernels."""
+    import contextlib
+    import types
+    import torch
+    from vllm.platforms import current_platform
+    from vllm.platforms.interface import DeviceCapability
+    cls = module.DeepseekV41ForCausalLM
+    real = cls.__init__
+
+    @contextlib.contextmanager
+    def no_gpu():
+        saved = (torch.cuda.Stream, torch.cuda.Event,
+                 torch.cuda.get_device_properties,
+                 torch.accelerator.current_device_index)
+        torch.cuda.Stream = lambda *a, **kw: None
+        torch.cuda.Event = lambda *a, **kw: None
+        torch.cuda.get_device_properties = \
+            lambda *a, **kw: types.SimpleNamespace(multi_processor_count=1)
+        torch.accelerator.current_device_index = lambda: 0
+        platform = type(current_platform)
+        cap = platform.__dict__.get("get_device_capability")
+        # a Hopper GPU's (SM 9.0): FlashMLA's attention (nvidia/model.py,
+        # _select_dsv4_attn_cls), which pads attn_sink to 64 or 128 heads
+        platform.get_device_capability = classmethod(
+            lambda c, device_id=0: DeviceCapability(9, 0))
+        try:
+            yield
+        finally:
+            (torch.cuda.Stream, torch.cuda.Event,
+             torch.cuda.get_device_properties,
+             torch.accelerator.current_device_index) = saved
+            if cap is None:
+                del platform.get_device_capability
+            else:
+                platform.get_device_capability = cap
+
+    def __init__(self, *, vllm_config, prefix=""):
+        engram = vllm_config.engram_config
+        if engram is not None:
+            engram.cpu_offload = False
+            engram.dp_shared_memory = False
+        with no_gpu():
+            real(self, vllm_config=vllm_config, prefix=prefix)
+
+    cls.__init__ = __init__
 
 
 def _patch_mxfp4_cpu(module):
@@ -1150,6 +1214,8 @@ if os.environ.get("WSHARD_ORACLE_DSV4_DSPARK"):
 if os.environ.get("WSHARD_ORACLE_DSV4_VL"):
     _hook("vllm.models.deepseek_v4.vl_stub", _patch_dsv4_vl)
     _hook("vllm.models.deepseek_v4.cpu.model", _patch_dsv4_vl_moe)
+if os.environ.get("WSHARD_ORACLE_DSV41"):
+    _hook("vllm.models.deepseek_v41.nvidia.vl_model", _patch_dsv41)
 if os.environ.get("WSHARD_ORACLE_DFLASH2"):
     _hook("vllm.config.vllm", _patch_dflash2)
 if os.environ.get("WSHARD_ORACLE_DSPARK"):
