@@ -1637,8 +1637,9 @@ Test(ext, copy_folders)
 
 /* "weight_files": a top-level file's tensors join the catalog under the
  * prefix and are cut by the rules under that name, no longer an ignored
- * file; a missing file, one the weights hold already and a malformed
- * entry are refused. */
+ * file; a missing file, one the weights hold already, one beside weights
+ * no model.safetensors.index.json lists (vLLM reads it as the model's
+ * too) and a malformed entry are refused. */
 Test(ext, weight_files)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
@@ -1653,13 +1654,21 @@ Test(ext, weight_files)
 	char *own;
 	size_t i;
 
-	fx_open(&f, BASE);
+	fx_open(&f, BASE " --shards 2");
 	use_rules(&f, rules);
 	wshard_error_clear(&err);
 	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_EINVAL);
 	cr_assert_not_null(strstr(err.msg, "has no 'head.safetensors'"), "%s", err.msg);
 	fx_close(&f);
 	fx_open(&f, BASE);
+	use_rules(&f, rules);
+	write_st(f.dir, "head.safetensors", "e.w", 4);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "has no model.safetensors.index.json, without which vLLM reads 'head.safetensors'"),
+			   "%s", err.msg);
+	fx_close(&f);
+	fx_open(&f, BASE " --shards 2");
 	use_rules(&f, rules);
 	own = fmt("{\"weight_files\": [{\"file\": \"%s\", \"prefix\": \"p.\"}], \"tensors\": ["
 		  CATCH_ALL "]}", f.cat->files[0].name);
@@ -1671,7 +1680,7 @@ Test(ext, weight_files)
 	fx_plan(&f, 2);
 	cr_assert_eq(get_out(&f, 1, "pooler.head.e.w")->nbytes, 2 * 16);
 	fx_close(&f);
-	fx_open(&f, BASE);
+	fx_open(&f, BASE " --shards 2");
 	use_rules(&f, own);
 	free(own);
 	wshard_error_clear(&err);
