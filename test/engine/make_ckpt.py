@@ -3876,6 +3876,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # and norm under mm_streams_embeddings.embedding_module., tekken.json
        # with a streaming audio config)
        "voxtral_realtime": "ckpt_mistral:make_voxtral_realtime",
+       # the same under mm_whisper_embeddings. (Voxtral's prefix, which
+       # vLLM's load_weights takes too: voxtral.py:496-499)
+       "voxtral_realtime-whisper": "ckpt_mistral:make_voxtral_realtime_whisper",
        # the FP8 releases in Mistral's format (params.json "quantization"
        # fp8_e4m3, per-tensor qscale_weight and qscale_act): Mistral Large 3
        # (two shards), Ministral 3 and Devstral 2 (MistralForCausalLM)
