@@ -1088,6 +1088,33 @@ Test(ext, source_renames_doubled)
 	fx_close(&f);
 }
 
+/* A tensor the rules require that the checkpoint lacks is named as the
+ * checkpoint's own naming names it: block 1's b (vLLM's layer 3), the
+ * rename whose "to" takes layer 3 ({2n+1}), not the rules' x.layers.3.;
+ * without "source_prefix" where no tensor has it. */
+Test(ext, source_renames_missing)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, BASE " --extra-tensor blocks.0.a.weight:4,8 --extra-tensor blocks.0.b.weight:4,8"
+		" --extra-tensor blocks.1.a.weight:4,8");
+	use_rules(&f, "{\"source_renames\": ["
+		  "{\"from\": \"blocks.{n}.a.\", \"to\": \"x.layers.{2n}.\"},"
+		  "{\"from\": \"blocks.{n}.b.\", \"to\": \"x.layers.{2n+1}.\"}],"
+		  " \"tensors\": ["
+		  "{\"match\": \"x.layers.{n}.weight\", \"split\": \"row\", \"if\": \"n < 4\"},"
+		  CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~tensor 'blocks.1.b.weight' is missing from");
+	fx_close(&f);
+	fx_open(&f, BASE);
+	use_rules(&f, "{\"source_prefix\": \"p.\", \"tensors\": ["
+		  "{\"match\": \"p.q.weight\", \"split\": \"replicate\"},"
+		  "{\"match\": \"p.model.norm.weight\", \"split\": \"replicate\"},"
+		  "{\"match\": \"p.*\", \"split\": \"skip\"}]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~tensor 'q.weight' is missing from");
+	fx_close(&f);
+}
+
 /* "num_layers" is the layer count rules require layers in: twice the
  * base's two layers asks for layers 2 and 3, which it lacks. */
 Test(ext, num_layers)
