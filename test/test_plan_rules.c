@@ -1040,6 +1040,33 @@ Test(ext, source_renames_doubled)
 	fx_close(&f);
 }
 
+/* A tensor the rules require that the checkpoint lacks is named as the
+ * checkpoint's own naming names it: block 1's b (vLLM's layer 3), the
+ * rename whose "to" takes layer 3 ({2n+1}), not the rules' x.layers.3.;
+ * without "source_prefix" where no tensor has it. */
+Test(ext, source_renames_missing)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+
+	fx_open(&f, BASE " --extra-tensor blocks.0.a.weight:4,8 --extra-tensor blocks.0.b.weight:4,8"
+		" --extra-tensor blocks.1.a.weight:4,8");
+	use_rules(&f, "{\"source_renames\": ["
+		  "{\"from\": \"blocks.{n}.a.\", \"to\": \"x.layers.{2n}.\"},"
+		  "{\"from\": \"blocks.{n}.b.\", \"to\": \"x.layers.{2n+1}.\"}],"
+		  " \"tensors\": ["
+		  "{\"match\": \"x.layers.{n}.weight\", \"split\": \"row\", \"if\": \"n < 4\"},"
+		  CATCH_ALL "]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~tensor 'blocks.1.b.weight' is missing from");
+	fx_close(&f);
+	fx_open(&f, BASE);
+	use_rules(&f, "{\"source_prefix\": \"p.\", \"tensors\": ["
+		  "{\"match\": \"p.q.weight\", \"split\": \"replicate\"},"
+		  "{\"match\": \"p.model.norm.weight\", \"split\": \"replicate\"},"
+		  "{\"match\": \"p.*\", \"split\": \"skip\"}]}");
+	fx_plan_fails(&f, 2, WSHARD_EINVAL, "~tensor 'q.weight' is missing from");
+	fx_close(&f);
+}
+
 /* "num_layers" is the layer count rules require layers in: twice the
  * base's two layers asks for layers 2 and 3, which it lacks. */
 Test(ext, num_layers)
@@ -1576,8 +1603,9 @@ Test(ext, copy_folders)
 
 /* "weight_files": a top-level file's tensors join the catalog under the
  * prefix and are cut by the rules under that name, no longer an ignored
- * file; a missing file, one the weights hold already and a malformed
- * entry are refused. */
+ * file; a missing file, one the weights hold already, one beside weights
+ * no model.safetensors.index.json lists (vLLM reads it as the model's
+ * too) and a malformed entry are refused. */
 Test(ext, weight_files)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
@@ -1591,13 +1619,21 @@ Test(ext, weight_files)
 	char *own;
 	size_t i;
 
-	fx_open(&f, BASE);
+	fx_open(&f, BASE " --shards 2");
 	use_rules(&f, rules);
 	wshard_error_clear(&err);
 	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_EINVAL);
 	cr_assert_not_null(strstr(err.msg, "has no 'head.safetensors'"), "%s", err.msg);
 	fx_close(&f);
 	fx_open(&f, BASE);
+	use_rules(&f, rules);
+	write_st(f.dir, "head.safetensors", "e.w", 4);
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_rules_add_folders(f.rules, f.cat, &err), WSHARD_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "has no model.safetensors.index.json, without which vLLM reads 'head.safetensors'"),
+			   "%s", err.msg);
+	fx_close(&f);
+	fx_open(&f, BASE " --shards 2");
 	use_rules(&f, rules);
 	own = fmt("{\"weight_files\": [{\"file\": \"%s\", \"prefix\": \"p.\"}], \"tensors\": ["
 		  CATCH_ALL "]}", f.cat->files[0].name);
@@ -1609,7 +1645,7 @@ Test(ext, weight_files)
 	fx_plan(&f, 2);
 	cr_assert_eq(get_out(&f, 1, "pooler.head.e.w")->nbytes, 2 * 16);
 	fx_close(&f);
-	fx_open(&f, BASE);
+	fx_open(&f, BASE " --shards 2");
 	use_rules(&f, own);
 	free(own);
 	wshard_error_clear(&err);

@@ -27,7 +27,8 @@ enum wshard_err plan_op_kv_heads(const struct wshard_plan *plan, const struct ru
 	return expr_eval_layer_dim(plan->config, op->kv_heads, layer, op->name, out, NULL, err);
 }
 
-/* Names the source tensor a fused output lacks, from the rule for that part. */
+/* Names the source tensor a fused output lacks, from the rule for that
+ * part, as the checkpoint's own naming would name it. */
 static enum wshard_err missing_part(const struct wshard_plan *plan,
 				    const struct wshard_rules *rules,
 				    const struct member *m, int part,
@@ -38,7 +39,7 @@ static enum wshard_err missing_part(const struct wshard_plan *plan,
 
 	for (i = 0; i < rules->nrules; i++) {
 		const struct rules_rule *r = &rules->rules[i];
-		char *want;
+		char *want, buf[RULES_NAME_MAX];
 		int k;
 
 		for (k = 0; k < r->nparts && r->order[k] != part; k++)
@@ -51,7 +52,8 @@ static enum wshard_err missing_part(const struct wshard_plan *plan,
 			return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 		wshard_error_set(err, WSHARD_EINVAL,
 				 "tensor '%s' is missing: '%s' needs it as part '%s' of '%s'",
-				 want, m->out, op->parts[part], op->name);
+				 rules_checkpoint_name(rules, plan->cat, want, buf), m->out,
+				 op->parts[part], op->name);
 		free(want);
 		return WSHARD_EINVAL;
 	}

@@ -142,13 +142,17 @@ static long required_layers(const struct wshard_plan *plan, const struct rules_r
 }
 
 /* The error for rule r's source *cap missing (*at: its "unless"'s
- * captures, before its "layer"). */
-static enum wshard_err missing(const struct wshard_plan *plan, const struct rules_rule *r,
-			       const struct rules_capture *cap, const struct rules_capture *at,
-			       bool per_layer, struct wshard_error *err)
+ * captures, before its "layer"), each tensor named as the checkpoint's
+ * own naming would name it (Cosmos 3 Edge's layers.N.mlp., not vLLM's
+ * layers.2N+1.mixer.). */
+static enum wshard_err missing(const struct wshard_plan *plan, const struct wshard_rules *rules,
+			       const struct rules_rule *r, const struct rules_capture *cap,
+			       const struct rules_capture *at, bool per_layer,
+			       struct wshard_error *err)
 {
 	struct rules_capture u = *at;
-	char *want, *other = NULL;
+	char *want, *other = NULL, wbuf[RULES_NAME_MAX], obuf[RULES_NAME_MAX];
+	const char *w, *o;
 	enum wshard_err rc = plan_rule_capture(plan, r, &u, err);
 
 	if (rc)
@@ -160,17 +164,19 @@ static enum wshard_err missing(const struct wshard_plan *plan, const struct rule
 		free(want);
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	}
+	w = rules_checkpoint_name(rules, plan->cat, want, wbuf);
+	o = other ? rules_checkpoint_name(rules, plan->cat, other, obuf) : NULL;
 	if (r->missing)
 		wshard_error_set(err, WSHARD_EINVAL, "tensor '%s' is missing from '%s': %s",
-				 want, plan->cat->path, r->missing);
-	else if (other)
+				 w, plan->cat->path, r->missing);
+	else if (o)
 		wshard_error_set(err, WSHARD_EINVAL,
 				 "tensor '%s' is missing from '%s' (rules '%s' require it where there is no '%s')",
-				 want, plan->cat->path, plan->rules_name, other);
+				 w, plan->cat->path, plan->rules_name, o);
 	else
 		wshard_error_set(err, WSHARD_EINVAL,
 				 "tensor '%s' is missing from '%s' (rules '%s' require it%s)",
-				 want, plan->cat->path, plan->rules_name,
+				 w, plan->cat->path, plan->rules_name,
 				 per_layer ? " in every layer" : "");
 	free(want);
 	free(other);
@@ -231,7 +237,7 @@ enum wshard_err plan_check_required(struct wshard_plan *plan,
 				return rc;
 			if (yields)
 				continue;
-			return missing(plan, r, &cap, &at, per_layer, err);
+			return missing(plan, rules, r, &cap, &at, per_layer, err);
 		}
 	}
 	return WSHARD_OK;

@@ -440,6 +440,19 @@ bool rules_match(const char *pattern, const char *name, struct rules_capture *ca
  */
 const char *rules_source_name(const struct wshard_rules *r, const char *name, char *buf);
 
+/*
+ * The inverse, for an error about a tensor the rules name name that the
+ * checkpoint lacks: the name the checkpoint's own naming would give it
+ * (rules_source.c): the "from" of the first "source_renames" entry whose
+ * "to" name begins with (its "{2n}" an even layer, "{2n+1}" an odd one),
+ * where some tensor of cat is named by that "from" and the name so made
+ * is read back as name; else name without "source_prefix" where no tensor
+ * of cat begins with it; else name.  Written into buf (RULES_NAME_MAX
+ * bytes) or pointing into name.
+ */
+const char *rules_checkpoint_name(const struct wshard_rules *r, const struct wshard_catalog *cat,
+				  const char *name, char *buf);
+
 /* Whether expression e reads a key of a "weight_folders" config (KEY.x),
  * which config.json has only once the folder is added. */
 bool rules_reads_folder_config(const struct wshard_rules *r, const char *e);

@@ -116,6 +116,79 @@ const char *rules_source_name(const struct wshard_rules *r, const char *name, ch
 	return buf;
 }
 
+/*
+ * Whether name begins with pattern to (a rename's "to"), each "{n}",
+ * "{2n}" or "{2n+1}" a layer's digits (those of "{2n}" even, of "{2n+1}"
+ * odd), the layer's own number written into nbuf, each "{e}" an expert's
+ * (at[1], len[1]); *out_len the length of name it covers.
+ */
+static bool to_match(const char *to, const char *name, size_t *out_len, char nbuf[24],
+		     const char *at[2], size_t len[2])
+{
+	const char *q = name;
+
+	while (*to) {
+		int two = !strncmp(to, "{2n}", 4) ? 4 : !strncmp(to, "{2n+1}", 6) ? 6 : 0;
+		size_t d = strspn(q, "0123456789");
+
+		if (two || !strncmp(to, "{n}", 3) || !strncmp(to, "{e}", 3)) {
+			unsigned long v = strtoul(q, NULL, 10);
+
+			if (d == 0 || d > 9 || (two && (int)(v & 1) != (two == 6)))
+				return false;
+			if (to[1] == 'e') {
+				at[1] = q;
+				len[1] = d;
+			} else {
+				snprintf(nbuf, 24, "%lu", two ? v / 2 : v);
+				at[0] = nbuf;
+				len[0] = strlen(nbuf);
+			}
+			to += two ? two : 3;
+			q += d;
+		} else if (*to++ != *q++) {
+			return false;
+		}
+	}
+	*out_len = (size_t)(q - name);
+	return true;
+}
+
+/* Whether some tensor of cat begins with pattern from. */
+static bool names_so(const struct wshard_catalog *cat, const char *from)
+{
+	const char *at[2];
+	size_t i, len[2], n;
+
+	for (i = 0; i < cat->ntensors; i++)
+		if (from_match(from, cat->tensors[i].name, &n, at, len))
+			return true;
+	return false;
+}
+
+/* See rules.h. */
+const char *rules_checkpoint_name(const struct wshard_rules *r, const struct wshard_catalog *cat,
+				  const char *name, char *buf)
+{
+	char back[RULES_NAME_MAX], nbuf[24];
+	size_t i, nt, np;
+
+	for (i = 0; i < r->nsrc_renames; i++) {
+		const char *at[2] = { NULL, NULL };
+		size_t len[2] = { 0, 0 };
+
+		if (to_match(r->src_to[i], name, &nt, nbuf, at, len) && names_so(cat, r->src_from[i]) &&
+		    to_name(r->src_from[i], at, len, name + nt, buf) &&
+		    !strcmp(rules_source_name(r, buf, back), name))
+			return buf;
+	}
+	np = r->source_prefix ? strlen(r->source_prefix) : 0;
+	if (np && !strncmp(name, r->source_prefix, np) && name[np] &&
+	    !names_so(cat, r->source_prefix) && !strcmp(rules_source_name(r, name + np, back), name))
+		return name + np;
+	return name;
+}
+
 static bool prefix_ok(json_t *v)
 {
 	return json_is_string(v) && json_string_length(v) > 0 &&

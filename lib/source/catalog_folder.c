@@ -248,16 +248,23 @@ enum wshard_err catalog_add_prefixed(struct wshard_catalog *cat, const char *fil
 	size_t i;
 	enum wshard_err rc;
 
-	for (i = 0; i < cat->nfiles; i++)
-		if (!strcmp(cat->files[i].name, file))
-			return wshard_error_set(err, WSHARD_EINVAL,
-						"'%s': '%s' is read as the model's weights, where vLLM reads it only under the prefix '%s' (list the others in model.safetensors.index.json)",
-						cat->path, file, prefix);
 	if (!wshard_catalog_has_file(cat, file))
 		return wshard_error_set(err, WSHARD_EINVAL,
 					"'%s' has no '%s', where vLLM reads %s's %s* weights",
 					cat->path, file, cat->config.architecture ?
 					cat->config.architecture : "the model", prefix);
+	/* vLLM's primary glob (*.safetensors) keeps only the files the index
+	 * names, and all of them without one (weight_utils.py:591-592), so
+	 * FILE's unprefixed names too, which no module holds (utils.py:441-448) */
+	if (!wshard_catalog_has_file(cat, FOLDER_INDEX))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s' has no %s, without which vLLM reads '%s' as the model's weights too (not only under the prefix '%s') and fails; list the model's shards in one",
+					cat->path, FOLDER_INDEX, file, prefix);
+	for (i = 0; i < cat->nfiles; i++)
+		if (!strcmp(cat->files[i].name, file))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"'%s': '%s' is read as the model's weights, where vLLM reads it only under the prefix '%s' (list the others in model.safetensors.index.json)",
+						cat->path, file, prefix);
 	rc = catalog_check_member(cat, file, NULL, NULL, err);
 	if (!rc)
 		rc = catalog_add_file(cat, file, err);

@@ -634,7 +634,7 @@ REALTIME_AUDIO = {
 }
 
 
-def make_voxtral_realtime(out):
+def make_voxtral_realtime(out, prefix=REALTIME_PREFIX):
     """Voxtral Mini 4B Realtime's layout (VoxtralRealtimeGeneration in
     Mistral's format, the only one vLLM 0.32 loads it in: adapt_config_dict
     names it so for a causal encoder, transformers_utils/configs/mistral.py:
@@ -647,7 +647,8 @@ def make_voxtral_realtime(out):
     text model in Mistral's rotary order, and of the encoder too (its rope
     interleaved, is_neox_style=False: whisper_causal.py:499, where
     transformers' rotates halves), the q bias with them; tekken.json with
-    a streaming audio config."""
+    a streaming audio config.  prefix in place of
+    mm_streams_embeddings.embedding_module.: make_voxtral_realtime_whisper."""
     import torch
     import transformers
     a = REALTIME_AUDIO["encoder_args"]
@@ -677,13 +678,13 @@ def make_voxtral_realtime(out):
                 continue
             n = mistral_name(n, REALTIME_TEXT_NAMES)
             if n.startswith("tok_embeddings."):
-                n = REALTIME_PREFIX + n
+                n = prefix + n
             tensors[n] = t
             continue
         if re.match(r"audio_tower\.layers\.\d+\.self_attn\.[qk]_proj\.", n):
             t = interleave_heads(t.unsqueeze(-1), a["n_heads"]).squeeze(-1) if t.dim() == 1 \
                 else interleave_heads(t, a["n_heads"])
-        tensors[REALTIME_PREFIX + mistral_name(n, REALTIME_NAMES)] = t
+        tensors[prefix + mistral_name(n, REALTIME_NAMES)] = t
     save_consolidated(out, tensors, p, 1)
     write_tekken(out, p["vocab_size"], audio={
         "sampling_rate": 16000, "frame_rate": 12.5,
@@ -692,3 +693,9 @@ def make_voxtral_realtime(out):
         "transcription_format": "streaming", "transcription_delay_ms": 480,
         "streaming_look_ahead_ms": 2.5, "streaming_look_back_ms": 52.5,
         "streaming_n_left_pad_tokens": 32})
+
+
+def make_voxtral_realtime_whisper(out):
+    """The same under mm_whisper_embeddings., Voxtral's prefix, which vLLM's
+    load_weights takes for either model (voxtral.py:496-499, :522-532)."""
+    make_voxtral_realtime(out, "mm_whisper_embeddings.")

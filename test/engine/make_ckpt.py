@@ -1214,6 +1214,9 @@ CASES["qwen3_omni_moe"] = ("Qwen3OmniMoeConfig", "Qwen3OmniMoeForConditionalGene
                                        "interleaved": True}))))
 # Clef-Omni: Qwen3-Omni's thinker with a joint schema head (clef_head below)
 CASES["clef_omni"] = CASES["qwen3_omni_moe"]
+# clef_omni-f32head: its joint_head.safetensors in F32, which vLLM casts
+# into the model's BF16 parameters (default_weight_loader's copy_)
+CASES["clef_omni-f32head"] = CASES["qwen3_omni_moe"]
 # R-4B (RForConditionalGeneration): Bee's LLaVA-OneVision with a Qwen3 text
 # model, R's projector (pre_norm, linear_1 to H, linear_2) in place of
 # Bee's, named and configured as released (ckpt_rvl.py)
@@ -2279,7 +2282,7 @@ def released_qwen3_omni(out):
     update_config(out, vision)
 
 
-def clef_head(out, cfg):
+def clef_head(out, cfg, dtype="bfloat16"):
     """Clef-Omni's joint schema head beside a Qwen3-Omni checkpoint (whose
     shards model.safetensors.index.json lists, as vLLM's loader needs:
     default_loader.py:240-254): joint_head_config.json, JointSchemaHead's
@@ -2288,7 +2291,8 @@ def clef_head(out, cfg):
     the head's own names, which vLLM reads under pooler.head.
     (clef_omni.py:424-432).  Cloudflare's reference head is in no library:
     the head is vLLM's own JointSchemaHead (plain torch modules, named as
-    the reference's: clef_omni.py:86-222), tiny, perturbed, in BF16."""
+    the reference's: clef_omni.py:86-222), tiny, perturbed, in BF16
+    (or dtype)."""
     import json
     import os
     import torch
@@ -2302,7 +2306,7 @@ def clef_head(out, cfg):
     with torch.no_grad():
         for p in head.parameters():
             p.add_(torch.randn_like(p) * 0.02)
-    save_file({k: v.to(torch.bfloat16).contiguous() for k, v in head.state_dict().items()},
+    save_file({k: v.to(getattr(torch, dtype)).contiguous() for k, v in head.state_dict().items()},
               os.path.join(out, "joint_head.safetensors"))
     with open(os.path.join(out, "joint_head_config.json"), "w") as f:
         json.dump(head_cfg, f, indent=2)
@@ -3873,6 +3877,9 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        # and norm under mm_streams_embeddings.embedding_module., tekken.json
        # with a streaming audio config)
        "voxtral_realtime": "ckpt_mistral:make_voxtral_realtime",
+       # the same under mm_whisper_embeddings. (Voxtral's prefix, which
+       # vLLM's load_weights takes too: voxtral.py:496-499)
+       "voxtral_realtime-whisper": "ckpt_mistral:make_voxtral_realtime_whisper",
        # the FP8 releases in Mistral's format (params.json "quantization"
        # fp8_e4m3, per-tensor qscale_weight and qscale_act): Mistral Large 3
        # (two shards), Ministral 3 and Devstral 2 (MistralForCausalLM)
@@ -4072,11 +4079,11 @@ def make(arch, out):
     if arch.startswith("granite_speech"):
         released_qwen2_audio(out)
         granite_speech_processor(out, cfg)
-    if arch.startswith("qwen3_omni_moe") or arch == "clef_omni":
+    if arch.startswith(("qwen3_omni_moe", "clef_omni")):
         omni_processor(out, cfg.thinker_config)
         released_qwen3_omni(out)
-    if arch == "clef_omni":
-        clef_head(out, cfg)
+    if arch.startswith("clef_omni"):
+        clef_head(out, cfg, "float32" if arch == "clef_omni-f32head" else "bfloat16")
     if arch.startswith("granite4_vision"):
         released_vision_names(out, "model.vision_tower.")
         granite4_vision_processor(out, cfg)
