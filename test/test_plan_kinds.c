@@ -486,7 +486,7 @@ Test(kinds, pipeline_none_with)
 	fx_close(&f);
 	rules_fails(&f, "{\"pipeline\": {\"none_with\": 1, \"layers\": \"m.{n}.\", \"stages\": []}, "
 		    "\"tensors\": [" CATCH_ALL "]}",
-		    "optionally \"first_stage_min\", \"none_with\" (config keys) and \"none_if\"");
+		    "optionally \"first_stage_min\", \"none_with\" (config keys), \"none_if\" (a condition) and \"same_stage\"");
 }
 
 #define LAYER_PREFIXES(layers) "{\"pipeline\": {\"layers\": " layers ", " \
@@ -640,4 +640,65 @@ Test(kinds, pipeline_none_if)
 	cr_assert_eq(f.plan->nranks, 2);
 	f.opt.pp = 1;
 	fx_close(&f);
+}
+
+#define SAME_STAGE(same) "{\"pipeline\": {\"layers\": \"model.layers.{n}.\", " \
+	"\"stages\": [{\"*\": \"all\"}], \"same_stage\": " same "}, " \
+	"\"tensors\": [" CATCH_ALL "]}"
+#define SAME_OK SAME_STAGE("{\"source\": \"src\", \"if\": \"ratios[n] > 0\", \"reason\": \"R\"}")
+#define FOUR "--layers 4 --hidden 64 --heads 8 --kv-heads 2 --intermediate 128 --vocab 256" \
+	" --set-config 'src=[1, 3]'"
+
+/* A pipeline's "same_stage" (DeepSeek-V4.1's kv-sharing groups, which
+ * vLLM 0.32 refuses to split between stages, deepseek_v41/attention.py:
+ * 455-459, 597-601): a layer where "if" holds must be on the stage of the
+ * greatest "source" layer at or below it, at --pp and --pp-layers alike;
+ * layers where "if" fails are free; the key wants a source and a reason. */
+Test(kinds, pipeline_same_stage)
+{
+	static struct fx f;	/* static: outlives an aborted test for fini */
+	static const int one_three[] = { 1, 3 }, three_one[] = { 3, 1 };
+	struct wshard_error err;
+
+	fx_open(&f, FOUR " --set-config 'ratios=[0, 2, 2, 1]'");
+	use_rules(&f, SAME_OK);
+	f.opt.pp = 2;
+	f.opt.tp = 1;
+	fx_plan_fails(&f, 1, WSHARD_EINVAL,
+		      "--pp 2 puts decoder layer 2 on stage 1 and its source layer 1 (config.json's src) on stage 0: R (rules 't.json')");
+	f.opt.pp_layers = one_three;
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
+		     err.msg);
+	cr_assert_eq(f.plan->nranks, 2);
+	get_out(&f, 1, "model.layers.2.input_layernorm.weight");
+	wshard_plan_free(f.plan);
+	f.plan = NULL;
+	f.opt.pp_layers = three_one;
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
+		     err.msg);
+	f.opt.pp_layers = NULL;
+	f.opt.pp = 1;
+	fx_close(&f);
+
+	/* layer 2 not compressed: the boundary before it splits no group */
+	fx_open(&f, FOUR " --set-config 'ratios=[0, 2, 0, 1]'");
+	use_rules(&f, SAME_OK);
+	f.opt.pp = 2;
+	f.opt.tp = 1;
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
+		     err.msg);
+	wshard_plan_free(f.plan);
+	f.plan = NULL;
+	f.opt.pp = 4;	/* a stage a layer: each compressed one its own source */
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
+		     err.msg);
+	cr_assert_eq(f.plan->nranks, 4);
+	f.opt.pp = 1;
+	fx_close(&f);
+	rules_fails(&f, SAME_STAGE("{\"source\": \"src\"}"),
+		    "pipeline \"same_stage\" is {\"source\": a config key, \"reason\": a string");
 }

@@ -19,6 +19,7 @@
  * name (the tie source's rule's).
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,6 +232,56 @@ static enum wshard_err deal(struct wshard_plan *plan, const struct wshard_rules 
 	return rc ? rc : plan_rank_push(&ranks[k], &caps[k], t, err);
 }
 
+/* The stage of decoder layer l, from plan->stage_layers. */
+static int stage_of_layer(const struct wshard_plan *plan, long l)
+{
+	int s;
+
+	for (s = 0; s < plan->opt.pp - 1 && l >= plan->stage_layers[s]; s++)
+		l -= plan->stage_layers[s];
+	return s;
+}
+
+/*
+ * The rules' "same_stage": each decoder layer where its condition holds
+ * must share a stage with its source layer, the greatest entry of the
+ * config array at or below it (vLLM 0.32's DeepSeek-V4.1 attention looks
+ * the source's caches up on its own stage and raises where they are not:
+ * deepseek_v41/attention.py:455-459, 597-601).
+ */
+static enum wshard_err check_same_stage(const struct wshard_plan *plan,
+					const struct wshard_rules *rules, long nlayers,
+					struct wshard_error *err)
+{
+	int64_t nsrc = rules->pp_same_src ? expr_config_count(plan->config, rules->pp_same_src)
+					  : 0, i, v, src;
+	char key[256];
+	bool hold = true;
+	long l;
+	enum wshard_err rc;
+
+	for (l = 0; l < nlayers && nsrc > 0; l++) {
+		if (rules->pp_same_if &&
+		    (rc = expr_eval_cond(plan->config, rules->pp_same_if, l, -1, "pipeline", &hold,
+					 err)))
+			return rc;
+		for (i = 0, src = -1; hold && i < nsrc; i++) {
+			snprintf(key, sizeof(key), "%s[%lld]", rules->pp_same_src, (long long)i);
+			if ((rc = expr_eval_dim(plan->config, key, "pipeline", &v, err)))
+				return rc;
+			if (v <= l && v > src)
+				src = v;
+		}
+		if (hold && src >= 0 && stage_of_layer(plan, src) != stage_of_layer(plan, l))
+			return wshard_error_set(err, WSHARD_EINVAL,
+						"--pp %d puts decoder layer %ld on stage %d and its source layer %lld (config.json's %s) on stage %d: %s (rules '%s')",
+						plan->opt.pp, l, stage_of_layer(plan, l), (long long)src,
+						rules->pp_same_src, stage_of_layer(plan, src),
+						rules->pp_same_why, rules->name);
+	}
+	return WSHARD_OK;
+}
+
 enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_rules *rules,
 				  long nlayers, const int *pp_layers, struct wshard_error *err)
 {
@@ -274,6 +325,9 @@ enum wshard_err plan_split_stages(struct wshard_plan *plan, const struct wshard_
 					"--pp %d: the first stage would hold %d decoder layers; vLLM wants at least %lld there (%s)",
 					pp, plan->stage_layers[0], (long long)first_min,
 					rules->pp_first_min);
+	rc = check_same_stage(plan, rules, nlayers, err);
+	if (rc)
+		return rc;
 	rc = stack_layers(plan, rules, pp_layers, &stacks, err);
 	/* tied: the embedding's own output name (the tie source's rule's) */
 	for (i = 0; !rc && rules_is_tied(rules, plan->config) && i < rules->nrules && !tied.embed;

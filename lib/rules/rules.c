@@ -247,6 +247,9 @@ void wshard_rules_free(struct wshard_rules *r)
 	free(r->pp_first_min);
 	free(r->pp_none_with);
 	free(r->pp_none_if);
+	free(r->pp_same_src);
+	free(r->pp_same_if);
+	free(r->pp_same_why);
 	free(r->name);
 	free(r);
 }

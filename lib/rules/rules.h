@@ -402,6 +402,14 @@ struct wshard_rules {
 	 * written (InternVL with an InternLM2 text model, whose final norm
 	 * vLLM keeps on every stage), or NULL */
 	char *pp_none_if;
+	/* "same_stage": a config array of source layers (pp_same_src): a
+	 * decoder layer where pp_same_if (a condition over n, or NULL: every
+	 * layer) holds must be on the stage of the greatest of them at or
+	 * below it, else --pp is refused with pp_same_why (DeepSeek-V4.1's
+	 * kv_source_layer_ids); NULLs without */
+	char *pp_same_src;
+	char *pp_same_if;
+	char *pp_same_why;
 	size_t npp_stages;
 	struct rules_stage_rule *pp_stages;
 };

@@ -96,6 +96,29 @@ static enum wshard_err parse_no_pipeline(struct wshard_rules *r, json_t *root,
 	return WSHARD_OK;
 }
 
+/* "same_stage": {"source": KEY, "if": COND, "reason": TEXT}: a layer n
+ * where COND holds must be on the stage of the greatest layer of config
+ * array KEY at or below n (DeepSeek-V4.1's kv-sharing groups, whose
+ * consumers look their source layer up on their own stage). */
+static enum wshard_err parse_same_stage(struct wshard_rules *r, json_t *v,
+					struct wshard_error *err)
+{
+	json_t *src = json_object_get(v, "source"), *cond = json_object_get(v, "if");
+	json_t *why = json_object_get(v, "reason");
+
+	if (!json_is_object(v) || !json_is_string(src) || !json_is_string(why) ||
+	    !json_string_length(why) || (cond && !json_is_string(cond)) ||
+	    json_object_size(v) != (size_t)(2 + (cond != NULL)))
+		return wshard_error_set(err, WSHARD_EINVAL,
+					"'%s': pipeline \"same_stage\" is {\"source\": a config key, \"reason\": a string, optionally \"if\": a condition}",
+					r->name);
+	if (!(r->pp_same_src = strdup(json_string_value(src))) ||
+	    !(r->pp_same_why = strdup(json_string_value(why))) ||
+	    (cond && !(r->pp_same_if = strdup(json_string_value(cond)))))
+		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
+	return WSHARD_OK;
+}
+
 enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *root,
 				     struct wshard_error *err)
 {
@@ -105,6 +128,7 @@ enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *root,
 	json_t *first_min = json_object_get(pipeline, "first_stage_min");
 	json_t *none_with = json_object_get(pipeline, "none_with");
 	json_t *none_if = json_object_get(pipeline, "none_if");
+	json_t *same = json_object_get(pipeline, "same_stage");
 	const char *key;
 	json_t *val, *v;
 	size_t i, n;
@@ -117,10 +141,12 @@ enum wshard_err rules_parse_pipeline(struct wshard_rules *r, json_t *root,
 	    (first_min && !json_is_string(first_min)) || (none_with && !json_is_string(none_with)) ||
 	    (none_if && !json_is_string(none_if)) ||
 	    json_object_size(pipeline) != (size_t)(2 + (first_min != NULL) + (none_with != NULL) +
-						   (none_if != NULL)))
+						   (none_if != NULL) + (same != NULL)))
 		return wshard_error_set(err, WSHARD_EINVAL,
-					"'%s': \"pipeline\" is an object of \"layers\" (a name prefix with {n}, or an array of them or of {\"prefix\", \"count\"}), \"stages\" (an array of one-key objects) and optionally \"first_stage_min\", \"none_with\" (config keys) and \"none_if\" (a condition)",
+					"'%s': \"pipeline\" is an object of \"layers\" (a name prefix with {n}, or an array of them or of {\"prefix\", \"count\"}), \"stages\" (an array of one-key objects) and optionally \"first_stage_min\", \"none_with\" (config keys), \"none_if\" (a condition) and \"same_stage\"",
 					r->name);
+	if (same && (rc = parse_same_stage(r, same, err)))
+		return rc;
 	if (first_min && !(r->pp_first_min = strdup(json_string_value(first_min))))
 		return wshard_error_set(err, WSHARD_ENOMEM, "out of memory");
 	if ((none_with && !(r->pp_none_with = strdup(json_string_value(none_with)))) ||

@@ -29,7 +29,7 @@ DSV41 = dict(compress_ratios=[0, 2, 2, 1], kv_source_layer_ids=[1, 3],
 IMAGE_ID = 129264
 
 
-def make(out):
+def make(out, dsv41=None):
     """deepseek_v41: DeepSeek-V4's checkpoint with its vision tower,
     rewritten as V4.1's: config.json nests the text model's keys under
     text_config and the tower's under vision_config (HF names: hidden_size,
@@ -44,6 +44,7 @@ def make(out):
     layers.N.engram.{embed.weight (F8_E4M3), embed.scale (F8_E8M0, one a
     32 values), wkv.weight, q_weight, k_weight}."""
     import torch
+    DSV41 = dsv41 or globals()["DSV41"]
     from safetensors.torch import load_file, save_file
     from make_ckpt import make as make_ckpt
     make_ckpt("deepseek_v4_vl", out)
@@ -146,6 +147,16 @@ def make(out):
         tok["model"]["vocab"][ph] = IMAGE_ID
     with open(tok_path, "w") as f:
         json.dump(tok, f)
+
+
+def make_pp(out):
+    """deepseek_v41-pp: deepseek_v41's checkpoint with kv_source_layer_ids
+    [1, 2] (layer 2 a ratio-2 kv source of its own, layer 3 reading its
+    compressed KV and index keys): the kv-sharing groups {1} and {2, 3}
+    that --pp 2's stages (layers 0-1, 2-3) keep whole, which vLLM 0.32
+    accepts (deepseek_v41/attention.py:455-459, 597-601); deepseek_v41's
+    own groups {1, 2} and {3} it refuses at --pp 2."""
+    make(out, dict(DSV41, kv_source_layer_ids=[1, 2]))
 
 
 # What vLLM 0.32 keeps per rank for this checkpoint at tp 2 (the oracle's
