@@ -159,6 +159,42 @@ def make_pp(out):
     make(out, dict(DSV41, kv_source_layer_ids=[1, 2]))
 
 
+def make_text(out):
+    """deepseek_v41-text: deepseek_v41's checkpoint without its vision
+    tower: no vision_config in config.json (vLLM's DeepseekV41Config then
+    reads vision_n_layers 0, transformers_utils/configs/deepseek_v41.py:52),
+    no vision.*, aligner.*, image_start/end/newline, and no router bias_vl
+    (built only where vision_n_layers > 0: deepseek_v4/nvidia/model.py:
+    767-774).  vLLM builds the wrapper's tower regardless and loads it only
+    with limit_mm_per_prompt image 0 (the tower a StageMissingLayer:
+    nvidia/vl_model.py:155-170; oracle.py passes it)."""
+    from safetensors.torch import load_file, save_file
+    make(out)
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+
+    def tower(k):
+        return k.startswith(("vision.", "aligner.", "image_")) or \
+            k.endswith(".ffn.gate.bias_vl")
+    for fname in sorted(set(idx["weight_map"].values())):
+        path = os.path.join(out, fname)
+        t = load_file(path)
+        keep = {k: v for k, v in t.items() if not tower(k)}
+        if not keep:
+            os.remove(path)
+        elif len(keep) != len(t):
+            save_file(keep, path, metadata={"format": "pt"})
+    idx["weight_map"] = {k: v for k, v in idx["weight_map"].items()
+                         if not tower(k)}
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    del cfg["vision_config"]
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
 # What vLLM 0.32 keeps per rank for this checkpoint at tp 2 (the oracle's
 # dump, WSHARD_ORACLE_DSV41; 136 tensors a rank), where it differs from
 # deepseek_v4.json's blocks -- what lib/rules/deepseek_v41.json writes

@@ -687,6 +687,14 @@ def arch_settings(model, kw):
         # DeepseekV4ForConditionalGeneration): its profiling image takes
         # sentinel ids past the test checkpoint's vocabulary; not profiled
         kw.setdefault("skip_mm_profiling", True)
+    if arch == "DeepseekV41ForCausalLM" and "vision_config" not in read_config(model):
+        # DeepSeek-V4.1 without a vision tower (ckpt_dsv41.make_text): vLLM
+        # 0.32 builds the wrapper's tower all the same and loads the model
+        # only where the image limit is 0, the tower then a
+        # StageMissingLayer (nvidia/vl_model.py:155-170; else "Following
+        # weights were not initialized from checkpoint",
+        # default_loader.py:562-566), as its users must run it
+        kw.setdefault("limit_mm_per_prompt", {"image": 0})
     if arch == "UltravoxModel":
         # its processor is a stand-in named by auto_map (ckpt_ultravox.py,
         # ultravox_processing.py): not profiled

@@ -11,8 +11,9 @@ host pool: one F32 where the file holds BF16 (converted, as copy_ does),
 one padded (more rows than the file: the file's rows first, the padding
 untouched), one strided (a transposed view).  Then refusals, each one
 line naming the tensor: a parameter the rank lacks, a tensor with no
-parameter, a parameter smaller than its tensor; and a speculative draft's
-load from an output not converted as the draft.
+parameter, a parameter smaller than its tensor; a speculative draft's
+load from an output not converted as the draft; and a DeepSeek-V4 or V4.1
+model vLLM built sequence parallel.
 """
 import glob
 import json
@@ -119,8 +120,32 @@ def refuses_draft(out):
     return "a speculative draft's load was not refused"
 
 
+def refuses_sequence_parallel(out):
+    """A DeepSeek-V4 or V4.1 model vLLM built sequence parallel (a module
+    of vllm.models.deepseek_v4* with use_sequence_parallel True) is refused
+    in one line; one without, or another family's module, is not."""
+    def model(sp, where):
+        layer = type("DeepseekV4DecoderLayer", (torch.nn.Module,), {"__module__": where})()
+        layer.use_sequence_parallel = sp
+        return torch.nn.Sequential(torch.nn.Linear(2, 2), layer)
+    try:
+        wshard_vllm.refuse_sequence_parallel(
+            model(False, "vllm.models.deepseek_v41.nvidia.model"), out)
+        wshard_vllm.refuse_sequence_parallel(model(True, "vllm.models.qwen4_exp.nvidia.model"), out)
+    except wshard_vllm.WshardLoadError as e:
+        return f"refused without sequence parallelism: '{e}'"
+    try:
+        wshard_vllm.refuse_sequence_parallel(
+            model(True, "vllm.models.deepseek_v41.nvidia.model"), out)
+    except wshard_vllm.WshardLoadError as e:
+        if "built 1 sequence parallel" in str(e) and "\n" not in str(e):
+            return None
+        return f"sequence parallelism refused with '{e}'"
+    return "a sequence-parallel DeepSeek-V4.1 was not refused"
+
+
 def main(out, tp):
-    bad = [after_load(), refuses_draft(out)]
+    bad = [after_load(), refuses_draft(out), refuses_sequence_parallel(out)]
     for r in range(tp):
         ref = files(out, r)
         p, strided = params(ref)

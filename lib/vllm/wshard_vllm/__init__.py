@@ -473,6 +473,29 @@ def refuse_draft(vllm_config, model_config, out):
         "\"draft_load_config\": {\"load_format\": \"auto\"})")
 
 
+def refuse_sequence_parallel(model, out):
+    """vLLM 0.32 runs DeepSeek-V4 and V4.1 sequence parallel under
+    --enable-expert-parallel at tp > 1 with a data-parallel group or a
+    MegaMoE backend (deepseek_v41/nvidia/model.py:246-256,
+    deepseek_v4/nvidia/model.py:1047-1058), and then keeps whole what its
+    tensor-parallel layout cuts: the shared experts (DeepseekV4MLP,
+    disable_tp) and V4.1's Engram wkv (common/engram.py:1554-1564).  wshard
+    writes the tensor-parallel cut, which the narrowing below would load
+    into the whole parameters' first rows or columns without a word: the
+    load is refused in one line instead."""
+    for name, module in model.named_modules():
+        if getattr(module, "use_sequence_parallel", False) is True and \
+                type(module).__module__.startswith("vllm.models.deepseek_v4"):
+            raise WshardLoadError(
+                f"{out}: vLLM built {name or type(module).__name__} sequence "
+                "parallel (--enable-expert-parallel at tp > 1 with a "
+                "data-parallel group or a MegaMoE backend), which keeps the "
+                "shared experts and the Engram wkv whole; wshard writes their "
+                "tensor-parallel cut: load this model without sequence "
+                "parallelism (no data-parallel group, another MoE backend) "
+                "or from its checkpoint")
+
+
 def after_load(model):
     """What a model's own load_weights does after the copies and before
     process_weights_after_loading, which no state file can hold: vLLM
@@ -642,6 +665,7 @@ def register():
             rank = self._rank or Rank(out, self._want())
             want = rank.want
             shapes = rank.shapes()
+            refuse_sequence_parallel(model, out)
             build_late(model, shapes)
             state = ShardedStateLoader._filter_subtensors(model.state_dict())
             eagle_draft(model, model_config, shapes, state)
