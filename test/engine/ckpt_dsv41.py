@@ -163,18 +163,23 @@ def make_text(out):
     """deepseek_v41-text: deepseek_v41's checkpoint without its vision
     tower: no vision_config in config.json (vLLM's DeepseekV41Config then
     reads vision_n_layers 0, transformers_utils/configs/deepseek_v41.py:52),
-    no vision.*, aligner.*, image_start/end/newline, and no router bias_vl
-    (built only where vision_n_layers > 0: deepseek_v4/nvidia/model.py:
-    767-774).  vLLM builds the wrapper's tower regardless and loads it only
-    with limit_mm_per_prompt image 0 (the tower a StageMissingLayer:
-    nvidia/vl_model.py:155-170; oracle.py passes it)."""
+    no vision.* or aligner.*, and no router bias_vl (built only where
+    vision_n_layers > 0: deepseek_v4/nvidia/model.py:767-774); the image
+    embeddings image_start/end/newline kept.  vLLM builds the wrapper's
+    tower regardless and loads the model only with limit_mm_per_prompt
+    image 0 (the tower and aligner then StageMissingLayers, skipped:
+    nvidia/vl_model.py:155-170; oracle.py passes it), and only with the
+    image embeddings, plain parameters that limit does not skip (without
+    them: "Following weights were not initialized from checkpoint:
+    {'image_start', 'image_end', 'image_newline'}", default_loader.py:
+    562-566, seen here; wshard refuses such a checkpoint)."""
     from safetensors.torch import load_file, save_file
     make(out)
     idx_path = os.path.join(out, "model.safetensors.index.json")
     idx = json.load(open(idx_path))
 
     def tower(k):
-        return k.startswith(("vision.", "aligner.", "image_")) or \
+        return k.startswith(("vision.", "aligner.")) or \
             k.endswith(".ffn.gate.bias_vl")
     for fname in sorted(set(idx["weight_map"].values())):
         path = os.path.join(out, fname)
