@@ -172,7 +172,9 @@ def make_text(out):
     image embeddings, plain parameters that limit does not skip (without
     them: "Following weights were not initialized from checkpoint:
     {'image_start', 'image_end', 'image_newline'}", default_loader.py:
-    562-566, seen here; wshard refuses such a checkpoint)."""
+    562-566, seen here; wshard refuses such a checkpoint).  With that
+    limit the three are meta-device parameters and vLLM's sharded_state
+    keeps image_end alone (sharded_state_loader.py:138-172)."""
     from safetensors.torch import load_file, save_file
     make(out)
     idx_path = os.path.join(out, "model.safetensors.index.json")

@@ -122,6 +122,7 @@ def _patch(module):
     dump = os.environ["WSHARD_ORACLE_DUMP"]
 
     def dump_then_process(model, model_config, target_device):
+        import torch
         from safetensors.torch import save_file
         from vllm.distributed import (get_pp_group,
                                       get_tensor_model_parallel_rank)
@@ -131,7 +132,17 @@ def _patch(module):
         if type(model).__name__ == "KimiAudioForConditionalGeneration":
             _zero_kimi_audio_k_bias(model)
         state = ShardedStateLoader._filter_subtensors(model.state_dict())
-        state = {k: v.detach().to("cpu").contiguous().clone()
+        # a parameter on the meta device (made under vLLM's no_init_weights,
+        # as DeepSeek-V4.1's image embeddings are with the image limit 0:
+        # deepseek_v41/nvidia/vl_model.py:155-170) holds no data: dumped as
+        # zeros and named in the file's metadata (wshard_meta), compared by
+        # dtype and shape alone (oracle.py)
+        meta = sorted(k for k, v in state.items() if v.is_meta)
+        for k in meta:
+            print(f"wshard oracle: {k} is on the meta device (no data): "
+                  "compared by dtype and shape", file=sys.stderr)
+        state = {k: torch.zeros(v.shape, dtype=v.dtype) if v.is_meta
+                 else v.detach().to("cpu").contiguous().clone()
                  for k, v in state.items()}
         os.makedirs(dump, exist_ok=True)
         pp = get_pp_group()
@@ -196,7 +207,8 @@ def _patch(module):
                       " load_weights: left out", file=sys.stderr)
                 state.pop(k)
         path = os.path.join(dump, name + ".safetensors")
-        save_file(state, path + ".tmp", metadata={"format": "pt"})
+        save_file(state, path + ".tmp", metadata=dict(
+            {"format": "pt"}, **({"wshard_meta": ",".join(meta)} if meta else {})))
         os.replace(path + ".tmp", path)
         load_only = any(os.environ.get(v) for v in LOAD_ONLY)
         if not draft and os.environ.get("WSHARD_ORACLE_DRAFT_FOLLOWS"):
