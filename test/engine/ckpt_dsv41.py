@@ -246,3 +246,18 @@ def make_dspark(out, stages=2, markov_rank=16):
                 dspark_block_size=2)
     with open(cfg_path, "w") as f:
         json.dump(cfg, f, indent=2)
+
+
+# What vLLM 0.32 keeps per rank for make_dspark's draft at tp 2 (the
+# oracle's dump, WSHARD_ORACLE_DSV41 with WSHARD_ORACLE_DSPARK: 50 tensors
+# a rank; lib/rules/deepseek_v41_dspark.json writes them):
+# - model.layers.{0,1}.* as the target's layers (fused_wqa_wkv whole, wq_b
+#   and wo_a by heads, wo_b by columns, w13/w2 and the shared expert cut,
+#   the router's weight, e_score_correction_bias and bias_vl whole), each
+#   attn_sink F32 [64]: the rank's 2 heads then -inf; no compressor, indexer
+#   or Engram (a draft layer is never a kv or index source).
+# - model.main_proj [256, 512], main_norm, norm, markov_head.markov_w1
+#   [1000, 16] (from markov_head.embed), markov_w2 [1024, 16] (from
+#   markov_head.head, rows padded with zeros to a multiple of 64),
+#   confidence_head.proj.weight F32 [1, 272]: whole on every rank; no
+#   context_wkv_proj, no hc_head_* (DeepSeek-V4's draft has both).
