@@ -809,7 +809,7 @@ Test(builtin, architectures_list)
 		for (j = 0; j < n; j++)
 			cr_assert_str_neq(list[j], list[n], "listed twice: %s", list[n]);
 	cr_assert_eq(n, NARCHS + NEMBED + NCLS + NENCODER + NMODERNBERT + NMTP + NHYBRID + NMM + NLEARNED + NLEARNED_NO_PP +
-			222 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
+			223 /* DeepSeek-V4 (2: and DeepseekV4ForConditionalGeneration, its
 			      vision tower), DeepSeek-V4.1, GPT-OSS, OpenAI Privacy Filter,
 			      Llama 4 (2), LongCat-Flash,
 			      LongCat-Flash-Lite (n-gram), Kimi Linear,
@@ -887,7 +887,8 @@ Test(builtin, architectures_list)
 			      (DFlashLagunaForCausalLM), Qwen3's DSpark draft
 			      (2: Qwen3DSparkModel, Qwen3OmniDSparkModel),
 			      Gemma 4's (Gemma4DSparkModel), DeepSeek-V4's
-			      (DSparkDraftModel), Kimi K3's (K3DSparkModel),
+			      (DSparkDraftModel), DeepSeek-V4.1's
+			      (DSparkV41DraftModel), Kimi K3's (K3DSparkModel),
 			      the Medusa draft (MedusaModel), Llama's EAGLE-1
 			      draft (EagleLlamaForCausalLM), MiniCPM's
 			      (EagleMiniCPMForCausalLM), Llama 4's

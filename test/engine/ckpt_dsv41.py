@@ -231,3 +231,87 @@ def make_text(out):
 #   e_score_correction_bias and bias_vl (vision_n_layers > 0);
 #   image_start/end/newline F32, no image_pad; the vision tower and aligner
 #   as deepseek_v4_vision.json's block.
+
+
+def make_dspark(out, stages=2, markov_rank=16):
+    """deepseek_v41-dspark: the deepseek_v41 checkpoint (make) with DSpark
+    draft stages as its mtp.*, as DeepSeek ships V4.1's DSpark draft
+    (vLLM 0.32's DSparkDeepseekV4ForCausalLM, deepseek_v41/nvidia/dspark.py:
+    "Its weights ship in the target checkpoint under the mtp.{0,1,2}.*
+    prefix"; registry DSparkV41DraftModel): mtp.0 to mtp.{stages-1}, each a
+    decoder layer (a perturbed copy of the last layer without its
+    compressor, indexer or Engram: a draft layer is numbered past
+    num_hidden_layers, past compress_ratios, so pure sliding window and
+    never a kv or index source, attention.py:310-334), mtp.0 also main_proj
+    [hidden, hidden * len(target layers)] and main_norm, the last stage the
+    head stack as V4.1 names it: norm, markov_head.embed and markov_head.head
+    [vocab, markov_rank] (dspark.py, _remap_dspark_name) and
+    confidence_head.proj.weight [1, hidden + markov_rank] (F32, no bias);
+    no hc_head (V4.1 has none: dspark.py, "v4.1 has no learned hc_head").
+    text_config gets n_mtp_layers, dspark_target_layer_ids,
+    dspark_markov_rank, dspark_noise_token_id and dspark_block_size."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    make(out)
+    cfg_path = os.path.join(out, "config.json")
+    cfg = json.load(open(cfg_path))
+    text = cfg["text_config"]
+    idx_path = os.path.join(out, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    wm = idx["weight_map"]
+    n = text["num_hidden_layers"]
+    last = f"layers.{n - 1}."
+    h, vocab = text["hidden_size"], text["vocab_size"]
+    targets = [1, n - 2]
+    g = torch.Generator().manual_seed(8642)
+    base = {}
+    for fname in sorted(set(wm.values())):
+        for k, v in load_file(os.path.join(out, fname)).items():
+            if k.startswith(last) and not k.startswith(
+                    (last + "attn.compressor.", last + "attn.indexer.",
+                     last + "engram.")):
+                base[k[len(last):]] = v
+    new = {}
+    for s in range(stages):
+        for k, v in base.items():
+            new[f"mtp.{s}.{k}"] = v.clone()
+
+    def rnd(shape, dtype=torch.bfloat16):
+        return (torch.randn(shape, generator=g) * 0.02).to(dtype)
+
+    new["mtp.0.main_proj.weight"] = rnd([h, h * len(targets)])
+    new["mtp.0.main_norm.weight"] = rnd([h])
+    z = f"mtp.{stages - 1}."
+    new[z + "norm.weight"] = rnd([h])
+    new[z + "markov_head.embed.weight"] = rnd([vocab, markov_rank])
+    new[z + "markov_head.head.weight"] = rnd([vocab, markov_rank])
+    new[z + "confidence_head.proj.weight"] = rnd([1, h + markov_rank], torch.float32)
+    for k, v in new.items():
+        if v.is_floating_point():
+            new[k] = v + rnd(v.shape, v.dtype)
+        wm[k] = "model-dspark.safetensors"
+    save_file(new, os.path.join(out, "model-dspark.safetensors"),
+              metadata={"format": "pt"})
+    idx["weight_map"] = dict(sorted(wm.items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+    text.update(n_mtp_layers=stages, dspark_target_layer_ids=targets,
+                dspark_markov_rank=markov_rank, dspark_noise_token_id=vocab - 1,
+                dspark_block_size=2)
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+# What vLLM 0.32 keeps per rank for make_dspark's draft at tp 2 (the
+# oracle's dump, WSHARD_ORACLE_DSV41 with WSHARD_ORACLE_DSPARK: 50 tensors
+# a rank; lib/rules/deepseek_v41_dspark.json writes them):
+# - model.layers.{0,1}.* as the target's layers (fused_wqa_wkv whole, wq_b
+#   and wo_a by heads, wo_b by columns, w13/w2 and the shared expert cut,
+#   the router's weight, e_score_correction_bias and bias_vl whole), each
+#   attn_sink F32 [64]: the rank's 2 heads then -inf; no compressor, indexer
+#   or Engram (a draft layer is never a kv or index source).
+# - model.main_proj [256, 512], main_norm, norm, markov_head.markov_w1
+#   [1000, 16] (from markov_head.embed), markov_w2 [1024, 16] (from
+#   markov_head.head, rows padded with zeros to a multiple of 64),
+#   confidence_head.proj.weight F32 [1, 272]: whole on every rank; no
+#   context_wkv_proj, no hc_head_* (DeepSeek-V4's draft has both).

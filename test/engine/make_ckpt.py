@@ -3721,6 +3721,8 @@ OWN = {"gemma3n_mm": "ckpt_gemma3n", "phi4_siglip": "ckpt_phi4_siglip", "colmode
        "ernie45_vl": "ckpt_ernie45_vl", "ernie45_vl-untied": "ckpt_ernie45_vl:make_untied",
        "deepseek_v41": "ckpt_dsv41", "deepseek_v41-pp": "ckpt_dsv41:make_pp",
        "deepseek_v41-text": "ckpt_dsv41:make_text",
+       # V4.1 with DSpark draft stages as its mtp.* (deepseek_v41-dspark:TP:bytes:dspark)
+       "deepseek_v41-dspark": "ckpt_dsv41:make_dspark",
        "kimi_k3": "ckpt_kimi_k3", "kimi_k3-nohead": "ckpt_kimi_k3:make_nohead", "kimi_k3-nohead2": "ckpt_kimi_k3:make_nohead2",
        "bailing_moe": "ckpt_bailing_moe", "bailing_moe_v3": "ckpt_bailing_moe_v3",
        "bailing_moe_v3_vl": "ckpt_bailing_moe_v3_vl",

@@ -557,31 +557,14 @@ def _patch_dsv4_vl_moe(module):
     module.DeepseekV4MoE.__init__ = __init__
 
 
-def _patch_dsv41(module):
-    """WSHARD_ORACLE_DSV41: vLLM 0.32 builds DeepSeek-V4.1
-    (DeepseekV41ForCausalLM, models/deepseek_v41) from its NVIDIA classes
-    on every platform but ROCm (deepseek_v41/__init__.py), and the CPU
-    build has no V4.1 of its own.  Those classes are built here as vLLM
-    builds them, their load_weights and mappers vLLM's own, with what needs
-    a GPU to exist stood in for while the model is built: CUDA streams and
-    events (nvidia/model.py, DeepseekV4Model; attention.py, ln_events;
-    common/engram.py, Engram), the device's SM count the Engram lookup
-    reads (common/engram.py, ParallelEngramEmbedding), the device's
-    capability (a Hopper GPU's, SM 9.0: nvidia/model.py,
-    _select_dsv4_attn_cls then takes FlashMLA's attention, nvidia/
-    flashmla.py, whose get_padded_num_q_heads sizes attn_sink to 64 or 128
-    heads; deepseek_v4/nvidia/ops/o_proj.py asserts a CUDA device), and the
-    Engram
-    table kept in plain host memory, not pinned host memory a GPU reads
-    through UVA (engram_config.cpu_offload: the same tensor, the same
-    rows).  Load and save only: the forward pass runs CUDA kernels."""
+def _dsv41_no_gpu():
+    """What needs a GPU to exist while DeepSeek-V4.1's NVIDIA classes are
+    built (see _patch_dsv41), stood in for: a context manager."""
     import contextlib
     import types
     import torch
     from vllm.platforms import current_platform
     from vllm.platforms.interface import DeviceCapability
-    cls = module.DeepseekV41ForCausalLM
-    real = cls.__init__
 
     @contextlib.contextmanager
     def no_gpu():
@@ -610,12 +593,57 @@ def _patch_dsv41(module):
             else:
                 platform.get_device_capability = cap
 
+    return no_gpu()
+
+
+def _patch_dsv41(module):
+    """WSHARD_ORACLE_DSV41: vLLM 0.32 builds DeepSeek-V4.1
+    (DeepseekV41ForCausalLM, models/deepseek_v41) from its NVIDIA classes
+    on every platform but ROCm (deepseek_v41/__init__.py), and the CPU
+    build has no V4.1 of its own.  Those classes are built here as vLLM
+    builds them, their load_weights and mappers vLLM's own, with what needs
+    a GPU to exist stood in for while the model is built: CUDA streams and
+    events (nvidia/model.py, DeepseekV4Model; attention.py, ln_events;
+    common/engram.py, Engram), the device's SM count the Engram lookup
+    reads (common/engram.py, ParallelEngramEmbedding), the device's
+    capability (a Hopper GPU's, SM 9.0: nvidia/model.py,
+    _select_dsv4_attn_cls then takes FlashMLA's attention, nvidia/
+    flashmla.py, whose get_padded_num_q_heads sizes attn_sink to 64 or 128
+    heads; deepseek_v4/nvidia/ops/o_proj.py asserts a CUDA device), and the
+    Engram
+    table kept in plain host memory, not pinned host memory a GPU reads
+    through UVA (engram_config.cpu_offload: the same tensor, the same
+    rows).  Load and save only: the forward pass runs CUDA kernels."""
+    cls = module.DeepseekV41ForCausalLM
+    real = cls.__init__
+
     def __init__(self, *, vllm_config, prefix=""):
         engram = vllm_config.engram_config
         if engram is not None:
             engram.cpu_offload = False
             engram.dp_shared_memory = False
-        with no_gpu():
+        with _dsv41_no_gpu():
+            real(self, vllm_config=vllm_config, prefix=prefix)
+
+    cls.__init__ = __init__
+
+
+def _patch_dsv41_dspark(module):
+    """WSHARD_ORACLE_DSV41 with WSHARD_ORACLE_DSPARK: DeepSeek-V4.1's DSpark
+    draft (registry DSparkV41DraftModel, deepseek_v41/nvidia/dspark.py's
+    DSparkDeepseekV4ForCausalLM: its model, names and load_weights, its
+    decoder layers the target's NVIDIA ones) built on the CPU as the
+    target is (_patch_dsv41: CUDA streams and events, the device's SM count
+    and capability, SM 9.0's FlashMLA attention, stood in for while it is
+    built).  vLLM's CPU build picks no native MegaMoE backend, so the
+    draft's MoE is the fused one and finalize_mega_moe_weights, which its
+    load_weights calls, does nothing (deepseek_v4/nvidia/model.py:1008).
+    Load and save only: its forward runs CUDA kernels."""
+    cls = module.DSparkDeepseekV4ForCausalLM
+    real = cls.__init__
+
+    def __init__(self, *, vllm_config, prefix=""):
+        with _dsv41_no_gpu():
             real(self, vllm_config=vllm_config, prefix=prefix)
 
     cls.__init__ = __init__
@@ -1228,6 +1256,7 @@ if os.environ.get("WSHARD_ORACLE_DSV4_VL"):
     _hook("vllm.models.deepseek_v4.cpu.model", _patch_dsv4_vl_moe)
 if os.environ.get("WSHARD_ORACLE_DSV41"):
     _hook("vllm.models.deepseek_v41.nvidia.vl_model", _patch_dsv41)
+    _hook("vllm.models.deepseek_v41.nvidia.dspark", _patch_dsv41_dspark)
 if os.environ.get("WSHARD_ORACLE_DFLASH2"):
     _hook("vllm.config.vllm", _patch_dflash2)
 if os.environ.get("WSHARD_ORACLE_DSPARK"):
