@@ -110,20 +110,17 @@ grep -q '"row_dims": 2' "$T/mx-tp2/wshard.json" || fail "mx: no row_dims in wsha
 
 # --dtype f32: the transposed BF16 experts converted element by element
 expect_exit 0 "$WSHARD" convert -q --tp 2 --dtype f32 "$T/bf" "$T/bf-f32" &&
-"$PYTHON" - "$T/bf-tp2" "$T/bf-f32" <<'PY' || fail "bf --dtype f32: not the BF16 output widened"
-import json, struct, sys
+py_st "$T/bf-tp2" "$T/bf-f32" <<'PY' || fail "bf --dtype f32: not the BF16 output widened"
+import sys
 import numpy as np
-def load(f):
-    b = open(f, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
-    return {k: (v["dtype"], b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
-            for k, v in h.items() if k != "__metadata__"}
+from st import read
 for r in (0, 1):
-    a = load("%s/model-rank-%d-part-0.safetensors" % (sys.argv[1], r))
-    w = load("%s/model-rank-%d-part-0.safetensors" % (sys.argv[2], r))
+    a = read(["%s/model-rank-%d-part-0.safetensors" % (sys.argv[1], r)])
+    w = read(["%s/model-rank-%d-part-0.safetensors" % (sys.argv[2], r)])
     for k in a:
         if "experts.routed_experts.w" in k and k.endswith("_weight"):
-            x = np.frombuffer(a[k][1], np.uint16).astype(np.uint32) << 16
-            if w[k][0] != "F32" or not np.array_equal(x, np.frombuffer(w[k][1], np.uint32)):
+            x = np.frombuffer(a[k][2], np.uint16).astype(np.uint32) << 16
+            if w[k][0] != "F32" or not np.array_equal(x, np.frombuffer(w[k][2], np.uint32)):
                 sys.exit("%s differs" % k)
 PY
 
