@@ -26,6 +26,18 @@ def read_header(path):
     return h
 
 
+def flip_byte(path, name, at):
+    """Inverts, in place, the byte at offset at of tensor name's data in the
+    file at path (a corrupted output for verify and load to find)."""
+    with open(path, "r+b") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        off = 8 + n + json.loads(f.read(n))[name]["data_offsets"][0] + at
+        f.seek(off)
+        b = f.read(1)[0]
+        f.seek(off)
+        f.write(bytes([b ^ 0xFF]))
+
+
 def attention_shapes(p, hidden, heads, kv_heads, head_dim):
     """{name: shape} of a decoder layer's norms and q/k/v/o projections,
     names under prefix p ("model.layers.3.")."""

@@ -134,15 +134,10 @@ gen "$T/src-fp8" --arch qwen2 $S --fp8 per-tensor --input-scale --seed 25
 conv fp8-bf16 "$T/src-fp8" 2 --dtype bf16
 conv fp8-f16 "$T/src-fp8" 2 --dtype f16
 if [ -e "$T/fp8-bf16-tp2/wshard.json" ]; then
-	"$PYTHON" - "$T/src-fp8" "$T/fp8-bf16-tp2" <<'EOF' || fail "fp8 --dtype bf16: dtypes, config or manifest wrong"
-import json, struct, sys
+	py_st "$T/src-fp8" "$T/fp8-bf16-tp2" <<'EOF' || fail "fp8 --dtype bf16: dtypes, config or manifest wrong"
+import json, sys
+from st import read_header as header
 src, out = sys.argv[1:]
-def header(p):
-    raw = open(p, "rb").read(8 + 100000)
-    n = struct.unpack("<Q", raw[:8])[0]
-    h = json.loads(open(p, "rb").read(8 + n)[8:])
-    h.pop("__metadata__", None)
-    return h
 s, o = header(src + "/model.safetensors"), header(out + "/model-rank-0-part-0.safetensors")
 bad = []
 def want(name, dt):

@@ -183,12 +183,10 @@ check "$T/big" "$T/big-1m" 2
 expect_exit 0 env WSHARD_STREAM_THREADS=2 "$WSHARD" verify "$T/big-1m"
 cp -r "$T/big-1m" "$T/big-flip"
 w13=model.layers.0.mlp.experts.routed_experts.w13_weight
-"$PYTHON" - "$T/big-flip/model-rank-1-part-0.safetensors" "$w13" <<'PY' || fail "could not flip a byte"
-import json, struct, sys
-with open(sys.argv[1], "r+b") as f:
-    n = struct.unpack("<Q", f.read(8))[0]
-    at = 8 + n + json.loads(f.read(n))[sys.argv[2]]["data_offsets"][0] + 3 * 2**20 + 7
-    f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0xff]))
+py_st "$T/big-flip/model-rank-1-part-0.safetensors" "$w13" <<'PY' || fail "could not flip a byte"
+import sys
+from st import flip_byte
+flip_byte(sys.argv[1], sys.argv[2], 3 * 2**20 + 7)
 PY
 expect_exit 1 env WSHARD_STREAM_THREADS=2 "$WSHARD" verify "$T/big-flip" &&
 	{ grep -qF "rank 1: tensor '$w13': bytes differ from the source at byte offset 3145735" \
