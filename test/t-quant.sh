@@ -25,10 +25,9 @@ S="--layers 2 --hidden 256 --heads 4 --kv-heads 2 --intermediate 512 --vocab 100
 
 # check OUT SRC TP: the rank files against SRC, by the rules above.
 check() {
-	"$PYTHON" - "$1" "$2" "$3" "$ROOT/test" <<'PY' || fail "$1: rank files differ from the layout"
+	py_st "$1" "$2" "$3" <<'PY' || fail "$1: rank files differ from the layout"
 import glob, os, struct, sys
 out, src, tp = sys.argv[1], sys.argv[2], int(sys.argv[3])
-sys.path.insert(0, sys.argv[4])
 from st import read
 
 def cols(t, r):
@@ -361,9 +360,8 @@ if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-fbgemm" "$T/out-fbgemm" &&
 		grep -q "$want" "$T/out" || fail "fbgemm_fp8: inspect does not show '$want'"
 	done
 	grep -q "k_scale  *BF16" "$T/out" && fail "fbgemm_fp8: KV-cache scales written"
-	"$PYTHON" - "$T/out-fbgemm" "$ROOT/test" <<'PY' || fail "fbgemm_fp8: input_scale_ub is not activation_scale_ub"
+	py_st "$T/out-fbgemm" <<'PY' || fail "fbgemm_fp8: input_scale_ub is not activation_scale_ub"
 import glob, os, struct, sys
-sys.path.insert(0, sys.argv[2])
 from st import read
 o = read(glob.glob(os.path.join(sys.argv[1], "model-rank-1-part-*.safetensors")))
 ub = [k for k in o if k.endswith(".input_scale_ub")]
@@ -389,9 +387,8 @@ if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarkkv" "$T/out-quarkkv" &
 		grep -q "$want" "$T/out" || fail "quark: inspect does not show '$want'"
 	done
 	grep -q "output_scale" "$T/out" && fail "quark: an output_scale written as itself"
-	"$PYTHON" - "$T/out-quarkkv" "$T/src-quarkkv" "$ROOT/test" <<'PY' || fail "quark: k_scale and v_scale are not k_proj's and v_proj's output scales"
+	py_st "$T/out-quarkkv" "$T/src-quarkkv" <<'PY' || fail "quark: k_scale and v_scale are not k_proj's and v_proj's output scales"
 import glob, os, struct, sys
-sys.path.insert(0, sys.argv[3])
 from st import read
 s = read(glob.glob(os.path.join(sys.argv[2], "*.safetensors")))
 L = "model.layers.0.self_attn."
