@@ -30,23 +30,10 @@ expect_exit 3 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/mx" "$T/mx-ep" &
 
 # check SRC OUT TP: OUT's expert tensors as the table says.
 check() {
-	"$PYTHON" - "$1" "$2" "$3" <<'PY' || fail "$2: not the layout of GPTOSS-LAYOUT.md"
+	py_st "$1" "$2" "$3" <<'PY' || fail "$2: not the layout of GPTOSS-LAYOUT.md"
 import glob, json, os, struct, sys
 import numpy as np
-
-def load(path, pattern="*.safetensors"):
-    out = {}
-    for f in sorted(glob.glob(os.path.join(path, pattern))):
-        b = open(f, "rb").read()
-        n = struct.unpack("<Q", b[:8])[0]
-        h = json.loads(b[8:8 + n])
-        for k, v in h.items():
-            if k == "__metadata__":
-                continue
-            dt = {"U8": np.uint8, "BF16": np.uint16, "F32": np.uint32}[v["dtype"]]
-            a, e = v["data_offsets"]
-            out[k] = np.frombuffer(b[8 + n + a:8 + n + e], dtype=dt).reshape(v["shape"])
-    return out
+from st import arrays as load
 
 src, out, tp = sys.argv[1], sys.argv[2], int(sys.argv[3])
 s = load(src)

@@ -88,23 +88,10 @@ PY
 # check SRC OUT TP [PLACEMENT]: OUT as vLLM's llama4.py would hold each
 # rank, under --enable-expert-parallel with PLACEMENT when given.
 check() {
-	"$PYTHON" - "$1" "$2" "$3" "${4:-}" <<'PY' || fail "$2: not what vLLM's llama4.py keeps"
+	py_st "$1" "$2" "$3" "${4:-}" <<'PY' || fail "$2: not what vLLM's llama4.py keeps"
 import glob, json, os, struct, sys
 import numpy as np
-
-def load(path, pattern="*.safetensors"):
-    out = {}
-    for f in sorted(glob.glob(os.path.join(path, pattern))):
-        b = open(f, "rb").read()
-        n = struct.unpack("<Q", b[:8])[0]
-        h = json.loads(b[8:8 + n])
-        for k, v in h.items():
-            if k == "__metadata__":
-                continue
-            dt = {"BF16": np.uint16, "F32": np.uint32}[v["dtype"]]
-            a, e = v["data_offsets"]
-            out[k] = np.frombuffer(b[8 + n + a:8 + n + e], dtype=dt).reshape(v["shape"])
-    return out
+from st import arrays as load
 
 src, out, tp, ep = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 s = load(src)
