@@ -42,6 +42,17 @@ err_has() {
 # sys.argv[1:] and test/ on its path (st.py, the safetensors reader and
 # writer the checks share).
 py_st() { PYTHONPATH="$ROOT/test${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" - "$@"; }
+# same_files A B WHAT HOW FILE...: each FILE is byte for byte the same in
+# folders A and B; one that is not fails as "WHAT: FILE differs HOW".
+same_files() {
+	sf_a=$1 sf_b=$2 sf_what=$3 sf_how=$4
+	shift 4
+	for sf_f in "$@"; do
+		cmp -s "$sf_a/$sf_f" "$sf_b/$sf_f" || fail "$sf_what: $sf_f differs $sf_how"
+	done
+}
+# The rank files of a tp 2 output (same_files' FILEs, unquoted).
+TP2_RANKS="model-rank-0-part-0.safetensors model-rank-1-part-0.safetensors"
 # tgz DIR ARCHIVE: DIR's files packed as a gzip-compressed tar (a source
 # read front to back, once).
 tgz() {

@@ -365,4 +365,22 @@ static __attribute__((unused)) void use_rules(struct fx *f, const char *text)
 #define L0 "model.layers.0."
 #define RB 128		/* bytes per row of a [*, 64] BF16 matrix */
 
+/*
+ * LLAMA's vocabulary (250 rows, padded to 256) at tp 4, as rank r's t
+ * holds src: [64, 64], ranks 0-2 source rows [64r, 64r + 64), rank 3
+ * [192, 250) = 58 rows then 6 zero rows.
+ */
+static __attribute__((unused)) void assert_vocab250_tp4(const struct fx *f,
+							 const struct wshard_out_tensor *t,
+							 int r, const char *src)
+{
+	assert_shape(t, 2, 64, 64);
+	if (r < 3) {
+		assert_copy(f, t, 0, src, 64 * r, 64, 0, RB, 0);
+	} else {
+		assert_copy(f, t, 0, src, 192, 58, 0, RB, 0);
+		assert_zero(t, 1, 58 * RB, 6 * RB);
+	}
+}
+
 #endif /* WSHARD_PLAN_FIXTURE_H */

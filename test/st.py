@@ -17,6 +17,26 @@ def read(paths):
     return t
 
 
+def arrays(path, pattern="*.safetensors"):
+    """{name: numpy array in the tensor's shape} of every tensor in the files
+    matching pattern in folder path, in name order of the files; U8, BF16
+    and F32 elements as unsigned integers of their width (needs numpy)."""
+    import glob
+    import os
+    import numpy as np
+    out = {}
+    for f in sorted(glob.glob(os.path.join(path, pattern))):
+        b = open(f, "rb").read()
+        n = struct.unpack("<Q", b[:8])[0]
+        for k, v in json.loads(b[8:8 + n]).items():
+            if k == "__metadata__":
+                continue
+            dt = {"U8": np.uint8, "BF16": np.uint16, "F32": np.uint32}[v["dtype"]]
+            a, e = v["data_offsets"]
+            out[k] = np.frombuffer(b[8 + n + a:8 + n + e], dtype=dt).reshape(v["shape"])
+    return out
+
+
 def read_header(path):
     """{name: {"dtype", "shape", "data_offsets"}} of the file at path."""
     with open(path, "rb") as f:
@@ -24,6 +44,18 @@ def read_header(path):
         h = json.loads(f.read(n))
     h.pop("__metadata__", None)
     return h
+
+
+def flip_byte(path, name, at):
+    """Inverts, in place, the byte at offset at of tensor name's data in the
+    file at path (a corrupted output for verify and load to find)."""
+    with open(path, "r+b") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        off = 8 + n + json.loads(f.read(n))[name]["data_offsets"][0] + at
+        f.seek(off)
+        b = f.read(1)[0]
+        f.seek(off)
+        f.write(bytes([b ^ 0xFF]))
 
 
 def attention_shapes(p, hidden, heads, kv_heads, head_dim):

@@ -81,6 +81,30 @@ static __attribute__((unused)) void write_file(const char *path, const void *buf
 	cr_assert_eq(fclose(f), 0);
 }
 
+/* fn on the name of each .safetensors file of fixtures/SET, in readdir's
+ * order; how many there were. */
+static __attribute__((unused)) size_t each_fixture(const char *set, void (*fn)(const char *name))
+{
+	char *dir = fixture(set, "");
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	d = opendir(dir);
+	cr_assert_not_null(d, "cannot open %s: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		if (l < 12 || strcmp(de->d_name + l - 12, ".safetensors"))
+			continue;
+		fn(de->d_name);
+		n++;
+	}
+	closedir(d);
+	free(dir);
+	return n;
+}
+
 /* A file in memory: 8-byte LE length of json, json, then dlen data bytes. */
 static __attribute__((unused)) unsigned char *mkbuf(const char *json, size_t jlen, const void *data,
 			    size_t dlen, size_t *out_len)

@@ -206,17 +206,24 @@ EOF
 	done
 fi
 
-# An "arange" extra (BERT's position_ids buffer): I64 [1, N] of 0 .. N - 1
-# on every rank, N from config.json; verify re-derives it.
-gen "$T/src-ar" $S
-py_st "$ROOT/lib/rules/llama.json" "$T/ar.json" <<'EOF' || fail "arange: rules not written"
+# with_extra NAME EXTRA: $T/src-NAME converted at tp 2 into $T/NAME-out by
+# llama.json with the extra EXTRA (JSON) added, and verified; stderr in
+# $T/NAME-err.
+with_extra() {
+	gen "$T/src-$1" $S
+	py_st "$ROOT/lib/rules/llama.json" "$T/$1.json" "$2" <<'EOF' || fail "$1: rules not written"
 import json, sys
 r = json.load(open(sys.argv[1]))
-r["extra"].append({"name": "model.position_ids", "arange": "max_position_embeddings + 3"})
+r["extra"].append(json.loads(sys.argv[3]))
 json.dump(r, open(sys.argv[2], "w"))
 EOF
-if "$WSHARD" convert --tp 2 --rules "$T/ar.json" "$T/src-ar" "$T/ar-out" >/dev/null 2>"$T/aerr" &&
-	"$WSHARD" verify "$T/ar-out" >/dev/null 2>>"$T/aerr"; then
+	"$WSHARD" convert --tp 2 --rules "$T/$1.json" "$T/src-$1" "$T/$1-out" >/dev/null 2>"$T/$1-err" &&
+		"$WSHARD" verify "$T/$1-out" >/dev/null 2>>"$T/$1-err"
+}
+
+# An "arange" extra (BERT's position_ids buffer): I64 [1, N] of 0 .. N - 1
+# on every rank, N from config.json; verify re-derives it.
+if with_extra ar '{"name": "model.position_ids", "arange": "max_position_embeddings + 3"}'; then
 	py_st "$T/src-ar/config.json" "$T"/ar-out/model-rank-*.safetensors <<'EOF' ||
 import json, struct, sys
 import st
@@ -229,21 +236,13 @@ for p in sys.argv[2:]:
 EOF
 		fail "arange: the output's position_ids are not 0 .. N - 1"
 else
-	fail "arange: convert or verify failed: $(head -c 300 "$T/aerr")"
+	fail "arange: convert or verify failed: $(head -c 300 "$T/ar-err")"
 fi
 
 # A "sinusoid" extra (Whisper's position table, Voxtral's): F32 [N, C] on
 # every rank, each F32 step of transformers' sinusoids correctly rounded;
 # verify re-derives it.
-gen "$T/src-sn" $S
-py_st "$ROOT/lib/rules/llama.json" "$T/sn.json" <<'EOF' || fail "sinusoid: rules not written"
-import json, sys
-r = json.load(open(sys.argv[1]))
-r["extra"].append({"name": "model.pos.weight", "sinusoid": [37, "hidden_size"]})
-json.dump(r, open(sys.argv[2], "w"))
-EOF
-if "$WSHARD" convert --tp 2 --rules "$T/sn.json" "$T/src-sn" "$T/sn-out" >/dev/null 2>"$T/serr" &&
-	"$WSHARD" verify "$T/sn-out" >/dev/null 2>>"$T/serr"; then
+if with_extra sn '{"name": "model.pos.weight", "sinusoid": [37, "hidden_size"]}'; then
 	py_st "$T/src-sn/config.json" "$T"/sn-out/model-rank-*.safetensors <<'EOF' ||
 import json, math, sys
 import numpy as np
@@ -261,7 +260,7 @@ for p in sys.argv[2:]:
 EOF
 		fail "sinusoid: the output's table is not transformers' sinusoids"
 else
-	fail "sinusoid: convert or verify failed: $(head -c 300 "$T/serr")"
+	fail "sinusoid: convert or verify failed: $(head -c 300 "$T/sn-err")"
 fi
 
 # A sentence-transformers model: the module folders modules.json names

@@ -49,10 +49,9 @@ done
 	fail "convert (I64 tables): $(head -c 400 "$T/cerr")"
 
 echo "== the layers' tensors, mtp.* left out"
-"$PYTHON" - "$T" "$ROOT/test" <<'EOF' || fail "DeepSeek-V4-Pro layout"
+py_st "$T" <<'EOF' || fail "DeepSeek-V4-Pro layout"
 import glob, json, struct, sys
 T = sys.argv[1]
-sys.path.insert(0, sys.argv[2])
 import st
 
 def rank(d, r):

@@ -134,15 +134,10 @@ gen "$T/src-fp8" --arch qwen2 $S --fp8 per-tensor --input-scale --seed 25
 conv fp8-bf16 "$T/src-fp8" 2 --dtype bf16
 conv fp8-f16 "$T/src-fp8" 2 --dtype f16
 if [ -e "$T/fp8-bf16-tp2/wshard.json" ]; then
-	"$PYTHON" - "$T/src-fp8" "$T/fp8-bf16-tp2" <<'EOF' || fail "fp8 --dtype bf16: dtypes, config or manifest wrong"
-import json, struct, sys
+	py_st "$T/src-fp8" "$T/fp8-bf16-tp2" <<'EOF' || fail "fp8 --dtype bf16: dtypes, config or manifest wrong"
+import json, sys
+from st import read_header as header
 src, out = sys.argv[1:]
-def header(p):
-    raw = open(p, "rb").read(8 + 100000)
-    n = struct.unpack("<Q", raw[:8])[0]
-    h = json.loads(open(p, "rb").read(8 + n)[8:])
-    h.pop("__metadata__", None)
-    return h
 s, o = header(src + "/model.safetensors"), header(out + "/model-rank-0-part-0.safetensors")
 bad = []
 def want(name, dt):
@@ -181,20 +176,15 @@ conv big-bf16 "$T/src-big" 2 --dtype bf16 --max-memory 1M
 if [ -e "$T/big-bf16-tp2/wshard.json" ]; then
 	"$WSHARD" convert --tp 2 --dtype bf16 "$T/src-big" "$T/big-default" >/dev/null 2>"$T/cerr" ||
 		fail "big: default convert failed: $(head -c 400 "$T/cerr")"
-	for f in model-rank-0-part-0.safetensors model-rank-1-part-0.safetensors; do
-		cmp -s "$T/big-bf16-tp2/$f" "$T/big-default/$f" ||
-			fail "big: $f differs between --max-memory 1M and the default"
-	done
+	same_files "$T/big-bf16-tp2" "$T/big-default" big "between --max-memory 1M and the default" \
+		$TP2_RANKS
 fi
 
 # vLLM's --dtype names, in any case, are wshard's: the same bytes
 if [ -e "$T/big-default/wshard.json" ]; then
 	"$WSHARD" convert --tp 2 --dtype BFloat16 "$T/src-big" "$T/big-torch" >/dev/null 2>"$T/cerr" ||
 		fail "big: --dtype BFloat16 failed: $(head -c 400 "$T/cerr")"
-	for f in model-rank-0-part-0.safetensors model-rank-1-part-0.safetensors; do
-		cmp -s "$T/big-torch/$f" "$T/big-default/$f" ||
-			fail "big: $f differs between --dtype BFloat16 and bf16"
-	done
+	same_files "$T/big-torch" "$T/big-default" big "between --dtype BFloat16 and bf16" $TP2_RANKS
 fi
 "$WSHARD" convert --tp 2 --dtype fp8 "$T/src-big" "$T/big-fp8" >/dev/null 2>"$T/cerr"
 rc=$?

@@ -369,9 +369,7 @@ if command -v strace >/dev/null 2>&1; then
 		fi
 	done
 	# (the archives differ: each holds the manifest, which says run.synced)
-	for f in model-rank-0-part-0.safetensors model-rank-1-part-0.safetensors config.json; do
-		cmp -s "$T/out-sync/$f" "$T/out-no-sync/$f" || fail "--no-sync: $f differs from the synced run's"
-	done
+	same_files "$T/out-sync" "$T/out-no-sync" --no-sync "from the synced run's" $TP2_RANKS config.json
 else
 	echo "skipped: --no-sync makes no sync call (no strace)"
 fi

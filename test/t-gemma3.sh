@@ -12,10 +12,9 @@
 
 src=$T/gemma-3-4b
 mkdir -p "$src"
-"$PYTHON" - "$src" "$ROOT/test" <<'PY' || fail "writing the sparse checkpoint failed"
+py_st "$src" <<'PY' || fail "writing the sparse checkpoint failed"
 import json, os, sys
 out = sys.argv[1]
-sys.path.insert(0, sys.argv[2])
 import st
 cfg = {"architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
        "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144,

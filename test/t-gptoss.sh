@@ -30,23 +30,10 @@ expect_exit 3 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/mx" "$T/mx-ep" &
 
 # check SRC OUT TP: OUT's expert tensors as the table says.
 check() {
-	"$PYTHON" - "$1" "$2" "$3" <<'PY' || fail "$2: not the layout of GPTOSS-LAYOUT.md"
+	py_st "$1" "$2" "$3" <<'PY' || fail "$2: not the layout of GPTOSS-LAYOUT.md"
 import glob, json, os, struct, sys
 import numpy as np
-
-def load(path, pattern="*.safetensors"):
-    out = {}
-    for f in sorted(glob.glob(os.path.join(path, pattern))):
-        b = open(f, "rb").read()
-        n = struct.unpack("<Q", b[:8])[0]
-        h = json.loads(b[8:8 + n])
-        for k, v in h.items():
-            if k == "__metadata__":
-                continue
-            dt = {"U8": np.uint8, "BF16": np.uint16, "F32": np.uint32}[v["dtype"]]
-            a, e = v["data_offsets"]
-            out[k] = np.frombuffer(b[8 + n + a:8 + n + e], dtype=dt).reshape(v["shape"])
-    return out
+from st import arrays as load
 
 src, out, tp = sys.argv[1], sys.argv[2], int(sys.argv[3])
 s = load(src)
@@ -110,20 +97,17 @@ grep -q '"row_dims": 2' "$T/mx-tp2/wshard.json" || fail "mx: no row_dims in wsha
 
 # --dtype f32: the transposed BF16 experts converted element by element
 expect_exit 0 "$WSHARD" convert -q --tp 2 --dtype f32 "$T/bf" "$T/bf-f32" &&
-"$PYTHON" - "$T/bf-tp2" "$T/bf-f32" <<'PY' || fail "bf --dtype f32: not the BF16 output widened"
-import json, struct, sys
+py_st "$T/bf-tp2" "$T/bf-f32" <<'PY' || fail "bf --dtype f32: not the BF16 output widened"
+import sys
 import numpy as np
-def load(f):
-    b = open(f, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
-    return {k: (v["dtype"], b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
-            for k, v in h.items() if k != "__metadata__"}
+from st import read
 for r in (0, 1):
-    a = load("%s/model-rank-%d-part-0.safetensors" % (sys.argv[1], r))
-    w = load("%s/model-rank-%d-part-0.safetensors" % (sys.argv[2], r))
+    a = read(["%s/model-rank-%d-part-0.safetensors" % (sys.argv[1], r)])
+    w = read(["%s/model-rank-%d-part-0.safetensors" % (sys.argv[2], r)])
     for k in a:
         if "experts.routed_experts.w" in k and k.endswith("_weight"):
-            x = np.frombuffer(a[k][1], np.uint16).astype(np.uint32) << 16
-            if w[k][0] != "F32" or not np.array_equal(x, np.frombuffer(w[k][1], np.uint32)):
+            x = np.frombuffer(a[k][2], np.uint16).astype(np.uint32) << 16
+            if w[k][0] != "F32" or not np.array_equal(x, np.frombuffer(w[k][2], np.uint32)):
                 sys.exit("%s differs" % k)
 PY
 
@@ -186,12 +170,10 @@ check "$T/big" "$T/big-1m" 2
 expect_exit 0 env WSHARD_STREAM_THREADS=2 "$WSHARD" verify "$T/big-1m"
 cp -r "$T/big-1m" "$T/big-flip"
 w13=model.layers.0.mlp.experts.routed_experts.w13_weight
-"$PYTHON" - "$T/big-flip/model-rank-1-part-0.safetensors" "$w13" <<'PY' || fail "could not flip a byte"
-import json, struct, sys
-with open(sys.argv[1], "r+b") as f:
-    n = struct.unpack("<Q", f.read(8))[0]
-    at = 8 + n + json.loads(f.read(n))[sys.argv[2]]["data_offsets"][0] + 3 * 2**20 + 7
-    f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0xff]))
+py_st "$T/big-flip/model-rank-1-part-0.safetensors" "$w13" <<'PY' || fail "could not flip a byte"
+import sys
+from st import flip_byte
+flip_byte(sys.argv[1], sys.argv[2], 3 * 2**20 + 7)
 PY
 expect_exit 1 env WSHARD_STREAM_THREADS=2 "$WSHARD" verify "$T/big-flip" &&
 	{ grep -qF "rank 1: tensor '$w13': bytes differ from the source at byte offset 3145735" \

@@ -12,10 +12,9 @@
 
 src=$T/kimi-k25
 mkdir -p "$src"
-"$PYTHON" - "$src" "$ROOT/test" <<'PY' || fail "writing the sparse checkpoint failed"
+py_st "$src" <<'PY' || fail "writing the sparse checkpoint failed"
 import json, os, sys
 out = sys.argv[1]
-sys.path.insert(0, sys.argv[2])
 import st
 H, L, NH, E, I, MI, V = 7168, 61, 64, 384, 18432, 2048, 163840
 QL, KL, NOPE, ROPE, VD = 1536, 512, 128, 64, 128
@@ -104,10 +103,9 @@ expect_exit 3 "$WSHARD" convert --dry-run --tp 32 "$src" "$T/dest" &&
 
 # As shipped: routed experts INT4 (pack-quantized, groups of 32), the rest
 # left BF16 by the quantization config's ignore list.
-"$PYTHON" - "$src" "$ROOT/test" <<'PY' || fail "writing the INT4 checkpoint failed"
+py_st "$src" <<'PY' || fail "writing the INT4 checkpoint failed"
 import json, os, sys
 out = sys.argv[1]
-sys.path.insert(0, sys.argv[2])
 import st
 cfg = json.load(open(os.path.join(out, "config.json")))
 q = {"quant_method": "compressed-tensors", "format": "pack-quantized",

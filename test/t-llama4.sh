@@ -88,23 +88,10 @@ PY
 # check SRC OUT TP [PLACEMENT]: OUT as vLLM's llama4.py would hold each
 # rank, under --enable-expert-parallel with PLACEMENT when given.
 check() {
-	"$PYTHON" - "$1" "$2" "$3" "${4:-}" <<'PY' || fail "$2: not what vLLM's llama4.py keeps"
+	py_st "$1" "$2" "$3" "${4:-}" <<'PY' || fail "$2: not what vLLM's llama4.py keeps"
 import glob, json, os, struct, sys
 import numpy as np
-
-def load(path, pattern="*.safetensors"):
-    out = {}
-    for f in sorted(glob.glob(os.path.join(path, pattern))):
-        b = open(f, "rb").read()
-        n = struct.unpack("<Q", b[:8])[0]
-        h = json.loads(b[8:8 + n])
-        for k, v in h.items():
-            if k == "__metadata__":
-                continue
-            dt = {"BF16": np.uint16, "F32": np.uint32}[v["dtype"]]
-            a, e = v["data_offsets"]
-            out[k] = np.frombuffer(b[8 + n + a:8 + n + e], dtype=dt).reshape(v["shape"])
-    return out
+from st import arrays as load
 
 src, out, tp, ep = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 s = load(src)
@@ -204,21 +191,18 @@ done
 
 # --dtype f32: the permuted and transposed output widened, value by value
 expect_exit 0 "$WSHARD" convert -q --tp 2 --dtype f32 "$T/src" "$T/f32" &&
-"$PYTHON" - "$T/tp2" "$T/f32" <<'PY' || fail "--dtype f32: not the BF16 output widened"
-import json, struct, sys
+py_st "$T/tp2" "$T/f32" <<'PY' || fail "--dtype f32: not the BF16 output widened"
+import sys
 import numpy as np
-def load(f):
-    b = open(f, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
-    return {k: (v["dtype"], b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
-            for k, v in h.items() if k != "__metadata__"}
+from st import read
 for r in (0, 1):
-    a = load("%s/model-rank-%d-part-0.safetensors" % (sys.argv[1], r))
-    w = load("%s/model-rank-%d-part-0.safetensors" % (sys.argv[2], r))
+    a = read(["%s/model-rank-%d-part-0.safetensors" % (sys.argv[1], r)])
+    w = read(["%s/model-rank-%d-part-0.safetensors" % (sys.argv[2], r)])
     for k in a:
         if a[k][0] != "BF16":
             continue
-        x = np.frombuffer(a[k][1], np.uint16).astype(np.uint32) << 16
-        y = np.frombuffer(w[k][1], np.uint32)
+        x = np.frombuffer(a[k][2], np.uint16).astype(np.uint32) << 16
+        y = np.frombuffer(w[k][2], np.uint32)
         # NaN payloads may be quieted: compare the non-NaN values
         keep = (x & 0x7f800000) != 0x7f800000
         if w[k][0] != "F32" or not np.array_equal(x[keep], y[keep]):

@@ -83,15 +83,10 @@ F0=model-rank-0-part-0.safetensors
 E=model.embed_tokens.weight
 # flip OUT NAME: flips a byte of tensor NAME (rank 0) 9 MiB in (a later read piece than the first)
 flip() {
-	"$PYTHON" - "$1/$F0" "$2" <<'PY' || fail "cannot flip a byte of $1/$F0"
-import json, struct, sys
-with open(sys.argv[1], "r+b") as f:
-    n = struct.unpack("<Q", f.read(8))[0]
-    off = 8 + n + json.loads(f.read(n))[sys.argv[2]]["data_offsets"][0] + 9437185
-    f.seek(off)
-    b = f.read(1)[0]
-    f.seek(off)
-    f.write(bytes([b ^ 0xFF]))
+	py_st "$1/$F0" "$2" <<'PY' || fail "cannot flip a byte of $1/$F0"
+import sys
+from st import flip_byte
+flip_byte(sys.argv[1], sys.argv[2], 9437185)
 PY
 }
 for ck in crc64-nvme xxh3-64 sha256; do

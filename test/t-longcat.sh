@@ -13,10 +13,9 @@
 
 src=$T/longcat-flash
 mkdir -p "$src"
-"$PYTHON" - "$src" "$ROOT/test" <<'PY' || fail "writing the sparse checkpoint failed"
+py_st "$src" <<'PY' || fail "writing the sparse checkpoint failed"
 import json, os, sys
 out = sys.argv[1]
-sys.path.insert(0, sys.argv[2])
 import st
 H, L, NH, QL, KL, NOPE, ROPE, VD = 6144, 28, 64, 1536, 512, 128, 64, 128
 F, EF, E, Z, V = 12288, 2048, 512, 256, 131072
@@ -110,10 +109,9 @@ fi
 # (BF16 0x3fb5, 1.4140625), kv_a_layernorm times sqrt(64 / 16) (2.0); and
 # without mla_scale_*_lora, as they are.
 for scaled in true false; do
-	"$PYTHON" - "$T/small-$scaled" "$scaled" "$ROOT/test" <<'PY' || fail "writing the small checkpoint failed"
+	py_st "$T/small-$scaled" "$scaled" <<'PY' || fail "writing the small checkpoint failed"
 import json, os, sys
 out, scaled = sys.argv[1], sys.argv[2] == "true"
-sys.path.insert(0, sys.argv[3])
 import st
 os.makedirs(out)
 H, NH, QL, KL, D, F, EF, E, Z, V = 64, 2, 32, 16, 16, 64, 32, 2, 1, 128
@@ -156,10 +154,9 @@ st.write(os.path.join(out, "model.safetensors"), t)
 PY
 	expect_exit 0 "$WSHARD" convert -q --tp 1 "$T/small-$scaled" "$T/out-$scaled" || continue
 	expect_exit 0 "$WSHARD" verify "$T/out-$scaled"
-	"$PYTHON" - "$T/out-$scaled" "$scaled" "$ROOT/test" <<'PY' || fail "$scaled: the norms are not multiplied as vLLM multiplies them"
+	py_st "$T/out-$scaled" "$scaled" <<'PY' || fail "$scaled: the norms are not multiplied as vLLM multiplies them"
 import glob, json, os, sys
 out, scaled = sys.argv[1], sys.argv[2] == "true"
-sys.path.insert(0, sys.argv[3])
 import st
 o = st.read(glob.glob(os.path.join(out, "*.safetensors")))
 q = o["model.layers.0.self_attn.1.mla_attn.q_a_layernorm.weight"][2]

@@ -10,10 +10,9 @@
 
 src=$T/minimax-m2
 mkdir -p "$src"
-"$PYTHON" - "$src" "$ROOT/test" <<'PY' || fail "writing the sparse checkpoint failed"
+py_st "$src" <<'PY' || fail "writing the sparse checkpoint failed"
 import json, os, sys
 out = sys.argv[1]
-sys.path.insert(0, sys.argv[2])
 import st
 H, L, NH, KV, HD, E, I, V = 3072, 62, 48, 8, 128, 256, 1536, 200064
 cfg = {"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2",

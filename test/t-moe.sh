@@ -58,10 +58,8 @@ conv big "$T/src-big" 2 --max-memory 1M
 if [ -e "$T/big-tp2/wshard.json" ]; then
 	"$WSHARD" convert --tp 2 "$T/src-big" "$T/big-default" >/dev/null 2>"$T/cerr" ||
 		fail "big: default convert failed: $(head -c 400 "$T/cerr")"
-	for f in model-rank-0-part-0.safetensors model-rank-1-part-0.safetensors; do
-		cmp -s "$T/big-tp2/$f" "$T/big-default/$f" ||
-			fail "big: $f differs between --max-memory 1M and the default"
-	done
+	same_files "$T/big-tp2" "$T/big-default" big "between --max-memory 1M and the default" \
+		$TP2_RANKS
 fi
 
 # Many small experts: their stacked tensors are assembled in memory from
@@ -82,20 +80,16 @@ for i in 1 2 3; do
 	fi
 done
 if "$WSHARD" convert -q --tp 2 --max-memory 1M "$T/src-many" "$T/many-1m" 2>"$T/cerr"; then
-	for f in model-rank-0-part-0.safetensors model-rank-1-part-0.safetensors; do
-		cmp -s "$T/many/$f" "$T/many-1m/$f" ||
-			fail "many experts: $f differs between --max-memory 1M and the default"
-	done
+	same_files "$T/many" "$T/many-1m" "many experts" "between --max-memory 1M and the default" \
+		$TP2_RANKS
 else
 	fail "many experts: convert --max-memory 1M failed: $(head -c 400 "$T/cerr")"
 fi
 for n in 1 8; do
 	rm -rf "$T/many-t$n"
 	if WSHARD_STREAM_THREADS=$n "$WSHARD" convert -q --tp 2 "$T/src-many" "$T/many-t$n" 2>"$T/cerr"; then
-		for f in model-rank-0-part-0.safetensors model-rank-1-part-0.safetensors wshard.json; do
-			cmp -s "$T/many/$f" "$T/many-t$n/$f" ||
-				fail "many experts: $f differs between $n stream threads and the default"
-		done
+		same_files "$T/many" "$T/many-t$n" "many experts" \
+			"between $n stream threads and the default" $TP2_RANKS wshard.json
 	else
 		fail "many experts: convert with $n stream threads failed: $(head -c 400 "$T/cerr")"
 	fi

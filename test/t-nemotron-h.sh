@@ -17,9 +17,8 @@
 src=$T/nemotron-h
 nano=$T/nemotron-3-nano
 mkdir -p "$src" "$nano"
-"$PYTHON" - "$src" "$nano" "$ROOT/test" <<'PY' || fail "writing the sparse checkpoints failed"
+py_st "$src" "$nano" <<'PY' || fail "writing the sparse checkpoints failed"
 import json, os, sys
-sys.path.insert(0, sys.argv[3])
 import st
 
 

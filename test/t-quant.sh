@@ -23,12 +23,21 @@
 
 S="--layers 2 --hidden 256 --heads 4 --kv-heads 2 --intermediate 512 --vocab 1000 --shards 2 --seed 5"
 
+# shows WHAT PATTERN...: inspect's output ($T/out) matches each PATTERN
+# (grep); a failure names WHAT.
+shows() {
+	what=$1
+	shift
+	for want in "$@"; do
+		grep -q "$want" "$T/out" || fail "${what:+$what: }inspect does not show '$want'"
+	done
+}
+
 # check OUT SRC TP: the rank files against SRC, by the rules above.
 check() {
-	"$PYTHON" - "$1" "$2" "$3" "$ROOT/test" <<'PY' || fail "$1: rank files differ from the layout"
+	py_st "$1" "$2" "$3" <<'PY' || fail "$1: rank files differ from the layout"
 import glob, os, struct, sys
 out, src, tp = sys.argv[1], sys.argv[2], int(sys.argv[3])
-sys.path.insert(0, sys.argv[4])
 from st import read
 
 def cols(t, r):
@@ -336,10 +345,8 @@ echo '{"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8", "
 	>"$T/src-hfq/hf_quant_config.json"
 if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-hfq" "$T/out-hfq" &&
    expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-hfq"; then
-	for want in "quantization: modelopt" "layers.0.self_attn.attn.k_scale  *BF16  *\[\]" \
-		    "qkv_proj.input_scale  *F32  *\[3\]"; do
-		grep -q "$want" "$T/out" || fail "hf_quant_config.json: inspect does not show '$want'"
-	done
+	shows "hf_quant_config.json" "quantization: modelopt" "layers.0.self_attn.attn.k_scale  *BF16  *\[\]" \
+				     "qkv_proj.input_scale  *F32  *\[3\]"
 	cmp -s "$T/src-hfq/hf_quant_config.json" "$T/out-hfq/hf_quant_config.json" ||
 		fail "hf_quant_config.json not copied"
 	grep -q quantization_config "$T/out-hfq/config.json" && fail "config.json changed"
@@ -355,15 +362,12 @@ gen "$T/src-fbgemm" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 
 	--fp8 per-channel --set-config 'quantization_config={"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ["lm_head"]}'
 if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-fbgemm" "$T/out-fbgemm" &&
    expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-fbgemm"; then
-	for want in "qkv_proj.weight_scale  *F32  *\[96,1\]" "qkv_proj.input_scale_ub  *F32  *\[\]" \
-		    "o_proj.input_scale_ub  *F32  *\[\]" "gate_up_proj.input_scale_ub  *F32  *\[\]" \
-		    "down_proj.input_scale_ub  *F32  *\[\]"; do
-		grep -q "$want" "$T/out" || fail "fbgemm_fp8: inspect does not show '$want'"
-	done
+	shows "fbgemm_fp8" "qkv_proj.weight_scale  *F32  *\[96,1\]" "qkv_proj.input_scale_ub  *F32  *\[\]" \
+			   "o_proj.input_scale_ub  *F32  *\[\]" "gate_up_proj.input_scale_ub  *F32  *\[\]" \
+			   "down_proj.input_scale_ub  *F32  *\[\]"
 	grep -q "k_scale  *BF16" "$T/out" && fail "fbgemm_fp8: KV-cache scales written"
-	"$PYTHON" - "$T/out-fbgemm" "$ROOT/test" <<'PY' || fail "fbgemm_fp8: input_scale_ub is not activation_scale_ub"
+	py_st "$T/out-fbgemm" <<'PY' || fail "fbgemm_fp8: input_scale_ub is not activation_scale_ub"
 import glob, os, struct, sys
-sys.path.insert(0, sys.argv[2])
 from st import read
 o = read(glob.glob(os.path.join(sys.argv[1], "model-rank-1-part-*.safetensors")))
 ub = [k for k in o if k.endswith(".input_scale_ub")]
@@ -384,14 +388,11 @@ gen "$T/src-quarkkv" --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab
 	--set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8, \"exclude\": [\"lm_head\"]}"
 if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarkkv" "$T/out-quarkkv" &&
    expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quarkkv"; then
-	for want in "qkv_proj.weight_scale  *F32  *\[3\]" "qkv_proj.input_scale  *F32  *\[3\]" \
-		    "attn.k_scale  *BF16  *\[\]" "attn.v_scale  *BF16  *\[\]"; do
-		grep -q "$want" "$T/out" || fail "quark: inspect does not show '$want'"
-	done
+	shows "quark" "qkv_proj.weight_scale  *F32  *\[3\]" "qkv_proj.input_scale  *F32  *\[3\]" \
+		      "attn.k_scale  *BF16  *\[\]" "attn.v_scale  *BF16  *\[\]"
 	grep -q "output_scale" "$T/out" && fail "quark: an output_scale written as itself"
-	"$PYTHON" - "$T/out-quarkkv" "$T/src-quarkkv" "$ROOT/test" <<'PY' || fail "quark: k_scale and v_scale are not k_proj's and v_proj's output scales"
+	py_st "$T/out-quarkkv" "$T/src-quarkkv" <<'PY' || fail "quark: k_scale and v_scale are not k_proj's and v_proj's output scales"
 import glob, os, struct, sys
-sys.path.insert(0, sys.argv[3])
 from st import read
 s = read(glob.glob(os.path.join(sys.argv[2], "*.safetensors")))
 L = "model.layers.0.self_attn."
@@ -415,11 +416,9 @@ gen "$T/src-quarkmoe" --arch qwen3_moe --layers 1 --hidden 64 --heads 2 --kv-hea
 	--input-scale --set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QFP8}"
 if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarkmoe" "$T/out-quarkmoe" &&
    expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quarkmoe"; then
-	for want in "w13_weight  *F8_E4M3  *\[2,64,64\]" "w2_weight  *F8_E4M3  *\[2,64,32\]" \
-		    "w13_weight_scale  *F32  *\[2,2\]" "w2_weight_scale  *F32  *\[2\]" \
-		    "w13_input_scale  *F32  *\[2\]" "w2_input_scale  *F32  *\[2\]"; do
-		grep -q "$want" "$T/out" || fail "quark experts: inspect does not show '$want'"
-	done
+	shows "quark experts" "w13_weight  *F8_E4M3  *\[2,64,64\]" "w2_weight  *F8_E4M3  *\[2,64,32\]" \
+			      "w13_weight_scale  *F32  *\[2,2\]" "w2_weight_scale  *F32  *\[2\]" \
+			      "w13_input_scale  *F32  *\[2\]" "w2_input_scale  *F32  *\[2\]"
 	py_st "$T/out-quarkmoe" "$T/src-quarkmoe" <<'PY' || fail "quark experts: scales differ from the checkpoint's"
 import glob, os, sys
 import st
@@ -445,10 +444,8 @@ gen "$T/src-quarkblk" --arch qwen3_moe --layers 1 --hidden 256 --heads 4 --kv-he
 	--head-dim 64 --intermediate 512 --vocab 256 --experts 2 --moe-intermediate 256 --fp8 quark-block
 if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarkblk" "$T/out-quarkblk" &&
    expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quarkblk"; then
-	for want in "qkv_proj.weight_scale  *F32  *\[3,2\]" "o_proj.weight_scale  *F32  *\[2,1\]" \
-		    "w13_weight_scale  *F32  *\[2,2,2\]" "w2_weight_scale  *F32  *\[2,2,1\]"; do
-		grep -q "$want" "$T/out" || fail "quark blocks: inspect does not show '$want'"
-	done
+	shows "quark blocks" "qkv_proj.weight_scale  *F32  *\[3,2\]" "o_proj.weight_scale  *F32  *\[2,1\]" \
+			     "w13_weight_scale  *F32  *\[2,2,2\]" "w2_weight_scale  *F32  *\[2,2,1\]"
 	grep -q "scale_inv" "$T/out" && fail "quark blocks: a scale written as DeepSeek's weight_scale_inv"
 	py_st "$T/out-quarkblk" "$T/src-quarkblk" <<'PY' || fail "quark blocks: scales are not the checkpoint's blocks"
 import glob, os, sys
@@ -480,14 +477,12 @@ gen "$T/src-quarkpc" --arch qwen3_moe --layers 2 --hidden 64 --heads 2 --kv-head
 	--set-config "quantization_config={\"quant_method\": \"quark\", \"global_quant_config\": $QPTPC, \"exclude\": [\"lm_head\"]}"
 if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarkpc" "$T/out-quarkpc" &&
    expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quarkpc"; then
-	for want in "0.self_attn.qkv_proj.weight_scale  *F32  *\[96\]" \
-		    "0.self_attn.o_proj.weight_scale  *F32  *\[64\]" \
-		    "routed_experts.w13_weight_scale  *F32  *\[2,64\]" \
-		    "routed_experts.w2_weight_scale  *F32  *\[2,64\]" \
-		    "1.mlp.gate_up_proj.weight_scale  *F32  *\[128\]" \
-		    "1.mlp.down_proj.weight_scale  *F32  *\[64\]"; do
-		grep -q "$want" "$T/out" || fail "quark per channel: inspect does not show '$want'"
-	done
+	shows "quark per channel" "0.self_attn.qkv_proj.weight_scale  *F32  *\[96\]" \
+				  "0.self_attn.o_proj.weight_scale  *F32  *\[64\]" \
+				  "routed_experts.w13_weight_scale  *F32  *\[2,64\]" \
+				  "routed_experts.w2_weight_scale  *F32  *\[2,64\]" \
+				  "1.mlp.gate_up_proj.weight_scale  *F32  *\[128\]" \
+				  "1.mlp.down_proj.weight_scale  *F32  *\[64\]"
 	grep -q "input_scale" "$T/out" && fail "quark per channel: an input scale written"
 	py_st "$T/out-quarkpc" "$T/src-quarkpc" <<'PY' || fail "quark per channel: scales are not the checkpoint's rows"
 import glob, os, sys
@@ -527,13 +522,11 @@ for q in int8 int8c; do
 	   expect_exit 0 "$WSHARD" convert -q --tp 2 --expert-parallel "$T/src-quark$q" "$T/out-quark${q}ep" &&
 	   expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quark$q"; then
 		if [ $q = int8 ]; then w13="2,2" w2="2"; else w13="2,64" w2="2,64"; fi
-		for want in "w13_weight  *I8  *\[2,64,64\]" "w2_weight  *I8  *\[2,64,32\]" \
-			    "w13_weight_scale  *F32  *\[$w13\]" "w2_weight_scale  *F32  *\[$w2\]" \
-			    "w13_weight_zero_point  *I8  *\[$w13\]" "w2_weight_zero_point  *I8  *\[$w2\]" \
-			    "w13_input_scale  *F32  *\[2\]" "w2_input_scale  *F32  *\[2\]" \
-			    "w13_input_zero_point  *I8  *\[2,2\]" "w2_input_zero_point  *I8  *\[2\]"; do
-			grep -q "$want" "$T/out" || fail "quark $q experts: inspect does not show '$want'"
-		done
+		shows "quark $q experts" "w13_weight  *I8  *\[2,64,64\]" "w2_weight  *I8  *\[2,64,32\]" \
+					 "w13_weight_scale  *F32  *\[$w13\]" "w2_weight_scale  *F32  *\[$w2\]" \
+					 "w13_weight_zero_point  *I8  *\[$w13\]" "w2_weight_zero_point  *I8  *\[$w2\]" \
+					 "w13_input_scale  *F32  *\[2\]" "w2_input_scale  *F32  *\[2\]" \
+					 "w13_input_zero_point  *I8  *\[2,2\]" "w2_input_zero_point  *I8  *\[2\]"
 		py_st "$T/out-quark$q" "$T/src-quark$q" "$T/out-quark${q}ep" <<'PY' || fail "quark $q experts: scales or zero points differ from the checkpoint's"
 import glob, os, sys
 import st
@@ -571,10 +564,8 @@ echo '{"producer": {"name": "modelopt"}}' >"$T/src-hfqbad/hf_quant_config.json"
 ncases=$((ncases + 1))
 o=$T/out-gptq128-tp2
 expect_exit 0 "$WSHARD" inspect --rank 1 --filter '*layers.1.mlp*' "$o" &&
-	for want in "quantization: gptq" "down_proj.qweight .* quant: weight" \
-		    "gate_up_proj.scales .* quant: scale" "down_proj.qzeros .* quant: zero_point"; do
-		grep -q "$want" "$T/out" || fail "inspect does not show '$want'"
-	done
+	shows "" "quantization: gptq" "down_proj.qweight .* quant: weight" \
+		 "gate_up_proj.scales .* quant: scale" "down_proj.qzeros .* quant: zero_point"
 grep -q "layernorm.weight.*quant" "$T/out" && fail "inspect gives a norm a quantization role"
 "$PYTHON" - "$o/wshard.json" <<'PY'
 import sys
@@ -657,10 +648,8 @@ gen "$T/src-quarkmx8" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermedia
 ncases=$((ncases + 1))
 if expect_exit 0 "$WSHARD" convert -q --tp 2 "$T/src-quarkmx8" "$T/out-quarkmx8" &&
    expect_exit 0 "$WSHARD" inspect --rank 1 "$T/out-quarkmx8"; then
-	for want in "qkv_proj.weight  *F8_E4M3  *\[96,64\]" "qkv_proj.weight_scale  *U8  *\[96,2\]" \
-		    "o_proj.weight_scale  *U8  *\[64,1\]" "down_proj.weight_scale  *U8  *\[64,2\]"; do
-		grep -q "$want" "$T/out" || fail "quark mxfp8: inspect does not show '$want'"
-	done
+	shows "quark mxfp8" "qkv_proj.weight  *F8_E4M3  *\[96,64\]" "qkv_proj.weight_scale  *U8  *\[96,2\]" \
+			    "o_proj.weight_scale  *U8  *\[64,1\]" "down_proj.weight_scale  *U8  *\[64,2\]"
 fi
 echo "   quark: MXFP8 as vLLM's QuarkOCP_MX holds it"
 gen "$T/src-quarkmx8c" --layers 1 --hidden 64 --heads 2 --kv-heads 2 --intermediate 96 \

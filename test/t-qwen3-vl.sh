@@ -10,10 +10,9 @@
 
 src=$T/qwen3-vl-30b-a3b
 mkdir -p "$src"
-"$PYTHON" - "$src" "$ROOT/test" <<'PY' || fail "writing the sparse checkpoint failed"
+py_st "$src" <<'PY' || fail "writing the sparse checkpoint failed"
 import json, os, sys
 out = sys.argv[1]
-sys.path.insert(0, sys.argv[2])
 import st
 H, L, NH, KV, HD, E, MI, V = 2048, 48, 32, 4, 128, 128, 768, 151936
 VH, VI, VD, P, M, OH = 1152, 4304, 27, 16, 2, 2048

@@ -219,6 +219,12 @@ static void assert_list(char *const *got, size_t n, const char *const *want)
 
 /* Checks every tensor against its own file: sorted, found, in the file
  * it says, offsets from the file's own header length. */
+/* The integer at key (dotted) of cat's config; 0 where there is none. */
+static json_int_t config_int(const struct wshard_catalog *cat, const char *key)
+{
+	return json_integer_value(catalog_config_key(&cat->config, key));
+}
+
 static void check_tensors(const struct wshard_catalog *cat)
 {
 	uint64_t sum = 0;
@@ -356,8 +362,7 @@ Test(catalog, clef_omni)
 	write_text(ck, "joint_head_config.json", "{\"width\": 32, \"layers\": 1}\n");
 	cat = open_ok(ck);
 	cr_assert_str_eq(cat->config.architecture, "ClefOmniForJointSchema");
-	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
-							   "joint_head_config.width")), 32);
+	cr_assert_eq(config_int(cat, "joint_head_config.width"), 32);
 	wshard_catalog_free(cat);
 	write_text(ck, "config.json", "{\"architectures\": [\"LlamaForCausalLM\"]}\n");
 	cat = open_ok(ck);
@@ -468,8 +473,7 @@ Test(catalog, mistral_format_pixtral)
 	cr_assert_str_eq(cat->config.architecture, "PixtralForConditionalGeneration");
 	cr_assert_eq(cat->config.hidden_size, 64);
 	cr_assert_eq(cat->config.num_key_value_heads, 2);
-	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
-							   "vision_config.hidden_size")), 32);
+	cr_assert_eq(config_int(cat, "vision_config.hidden_size"), 32);
 	wshard_catalog_free(cat);
 	open_fails(moe, WSHARD_EINVAL, want);
 	free(moe);
@@ -512,16 +516,11 @@ Test(catalog, mistral_format_voxtral)
 
 	cr_assert_str_eq(cat->config.architecture, "VoxtralForConditionalGeneration");
 	cr_assert_eq(cat->config.hidden_size, 64);
-	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
-							   "audio_config.d_model")), 32);
-	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
-							   "audio_config.encoder_ffn_dim")), 128);
-	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
-							   "audio_config.max_source_positions")), 1500);
-	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
-							   "audio_config.downsample_factor")), 4);
-	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
-							   "audio_config.encoder_head_dim")), 8);
+	cr_assert_eq(config_int(cat, "audio_config.d_model"), 32);
+	cr_assert_eq(config_int(cat, "audio_config.encoder_ffn_dim"), 128);
+	cr_assert_eq(config_int(cat, "audio_config.max_source_positions"), 1500);
+	cr_assert_eq(config_int(cat, "audio_config.downsample_factor"), 4);
+	cr_assert_eq(config_int(cat, "audio_config.encoder_head_dim"), 8);
 	wshard_catalog_free(cat);
 	write_text(ck, "config.json", "{\"architectures\": [\"VoxtralForConditionalGeneration\"],"
 		   " \"hidden_size\": 999}\n");
@@ -533,8 +532,7 @@ Test(catalog, mistral_format_voxtral)
 	wshard_catalog_free(cat);
 	cat = open_ok(ok);
 	cr_assert_str_eq(cat->config.architecture, "VoxtralRealtimeGeneration");
-	cr_assert_eq(json_integer_value(catalog_config_key(&cat->config,
-							   "audio_config.encoder_head_dim")), 16);
+	cr_assert_eq(config_int(cat, "audio_config.encoder_head_dim"), 16);
 	wshard_catalog_free(cat);
 	open_fails(rt, WSHARD_EINVAL, want);
 	free(rt);

@@ -38,6 +38,13 @@ static struct wshard_catalog *open_gen(char **out_dir, const char *args)
 	return cat;
 }
 
+/* Undoes open_gen: the catalog and the checkpoint's folder. */
+static void close_gen(struct wshard_catalog *cat, char *dir)
+{
+	wshard_catalog_free(cat);
+	rm_tree(dir);
+}
+
 Test(config, fields)
 {
 	char *dir;
@@ -58,8 +65,7 @@ Test(config, fields)
 	cr_assert_eq(c->shared_expert_intermediate_size, -1);
 	cr_assert_eq(c->tie_word_embeddings, 0);
 	cr_assert_not_null(c->json);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 }
 
 /* ColPali's vlm_config: its keys lifted to the top as vLLM reads them,
@@ -79,8 +85,7 @@ Test(config, vlm_config_lifted)
 	cr_assert_eq(json_integer_value(json_object_get(j, "hidden_size")), 96);
 	cr_assert_str_eq(json_string_value(json_object_get(j, "model_type")), "llama");
 	cr_assert_eq(cat->config.hidden_size, 96);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 }
 
 Test(config, kv_heads_default_to_heads)
@@ -91,13 +96,11 @@ Test(config, kv_heads_default_to_heads)
 
 	cr_assert_eq(cat->config.num_attention_heads, 8);
 	cr_assert_eq(cat->config.num_key_value_heads, 8);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 
 	cat = open_gen(&dir, "--layers 1 --heads 4 --kv-heads 4 --set-config num_key_value_heads=null");
 	cr_assert_eq(cat->config.num_key_value_heads, 4);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 }
 
 Test(config, head_dim)
@@ -108,24 +111,20 @@ Test(config, head_dim)
 	/* Absent: hidden / heads. */
 	cat = open_gen(&dir, "--layers 1 --hidden 64 --heads 8");
 	cr_assert_eq(cat->config.head_dim, 8);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 	/* Given, and unlike hidden / heads (Gemma, Qwen3). */
 	cat = open_gen(&dir, "--arch qwen3 --layers 1 --hidden 64 --heads 8 --head-dim 16");
 	cr_assert_eq(cat->config.head_dim, 16);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 	/* null, as some configs write it: the default. */
 	cat = open_gen(&dir, "--layers 1 --hidden 64 --heads 4 --set-config head_dim=null");
 	cr_assert_eq(cat->config.head_dim, 16);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 	/* No way to tell: -1. */
 	cat = open_gen(&dir, "--layers 1 --omit-config hidden_size");
 	cr_assert_eq(cat->config.hidden_size, -1);
 	cr_assert_eq(cat->config.head_dim, -1);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 }
 
 Test(config, tie_word_embeddings)
@@ -136,22 +135,18 @@ Test(config, tie_word_embeddings)
 	cat = open_gen(&dir, "--layers 1 --tie");
 	cr_assert_eq(cat->config.tie_word_embeddings, 1);
 	cr_assert_null(wshard_catalog_find(cat, "lm_head.weight"));
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 	cat = open_gen(&dir, "--layers 1 --no-tie");
 	cr_assert_eq(cat->config.tie_word_embeddings, 0);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 	cat = open_gen(&dir, "--layers 1 --omit-config tie_word_embeddings");
 	cr_assert_eq(cat->config.tie_word_embeddings, -1);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 	/* Gemma: true in its config. */
 	cat = open_gen(&dir, "--arch gemma --layers 1 --head-dim 16");
 	cr_assert_str_eq(cat->config.architecture, "GemmaForCausalLM");
 	cr_assert_eq(cat->config.tie_word_embeddings, 1);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 }
 
 Test(config, experts)
@@ -161,26 +156,22 @@ Test(config, experts)
 
 	cat = open_gen(&dir, "--layers 1 --set-config num_local_experts=8");
 	cr_assert_eq(cat->config.num_experts, 8);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 	cat = open_gen(&dir, "--layers 1 --set-config num_experts=60 "
 		       "--set-config moe_intermediate_size=1408 "
 		       "--set-config shared_expert_intermediate_size=5632");
 	cr_assert_eq(cat->config.num_experts, 60);
 	cr_assert_eq(cat->config.moe_intermediate_size, 1408);
 	cr_assert_eq(cat->config.shared_expert_intermediate_size, 5632);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 	/* DeepSeek's count; num_experts wins when both are given */
 	cat = open_gen(&dir, "--layers 1 --set-config n_routed_experts=384");
 	cr_assert_eq(cat->config.num_experts, 384);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 	cat = open_gen(&dir, "--layers 1 --set-config n_routed_experts=384 "
 		       "--set-config num_experts=60");
 	cr_assert_eq(cat->config.num_experts, 60);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 }
 
 /* A MiMo-V2 config.json with a vision_config is MiMoV2OmniForCausalLM,
@@ -208,8 +199,7 @@ Test(config, mimo_v2_omni_architecture)
 		struct wshard_catalog *cat = open_gen(&dir, args);
 
 		cr_assert_str_eq(cat->config.architecture, cases[i][1], "%s", args);
-		wshard_catalog_free(cat);
-		rm_tree(dir);
+		close_gen(cat, dir);
 		free(args);
 	}
 }
@@ -225,12 +215,10 @@ Test(config, odd_values)
 	cr_assert_null(cat->config.architecture);
 	cr_assert_eq(cat->config.vocab_size, -1);
 	cr_assert_eq(cat->config.intermediate_size, -1);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 	cat = open_gen(&dir, "--layers 1 --set-config architectures='[3]'");
 	cr_assert_null(cat->config.architecture);
-	wshard_catalog_free(cat);
-	rm_tree(dir);
+	close_gen(cat, dir);
 }
 
 /* A directory without config.json opens; the plan complains later. */

@@ -184,6 +184,17 @@ static unsigned char *slurp(const char *path, size_t *out_len)
 	return buf;
 }
 
+/* path holds exactly the len bytes at want. */
+static void assert_holds(const char *path, const void *want, size_t len)
+{
+	size_t got_len;
+	unsigned char *got = slurp(path, &got_len);
+
+	cr_assert_eq(got_len, len);
+	cr_assert_arr_eq(got, want, len);
+	free(got);
+}
+
 Test(file, tmp_name)
 {
 	char *t = wshard_tmp_name("/a/b/model.safetensors");
@@ -205,8 +216,6 @@ Test(file, commit_renames_into_place)
 	static const unsigned char want[] = "0123456789\0\0\0\0\0ABCDE";
 	struct wshard_file *f = (void *)1;
 	struct wshard_error err;
-	unsigned char *got;
-	size_t len;
 
 	wshard_error_clear(&err);
 	cr_assert_eq(wshard_file_create(&f, path, 0, &err), WSHARD_OK, "%s", err.msg);
@@ -224,10 +233,7 @@ Test(file, commit_renames_into_place)
 	cr_assert(exists(path));
 	cr_assert_not(exists(tmp), "temporary file left behind");
 	cr_assert_eq(count_entries(dir), 1);
-	got = slurp(path, &len);
-	cr_assert_eq(len, 20);
-	cr_assert_arr_eq(got, want, 20);
-	free(got);
+	assert_holds(path, want, 20);
 	free(path);
 	free(tmp);
 	remove_dir(dir);
@@ -255,10 +261,7 @@ Test(file, commit_replaces)
 	cr_assert_eq(len, 27);
 	free(got);
 	cr_assert_eq(wshard_file_commit(f, &err), WSHARD_OK, "%s", err.msg);
-	got = slurp(path, &len);
-	cr_assert_eq(len, 3);
-	cr_assert_arr_eq(got, "new", 3);
-	free(got);
+	assert_holds(path, "new", 3);
 	cr_assert_eq(count_entries(dir), 1);
 	free(path);
 	remove_dir(dir);
@@ -310,8 +313,6 @@ Test(file, abort_keeps_existing)
 	struct wshard_file *f;
 	struct wshard_error err;
 	FILE *old = fopen(path, "w");
-	unsigned char *got;
-	size_t len;
 
 	cr_assert_not_null(old);
 	fputs("old", old);
@@ -319,10 +320,7 @@ Test(file, abort_keeps_existing)
 	cr_assert_eq(wshard_file_create(&f, path, 0, &err), WSHARD_OK);
 	cr_assert_eq(wshard_file_pwrite(f, "new!", 4, 0, &err), WSHARD_OK);
 	wshard_file_abort(f);
-	got = slurp(path, &len);
-	cr_assert_eq(len, 3);
-	cr_assert_arr_eq(got, "old", 3);
-	free(got);
+	assert_holds(path, "old", 3);
 	cr_assert_eq(count_entries(dir), 1);
 	free(path);
 	remove_dir(dir);

@@ -385,21 +385,30 @@ Test(f16, subnormal_boundary)
 		check_f16(u, NULL);
 }
 
+/* Each of the 8 F32 NaNs at nans converts (conv, to fmt, called name) to a
+ * quiet NaN (the bit quiet set) of its sign. */
+static void check_nans(const uint32_t nans[8], uint16_t (*conv)(uint32_t),
+		       const struct format *fmt, uint16_t quiet, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < 8; i++) {
+		uint16_t h = conv(nans[i]);
+
+		cr_assert(is_nan16(h, fmt), "%s(%08x) = %04x is not NaN", name, nans[i], h);
+		cr_assert_eq(h >> 15, nans[i] >> 31);
+		cr_assert(h & quiet, "%s(%08x) = %04x is not quiet", name, nans[i], h);
+	}
+}
+
 Test(f16, nan)
 {
-	static const uint32_t nans[] = {
+	static const uint32_t nans[8] = {
 		0x7f800001, 0x7fc00000, 0x7fffffff, 0x7f802000, 0x7fa00000,
 		0xff800001, 0xffc00000, 0xffffffff,
 	};
-	size_t i;
 
-	for (i = 0; i < sizeof(nans) / sizeof(nans[0]); i++) {
-		uint16_t h = wshard_f32_to_f16(nans[i]);
-
-		cr_assert(is_nan16(h, &F16), "f16(%08x) = %04x is not NaN", nans[i], h);
-		cr_assert_eq(h >> 15, nans[i] >> 31);
-		cr_assert(h & 0x0200, "f16(%08x) = %04x is not quiet", nans[i], h);
-	}
+	check_nans(nans, wshard_f32_to_f16, &F16, 0x0200, "f16");
 }
 
 /* ------------------------------------------------------------------ */
@@ -445,19 +454,12 @@ Test(bf16, special_patterns)
 
 Test(bf16, nan)
 {
-	static const uint32_t nans[] = {
+	static const uint32_t nans[8] = {
 		0x7f800001, 0x7fc00000, 0x7fffffff, 0x7f80ffff, 0x7f810000,
 		0xff800001, 0xffc00000, 0xffffffff,
 	};
-	size_t i;
 
-	for (i = 0; i < sizeof(nans) / sizeof(nans[0]); i++) {
-		uint16_t h = wshard_f32_to_bf16(nans[i]);
-
-		cr_assert(is_nan16(h, &BF16), "bf16(%08x) = %04x is not NaN", nans[i], h);
-		cr_assert_eq(h >> 15, nans[i] >> 31);
-		cr_assert(h & 0x0040, "bf16(%08x) = %04x is not quiet", nans[i], h);
-	}
+	check_nans(nans, wshard_f32_to_bf16, &BF16, 0x0040, "bf16");
 }
 
 /* ------------------------------------------------------------------ */

@@ -69,30 +69,31 @@ Test(hfcache, repo_ids)
 	cr_expect(!wshard_hf_is_repo_id(longname), "97 characters are too many");
 }
 
+/* cache_dir() is want (an expectation: the test goes on). */
+static void expect_cache_dir(const char *want)
+{
+	char *d = cache_dir();
+
+	cr_expect_str_eq(d, want);
+	free(d);
+}
+
 Test(hfcache, cache_dir_order)
 {
-	char *d;
-
 	clear_vars();
 	setenv("HOME", "/h", 1);
-	cr_expect_str_eq(d = cache_dir(), "/h/.cache/huggingface/hub");
-	free(d);
+	expect_cache_dir("/h/.cache/huggingface/hub");
 	setenv("XDG_CACHE_HOME", "/x", 1);
-	cr_expect_str_eq(d = cache_dir(), "/x/huggingface/hub");
-	free(d);
+	expect_cache_dir("/x/huggingface/hub");
 	setenv("HF_HOME", "~/hf", 1);
-	cr_expect_str_eq(d = cache_dir(), "/h/hf/hub");
-	free(d);
+	expect_cache_dir("/h/hf/hub");
 	setenv("HUGGINGFACE_HUB_CACHE", "/legacy", 1);
-	cr_expect_str_eq(d = cache_dir(), "/legacy");
-	free(d);
+	expect_cache_dir("/legacy");
 	setenv("HF_HUB_CACHE", "$HOME/c/${HOME}/$NOT_SET_ANYWHERE", 1);
 	unsetenv("NOT_SET_ANYWHERE");
-	cr_expect_str_eq(d = cache_dir(), "/h/c//h/$NOT_SET_ANYWHERE");
-	free(d);
+	expect_cache_dir("/h/c//h/$NOT_SET_ANYWHERE");
 	setenv("HF_HUB_CACHE", "", 1);	/* empty: unset */
-	cr_expect_str_eq(d = cache_dir(), "/legacy");
-	free(d);
+	expect_cache_dir("/legacy");
 	clear_vars();
 }
 

@@ -455,6 +455,20 @@ Test(kinds, zero_parts)
 	fx_close(&f);
 }
 
+/* Plans f at tp 1 and --pp 2 (f->opt.pp left 2), which must succeed with
+ * two ranks. */
+static void plan_pp2(struct fx *f)
+{
+	struct wshard_error err;
+
+	f->opt.pp = 2;
+	f->opt.tp = 1;
+	wshard_error_clear(&err);
+	cr_assert_eq(wshard_plan_build(&f->plan, f->cat, f->rules, &f->opt, &err), WSHARD_OK, "%s",
+		     err.msg);
+	cr_assert_eq(f->plan->nranks, 2);
+}
+
 #define NONE_WITH "{\"pipeline\": {\"none_with\": \"ple\", \"layers\": \"model.layers.{n}.\", " \
 	"\"stages\": [{\"*\": \"all\"}]}, \"tensors\": [" CATCH_ALL "]}"
 
@@ -463,7 +477,6 @@ Test(kinds, zero_parts)
 Test(kinds, pipeline_none_with)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	struct wshard_error err;
 
 	fx_open(&f, BASE " --set-config 'ple=[1]'");
 	use_rules(&f, NONE_WITH);
@@ -476,12 +489,7 @@ Test(kinds, pipeline_none_with)
 
 	fx_open(&f, BASE " --set-config 'ple=[]'");
 	use_rules(&f, NONE_WITH);
-	f.opt.pp = 2;
-	f.opt.tp = 1;
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
-		     err.msg);
-	cr_assert_eq(f.plan->nranks, 2);
+	plan_pp2(&f);
 	f.opt.pp = 1;
 	fx_close(&f);
 	rules_fails(&f, "{\"pipeline\": {\"none_with\": 1, \"layers\": \"m.{n}.\", \"stages\": []}, "
@@ -500,16 +508,10 @@ Test(kinds, pipeline_none_with)
 Test(kinds, pipeline_layer_prefixes)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	struct wshard_error err;
 
 	fx_open(&f, BASE);
 	use_rules(&f, LAYER_PREFIXES("[\"lm.layers.{n}.\", \"model.layers.{n}.\"]"));
-	f.opt.pp = 2;
-	f.opt.tp = 1;
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
-		     err.msg);
-	cr_assert_eq(f.plan->nranks, 2);
+	plan_pp2(&f);
 	get_out(&f, 0, "model.layers.0.input_layernorm.weight");
 	get_out(&f, 1, "model.layers.1.input_layernorm.weight");
 	cr_assert_null(find_out(&f, 1, "model.layers.0.input_layernorm.weight"));
@@ -546,12 +548,7 @@ Test(kinds, pipeline_layer_stack)
 	fx_open(&f, BASE " --extra-tensor enc.layers.0.w:8 --extra-tensor enc.layers.1.w:8"
 		" --extra-tensor enc.layers.2.w:8 --set-config enc_layers=3");
 	use_rules(&f, STACK_OK);
-	f.opt.pp = 2;
-	f.opt.tp = 1;
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
-		     err.msg);
-	cr_assert_eq(f.plan->nranks, 2);
+	plan_pp2(&f);
 	get_out(&f, 0, "enc.layers.0.w");
 	get_out(&f, 0, "enc.layers.1.w");
 	get_out(&f, 1, "enc.layers.2.w");
@@ -620,7 +617,6 @@ Test(kinds, no_pipeline)
 Test(kinds, pipeline_none_if)
 {
 	static struct fx f;	/* static: outlives an aborted test for fini */
-	struct wshard_error err;
 
 	fx_open(&f, BASE " --set-config 'llm={\"archs\": [\"X\"]}'");
 	use_rules(&f, NONE_IF);
@@ -632,12 +628,7 @@ Test(kinds, pipeline_none_if)
 
 	fx_open(&f, BASE " --set-config 'llm={\"archs\": [\"Y\"]}'");
 	use_rules(&f, NONE_IF);
-	f.opt.pp = 2;
-	f.opt.tp = 1;
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_plan_build(&f.plan, f.cat, f.rules, &f.opt, &err), WSHARD_OK, "%s",
-		     err.msg);
-	cr_assert_eq(f.plan->nranks, 2);
+	plan_pp2(&f);
 	f.opt.pp = 1;
 	fx_close(&f);
 }

@@ -31,6 +31,24 @@ static void parse_ok(const char *text)
 	wshard_rules_free(r);
 }
 
+/* base (a printf format with one %s) with part in it fails with want, or
+ * (part_ok) parses. */
+static void part_fails(const char *base, const char *part, const char *want)
+{
+	char text[400];
+
+	snprintf(text, sizeof(text), base, part);
+	parse_fails(text, want);
+}
+
+static void part_ok(const char *base, const char *part)
+{
+	char text[400];
+
+	snprintf(text, sizeof(text), base, part);
+	parse_ok(text);
+}
+
 #define RULES(tensors) "{\"architectures\": [\"X\"], \"tensors\": [" tensors "]}"
 
 Test(parse, minimal)
@@ -343,63 +361,44 @@ Test(parse, bad_shape)
 Test(parse, bad_extra)
 {
 	const char *base = "{\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}], \"extra\": %s}";
-	char text[400];
 
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"s\", \"value\": 1, \"option\": \"scales\"}]");
-	parse_fails(text, "extra 's': unknown option \"scales\" (attn_scales)");
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"I32\"}]");
-	parse_fails(text, "extra 's': dtype must be F32, F16, BF16 or model");
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"F99\"}]");
-	parse_fails(text, "extra 's': dtype must be F32, F16, BF16 or model");
-	snprintf(text, sizeof(text), base, "[{\"name\": \"s\", \"value\": \"1\"}]");
-	parse_fails(text, "extra 's' needs a numeric \"value\", \"image_norm\", \"arange\" or \"sinusoid\"");
+	part_fails(base, "[{\"name\": \"s\", \"value\": 1, \"option\": \"scales\"}]",
+		   "extra 's': unknown option \"scales\" (attn_scales)");
+	part_fails(base, "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"I32\"}]",
+		   "extra 's': dtype must be F32, F16, BF16 or model");
+	part_fails(base, "[{\"name\": \"s\", \"value\": 1, \"dtype\": \"F99\"}]",
+		   "extra 's': dtype must be F32, F16, BF16 or model");
+	part_fails(base, "[{\"name\": \"s\", \"value\": \"1\"}]",
+		   "extra 's' needs a numeric \"value\", \"image_norm\", \"arange\" or \"sinusoid\"");
 	/* "arange": an expression, alone, I64, once (no {n}) */
-	snprintf(text, sizeof(text), base, "[{\"name\": \"p\", \"arange\": [512]}]");
-	parse_fails(text, "extra 'p': \"arange\" is an expression, with no");
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"p\", \"arange\": 512, \"value\": 1}]");
-	parse_fails(text, "extra 'p': \"arange\" is an expression, with no");
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"l.{n}.p\", \"arange\": \"max_position_embeddings\"}]");
-	parse_fails(text, "extra 'l.{n}.p': \"arange\" is an expression, with no");
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"p\", \"arange\": 512, \"dtype\": \"I32\"}]");
-	parse_fails(text, "and is I64");
+	part_fails(base, "[{\"name\": \"p\", \"arange\": [512]}]",
+		   "extra 'p': \"arange\" is an expression, with no");
+	part_fails(base, "[{\"name\": \"p\", \"arange\": 512, \"value\": 1}]",
+		   "extra 'p': \"arange\" is an expression, with no");
+	part_fails(base, "[{\"name\": \"l.{n}.p\", \"arange\": \"max_position_embeddings\"}]",
+		   "extra 'l.{n}.p': \"arange\" is an expression, with no");
+	part_fails(base, "[{\"name\": \"p\", \"arange\": 512, \"dtype\": \"I32\"}]", "and is I64");
 	/* "sinusoid": two expressions, alone, F32, once (no {n}) */
-	snprintf(text, sizeof(text), base, "[{\"name\": \"p\", \"sinusoid\": [1500]}]");
-	parse_fails(text, "extra 'p': \"sinusoid\" is [POSITIONS, CHANNELS]");
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"p\", \"sinusoid\": [1500, \"d_model\"], \"value\": 1}]");
-	parse_fails(text, "extra 'p': \"sinusoid\" is [POSITIONS, CHANNELS]");
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"l.{n}.p\", \"sinusoid\": [1500, 64]}]");
-	parse_fails(text, "extra 'l.{n}.p': \"sinusoid\" is [POSITIONS, CHANNELS]");
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"p\", \"sinusoid\": [1500, 64], \"dtype\": \"BF16\"}]");
-	parse_fails(text, "and is F32");
+	part_fails(base, "[{\"name\": \"p\", \"sinusoid\": [1500]}]",
+		   "extra 'p': \"sinusoid\" is [POSITIONS, CHANNELS]");
+	part_fails(base, "[{\"name\": \"p\", \"sinusoid\": [1500, \"d_model\"], \"value\": 1}]",
+		   "extra 'p': \"sinusoid\" is [POSITIONS, CHANNELS]");
+	part_fails(base, "[{\"name\": \"l.{n}.p\", \"sinusoid\": [1500, 64]}]",
+		   "extra 'l.{n}.p': \"sinusoid\" is [POSITIONS, CHANNELS]");
+	part_fails(base, "[{\"name\": \"p\", \"sinusoid\": [1500, 64], \"dtype\": \"BF16\"}]",
+		   "and is F32");
 	/* "len": an expression, with a value, no "when" or "option" */
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"l.{n}.ls1\", \"value\": 1, \"len\": [32]}]");
-	parse_fails(text, "extra 'l.{n}.ls1': \"len\" is an expression, with a \"value\"");
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"l.{n}.ls1\", \"value\": 1, \"len\": 32,"
-		 " \"option\": \"attn_scales\"}]");
-	parse_fails(text, "extra 'l.{n}.ls1': \"len\" is an expression, with a \"value\"");
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"l.{n}.ls1\", \"value\": 1, \"dtype\": \"model\","
-		 " \"len\": \"hidden_size\"}]");
-	parse_ok(text);
-	snprintf(text, sizeof(text), base, "[{\"value\": 1}]");
-	parse_fails(text, "extra[0] needs \"name\"");
-	snprintf(text, sizeof(text), base, "{\"name\": \"s\"}");
-	parse_fails(text, "\"extra\" is not an array");
-	snprintf(text, sizeof(text), base,
-		 "[{\"name\": \"l.{n}.s\", \"value\": 0.5, \"dtype\": \"BF16\","
-		 " \"option\": \"attn_scales\"}, {\"name\": \"t\", \"value\": 2}]");
-	parse_ok(text);
+	part_fails(base, "[{\"name\": \"l.{n}.ls1\", \"value\": 1, \"len\": [32]}]",
+		   "extra 'l.{n}.ls1': \"len\" is an expression, with a \"value\"");
+	part_fails(base, "[{\"name\": \"l.{n}.ls1\", \"value\": 1, \"len\": 32,"
+		   " \"option\": \"attn_scales\"}]",
+		   "extra 'l.{n}.ls1': \"len\" is an expression, with a \"value\"");
+	part_ok(base, "[{\"name\": \"l.{n}.ls1\", \"value\": 1, \"dtype\": \"model\","
+		" \"len\": \"hidden_size\"}]");
+	part_fails(base, "[{\"value\": 1}]", "extra[0] needs \"name\"");
+	part_fails(base, "{\"name\": \"s\"}", "\"extra\" is not an array");
+	part_ok(base, "[{\"name\": \"l.{n}.s\", \"value\": 0.5, \"dtype\": \"BF16\","
+		" \"option\": \"attn_scales\"}, {\"name\": \"t\", \"value\": 2}]");
 }
 
 /* {"attn_scales": MODULE}: the four buffers, then the four quantized
@@ -450,43 +449,35 @@ Test(parse, attn_scales)
 		}
 	}
 	wshard_rules_free(r);
-	snprintf(buf, sizeof(buf), base, "{\"attn_scales\": \"l.{n}.attn\", \"value\": 2}");
-	parse_fails(buf, "extra \"attn_scales\" is an attention module's name");
-	snprintf(buf, sizeof(buf), base, "{\"attn_scales\": \"l.{n}.attn\", \"name\": \"x\"}");
-	parse_fails(buf, "extra \"attn_scales\" is an attention module's name");
-	snprintf(buf, sizeof(buf), base, "{\"attn_scales\": 3}");
-	parse_fails(buf, "extra \"attn_scales\" is an attention module's name");
-	snprintf(buf, sizeof(buf), base, "{\"attn_scales\": \"a\", \"quantized\": \"no\"}");
-	parse_fails(buf, "extra \"attn_scales\" is an attention module's name");
+	part_fails(base, "{\"attn_scales\": \"l.{n}.attn\", \"value\": 2}",
+		   "extra \"attn_scales\" is an attention module's name");
+	part_fails(base, "{\"attn_scales\": \"l.{n}.attn\", \"name\": \"x\"}",
+		   "extra \"attn_scales\" is an attention module's name");
+	part_fails(base, "{\"attn_scales\": 3}",
+		   "extra \"attn_scales\" is an attention module's name");
+	part_fails(base, "{\"attn_scales\": \"a\", \"quantized\": \"no\"}",
+		   "extra \"attn_scales\" is an attention module's name");
 	/* the expanded entries are checked as any: "with" needs {n} in both */
-	snprintf(buf, sizeof(buf), base, "{\"attn_scales\": \"a\", \"with\": \"b.{n}\"}");
-	parse_fails(buf, "extra 'a._k_scale': \"with\" must be a tensor name with {n}");
+	part_fails(base, "{\"attn_scales\": \"a\", \"with\": \"b.{n}\"}",
+		   "extra 'a._k_scale': \"with\" must be a tensor name with {n}");
 }
 
 Test(parse, bad_tie)
 {
 	const char *base = "{\"tensors\": [{\"match\": \"a\", \"split\": \"row\"}], \"tie\": %s}";
-	char text[400];
 
-	snprintf(text, sizeof(text), base, "{\"source\": \"e\"}");
-	parse_fails(text, "\"tie\" needs \"source\" and \"output\"");
-	snprintf(text, sizeof(text), base,
-		 "{\"source\": \"e\", \"output\": \"h\", \"output_if\": {\"if\": \"k\"}}");
-	parse_fails(text, "\"output_if\" needs \"if\" and \"output\"");
-	snprintf(text, sizeof(text), base, "{\"source\": \"e\", \"output\": \"h\", \"if\": 1}");
-	parse_fails(text, "\"tie\"'s \"if\" is not a condition");
-	snprintf(text, sizeof(text), base,
-		 "{\"source\": \"e\", \"output\": \"h\", \"default_holds\": true}");
-	parse_fails(text, "\"tie\"'s \"default_holds\" needs \"default\": true");
-	snprintf(text, sizeof(text), base,
-		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": \"h\"}");
-	parse_fails(text, "tie \"drop\" is not an array");
-	snprintf(text, sizeof(text), base,
-		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": [\"h\", 1]}");
-	parse_fails(text, "tie \"drop\" entry 1 is not a string");
-	snprintf(text, sizeof(text), base,
-		 "{\"source\": \"e\", \"output\": \"h\", \"drop\": [\"h\"], \"default\": true}");
-	parse_ok(text);
+	part_fails(base, "{\"source\": \"e\"}", "\"tie\" needs \"source\" and \"output\"");
+	part_fails(base, "{\"source\": \"e\", \"output\": \"h\", \"output_if\": {\"if\": \"k\"}}",
+		   "\"output_if\" needs \"if\" and \"output\"");
+	part_fails(base, "{\"source\": \"e\", \"output\": \"h\", \"if\": 1}",
+		   "\"tie\"'s \"if\" is not a condition");
+	part_fails(base, "{\"source\": \"e\", \"output\": \"h\", \"default_holds\": true}",
+		   "\"tie\"'s \"default_holds\" needs \"default\": true");
+	part_fails(base, "{\"source\": \"e\", \"output\": \"h\", \"drop\": \"h\"}",
+		   "tie \"drop\" is not an array");
+	part_fails(base, "{\"source\": \"e\", \"output\": \"h\", \"drop\": [\"h\", 1]}",
+		   "tie \"drop\" entry 1 is not a string");
+	part_ok(base, "{\"source\": \"e\", \"output\": \"h\", \"drop\": [\"h\"], \"default\": true}");
 }
 
 Test(parse, document_shape)

@@ -64,26 +64,14 @@ static struct wshard_st *open_good(const char *name)
 	return st;
 }
 
+static void open_and_free_good(const char *name)
+{
+	wshard_st_free(open_good(name));
+}
+
 Test(good, every_fixture_is_accepted)
 {
-	char *dir = fixture("good", "");
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d;
-
-	d = opendir(dir);
-	cr_assert_not_null(d, "cannot open %s: %s", dir, strerror(errno));
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-
-		if (l < 12 || strcmp(de->d_name + l - 12, ".safetensors"))
-			continue;
-		wshard_st_free(open_good(de->d_name));
-		n++;
-	}
-	closedir(d);
-	free(dir);
-	cr_assert_geq(n, 5);
+	cr_assert_geq(each_fixture("good", open_and_free_good), 5);
 }
 
 Test(good, scalar)

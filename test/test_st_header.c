@@ -142,23 +142,8 @@ static void check_corrupt(const char *name)
 
 Test(corrupt, every_fixture_is_rejected)
 {
-	char *dir = fixture("corrupt", "");
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d;
+	size_t n = each_fixture("corrupt", check_corrupt);
 
-	d = opendir(dir);
-	cr_assert_not_null(d, "cannot open %s: %s", dir, strerror(errno));
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-
-		if (l < 12 || strcmp(de->d_name + l - 12, ".safetensors"))
-			continue;
-		check_corrupt(de->d_name);
-		n++;
-	}
-	closedir(d);
-	free(dir);
 	cr_assert_eq(n, NCORRUPT, "%zu fixtures, %zu expected", n, NCORRUPT);
 }
 

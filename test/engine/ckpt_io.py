@@ -99,6 +99,14 @@ def last_attention_layer(src, model="model."):
     return f"{model}layers.{full[-1]}."
 
 
+def perturbed_copy(src, prefix, to, rnd, keep=None):
+    """{to + rest: rnd(t)} for each tensor prefix + rest of src (a
+    read_tensors dict), in src's order, where keep(rest) holds (any, keep
+    None): an MTP builder's perturbed copy of a decoder layer."""
+    return {to + name[len(prefix):]: rnd(t) for name, t in src.items()
+            if name.startswith(prefix) and (keep is None or keep(name[len(prefix):]))}
+
+
 def perturber(seed):
     """rnd(t): t plus noise of standard deviation 0.02 in t's dtype, drawn
     from a generator seeded with seed (rnd.g, for the builder's other

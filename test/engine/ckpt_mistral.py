@@ -197,6 +197,17 @@ def hf_mm_tensors(model, tower, p):
         yield True, n, t
 
 
+def mistral_config(p):
+    """transformers' MistralConfig of a params.json's text model p (untied)."""
+    import transformers
+    return transformers.MistralConfig(
+        hidden_size=p["dim"], num_hidden_layers=p["n_layers"], head_dim=p["head_dim"],
+        intermediate_size=p["hidden_dim"], num_attention_heads=p["n_heads"],
+        num_key_value_heads=p["n_kv_heads"], vocab_size=p["vocab_size"],
+        rms_norm_eps=p["norm_eps"], rope_theta=p["rope_theta"],
+        max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=False)
+
+
 def make_dense(out, fp8=False, dynamic=False):
     """Mistral 7B's layout (MistralForCausalLM), tiny, from transformers'
     own MistralForCausalLM: its q and k rows in Mistral's rotary order;
@@ -204,12 +215,7 @@ def make_dense(out, fp8=False, dynamic=False):
     import torch
     import transformers
     p = DENSE_PARAMS
-    cfg = transformers.MistralConfig(
-        hidden_size=p["dim"], num_hidden_layers=p["n_layers"], head_dim=p["head_dim"],
-        intermediate_size=p["hidden_dim"], num_attention_heads=p["n_heads"],
-        num_key_value_heads=p["n_kv_heads"], vocab_size=p["vocab_size"],
-        rms_norm_eps=p["norm_eps"], rope_theta=p["rope_theta"],
-        max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=False)
+    cfg = mistral_config(p)
     torch.manual_seed(1234)
     model = transformers.MistralForCausalLM(cfg).to(torch.bfloat16)
     perturb(model)
@@ -416,12 +422,7 @@ def make_pixtral(out, vision=PIXTRAL_VISION):
     p = dict(DENSE_PARAMS, vision_encoder=vision)
     v = vision
     vheads = v["num_attention_heads"]
-    text = transformers.MistralConfig(
-        hidden_size=p["dim"], num_hidden_layers=p["n_layers"], head_dim=p["head_dim"],
-        intermediate_size=p["hidden_dim"], num_attention_heads=p["n_heads"],
-        num_key_value_heads=p["n_kv_heads"], vocab_size=p["vocab_size"],
-        rms_norm_eps=p["norm_eps"], rope_theta=p["rope_theta"],
-        max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=False)
+    text = mistral_config(p)
     cfg = transformers.Mistral3Config(
         text_config=text, image_token_index=v["image_token_id"],
         spatial_merge_size=v["spatial_merge_size"], multimodal_projector_bias=v["adapter_bias"],
@@ -470,12 +471,7 @@ def make_dense_eagle(out):
     import torch
     import transformers
     p = dict(DENSE_PARAMS, n_layers=1)
-    cfg = transformers.MistralConfig(
-        hidden_size=p["dim"], num_hidden_layers=1, head_dim=p["head_dim"],
-        intermediate_size=p["hidden_dim"], num_attention_heads=p["n_heads"],
-        num_key_value_heads=p["n_kv_heads"], vocab_size=p["vocab_size"],
-        rms_norm_eps=p["norm_eps"], rope_theta=p["rope_theta"],
-        max_position_embeddings=p["max_position_embeddings"], tie_word_embeddings=False)
+    cfg = mistral_config(p)
     torch.manual_seed(4321)
     model = transformers.MistralForCausalLM(cfg).to(torch.bfloat16)
     perturb(model)

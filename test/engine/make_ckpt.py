@@ -1791,14 +1791,12 @@ def mimo_mtp(out):
     XiaomiMiMo/MiMo-7B-RL ships, and config.json's
     num_nextn_predict_layers: 1."""
     import torch
-    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    from ckpt_io import (add_to_first_shard, perturbed_copy, perturber, read_tensors,
+                         update_config)
     src = read_tensors(out)
     n = max(int(k.split(".")[2]) for k in src if k.startswith("model.layers."))
     rnd = perturber(4321)
-    new = {}
-    for name, t in src.items():
-        if name.startswith(f"model.layers.{n}."):
-            new["model.mtp_layers.0." + name[len(f"model.layers.{n}."):]] = rnd(t)
+    new = perturbed_copy(src, f"model.layers.{n}.", "model.mtp_layers.0.", rnd)
     h = src["model.norm.weight"].shape[0]
     for norm in ("token_layernorm", "hidden_layernorm", "final_layernorm"):
         new[f"model.mtp_layers.0.{norm}.weight"] = torch.ones(h, dtype=torch.bfloat16)
@@ -1821,16 +1819,13 @@ def qwen_next_mtp(out, model="model.", config=None):
     where given, edits config.json instead (EXAONE 4.5 ships the same
     block, its config.json's num_nextn_predict_layers 1)."""
     import torch
-    from ckpt_io import (add_to_first_shard, last_attention_layer, perturber, read_tensors,
-                         update_config)
+    from ckpt_io import (add_to_first_shard, last_attention_layer, perturbed_copy, perturber,
+                         read_tensors, update_config)
     src = read_tensors(out)
     last = last_attention_layer(src, model)
     rnd = perturber(4321)
     g = rnd.g
-    new = {}
-    for name, t in src.items():
-        if name.startswith(last):
-            new["mtp.layers.0." + name[len(last):]] = rnd(t)
+    new = perturbed_copy(src, last, "mtp.layers.0.", rnd)
     norm = src[model + "norm.weight"]
     h = norm.shape[0]
     for k in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
@@ -1881,20 +1876,15 @@ def qwen4_exp_mtp(out, model="model."):
     gains mtp_num_hidden_layers: 1.  model is the text model's prefix
     (model.language_model. in Qwen4ExpForConditionalGeneration)."""
     import torch
-    from ckpt_io import (add_to_first_shard, last_attention_layer, perturber, read_tensors,
-                         update_config)
+    from ckpt_io import (add_to_first_shard, last_attention_layer, perturbed_copy, perturber,
+                         read_tensors, update_config)
     src = read_tensors(out)
     last = last_attention_layer(src, model)
     rnd = perturber(4322)
     g = rnd.g
-    new = {}
-    for name, t in src.items():
-        if name.startswith(last) and not name[len(last):].startswith("ple."):
-            new["mtp.layers.0." + name[len(last):]] = rnd(t)
+    new = perturbed_copy(src, last, "mtp.layers.0.", rnd, lambda rest: not rest.startswith("ple."))
     mixer = model + "hyper_connection_mixer."
-    for name, t in src.items():
-        if name.startswith(mixer):
-            new["mtp.hyper_connection_mixer." + name[len(mixer):]] = rnd(t)
+    new.update(perturbed_copy(src, mixer, "mtp.hyper_connection_mixer.", rnd))
     norm = src[mixer + "hc_norm.weight"]
     emb = src[model + "embed_tokens.weight"]
     h = emb.shape[1]
@@ -1918,25 +1908,21 @@ def hyv4_mtp(out):
     copy where that layer shares another's; config.json gains
     num_nextn_predict_layers: 1."""
     import torch
-    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    from ckpt_io import (add_to_first_shard, perturbed_copy, perturber, read_tensors,
+                         update_config)
     src = read_tensors(out)
     n = max(int(k.split(".")[2]) for k in src if k.startswith("model.layers."))
     last = f"model.layers.{n}."
     rnd = perturber(4323)
     g = rnd.g
-    new = {}
-    for name, t in src.items():
-        rest = name[len(last):]
-        if name.startswith(last) and not rest.startswith(("hc_attn_layer.", "hc_mlp_layer.")):
-            new["model.mtp_layers.0." + rest] = rnd(t)
+    new = perturbed_copy(src, last, "model.mtp_layers.0.", rnd,
+                         lambda rest: not rest.startswith(("hc_attn_layer.", "hc_mlp_layer.")))
     # an MTP layer of a sparse model always has an indexer of its own
     # (attention.py: is_mtp_layer), the last layer perhaps none (shared)
     idx = sorted({int(k.split(".")[2]) for k in src if ".self_attn.indexer." in k})
     if idx and not any(".self_attn.indexer." in k for k in new):
         pre = f"model.layers.{idx[-1]}.self_attn.indexer."
-        for name, t in src.items():
-            if name.startswith(pre):
-                new["model.mtp_layers.0.self_attn.indexer." + name[len(pre):]] = rnd(t)
+        new.update(perturbed_copy(src, pre, "model.mtp_layers.0.self_attn.indexer.", rnd))
     norm = src["model.norm.weight"]
     h = norm.shape[0]
     for k in ("enorm", "hnorm", "final_layernorm"):
@@ -3536,7 +3522,8 @@ def released_mtp_prefix(out, arch):
     import json
     import os
     import torch
-    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    from ckpt_io import (add_to_first_shard, perturbed_copy, perturber, read_tensors,
+                         update_config)
     src = read_tensors(out)
     cfg = json.load(open(os.path.join(out, "config.json")))
     h = cfg["hidden_size"]
@@ -3580,10 +3567,7 @@ def released_mtp_prefix(out, arch):
     new = {}
     for i, kind in enumerate(kinds):
         src_n = max(n for n, t in enumerate(types) if t == kind)
-        p = f"{pre}{src_n}."
-        for name, t in src.items():
-            if name.startswith(p):
-                new[f"mtp.layers.{i}." + name[len(p):]] = rnd(t)
+        new.update(perturbed_copy(src, f"{pre}{src_n}.", f"mtp.layers.{i}.", rnd))
     last_mtp = len(kinds) - 1
     new.update({"mtp.layers.0.eh_proj.weight": proj, "mtp.layers.0.enorm.weight": one,
                 "mtp.layers.0.hnorm.weight": one.clone(),
@@ -3605,19 +3589,17 @@ def released_ernie_mtp(out):
     import json
     import os
     import torch
-    from ckpt_io import add_to_first_shard, perturber, read_tensors, update_config
+    from ckpt_io import (add_to_first_shard, perturbed_copy, perturber, read_tensors,
+                         update_config)
     src = read_tensors(out)
     cfg = json.load(open(os.path.join(out, "config.json")))
     h, i, n = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
     rnd = perturber(77)
     g = rnd.g
     last = f"model.layers.{n - 1}."
-    new = {}
-    for name, t in src.items():
-        rest = name[len(last):]
-        if name.startswith(last) and rest.startswith(("self_attn.", "input_layernorm",
-                                                      "post_attention_layernorm")):
-            new["model.mtp_block.0." + rest] = rnd(t)
+    new = perturbed_copy(src, last, "model.mtp_block.0.", rnd,
+                         lambda rest: rest.startswith(("self_attn.", "input_layernorm",
+                                                       "post_attention_layernorm")))
     for k, shape in (("gate_proj", [i, h]), ("up_proj", [i, h]), ("down_proj", [h, i])):
         new[f"model.mtp_block.0.mlp.{k}.weight"] = (
             torch.randn(shape, generator=g) * 0.02).to(torch.bfloat16)

@@ -19,15 +19,7 @@
 #include "base/fileio.h"
 #include "source/catalog.h"
 #include "fuzz_util.h"
-
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "invariant broken at %s:%d: %s\n",   \
-				__FILE__, __LINE__, #cond);                  \
-			abort();                                             \
-		}                                                            \
-	} while (0)
+#include "fuzz_check.h"
 
 static const char *const suffixes[] = { ".tar", ".tar.gz", ".tar.zst", ".tar.xz", ".zip" };
 

@@ -20,15 +20,7 @@
 #include "base/comm.h"
 #include "output/manifest_read.h"
 #include "fuzz_util.h"
-
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "invariant broken at %s:%d: %s\n",   \
-				__FILE__, __LINE__, #cond);                  \
-			abort();                                             \
-		}                                                            \
-	} while (0)
+#include "fuzz_check.h"
 
 static struct wshard_comm *comm;
 static char out_dir[4200], manifest[4300];

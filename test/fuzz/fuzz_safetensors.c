@@ -17,15 +17,7 @@
 #include "wshard.h"
 #include "base/dtype.h"
 #include "source/safetensors.h"
-
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "invariant broken at %s:%d: %s\n",   \
-				__FILE__, __LINE__, #cond);                  \
-			abort();                                             \
-		}                                                            \
-	} while (0)
+#include "fuzz_check.h"
 
 static int cmp_begin(const void *a, const void *b)
 {

@@ -1187,90 +1187,71 @@ _hook("vllm.model_executor.models.registry", _patch_inspect_in_process)
 _hook("vllm.model_executor.models.dbrx", _patch_dbrx)
 _hook("vllm.model_executor.models.laguna", _patch_laguna)
 _hook("vllm.model_executor.models.opencua", _patch_opencua)
-if os.environ.get("WSHARD_ORACLE_DUMP"):
-    _hook(_TARGET, _patch)
-    _hook(_TARGET, _record_loaded)
-if os.environ.get("WSHARD_BENCH_TIMES"):
-    _hook(_TARGET, _patch_times)
-if os.environ.get("WSHARD_ORACLE_INT4"):
-    _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
-          _patch_int4)
-if os.environ.get("WSHARD_ORACLE_INT8_MOE"):
-    _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
-          _patch_int8_moe)
-if os.environ.get("WSHARD_ORACLE_FP8_BLOCK"):
-    _hook("vllm.model_executor.kernels.linear.scaled_mm.cpu", _patch_fp8_block)
-if os.environ.get("WSHARD_ORACLE_FBGEMM"):
-    _hook("vllm.model_executor.layers.quantization.fbgemm_fp8", _patch_fbgemm)
-if os.environ.get("WSHARD_ORACLE_MXFP4_CPU"):
-    _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
-          _patch_mxfp4_cpu)
-if os.environ.get("WSHARD_ORACLE_NVFP4"):
-    _hook("vllm.model_executor.layers.quantization.compressed_tensors."
-          "schemes.compressed_tensors_w4a4_nvfp4", _patch_nvfp4)
-    _hook("vllm.model_executor.layers.quantization.modelopt",
-          _patch_nvfp4)
-if os.environ.get("WSHARD_ORACLE_MXFP4"):
-    _hook("vllm.model_executor.layers.quantization.compressed_tensors."
-          "schemes.compressed_tensors_w4a4_mxfp4", _patch_mxfp4)
-    _hook("vllm.model_executor.layers.quantization.quark.schemes.quark_ocp_mx",
-          _patch_mxfp4)
-    _hook("vllm.model_executor.kernels.linear.mxfp4.emulation",
-          _patch_mxfp4_dequant)
-if os.environ.get("WSHARD_ORACLE_MXFP6"):
-    _hook("vllm.model_executor.layers.quantization.quark.schemes.quark_ocp_mx",
-          _patch_mxfp6)
-if os.environ.get("WSHARD_ORACLE_MXFP8"):
-    _hook("vllm.model_executor.layers.quantization.quark.schemes.quark_ocp_mx",
-          _patch_mxfp8)
-if os.environ.get("WSHARD_ORACLE_NVFP4_MOE"):
-    _hook("vllm.model_executor.layers.fused_moe.experts."
-          "nvfp4_emulation_moe", _patch_nvfp4_moe)
-if os.environ.get("WSHARD_ORACLE_NOGATE"):
-    _hook("vllm.model_executor.layers.fused_moe.config",
-          _patch_nogate)
-    _hook("vllm.model_executor.layers.fused_moe.experts.cpu_moe",
-          _patch_nogate_experts)
-if os.environ.get("WSHARD_ORACLE_INTERNS1_PRO"):
-    _hook("vllm.model_executor.models.interns1_pro", _patch_interns1_pro)
-if os.environ.get("WSHARD_ORACLE_PANGU_VL"):
-    _hook("vllm.model_executor.models.openpangu_vl", _patch_pangu_vl)
-if os.environ.get("WSHARD_ORACLE_SPARSE"):
-    _hook(_CPU, _patch_sparse)
-if os.environ.get("WSHARD_ORACLE_OLMO_GDN"):
-    _hook("vllm.model_executor.layers.mamba.gdn.olmo_gdn_linear_attn", _patch_olmo_gdn)
-if os.environ.get("WSHARD_ORACLE_QWEN4EXP"):
-    _hook("vllm.models.qwen4_exp.nvidia.qsa", _patch_qwen4exp_qsa)
-    _hook("vllm.models.qwen4_exp.common.ngram_embedding", _patch_qwen4exp_ple)
-    _hook("vllm.models.qwen4_exp.nvidia.hyperconnection", _patch_qwen4exp_pad)
-if os.environ.get("WSHARD_ORACLE_STEP3P5_MTP"):
-    _hook("vllm.transformers_utils.configs.step3p5", _patch_step3p5_mtp)
-if os.environ.get("WSHARD_ORACLE_ML3_EAGLE"):
-    _hook("vllm.model_executor.models.mistral_large_3_eagle", _patch_ml3_eagle)
-if os.environ.get("WSHARD_ORACLE_DSV4_MTP"):
-    _hook("vllm.models.deepseek_v4.cpu.mtp", _patch_dsv4_mtp)
-if os.environ.get("WSHARD_ORACLE_DSV4_DSPARK"):
-    _hook("vllm.models.deepseek_v4.cpu.dspark", _patch_dsv4_dspark)
-if os.environ.get("WSHARD_ORACLE_DSV4_VL"):
-    _hook("vllm.models.deepseek_v4.vl_stub", _patch_dsv4_vl)
-    _hook("vllm.models.deepseek_v4.cpu.model", _patch_dsv4_vl_moe)
-if os.environ.get("WSHARD_ORACLE_DSV41"):
-    _hook("vllm.models.deepseek_v41.nvidia.vl_model", _patch_dsv41)
-    _hook("vllm.models.deepseek_v41.nvidia.dspark", _patch_dsv41_dspark)
-if os.environ.get("WSHARD_ORACLE_DFLASH2"):
-    _hook("vllm.config.vllm", _patch_dflash2)
-if os.environ.get("WSHARD_ORACLE_DSPARK"):
-    _hook("vllm.config.speculative", _patch_dspark)
-if os.environ.get("WSHARD_ORACLE_LONGCAT_NGRAM"):
-    _hook("vllm.model_executor.models.longcat_flash_ngram", _patch_longcat_ngram)
-if os.environ.get("WSHARD_ORACLE_UNLIMITED_OCR"):
-    _hook("vllm.model_executor.models.config", _patch_unlimited_ocr)
-    _hook("vllm.config.model", _patch_no_rswa)
-if os.environ.get("WSHARD_ORACLE_RNJ1"):
-    _hook("vllm.v1.attention.backends.cpu_attn", _patch_rnj1)
-if os.environ.get("WSHARD_ORACLE_ALIBI_SQRT"):
-    _hook("vllm.v1.attention.backends.cpu_attn", _patch_alibi_sqrt)
-if os.environ.get("WSHARD_ORACLE_DOTS3"):
-    _hook(_CPU, _patch_sparse)
-    if "vllm.models.dots3_note" not in sys.modules:
-        sys.meta_path.insert(0, _Dots3Finder())
+_CPU_MOE = "vllm.model_executor.layers.fused_moe.experts.cpu_moe"
+_CPU_ATTN = "vllm.v1.attention.backends.cpu_attn"
+_QUARK_MX = "vllm.model_executor.layers.quantization.quark.schemes.quark_ocp_mx"
+_CT_SCHEMES = "vllm.model_executor.layers.quantization.compressed_tensors.schemes."
+# Each variable and the patches it turns on, (module, patch) each,
+# hooked in this order where the variable is set.
+_ON_ENV = (
+    ("WSHARD_ORACLE_DUMP", (_TARGET, _patch), (_TARGET, _record_loaded)),
+    ("WSHARD_BENCH_TIMES", (_TARGET, _patch_times)),
+    ("WSHARD_ORACLE_INT4", (_CPU_MOE, _patch_int4)),
+    ("WSHARD_ORACLE_INT8_MOE", (_CPU_MOE, _patch_int8_moe)),
+    ("WSHARD_ORACLE_FP8_BLOCK",
+     ("vllm.model_executor.kernels.linear.scaled_mm.cpu", _patch_fp8_block)),
+    ("WSHARD_ORACLE_FBGEMM",
+     ("vllm.model_executor.layers.quantization.fbgemm_fp8", _patch_fbgemm)),
+    ("WSHARD_ORACLE_MXFP4_CPU", (_CPU_MOE, _patch_mxfp4_cpu)),
+    ("WSHARD_ORACLE_NVFP4",
+     (_CT_SCHEMES + "compressed_tensors_w4a4_nvfp4", _patch_nvfp4),
+     ("vllm.model_executor.layers.quantization.modelopt", _patch_nvfp4)),
+    ("WSHARD_ORACLE_MXFP4",
+     (_CT_SCHEMES + "compressed_tensors_w4a4_mxfp4", _patch_mxfp4),
+     (_QUARK_MX, _patch_mxfp4),
+     ("vllm.model_executor.kernels.linear.mxfp4.emulation", _patch_mxfp4_dequant)),
+    ("WSHARD_ORACLE_MXFP6", (_QUARK_MX, _patch_mxfp6)),
+    ("WSHARD_ORACLE_MXFP8", (_QUARK_MX, _patch_mxfp8)),
+    ("WSHARD_ORACLE_NVFP4_MOE",
+     ("vllm.model_executor.layers.fused_moe.experts.nvfp4_emulation_moe", _patch_nvfp4_moe)),
+    ("WSHARD_ORACLE_NOGATE",
+     ("vllm.model_executor.layers.fused_moe.config", _patch_nogate),
+     (_CPU_MOE, _patch_nogate_experts)),
+    ("WSHARD_ORACLE_INTERNS1_PRO",
+     ("vllm.model_executor.models.interns1_pro", _patch_interns1_pro)),
+    ("WSHARD_ORACLE_PANGU_VL", ("vllm.model_executor.models.openpangu_vl", _patch_pangu_vl)),
+    ("WSHARD_ORACLE_SPARSE", (_CPU, _patch_sparse)),
+    ("WSHARD_ORACLE_OLMO_GDN",
+     ("vllm.model_executor.layers.mamba.gdn.olmo_gdn_linear_attn", _patch_olmo_gdn)),
+    ("WSHARD_ORACLE_QWEN4EXP",
+     ("vllm.models.qwen4_exp.nvidia.qsa", _patch_qwen4exp_qsa),
+     ("vllm.models.qwen4_exp.common.ngram_embedding", _patch_qwen4exp_ple),
+     ("vllm.models.qwen4_exp.nvidia.hyperconnection", _patch_qwen4exp_pad)),
+    ("WSHARD_ORACLE_STEP3P5_MTP", ("vllm.transformers_utils.configs.step3p5", _patch_step3p5_mtp)),
+    ("WSHARD_ORACLE_ML3_EAGLE",
+     ("vllm.model_executor.models.mistral_large_3_eagle", _patch_ml3_eagle)),
+    ("WSHARD_ORACLE_DSV4_MTP", ("vllm.models.deepseek_v4.cpu.mtp", _patch_dsv4_mtp)),
+    ("WSHARD_ORACLE_DSV4_DSPARK", ("vllm.models.deepseek_v4.cpu.dspark", _patch_dsv4_dspark)),
+    ("WSHARD_ORACLE_DSV4_VL",
+     ("vllm.models.deepseek_v4.vl_stub", _patch_dsv4_vl),
+     ("vllm.models.deepseek_v4.cpu.model", _patch_dsv4_vl_moe)),
+    ("WSHARD_ORACLE_DSV41",
+     ("vllm.models.deepseek_v41.nvidia.vl_model", _patch_dsv41),
+     ("vllm.models.deepseek_v41.nvidia.dspark", _patch_dsv41_dspark)),
+    ("WSHARD_ORACLE_DFLASH2", ("vllm.config.vllm", _patch_dflash2)),
+    ("WSHARD_ORACLE_DSPARK", ("vllm.config.speculative", _patch_dspark)),
+    ("WSHARD_ORACLE_LONGCAT_NGRAM",
+     ("vllm.model_executor.models.longcat_flash_ngram", _patch_longcat_ngram)),
+    ("WSHARD_ORACLE_UNLIMITED_OCR",
+     ("vllm.model_executor.models.config", _patch_unlimited_ocr),
+     ("vllm.config.model", _patch_no_rswa)),
+    ("WSHARD_ORACLE_RNJ1", (_CPU_ATTN, _patch_rnj1)),
+    ("WSHARD_ORACLE_ALIBI_SQRT", (_CPU_ATTN, _patch_alibi_sqrt)),
+    ("WSHARD_ORACLE_DOTS3", (_CPU, _patch_sparse)),
+)
+for _var, *_patches in _ON_ENV:
+    if os.environ.get(_var):
+        for _module, _fn in _patches:
+            _hook(_module, _fn)
+if os.environ.get("WSHARD_ORACLE_DOTS3") and "vllm.models.dots3_note" not in sys.modules:
+    sys.meta_path.insert(0, _Dots3Finder())
