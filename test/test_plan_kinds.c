@@ -22,21 +22,6 @@ TestSuite(kinds, .fini = close_open_fx);
 
 #define KINDS "kinds=[\"sliding\", \"full\"]"
 
-/* Rules text fails to parse with want inside its one-line message. */
-static void rules_fails(struct fx *f, const char *text, const char *want)
-{
-	struct wshard_rules *r = NULL;
-	struct wshard_error err;
-
-	(void)f;
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err), WSHARD_EINVAL,
-		     "parsed: %s", text);
-	cr_assert_null(strchr(err.msg, '\n'), "%s", err.msg);
-	cr_assert_not_null(strstr(err.msg, want), "message '%s' lacks '%s'", err.msg, want);
-	wshard_rules_free(r);
-}
-
 /* "KEY[i] == 'text'" and "!=": element i of an array of strings. */
 Test(kinds, text_condition)
 {
@@ -205,9 +190,9 @@ Test(kinds, fuse_also)
 	fx_open(&f, BASE);
 #define ALSO(part) "{\"fused\": {\"g\": {\"parts\": [\"q\", \"k\", \"v\"], \"split\": \"qkv\"}}, " \
 	"\"tensors\": [{\"match\": \"a\", \"fuse\": \"g.k\", \"also\": \"" part "\", \"output\": \"o\"}]}"
-	rules_fails(&f, ALSO("k"), "\"also\" must name another part");
-	rules_fails(&f, ALSO("w"), "\"also\" must name another part");
-	rules_fails(&f, "{\"tensors\": [{\"match\": \"a\", \"split\": \"row\", \"also\": \"v\"}]}",
+	parse_fails(ALSO("k"), "\"also\" must name another part");
+	parse_fails(ALSO("w"), "\"also\" must name another part");
+	parse_fails("{\"tensors\": [{\"match\": \"a\", \"split\": \"row\", \"also\": \"v\"}]}",
 		    "\"also\" (a part name) goes only with \"fuse\"");
 	fx_close(&f);
 }
@@ -253,10 +238,10 @@ Test(kinds, rename_layers)
 	fx_close(&f);
 
 	fx_open(&f, BASE);
-	rules_fails(&f, "{\"rename_layers\": {\"prefix\": \"model.layers.\", \"to\": \"m.{n}.\", "
+	parse_fails("{\"rename_layers\": {\"prefix\": \"model.layers.\", \"to\": \"m.{n}.\", "
 		    "\"from\": \"1\"}, \"tensors\": [" CATCH_ALL "]}",
 		    "\"rename_layers\" is not");
-	rules_fails(&f, "{\"rename_layers\": {\"prefix\": \"model.layers.{n}.\", "
+	parse_fails("{\"rename_layers\": {\"prefix\": \"model.layers.{n}.\", "
 		    "\"to\": \"m.{n}.\"}, \"tensors\": [" CATCH_ALL "]}", "\"rename_layers\" is not");
 	fx_close(&f);
 }
@@ -290,7 +275,7 @@ Test(kinds, rename_layers_add)
 	fx_close(&f);
 
 	fx_open(&f, BASE);
-	rules_fails(&f, "{\"rename_layers\": {\"prefix\": \"model.layers.{n}.\", "
+	parse_fails("{\"rename_layers\": {\"prefix\": \"model.layers.{n}.\", "
 		    "\"to\": \"m.{n}.\", \"from\": \"1\", \"add\": \"1\"}, \"tensors\": ["
 		    CATCH_ALL "]}", "\"rename_layers\" is not");
 	fx_close(&f);
@@ -400,10 +385,10 @@ Test(kinds, concat_pieces)
 	assert_shape(t, 2, 110, 8);
 	assert_copy(&f, t, 2, "x.p.2", 0, 30, 0, 16, 80 * 16);
 
-	rules_fails(&f, CONCAT("col", ""), "\"concat\" is true or false on a \"row\"");
-	rules_fails(&f, "{\"tensors\": [{\"match\": \"x.p.{e}\", \"output\": \"x.{e}\", "
+	parse_fails(CONCAT("col", ""), "\"concat\" is true or false on a \"row\"");
+	parse_fails("{\"tensors\": [{\"match\": \"x.p.{e}\", \"output\": \"x.{e}\", "
 		    "\"split\": \"row\", \"concat\": true}]}", "\"concat\" is true or false");
-	rules_fails(&f, "{\"tensors\": [{\"match\": \"x.p.{e}\", \"output\": \"x.w\", "
+	parse_fails("{\"tensors\": [{\"match\": \"x.p.{e}\", \"output\": \"x.w\", "
 		    "\"split\": \"row\", \"concat\": 1}]}", "\"concat\" is true or false");
 	fx_close(&f);
 
@@ -447,10 +432,10 @@ Test(kinds, zero_parts)
 
 	use_rules(&f, ZERO_K(", \"sizes\": [8, 8, 8]"));
 	fx_plan_fails(&f, 2, WSHARD_EINVAL, "output 'a.qkv.b' is missing part 'k' of 'qkvb' (from 'a.q.b' and its siblings)");
-	rules_fails(&f, ZERO_K(", \"zero\": [\"k\"]"), "\"zero\" is an array of parts, with \"sizes\"");
-	rules_fails(&f, ZERO_K(", \"sizes\": [8, 8, 8], \"zero\": [\"x\"]"),
+	parse_fails(ZERO_K(", \"zero\": [\"k\"]"), "\"zero\" is an array of parts, with \"sizes\"");
+	parse_fails(ZERO_K(", \"sizes\": [8, 8, 8], \"zero\": [\"x\"]"),
 		    "\"zero\" entry 0 is not one of its parts");
-	rules_fails(&f, ZERO_K(", \"sizes\": [8, 8, 8], \"zero\": \"k\""),
+	parse_fails(ZERO_K(", \"sizes\": [8, 8, 8], \"zero\": \"k\""),
 		    "\"zero\" is an array of parts");
 	fx_close(&f);
 }
@@ -492,7 +477,7 @@ Test(kinds, pipeline_none_with)
 	plan_pp2(&f);
 	f.opt.pp = 1;
 	fx_close(&f);
-	rules_fails(&f, "{\"pipeline\": {\"none_with\": 1, \"layers\": \"m.{n}.\", \"stages\": []}, "
+	parse_fails("{\"pipeline\": {\"none_with\": 1, \"layers\": \"m.{n}.\", \"stages\": []}, "
 		    "\"tensors\": [" CATCH_ALL "]}",
 		    "optionally \"first_stage_min\", \"none_with\" (config keys), \"none_if\" (a condition) and \"same_stage\"");
 }
@@ -520,9 +505,9 @@ Test(kinds, pipeline_layer_prefixes)
 	cr_assert_null(find_out(&f, 1, "model.embed_tokens.weight"));
 	f.opt.pp = 1;
 	fx_close(&f);
-	rules_fails(&f, LAYER_PREFIXES("[]"),
+	parse_fails(LAYER_PREFIXES("[]"),
 		    "(a name prefix with {n}, or an array of them or of {\"prefix\", \"count\"})");
-	rules_fails(&f, LAYER_PREFIXES("[\"model.layers.{n}.\", \"lm.layers.\"]"),
+	parse_fails(LAYER_PREFIXES("[\"model.layers.{n}.\", \"lm.layers.\"]"),
 		    "(a name prefix with {n}, or an array of them or of {\"prefix\", \"count\"})");
 }
 
@@ -567,12 +552,12 @@ Test(kinds, pipeline_layer_stack)
 	f.opt.pp_layers = NULL;
 	f.opt.pp = 1;
 	fx_close(&f);
-	rules_fails(&f, STACK("{\"prefix\": \"enc.layers.\", \"count\": \"enc_layers\"}"),
+	parse_fails(STACK("{\"prefix\": \"enc.layers.\", \"count\": \"enc_layers\"}"),
 		    "or of {\"prefix\", \"count\"}");
-	rules_fails(&f, STACK("{\"prefix\": \"enc.layers.{n}.\"}"), "or of {\"prefix\", \"count\"}");
-	rules_fails(&f, STACK("{\"prefix\": \"enc.layers.{n}.\", \"count\": 3}"),
+	parse_fails(STACK("{\"prefix\": \"enc.layers.{n}.\"}"), "or of {\"prefix\", \"count\"}");
+	parse_fails(STACK("{\"prefix\": \"enc.layers.{n}.\", \"count\": 3}"),
 		    "or of {\"prefix\", \"count\"}");
-	rules_fails(&f, "{\"pipeline\": {\"layers\": {\"prefix\": \"enc.layers.{n}.\", "
+	parse_fails("{\"pipeline\": {\"layers\": {\"prefix\": \"enc.layers.{n}.\", "
 		    "\"count\": \"enc_layers\"}, \"stages\": [{\"*\": \"all\"}]}, \"tensors\": [" CATCH_ALL "]}",
 		    "or of {\"prefix\", \"count\"}");
 }
@@ -601,10 +586,10 @@ Test(kinds, no_pipeline)
 			   "%s", err.msg);
 	f.opt.pp = 1;
 	fx_close(&f);
-	rules_fails(&f, NO_PIPELINE("\"pipeline\": {\"layers\": \"model.layers.{n}.\", "
+	parse_fails(NO_PIPELINE("\"pipeline\": {\"layers\": \"model.layers.{n}.\", "
 				    "\"stages\": [{\"*\": \"all\"}]}, "),
 		    "\"no_pipeline\" is not a non-empty string (the reason) or stands beside \"pipeline\"");
-	rules_fails(&f, "{\"no_pipeline\": \"\", \"tensors\": [" CATCH_ALL "]}",
+	parse_fails("{\"no_pipeline\": \"\", \"tensors\": [" CATCH_ALL "]}",
 		    "\"no_pipeline\" is not a non-empty string");
 }
 
@@ -690,6 +675,6 @@ Test(kinds, pipeline_same_stage)
 	cr_assert_eq(f.plan->nranks, 4);
 	f.opt.pp = 1;
 	fx_close(&f);
-	rules_fails(&f, SAME_STAGE("{\"source\": \"src\"}"),
+	parse_fails(SAME_STAGE("{\"source\": \"src\"}"),
 		    "pipeline \"same_stage\" is {\"source\": a config key, \"reason\": a string");
 }

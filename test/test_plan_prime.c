@@ -26,20 +26,6 @@ TestSuite(prime, .fini = close_open_fx);
 #define SINK_RULES(extra) "{\"tensors\": [{\"match\": \"model.layers.{n}.sink\", " \
 	"\"split\": \"row\"" extra "}, " CATCH_ALL "]}"
 
-/* Rules text fails to parse with want inside its one-line message. */
-static void rules_fails(const char *text, const char *want)
-{
-	struct wshard_rules *r = NULL;
-	struct wshard_error err;
-
-	wshard_error_clear(&err);
-	cr_assert_eq(wshard_rules_parse(&r, text, strlen(text), "t.json", &err), WSHARD_EINVAL,
-		     "parsed: %s", text);
-	cr_assert_null(strchr(err.msg, '\n'), "%s", err.msg);
-	cr_assert_not_null(strstr(err.msg, want), "message '%s' lacks '%s'", err.msg, want);
-	wshard_rules_free(r);
-}
-
 /* Piece i of t: a constant of value_len bytes (bits) over len bytes at dst. */
 static void assert_const(const struct wshard_out_tensor *t, size_t i, uint32_t bits,
 			 unsigned value_len, uint64_t dst, uint64_t len)
@@ -112,15 +98,15 @@ Test(prime, row_pad_value)
  * split or a fused part; "pad_to" on a row split not with "kv_heads". */
 Test(prime, pad_value_refused)
 {
-	rules_fails(SINK_RULES(", \"pad_to\": 16, \"pad_value\": \"nan\""),
+	parse_fails(SINK_RULES(", \"pad_to\": 16, \"pad_value\": \"nan\""),
 		    "\"pad_value\" is a number, \"-inf\" or \"inf\" beside \"pad_to\"");
-	rules_fails(SINK_RULES(", \"pad_value\": 0"), "\"pad_value\" is a number");
-	rules_fails(SINK_RULES(", \"pad_to\": 16, \"pad_value\": true"), "\"pad_value\" is a number");
-	rules_fails("{\"tensors\": [{\"match\": \"a\", \"split\": \"col\", \"pad_to\": 8, "
+	parse_fails(SINK_RULES(", \"pad_value\": 0"), "\"pad_value\" is a number");
+	parse_fails(SINK_RULES(", \"pad_to\": 16, \"pad_value\": true"), "\"pad_value\" is a number");
+	parse_fails("{\"tensors\": [{\"match\": \"a\", \"split\": \"col\", \"pad_to\": 8, "
 		    "\"pad_value\": 1}]}", "\"pad_value\" is a number");
-	rules_fails(SINK_RULES(", \"pad_to\": 16, \"kv_heads\": true"),
+	parse_fails(SINK_RULES(", \"pad_to\": 16, \"kv_heads\": true"),
 		    "\"pad_to\" is an expression (rows or columns a rank) on a \"fuse\" part, a \"row\" split");
-	rules_fails("{\"tensors\": [{\"match\": \"a\", \"split\": \"replicate\", \"pad_to\": 8}]}",
+	parse_fails("{\"tensors\": [{\"match\": \"a\", \"split\": \"replicate\", \"pad_to\": 8}]}",
 		    "\"pad_to\" is an expression");
 }
 
@@ -236,16 +222,16 @@ Test(prime, engram_refused)
 		      "tensor 'model.layers.0.emb': its 4 hash heads need 420 rows, it has 415");
 	fx_close(&f);
 
-	rules_fails("{\"tensors\": [{\"match\": \"a\", \"split\": \"col\", "
+	parse_fails("{\"tensors\": [{\"match\": \"a\", \"split\": \"col\", "
 		    "\"prime_heads\": [\"v\", \"h\", \"ids\"]}]}",
 		    "\"prime_heads\" is [FROM, HEADS, LAYERS]");
-	rules_fails("{\"tensors\": [{\"match\": \"a\", \"split\": \"row\", "
+	parse_fails("{\"tensors\": [{\"match\": \"a\", \"split\": \"row\", "
 		    "\"prime_heads\": [\"v\", \"h\", \"ids\"]}]}", "on a \"row\" split whose match has {n}");
-	rules_fails("{\"tensors\": [{\"match\": \"a.{n}\", \"split\": \"row\", "
+	parse_fails("{\"tensors\": [{\"match\": \"a.{n}\", \"split\": \"row\", "
 		    "\"prime_heads\": [\"v\", \"h\"]}]}", "\"prime_heads\" is [FROM, HEADS, LAYERS]");
-	rules_fails("{\"tensors\": [{\"match\": \"a.{n}\", \"split\": \"row\", "
+	parse_fails("{\"tensors\": [{\"match\": \"a.{n}\", \"split\": \"row\", "
 		    "\"prime_heads\": [\"v\", \"h\", 3]}]}", "\"prime_heads\" is [FROM, HEADS, LAYERS]");
-	rules_fails("{\"tensors\": [{\"match\": \"a.{n}\", \"split\": \"row\", \"pad_to\": 8, "
+	parse_fails("{\"tensors\": [{\"match\": \"a.{n}\", \"split\": \"row\", \"pad_to\": 8, "
 		    "\"prime_heads\": [\"v\", \"h\", \"ids\"]}]}",
 		    "\"prime_heads\" is [FROM, HEADS, LAYERS]");
 }

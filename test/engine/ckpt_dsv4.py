@@ -280,6 +280,37 @@ def deepseek_v4_vision(out, **over):
                    "<｜begin▁of▁sentence｜>", "<unk>").save_pretrained(out)
 
 
+def draft_layers(out, wm, last, stages, skip):
+    """A DSpark draft's decoder layers: mtp.0 to mtp.{stages-1}, each a copy
+    of the checkpoint's layer `last` ("layers.N.") without its tensors under
+    the prefixes skip, in the files' order."""
+    import os
+    from safetensors.torch import load_file
+    base = {}
+    for fname in sorted(set(wm.values())):
+        for k, v in load_file(os.path.join(out, fname)).items():
+            if k.startswith(last) and not k.startswith(tuple(last + p for p in skip)):
+                base[k[len(last):]] = v
+    return {f"mtp.{s}.{k}": v.clone() for s in range(stages) for k, v in base.items()}
+
+
+def save_draft(out, new, wm, idx, idx_path, noisy, rnd):
+    """The draft's tensors new, each noisy one perturbed by rnd, saved as
+    model-dspark.safetensors and listed in the index."""
+    import json
+    import os
+    from safetensors.torch import save_file
+    for k, v in new.items():
+        if noisy(v):
+            new[k] = v + rnd(v.shape, v.dtype)
+        wm[k] = "model-dspark.safetensors"
+    save_file(new, os.path.join(out, "model-dspark.safetensors"),
+              metadata={"format": "pt"})
+    idx["weight_map"] = dict(sorted(wm.items()))
+    with open(idx_path, "w") as f:
+        json.dump(idx, f, indent=2)
+
+
 def deepseek_v4_dspark(out, stages=2, markov_rank=16):
     """DeepSeek-V4 with DSpark draft stages in place of its MTP layer, as
     DeepSeek ships its DSpark drafts (vLLM 0.32's DSparkDeepseekV4ForCausalLM,
@@ -298,7 +329,6 @@ def deepseek_v4_dspark(out, stages=2, markov_rank=16):
     import json
     import os
     import torch
-    from safetensors.torch import load_file, save_file
     cfg_path = os.path.join(out, "config.json")
     cfg = json.load(open(cfg_path))
     idx_path = os.path.join(out, "model.safetensors.index.json")
@@ -310,16 +340,7 @@ def deepseek_v4_dspark(out, stages=2, markov_rank=16):
     h, hc, vocab = cfg["hidden_size"], cfg["hc_mult"], cfg["vocab_size"]
     targets = [1, n - 2]
     g = torch.Generator().manual_seed(9876)
-    base = {}
-    for fname in sorted(set(wm.values())):
-        for k, v in load_file(os.path.join(out, fname)).items():
-            if k.startswith(last) and not k.startswith(
-                    (last + "attn.compressor.", last + "attn.indexer.")):
-                base[k[len(last):]] = v
-    new = {}
-    for s in range(stages):
-        for k, v in base.items():
-            new[f"mtp.{s}.{k}"] = v.clone()
+    new = draft_layers(out, wm, last, stages, ("attn.compressor.", "attn.indexer."))
 
     def rnd(shape, dtype=torch.bfloat16):
         return (torch.randn(shape, generator=g) * 0.02).to(dtype)
@@ -334,15 +355,8 @@ def deepseek_v4_dspark(out, stages=2, markov_rank=16):
     new[z + "markov_head.markov_w1.weight"] = rnd([vocab, markov_rank])
     new[z + "markov_head.markov_w2.weight"] = rnd([vocab, markov_rank])
     new[z + "confidence_head.proj.weight"] = rnd([1, h + markov_rank], torch.float32)
-    for k, v in new.items():
-        if v.dtype in (torch.bfloat16, torch.float32):
-            new[k] = v + rnd(v.shape, v.dtype)
-        wm[k] = "model-dspark.safetensors"
-    save_file(new, os.path.join(out, "model-dspark.safetensors"),
-              metadata={"format": "pt"})
-    idx["weight_map"] = dict(sorted(wm.items()))
-    with open(idx_path, "w") as f:
-        json.dump(idx, f, indent=2)
+    save_draft(out, new, wm, idx, idx_path,
+               lambda v: v.dtype in (torch.bfloat16, torch.float32), rnd)
     cfg["compress_ratios"] = cfg["compress_ratios"][:n] + [0] * stages
     cfg.pop("num_nextn_predict_layers", None)
     cfg.update(n_mtp_layers=stages, dspark_target_layer_ids=targets,

@@ -8,7 +8,6 @@ in DeepSeek's names, as add_v4_mtp writes V4's MTP layer.
 """
 import json
 import os
-import re
 
 # Four layers: sliding window only, then two ratio-2 compressed layers that
 # share layer 1's compressed KV (kv_source_layer_ids; layer 2 an indexer of
@@ -251,7 +250,7 @@ def make_dspark(out, stages=2, markov_rank=16):
     text_config gets n_mtp_layers, dspark_target_layer_ids,
     dspark_markov_rank, dspark_noise_token_id and dspark_block_size."""
     import torch
-    from safetensors.torch import load_file, save_file
+    from ckpt_dsv4 import draft_layers, save_draft
     make(out)
     cfg_path = os.path.join(out, "config.json")
     cfg = json.load(open(cfg_path))
@@ -264,17 +263,8 @@ def make_dspark(out, stages=2, markov_rank=16):
     h, vocab = text["hidden_size"], text["vocab_size"]
     targets = [1, n - 2]
     g = torch.Generator().manual_seed(8642)
-    base = {}
-    for fname in sorted(set(wm.values())):
-        for k, v in load_file(os.path.join(out, fname)).items():
-            if k.startswith(last) and not k.startswith(
-                    (last + "attn.compressor.", last + "attn.indexer.",
-                     last + "engram.")):
-                base[k[len(last):]] = v
-    new = {}
-    for s in range(stages):
-        for k, v in base.items():
-            new[f"mtp.{s}.{k}"] = v.clone()
+    new = draft_layers(out, wm, last, stages,
+                       ("attn.compressor.", "attn.indexer.", "engram."))
 
     def rnd(shape, dtype=torch.bfloat16):
         return (torch.randn(shape, generator=g) * 0.02).to(dtype)
@@ -286,15 +276,7 @@ def make_dspark(out, stages=2, markov_rank=16):
     new[z + "markov_head.embed.weight"] = rnd([vocab, markov_rank])
     new[z + "markov_head.head.weight"] = rnd([vocab, markov_rank])
     new[z + "confidence_head.proj.weight"] = rnd([1, h + markov_rank], torch.float32)
-    for k, v in new.items():
-        if v.is_floating_point():
-            new[k] = v + rnd(v.shape, v.dtype)
-        wm[k] = "model-dspark.safetensors"
-    save_file(new, os.path.join(out, "model-dspark.safetensors"),
-              metadata={"format": "pt"})
-    idx["weight_map"] = dict(sorted(wm.items()))
-    with open(idx_path, "w") as f:
-        json.dump(idx, f, indent=2)
+    save_draft(out, new, wm, idx, idx_path, lambda v: v.is_floating_point(), rnd)
     text.update(n_mtp_layers=stages, dspark_target_layer_ids=targets,
                 dspark_markov_rank=markov_rank, dspark_noise_token_id=vocab - 1,
                 dspark_block_size=2)
