@@ -99,27 +99,6 @@ static enum wshard_err parse_transpose_cols(const struct wshard_rules *r,
 }
 
 /*
- * "chunks" (a column split's cut dimension holds that many parts, each
- * cut by tp: Llama 4's transposed gate_up_proj, gate then up; Granite
- * MoE's input_linear [E, 2I, H] as it is), "experts" (a
- * transposed split's dimension 0 counts the experts, which
- * --expert-parallel gives whole to the ranks that hold them) and
- * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
- * which vLLM reorders even rows first) on a fused part, or true on a
- * plain "col" split, whose rank's cut is the block (Inkling's experts,
- * gate and up rows interleaved); "reshape" (parse_reshape); "beside"
- * (Inkling's sink experts' w2 [E, H, I] as vLLM holds it, [H, E*I/tp])
- * on a "col" split with "rows": 2; "pad_to" (an
- * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
- * a fused part (of a replicated operator: at every tp) or a plain "col"
- * split; "qkv_groups" (q/k/v heads stored by
- * kv group: Falcon's query_key_value) on an "unpack" of q/k/v, or (k and
- * v heads by kv head: TeleChat2's key_value) on a "fuse" of its k+v,
- * which then needs no "sizes"; "concat"
- * (the sources {e} matches are row pieces of one tensor: Qwen4-Exp's
- * ngram_embedding.shard_{e}) on a "row", "vocab" or "replicate" split.
- */
-/*
  * "pad_value" (a number, "-inf" or "inf") beside "pad_to" on a "row"
  * split or a "fuse" part: the padding rows hold it, not zeros (vLLM's
  * attention sinks padded with -inf, DeepSeek-V4.1's attention.py).
@@ -172,6 +151,28 @@ static enum wshard_err parse_prime_heads(const struct wshard_rules *r, struct ru
 	return WSHARD_OK;
 }
 
+/*
+ * "chunks" (a column split's cut dimension holds that many parts, each
+ * cut by tp: Llama 4's transposed gate_up_proj, gate then up; Granite
+ * MoE's input_linear [E, 2I, H] as it is), "experts" (a
+ * transposed split's dimension 0 counts the experts, which
+ * --expert-parallel gives whole to the ranks that hold them) and
+ * "deinterleave" (rows per block, an expression: Llama 4's q/k heads,
+ * which vLLM reorders even rows first) on a fused part, or true on a
+ * plain "col" split, whose rank's cut is the block (Inkling's experts,
+ * gate and up rows interleaved); "reshape" (parse_reshape); "beside"
+ * (Inkling's sink experts' w2 [E, H, I] as vLLM holds it, [H, E*I/tp])
+ * on a "col" split with "rows": 2; "pad_to" (an
+ * expression: Kimi Linear's experts, which vLLM widens to 256 a rank) on
+ * a fused part (of a replicated operator: at every tp), a plain "col"
+ * split or (at every tp: DeepSeek-V4.1's sinks) a "row" split;
+ * "pad_value" and "prime_heads" (parse_pad_value, parse_prime_heads);
+ * "qkv_groups" (q/k/v heads stored by kv group: Falcon's query_key_value) on an "unpack" of q/k/v, or (k and
+ * v heads by kv head: TeleChat2's key_value) on a "fuse" of its k+v,
+ * which then needs no "sizes"; "concat"
+ * (the sources {e} matches are row pieces of one tensor: Qwen4-Exp's
+ * ngram_embedding.shard_{e}) on a "row", "vocab" or "replicate" split.
+ */
 enum wshard_err rules_parse_chunks(const struct wshard_rules *r, struct rules_rule *rule,
 				   json_t *t, struct wshard_error *err)
 {
